@@ -1,0 +1,48 @@
+"""A from-scratch Vision Transformer whose blocks return their attention, plus the tools
+to load foreign weights, save safe checkpoints and analyse attention.
+
+    import vit
+    model = vit.create_model("vit_b_16", num_classes=1000)
+    logits = model(images)                                # fast path: fused SDPA, no maps
+    logits, attn = model(images, return_attention=True)   # attn: L x (B, heads, T, T), attn.grid = (gh, gw)
+"""
+
+from .checkpoint import CheckpointError, ModelMeta, load_checkpoint, load_state_dict_file, save_checkpoint
+from .model import (
+    AttentionMaps,
+    ViTConfig,
+    VisionTransformer,
+    create_model,
+    list_models,
+    vit_b_16,
+    vit_b_32,
+    vit_h_14,
+    vit_l_16,
+    vit_l_32,
+)
+from .preprocessing import Preprocessing
+from .weights import PretrainedUnavailable, from_timm, from_torchvision, list_pretrained, load_pretrained
+
+__all__ = [
+    "AttentionMaps",
+    "CheckpointError",
+    "ModelMeta",
+    "Preprocessing",
+    "PretrainedUnavailable",
+    "ViTConfig",
+    "VisionTransformer",
+    "create_model",
+    "from_timm",
+    "from_torchvision",
+    "list_models",
+    "list_pretrained",
+    "load_checkpoint",
+    "load_pretrained",
+    "load_state_dict_file",
+    "save_checkpoint",
+    "vit_b_16",
+    "vit_b_32",
+    "vit_h_14",
+    "vit_l_16",
+    "vit_l_32",
+]

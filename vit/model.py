@@ -1,0 +1,320 @@
+"""A Vision Transformer (Dosovitskiy et al., 2021) whose blocks return their attention.
+
+One file, one config dataclass, small modules. Equation numbers refer to the paper:
+
+    z_0  = [x_class; x_p^1 E; ...; x_p^N E] + E_pos        (1)  patch + position embedding
+    z'_l = MSA(LN(z_{l-1})) + z_{l-1}                       (2)  attention block, pre-norm
+    z_l  = MLP(LN(z'_l)) + z'_l                              (3)  MLP block, pre-norm
+    y    = LN(z_L^0)                                         (4)  final norm, read the CLS token
+
+The tensor layout and every default (LayerNorm eps 1e-6, exact GELU, packed q;k;v) match
+torchvision's and timm's ViTs, so their weights load without any numeric change.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+Pool = Literal["cls", "gap"]
+
+
+@dataclass(frozen=True)
+class ViTConfig:
+    image_size: int = 224  # the (square) training resolution; position embeddings are laid out for it
+    patch_size: int = 16
+    in_channels: int = 3
+    num_classes: int = 1000
+    dim: int = 768
+    depth: int = 12
+    heads: int = 12
+    mlp_dim: int = 3072
+    pool: Pool = "cls"  # "cls": read the class token; "gap": mean of the patch tokens (paper, App. D.3)
+    class_token: bool = True
+    final_norm: bool = True
+    qkv_bias: bool = True
+    dropout: float = 0.0
+    attn_dropout: float = 0.0
+    drop_path: float = 0.0  # stochastic depth rate of the last block, linearly increasing from 0
+    norm_eps: float = 1e-6
+
+    def __post_init__(self) -> None:
+        assert self.dim % self.heads == 0, f"dim {self.dim} is not divisible by heads {self.heads}"
+        assert self.image_size % self.patch_size == 0, (
+            f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}"
+        )
+        assert self.pool in ("cls", "gap"), f"pool must be 'cls' or 'gap', got {self.pool!r}"
+        assert self.class_token or self.pool == "gap", "pool='cls' needs class_token=True"
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Patch grid (gh, gw) the position embeddings were learned for."""
+        side = self.image_size // self.patch_size
+        return side, side
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ViTConfig:
+        """Build a config from JSON, refusing fields this version does not know."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown ViT config field(s) {unknown}; known fields: {sorted(known)}")
+        return cls(**d)
+
+
+class AttentionMaps(tuple):
+    """The per-layer attention weights of one forward pass: a tuple of L tensors, each
+    (B, heads, T, T) post-softmax, plus what is needed to read them: the patch `grid`
+    (gh, gw) the tokens came from and the number of `prefix_tokens` (1 for CLS, else 0)
+    before the row-major patch tokens."""
+
+    grid: tuple[int, int]
+    prefix_tokens: int
+
+    def __new__(cls, layers: list[Tensor], grid: tuple[int, int], prefix_tokens: int) -> AttentionMaps:
+        maps = super().__new__(cls, layers)
+        maps.grid = grid
+        maps.prefix_tokens = prefix_tokens
+        return maps
+
+
+def resample_pos_embed(patch_pos: Tensor, old_grid: tuple[int, int], new_grid: tuple[int, int]) -> Tensor:
+    """Resize patch position embeddings (1, gh*gw, D) from `old_grid` to `new_grid`.
+
+    Bicubic with antialias and align_corners=False, as timm's `resample_abs_pos_embed`
+    (torchvision's `interpolate_embeddings` uses align_corners=True instead). Prefix
+    (CLS) embeddings are never passed here: they have no position to interpolate.
+    """
+    if old_grid == new_grid:
+        return patch_pos
+    dim = patch_pos.shape[-1]
+    grid = patch_pos.reshape(1, *old_grid, dim).permute(0, 3, 1, 2)  # (1, D, gh, gw)
+    grid = F.interpolate(grid.float(), size=new_grid, mode="bicubic", antialias=True, align_corners=False)
+    return grid.permute(0, 2, 3, 1).reshape(1, new_grid[0] * new_grid[1], dim).to(patch_pos.dtype)  # (1, N', D)
+
+
+class PatchEmbed(nn.Module):
+    """Split the image into P x P patches and project each to D dims: a stride-P convolution,
+    which is the same linear map as "unfold, flatten (c, p, p), multiply by E" in eq. (1)."""
+
+    def __init__(self, patch_size: int, in_channels: int, dim: int):
+        super().__init__()
+        self.patch_size = patch_size
+        self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
+
+    def grid(self, height: int, width: int) -> tuple[int, int]:
+        p = self.patch_size
+        if height % p or width % p:
+            raise ValueError(f"image size {height}x{width} is not a multiple of the patch size {p}")
+        return height // p, width // p
+
+    def forward(self, images: Tensor) -> Tensor:
+        x = self.proj(images)  # (B, D, gh, gw)
+        return x.flatten(2).transpose(1, 2)  # (B, gh*gw, D), row-major over the grid
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention (MSA in eq. 2) with packed q;k;v like torchvision and timm."""
+
+    def __init__(self, dim: int, heads: int, qkv_bias: bool, attn_dropout: float, dropout: float):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.scale = self.head_dim**-0.5
+        self.attn_dropout = attn_dropout
+        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+        B, T, D = x.shape
+        qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim)  # (B, T, 3, H, hd)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, hd)
+        dropout_p = self.attn_dropout if self.training else 0.0
+        if return_attention:
+            # The explicit path: softmax(q k^T / sqrt(d)) is materialised so it can be returned.
+            attn = ((q * self.scale) @ k.transpose(-2, -1)).softmax(dim=-1)  # (B, H, T, T)
+            out = F.dropout(attn, dropout_p, self.training) @ v  # (B, H, T, hd)
+        else:
+            # The fast path: fused kernels (flash / memory-efficient on GPU), no map is built.
+            attn = None
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)  # (B, H, T, hd)
+        out = out.transpose(1, 2).reshape(B, T, D)  # concatenate the heads
+        return self.proj_drop(self.proj(out)), attn
+
+
+class MLP(nn.Module):
+    def __init__(self, dim: int, hidden_dim: int, dropout: float):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden_dim)
+        self.act = nn.GELU()  # exact erf GELU: the tanh approximation moves logits by ~6e-4
+        self.fc2 = nn.Linear(hidden_dim, dim)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
+
+
+class DropPath(nn.Module):
+    """Stochastic depth (Huang et al., 2016): drop a sample's whole residual branch."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        keep = x.new_empty(x.shape[0], *([1] * (x.ndim - 1))).bernoulli_(1.0 - self.p)
+        return x * keep / (1.0 - self.p)
+
+
+class Block(nn.Module):
+    """One pre-norm encoder layer: eqs. (2) and (3)."""
+
+    def __init__(self, config: ViTConfig, drop_path: float):
+        super().__init__()
+        c = config
+        self.norm1 = nn.LayerNorm(c.dim, eps=c.norm_eps)
+        self.attn = Attention(c.dim, c.heads, c.qkv_bias, c.attn_dropout, c.dropout)
+        self.norm2 = nn.LayerNorm(c.dim, eps=c.norm_eps)
+        self.mlp = MLP(c.dim, c.mlp_dim, c.dropout)
+        self.drop_path = DropPath(drop_path)
+
+    def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+        y, attn = self.attn(self.norm1(x), return_attention)
+        x = x + self.drop_path(y)
+        x = x + self.drop_path(self.mlp(self.norm2(x)))
+        return x, attn
+
+
+class VisionTransformer(nn.Module):
+    def __init__(self, config: ViTConfig):
+        super().__init__()
+        c = self.config = config
+        self.patch_embed = PatchEmbed(c.patch_size, c.in_channels, c.dim)
+        self.prefix_tokens = 1 if c.class_token else 0
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim)) if c.class_token else None
+        gh, gw = c.grid
+        self.pos_embed = nn.Parameter(torch.empty(1, self.prefix_tokens + gh * gw, c.dim))
+        self.pos_drop = nn.Dropout(c.dropout)
+        rates = [c.drop_path * i / max(c.depth - 1, 1) for i in range(c.depth)]
+        self.blocks = nn.ModuleList(Block(c, rate) for rate in rates)
+        self.norm = nn.LayerNorm(c.dim, eps=c.norm_eps) if c.final_norm else nn.Identity()
+        self.head = nn.Linear(c.dim, c.num_classes)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """timm's initialisation: truncated normal(0.02) for weights and position embeddings."""
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.trunc_normal_(m.weight, std=0.02)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+        # The patch projection is a linear map on flattened patches: LeCun-normal like fan-in Linear.
+        w = self.patch_embed.proj.weight
+        nn.init.trunc_normal_(w, std=math.sqrt(1.0 / w[0].numel()))
+        nn.init.zeros_(self.patch_embed.proj.bias)
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        if self.cls_token is not None:
+            nn.init.normal_(self.cls_token, std=1e-6)
+
+    def patch_grid(self, height: int, width: int) -> tuple[int, int]:
+        """The (gh, gw) patch grid an image of height x width pixels is cut into."""
+        return self.patch_embed.grid(height, width)
+
+    def position_embedding(self, grid: tuple[int, int]) -> Tensor:
+        """(1, prefix + gh*gw, D) position embeddings for `grid`, resampled if it is not the
+        training grid. The CLS slot is kept as it is: it has no spatial position."""
+        prefix, patches = self.pos_embed[:, : self.prefix_tokens], self.pos_embed[:, self.prefix_tokens :]
+        return torch.cat([prefix, resample_pos_embed(patches, self.config.grid, grid)], dim=1)
+
+    def forward(self, images: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
+        """images (B, C, H, W) -> logits (B, classes), and with `return_attention` the
+        per-layer post-softmax attention as `AttentionMaps` (which carries the grid)."""
+        assert images.ndim == 4, f"expected images (B, C, H, W), got shape {tuple(images.shape)}"
+        grid = self.patch_grid(images.shape[-2], images.shape[-1])
+        x = self.patch_embed(images)  # (B, N, D)
+        if self.cls_token is not None:
+            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)  # (B, 1+N, D)
+        x = self.pos_drop(x + self.position_embedding(grid))  # eq. (1)
+        maps = []
+        for block in self.blocks:
+            x, attn = block(x, return_attention)
+            maps.append(attn)
+        x = self.norm(x)
+        pooled = x[:, 0] if self.config.pool == "cls" else x[:, self.prefix_tokens :].mean(dim=1)  # (B, D)
+        logits = self.head(pooled)
+        if return_attention:
+            return logits, AttentionMaps(maps, grid, self.prefix_tokens)
+        return logits
+
+
+# Named configurations. torchvision's variants use its names; timm's use timm's.
+CONFIGS: dict[str, ViTConfig] = {
+    "vit_b_16": ViTConfig(patch_size=16, dim=768, depth=12, heads=12, mlp_dim=3072),
+    "vit_b_32": ViTConfig(patch_size=32, dim=768, depth=12, heads=12, mlp_dim=3072),
+    "vit_l_16": ViTConfig(patch_size=16, dim=1024, depth=24, heads=16, mlp_dim=4096),
+    "vit_l_32": ViTConfig(patch_size=32, dim=1024, depth=24, heads=16, mlp_dim=4096),
+    "vit_h_14": ViTConfig(patch_size=14, dim=1280, depth=32, heads=16, mlp_dim=5120),
+    "vit_tiny_patch16_224": ViTConfig(patch_size=16, dim=192, depth=12, heads=3, mlp_dim=768),
+    "vit_small_patch16_224": ViTConfig(patch_size=16, dim=384, depth=12, heads=6, mlp_dim=1536),
+    "vit_base_patch16_224": ViTConfig(patch_size=16, dim=768, depth=12, heads=12, mlp_dim=3072),
+    # CIFAR-10 (32x32). Patch 4 gives an 8x8 grid, the consensus for training from scratch.
+    # The classic showcase: patch 8, GAP, no CLS token, no final norm: 847,626 parameters.
+    "vit_cifar_showcase": ViTConfig(
+        image_size=32, patch_size=8, num_classes=10, dim=256, depth=2, heads=2, mlp_dim=256,
+        pool="gap", class_token=False, final_norm=False,
+    ),
+    # Small enough to train on two CPU cores; the bundled default model uses it.
+    "vit_cifar_nano": ViTConfig(image_size=32, patch_size=4, num_classes=10, dim=128, depth=6, heads=4, mlp_dim=256),
+    # "Vision Transformer for Small-Size Datasets" (Lee et al., 2021): plain ViT, 93.6% in 100 epochs.
+    "vit_cifar_tiny": ViTConfig(
+        image_size=32, patch_size=4, num_classes=10, dim=192, depth=9, heads=12, mlp_dim=384, drop_path=0.1
+    ),
+    # omihub777/ViT-CIFAR: 90.9% at 200 epochs.
+    "vit_cifar_small": ViTConfig(image_size=32, patch_size=4, num_classes=10, dim=384, depth=7, heads=12, mlp_dim=384),
+}
+
+
+def list_models() -> list[str]:
+    return sorted(CONFIGS)
+
+
+def create_model(name: str, **overrides) -> VisionTransformer:
+    """Build a named ViT with fresh weights; keyword arguments override config fields,
+    e.g. `create_model("vit_b_16", num_classes=10, image_size=384)`."""
+    if name not in CONFIGS:
+        raise ValueError(f"unknown model {name!r}; choose one of {list_models()}")
+    return VisionTransformer(replace(CONFIGS[name], **overrides))
+
+
+def vit_b_16(**overrides) -> VisionTransformer:
+    return create_model("vit_b_16", **overrides)
+
+
+def vit_b_32(**overrides) -> VisionTransformer:
+    return create_model("vit_b_32", **overrides)
+
+
+def vit_l_16(**overrides) -> VisionTransformer:
+    return create_model("vit_l_16", **overrides)
+
+
+def vit_l_32(**overrides) -> VisionTransformer:
+    return create_model("vit_l_32", **overrides)
+
+
+def vit_h_14(**overrides) -> VisionTransformer:
+    return create_model("vit_h_14", **overrides)

@@ -1,0 +1,53 @@
+"""How a model expects its input images: a small, JSON-serialisable record that builds the
+torchvision transform. Each model carries its own (wrong preprocessing = silent accuracy loss)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import torch
+from torchvision.transforms import InterpolationMode, v2
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR10_STD = (0.2470, 0.2435, 0.2616)
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    resize_size: int  # the shorter side is resized to this many pixels...
+    crop_size: int  # ...then the centre crop_size x crop_size square is kept
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    interpolation: str = "bilinear"
+
+    def __post_init__(self) -> None:
+        InterpolationMode(self.interpolation)  # raises ValueError on an unknown mode
+        assert self.crop_size <= self.resize_size, "crop_size must not exceed resize_size"
+
+    def transform(self) -> v2.Compose:
+        """PIL image or uint8 tensor -> normalised float tensor (3, crop, crop)."""
+        return v2.Compose(
+            [
+                v2.ToImage(),
+                v2.Resize(self.resize_size, interpolation=InterpolationMode(self.interpolation), antialias=True),
+                v2.CenterCrop(self.crop_size),
+                v2.ToDtype(torch.float32, scale=True),
+                v2.Normalize(self.mean, self.std),
+            ]
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Preprocessing:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown preprocessing field(s) {unknown}; known fields: {sorted(known)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+CIFAR10 = Preprocessing(resize_size=32, crop_size=32, mean=CIFAR10_MEAN, std=CIFAR10_STD)

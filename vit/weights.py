@@ -1,0 +1,267 @@
+"""Foreign weights -> our ViT: torchvision and timm state dicts, and named pretrained weights.
+
+Both libraries store the same tensors under different names (REFERENCE.md §2). Each
+converter renames keys into ours, refuses anything it does not understand, infers the
+config from tensor shapes, and copies with a check on every key and shape.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch import Tensor, nn
+
+from .checkpoint import CheckpointError, ModelMeta, assign_weights, load_state_dict_file
+from .model import CONFIGS, ViTConfig, VisionTransformer
+from .preprocessing import Preprocessing
+
+WeightsSource = nn.Module | dict[str, Tensor] | str | os.PathLike
+
+# Head counts are the one hyper-parameter tensor shapes cannot reveal: the standard ones by width.
+STANDARD_HEADS = {192: 3, 384: 6, 768: 12, 1024: 16, 1280: 16}
+
+_TORCHVISION_TOP = {
+    "class_token": "cls_token",
+    "conv_proj.weight": "patch_embed.proj.weight",
+    "conv_proj.bias": "patch_embed.proj.bias",
+    "encoder.pos_embedding": "pos_embed",
+    "encoder.ln.weight": "norm.weight",
+    "encoder.ln.bias": "norm.bias",
+    "heads.head.weight": "head.weight",
+    "heads.head.bias": "head.bias",
+}
+_TORCHVISION_BLOCK = {
+    "ln_1": "norm1",
+    "self_attention.in_proj_weight": "attn.qkv.weight",  # packed q;k;v, same order as ours
+    "self_attention.in_proj_bias": "attn.qkv.bias",
+    "self_attention.out_proj": "attn.proj",
+    "ln_2": "norm2",
+    "mlp.0": "mlp.fc1",
+    "mlp.3": "mlp.fc2",
+    "mlp.linear_1": "mlp.fc1",  # names in older torchvision files (the downloadable .pth ones)
+    "mlp.linear_2": "mlp.fc2",
+}
+# timm's names are ours (we chose them to be). These are the timm extras we refuse.
+_TIMM_UNSUPPORTED = {
+    "reg_token": "register tokens",
+    ".ls1.": "LayerScale",
+    ".ls2.": "LayerScale",
+    "fc_norm.": "fc_norm (a LayerNorm after average pooling)",
+    "norm_pre.": "a pre-encoder LayerNorm (norm_pre)",
+    "attn.q_norm.": "QK-norm",
+    "attn.k_norm.": "QK-norm",
+    "attn.norm.": "attention output norm",
+    "mlp.norm.": "MLP norm",
+    "patch_embed.norm.": "a patch-embedding LayerNorm",
+    "attn_pool.": "attention pooling (MAP head)",
+    "head.fc.": "a multi-layer head",
+}
+_OUR_BLOCK_KEY = re.compile(r"blocks\.\d+\.(norm1|norm2|attn\.qkv|attn\.proj|mlp\.fc1|mlp\.fc2)\.(weight|bias)")
+_OUR_TOP_KEYS = {"cls_token", "pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias"} | {
+    f"{m}.{p}" for m in ("norm", "head") for p in ("weight", "bias")
+}
+
+
+class PretrainedUnavailable(RuntimeError):
+    """Named pretrained weights could not be obtained (offline, or a missing package)."""
+
+
+def _rename_torchvision(key: str) -> str:
+    if key in _TORCHVISION_TOP:
+        return _TORCHVISION_TOP[key]
+    m = re.fullmatch(r"encoder\.layers\.encoder_layer_(\d+)\.(.+)", key)
+    if m:
+        block, rest = m.groups()
+        for theirs, ours in _TORCHVISION_BLOCK.items():
+            if rest == theirs or rest.startswith(theirs + "."):
+                return f"blocks.{block}.{ours}{rest[len(theirs) :]}"
+    if key.startswith("heads.pre_logits"):
+        raise CheckpointError("torchvision's optional representation layer (heads.pre_logits) is not supported")
+    raise CheckpointError(f"unrecognised torchvision ViT key {key!r}")
+
+
+def _rename_timm(key: str) -> str:
+    for marker, what in _TIMM_UNSUPPORTED.items():
+        if marker in key:
+            raise CheckpointError(f"timm checkpoint uses {what} ({key!r}), which this ViT does not implement")
+    if key in _OUR_TOP_KEYS or _OUR_BLOCK_KEY.fullmatch(key):
+        return key
+    raise CheckpointError(f"unrecognised timm ViT key {key!r}")
+
+
+def _rename(state_dict: dict[str, Tensor], rename: Callable[[str], str]) -> dict[str, Tensor]:
+    out: dict[str, Tensor] = {}
+    for key, value in state_dict.items():
+        new = rename(key)
+        if new in out:
+            raise CheckpointError(f"two keys map to {new!r} (e.g. both mlp.0 and mlp.linear_1 present)")
+        out[new] = value
+    return out
+
+
+def config_from_state_dict(sd: dict[str, Tensor], *, heads: int | None = None, pool: str | None = None) -> ViTConfig:
+    """Infer our config from a state dict already in our key names."""
+    for key in ("patch_embed.proj.weight", "pos_embed", "head.weight", "blocks.0.mlp.fc1.weight"):
+        if key not in sd:
+            raise CheckpointError(f"not a ViT state dict: {key!r} (or its foreign name) is missing")
+    dim, in_channels, patch, _ = sd["patch_embed.proj.weight"].shape
+    depth = len({k.split(".")[1] for k in sd if k.startswith("blocks.")})
+    class_token = "cls_token" in sd
+    prefix = 1 if class_token else 0
+    num_patches = sd["pos_embed"].shape[1] - prefix
+    side = math.isqrt(num_patches)
+    if side * side != num_patches:
+        raise CheckpointError(
+            f"position embedding has {num_patches} patch slots (after {prefix} prefix token): not a square grid; "
+            "embeddings without a CLS slot (timm no_embed_class) or non-square training grids are not supported"
+        )
+    if heads is None:
+        if dim not in STANDARD_HEADS:
+            raise CheckpointError(f"cannot infer the head count for width {dim}; pass heads=...")
+        heads = STANDARD_HEADS[dim]
+    return ViTConfig(
+        image_size=side * patch,
+        patch_size=patch,
+        in_channels=in_channels,
+        num_classes=sd["head.weight"].shape[0],
+        dim=dim,
+        depth=depth,
+        heads=heads,
+        mlp_dim=sd["blocks.0.mlp.fc1.weight"].shape[0],
+        pool=pool or ("cls" if class_token else "gap"),
+        class_token=class_token,
+        final_norm="norm.weight" in sd,
+        qkv_bias="blocks.0.attn.qkv.bias" in sd,
+    )
+
+
+def _state_dict_of(source: WeightsSource) -> dict[str, Tensor]:
+    if isinstance(source, nn.Module):
+        return source.state_dict()
+    if isinstance(source, (str, os.PathLike)):
+        return load_state_dict_file(Path(source))
+    return dict(source)
+
+
+def from_torchvision(source: WeightsSource, *, heads: int | None = None) -> VisionTransformer:
+    """Our ViT with the weights of a torchvision `VisionTransformer` (module, state dict or
+    a `.pth`/`.safetensors` path). `heads` is needed only for non-standard widths."""
+    if isinstance(source, nn.Module) and heads is None:
+        heads = source.encoder.layers[0].self_attention.num_heads
+    sd = _rename(_state_dict_of(source), _rename_torchvision)
+    config = config_from_state_dict(sd, heads=heads, pool="cls")
+    return assign_weights(VisionTransformer(config), sd, "torchvision weights").eval()
+
+
+def from_timm(source: WeightsSource, *, heads: int | None = None) -> VisionTransformer:
+    """Our ViT with the weights of a timm `VisionTransformer` (module, state dict or path).
+    timm options this ViT does not implement (register tokens, LayerScale, fc_norm, ...)
+    are refused with a message naming them."""
+    pool = None
+    if isinstance(source, nn.Module):
+        heads = heads or source.blocks[0].attn.num_heads
+        if getattr(source, "no_embed_class", False):
+            raise CheckpointError("timm models with no_embed_class=True are not supported")
+        pool = {"token": "cls", "avg": "gap"}.get(source.global_pool)
+        if pool is None:
+            raise CheckpointError(f"timm global_pool={source.global_pool!r} is not supported (use 'token' or 'avg')")
+    sd = _rename(_state_dict_of(source), _rename_timm)
+    config = config_from_state_dict(sd, heads=heads, pool=pool)
+    return assign_weights(VisionTransformer(config), sd, "timm weights").eval()
+
+
+# ---------------------------------------------------------------------------------------
+# Named pretrained weights (need a network the first time; cached afterwards)
+
+
+@dataclass(frozen=True)
+class Pretrained:
+    library: str  # "torchvision" or "timm"
+    weights: str  # torchvision weights enum name, or the timm model name with tag
+
+
+PRETRAINED: dict[str, Pretrained] = {
+    "vit_b_16.tv_in1k": Pretrained("torchvision", "ViT_B_16_Weights.IMAGENET1K_V1"),
+    "vit_b_32.tv_in1k": Pretrained("torchvision", "ViT_B_32_Weights.IMAGENET1K_V1"),
+    "vit_l_16.tv_in1k": Pretrained("torchvision", "ViT_L_16_Weights.IMAGENET1K_V1"),
+    "vit_l_32.tv_in1k": Pretrained("torchvision", "ViT_L_32_Weights.IMAGENET1K_V1"),
+    "vit_tiny_patch16_224.augreg_in21k_ft_in1k": Pretrained("timm", "vit_tiny_patch16_224.augreg_in21k_ft_in1k"),
+    "vit_small_patch16_224.augreg_in21k_ft_in1k": Pretrained("timm", "vit_small_patch16_224.augreg_in21k_ft_in1k"),
+    "vit_base_patch16_224.augreg2_in21k_ft_in1k": Pretrained("timm", "vit_base_patch16_224.augreg2_in21k_ft_in1k"),
+}
+
+
+def list_pretrained() -> list[str]:
+    return sorted(PRETRAINED)
+
+
+def _offline_message(name: str, what: str, error: BaseException, local_hint: str) -> str:
+    return (
+        f"could not download the pretrained weights {name!r} ({what}): {type(error).__name__}: {error}. "
+        f"This machine may be offline. Run once on a machine with a network to fill the cache, "
+        f"or load a local file: {local_hint}"
+    )
+
+
+def _load_torchvision(name: str, spec: Pretrained, progress: bool) -> tuple[VisionTransformer, ModelMeta]:
+    import torchvision
+
+    weights = torchvision.models.get_weight(spec.weights)
+    try:
+        state_dict = weights.get_state_dict(progress=progress)
+    except (OSError, RuntimeError) as e:  # URLError is an OSError
+        hint = "vit.from_torchvision('vit_b_16-c867db91.pth') on a file downloaded elsewhere"
+        raise PretrainedUnavailable(_offline_message(name, weights.url, e, hint)) from e
+    model = from_torchvision(state_dict, heads=CONFIGS[name.split(".")[0]].heads)
+    tf = weights.transforms()
+    preprocessing = Preprocessing(
+        resize_size=tf.resize_size[0],
+        crop_size=tf.crop_size[0],
+        mean=tuple(tf.mean),
+        std=tuple(tf.std),
+        interpolation=tf.interpolation.value,
+    )
+    info = {"source": f"torchvision {spec.weights}", "url": weights.url, "metrics": weights.meta.get("_metrics")}
+    return model, ModelMeta(list(weights.meta["categories"]), preprocessing, info)
+
+
+def _load_timm(name: str, spec: Pretrained, progress: bool) -> tuple[VisionTransformer, ModelMeta]:
+    try:
+        import timm
+        from timm.data import ImageNetInfo, infer_imagenet_subset, resolve_data_config
+    except ImportError as e:
+        raise PretrainedUnavailable(f"{name!r} is a timm model: install timm (pip install timm) to load it") from e
+    try:
+        foreign = timm.create_model(spec.weights, pretrained=True)
+    except Exception as e:  # noqa: BLE001 - a hub download fails in many library-specific ways
+        hint = "vit.from_timm('model.safetensors') on a file downloaded elsewhere"
+        raise PretrainedUnavailable(_offline_message(name, f"timm {spec.weights}", e, hint)) from e
+    cfg = resolve_data_config({}, model=foreign)
+    crop = cfg["input_size"][-1]
+    preprocessing = Preprocessing(
+        resize_size=math.floor(crop / cfg["crop_pct"]),
+        crop_size=crop,
+        mean=tuple(cfg["mean"]),
+        std=tuple(cfg["std"]),
+        interpolation=cfg["interpolation"],
+    )
+    class_names = ImageNetInfo(infer_imagenet_subset(foreign)).label_descriptions()
+    return from_timm(foreign), ModelMeta(list(class_names), preprocessing, {"source": f"timm {spec.weights}"})
+
+
+def load_pretrained(name: str, progress: bool = True) -> tuple[VisionTransformer, ModelMeta]:
+    """Download (or read from cache) named pretrained weights and return our model with its
+    preprocessing and class names taken from the weights' own metadata.
+
+    Raises PretrainedUnavailable with a clear message when offline.
+    """
+    if name not in PRETRAINED:
+        raise ValueError(f"unknown pretrained weights {name!r}; choose one of {list_pretrained()}")
+    spec = PRETRAINED[name]
+    loader = _load_torchvision if spec.library == "torchvision" else _load_timm
+    return loader(name, spec, progress)
