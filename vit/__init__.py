@@ -10,8 +10,8 @@ to load foreign weights, save safe checkpoints and analyse attention.
 from .checkpoint import CheckpointError, ModelMeta, load_checkpoint, load_state_dict_file, save_checkpoint
 from .model import (
     AttentionMaps,
-    ViTConfig,
     VisionTransformer,
+    ViTConfig,
     create_model,
     list_models,
     vit_b_16,

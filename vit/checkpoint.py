@@ -19,7 +19,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor, nn
 
-from .model import ViTConfig, VisionTransformer
+from .model import VisionTransformer, ViTConfig
 from .preprocessing import Preprocessing
 
 FORMAT = "vit-explorer/1"
@@ -72,7 +72,9 @@ def read_tensors(path: str | os.PathLike) -> tuple[dict[str, Tensor], dict]:
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"{path} is not a readable safetensors file (truncated or another format?): {e}") from e
     if header_text is None:
-        raise CheckpointError(f"{path} is a safetensors file but not a ViT explorer checkpoint (no {HEADER_KEY!r} header)")
+        raise CheckpointError(
+            f"{path} is a safetensors file but not a ViT explorer checkpoint (no {HEADER_KEY!r} header)"
+        )
     try:
         header = json.loads(header_text)
     except json.JSONDecodeError as e:

@@ -274,8 +274,16 @@ CONFIGS: dict[str, ViTConfig] = {
     # CIFAR-10 (32x32). Patch 4 gives an 8x8 grid, the consensus for training from scratch.
     # The classic showcase: patch 8, GAP, no CLS token, no final norm: 847,626 parameters.
     "vit_cifar_showcase": ViTConfig(
-        image_size=32, patch_size=8, num_classes=10, dim=256, depth=2, heads=2, mlp_dim=256,
-        pool="gap", class_token=False, final_norm=False,
+        image_size=32,
+        patch_size=8,
+        num_classes=10,
+        dim=256,
+        depth=2,
+        heads=2,
+        mlp_dim=256,
+        pool="gap",
+        class_token=False,
+        final_norm=False,
     ),
     # Small enough to train on two CPU cores; the bundled default model uses it.
     "vit_cifar_nano": ViTConfig(image_size=32, patch_size=4, num_classes=10, dim=128, depth=6, heads=4, mlp_dim=256),

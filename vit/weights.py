@@ -17,7 +17,7 @@ from pathlib import Path
 from torch import Tensor, nn
 
 from .checkpoint import CheckpointError, ModelMeta, assign_weights, load_state_dict_file
-from .model import CONFIGS, ViTConfig, VisionTransformer
+from .model import CONFIGS, VisionTransformer, ViTConfig
 from .preprocessing import Preprocessing
 
 WeightsSource = nn.Module | dict[str, Tensor] | str | os.PathLike
