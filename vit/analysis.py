@@ -1,0 +1,119 @@
+"""Pure tensor functions that turn attention weights into the pictures of the ViT paper.
+
+Every function reads the token layout from `AttentionMaps` (the patch grid and the number
+of prefix tokens), so rows and columns can never be swapped: patch tokens are row-major
+over the (gh, gw) grid, after the CLS token when there is one.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .model import AttentionMaps, VisionTransformer
+
+Query = int | tuple[int, int] | None
+HeadFusion = Literal["mean", "max", "min"]
+
+
+def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
+    """Read the rows of a (..., T, T) token-to-token matrix that a query looks at, keeping only
+    the patch columns, as (..., gh, gw).
+
+    query=None: the CLS token, or (no CLS token, GAP models) the mean over all patch queries,
+    which is what the pooled representation averages. An int is a row-major patch index;
+    (row, col) is a grid position.
+    """
+    gh, gw = maps.grid
+    p = maps.prefix_tokens
+    if query is None:
+        rows = matrix[..., 0, p:] if p else matrix[..., p:, p:].mean(dim=-2)
+    else:
+        index = query[0] * gw + query[1] if isinstance(query, tuple) else query
+        if not 0 <= index < gh * gw:
+            raise IndexError(f"patch query {query} outside the {gh}x{gw} grid")
+        rows = matrix[..., p + index, p:]
+    return rows.reshape(*rows.shape[:-1], gh, gw)  # (..., gh*gw) -> (..., gh, gw) row-major
+
+
+def query_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
+    """Attention from one query token to every patch, for every layer and head:
+    (B, L, H, gh, gw). The default query is the CLS token (REFERENCE §6: A[l][h, 0, 1:])."""
+    stacked = torch.stack(tuple(maps), dim=1)  # (B, L, H, T, T)
+    return _query_rows(stacked, maps, query)
+
+
+def rollout(
+    maps: AttentionMaps,
+    head_fusion: HeadFusion = "mean",
+    discard_ratio: float = 0.0,
+    query: Query = None,
+) -> Tensor:
+    """Attention rollout (Abnar & Zuidema, 2020): (B, gh, gw).
+
+    Per layer: fuse heads, optionally zero the weakest `discard_ratio` of entries (never the
+    CLS column, which carries the residual stream's global information), add the identity
+    for the residual connection, and row-normalise so each row is again a distribution.
+    Then R = Â[L-1] @ ... @ Â[0].
+    """
+    if not 0.0 <= discard_ratio < 1.0:
+        raise ValueError(f"discard_ratio must be in [0, 1), got {discard_ratio}")
+    fuse = {"mean": lambda a: a.mean(dim=1), "max": lambda a: a.amax(dim=1), "min": lambda a: a.amin(dim=1)}
+    if head_fusion not in fuse:
+        raise ValueError(f"head_fusion must be one of {sorted(fuse)}, got {head_fusion!r}")
+    B, _, T, _ = maps[0].shape
+    eye = torch.eye(T, dtype=maps[0].dtype, device=maps[0].device)
+    result = eye.expand(B, T, T)
+    for layer in maps:
+        fused = fuse[head_fusion](layer.float())  # (B, T, T)
+        if discard_ratio > 0:
+            fused = _discard_weakest(fused, discard_ratio, maps.prefix_tokens)
+        a = fused + eye
+        a = a / a.sum(dim=-1, keepdim=True)  # keepdim: divide each row by its own sum
+        result = a @ result
+    return _query_rows(result, maps, query)
+
+
+def _discard_weakest(fused: Tensor, ratio: float, prefix: int) -> Tensor:
+    """Zero the lowest `ratio` fraction of each sample's (T, T) entries, sparing prefix columns."""
+    B, T, _ = fused.shape
+    ranked = fused.clone()
+    ranked[..., :prefix] = float("inf")  # CLS column: never a candidate
+    flat = ranked.reshape(B, T * T)
+    k = int(T * T * ratio)
+    weakest = flat.topk(k, dim=-1, largest=False).indices  # (B, k)
+    keep = torch.ones_like(flat).scatter_(1, weakest, 0.0).reshape(B, T, T)
+    return fused * keep
+
+
+def patch_centres(grid: tuple[int, int], patch_size: int) -> Tensor:
+    """(gh*gw, 2) pixel coordinates (y, x) of patch centres, row-major."""
+    gh, gw = grid
+    ys, xs = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")
+    return (torch.stack([ys, xs], dim=-1).reshape(-1, 2).float() + 0.5) * patch_size
+
+
+def mean_attention_distance(maps: AttentionMaps, patch_size: int) -> Tensor:
+    """Mean attention distance in pixels per layer and head, (L, H): the ViT paper's Fig. 7
+    (right). For each patch query, sum_k A[q, k] * |centre(q) - centre(k)| over patch keys;
+    average over patch queries and over the batch. The CLS token is excluded as a query and
+    as a key, and keys are not renormalised after dropping it, as in the algorithm the
+    authors posted (google-research/vision_transformer #162)."""
+    centres = patch_centres(maps.grid, patch_size).to(maps[0].device)
+    dist = torch.cdist(centres, centres)  # (N, N) pixels
+    p = maps.prefix_tokens
+    stacked = torch.stack(tuple(maps), dim=1).float()[..., p:, p:]  # (B, L, H, N, N)
+    per_query = (stacked * dist).sum(dim=-1)  # (B, L, H, N)
+    return per_query.mean(dim=(0, -1))  # (L, H)
+
+
+def position_embedding_similarity(model: VisionTransformer) -> Tensor:
+    """Cosine similarity between the position embeddings of every pair of patch slots:
+    (gh, gw, gh, gw), where [i, j] is the tile for slot (i, j) (the ViT paper's Fig. 7 centre)."""
+    gh, gw = model.config.grid
+    patches = model.pos_embed[0, model.prefix_tokens :].detach().float()  # (N, D)
+    unit = F.normalize(patches, dim=-1)
+    return (unit @ unit.T).reshape(gh, gw, gh, gw)
