@@ -1,0 +1,351 @@
+"""The ViT attention explorer: Gradio wiring only.
+
+    python app.py                      # http://127.0.0.1:7860, the bundled CIFAR-10 model
+    python app.py --model ckpt.safetensors --port 7861
+
+Every view has an API name, so scripts can drive the app with `gradio_client` (see README).
+The maths lives in `vit.analysis`, the pictures in `vit.render`, and the one cached forward
+pass per image in `explorer.explain`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import gradio as gr
+
+from explorer.explain import Explanation, explain
+from explorer.images import ImageError, load_image
+from explorer.models import BUNDLED, BUNDLED_PATH, ModelCatalog, ModelUnavailable
+from train_tab import build_train_tab
+from vit import render
+from vit.render import COLORMAPS, MapStyle
+
+EXAMPLES = ["cheetah1.jpg", "lion.jpg", "tower.jpg", "groot.jpeg"]
+INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display sizes (longer side)
+MAX_UPLOAD = "20mb"
+SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
+
+CLASSROOM = """**How to read this.** A ViT cuts the image into square **patches** (the grid on the
+left) and turns each into a token. An extra **CLS token** has no pixels of its own: it gathers
+information from the patches through attention, and the classifier reads only it. Each map shows,
+for one attention **head**, how strongly the query (CLS by default; click a patch to change it)
+attends to every patch. Supervised ViTs spread attention over many patches, including the
+background, so single-head maps look noisy; **rollout** combines all layers into one smoother map.
+"""
+
+from gradio.events import Dependency
+
+class ImagePath(gr.Image):
+    """An image input that hands over the uploaded file's path undecoded, so the app decodes it
+    itself (explorer.images) and can answer every bad file with a clear message."""
+
+    is_template = True  # the browser shows it as a normal gr.Image
+
+    def preprocess(self, payload):
+        if payload is None or (payload.url or "").startswith("data:"):
+            return super().preprocess(payload)  # data URLs: Gradio writes them to a file for us
+        return payload.path
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
+
+
+def style(cmap: str, opacity: float, upsampling: str, display: str) -> MapStyle:
+    return MapStyle(cmap=cmap, opacity=opacity, smooth=upsampling == "smooth", raw=display == "raw")
+
+
+def require(ex: Explanation | None) -> Explanation:
+    if ex is None:
+        raise gr.Error("No image analysed yet in this session: upload an image first.")
+    return ex
+
+
+def input_scale(ex: Explanation) -> int:
+    return render.scale_for(ex.input.pixels.shape[:2], INPUT_PX)
+
+
+def input_view(ex: Explanation, query) -> object:
+    mark = tuple(query) if query is not None else None
+    return render.patch_grid_image(ex.input.pixels, ex.patch_size, input_scale(ex), mark)
+
+
+def describe_input(ex: Explanation) -> str:
+    (h, w), (ih, iw, _) = ex.original_size, ex.input.pixels.shape
+    gh, gw = ex.grid
+    prefix = ex.tokens - gh * gw
+    return (
+        f"uploaded **{w}x{h}** px (W x H) → model input **{iw}x{ih}** px · patch **{ex.patch_size}** px · "
+        f"grid **{gh} rows x {gw} columns** = {gh * gw} patches · **{ex.tokens} tokens**"
+        f"{f' ({prefix} CLS + {gh * gw} patches)' if prefix else ''}\n\n{ex.input.policy}"
+    )
+
+
+def describe_query(query) -> str:
+    if query is None:
+        return "Query: **the CLS token**. Click a patch in the input to see where that patch looks."
+    row, col = query
+    return f"Query: **the patch at row {row + 1}, column {col + 1}** (outlined). Reset to go back to CLS."
+
+
+def heads_image(ex: Explanation, query, layer: int, s: MapStyle):
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
+    who = "CLS" if query is None else f"patch ({query[0] + 1}, {query[1] + 1})"
+    maps = ex.query_maps(None if query is None else tuple(query))
+    return render.head_grid(base, maps[layer - 1], s, f"layer {layer} of {ex.depth}, query: {who}")
+
+
+def overview_image(ex: Explanation, s: MapStyle):
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
+    return render.layers_by_heads(base, ex.query_maps(None), s, "CLS attention, every layer and head")
+
+
+def rollout_image(ex: Explanation, fusion: str, discard: float, s: MapStyle):
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
+    return render.overlay(base, ex.rollout(fusion, discard), s)
+
+
+def distance_image(ex: Explanation):
+    return render.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2])
+
+
+def temp_path(suffix: str) -> str:
+    fd, path = tempfile.mkstemp(prefix="vit-explorer-", suffix=suffix)
+    os.close(fd)
+    return path
+
+
+def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
+    """The Explore tab. Returns the model picker so the Train tab can add its checkpoints."""
+    explanation = gr.State(None, time_to_live=SESSION_TTL_S)  # this session's one forward pass
+    query = gr.State(None)  # None = CLS, else [row, col]
+    current_model = gr.State(BUNDLED)
+    start = catalog.get(BUNDLED)
+
+    with gr.Row():
+        with gr.Column(scale=2):
+            model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model")
+            with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
+                checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
+            model_info = gr.Markdown(start.describe())
+            image = ImagePath(
+                type="filepath",
+                sources=["upload", "clipboard", "webcam"],
+                label="Image (upload, paste or webcam)",
+                height=300,
+            )
+            gr.Examples([[gr.media.get_image(name)] for name in EXAMPLES], inputs=image)
+            mode = gr.Radio(
+                [("Centre crop (the model's own policy)", "crop"), ("Whole image (non-square grid)", "whole")],
+                value="crop",
+                label="Resize policy",
+            )
+            gr.Markdown(CLASSROOM)
+        with gr.Column(scale=3):
+            input_img = gr.Image(label="Model input with its patch grid (click a patch)", format="png", height=400)
+            numbers = gr.Markdown()
+            label = gr.Label(num_top_classes=5, label="Top predictions")
+
+    with gr.Row():
+        layer = gr.Slider(1, start.model.config.depth, value=start.model.config.depth, step=1, label="Layer")
+        cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colormap")
+        opacity = gr.Slider(0.0, 1.0, value=0.6, step=0.05, label="Map opacity")
+        upsampling = gr.Radio(["nearest", "smooth"], value="nearest", label="Upsampling (nearest = honest patches)")
+        display = gr.Radio(["overlay", "raw"], value="overlay", label="Display")
+    styles = [cmap, opacity, upsampling, display]
+
+    with gr.Row():
+        query_md = gr.Markdown(describe_query(None))
+        reset = gr.Button("Reset query to CLS", size="sm")
+    heads = gr.Image(label="Attention per head, chosen layer", format="png")
+    with gr.Row():
+        export_png = gr.Button("Export PNG of this grid", size="sm")
+        export_gif = gr.Button("Export GIF through the layers", size="sm")
+    export_file = gr.File(label="Export")
+
+    with gr.Tab("Layers x heads"):
+        overview = gr.Image(label="CLS attention of every head in every layer", format="png")
+    with gr.Tab("Rollout"):
+        with gr.Row():
+            fusion = gr.Radio(["mean", "max", "min"], value="mean", label="Head fusion")
+            discard = gr.Slider(0.0, 0.95, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)")
+        rollout = gr.Image(label="Attention rollout (Abnar & Zuidema, 2020)", format="png")
+    with gr.Tab("Mean attention distance"):
+        distance = gr.Image(label="How far each head looks (ViT paper Fig. 7, right)", format="png")
+    with gr.Tab("Position embeddings"):
+        similarity = gr.Image(
+            render.position_similarity_tiles(start.position_similarity()),
+            label="Position-embedding similarity (ViT paper Fig. 7, centre)",
+            format="png",
+        )
+
+    def run_analysis(path, key, mode, layer, fusion_, discard_, *s):
+        """Decode, run the model once, and draw every view."""
+        if path is None:
+            return [gr.skip()] * 10
+        try:
+            loaded = catalog.get(key)
+            picture = load_image(path)
+        except (ImageError, ModelUnavailable) as e:
+            raise gr.Error(str(e)) from e
+        ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, picture, mode, key)
+        layer = min(int(layer), ex.depth)
+        st = style(*s)
+        return (
+            ex,
+            None,
+            input_view(ex, None),
+            describe_input(ex),
+            ex.probabilities,
+            gr.Slider(maximum=ex.depth, value=layer),
+            heads_image(ex, None, layer, st),
+            overview_image(ex, st),
+            rollout_image(ex, fusion_, discard_, st),
+            distance_image(ex),
+        )
+
+    analysis_outputs = [explanation, query, input_img, numbers, label, layer, heads, overview, rollout, distance]
+    analysis_inputs = [image, model_key, mode, layer, fusion, discard, *styles]
+    gr.on([image.change, mode.input], run_analysis, analysis_inputs, analysis_outputs, api_name="analyze")
+
+    def show_heads(ex, q, layer, *s):
+        return heads_image(require(ex), q, int(layer), style(*s))
+
+    layer.release(show_heads, [explanation, query, layer, *styles], heads, api_name="heads")
+
+    def restyle(ex, q, layer, fusion_, discard_, *s):
+        ex, st = require(ex), style(*s)
+        return heads_image(ex, q, int(layer), st), overview_image(ex, st), rollout_image(ex, fusion_, discard_, st)
+
+    gr.on(
+        [cmap.input, opacity.release, upsampling.input, display.input],
+        restyle,
+        [explanation, query, layer, fusion, discard, *styles],
+        [heads, overview, rollout],
+        api_name="restyle",
+    )
+
+    def show_rollout(ex, fusion_, discard_, *s):
+        return rollout_image(require(ex), fusion_, float(discard_), style(*s))
+
+    gr.on([fusion.input, discard.release], show_rollout, [explanation, fusion, discard, *styles], rollout, api_name="rollout")
+
+    def set_query(ex, row, col, layer, *s):
+        ex = require(ex)
+        gh, gw = ex.grid
+        if not (0 <= int(row) < gh and 0 <= int(col) < gw):
+            raise gr.Error(f"patch ({row}, {col}) is outside the {gh}x{gw} grid (rows and columns count from 0)")
+        q = [int(row), int(col)]
+        return q, input_view(ex, q), heads_image(ex, q, int(layer), style(*s)), describe_query(q)
+
+    query_outputs = [query, input_img, heads, query_md]
+    # For API clients: the same as clicking, with explicit grid coordinates (0-based).
+    row_in, col_in = gr.Number(visible=False, precision=0), gr.Number(visible=False, precision=0)
+    api_only = gr.Button(visible=False)
+    api_only.click(set_query, [explanation, row_in, col_in, layer, *styles], query_outputs, api_name="query_patch")
+
+    def click(ex, layer, *s, evt: gr.SelectData):
+        ex = require(ex)
+        row, col = ex.patch_at(evt.index[0], evt.index[1], input_scale(ex))
+        return set_query(ex, row, col, layer, *s)
+
+    input_img.select(click, [explanation, layer, *styles], query_outputs, api_visibility="private")
+
+    def clear_query(ex, layer, *s):
+        ex = require(ex)
+        return None, input_view(ex, None), heads_image(ex, None, int(layer), style(*s)), describe_query(None)
+
+    reset.click(clear_query, [explanation, layer, *styles], query_outputs, api_name="reset_query")
+
+    def save_png(ex, q, layer, *s):
+        path = temp_path(".png")
+        heads_image(require(ex), q, int(layer), style(*s)).save(path)
+        return path
+
+    def save_gif(ex, q, *s):
+        ex = require(ex)
+        base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
+        path = temp_path(".gif")
+        render.save_gif(render.layer_frames(base, ex.query_maps(None if q is None else tuple(q)), style(*s)), path)
+        return path
+
+    export_png.click(save_png, [explanation, query, layer, *styles], export_file, api_name="export_png")
+    export_gif.click(save_gif, [explanation, query, *styles], export_file, api_name="export_gif")
+
+    def switch_model(key):
+        try:
+            loaded = catalog.get(key)
+        except ModelUnavailable as e:
+            raise gr.Error(str(e), duration=None) from e
+        return key, loaded.describe(), render.position_similarity_tiles(loaded.position_similarity())
+
+    # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
+    switched = model_key.change(
+        switch_model,
+        model_key,
+        [current_model, model_info, similarity],
+        api_name="load_model",
+        show_progress="full",
+    )
+    switched.success(run_analysis, analysis_inputs, analysis_outputs, api_visibility="private")
+    switched.failure(lambda key: key, current_model, model_key, api_visibility="private")  # back to the working one
+
+    def add_checkpoint(file):
+        if file is None:
+            return gr.skip()
+        try:
+            key = catalog.register_upload(file)
+        except ModelUnavailable as e:
+            raise gr.Error(str(e)) from e
+        return gr.Dropdown(choices=catalog.choices(), value=key)
+
+    checkpoint.upload(add_checkpoint, checkpoint, model_key, api_name="upload_checkpoint")
+    return model_key
+
+
+def build_demo(catalog: ModelCatalog) -> gr.Blocks:
+    # analytics off: the app must start and run with no network at all
+    with gr.Blocks(title="ViT attention explorer", analytics_enabled=False) as demo:
+        gr.Markdown("# ViT attention explorer\nWhat does each head of a Vision Transformer look at?")
+        with gr.Tab("Explore"):
+            model_key = build_explore_tab(catalog)
+        with gr.Tab("Train"):
+            build_train_tab(catalog, model_key)
+    # Two analyses at a time on a 2-core machine; up to 64 waiting, then new requests are refused.
+    demo.queue(default_concurrency_limit=2, max_size=64)
+    return demo
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    env = os.environ
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default=env.get("GRADIO_SERVER_NAME", "127.0.0.1"), help="bind address")
+    p.add_argument("--port", type=int, default=int(env.get("GRADIO_SERVER_PORT", "7860")))
+    p.add_argument("--share", action="store_true", help="create a public gradio.live link")
+    p.add_argument("--model", default=env.get("VIT_EXPLORER_MODEL", str(BUNDLED_PATH)), help="default checkpoint")
+    p.add_argument("--runs-dir", default=env.get("VIT_EXPLORER_RUNS", "runs"), help="where training writes")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    demo = build_demo(ModelCatalog(args.model, args.runs_dir))
+    print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
+    demo.launch(
+        server_name=args.host,
+        server_port=args.port,
+        share=args.share,
+        max_file_size=MAX_UPLOAD,
+        theme=gr.themes.Soft(),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Decode untrusted image files into plain RGB, or fail with a message a user can act on.
+
+The app takes uploads as file paths and decodes them here, not in Gradio, so that every
+kind of bad file (empty, truncated, not an image, gigantic) ends in one clear `ImageError`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+# Decompression-bomb guard. PIL warns above MAX_IMAGE_PIXELS and refuses above twice that;
+# we set the limit deliberately (a 64-megapixel phone photo still opens) and turn the
+# warning into a refusal too, so a 20000x20000 PNG of a few kilobytes never gets decoded.
+MAX_PIXELS = 64_000_000
+Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+
+WHITE = (255, 255, 255)
+
+
+class ImageError(ValueError):
+    """An uploaded file cannot be used as an image; the message says why."""
+
+
+def load_image(path: str | os.PathLike) -> Image.Image:
+    """Read the first frame of any image PIL understands as an upright RGB image.
+
+    EXIF orientation is applied, transparency is composited onto white, and 16-bit
+    images are scaled down to 8 bits rather than clipped.
+    """
+    if os.path.getsize(path) == 0:
+        raise ImageError("the uploaded file is empty (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                im.seek(0)  # first frame of an animated GIF/WebP/APNG
+                im.load()  # decode now, inside the try: truncation shows up here
+                return to_rgb(ImageOps.exif_transpose(im))
+    except UnidentifiedImageError as e:
+        raise ImageError("the file is not an image format this app can read (try PNG, JPEG, GIF or WebP)") from e
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise ImageError(f"the image is too large: at most {MAX_PIXELS:,} pixels are accepted ({e})") from e
+    except (OSError, SyntaxError, ValueError, EOFError) as e:  # PIL's ways of saying "corrupt"
+        raise ImageError(f"the image file is truncated or corrupt: {e}") from e
+
+
+def to_rgb(im: Image.Image) -> Image.Image:
+    """Convert any PIL mode to 8-bit RGB the way a viewer would display it."""
+    if im.mode in ("I;16", "I;16B", "I;16L", "I"):
+        # 16/32-bit grayscale: convert("L") would clip everything above 255 to white.
+        pixels = np.asarray(im, dtype=np.float64)
+        top = 65535.0 if pixels.max() > 255 else 255.0
+        im = Image.fromarray(np.clip(pixels / top * 255.0 + 0.5, 0, 255).astype(np.uint8))
+    elif im.mode == "F":
+        im = Image.fromarray(np.clip(np.asarray(im) * 255.0 + 0.5, 0, 255).astype(np.uint8))
+    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+        background = Image.new("RGBA", im.size, WHITE + (255,))
+        return Image.alpha_composite(background, im.convert("RGBA")).convert("RGB")
+    return im.convert("RGB")

@@ -1,0 +1,142 @@
+"""The Train tab: Gradio wiring around `training.job.TrainingJob` (which knows nothing of Gradio).
+
+One job per server: training saturates the machine, so a second Start while one runs is
+refused with a message. A timer polls the job's snapshot once a second while it runs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import gradio as gr
+
+import vit
+from explorer.models import ModelCatalog
+from vit import render
+from vit.render import MapStyle
+
+POLL_S = 1.0
+PROBE_PX = 64
+PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
+
+
+def progress_html(done: int, total: int, text: str) -> str:
+    return f'<progress value="{done}" max="{max(total, 1)}" style="width:100%"></progress><div>{text}</div>'
+
+
+def describe(snap) -> str:
+    """Markdown status of a JobSnapshot."""
+    lines = [f"**device:** {snap.device}"]
+    if snap.device.startswith("cpu"):
+        lines.append("Only a CPU is available: expect minutes per epoch even on tiny data.")
+    if snap.message:
+        lines.append(snap.message)
+    if snap.error:
+        lines.append(f"**error:** {snap.error}")
+    if snap.history:
+        last = snap.history[-1]
+        lines.append(
+            f"epoch {last['epoch']}: train loss {last['train_loss']:.3f}, val acc {last.get('val_acc', float('nan')):.3f}"
+            f", {last.get('img_per_s', 0):.0f} img/s"
+        )
+    return "\n\n".join(lines)
+
+
+def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown) -> None:
+    """Build the tab inside the current Blocks. `explore_picker` is the Explore tab's model
+    dropdown: "Open in Explore" points it at the finished checkpoint."""
+    try:
+        from training.job import JobBusy, TrainingJob
+    except ImportError:
+        gr.Markdown("Training is not available in this installation (the `training` package is missing).")
+        return
+    job = TrainingJob()
+
+    with gr.Row():
+        model = gr.Dropdown(
+            PRESETS + vit.list_pretrained(),
+            value="vit_cifar_nano",
+            allow_custom_value=True,
+            label="Model: a preset (from scratch), pretrained weights (fine-tune) or a checkpoint path",
+        )
+        source = gr.Radio([("CIFAR-10 (downloads)", "cifar10"), ("Local folder", "folder")], value="cifar10", label="Data")
+        folder = gr.Textbox(label="Folder with train/<class>/ and test/<class>/ images", placeholder="/path/to/data")
+    with gr.Row():
+        epochs = gr.Number(5, precision=0, minimum=1, label="Epochs")
+        lr = gr.Number(1e-3, minimum=0, label="Learning rate")
+        batch = gr.Number(128, precision=0, minimum=1, label="Batch size")
+    with gr.Row():
+        start = gr.Button("Start", variant="primary")
+        stop = gr.Button("Stop (saves a checkpoint)", variant="stop")
+    status = gr.Markdown()
+    progress = gr.HTML(progress_html(0, 1, "idle"))
+    with gr.Row():
+        curves = gr.Image(label="Loss and accuracy", format="png")
+        probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")
+    with gr.Row():
+        checkpoint = gr.File(label="Checkpoint (download)")
+        open_in_explore = gr.Button("Open this checkpoint in Explore")
+    timer = gr.Timer(POLL_S, active=False)
+
+    def start_job(model_name, data_source, data_folder, n_epochs, rate, batch_size):
+        data = "cifar10" if data_source == "cifar10" else (data_folder or "").strip()
+        if not data:
+            raise gr.Error("Enter the folder that holds train/ and test/ class folders.")
+        out_dir = catalog.runs_dir / time.strftime("train-%Y%m%d-%H%M%S")
+        try:
+            job.start(
+                model=model_name,
+                data=data,
+                epochs=int(n_epochs),
+                lr=float(rate),
+                batch_size=int(batch_size),
+                out_dir=str(out_dir),
+            )
+        except JobBusy as e:
+            raise gr.Error(f"A training run is already in progress; stop it first. ({e})") from e
+        except ValueError as e:
+            raise gr.Error(str(e)) from e
+        return f"started: writing to `{out_dir}`", gr.Timer(active=True)
+
+    start.click(start_job, [model, source, folder, epochs, lr, batch], [status, timer], api_name="train_start")
+
+    def poll():
+        snap = job.snapshot()
+        total = snap.epochs * max(snap.steps_per_epoch, 1)
+        done = min(snap.epoch * max(snap.steps_per_epoch, 1) + snap.step, total) if snap.running else total
+        text = f"epoch {snap.epoch}/{snap.epochs}, step {snap.step}/{snap.steps_per_epoch}"
+        return (
+            describe(snap),
+            progress_html(done, total, text if snap.running else f"finished: {snap.message or ''}"),
+            render.training_curves(snap.history) if snap.history else None,
+            _probe(snap),
+            snap.checkpoint if snap.checkpoint and Path(snap.checkpoint).is_file() else None,
+            gr.Timer(active=snap.running),
+        )
+
+    outputs = [status, progress, curves, probe, checkpoint, timer]
+    timer.tick(poll, None, outputs, api_name="train_status", show_progress="hidden")
+
+    def stop_job():
+        job.stop()
+        return "stopping: the current state will be saved as a checkpoint"
+
+    stop.click(stop_job, None, status, api_name="train_stop")
+
+    def use_checkpoint():
+        snap = job.snapshot()
+        if not snap.checkpoint:
+            raise gr.Error("No checkpoint yet: train (or stop a run) first.")
+        return gr.Dropdown(choices=catalog.choices(), value=f"checkpoint:{Path(snap.checkpoint).resolve()}")
+
+    open_in_explore.click(use_checkpoint, None, explore_picker, api_name="train_open_in_explore")
+
+
+def _probe(snap):
+    if snap.probe_image is None or not snap.probe:
+        return None
+    image = snap.probe_image.permute(1, 2, 0).numpy()
+    grid = tuple(snap.probe[0][1].shape[-2:])
+    base = render.fit_to_grid(image, grid, PROBE_PX)
+    return render.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in snap.probe], MapStyle())
