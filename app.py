@@ -14,7 +14,6 @@ import argparse
 import os
 import tempfile
 import time
-from pathlib import Path
 
 import gradio as gr
 
@@ -39,16 +38,11 @@ background, so single-head maps look noisy; **rollout** combines all layers into
 """
 
 
-class ImagePath(gr.Image):
-    """An image input that hands over the uploaded file's path undecoded, so the app decodes it
-    itself (explorer.images) and can answer every bad file with a clear message."""
-
-    is_template = True  # the browser shows it as a normal gr.Image
-
-    def preprocess(self, payload):
-        if payload is None or (payload.url or "").startswith("data:"):
-            return super().preprocess(payload)  # data URLs: Gradio writes them to a file for us
-        return payload.path
+def uploaded_path(payload: dict | None) -> str | None:
+    """The file path inside an image payload that reached us undecoded (preprocess=False):
+    the app decodes uploads itself (explorer.images), so every bad file gets a clear
+    message. Gradio has already checked the path lies in its upload folder."""
+    return None if payload is None else payload["path"]
 
 
 def style(cmap: str, opacity: float, upsampling: str, display: str) -> MapStyle:
@@ -128,7 +122,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
             with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
                 checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
             model_info = gr.Markdown(start.describe())
-            image = ImagePath(
+            image = gr.Image(
                 type="filepath",
                 sources=["upload", "clipboard", "webcam"],
                 label="Image (upload, paste or webcam)",
@@ -179,13 +173,13 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
             format="png",
         )
 
-    def run_analysis(path, key, mode, layer, fusion_, discard_, *s):
+    def run_analysis(payload, key, mode, layer, fusion_, discard_, *s):
         """Decode, run the model once, and draw every view."""
-        if path is None:
+        if payload is None:
             return [gr.skip()] * 10
         try:
             loaded = catalog.get(key)
-            picture = load_image(path)
+            picture = load_image(uploaded_path(payload))
         except (ImageError, ModelUnavailable) as e:
             raise gr.Error(str(e)) from e
         ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, picture, mode, key)
@@ -206,7 +200,9 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
 
     analysis_outputs = [explanation, query, input_img, numbers, label, layer, heads, overview, rollout, distance]
     analysis_inputs = [image, model_key, mode, layer, fusion, discard, *styles]
-    gr.on([image.change, mode.input], run_analysis, analysis_inputs, analysis_outputs, api_name="analyze")
+    # preprocess=False: the image arrives as its upload payload, not decoded by Gradio.
+    analyze = dict(fn=run_analysis, inputs=analysis_inputs, outputs=analysis_outputs, preprocess=False)
+    gr.on([image.change, mode.input], **analyze, api_name="analyze")
 
     def show_heads(ex, q, layer, *s):
         return heads_image(require(ex), q, int(layer), style(*s))
@@ -228,7 +224,8 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     def show_rollout(ex, fusion_, discard_, *s):
         return rollout_image(require(ex), fusion_, float(discard_), style(*s))
 
-    gr.on([fusion.input, discard.release], show_rollout, [explanation, fusion, discard, *styles], rollout, api_name="rollout")
+    rollout_inputs = [explanation, fusion, discard, *styles]
+    gr.on([fusion.input, discard.release], show_rollout, rollout_inputs, rollout, api_name="rollout")
 
     def set_query(ex, row, col, layer, *s):
         ex = require(ex)
@@ -287,7 +284,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
         api_name="load_model",
         show_progress="full",
     )
-    switched.success(run_analysis, analysis_inputs, analysis_outputs, api_visibility="private")
+    switched.success(**analyze, api_visibility="private")
     switched.failure(lambda key: key, current_model, model_key, api_visibility="private")  # back to the working one
 
     def add_checkpoint(file):

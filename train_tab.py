@@ -36,9 +36,10 @@ def describe(snap) -> str:
         lines.append(f"**error:** {snap.error}")
     if snap.history:
         last = snap.history[-1]
+        val_acc = last.get("val_acc", float("nan"))
         lines.append(
-            f"epoch {last['epoch']}: train loss {last['train_loss']:.3f}, val acc {last.get('val_acc', float('nan')):.3f}"
-            f", {last.get('img_per_s', 0):.0f} img/s"
+            f"epoch {last['epoch']}: train loss {last['train_loss']:.3f}, val acc {val_acc:.3f}, "
+            f"{last.get('img_per_s', 0):.0f} img/s"
         )
     return "\n\n".join(lines)
 
@@ -60,7 +61,9 @@ def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown) -> None:
             allow_custom_value=True,
             label="Model: a preset (from scratch), pretrained weights (fine-tune) or a checkpoint path",
         )
-        source = gr.Radio([("CIFAR-10 (downloads)", "cifar10"), ("Local folder", "folder")], value="cifar10", label="Data")
+        source = gr.Radio(
+            [("CIFAR-10 (downloads)", "cifar10"), ("Local folder", "folder")], value="cifar10", label="Data"
+        )
         folder = gr.Textbox(label="Folder with train/<class>/ and test/<class>/ images", placeholder="/path/to/data")
     with gr.Row():
         epochs = gr.Number(5, precision=0, minimum=1, label="Epochs")

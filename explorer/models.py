@@ -70,7 +70,9 @@ class LoadedModel:
 class ModelCatalog:
     """Resolve model keys to loaded models (an LRU of `capacity` models; the bundled one stays)."""
 
-    def __init__(self, bundled_path: str | os.PathLike = BUNDLED_PATH, runs_dir: str | os.PathLike = "runs", capacity=3):
+    def __init__(
+        self, bundled_path: str | os.PathLike = BUNDLED_PATH, runs_dir: str | os.PathLike = "runs", capacity: int = 3
+    ):
         self.bundled_path = Path(bundled_path)
         self.runs_dir = Path(runs_dir).resolve()
         self.capacity = capacity

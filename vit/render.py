@@ -110,7 +110,8 @@ def patch_grid_image(
         draw.line([(0, y), (w - 1, y)], fill=GRID_COLOUR, width=1)
     if mark is not None:
         row, col = mark
-        draw.rectangle([col * step, row * step, (col + 1) * step - 1, (row + 1) * step - 1], outline=MARK_COLOUR, width=3)
+        box = [col * step, row * step, (col + 1) * step - 1, (row + 1) * step - 1]
+        draw.rectangle(box, outline=MARK_COLOUR, width=3)
     return big
 
 
