@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
+import uuid
+from pathlib import Path
 
 import gradio as gr
+from gradio.utils import get_upload_folder
+from PIL import Image
 
 from explorer.explain import Explanation, explain
 from explorer.images import ImageError, load_image
@@ -59,9 +62,9 @@ def input_scale(ex: Explanation) -> int:
     return render.scale_for(ex.input.pixels.shape[:2], INPUT_PX)
 
 
-def input_view(ex: Explanation, query) -> object:
+def input_view(ex: Explanation, query) -> str:
     mark = tuple(query) if query is not None else None
-    return render.patch_grid_image(ex.input.pixels, ex.patch_size, input_scale(ex), mark)
+    return saved(render.patch_grid_image(ex.input.pixels, ex.patch_size, input_scale(ex), mark))
 
 
 def describe_input(ex: Explanation) -> str:
@@ -82,31 +85,48 @@ def describe_query(query) -> str:
     return f"Query: **the patch at row {row + 1}, column {col + 1}** (outlined). Reset to go back to CLS."
 
 
-def heads_image(ex: Explanation, query, layer: int, s: MapStyle):
+def heads_grid(ex: Explanation, query, layer: int, s: MapStyle) -> Image.Image:
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
     who = "CLS" if query is None else f"patch ({query[0] + 1}, {query[1] + 1})"
     maps = ex.query_maps(None if query is None else tuple(query))
     return render.head_grid(base, maps[layer - 1], s, f"layer {layer} of {ex.depth}, query: {who}")
 
 
-def overview_image(ex: Explanation, s: MapStyle):
+def heads_image(ex: Explanation, query, layer: int, s: MapStyle) -> str:
+    return saved(heads_grid(ex, query, layer, s))
+
+
+def overview_image(ex: Explanation, s: MapStyle) -> str:
     base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
-    return render.layers_by_heads(base, ex.query_maps(None), s, "CLS attention, every layer and head")
+    return saved(render.layers_by_heads(base, ex.query_maps(None), s, "CLS attention, every layer and head"))
 
 
-def rollout_image(ex: Explanation, fusion: str, discard: float, s: MapStyle):
+def rollout_image(ex: Explanation, fusion: str, discard: float, s: MapStyle) -> str:
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
-    return render.overlay(base, ex.rollout(fusion, discard), s)
+    return saved(Image.fromarray(render.overlay(base, ex.rollout(fusion, discard), s)))
 
 
-def distance_image(ex: Explanation):
-    return render.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2])
+def distance_image(ex: Explanation) -> str:
+    return saved(render.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2]))
 
 
-def temp_path(suffix: str) -> str:
-    fd, path = tempfile.mkstemp(prefix="vit-explorer-", suffix=suffix)
-    os.close(fd)
+def cache_path(name: str) -> Path:
+    """A fresh path in Gradio's upload cache (so `delete_cache` cleans it up), unique per call."""
+    path = Path(get_upload_folder()) / "vit-explorer" / uuid.uuid4().hex / name
+    path.parent.mkdir(parents=True)
     return path
+
+
+def saved(image: Image.Image, name: str = "view.png") -> str:
+    """Write a rendered view under a unique name and return its path.
+
+    Why not return the PIL image: Gradio then writes it to a path derived from its content,
+    non-atomically, so two sessions rendering the identical picture at the same moment (a
+    class clicking the same example) can be served a half-written file. Unique paths avoid
+    that race; compress_level=1 keeps PNG encoding cheap."""
+    path = cache_path(name)
+    image.save(path, compress_level=1)
+    return str(path)
 
 
 def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
@@ -255,16 +275,14 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     reset.click(clear_query, [explanation, layer, *styles], query_outputs, api_name="reset_query")
 
     def save_png(ex, q, layer, *s):
-        path = temp_path(".png")
-        heads_image(require(ex), q, int(layer), style(*s)).save(path)
-        return path
+        return saved(heads_grid(require(ex), q, int(layer), style(*s)), f"attention-layer{int(layer)}.png")
 
     def save_gif(ex, q, *s):
         ex = require(ex)
         base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
-        path = temp_path(".gif")
+        path = cache_path("attention-layers.gif")
         render.save_gif(render.layer_frames(base, ex.query_maps(None if q is None else tuple(q)), style(*s)), path)
-        return path
+        return str(path)
 
     export_png.click(save_png, [explanation, query, layer, *styles], export_file, api_name="export_png")
     export_gif.click(save_gif, [explanation, query, *styles], export_file, api_name="export_gif")
@@ -274,7 +292,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
             loaded = catalog.get(key)
         except ModelUnavailable as e:
             raise gr.Error(str(e), duration=None) from e
-        return key, loaded.describe(), render.position_similarity_tiles(loaded.position_similarity())
+        return key, loaded.describe(), saved(render.position_similarity_tiles(loaded.position_similarity()))
 
     # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
     switched = model_key.change(
@@ -302,7 +320,8 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
 
 def build_demo(catalog: ModelCatalog) -> gr.Blocks:
     # analytics off: the app must start and run with no network at all
-    with gr.Blocks(title="ViT attention explorer", analytics_enabled=False) as demo:
+    # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
+    with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
         gr.Markdown("# ViT attention explorer\nWhat does each head of a Vision Transformer look at?")
         with gr.Tab("Explore"):
             model_key = build_explore_tab(catalog)
