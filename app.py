@@ -144,6 +144,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
             model_info = gr.Markdown(start.describe())
             image = gr.Image(
                 type="filepath",
+                elem_id="upload",
                 sources=["upload", "clipboard", "webcam"],
                 label="Image (upload, paste or webcam)",
                 height=300,
@@ -156,9 +157,11 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
             )
             gr.Markdown(CLASSROOM)
         with gr.Column(scale=3):
-            input_img = gr.Image(label="Model input with its patch grid (click a patch)", format="png", height=400)
+            input_img = gr.Image(
+                label="Model input with its patch grid (click a patch)", height=400, elem_id="input-view"
+            )
             numbers = gr.Markdown()
-            label = gr.Label(num_top_classes=5, label="Top predictions")
+            label = gr.Label(num_top_classes=5, label="Top predictions", elem_id="predictions")
 
     with gr.Row():
         layer = gr.Slider(1, start.model.config.depth, value=start.model.config.depth, step=1, label="Layer")
@@ -169,28 +172,27 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     styles = [cmap, opacity, upsampling, display]
 
     with gr.Row():
-        query_md = gr.Markdown(describe_query(None))
+        query_md = gr.Markdown(describe_query(None), elem_id="query")
         reset = gr.Button("Reset query to CLS", size="sm")
-    heads = gr.Image(label="Attention per head, chosen layer", format="png")
-    with gr.Row():
+    heads = gr.Image(label="Attention per head, chosen layer", elem_id="heads")
+    with gr.Row(equal_height=True):
         export_png = gr.Button("Export PNG of this grid", size="sm")
         export_gif = gr.Button("Export GIF through the layers", size="sm")
-    export_file = gr.File(label="Export")
+        export_file = gr.File(label="Export", height=70)
 
     with gr.Tab("Layers x heads"):
-        overview = gr.Image(label="CLS attention of every head in every layer", format="png")
+        overview = gr.Image(label="CLS attention of every head in every layer")
     with gr.Tab("Rollout"):
         with gr.Row():
             fusion = gr.Radio(["mean", "max", "min"], value="mean", label="Head fusion")
             discard = gr.Slider(0.0, 0.95, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)")
-        rollout = gr.Image(label="Attention rollout (Abnar & Zuidema, 2020)", format="png")
+        rollout = gr.Image(label="Attention rollout (Abnar & Zuidema, 2020)")
     with gr.Tab("Mean attention distance"):
-        distance = gr.Image(label="How far each head looks (ViT paper Fig. 7, right)", format="png")
+        distance = gr.Image(label="How far each head looks (ViT paper Fig. 7, right)")
     with gr.Tab("Position embeddings"):
         similarity = gr.Image(
             render.position_similarity_tiles(start.position_similarity()),
             label="Position-embedding similarity (ViT paper Fig. 7, centre)",
-            format="png",
         )
 
     def run_analysis(payload, key, mode, layer, fusion_, discard_, *s):
@@ -261,10 +263,10 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     api_only = gr.Button(visible=False)
     api_only.click(set_query, [explanation, row_in, col_in, layer, *styles], query_outputs, api_name="query_patch")
 
-    def click(ex, layer, *s, evt: gr.SelectData):
+    def click(ex, layer, cmap_, opacity_, upsampling_, display_, evt: gr.SelectData):
         ex = require(ex)
-        row, col = ex.patch_at(evt.index[0], evt.index[1], input_scale(ex))
-        return set_query(ex, row, col, layer, *s)
+        row, col = ex.patch_at(evt.index[0], evt.index[1], input_scale(ex))  # evt.index: (x, y) in image pixels
+        return set_query(ex, row, col, layer, cmap_, opacity_, upsampling_, display_)
 
     input_img.select(click, [explanation, layer, *styles], query_outputs, api_visibility="private")
 

@@ -1,0 +1,56 @@
+"""A real browser (Debian's chromium, driven by Playwright) against the real app."""
+
+import os
+import shutil
+
+import gradio
+import pytest
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.skipif(
+    not shutil.which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
+)
+
+
+def image_src(page, elem_id: str) -> str | None:
+    img = page.locator(f"#{elem_id} img")
+    return img.first.get_attribute("src") if img.count() else None
+
+
+def test_upload_predict_click_a_patch(server, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(60_000)
+        page.goto(server)
+        page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
+
+        expect(page.locator("#predictions")).to_contain_text("%")  # confidences are shown as percentages
+        expect(page.locator("#heads img")).to_be_visible()
+        expect(page.locator("#input-view img")).to_be_visible()
+        heads_before, input_before = image_src(page, "heads"), image_src(page, "input-view")
+
+        box = page.locator("#input-view img").bounding_box()
+        page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.3)  # row 3, column 7 of 8
+
+        expect(page.locator("#query")).to_contain_text("row 3, column 7")
+        page.wait_for_function(
+            "([sel, old]) => { const i = document.querySelector(sel); return i && i.src !== old; }",
+            arg=["#heads img", heads_before],
+        )
+        assert image_src(page, "input-view") != input_before  # the clicked patch is outlined
+        page.screenshot(path=str(tmp_path / "explorer.png"), full_page=True)
+        browser.close()
+    assert (tmp_path / "explorer.png").stat().st_size > 10_000

@@ -1,0 +1,127 @@
+"""Every kind of awkward upload, through the real API: a correct result or a clear error."""
+
+import io
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from gradio_client.exceptions import AppError
+from PIL import Image
+
+from .conftest import analyze
+
+
+def png_with_header_only(path, width: int, height: int):
+    """A few hundred bytes claiming to be width x height: what a decompression bomb looks like."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit grayscale
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)))
+    return path
+
+
+def input_view(client, path, mode="crop"):
+    """(model-input view pixels, numbers markdown) after analysing `path`."""
+    view, numbers, *_ = analyze(client, path, mode)
+    return np.asarray(Image.open(view).convert("RGB")).astype(int), numbers
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "message"),
+    [
+        ("empty.png", lambda p: p.write_bytes(b""), "empty"),
+        ("notes.png", lambda p: p.write_text("this is not a picture"), "not an image"),
+        ("truncated.jpg", None, "truncated or corrupt"),
+        ("bomb.png", lambda p: png_with_header_only(p, 20000, 20000), "too large"),
+    ],
+)
+def test_unusable_files_get_a_clear_error(client, tmp_path, name, make, message):
+    path = tmp_path / name
+    if make is None:  # the first half of a real JPEG
+        buf = io.BytesIO()
+        Image.fromarray(np.random.default_rng(0).integers(0, 256, (64, 64, 3), np.uint8)).save(buf, "JPEG")
+        path.write_bytes(buf.getvalue()[: len(buf.getvalue()) // 2])
+    else:
+        make(path)
+    with pytest.raises(AppError, match=message):
+        analyze(client, path)
+    assert analyze(client, _solid(tmp_path, (10, 200, 10)))[2]["confidences"]  # the server is still up
+
+
+def _solid(tmp_path, colour, size=(40, 30)):
+    path = tmp_path / "solid.png"
+    Image.new("RGB", size, colour).save(path)
+    return path
+
+
+def test_wrong_extension_is_decoded_by_content(client, tmp_path):
+    path = tmp_path / "really_a_png.jpg"
+    Image.new("RGB", (50, 50), (250, 0, 0)).save(path, format="PNG")
+    view, _ = input_view(client, path)
+    assert view[20, 20].tolist() == [250, 0, 0]  # (20, 20): inside a patch, off the grid lines
+
+
+def test_one_pixel_image(client, tmp_path):
+    path = tmp_path / "dot.png"
+    Image.new("RGB", (1, 1), (0, 0, 250)).save(path)
+    view, numbers = input_view(client, path)
+    assert "1x1" in numbers and view[20, 20].tolist() == [0, 0, 250]
+
+
+def test_sixteen_bit_grayscale_is_scaled_not_clipped(client, tmp_path):
+    path = tmp_path / "deep.png"
+    Image.fromarray(np.full((40, 40), 32768, np.uint16)).save(path)  # mid-grey in 16 bits
+    view, _ = input_view(client, path)
+    assert abs(view[20, 20, 0] - 128) <= 1  # clipping to 8 bits would give 255
+
+
+def test_cmyk_jpeg(client, tmp_path):
+    path = tmp_path / "print.jpg"
+    Image.new("CMYK", (40, 40), (0, 255, 255, 0)).save(path)  # pure red in CMYK
+    view, _ = input_view(client, path)
+    r, g, b = view[20, 20]
+    assert r > 200 and g < 60 and b < 60
+
+
+def test_palette_with_transparency_and_rgba_composite_on_white(client, tmp_path):
+    palette = Image.new("P", (40, 40), 0)
+    palette.putpalette([0, 0, 0] + [0, 0, 255] * 255)
+    palette.info["transparency"] = 0  # index 0 (black) is transparent
+    palette.save(tmp_path / "palette.png", transparency=0)
+    view, _ = input_view(client, tmp_path / "palette.png")
+    assert view[20, 20].tolist() == [255, 255, 255]
+    Image.new("RGBA", (40, 40), (255, 0, 0, 0)).save(tmp_path / "clear.png")
+    view, _ = input_view(client, tmp_path / "clear.png")
+    assert view[20, 20].tolist() == [255, 255, 255]  # fully transparent red is white, not red or black
+
+
+def test_grayscale(client, tmp_path):
+    path = tmp_path / "grey.png"
+    Image.new("L", (40, 40), 90).save(path)
+    view, _ = input_view(client, path)
+    assert view[20, 20].tolist() == [90, 90, 90]
+
+
+def test_animated_gif_uses_the_first_frame(client, tmp_path):
+    path = tmp_path / "anim.gif"
+    frames = [Image.new("RGB", (40, 40), c) for c in ((255, 0, 0), (0, 0, 255))]
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=100, loop=0)
+    view, _ = input_view(client, path)
+    assert view[20, 20, 0] > 200 and view[20, 20, 2] < 60
+
+
+def test_exif_rotated_photo_is_shown_upright(client, tmp_path):
+    stored = np.zeros((32, 64, 3), np.uint8)  # stored landscape, 64 wide...
+    stored[:, :32] = 255  # ...white on the left half
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation 6: the camera was turned; rotate 90 degrees clockwise to view
+    path = tmp_path / "phone.jpg"
+    Image.fromarray(stored).save(path, exif=exif, quality=95)
+    view, numbers = input_view(client, path, mode="whole")
+    assert "32x64" in numbers  # upright: 32 wide, 64 high
+    h = view.shape[0]
+    # (+5: sample inside a patch, not on the white grid lines every 24 px)
+    assert view[h // 4 + 5, 5].mean() > 200 and view[3 * h // 4 + 5, 5].mean() < 60  # white half on top

@@ -1,0 +1,52 @@
+"""One forward pass per image: the views after it read the session's cached result.
+
+Runs the app in-process (the only way to count the model's forward calls) on a free port.
+"""
+
+import gradio
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+import app
+from explorer.models import BUNDLED, ModelCatalog
+
+from .conftest import analyze, free_port
+
+STYLE = ("inferno", 0.6, "nearest", "overlay")
+
+
+@pytest.fixture(scope="module")
+def counted(tiny_checkpoint, tmp_path_factory):
+    """(client, calls): a live in-process app whose bundled model counts its forward passes."""
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"))
+    calls = []
+    catalog.get(BUNDLED).model.register_forward_pre_hook(lambda module, args: calls.append(args[0].shape))
+    demo = app.build_demo(catalog)
+    port = free_port()
+    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    yield Client(f"http://127.0.0.1:{port}/", verbose=False), calls
+    demo.close()
+
+
+def test_sliders_and_clicks_never_rerun_the_model(counted):
+    client, calls = counted
+    analyze(client, gradio.media.get_image("lion.jpg"))
+    assert len(calls) == 1
+    client.predict(2, *STYLE, api_name="/heads")
+    client.predict(3, "max", 0.3, "viridis", 0.2, "smooth", "raw", api_name="/restyle")
+    client.predict("min", 0.5, *STYLE, api_name="/rollout")
+    client.predict(1, 1, 4, *STYLE, api_name="/query_patch")
+    client.predict(4, *STYLE, api_name="/reset_query")
+    client.predict(4, *STYLE, api_name="/export_png")
+    client.predict(*STYLE, api_name="/export_gif")
+    assert len(calls) == 1
+    analyze(client, gradio.media.get_image("tower.jpg"))  # a new image is a new forward pass
+    assert len(calls) == 2
+
+
+def test_sessions_do_not_share_their_cached_image(counted):
+    client, calls = counted
+    other = Client(client.src, verbose=False)
+    with pytest.raises(AppError, match="upload an image first"):
+        other.predict(1, *STYLE, api_name="/heads")
