@@ -13,11 +13,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
+from PIL import Image, UnidentifiedImageError
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import Tensor
-from torchvision.io import ImageReadMode, decode_image
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 CIFAR10_NAME = "cifar10"  # the `--data` value that selects torchvision's CIFAR-10
@@ -85,9 +86,11 @@ def list_image_folder(split_dir: Path) -> tuple[list[str], list[tuple[Path, int]
 
 def _decode(path: Path) -> Tensor:
     try:
-        return decode_image(str(path), mode=ImageReadMode.RGB)  # (3, H, W) uint8
-    except (RuntimeError, OSError, ValueError) as e:
+        with Image.open(path) as image:
+            pixels = np.asarray(image.convert("RGB"))  # (H, W, 3) uint8
+    except (UnidentifiedImageError, OSError, ValueError) as e:
         raise DataError(f"{path}: unreadable image ({e})") from e
+    return torch.from_numpy(pixels.copy()).permute(2, 0, 1)  # (3, H, W)
 
 
 def _cache_key(split_dir: Path, files: list[tuple[Path, int]]) -> str:

@@ -200,11 +200,16 @@ def predict(model: nn.Module, images: Tensor, mean: Tensor, std: Tensor, image_s
     device = mean.device
     out = []
     for start in range(0, len(images), batch_size):
-        x = _resize(normalize(images[start : start + batch_size].to(device), mean, std), image_size)
+        x = model_input(images[start : start + batch_size].to(device), mean, std, image_size)
         with _autocast(device):
             out.append(model(x).float())
     model.train(was_training)
     return torch.cat(out) if out else torch.empty(0, 0, device=device)
+
+
+def model_input(images: Tensor, mean: Tensor, std: Tensor, image_size: int) -> Tensor:
+    """uint8 images (N, 3, H, W) -> the normalised float batch the model takes, without augmentation."""
+    return _resize(normalize(images, mean, std), image_size)
 
 
 def _resize(x: Tensor, size: int) -> Tensor:
