@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import PIL
 import torch
 from PIL import Image, UnidentifiedImageError
 from safetensors import SafetensorError
@@ -94,8 +95,9 @@ def _decode(path: Path) -> Tensor:
 
 
 def _cache_key(split_dir: Path, files: list[tuple[Path, int]]) -> str:
-    """Changes whenever the folder, a file name, its label, size or mtime changes."""
-    h = hashlib.sha256(str(split_dir.resolve()).encode())
+    """Changes whenever the folder, a file name, its label, size or mtime, or the decoder changes
+    (JPEG decoders may differ in the last bit)."""
+    h = hashlib.sha256(f"{split_dir.resolve()}\0PIL {PIL.__version__}\n".encode())
     for path, label in files:
         stat = path.stat()
         h.update(f"{path.relative_to(split_dir)}\0{label}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
