@@ -1,0 +1,7 @@
+"""Training and fine-tuning for the ViT explorer: CLI (`python -m training`), a background
+job for the app's Train tab (training.job), evaluation (`python -m training.evaluate`)."""
+
+from .data import DataError, ImageSet, load_split
+from .engine import Hooks, TrainConfig, Trainer, TrainingError, train
+
+__all__ = ["DataError", "Hooks", "ImageSet", "TrainConfig", "Trainer", "TrainingError", "load_split", "train"]

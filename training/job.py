@@ -1,0 +1,174 @@
+"""One background training job at a time, for the app's Train tab (no UI code here).
+
+The job runs `training.engine.Trainer` in a thread and keeps a snapshot the UI polls:
+progress, per-epoch metrics, and the attention of a fixed probe image at every epoch.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from .data import CIFAR10_NAME, list_image_folder
+from .engine import MODEL, Hooks, TrainConfig, Trainer, describe_device, model_input, resolve_device
+
+DEFAULT_HOLDOUT = 5000
+
+
+class JobBusy(RuntimeError):
+    """A training job is already running."""
+
+
+@dataclass
+class JobSnapshot:
+    running: bool = False
+    device: str = ""  # e.g. "cpu (no GPU found: ...)" or "cuda (NVIDIA H100 ...)"
+    epoch: int = 0  # finished epochs
+    epochs: int = 0
+    step: int = 0  # steps done in the current epoch
+    steps_per_epoch: int = 0
+    history: list[dict] = field(default_factory=list)  # one record per finished epoch (see engine.Trainer.run)
+    probe_image: Tensor | None = None  # (3, H, W) uint8: a fixed validation image
+    probe: list[tuple[int, Tensor]] = field(default_factory=list)  # (epoch, (L, H, gh, gw) CLS attention)
+    checkpoint: str | None = None  # latest model checkpoint, loadable by vit.load_checkpoint
+    message: str = "no training job has run yet"
+    error: str | None = None
+
+
+def probe_attention(trainer: Trainer, image: Tensor) -> Tensor | None:
+    """The CLS-token attention of `image` (3, H, W) uint8: (L, heads, gh, gw), or None while
+    vit.analysis is not available."""
+    try:
+        from vit.analysis import query_attention
+    except ImportError:  # vit.analysis arrives with the app branch; until then there is no probe
+        return None
+    model = trainer.model
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        x = model_input(image[None].to(trainer.device), trainer.mean, trainer.std, trainer.image_size)
+        _, maps = model(x, return_attention=True)
+    model.train(was_training)
+    return query_attention(maps)[0].float().cpu()  # (L, H, gh, gw)
+
+
+def _job_config(
+    model: str, data: str, epochs: int, lr: float, batch_size: int, out_dir: str, options: dict
+) -> TrainConfig:
+    """The TrainConfig for a UI job: UI-friendly defaults where the CLI's assume a full data set."""
+    options = dict(options)
+    if data != CIFAR10_NAME and Path(data).is_dir():
+        _, files = list_image_folder(Path(data) / "train")  # raises DataError on a bad folder
+        options.setdefault("holdout", min(DEFAULT_HOLDOUT, max(1, len(files) // 10)))
+        options.setdefault("eval_test", (Path(data) / "test").is_dir())
+    try:
+        config = TrainConfig(
+            model=model, data=data, epochs=epochs, lr=lr, batch_size=batch_size, out=out_dir, **options
+        )
+    except TypeError as e:  # an unknown option name
+        raise ValueError(f"unknown training option: {e}") from e
+    config.validate()
+    return config
+
+
+class TrainingJob:
+    """Start / stop / observe one training run in a background thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._snapshot = JobSnapshot()
+
+    def start(self, *, model: str, data: str, epochs: int, lr: float, batch_size: int, out_dir: str, **options) -> None:
+        """Validate the arguments (ValueError), then train in the background. JobBusy if a job runs."""
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                s = self._snapshot
+                raise JobBusy(f"a training job is already running (epoch {s.epoch + 1}/{s.epochs}); stop it first")
+            config = _job_config(model, data, epochs, lr, batch_size, out_dir, options)
+            self._stop.clear()
+            self._snapshot = JobSnapshot(
+                running=True,
+                device=describe_device(resolve_device(config.device)),
+                epochs=config.epochs,
+                message="loading data and model",
+            )
+            self._thread = threading.Thread(target=self._run, args=(config,), name="training-job", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the job to end at the next step; it saves the model before it finishes."""
+        self._stop.set()
+        with self._lock:
+            if self._snapshot.running:
+                self._snapshot.message = "stopping after the current step"
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the job ends (or `timeout` seconds pass); True if it has ended."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
+
+    def snapshot(self) -> JobSnapshot:
+        """A copy of the current state, safe to read while the job runs."""
+        with self._lock:
+            s = copy.copy(self._snapshot)
+        s.history = [dict(record) for record in s.history]  # the job only ever replaces these lists
+        s.probe = list(s.probe)
+        return s
+
+    def _update(self, **changes) -> None:
+        with self._lock:
+            for name, value in changes.items():
+                setattr(self._snapshot, name, value)
+
+    # -- the thread ----------------------------------------------------------------------
+
+    def _run(self, config: TrainConfig) -> None:
+        hooks = Hooks(
+            on_start=self._on_start,
+            on_step=lambda trainer, step: self._update(step=step),
+            on_epoch=self._on_epoch,
+            should_stop=self._stop.is_set,
+        )
+        try:
+            summary = Trainer(config, hooks=hooks, progress=False).run()
+        except Exception as e:  # noqa: BLE001 - any failure must reach the UI, not die with the thread
+            self._update(running=False, error=f"{type(e).__name__}: {e}", message="training failed")
+            return
+        checkpoint = str(Path(config.out) / MODEL)
+        if summary["stopped"]:
+            message = f"stopped during epoch {summary['epochs_done'] + 1}; model saved to {checkpoint}"
+        else:
+            accuracies = ", ".join(f"{k} {v:.2%}" for k, v in summary.items() if k.endswith("_acc") and v is not None)
+            message = f"finished {summary['epochs_done']} epochs ({accuracies}); model saved to {checkpoint}"
+        self._update(running=False, checkpoint=checkpoint, message=message)
+
+    def _on_start(self, trainer: Trainer) -> None:
+        image = trainer.val_set.images[0].cpu()  # (3, H, W): the same image every epoch
+        attention = probe_attention(trainer, image)
+        self._update(
+            steps_per_epoch=trainer.steps_per_epoch,
+            epoch=trainer.epoch,
+            probe_image=image,
+            probe=[] if attention is None else [(trainer.epoch, attention)],
+            message=f"training on {len(trainer.train_set)} images",
+        )
+
+    def _on_epoch(self, trainer: Trainer, record: dict) -> None:
+        attention = probe_attention(trainer, self._snapshot.probe_image)
+        with self._lock:
+            s = self._snapshot
+            s.epoch, s.step = trainer.epoch, 0
+            s.history = [*s.history, dict(record)]
+            if attention is not None:
+                s.probe = [*s.probe, (trainer.epoch, attention)]
+            s.checkpoint = str(trainer.out / MODEL)
+            s.message = f"epoch {trainer.epoch}/{s.epochs}: validation accuracy {record['val_acc']:.2%}"

@@ -1,0 +1,70 @@
+"""The model to train: a fresh preset, named pretrained weights, or a weights file, adapted
+to the data set's classes and the training resolution."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+import vit
+from vit.checkpoint import CheckpointError, assign_weights
+from vit.model import resample_pos_embed
+
+
+def is_known_model(spec: str) -> bool:
+    """A preset name, a pretrained name or an existing file."""
+    return spec in vit.list_models() or spec in vit.list_pretrained() or Path(spec).is_file()
+
+
+def load_source(spec: str) -> tuple[vit.VisionTransformer, vit.Preprocessing | None, bool]:
+    """(model, its preprocessing or None, pretrained?) for a preset name (fresh weights), a
+    `vit.load_pretrained` name, one of our checkpoints, or a torchvision/timm weights file."""
+    if spec in vit.list_models():
+        return vit.create_model(spec), None, False
+    if spec in vit.list_pretrained():
+        model, meta = vit.load_pretrained(spec)
+        return model, meta.preprocessing, True
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(
+            f"unknown model {spec!r}: not a preset ({', '.join(vit.list_models())}), "
+            f"not a pretrained name ({', '.join(vit.list_pretrained())}) and not a file"
+        )
+    try:
+        model, meta = vit.load_checkpoint(path)
+        return model, meta.preprocessing, True
+    except CheckpointError:
+        pass  # not ours: a foreign state dict
+    state_dict = vit.load_state_dict_file(path)
+    convert = vit.from_torchvision if any(k.startswith("encoder.") for k in state_dict) else vit.from_timm
+    return convert(state_dict), None, True
+
+
+def adapt(
+    model: vit.VisionTransformer, num_classes: int, image_size: int, drop_path: float | None
+) -> vit.VisionTransformer:
+    """A copy of `model` for `num_classes` at `image_size`: the head is re-initialised when
+    the class count changes, position embeddings are resampled when the grid changes."""
+    old = model.config
+    new = replace(
+        old,
+        num_classes=num_classes,
+        image_size=image_size,
+        drop_path=old.drop_path if drop_path is None else drop_path,
+    )
+    if new == old:
+        return model
+    adapted = vit.VisionTransformer(new)
+    weights: dict[str, Tensor] = dict(model.state_dict())
+    if num_classes != old.num_classes:
+        weights["head.weight"] = adapted.head.weight.detach().clone()
+        weights["head.bias"] = adapted.head.bias.detach().clone()
+    if new.grid != old.grid:
+        prefix = model.prefix_tokens
+        pos = weights["pos_embed"]
+        patches = resample_pos_embed(pos[:, prefix:], old.grid, new.grid)  # (1, gh'*gw', D)
+        weights["pos_embed"] = torch.cat([pos[:, :prefix], patches], dim=1)
+    return assign_weights(adapted, weights, "adapted model")
