@@ -1,0 +1,64 @@
+"""The Train tab through its API: a real (tiny) training run in the live app's background job."""
+
+import time
+
+import numpy as np
+import pytest
+from gradio_client.exceptions import AppError
+from PIL import Image
+
+import vit
+
+from .conftest import analyze
+from .training_helpers import write_image_folder
+
+pytest.importorskip("training.job", reason="the Train tab needs training/job.py")
+
+CLASSES = ("cat", "dog")
+
+
+def wait_for_job(client, timeout_s: float = 150):
+    """Poll /train_status until the job stops running; returns the last outputs."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = client.predict(api_name="/train_status")
+        if not status[-1].get("active", True):
+            return status
+        time.sleep(0.5)
+    raise TimeoutError("training did not finish")
+
+
+def test_train_watch_and_explore_the_checkpoint(client, tmp_path):
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=CLASSES, test_per_class=2)
+    started, _ = client.predict("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8, api_name="/train_start")
+    assert "started" in started
+    with pytest.raises(AppError, match="already in progress"):
+        client.predict("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8, api_name="/train_start")
+
+    status, progress, curves, probe, checkpoint, _ = wait_for_job(client)
+    assert "cpu" in status.lower() and "error" not in status.lower()
+    assert "finished" in progress
+    assert np.asarray(Image.open(curves)).std() > 10
+    assert Image.open(probe).height > 2 * 64  # initial + two epochs, one row each
+    model, meta = vit.load_checkpoint(checkpoint)
+    assert meta.class_names == list(CLASSES)
+
+    picker = client.predict(api_name="/train_open_in_explore")
+    key = picker["value"]
+    assert key.startswith("checkpoint:") and key in [value for _, value in picker["choices"]]
+    client.predict(key, api_name="/load_model")
+    label = analyze(client, red_square(tmp_path), model=key)[2]
+    assert {c["label"] for c in label["confidences"]} == set(CLASSES)
+
+
+def test_bad_training_arguments_are_reported_before_any_work(client, tmp_path):
+    with pytest.raises(AppError, match="folder"):
+        client.predict("vit_cifar_nano", "folder", "", 1, 1e-3, 8, api_name="/train_start")
+    with pytest.raises(AppError, match="missing"):
+        client.predict("vit_cifar_nano", "folder", str(tmp_path / "missing"), 1, 1e-3, 8, api_name="/train_start")
+
+
+def red_square(tmp_path):
+    path = tmp_path / "probe.png"
+    Image.new("RGB", (32, 32), (200, 30, 30)).save(path)
+    return path
