@@ -4,9 +4,17 @@ torchvision transform. Each model carries its own (wrong preprocessing = silent 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
 
 import torch
-from torchvision.transforms import InterpolationMode, v2
+
+if TYPE_CHECKING:
+    from torchvision.transforms import v2
+
+# torchvision's InterpolationMode values. Spelled out so that importing `vit` does not import
+# torchvision, which pulls in torch._dynamo and adds seconds to every start-up (the app's
+# cold start most of all); torchvision is imported when a transform is first built.
+INTERPOLATIONS = ("nearest", "nearest-exact", "bilinear", "bicubic", "box", "hamming", "lanczos")
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -23,11 +31,14 @@ class Preprocessing:
     interpolation: str = "bilinear"
 
     def __post_init__(self) -> None:
-        InterpolationMode(self.interpolation)  # raises ValueError on an unknown mode
+        if self.interpolation not in INTERPOLATIONS:
+            raise ValueError(f"unknown interpolation {self.interpolation!r}; choose one of {INTERPOLATIONS}")
         assert self.crop_size <= self.resize_size, "crop_size must not exceed resize_size"
 
     def transform(self) -> v2.Compose:
         """PIL image or uint8 tensor -> normalised float tensor (3, crop, crop)."""
+        from torchvision.transforms import InterpolationMode, v2
+
         return v2.Compose(
             [
                 v2.ToImage(),
