@@ -17,12 +17,13 @@ import uuid
 from pathlib import Path
 
 import gradio as gr
+import torch
 from gradio.utils import get_upload_folder
 from PIL import Image
 
 from explorer.explain import Explanation, explain
 from explorer.images import ImageError, load_image
-from explorer.models import BUNDLED, BUNDLED_PATH, ModelCatalog, ModelUnavailable
+from explorer.models import BUNDLED, BUNDLED_PATH, LoadedModel, ModelCatalog, ModelUnavailable
 from train_tab import build_train_tab
 from vit import render
 from vit.render import COLORMAPS, MapStyle
@@ -108,6 +109,25 @@ def rollout_image(ex: Explanation, fusion: str, discard: float, s: MapStyle) -> 
 
 def distance_image(ex: Explanation) -> str:
     return saved(render.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2]))
+
+
+def full_analysis(loaded: LoadedModel, path: str, mode: str, layer: int, fusion: str, discard: float, s: MapStyle):
+    """Decode an image, run the model once, and draw every view: the outputs of /analyze
+    (the session's Explanation first). Raises ImageError for unusable files."""
+    ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, load_image(path), mode, loaded.key)
+    layer = min(layer, ex.depth)
+    return (
+        ex,
+        None,  # the query goes back to the CLS token
+        input_view(ex, None),
+        describe_input(ex),
+        ex.probabilities,
+        gr.Slider(maximum=ex.depth, value=layer),
+        heads_image(ex, None, layer, s),
+        overview_image(ex, s),
+        rollout_image(ex, fusion, discard, s),
+        distance_image(ex),
+    )
 
 
 def cache_path(name: str) -> Path:
@@ -196,29 +216,13 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
         )
 
     def run_analysis(payload, key, mode, layer, fusion_, discard_, *s):
-        """Decode, run the model once, and draw every view."""
         if payload is None:
             return [gr.skip()] * 10
         try:
             loaded = catalog.get(key)
-            picture = load_image(uploaded_path(payload))
+            return full_analysis(loaded, uploaded_path(payload), mode, int(layer), fusion_, discard_, style(*s))
         except (ImageError, ModelUnavailable) as e:
             raise gr.Error(str(e)) from e
-        ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, picture, mode, key)
-        layer = min(int(layer), ex.depth)
-        st = style(*s)
-        return (
-            ex,
-            None,
-            input_view(ex, None),
-            describe_input(ex),
-            ex.probabilities,
-            gr.Slider(maximum=ex.depth, value=layer),
-            heads_image(ex, None, layer, st),
-            overview_image(ex, st),
-            rollout_image(ex, fusion_, discard_, st),
-            distance_image(ex),
-        )
 
     analysis_outputs = [explanation, query, input_img, numbers, label, layer, heads, overview, rollout, distance]
     analysis_inputs = [image, model_key, mode, layer, fusion, discard, *styles]
@@ -342,11 +346,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--share", action="store_true", help="create a public gradio.live link")
     p.add_argument("--model", default=env.get("VIT_EXPLORER_MODEL", str(BUNDLED_PATH)), help="default checkpoint")
     p.add_argument("--runs-dir", default=env.get("VIT_EXPLORER_RUNS", "runs"), help="where training writes")
+    p.add_argument(
+        "--torch-threads",
+        type=int,
+        default=int(env.get("VIT_EXPLORER_TORCH_THREADS", "1")),
+        help="intra-op threads per request (default 1: two requests run side by side on two cores)",
+    )
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    # One thread per request: on a small shared machine, intra-op threads fight the other
+    # request (and anything else running) and made the nano model's forward pass ~100x slower.
+    torch.set_num_threads(args.torch_threads)
     started = time.perf_counter()
     demo = build_demo(ModelCatalog(args.model, args.runs_dir))
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
@@ -356,7 +369,13 @@ def main(argv: list[str] | None = None) -> None:
         share=args.share,
         max_file_size=MAX_UPLOAD,
         theme=gr.themes.Soft(),
+        prevent_thread_lock=True,
     )
+    # The page is served; now pay for torchvision's slow import (preprocessing needs it)
+    # before the first upload arrives instead of during it.
+    import torchvision  # noqa: F401
+
+    demo.block_thread()
 
 
 if __name__ == "__main__":

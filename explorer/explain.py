@@ -15,7 +15,6 @@ import numpy as np
 import torch
 from PIL import Image
 from torch import Tensor
-from torchvision.transforms import InterpolationMode, v2
 
 from vit import AttentionMaps, Preprocessing, VisionTransformer
 from vit.analysis import HeadFusion, Query, mean_attention_distance, query_attention, rollout
@@ -52,6 +51,8 @@ def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: M
 
     Geometry runs on the uint8 tensor, exactly as `Preprocessing.transform()` does, so
     "crop" mode gives the model bit-for-bit the input its own transform would."""
+    from torchvision.transforms import InterpolationMode, v2  # imported on first use: it costs seconds
+
     interp = InterpolationMode(pre.interpolation)
     h, w = image.height, image.width
     if mode == "crop":

@@ -7,7 +7,7 @@ from PIL import Image
 
 import vit
 from explorer.explain import explain, model_input, whole_image_size
-from vit.preprocessing import CIFAR10
+from vit.preprocessing import CIFAR10, INTERPOLATIONS
 
 BRIGHT = (2, 11)  # (row, col) of the bright patch on a 32 x 64 (H x W) image: 8 x 16 patches of 4 px
 
@@ -36,6 +36,12 @@ def brightness_seeking_model() -> vit.VisionTransformer:
         qkv[0, 2] = 10.0
         qkv[8, 0] = 10.0
     return model.eval()
+
+
+def test_preprocessing_knows_torchvisions_interpolation_modes():
+    from torchvision.transforms import InterpolationMode
+
+    assert set(INTERPOLATIONS) == {m.value for m in InterpolationMode}  # vit spells them out to import lazily
 
 
 def test_crop_mode_gives_the_model_exactly_its_own_transform():
