@@ -293,7 +293,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     export_png.click(save_png, [explanation, query, layer, *styles], export_file, api_name="export_png")
     export_gif.click(save_gif, [explanation, query, *styles], export_file, api_name="export_gif")
 
-    def switch_model(key):
+    def switch_model(key, progress=gr.Progress(track_tqdm=True)):  # noqa: B008 - Gradio's way to show download bars
         try:
             loaded = catalog.get(key)
         except ModelUnavailable as e:

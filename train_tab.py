@@ -56,7 +56,7 @@ def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown) -> None:
 
     with gr.Row():
         model = gr.Dropdown(
-            PRESETS + vit.list_pretrained(),
+            PRESETS + vit.list_pretrained() + [str(p) for p in catalog.checkpoint_paths()],
             value="vit_cifar_nano",
             allow_custom_value=True,
             label="Model: a preset (from scratch), pretrained weights (fine-tune) or a checkpoint path",
@@ -78,7 +78,7 @@ def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown) -> None:
         curves = gr.Image(label="Loss and accuracy", format="png")
         probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")
     with gr.Row():
-        checkpoint = gr.File(label="Checkpoint (download)")
+        checkpoint = gr.File(label="Checkpoint (download)", height=70)
         open_in_explore = gr.Button("Open this checkpoint in Explore")
     timer = gr.Timer(POLL_S, active=False)
 

@@ -86,13 +86,14 @@ class ModelCatalog:
         bundled = "CIFAR-10 nano (bundled)" if self.bundled_path.is_file() else "CIFAR-10 nano (untrained weights)"
         out = [(bundled, BUNDLED)]
         out += [(f"{name} (pretrained, downloads once)", f"pretrained:{name}") for name in vit.list_pretrained()]
-        out += [(f"checkpoint: {self._short(p)}", f"checkpoint:{p}") for p in self._checkpoints()]
+        out += [(f"checkpoint: {self._short(p)}", f"checkpoint:{p}") for p in self.checkpoint_paths()]
         return out
 
     def _short(self, path: Path) -> str:
         return str(path.relative_to(self.runs_dir)) if path.is_relative_to(self.runs_dir) else path.name
 
-    def _checkpoints(self) -> list[Path]:
+    def checkpoint_paths(self) -> list[Path]:
+        """Checkpoints under the runs folder, then this server's uploads."""
         found = sorted(self.runs_dir.rglob("*.safetensors")) if self.runs_dir.is_dir() else []
         return found + sorted(self._uploads - set(found))
 

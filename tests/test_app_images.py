@@ -51,6 +51,14 @@ def test_unusable_files_get_a_clear_error(client, tmp_path, name, make, message)
     assert analyze(client, _solid(tmp_path, (10, 200, 10)))[2]["confidences"]  # the server is still up
 
 
+def test_uploads_over_the_size_limit_are_refused(client, tmp_path):
+    path = tmp_path / "huge.png"
+    path.write_bytes(b"\x89PNG" + bytes(21 * 1024 * 1024))  # over the app's 20 MB max_file_size
+    with pytest.raises(Exception, match="maximum file size"):
+        analyze(client, path)
+    assert analyze(client, _solid(tmp_path, (10, 200, 10)))[2]["confidences"]
+
+
 def _solid(tmp_path, colour, size=(40, 30)):
     path = tmp_path / "solid.png"
     Image.new("RGB", size, colour).save(path)
