@@ -21,6 +21,7 @@ import torch
 from gradio.utils import get_upload_folder
 from PIL import Image
 
+from explorer import views
 from explorer.explain import Explanation, explain
 from explorer.images import ImageError, load_image
 from explorer.models import BUNDLED, BUNDLED_PATH, LoadedModel, ModelCatalog, ModelUnavailable
@@ -29,7 +30,6 @@ from vit import render
 from vit.render import COLORMAPS, MapStyle
 
 EXAMPLES = ["cheetah1.jpg", "lion.jpg", "tower.jpg", "groot.jpeg"]
-INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display sizes (longer side)
 MAX_UPLOAD = "20mb"
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
 
@@ -59,56 +59,14 @@ def require(ex: Explanation | None) -> Explanation:
     return ex
 
 
-def input_scale(ex: Explanation) -> int:
-    return render.scale_for(ex.input.pixels.shape[:2], INPUT_PX)
-
-
-def input_view(ex: Explanation, query) -> str:
-    mark = tuple(query) if query is not None else None
-    return saved(render.patch_grid_image(ex.input.pixels, ex.patch_size, input_scale(ex), mark))
-
-
-def describe_input(ex: Explanation) -> str:
-    (h, w), (ih, iw, _) = ex.original_size, ex.input.pixels.shape
-    gh, gw = ex.grid
-    prefix = ex.tokens - gh * gw
+def show_query(ex: Explanation, query: views.Query, layer: int, s: MapStyle):
+    """Outputs after the query changes: the query, the marked input, the head maps, the caption."""
     return (
-        f"uploaded **{w}x{h}** px (W x H) → model input **{iw}x{ih}** px · patch **{ex.patch_size}** px · "
-        f"grid **{gh} rows x {gw} columns** = {gh * gw} patches · **{ex.tokens} tokens**"
-        f"{f' ({prefix} CLS + {gh * gw} patches)' if prefix else ''}\n\n{ex.input.policy}"
+        query,
+        saved(views.input_view(ex, query)),
+        saved(views.heads(ex, query, layer, s)),
+        views.describe_query(query),
     )
-
-
-def describe_query(query) -> str:
-    if query is None:
-        return "Query: **the CLS token**. Click a patch in the input to see where that patch looks."
-    row, col = query
-    return f"Query: **the patch at row {row + 1}, column {col + 1}** (outlined). Reset to go back to CLS."
-
-
-def heads_grid(ex: Explanation, query, layer: int, s: MapStyle) -> Image.Image:
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
-    who = "CLS" if query is None else f"patch ({query[0] + 1}, {query[1] + 1})"
-    maps = ex.query_maps(None if query is None else tuple(query))
-    return render.head_grid(base, maps[layer - 1], s, f"layer {layer} of {ex.depth}, query: {who}")
-
-
-def heads_image(ex: Explanation, query, layer: int, s: MapStyle) -> str:
-    return saved(heads_grid(ex, query, layer, s))
-
-
-def overview_image(ex: Explanation, s: MapStyle) -> str:
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
-    return saved(render.layers_by_heads(base, ex.query_maps(None), s, "CLS attention, every layer and head"))
-
-
-def rollout_image(ex: Explanation, fusion: str, discard: float, s: MapStyle) -> str:
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
-    return saved(Image.fromarray(render.overlay(base, ex.rollout(fusion, discard), s)))
-
-
-def distance_image(ex: Explanation) -> str:
-    return saved(render.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2]))
 
 
 def full_analysis(loaded: LoadedModel, path: str, mode: str, layer: int, fusion: str, discard: float, s: MapStyle):
@@ -119,14 +77,14 @@ def full_analysis(loaded: LoadedModel, path: str, mode: str, layer: int, fusion:
     return (
         ex,
         None,  # the query goes back to the CLS token
-        input_view(ex, None),
-        describe_input(ex),
+        saved(views.input_view(ex)),
+        views.describe_input(ex),
         ex.probabilities,
         gr.Slider(maximum=ex.depth, value=layer),
-        heads_image(ex, None, layer, s),
-        overview_image(ex, s),
-        rollout_image(ex, fusion, discard, s),
-        distance_image(ex),
+        saved(views.heads(ex, None, layer, s)),
+        saved(views.overview(ex, s)),
+        saved(views.rollout(ex, fusion, discard, s)),
+        saved(views.distance_chart(ex)),
     )
 
 
@@ -152,7 +110,7 @@ def saved(image: Image.Image, name: str = "view.png") -> str:
 def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     """The Explore tab. Returns the model picker so the Train tab can add its checkpoints."""
     explanation = gr.State(None, time_to_live=SESSION_TTL_S)  # this session's one forward pass
-    query = gr.State(None)  # None = CLS, else [row, col]
+    query = gr.State(None)  # None = CLS, else (row, col)
     current_model = gr.State(BUNDLED)
     start = catalog.get(BUNDLED)
 
@@ -192,7 +150,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     styles = [cmap, opacity, upsampling, display]
 
     with gr.Row():
-        query_md = gr.Markdown(describe_query(None), elem_id="query")
+        query_md = gr.Markdown(views.describe_query(None), elem_id="query")
         reset = gr.Button("Reset query to CLS", size="sm")
     heads = gr.Image(label="Attention per head, chosen layer", elem_id="heads")
     with gr.Row(equal_height=True):
@@ -231,13 +189,17 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     gr.on([image.change, mode.input], **analyze, api_name="analyze")
 
     def show_heads(ex, q, layer, *s):
-        return heads_image(require(ex), q, int(layer), style(*s))
+        return saved(views.heads(require(ex), q, int(layer), style(*s)))
 
     layer.release(show_heads, [explanation, query, layer, *styles], heads, api_name="heads")
 
     def restyle(ex, q, layer, fusion_, discard_, *s):
         ex, st = require(ex), style(*s)
-        return heads_image(ex, q, int(layer), st), overview_image(ex, st), rollout_image(ex, fusion_, discard_, st)
+        return (
+            saved(views.heads(ex, q, int(layer), st)),
+            saved(views.overview(ex, st)),
+            saved(views.rollout(ex, fusion_, discard_, st)),
+        )
 
     gr.on(
         [cmap.input, opacity.release, upsampling.input, display.input],
@@ -248,7 +210,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     )
 
     def show_rollout(ex, fusion_, discard_, *s):
-        return rollout_image(require(ex), fusion_, float(discard_), style(*s))
+        return saved(views.rollout(require(ex), fusion_, float(discard_), style(*s)))
 
     rollout_inputs = [explanation, fusion, discard, *styles]
     gr.on([fusion.input, discard.release], show_rollout, rollout_inputs, rollout, api_name="rollout")
@@ -258,8 +220,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
         gh, gw = ex.grid
         if not (0 <= int(row) < gh and 0 <= int(col) < gw):
             raise gr.Error(f"patch ({row}, {col}) is outside the {gh}x{gw} grid (rows and columns count from 0)")
-        q = [int(row), int(col)]
-        return q, input_view(ex, q), heads_image(ex, q, int(layer), style(*s)), describe_query(q)
+        return show_query(ex, (int(row), int(col)), int(layer), style(*s))
 
     query_outputs = [query, input_img, heads, query_md]
     # For API clients: the same as clicking, with explicit grid coordinates (0-based).
@@ -269,25 +230,22 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
 
     def click(ex, layer, cmap_, opacity_, upsampling_, display_, evt: gr.SelectData):
         ex = require(ex)
-        row, col = ex.patch_at(evt.index[0], evt.index[1], input_scale(ex))  # evt.index: (x, y) in image pixels
+        row, col = views.clicked_patch(ex, *evt.index)  # evt.index: (x, y) in image pixels
         return set_query(ex, row, col, layer, cmap_, opacity_, upsampling_, display_)
 
     input_img.select(click, [explanation, layer, *styles], query_outputs, api_visibility="private")
 
     def clear_query(ex, layer, *s):
-        ex = require(ex)
-        return None, input_view(ex, None), heads_image(ex, None, int(layer), style(*s)), describe_query(None)
+        return show_query(require(ex), None, int(layer), style(*s))
 
     reset.click(clear_query, [explanation, layer, *styles], query_outputs, api_name="reset_query")
 
     def save_png(ex, q, layer, *s):
-        return saved(heads_grid(require(ex), q, int(layer), style(*s)), f"attention-layer{int(layer)}.png")
+        return saved(views.heads(require(ex), q, int(layer), style(*s)), f"attention-layer{int(layer)}.png")
 
     def save_gif(ex, q, *s):
-        ex = require(ex)
-        base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
         path = cache_path("attention-layers.gif")
-        render.save_gif(render.layer_frames(base, ex.query_maps(None if q is None else tuple(q)), style(*s)), path)
+        render.save_gif(views.layer_frames(require(ex), q, style(*s)), path)
         return str(path)
 
     export_png.click(save_png, [explanation, query, layer, *styles], export_file, api_name="export_png")
