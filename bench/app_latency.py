@@ -32,7 +32,7 @@ import vit
 from explorer.explain import model_input
 from explorer.images import load_image
 from explorer.models import BUNDLED, CIFAR10_CLASSES, LoadedModel, ModelCatalog
-from tests.conftest import free_port, wait_until_served
+from tests.app_helpers import free_port, wait_until_served
 from vit.render import MapStyle
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,45 +3,19 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
+from app_helpers import free_port, wait_until_served
 
 import vit
 from explorer.models import CIFAR10_CLASSES
 from vit.preprocessing import CIFAR10
 
 ROOT = Path(__file__).resolve().parent.parent
-STARTUP_TIMEOUT_S = 120  # the CI machine is small and shared; Gradio's import alone takes seconds
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_served(url: str, proc: subprocess.Popen | None = None, timeout: float = STARTUP_TIMEOUT_S) -> float:
-    """Poll `url` until it answers 200; returns the seconds waited."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < timeout:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return time.perf_counter() - start
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"{url} not served within {timeout} s")
 
 
 @pytest.fixture(scope="session")
@@ -77,31 +51,3 @@ def client(server):
     from gradio_client import Client
 
     return Client(server, verbose=False)
-
-
-VIEW_DEFAULTS = {"layer": 6, "fusion": "mean", "discard": 0.0, "cmap": "inferno", "opacity": 0.6}
-
-
-def analyze(client, path, mode: str = "crop", model: str = "bundled"):
-    """Call /analyze with default view settings; returns its outputs as a tuple."""
-    from gradio_client import handle_file
-
-    d = VIEW_DEFAULTS
-    return client.predict(
-        handle_file(str(path)),
-        model,
-        mode,
-        d["layer"],
-        d["fusion"],
-        d["discard"],
-        d["cmap"],
-        d["opacity"],
-        "nearest",
-        "overlay",
-        api_name="/analyze",
-    )
-
-
-def save_rgb(path: Path, array: np.ndarray, **kwargs) -> Path:
-    Image.fromarray(array).save(path, **kwargs)
-    return path

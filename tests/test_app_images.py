@@ -6,10 +6,9 @@ import zlib
 
 import numpy as np
 import pytest
+from app_helpers import analyze
 from gradio_client.exceptions import AppError
 from PIL import Image
-
-from .conftest import analyze
 
 
 def png_with_header_only(path, width: int, height: int):

@@ -5,13 +5,12 @@ Runs the app in-process (the only way to count the model's forward calls) on a f
 
 import gradio
 import pytest
+from app_helpers import analyze, free_port
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 import app
 from explorer.models import BUNDLED, ModelCatalog
-
-from .conftest import analyze, free_port
 
 STYLE = ("inferno", 0.6, "nearest", "overlay")
 

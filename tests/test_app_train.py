@@ -4,13 +4,12 @@ import time
 
 import numpy as np
 import pytest
+from app_helpers import analyze
 from gradio_client.exceptions import AppError
 from PIL import Image
+from training_helpers import write_image_folder
 
 import vit
-
-from .conftest import analyze
-from .training_helpers import write_image_folder
 
 pytest.importorskip("training.job", reason="the Train tab needs training/job.py")
 
