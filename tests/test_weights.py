@@ -2,12 +2,16 @@
 loud refusals, and named pretrained weights (offline here)."""
 
 import socket
+from dataclasses import dataclass, field
+from pathlib import Path
 
+import huggingface_hub
 import pytest
 import timm
 import torch
 import torchvision
 from conftest import randomise_
+from safetensors.torch import save_file
 from timm.layers import set_fused_attn
 from timm.utils import AttentionExtract
 
@@ -150,18 +154,26 @@ def test_non_standard_width_needs_heads() -> None:
         vit.from_torchvision(tv_small().state_dict())
 
 
+@dataclass
+class Offline:
+    home: Path  # empty TORCH_HOME / HF_HOME live below this
+    attempts: list = field(default_factory=list)  # every connection the code tried to open
+
+
 @pytest.fixture
-def offline(monkeypatch, tmp_path):
+def offline(monkeypatch, tmp_path) -> Offline:
     """No network, empty caches: exactly what a fresh offline machine sees."""
+    state = Offline(tmp_path)
 
     def refuse(*args, **kwargs):
+        state.attempts.append(args)
         raise OSError("network is unreachable (disabled by the test)")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    return tmp_path
+    return state
 
 
 @pytest.mark.parametrize("name", ["vit_b_16.tv_in1k", "vit_tiny_patch16_224.augreg_in21k_ft_in1k"])
@@ -181,7 +193,7 @@ def test_pretrained_torchvision_from_cache_brings_its_metadata(offline) -> None:
     # Put a file where torch.hub caches downloads (with the legacy names real downloads use),
     # so the whole load_pretrained path runs without a network.
     weights = torchvision.models.ViT_B_32_Weights.IMAGENET1K_V1
-    cache = offline / "torch" / "hub" / "checkpoints"
+    cache = offline.home / "torch" / "hub" / "checkpoints"
     cache.mkdir(parents=True)
     foreign = randomise_(torchvision.models.vit_b_32()).eval()
     legacy = legacy_names(foreign.state_dict())
@@ -193,11 +205,21 @@ def test_pretrained_torchvision_from_cache_brings_its_metadata(offline) -> None:
     assert meta.preprocessing.mean == (0.485, 0.456, 0.406) and meta.preprocessing.interpolation == "bilinear"
 
 
-def test_pretrained_timm_brings_its_metadata(monkeypatch) -> None:
-    # The download itself cannot run here: hand timm's own builder a randomly initialised model.
-    real = timm.create_model
-    monkeypatch.setattr(timm, "create_model", lambda name, pretrained: real(name, pretrained=False))
-    model, meta = vit.load_pretrained("vit_tiny_patch16_224.augreg_in21k_ft_in1k", progress=False)
+def test_pretrained_timm_offline_uses_the_hub_cache_and_brings_its_metadata(offline, monkeypatch) -> None:
+    # Lay out a Hugging Face cache entry as a finished download leaves it; offline, the
+    # loader must find it straight away (huggingface_hub alone would retry for ~45 s).
+    name = "vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+    hub_cache = offline.home / "hf" / "hub"
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub_cache))
+    repo = hub_cache / "models--timm--vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    foreign = randomise_(timm.create_model("vit_tiny_patch16_224", pretrained=False)).eval()
+    save_file(foreign.state_dict(), repo / "snapshots" / ("0" * 40) / "model.safetensors")
+    model, meta = vit.load_pretrained(name, progress=False)
+    assert len(offline.attempts) == 1  # one reachability probe, no retried downloads
+    assert max_logit_gap(foreign, model, 224, batch=1) <= 1e-4
     assert model.config == vit.create_model("vit_tiny_patch16_224").config
     assert meta.preprocessing.interpolation == "bicubic" and meta.preprocessing.mean == (0.5, 0.5, 0.5)
     assert (meta.preprocessing.resize_size, meta.preprocessing.crop_size) == (248, 224)  # crop_pct 0.9
