@@ -10,7 +10,6 @@ server read an arbitrary file.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ from vit.weights import PRETRAINED
 BUNDLED = "bundled"
 BUNDLED_PATH = Path(__file__).resolve().parent.parent / "models" / "vit_cifar10_nano.safetensors"
 CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
-DOWNLOAD_HOSTS = {"torchvision": "download.pytorch.org", "timm": "huggingface.co"}
 
 
 class ModelUnavailable(RuntimeError):
@@ -133,7 +131,6 @@ class ModelCatalog:
         if key == BUNDLED:
             return self._load_bundled()
         if kind == "pretrained" and name in PRETRAINED:
-            _check_reachable(name)
             try:
                 model, meta = vit.load_pretrained(name)
             except vit.PretrainedUnavailable as e:
@@ -157,33 +154,8 @@ class ModelCatalog:
             except vit.CheckpointError as e:
                 raise ModelUnavailable(f"the bundled model is unreadable: {e}") from e
             return LoadedModel(BUNDLED, "CIFAR-10 nano (bundled)", model, meta)
-        torch.manual_seed(0)  # the same "untrained" model every start, so screenshots are reproducible
-        model = vit.create_model("vit_cifar_nano").eval()
+        with torch.random.fork_rng():  # the same "untrained" model every start, without reseeding anyone else
+            torch.manual_seed(0)
+            model = vit.create_model("vit_cifar_nano").eval()
         meta = vit.ModelMeta(CIFAR10_CLASSES, CIFAR10, {"source": "fresh initialisation"})
         return LoadedModel(BUNDLED, "CIFAR-10 nano (untrained weights)", model, meta, untrained=True)
-
-
-def _check_reachable(name: str) -> None:
-    """Fail in milliseconds, not minutes, when the download host cannot even be resolved
-    (the hub client otherwise retries for about a minute). Cached torchvision weights and
-    HF_HUB_OFFLINE=1 (timm from the local cache) need no network, so skip the check then."""
-    library = PRETRAINED[name].library
-    if library == "timm" and os.environ.get("HF_HUB_OFFLINE"):
-        return
-    if library == "torchvision" and _torchvision_cached(name):
-        return
-    host = DOWNLOAD_HOSTS[library]
-    try:
-        socket.getaddrinfo(host, 443)
-    except OSError as e:
-        raise ModelUnavailable(
-            f"cannot download {name!r}: {host} is unreachable ({e}); this machine looks offline. "
-            "The app keeps working with the other models."
-        ) from e
-
-
-def _torchvision_cached(name: str) -> bool:
-    import torchvision
-
-    url = torchvision.models.get_weight(PRETRAINED[name].weights).url
-    return (Path(torch.hub.get_dir()) / "checkpoints" / Path(url).name).is_file()

@@ -1,4 +1,5 @@
-"""Shared fixtures for the app tests: a tiny checkpoint and one real app server per session."""
+"""Shared test helpers and fixtures: seeding, random weights, a tiny checkpoint and one real
+app server per session (for the app tests)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,22 @@ import vit
 from explorer.models import CIFAR10_CLASSES
 from vit.preprocessing import CIFAR10
 
-ROOT = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+def randomise_(module: torch.nn.Module, std: float = 0.02) -> torch.nn.Module:
+    """Give every parameter random values: torchvision zero-initialises its head (and timm
+    its biases), and a parity test that compares zeros with zeros proves nothing."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0.0, std)
+    return module
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +51,7 @@ def server(tiny_checkpoint, tmp_path_factory):
     log = (tmp_path_factory.mktemp("log") / "app.log").open("w")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "app.py", "--port", str(port), "--model", str(tiny_checkpoint), "--runs-dir", str(runs)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_until_served(url, proc)

@@ -168,9 +168,11 @@ def load_state_dict_file(path: str | os.PathLike) -> dict[str, Tensor]:
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(
-            f"refused to load {path}: it contains Python objects other than tensors, and unpickling "
-            f"them could run code. Re-save just the state_dict, or convert it to safetensors. ({e})"
+            f"refused to load {path}: torch.load(weights_only=True) rejected it. Either it is not a weights "
+            f"file, or it holds Python objects besides tensors, and unpickling those could run code. "
+            f"Re-save just the state_dict, or convert it to safetensors. ({first_line})"
         ) from e
     except (RuntimeError, EOFError, OSError, ValueError) as e:
         raise CheckpointError(f"{path} is not a readable PyTorch weights file (truncated?): {e}") from e

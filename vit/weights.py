@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 import os
 import re
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from urllib.parse import urlsplit
 
 from torch import Tensor, nn
 
@@ -230,6 +233,32 @@ def _load_torchvision(name: str, spec: Pretrained, progress: bool) -> tuple[Visi
     return model, ModelMeta(list(weights.meta["categories"]), preprocessing, info)
 
 
+def _reachable(url: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the URL's host opens within `timeout` seconds."""
+    parts = urlsplit(url)
+    try:
+        socket.create_connection((parts.hostname, parts.port or 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def _create_timm_pretrained(timm: ModuleType, name: str) -> nn.Module:
+    """timm.create_model(pretrained=True), but fast when offline: huggingface_hub retries an
+    unreachable host for ~45 s, so check first and fall back to the local cache directly."""
+    import huggingface_hub
+
+    hub_id = timm.models.get_pretrained_cfg(name).hf_hub_id
+    endpoint = huggingface_hub.constants.ENDPOINT
+    if hub_id and not _reachable(endpoint):
+        for filename in ("model.safetensors", "pytorch_model.bin"):  # the names timm tries, in order
+            cached = huggingface_hub.try_to_load_from_cache(hub_id, filename)
+            if isinstance(cached, str):
+                return timm.create_model(name, pretrained=True, pretrained_cfg_overlay={"file": cached})
+        raise OSError(f"{endpoint} is unreachable and {hub_id} is not in the local Hugging Face cache")
+    return timm.create_model(name, pretrained=True)
+
+
 def _load_timm(name: str, spec: Pretrained, progress: bool) -> tuple[VisionTransformer, ModelMeta]:
     try:
         import timm
@@ -237,7 +266,7 @@ def _load_timm(name: str, spec: Pretrained, progress: bool) -> tuple[VisionTrans
     except ImportError as e:
         raise PretrainedUnavailable(f"{name!r} is a timm model: install timm (pip install timm) to load it") from e
     try:
-        foreign = timm.create_model(spec.weights, pretrained=True)
+        foreign = _create_timm_pretrained(timm, spec.weights)
     except Exception as e:  # noqa: BLE001 - a hub download fails in many library-specific ways
         hint = "vit.from_timm('model.safetensors') on a file downloaded elsewhere"
         raise PretrainedUnavailable(_offline_message(name, f"timm {spec.weights}", e, hint)) from e

@@ -1,0 +1,75 @@
+"""Forward-pass speed of our ViT-B/16 against torchvision's and timm's, with the same weights.
+
+Runs the models interleaved in one process (so machine noise hits all of them alike) and
+prints medians and ratios:
+  (a) ours with return_attention=True  vs torchvision's plain forward   (goal <= 1.00x)
+  (b) ours without maps (fused SDPA)   vs timm's fused forward          (goal <= 1.00x)
+
+    python -m bench.forward [--batches 1 8] [--repeats 15] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+
+import timm
+import torch
+import torchvision
+
+import vit
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    tv = torchvision.models.vit_b_16().eval()
+    for p in tv.parameters():  # random weights everywhere, incl. the zero-initialised head
+        p.data.normal_(0, 0.02)
+    ours = vit.from_torchvision(tv).eval()
+    tm = timm.create_model("vit_base_patch16_224", pretrained=False).eval()
+    tm.load_state_dict(ours.state_dict())  # timm's names are ours
+
+    print(f"# {platform.machine()} {platform.processor() or ''}, {args.threads} threads, torch {torch.__version__}")
+    print("| batch | torchvision | ours + maps | ratio (a) | timm fused | ours fused | ratio (b) |")
+    print("|---|---|---|---|---|---|---|")
+    for batch in args.batches:
+        images = torch.randn(batch, 3, 224, 224)
+        runs = {
+            "tv": partial(tv, images),
+            "ours_maps": partial(ours, images, return_attention=True),
+            "timm": partial(tm, images),
+            "ours_fused": partial(ours, images),
+        }
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        with torch.inference_mode():
+            for fn in runs.values():  # warm-up
+                fn()
+            for _ in range(args.repeats):
+                for name, fn in runs.items():
+                    times[name].append(timed(fn))
+        med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+        print(
+            f"| {batch} | {med['tv']:.1f} ms | {med['ours_maps']:.1f} ms | {med['ours_maps'] / med['tv']:.2f}x "
+            f"| {med['timm']:.1f} ms | {med['ours_fused']:.1f} ms | {med['ours_fused'] / med['timm']:.2f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Attention analyses against independent references: hand-built attention matrices, plain
+Python loops written straight from the definitions (REFERENCE.md §6), and a non-square
+synthetic case where a transposed grid would put the answer in the wrong place."""
+
+import math
+
+import pytest
+import torch
+
+import vit
+from vit.analysis import mean_attention_distance, position_embedding_similarity, query_attention, rollout
+from vit.model import AttentionMaps
+
+
+def random_maps(batch: int, layers: int, heads: int, grid: tuple[int, int], prefix: int = 1) -> AttentionMaps:
+    tokens = prefix + grid[0] * grid[1]
+    return AttentionMaps([torch.rand(batch, heads, tokens, tokens).softmax(-1) for _ in range(layers)], grid, prefix)
+
+
+def one_hot_maps(grid: tuple[int, int], hot: tuple[int, int], prefix: int = 1) -> AttentionMaps:
+    """Every query attends only to the patch at grid position `hot` (row, col)."""
+    tokens = prefix + grid[0] * grid[1]
+    attn = torch.zeros(1, 2, tokens, tokens)
+    attn[..., prefix + hot[0] * grid[1] + hot[1]] = 1.0
+    return AttentionMaps([attn], grid, prefix)
+
+
+def test_cls_map_finds_the_hot_patch_on_a_non_square_grid() -> None:
+    maps = one_hot_maps(grid=(3, 5), hot=(2, 1))
+    cls = query_attention(maps)  # (B, L, H, gh, gw)
+    assert cls.shape == (1, 1, 2, 3, 5)
+    assert torch.nonzero(cls[0, 0, 0]).tolist() == [[2, 1]]
+
+
+def test_query_by_index_and_by_position_agree() -> None:
+    maps = random_maps(2, 3, 4, (3, 5))
+    by_position = query_attention(maps, (1, 4))
+    by_index = query_attention(maps, 1 * 5 + 4)
+    torch.testing.assert_close(by_position, by_index)
+    expected = maps[2][1, 3, 1 + 9, 1:].reshape(3, 5)  # layer 2, sample 1, head 3, query token 10
+    torch.testing.assert_close(by_position[1, 2, 3], expected)
+    with pytest.raises(IndexError, match="outside the 3x5 grid"):
+        query_attention(maps, (3, 0))
+
+
+def test_without_cls_the_default_query_is_the_mean_patch_query() -> None:
+    maps = random_maps(1, 1, 2, (2, 3), prefix=0)
+    expected = maps[0][0, :, :, :].mean(dim=1).reshape(2, 2, 3)  # mean over queries
+    torch.testing.assert_close(query_attention(maps)[0, 0], expected)
+
+
+def reference_rollout(maps: AttentionMaps, fusion: str, discard: float) -> torch.Tensor:
+    """Straight from the definition, one sample, with explicit loops and no shared code."""
+    T = maps[0].shape[-1]
+    result = torch.eye(T, dtype=torch.float64)
+    for layer in maps:
+        a = layer[0].double()
+        fused = {"mean": a.mean(0), "max": a.max(0).values, "min": a.min(0).values}[fusion]
+        if discard:
+            entries = sorted((fused[i, j].item(), i, j) for i in range(T) for j in range(T) if j != 0)
+            for _, i, j in entries[: int(T * T * discard)]:
+                fused[i, j] = 0.0
+        a_hat = fused + torch.eye(T, dtype=torch.float64)
+        for i in range(T):
+            a_hat[i] = a_hat[i] / a_hat[i].sum()
+        result = a_hat @ result
+    return result[0, 1:].reshape(maps.grid).float()
+
+
+@pytest.mark.parametrize(("fusion", "discard"), [("mean", 0.0), ("max", 0.0), ("min", 0.3), ("mean", 0.9)])
+def test_rollout_matches_the_definition(fusion: str, discard: float) -> None:
+    maps = random_maps(1, 3, 2, (2, 3))
+    torch.testing.assert_close(rollout(maps, fusion, discard)[0], reference_rollout(maps, fusion, discard))
+
+
+def test_rollout_row_normalisation_uses_each_rows_own_sum() -> None:
+    # With uniform attention every row of Â is identical up to its diagonal; the rolled-out
+    # CLS row then still sums to 1 (all tokens, CLS included): the keepdim bug breaks this.
+    maps = random_maps(1, 4, 3, (3, 4))
+    T = maps[0].shape[-1]
+    full = torch.eye(T)
+    for layer in maps:
+        a = layer.mean(1)[0] + torch.eye(T)
+        full = (a / a.sum(-1, keepdim=True)) @ full
+    torch.testing.assert_close(full.sum(-1), torch.ones(T))
+    torch.testing.assert_close(rollout(maps)[0], full[0, 1:].reshape(3, 4))
+
+
+def test_rollout_follows_a_non_square_hot_patch() -> None:
+    maps = one_hot_maps(grid=(2, 6), hot=(1, 4))
+    rolled = rollout(maps)[0]
+    assert rolled.argmax().item() == 1 * 6 + 4 and rolled.shape == (2, 6)
+
+
+def test_mean_attention_distance_by_hand() -> None:
+    # 1x2 grid of 16-pixel patches: centres 16 px apart. Query 0 puts 0.25 on patch 1 and
+    # 0.5 on itself (0.25 on CLS); query 1 puts 1.0 on patch 0. Mean = (0.25*16 + 1*16) / 2.
+    attn = torch.tensor([[0.0, 0.0, 0.0], [0.25, 0.5, 0.25], [0.0, 1.0, 0.0]])
+    maps = AttentionMaps([attn.expand(1, 1, 3, 3)], (1, 2), 1)
+    assert mean_attention_distance(maps, 16).item() == pytest.approx(10.0)
+
+
+def test_mean_attention_distance_matches_a_loop_on_a_non_square_grid() -> None:
+    maps = random_maps(2, 2, 3, (2, 3))
+    P, (gh, gw) = 8, maps.grid
+    got = mean_attention_distance(maps, P)
+    centre = {i: ((i // gw + 0.5) * P, (i % gw + 0.5) * P) for i in range(gh * gw)}
+    for layer in range(2):
+        for head in range(3):
+            total = 0.0
+            for b in range(2):
+                for q in range(gh * gw):
+                    for k in range(gh * gw):
+                        total += maps[layer][b, head, 1 + q, 1 + k].item() * math.dist(centre[q], centre[k])
+            assert got[layer, head].item() == pytest.approx(total / (2 * gh * gw), rel=1e-5)
+
+
+def test_position_similarity_is_cosine_and_keeps_orientation() -> None:
+    model = vit.create_model("vit_cifar_nano")
+    with torch.no_grad():
+        model.pos_embed.normal_()
+    sim = position_embedding_similarity(model)
+    assert sim.shape == (8, 8, 8, 8)
+    torch.testing.assert_close(torch.diagonal(sim.reshape(64, 64)), torch.ones(64))
+    a, b = model.pos_embed[0, 1 + 2 * 8 + 5], model.pos_embed[0, 1 + 7 * 8 + 1]  # slots (2,5) and (7,1)
+    assert sim[2, 5, 7, 1].item() == pytest.approx(torch.cosine_similarity(a, b, dim=0).item(), abs=1e-5)

@@ -1,0 +1,156 @@
+"""The from-scratch ViT: published parameter counts, patch embedding, both attention paths,
+attention maps, non-square inputs and position-embedding interpolation."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import vit
+from vit.model import AttentionMaps, ViTConfig, resample_pos_embed
+
+
+def count_params(name: str, **overrides) -> int:
+    with torch.device("meta"):  # no memory, no init time: H/14 has 632M parameters
+        model = vit.create_model(name, **overrides)
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("vit_b_16", 86_567_656),
+        ("vit_b_32", 88_224_232),
+        ("vit_l_16", 304_326_632),
+        ("vit_l_32", 306_535_400),
+        ("vit_h_14", 632_045_800),
+        ("vit_tiny_patch16_224", 5_717_416),
+        ("vit_small_patch16_224", 22_050_664),
+        ("vit_cifar_showcase", 847_626),  # the classic CIFAR-10 showcase's published figure
+    ],
+)
+def test_parameter_counts_match_published_figures(name: str, expected: int) -> None:
+    assert count_params(name) == expected
+
+
+def test_named_builders_are_the_registered_configs() -> None:
+    assert vit.vit_b_16(num_classes=10).config == vit.create_model("vit_b_16", num_classes=10).config
+    with pytest.raises(ValueError, match="unknown model"):
+        vit.create_model("vit_z_99")
+
+
+def test_conv_patch_embedding_equals_unfold_and_linear() -> None:
+    model = vit.create_model("vit_cifar_nano")
+    images = torch.randn(2, 3, 32, 48)
+    conv = model.patch_embed(images)  # (B, N, D)
+    weight = model.patch_embed.proj.weight  # (D, C, P, P)
+    patches = F.unfold(images, kernel_size=4, stride=4).transpose(1, 2)  # (B, N, C*P*P), row-major patches
+    linear = patches @ weight.reshape(weight.shape[0], -1).T + model.patch_embed.proj.bias
+    torch.testing.assert_close(conv, linear, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["vit_cifar_nano", "vit_cifar_showcase", "vit_tiny_patch16_224"])
+def test_fused_and_explicit_attention_give_the_same_logits(name: str) -> None:
+    model = vit.create_model(name).eval()
+    size = model.config.image_size
+    images = torch.randn(3, 3, size, size)
+    with torch.no_grad():
+        fast = model(images)
+        explicit, maps = model(images, return_attention=True)
+    assert fast.shape == (3, model.config.num_classes)
+    torch.testing.assert_close(fast, explicit, atol=1e-5, rtol=0)
+    assert len(maps) == model.config.depth
+
+
+def test_attention_maps_are_row_stochastic_and_carry_the_grid() -> None:
+    model = vit.create_model("vit_cifar_nano").eval()
+    with torch.no_grad():
+        _, maps = model(torch.randn(2, 3, 32, 32), return_attention=True)
+    assert isinstance(maps, tuple) and isinstance(maps, AttentionMaps)
+    assert maps.grid == (8, 8) and maps.prefix_tokens == 1
+    for layer in maps:
+        assert layer.shape == (2, 4, 65, 65)
+        assert (layer >= 0).all()
+        torch.testing.assert_close(layer.sum(-1), torch.ones(2, 4, 65))
+
+
+def test_explicit_attention_matches_a_hand_computed_softmax() -> None:
+    model = vit.create_model("vit_cifar_nano").eval()
+    block = model.blocks[0]
+    images = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        _, maps = model(images, return_attention=True)
+        tokens = torch.cat([model.cls_token, model.patch_embed(images)], 1) + model.pos_embed
+        q, k, _ = block.attn.qkv(block.norm1(tokens)).chunk(3, dim=-1)  # (1, T, D) each
+        head = 2
+        qh, kh = q[0, :, head * 32 : (head + 1) * 32], k[0, :, head * 32 : (head + 1) * 32]
+        expected = torch.softmax(qh @ kh.T / 32**0.5, dim=-1)
+    torch.testing.assert_close(maps[0][0, head], expected, atol=1e-6, rtol=1e-5)
+
+
+def test_non_square_input_reports_height_and_width_in_order() -> None:
+    model = vit.create_model("vit_cifar_nano").eval()
+    with torch.no_grad():
+        logits, maps = model(torch.randn(1, 3, 24, 40), return_attention=True)
+    assert maps.grid == (6, 10)  # (gh, gw) = (24/4, 40/4), never (10, 6)
+    assert maps[0].shape[-1] == 1 + 6 * 10
+    assert model.patch_grid(24, 40) == (6, 10)
+
+
+def test_input_not_a_multiple_of_the_patch_is_refused_clearly() -> None:
+    model = vit.create_model("vit_cifar_nano")
+    with pytest.raises(ValueError, match="not a multiple of the patch size 4"):
+        model(torch.randn(1, 3, 30, 32))
+
+
+def test_position_embedding_resampling_matches_timm_and_keeps_cls() -> None:
+    from timm.layers import resample_abs_pos_embed
+
+    model = vit.create_model("vit_cifar_nano")
+    patches = torch.randn(1, 64, 128)
+    ours = resample_pos_embed(patches, (8, 8), (6, 10))
+    theirs = resample_abs_pos_embed(patches, new_size=(6, 10), old_size=(8, 8), num_prefix_tokens=0)
+    torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5)
+    resized = model.position_embedding((6, 10))
+    assert resized.shape == (1, 61, 128)
+    torch.testing.assert_close(resized[:, 0], model.pos_embed[:, 0])  # CLS slot untouched
+    torch.testing.assert_close(model.position_embedding((8, 8)), model.pos_embed)  # native grid: identity
+
+
+def test_resampling_keeps_rows_as_rows() -> None:
+    # A position embedding that encodes the row index must still encode rows after resizing
+    # to a non-square grid; a transposed reshape would turn it into columns.
+    rows = torch.arange(8.0).repeat_interleave(8).reshape(1, 64, 1)  # value = row index
+    resized = resample_pos_embed(rows, (8, 8), (4, 16)).reshape(4, 16)
+    assert (resized[:, 0] - resized[:, -1]).abs().max() < 1e-4  # constant along a row
+    assert (resized[1:, 0] > resized[:-1, 0]).all()  # increasing down the rows
+
+
+def test_gap_pooling_is_the_mean_of_patch_tokens() -> None:
+    model = vit.create_model("vit_cifar_nano", pool="gap").eval()
+    images = torch.randn(2, 3, 32, 32)
+    captured = {}
+    model.norm.register_forward_hook(lambda mod, inp, out: captured.update(tokens=out))
+    with torch.no_grad():
+        logits = model(images)
+    expected = model.head(captured["tokens"][:, 1:].mean(1))  # skip the CLS token
+    torch.testing.assert_close(logits, expected)
+
+
+def test_stochastic_depth_and_dropout_are_off_in_eval_mode() -> None:
+    model = vit.create_model("vit_cifar_nano", drop_path=0.5, dropout=0.3, attn_dropout=0.3)
+    images = torch.randn(2, 3, 32, 32)
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model(images), model(images))
+    model.train()
+    with torch.no_grad():
+        assert not torch.allclose(model(images), model(images))
+
+
+def test_config_rejects_unknown_fields_and_bad_values() -> None:
+    with pytest.raises(ValueError, match="unknown ViT config field"):
+        ViTConfig.from_dict({**ViTConfig().to_dict(), "layer_scale": 1e-5})
+    with pytest.raises(AssertionError, match="divisible"):
+        ViTConfig(dim=100, heads=3)
+    with pytest.raises(AssertionError, match="class_token"):
+        ViTConfig(class_token=False, pool="cls")

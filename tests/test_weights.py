@@ -1,0 +1,226 @@
+"""Foreign weights: exact parity with torchvision and timm on randomly initialised models,
+loud refusals, and named pretrained weights (offline here)."""
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import huggingface_hub
+import pytest
+import timm
+import torch
+import torchvision
+from conftest import randomise_
+from safetensors.torch import save_file
+from timm.layers import set_fused_attn
+from timm.utils import AttentionExtract
+
+import vit
+from vit.analysis import query_attention
+
+
+def tv_small() -> torchvision.models.VisionTransformer:
+    return torchvision.models.VisionTransformer(
+        image_size=32, patch_size=4, num_layers=3, num_heads=4, hidden_dim=64, mlp_dim=128, num_classes=10
+    )
+
+
+def legacy_names(state_dict: dict) -> dict:
+    """torchvision's older MLP key names, as in its downloadable .pth files."""
+    return {k.replace("mlp.0.", "mlp.linear_1.").replace("mlp.3.", "mlp.linear_2."): v for k, v in state_dict.items()}
+
+
+@pytest.fixture(scope="module")
+def tv_b16() -> torchvision.models.VisionTransformer:
+    torch.manual_seed(1)
+    return randomise_(torchvision.models.vit_b_16()).eval()
+
+
+@pytest.fixture(scope="module")
+def timm_b16() -> torch.nn.Module:
+    torch.manual_seed(2)
+    return randomise_(timm.create_model("vit_base_patch16_224", pretrained=False)).eval()
+
+
+def max_logit_gap(foreign: torch.nn.Module, ours: torch.nn.Module, size: int, batch: int = 2) -> float:
+    images = torch.randn(batch, 3, size, size)
+    with torch.no_grad():
+        return (foreign(images) - ours(images)).abs().max().item()
+
+
+def test_torchvision_b16_parity(tv_b16) -> None:
+    ours = vit.from_torchvision(tv_b16)
+    assert ours.config == vit.create_model("vit_b_16").config
+    assert max_logit_gap(tv_b16, ours, 224) <= 1e-4
+
+
+def test_torchvision_small_config_parity_from_state_dict() -> None:
+    foreign = randomise_(tv_small()).eval()
+    ours = vit.from_torchvision(foreign.state_dict(), heads=4)
+    assert (ours.config.depth, ours.config.heads, ours.config.patch_size) == (3, 4, 4)
+    assert max_logit_gap(foreign, ours, 32, batch=4) <= 1e-4
+
+
+def test_torchvision_legacy_mlp_names_are_accepted() -> None:
+    foreign = randomise_(tv_small()).eval()
+    legacy = legacy_names(foreign.state_dict())
+    assert any("linear_1" in k for k in legacy)
+    assert max_logit_gap(foreign, vit.from_torchvision(legacy, heads=4), 32) <= 1e-4
+
+
+def test_every_layer_gets_its_own_weights(tv_b16) -> None:
+    # A known third-party loader copied layer 0 into every layer; compare per layer.
+    ours = vit.from_torchvision(tv_b16)
+    for i, block in enumerate(ours.blocks):
+        theirs = tv_b16.encoder.layers[i].self_attention.in_proj_weight
+        assert torch.equal(block.attn.qkv.weight, theirs)
+
+
+def test_timm_b16_parity(timm_b16) -> None:
+    ours = vit.from_timm(timm_b16)
+    assert ours.config == vit.create_model("vit_base_patch16_224").config
+    assert max_logit_gap(timm_b16, ours, 224) <= 1e-4
+
+
+def test_timm_small_gap_model_parity() -> None:
+    foreign = randomise_(
+        timm.create_model(
+            "vit_tiny_patch16_224",
+            pretrained=False,
+            img_size=32,
+            patch_size=4,
+            depth=2,
+            num_classes=10,
+            global_pool="avg",
+            fc_norm=False,
+            class_token=False,
+        )
+    ).eval()
+    ours = vit.from_timm(foreign)
+    assert (ours.config.pool, ours.config.class_token) == ("gap", False)
+    assert max_logit_gap(foreign, ours, 32, batch=4) <= 1e-4
+
+
+def test_per_head_attention_equals_timm_maps() -> None:
+    set_fused_attn(False)  # timm only materialises attention when built with fused attention off
+    try:
+        foreign = randomise_(timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64)).eval()
+    finally:
+        set_fused_attn(True)
+    ours = vit.from_timm(foreign)
+    images = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        theirs = AttentionExtract(foreign, method="fx")(images)  # {name: (B, H, T, T)} in block order
+        _, maps = ours(images, return_attention=True)
+    assert len(theirs) == len(maps) == 12
+    for reference, mine in zip(theirs.values(), maps, strict=True):
+        torch.testing.assert_close(mine, reference, atol=1e-5, rtol=0)
+    cls_maps = query_attention(maps)  # (B, L, H, gh, gw)
+    first = next(iter(theirs.values()))
+    torch.testing.assert_close(cls_maps[:, 0], first[:, :, 0, 1:].reshape(2, 3, 4, 4), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"reg_tokens": 4, "class_token": True}, "register tokens"),
+        ({"init_values": 1e-5}, "LayerScale"),
+        ({"global_pool": "avg"}, "fc_norm"),
+        ({"qk_norm": True}, "QK-norm"),
+    ],
+)
+def test_unsupported_timm_extras_are_refused_by_name(kwargs: dict, message: str) -> None:
+    foreign = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32, depth=1, **kwargs)
+    with pytest.raises(vit.CheckpointError, match=message):
+        vit.from_timm(foreign.state_dict())
+
+
+def test_missing_and_misshaped_keys_are_named() -> None:
+    sd = tv_small().state_dict()
+    broken = dict(sd)
+    del broken["encoder.layers.encoder_layer_1.ln_2.weight"]
+    with pytest.raises(vit.CheckpointError, match=r"missing keys \['blocks.1.norm2.weight'\]"):
+        vit.from_torchvision(broken, heads=4)
+    broken = dict(sd)
+    broken["encoder.layers.encoder_layer_2.mlp.3.bias"] = torch.zeros(7)
+    with pytest.raises(vit.CheckpointError, match=r"blocks.2.mlp.fc2.bias: file \(7,\) vs model \(64,\)"):
+        vit.from_torchvision(broken, heads=4)
+    with pytest.raises(vit.CheckpointError, match="unrecognised torchvision ViT key 'encoder.extra'"):
+        vit.from_torchvision({**sd, "encoder.extra": torch.zeros(1)}, heads=4)
+
+
+def test_non_standard_width_needs_heads() -> None:
+    with pytest.raises(vit.CheckpointError, match="pass heads="):
+        vit.from_torchvision(tv_small().state_dict())
+
+
+@dataclass
+class Offline:
+    home: Path  # empty TORCH_HOME / HF_HOME live below this
+    attempts: list = field(default_factory=list)  # every connection the code tried to open
+
+
+@pytest.fixture
+def offline(monkeypatch, tmp_path) -> Offline:
+    """No network, empty caches: exactly what a fresh offline machine sees."""
+    state = Offline(tmp_path)
+
+    def refuse(*args, **kwargs):
+        state.attempts.append(args)
+        raise OSError("network is unreachable (disabled by the test)")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    return state
+
+
+@pytest.mark.parametrize("name", ["vit_b_16.tv_in1k", "vit_tiny_patch16_224.augreg_in21k_ft_in1k"])
+def test_offline_pretrained_download_fails_with_a_clear_message(offline, name: str) -> None:
+    with pytest.raises(vit.PretrainedUnavailable) as info:
+        vit.load_pretrained(name, progress=False)
+    message = str(info.value)
+    assert name in message and "offline" in message and "load a local file" in message
+
+
+def test_unknown_pretrained_name() -> None:
+    with pytest.raises(ValueError, match="unknown pretrained weights"):
+        vit.load_pretrained("vit_b_16.nonsense")
+
+
+def test_pretrained_torchvision_from_cache_brings_its_metadata(offline) -> None:
+    # Put a file where torch.hub caches downloads (with the legacy names real downloads use),
+    # so the whole load_pretrained path runs without a network.
+    weights = torchvision.models.ViT_B_32_Weights.IMAGENET1K_V1
+    cache = offline.home / "torch" / "hub" / "checkpoints"
+    cache.mkdir(parents=True)
+    foreign = randomise_(torchvision.models.vit_b_32()).eval()
+    legacy = legacy_names(foreign.state_dict())
+    torch.save(legacy, cache / weights.url.rsplit("/", 1)[-1])
+    model, meta = vit.load_pretrained("vit_b_32.tv_in1k", progress=False)
+    assert max_logit_gap(foreign, model, 224, batch=1) <= 1e-4
+    assert meta.class_names == weights.meta["categories"] and len(meta.class_names) == 1000
+    assert (meta.preprocessing.resize_size, meta.preprocessing.crop_size) == (256, 224)
+    assert meta.preprocessing.mean == (0.485, 0.456, 0.406) and meta.preprocessing.interpolation == "bilinear"
+
+
+def test_pretrained_timm_offline_uses_the_hub_cache_and_brings_its_metadata(offline, monkeypatch) -> None:
+    # Lay out a Hugging Face cache entry as a finished download leaves it; offline, the
+    # loader must find it straight away (huggingface_hub alone would retry for ~45 s).
+    name = "vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+    hub_cache = offline.home / "hf" / "hub"
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub_cache))
+    repo = hub_cache / "models--timm--vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    foreign = randomise_(timm.create_model("vit_tiny_patch16_224", pretrained=False)).eval()
+    save_file(foreign.state_dict(), repo / "snapshots" / ("0" * 40) / "model.safetensors")
+    model, meta = vit.load_pretrained(name, progress=False)
+    assert len(offline.attempts) == 1  # one reachability probe, no retried downloads
+    assert max_logit_gap(foreign, model, 224, batch=1) <= 1e-4
+    assert model.config == vit.create_model("vit_tiny_patch16_224").config
+    assert meta.preprocessing.interpolation == "bicubic" and meta.preprocessing.mean == (0.5, 0.5, 0.5)
+    assert (meta.preprocessing.resize_size, meta.preprocessing.crop_size) == (248, 224)  # crop_pct 0.9
+    assert len(meta.class_names) == 1000 and meta.class_names[0].startswith("tench")
