@@ -116,6 +116,18 @@ def test_attention_distance_chart_and_training_curves_render():
     assert np.asarray(chart).std() > 10  # something was drawn
 
 
+def test_distance_chart_redraws_only_the_dots_and_never_keeps_old_ones():
+    rng = np.random.default_rng(0)
+    first, second = rng.random((4, 3)) * 40, rng.random((4, 3)) * 40
+    render._distance_axes.cache_clear()
+    fresh = np.asarray(render.attention_distance_chart(second, (48, 48)))
+    render._distance_axes.cache_clear()
+    render.attention_distance_chart(first, (48, 48))
+    reused = np.asarray(render.attention_distance_chart(second, (48, 48)))  # same axes, new dots
+    np.testing.assert_array_equal(reused, fresh)
+    assert not np.array_equal(np.asarray(render.attention_distance_chart(first, (48, 48))), fresh)
+
+
 def test_probe_strip_has_a_row_per_epoch():
     image = np.zeros((8, 8, 3), np.uint8)
     probes = [(e, np.random.default_rng(e).random((2, 3, 2, 2))) for e in (1, 2, 3, 4)]

@@ -11,8 +11,10 @@ nicer but invents detail finer than a patch.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -215,20 +217,49 @@ def _figure_to_image(fig: Figure) -> Image.Image:
 
 def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) -> Image.Image:
     """The ViT paper's Fig. 7 (right): `distance` is (layers, heads) in pixels; one dot per
-    head at each layer. The dashed line is half the image diagonal, for scale."""
+    head at each layer. The y axis runs from 0 to the image diagonal (no distance can be
+    larger), so charts of different images compare at a glance; the dashed line is half
+    the diagonal, for scale."""
     layers, heads = distance.shape
-    fig = _figure(5.0, 3.2)
-    fig.subplots_adjust(left=0.13, right=0.97, bottom=0.15, top=0.97)  # fixed: constrained layout costs ~40 ms
-    ax = fig.add_subplot()
-    x = np.repeat(np.arange(1, layers + 1), heads)
-    ax.scatter(x, distance.reshape(-1), c=np.tile(np.arange(heads), layers), cmap="tab20", s=22, edgecolors="none")
-    ax.axhline(math.hypot(*image_size) / 2, color="grey", linestyle="--", linewidth=1)
-    ax.set_xlabel("layer")
-    ax.set_ylabel("mean attention distance (pixels)")
-    ax.set_xticks(range(1, layers + 1))
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    return _figure_to_image(fig)
+    return _distance_axes(layers, heads, tuple(image_size)).draw(distance)
+
+
+class _DistanceAxes:
+    """The distance chart's axes, drawn once; each chart restores them and draws only the
+    dots (matplotlib blitting): a few milliseconds instead of ~60 for a full redraw."""
+
+    def __init__(self, layers: int, heads: int, image_size: tuple[int, int]):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig = _figure(5.0, 3.2)
+        fig.subplots_adjust(left=0.13, right=0.97, bottom=0.15, top=0.97)
+        ax = fig.add_subplot()
+        diagonal = math.hypot(*image_size)
+        ax.axhline(diagonal / 2, color="grey", linestyle="--", linewidth=1)
+        ax.set(xlabel="layer (one dot per head)", ylabel="mean attention distance (pixels)")
+        ax.set(xlim=(0.5, layers + 0.5), ylim=(0, diagonal))
+        ax.set_xticks(range(1, layers + 1))
+        ax.grid(alpha=0.3)
+        self.layers = np.repeat(np.arange(1, layers + 1), heads)
+        colours = np.tile(np.arange(heads), layers)
+        # animated=True: left out of canvas.draw(), so the saved background has no dots
+        self.dots = ax.scatter(self.layers, self.layers * 0.0, c=colours, cmap="tab20", s=22, animated=True)
+        self.canvas = FigureCanvasAgg(fig)
+        self.canvas.draw()
+        self.background = self.canvas.copy_from_bbox(fig.bbox)
+        self.lock = threading.Lock()  # one figure shared by concurrent requests
+
+    def draw(self, distance: np.ndarray) -> Image.Image:
+        with self.lock:
+            self.canvas.restore_region(self.background)
+            self.dots.set_offsets(np.column_stack([self.layers, distance.reshape(-1)]))
+            self.dots.axes.draw_artist(self.dots)
+            return Image.fromarray(np.asarray(self.canvas.buffer_rgba())[..., :3].copy())
+
+
+@functools.lru_cache(maxsize=16)
+def _distance_axes(layers: int, heads: int, image_size: tuple[int, int]) -> _DistanceAxes:
+    return _DistanceAxes(layers, heads, image_size)
 
 
 def training_curves(history: Sequence[dict]) -> Image.Image:
