@@ -50,6 +50,15 @@ def test_train_watch_and_explore_the_checkpoint(client, tmp_path):
     assert {c["label"] for c in label["confidences"]} == set(CLASSES)
 
 
+def test_stop_ends_the_run_early_and_keeps_a_checkpoint(client, tmp_path):
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=CLASSES, test_per_class=2)
+    client.predict("vit_cifar_nano", "folder", str(data), 200, 1e-3, 4, api_name="/train_start")
+    assert "stopping" in client.predict(api_name="/train_stop")
+    status, progress, _, _, checkpoint, _ = wait_for_job(client)
+    assert "stopped" in progress and "error" not in status.lower()
+    assert vit.load_checkpoint(checkpoint)[1].class_names == list(CLASSES)
+
+
 def test_bad_training_arguments_are_reported_before_any_work(client, tmp_path):
     with pytest.raises(AppError, match="folder"):
         client.predict("vit_cifar_nano", "folder", "", 1, 1e-3, 8, api_name="/train_start")
