@@ -289,8 +289,8 @@ def build_demo(catalog: ModelCatalog) -> gr.Blocks:
         gr.Markdown("# ViT attention explorer\nWhat does each head of a Vision Transformer look at?")
         with gr.Tab("Explore"):
             model_key = build_explore_tab(catalog)
-        with gr.Tab("Train"):
-            build_train_tab(catalog, model_key)
+        with gr.Tab("Train") as train:
+            build_train_tab(catalog, model_key, train)
     # Two analyses at a time on a 2-core machine; up to 64 waiting, then new requests are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo

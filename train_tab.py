@@ -44,9 +44,10 @@ def describe(snap) -> str:
     return "\n\n".join(lines)
 
 
-def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown) -> None:
+def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown, tab: gr.Tab) -> None:
     """Build the tab inside the current Blocks. `explore_picker` is the Explore tab's model
-    dropdown: "Open in Explore" points it at the finished checkpoint."""
+    dropdown: "Open in Explore" points it at the finished checkpoint. Opening `tab` shows the
+    current job, even one started from another browser."""
     try:
         from training.job import JobBusy, TrainingJob
     except ImportError:
@@ -120,6 +121,7 @@ def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown) -> None:
 
     outputs = [status, progress, curves, probe, checkpoint, timer]
     timer.tick(poll, None, outputs, api_name="train_status", show_progress="hidden")
+    tab.select(poll, None, outputs, api_visibility="private", show_progress="hidden")  # also restarts the timer
 
     def stop_job():
         job.stop()
