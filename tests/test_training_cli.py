@@ -50,10 +50,10 @@ def test_sigkill_mid_epoch_keeps_a_loadable_last_checkpoint_and_resume_finishes(
     args = ["--data", str(data), "--out", str(out), "--epochs", "3", "--batch-size", "4", *FAST]
     proc = _train(args, tmp_path)
     metrics = out / "metrics.jsonl"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # generous: the machine may be busy with other work
     while not (metrics.exists() and metrics.read_text().count("\n") >= 1):
         assert proc.poll() is None, proc.stdout.read()
-        assert time.monotonic() < deadline, "no epoch finished in 60 s"
+        assert time.monotonic() < deadline, "no epoch finished in 300 s"
         time.sleep(0.05)
     time.sleep(0.2)  # into epoch 2 (an epoch is 21 steps of 20 ms or more)
     proc.send_signal(signal.SIGKILL)

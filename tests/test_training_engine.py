@@ -138,8 +138,7 @@ def test_bad_arguments_fail_before_any_work(tiny_data, tmp_path, overrides, erro
 def test_fine_tune_adapts_head_and_position_embeddings(tmp_path):
     source = vit.create_model("vit_cifar_nano")
     vit.save_checkpoint(source, tmp_path / "src.safetensors", class_names=[str(i) for i in range(10)])
-    loaded, _, pretrained = load_source(str(tmp_path / "src.safetensors"))
-    assert pretrained
+    loaded, _ = load_source(str(tmp_path / "src.safetensors"))
     adapted = adapt(loaded, num_classes=3, image_size=16, drop_path=0.1)
     assert adapted.config.grid == (4, 4) and adapted.pos_embed.shape == (1, 1 + 16, 128)
     assert adapted.head.weight.shape == (3, 128)
@@ -156,8 +155,8 @@ def test_fine_tune_from_a_timm_state_dict_file(tmp_path):
         img_size=32, patch_size=8, embed_dim=192, depth=1, num_heads=3, num_classes=7
     )
     torch.save(foreign.state_dict(), tmp_path / "timm.pth")
-    model, preprocessing, pretrained = load_source(str(tmp_path / "timm.pth"))
-    assert pretrained and preprocessing is None and model.config.heads == 3
+    model, preprocessing = load_source(str(tmp_path / "timm.pth"))
+    assert preprocessing is None and model.config.heads == 3
     x = torch.randn(2, 3, 32, 32)
     torch.testing.assert_close(model.eval()(x), foreign.eval()(x), atol=1e-5, rtol=1e-4)
     assert math.isclose(adapt(model, 3, 32, None).head.weight.shape[0], 3)

@@ -37,7 +37,9 @@ def test_job_trains_reports_and_refuses_a_second_start(data, tmp_path):
 
     s = job.snapshot()
     assert not s.running and s.error is None and s.message.startswith("finished 2 epochs")
-    assert [r["epoch"] for r in s.history] == [1, 2] and s.epoch == 2 and s.steps_per_epoch == 5  # (36 - 3 held out) / 8
+    assert (
+        [r["epoch"] for r in s.history] == [1, 2] and s.epoch == 2 and s.steps_per_epoch == 5
+    )  # (36 - 3 held out) / 8
     assert set(s.history[0]) == {
         "epoch",
         "train_loss",
