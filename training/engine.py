@@ -32,7 +32,7 @@ import vit
 
 from .augment import AugmentConfig, augment_batch, normalize
 from .data import ImageSet, check_source, holdout_split, load_split
-from .models import adapt, load_source
+from .models import adapt, check_model_spec, load_source
 from .state import flatten_optimizer, unflatten_optimizer
 
 LAST = "last.safetensors"  # full training state, rewritten atomically after every epoch
@@ -98,8 +98,7 @@ class TrainConfig:
             raise ValueError(f"drop_path must be in [0, 1), got {self.drop_path}")
         if self.holdout < 1:
             raise ValueError(f"holdout must be at least 1 image, got {self.holdout}")
-        if not (self.model in vit.list_models() or self.model in vit.list_pretrained() or Path(self.model).is_file()):
-            load_source(self.model)  # raises the explanatory ValueError
+        check_model_spec(self.model)
         if self.data_archive is not None and not Path(self.data_archive).is_file():
             raise ValueError(f"--data-archive {self.data_archive}: no such file")
         resolve_device(self.device)
@@ -149,6 +148,14 @@ def soft_cross_entropy(logits: Tensor, targets: Tensor, smoothing: float) -> Ten
     return -(targets * logits.float().log_softmax(dim=-1)).sum(dim=-1).mean()
 
 
+def channel_stats(data: ImageSet) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per-channel mean and std of a data set in [0, 1]: how models trained from scratch standardise."""
+    x = data.images.float() / 255  # (N, 3, H, W)
+    mean = tuple(round(v, 4) for v in x.mean(dim=(0, 2, 3)).tolist())
+    std = tuple(round(v, 4) for v in x.std(dim=(0, 2, 3)).tolist())
+    return mean, std
+
+
 def _epoch_seed(seed: int, epoch: int, rank: int) -> int:
     return (seed * 1_000_003 + epoch) * 1_009 + rank
 
@@ -192,6 +199,27 @@ class Hooks:
     should_stop: Callable[[], bool] | None = None  # polled every step: True ends the run gracefully
 
 
+def train_step(
+    forward: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    x: Tensor,
+    targets: Tensor,
+    label_smoothing: float,
+    clip_grad: float,
+) -> tuple[Tensor, Tensor]:
+    """One optimizer step on a prepared batch: (loss, logits), detached."""
+    with _autocast(x.device):
+        logits = forward(x)
+    loss = soft_cross_entropy(logits, targets, label_smoothing)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip_grad > 0:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        nn.utils.clip_grad_norm_(params, clip_grad)
+    optimizer.step()
+    return loss.detach(), logits.detach()
+
+
 @torch.no_grad()
 def predict(model: nn.Module, images: Tensor, mean: Tensor, std: Tensor, image_size: int, batch_size: int) -> Tensor:
     """Logits (N, K) for uint8 images (N, 3, H, W) on the model's device, in eval mode."""
@@ -233,7 +261,7 @@ class Trainer:
         self.out = Path(config.out)
         saved = self._read_last() if resume else None
         if saved is not None:
-            config = TrainConfig.from_dict(saved[2]["train_config"])
+            config = TrainConfig.from_dict(saved[1].info["train_config"])
             config.out = str(self.out)
         config.validate()
         self.config = c = config
@@ -254,10 +282,12 @@ class Trainer:
         if saved is not None:
             self.model, self.preprocessing = self._restore_model(saved)
         else:
-            source, preprocessing, _ = load_source(c.model)
+            source, preprocessing = load_source(c.model)
             size = c.image_size or (full.image_size[0] if preprocessing is None else source.config.image_size)
             self.model = adapt(source, len(self.class_names), size, c.drop_path)
-            self.preprocessing = preprocessing or self._data_preprocessing(full, size)
+            # Training resizes whole images to `size` (no crop), so the model's record says exactly that.
+            mean, std = (preprocessing.mean, preprocessing.std) if preprocessing else channel_stats(full)
+            self.preprocessing = vit.Preprocessing(resize_size=size, crop_size=size, mean=mean, std=std)
         self.model.to(self.device).train()
         self.mean = torch.tensor(self.preprocessing.mean, device=self.device)
         self.std = torch.tensor(self.preprocessing.std, device=self.device)
@@ -301,30 +331,24 @@ class Trainer:
                 dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         self.device = device
 
-    def _data_preprocessing(self, data: ImageSet, size: int) -> vit.Preprocessing:
-        """From-scratch models standardise with the training set's own channel statistics."""
-        x = data.images.float() / 255  # (N, 3, H, W)
-        mean = tuple(round(v, 4) for v in x.mean(dim=(0, 2, 3)).tolist())
-        std = tuple(round(v, 4) for v in x.std(dim=(0, 2, 3)).tolist())
-        return vit.Preprocessing(resize_size=size, crop_size=size, mean=mean, std=std)
-
-    def _read_last(self) -> tuple[vit.VisionTransformer, vit.ModelMeta, dict] | None:
+    def _read_last(self) -> tuple[vit.VisionTransformer, vit.ModelMeta]:
         path = self.out / LAST
         if not path.is_file():
             raise TrainingError(f"--resume: {path} does not exist (nothing to resume in {self.out})")
         model, meta = vit.load_checkpoint(path)
         if "train_config" not in meta.info:
             raise TrainingError(f"--resume: {path} is a model checkpoint, not a training state")
-        return model, meta, meta.info
+        return model, meta
 
     def _restore_model(self, saved) -> tuple[vit.VisionTransformer, vit.Preprocessing]:
-        model, meta, _ = saved
+        model, meta = saved
         if meta.class_names != self.class_names:
             raise TrainingError(f"--resume: the data's classes {self.class_names} differ from {meta.class_names}")
         return model, meta.preprocessing
 
     def _restore_state(self, saved) -> None:
-        _, meta, info = saved
+        _, meta = saved
+        info = meta.info
         self.optimizer.load_state_dict(unflatten_optimizer(meta.extra, info["optimizer"]))
         self.epoch, self.step = info["epoch"], info["step"]
         self.history = info["history"]
@@ -422,16 +446,9 @@ class Trainer:
             x = _resize(x, self.image_size)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr_at(self.step, self.total_steps, self.warmup_steps, c.lr)
-            with _autocast(self.device):
-                logits = self.forward(x)
-            loss = soft_cross_entropy(logits, targets, c.label_smoothing)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if c.clip_grad > 0:
-                nn.utils.clip_grad_norm_(self.model.parameters(), c.clip_grad)
-            self.optimizer.step()
+            loss, logits = train_step(self.forward, self.optimizer, x, targets, c.label_smoothing, c.clip_grad)
             self.step += 1
-            loss_sum += loss.detach() * len(index)
+            loss_sum += loss * len(index)
             correct += (logits.argmax(dim=-1) == labels).sum()
             seen += len(index)
             # Check for divergence and refresh the bar every few steps: each check waits for the GPU.

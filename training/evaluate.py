@@ -31,7 +31,7 @@ def evaluate_checkpoint(
     model, meta = vit.load_checkpoint(checkpoint, device=dev)
     if meta.preprocessing is None:
         raise ValueError(f"{checkpoint} records no preprocessing; cannot know how to normalise images for it")
-    images = load_split(data, split, download=False)
+    images = load_split(data, split)
     if images.class_names != meta.class_names:
         raise DataError(f"the data's classes {images.class_names} differ from the model's {meta.class_names}")
     mean = torch.tensor(meta.preprocessing.mean, device=dev)

@@ -14,33 +14,34 @@ from vit.checkpoint import CheckpointError, assign_weights
 from vit.model import resample_pos_embed
 
 
-def is_known_model(spec: str) -> bool:
-    """A preset name, a pretrained name or an existing file."""
-    return spec in vit.list_models() or spec in vit.list_pretrained() or Path(spec).is_file()
+def check_model_spec(spec: str) -> None:
+    """Raise ValueError unless `spec` is a preset name, a pretrained name or an existing file."""
+    if spec in vit.list_models() or spec in vit.list_pretrained() or Path(spec).is_file():
+        return
+    raise ValueError(
+        f"unknown model {spec!r}: not a preset ({', '.join(vit.list_models())}), "
+        f"not a pretrained name ({', '.join(vit.list_pretrained())}) and not a file"
+    )
 
 
-def load_source(spec: str) -> tuple[vit.VisionTransformer, vit.Preprocessing | None, bool]:
-    """(model, its preprocessing or None, pretrained?) for a preset name (fresh weights), a
+def load_source(spec: str) -> tuple[vit.VisionTransformer, vit.Preprocessing | None]:
+    """(model, its preprocessing or None) for a preset name (fresh weights), a
     `vit.load_pretrained` name, one of our checkpoints, or a torchvision/timm weights file."""
+    check_model_spec(spec)
     if spec in vit.list_models():
-        return vit.create_model(spec), None, False
+        return vit.create_model(spec), None
     if spec in vit.list_pretrained():
         model, meta = vit.load_pretrained(spec)
-        return model, meta.preprocessing, True
+        return model, meta.preprocessing
     path = Path(spec)
-    if not path.is_file():
-        raise ValueError(
-            f"unknown model {spec!r}: not a preset ({', '.join(vit.list_models())}), "
-            f"not a pretrained name ({', '.join(vit.list_pretrained())}) and not a file"
-        )
     try:
         model, meta = vit.load_checkpoint(path)
-        return model, meta.preprocessing, True
+        return model, meta.preprocessing
     except CheckpointError:
         pass  # not ours: a foreign state dict
     state_dict = vit.load_state_dict_file(path)
     convert = vit.from_torchvision if any(k.startswith("encoder.") for k in state_dict) else vit.from_timm
-    return convert(state_dict), None, True
+    return convert(state_dict), None
 
 
 def adapt(
