@@ -4,6 +4,7 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import gradio
+import httpx
 import numpy as np
 import pytest
 import torch
@@ -107,6 +108,19 @@ def offline() -> bool:
 def test_offline_pretrained_model_fails_clearly_and_the_app_keeps_working(client):
     with pytest.raises(AppError, match="offline"):
         client.predict("pretrained:vit_b_16.tv_in1k", api_name="/load_model")
+    assert analyze(client, CHEETAH)[2]["confidences"]
+
+
+def test_a_server_path_smuggled_into_the_image_payload_is_refused(server, client, tmp_path):
+    """preprocess=False hands the app the upload's path, so check Gradio still refuses paths
+    that were not uploaded (the app must never open arbitrary server files)."""
+    secret = save_rgb(tmp_path / "not_uploaded.png", np.zeros((32, 32, 3), np.uint8))  # a valid image
+    smuggled = {"path": str(secret), "meta": {"_type": "gradio.FileData"}}
+    data = [smuggled, "bundled", "crop", 6, "mean", 0.0, *STYLE]
+    base = f"{server}gradio_api/call/analyze"
+    event = httpx.post(base, json={"data": data}, timeout=30).json()["event_id"]
+    reply = httpx.get(f"{base}/{event}", timeout=30).text
+    assert "event: error" in reply and "complete" not in reply
     assert analyze(client, CHEETAH)[2]["confidences"]
 
 
