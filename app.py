@@ -302,7 +302,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--host", default=env.get("GRADIO_SERVER_NAME", "127.0.0.1"), help="bind address")
     p.add_argument("--port", type=int, default=int(env.get("GRADIO_SERVER_PORT", "7860")))
     p.add_argument("--share", action="store_true", help="create a public gradio.live link")
-    p.add_argument("--model", default=env.get("VIT_EXPLORER_MODEL", str(BUNDLED_PATH)), help="default checkpoint")
+    p.add_argument("--model", default=env.get("VIT_EXPLORER_MODEL"), help="default checkpoint (else the bundled one)")
     p.add_argument("--runs-dir", default=env.get("VIT_EXPLORER_RUNS", "runs"), help="where training writes")
     p.add_argument(
         "--torch-threads",
@@ -310,7 +310,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=int(env.get("VIT_EXPLORER_TORCH_THREADS", "1")),
         help="intra-op threads per request (default 1: two requests run side by side on two cores)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.model and not Path(args.model).is_file():  # only the bundled model may be missing (untrained fallback)
+        p.error(f"--model {args.model}: no such file")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -319,7 +322,7 @@ def main(argv: list[str] | None = None) -> None:
     # request (and anything else running) and made the nano model's forward pass ~100x slower.
     torch.set_num_threads(args.torch_threads)
     started = time.perf_counter()
-    demo = build_demo(ModelCatalog(args.model, args.runs_dir))
+    demo = build_demo(ModelCatalog(args.model or BUNDLED_PATH, args.runs_dir))
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
     demo.launch(
         server_name=args.host,

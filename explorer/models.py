@@ -81,8 +81,7 @@ class ModelCatalog:
 
     def choices(self) -> list[tuple[str, str]]:
         """(label, key) pairs for the model picker."""
-        bundled = "CIFAR-10 nano (bundled)" if self.bundled_path.is_file() else "CIFAR-10 nano (untrained weights)"
-        out = [(bundled, BUNDLED)]
+        out = [(self._bundled_label(), BUNDLED)]
         out += [(f"{name} (pretrained, downloads once)", f"pretrained:{name}") for name in vit.list_pretrained()]
         out += [(f"checkpoint: {self._short(p)}", f"checkpoint:{p}") for p in self.checkpoint_paths()]
         return out
@@ -147,13 +146,18 @@ class ModelCatalog:
             return LoadedModel(key, f"checkpoint {self._short(path)}", model, meta)
         raise ModelUnavailable(f"unknown model {key!r}")
 
+    def _bundled_label(self) -> str:
+        if not self.bundled_path.is_file():
+            return "CIFAR-10 nano (untrained weights)"
+        return "CIFAR-10 nano (bundled)" if self.bundled_path == BUNDLED_PATH else f"{self.bundled_path.name} (default)"
+
     def _load_bundled(self) -> LoadedModel:
         if self.bundled_path.is_file():
             try:
                 model, meta = vit.load_checkpoint(self.bundled_path)
             except vit.CheckpointError as e:
                 raise ModelUnavailable(f"the bundled model is unreadable: {e}") from e
-            return LoadedModel(BUNDLED, "CIFAR-10 nano (bundled)", model, meta)
+            return LoadedModel(BUNDLED, self._bundled_label(), model, meta)
         with torch.random.fork_rng():  # the same "untrained" model every start, without reseeding anyone else
             torch.manual_seed(0)
             model = vit.create_model("vit_cifar_nano").eval()
