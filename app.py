@@ -13,18 +13,16 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import uuid
 from pathlib import Path
 
 import gradio as gr
 import torch
-from gradio.utils import get_upload_folder
-from PIL import Image
 
 from explorer import views
 from explorer.explain import Explanation, explain
 from explorer.images import ImageError, load_image
 from explorer.models import BUNDLED, BUNDLED_PATH, LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.outputs import cache_path, saved
 from train_tab import build_train_tab
 from vit import render
 from vit.render import COLORMAPS, MapStyle
@@ -86,25 +84,6 @@ def full_analysis(loaded: LoadedModel, path: str, mode: str, layer: int, fusion:
         saved(views.rollout(ex, fusion, discard, s)),
         saved(views.distance_chart(ex)),
     )
-
-
-def cache_path(name: str) -> Path:
-    """A fresh path in Gradio's upload cache (so `delete_cache` cleans it up), unique per call."""
-    path = Path(get_upload_folder()) / "vit-explorer" / uuid.uuid4().hex / name
-    path.parent.mkdir(parents=True)
-    return path
-
-
-def saved(image: Image.Image, name: str = "view.png") -> str:
-    """Write a rendered view under a unique name and return its path.
-
-    Why not return the PIL image: Gradio then writes it to a path derived from its content,
-    non-atomically, so two sessions rendering the identical picture at the same moment (a
-    class clicking the same example) can be served a half-written file. Unique paths avoid
-    that race; compress_level=1 keeps PNG encoding cheap."""
-    path = cache_path(name)
-    image.save(path, compress_level=1)
-    return str(path)
 
 
 def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:

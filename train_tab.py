@@ -10,14 +10,17 @@ import time
 from pathlib import Path
 
 import gradio as gr
+from PIL import Image
 
 import vit
 from explorer.models import ModelCatalog
+from explorer.outputs import saved
 from vit import render
 from vit.render import MapStyle
 
 POLL_S = 1.0
 PROBE_PX = 64
+NOTHING_SHOWN = (-1, -1)
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 
 
@@ -101,27 +104,37 @@ def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown, tab: gr.
             raise gr.Error(f"A training run is already in progress; stop it first. ({e})") from e
         except ValueError as e:
             raise gr.Error(str(e)) from e
-        return f"started: writing to `{out_dir}`", gr.Timer(active=True)
+        return f"started: writing to `{out_dir}`", gr.Timer(active=True), NOTHING_SHOWN
 
-    start.click(start_job, [model, source, folder, epochs, lr, batch], [status, timer], api_name="train_start")
+    seen = gr.State(NOTHING_SHOWN)  # (epochs, probes) this browser already shows: redraw only on change
+    start.click(start_job, [model, source, folder, epochs, lr, batch], [status, timer, seen], api_name="train_start")
 
-    def poll():
+    def poll(shown):
         snap = job.snapshot()
-        total = snap.epochs * max(snap.steps_per_epoch, 1)
-        done = min(snap.epoch * max(snap.steps_per_epoch, 1) + snap.step, total) if snap.running else total
-        text = f"epoch {snap.epoch}/{snap.epochs}, step {snap.step}/{snap.steps_per_epoch}"
+        steps = max(snap.steps_per_epoch, 1)
+        total = snap.epochs * steps
+        if snap.running:
+            text = f"epoch {snap.epoch}/{snap.epochs}, step {snap.step}/{snap.steps_per_epoch}"
+            done = min(snap.epoch * steps + snap.step, total)
+        else:
+            text, done = (snap.error or snap.message or "idle"), total
+        now = (len(snap.history), len(snap.probe))
+        fresh = now != shown
         return (
+            now,
             describe(snap),
-            progress_html(done, total, text if snap.running else f"finished: {snap.message or ''}"),
-            render.training_curves(snap.history) if snap.history else None,
-            _probe(snap),
+            progress_html(done, total, text),
+            saved(render.training_curves(snap.history)) if fresh and snap.history else gr.skip(),
+            saved(_probe(snap)) if fresh and snap.probe and snap.probe_image is not None else gr.skip(),
             snap.checkpoint if snap.checkpoint and Path(snap.checkpoint).is_file() else None,
             gr.Timer(active=snap.running),
         )
 
-    outputs = [status, progress, curves, probe, checkpoint, timer]
-    timer.tick(poll, None, outputs, api_name="train_status", show_progress="hidden")
-    tab.select(poll, None, outputs, api_visibility="private", show_progress="hidden")  # also restarts the timer
+    outputs = [seen, status, progress, curves, probe, checkpoint, timer]
+    # Its own queue slot: progress stays live while analyses fill the shared ones.
+    watch = dict(fn=poll, inputs=seen, outputs=outputs, show_progress="hidden", concurrency_id="train_status")
+    timer.tick(**watch, api_name="train_status")
+    tab.select(**watch, api_visibility="private")  # also restarts the timer
 
     def stop_job():
         job.stop()
@@ -138,9 +151,7 @@ def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown, tab: gr.
     open_in_explore.click(use_checkpoint, None, explore_picker, api_name="train_open_in_explore")
 
 
-def _probe(snap):
-    if snap.probe_image is None or not snap.probe:
-        return None
+def _probe(snap) -> Image.Image:
     image = snap.probe_image.permute(1, 2, 0).numpy()
     grid = tuple(snap.probe[0][1].shape[-2:])
     base = render.fit_to_grid(image, grid, PROBE_PX)

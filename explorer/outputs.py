@@ -1,0 +1,28 @@
+"""Rendered pictures as files Gradio can serve: the one place that knows Gradio's cache folder."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from gradio.utils import get_upload_folder
+from PIL import Image
+
+
+def cache_path(name: str) -> Path:
+    """A fresh path in Gradio's upload cache (so `delete_cache` cleans it up), unique per call."""
+    path = Path(get_upload_folder()) / "vit-explorer" / uuid.uuid4().hex / name
+    path.parent.mkdir(parents=True)
+    return path
+
+
+def saved(image: Image.Image, name: str = "view.png") -> str:
+    """Write a rendered view under a unique name and return its path.
+
+    Why not return the PIL image: Gradio then writes it to a path derived from its content,
+    non-atomically, so two sessions rendering the identical picture at the same moment (a
+    class clicking the same example) can be served a half-written file. Unique paths avoid
+    that race; compress_level=1 keeps PNG encoding cheap."""
+    path = cache_path(name)
+    image.save(path, compress_level=1)
+    return str(path)
