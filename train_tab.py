@@ -15,6 +15,7 @@ from PIL import Image
 import vit
 from explorer.models import ModelCatalog
 from explorer.outputs import saved
+from training.job import JobBusy, JobSnapshot, TrainingJob
 from vit import render
 from vit.render import MapStyle
 
@@ -28,22 +29,21 @@ def progress_html(done: int, total: int, text: str) -> str:
     return f'<progress value="{done}" max="{max(total, 1)}" style="width:100%"></progress><div>{text}</div>'
 
 
-def describe(snap) -> str:
-    """Markdown status of a JobSnapshot."""
-    lines = [f"**device:** {snap.device}"]
-    if snap.device.startswith("cpu"):
-        lines.append("Only a CPU is available: expect minutes per epoch even on tiny data.")
+def describe(snap: JobSnapshot) -> str:
+    """Markdown status of the job: device (with a note when it is only a CPU), message, last epoch."""
+    lines = []
+    if snap.device:
+        lines.append(f"**device:** {snap.device}")
+        if snap.device.startswith("cpu"):
+            lines.append("Only a CPU is available: training is slow here, so keep models and data small.")
     if snap.message:
         lines.append(snap.message)
     if snap.error:
         lines.append(f"**error:** {snap.error}")
     if snap.history:
         last = snap.history[-1]
-        val_acc = last.get("val_acc", float("nan"))
-        lines.append(
-            f"epoch {last['epoch']}: train loss {last['train_loss']:.3f}, val acc {val_acc:.3f}, "
-            f"{last.get('img_per_s', 0):.0f} img/s"
-        )
+        val = "n/a" if last.get("val_acc") is None else f"{last['val_acc']:.1%}"
+        lines.append(f"epoch {last['epoch']}: train loss {last['train_loss']:.3f}, validation accuracy {val}")
     return "\n\n".join(lines)
 
 
@@ -51,11 +51,6 @@ def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown, tab: gr.
     """Build the tab inside the current Blocks. `explore_picker` is the Explore tab's model
     dropdown: "Open in Explore" points it at the finished checkpoint. Opening `tab` shows the
     current job, even one started from another browser."""
-    try:
-        from training.job import JobBusy, TrainingJob
-    except ImportError:
-        gr.Markdown("Training is not available in this installation (the `training` package is missing).")
-        return
     job = TrainingJob()
 
     with gr.Row():
@@ -104,7 +99,7 @@ def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown, tab: gr.
             raise gr.Error(f"A training run is already in progress; stop it first. ({e})") from e
         except ValueError as e:
             raise gr.Error(str(e)) from e
-        return f"started: writing to `{out_dir}`", gr.Timer(active=True), NOTHING_SHOWN
+        return f"started: writing to `{out_dir}`\n\n{describe(job.snapshot())}", gr.Timer(active=True), NOTHING_SHOWN
 
     seen = gr.State(NOTHING_SHOWN)  # (epochs, probes) this browser already shows: redraw only on change
     start.click(start_job, [model, source, folder, epochs, lr, batch], [status, timer, seen], api_name="train_start")
