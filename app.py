@@ -70,7 +70,7 @@ def show_query(ex: Explanation, query: views.Query, layer: int, s: MapStyle):
 def full_analysis(loaded: LoadedModel, path: str, mode: str, layer: int, fusion: str, discard: float, s: MapStyle):
     """Decode an image, run the model once, and draw every view: the outputs of /analyze
     (the session's Explanation first). Raises ImageError for unusable files."""
-    ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, load_image(path), mode, loaded.key)
+    ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, load_image(path), mode)
     layer = min(layer, ex.depth)
     return (
         ex,

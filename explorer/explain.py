@@ -81,7 +81,6 @@ def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: M
 class Explanation:
     """The result of one forward pass over one image, and the cheap reads every view makes."""
 
-    model_key: str
     input: ModelInput
     original_size: tuple[int, int]  # (H, W) of the upright uploaded image
     patch_size: int
@@ -129,7 +128,6 @@ def explain(
     pre: Preprocessing,
     image: Image.Image,
     mode: Mode = "crop",
-    model_key: str = "",
     top_k: int = 5,
 ) -> Explanation:
     """Run `model` once on `image` and keep everything the views need."""
@@ -140,4 +138,4 @@ def explain(
     top = probs.topk(min(top_k, probs.numel()))
     probabilities = {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
     cpu = AttentionMaps([a.float().cpu() for a in attention], attention.grid, attention.prefix_tokens)
-    return Explanation(model_key, inp, (image.height, image.width), model.config.patch_size, probabilities, cpu)
+    return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, cpu)
