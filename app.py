@@ -19,7 +19,7 @@ import gradio as gr
 import torch
 
 from explorer import views
-from explorer.explain import Explanation, explain
+from explorer.explain import Explanation, RecentExplanations, explain
 from explorer.images import ImageError, load_image
 from explorer.models import BUNDLED, BUNDLED_PATH, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.outputs import cache_path, saved
@@ -67,10 +67,25 @@ def show_query(ex: Explanation, query: views.Query, layer: int, s: MapStyle):
     )
 
 
-def full_analysis(loaded: LoadedModel, path: str, mode: str, layer: int, fusion: str, discard: float, s: MapStyle):
+def full_analysis(
+    loaded: LoadedModel,
+    path: str,
+    mode: str,
+    layer: int,
+    fusion: str,
+    discard: float,
+    s: MapStyle,
+    recent: RecentExplanations | None = None,
+):
     """Decode an image, run the model once, and draw every view: the outputs of /analyze
-    (the session's Explanation first). Raises ImageError for unusable files."""
-    ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, load_image(path), mode)
+    (the session's Explanation first). With `recent`, a (file, model, mode) seen before in
+    this session is not run again. Raises ImageError for unusable files."""
+
+    def forward_pass() -> Explanation:
+        return explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, load_image(path), mode)
+
+    # Gradio names uploads by content, so the path identifies the image.
+    ex = recent.get((path, loaded.key, mode), forward_pass) if recent else forward_pass()
     layer = min(layer, ex.depth)
     return (
         ex,
@@ -88,7 +103,8 @@ def full_analysis(loaded: LoadedModel, path: str, mode: str, layer: int, fusion:
 
 def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     """The Explore tab. Returns the model picker so the Train tab can add its checkpoints."""
-    explanation = gr.State(None, time_to_live=SESSION_TTL_S)  # this session's one forward pass
+    explanation = gr.State(None, time_to_live=SESSION_TTL_S)  # the forward pass every view reads
+    recent = gr.State(RecentExplanations, time_to_live=SESSION_TTL_S)  # a callable: one cache per session
     query = gr.State(None)  # None = CLS, else (row, col)
     current_model = gr.State(BUNDLED)
     start = catalog.get(BUNDLED)
@@ -152,17 +168,18 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
             label="Position-embedding similarity (ViT paper Fig. 7, centre)",
         )
 
-    def run_analysis(payload, key, mode, layer, fusion_, discard_, *s):
+    def run_analysis(payload, key, mode, layer, fusion_, discard_, cmap_, opacity_, upsampling_, display_, recent_):
         if payload is None:
             return [gr.skip()] * 10
         try:
             loaded = catalog.get(key)
-            return full_analysis(loaded, uploaded_path(payload), mode, int(layer), fusion_, discard_, style(*s))
+            st = style(cmap_, opacity_, upsampling_, display_)
+            return full_analysis(loaded, uploaded_path(payload), mode, int(layer), fusion_, discard_, st, recent_)
         except (ImageError, ModelUnavailable) as e:
             raise gr.Error(str(e)) from e
 
     analysis_outputs = [explanation, query, input_img, numbers, label, layer, heads, overview, rollout, distance]
-    analysis_inputs = [image, model_key, mode, layer, fusion, discard, *styles]
+    analysis_inputs = [image, model_key, mode, layer, fusion, discard, *styles, recent]
     # preprocess=False: the image arrives as its upload payload, not decoded by Gradio.
     analyze = dict(fn=run_analysis, inputs=analysis_inputs, outputs=analysis_outputs, preprocess=False)
     gr.on([image.change, mode.input], **analyze, api_name="analyze")

@@ -8,6 +8,8 @@ distance) are cheap tensor reads of that result, so moving a slider never reruns
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -139,3 +141,22 @@ def explain(
     probabilities = {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
     cpu = AttentionMaps([a.float().cpu() for a in attention], attention.grid, attention.prefix_tokens)
     return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, cpu)
+
+
+class RecentExplanations:
+    """The last few explanations of one browser session, by (image file, model, mode), so
+    switching back to a model or resize policy already seen for this image reuses its
+    forward pass: one forward pass per image per model (and mode)."""
+
+    def __init__(self, size: int = 4):
+        self.size = size
+        self._items: OrderedDict[Hashable, Explanation] = OrderedDict()
+
+    def get(self, key: Hashable, compute: Callable[[], Explanation]) -> Explanation:
+        if key in self._items:
+            self._items.move_to_end(key)
+        else:
+            self._items[key] = compute()
+            if len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return self._items[key]

@@ -44,6 +44,11 @@ def test_sliders_and_clicks_never_rerun_the_model(counted):
     assert len(calls) == 1
     analyze(client, gradio.media.get_image("tower.jpg"))  # a new image is a new forward pass
     assert len(calls) == 2
+    analyze(client, gradio.media.get_image("tower.jpg"), mode="whole")  # so is a new resize policy...
+    assert len(calls) == 3
+    analyze(client, gradio.media.get_image("tower.jpg"), mode="crop")  # ...but going back reuses the first
+    analyze(client, gradio.media.get_image("lion.jpg"))  # and this session has seen the lion too
+    assert len(calls) == 3
 
 
 def test_sessions_do_not_share_their_cached_image(counted):
