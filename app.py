@@ -148,10 +148,11 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
         query_md = gr.Markdown(views.describe_query(None), elem_id="query")
         reset = gr.Button("Reset query to CLS", size="sm")
     heads = gr.Image(label="Attention per head, chosen layer", elem_id="heads")
-    with gr.Row(equal_height=True):
-        export_png = gr.Button("Export PNG of this grid", size="sm")
-        export_gif = gr.Button("Export GIF through the layers", size="sm")
-        export_file = gr.File(label="Export", height=70)
+    with gr.Row():
+        with gr.Column(scale=1, min_width=200):
+            export_png = gr.Button("Export PNG of this grid", size="sm")
+            export_gif = gr.Button("Export GIF through the layers", size="sm")
+        export_file = gr.File(label="Export", interactive=False, height=90, scale=2)
 
     with gr.Tab("Layers x heads"):
         overview = gr.Image(label="CLS attention of every head in every layer")
