@@ -63,7 +63,7 @@ def show_query(ex: Explanation, query: views.Query, layer: int, s: MapStyle):
         query,
         saved(views.input_view(ex, query)),
         saved(views.heads(ex, query, layer, s)),
-        views.describe_query(query),
+        views.describe_query(query, ex.has_cls),
     )
 
 
@@ -146,7 +146,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
 
     with gr.Row():
         query_md = gr.Markdown(views.describe_query(None), elem_id="query")
-        reset = gr.Button("Reset query to CLS", size="sm")
+        reset = gr.Button("Reset query to the default (CLS)", size="sm")
     heads = gr.Image(label="Attention per head, chosen layer", elem_id="heads")
     with gr.Row():
         with gr.Column(scale=1, min_width=200):
@@ -155,7 +155,7 @@ def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
         export_file = gr.File(label="Export", interactive=False, height=90, scale=2)
 
     with gr.Tab("Layers x heads"):
-        overview = gr.Image(label="CLS attention of every head in every layer")
+        overview = gr.Image(label="Attention of the default query (CLS) in every head of every layer")
     with gr.Tab("Rollout"):
         with gr.Row():
             fusion = gr.Radio(["mean", "max", "min"], value="mean", label="Head fusion")

@@ -94,6 +94,10 @@ class Explanation:
         return self.attention.grid
 
     @property
+    def has_cls(self) -> bool:
+        return self.attention.prefix_tokens > 0
+
+    @property
     def depth(self) -> int:
         return len(self.attention)
 

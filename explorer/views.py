@@ -43,21 +43,24 @@ def describe_input(ex: Explanation) -> str:
     )
 
 
-def describe_query(query: Query) -> str:
+def describe_query(query: Query, has_cls: bool = True) -> str:
     if query is None:
-        return "Query: **the CLS token**. Click a patch in the input to see where that patch looks."
+        who = "the CLS token" if has_cls else "the average of all patches (this model has no CLS token)"
+        return f"Query: **{who}**. Click a patch in the input to see where that patch looks."
     row, col = query
-    return f"Query: **the patch at row {row + 1}, column {col + 1}** (outlined). Reset to go back to CLS."
+    return f"Query: **the patch at row {row + 1}, column {col + 1}** (outlined). Reset to go back to the default."
 
 
-def _who(query: Query) -> str:
-    return "CLS" if query is None else f"patch ({query[0] + 1}, {query[1] + 1})"
+def _who(ex: Explanation, query: Query) -> str:
+    if query is None:
+        return "CLS" if ex.has_cls else "mean of patches"
+    return f"patch ({query[0] + 1}, {query[1] + 1})"
 
 
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (1-based)."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
-    title = f"layer {layer} of {ex.depth}, query: {_who(query)}"
+    title = f"layer {layer} of {ex.depth}, query: {_who(ex, query)}"
     return render.head_grid(base, ex.query_maps(query)[layer - 1], style, title)
 
 
@@ -68,9 +71,10 @@ def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.I
 
 
 def overview(ex: Explanation, style: MapStyle) -> Image.Image:
-    """CLS attention of every head of every layer."""
+    """The default query's attention (CLS) in every head of every layer."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
-    return render.layers_by_heads(base, ex.query_maps(None), style, "CLS attention, every layer and head")
+    title = f"query: {_who(ex, None)}, every layer and head"
+    return render.layers_by_heads(base, ex.query_maps(None), style, title)
 
 
 def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapStyle) -> Image.Image:

@@ -6,6 +6,7 @@ import torch
 from PIL import Image
 
 import vit
+from explorer import views
 from explorer.explain import explain, model_input, whole_image_size
 from vit.preprocessing import CIFAR10, INTERPOLATIONS
 
@@ -90,3 +91,11 @@ def test_explanation_reports_top_classes_and_distances():
     assert ex.tokens == 65 and ex.depth == 6 and ex.heads == 4
     d = ex.attention_distance()
     assert d.shape == (6, 4) and (d > 0).all() and (d < 32 * 2**0.5).all()
+
+
+def test_models_without_a_cls_token_say_what_the_default_query_is():
+    model = vit.create_model("vit_cifar_showcase").eval()  # mean pooling, no CLS token
+    ex = explain(model, [str(i) for i in range(10)], CIFAR10, bright_patch_image(32, 32), "crop")
+    assert not ex.has_cls and ex.tokens == 16
+    assert "no CLS token" in views.describe_query(None, ex.has_cls)
+    assert ex.query_maps(None).shape == (2, 2, 4, 4)
