@@ -57,7 +57,7 @@ def require(ex: Explanation | None) -> Explanation:
     return ex
 
 
-def show_query(ex: Explanation, query: views.Query, layer: int, s: MapStyle):
+def show_query(ex: Explanation, query: views.Query, layer: int, s: MapStyle) -> tuple:
     """Outputs after the query changes: the query, the marked input, the head maps, the caption."""
     return (
         query,
@@ -76,7 +76,7 @@ def full_analysis(
     discard: float,
     s: MapStyle,
     recent: RecentExplanations | None = None,
-):
+) -> tuple:
     """Decode an image, run the model once, and draw every view: the outputs of /analyze
     (the session's Explanation first). With `recent`, a (file, model, mode) seen before in
     this session is not run again. Raises ImageError for unusable files."""

@@ -82,7 +82,7 @@ def analysis_latency(loaded: LoadedModel, repeats: int) -> tuple[list[float], li
     return timed(lambda: app.full_analysis(loaded, IMAGE, "crop", depth, "mean", 0.0, MapStyle()), repeats)
 
 
-def vit_b16(repeats: int):
+def vit_b16(repeats: int) -> tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]:
     torch.manual_seed(0)
     reference = torchvision.models.vit_b_16().eval()
     ours = vit.from_torchvision(reference)
@@ -91,7 +91,7 @@ def vit_b16(repeats: int):
     loaded = LoadedModel("vit_b_16", "ViT-B/16 (random weights)", ours, meta)
     x = model_input(load_image(IMAGE), pre, 16).tensor
 
-    def bare():
+    def bare() -> None:
         with torch.inference_mode():
             reference(x)
 

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 import vit
@@ -43,7 +44,7 @@ class LoadedModel:
     def preprocessing(self) -> vit.Preprocessing:
         return self.meta.preprocessing or CIFAR10
 
-    def position_similarity(self):
+    def position_similarity(self) -> np.ndarray:
         """(gh, gw, gh, gw) cosine similarities of the position embeddings (numpy)."""
         return position_embedding_similarity(self.model).numpy()
 
