@@ -11,6 +11,7 @@ medians over rounds. CPU in fp32; on CUDA with bf16 autocast (as the trainer doe
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import time
@@ -41,6 +42,15 @@ def timm_twin(model: vit.VisionTransformer) -> torch.nn.Module:
     )
     twin.load_state_dict(model.state_dict())
     return twin
+
+
+def cpu_name() -> str:
+    """The CPU model, e.g. 'AMD EPYC' (platform.processor() is often empty on Linux)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 def main() -> None:
@@ -83,9 +93,11 @@ def main() -> None:
             per_step[name].append(steps(name, args.steps))
     rate = {name: args.batch / statistics.median(t) for name, t in per_step.items()}
 
-    where = torch.cuda.get_device_name(device) + ", bf16 autocast" if device.type == "cuda" else "CPU fp32"
-    threads = f"{args.threads} threads" if device.type == "cpu" else ""
-    print(f"# {platform.machine()} {platform.processor() or ''} {where} {threads}, torch {torch.__version__}")
+    if device.type == "cuda":
+        where = f"{torch.cuda.get_device_name(device)}, bf16 autocast"
+    else:
+        where = f"{cpu_name()} ({os.cpu_count()} cores), {args.threads} threads, fp32"
+    print(f"# {where}, torch {torch.__version__}")
     print(f"# {args.model}, batch {args.batch}, {args.rounds} rounds x {args.steps} steps, medians")
     print("| model | img/s | ratio ours/timm |")
     print("|---|---|---|")

@@ -17,8 +17,6 @@ from torch import Tensor
 from .data import CIFAR10_NAME, list_image_folder
 from .engine import MODEL, Hooks, TrainConfig, Trainer, describe_device, model_input, resolve_device
 
-DEFAULT_HOLDOUT = 5000
-
 
 class JobBusy(RuntimeError):
     """A training job is already running."""
@@ -64,7 +62,7 @@ def _job_config(
     options = dict(options)
     if data != CIFAR10_NAME and Path(data).is_dir():
         _, files = list_image_folder(Path(data) / "train")  # raises DataError on a bad folder
-        options.setdefault("holdout", min(DEFAULT_HOLDOUT, max(1, len(files) // 10)))
+        options.setdefault("holdout", min(TrainConfig.holdout, max(1, len(files) // 10)))  # 10%, capped
         options.setdefault("eval_test", (Path(data) / "test").is_dir())
     try:
         config = TrainConfig(
