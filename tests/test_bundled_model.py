@@ -1,0 +1,57 @@
+"""The model the app opens on: trained by this project, shipped in the repository."""
+
+import io
+import tarfile
+
+import pytest
+import torch
+from conftest import REPO, SHARED
+from PIL import Image
+
+import vit
+from vit.preprocessing import CIFAR10
+
+BUNDLED = REPO / "models" / "vit_cifar10_nano.safetensors"
+ARCHIVE = SHARED / "data" / "cifar10-jpeg.tar.gz"
+CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return vit.load_checkpoint(BUNDLED)
+
+
+def test_bundled_checkpoint_is_small_and_complete(bundled) -> None:
+    model, meta = bundled
+    assert BUNDLED.stat().st_size <= 25 * 2**20
+    assert meta.class_names == CIFAR10_CLASSES
+    pre = meta.preprocessing  # channel statistics measured on the JPEG training images
+    assert (pre.resize_size, pre.crop_size) == (32, 32)
+    assert pre.mean == pytest.approx(CIFAR10.mean, abs=0.01) and pre.std == pytest.approx(CIFAR10.std, abs=0.01)
+    c = model.config
+    assert (c.image_size, c.patch_size, c.dim, c.depth, c.heads, c.num_classes) == (32, 4, 128, 6, 4, 10)
+    info = meta.info
+    for key in ("command", "data_sha256", "epochs", "train_seconds", "device", "code_commit", "final"):
+        assert info.get(key) is not None, f"the bundled checkpoint does not record {key}"
+    assert info["data_sha256"] == "a06b381836cd0ce5c102f0fbeb7ccf448bb8fdfd6b9545d22e4aed017d7d756d"
+    assert {"train_acc", "val_acc", "test_acc"} <= set(info["final"])
+
+
+@pytest.mark.skipif(not ARCHIVE.exists(), reason=f"the CIFAR-10 archive is not at {ARCHIVE} (../shared is absent)")
+def test_bundled_model_scores_its_recorded_accuracy_on_a_test_sample(bundled) -> None:
+    model, meta = bundled
+    transform = meta.preprocessing.transform()
+    images, labels = [], []
+    with tarfile.open(ARCHIVE) as archive:  # streamed: no need to unpack 60,000 files
+        for member in archive:
+            parts = member.name.split("/")[-3:]  # [split, class, file]
+            if member.isfile() and parts[0] == "test" and int(parts[2].split(".")[0]) % 5 == 0:
+                data = archive.extractfile(member).read()
+                images.append(transform(Image.open(io.BytesIO(data)).convert("RGB")))
+                labels.append(CIFAR10_CLASSES.index(parts[1]))
+    assert len(images) == 2000  # every 5th of the 1,000 test images per class
+    with torch.no_grad():
+        predictions = torch.cat([model(batch).argmax(-1) for batch in torch.stack(images).split(500)])
+    accuracy = (predictions == torch.tensor(labels)).float().mean().item()
+    # 2,000 samples: one standard deviation is about 1.1 points; allow 4.
+    assert accuracy == pytest.approx(meta.info["final"]["test_acc"], abs=0.04)
