@@ -25,6 +25,12 @@ def _seed() -> None:
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def cache_in_tmp(tmp_path, monkeypatch):
+    """Decoded data sets are cached per test, never in the user's ~/.cache."""
+    monkeypatch.setenv("VIT_EXPLORER_CACHE", str(tmp_path / "cache"))
+
+
 def randomise_(module: torch.nn.Module, std: float = 0.02) -> torch.nn.Module:
     """Give every parameter random values: torchvision zero-initialises its head (and timm
     its biases), and a parity test that compares zeros with zeros proves nothing."""

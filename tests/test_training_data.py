@@ -9,16 +9,12 @@ import tarfile
 import numpy as np
 import pytest
 import torch
-from training_helpers import CLASSES, class_image, shared_dir, write_image_folder
+from conftest import SHARED
+from training_helpers import CLASSES, class_image, write_image_folder
 
 from training.data import DataError, check_source, holdout_split, load_cifar10, load_image_folder, load_split
 
 CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
-
-
-@pytest.fixture(autouse=True)
-def cache_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("VIT_EXPLORER_CACHE", str(tmp_path / "cache"))
 
 
 def test_image_folder_loads_pixels_labels_and_class_names(tmp_path):
@@ -119,7 +115,7 @@ def test_torchvision_cifar10_missing_offline_says_what_to_do(tmp_path):
 
 
 def test_shared_cifar_archive_has_the_torchvision_classes(tmp_path):
-    archive = shared_dir() / "data" / "cifar10-jpeg.tar.gz"
+    archive = SHARED / "data" / "cifar10-jpeg.tar.gz"
     if not archive.is_file():
         pytest.skip(f"{archive} is absent (the project's shared data is not on this machine)")
     with tarfile.open(archive) as tar:  # unpack 3 test images per class, not all 60,000

@@ -27,11 +27,6 @@ from training.models import adapt, load_source
 from vit.model import resample_pos_embed
 
 
-@pytest.fixture(autouse=True)
-def cache_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("VIT_EXPLORER_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.fixture
 def tiny_data(tmp_path):
     return str(write_image_folder(tmp_path / "data", per_class=12, size=16))

@@ -13,11 +13,6 @@ from training.data import DataError, load_split
 from training.evaluate import confusion_matrix, evaluate_checkpoint, main
 
 
-@pytest.fixture(autouse=True)
-def cache_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("VIT_EXPLORER_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.fixture
 def checkpoint(tmp_path):
     torch.manual_seed(0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import time
 
 import pytest
@@ -12,13 +11,7 @@ from training_helpers import CLASSES, write_image_folder
 import vit
 from training.job import JobBusy, TrainingJob
 
-HAS_ANALYSIS = importlib.util.find_spec("vit.analysis") is not None
 FAST = {"threads": 1, "warmup_epochs": 0.0}
-
-
-@pytest.fixture(autouse=True)
-def cache_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("VIT_EXPLORER_CACHE", str(tmp_path / "cache"))
 
 
 @pytest.fixture
@@ -54,12 +47,9 @@ def test_job_trains_reports_and_refuses_a_second_start(data, tmp_path):
     model, meta = vit.load_checkpoint(s.checkpoint)
     assert meta.class_names == list(CLASSES) and model.config.image_size == 16
     assert not (tmp_path / "b").exists()
-    if HAS_ANALYSIS:
-        assert [epoch for epoch, _ in s.probe] == [0, 1, 2]
-        assert all(maps.shape == (6, 4, 4, 4) for _, maps in s.probe)  # (L, H, gh, gw)
-        assert not torch.equal(s.probe[0][1], s.probe[-1][1])  # attention changed with training
-    else:  # vit.analysis is not merged into this branch yet: the job trains without a probe
-        assert s.probe == []
+    assert [epoch for epoch, _ in s.probe] == [0, 1, 2]
+    assert all(maps.shape == (6, 4, 4, 4) for _, maps in s.probe)  # (L, H, gh, gw)
+    assert not torch.equal(s.probe[0][1], s.probe[-1][1])  # attention changed with training
 
 
 def test_stop_ends_the_job_early_with_a_saved_model(data, tmp_path):

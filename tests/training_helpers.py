@@ -30,8 +30,3 @@ def write_image_folder(
                 pixels = class_image(label, i + (0 if split == "train" else 500), size).permute(1, 2, 0)  # (H, W, 3)
                 Image.fromarray(pixels.numpy()).save(folder / f"{i:04d}.png")
     return root
-
-
-def shared_dir() -> Path:
-    """../shared next to the repository (absent on machines without the project's data)."""
-    return Path(__file__).resolve().parents[1].parent / "shared"

@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from vit.analysis import query_attention
+
 from .data import CIFAR10_NAME, list_image_folder
 from .engine import MODEL, Hooks, TrainConfig, Trainer, describe_device, model_input, resolve_device
 
@@ -38,13 +40,8 @@ class JobSnapshot:
     error: str | None = None
 
 
-def probe_attention(trainer: Trainer, image: Tensor) -> Tensor | None:
-    """The CLS-token attention of `image` (3, H, W) uint8: (L, heads, gh, gw), or None while
-    vit.analysis is not available."""
-    try:
-        from vit.analysis import query_attention
-    except ImportError:  # vit.analysis arrives with the app branch; until then there is no probe
-        return None
+def probe_attention(trainer: Trainer, image: Tensor) -> Tensor:
+    """The CLS-token attention of `image` (3, H, W) uint8: (L, heads, gh, gw)."""
     model = trainer.model
     was_training = model.training
     model.eval()
@@ -156,7 +153,7 @@ class TrainingJob:
             steps_per_epoch=trainer.steps_per_epoch,
             epoch=trainer.epoch,
             probe_image=image,
-            probe=[] if attention is None else [(trainer.epoch, attention)],
+            probe=[(trainer.epoch, attention)],
             message=f"training on {len(trainer.train_set)} images",
         )
 
@@ -166,7 +163,6 @@ class TrainingJob:
             s = self._snapshot
             s.epoch, s.step = trainer.epoch, 0
             s.history = [*s.history, dict(record)]
-            if attention is not None:
-                s.probe = [*s.probe, (trainer.epoch, attention)]
+            s.probe = [*s.probe, (trainer.epoch, attention)]
             s.checkpoint = str(trainer.out / MODEL)
             s.message = f"epoch {trainer.epoch}/{s.epochs}: validation accuracy {record['val_acc']:.2%}"
