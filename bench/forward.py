@@ -61,9 +61,10 @@ def main() -> None:
         with torch.inference_mode():
             for fn in runs.values():  # warm-up
                 fn()
-            for _ in range(args.repeats):
-                for name, fn in runs.items():
-                    times[name].append(timed(fn))
+            names = list(runs)
+            for r in range(args.repeats):
+                for name in names[r % 4 :] + names[: r % 4]:  # rotate the order: no model always runs first
+                    times[name].append(timed(runs[name]))
         med = {k: statistics.median(v) * 1000 for k, v in times.items()}
         print(
             f"| {batch} | {med['tv']:.1f} ms | {med['ours_maps']:.1f} ms | {med['ours_maps'] / med['tv']:.2f}x "
