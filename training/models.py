@@ -6,12 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import torch
 from torch import Tensor
 
 import vit
 from vit.checkpoint import CheckpointError, assign_weights
-from vit.model import resample_pos_embed
 
 
 def check_model_spec(spec: str) -> None:
@@ -64,8 +62,5 @@ def adapt(
         weights["head.weight"] = adapted.head.weight.detach().clone()
         weights["head.bias"] = adapted.head.bias.detach().clone()
     if new.grid != old.grid:
-        prefix = model.prefix_tokens
-        pos = weights["pos_embed"]
-        patches = resample_pos_embed(pos[:, prefix:], old.grid, new.grid)  # (1, gh'*gw', D)
-        weights["pos_embed"] = torch.cat([pos[:, :prefix], patches], dim=1)
+        weights["pos_embed"] = model.position_embedding(new.grid).detach()  # (1, prefix + gh'*gw', D)
     return assign_weights(adapted, weights, "adapted model")
