@@ -104,7 +104,7 @@ def full_analysis(
 def build_explore_tab(catalog: ModelCatalog) -> gr.Dropdown:
     """The Explore tab. Returns the model picker so the Train tab can add its checkpoints."""
     explanation = gr.State(None, time_to_live=SESSION_TTL_S)  # the forward pass every view reads
-    recent = gr.State(RecentExplanations, time_to_live=SESSION_TTL_S)  # a callable: one cache per session
+    recent = gr.State(RecentExplanations(), time_to_live=SESSION_TTL_S)  # deep-copied: one cache per session
     query = gr.State(None)  # None = CLS, else (row, col)
     current_model = gr.State(BUNDLED)
     start = catalog.get(BUNDLED)
