@@ -51,14 +51,14 @@ def whole_image_size(size: tuple[int, int], short_side: int, patch_size: int) ->
 def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: Mode = "crop") -> ModelInput:
     """Resize (and in "crop" mode centre-crop) an RGB image, then normalise it.
 
-    Geometry runs on the uint8 tensor, exactly as `Preprocessing.transform()` does, so
-    "crop" mode gives the model bit-for-bit the input its own transform would."""
+    "crop" mode uses the model's own `Preprocessing.geometry()` on the uint8 image, so the
+    model gets bit-for-bit the input its own transform would give."""
     from torchvision.transforms import InterpolationMode, v2  # imported on first use: it costs seconds
 
     interp = InterpolationMode(pre.interpolation)
     h, w = image.height, image.width
     if mode == "crop":
-        geometry = v2.Compose([v2.Resize(pre.resize_size, interp, antialias=True), v2.CenterCrop(pre.crop_size)])
+        geometry = pre.geometry()
         policy = (
             f"Crop mode: the shorter side is resized to {pre.resize_size} px ({pre.interpolation}), "
             f"then the centre {pre.crop_size}x{pre.crop_size} square is kept"

@@ -35,18 +35,19 @@ class Preprocessing:
             raise ValueError(f"unknown interpolation {self.interpolation!r}; choose one of {INTERPOLATIONS}")
         assert self.crop_size <= self.resize_size, "crop_size must not exceed resize_size"
 
-    def transform(self) -> v2.Compose:
-        """PIL image or uint8 tensor -> normalised float tensor (3, crop, crop)."""
+    def geometry(self) -> v2.Compose:
+        """uint8 image -> uint8 image: resize the shorter side, then centre-crop."""
         from torchvision.transforms import InterpolationMode, v2
 
+        resize = v2.Resize(self.resize_size, interpolation=InterpolationMode(self.interpolation), antialias=True)
+        return v2.Compose([resize, v2.CenterCrop(self.crop_size)])
+
+    def transform(self) -> v2.Compose:
+        """PIL image or uint8 tensor -> normalised float tensor (3, crop, crop)."""
+        from torchvision.transforms import v2
+
         return v2.Compose(
-            [
-                v2.ToImage(),
-                v2.Resize(self.resize_size, interpolation=InterpolationMode(self.interpolation), antialias=True),
-                v2.CenterCrop(self.crop_size),
-                v2.ToDtype(torch.float32, scale=True),
-                v2.Normalize(self.mean, self.std),
-            ]
+            [v2.ToImage(), self.geometry(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(self.mean, self.std)]
         )
 
     def to_dict(self) -> dict:
