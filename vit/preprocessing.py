@@ -20,6 +20,8 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)
+# The one list of CIFAR-10's class names, in the data set's label order.
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,15 @@ class Preprocessing:
         return v2.Compose(
             [v2.ToImage(), self.geometry(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(self.mean, self.std)]
         )
+
+    def normalize(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 images, or floats already in [0, 1], shaped (..., 3, H, W) -> (x - mean) / std per
+        channel. The one normalisation step of the project: the app, training and evaluation call it
+        (`transform()` ends in torchvision's `Normalize`, which computes the same)."""
+        x = images.float() / 255 if images.dtype == torch.uint8 else images
+        mean = torch.tensor(self.mean, dtype=x.dtype, device=x.device)[:, None, None]  # (3, 1, 1)
+        std = torch.tensor(self.std, dtype=x.dtype, device=x.device)[:, None, None]
+        return (x - mean) / std
 
     def to_dict(self) -> dict:
         return asdict(self)
