@@ -2,16 +2,22 @@
 config, class names, preprocessing and free-form info as JSON in its header.
 
 Loading never executes code from a file: safetensors holds only tensors, and foreign
-`.pth`/`.pt` files go through `torch.load(weights_only=True)`. Writes are atomic.
+`.pth`/`.pt` files go through `torch.load(weights_only=True)`. Writes are atomic and private
+(0600). Loading checks before it builds: the header's config must fit `LoadLimits` and every
+tensor's shape must match the model it describes before any weight is read or any model
+allocated; then the tensors' SHA-256 (recorded at save time) and their finiteness are checked.
+The threat model behind these rules is in docs/security.md.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import pickle
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -25,10 +31,68 @@ from .preprocessing import Preprocessing
 FORMAT = "vit-explorer/1"
 HEADER_KEY = "vit_explorer"  # key of our JSON in the safetensors header's string metadata
 EXTRA_PREFIX = "extra/"  # tensors that are not model weights (e.g. optimizer state)
+DIGEST_KEY = "tensor_sha256"  # header field: SHA-256 of all tensors (names, dtypes, shapes, bytes)
 
 
 class CheckpointError(ValueError):
     """A file is not a usable checkpoint; the message says why."""
+
+
+@dataclass(frozen=True)
+class LoadLimits:
+    """What one file may make the loader allocate. The defaults admit every named model up to
+    ViT-L/16 (304 M parameters) and refuse ViT-H; servers pass tighter ones (docs/security.md)."""
+
+    max_parameters: int = 320_000_000
+    max_file_bytes: int = 2 * 1024**3
+
+    def check_file(self, path: Path) -> None:
+        size = path.stat().st_size
+        if size > self.max_file_bytes:
+            raise CheckpointError(
+                f"{path.name} is {size / 2**20:.0f} MiB; files above {self.max_file_bytes / 2**20:.0f} MiB are refused"
+            )
+
+    def check_parameters(self, count: int, what: str) -> None:
+        if count > self.max_parameters:
+            raise CheckpointError(
+                f"{what} would have {count:,} parameters; this loader accepts at most {self.max_parameters:,}"
+            )
+
+
+DEFAULT_LIMITS = LoadLimits()
+
+
+def parameter_shapes(config: ViTConfig, limits: LoadLimits = DEFAULT_LIMITS) -> dict[str, tuple[int, ...]]:
+    """The state-dict shapes of `VisionTransformer(config)`, without allocating it: the model
+    is built on the meta device, and only after its parameter count (one block counted, times
+    depth) passes `limits`, so a hostile config cannot even make the meta model huge."""
+    with torch.device("meta"):
+        shallow = VisionTransformer(replace(config, depth=1, drop_path=0.0)).state_dict()
+        per_block = sum(t.numel() for k, t in shallow.items() if k.startswith("blocks.0."))
+        rest = sum(t.numel() for k, t in shallow.items() if not k.startswith("blocks."))
+        limits.check_parameters(rest + config.depth * per_block, "this model config")
+        return {k: tuple(t.shape) for k, t in VisionTransformer(config).state_dict().items()}
+
+
+def tensor_digest(tensors: dict[str, Tensor]) -> str:
+    """SHA-256 over every tensor's name, dtype, shape and bytes, in name order: flipped bytes,
+    a swapped tensor or a renamed key all change it."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().to("cpu").contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def check_finite(tensors: dict[str, Tensor], source: str) -> None:
+    """Refuse NaN or infinite weights: they would be served as predictions."""
+    bad = [k for k, t in tensors.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    if bad:
+        raise CheckpointError(
+            f"{source}: tensors hold NaN or infinite values: {bad[:5]}{' ...' if len(bad) > 5 else ''}"
+        )
 
 
 @dataclass
@@ -48,10 +112,12 @@ def write_tensors(path: str | os.PathLike, tensors: dict[str, Tensor], header: d
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    header = {**header, DIGEST_KEY: tensor_digest(tensors)}
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # mode 0600
     os.close(fd)
     try:
         save_file(tensors, tmp, metadata={HEADER_KEY: json.dumps(header)})
+        os.chmod(tmp, 0o600)  # private to the server's user, whatever the umask
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -60,39 +126,65 @@ def write_tensors(path: str | os.PathLike, tensors: dict[str, Tensor], header: d
             os.unlink(tmp)
 
 
-def read_tensors(path: str | os.PathLike) -> tuple[dict[str, Tensor], dict]:
-    """Read a file written by `write_tensors`: (tensors, header). Raises CheckpointError."""
+def read_header(path: str | os.PathLike, limits: LoadLimits = DEFAULT_LIMITS) -> tuple[dict, dict[str, tuple]]:
+    """(our JSON header, {tensor name: shape}) of a file written by `write_tensors`, reading
+    no tensor data. Raises CheckpointError."""
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"{path}: no such file")
+        raise CheckpointError(f"{path.name}: no such file")
+    limits.check_file(path)
     try:
         with safe_open(path, framework="pt") as f:
             header_text = (f.metadata() or {}).get(HEADER_KEY)
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
+            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
     except (SafetensorError, OSError, ValueError) as e:
-        raise CheckpointError(f"{path} is not a readable safetensors file (truncated or another format?): {e}") from e
+        raise CheckpointError(f"{path.name} is not a readable safetensors file (truncated or another format?)") from e
     if header_text is None:
         raise CheckpointError(
-            f"{path} is a safetensors file but not a ViT explorer checkpoint (no {HEADER_KEY!r} header)"
+            f"{path.name} is a safetensors file but not a ViT explorer checkpoint (no {HEADER_KEY!r} header)"
         )
     try:
         header = json.loads(header_text)
     except json.JSONDecodeError as e:
-        raise CheckpointError(f"{path}: the checkpoint header is not valid JSON: {e}") from e
-    return tensors, header
+        raise CheckpointError(f"{path.name}: the checkpoint header is not valid JSON: {e}") from e
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path.name}: the checkpoint header is not a JSON object")
+    return header, shapes
 
 
-def assign_weights(model: nn.Module, state_dict: dict[str, Tensor], source: str) -> nn.Module:
-    """Copy `state_dict` into `model`, failing loudly on any missing, unexpected or
-    mis-shaped key (silently partial loads are how wrong attention maps get published)."""
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state_dict))
-    unexpected = sorted(set(state_dict) - set(expected))
-    wrong = [
-        f"{k}: file {tuple(state_dict[k].shape)} vs model {tuple(v.shape)}"
-        for k, v in expected.items()
-        if k in state_dict and state_dict[k].shape != v.shape
-    ]
+def read_tensors(path: str | os.PathLike, limits: LoadLimits = DEFAULT_LIMITS) -> tuple[dict[str, Tensor], dict]:
+    """Read a file written by `write_tensors`: (tensors, header), the tensors checked against
+    the SHA-256 recorded at save time. Raises CheckpointError."""
+    header, _ = read_header(path, limits)
+    return verified_tensors(path, header), header
+
+
+def verified_tensors(path: str | os.PathLike, header: dict) -> dict[str, Tensor]:
+    """Every tensor of a file whose `header` was read by `read_header`, checked against the
+    SHA-256 recorded at save time. Raises CheckpointError."""
+    path = Path(path)
+    try:
+        with safe_open(path, framework="pt") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path.name} is not a readable safetensors file (truncated or another format?)") from e
+    recorded = header.get(DIGEST_KEY)
+    if recorded is None:
+        raise CheckpointError(
+            f"{path.name} records no tensor hash ({DIGEST_KEY}): written by an older version or edited by hand; "
+            "re-save it with vit.save_checkpoint"
+        )
+    if tensor_digest(tensors) != recorded:
+        raise CheckpointError(f"{path.name} is corrupt: its tensors do not match the hash recorded when it was saved")
+    return tensors
+
+
+def check_shapes(expected: dict[str, tuple], found: dict[str, tuple], source: str) -> None:
+    """Fail loudly on any missing, unexpected or mis-shaped key (silently partial loads are
+    how wrong attention maps get published)."""
+    missing = sorted(set(expected) - set(found))
+    unexpected = sorted(set(found) - set(expected))
+    wrong = [f"{k}: file {found[k]} vs model {v}" for k, v in expected.items() if k in found and found[k] != v]
     problems = []
     if missing:
         problems.append(f"missing keys {missing}")
@@ -102,6 +194,12 @@ def assign_weights(model: nn.Module, state_dict: dict[str, Tensor], source: str)
         problems.append(f"wrong shapes [{'; '.join(wrong)}]")
     if problems:
         raise CheckpointError(f"{source}: weights do not fit the model: " + "; ".join(problems))
+
+
+def assign_weights(model: nn.Module, state_dict: dict[str, Tensor], source: str) -> nn.Module:
+    """Copy `state_dict` into `model` after `check_shapes`."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    check_shapes(expected, {k: tuple(v.shape) for k, v in state_dict.items()}, source)
     model.load_state_dict(state_dict, strict=True)
     return model
 
@@ -132,53 +230,76 @@ def save_checkpoint(
     write_tensors(path, tensors, header)
 
 
-def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[VisionTransformer, ModelMeta]:
-    """Load a checkpoint written by `save_checkpoint`: (model in eval mode, meta)."""
-    tensors, header = read_tensors(path)
+def load_checkpoint(
+    path: str | os.PathLike, device: str | torch.device = "cpu", limits: LoadLimits = DEFAULT_LIMITS
+) -> tuple[VisionTransformer, ModelMeta]:
+    """Load a checkpoint written by `save_checkpoint`: (model in eval mode, meta). The header
+    and every tensor shape are checked against `limits` and the config before any weight is
+    read or the model allocated."""
+    name = Path(path).name
+    header, shapes = read_header(path, limits)
     if header.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: unsupported checkpoint format {header.get('format')!r}, expected {FORMAT!r}")
+        raise CheckpointError(f"{name}: unsupported checkpoint format {header.get('format')!r}, expected {FORMAT!r}")
     try:
         config = ViTConfig.from_dict(header["config"])
         preprocessing = Preprocessing.from_dict(header["preprocessing"]) if header.get("preprocessing") else None
         class_names = list(header["class_names"])
     except (KeyError, TypeError, ValueError, AssertionError) as e:
-        raise CheckpointError(f"{path}: bad checkpoint header: {e}") from e
-    weights = {k: v for k, v in tensors.items() if not k.startswith(EXTRA_PREFIX)}
-    extra = {k[len(EXTRA_PREFIX) :]: v for k, v in tensors.items() if k.startswith(EXTRA_PREFIX)}
-    model = assign_weights(VisionTransformer(config), weights, str(path))
+        raise CheckpointError(f"{name}: bad checkpoint header: {e}") from e
     if len(class_names) != config.num_classes:
-        raise CheckpointError(f"{path}: {len(class_names)} class names for {config.num_classes} classes")
+        raise CheckpointError(f"{name}: {len(class_names)} class names for {config.num_classes} classes")
+    expected = parameter_shapes(config, limits)
+    check_shapes(expected, {k: v for k, v in shapes.items() if not k.startswith(EXTRA_PREFIX)}, name)
+    tensors = verified_tensors(path, header)
+    weights = {k: v for k, v in tensors.items() if not k.startswith(EXTRA_PREFIX)}
+    check_finite(weights, name)
+    extra = {k[len(EXTRA_PREFIX) :]: v for k, v in tensors.items() if k.startswith(EXTRA_PREFIX)}
+    model = assign_weights(VisionTransformer(config), weights, name)
     meta = ModelMeta(class_names, preprocessing, header.get("info") or {}, extra)
     return model.to(device).eval(), meta
 
 
-def load_state_dict_file(path: str | os.PathLike) -> dict[str, Tensor]:
-    """Read a foreign weights file safely: `.safetensors` directly, anything else with
-    `torch.load(weights_only=True)`, which refuses pickles that would build arbitrary
-    Python objects (and so never runs code hidden in them)."""
+def load_state_dict_file(path: str | os.PathLike, limits: LoadLimits = DEFAULT_LIMITS) -> dict[str, Tensor]:
+    """Read a foreign weights file safely: `.safetensors` directly (its shapes checked against
+    `limits` before any data is read), anything else with `torch.load(weights_only=True)`,
+    which refuses pickles that would build arbitrary Python objects (and so never runs code
+    hidden in them). NaN or infinite weights are refused."""
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"{path}: no such file")
-    if path.suffix == ".safetensors":
-        try:
-            with safe_open(path, framework="pt") as f:
-                return {k: f.get_tensor(k) for k in f.keys()}
-        except (SafetensorError, OSError, ValueError) as e:
-            raise CheckpointError(f"{path} is not a readable safetensors file: {e}") from e
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(
-            f"refused to load {path}: torch.load(weights_only=True) rejected it. Either it is not a weights "
-            f"file, or it holds Python objects besides tensors, and unpickling those could run code. "
-            f"Re-save just the state_dict, or convert it to safetensors. ({first_line})"
-        ) from e
-    except (RuntimeError, EOFError, OSError, ValueError) as e:
-        raise CheckpointError(f"{path} is not a readable PyTorch weights file (truncated?): {e}") from e
+        raise CheckpointError(f"{path.name}: no such file")
+    limits.check_file(path)
+    obj = _read_safetensors(path, limits) if path.suffix == ".safetensors" else _torch_load(path)
     for wrapper in ("state_dict", "model"):  # common training-script wrappers
         if isinstance(obj, dict) and isinstance(obj.get(wrapper), dict):
             obj = obj[wrapper]
-    if not isinstance(obj, dict) or not all(isinstance(v, Tensor) for v in obj.values()):
-        raise CheckpointError(f"{path} does not hold a state dict of tensors")
+    if not isinstance(obj, dict) or not obj or not all(isinstance(v, Tensor) for v in obj.values()):
+        raise CheckpointError(f"{path.name} does not hold a state dict of tensors")
+    limits.check_parameters(sum(t.numel() for t in obj.values()), path.name)
+    check_finite(obj, path.name)
     return obj
+
+
+def _read_safetensors(path: Path, limits: LoadLimits) -> dict[str, Tensor]:
+    try:
+        with safe_open(path, framework="pt") as f:
+            count = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+            limits.check_parameters(count, path.name)
+            return {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        if isinstance(e, CheckpointError):
+            raise
+        raise CheckpointError(f"{path.name} is not a readable safetensors file") from e
+
+
+def _torch_load(path: Path) -> object:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(
+            f"refused to load {path.name}: torch.load(weights_only=True) rejected it. Either it is not a weights "
+            f"file, or it holds Python objects besides tensors, and unpickling those could run code. "
+            f"Re-save just the state_dict, or convert it to safetensors. ({first_line})"
+        ) from e
+    except (RuntimeError, EOFError, OSError, ValueError, IndexError, KeyError) as e:
+        raise CheckpointError(f"{path.name} is not a readable PyTorch weights file (truncated?)") from e
