@@ -1,0 +1,90 @@
+"""training.registry: per-visitor runs, the server-wide limit, bounded inputs, the disk budget."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from training_helpers import write_image_folder
+
+from training.job import JobBusy
+from training.registry import JobRegistry, TrainLimits, owner_id
+
+TINY = dict(model="vit_cifar_nano", epochs=1, batch_size=8, lr=1e-3)
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> str:
+    return str(write_image_folder(tmp_path / "data", per_class=12, size=16))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("epochs", 10_000_000, "epochs must be a whole number from 1 to 200, got 10000000"),
+        ("epochs", 1e300, "epochs must be a whole number from 1 to 200"),
+        ("epochs", 2.5, "epochs must be a whole number"),
+        ("epochs", "nan", "epochs must be a whole number"),
+        ("batch_size", 0, "batch size must be a whole number from 1 to 1024"),
+        ("batch_size", 50_000, "batch size must be a whole number from 1 to 1024"),
+        ("lr", 0, "learning rate must be a number above 0 and at most 1"),
+        ("lr", float("inf"), "learning rate must be a number above 0"),
+        ("lr", "fast", "learning rate must be a number above 0"),
+    ],
+)
+def test_every_bound_is_checked_with_a_message(field, value, message) -> None:
+    args = {"epochs": 1, "batch_size": 8, "lr": 1e-3, field: value}
+    with pytest.raises(ValueError, match=message):
+        TrainLimits().check(**args)
+
+
+def test_visitors_see_and_stop_only_their_own_run(data, tmp_path: Path) -> None:
+    runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=2))
+    folder_a = runs.start("alice", data=data, **{**TINY, "epochs": 200})
+    assert folder_a.name.startswith(owner_id("alice")) and "alice" not in folder_a.name
+    assert (folder_a.stat().st_mode & 0o777) == 0o700
+    assert runs.snapshot("alice").running and not runs.snapshot("bob").running
+    assert runs.stop("bob") is False and runs.snapshot("alice").running  # bob cannot stop alice's run
+    assert runs.checkpoint("bob") is None
+    with pytest.raises(JobBusy, match="your training run is still going"):
+        runs.start("alice", data=data, **TINY)
+    folder_b = runs.start("bob", data=data, **TINY)
+    assert folder_b != folder_a
+    assert runs.stop("alice") is True
+    runs._jobs[owner_id("alice")].wait(60)
+    runs._jobs[owner_id("bob")].wait(60)
+    assert runs.checkpoint("alice").is_relative_to(folder_a) and runs.checkpoint("bob").is_relative_to(folder_b)
+
+
+def test_the_server_wide_limit_says_busy(data, tmp_path: Path) -> None:
+    runs = JobRegistry(tmp_path / "runs")  # the default: one run at a time
+    runs.start("alice", data=data, **{**TINY, "epochs": 200})
+    with pytest.raises(JobBusy, match="the server is busy: 1 training run"):
+        runs.start("bob", data=data, **TINY)
+    runs.stop("alice")
+    runs._jobs[owner_id("alice")].wait(60)
+    runs.start("bob", data=data, **TINY)  # free again
+    runs._jobs[owner_id("bob")].wait(60)
+
+
+def test_shared_mode_shows_one_run_that_only_its_starter_stops(data, tmp_path: Path) -> None:
+    runs = JobRegistry(tmp_path / "runs", shared=True)
+    runs.start("teacher", data=data, **{**TINY, "epochs": 200})
+    assert runs.snapshot("student").running
+    assert runs.stop("student") is False and runs.snapshot("teacher").running
+    assert runs.stop("teacher") is True
+    runs._jobs["shared"].wait(60)
+
+
+def test_oldest_finished_runs_are_pruned_to_fit_the_disk_budget(data, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    for i, name in enumerate(["old", "newer"]):
+        folder = root / name
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"x" * 1000)
+        os.utime(folder, (1000 + i, 1000 + i))
+    runs = JobRegistry(root, TrainLimits(disk_budget_bytes=1500))
+    runs.start("alice", data=data, **TINY)
+    assert not (root / "old").exists() and (root / "newer").exists()
+    runs._jobs[owner_id("alice")].wait(60)

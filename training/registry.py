@@ -1,0 +1,141 @@
+"""Training runs on a shared server: one job per visitor, a server-wide limit, bounded inputs
+and a disk budget (no UI code here; docs/security.md has the threat model).
+
+Each visitor (an `owner`: the app passes a digest of the browser session) sees, stops and
+downloads only their own run. At most `max_concurrent` runs train at once across the
+server; a visitor asking for one more is told the server is busy. In `shared` mode (a
+teacher's projector) everyone sees the one run, and only the visitor who started it may
+stop it. Run folders are unique, private (0700) and pruned oldest-finished-first when the
+runs folder outgrows its disk budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import shutil
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from .job import JobBusy, JobSnapshot, TrainingJob
+
+SHARED_OWNER = "shared"
+
+
+@dataclass(frozen=True)
+class TrainLimits:
+    """The ranges a visitor may ask for (documented in docs/security.md)."""
+
+    max_epochs: int = 200
+    max_batch_size: int = 1024
+    max_lr: float = 1.0
+    max_concurrent: int = 1  # runs training at once on the whole server
+    disk_budget_bytes: int = 2 * 1024**3  # the whole runs folder
+
+    def check(self, *, epochs: object, batch_size: object, lr: object) -> tuple[int, int, float]:
+        """(epochs, batch_size, lr) as numbers, or ValueError naming the field and its range."""
+        epochs_i = _whole(epochs, "epochs", 1, self.max_epochs)
+        batch_i = _whole(batch_size, "batch size", 1, self.max_batch_size)
+        try:
+            rate = float(lr)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            rate = math.nan
+        if not (math.isfinite(rate) and 0 < rate <= self.max_lr):
+            raise ValueError(f"learning rate must be a number above 0 and at most {self.max_lr:g}, got {lr!r}")
+        return epochs_i, batch_i, rate
+
+
+def _whole(value: object, name: str, low: int, high: int) -> int:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number == int(number) and low <= number <= high):
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    return int(number)
+
+
+def owner_id(session: str) -> str:
+    """A short digest of a session id: run folders never reveal the session itself."""
+    return hashlib.sha256(session.encode()).hexdigest()[:16]
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+class JobRegistry:
+    """Per-visitor training jobs under one runs folder."""
+
+    def __init__(self, runs_dir: str | Path, limits: TrainLimits | None = None, shared: bool = False) -> None:
+        self.runs_dir = Path(runs_dir).resolve()
+        self.limits = limits or TrainLimits()
+        self.shared = shared
+        self._jobs: dict[str, TrainingJob] = {}
+        self._starters: dict[str, str] = {}  # job owner -> the session that started it (shared mode)
+        self._folders: dict[str, Path] = {}  # job owner -> its current run folder
+        self._lock = threading.Lock()
+
+    def _key(self, session: str) -> str:
+        return SHARED_OWNER if self.shared else owner_id(session)
+
+    def running(self) -> int:
+        return sum(job.snapshot().running for job in self._jobs.values())
+
+    def start(self, session: str, *, model: str, data: str, epochs: object, batch_size: object, lr: object) -> Path:
+        """Start `session`'s run in a fresh private folder and return that folder. Raises
+        ValueError (bad arguments), JobBusy (own run or the server's limit)."""
+        epochs_i, batch_i, rate = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
+        key = self._key(session)
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None and job.snapshot().running:
+                raise JobBusy("your training run is still going: stop it first")
+            if self.running() >= self.limits.max_concurrent:
+                raise JobBusy(
+                    f"the server is busy: {self.limits.max_concurrent} training run(s) at a time, "
+                    "all taken by other visitors; try again when one finishes"
+                )
+            self._make_room()
+            out = self.runs_dir / f"{owner_id(session)}-{uuid.uuid4().hex[:12]}"
+            out.mkdir(mode=0o700, parents=True)
+            job = self._jobs[key] = TrainingJob()
+            self._starters[key], self._folders[key] = session, out
+            job.start(model=model, data=data, epochs=epochs_i, lr=rate, batch_size=batch_i, out_dir=str(out))
+        return out
+
+    def snapshot(self, session: str) -> JobSnapshot:
+        job = self._jobs.get(self._key(session))
+        return job.snapshot() if job else JobSnapshot()
+
+    def stop(self, session: str) -> bool:
+        """Stop `session`'s run; False if it has none running (or, shared, did not start it)."""
+        key = self._key(session)
+        job = self._jobs.get(key)
+        if job is None or not job.snapshot().running or self._starters.get(key) != session:
+            return False
+        job.stop()
+        return True
+
+    def checkpoint(self, session: str) -> Path | None:
+        """The latest model file of `session`'s run, if it exists."""
+        path = self.snapshot(session).checkpoint
+        return Path(path) if path and Path(path).is_file() else None
+
+    def _make_room(self) -> None:
+        """Delete the oldest finished runs until the runs folder fits its budget (called with
+        the lock held, before a new run starts). Raises JobBusy when running runs alone fill it."""
+        self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        live = {self._folders[k] for k, job in self._jobs.items() if job.snapshot().running}
+        folders = sorted((p for p in self.runs_dir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        used = sum(folder_bytes(p) for p in folders)
+        for folder in folders:
+            if used <= self.limits.disk_budget_bytes:
+                return
+            if folder.resolve() not in live:
+                used -= folder_bytes(folder)
+                shutil.rmtree(folder, ignore_errors=True)
+        if used > self.limits.disk_budget_bytes:
+            raise JobBusy("the server's disk budget for training runs is full; try again later")
