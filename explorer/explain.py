@@ -8,6 +8,7 @@ distance) are cheap tensor reads of that result, so moving a slider never reruns
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -94,6 +95,11 @@ class Explanation:
         return self.attention.grid
 
     @property
+    def nbytes(self) -> int:
+        """Memory held: the attention maps, the model input and its pixels."""
+        return sum(a.nbytes for a in self.attention) + self.input.tensor.nbytes + self.input.pixels.nbytes
+
+    @property
     def has_cls(self) -> bool:
         return self.attention.prefix_tokens > 0
 
@@ -135,9 +141,18 @@ def explain(
     image: Image.Image,
     mode: Mode = "crop",
     top_k: int = 5,
+    max_bytes: int | None = None,
 ) -> Explanation:
-    """Run `model` once on `image` and keep everything the views need."""
+    """Run `model` once on `image` and keep everything the views need. With `max_bytes`, an
+    input whose attention maps would take more is refused (ExplanationTooLarge) before the
+    forward pass."""
     inp = model_input(image, pre, model.config.patch_size, mode)
+    needed = attention_bytes(model, tuple(inp.tensor.shape[-2:]))
+    if max_bytes is not None and needed > max_bytes:
+        raise ExplanationTooLarge(
+            f"this image's attention maps would take {needed / 2**20:,.0f} MiB, more than this server's "
+            f"{max_bytes / 2**20:,.0f} MiB budget: use the centre-crop mode or a smaller model"
+        )
     with torch.inference_mode():
         logits, attention = model(inp.tensor, return_attention=True)
     probs = logits[0].float().softmax(-1)
@@ -164,3 +179,63 @@ class RecentExplanations:
             if len(self._items) > self.size:
                 self._items.popitem(last=False)
         return self._items[key]
+
+
+def attention_bytes(model: VisionTransformer, input_size: tuple[int, int]) -> int:
+    """Bytes the float32 attention maps of one (H, W) input take: layers x heads x tokens²
+    x 4. Known before the forward pass, so a too-large request is refused before allocating."""
+    gh, gw = model.patch_grid(*input_size)
+    tokens = model.prefix_tokens + gh * gw
+    return model.config.depth * model.config.heads * tokens * tokens * 4
+
+
+class ExplanationTooLarge(ValueError):
+    """One explanation would exceed the server's memory budget; the message says what to do."""
+
+
+class ExplanationStore:
+    """Every session's explanations in one cache bounded in bytes, shared by the whole server.
+
+    Keys are (upload file, model, mode); Gradio names uploads by their content, so two
+    visitors looking at the same example share one forward pass, and a visitor can only
+    name an entry whose image they hold. Least recently used entries go first; a session
+    whose entry was evicted recomputes it from its upload on its next request.
+    """
+
+    def __init__(self, max_bytes: int = 2 * 1024**3):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[Hashable, Explanation] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._computing: dict[Hashable, threading.Lock] = {}
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def get(self, key: Hashable, compute: Callable[[], Explanation]) -> Explanation:
+        """The entry for `key`, computed once (other sessions asking meanwhile wait for it)."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            key_lock = self._computing.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._items:
+                    return self._items[key]
+            ex = compute()
+            with self._lock:
+                self._computing.pop(key, None)
+                self._put(key, ex)
+            return ex
+
+    def _put(self, key: Hashable, ex: Explanation) -> None:
+        size = ex.nbytes
+        if size > self.max_bytes:
+            return  # served once, never kept: explain() refuses what cannot fit at all
+        while self._items and self._bytes + size > self.max_bytes:
+            _, old = self._items.popitem(last=False)
+            self._bytes -= old.nbytes
+        self._items[key] = ex
+        self._bytes += size
