@@ -1,0 +1,44 @@
+"""explorer.uploads: only files inside the upload folder, one message for every refusal."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from explorer.uploads import REFUSED, UploadRefused, checked_upload
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "uploads" / "abc").mkdir(parents=True)
+    (tmp_path / "uploads" / "abc" / "cat.png").write_bytes(b"png")
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "secret.png").write_bytes(b"png")
+    os.symlink(tmp_path / "private" / "secret.png", tmp_path / "uploads" / "link.png")
+    return tmp_path / "uploads"
+
+
+def test_an_upload_is_accepted(root: Path) -> None:
+    assert checked_upload(str(root / "abc" / "cat.png"), root) == (root / "abc" / "cat.png").resolve()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "{root}/../private/secret.png",  # exists, outside
+        "{root}/../private/missing.png",  # missing, outside
+        "{root}/abc/missing.png",  # missing, inside
+        "{root}/link.png",  # a symlink out of the folder
+        "{root}/abc",  # a folder
+        "{root}",
+        "/etc/passwd",
+        "",
+        "{root}/abc/\0.png",
+    ],
+)
+def test_everything_else_gets_the_same_message(root: Path, path: str) -> None:
+    with pytest.raises(UploadRefused) as info:
+        checked_upload(path.format(root=root), root)
+    assert str(info.value) == REFUSED and str(root) not in str(info.value)
