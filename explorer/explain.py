@@ -139,7 +139,7 @@ def explain(
     """Run `model` once on `image` and keep everything the views need."""
     inp = model_input(image, pre, model.config.patch_size, mode)
     with torch.inference_mode():
-        logits, attention = model(inp.tensor, return_attention=True)
+        logits, attention = model(inp.tensor, need_weights=True)
     probs = logits[0].float().softmax(-1)
     top = probs.topk(min(top_k, probs.numel()))
     probabilities = {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}

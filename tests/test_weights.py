@@ -111,7 +111,7 @@ def test_per_head_attention_equals_timm_maps() -> None:
     images = torch.randn(2, 3, 64, 64)
     with torch.no_grad():
         theirs = AttentionExtract(foreign, method="fx")(images)  # {name: (B, H, T, T)} in block order
-        _, maps = ours(images, return_attention=True)
+        _, maps = ours(images, need_weights=True)
     assert len(theirs) == len(maps) == 12
     for reference, mine in zip(theirs.values(), maps, strict=True):
         torch.testing.assert_close(mine, reference, atol=1e-5, rtol=0)

@@ -122,7 +122,10 @@ class PatchEmbed(nn.Module):
 
 
 class Attention(nn.Module):
-    """Multi-head self-attention (MSA in eq. 2) with packed q;k;v like torchvision and timm."""
+    """Multi-head self-attention (MSA in eq. 2) with packed q;k;v like torchvision and timm.
+
+    With `need_weights=True` it also returns the post-softmax weights per head, (B, H, T, T):
+    what `nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)` returns."""
 
     def __init__(self, dim: int, heads: int, qkv_bias: bool, attn_dropout: float, dropout: float):
         super().__init__()
@@ -134,12 +137,12 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         B, T, D = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim)  # (B, T, 3, H, hd)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, hd)
         dropout_p = self.attn_dropout if self.training else 0.0
-        if return_attention:
+        if need_weights:
             # The explicit path: softmax(q k^T / sqrt(d)) is materialised so it can be returned.
             attn = ((q * self.scale) @ k.transpose(-2, -1)).softmax(dim=-1)  # (B, H, T, T)
             out = F.dropout(attn, dropout_p, self.training) @ v  # (B, H, T, hd)
@@ -189,8 +192,9 @@ class Block(nn.Module):
         self.mlp = MLP(c.dim, c.mlp_dim, c.dropout)
         self.drop_path = DropPath(drop_path)
 
-    def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
-        y, attn = self.attn(self.norm1(x), return_attention)
+    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """x (B, T, D) -> (x', attention weights (B, H, T, T) if `need_weights` else None)."""
+        y, attn = self.attn(self.norm1(x), need_weights)
         x = x + self.drop_path(y)
         x = x + self.drop_path(self.mlp(self.norm2(x)))
         return x, attn
@@ -240,9 +244,10 @@ class VisionTransformer(nn.Module):
         prefix, patches = self.pos_embed[:, : self.prefix_tokens], self.pos_embed[:, self.prefix_tokens :]
         return torch.cat([prefix, resample_pos_embed(patches, self.config.grid, grid)], dim=1)
 
-    def forward(self, images: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
-        """images (B, C, H, W) -> logits (B, classes), and with `return_attention` the
-        per-layer post-softmax attention as `AttentionMaps` (which carries the grid)."""
+    def forward(self, images: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
+        """images (B, C, H, W) -> logits (B, classes), and with `need_weights` (PyTorch's name,
+        per head as `average_attn_weights=False`) the per-layer post-softmax attention as
+        `AttentionMaps` (which carries the grid)."""
         assert images.ndim == 4, f"expected images (B, C, H, W), got shape {tuple(images.shape)}"
         grid = self.patch_grid(images.shape[-2], images.shape[-1])
         x = self.patch_embed(images)  # (B, N, D)
@@ -251,12 +256,12 @@ class VisionTransformer(nn.Module):
         x = self.pos_drop(x + self.position_embedding(grid))  # eq. (1)
         maps = []
         for block in self.blocks:
-            x, attn = block(x, return_attention)
+            x, attn = block(x, need_weights)
             maps.append(attn)
         x = self.norm(x)
         pooled = x[:, 0] if self.config.pool == "cls" else x[:, self.prefix_tokens :].mean(dim=1)  # (B, D)
         logits = self.head(pooled)
-        if return_attention:
+        if need_weights:
             return logits, AttentionMaps(maps, grid, self.prefix_tokens)
         return logits
 
