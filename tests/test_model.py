@@ -169,10 +169,33 @@ def test_stochastic_depth_and_dropout_are_off_in_eval_mode() -> None:
         assert not torch.allclose(model(images), model(images))
 
 
-def test_config_rejects_unknown_fields_and_bad_values() -> None:
-    with pytest.raises(ValueError, match="unknown ViT config field"):
-        ViTConfig.from_dict({**ViTConfig().to_dict(), "layer_scale": 1e-5})
-    with pytest.raises(AssertionError, match="divisible"):
-        ViTConfig(dim=100, heads=3)
-    with pytest.raises(AssertionError, match="class_token"):
-        ViTConfig(class_token=False, pool="cls")
+def test_config_rejects_unknown_fields_from_files() -> None:
+    with pytest.raises(ValueError, match=r"unknown ViT config field\(s\) \['flash_heads'\]"):
+        ViTConfig.from_dict({**ViTConfig().to_dict(), "flash_heads": 2})
+    with pytest.raises(ValueError, match="ViT config field 'pool' = 'mean' is not allowed: expected 'cls' or 'gap'"):
+        ViTConfig.from_dict({"pool": "mean"})
+    assert ViTConfig.from_dict(ViTConfig(dim=96, heads=3).to_dict()) == ViTConfig(dim=96, heads=3)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"dim": 100, "heads": 3}, "'heads' = 3 is not allowed: must divide dim 100"),
+        ({"class_token": False, "pool": "cls"}, "'pool' = 'cls' is not allowed: 'cls' needs class_token=True"),
+        ({"image_size": 30}, "'image_size' = 30 is not allowed: expected a multiple of patch_size 16"),
+        ({"depth": 0}, "'depth' = 0 is not allowed: expected a positive integer"),
+        ({"drop_path": 1.0}, r"'drop_path' = 1.0 is not allowed: expected a rate in \[0, 1\)"),
+        ({"norm_eps": 0.0}, "'norm_eps' = 0.0 is not allowed: expected a positive number"),
+    ],
+)
+def test_config_refuses_bad_values_with_a_value_error(fields: dict, message: str) -> None:
+    with pytest.raises(ValueError, match="ViT config field " + message):
+        ViTConfig(**fields)
+
+
+def test_forward_refuses_images_of_the_wrong_shape() -> None:
+    model = vit.create_model("vit_cifar_nano")
+    with pytest.raises(ValueError, match=r"expected images \(B, 3, H, W\), got shape \(3, 32, 32\)"):
+        model(torch.randn(3, 32, 32))
+    with pytest.raises(ValueError, match=r"expected images \(B, 3, H, W\), got shape \(1, 1, 32, 32\)"):
+        model(torch.randn(1, 1, 32, 32))

@@ -11,7 +11,7 @@ import json
 import os
 import pickle
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -19,6 +19,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor, nn
 
+from .config import config_from_dict, require
 from .model import VisionTransformer, ViTConfig
 from .preprocessing import Preprocessing
 
@@ -106,6 +107,25 @@ def assign_weights(model: nn.Module, state_dict: dict[str, Tensor], source: str)
     return model
 
 
+@dataclass(frozen=True)
+class CheckpointHeader:
+    """The JSON in a checkpoint's header, read with `config_from_dict`'s rule."""
+
+    format: str
+    config: ViTConfig
+    class_names: list[str]  # one per class, in the head's output order
+    preprocessing: Preprocessing | None = None
+    info: dict = field(default_factory=dict)  # free-form, JSON-serialisable
+
+    def __post_init__(self) -> None:
+        what = "checkpoint header"
+        require(self.format == FORMAT, what, "format", self.format, f"expected {FORMAT!r}")
+        n = self.config.num_classes
+        names = self.class_names
+        fits = len(names) == n and all(isinstance(c, str) for c in names)
+        require(fits, what, "class_names", names, f"expected a list of {n} strings, one per class")
+
+
 def save_checkpoint(
     model: VisionTransformer,
     path: str | os.PathLike,
@@ -118,37 +138,23 @@ def save_checkpoint(
     """Save model weights + config + class names + preprocessing + free-form `info`
     (anything JSON-serialisable) atomically. `extra` tensors ride along under 'extra/'."""
     names = list(class_names) if class_names is not None else [str(i) for i in range(model.config.num_classes)]
-    if len(names) != model.config.num_classes:
-        raise ValueError(f"{len(names)} class names for a model with {model.config.num_classes} classes")
-    header = {
-        "format": FORMAT,
-        "config": model.config.to_dict(),
-        "class_names": names,
-        "preprocessing": preprocessing.to_dict() if preprocessing else None,
-        "info": info,
-    }
+    header = CheckpointHeader(FORMAT, model.config, names, preprocessing, info)
     tensors = dict(model.state_dict())
     tensors.update({EXTRA_PREFIX + k: v for k, v in (extra or {}).items()})
-    write_tensors(path, tensors, header)
+    write_tensors(path, tensors, asdict(header))
 
 
 def load_checkpoint(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[VisionTransformer, ModelMeta]:
     """Load a checkpoint written by `save_checkpoint`: (model in eval mode, meta)."""
-    tensors, header = read_tensors(path)
-    if header.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: unsupported checkpoint format {header.get('format')!r}, expected {FORMAT!r}")
+    tensors, raw = read_tensors(path)
     try:
-        config = ViTConfig.from_dict(header["config"])
-        preprocessing = Preprocessing.from_dict(header["preprocessing"]) if header.get("preprocessing") else None
-        class_names = list(header["class_names"])
-    except (KeyError, TypeError, ValueError, AssertionError) as e:
+        header = config_from_dict(CheckpointHeader, raw, "checkpoint header")
+    except ValueError as e:
         raise CheckpointError(f"{path}: bad checkpoint header: {e}") from e
     weights = {k: v for k, v in tensors.items() if not k.startswith(EXTRA_PREFIX)}
     extra = {k[len(EXTRA_PREFIX) :]: v for k, v in tensors.items() if k.startswith(EXTRA_PREFIX)}
-    model = assign_weights(VisionTransformer(config), weights, str(path))
-    if len(class_names) != config.num_classes:
-        raise CheckpointError(f"{path}: {len(class_names)} class names for {config.num_classes} classes")
-    meta = ModelMeta(class_names, preprocessing, header.get("info") or {}, extra)
+    model = assign_weights(VisionTransformer(header.config), weights, str(path))
+    meta = ModelMeta(header.class_names, header.preprocessing, header.info, extra)
     return model.to(device).eval(), meta
 
 

@@ -14,12 +14,14 @@ torchvision's and timm's ViTs, so their weights load without any numeric change.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from .config import config_from_dict, require
 
 Pool = Literal["cls", "gap"]
 
@@ -44,12 +46,22 @@ class ViTConfig:
     norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
-        assert self.dim % self.heads == 0, f"dim {self.dim} is not divisible by heads {self.heads}"
-        assert self.image_size % self.patch_size == 0, (
-            f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}"
+        what = "ViT config"
+        for name in ("image_size", "patch_size", "in_channels", "num_classes", "dim", "depth", "heads", "mlp_dim"):
+            require(getattr(self, name) >= 1, what, name, getattr(self, name), "expected a positive integer")
+        require(self.dim % self.heads == 0, what, "heads", self.heads, f"must divide dim {self.dim}")
+        require(
+            self.image_size % self.patch_size == 0,
+            what,
+            "image_size",
+            self.image_size,
+            f"expected a multiple of patch_size {self.patch_size}",
         )
-        assert self.pool in ("cls", "gap"), f"pool must be 'cls' or 'gap', got {self.pool!r}"
-        assert self.class_token or self.pool == "gap", "pool='cls' needs class_token=True"
+        require(self.pool in ("cls", "gap"), what, "pool", self.pool, "expected 'cls' or 'gap'")
+        require(self.class_token or self.pool == "gap", what, "pool", self.pool, "'cls' needs class_token=True")
+        for name in ("dropout", "attn_dropout", "drop_path"):
+            require(0.0 <= getattr(self, name) < 1.0, what, name, getattr(self, name), "expected a rate in [0, 1)")
+        require(self.norm_eps > 0, what, "norm_eps", self.norm_eps, "expected a positive number")
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -62,12 +74,9 @@ class ViTConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> ViTConfig:
-        """Build a config from JSON, refusing fields this version does not know."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown ViT config field(s) {unknown}; known fields: {sorted(known)}")
-        return cls(**d)
+        """Build a config from JSON with `config_from_dict`'s rule: unknown fields, wrong types
+        and refused values all end in a ValueError naming the field."""
+        return config_from_dict(cls, d, "ViT config")
 
 
 class AttentionMaps(tuple):
@@ -248,7 +257,9 @@ class VisionTransformer(nn.Module):
         """images (B, C, H, W) -> logits (B, classes), and with `need_weights` (PyTorch's name,
         per head as `average_attn_weights=False`) the per-layer post-softmax attention as
         `AttentionMaps` (which carries the grid)."""
-        assert images.ndim == 4, f"expected images (B, C, H, W), got shape {tuple(images.shape)}"
+        channels = self.config.in_channels
+        if images.ndim != 4 or images.shape[1] != channels:
+            raise ValueError(f"expected images (B, {channels}, H, W), got shape {tuple(images.shape)}")
         grid = self.patch_grid(images.shape[-2], images.shape[-1])
         x = self.patch_embed(images)  # (B, N, D)
         if self.cls_token is not None:
