@@ -2,7 +2,7 @@
 
 Runs the models interleaved in one process (so machine noise hits all of them alike) and
 prints medians and ratios:
-  (a) ours with return_attention=True  vs torchvision's plain forward   (goal <= 1.00x)
+  (a) ours with need_weights=True      vs torchvision's plain forward   (goal <= 1.00x)
   (b) ours without maps (fused SDPA)   vs timm's fused forward          (goal <= 1.00x)
 
     python -m bench.forward [--batches 1 8] [--repeats 15] [--threads N]
@@ -53,7 +53,7 @@ def main() -> None:
         images = torch.randn(batch, 3, 224, 224)
         runs = {
             "tv": partial(tv, images),
-            "ours_maps": partial(ours, images, return_attention=True),
+            "ours_maps": partial(ours, images, need_weights=True),
             "timm": partial(tm, images),
             "ours_fused": partial(ours, images),
         }

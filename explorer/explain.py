@@ -154,7 +154,7 @@ def explain(
             f"{max_bytes / 2**20:,.0f} MiB budget: use the centre-crop mode or a smaller model"
         )
     with torch.inference_mode():
-        logits, attention = model(inp.tensor, return_attention=True)
+        logits, attention = model(inp.tensor, need_weights=True)
     probs = logits[0].float().softmax(-1)
     top = probs.topk(min(top_k, probs.numel()))
     probabilities = {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}

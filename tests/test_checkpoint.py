@@ -9,9 +9,9 @@ from safetensors.torch import save_file
 
 import vit
 from vit.checkpoint import HEADER_KEY, read_tensors, write_tensors
-from vit.preprocessing import CIFAR10
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
-CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+CLASSES = list(CIFAR10_CLASSES)
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_atomic_write_leaves_the_old_file_when_interrupted(saved, monkeypatch) -
         raise KeyboardInterrupt("killed mid-write")
 
     monkeypatch.setattr("vit.checkpoint.save_file", crash)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="killed mid-write"):
         vit.save_checkpoint(vit.create_model("vit_cifar_nano"), path, class_names=CLASSES)
     assert path.read_bytes() == before
     assert sorted(p.name for p in path.parent.iterdir()) == ["model.safetensors"]  # no temp file left
@@ -84,11 +84,32 @@ def rewrite_header(path, change) -> None:
     write_tensors(path, tensors, header)
 
 
-def test_unknown_config_field_is_named(saved) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda h: h["config"].update(flash_heads=2), r"unknown checkpoint header config field\(s\) \['flash_heads'\]"),
+        (lambda h: h["config"].update(heads="4"), "config field 'heads' = '4' is not allowed: expected int"),
+        (lambda h: h["config"].update(heads=3), "field 'heads' = 3 is not allowed: must divide dim 128"),
+        (lambda h: h.update(format="other/2"), "field 'format' = 'other/2' is not allowed: expected 'vit-explorer/1'"),
+        (lambda h: h.update(class_names=CLASSES[:9]), "field 'class_names' .* expected a list of 10 strings"),
+        (lambda h: h.update(class_names=list(range(10))), "'class_names' = .* expected a list of str"),
+        (lambda h: h.update(info=["epochs", 3]), "field 'info' = .* expected a JSON object"),
+        (lambda h: h["preprocessing"].update(std=[0.2, 0.0, 0.2]), "'std' = .* every channel's std must be positive"),
+        (lambda h: h["preprocessing"].update(mean=[0.5, 0.5]), "'mean' = .* expected 3 finite numbers"),
+        (lambda h: h.pop("config"), "invalid checkpoint header: .*config"),
+    ],
+)
+def test_bad_header_fields_are_named_with_what_is_allowed(saved, change, message) -> None:
     _, path = saved
-    rewrite_header(path, lambda h, t: h["config"].update(layer_scale=1e-5))
-    with pytest.raises(vit.CheckpointError, match="unknown ViT config field.*layer_scale"):
+    rewrite_header(path, lambda h, t: change(h))
+    with pytest.raises(vit.CheckpointError, match="bad checkpoint header: .*" + message):
         vit.load_checkpoint(path)
+
+
+def test_saving_refuses_class_names_that_do_not_fit(tmp_path) -> None:
+    model = vit.create_model("vit_cifar_nano")
+    with pytest.raises(ValueError, match="'class_names' = .* expected a list of 10 strings, one per class"):
+        vit.save_checkpoint(model, tmp_path / "m.safetensors", class_names=CLASSES[:3])
 
 
 def test_missing_key_and_wrong_shape_are_named(saved) -> None:
@@ -123,7 +144,7 @@ def test_malicious_pickle_is_refused_and_never_runs(tmp_path) -> None:
     torch.save({"conv_proj.weight": RunsACommand(marker)}, evil)  # a real torch zip file, hostile inside
     with pytest.raises(vit.CheckpointError, match="refused to load"):
         vit.from_torchvision(evil)
-    with pytest.raises(vit.CheckpointError):
+    with pytest.raises(vit.CheckpointError, match="not a readable safetensors file"):
         vit.load_checkpoint(evil)
     assert not marker.exists()
 

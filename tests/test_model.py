@@ -55,7 +55,7 @@ def test_fused_and_explicit_attention_give_the_same_logits(name: str) -> None:
     images = torch.randn(3, 3, size, size)
     with torch.no_grad():
         fast = model(images)
-        explicit, maps = model(images, return_attention=True)
+        explicit, maps = model(images, need_weights=True)
     assert fast.shape == (3, model.config.num_classes)
     torch.testing.assert_close(fast, explicit, atol=1e-5, rtol=0)
     assert len(maps) == model.config.depth
@@ -64,7 +64,7 @@ def test_fused_and_explicit_attention_give_the_same_logits(name: str) -> None:
 def test_attention_maps_are_row_stochastic_and_carry_the_grid() -> None:
     model = vit.create_model("vit_cifar_nano").eval()
     with torch.no_grad():
-        _, maps = model(torch.randn(2, 3, 32, 32), return_attention=True)
+        _, maps = model(torch.randn(2, 3, 32, 32), need_weights=True)
     assert isinstance(maps, tuple) and isinstance(maps, AttentionMaps)
     assert maps.grid == (8, 8) and maps.prefix_tokens == 1
     for layer in maps:
@@ -78,7 +78,7 @@ def test_explicit_attention_matches_a_hand_computed_softmax() -> None:
     block = model.blocks[0]
     images = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
-        _, maps = model(images, return_attention=True)
+        _, maps = model(images, need_weights=True)
         tokens = torch.cat([model.cls_token, model.patch_embed(images)], 1) + model.pos_embed
         q, k, _ = block.attn.qkv(block.norm1(tokens)).chunk(3, dim=-1)  # (1, T, D) each
         head = 2
@@ -87,10 +87,32 @@ def test_explicit_attention_matches_a_hand_computed_softmax() -> None:
     torch.testing.assert_close(maps[0][0, head], expected, atol=1e-6, rtol=1e-5)
 
 
+def test_block_weights_equal_pytorch_multihead_attention() -> None:
+    # Our attention with the same q;k;v and output projection loaded into PyTorch's own
+    # nn.MultiheadAttention: same output, same per-head weights (need_weights=True,
+    # average_attn_weights=False is the per-head form our blocks return).
+    dim, heads = 48, 4
+    ours = vit.model.Attention(dim, heads, qkv_bias=True, attn_dropout=0.0, dropout=0.0).eval()
+    torch_mha = torch.nn.MultiheadAttention(dim, heads, batch_first=True).eval()
+    with torch.no_grad():
+        ours.qkv.bias.normal_()  # non-zero biases, so a q/k/v order mix-up would show
+        torch_mha.in_proj_weight.copy_(ours.qkv.weight)
+        torch_mha.in_proj_bias.copy_(ours.qkv.bias)
+        torch_mha.out_proj.weight.copy_(ours.proj.weight)
+        torch_mha.out_proj.bias.copy_(ours.proj.bias)
+        x = torch.randn(2, 7, dim)
+        out, weights = ours(x, need_weights=True)
+        ref_out, ref_weights = torch_mha(x, x, x, need_weights=True, average_attn_weights=False)
+    assert weights.shape == ref_weights.shape == (2, heads, 7, 7)
+    torch.testing.assert_close(weights, ref_weights, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out, ref_out, atol=1e-6, rtol=0)
+    assert ours(x)[1] is None  # need_weights=False: the fused path builds no map
+
+
 def test_non_square_input_reports_height_and_width_in_order() -> None:
     model = vit.create_model("vit_cifar_nano").eval()
     with torch.no_grad():
-        logits, maps = model(torch.randn(1, 3, 24, 40), return_attention=True)
+        logits, maps = model(torch.randn(1, 3, 24, 40), need_weights=True)
     assert maps.grid == (6, 10)  # (gh, gw) = (24/4, 40/4), never (10, 6)
     assert maps[0].shape[-1] == 1 + 6 * 10
     assert model.patch_grid(24, 40) == (6, 10)
@@ -147,10 +169,33 @@ def test_stochastic_depth_and_dropout_are_off_in_eval_mode() -> None:
         assert not torch.allclose(model(images), model(images))
 
 
-def test_config_rejects_unknown_fields_and_bad_values() -> None:
-    with pytest.raises(ValueError, match="unknown ViT config field"):
-        ViTConfig.from_dict({**ViTConfig().to_dict(), "layer_scale": 1e-5})
-    with pytest.raises(AssertionError, match="divisible"):
-        ViTConfig(dim=100, heads=3)
-    with pytest.raises(AssertionError, match="class_token"):
-        ViTConfig(class_token=False, pool="cls")
+def test_config_rejects_unknown_fields_from_files() -> None:
+    with pytest.raises(ValueError, match=r"unknown ViT config field\(s\) \['flash_heads'\]"):
+        ViTConfig.from_dict({**ViTConfig().to_dict(), "flash_heads": 2})
+    with pytest.raises(ValueError, match="ViT config field 'pool' = 'mean' is not allowed: expected 'cls' or 'gap'"):
+        ViTConfig.from_dict({"pool": "mean"})
+    assert ViTConfig.from_dict(ViTConfig(dim=96, heads=3).to_dict()) == ViTConfig(dim=96, heads=3)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"dim": 100, "heads": 3}, "'heads' = 3 is not allowed: must divide dim 100"),
+        ({"class_token": False, "pool": "cls"}, "'pool' = 'cls' is not allowed: 'cls' needs class_token=True"),
+        ({"image_size": 30}, "'image_size' = 30 is not allowed: expected a multiple of patch_size 16"),
+        ({"depth": 0}, "'depth' = 0 is not allowed: expected a positive integer"),
+        ({"drop_path": 1.0}, r"'drop_path' = 1.0 is not allowed: expected a rate in \[0, 1\)"),
+        ({"norm_eps": 0.0}, "'norm_eps' = 0.0 is not allowed: expected a positive number"),
+    ],
+)
+def test_config_refuses_bad_values_with_a_value_error(fields: dict, message: str) -> None:
+    with pytest.raises(ValueError, match="ViT config field " + message):
+        ViTConfig(**fields)
+
+
+def test_forward_refuses_images_of_the_wrong_shape() -> None:
+    model = vit.create_model("vit_cifar_nano")
+    with pytest.raises(ValueError, match=r"expected images \(B, 3, H, W\), got shape \(3, 32, 32\)"):
+        model(torch.randn(3, 32, 32))
+    with pytest.raises(ValueError, match=r"expected images \(B, 3, H, W\), got shape \(1, 1, 32, 32\)"):
+        model(torch.randn(1, 1, 32, 32))

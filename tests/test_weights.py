@@ -2,7 +2,7 @@
 loud refusals, and named pretrained weights (offline here)."""
 
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import huggingface_hub
@@ -17,6 +17,9 @@ from timm.utils import AttentionExtract
 
 import vit
 from vit.analysis import query_attention
+
+# tv_small's architecture: no named configuration has it, so a bare state dict needs it spelled out.
+TV_SMALL = vit.ViTConfig(image_size=32, patch_size=4, num_classes=10, dim=64, depth=3, heads=4, mlp_dim=128)
 
 
 def tv_small() -> torchvision.models.VisionTransformer:
@@ -56,8 +59,8 @@ def test_torchvision_b16_parity(tv_b16) -> None:
 
 def test_torchvision_small_config_parity_from_state_dict() -> None:
     foreign = randomise_(tv_small()).eval()
-    ours = vit.from_torchvision(foreign.state_dict(), heads=4)
-    assert (ours.config.depth, ours.config.heads, ours.config.patch_size) == (3, 4, 4)
+    ours = vit.from_torchvision(foreign.state_dict(), config=TV_SMALL)
+    assert ours.config == TV_SMALL
     assert max_logit_gap(foreign, ours, 32, batch=4) <= 1e-4
 
 
@@ -65,7 +68,7 @@ def test_torchvision_legacy_mlp_names_are_accepted() -> None:
     foreign = randomise_(tv_small()).eval()
     legacy = legacy_names(foreign.state_dict())
     assert any("linear_1" in k for k in legacy)
-    assert max_logit_gap(foreign, vit.from_torchvision(legacy, heads=4), 32) <= 1e-4
+    assert max_logit_gap(foreign, vit.from_torchvision(legacy, config=TV_SMALL), 32) <= 1e-4
 
 
 def test_every_layer_gets_its_own_weights(tv_b16) -> None:
@@ -111,7 +114,7 @@ def test_per_head_attention_equals_timm_maps() -> None:
     images = torch.randn(2, 3, 64, 64)
     with torch.no_grad():
         theirs = AttentionExtract(foreign, method="fx")(images)  # {name: (B, H, T, T)} in block order
-        _, maps = ours(images, return_attention=True)
+        _, maps = ours(images, need_weights=True)
     assert len(theirs) == len(maps) == 12
     for reference, mine in zip(theirs.values(), maps, strict=True):
         torch.testing.assert_close(mine, reference, atol=1e-5, rtol=0)
@@ -140,18 +143,66 @@ def test_missing_and_misshaped_keys_are_named() -> None:
     broken = dict(sd)
     del broken["encoder.layers.encoder_layer_1.ln_2.weight"]
     with pytest.raises(vit.CheckpointError, match=r"missing keys \['blocks.1.norm2.weight'\]"):
-        vit.from_torchvision(broken, heads=4)
+        vit.from_torchvision(broken, config=TV_SMALL)
     broken = dict(sd)
     broken["encoder.layers.encoder_layer_2.mlp.3.bias"] = torch.zeros(7)
     with pytest.raises(vit.CheckpointError, match=r"blocks.2.mlp.fc2.bias: file \(7,\) vs model \(64,\)"):
-        vit.from_torchvision(broken, heads=4)
+        vit.from_torchvision(broken, config=TV_SMALL)
     with pytest.raises(vit.CheckpointError, match="unrecognised torchvision ViT key 'encoder.extra'"):
-        vit.from_torchvision({**sd, "encoder.extra": torch.zeros(1)}, heads=4)
+        vit.from_torchvision({**sd, "encoder.extra": torch.zeros(1)}, config=TV_SMALL)
 
 
-def test_non_standard_width_needs_heads() -> None:
-    with pytest.raises(vit.CheckpointError, match="pass heads="):
+def test_weights_that_fit_no_named_configuration_are_refused() -> None:
+    with pytest.raises(vit.CheckpointError, match=r"fit no named configuration .* pass config=ViTConfig"):
         vit.from_torchvision(tv_small().state_dict())
+
+
+@pytest.mark.parametrize(("name", "heads"), [("vit_cifar_tiny", 12), ("vit_cifar_small", 12)])
+def test_bare_state_dict_of_a_named_model_keeps_its_heads(name: str, heads: int) -> None:
+    # dim 192 / 384 with 12 heads: a guess by width (3 / 6 heads, the ImageNet models') gets
+    # every per-head map wrong while the shapes still fit. The only named fit is used instead.
+    original = vit.create_model(name).eval()
+    ours = vit.from_timm(original.state_dict())
+    assert ours.config == original.config and ours.config.heads == heads
+    images = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        expected, expected_maps = original(images, need_weights=True)
+        logits, maps = ours(images, need_weights=True)
+    torch.testing.assert_close(logits, expected, atol=0, rtol=0)
+    assert maps[0].shape[1] == heads
+    torch.testing.assert_close(maps[-1], expected_maps[-1], atol=0, rtol=0)
+
+
+def test_fine_tuned_copies_keep_the_named_architecture() -> None:
+    # Another class count and resolution than the preset: still the preset's heads.
+    original = vit.create_model("vit_cifar_small", num_classes=7, image_size=48)
+    assert vit.from_timm(original.state_dict()).config == original.config
+
+
+def test_ambiguous_weights_are_refused_with_the_candidates(monkeypatch) -> None:
+    tiny = vit.model.CONFIGS["vit_cifar_tiny"]
+    monkeypatch.setitem(vit.model.CONFIGS, "vit_cifar_tiny_3h", replace(tiny, heads=3))
+    monkeypatch.setitem(vit.model.CONFIGS, "vit_cifar_tiny_gap", replace(tiny, pool="gap"))
+    sd = vit.create_model("vit_cifar_tiny").state_dict()
+    listed = r"vit_cifar_tiny \(12 heads, pool 'cls'\), vit_cifar_tiny_3h \(3 heads, pool 'cls'\), vit_cifar_tiny_gap"
+    with pytest.raises(vit.CheckpointError, match=r"3 named configurations fit them: " + listed):
+        vit.from_timm(sd)
+    with pytest.raises(vit.CheckpointError, match=r"name=NAME .* --model NAME"):
+        vit.from_timm(sd)
+    assert vit.from_timm(sd, name="vit_cifar_tiny_3h").config.heads == 3
+    assert vit.from_timm(sd, name="vit_cifar_tiny_gap").config.pool == "gap"
+    with pytest.raises(vit.CheckpointError, match=r"do not fit 'vit_cifar_small': dim 192 \(weights\) vs 384"):
+        vit.from_timm(sd, name="vit_cifar_small")
+    with pytest.raises(vit.CheckpointError, match="unknown model 'vit_nope'"):
+        vit.from_timm(sd, name="vit_nope")
+    with pytest.raises(ValueError, match="pass config= or name=, not both"):
+        vit.from_timm(sd, name="vit_cifar_tiny", config=tiny)
+
+
+def test_torchvision_imagenet_state_dict_is_a_unique_fit(tv_b16) -> None:
+    # vit_b_16 and timm's vit_base_patch16_224 are one architecture: two names, one config.
+    ours = vit.from_torchvision(tv_b16.state_dict())
+    assert ours.config == vit.create_model("vit_b_16").config
 
 
 @dataclass

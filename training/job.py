@@ -47,7 +47,7 @@ def probe_attention(trainer: Trainer, image: Tensor) -> Tensor:
     model.eval()
     with torch.no_grad():
         x = model_input(image[None].to(trainer.device), trainer.mean, trainer.std, trainer.image_size)
-        _, maps = model(x, return_attention=True)
+        _, maps = model(x, need_weights=True)
     model.train(was_training)
     return query_attention(maps)[0].float().cpu()  # (L, H, gh, gw)
 

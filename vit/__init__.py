@@ -4,7 +4,7 @@ to load foreign weights, save safe checkpoints and analyse attention.
     import vit
     model = vit.create_model("vit_b_16", num_classes=1000)
     logits = model(images)                                # fast path: fused SDPA, no maps
-    logits, attn = model(images, return_attention=True)   # attn: L x (B, heads, T, T), attn.grid = (gh, gw)
+    logits, attn = model(images, need_weights=True)       # attn: L x (B, heads, T, T), attn.grid = (gh, gw)
 """
 
 from .checkpoint import CheckpointError, ModelMeta, load_checkpoint, load_state_dict_file, save_checkpoint

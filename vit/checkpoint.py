@@ -17,7 +17,7 @@ import math
 import os
 import pickle
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -25,6 +25,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor, nn
 
+from .config import config_from_dict, require
 from .model import VisionTransformer, ViTConfig
 from .preprocessing import Preprocessing
 
@@ -204,6 +205,25 @@ def assign_weights(model: nn.Module, state_dict: dict[str, Tensor], source: str)
     return model
 
 
+@dataclass(frozen=True)
+class CheckpointHeader:
+    """The JSON in a checkpoint's header, read with `config_from_dict`'s rule."""
+
+    format: str
+    config: ViTConfig
+    class_names: list[str]  # one per class, in the head's output order
+    preprocessing: Preprocessing | None = None
+    info: dict = field(default_factory=dict)  # free-form, JSON-serialisable
+
+    def __post_init__(self) -> None:
+        what = "checkpoint header"
+        require(self.format == FORMAT, what, "format", self.format, f"expected {FORMAT!r}")
+        n = self.config.num_classes
+        names = self.class_names
+        fits = len(names) == n and all(isinstance(c, str) for c in names)
+        require(fits, what, "class_names", names, f"expected a list of {n} strings, one per class")
+
+
 def save_checkpoint(
     model: VisionTransformer,
     path: str | os.PathLike,
@@ -216,18 +236,10 @@ def save_checkpoint(
     """Save model weights + config + class names + preprocessing + free-form `info`
     (anything JSON-serialisable) atomically. `extra` tensors ride along under 'extra/'."""
     names = list(class_names) if class_names is not None else [str(i) for i in range(model.config.num_classes)]
-    if len(names) != model.config.num_classes:
-        raise ValueError(f"{len(names)} class names for a model with {model.config.num_classes} classes")
-    header = {
-        "format": FORMAT,
-        "config": model.config.to_dict(),
-        "class_names": names,
-        "preprocessing": preprocessing.to_dict() if preprocessing else None,
-        "info": info,
-    }
+    header = CheckpointHeader(FORMAT, model.config, names, preprocessing, info)
     tensors = dict(model.state_dict())
     tensors.update({EXTRA_PREFIX + k: v for k, v in (extra or {}).items()})
-    write_tensors(path, tensors, header)
+    write_tensors(path, tensors, asdict(header))
 
 
 def load_checkpoint(
@@ -237,25 +249,20 @@ def load_checkpoint(
     and every tensor shape are checked against `limits` and the config before any weight is
     read or the model allocated."""
     name = Path(path).name
-    header, shapes = read_header(path, limits)
-    if header.get("format") != FORMAT:
-        raise CheckpointError(f"{name}: unsupported checkpoint format {header.get('format')!r}, expected {FORMAT!r}")
+    raw, shapes = read_header(path, limits)
     try:
-        config = ViTConfig.from_dict(header["config"])
-        preprocessing = Preprocessing.from_dict(header["preprocessing"]) if header.get("preprocessing") else None
-        class_names = list(header["class_names"])
-    except (KeyError, TypeError, ValueError, AssertionError) as e:
+        fields_ = {k: v for k, v in raw.items() if k != DIGEST_KEY}  # the hash is checked below, with the tensors
+        header = config_from_dict(CheckpointHeader, fields_, "checkpoint header")
+    except ValueError as e:
         raise CheckpointError(f"{name}: bad checkpoint header: {e}") from e
-    if len(class_names) != config.num_classes:
-        raise CheckpointError(f"{name}: {len(class_names)} class names for {config.num_classes} classes")
-    expected = parameter_shapes(config, limits)
+    expected = parameter_shapes(header.config, limits)
     check_shapes(expected, {k: v for k, v in shapes.items() if not k.startswith(EXTRA_PREFIX)}, name)
-    tensors = verified_tensors(path, header)
+    tensors = verified_tensors(path, raw)
     weights = {k: v for k, v in tensors.items() if not k.startswith(EXTRA_PREFIX)}
     check_finite(weights, name)
     extra = {k[len(EXTRA_PREFIX) :]: v for k, v in tensors.items() if k.startswith(EXTRA_PREFIX)}
-    model = assign_weights(VisionTransformer(config), weights, name)
-    meta = ModelMeta(class_names, preprocessing, header.get("info") or {}, extra)
+    model = assign_weights(VisionTransformer(header.config), weights, name)
+    meta = ModelMeta(header.class_names, header.preprocessing, header.info, extra)
     return model.to(device).eval(), meta
 
 

@@ -27,6 +27,10 @@ def _allowed(hint: Any) -> str:
         return "None"
     if origin is tuple:
         return "a list of numbers"
+    if origin is list:
+        return f"a list of {_allowed(typing.get_args(hint)[0])}"
+    if hint is dict:
+        return "a JSON object"
     return getattr(hint, "__name__", str(hint))
 
 
@@ -41,6 +45,10 @@ def _fits(value: Any, hint: Any) -> bool:
         return value is None
     if origin is tuple:
         return isinstance(value, list | tuple) and all(_fits(v, float) for v in value)
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, typing.get_args(hint)[0]) for v in value)
+    if hint is dict:
+        return isinstance(value, dict)
     if hint is bool:
         return isinstance(value, bool)
     if hint is int:
@@ -52,6 +60,15 @@ def _fits(value: Any, hint: Any) -> bool:
     if dataclasses.is_dataclass(hint):
         return isinstance(value, dict | hint)
     return True  # a type this rule does not check: the dataclass's own __post_init__ does
+
+
+def _dataclass_in(hint: Any) -> type | None:
+    """The dataclass a field holds: `Inner` for `Inner` and for `Inner | None`, else None."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return next((a for a in typing.get_args(hint) if dataclasses.is_dataclass(a)), None)
+    return None
 
 
 def config_from_dict(cls: type[T], data: Any, what: str) -> T:
@@ -70,8 +87,9 @@ def config_from_dict(cls: type[T], data: Any, what: str) -> T:
         hint = hints[name]
         if not _fits(value, hint):
             raise ValueError(f"{what} field {name!r} = {value!r} is not allowed: expected {_allowed(hint)}")
-        if dataclasses.is_dataclass(hint) and isinstance(value, dict):
-            value = config_from_dict(hint, value, f"{what} {name}")
+        nested = _dataclass_in(hint)
+        if nested is not None and isinstance(value, dict):
+            value = config_from_dict(nested, value, f"{what} {name}")
         elif typing.get_origin(hint) is tuple or (isinstance(value, list) and _fits(tuple(value), hint)):
             value = tuple(value)
         values[name] = value
@@ -79,3 +97,11 @@ def config_from_dict(cls: type[T], data: Any, what: str) -> T:
         return cls(**values)
     except (TypeError, ValueError) as e:
         raise ValueError(f"invalid {what}: {e}") from e
+
+
+def require(ok: bool, what: str, name: str, value: Any, allowed: str) -> None:
+    """Raise the rule's ValueError unless `ok`: "{what} field {name!r} = {value!r} is not allowed:
+    {allowed}". The dataclasses' __post_init__ checks use it, so a bad value reads the same
+    whether it came from a file or from Python."""
+    if not ok:
+        raise ValueError(f"{what} field {name!r} = {value!r} is not allowed: {allowed}")

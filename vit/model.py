@@ -14,12 +14,14 @@ torchvision's and timm's ViTs, so their weights load without any numeric change.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from .config import config_from_dict, require
 
 Pool = Literal["cls", "gap"]
 
@@ -44,12 +46,22 @@ class ViTConfig:
     norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
-        assert self.dim % self.heads == 0, f"dim {self.dim} is not divisible by heads {self.heads}"
-        assert self.image_size % self.patch_size == 0, (
-            f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}"
+        what = "ViT config"
+        for name in ("image_size", "patch_size", "in_channels", "num_classes", "dim", "depth", "heads", "mlp_dim"):
+            require(getattr(self, name) >= 1, what, name, getattr(self, name), "expected a positive integer")
+        require(self.dim % self.heads == 0, what, "heads", self.heads, f"must divide dim {self.dim}")
+        require(
+            self.image_size % self.patch_size == 0,
+            what,
+            "image_size",
+            self.image_size,
+            f"expected a multiple of patch_size {self.patch_size}",
         )
-        assert self.pool in ("cls", "gap"), f"pool must be 'cls' or 'gap', got {self.pool!r}"
-        assert self.class_token or self.pool == "gap", "pool='cls' needs class_token=True"
+        require(self.pool in ("cls", "gap"), what, "pool", self.pool, "expected 'cls' or 'gap'")
+        require(self.class_token or self.pool == "gap", what, "pool", self.pool, "'cls' needs class_token=True")
+        for name in ("dropout", "attn_dropout", "drop_path"):
+            require(0.0 <= getattr(self, name) < 1.0, what, name, getattr(self, name), "expected a rate in [0, 1)")
+        require(self.norm_eps > 0, what, "norm_eps", self.norm_eps, "expected a positive number")
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -62,12 +74,9 @@ class ViTConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> ViTConfig:
-        """Build a config from JSON, refusing fields this version does not know."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown ViT config field(s) {unknown}; known fields: {sorted(known)}")
-        return cls(**d)
+        """Build a config from JSON with `config_from_dict`'s rule: unknown fields, wrong types
+        and refused values all end in a ValueError naming the field."""
+        return config_from_dict(cls, d, "ViT config")
 
 
 class AttentionMaps(tuple):
@@ -122,7 +131,10 @@ class PatchEmbed(nn.Module):
 
 
 class Attention(nn.Module):
-    """Multi-head self-attention (MSA in eq. 2) with packed q;k;v like torchvision and timm."""
+    """Multi-head self-attention (MSA in eq. 2) with packed q;k;v like torchvision and timm.
+
+    With `need_weights=True` it also returns the post-softmax weights per head, (B, H, T, T):
+    what `nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)` returns."""
 
     def __init__(self, dim: int, heads: int, qkv_bias: bool, attn_dropout: float, dropout: float):
         super().__init__()
@@ -134,12 +146,12 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         B, T, D = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim)  # (B, T, 3, H, hd)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, hd)
         dropout_p = self.attn_dropout if self.training else 0.0
-        if return_attention:
+        if need_weights:
             # The explicit path: softmax(q k^T / sqrt(d)) is materialised so it can be returned.
             attn = ((q * self.scale) @ k.transpose(-2, -1)).softmax(dim=-1)  # (B, H, T, T)
             out = F.dropout(attn, dropout_p, self.training) @ v  # (B, H, T, hd)
@@ -189,8 +201,9 @@ class Block(nn.Module):
         self.mlp = MLP(c.dim, c.mlp_dim, c.dropout)
         self.drop_path = DropPath(drop_path)
 
-    def forward(self, x: Tensor, return_attention: bool = False) -> tuple[Tensor, Tensor | None]:
-        y, attn = self.attn(self.norm1(x), return_attention)
+    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """x (B, T, D) -> (x', attention weights (B, H, T, T) if `need_weights` else None)."""
+        y, attn = self.attn(self.norm1(x), need_weights)
         x = x + self.drop_path(y)
         x = x + self.drop_path(self.mlp(self.norm2(x)))
         return x, attn
@@ -240,10 +253,13 @@ class VisionTransformer(nn.Module):
         prefix, patches = self.pos_embed[:, : self.prefix_tokens], self.pos_embed[:, self.prefix_tokens :]
         return torch.cat([prefix, resample_pos_embed(patches, self.config.grid, grid)], dim=1)
 
-    def forward(self, images: Tensor, return_attention: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
-        """images (B, C, H, W) -> logits (B, classes), and with `return_attention` the
-        per-layer post-softmax attention as `AttentionMaps` (which carries the grid)."""
-        assert images.ndim == 4, f"expected images (B, C, H, W), got shape {tuple(images.shape)}"
+    def forward(self, images: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
+        """images (B, C, H, W) -> logits (B, classes), and with `need_weights` (PyTorch's name,
+        per head as `average_attn_weights=False`) the per-layer post-softmax attention as
+        `AttentionMaps` (which carries the grid)."""
+        channels = self.config.in_channels
+        if images.ndim != 4 or images.shape[1] != channels:
+            raise ValueError(f"expected images (B, {channels}, H, W), got shape {tuple(images.shape)}")
         grid = self.patch_grid(images.shape[-2], images.shape[-1])
         x = self.patch_embed(images)  # (B, N, D)
         if self.cls_token is not None:
@@ -251,12 +267,12 @@ class VisionTransformer(nn.Module):
         x = self.pos_drop(x + self.position_embedding(grid))  # eq. (1)
         maps = []
         for block in self.blocks:
-            x, attn = block(x, return_attention)
+            x, attn = block(x, need_weights)
             maps.append(attn)
         x = self.norm(x)
         pooled = x[:, 0] if self.config.pool == "cls" else x[:, self.prefix_tokens :].mean(dim=1)  # (B, D)
         logits = self.head(pooled)
-        if return_attention:
+        if need_weights:
             return logits, AttentionMaps(maps, grid, self.prefix_tokens)
         return logits
 

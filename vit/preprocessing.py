@@ -3,10 +3,13 @@ torchvision transform. Each model carries its own (wrong preprocessing = silent 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import math
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import torch
+
+from .config import config_from_dict, require
 
 if TYPE_CHECKING:
     from torchvision.transforms import v2
@@ -33,9 +36,28 @@ class Preprocessing:
     interpolation: str = "bilinear"
 
     def __post_init__(self) -> None:
-        if self.interpolation not in INTERPOLATIONS:
-            raise ValueError(f"unknown interpolation {self.interpolation!r}; choose one of {INTERPOLATIONS}")
-        assert self.crop_size <= self.resize_size, "crop_size must not exceed resize_size"
+        what = "preprocessing"
+        allowed = f"expected one of {INTERPOLATIONS}"
+        require(self.interpolation in INTERPOLATIONS, what, "interpolation", self.interpolation, allowed)
+        for name in ("resize_size", "crop_size"):
+            require(getattr(self, name) >= 1, what, name, getattr(self, name), "expected a positive integer")
+        require(
+            self.crop_size <= self.resize_size,
+            what,
+            "crop_size",
+            self.crop_size,
+            f"must not exceed resize_size {self.resize_size}",
+        )
+        for name in ("mean", "std"):
+            values = getattr(self, name)
+            require(
+                len(values) == 3 and all(math.isfinite(v) for v in values),
+                what,
+                name,
+                values,
+                "expected 3 finite numbers (R, G, B)",
+            )
+        require(all(s > 0 for s in self.std), what, "std", self.std, "every channel's std must be positive")
 
     def geometry(self) -> v2.Compose:
         """uint8 image -> uint8 image: resize the shorter side, then centre-crop."""
@@ -66,11 +88,8 @@ class Preprocessing:
 
     @classmethod
     def from_dict(cls, d: dict) -> Preprocessing:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown preprocessing field(s) {unknown}; known fields: {sorted(known)}")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        """Build from JSON with `config_from_dict`'s rule (a ValueError naming the field)."""
+        return config_from_dict(cls, d, "preprocessing")
 
 
 CIFAR10 = Preprocessing(resize_size=32, crop_size=32, mean=CIFAR10_MEAN, std=CIFAR10_STD)

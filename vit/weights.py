@@ -12,7 +12,7 @@ import os
 import re
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from urllib.parse import urlsplit
@@ -20,13 +20,10 @@ from urllib.parse import urlsplit
 from torch import Tensor, nn
 
 from .checkpoint import CheckpointError, ModelMeta, assign_weights, load_state_dict_file
-from .model import CONFIGS, VisionTransformer, ViTConfig
+from .model import CONFIGS, VisionTransformer, ViTConfig, list_models
 from .preprocessing import Preprocessing
 
 WeightsSource = nn.Module | dict[str, Tensor] | str | os.PathLike
-
-# Head counts are the one hyper-parameter tensor shapes cannot reveal: the standard ones by width.
-STANDARD_HEADS = {192: 3, 384: 6, 768: 12, 1024: 16, 1280: 16}
 
 _TORCHVISION_TOP = {
     "class_token": "cls_token",
@@ -107,13 +104,13 @@ def _rename(state_dict: dict[str, Tensor], rename: Callable[[str], str]) -> dict
     return out
 
 
-def config_from_state_dict(sd: dict[str, Tensor], *, heads: int | None = None, pool: str | None = None) -> ViTConfig:
-    """Infer our config from a state dict already in our key names."""
+def shape_fields(sd: dict[str, Tensor]) -> dict:
+    """The config fields a state dict (in our key names) pins down by its tensor shapes and
+    key names. The head count, the pooling and the dropout rates are not among them."""
     for key in ("patch_embed.proj.weight", "pos_embed", "head.weight", "blocks.0.mlp.fc1.weight"):
         if key not in sd:
             raise CheckpointError(f"not a ViT state dict: {key!r} (or its foreign name) is missing")
     dim, in_channels, patch, _ = sd["patch_embed.proj.weight"].shape
-    depth = len({k.split(".")[1] for k in sd if k.startswith("blocks.")})
     class_token = "cls_token" in sd
     prefix = 1 if class_token else 0
     num_patches = sd["pos_embed"].shape[1] - prefix
@@ -123,24 +120,72 @@ def config_from_state_dict(sd: dict[str, Tensor], *, heads: int | None = None, p
             f"position embedding has {num_patches} patch slots (after {prefix} prefix token): not a square grid; "
             "embeddings without a CLS slot (timm no_embed_class) or non-square training grids are not supported"
         )
-    if heads is None:
-        if dim not in STANDARD_HEADS:
-            raise CheckpointError(f"cannot infer the head count for width {dim}; pass heads=...")
-        heads = STANDARD_HEADS[dim]
-    return ViTConfig(
-        image_size=side * patch,
-        patch_size=patch,
-        in_channels=in_channels,
-        num_classes=sd["head.weight"].shape[0],
-        dim=dim,
-        depth=depth,
-        heads=heads,
-        mlp_dim=sd["blocks.0.mlp.fc1.weight"].shape[0],
-        pool=pool or ("cls" if class_token else "gap"),
-        class_token=class_token,
-        final_norm="norm.weight" in sd,
-        qkv_bias="blocks.0.attn.qkv.bias" in sd,
+    return {
+        "image_size": side * patch,
+        "patch_size": patch,
+        "in_channels": in_channels,
+        "num_classes": sd["head.weight"].shape[0],
+        "dim": dim,
+        "depth": len({k.split(".")[1] for k in sd if k.startswith("blocks.")}),
+        "mlp_dim": sd["blocks.0.mlp.fc1.weight"].shape[0],
+        "class_token": class_token,
+        "final_norm": "norm.weight" in sd,
+        "qkv_bias": "blocks.0.attn.qkv.bias" in sd,
+    }
+
+
+# Fields a named configuration is re-read from the weights for: a fine-tuned copy of a named
+# model keeps its architecture but may have another class count or training resolution.
+_ADAPTABLE = ("num_classes", "image_size")
+
+
+def _mismatches(named: ViTConfig, fields: dict, pool: str | None) -> list[str]:
+    """How the weights' `fields` (and a known `pool`) differ from a named configuration."""
+    wanted = {**fields, "pool": pool} if pool else fields
+    return [
+        f"{k} {v} (weights) vs {getattr(named, k)}"
+        for k, v in wanted.items()
+        if k not in _ADAPTABLE and getattr(named, k) != v
+    ]
+
+
+def _fitting(fields: dict, pool: str | None) -> dict[str, ViTConfig]:
+    """Named configurations the weights fit, with class count and resolution from the weights."""
+    adapted = {k: fields[k] for k in _ADAPTABLE}
+    return {name: replace(c, **adapted) for name, c in CONFIGS.items() if not _mismatches(c, fields, pool)}
+
+
+def _choose_config(fields: dict, name: str | None, pool: str | None) -> ViTConfig:
+    """The config for weights that cannot tell their head count or pooling: the named one, or the
+    one named configuration that fits; never a guess. Raises CheckpointError listing candidates."""
+    how = "choose one with name=NAME (vit.from_timm / vit.from_torchvision) or --model NAME on the command line"
+    if name is not None:
+        if name not in CONFIGS:
+            raise CheckpointError(f"unknown model {name!r}; choose one of {list_models()}")
+        wrong = _mismatches(CONFIGS[name], fields, pool)
+        if wrong:
+            raise CheckpointError(f"the weights do not fit {name!r}: {'; '.join(wrong)}")
+        return replace(CONFIGS[name], **{k: fields[k] for k in _ADAPTABLE})
+    fitting = _fitting(fields, pool)
+    if len(set(fitting.values())) == 1:
+        return next(iter(fitting.values()))
+    if not fitting:
+        raise CheckpointError(
+            f"the weights fit no named configuration (vit.list_models()), and they cannot tell the head count "
+            f"or the pooling: pass config=ViTConfig(...) stating them (weights have {fields})"
+        )
+    listed = ", ".join(f"{n} ({c.heads} heads, pool {c.pool!r})" for n, c in sorted(fitting.items()))
+    raise CheckpointError(
+        f"the weights cannot tell the head count or the pooling, and {len(fitting)} named configurations "
+        f"fit them: {listed}; {how}"
     )
+
+
+def config_from_state_dict(sd: dict[str, Tensor], *, name: str | None = None, pool: str | None = None) -> ViTConfig:
+    """Our config for a state dict already in our key names: shape-given fields from the weights,
+    the rest from the named configuration `name`, or from the only named configuration that
+    fits (`pool`, when the source library fixes it, narrows the candidates)."""
+    return _choose_config(shape_fields(sd), name, pool)
 
 
 def _state_dict_of(source: WeightsSource) -> dict[str, Tensor]:
@@ -151,31 +196,45 @@ def _state_dict_of(source: WeightsSource) -> dict[str, Tensor]:
     return dict(source)
 
 
-def from_torchvision(source: WeightsSource, *, heads: int | None = None) -> VisionTransformer:
+def _convert(
+    sd: dict[str, Tensor], config: ViTConfig | None, name: str | None, pool: str | None, source: str
+) -> VisionTransformer:
+    if config is not None and name is not None:
+        raise ValueError("pass config= or name=, not both")
+    if config is None:
+        config = config_from_state_dict(sd, name=name, pool=pool)
+    return assign_weights(VisionTransformer(config), sd, source).eval()
+
+
+def from_torchvision(
+    source: WeightsSource, *, name: str | None = None, config: ViTConfig | None = None
+) -> VisionTransformer:
     """Our ViT with the weights of a torchvision `VisionTransformer` (module, state dict or
-    a `.pth`/`.safetensors` path). `heads` is needed only for non-standard widths."""
-    if isinstance(source, nn.Module) and heads is None:
-        heads = source.encoder.layers[0].self_attention.num_heads
+    a `.pth`/`.safetensors` path). A module tells its head count; a bare state dict does not,
+    so it loads only as the one named configuration that fits, or as the `name` or `config`
+    given (see `vit.list_models()`)."""
     sd = _rename(_state_dict_of(source), _rename_torchvision)
-    config = config_from_state_dict(sd, heads=heads, pool="cls")
-    return assign_weights(VisionTransformer(config), sd, "torchvision weights").eval()
+    if isinstance(source, nn.Module) and config is None and name is None:
+        heads = source.encoder.layers[0].self_attention.num_heads
+        config = ViTConfig(**shape_fields(sd), heads=heads, pool="cls")
+    return _convert(sd, config, name, "cls", "torchvision weights")
 
 
-def from_timm(source: WeightsSource, *, heads: int | None = None) -> VisionTransformer:
+def from_timm(source: WeightsSource, *, name: str | None = None, config: ViTConfig | None = None) -> VisionTransformer:
     """Our ViT with the weights of a timm `VisionTransformer` (module, state dict or path).
-    timm options this ViT does not implement (register tokens, LayerScale, fc_norm, ...)
-    are refused with a message naming them."""
-    pool = None
-    if isinstance(source, nn.Module):
-        heads = heads or source.blocks[0].attn.num_heads
+    A module tells its head count and pooling; a bare state dict loads only as the one named
+    configuration that fits, or as the `name` or `config` given. timm options this ViT does
+    not implement (register tokens, LayerScale, fc_norm, ...) are refused with a message
+    naming them."""
+    sd = _rename(_state_dict_of(source), _rename_timm)
+    if isinstance(source, nn.Module) and config is None and name is None:
         if getattr(source, "no_embed_class", False):
             raise CheckpointError("timm models with no_embed_class=True are not supported")
         pool = {"token": "cls", "avg": "gap"}.get(source.global_pool)
         if pool is None:
             raise CheckpointError(f"timm global_pool={source.global_pool!r} is not supported (use 'token' or 'avg')")
-    sd = _rename(_state_dict_of(source), _rename_timm)
-    config = config_from_state_dict(sd, heads=heads, pool=pool)
-    return assign_weights(VisionTransformer(config), sd, "timm weights").eval()
+        config = ViTConfig(**shape_fields(sd), heads=source.blocks[0].attn.num_heads, pool=pool)
+    return _convert(sd, config, name, None, "timm weights")
 
 
 # ---------------------------------------------------------------------------------------
@@ -220,7 +279,7 @@ def _load_torchvision(name: str, spec: Pretrained, progress: bool) -> tuple[Visi
     except (OSError, RuntimeError) as e:  # URLError is an OSError
         hint = "vit.from_torchvision('vit_b_16-c867db91.pth') on a file downloaded elsewhere"
         raise PretrainedUnavailable(_offline_message(name, weights.url, e, hint)) from e
-    model = from_torchvision(state_dict, heads=CONFIGS[name.split(".")[0]].heads)
+    model = from_torchvision(state_dict, name=name.split(".")[0])
     tf = weights.transforms()
     preprocessing = Preprocessing(
         resize_size=tf.resize_size[0],
