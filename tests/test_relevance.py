@@ -1,0 +1,46 @@
+"""vit.relevance: Chefer et al. 2021, Eq. (5)-(6), on a hand-computed example and on a model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import vit
+from vit.model import AttentionMaps
+from vit.relevance import class_relevance, relevance_from
+
+
+def test_one_layer_by_hand() -> None:
+    # One layer, two heads, tokens [CLS, p1, p2] on a 1x2 grid.
+    a = torch.tensor([[[[0.5, 0.3, 0.2], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]], [[0.2, 0.2, 0.6]] * 3]])  # (1, 2, 3, 3)
+    g = torch.tensor([[[[1.0, 2.0, -1.0]] * 3, [[0.0, -1.0, 1.0]] * 3]])  # (1, 2, 3, 3)
+    maps = AttentionMaps([a], (1, 2), 1)
+    # Head 1, CLS row: (g*a)+ = [0.5, 0.6, 0]; head 2: [0, 0, 0.6]; mean: [0.25, 0.3, 0.3].
+    # R = I + Ā: the CLS row of R is [1.25, 0.3, 0.3], so the patches get 0.3 and 0.3.
+    assert torch.allclose(relevance_from(maps, [g]), torch.tensor([[[0.3, 0.3]]]))
+    # Patch 1's row: head 1 (g*a)+ = [0.1, 1.6, 0]; head 2 [0, 0, 0.6]; mean [0.05, 0.8, 0.3]; plus I.
+    assert torch.allclose(relevance_from(maps, [g], query=(0, 0)), torch.tensor([[[1.8, 0.3]]]))
+
+
+def test_two_layers_compose_as_r_plus_a_bar_times_r() -> None:
+    torch.manual_seed(0)
+    layers = [torch.rand(1, 3, 5, 5).softmax(-1) for _ in range(2)]
+    grads = [torch.randn(1, 3, 5, 5) for _ in range(2)]
+    r = torch.eye(5)
+    for a, g in zip(layers, grads, strict=True):
+        r = r + (g * a).clamp(min=0).mean(1)[0] @ r
+    expected = r[0, 1:].reshape(1, 2, 2)
+    assert torch.allclose(relevance_from(AttentionMaps(layers, (2, 2), 1), grads), expected)
+
+
+def test_class_relevance_on_a_model_uses_the_gradient_of_the_chosen_class() -> None:
+    torch.manual_seed(0)
+    model = vit.create_model("vit_cifar_nano").eval()
+    images = torch.randn(2, 3, 32, 32)
+    rel, target = class_relevance(model, images)
+    assert rel.shape == (2, 8, 8) and torch.equal(target, model(images).argmax(-1))
+    assert bool((rel >= 0).all())
+    other, _ = class_relevance(model, images, target=(int(target[0]) + 1) % 10)
+    assert not torch.allclose(rel[0], other[0])
+    with pytest.raises(ValueError, match="class index must be from 0 to 9"):
+        class_relevance(model, images, target=10)

@@ -1,0 +1,54 @@
+"""Class-specific relevance: which patches made the model predict a class.
+
+Chefer, Gur & Wolf, "Generic Attention-model Explainability for Interpreting Bi-Modal and
+Encoder-Decoder Transformers" (ICCV 2021), Eq. (5)-(6) for self-attention: starting from
+R = I (each token explains itself), every layer's attention A (B, H, T, T) is weighted by
+the gradient of the class score y_c with respect to it,
+
+    Ā = E_h[(∇A ⊙ A)⁺]          (mean over heads of the positive part)
+    R ← R + Ā · R
+
+and the relevance of each patch is the query token's row of R. Unlike rollout, the
+gradient makes it class-specific: heads and entries that lower y_c are dropped.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .analysis import Query, _query_rows
+from .model import AttentionMaps, VisionTransformer
+
+
+def relevance_from(maps: AttentionMaps, grads: list[Tensor] | tuple[Tensor, ...], query: Query = None) -> Tensor:
+    """Eq. (5)-(6) from the attention maps and the gradients of the class score with respect
+    to them (one (B, H, T, T) pair per layer): (B, gh, gw) relevance of each patch for `query`."""
+    if len(grads) != len(maps):
+        raise ValueError(f"{len(grads)} gradients for {len(maps)} layers of attention")
+    batch, _, tokens, _ = maps[0].shape
+    r = torch.eye(tokens, dtype=maps[0].dtype, device=maps[0].device).expand(batch, tokens, tokens)  # (B, T, T)
+    for a, g in zip(maps, grads, strict=True):
+        a_bar = (g * a).clamp(min=0).mean(dim=1)  # (B, T, T): Eq. (5)
+        r = r + a_bar @ r  # Eq. (6)
+    return _query_rows(r, maps, query)
+
+
+def class_relevance(
+    model: VisionTransformer, images: Tensor, target: int | Tensor | None = None, query: Query = None
+) -> tuple[Tensor, Tensor]:
+    """(relevance (B, gh, gw), the target classes (B,)) for `images` (B, C, H, W). `target`
+    is a class index for every image, one per image, or None for each image's predicted class."""
+    if model.config.num_classes < 1:
+        raise ValueError("this model has no classifier head, so there is no class score to explain")
+    with torch.enable_grad():
+        logits, maps = model(images, need_weights=True)
+        if target is None:
+            target = logits.argmax(dim=-1)
+        target = torch.as_tensor(target, device=logits.device).expand(logits.shape[0])  # (B,)
+        if not bool(((target >= 0) & (target < logits.shape[-1])).all()):
+            raise ValueError(f"class index must be from 0 to {logits.shape[-1] - 1}, got {target.tolist()}")
+        score = logits.gather(1, target[:, None]).sum()  # y_c, summed over the batch
+        grads = torch.autograd.grad(score, list(maps))
+    detached = AttentionMaps([a.detach() for a in maps], maps.grid, maps.prefix_tokens)
+    return relevance_from(detached, [g.detach() for g in grads], query), target
