@@ -1,0 +1,59 @@
+"""vit.probes: token norms, switching heads off, head importance."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import vit
+from vit.probes import head_importance, heads_off, token_norms
+
+
+@pytest.fixture(scope="module")
+def model() -> vit.VisionTransformer:
+    torch.manual_seed(0)
+    return vit.create_model("vit_cifar_nano").eval()
+
+
+@pytest.fixture(scope="module")
+def image() -> torch.Tensor:
+    torch.manual_seed(1)
+    return torch.randn(1, 3, 32, 32)
+
+
+def test_token_norms_are_the_norms_of_the_block_output(model, image) -> None:
+    x = model.patch_embed(image)
+    x = torch.cat([model.cls_token.expand(1, -1, -1), x], dim=1) + model.position_embedding((8, 8))
+    with torch.no_grad():
+        for block in model.blocks[:3]:
+            x, _ = block(x)
+    assert torch.allclose(token_norms(model, image, 2), x.norm(dim=-1), atol=1e-5)
+    with pytest.raises(ValueError, match="layer index must be from 0 to 5, got 6"):
+        token_norms(model, image, 6)
+
+
+def test_a_head_switched_off_equals_zeroing_its_value_projection(model, image) -> None:
+    """Zeroing head h's output before W_O is the same as zeroing its rows of the value weights."""
+    with torch.no_grad(), heads_off(model, [(1, 2)]):
+        hooked = model(image)
+    edited = vit.create_model("vit_cifar_nano").eval()
+    edited.load_state_dict(model.state_dict())
+    dim, width = model.config.dim, model.config.dim // model.config.heads
+    with torch.no_grad():
+        rows = slice(2 * dim + 2 * width, 2 * dim + 3 * width)  # v of head 2 inside the packed q;k;v
+        edited.blocks[1].attn.qkv.weight[rows] = 0
+        edited.blocks[1].attn.qkv.bias[rows] = 0
+        assert torch.allclose(hooked, edited(image), atol=1e-5)
+        assert not torch.allclose(hooked, model(image), atol=1e-5)  # the hook is gone afterwards... and mattered
+
+
+def test_head_importance_ranks_every_head_by_the_drop_of_the_predicted_class(model, image) -> None:
+    predicted, drops = head_importance(model, image)
+    assert drops.shape == (6, 4) and predicted == int(model(image).argmax())
+    layer, head = divmod(int(drops.argmax()), 4)
+    with torch.no_grad(), heads_off(model, [(layer, head)]):
+        p = model(image).softmax(-1)[0, predicted]
+    assert torch.isclose(model(image).softmax(-1)[0, predicted] - p, drops.max(), atol=1e-6)
+    with pytest.raises(ValueError, match="head index must be from 0 to 3, got 4"):
+        with heads_off(model, [(0, 4)]):
+            pass

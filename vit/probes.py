@@ -1,0 +1,84 @@
+"""Read-outs of and interventions on a running model, for the app's lessons.
+
+- `token_norms`: the L2 norm of every token after a chosen block. Darcet et al., "Vision
+  Transformers Need Registers" (2023), Fig. 3: large models trained long (DINOv2) grow a few
+  patch tokens with norms far above the rest, which soak up the CLS token's attention;
+  register tokens give that computation a place to go.
+- `heads_off`: switch attention heads off by zeroing their output before the output
+  projection W_O (Michel, Levy & Neubig, "Are Sixteen Heads Really Better than One?", 2019).
+- `head_importance`: each head's effect on the predicted class, switched off one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import Tensor
+
+from .model import VisionTransformer
+
+Head = tuple[int, int]  # (layer, head), 0-based
+
+
+def _check_layer(model: VisionTransformer, layer: int) -> None:
+    depth = model.config.depth
+    if not 0 <= layer < depth:
+        raise ValueError(f"layer index must be from 0 to {depth - 1}, got {layer}")
+
+
+def token_norms(model: VisionTransformer, images: Tensor, layer: int) -> Tensor:
+    """(B, T) L2 norms of the tokens leaving block `layer` (0-based), prefix tokens first."""
+    _check_layer(model, layer)
+    captured: list[Tensor] = []
+    hook = model.blocks[layer].register_forward_hook(lambda _m, _i, out: captured.append(out[0].detach()))
+    try:
+        with torch.inference_mode():
+            model(images)
+    finally:
+        hook.remove()
+    return captured[0].float().norm(dim=-1)  # (B, T, D) -> (B, T)
+
+
+@contextmanager
+def heads_off(model: VisionTransformer, heads: Iterable[Head]) -> Iterator[None]:
+    """Within the block, the given (layer, head) pairs contribute nothing: their slice of the
+    concatenated head outputs is zeroed before the projection W_O."""
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in heads:
+        _check_layer(model, layer)
+        if not 0 <= head < model.config.heads:
+            raise ValueError(f"head index must be from 0 to {model.config.heads - 1}, got {head}")
+        by_layer.setdefault(layer, []).append(head)
+    width = model.config.dim // model.config.heads
+
+    def zero(off: list[int]):
+        def hook(_module, args):
+            x = args[0].clone()  # (B, T, D) = heads concatenated, head h in columns [h*width, (h+1)*width)
+            for h in off:
+                x[..., h * width : (h + 1) * width] = 0
+            return (x,)
+
+        return hook
+
+    handles = [model.blocks[layer].attn.proj.register_forward_pre_hook(zero(off)) for layer, off in by_layer.items()]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def head_importance(model: VisionTransformer, image: Tensor) -> tuple[int, Tensor]:
+    """(predicted class, (L, H) drop of its probability when each head alone is switched off)
+    for one image (1, C, H, W). Positive: the head supported the prediction."""
+    with torch.inference_mode():
+        probs = model(image).softmax(-1)[0]
+        predicted = int(probs.argmax())
+        drops = torch.zeros(model.config.depth, model.config.heads)
+        for layer in range(model.config.depth):
+            for head in range(model.config.heads):
+                with heads_off(model, [(layer, head)]):
+                    drops[layer, head] = probs[predicted] - model(image).softmax(-1)[0, predicted]
+    return predicted, drops
