@@ -21,7 +21,9 @@ import torch
 
 import vit
 from training.augment import AugmentConfig, augment_batch
-from training.engine import param_groups, resolve_device, train_step
+from training.config import resolve_device
+from training.device_data import Normalizer
+from training.optim import param_groups, train_step
 
 
 def timm_twin(model: vit.VisionTransformer) -> torch.nn.Module:
@@ -72,14 +74,14 @@ def main() -> None:
     size, classes = ours.config.image_size, ours.config.num_classes
     images = torch.randint(0, 256, (args.batch, 3, size, size), dtype=torch.uint8, device=device)
     labels = torch.randint(0, classes, (args.batch,), device=device)
-    mean = std = torch.full((3,), 0.5, device=device)
+    normalize = Normalizer(vit.Preprocessing(size, size, mean=(0.5,) * 3, std=(0.5,) * 3), device)
     gen = torch.Generator(device).manual_seed(0)
     augment = AugmentConfig(randaug_ops=0, mixup_alpha=0, cutmix_alpha=0, erase_prob=0)  # crop + flip
 
     def steps(name: str, count: int) -> float:
         start = time.perf_counter()
         for _ in range(count):
-            x, targets = augment_batch(images, labels, classes, augment, mean, std, gen)
+            x, targets = augment_batch(images, labels, classes, augment, normalize, gen)
             train_step(models[name], optimizers[name], x, targets, 0.1, 1.0)
         if device.type == "cuda":
             torch.cuda.synchronize(device)

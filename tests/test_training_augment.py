@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+import vit
 from training.augment import (
     AugmentConfig,
     augment_batch,
@@ -13,6 +14,7 @@ from training.augment import (
     random_erase,
     random_flip,
 )
+from training.device_data import Normalizer
 
 
 def _images(n: int = 16, size: int = 8) -> torch.Tensor:
@@ -45,10 +47,10 @@ def test_random_flip_flips_some_images_and_keeps_the_rest():
 def test_same_generator_seed_same_batch_different_seed_different_batch():
     images, labels = _images(), torch.arange(16) % 3
     config = AugmentConfig(randaug_ops=2, mixup_alpha=0.8, cutmix_alpha=1.0, erase_prob=0.5)
-    mean, std = torch.full((3,), 0.5), torch.full((3,), 0.25)
-    a = augment_batch(images, labels, 3, config, mean, std, _gen(1))
-    b = augment_batch(images, labels, 3, config, mean, std, _gen(1))
-    c = augment_batch(images, labels, 3, config, mean, std, _gen(2))
+    normalize = Normalizer(vit.Preprocessing(8, 8, mean=(0.5,) * 3, std=(0.25,) * 3), "cpu")
+    a = augment_batch(images, labels, 3, config, normalize, _gen(1))
+    b = augment_batch(images, labels, 3, config, normalize, _gen(1))
+    c = augment_batch(images, labels, 3, config, normalize, _gen(2))
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert not torch.equal(a[0], c[0])
     assert a[0].shape == (16, 3, 8, 8) and a[1].shape == (16, 3)
@@ -58,8 +60,9 @@ def test_same_generator_seed_same_batch_different_seed_different_batch():
 def test_no_augmentation_is_plain_normalisation_with_one_hot_targets():
     images, labels = _images(), torch.arange(16) % 3
     off = AugmentConfig(crop_padding=0, flip=False, randaug_ops=0, mixup_alpha=0, cutmix_alpha=0, erase_prob=0)
-    x, t = augment_batch(images, labels, 3, off, torch.zeros(3), torch.ones(3), _gen())
-    torch.testing.assert_close(x, images.float() / 255)
+    pre = vit.Preprocessing(8, 8, mean=(0.2, 0.5, 0.7), std=(0.1, 0.3, 0.25))
+    x, t = augment_batch(images, labels, 3, off, Normalizer(pre, "cpu"), _gen())
+    torch.testing.assert_close(x, pre.normalize(images))
     assert torch.equal(t.argmax(dim=1), labels) and torch.equal(t.sum(dim=1), torch.ones(16))
 
 

@@ -12,9 +12,16 @@ import torch
 from conftest import SHARED
 from training_helpers import CLASSES, class_image, write_image_folder
 
-from training.data import DataError, check_source, holdout_split, load_cifar10, load_image_folder, load_split
-
-CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+from training.data import (
+    DataError,
+    ImageSet,
+    check_source,
+    holdout_split,
+    load_cifar10,
+    load_image_folder,
+    load_split,
+)
+from vit.preprocessing import CIFAR10_CLASSES
 
 
 def test_image_folder_loads_pixels_labels_and_class_names(tmp_path):
@@ -88,7 +95,7 @@ def _write_fake_cifar(root, per_batch: int) -> dict[str, str]:
         with open(folder / name, "wb") as f:
             pickle.dump({"batch_label": name, "labels": labels, "data": data, "filenames": []}, f, protocol=2)
     with open(folder / "batches.meta", "wb") as f:
-        pickle.dump({"label_names": CIFAR10_CLASSES, "num_cases_per_batch": per_batch}, f, protocol=2)
+        pickle.dump({"label_names": list(CIFAR10_CLASSES), "num_cases_per_batch": per_batch}, f, protocol=2)
     return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in folder.iterdir()}
 
 
@@ -102,7 +109,7 @@ def test_torchvision_cifar10_path_offline(tmp_path, monkeypatch):
     monkeypatch.setattr(CIFAR10, "meta", {**CIFAR10.meta, "md5": md5["batches.meta"]})
     train = load_cifar10(tmp_path, train=True, download=False)
     assert train.images.shape == (20, 3, 32, 32)
-    assert train.class_names[:3] == ["airplane", "automobile", "bird"]
+    assert train.class_names == list(CIFAR10_CLASSES)
     assert train.labels[:5].tolist() == [0, 1, 2, 3, 1]
     assert train.images[1, 0, 0, 0] == 1 and train.images[1, 1, 5, 5] == 200  # CHW layout kept
     test = load_cifar10(tmp_path, train=False, download=False)
@@ -124,5 +131,18 @@ def test_shared_cifar_archive_has_the_torchvision_classes(tmp_path):
         tar.extractall(tmp_path, members=picked, filter="data")
     root = next(p.parent for p in tmp_path.rglob("test") if p.is_dir())
     data = load_split(str(root), "test")
-    assert data.class_names == CIFAR10_CLASSES  # torchvision's CIFAR10.classes, same order
+    assert data.class_names == list(CIFAR10_CLASSES)  # torchvision's CIFAR10.classes, same order
     assert data.images.shape == (30, 3, 32, 32)
+
+
+@pytest.mark.parametrize(
+    ("images", "labels", "match"),
+    [
+        (torch.zeros(2, 3, 4, 4), torch.zeros(2, dtype=torch.long), r"uint8 tensor, got torch.float32 \(2, 3, 4, 4\)"),
+        (torch.zeros(2, 1, 4, 4, dtype=torch.uint8), torch.zeros(2, dtype=torch.long), r"\(N, 3, H, W\)"),
+        (torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.long), "2 images but 3 labels"),
+    ],
+)
+def test_image_set_refuses_tensors_of_the_wrong_kind(images, labels, match):
+    with pytest.raises(DataError, match=match):
+        ImageSet(images, labels, ["a", "b"])

@@ -9,6 +9,7 @@ import torch
 from training_helpers import CLASSES, write_image_folder
 
 import vit
+from training.config import describe_device, resolve_device
 from training.job import JobBusy, TrainingJob
 
 FAST = {"threads": 1, "warmup_epochs": 0.0}
@@ -23,7 +24,7 @@ def test_job_trains_reports_and_refuses_a_second_start(data, tmp_path):
     job = TrainingJob()
     job.start(model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "a"), **FAST)
     first = job.snapshot()
-    assert first.running and first.device.startswith("cpu") and first.epochs == 2
+    assert first.running and first.device == describe_device(resolve_device("auto")) and first.epochs == 2
     with pytest.raises(JobBusy, match="already running"):
         job.start(model="vit_cifar_nano", data=data, epochs=1, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "b"))
     assert job.wait(timeout=120)

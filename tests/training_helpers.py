@@ -7,6 +7,8 @@ from pathlib import Path
 import torch
 from PIL import Image
 
+from training.config import TrainConfig
+
 CLASSES = ("cat", "dog", "ship")
 
 
@@ -30,3 +32,21 @@ def write_image_folder(
                 pixels = class_image(label, i + (0 if split == "train" else 500), size).permute(1, 2, 0)  # (H, W, 3)
                 Image.fromarray(pixels.numpy()).save(folder / f"{i:04d}.png")
     return root
+
+
+def tiny_config(data: str, out: Path, **overrides) -> TrainConfig:
+    """A run of a few seconds on `write_image_folder` data: 2 epochs of vit_cifar_nano, bitwise reproducible."""
+    settings = dict(
+        model="vit_cifar_nano",
+        data=data,
+        out=str(out),
+        epochs=2,
+        batch_size=8,
+        lr=2e-3,
+        warmup_epochs=1,
+        holdout=6,
+        threads=1,
+        eval_test=False,
+        deterministic=True,
+    )
+    return TrainConfig(**{**settings, **overrides})

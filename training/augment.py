@@ -7,27 +7,47 @@ set lives on the device and the CPU never touches an image).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from vit.config import config_from_dict
+
 
 @dataclass(frozen=True)
 class AugmentConfig:
     crop_padding: int = 4  # random crop after zero padding by this many pixels (0: off)
     flip: bool = True  # random horizontal flip
-    # The defaults follow Lee et al. 2021 (REFERENCE.md section 7), a recipe for long GPU runs;
-    # short runs (few epochs, small models) learn faster with these off.
+    # Heavy defaults for long GPU runs (docs/training.md, "Recipe"); short runs (few epochs,
+    # small models) learn faster with these off.
     randaug_ops: int = 2  # RandAugment-style: colour/geometry ops applied per image (0: off)
     randaug_magnitude: float = 0.5  # strength of those ops, 0..1
     mixup_alpha: float = 0.8  # Beta(alpha, alpha) MixUp (0: off)
     cutmix_alpha: float = 1.0  # Beta(alpha, alpha) CutMix (0: off); with MixUp, one of the two per batch
     erase_prob: float = 0.25  # random erasing probability per image
 
+    def __post_init__(self) -> None:
+        for name in ("crop_padding", "randaug_ops"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        for name in ("mixup_alpha", "cutmix_alpha"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
+        for name in ("randaug_magnitude", "erase_prob"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> AugmentConfig:
+        """An augmentation config read from a checkpoint or a file (vit.config.config_from_dict's rule)."""
+        return config_from_dict(cls, d, "augmentation config")
 
 
 def _uniform(n: int, gen: torch.Generator, device: torch.device) -> Tensor:
@@ -170,12 +190,12 @@ def augment_batch(
     labels: Tensor,
     num_classes: int,
     config: AugmentConfig,
-    mean: Tensor,
-    std: Tensor,
+    normalize: Callable[[Tensor], Tensor],
     gen: torch.Generator,
 ) -> tuple[Tensor, Tensor]:
     """uint8 images (N, 3, H, W) + labels (N,) -> normalised float images and (N, classes)
-    target probabilities (one-hot unless MixUp/CutMix mixed them)."""
+    target probabilities (one-hot unless MixUp/CutMix mixed them). `normalize` maps floats in
+    [0, 1] to the model's input (the model's `Preprocessing.normalize`, see device_data.Normalizer)."""
     if config.crop_padding > 0:
         images = random_crop(images, config.crop_padding, gen)
     if config.flip:
@@ -183,20 +203,10 @@ def augment_batch(
     x = images.float() / 255
     if config.randaug_ops > 0:
         x = rand_augment(x, config.randaug_ops, config.randaug_magnitude, gen)
-    x = standardize(x, mean, std)
+    x = normalize(x)
     if config.erase_prob > 0:
         x = random_erase(x, config.erase_prob, gen)
     targets = F.one_hot(labels, num_classes).float()
     if config.mixup_alpha > 0 or config.cutmix_alpha > 0:
         x, targets = mix(x, targets, config, gen)
     return x, targets
-
-
-def standardize(x: Tensor, mean: Tensor, std: Tensor) -> Tensor:
-    """float (N, 3, H, W) in [0, 1] -> zero mean, unit variance per channel."""
-    return (x - mean[:, None, None]) / std[:, None, None]
-
-
-def normalize(images: Tensor, mean: Tensor, std: Tensor) -> Tensor:
-    """uint8 (N, 3, H, W) -> normalised float: the evaluation-time transform."""
-    return standardize(images.float() / 255, mean, std)

@@ -9,8 +9,9 @@ from dataclasses import fields
 import vit
 
 from .augment import AugmentConfig
+from .config import TrainConfig
 from .data import DataError
-from .engine import TrainConfig, TrainingError, train
+from .engine import TrainingError, train
 
 # CLI option -> (TrainConfig or AugmentConfig field, type, help). Defaults come from the dataclasses.
 _TRAIN_OPTIONS = {

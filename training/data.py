@@ -38,8 +38,12 @@ class ImageSet:
     class_names: list[str]
 
     def __post_init__(self) -> None:
-        assert self.images.dtype == torch.uint8 and self.images.ndim == 4, "images must be (N, 3, H, W) uint8"
-        assert len(self.images) == len(self.labels), "one label per image"
+        if self.images.dtype != torch.uint8 or self.images.ndim != 4 or self.images.shape[1] != 3:
+            raise DataError(
+                f"images must be one (N, 3, H, W) uint8 tensor, got {self.images.dtype} {tuple(self.images.shape)}"
+            )
+        if len(self.images) != len(self.labels):
+            raise DataError(f"one label per image: {len(self.images)} images but {len(self.labels)} labels")
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -13,8 +13,9 @@ from torch import Tensor
 
 import vit
 
+from .config import resolve_device
 from .data import DataError, load_split
-from .engine import predict, resolve_device
+from .device_data import Normalizer, predict
 
 
 def confusion_matrix(labels: Tensor, predictions: Tensor, num_classes: int) -> Tensor:
@@ -34,9 +35,7 @@ def evaluate_checkpoint(
     images = load_split(data, split)
     if images.class_names != meta.class_names:
         raise DataError(f"the data's classes {images.class_names} differ from the model's {meta.class_names}")
-    mean = torch.tensor(meta.preprocessing.mean, device=dev)
-    std = torch.tensor(meta.preprocessing.std, device=dev)
-    logits = predict(model, images.images, mean, std, model.config.image_size, batch_size)
+    logits = predict(model, images.images, Normalizer(meta.preprocessing, dev), model.config.image_size, batch_size)
     matrix = confusion_matrix(images.labels, logits.argmax(dim=-1).cpu(), len(meta.class_names))
     per_class = (matrix.diag() / matrix.sum(dim=1).clamp(min=1)).tolist()
     return {

@@ -16,8 +16,11 @@ from torch import Tensor
 
 from vit.analysis import query_attention
 
+from .config import TrainConfig, describe_device, resolve_device
 from .data import CIFAR10_NAME, list_image_folder
-from .engine import MODEL, Hooks, TrainConfig, Trainer, describe_device, model_input, resolve_device
+from .device_data import eval_batch
+from .engine import Hooks, Trainer
+from .run_files import MODEL
 
 
 class JobBusy(RuntimeError):
@@ -46,7 +49,7 @@ def probe_attention(trainer: Trainer, image: Tensor) -> Tensor:
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        x = model_input(image[None].to(trainer.device), trainer.mean, trainer.std, trainer.image_size)
+        x = eval_batch(image[None].to(trainer.device), trainer.normalize, trainer.image_size)
         _, maps = model(x, need_weights=True)
     model.train(was_training)
     return query_attention(maps)[0].float().cpu()  # (L, H, gh, gw)

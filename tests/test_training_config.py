@@ -1,0 +1,78 @@
+"""TrainConfig / AugmentConfig: defaults round-trip, configs from files refused field by field, devices."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from training.augment import AugmentConfig
+from training.config import TrainConfig, describe_device, resolve_device
+
+
+def test_a_config_round_trips_through_its_dict():
+    config = TrainConfig(model="vit_cifar_nano", epochs=3, augment=AugmentConfig(randaug_ops=0, erase_prob=0.1))
+    again = TrainConfig.from_dict(config.to_dict())
+    assert again == config and isinstance(again.augment, AugmentConfig)
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"colour": "blue"}, r"unknown training config field\(s\) \['colour'\]; known fields: \[.*'batch_size'"),
+        ({"epochs": "ten"}, r"training config field 'epochs' = 'ten' is not allowed: expected int"),
+        ({"drop_path": "x"}, r"field 'drop_path' = 'x' is not allowed: expected float or None"),
+        ({"compile": 1}, r"field 'compile' = 1 is not allowed: expected bool"),
+        ({"lr": -1.0}, r"invalid training config: lr must be a positive number, got -1\.0"),
+        ({"augment": {"flip": "yes"}}, r"training config augment field 'flip' = 'yes' is not allowed: expected bool"),
+        ({"augment": {"erase_prob": 2.0}}, r"erase_prob must be in \[0, 1\], got 2\.0"),
+    ],
+)
+def test_a_config_from_a_file_is_refused_with_the_field_value_and_what_is_allowed(changes, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig.from_dict({**TrainConfig().to_dict(), **changes})
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("crop_padding", -1, "crop_padding must be a non-negative integer, got -1"),
+        ("randaug_ops", 1.5, "randaug_ops must be a non-negative integer, got 1.5"),
+        ("mixup_alpha", -0.1, "mixup_alpha must not be negative"),
+        ("randaug_magnitude", 1.5, r"randaug_magnitude must be in \[0, 1\]"),
+    ],
+)
+def test_augment_config_refuses_values_that_cannot_work(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        AugmentConfig(**{field: value})
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
+        ({"weight_decay": -0.1}, "weight_decay must not be negative, got -0.1"),
+        ({"drop_path": 1.0}, r"drop_path must be in \[0, 1\), got 1.0"),
+        ({"label_smoothing": -0.5}, r"label_smoothing must be in \[0, 1\)"),
+    ],
+)
+def test_constructing_a_config_checks_its_numbers(changes, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**changes)
+
+
+def test_validate_refuses_a_missing_archive_and_an_unknown_device(tmp_path):
+    with pytest.raises(ValueError, match=r"--data-archive .*nothing\.tar: no such file"):
+        TrainConfig(model="vit_cifar_nano", data_archive=str(tmp_path / "nothing.tar")).validate()
+    with pytest.raises(ValueError, match="unknown device 'gpu0'"):
+        TrainConfig(model="vit_cifar_nano", device="gpu0").validate()
+
+
+def test_auto_device_is_the_gpu_when_there_is_one():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert describe_device(torch.device("cpu")).startswith("cpu")
+    if not torch.cuda.is_available():
+        assert "no GPU found" in describe_device(torch.device("cpu"))
+        with pytest.raises(ValueError, match="no CUDA GPU is available"):
+            resolve_device("cuda")

@@ -1,0 +1,106 @@
+"""What a training run is asked to do (`TrainConfig`), checked before anything is loaded, and
+the device it names."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from vit.config import config_from_dict
+
+from .augment import AugmentConfig
+from .data import check_source
+from .sources import check_model_spec
+
+
+@dataclass
+class TrainConfig:
+    model: str = "vit_cifar_tiny"  # preset, pretrained name or weights file
+    data: str = "cifar10"  # 'cifar10' (torchvision) or an ImageFolder root with train/ and test/
+    out: str = "runs/train"
+    epochs: int = 100
+    batch_size: int = 128  # per process
+    lr: float = 1e-3
+    weight_decay: float = 0.05
+    warmup_epochs: float = 5.0
+    label_smoothing: float = 0.1
+    clip_grad: float = 1.0  # max gradient norm (0: off)
+    drop_path: float | None = None  # None: the model's own rate
+    image_size: int | None = None  # None: the data's size for presets, the model's own otherwise
+    holdout: int = 5000  # training images set aside for validation
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
+    seed: int = 0
+    device: str = "auto"  # 'auto', 'cpu', 'cuda', 'cuda:1', ...
+    compile: bool = False
+    deterministic: bool = False
+    threads: int | None = None  # CPU threads for torch (None: torch's default)
+    eval_batch_size: int = 500
+    eval_test: bool = True  # evaluate the test split once, after the last epoch
+    download: bool = True  # allow torchvision to download CIFAR-10
+    data_archive: str | None = None  # archive the data came from: its sha256 is recorded
+
+    def __post_init__(self) -> None:
+        if isinstance(self.augment, dict):
+            self.augment = AugmentConfig.from_dict(self.augment)
+        self.check_values()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        """A config read from a checkpoint or a file: ValueError naming the field, the value and
+        what is allowed (vit.config.config_from_dict, the project's one rule)."""
+        return config_from_dict(cls, d, "training config")
+
+    def check_values(self) -> None:
+        """Raise ValueError on numbers that cannot work (the config alone, no files looked at)."""
+        positive = {"epochs": self.epochs, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size}
+        for name, value in positive.items():
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        for name in ("weight_decay", "warmup_epochs", "clip_grad"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
+        if not 0 <= self.label_smoothing < 1:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+        if self.drop_path is not None and not 0 <= self.drop_path < 1:
+            raise ValueError(f"drop_path must be in [0, 1), got {self.drop_path}")
+        if self.holdout < 1:
+            raise ValueError(f"holdout must be at least 1 image, got {self.holdout}")
+
+    def validate(self) -> None:
+        """Raise ValueError (DataError for the data) on settings that cannot work, before anything is loaded."""
+        self.check_values()
+        check_model_spec(self.model)
+        if self.data_archive is not None and not Path(self.data_archive).is_file():
+            raise ValueError(f"--data-archive {self.data_archive}: no such file")
+        resolve_device(self.device)
+        check_source(self.data)
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' (CUDA when there is a GPU), 'cpu', 'cuda' or 'cuda:N'; ValueError for a GPU that is not there."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as e:
+        raise ValueError(f"unknown device {name!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'") from e
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} requested but no CUDA GPU is available")
+    return device
+
+
+def describe_device(device: torch.device) -> str:
+    """A one-line description for people, with a warning when only the CPU is there."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    if torch.cuda.is_available():
+        return "cpu"
+    return "cpu (no GPU found: training runs on the CPU and will be slow)"

@@ -1,0 +1,38 @@
+"""The files a run writes under its `--out` folder, and its metrics log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+LAST = "last.safetensors"  # full training state, rewritten atomically after every epoch
+MODEL = "model.safetensors"  # model only: what the app and `vit.load_checkpoint` read
+METRICS = "metrics.jsonl"  # one JSON line per finished epoch
+
+
+def append_metrics(out: Path, record: dict) -> None:
+    with open(out / METRICS, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def write_metrics(out: Path, history: list[dict]) -> None:
+    """Rewrite the log from a checkpoint's history: the file may hold an epoch the checkpoint does not."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / METRICS, "w") as f:
+        f.writelines(json.dumps(record) + "\n" for record in history)
+
+
+def read_metrics(path: str | Path) -> list[dict]:
+    """The records of a metrics.jsonl file (a run folder or the file itself); ValueError on a bad line."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / METRICS
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{number}: not a JSON line ({e.msg})") from e
+    return records
