@@ -18,7 +18,7 @@ from torch import Tensor
 class AugmentConfig:
     crop_padding: int = 4  # random crop after zero padding by this many pixels (0: off)
     flip: bool = True  # random horizontal flip
-    # The defaults follow Lee et al. 2021 (REFERENCE.md section 7), a recipe for long GPU runs;
+    # The defaults follow Lee et al. 2021 ("Vision Transformer for Small-Size Datasets"), a recipe for long GPU runs;
     # short runs (few epochs, small models) learn faster with these off.
     randaug_ops: int = 2  # RandAugment-style: colour/geometry ops applied per image (0: off)
     randaug_magnitude: float = 0.5  # strength of those ops, 0..1
