@@ -1,6 +1,7 @@
-"""Attention analyses against independent references: hand-built attention matrices, plain
-Python loops written straight from the definitions (REFERENCE.md §6), and a non-square
-synthetic case where a transposed grid would put the answer in the wrong place."""
+"""Attention analyses against independent references: hand-built attention matrices with
+numbers worked out by hand, plain Python loops written straight from the definitions in
+docs/analysis.md, and non-square cases where a transposed grid would put the answer in the
+wrong place."""
 
 import math
 
@@ -49,41 +50,48 @@ def test_without_cls_the_default_query_is_the_mean_patch_query() -> None:
     torch.testing.assert_close(query_attention(maps)[0, 0], expected)
 
 
-def reference_rollout(maps: AttentionMaps, fusion: str, discard: float) -> torch.Tensor:
-    """Straight from the definition, one sample, with explicit loops and no shared code."""
-    T = maps[0].shape[-1]
-    result = torch.eye(T, dtype=torch.float64)
-    for layer in maps:
-        a = layer[0].double()
-        fused = {"mean": a.mean(0), "max": a.max(0).values, "min": a.min(0).values}[fusion]
-        if discard:
-            entries = sorted((fused[i, j].item(), i, j) for i in range(T) for j in range(T) if j != 0)
-            for _, i, j in entries[: int(T * T * discard)]:
-                fused[i, j] = 0.0
-        a_hat = fused + torch.eye(T, dtype=torch.float64)
-        for i in range(T):
-            a_hat[i] = a_hat[i] / a_hat[i].sum()
-        result = a_hat @ result
-    return result[0, 1:].reshape(maps.grid).float()
+def hand_maps(*layers: list[list[list[float]]]) -> AttentionMaps:
+    """One image, one prefix token and a 1x2 grid: each layer is a list of heads, each head a
+    3x3 attention matrix written out by hand."""
+    return AttentionMaps([torch.tensor(heads).unsqueeze(0) for heads in layers], (1, 2), 1)
 
 
-@pytest.mark.parametrize(("fusion", "discard"), [("mean", 0.0), ("max", 0.0), ("min", 0.3), ("mean", 0.9)])
-def test_rollout_matches_the_definition(fusion: str, discard: float) -> None:
-    maps = random_maps(1, 3, 2, (2, 3))
-    torch.testing.assert_close(rollout(maps, fusion, discard)[0], reference_rollout(maps, fusion, discard))
+def test_rollout_is_the_papers_definition_on_a_hand_made_example() -> None:
+    # Abnar & Zuidema 2020 (docs/analysis.md): Â_l = rownorm(A_l + I), R = Â_2 Â_1, map = R[CLS, patches].
+    #   A_1 = [[.5 .5 0], [0 1 0], [0 .5 .5]]  ->  Â_1 = [[.75 .25 0], [0 1 0], [0 .25 .75]]
+    #   A_2 = [[0 0 1], [.5 .5 0], [0 0 1]]    ->  Â_2 = [[.5 0 .5], [.25 .75 0], [0 0 1]]
+    #   R[0] = .5 * Â_1[0] + .5 * Â_1[2] = [.375 .25 .375]   (Â_1 Â_2, the wrong order, gives [.4375 .1875 .375])
+    #   R[1] = .25 * Â_1[0] + .75 * Â_1[1] = [.1875 .8125 0]
+    maps = hand_maps(
+        [[[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.5, 0.5]]],
+        [[[0.0, 0.0, 1.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]],
+    )
+    torch.testing.assert_close(rollout(maps)[0], torch.tensor([[0.25, 0.375]]))
+    torch.testing.assert_close(rollout(maps, query=0)[0], torch.tensor([[0.8125, 0.0]]))  # patch 0's row
 
 
-def test_rollout_row_normalisation_uses_each_rows_own_sum() -> None:
-    # With uniform attention every row of Â is identical up to its diagonal; the rolled-out
-    # CLS row then still sums to 1 (all tokens, CLS included): the keepdim bug breaks this.
-    maps = random_maps(1, 4, 3, (3, 4))
-    T = maps[0].shape[-1]
-    full = torch.eye(T)
-    for layer in maps:
-        a = layer.mean(1)[0] + torch.eye(T)
-        full = (a / a.sum(-1, keepdim=True)) @ full
-    torch.testing.assert_close(full.sum(-1), torch.ones(T))
-    torch.testing.assert_close(rollout(maps)[0], full[0, 1:].reshape(3, 4))
+@pytest.mark.parametrize(("fusion", "expected"), [("mean", [0.125, 0.125]), ("max", [0.2, 0.2]), ("min", [0.0, 0.0])])
+def test_rollout_head_fusion_by_hand(fusion: str, expected: list[float]) -> None:
+    # Two heads, CLS rows [.5 .5 0] and [.5 0 .5]: mean [.5 .25 .25] + I -> [1.5 .25 .25] / 2;
+    # max [.5 .5 .5] + I -> [1.5 .5 .5] / 2.5; min [.5 0 0] + I -> [1.5 0 0] / 1.5.
+    maps = hand_maps(
+        [[[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.5, 0.5]], [[0.5, 0.0, 0.5], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]
+    )
+    torch.testing.assert_close(rollout(maps, fusion)[0, 0], torch.tensor(expected))
+
+
+def test_rollout_discard_by_hand_spares_the_prefix_column_and_renormalises_each_row() -> None:
+    # 9 entries, ratio 0.25: the 2 smallest outside the CLS column (.1 at [0, 2] and .2 at [1, 2])
+    # are zeroed; the CLS column's .1 at [1, 0] is spared. Then + I and each row over its own sum:
+    #   row 0: [1.3 .6 0] / 1.9,   row 1: [.1 1.7 0] / 1.8.
+    maps = hand_maps([[[0.3, 0.6, 0.1], [0.1, 0.7, 0.2], [0.4, 0.35, 0.25]]])
+    torch.testing.assert_close(rollout(maps, discard_ratio=0.25)[0, 0], torch.tensor([0.6 / 1.9, 0.0]))
+    torch.testing.assert_close(rollout(maps, discard_ratio=0.25, query=0)[0, 0], torch.tensor([1.7 / 1.8, 0.0]))
+    torch.testing.assert_close(rollout(maps)[0, 0], torch.tensor([0.3, 0.05]))  # nothing discarded: / 2
+    with pytest.raises(ValueError, match=r"discard_ratio must be in \[0, 1\), got 1.0"):
+        rollout(maps, discard_ratio=1.0)
+    with pytest.raises(ValueError, match="head_fusion must be one of"):
+        rollout(maps, "median")
 
 
 def test_rollout_follows_a_non_square_hot_patch() -> None:

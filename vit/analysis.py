@@ -1,4 +1,5 @@
 """Pure tensor functions that turn attention weights into the pictures of the ViT paper.
+The definitions, with their equations, are in docs/analysis.md.
 
 Every function reads the token layout from `AttentionMaps` (the patch grid and the number
 of prefix tokens), so rows and columns can never be swapped: patch tokens are row-major
@@ -15,6 +16,8 @@ from torch import Tensor
 
 from .model import AttentionMaps, VisionTransformer
 
+# The one query type of the project: None (the default query: CLS, or the mean patch query
+# without one), a row-major patch index, or a (row, column) grid position, all 0-based.
 Query = int | tuple[int, int] | None
 HeadFusion = Literal["mean", "max", "min"]
 
@@ -41,7 +44,8 @@ def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
 
 def query_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
     """Attention from one query token to every patch, for every layer and head:
-    (B, L, H, gh, gw). The default query is the CLS token (REFERENCE §6: A[l][h, 0, 1:])."""
+    (B, L, H, gh, gw): M[l, h] = A[l][h, q, prefix:] on the grid (docs/analysis.md, query maps).
+    The default query is the CLS token, whose map is the ViT paper's Fig. 6."""
     stacked = torch.stack(tuple(maps), dim=1)  # (B, L, H, T, T)
     return _query_rows(stacked, maps, query)
 

@@ -1,8 +1,10 @@
 """Foreign weights -> our ViT: torchvision and timm state dicts, and named pretrained weights.
 
-Both libraries store the same tensors under different names (REFERENCE.md §2). Each
-converter renames keys into ours, refuses anything it does not understand, infers the
-config from tensor shapes, and copies with a check on every key and shape.
+Both libraries store the same tensors under different names (torchvision's `encoder.layers.*`
+with a packed `in_proj_weight`; timm's `blocks.*`, whose names ours copy). Each converter
+renames keys into ours, refuses anything it does not understand, reads what the tensor shapes
+tell, takes the rest (heads, pooling) from the module or one named configuration, never from a
+guess, and copies with a check on every key and shape.
 """
 
 from __future__ import annotations
