@@ -3,7 +3,7 @@
     python -m bench.app_latency                  # everything (a few minutes on 2 cores)
     python -m bench.app_latency --skip-cold-start
 
-1. Server-side latency of one full analysis (`app.full_analysis`: decode, one forward pass with
+1. Server-side latency of one full analysis (`ui.explore_handlers.full_analysis`: decode, one forward pass with
    attention, every view rendered and written as PNG), with the bundled model and with ViT-B/16.
    For ViT-B/16 the reference is torchvision's bare forward pass (fused attention, no maps, no
    views) on the same preprocessed input; weights are random (latency does not depend on them).
@@ -27,13 +27,14 @@ import gradio
 import torch
 import torchvision
 
-import app
 import vit
+from bench.serving import free_port, wait_until_served
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.explain import model_input
 from explorer.images import load_image
-from explorer.models import BUNDLED, CIFAR10_CLASSES, LoadedModel, ModelCatalog
-from tests.app_helpers import free_port, wait_until_served
-from vit.render import MapStyle
+from explorer.render import MapStyle
+from ui.explore_handlers import full_analysis
+from vit.preprocessing import CIFAR10_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE = gradio.media.get_image("cheetah1.jpg")
@@ -79,7 +80,7 @@ def seconds(samples: list[float]) -> str:
 
 def analysis_latency(loaded: LoadedModel, repeats: int) -> tuple[list[float], list[float]]:
     depth = loaded.model.config.depth
-    return timed(lambda: app.full_analysis(loaded, IMAGE, "crop", depth, "mean", 0.0, MapStyle()), repeats)
+    return timed(lambda: full_analysis(loaded, IMAGE, "crop", depth, "mean", 0.0, MapStyle()), repeats)
 
 
 def vit_b16(repeats: int) -> tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]:

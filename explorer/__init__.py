@@ -1,2 +1,3 @@
-"""Glue between the ViT core (`vit`) and the Gradio app: safe image decoding, the model
-catalogue, and the one-forward-pass analysis every view of the app reads from."""
+"""The Gradio-free picture layer between the ViT core (`vit`) and the app (`ui`): safe image
+decoding (images), the catalogue of loadable models (catalog), the one forward pass per image
+(explain), what each view shows (views) and how pictures are drawn (render)."""

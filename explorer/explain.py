@@ -76,8 +76,7 @@ def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: M
     else:
         raise ValueError(f"mode must be 'crop' or 'whole', got {mode!r}")
     pixels = geometry(v2.functional.pil_to_tensor(image))  # (3, H, W) uint8
-    tensor = v2.functional.normalize(pixels.float() / 255.0, list(pre.mean), list(pre.std))
-    return ModelInput(pixels.permute(1, 2, 0).numpy(), tensor.unsqueeze(0), policy)
+    return ModelInput(pixels.permute(1, 2, 0).numpy(), pre.normalize(pixels).unsqueeze(0), policy)
 
 
 @dataclass

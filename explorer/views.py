@@ -1,19 +1,20 @@
 """What each view of the app shows for an `Explanation`: PIL images and Markdown, no Gradio.
 
-The app wires these to components; the benchmark and the tests call them directly. A query
-is None (the CLS token) or a (row, col) patch position, 0-based; users see 1-based numbers.
+The app (`ui/`) wires these to components; the benchmark and the tests call them directly. A
+query is `vit.analysis.Query`: None (the CLS token) or a (row, col) patch position, 0-based as
+tensors are; people see 1-based numbers.
 """
 
 from __future__ import annotations
 
 from PIL import Image
 
-from vit import render
-from vit.render import MapStyle
+from vit.analysis import Query
 
+from . import render
 from .explain import Explanation
+from .render import MapStyle
 
-Query = tuple[int, int] | None
 INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size of each view's longer side
 
 

@@ -1,39 +1,11 @@
-"""Helpers for the app tests and benchmarks: serving, and calling /analyze with default views."""
+"""Helpers for the app tests: calling /analyze with default views, writing test images."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
-
-STARTUP_TIMEOUT_S = 120  # the CI machine is small and shared; Gradio's import alone takes seconds
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_served(url: str, proc: subprocess.Popen | None = None, timeout: float = STARTUP_TIMEOUT_S) -> float:
-    """Poll `url` until it answers 200; returns the seconds waited."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < timeout:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return time.perf_counter() - start
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"{url} not served within {timeout} s")
-
 
 VIEW_DEFAULTS = {"layer": 6, "fusion": "mean", "discard": 0.0, "cmap": "inferno", "opacity": 0.6}
 

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from app_helpers import free_port, wait_until_served
 
 import vit
-from explorer.models import CIFAR10_CLASSES
-from vit.preprocessing import CIFAR10
+from bench.serving import free_port, wait_until_served
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -9,11 +9,10 @@ from conftest import REPO, SHARED
 from PIL import Image
 
 import vit
-from vit.preprocessing import CIFAR10
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
-BUNDLED = REPO / "models" / "vit_cifar10_nano.safetensors"
+BUNDLED = REPO / "checkpoints" / "vit_cifar10_nano.safetensors"
 ARCHIVE = SHARED / "data" / "cifar10-jpeg.tar.gz"
-CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +23,7 @@ def bundled():
 def test_bundled_checkpoint_is_small_and_complete(bundled) -> None:
     model, meta = bundled
     assert BUNDLED.stat().st_size <= 25 * 2**20
-    assert meta.class_names == CIFAR10_CLASSES
+    assert meta.class_names == list(CIFAR10_CLASSES)
     pre = meta.preprocessing  # channel statistics measured on the JPEG training images
     assert (pre.resize_size, pre.crop_size) == (32, 32)
     assert pre.mean == pytest.approx(CIFAR10.mean, abs=0.01) and pre.std == pytest.approx(CIFAR10.std, abs=0.01)

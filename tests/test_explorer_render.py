@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vit import render
-from vit.render import MapStyle
+from explorer import render
+from explorer.render import MapStyle
 
 RAW = MapStyle(cmap="gray", raw=True)
 
@@ -107,13 +107,37 @@ def test_position_similarity_tile_is_brightest_at_its_own_slot():
     assert tile[1, 2] == 255 and tile.argmax() == 1 * gw + 2
 
 
-def test_attention_distance_chart_and_training_curves_render():
+def test_attention_distance_chart_draws_something():
     chart = render.attention_distance_chart(np.random.default_rng(0).random((6, 4)) * 20, (32, 32))
-    curves = render.training_curves(
-        [{"epoch": 1, "train_loss": 2.0, "train_acc": 0.2, "val_loss": None, "val_acc": None}]
-    )
-    assert chart.size == (500, 320) and curves.size == (700, 280)
-    assert np.asarray(chart).std() > 10  # something was drawn
+    assert chart.size == (500, 320)
+    assert np.asarray(chart).std() > 10
+
+
+def line_heights(curves: Image.Image) -> tuple[float, float]:
+    """Mean pixel row of the train-loss line (matplotlib's first colour) in the left and
+    right quarter of the loss panel (the left half of the picture)."""
+    rgb = np.asarray(curves).astype(int)
+    blue = (np.abs(rgb - (31, 119, 180)).sum(-1) < 40)[:, : rgb.shape[1] // 2]
+    ys, xs = np.nonzero(blue)
+    lo, hi = xs.min(), xs.max()
+    quarter = (hi - lo) / 4
+    return ys[xs < lo + quarter].mean(), ys[xs > hi - quarter].mean()
+
+
+def test_training_curves_draw_the_history():
+    def history(losses):
+        return [
+            {"epoch": e + 1, "train_loss": v, "train_acc": 0.5, "val_loss": None, "val_acc": None}
+            for e, v in enumerate(losses)
+        ]
+
+    falling = render.training_curves(history([2.0, 1.5, 1.0, 0.5]))
+    rising = render.training_curves(history([0.5, 1.0, 1.5, 2.0]))
+    assert falling.size == (700, 280)
+    start, end = line_heights(falling)
+    assert start < end - 50  # image rows grow downwards: a falling loss starts high, ends low
+    start, end = line_heights(rising)
+    assert start > end + 50
 
 
 def test_distance_chart_redraws_only_the_dots_and_never_keeps_old_ones():

@@ -5,12 +5,13 @@ Runs the app in-process (the only way to count the model's forward calls) on a f
 
 import gradio
 import pytest
-from app_helpers import analyze, free_port
+from app_helpers import analyze
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-import app
-from explorer.models import BUNDLED, ModelCatalog
+import ui
+from bench.serving import free_port
+from explorer.catalog import BUNDLED, ModelCatalog
 
 STYLE = ("inferno", 0.6, "nearest", "overlay")
 # Gradio's in-process queue metrics use pandas options that pandas 3 deprecates; not ours to fix.
@@ -23,7 +24,7 @@ def counted(tiny_checkpoint, tmp_path_factory):
     catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"))
     calls = []
     catalog.get(BUNDLED).model.register_forward_pre_hook(lambda module, args: calls.append(args[0].shape))
-    demo = app.build_demo(catalog)
+    demo = ui.build_demo(catalog)
     port = free_port()
     demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
     yield Client(f"http://127.0.0.1:{port}/", verbose=False), calls

@@ -1,6 +1,6 @@
 """The models the app can explain, by key, loaded on first use and shared by all sessions.
 
-Keys: "bundled" (the CIFAR-10 model shipped in models/, or fresh "untrained weights" while
+Keys: "bundled" (the CIFAR-10 model shipped in checkpoints/, or fresh "untrained weights" while
 it is missing), "pretrained:<name>" (torchvision/timm weights, downloaded once), and
 "checkpoint:<path>" for files the Train tab wrote under the runs folder or that a user
 uploaded. Only those paths are ever opened: a key from an API client cannot make the
@@ -20,12 +20,11 @@ import torch
 
 import vit
 from vit.analysis import position_embedding_similarity
-from vit.preprocessing import CIFAR10
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 from vit.weights import PRETRAINED
 
 BUNDLED = "bundled"
-BUNDLED_PATH = Path(__file__).resolve().parent.parent / "models" / "vit_cifar10_nano.safetensors"
-CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_nano.safetensors"
 
 
 class ModelUnavailable(RuntimeError):
@@ -162,5 +161,5 @@ class ModelCatalog:
         with torch.random.fork_rng():  # the same "untrained" model every start, without reseeding anyone else
             torch.manual_seed(0)
             model = vit.create_model("vit_cifar_nano").eval()
-        meta = vit.ModelMeta(CIFAR10_CLASSES, CIFAR10, {"source": "fresh initialisation"})
+        meta = vit.ModelMeta(list(CIFAR10_CLASSES), CIFAR10, {"source": "fresh initialisation"})
         return LoadedModel(BUNDLED, "CIFAR-10 nano (untrained weights)", model, meta, untrained=True)

@@ -3,7 +3,7 @@
 import pytest
 
 import vit
-from explorer.models import BUNDLED, ModelCatalog, ModelUnavailable
+from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable
 from vit.preprocessing import CIFAR10
 
 

@@ -1,0 +1,44 @@
+"""The whole page: both tabs in one Blocks, with the queue and cache limits."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from explorer.catalog import ModelCatalog
+
+from .explore import build_explore_tab
+from .train import build_train_tab
+
+MAX_UPLOAD = "20mb"
+
+
+def build_demo(catalog: ModelCatalog) -> gr.Blocks:
+    """The app's Blocks (not launched): the Explore and Train tabs over one model catalogue."""
+    # analytics off: the app must start and run with no network at all
+    # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
+    with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
+        gr.Markdown("# ViT attention explorer\nWhat does each head of a Vision Transformer look at?")
+        with gr.Tab("Explore"):
+            explore = build_explore_tab(catalog)
+        with gr.Tab("Train") as train:
+            build_train_tab(catalog, explore.model_key, train)
+    # Two analyses at a time on a 2-core machine; up to 64 waiting, then new requests are refused.
+    demo.queue(default_concurrency_limit=2, max_size=64)
+    return demo
+
+
+def launch(demo: gr.Blocks, host: str, port: int, share: bool = False) -> None:
+    """Serve `demo` and block; torchvision's slow import is paid after the page is up."""
+    demo.launch(
+        server_name=host,
+        server_port=port,
+        share=share,
+        max_file_size=MAX_UPLOAD,
+        theme=gr.themes.Soft(),
+        prevent_thread_lock=True,
+    )
+    # The page is served; now pay for torchvision's slow import (preprocessing needs it)
+    # before the first upload arrives instead of during it.
+    import torchvision  # noqa: F401
+
+    demo.block_thread()

@@ -1,0 +1,28 @@
+"""Binding module-level handlers to the tab they serve."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+
+def bound(fn: Callable, *context: Any) -> Callable:
+    """`fn` with its leading arguments (the tab's view, the model catalogue, ...) fixed.
+
+    Unlike `functools.partial`, the result is a function whose signature and annotations
+    are those of `fn` without the context: Gradio reads them to name the API parameters
+    and to spot the parameters it fills in itself (e.g. `evt: gr.SelectData`), and
+    `typing.get_type_hints` does not look inside a partial."""
+
+    @functools.wraps(fn)
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        return fn(*context, *args, **kwargs)
+
+    signature = inspect.signature(fn)
+    remaining = list(signature.parameters.values())[len(context) :]
+    handler.__signature__ = signature.replace(parameters=remaining)
+    names = {p.name for p in remaining} | {"return"}
+    handler.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k in names}
+    return handler

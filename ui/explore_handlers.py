@@ -1,0 +1,293 @@
+"""Handlers of the Explore tab: module-level functions from named inputs to `{component: value}`.
+
+ui/explore.py binds each to the tab's `ExploreView` (and, where needed, the model catalogue)
+with `ui.binding.bound`. A handler reads its inputs by name, builds one `MapStyle` from the
+four style controls, asks `explorer.views` for pictures and returns them by component name
+through `ExploreView.update`, so a new view is one more name, not one more tuple slot.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from explorer import render, views
+from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.explain import Explanation, RecentExplanations, explain
+from explorer.images import ImageError, load_image
+from explorer.render import MapStyle
+from vit.analysis import Query
+
+from .outputs import cache_path, saved
+
+if TYPE_CHECKING:
+    from .explore import ExploreView
+
+# What /analyze redraws, by ExploreView field: the session's Explanation first.
+ANALYSIS_OUTPUTS = (
+    "explanation",
+    "query",
+    "input_img",
+    "numbers",
+    "label",
+    "layer",
+    "heads",
+    "overview",
+    "rollout",
+    "distance",
+)
+QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md")
+
+
+def map_style(cmap: str, opacity: float, upsampling: str, display: str) -> MapStyle:
+    """The one MapStyle the four style controls describe."""
+    return MapStyle(cmap=cmap, opacity=opacity, smooth=upsampling == "smooth", raw=display == "raw")
+
+
+def uploaded_path(payload: dict | None) -> str | None:
+    """The file path inside an image payload that reached us undecoded (preprocess=False):
+    the app decodes uploads itself (explorer.images), so every bad file gets a clear
+    message. Gradio has already checked the path lies in its upload folder."""
+    return None if payload is None else payload["path"]
+
+
+def require(ex: Explanation | None) -> Explanation:
+    if ex is None:
+        raise gr.Error("No image analysed yet in this session: upload an image first.")
+    return ex
+
+
+def full_analysis(
+    loaded: LoadedModel,
+    path: str,
+    mode: str,
+    layer: int,
+    fusion: str,
+    discard: float,
+    style: MapStyle,
+    recent: RecentExplanations | None = None,
+) -> dict[str, Any]:
+    """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name.
+    With `recent`, a (file, model, mode) seen before in this session is not run again.
+    Raises ImageError for unusable files."""
+
+    def forward_pass() -> Explanation:
+        return explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, load_image(path), mode)
+
+    # Gradio names uploads by content, so the path identifies the image.
+    ex = recent.get((path, loaded.key, mode), forward_pass) if recent else forward_pass()
+    layer = min(layer, ex.depth)
+    return {
+        "explanation": ex,
+        "query": None,  # the query goes back to the CLS token
+        "input_img": saved(views.input_view(ex)),
+        "numbers": views.describe_input(ex),
+        "label": ex.probabilities,
+        "layer": gr.Slider(maximum=ex.depth, value=layer),
+        "heads": saved(views.heads(ex, None, layer, style)),
+        "overview": saved(views.overview(ex, style)),
+        "rollout": saved(views.rollout(ex, fusion, discard, style)),
+        "distance": saved(views.distance_chart(ex)),
+    }
+
+
+def analyze(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    image: dict | None,
+    model_key: str,
+    mode: str,
+    layer: float,
+    fusion: str,
+    discard: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    recent: RecentExplanations | None,
+) -> dict:
+    """Analyse an uploaded image with the chosen model and draw every view."""
+    if image is None:
+        return gr.skip()
+    try:
+        loaded = catalog.get(model_key)
+        style = map_style(cmap, opacity, upsampling, display)
+        pictures = full_analysis(loaded, uploaded_path(image), mode, int(layer), fusion, discard, style, recent)
+    except (ImageError, ModelUnavailable) as e:
+        raise gr.Error(str(e)) from e
+    return view.update(**pictures)
+
+
+def show_heads(
+    view: ExploreView,
+    explanation: Explanation | None,
+    query: Query,
+    layer: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> dict:
+    """Every head's attention map for the current query in one layer."""
+    style = map_style(cmap, opacity, upsampling, display)
+    return view.update(heads=saved(views.heads(require(explanation), query, int(layer), style)))
+
+
+def restyle(
+    view: ExploreView,
+    explanation: Explanation | None,
+    query: Query,
+    layer: float,
+    fusion: str,
+    discard: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> dict:
+    """Redraw the head maps, the layers x heads overview and rollout in a new style."""
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    return view.update(
+        heads=saved(views.heads(ex, query, int(layer), style)),
+        overview=saved(views.overview(ex, style)),
+        rollout=saved(views.rollout(ex, fusion, discard, style)),
+    )
+
+
+def show_rollout(
+    view: ExploreView,
+    explanation: Explanation | None,
+    fusion: str,
+    discard: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> dict:
+    """Attention rollout through all layers with a head fusion and discard ratio."""
+    style = map_style(cmap, opacity, upsampling, display)
+    return view.update(rollout=saved(views.rollout(require(explanation), fusion, float(discard), style)))
+
+
+def show_query(view: ExploreView, ex: Explanation, query: Query, layer: int, style: MapStyle) -> dict:
+    """QUERY_OUTPUTS after the query changes: the query, the marked input, the head maps, the caption."""
+    return view.update(
+        query=query,
+        input_img=saved(views.input_view(ex, query)),
+        heads=saved(views.heads(ex, query, layer, style)),
+        query_md=views.describe_query(query, ex.has_cls),
+    )
+
+
+def query_patch(
+    view: ExploreView,
+    explanation: Explanation | None,
+    row: float,
+    col: float,
+    layer: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> dict:
+    """Make the patch at (row, col) of the grid the query (0-based), as a click on it would."""
+    ex = require(explanation)
+    gh, gw = ex.grid
+    if not (0 <= int(row) < gh and 0 <= int(col) < gw):
+        raise gr.Error(f"patch ({row}, {col}) is outside the {gh}x{gw} grid (rows and columns count from 0)")
+    return show_query(view, ex, (int(row), int(col)), int(layer), map_style(cmap, opacity, upsampling, display))
+
+
+def click_patch(
+    view: ExploreView,
+    explanation: Explanation | None,
+    layer: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    evt: gr.SelectData,
+) -> dict:
+    """A click on the input view: the patch under it becomes the query."""
+    ex = require(explanation)
+    row, col = views.clicked_patch(ex, *evt.index)  # evt.index: (x, y) in image pixels
+    return query_patch(view, ex, row, col, layer, cmap, opacity, upsampling, display)
+
+
+def reset_query(
+    view: ExploreView,
+    explanation: Explanation | None,
+    layer: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> dict:
+    """Back to the default query (the CLS token)."""
+    return show_query(view, require(explanation), None, int(layer), map_style(cmap, opacity, upsampling, display))
+
+
+def export_png(
+    view: ExploreView,
+    explanation: Explanation | None,
+    query: Query,
+    layer: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> dict:
+    """The head maps of one layer as a PNG file."""
+    picture = views.heads(require(explanation), query, int(layer), map_style(cmap, opacity, upsampling, display))
+    return view.update(export_file=saved(picture, f"attention-layer{int(layer)}.png"))
+
+
+def export_gif(
+    view: ExploreView,
+    explanation: Explanation | None,
+    query: Query,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> dict:
+    """The head maps of every layer as an animated GIF."""
+    path = cache_path("attention-layers.gif")
+    style = map_style(cmap, opacity, upsampling, display)
+    render.save_gif(views.layer_frames(require(explanation), query, style), path)
+    return view.update(export_file=str(path))
+
+
+def load_model(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    model_key: str,
+    progress: gr.Progress = gr.Progress(track_tqdm=True),  # noqa: B008 - Gradio's way to show download bars
+) -> dict:
+    """Switch the Explore tab to another model (downloading pretrained weights once)."""
+    try:
+        loaded = catalog.get(model_key)
+    except ModelUnavailable as e:
+        raise gr.Error(str(e), duration=None) from e
+    return view.update(
+        current_model=model_key,
+        model_info=loaded.describe(),
+        similarity=saved(render.position_similarity_tiles(loaded.position_similarity())),
+    )
+
+
+def keep_model(current_model: str) -> str:
+    """After a failed switch: the picker goes back to the model that works."""
+    return current_model
+
+
+def upload_checkpoint(view: ExploreView, catalog: ModelCatalog, checkpoint: str | None) -> dict:
+    """Validate an uploaded .safetensors checkpoint, add it to the picker and select it."""
+    if checkpoint is None:
+        return gr.skip()
+    try:
+        key = catalog.register_upload(checkpoint)
+    except ModelUnavailable as e:
+        raise gr.Error(str(e)) from e
+    return view.update(model_key=gr.Dropdown(choices=catalog.choices(), value=key))
