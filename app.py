@@ -18,6 +18,7 @@ import torch
 
 import ui
 from explorer.catalog import BUNDLED_PATH, ModelCatalog
+from ui.settings import ServerSettings, add_server_options
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -34,6 +35,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=int(env.get("VIT_EXPLORER_TORCH_THREADS", "1")),
         help="intra-op threads per request (default 1: two requests run side by side on two cores)",
     )
+    add_server_options(p)
     args = p.parse_args(argv)
     if args.model and not Path(args.model).is_file():  # only the bundled model may be missing (untrained fallback)
         p.error(f"--model {args.model}: no such file")
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> None:
     # request (and anything else running) and made the nano model's forward pass ~100x slower.
     torch.set_num_threads(args.torch_threads)
     started = time.perf_counter()
-    demo = ui.build_demo(ModelCatalog(args.model or BUNDLED_PATH, args.runs_dir))
+    settings = ServerSettings.from_args(args)
+    catalog = ModelCatalog(args.model or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, limits=settings.load)
+    demo = ui.build_demo(catalog, settings)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
     ui.launch(demo, args.host, args.port, args.share)
 

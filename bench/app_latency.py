@@ -80,7 +80,7 @@ def seconds(samples: list[float]) -> str:
 
 def analysis_latency(loaded: LoadedModel, repeats: int) -> tuple[list[float], list[float]]:
     depth = loaded.model.config.depth
-    return timed(lambda: full_analysis(loaded, IMAGE, "crop", depth, "mean", 0.0, MapStyle()), repeats)
+    return timed(lambda: full_analysis(loaded, IMAGE, "crop", depth, "mean", 0.0, MapStyle(), store=None), repeats)
 
 
 def vit_b16(repeats: int) -> tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]:

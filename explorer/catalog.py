@@ -2,14 +2,16 @@
 
 Keys: "bundled" (the CIFAR-10 model shipped in checkpoints/, or fresh "untrained weights" while
 it is missing), "pretrained:<name>" (torchvision/timm weights, downloaded once), and
-"checkpoint:<path>" for files the Train tab wrote under the runs folder or that a user
-uploaded. Only those paths are ever opened: a key from an API client cannot make the
-server read an arbitrary file.
+"checkpoint:<token>" for a file the Train tab wrote or a visitor uploaded. A token is a
+random name the catalogue gave that file when it was registered for one visitor (an
+`owner`); each visitor's picker lists only their own, and a key never holds a path, so an
+API client cannot make the server open a file it was not given (docs/security.md).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 from vit.weights import PRETRAINED
 
 BUNDLED = "bundled"
+EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
 BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_nano.safetensors"
 
 
@@ -66,45 +69,72 @@ class LoadedModel:
 
 
 class ModelCatalog:
-    """Resolve model keys to loaded models (an LRU of `capacity` models; the bundled one stays)."""
+    """Resolve model keys to loaded models (an LRU of `capacity` models; the bundled one stays).
+
+    With `scan_runs` (a local, single-user server) every checkpoint under `runs_dir` is
+    offered to everyone; a public server offers each visitor only what they registered."""
 
     def __init__(
-        self, bundled_path: str | os.PathLike = BUNDLED_PATH, runs_dir: str | os.PathLike = "runs", capacity: int = 3
+        self,
+        bundled_path: str | os.PathLike = BUNDLED_PATH,
+        runs_dir: str | os.PathLike = "runs",
+        capacity: int = 3,
+        scan_runs: bool = True,
+        limits: vit.checkpoint.LoadLimits = vit.checkpoint.DEFAULT_LIMITS,
     ):
         self.bundled_path = Path(bundled_path)
         self.runs_dir = Path(runs_dir).resolve()
         self.capacity = capacity
-        self._uploads: set[Path] = set()
+        self.scan_runs = scan_runs
+        self.limits = limits
+        self._checkpoints: dict[str, tuple[Path, str, str]] = {}  # token -> (file, owner, label)
         self._loaded: OrderedDict[str, LoadedModel] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
 
-    def choices(self) -> list[tuple[str, str]]:
-        """(label, key) pairs for the model picker."""
+    def choices(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
+        """(label, key) pairs for `owner`'s model picker: bundled, pretrained, their checkpoints."""
         out = [(self._bundled_label(), BUNDLED)]
         out += [(f"{name} (pretrained, downloads once)", f"pretrained:{name}") for name in vit.list_pretrained()]
-        out += [(f"checkpoint: {self._short(p)}", f"checkpoint:{p}") for p in self.checkpoint_paths()]
-        return out
+        return out + [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
 
-    def _short(self, path: Path) -> str:
-        return str(path.relative_to(self.runs_dir)) if path.is_relative_to(self.runs_dir) else path.name
+    def checkpoints(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
+        """(key, label) of the checkpoints `owner` may open, oldest first."""
+        if self.scan_runs and self.runs_dir.is_dir():
+            for path in sorted(self.runs_dir.rglob("*.safetensors")):
+                self._token_for(path.resolve(), EVERYONE, str(path.relative_to(self.runs_dir)))
+        with self._lock:
+            items = list(self._checkpoints.items())
+        return [(f"checkpoint:{t}", label) for t, (_, who, label) in items if who in (owner, EVERYONE)]
 
-    def checkpoint_paths(self) -> list[Path]:
-        """Checkpoints under the runs folder, then this server's uploads."""
-        found = sorted(self.runs_dir.rglob("*.safetensors")) if self.runs_dir.is_dir() else []
-        return found + sorted(self._uploads - set(found))
+    def _token_for(self, path: Path, owner: str, label: str) -> str:
+        with self._lock:
+            for token, (known, who, _) in self._checkpoints.items():
+                if known == path and who == owner:
+                    return token
+            token = secrets.token_urlsafe(12)
+            self._checkpoints[token] = (path, owner, label)
+            return token
 
-    def register_upload(self, path: str | os.PathLike) -> str:
-        """Validate an uploaded checkpoint (loading it) and return its key."""
+    def register(self, path: str | os.PathLike, owner: str, label: str | None = None) -> str:
+        """Validate a checkpoint file (loading it) for `owner` and return its key. The caller
+        has checked where the file is (an upload, or a run of this visitor)."""
         path = Path(path).resolve()
-        self._uploads.add(path)
-        key = f"checkpoint:{path}"
+        key = f"checkpoint:{self._token_for(path, owner, label or path.name)}"
         try:
             self.get(key)
         except ModelUnavailable:
-            self._uploads.discard(path)
+            with self._lock:
+                self._checkpoints.pop(key.partition(":")[2], None)
             raise
         return key
+
+    def checkpoint_file(self, key: str) -> Path:
+        """The file behind a checkpoint key (for training from it). Raises ModelUnavailable."""
+        entry = self._checkpoints.get(key.partition(":")[2]) if key.startswith("checkpoint:") else None
+        if entry is None:
+            raise ModelUnavailable("unknown checkpoint: pick one from the list or upload it")
+        return entry[0]
 
     def get(self, key: str) -> LoadedModel:
         """The loaded model for `key`, loading it on first use. Raises ModelUnavailable."""
@@ -136,15 +166,13 @@ class ModelCatalog:
                 raise ModelUnavailable(str(e)) from e
             return LoadedModel(key, name, model.eval(), meta)
         if kind == "checkpoint":
-            path = Path(name).resolve()
-            if not (path.is_relative_to(self.runs_dir) or path in self._uploads):
-                raise ModelUnavailable(f"unknown checkpoint {name!r}: pick one from the list or upload it")
+            path = self.checkpoint_file(key)
             try:
-                model, meta = vit.load_checkpoint(path)
+                model, meta = vit.load_checkpoint(path, limits=self.limits)
             except vit.CheckpointError as e:
                 raise ModelUnavailable(f"cannot use this checkpoint: {e}") from e
-            return LoadedModel(key, f"checkpoint {self._short(path)}", model, meta)
-        raise ModelUnavailable(f"unknown model {key!r}")
+            return LoadedModel(key, f"checkpoint {self._checkpoints[name][2]}", model, meta)
+        raise ModelUnavailable(f"unknown model {key!r}: pick one from the list")
 
     def _bundled_label(self) -> str:
         if not self.bundled_path.is_file():

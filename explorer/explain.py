@@ -161,25 +161,6 @@ def explain(
     return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, cpu)
 
 
-class RecentExplanations:
-    """The last few explanations of one browser session, by (image file, model, mode), so
-    switching back to a model or resize policy already seen for this image reuses its
-    forward pass: one forward pass per image per model (and mode)."""
-
-    def __init__(self, size: int = 4):
-        self.size = size
-        self._items: OrderedDict[Hashable, Explanation] = OrderedDict()
-
-    def get(self, key: Hashable, compute: Callable[[], Explanation]) -> Explanation:
-        if key in self._items:
-            self._items.move_to_end(key)
-        else:
-            self._items[key] = compute()
-            if len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return self._items[key]
-
-
 def attention_bytes(model: VisionTransformer, input_size: tuple[int, int]) -> int:
     """Bytes the float32 attention maps of one (H, W) input take: layers x heads x tokens²
     x 4. Known before the forward pass, so a too-large request is refused before allocating."""
@@ -211,6 +192,13 @@ class ExplanationStore:
     @property
     def nbytes(self) -> int:
         return self._bytes
+
+    def peek(self, key: Hashable) -> Explanation | None:
+        """The entry for `key` if it is still held (marking it recently used), else None."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+            return self._items.get(key)
 
     def get(self, key: Hashable, compute: Callable[[], Explanation]) -> Explanation:
         """The entry for `key`, computed once (other sessions asking meanwhile wait for it)."""

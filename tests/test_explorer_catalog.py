@@ -16,23 +16,29 @@ def test_missing_bundled_model_falls_back_to_clearly_labelled_untrained_weights(
     assert all((a == b).all() for a, b in zip(loaded.model.parameters(), again.model.parameters(), strict=True))
 
 
-def test_only_runs_and_uploaded_checkpoints_can_be_opened(tmp_path, tiny_checkpoint):
+def test_keys_never_hold_paths_and_each_visitor_lists_only_their_own(tmp_path, tiny_checkpoint):
     runs = tmp_path / "runs"
     (runs / "job").mkdir(parents=True)
     inside = runs / "job" / "model.safetensors"
     inside.write_bytes(tiny_checkpoint.read_bytes())
-    catalog = ModelCatalog(tiny_checkpoint, runs)
-    assert f"checkpoint:{inside}" in [key for _, key in catalog.choices()]
-    assert catalog.get(f"checkpoint:{inside}").meta.class_names[0] == "airplane"
-    with pytest.raises(ModelUnavailable, match="unknown checkpoint"):
-        catalog.get(f"checkpoint:{tiny_checkpoint}")  # a real checkpoint, but neither in runs nor uploaded
-    key = catalog.register_upload(tiny_checkpoint)
-    assert catalog.get(key).model.config.depth == 6
+    local = ModelCatalog(tiny_checkpoint, runs)  # local mode: the runs folder is everyone's
+    [(key, label)] = local.checkpoints("alice")
+    assert label == "job/model.safetensors" and str(tmp_path) not in key
+    assert local.get(key).meta.class_names[0] == "airplane"
+    with pytest.raises(ModelUnavailable, match="unknown checkpoint: pick one from the list"):
+        local.get(f"checkpoint:{tiny_checkpoint}")  # a real file, named by path: never opened
+
+    public = ModelCatalog(tiny_checkpoint, runs, scan_runs=False)
+    assert public.checkpoints("alice") == []  # nobody sees the runs folder
+    key = public.register(tiny_checkpoint, "alice", "upload.safetensors")
+    assert public.get(key).model.config.depth == 6
+    assert [k for k, _ in public.checkpoints("alice")] == [key] and public.checkpoints("bob") == []
+    assert key not in [k for _, k in public.choices("bob")]
     broken = tmp_path / "broken.safetensors"
     broken.write_bytes(b"\0" * 10)
-    with pytest.raises(ModelUnavailable, match="cannot use this checkpoint"):
-        catalog.register_upload(broken)
-    assert f"checkpoint:{broken.resolve()}" not in [key for _, key in catalog.choices()]
+    with pytest.raises(ModelUnavailable, match="cannot use this checkpoint: broken.safetensors is not a readable"):
+        public.register(broken, "alice")
+    assert len(public.checkpoints("alice")) == 1
 
 
 def test_loaded_models_are_bounded_and_the_bundled_one_stays(tmp_path, tiny_checkpoint):
@@ -41,7 +47,7 @@ def test_loaded_models_are_bounded_and_the_bundled_one_stays(tmp_path, tiny_chec
     for i in range(3):
         path = tmp_path / f"m{i}.safetensors"
         vit.save_checkpoint(vit.create_model("vit_cifar_nano", depth=1), path, preprocessing=CIFAR10)
-        keys.append(f"checkpoint:{path}")
+        keys.append(catalog.register(path, "alice"))
     catalog.get(BUNDLED)
     for key in keys:
         catalog.get(key)

@@ -2,6 +2,7 @@
 
 import socket
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import gradio
 import httpx
@@ -114,15 +115,19 @@ def test_offline_pretrained_model_fails_clearly_and_the_app_keeps_working(client
 
 
 def test_a_server_path_smuggled_into_the_image_payload_is_refused(server, client, tmp_path):
-    """preprocess=False hands the app the upload's path, so check Gradio still refuses paths
-    that were not uploaded (the app must never open arbitrary server files)."""
+    """preprocess=False hands the app whatever path the client put in the payload: a file
+    outside the upload folder is refused, with the same reply whether or not it exists."""
     secret = save_rgb(tmp_path / "not_uploaded.png", np.zeros((32, 32, 3), np.uint8))  # a valid image
-    smuggled = {"path": str(secret), "meta": {"_type": "gradio.FileData"}}
-    data = [smuggled, "bundled", "crop", 6, "mean", 0.0, *STYLE]
-    base = f"{server}gradio_api/call/analyze"
-    event = httpx.post(base, json={"data": data}, timeout=30).json()["event_id"]
-    reply = httpx.get(f"{base}/{event}", timeout=30).text
-    assert "event: error" in reply and "complete" not in reply
+    in_repo = Path(__file__).resolve().parents[1] / "docs" / "bundled-model-confusion.png"  # under the server's cwd
+    replies = []
+    for path in (secret, tmp_path / "missing.png", in_repo, in_repo.with_name("missing.png")):
+        smuggled = {"path": str(path), "meta": {"_type": "gradio.FileData"}}
+        data = [smuggled, "bundled", "crop", 6, "mean", 0.0, *STYLE]
+        base = f"{server}gradio_api/call/analyze"
+        event = httpx.post(base, json={"data": data}, timeout=30).json()["event_id"]
+        replies.append(httpx.get(f"{base}/{event}", timeout=30).text)
+    assert all("event: error" in r and "complete" not in r for r in replies)
+    assert replies[0] == replies[1] and replies[2] == replies[3] and str(tmp_path) not in replies[0]
     assert analyze(client, CHEETAH)[2]["confidences"]
 
 

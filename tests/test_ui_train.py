@@ -15,32 +15,40 @@ import vit
 CLASSES = ("cat", "dog")
 
 
-def wait_for_job(client, timeout_s: float = 150):
-    """Poll /train_status until the job stops running; returns the last outputs."""
+NAMES = ("status", "progress", "curves", "probe", "checkpoint", "timer", "model")
+
+
+def wait_for_job(client, timeout_s: float = 150) -> dict:
+    """Poll /train_status until the job stops running. Returns what this visitor's page
+    shows then: every output of the last poll, and the newest curves, probe and model list
+    among all polls (a poll sends a picture only when it changed)."""
+    shown: dict = {}
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        status = client.predict(api_name="/train_status")
-        if not status[-1].get("active", True):
-            return status
+        status = dict(zip(NAMES, client.predict(api_name="/train_status"), strict=True))
+        shown |= {k: v for k, v in status.items() if v is not None and (k != "model" or "choices" in v)}
+        shown |= {k: status[k] for k in ("status", "progress", "checkpoint", "timer")}
+        if not status["timer"].get("active", True):
+            return shown
         time.sleep(0.5)
     raise TimeoutError("training did not finish")
 
 
 def test_train_watch_and_explore_the_checkpoint(client, tmp_path):
     data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=CLASSES, test_per_class=2)
-    started, _ = client.predict("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8, api_name="/train_start")
-    assert "started" in started and "device" in started
-    with pytest.raises(AppError, match="already in progress"):
+    started = client.predict("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8, api_name="/train_start")[0]
+    assert "started" in started and "device" in started and str(tmp_path) not in started
+    with pytest.raises(AppError, match="your training run is still going: stop it first"):
         client.predict("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8, api_name="/train_start")
 
-    wait_for_job(client)
-    # A browser that opens now gets every picture (a watching one only gets what changed).
-    status, progress, curves, probe, checkpoint, _ = Client(client.src, verbose=False).predict(api_name="/train_status")
-    assert "cpu" in status.lower() and "error" not in status.lower()
-    assert "finished" in progress
-    assert np.asarray(Image.open(curves)).std() > 10
-    assert Image.open(probe).height > 2 * 64  # initial + two epochs, one row each
-    model, meta = vit.load_checkpoint(checkpoint)
+    shown = wait_for_job(client)
+    assert "cpu" in shown["status"].lower() and "error" not in shown["status"].lower()
+    assert "finished" in shown["progress"]
+    assert np.asarray(Image.open(shown["curves"])).std() > 10
+    assert Image.open(shown["probe"]).height > 2 * 64  # initial + two epochs, one row each
+    # The run's checkpoint joined this visitor's model list without a reload.
+    assert any(key.startswith("checkpoint:") for _, key in shown["model"]["choices"])
+    model, meta = vit.load_checkpoint(shown["checkpoint"])
     assert meta.class_names == list(CLASSES)
 
     picker = client.predict(api_name="/train_open_in_explore")
@@ -55,16 +63,45 @@ def test_stop_ends_the_run_early_and_keeps_a_checkpoint(client, tmp_path):
     data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=CLASSES, test_per_class=2)
     client.predict("vit_cifar_nano", "folder", str(data), 200, 1e-3, 4, api_name="/train_start")
     assert "stopping" in client.predict(api_name="/train_stop")
-    status, progress, _, _, checkpoint, _ = wait_for_job(client)
-    assert "stopped" in progress and "error" not in status.lower()
-    assert vit.load_checkpoint(checkpoint)[1].class_names == list(CLASSES)
+    shown = wait_for_job(client)
+    assert "stopped" in shown["progress"] and "error" not in shown["status"].lower()
+    assert vit.load_checkpoint(shown["checkpoint"])[1].class_names == list(CLASSES)
 
 
 def test_bad_training_arguments_are_reported_before_any_work(client, tmp_path):
     with pytest.raises(AppError, match="folder"):
         client.predict("vit_cifar_nano", "folder", "", 1, 1e-3, 8, api_name="/train_start")
-    with pytest.raises(AppError, match="missing"):
+    with pytest.raises(AppError, match="missing") as info:
         client.predict("vit_cifar_nano", "folder", str(tmp_path / "missing"), 1, 1e-3, 8, api_name="/train_start")
+    assert str(tmp_path) not in str(info.value)  # no server path in any message
+    # Gradio checks each Number's range first (training.registry checks again, behind it).
+    for epochs, lr, batch, message in (
+        (10_000_000, 1e-3, 8, "greater than maximum value 200"),
+        (1e300, 1e-3, 8, "greater than maximum value 200"),
+        (0, 1e-3, 8, "less than minimum value 1"),
+        (1, 5.0, 8, "greater than maximum value 1"),
+        (1, 1e-3, 50_000, "greater than maximum value 1024"),
+    ):
+        with pytest.raises(AppError, match=message):
+            client.predict("vit_cifar_nano", "cifar10", "", epochs, lr, batch, api_name="/train_start")
+    with pytest.raises(AppError, match="learning rate must be a number above 0"):
+        client.predict("vit_cifar_nano", "cifar10", "", 1, 0, 8, api_name="/train_start")
+
+
+def test_visitors_see_stop_and_download_only_their_own_run(client, tmp_path):
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=CLASSES, test_per_class=2)
+    client.predict("vit_cifar_nano", "folder", str(data), 200, 1e-3, 4, api_name="/train_start")
+    other = Client(client.src, verbose=False)
+    status, progress, _, _, checkpoint, timer, _ = other.predict(api_name="/train_status")
+    assert "running" not in progress and checkpoint is None and not timer["active"]  # B sees nothing of A's run
+    assert "you have no run to stop" in other.predict(api_name="/train_stop")
+    with pytest.raises(AppError, match="the server is busy: 1 training run"):  # the server-wide limit
+        other.predict("vit_cifar_nano", "folder", str(data), 1, 1e-3, 4, api_name="/train_start")
+    with pytest.raises(AppError, match="No checkpoint yet"):
+        other.predict(api_name="/train_open_in_explore")
+    assert "running" in client.predict(api_name="/train_status")[1]  # A's run went on
+    assert "stopping" in client.predict(api_name="/train_stop")
+    wait_for_job(client)
 
 
 def red_square(tmp_path):

@@ -6,14 +6,18 @@ import gradio as gr
 
 from explorer.catalog import ModelCatalog
 
+from . import explore_handlers
 from .explore import build_explore_tab
+from .settings import ServerSettings
 from .train import build_train_tab
 
 MAX_UPLOAD = "20mb"
 
 
-def build_demo(catalog: ModelCatalog) -> gr.Blocks:
+def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) -> gr.Blocks:
     """The app's Blocks (not launched): the Explore and Train tabs over one model catalogue."""
+    settings = settings or ServerSettings()
+    explore_handlers.STORE.max_bytes = settings.cache_bytes
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
@@ -21,7 +25,7 @@ def build_demo(catalog: ModelCatalog) -> gr.Blocks:
         with gr.Tab("Explore"):
             explore = build_explore_tab(catalog)
         with gr.Tab("Train") as train:
-            build_train_tab(catalog, explore.model_key, train)
+            build_train_tab(catalog, settings, explore.model_key, train)
     # Two analyses at a time on a 2-core machine; up to 64 waiting, then new requests are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo

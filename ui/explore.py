@@ -10,7 +10,6 @@ import gradio as gr
 
 from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
-from explorer.explain import RecentExplanations
 from explorer.render import COLORMAPS
 
 from . import explore_handlers as h
@@ -34,8 +33,7 @@ class ExploreView:
     """Every component of the Explore tab, by name."""
 
     # per-session state
-    explanation: gr.State  # the forward pass every view reads
-    recent: gr.State  # the session's last few forward passes
+    explanation: gr.State  # key of the forward pass every view reads (in explore_handlers.STORE)
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
     # model and image
@@ -83,7 +81,6 @@ class ExploreView:
 def _session_state() -> dict[str, gr.State]:
     return {
         "explanation": gr.State(None, time_to_live=SESSION_TTL_S),
-        "recent": gr.State(RecentExplanations(), time_to_live=SESSION_TTL_S),  # deep-copied: one cache per session
         "query": gr.State(None),
         "current_model": gr.State(BUNDLED),
     }
@@ -207,7 +204,7 @@ def layout(catalog: ModelCatalog) -> ExploreView:
 
 def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     """/analyze on a new image or resize policy; returns its event arguments for reuse."""
-    inputs = view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE, "recent")
+    inputs = view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE)
     # preprocess=False: the image arrives as its upload payload, not decoded by Gradio.
     analysis = {
         "fn": bound(h.analyze, view, catalog),

@@ -14,12 +14,14 @@ import gradio as gr
 
 from explorer import render, views
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
-from explorer.explain import Explanation, RecentExplanations, explain
+from explorer.explain import Explanation, ExplanationStore, ExplanationTooLarge, explain
 from explorer.images import ImageError, load_image
 from explorer.render import MapStyle
+from explorer.uploads import UploadRefused, checked_upload
+from training.registry import owner_id
 from vit.analysis import Query
 
-from .outputs import cache_path, saved
+from .outputs import cache_path, saved, upload_folder
 
 if TYPE_CHECKING:
     from .explore import ExploreView
@@ -45,17 +47,35 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str) -> MapSt
     return MapStyle(cmap=cmap, opacity=opacity, smooth=upsampling == "smooth", raw=display == "raw")
 
 
-def uploaded_path(payload: dict | None) -> str | None:
-    """The file path inside an image payload that reached us undecoded (preprocess=False):
-    the app decodes uploads itself (explorer.images), so every bad file gets a clear
-    message. Gradio has already checked the path lies in its upload folder."""
-    return None if payload is None else payload["path"]
+# Every session's forward passes, in one cache bounded in bytes (docs/security.md); a
+# session's state holds only the key of its current entry. ui.app sets the budget.
+STORE = ExplanationStore()
+ExplanationKey = tuple[str, str, str]  # (upload file, model key, mode)
 
 
-def require(ex: Explanation | None) -> Explanation:
-    if ex is None:
+def uploaded_path(payload: dict | None) -> str:
+    """The upload inside an image payload that reached us undecoded (preprocess=False), so
+    the app decodes it itself (explorer.images) and every bad file gets a clear message.
+    Whatever path a client sent, only a file inside Gradio's upload folder is accepted."""
+    try:
+        return str(checked_upload(payload.get("path") if isinstance(payload, dict) else None, upload_folder()))
+    except UploadRefused as e:
+        raise gr.Error(str(e)) from e
+
+
+def require(key: ExplanationKey | None) -> Explanation:
+    """The session's current explanation, from the server-wide store."""
+    if key is None:
         raise gr.Error("No image analysed yet in this session: upload an image first.")
+    ex = STORE.peek(key)
+    if ex is None:
+        raise gr.Error("This analysis was dropped from the server's memory to make room: upload the image again.")
     return ex
+
+
+def owner(request: gr.Request | None) -> str:
+    """Who is asking: a digest of the browser (or gradio_client) session."""
+    return owner_id(request.session_hash if request is not None and request.session_hash else "anonymous")
 
 
 def full_analysis(
@@ -66,20 +86,23 @@ def full_analysis(
     fusion: str,
     discard: float,
     style: MapStyle,
-    recent: RecentExplanations | None = None,
+    store: ExplanationStore | None = STORE,
 ) -> dict[str, Any]:
     """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name.
-    With `recent`, a (file, model, mode) seen before in this session is not run again.
-    Raises ImageError for unusable files."""
+    A (file, model, mode) any session has seen recently is not run again (`store`; None: no
+    caching, as the benchmark measures). Raises ImageError for unusable files,
+    ExplanationTooLarge past the store's memory budget."""
+    budget = store.max_bytes if store else None
 
     def forward_pass() -> Explanation:
-        return explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, load_image(path), mode)
+        pre = loaded.preprocessing
+        return explain(loaded.model, loaded.meta.class_names, pre, load_image(path), mode, max_bytes=budget)
 
-    # Gradio names uploads by content, so the path identifies the image.
-    ex = recent.get((path, loaded.key, mode), forward_pass) if recent else forward_pass()
+    key = (path, loaded.key, mode)  # Gradio names uploads by content, so the path identifies the image
+    ex = store.get(key, forward_pass) if store else forward_pass()
     layer = min(layer, ex.depth)
     return {
-        "explanation": ex,
+        "explanation": key,
         "query": None,  # the query goes back to the CLS token
         "input_img": saved(views.input_view(ex)),
         "numbers": views.describe_input(ex),
@@ -105,7 +128,6 @@ def analyze(
     opacity: float,
     upsampling: str,
     display: str,
-    recent: RecentExplanations | None,
 ) -> dict:
     """Analyse an uploaded image with the chosen model and draw every view."""
     if image is None:
@@ -113,8 +135,8 @@ def analyze(
     try:
         loaded = catalog.get(model_key)
         style = map_style(cmap, opacity, upsampling, display)
-        pictures = full_analysis(loaded, uploaded_path(image), mode, int(layer), fusion, discard, style, recent)
-    except (ImageError, ModelUnavailable) as e:
+        pictures = full_analysis(loaded, uploaded_path(image), mode, int(layer), fusion, discard, style)
+    except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise gr.Error(str(e)) from e
     return view.update(**pictures)
 
@@ -282,12 +304,14 @@ def keep_model(current_model: str) -> str:
     return current_model
 
 
-def upload_checkpoint(view: ExploreView, catalog: ModelCatalog, checkpoint: str | None) -> dict:
-    """Validate an uploaded .safetensors checkpoint, add it to the picker and select it."""
+def upload_checkpoint(view: ExploreView, catalog: ModelCatalog, checkpoint: str | None, request: gr.Request) -> dict:
+    """Validate an uploaded .safetensors checkpoint, add it to this visitor's picker and select it."""
     if checkpoint is None:
         return gr.skip()
+    visitor = owner(request)
     try:
-        key = catalog.register_upload(checkpoint)
-    except ModelUnavailable as e:
+        path = checked_upload(checkpoint, upload_folder())
+        key = catalog.register(path, visitor, label=f"upload {path.name}")
+    except (UploadRefused, ModelUnavailable) as e:
         raise gr.Error(str(e)) from e
-    return view.update(model_key=gr.Dropdown(choices=catalog.choices(), value=key))
+    return view.update(model_key=gr.Dropdown(choices=catalog.choices(visitor), value=key))

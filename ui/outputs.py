@@ -9,6 +9,11 @@ from gradio.utils import get_upload_folder
 from PIL import Image
 
 
+def upload_folder() -> Path:
+    """Gradio's folder of uploads and served files: the only files a visitor may name."""
+    return Path(get_upload_folder())
+
+
 def cache_path(name: str) -> Path:
     """A fresh path in Gradio's upload cache (so `delete_cache` cleans it up), unique per call."""
     path = Path(get_upload_folder()) / "vit-explorer" / uuid.uuid4().hex / name

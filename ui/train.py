@@ -1,15 +1,14 @@
-"""The Train tab: Gradio wiring around `training.job.TrainingJob` (which knows nothing of Gradio).
+"""The Train tab: Gradio wiring around `training.registry.JobRegistry` (which knows nothing of Gradio).
 
-One job per server: training saturates the machine, so a second Start while one runs is
-refused with a message. A timer polls the job's snapshot once a second while it runs.
-Handlers are module-level functions bound to the tab's `TrainView` and the job.
+Each visitor (browser session or gradio_client) sees, stops and downloads only their own
+run; a server-wide limit says "busy" when it is reached (docs/security.md). A timer polls
+the visitor's run once a second while it runs. Handlers are module-level functions bound
+to the tab's `TrainView`, the registry, the catalogue and the server settings.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -17,18 +16,22 @@ from PIL import Image
 
 import vit
 from explorer import render
-from explorer.catalog import ModelCatalog
+from explorer.catalog import ModelCatalog, ModelUnavailable
 from explorer.render import MapStyle
-from training.job import JobBusy, JobSnapshot, TrainingJob
+from training.job import JobBusy, JobSnapshot
+from training.registry import JobRegistry
 
 from .binding import bound
+from .explore_handlers import owner
 from .outputs import saved
+from .settings import ServerSettings, for_visitors
 
 POLL_S = 1.0
 PROBE_PX = 64
-NOTHING_SHOWN = (-1, -1)
+NOTHING_SHOWN = (-1, -1, "")  # (epochs, probes, checkpoint listed in the pickers) this browser shows
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
-STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "timer")
+STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "timer", "model")
+STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626", "finished": "#16a34a"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class TrainView:
     batch: gr.Number
     start: gr.Button
     stop: gr.Button
+    confirm: gr.Row  # "really stop?", shown by Stop
+    confirm_stop: gr.Button
+    keep_training: gr.Button
     status: gr.Markdown
     progress: gr.HTML
     curves: gr.Image
@@ -50,7 +56,7 @@ class TrainView:
     checkpoint: gr.File
     open_in_explore: gr.Button
     timer: gr.Timer
-    seen: gr.State  # (epochs, probes) this browser already shows: redraw only on change
+    seen: gr.State
 
     def pick(self, *names: str) -> list[gr.components.Component]:
         """The components called `names`, in that order (an event's inputs or outputs)."""
@@ -61,21 +67,49 @@ class TrainView:
         return {getattr(self, name): value for name, value in values.items()}
 
 
-def progress_html(done: int, total: int, text: str) -> str:
-    return f'<progress value="{done}" max="{max(total, 1)}" style="width:100%"></progress><div>{text}</div>'
+def run_state(snap: JobSnapshot) -> str:
+    """One word for the run: idle, running, stopped, failed or finished."""
+    if snap.running:
+        return "running"
+    if snap.error:
+        return "failed"
+    if snap.checkpoint:
+        return "stopped" if snap.message.startswith("stopped") else "finished"
+    return "idle"
+
+
+def progress_html(done: int, total: int, text: str, state: str = "idle") -> str:
+    """A bar coloured by the run's state, with the state and `text` (escaped) under it."""
+    colour = STATE_COLOURS.get(state, "#9ca3af")
+    width = 100 * min(done, total) / max(total, 1)
+    return (
+        f'<div style="background:#e5e7eb;border-radius:4px"><div style="width:{width:.1f}%;height:12px;'
+        f'background:{colour};border-radius:4px"></div></div>'
+        f'<div><b style="color:{colour}">{state}</b> · {for_visitors(text)}</div>'
+    )
+
+
+def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
+    """(done, total, text) of the bar: epochs count from 1, as people do."""
+    steps = max(snap.steps_per_epoch, 1)
+    total = max(snap.epochs, 1) * steps
+    if not snap.running:
+        return total if snap.checkpoint else 0, total, "" if snap.error else snap.message
+    done = min(snap.epoch * steps + snap.step, total)
+    return done, total, f"epoch {min(snap.epoch + 1, snap.epochs)} of {snap.epochs}, step {snap.step} of {steps}"
 
 
 def describe(snap: JobSnapshot) -> str:
-    """Markdown status of the job: device (with a note when it is only a CPU), message, last epoch."""
+    """Markdown status of the run: device, message or error (once, escaped), last epoch."""
     lines = []
     if snap.device:
-        lines.append(f"**device:** {snap.device}")
+        lines.append(f"**device:** {for_visitors(snap.device)}")
         if snap.device.startswith("cpu"):
             lines.append("Only a CPU is available: training is slow here, so keep models and data small.")
-    if snap.message:
-        lines.append(snap.message)
     if snap.error:
-        lines.append(f"**error:** {snap.error}")
+        lines.append(f"**error:** {for_visitors(snap.error)}")
+    elif snap.message:
+        lines.append(for_visitors(snap.message))
     if snap.history:
         last = snap.history[-1]
         val = "n/a" if last.get("val_acc") is None else f"{last['val_acc']:.1%}"
@@ -91,45 +125,59 @@ def probe_picture(snap: JobSnapshot) -> Image.Image:
     return render.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in snap.probe], MapStyle())
 
 
-def _options(catalog: ModelCatalog) -> dict[str, Any]:
+def model_choices(catalog: ModelCatalog, visitor: str) -> list[tuple[str, str]]:
+    """What a visitor may train: presets, pretrained weights, their own checkpoints."""
+    names = [(name, name) for name in PRESETS + vit.list_pretrained()]
+    return names + [(f"checkpoint: {label}", key) for key, label in catalog.checkpoints(visitor)]
+
+
+def data_choices(settings: ServerSettings) -> list[tuple[str, str]]:
+    choices = [("CIFAR-10 (downloads)", "cifar10")]
+    if settings.data_folder is not None:
+        choices.append((f"{settings.data_folder.name} (this server's folder)", "operator"))
+    if not settings.public:
+        choices.append(("A folder on this computer", "folder"))
+    return choices
+
+
+def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
     with gr.Row():
         model = gr.Dropdown(
-            PRESETS + vit.list_pretrained() + [str(p) for p in catalog.checkpoint_paths()],
+            model_choices(catalog, "*"),
             value="vit_cifar_nano",
-            allow_custom_value=True,
-            label="Model: a preset (from scratch), pretrained weights (fine-tune) or a checkpoint path",
+            allow_custom_value=not settings.public,  # a local user may type a weights file
+            label="Model: a preset (from scratch), pretrained weights (fine-tune) or a checkpoint",
         )
-        source = gr.Radio(
-            [("CIFAR-10 (downloads)", "cifar10"), ("Local folder", "folder")], value="cifar10", label="Data"
+        source = gr.Radio(data_choices(settings), value="cifar10", label="Data")
+        folder = gr.Textbox(
+            label="Folder with train/<class>/ and test/<class>/ images",
+            placeholder="/path/to/data",
+            visible=not settings.public,
         )
-        folder = gr.Textbox(label="Folder with train/<class>/ and test/<class>/ images", placeholder="/path/to/data")
+    limits = settings.train
     with gr.Row():
-        epochs = gr.Number(5, precision=0, minimum=1, label="Epochs")
-        lr = gr.Number(1e-3, minimum=0, label="Learning rate")
-        batch = gr.Number(128, precision=0, minimum=1, label="Batch size")
+        epochs = gr.Number(5, precision=0, minimum=1, maximum=limits.max_epochs, label="Epochs")
+        lr = gr.Number(1e-3, minimum=0, maximum=limits.max_lr, label="Learning rate")
+        batch = gr.Number(128, precision=0, minimum=1, maximum=limits.max_batch_size, label="Batch size")
     with gr.Row():
         start = gr.Button("Start", variant="primary")
         stop = gr.Button("Stop (saves a checkpoint)", variant="stop")
-    return {
-        "model": model,
-        "source": source,
-        "folder": folder,
-        "epochs": epochs,
-        "lr": lr,
-        "batch": batch,
-        "start": start,
-        "stop": stop,
-    }
+    with gr.Row(visible=False) as confirm:
+        confirm_stop = gr.Button("Yes, stop my run", variant="stop", size="sm")
+        keep_training = gr.Button("No, keep training", size="sm")
+    names = ("model", "source", "folder", "epochs", "lr", "batch", "start", "stop", "confirm_stop", "keep_training")
+    values = (model, source, folder, epochs, lr, batch, start, stop, confirm_stop, keep_training)
+    return dict(zip(names, values, strict=True)) | {"confirm": confirm}
 
 
 def _monitor() -> dict[str, Any]:
     status = gr.Markdown()
-    progress = gr.HTML(progress_html(0, 1, "idle"))
+    progress = gr.HTML(progress_html(0, 1, "no run yet"))
     with gr.Row():
         curves = gr.Image(label="Loss and accuracy", format="png")
         probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")
     with gr.Row():
-        checkpoint = gr.File(label="Checkpoint (download)", height=70)
+        checkpoint = gr.File(label="Checkpoint of your run (download)", height=70)
         open_in_explore = gr.Button("Open this checkpoint in Explore")
     return {
         "status": status,
@@ -143,80 +191,128 @@ def _monitor() -> dict[str, Any]:
     }
 
 
+def training_source(catalog: ModelCatalog, settings: ServerSettings, visitor: str, model: str) -> str:
+    """The model spec to train from: a preset or pretrained name, or the visitor's own
+    checkpoint file; a typed file only on a local server."""
+    if model in PRESETS or model in vit.list_pretrained():
+        return model
+    if model.startswith("checkpoint:"):
+        if model not in {key for key, _ in catalog.checkpoints(visitor)}:
+            raise gr.Error("unknown checkpoint: pick one of yours from the list")
+        return str(catalog.checkpoint_file(model))
+    if settings.public:
+        raise gr.Error("pick a model from the list")
+    return model
+
+
+def training_data(settings: ServerSettings, source: str, folder: str) -> str:
+    if source == "cifar10":
+        return "cifar10"
+    if source == "operator" and settings.data_folder is not None:
+        return str(settings.data_folder)
+    if source == "folder" and not settings.public:
+        if not (folder or "").strip():
+            raise gr.Error("Enter the folder that holds train/ and test/ class folders.")
+        return folder.strip()
+    raise gr.Error(f"unknown data source {source!r}: pick one from the list")
+
+
 def train_start(
     view: TrainView,
-    job: TrainingJob,
+    runs: JobRegistry,
     catalog: ModelCatalog,
+    settings: ServerSettings,
     model: str,
     source: str,
     folder: str,
     epochs: float,
     lr: float,
     batch: float,
+    request: gr.Request,
 ) -> dict:
-    """Start training in the background (one job per server)."""
-    data = "cifar10" if source == "cifar10" else (folder or "").strip()
-    if not data:
-        raise gr.Error("Enter the folder that holds train/ and test/ class folders.")
-    out_dir = catalog.runs_dir / time.strftime("train-%Y%m%d-%H%M%S")
+    """Start this visitor's training run in the background (the old run's pictures are cleared)."""
+    visitor = owner(request)
+    spec, data = training_source(catalog, settings, visitor, model), training_data(settings, source, folder)
     try:
-        job.start(model=model, data=data, epochs=int(epochs), lr=float(lr), batch_size=int(batch), out_dir=str(out_dir))
-    except JobBusy as e:
-        raise gr.Error(f"A training run is already in progress; stop it first. ({e})") from e
-    except ValueError as e:
-        raise gr.Error(str(e)) from e
+        runs.start(request.session_hash or visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr)
+    except (JobBusy, ValueError) as e:
+        raise gr.Error(for_visitors(str(e))) from e
+    snap = runs.snapshot(request.session_hash or visitor)
     return view.update(
-        status=f"started: writing to `{out_dir}`\n\n{describe(job.snapshot())}",
+        status=f"started\n\n{describe(snap)}",
+        progress=progress_html(0, 1, "loading data and model", "running"),
         timer=gr.Timer(active=True),
         seen=NOTHING_SHOWN,
+        curves=None,
+        probe=None,
+        checkpoint=None,
     )
 
 
-def train_status(view: TrainView, job: TrainingJob, seen: tuple[int, int]) -> dict:
-    """The job's progress; the curves and probe pictures only when they changed since `seen`."""
-    snap = job.snapshot()
-    steps = max(snap.steps_per_epoch, 1)
-    total = snap.epochs * steps
-    if snap.running:
-        text = f"epoch {snap.epoch}/{snap.epochs}, step {snap.step}/{snap.steps_per_epoch}"
-        done = min(snap.epoch * steps + snap.step, total)
-    else:
-        text, done = (snap.error or snap.message or "idle"), total
-    now = (len(snap.history), len(snap.probe))
-    fresh = now != seen
+def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request) -> dict:
+    """This visitor's run; the curves and probe only when they changed since `seen`; a
+    finished run's checkpoint joins the visitor's model list."""
+    snap = runs.snapshot(request.session_hash or owner(request))
+    seen = tuple(seen) if seen and len(seen) == 3 else NOTHING_SHOWN
+    now = (len(snap.history), len(snap.probe), seen[2])
+    fresh = now[:2] != seen[:2]
+    listed = gr.skip()
+    if not snap.running and snap.checkpoint and seen[2] != snap.checkpoint:
+        try:
+            catalog.register(snap.checkpoint, owner(request), label=f"my run, {snap.epoch} epochs")
+            listed = gr.Dropdown(choices=model_choices(catalog, owner(request)))
+        except ModelUnavailable:
+            pass  # a run stopped before its first checkpoint: nothing to list
+        now = (*now[:2], snap.checkpoint)
     return view.update(
         seen=now,
         status=describe(snap),
-        progress=progress_html(done, total, text),
+        progress=progress_html(*progress_text(snap), run_state(snap)),
         curves=saved(render.training_curves(snap.history)) if fresh and snap.history else gr.skip(),
         probe=saved(probe_picture(snap)) if fresh and snap.probe and snap.probe_image is not None else gr.skip(),
-        checkpoint=snap.checkpoint if snap.checkpoint and Path(snap.checkpoint).is_file() else None,
+        checkpoint=str(runs.checkpoint(request.session_hash or owner(request)) or "") or None,
         timer=gr.Timer(active=snap.running),
+        model=listed,
     )
 
 
-def train_stop(view: TrainView, job: TrainingJob) -> dict:
-    """Stop the running job; it saves its current state as a checkpoint."""
-    job.stop()
-    return view.update(status="stopping: the current state will be saved as a checkpoint")
+def ask_to_stop(view: TrainView) -> dict:
+    """Stop asks first: a running epoch is lost work."""
+    return view.update(confirm=gr.Row(visible=True))
 
 
-def train_open_in_explore(job: TrainingJob, catalog: ModelCatalog) -> gr.Dropdown:
-    """Point the Explore tab's model picker at the job's latest checkpoint."""
-    snap = job.snapshot()
-    if not snap.checkpoint:
+def keep_training(view: TrainView) -> dict:
+    return view.update(confirm=gr.Row(visible=False))
+
+
+def train_stop(view: TrainView, runs: JobRegistry, request: gr.Request) -> dict:
+    """Stop this visitor's run; it saves its current state as a checkpoint."""
+    stopped = runs.stop(request.session_hash or owner(request))
+    text = "stopping: the current state will be saved as a checkpoint" if stopped else "you have no run to stop"
+    return view.update(status=text, confirm=gr.Row(visible=False))
+
+
+def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:
+    """Point the Explore tab's model picker at this visitor's latest checkpoint."""
+    path = runs.checkpoint(request.session_hash or owner(request))
+    if path is None:
         raise gr.Error("No checkpoint yet: train (or stop a run) first.")
-    return gr.Dropdown(choices=catalog.choices(), value=f"checkpoint:{Path(snap.checkpoint).resolve()}")
+    visitor = owner(request)
+    try:
+        key = catalog.register(path, visitor, label="my run")
+    except ModelUnavailable as e:
+        raise gr.Error(for_visitors(str(e))) from e
+    return gr.Dropdown(choices=catalog.choices(visitor), value=key)
 
 
-def _wire(view: TrainView, job: TrainingJob, catalog: ModelCatalog, explore_picker: gr.Dropdown, tab: gr.Tab) -> None:
+def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tab) -> None:
     options = view.pick("model", "source", "folder", "epochs", "lr", "batch")
-    view.start.click(
-        bound(train_start, view, job, catalog), options, view.pick("status", "timer", "seen"), api_name="train_start"
-    )
+    started = bound(train_start, view, runs, catalog, settings)
+    start_outputs = view.pick("status", "progress", "timer", "seen", "curves", "probe", "checkpoint")
+    view.start.click(started, options, start_outputs, api_name="train_start")
     # Its own queue slot: progress stays live while analyses fill the shared ones.
     watch = {
-        "fn": bound(train_status, view, job),
+        "fn": bound(train_status, view, runs, catalog),
         "inputs": view.seen,
         "outputs": view.pick(*STATUS_OUTPUTS),
         "show_progress": "hidden",
@@ -224,16 +320,21 @@ def _wire(view: TrainView, job: TrainingJob, catalog: ModelCatalog, explore_pick
     }
     view.timer.tick(**watch, api_name="train_status")
     tab.select(**watch, api_visibility="private")  # also restarts the timer
-    view.stop.click(bound(train_stop, view, job), None, view.status, api_name="train_stop")
+    view.stop.click(bound(ask_to_stop, view), None, view.confirm, api_visibility="private")
+    view.keep_training.click(bound(keep_training, view), None, view.confirm, api_visibility="private")
+    view.confirm_stop.click(bound(train_stop, view, runs), None, view.pick("status", "confirm"), api_name="train_stop")
     view.open_in_explore.click(
-        bound(train_open_in_explore, job, catalog), None, explore_picker, api_name="train_open_in_explore"
+        bound(train_open_in_explore, runs, catalog), None, picker, api_name="train_open_in_explore"
     )
 
 
-def build_train_tab(catalog: ModelCatalog, explore_picker: gr.Dropdown, tab: gr.Tab) -> TrainView:
+def build_train_tab(
+    catalog: ModelCatalog, settings: ServerSettings, explore_picker: gr.Dropdown, tab: gr.Tab
+) -> TrainView:
     """Build the tab inside the current Blocks. `explore_picker` is the Explore tab's model
-    dropdown: "Open in Explore" points it at the finished checkpoint. Opening `tab` shows the
-    current job, even one started from another browser."""
-    view = TrainView(**_options(catalog), **_monitor())
-    _wire(view, TrainingJob(), catalog, explore_picker, tab)
+    dropdown: "Open in Explore" points it at the visitor's checkpoint. Opening `tab` shows
+    the visitor's run (in shared mode, the one run)."""
+    view = TrainView(**_options(catalog, settings), **_monitor())
+    runs = JobRegistry(catalog.runs_dir, settings.train, shared=settings.shared_runs)
+    _wire(view, runs, catalog, settings, explore_picker, tab)
     return view

@@ -1,0 +1,56 @@
+"""What the operator decides at start: public or local, shared runs, and the budgets that
+keep one visitor from taking the server (docs/security.md). No Gradio here."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from training.registry import TrainLimits
+from vit.checkpoint import LoadLimits
+
+MIB = 2**20
+# Anything that looks like an absolute path: shown to visitors as its last part only.
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`<>()\[\]]+)+[/\\]?")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    public: bool = False  # a Space or any server strangers reach: no typed paths, no server paths shown
+    shared_runs: bool = False  # a projector: everyone sees one run, only its starter stops it
+    data_folder: Path | None = None  # a training folder the operator named (offered to visitors by name)
+    train: TrainLimits = field(default_factory=TrainLimits)
+    load: LoadLimits = field(default_factory=LoadLimits)
+    cache_bytes: int = 2 * 1024 * MIB  # all explanations of all visitors
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ServerSettings:
+        return cls(
+            public=args.public,
+            shared_runs=args.shared_runs,
+            data_folder=Path(args.data_folder).resolve() if args.data_folder else None,
+            train=TrainLimits(max_concurrent=args.max_runs, disk_budget_bytes=args.runs_budget_mb * MIB),
+            load=LoadLimits(max_parameters=args.max_params),
+            cache_bytes=args.cache_mb * MIB,
+        )
+
+
+def add_server_options(p: argparse.ArgumentParser) -> None:
+    """The command-line options behind ServerSettings (defaults: docs/security.md)."""
+    space = "SPACE_ID" in os.environ  # Hugging Face sets it in every Space
+    p.add_argument("--public", action=argparse.BooleanOptionalAction, default=space, help="public server mode")
+    p.add_argument("--shared-runs", action="store_true", help="everyone sees one training run (a projector)")
+    p.add_argument("--data-folder", help="a train/ + test/ image folder visitors may train on")
+    p.add_argument("--max-runs", type=int, default=1, help="training runs at once, whole server")
+    p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
+    p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
+    p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
+
+
+def for_visitors(message: str) -> str:
+    """A message safe to show: server paths cut to their last part, HTML escaped."""
+    return html.escape(_PATH.sub(lambda m: Path(m.group(0).rstrip("/\\")).name, message))
