@@ -57,3 +57,12 @@ def test_sessions_do_not_share_their_cached_image(counted):
     other = Client(client.src, verbose=False)
     with pytest.raises(AppError, match="upload an image first"):
         other.predict(1, *STYLE, api_name="/heads")
+
+
+def test_visitors_looking_at_the_same_example_share_one_forward_pass(counted):
+    client, calls = counted
+    image = gradio.media.get_image("groot.jpeg")
+    analyze(client, image)
+    before = len(calls)
+    analyze(Client(client.src, verbose=False), image)  # another visitor, the same file content
+    assert len(calls) == before

@@ -50,7 +50,7 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str) -> MapSt
 # Every session's forward passes, in one cache bounded in bytes (docs/security.md); a
 # session's state holds only the key of its current entry. ui.app sets the budget.
 STORE = ExplanationStore()
-ExplanationKey = tuple[str, str, str]  # (upload file, model key, mode)
+ExplanationKey = tuple[str, str, int, str]  # (upload file, model key, model id, mode)
 
 
 def uploaded_path(payload: dict | None) -> str:
@@ -98,7 +98,9 @@ def full_analysis(
         pre = loaded.preprocessing
         return explain(loaded.model, loaded.meta.class_names, pre, load_image(path), mode, max_bytes=budget)
 
-    key = (path, loaded.key, mode)  # Gradio names uploads by content, so the path identifies the image
+    # Gradio names uploads by content, so the path identifies the image; the model object
+    # (not just its key) tells apart two catalogues' "bundled" models in one process.
+    key = (path, loaded.key, id(loaded.model), mode)
     ex = store.get(key, forward_pass) if store else forward_pass()
     layer = min(layer, ex.depth)
     return {

@@ -1,0 +1,57 @@
+"""Public mode (a Space) and shared runs (a projector), in-process: what a visitor cannot type
+and who may stop the one shared run (docs/security.md)."""
+
+import time
+
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+from training_helpers import write_image_folder
+
+import ui
+from bench.serving import free_port
+from explorer.catalog import ModelCatalog
+from ui.settings import ServerSettings, for_visitors
+
+pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
+
+
+@pytest.fixture(scope="module")
+def public(tiny_checkpoint, tmp_path_factory):
+    """A live public app in shared-runs mode with an operator-named data folder."""
+    data = write_image_folder(tmp_path_factory.mktemp("data") / "pets", per_class=8, size=16, test_per_class=2)
+    runs = tmp_path_factory.mktemp("runs")
+    catalog = ModelCatalog(tiny_checkpoint, runs, scan_runs=False)
+    demo = ui.build_demo(catalog, ServerSettings(public=True, shared_runs=True, data_folder=data))
+    port = free_port()
+    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+def test_a_visitor_cannot_type_a_server_path(public, tmp_path):
+    client = Client(public, verbose=False)
+    with pytest.raises(AppError, match="not in the list of choices"):  # no "folder" source at all
+        client.predict("vit_cifar_nano", "folder", str(tmp_path), 1, 1e-3, 8, api_name="/train_start")
+    with pytest.raises(AppError, match="not in the list of choices"):  # no typed weights file
+        client.predict(str(tmp_path / "weights.pth"), "operator", "", 1, 1e-3, 8, api_name="/train_start")
+
+
+def test_everyone_sees_the_shared_run_and_only_its_starter_stops_it(public):
+    teacher, student = Client(public, verbose=False), Client(public, verbose=False)
+    teacher.predict("vit_cifar_nano", "operator", "", 200, 1e-3, 4, api_name="/train_start")
+    deadline = time.monotonic() + 60
+    while "running" not in student.predict(api_name="/train_status")[1] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "running" in student.predict(api_name="/train_status")[1]  # the student sees the run...
+    assert "you have no run to stop" in student.predict(api_name="/train_stop")  # ...but cannot stop it
+    assert "stopping" in teacher.predict(api_name="/train_stop")
+    deadline = time.monotonic() + 60
+    while student.predict(api_name="/train_status")[5]["active"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "stopped" in student.predict(api_name="/train_status")[1]
+
+
+def test_messages_for_visitors_keep_only_the_last_part_of_paths_and_are_escaped():
+    text = for_visitors("cannot read /srv/app/runs/abc/model.safetensors: <class 'OSError'>")
+    assert text == "cannot read model.safetensors: &lt;class &#x27;OSError&#x27;&gt;"
