@@ -22,13 +22,15 @@ from explorer.render import MapStyle
 from training.job import JobBusy, JobSnapshot, TrainingJob
 
 from .binding import bound
+from .checks import number, one_of, whole_number
 from .outputs import saved
 
 POLL_S = 1.0
 PROBE_PX = 64
 NOTHING_SHOWN = (-1, -1)
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
-STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "timer")
+STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint")
+SOURCES = ("cifar10", "folder")
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def progress_html(done: int, total: int, text: str) -> str:
 
 def describe(snap: JobSnapshot) -> str:
     """Markdown status of the job: device (with a note when it is only a CPU), message, last epoch."""
-    lines = []
+    lines = [f"**job:** {'running' if snap.running else 'not running'}"]
     if snap.device:
         lines.append(f"**device:** {snap.device}")
         if snap.device.startswith("cpu"):
@@ -123,8 +125,8 @@ def _options(catalog: ModelCatalog) -> dict[str, Any]:
 
 
 def _monitor() -> dict[str, Any]:
-    status = gr.Markdown()
-    progress = gr.HTML(progress_html(0, 1, "idle"))
+    status = gr.Markdown(label="Training status")
+    progress = gr.HTML(progress_html(0, 1, "idle"), label="Progress")
     with gr.Row():
         curves = gr.Image(label="Loss and accuracy", format="png")
         probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")
@@ -155,21 +157,20 @@ def train_start(
     batch: float,
 ) -> dict:
     """Start training in the background (one job per server)."""
+    source = one_of("data source", source, SOURCES)
+    epochs, batch = whole_number("epochs", epochs, 1), whole_number("batch size", batch, 1)
+    lr = number("learning rate", lr, 0.0)
     data = "cifar10" if source == "cifar10" else (folder or "").strip()
     if not data:
         raise gr.Error("Enter the folder that holds train/ and test/ class folders.")
     out_dir = catalog.runs_dir / time.strftime("train-%Y%m%d-%H%M%S")
     try:
-        job.start(model=model, data=data, epochs=int(epochs), lr=float(lr), batch_size=int(batch), out_dir=str(out_dir))
+        job.start(model=model, data=data, epochs=epochs, lr=lr, batch_size=batch, out_dir=str(out_dir))
     except JobBusy as e:
         raise gr.Error(f"A training run is already in progress; stop it first. ({e})") from e
     except ValueError as e:
         raise gr.Error(str(e)) from e
-    return view.update(
-        status=f"started: writing to `{out_dir}`\n\n{describe(job.snapshot())}",
-        timer=gr.Timer(active=True),
-        seen=NOTHING_SHOWN,
-    )
+    return view.update(status=f"started: writing to `{out_dir}`\n\n{describe(job.snapshot())}", seen=NOTHING_SHOWN)
 
 
 def train_status(view: TrainView, job: TrainingJob, seen: tuple[int, int]) -> dict:
@@ -191,8 +192,12 @@ def train_status(view: TrainView, job: TrainingJob, seen: tuple[int, int]) -> di
         curves=saved(render.training_curves(snap.history)) if fresh and snap.history else gr.skip(),
         probe=saved(probe_picture(snap)) if fresh and snap.probe and snap.probe_image is not None else gr.skip(),
         checkpoint=snap.checkpoint if snap.checkpoint and Path(snap.checkpoint).is_file() else None,
-        timer=gr.Timer(active=snap.running),
     )
+
+
+def keep_polling(job: TrainingJob) -> gr.Timer:
+    """The timer runs while the job does (kept out of the API: it only drives the page)."""
+    return gr.Timer(active=job.snapshot().running)
 
 
 def train_stop(view: TrainView, job: TrainingJob) -> dict:
@@ -211,9 +216,16 @@ def train_open_in_explore(job: TrainingJob, catalog: ModelCatalog) -> gr.Dropdow
 
 def _wire(view: TrainView, job: TrainingJob, catalog: ModelCatalog, explore_picker: gr.Dropdown, tab: gr.Tab) -> None:
     options = view.pick("model", "source", "folder", "epochs", "lr", "batch")
-    view.start.click(
-        bound(train_start, view, job, catalog), options, view.pick("status", "timer", "seen"), api_name="train_start"
+    polling = {"fn": bound(keep_polling, job), "inputs": None, "outputs": view.timer, "api_visibility": "private"}
+    # preprocess=False: train_start checks its numbers itself (ui.checks) and names the field.
+    started = view.start.click(
+        bound(train_start, view, job, catalog),
+        options,
+        view.pick("status", "seen"),
+        api_name="train_start",
+        preprocess=False,
     )
+    started.success(**polling)
     # Its own queue slot: progress stays live while analyses fill the shared ones.
     watch = {
         "fn": bound(train_status, view, job),
@@ -222,8 +234,8 @@ def _wire(view: TrainView, job: TrainingJob, catalog: ModelCatalog, explore_pick
         "show_progress": "hidden",
         "concurrency_id": "train_status",
     }
-    view.timer.tick(**watch, api_name="train_status")
-    tab.select(**watch, api_visibility="private")  # also restarts the timer
+    view.timer.tick(**watch, api_name="train_status").then(**polling)
+    tab.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
     view.stop.click(bound(train_stop, view, job), None, view.status, api_name="train_stop")
     view.open_in_explore.click(
         bound(train_open_in_explore, job, catalog), None, explore_picker, api_name="train_open_in_explore"
