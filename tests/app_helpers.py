@@ -7,14 +7,22 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-VIEW_DEFAULTS = {"layer": 6, "fusion": "mean", "discard": 0.0, "cmap": "inferno", "opacity": 0.6}
+VIEW_DEFAULTS = {
+    "layer": 6,
+    "fusion": "mean",
+    "discard": 0.0,
+    "cmap": "inferno",
+    "opacity": 0.6,
+    "upsampling": "nearest",
+    "display": "overlay",
+}
 
 
-def analyze(client, path, mode: str = "crop", model: str = "bundled"):
-    """Call /analyze with default view settings; returns its outputs as a tuple."""
+def analyze(client, path, mode: str = "crop", model: str = "bundled", **settings):
+    """Call /analyze with default view settings (or `settings` by name); returns its outputs."""
     from gradio_client import handle_file
 
-    d = VIEW_DEFAULTS
+    d = VIEW_DEFAULTS | settings
     return client.predict(
         handle_file(str(path)),
         model,
@@ -24,8 +32,8 @@ def analyze(client, path, mode: str = "crop", model: str = "bundled"):
         d["discard"],
         d["cmap"],
         d["opacity"],
-        "nearest",
-        "overlay",
+        d["upsampling"],
+        d["display"],
         api_name="/analyze",
     )
 

@@ -1,5 +1,7 @@
 """The real app in a subprocess, driven through its API exactly as a user's script would."""
 
+import json
+import re
 import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,7 +38,7 @@ def test_every_view_has_an_api_name(client):
 def test_one_upload_drives_every_view(client):
     input_view, numbers, label, layer, heads, overview, rollout, distance = analyze(client, CHEETAH)
     assert "grid **8 rows x 8 columns**" in numbers and "**65 tokens**" in numbers and "256x256" in numbers
-    assert len(label["confidences"]) == 5 and label["label"] == label["confidences"][0]["label"]
+    assert len(label["confidences"]) == 3 and label["label"] == label["confidences"][0]["label"]
     assert layer["maximum"] == 6
     assert pixels(input_view).shape == (384, 384, 3)  # 32 px input x 12
     assert pixels(heads).shape[1] > 4 * 160  # four head tiles side by side
@@ -58,13 +60,11 @@ def test_controls_change_only_what_they_should(client):
 
 def test_clicking_a_patch_changes_the_query_and_reset_restores_cls(client):
     input_view, _, _, _, heads_cls, _, _, _ = analyze(client, CHEETAH)
-    marked, heads_patch, text = client.predict(2, 5, 6, *STYLE, api_name="/query_patch")
+    marked, heads_patch, text = client.predict(3, 6, 6, *STYLE, api_name="/query_patch")  # 1-based
     assert "row 3, column 6" in text
     assert not np.array_equal(pixels(heads_patch), pixels(heads_cls))
-    diff = np.argwhere((pixels(marked) != pixels(input_view)).any(-1))  # only the outline of patch (2, 5) changed
+    diff = np.argwhere((pixels(marked) != pixels(input_view)).any(-1))  # only the outline of row 3, column 6 changed
     assert diff.min(0).tolist() == [2 * 48, 5 * 48] and diff.max(0).tolist() == [3 * 48 - 1, 6 * 48 - 1]
-    with pytest.raises(AppError, match="outside the 8x8 grid"):
-        client.predict(8, 0, 6, *STYLE, api_name="/query_patch")
     _, heads_again, text = client.predict(6, *STYLE, api_name="/reset_query")
     assert "CLS" in text and np.array_equal(pixels(heads_again), pixels(heads_cls))
 
@@ -73,9 +73,88 @@ def test_exports_png_of_the_grid_and_gif_through_the_layers(client):
     heads = analyze(client, CHEETAH)[4]
     png = client.predict(6, *STYLE, api_name="/export_png")
     assert np.array_equal(pixels(png), pixels(heads))
+    assert Path(png).name == "cheetah1-tiny_layer6_cls.png"  # image, model, layer, query
     gif = client.predict(*STYLE, api_name="/export_gif")
     with Image.open(gif) as im:
         assert im.n_frames == 6
+    client.predict(2, 7, 6, *STYLE, api_name="/query_patch")
+    assert Path(client.predict(3, *STYLE, api_name="/export_png")).name == "cheetah1-tiny_layer3_row2-col7.png"
+    assert Path(client.predict(*STYLE, api_name="/export_gif")).name == "cheetah1-tiny_layers1-6_row2-col7.gif"
+
+
+BAD_VALUES = [
+    # (endpoint, arguments, what the message says)
+    ("/heads", (0, *STYLE), "layer must be a whole number from 1 to 6, got 0"),
+    ("/heads", (7, *STYLE), "layer must be a whole number from 1 to 6, got 7"),
+    ("/heads", (2.5, *STYLE), "layer must be a whole number from 1 to 6, got 2.5"),
+    ("/heads", (6, "rainbow", 0.6, "nearest", "overlay"), "unknown colour map 'rainbow'; choose one of 'inferno'"),
+    ("/heads", (6, "inferno", 1.5, "nearest", "overlay"), "opacity must be a number from 0.0 to 1.0, got 1.5"),
+    ("/heads", (6, "inferno", 0.6, "bicubic", "overlay"), "unknown upsampling 'bicubic'; choose one of 'nearest'"),
+    ("/heads", (6, "inferno", 0.6, "nearest", "side"), "unknown display 'side'; choose one of 'overlay', 'raw'"),
+    ("/restyle", (0, "mean", 0.0, *STYLE), "layer must be a whole number from 1 to 6"),
+    ("/rollout", ("median", 0.0, *STYLE), "unknown head fusion 'median'; choose one of 'mean', 'max', 'min'"),
+    ("/rollout", ("mean", 0.99, *STYLE), "discard ratio must be a number from 0.0 to 0.95, got 0.99"),
+    ("/query_patch", (0, 1, 6, *STYLE), "row must be a whole number from 1 to 8, got 0"),
+    ("/query_patch", (9, 1, 6, *STYLE), "row must be a whole number from 1 to 8, got 9"),
+    ("/query_patch", (1, 9, 6, *STYLE), "column must be a whole number from 1 to 8, got 9"),
+    ("/query_patch", (1, 1, 0, *STYLE), "layer must be a whole number from 1 to 6, got 0"),
+    ("/reset_query", (9, *STYLE), "layer must be a whole number from 1 to 6, got 9"),
+    ("/export_png", (0, *STYLE), "layer must be a whole number from 1 to 6, got 0"),
+    ("/export_gif", ("inferno", -0.1, "nearest", "overlay"), "opacity must be a number from 0.0 to 1.0, got -0.1"),
+]
+
+
+@pytest.mark.parametrize(("endpoint", "args", "message"), BAD_VALUES, ids=[f"{e}-{m[:20]}" for e, _, m in BAD_VALUES])
+def test_out_of_range_and_malformed_values_get_a_message_naming_what_is_allowed(client, endpoint, args, message):
+    analyze(client, CHEETAH)
+    with pytest.raises(AppError, match=re.escape(message)):
+        client.predict(*args, api_name=endpoint)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mode": "stretch"}, "unknown resize mode 'stretch'; choose one of 'crop', 'whole'"),
+        ({"layer": 0}, "layer must be a whole number from 1 to 6, got 0"),
+        ({"layer": 12}, "layer must be a whole number from 1 to 6, got 12"),
+        ({"fusion": "sum"}, "unknown head fusion 'sum'"),
+        ({"discard": -0.5}, "discard ratio must be a number from 0.0 to 0.95, got -0.5"),
+        ({"cmap": "hsv"}, "unknown colour map 'hsv'"),
+        ({"opacity": "0.5"}, "opacity must be a number from 0.0 to 1.0, got '0.5'"),
+    ],
+)
+def test_analyze_checks_every_setting(client, change, message):
+    with pytest.raises(AppError, match=re.escape(message)):
+        analyze(client, CHEETAH, **change)
+
+
+@pytest.mark.parametrize(("position", "name"), [(5, "discard ratio"), (7, "opacity")])
+def test_nan_is_refused_with_the_allowed_range(server, position, name):
+    """gradio_client cannot send NaN (strict JSON), but a hand-written request can."""
+    with open(CHEETAH, "rb") as f:
+        uploaded = httpx.post(f"{server}gradio_api/upload", files={"files": f}, timeout=30).json()[0]
+    image = {"path": uploaded, "orig_name": "cheetah1.jpg", "meta": {"_type": "gradio.FileData"}}
+    data = [image, "bundled", "crop", 6, "mean", 0.0, *STYLE]
+    data[position] = float("nan")
+    body = json.dumps({"data": data})  # Python writes NaN, as a careless client would
+    base = f"{server}gradio_api/call/analyze"
+    event = httpx.post(base, content=body, headers={"content-type": "application/json"}, timeout=30).json()
+    reply = httpx.get(f"{base}/{event['event_id']}", timeout=60).text
+    assert "event: error" in reply and f"{name} must be a number from 0.0 to" in reply and "got nan" in reply
+
+
+def test_every_api_parameter_and_return_has_a_real_name(client):
+    auto = re.compile(r"^(param|parameter|value)_\d+$")
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    for name, endpoint in endpoints.items():
+        assert endpoint["description"], f"{name} has no description"
+        for p in endpoint["parameters"]:
+            assert not auto.match(p["parameter_name"]) and not auto.match(p["label"]), f"{name}: {p}"
+        for r in endpoint["returns"]:
+            assert not auto.match(r["label"]), f"{name}: {r}"
+    query = endpoints["/query_patch"]
+    assert [p["parameter_name"] for p in query["parameters"][:3]] == ["row", "column", "layer"]
+    assert "count from 1" in query["description"]
 
 
 def test_views_before_any_upload_ask_for_an_image(client):
@@ -94,7 +173,7 @@ def test_non_square_whole_image_is_never_transposed(client, tmp_path):
     lit = np.argwhere(view.min(-1) > 200)  # white: the bright patch (grid lines are 1 px, so skip them)
     blocks = {(y // 24, x // 24) for y, x in lit if y % 24 and x % 24}
     assert blocks == {(2, 11)}
-    client.predict(7, 15, 6, *STYLE, api_name="/query_patch")  # the bottom-right patch exists
+    client.predict(8, 16, 6, *STYLE, api_name="/query_patch")  # the bottom-right patch exists
     _, crop_numbers, *_ = analyze(client, path, mode="crop")
     assert "grid **8 rows x 8 columns**" in crop_numbers and "cut off" in crop_numbers
 

@@ -16,6 +16,8 @@ ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
+SCREEN = {"width": 1280, "height": 720}
+FIRST_SCREEN = ("#upload", "#predictions", "#input-view img", "#heads img")
 
 pytestmark = pytest.mark.skipif(
     not shutil.which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
@@ -27,12 +29,19 @@ def image_src(page, elem_id: str) -> str | None:
     return img.first.get_attribute("src") if img.count() else None
 
 
-def test_upload_predict_click_a_patch(server, tmp_path):
+def wait_for_new_src(page, elem_id: str, old: str | None) -> None:
+    page.wait_for_function(
+        "([sel, old]) => { const i = document.querySelector(sel); return i && i.src !== old; }",
+        arg=[f"#{elem_id} img", old],
+    )
+
+
+def test_upload_predict_click_a_patch_and_move_it_with_the_keys(server, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page = browser.new_page(viewport=SCREEN)
         page.set_default_timeout(60_000)
         page.goto(server)
         page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
@@ -40,17 +49,24 @@ def test_upload_predict_click_a_patch(server, tmp_path):
         expect(page.locator("#predictions")).to_contain_text("%")  # confidences are shown as percentages
         expect(page.locator("#heads img")).to_be_visible()
         expect(page.locator("#input-view img")).to_be_visible()
+        for selector in FIRST_SCREEN:  # all on the first screen, no scrolling
+            box = page.locator(selector).first.bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= SCREEN["height"], selector
+        page.screenshot(path=str(tmp_path / "first-screen.png"))
         heads_before, input_before = image_src(page, "heads"), image_src(page, "input-view")
 
         box = page.locator("#input-view img").bounding_box()
         page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] * 0.3)  # row 3, column 7 of 8
-
         expect(page.locator("#query")).to_contain_text("row 3, column 7")
-        page.wait_for_function(
-            "([sel, old]) => { const i = document.querySelector(sel); return i && i.src !== old; }",
-            arg=["#heads img", heads_before],
-        )
+        wait_for_new_src(page, "heads", heads_before)
         assert image_src(page, "input-view") != input_before  # the clicked patch is outlined
-        page.screenshot(path=str(tmp_path / "explorer.png"), full_page=True)
+
+        page.locator("body").click(position={"x": 5, "y": 5})  # focus leaves the image
+        page.keyboard.press("ArrowRight")
+        expect(page.locator("#query")).to_contain_text("row 3, column 8")
+        page.keyboard.press("ArrowUp")
+        expect(page.locator("#query")).to_contain_text("row 2, column 8")
+        page.keyboard.press("Escape")
+        expect(page.locator("#query")).to_contain_text("CLS")
         browser.close()
-    assert (tmp_path / "explorer.png").stat().st_size > 10_000
+    assert (tmp_path / "first-screen.png").stat().st_size > 10_000

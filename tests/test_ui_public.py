@@ -31,9 +31,9 @@ def public(tiny_checkpoint, tmp_path_factory):
 
 def test_a_visitor_cannot_type_a_server_path(public, tmp_path):
     client = Client(public, verbose=False)
-    with pytest.raises(AppError, match="not in the list of choices"):  # no "folder" source at all
+    with pytest.raises(AppError, match="unknown data source 'folder'; choose one of 'cifar10', 'operator'"):
         client.predict("vit_cifar_nano", "folder", str(tmp_path), 1, 1e-3, 8, api_name="/train_start")
-    with pytest.raises(AppError, match="not in the list of choices"):  # no typed weights file
+    with pytest.raises(AppError, match="pick a model from the list"):  # no typed weights file
         client.predict(str(tmp_path / "weights.pth"), "operator", "", 1, 1e-3, 8, api_name="/train_start")
 
 
@@ -41,13 +41,13 @@ def test_everyone_sees_the_shared_run_and_only_its_starter_stops_it(public):
     teacher, student = Client(public, verbose=False), Client(public, verbose=False)
     teacher.predict("vit_cifar_nano", "operator", "", 200, 1e-3, 4, api_name="/train_start")
     deadline = time.monotonic() + 60
-    while "running" not in student.predict(api_name="/train_status")[1] and time.monotonic() < deadline:
+    while ">running<" not in student.predict(api_name="/train_status")[1] and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert "running" in student.predict(api_name="/train_status")[1]  # the student sees the run...
+    assert ">running<" in student.predict(api_name="/train_status")[1]  # the student sees the run...
     assert "you have no run to stop" in student.predict(api_name="/train_stop")  # ...but cannot stop it
     assert "stopping" in teacher.predict(api_name="/train_stop")
     deadline = time.monotonic() + 60
-    while student.predict(api_name="/train_status")[5]["active"] and time.monotonic() < deadline:
+    while ">running<" in student.predict(api_name="/train_status")[1] and time.monotonic() < deadline:
         time.sleep(0.5)
     assert "stopped" in student.predict(api_name="/train_status")[1]
 

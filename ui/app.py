@@ -7,7 +7,7 @@ import gradio as gr
 from explorer.catalog import ModelCatalog
 
 from . import explore_handlers
-from .explore import build_explore_tab
+from .explore import KEYBOARD_JS, build_explore_tab
 from .settings import ServerSettings
 from .train import build_train_tab
 
@@ -21,7 +21,7 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
-        gr.Markdown("# ViT attention explorer\nWhat does each head of a Vision Transformer look at?")
+        gr.Markdown("## ViT attention explorer: what does each head of a Vision Transformer look at?")
         with gr.Tab("Explore"):
             explore = build_explore_tab(catalog)
         with gr.Tab("Train") as train:
@@ -39,6 +39,7 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False) -> None:
         share=share,
         max_file_size=MAX_UPLOAD,
         theme=gr.themes.Soft(),
+        head=KEYBOARD_JS,
         prevent_thread_lock=True,
     )
     # The page is served; now pay for torchvision's slow import (preprocessing needs it)

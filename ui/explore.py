@@ -4,6 +4,7 @@ handler of ui/explore_handlers.py under which API name."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -11,20 +12,38 @@ import gradio as gr
 from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.render import COLORMAPS
+from vit.preprocessing import CIFAR10_CLASSES
 
 from . import explore_handlers as h
 from .binding import bound
 
-EXAMPLES = ["cheetah1.jpg", "lion.jpg", "tower.jpg", "groot.jpeg"]
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
 STYLE = ("cmap", "opacity", "upsampling", "display")  # the controls one MapStyle is built from
+PICTURE_PX = 330  # height of the input and head views: both fit a 1280x720 screen with the upload
+# Arrow keys move the query patch, Escape resets it (unless a text field or slider has the focus).
+KEYBOARD_JS = """<script>
+document.addEventListener("keydown", (event) => {
+  const target = event.target;
+  if (target && (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable)) return;
+  const ids = {ArrowUp: "query-up", ArrowDown: "query-down", ArrowLeft: "query-left", ArrowRight: "query-right",
+               Escape: "query-reset"};
+  const button = ids[event.key] && document.getElementById(ids[event.key]);
+  if (!button) return;
+  event.preventDefault();
+  button.click();
+});
+</script>"""
+MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
+ARROWS = {"up": "↑", "down": "↓", "left": "←", "right": "→"}
 
-CLASSROOM = """**How to read this.** A ViT cuts the image into square **patches** (the grid on the
-left) and turns each into a token. An extra **CLS token** has no pixels of its own: it gathers
+CLASSROOM = """**How to read this.** A ViT cuts the image into square **patches** (the grid drawn over the
+model input) and turns each into a token. An extra **CLS token** has no pixels of its own: it gathers
 information from the patches through attention, and the classifier reads only it. Each map shows,
-for one attention **head**, how strongly the query (CLS by default; click a patch to change it)
-attends to every patch. Supervised ViTs spread attention over many patches, including the
-background, so single-head maps look noisy; **rollout** combines all layers into one smoother map.
+for one attention **head**, how strongly the query (CLS by default; click a patch, or use the arrow
+keys, to change it) attends to every patch. Rows, columns, layers and heads count from 1.
+Supervised ViTs spread attention over many patches, including the background, so single-head maps
+look noisy; **rollout** combines all layers into one smoother map.
 """
 
 
@@ -34,6 +53,7 @@ class ExploreView:
 
     # per-session state
     explanation: gr.State  # key of the forward pass every view reads (in explore_handlers.STORE)
+    export_name: gr.State  # "<image>_<model>", how export files begin
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
     # model and image
@@ -45,6 +65,7 @@ class ExploreView:
     input_img: gr.Image
     numbers: gr.Markdown
     label: gr.Label
+    classes: gr.Markdown
     # controls
     layer: gr.Slider
     cmap: gr.Dropdown
@@ -53,6 +74,11 @@ class ExploreView:
     display: gr.Radio
     query_md: gr.Markdown
     reset: gr.Button
+    up: gr.Button
+    down: gr.Button
+    left: gr.Button
+    right: gr.Button
+    play: gr.Button
     # views and exports
     heads: gr.Image
     export_png: gr.Button
@@ -81,94 +107,105 @@ class ExploreView:
 def _session_state() -> dict[str, gr.State]:
     return {
         "explanation": gr.State(None, time_to_live=SESSION_TTL_S),
+        "export_name": gr.State(None),
         "query": gr.State(None),
         "current_model": gr.State(BUNDLED),
     }
 
 
-def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
-    model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model")
-    with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
-        checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
-    return {"model_key": model_key, "checkpoint": checkpoint, "model_info": gr.Markdown(start.describe())}
-
-
-def _image_input() -> dict[str, Any]:
+def _image_column(start: LoadedModel) -> dict[str, Any]:
     image = gr.Image(
         type="filepath",
         elem_id="upload",
         sources=["upload", "clipboard", "webcam"],
         label="Image (upload, paste or webcam)",
-        height=300,
+        height=190,
     )
-    gr.Examples([[gr.media.get_image(name)] for name in EXAMPLES], inputs=image)
-    mode = gr.Radio(
-        [("Centre crop (the model's own policy)", "crop"), ("Whole image (non-square grid)", "whole")],
-        value="crop",
-        label="Resize policy",
-    )
-    gr.Markdown(CLASSROOM)
-    return {"image": image, "mode": mode}
+    label = gr.Label(num_top_classes=3, label="Top predictions", elem_id="predictions")
+    classes = gr.Markdown(h.classes_note(start), label="Classes of the model", elem_id="classes")
+    examples = [[str(EXAMPLES_DIR / f"{name}.jpg")] for name in CIFAR10_CLASSES]
+    gr.Examples(examples, inputs=image, label="CIFAR-10 test images, one per class", examples_per_page=10)
+    return {"image": image, "label": label, "classes": classes}
 
 
-def _model_input_view() -> dict[str, Any]:
+def _query_column() -> dict[str, Any]:
+    caption = "**Model input with its patch grid**: click a patch to make it the query (or use the arrow keys)"
+    input_img = _picture(caption, height=PICTURE_PX, elem_id="input-view")
+    query_md = gr.Markdown(views.describe_query(None), label="Query", elem_id="query")
+    with gr.Row():
+        moves = {name: gr.Button(ARROWS[name], size="sm", min_width=40, elem_id=f"query-{name}") for name in MOVES}
+        reset = gr.Button("CLS", size="sm", min_width=50, elem_id="query-reset")
+    return {"input_img": input_img, "query_md": query_md, "reset": reset, **moves}
+
+
+def _heads_column(depth: int) -> dict[str, Any]:
+    heads = _picture("**Attention per head** in the chosen layer, for the query", height=PICTURE_PX, elem_id="heads")
+    with gr.Row():
+        layer = gr.Slider(1, depth, value=depth, step=1, label="Layer (1 = first)", scale=4)
+        play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
+    with gr.Row():
+        export_png = gr.Button("Export PNG", size="sm")
+        export_gif = gr.Button("Export GIF through the layers", size="sm")
+    export_file = gr.File(label="Export", interactive=False, height=60)
     return {
-        "input_img": gr.Image(
-            label="Model input with its patch grid (click a patch)", height=400, elem_id="input-view"
-        ),
-        "numbers": gr.Markdown(),
-        "label": gr.Label(num_top_classes=5, label="Top predictions", elem_id="predictions"),
-    }
-
-
-def _style_controls(depth: int) -> dict[str, Any]:
-    with gr.Row():
-        return {
-            "layer": gr.Slider(1, depth, value=depth, step=1, label="Layer"),
-            "cmap": gr.Dropdown(list(COLORMAPS), value="inferno", label="Colormap"),
-            "opacity": gr.Slider(0.0, 1.0, value=0.6, step=0.05, label="Map opacity"),
-            "upsampling": gr.Radio(
-                ["nearest", "smooth"], value="nearest", label="Upsampling (nearest = honest patches)"
-            ),
-            "display": gr.Radio(["overlay", "raw"], value="overlay", label="Display"),
-        }
-
-
-def _heads_and_exports() -> dict[str, Any]:
-    with gr.Row():
-        query_md = gr.Markdown(views.describe_query(None), elem_id="query")
-        reset = gr.Button("Reset query to the default (CLS)", size="sm")
-    heads = gr.Image(label="Attention per head, chosen layer", elem_id="heads")
-    with gr.Row():
-        with gr.Column(scale=1, min_width=200):
-            export_png = gr.Button("Export PNG of this grid", size="sm")
-            export_gif = gr.Button("Export GIF through the layers", size="sm")
-        export_file = gr.File(label="Export", interactive=False, height=90, scale=2)
-    return {
-        "query_md": query_md,
-        "reset": reset,
         "heads": heads,
+        "layer": layer,
+        "play": play,
         "export_png": export_png,
         "export_gif": export_gif,
         "export_file": export_file,
     }
 
 
+def _style_controls() -> dict[str, Any]:
+    with gr.Row():
+        return {
+            "cmap": gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map"),
+            "opacity": gr.Slider(0.0, 1.0, value=0.6, step=0.05, label="Map opacity (0 to 1)"),
+            "upsampling": gr.Radio(list(h.UPSAMPLING), value="nearest", label="Upsampling (nearest = honest patches)"),
+            "display": gr.Radio(list(h.DISPLAYS), value="overlay", label="Display"),
+            "mode": gr.Radio(
+                [("Centre crop (the model's own policy)", "crop"), ("Whole image (non-square grid)", "whole")],
+                value="crop",
+                label="Resize policy",
+            ),
+        }
+
+
+def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
+    with gr.Row():
+        with gr.Column(scale=2):
+            model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model")
+            with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
+                checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
+        with gr.Column(scale=3):
+            model_info = gr.Markdown(start.describe(), label="Model description")
+            numbers = gr.Markdown(label="Image and grid sizes")
+    return {"model_key": model_key, "checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}
+
+
+def _picture(caption: str, **kwargs: Any) -> gr.Image:
+    """A picture with its caption above it, not in Gradio's corner badge, which would cover
+    the title drawn on the picture. The label still names it in the API."""
+    gr.Markdown(caption)
+    return gr.Image(label=caption.replace("*", ""), show_label=False, **kwargs)
+
+
 def _more_views(start: LoadedModel) -> dict[str, Any]:
     with gr.Tab("Layers x heads"):
-        overview = gr.Image(label="Attention of the default query (CLS) in every head of every layer")
+        overview = _picture("**Attention of the default query (CLS)** in every head of every layer")
     with gr.Tab("Rollout"):
         with gr.Row():
-            fusion = gr.Radio(["mean", "max", "min"], value="mean", label="Head fusion")
-            discard = gr.Slider(0.0, 0.95, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)")
-        rollout = gr.Image(label="Attention rollout (Abnar & Zuidema, 2020)")
+            fusion = gr.Radio(list(h.FUSIONS), value="mean", label="Head fusion")
+            discard = gr.Slider(
+                0.0, h.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
+            )
+        rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)")
     with gr.Tab("Mean attention distance"):
-        distance = gr.Image(label="How far each head looks (ViT paper Fig. 7, right)")
+        distance = _picture("**How far each head looks** (ViT paper Fig. 7, right)")
     with gr.Tab("Position embeddings"):
-        similarity = gr.Image(
-            render.position_similarity_tiles(start.position_similarity()),
-            label="Position-embedding similarity (ViT paper Fig. 7, centre)",
-        )
+        tiles = render.position_similarity_tiles(start.position_similarity())
+        similarity = _picture("**Position-embedding similarity** (ViT paper Fig. 7, centre)", value=tiles)
     return {
         "overview": overview,
         "fusion": fusion,
@@ -182,35 +219,42 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
 def _api_only_inputs() -> dict[str, Any]:
     """/query_patch for API clients: the same as clicking, with explicit grid coordinates."""
     return {
-        "row": gr.Number(visible=False, precision=0),
-        "col": gr.Number(visible=False, precision=0),
+        "row": gr.Number(visible=False, precision=0, label="Row of the query patch (1 = top)"),
+        "col": gr.Number(visible=False, precision=0, label="Column of the query patch (1 = left)"),
         "query_button": gr.Button(visible=False),
     }
 
 
 def layout(catalog: ModelCatalog) -> ExploreView:
-    """Place the tab's components inside the current Blocks and name them."""
+    """Place the tab's components inside the current Blocks and name them. The first row
+    (upload, predictions, patch grid, head maps) fits a 1280x720 screen."""
     start = catalog.get(BUNDLED)
     parts = _session_state()
-    with gr.Row():
-        with gr.Column(scale=2):
-            parts |= _model_picker(catalog, start) | _image_input()
-        with gr.Column(scale=3):
-            parts |= _model_input_view()
-    parts |= _style_controls(start.model.config.depth) | _heads_and_exports() | _more_views(start)
-    parts |= _api_only_inputs()
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3, min_width=240):
+            parts |= _image_column(start)
+        with gr.Column(scale=4, min_width=300):
+            parts |= _query_column()
+        with gr.Column(scale=6, min_width=400):
+            parts |= _heads_column(start.model.config.depth)
+    parts |= _style_controls() | _model_picker(catalog, start) | _more_views(start) | _api_only_inputs()
+    gr.Markdown(CLASSROOM)
     return ExploreView(**parts)  # a TypeError names any field left out or misspelt
+
+
+# Every Explore event but the model picker's and the checkpoint upload's: the inputs arrive as
+# plain numbers and strings (the image as its upload payload, decoded by explorer.images), and
+# the handlers check them with ui.checks, which name the parameter and the allowed range.
+RAW = {"preprocess": False}
 
 
 def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     """/analyze on a new image or resize policy; returns its event arguments for reuse."""
-    inputs = view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE)
-    # preprocess=False: the image arrives as its upload payload, not decoded by Gradio.
     analysis = {
         "fn": bound(h.analyze, view, catalog),
-        "inputs": inputs,
+        "inputs": view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE),
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
-        "preprocess": False,
+        **RAW,
     }
     gr.on([view.image.change, view.mode.input], **analysis, api_name="analyze")
     return analysis
@@ -219,7 +263,11 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
 def _wire_views(view: ExploreView) -> None:
     """Redraw on slider and style changes (never a new forward pass)."""
     view.layer.release(
-        bound(h.show_heads, view), view.pick("explanation", "query", "layer", *STYLE), view.heads, api_name="heads"
+        bound(h.show_heads, view),
+        view.pick("explanation", "query", "layer", *STYLE),
+        view.heads,
+        api_name="heads",
+        **RAW,
     )
     gr.on(
         [view.cmap.input, view.opacity.release, view.upsampling.input, view.display.input],
@@ -227,6 +275,7 @@ def _wire_views(view: ExploreView) -> None:
         view.pick("explanation", "query", "layer", "fusion", "discard", *STYLE),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
+        **RAW,
     )
     gr.on(
         [view.fusion.input, view.discard.release],
@@ -234,6 +283,14 @@ def _wire_views(view: ExploreView) -> None:
         view.pick("explanation", "fusion", "discard", *STYLE),
         view.rollout,
         api_name="rollout",
+        **RAW,
+    )
+    view.play.click(
+        bound(h.play_layers, view),
+        view.pick("explanation", "query", *STYLE),
+        view.pick("layer", "heads"),
+        api_visibility="private",
+        **RAW,
     )
 
 
@@ -244,24 +301,35 @@ def _wire_query(view: ExploreView) -> None:
         view.pick("explanation", "row", "col", "layer", *STYLE),
         outputs,
         api_name="query_patch",
+        **RAW,
     )
-    view.input_img.select(
-        bound(h.click_patch, view), view.pick("explanation", "layer", *STYLE), outputs, api_visibility="private"
-    )
-    view.reset.click(
-        bound(h.reset_query, view), view.pick("explanation", "layer", *STYLE), outputs, api_name="reset_query"
-    )
+    on_layer = view.pick("explanation", "layer", *STYLE)
+    view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **RAW)
+    view.reset.click(bound(h.reset_query, view), on_layer, outputs, api_name="reset_query", **RAW)
+    for name, step in MOVES.items():
+        getattr(view, name).click(
+            bound(h.move_query, view, step),
+            view.pick("explanation", "query", "layer", *STYLE),
+            outputs,
+            api_visibility="private",
+            **RAW,
+        )
 
 
 def _wire_exports(view: ExploreView) -> None:
     view.export_png.click(
         bound(h.export_png, view),
-        view.pick("explanation", "query", "layer", *STYLE),
+        view.pick("explanation", "export_name", "query", "layer", *STYLE),
         view.export_file,
         api_name="export_png",
+        **RAW,
     )
     view.export_gif.click(
-        bound(h.export_gif, view), view.pick("explanation", "query", *STYLE), view.export_file, api_name="export_gif"
+        bound(h.export_gif, view),
+        view.pick("explanation", "export_name", "query", *STYLE),
+        view.export_file,
+        api_name="export_gif",
+        **RAW,
     )
 
 
@@ -270,7 +338,7 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
     switched = view.model_key.change(
         bound(h.load_model, view, catalog),
         view.model_key,
-        view.pick("current_model", "model_info", "similarity"),
+        view.pick("current_model", "model_info", "classes", "layer", "similarity"),
         api_name="load_model",
         show_progress="full",
     )

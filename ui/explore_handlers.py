@@ -8,27 +8,40 @@ through `ExploreView.update`, so a new view is one more name, not one more tuple
 
 from __future__ import annotations
 
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
 from explorer import render, views
-from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import Explanation, ExplanationStore, ExplanationTooLarge, explain
 from explorer.images import ImageError, load_image
-from explorer.render import MapStyle
+from explorer.render import COLORMAPS, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
 from vit.analysis import Query
 
+from .checks import number, one_of, whole_number
 from .outputs import cache_path, saved, upload_folder
 
 if TYPE_CHECKING:
     from .explore import ExploreView
 
+MODES = ("crop", "whole")
+FUSIONS = ("mean", "max", "min")
+UPSAMPLING = ("nearest", "smooth")
+DISPLAYS = ("overlay", "raw")
+DISCARD_MAX = 0.95
+PLAY_STEP_S = 0.8  # seconds per layer of "play through layers", as the GIF export
+
 # What /analyze redraws, by ExploreView field: the session's Explanation first.
 ANALYSIS_OUTPUTS = (
     "explanation",
+    "export_name",
     "query",
     "input_img",
     "numbers",
@@ -43,8 +56,37 @@ QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md")
 
 
 def map_style(cmap: str, opacity: float, upsampling: str, display: str) -> MapStyle:
-    """The one MapStyle the four style controls describe."""
-    return MapStyle(cmap=cmap, opacity=opacity, smooth=upsampling == "smooth", raw=display == "raw")
+    """The one MapStyle the four style controls describe (gr.Error for values they cannot take)."""
+    return MapStyle(
+        cmap=one_of("colour map", cmap, COLORMAPS),
+        opacity=number("opacity", opacity, 0.0, 1.0),
+        smooth=one_of("upsampling", upsampling, UPSAMPLING) == "smooth",
+        raw=one_of("display", display, DISPLAYS) == "raw",
+    )
+
+
+def check_layer(layer: object, depth: int) -> int:
+    """A 1-based layer number of a model `depth` layers deep."""
+    return whole_number("layer", layer, 1, depth)
+
+
+def slug(text: str) -> str:
+    """`text` as a safe piece of a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "x"
+
+
+def export_name(payload: dict, model_key: str, catalog: ModelCatalog) -> str:
+    """How export files of this analysis begin: image-model (file names without folder and
+    extension; pretrained weights by name)."""
+    image = Path(payload.get("orig_name") or payload["path"]).stem
+    kind, _, name = model_key.partition(":")
+    model = catalog.bundled_path.stem if model_key == BUNDLED else Path(name).stem if kind == "checkpoint" else name
+    return f"{slug(image)}-{slug(model)}"
+
+
+def query_name(query: Query) -> str:
+    """The query in a file name, 1-based: "cls" or "row3-col7"."""
+    return "cls" if query is None else f"row{query[0] + 1}-col{query[1] + 1}"
 
 
 # Every session's forward passes, in one cache bounded in bytes (docs/security.md); a
@@ -61,6 +103,14 @@ def uploaded_path(payload: dict | None) -> str:
         return str(checked_upload(payload.get("path") if isinstance(payload, dict) else None, upload_folder()))
     except UploadRefused as e:
         raise gr.Error(str(e)) from e
+
+
+def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
+    """Markdown: the classes the model can answer with (the first `shown` of them)."""
+    names = loaded.meta.class_names
+    listed = ", ".join(names[:shown]) + (f", … ({len(names) - shown} more)" if len(names) > shown else "")
+    always = "The model always answers with one of them, even for a picture of something else."
+    return f"**{len(names)} classes:** {listed}. {always}"
 
 
 def require(key: ExplanationKey | None) -> Explanation:
@@ -102,7 +152,6 @@ def full_analysis(
     # (not just its key) tells apart two catalogues' "bundled" models in one process.
     key = (path, loaded.key, id(loaded.model), mode)
     ex = store.get(key, forward_pass) if store else forward_pass()
-    layer = min(layer, ex.depth)
     return {
         "explanation": key,
         "query": None,  # the query goes back to the CLS token
@@ -134,13 +183,15 @@ def analyze(
     """Analyse an uploaded image with the chosen model and draw every view."""
     if image is None:
         return gr.skip()
+    mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
+    discard, style = number("discard ratio", discard, 0.0, DISCARD_MAX), map_style(cmap, opacity, upsampling, display)
     try:
         loaded = catalog.get(model_key)
-        style = map_style(cmap, opacity, upsampling, display)
-        pictures = full_analysis(loaded, uploaded_path(image), mode, int(layer), fusion, discard, style)
+        layer = check_layer(layer, loaded.model.config.depth)
+        pictures = full_analysis(loaded, uploaded_path(image), mode, layer, fusion, discard, style)
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise gr.Error(str(e)) from e
-    return view.update(**pictures)
+    return view.update(**pictures, export_name=export_name(image, model_key, catalog))
 
 
 def show_heads(
@@ -153,9 +204,9 @@ def show_heads(
     upsampling: str,
     display: str,
 ) -> dict:
-    """Every head's attention map for the current query in one layer."""
-    style = map_style(cmap, opacity, upsampling, display)
-    return view.update(heads=saved(views.heads(require(explanation), query, int(layer), style)))
+    """Every head's attention map for the current query in one layer (1-based)."""
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    return view.update(heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)))
 
 
 def restyle(
@@ -172,8 +223,10 @@ def restyle(
 ) -> dict:
     """Redraw the head maps, the layers x heads overview and rollout in a new style."""
     ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    layer = check_layer(layer, ex.depth)
+    fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
     return view.update(
-        heads=saved(views.heads(ex, query, int(layer), style)),
+        heads=saved(views.heads(ex, query, layer, style)),
         overview=saved(views.overview(ex, style)),
         rollout=saved(views.rollout(ex, fusion, discard, style)),
     )
@@ -190,16 +243,17 @@ def show_rollout(
     display: str,
 ) -> dict:
     """Attention rollout through all layers with a head fusion and discard ratio."""
-    style = map_style(cmap, opacity, upsampling, display)
-    return view.update(rollout=saved(views.rollout(require(explanation), fusion, float(discard), style)))
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
+    return view.update(rollout=saved(views.rollout(ex, fusion, discard, style)))
 
 
-def show_query(view: ExploreView, ex: Explanation, query: Query, layer: int, style: MapStyle) -> dict:
+def show_query(view: ExploreView, ex: Explanation, query: Query, layer: object, style: MapStyle) -> dict:
     """QUERY_OUTPUTS after the query changes: the query, the marked input, the head maps, the caption."""
     return view.update(
         query=query,
         input_img=saved(views.input_view(ex, query)),
-        heads=saved(views.heads(ex, query, layer, style)),
+        heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)),
         query_md=views.describe_query(query, ex.has_cls),
     )
 
@@ -208,19 +262,19 @@ def query_patch(
     view: ExploreView,
     explanation: Explanation | None,
     row: float,
-    col: float,
+    column: float,
     layer: float,
     cmap: str,
     opacity: float,
     upsampling: str,
     display: str,
 ) -> dict:
-    """Make the patch at (row, col) of the grid the query (0-based), as a click on it would."""
+    """Make the patch at (row, column) the query, as a click on it would. Rows and columns
+    count from 1, as the page shows them: row 1 is the top, column 1 the left edge."""
     ex = require(explanation)
     gh, gw = ex.grid
-    if not (0 <= int(row) < gh and 0 <= int(col) < gw):
-        raise gr.Error(f"patch ({row}, {col}) is outside the {gh}x{gw} grid (rows and columns count from 0)")
-    return show_query(view, ex, (int(row), int(col)), int(layer), map_style(cmap, opacity, upsampling, display))
+    patch = whole_number("row", row, 1, gh) - 1, whole_number("column", column, 1, gw) - 1
+    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display))
 
 
 def click_patch(
@@ -235,8 +289,30 @@ def click_patch(
 ) -> dict:
     """A click on the input view: the patch under it becomes the query."""
     ex = require(explanation)
-    row, col = views.clicked_patch(ex, *evt.index)  # evt.index: (x, y) in image pixels
-    return query_patch(view, ex, row, col, layer, cmap, opacity, upsampling, display)
+    patch = views.clicked_patch(ex, *evt.index)  # evt.index: (x, y) in image pixels
+    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display))
+
+
+def move_query(
+    view: ExploreView,
+    step: tuple[int, int],
+    explanation: Explanation | None,
+    query: Query,
+    layer: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> dict:
+    """Move the query patch one `step` (rows, columns), stopping at the edges; from the CLS
+    token, start at the centre patch."""
+    ex = require(explanation)
+    gh, gw = ex.grid
+    if query is None:
+        patch = gh // 2, gw // 2
+    else:
+        patch = min(max(query[0] + step[0], 0), gh - 1), min(max(query[1] + step[1], 0), gw - 1)
+    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display))
 
 
 def reset_query(
@@ -249,12 +325,29 @@ def reset_query(
     display: str,
 ) -> dict:
     """Back to the default query (the CLS token)."""
-    return show_query(view, require(explanation), None, int(layer), map_style(cmap, opacity, upsampling, display))
+    return show_query(view, require(explanation), None, layer, map_style(cmap, opacity, upsampling, display))
+
+
+def play_layers(
+    view: ExploreView,
+    explanation: Explanation | None,
+    query: Query,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+) -> Iterator[dict]:
+    """Step the layer slider from the first layer to the last, redrawing the head maps."""
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    for layer in range(1, ex.depth + 1):
+        yield view.update(layer=layer, heads=saved(views.heads(ex, query, layer, style)))
+        time.sleep(PLAY_STEP_S)
 
 
 def export_png(
     view: ExploreView,
     explanation: Explanation | None,
+    name: str | None,
     query: Query,
     layer: float,
     cmap: str,
@@ -262,24 +355,27 @@ def export_png(
     upsampling: str,
     display: str,
 ) -> dict:
-    """The head maps of one layer as a PNG file."""
-    picture = views.heads(require(explanation), query, int(layer), map_style(cmap, opacity, upsampling, display))
-    return view.update(export_file=saved(picture, f"attention-layer{int(layer)}.png"))
+    """The head maps of one layer (1-based) as a PNG file named by image, model, layer and query."""
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    layer = check_layer(layer, ex.depth)
+    picture = views.heads(ex, query, layer, style)
+    return view.update(export_file=saved(picture, f"{name or 'attention'}_layer{layer}_{query_name(query)}.png"))
 
 
 def export_gif(
     view: ExploreView,
     explanation: Explanation | None,
+    name: str | None,
     query: Query,
     cmap: str,
     opacity: float,
     upsampling: str,
     display: str,
 ) -> dict:
-    """The head maps of every layer as an animated GIF."""
-    path = cache_path("attention-layers.gif")
-    style = map_style(cmap, opacity, upsampling, display)
-    render.save_gif(views.layer_frames(require(explanation), query, style), path)
+    """The head maps of every layer as an animated GIF named by image, model, layers and query."""
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}.gif")
+    render.save_gif(views.layer_frames(ex, query, style), path)
     return view.update(export_file=str(path))
 
 
@@ -294,9 +390,12 @@ def load_model(
         loaded = catalog.get(model_key)
     except ModelUnavailable as e:
         raise gr.Error(str(e), duration=None) from e
+    depth = loaded.model.config.depth
     return view.update(
         current_model=model_key,
         model_info=loaded.describe(),
+        classes=classes_note(loaded),
+        layer=gr.Slider(maximum=depth, value=depth),  # the analysis that follows starts at the last layer
         similarity=saved(render.position_similarity_tiles(loaded.position_similarity())),
     )
 

@@ -22,6 +22,7 @@ from training.job import JobBusy, JobSnapshot
 from training.registry import JobRegistry
 
 from .binding import bound
+from .checks import number, one_of, whole_number
 from .explore_handlers import owner
 from .outputs import saved
 from .settings import ServerSettings, for_visitors
@@ -30,7 +31,7 @@ POLL_S = 1.0
 PROBE_PX = 64
 NOTHING_SHOWN = (-1, -1, "")  # (epochs, probes, checkpoint listed in the pickers) this browser shows
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
-STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "timer", "model")
+STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model")
 STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626", "finished": "#16a34a"}
 
 
@@ -171,8 +172,8 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
 
 
 def _monitor() -> dict[str, Any]:
-    status = gr.Markdown()
-    progress = gr.HTML(progress_html(0, 1, "no run yet"))
+    status = gr.Markdown(label="Training status")
+    progress = gr.HTML(progress_html(0, 1, "no run yet"), label="Progress")
     with gr.Row():
         curves = gr.Image(label="Loss and accuracy", format="png")
         probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")
@@ -231,8 +232,12 @@ def train_start(
     request: gr.Request,
 ) -> dict:
     """Start this visitor's training run in the background (the old run's pictures are cleared)."""
-    visitor = owner(request)
-    spec, data = training_source(catalog, settings, visitor, model), training_data(settings, source, folder)
+    visitor, limits = owner(request), settings.train
+    source = one_of("data source", source, [value for _, value in data_choices(settings)])
+    epochs = whole_number("epochs", epochs, 1, limits.max_epochs)
+    batch = whole_number("batch size", batch, 1, limits.max_batch_size)
+    lr = number("learning rate", lr, 0.0, limits.max_lr)
+    spec, data = training_source(catalog, settings, visitor, str(model)), training_data(settings, source, folder)
     try:
         runs.start(request.session_hash or visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr)
     except (JobBusy, ValueError) as e:
@@ -241,7 +246,6 @@ def train_start(
     return view.update(
         status=f"started\n\n{describe(snap)}",
         progress=progress_html(0, 1, "loading data and model", "running"),
-        timer=gr.Timer(active=True),
         seen=NOTHING_SHOWN,
         curves=None,
         probe=None,
@@ -271,9 +275,13 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
         curves=saved(render.training_curves(snap.history)) if fresh and snap.history else gr.skip(),
         probe=saved(probe_picture(snap)) if fresh and snap.probe and snap.probe_image is not None else gr.skip(),
         checkpoint=str(runs.checkpoint(request.session_hash or owner(request)) or "") or None,
-        timer=gr.Timer(active=snap.running),
         model=listed,
     )
+
+
+def keep_polling(runs: JobRegistry, request: gr.Request) -> gr.Timer:
+    """The timer runs while the visitor's run does (kept out of the API: it only drives the page)."""
+    return gr.Timer(active=runs.snapshot(request.session_hash or owner(request)).running)
 
 
 def ask_to_stop(view: TrainView) -> dict:
@@ -307,9 +315,16 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
 
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tab) -> None:
     options = view.pick("model", "source", "folder", "epochs", "lr", "batch")
-    started = bound(train_start, view, runs, catalog, settings)
-    start_outputs = view.pick("status", "progress", "timer", "seen", "curves", "probe", "checkpoint")
-    view.start.click(started, options, start_outputs, api_name="train_start")
+    polling = {"fn": bound(keep_polling, runs), "inputs": None, "outputs": view.timer, "api_visibility": "private"}
+    # preprocess=False: train_start checks its numbers itself (ui.checks) and names the field.
+    started = view.start.click(
+        bound(train_start, view, runs, catalog, settings),
+        options,
+        view.pick("status", "progress", "seen", "curves", "probe", "checkpoint"),
+        api_name="train_start",
+        preprocess=False,
+    )
+    started.success(**polling)
     # Its own queue slot: progress stays live while analyses fill the shared ones.
     watch = {
         "fn": bound(train_status, view, runs, catalog),
@@ -318,14 +333,13 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
         "show_progress": "hidden",
         "concurrency_id": "train_status",
     }
-    view.timer.tick(**watch, api_name="train_status")
-    tab.select(**watch, api_visibility="private")  # also restarts the timer
+    view.timer.tick(**watch, api_name="train_status").then(**polling)
+    tab.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
     view.stop.click(bound(ask_to_stop, view), None, view.confirm, api_visibility="private")
     view.keep_training.click(bound(keep_training, view), None, view.confirm, api_visibility="private")
     view.confirm_stop.click(bound(train_stop, view, runs), None, view.pick("status", "confirm"), api_name="train_stop")
-    view.open_in_explore.click(
-        bound(train_open_in_explore, runs, catalog), None, picker, api_name="train_open_in_explore"
-    )
+    to_explore = bound(train_open_in_explore, runs, catalog)
+    view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore")
 
 
 def build_train_tab(

@@ -1,0 +1,42 @@
+"""Checks of the values people and API clients send: a `gr.Error` that names the parameter,
+the value and what is allowed, never a traceback.
+
+The Explore and Train events run with `preprocess=False` (their inputs are plain numbers and
+strings), so these are the checks that count: Gradio's own say "Value 0 is less than minimum
+value 1" without naming the parameter, compare against the bounds the page started with
+(not the loaded model's depth), and let NaN through.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import gradio as gr
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def whole_number(name: str, value: object, low: int, high: int | None = None) -> int:
+    """`value` as an int in [low, high] (no upper bound when `high` is None)."""
+    allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
+    if not _is_number(value) or value != int(value) or value < low or (high is not None and value > high):
+        raise gr.Error(f"{name} must be a whole number {allowed}, got {value!r}")
+    return int(value)
+
+
+def number(name: str, value: object, low: float, high: float | None = None) -> float:
+    """`value` as a finite float in [low, high] (no upper bound when `high` is None)."""
+    allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
+    if not _is_number(value) or value < low or (high is not None and value > high):
+        raise gr.Error(f"{name} must be a number {allowed}, got {value!r}")
+    return float(value)
+
+
+def one_of(name: str, value: object, allowed: Sequence[str]) -> str:
+    """`value`, if it is one of `allowed`."""
+    if value not in allowed:
+        raise gr.Error(f"unknown {name} {value!r}; choose one of {', '.join(map(repr, allowed))}")
+    return str(value)
