@@ -8,7 +8,14 @@ import pytest
 import torch
 
 import vit
-from vit.analysis import mean_attention_distance, position_embedding_similarity, query_attention, rollout
+from vit.analysis import (
+    mean_attention_distance,
+    position_embedding_similarity,
+    query_attention,
+    query_prefix_attention,
+    rollout,
+    rollout_prefix_attention,
+)
 from vit.model import AttentionMaps
 
 
@@ -56,8 +63,11 @@ def reference_rollout(maps: AttentionMaps, fusion: str, discard: float) -> torch
     for layer in maps:
         a = layer[0].double()
         fused = {"mean": a.mean(0), "max": a.max(0).values, "min": a.min(0).values}[fusion]
-        if discard:
-            entries = sorted((fused[i, j].item(), i, j) for i in range(T) for j in range(T) if j != 0)
+        if discard:  # spared: the CLS column and each row's strongest patch entry
+            strongest = {(i, 1 + int(fused[i, 1:].argmax())) for i in range(T)}
+            entries = sorted(
+                (fused[i, j].item(), i, j) for i in range(T) for j in range(1, T) if (i, j) not in strongest
+            )
             for _, i, j in entries[: int(T * T * discard)]:
                 fused[i, j] = 0.0
         a_hat = fused + torch.eye(T, dtype=torch.float64)
@@ -67,10 +77,37 @@ def reference_rollout(maps: AttentionMaps, fusion: str, discard: float) -> torch
     return result[0, 1:].reshape(maps.grid).float()
 
 
-@pytest.mark.parametrize(("fusion", "discard"), [("mean", 0.0), ("max", 0.0), ("min", 0.3), ("mean", 0.9)])
+@pytest.mark.parametrize(
+    ("fusion", "discard"), [("mean", 0.0), ("max", 0.0), ("min", 0.3), ("mean", 0.9), ("mean", 0.99)]
+)
 def test_rollout_matches_the_definition(fusion: str, discard: float) -> None:
     maps = random_maps(1, 3, 2, (2, 3))
     torch.testing.assert_close(rollout(maps, fusion, discard)[0], reference_rollout(maps, fusion, discard))
+
+
+@pytest.mark.parametrize("discard", [0.95, 0.99])
+def test_a_high_discard_ratio_never_zeroes_the_whole_map(discard: float) -> None:
+    # Few patches, CLS attending mostly to itself: the CLS row's patch entries are among the
+    # weakest, so discarding 95% of all entries used to leave the rolled-out map all zero.
+    T = 1 + 2 * 2
+    attn = torch.full((1, 1, T, T), 0.01)
+    attn[..., 0] = 1.0
+    attn[..., 0, 1 + 3] = 0.02  # the CLS query's strongest patch: (1, 1)
+    maps = AttentionMaps([attn / attn.sum(-1, keepdim=True)] * 3, (2, 2), 1)
+    rolled = rollout(maps, "mean", discard)[0]
+    assert rolled.max() > 0 and rolled.argmax().item() == 3
+    prefix = rollout_prefix_attention(maps, "mean", discard)[0]
+    torch.testing.assert_close(rolled.sum() + prefix.sum(), torch.tensor(1.0))  # rows stay distributions
+
+
+def test_prefix_attention_is_what_the_patch_map_leaves_out() -> None:
+    maps = random_maps(2, 3, 4, (3, 5))
+    for query in (None, (2, 1)):
+        patches = query_attention(maps, query).sum(dim=(-2, -1))  # (B, L, H)
+        prefix = query_prefix_attention(maps, query)
+        assert prefix.shape == (2, 3, 4, 1)
+        torch.testing.assert_close(patches + prefix[..., 0], torch.ones(2, 3, 4))
+    assert query_prefix_attention(random_maps(1, 2, 2, (2, 3), prefix=0)).shape == (1, 2, 2, 0)
 
 
 def test_rollout_row_normalisation_uses_each_rows_own_sum() -> None:
