@@ -46,6 +46,26 @@ _FONT = ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVu
 _LINE = _FONT.size + GAP  # height of one line of text
 
 
+@functools.lru_cache(maxsize=4096)
+def _text_width(text: str) -> float:
+    return _FONT.getlength(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _text_image(text: str) -> Image.Image:
+    """`text` rendered once on the background colour, one line high. Labels repeat from
+    picture to picture ("head 1", "CLS 0.01", tick values), and pasting a cached bitmap
+    costs a fraction of FreeType rendering it again, which dominated the heads view."""
+    image = Image.new("RGB", (math.ceil(_text_width(text)) + 1, _LINE), BACKGROUND)
+    ImageDraw.Draw(image).text((0, 0), text, fill=TEXT, font=_FONT)
+    return image
+
+
+def _put_text(canvas: Image.Image, xy: tuple[float, float], text: str) -> None:
+    """Write `text` at `xy` (top left) on a part of `canvas` that is background colour."""
+    canvas.paste(_text_image(text), (round(xy[0]), round(xy[1])))
+
+
 @dataclass(frozen=True)
 class MapStyle:
     """How an attention map is drawn.
@@ -151,29 +171,29 @@ def patch_grid_image(
     return big
 
 
-def _wrap(text: str, width: int) -> list[str]:
+@functools.lru_cache(maxsize=512)
+def _wrap(text: str, width: int) -> tuple[str, ...]:
     """Greedy word wrap of each paragraph of `text` to lines at most `width` pixels wide."""
     lines: list[str] = []
     for paragraph in text.split("\n"):
         line = ""
         for word in paragraph.split(" "):
             candidate = f"{line} {word}" if line else word
-            if line and _FONT.getlength(candidate) > width:
+            if line and _text_width(candidate) > width:
                 lines.append(line)
                 line = word
             else:
                 line = candidate
         lines.append(line)
-    return lines
+    return tuple(lines)
 
 
 def text_block(text: str, width: int) -> Image.Image:
     """`text` wrapped to `width` pixels, on the background colour."""
     lines = _wrap(text, width - GAP)
     block = Image.new("RGB", (width, len(lines) * _LINE + GAP // 2), BACKGROUND)
-    draw = ImageDraw.Draw(block)
     for i, line in enumerate(lines):
-        draw.text((GAP // 2, i * _LINE + 1), line, fill=TEXT, font=_FONT)
+        _put_text(block, (GAP // 2, i * _LINE + 1), line)
     return block
 
 
@@ -209,8 +229,8 @@ def colour_bar(cmap: str, low: float, high: float, label: str, width: int = 320)
     """A horizontal colour bar `width` pixels wide: the colormap from `low` (left, its bottom
     colour) to `high` (right), ticks at round values, and `label` (what the colours mean,
     with units) wrapped under it."""
-    pad = GAP + int(_FONT.getlength(_number(low))) // 2
-    length = max(width - pad - int(_FONT.getlength(_number(high))) // 2 - GAP, 2)
+    pad = GAP + int(_text_width(_number(low))) // 2
+    length = max(width - pad - int(_text_width(_number(high))) // 2 - GAP, 2)
     ticks = [t for t in MaxNLocator(nbins=4).tick_values(low, high) if low - 1e-9 <= t <= high + 1e-9 * abs(high)]
     bar = Image.new("RGB", (width, BAR_PX + 4 + _LINE), BACKGROUND)
     bar.paste(Image.fromarray(np.repeat(_gradient(cmap, length)[None], BAR_PX, axis=0)), (pad, 0))
@@ -219,7 +239,7 @@ def colour_bar(cmap: str, low: float, high: float, label: str, width: int = 320)
         x = pad + round((t - low) / (high - low) * (length - 1)) if high > low else pad
         draw.line([(x, BAR_PX), (x, BAR_PX + 3)], fill=TEXT)
         text = _number(t)
-        draw.text((x - _FONT.getlength(text) / 2, BAR_PX + 4), text, fill=TEXT, font=_FONT)
+        _put_text(bar, (x - _text_width(text) / 2, BAR_PX + 4), text)
     return stack([bar, text_block(label, width)])
 
 
@@ -227,12 +247,11 @@ def _row_bar(cmap: str, top_text: str, height: int) -> np.ndarray:
     """A compact vertical colour bar for one row of tiles: bottom colour at the bottom
     (labelled 0), top colour at the top (labelled `top_text`)."""
     column = _gradient(cmap, height)[::-1]  # top of the picture = top of the scale
-    width = BAR_PX + GAP + int(max(_FONT.getlength(top_text), _FONT.getlength("0"))) + 2
+    width = BAR_PX + GAP + int(max(_text_width(top_text), _text_width("0"))) + 2
     bar = Image.new("RGB", (width, height), BACKGROUND)
     bar.paste(Image.fromarray(np.repeat(column[:, None], BAR_PX, axis=1)), (0, 0))
-    draw = ImageDraw.Draw(bar)
-    draw.text((BAR_PX + GAP, 0), top_text, fill=TEXT, font=_FONT)
-    draw.text((BAR_PX + GAP, height - _FONT.size - 2), "0", fill=TEXT, font=_FONT)
+    _put_text(bar, (BAR_PX + GAP, 0), top_text)
+    _put_text(bar, (BAR_PX + GAP, height - _FONT.size - 2), "0")
     return np.asarray(bar)
 
 
@@ -247,7 +266,7 @@ def _scale_legend(style: MapStyle, top: float, unit: str, scope: str) -> tuple[f
 
 
 def _label_width(labels: Sequence[str]) -> int:
-    return max((int(_FONT.getlength(s)) for s in labels), default=0)
+    return max((int(_text_width(s)) for s in labels), default=0)
 
 
 def mosaic(
@@ -262,13 +281,12 @@ def mosaic(
     top = _LINE if col_labels else 0
     xs = [left + sum(widths[:c]) + c * GAP for c in range(ncols)]
     canvas = Image.new("RGB", (xs[-1] + widths[-1] + GAP, top + sum(heights) + len(tiles) * GAP), BACKGROUND)
-    draw = ImageDraw.Draw(canvas)
     for c, label in enumerate(col_labels):
-        draw.text((xs[c], 0), label, fill=TEXT, font=_FONT)
+        _put_text(canvas, (xs[c], 0), label)
     y = top
     for r, row in enumerate(tiles):
         if r < len(row_labels):
-            draw.text((GAP, y + row[0].shape[0] // 2 - _FONT.size // 2), row_labels[r], fill=TEXT, font=_FONT)
+            _put_text(canvas, (GAP, y + row[0].shape[0] // 2 - _FONT.size // 2), row_labels[r])
         for c, tile in enumerate(row):
             canvas.paste(Image.fromarray(tile), (xs[c], y))
         y += heights[r] + GAP
@@ -280,9 +298,8 @@ def _caption(tile: np.ndarray, lines: Sequence[str]) -> np.ndarray:
     if not lines:
         return tile
     strip = Image.new("RGB", (tile.shape[1], len(lines) * _LINE), BACKGROUND)
-    draw = ImageDraw.Draw(strip)
     for i, line in enumerate(lines):
-        draw.text((0, i * _LINE + 1), line, fill=TEXT, font=_FONT)
+        _put_text(strip, (0, i * _LINE + 1), line)
     return np.concatenate([tile, np.asarray(strip)], axis=0)
 
 
