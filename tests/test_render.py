@@ -198,6 +198,15 @@ def test_gif_has_one_frame_per_layer(tmp_path):
         assert gif.info["loop"] == 0
 
 
+def test_gif_keeps_every_frame_whole_when_frames_differ_in_size(tmp_path):
+    short, tall = Image.new("RGB", (30, 20), (255, 0, 0)), Image.new("RGB", (40, 50), (0, 0, 255))
+    render.save_gif([short, tall], tmp_path / "sizes.gif")
+    with Image.open(tmp_path / "sizes.gif") as gif:
+        assert gif.size == (40, 50)
+        gif.seek(1)
+        assert gif.convert("RGB").getpixel((39, 49)) == (0, 0, 255)  # the taller frame's corner survives
+
+
 def test_position_similarity_tiles_mark_each_tiles_own_slot_and_carry_a_colour_bar():
     gh, gw, s = 2, 3, 5  # non-square: a transposed mark would land in the wrong place
     pos = np.random.default_rng(0).normal(size=(gh * gw, 16))
@@ -257,3 +266,13 @@ def test_probe_strip_has_a_row_per_epoch_each_with_its_colour_bar():
     strip = render.probe_strip(image, probes, MapStyle(cmap="viridis"))
     assert strip.height >= 4 * (64 + render.GAP) and strip.width >= 3 * (64 + render.GAP)
     assert len(gradient_runs(strip, "viridis")) == 4
+
+
+def test_probe_strip_prints_the_cls_share_only_for_models_with_a_cls_token():
+    image = np.zeros((64, 64, 3), np.uint8)
+    rows = np.random.default_rng(0).random((1, 2, 4))
+    gap = rows / rows.sum(-1, keepdims=True)  # patch rows that sum to 1: nothing left out
+    with_cls = render.probe_strip(image, [(1, (0.6 * gap).reshape(1, 2, 2, 2))], MapStyle())
+    without = render.probe_strip(image, [(1, gap.reshape(1, 2, 2, 2))], MapStyle())
+    assert with_cls.height > without.height  # the "CLS 0.40" caption line (and the caption sentence)
+    assert render._prefix_text(1.0 - (0.6 * gap).sum(-1)[0, :1]) == "CLS 0.40"

@@ -405,9 +405,20 @@ def map_picture(
 
 
 def save_gif(frames: Sequence[Image.Image], path: str | os.PathLike, seconds_per_frame: float = 0.8) -> None:
-    """Write frames as an animated GIF that loops forever."""
-    first, *rest = frames
+    """Write frames as an animated GIF that loops forever. Frames are padded to a common
+    size (a GIF has one canvas; a taller frame, e.g. one whose colour-bar label wraps onto
+    another line, would otherwise be cut off)."""
+    size = (max(f.width for f in frames), max(f.height for f in frames))
+    first, *rest = (_padded(f, size) for f in frames)
     first.save(path, save_all=True, append_images=rest, duration=int(seconds_per_frame * 1000), loop=0)
+
+
+def _padded(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+    if image.size == size:
+        return image
+    canvas = Image.new("RGB", size, BACKGROUND)
+    canvas.paste(image, (0, 0))
+    return canvas
 
 
 def position_similarity_tiles(similarity: np.ndarray, cmap: str = "viridis", tile_scale: int = 0) -> Image.Image:
@@ -541,7 +552,7 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
     of a softmax row, so 1 - its total is the attention to CLS, printed under each tile
     (models without a CLS token leave nothing out and print nothing)."""
     left_out = [1.0 - maps[-1].sum(axis=(-2, -1), keepdims=True)[..., 0] for _, maps in probes]  # (heads, 1)
-    has_cls = max(float(share.max()) for share in left_out) > 1e-3
+    has_cls = max(float(share.max()) for share in left_out) > 1e-5  # float32 sums of a GAP row: ~1e-7
     rows = [
         _scaled_row(image, maps[-1], style, share if has_cls else None)
         for (_, maps), share in zip(probes, left_out, strict=True)
