@@ -161,12 +161,12 @@ def test_patch_grid_lines_and_mark_sit_on_patch_boundaries():
 
 
 def test_head_grid_wraps_heads_into_rows_and_carries_a_colour_bar():
-    image = np.zeros((40, 40, 3), np.uint8)
+    image = np.zeros((64, 64, 3), np.uint8)
     maps = np.random.default_rng(0).random((12, 4, 4))
     one_row = render.head_grid(image, maps[:4], MapStyle())
     two_rows = render.head_grid(image, maps, MapStyle(), max_cols=6)
-    assert 6 * 40 < two_rows.width <= max(6 * (40 + render.GAP) + render.GAP, 320)
-    assert two_rows.height > one_row.height + 40
+    assert 6 * 64 < two_rows.width <= 6 * (64 + render.GAP) + render.GAP  # six tiles a row, not twelve
+    assert two_rows.height > one_row.height + 64
     assert gradient_runs(one_row, "inferno") and gradient_runs(two_rows, "inferno")
 
 

@@ -294,13 +294,17 @@ def mosaic(
 
 
 def _caption(tile: np.ndarray, lines: Sequence[str]) -> np.ndarray:
-    """A tile with caption lines underneath (so labels survive wrapping into rows)."""
+    """A tile with caption lines underneath (so labels survive wrapping into rows). A caption
+    wider than the tile widens it with background on the right rather than being cut off."""
     if not lines:
         return tile
-    strip = Image.new("RGB", (tile.shape[1], len(lines) * _LINE), BACKGROUND)
+    h, w = tile.shape[:2]
+    width = max(w, math.ceil(max(_text_width(line) for line in lines)) + 1)
+    framed = Image.new("RGB", (width, h + len(lines) * _LINE), BACKGROUND)
+    framed.paste(Image.fromarray(tile), (0, 0))
     for i, line in enumerate(lines):
-        _put_text(strip, (0, i * _LINE + 1), line)
-    return np.concatenate([tile, np.asarray(strip)], axis=0)
+        _put_text(framed, (0, h + i * _LINE + 1), line)
+    return np.asarray(framed)
 
 
 def _prefix_text(shares: np.ndarray) -> str:
