@@ -66,3 +66,17 @@ def test_whole_image_mode_states_its_aspect_cap_and_sizes_read_height_by_width()
     policy = model_input(wide, CIFAR10, 4, "whole").policy
     assert "32 × 128 px (height × width" in policy and "more elongated than 4:1" in policy
     assert "elongated" not in model_input(Image.new("RGB", (120, 40)), CIFAR10, 4, "whole").policy
+
+
+def test_a_model_without_cls_says_nothing_is_left_out():
+    model = vit.create_model("vit_cifar_nano", class_token=False, pool="gap").eval()
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), dtype=np.uint8))
+    ex = explain(model, [str(i) for i in range(10)], CIFAR10, image)
+    assert ex.prefix_attention(None).shape == (ex.depth, ex.heads, 0)
+    assert "nothing is left out" in views.left_out(ex) and "nothing is left out" in views.describe_rollout(
+        ex, "mean", 0
+    )
+    with_cls = views.heads(
+        explain(near_uniform_model(), [str(i) for i in range(10)], CIFAR10, image), None, 1, MapStyle()
+    )
+    assert views.heads(ex, None, 1, MapStyle()).height < with_cls.height  # no "CLS 0.xx" line under the tiles
