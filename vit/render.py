@@ -513,7 +513,6 @@ class _DistanceAxes:
         self.dots = ax.scatter(self.layers, self.layers * 0.0, c=colours * layers, s=22, animated=True)
         self.canvas = FigureCanvasAgg(fig)
         self.canvas.draw()
-        fig.set_layout_engine("none")  # laid out once: blitted redraws must not move the axes
         self.background = self.canvas.copy_from_bbox(fig.bbox)
         self.lock = threading.Lock()  # one figure shared by concurrent requests
 
