@@ -20,7 +20,15 @@ from PIL import Image
 from torch import Tensor
 
 from vit import AttentionMaps, Preprocessing, VisionTransformer
-from vit.analysis import HeadFusion, Query, mean_attention_distance, query_attention, rollout
+from vit.analysis import (
+    HeadFusion,
+    Query,
+    mean_attention_distance,
+    query_attention,
+    query_prefix_attention,
+    rollout,
+    rollout_prefix_attention,
+)
 
 Mode = Literal["crop", "whole"]
 MAX_ASPECT = 4  # "whole image" mode: longer side at most 4x the shorter, so token counts stay sane
@@ -62,16 +70,22 @@ def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: M
         geometry = pre.geometry()
         policy = (
             f"Crop mode: the shorter side is resized to {pre.resize_size} px ({pre.interpolation}), "
-            f"then the centre {pre.crop_size}x{pre.crop_size} square is kept"
+            f"then the centre {pre.crop_size} × {pre.crop_size} px square is kept"
             + (" (the edges of this non-square image are cut off)." if h != w else ".")
         )
     elif mode == "whole":
         size = whole_image_size((h, w), pre.crop_size, patch_size)
         geometry = v2.Resize(list(size), interp, antialias=True)
         policy = (
-            f"Whole-image mode: resized to {size[0]}x{size[1]} (H x W) px ({pre.interpolation}), keeping the aspect "
-            f"ratio and rounding each side to a multiple of the {patch_size}-px patch; the model interpolates its "
-            "position embeddings to this grid."
+            f"Whole-image mode: resized to {size[0]} × {size[1]} px (height × width, {pre.interpolation}), keeping "
+            f"the aspect ratio up to {MAX_ASPECT}:1 and rounding each side to a multiple of the {patch_size}-px patch; "
+            "the model interpolates its position embeddings to this grid."
+            + (
+                f" This image is more elongated than {MAX_ASPECT}:1, so its longer side is capped at {MAX_ASPECT} × "
+                "the shorter one and the picture is squashed."
+                if max(h, w) > MAX_ASPECT * min(h, w)
+                else ""
+            )
         )
     else:
         raise ValueError(f"mode must be 'crop' or 'whole', got {mode!r}")
@@ -117,6 +131,17 @@ class Explanation:
     def query_maps(self, query: Query = None) -> np.ndarray:
         """(layers, heads, gh, gw): where the query token looks (None = the CLS token)."""
         return query_attention(self.attention, query)[0].numpy()
+
+    def prefix_attention(self, query: Query = None) -> np.ndarray:
+        """(layers, heads, prefix_tokens): the query's attention to the prefix tokens (CLS),
+        which `query_maps` leaves out."""
+        return query_prefix_attention(self.attention, query)[0].numpy()
+
+    def rollout_prefix(
+        self, head_fusion: HeadFusion = "mean", discard_ratio: float = 0.0, query: Query = None
+    ) -> np.ndarray:
+        """(prefix_tokens,): the rollout's share on the prefix tokens, which `rollout` leaves out."""
+        return rollout_prefix_attention(self.attention, head_fusion, discard_ratio, query)[0].numpy()
 
     def rollout(self, head_fusion: HeadFusion = "mean", discard_ratio: float = 0.0, query: Query = None) -> np.ndarray:
         """(gh, gw) attention rollout through all layers."""

@@ -7,6 +7,10 @@ Nothing here calls a model, so every picture can be tested with hand-made maps.
 Colour comes from matplotlib colormaps, resampling from PIL: "nearest" upsampling shows
 each patch as the honest square block the model actually saw; "smooth" (bilinear) looks
 nicer but invents detail finer than a patch.
+
+The colour rule (docs/pictures.md): colour starts at 0, so attention 0 is always the
+bottom colour of the map; the top is set by `MapStyle.scale`, and every picture of values
+carries a colour bar that says what the colours mean, with units.
 """
 
 from __future__ import annotations
@@ -20,29 +24,78 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib import colormaps
+from matplotlib import colormaps, get_data_path
+from matplotlib.ticker import MaxNLocator
 from PIL import Image, ImageDraw, ImageFont
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "jet", "gray")
+SCALES = ("layer", "head", "fixed")
 GRID_COLOUR = (255, 255, 255)
 MARK_COLOUR = (0, 200, 255)
+OWN_SLOT_COLOUR = (0, 0, 0)
 BACKGROUND = (255, 255, 255)
 TEXT = (30, 30, 30)
 GAP = 4  # pixels between tiles
-_FONT = ImageFont.load_default(size=13)
+BAR_PX = 12  # thickness of a colour bar
+# DejaVu Sans, the font matplotlib ships and the charts use: unlike PIL's built-in font it
+# has ×, → and · ; 13 px keeps every word on a picture at least 11 px tall.
+_FONT = ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), 13)
+_LINE = _FONT.size + GAP  # height of one line of text
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_width(text: str) -> float:
+    return _FONT.getlength(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _text_image(text: str) -> Image.Image:
+    """`text` rendered once on the background colour, one line high. Labels repeat from
+    picture to picture ("head 1", "CLS 0.01", tick values), and pasting a cached bitmap
+    costs a fraction of FreeType rendering it again, which dominated the heads view."""
+    image = Image.new("RGB", (math.ceil(_text_width(text)) + 1, _LINE), BACKGROUND)
+    ImageDraw.Draw(image).text((0, 0), text, fill=TEXT, font=_FONT)
+    return image
+
+
+def _put_text(canvas: Image.Image, xy: tuple[float, float], text: str) -> None:
+    """Write `text` at `xy` (top left) on a part of `canvas` that is background colour."""
+    canvas.paste(_text_image(text), (round(xy[0]), round(xy[1])))
 
 
 @dataclass(frozen=True)
 class MapStyle:
-    """How an attention map is drawn."""
+    """How an attention map is drawn.
+
+    Colour always starts at 0 (attention 0 is the bottom colour of `cmap`); `scale` sets the
+    top: "layer" (default) the largest weight among the heads of the layer drawn, one scale
+    shared by all its heads so they can be compared; "head" each head's own maximum
+    (printed under its tile); "fixed" 1. "raw" is the map alone at full opacity: exactly
+    what the overlay shows at opacity 1."""
 
     cmap: str = "inferno"
     opacity: float = 0.6  # weight of the heat map over the image (ignored when raw)
     smooth: bool = False  # bilinear instead of nearest (honest patch blocks) upsampling
     raw: bool = False  # the heat map alone, without the image underneath
+    scale: str = "layer"  # one of SCALES
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise ValueError(f"colour scale must be one of {', '.join(SCALES)}; got {self.scale!r}")
+
+
+def scale_tops(maps: np.ndarray, scale: str) -> np.ndarray:
+    """The value drawn in the top colour for each map of one layer's (..., gh, gw) stack:
+    shape maps.shape[:-2]. "layer": the stack's largest value, "head": each map's own,
+    "fixed": 1."""
+    if scale == "fixed":
+        return np.ones(maps.shape[:-2])
+    if scale == "head":
+        return maps.max(axis=(-2, -1))
+    return np.full(maps.shape[:-2], maps.max())
 
 
 def scale_for(size: tuple[int, int], target: int) -> int:
@@ -61,38 +114,37 @@ def enlarge(image: np.ndarray, scale: int) -> np.ndarray:
 
 
 def fit_to_grid(image: np.ndarray, grid: tuple[int, int], target: int) -> np.ndarray:
-    """Resize an (H, W, 3) image so its longer side is about `target` pixels and each side is
-    a whole number of cells of the (gh, gw) patch grid, so nearest-upsampled maps land
-    exactly on patch boundaries. Upscaling is nearest (crisp pixels), downscaling Lanczos."""
+    """Resize an (H, W, 3) image so its longer side is at least `target` pixels (the
+    nearest whole number of cells above) and each side is a whole number of cells of the
+    (gh, gw) patch grid, so nearest-upsampled maps land exactly on patch boundaries.
+    Upscaling is nearest (crisp pixels), downscaling Lanczos."""
     gh, gw = grid
-    cell = max(1, round(target / max(gh, gw)))
+    cell = max(1, math.ceil(target / max(gh, gw)))
     w, h = gw * cell, gh * cell
     resample = Image.Resampling.NEAREST if w >= image.shape[1] else Image.Resampling.LANCZOS
     return np.asarray(Image.fromarray(image).resize((w, h), resample))
 
 
-def normalise(amap: np.ndarray) -> np.ndarray:
-    """Stretch one map to [0, 1] (each map is scaled to its own range: heads differ in
-    sharpness, not just in where they look). A constant map becomes all zeros."""
-    lo, hi = float(amap.min()), float(amap.max())
-    return (amap - lo) / (hi - lo) if hi > lo else np.zeros_like(amap, dtype=np.float32)
-
-
-def heatmap(amap: np.ndarray, size: tuple[int, int], style: MapStyle) -> np.ndarray:
-    """A (gh, gw) map upsampled to `size` (H, W) and coloured: (H, W, 3) uint8."""
+def heatmap(amap: np.ndarray, size: tuple[int, int], style: MapStyle, top: float | None = None) -> np.ndarray:
+    """A (gh, gw) map upsampled to `size` (H, W) and coloured from 0 (bottom colour) to
+    `top` (top colour; default: the map's own maximum, or 1 on the fixed scale)."""
+    if top is None:
+        top = float(scale_tops(amap, style.scale))
     h, w = size
     resample = Image.Resampling.BILINEAR if style.smooth else Image.Resampling.NEAREST
-    plane = Image.fromarray(normalise(amap).astype(np.float32), mode="F").resize((w, h), resample)
+    values = (np.asarray(amap) / (top if top > 0 else 1.0)).astype(np.float32)  # PIL's mode F is float32
+    plane = Image.fromarray(values, mode="F").resize((w, h), resample)
     rgba = colormaps[style.cmap](np.clip(np.asarray(plane), 0.0, 1.0), bytes=True)
     return rgba[..., :3]
 
 
-def overlay(image: np.ndarray, amap: np.ndarray, style: MapStyle) -> np.ndarray:
-    """Draw a (gh, gw) attention map over an (H, W, 3) image (or alone, if `style.raw`).
+def overlay(image: np.ndarray, amap: np.ndarray, style: MapStyle, top: float | None = None) -> np.ndarray:
+    """Draw a (gh, gw) attention map over an (H, W, 3) image (or alone, if `style.raw`),
+    coloured from 0 to `top` (see `heatmap`).
 
     The image must already be the size the map covers, e.g. the model input enlarged by an
     integer factor, so that each patch maps to a whole block of pixels."""
-    heat = heatmap(amap, image.shape[:2], style)
+    heat = heatmap(amap, image.shape[:2], style, top)
     if style.raw:
         return heat
     a = float(np.clip(style.opacity, 0.0, 1.0))
@@ -119,92 +171,301 @@ def patch_grid_image(
     return big
 
 
-def _label_width(labels: Sequence[str]) -> int:
-    return max((int(_FONT.getlength(s)) for s in labels), default=0)
+@functools.lru_cache(maxsize=512)
+def _wrap(text: str, width: int) -> tuple[str, ...]:
+    """Greedy word wrap of each paragraph of `text` to lines at most `width` pixels wide."""
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split(" "):
+            candidate = f"{line} {word}" if line else word
+            if line and _text_width(candidate) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = candidate
+        lines.append(line)
+    return tuple(lines)
 
 
-def mosaic(
-    tiles: Sequence[Sequence[np.ndarray]],
-    row_labels: Sequence[str] = (),
-    col_labels: Sequence[str] = (),
-    title: str = "",
-) -> Image.Image:
-    """Lay equal-sized (h, w, 3) tiles out in rows, with optional labels and a title."""
-    h, w = tiles[0][0].shape[:2]
-    ncols = max(len(r) for r in tiles)
-    left = _label_width(row_labels) + 2 * GAP if row_labels else 0
-    line = _FONT.size + GAP
-    top = (line if title else 0) + (line if col_labels else 0)
-    canvas = Image.new("RGB", (left + ncols * (w + GAP), top + len(tiles) * (h + GAP)), BACKGROUND)
-    draw = ImageDraw.Draw(canvas)
-    if title:
-        draw.text((left, 0), title, fill=TEXT, font=_FONT)
-    for c, label in enumerate(col_labels):
-        draw.text((left + c * (w + GAP), top - line), label, fill=TEXT, font=_FONT)
-    for r, row in enumerate(tiles):
-        y = top + r * (h + GAP)
-        if r < len(row_labels):
-            draw.text((GAP, y + h // 2 - _FONT.size // 2), row_labels[r], fill=TEXT, font=_FONT)
-        for c, tile in enumerate(row):
-            canvas.paste(Image.fromarray(tile), (left + c * (w + GAP), y))
+def text_block(text: str, width: int) -> Image.Image:
+    """`text` wrapped to `width` pixels, on the background colour."""
+    lines = _wrap(text, width - GAP)
+    block = Image.new("RGB", (width, len(lines) * _LINE + GAP // 2), BACKGROUND)
+    for i, line in enumerate(lines):
+        _put_text(block, (GAP // 2, i * _LINE + 1), line)
+    return block
+
+
+def stack(parts: Sequence[Image.Image]) -> Image.Image:
+    """Parts one under another, left-aligned, with a small gap."""
+    width = max(p.width for p in parts)
+    canvas = Image.new("RGB", (width, sum(p.height for p in parts) + GAP * (len(parts) - 1)), BACKGROUND)
+    y = 0
+    for part in parts:
+        canvas.paste(part, (0, y))
+        y += part.height + GAP
     return canvas
 
 
-def head_grid(image: np.ndarray, maps: np.ndarray, style: MapStyle, title: str = "", max_cols: int = 6) -> Image.Image:
-    """One tile per head: `maps` is (heads, gh, gw); `image` the enlarged model input."""
-    tiles = [overlay(image, m, style) for m in maps]
-    rows = [tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)]
-    labelled = [[_caption(t, f"head {i * max_cols + j + 1}") for j, t in enumerate(row)] for i, row in enumerate(rows)]
-    return mosaic(labelled, title=title)
+def _titled(title: str, body: Image.Image, footer: Sequence[Image.Image] = (), note: str = "") -> Image.Image:
+    """A picture: wrapped title, the body, footer parts (colour bars), then a wrapped note."""
+    width = max([body.width, *(f.width for f in footer)])
+    parts = ([text_block(title, width)] if title else []) + [body, *footer]
+    return stack(parts + ([text_block(note, width)] if note else []))
 
 
-def _caption(tile: np.ndarray, text: str) -> np.ndarray:
-    """A tile with a caption strip underneath (so labels survive wrapping into rows)."""
+@functools.lru_cache(maxsize=64)
+def _gradient(cmap: str, length: int) -> np.ndarray:
+    """(length, 3) uint8: `cmap` from its bottom colour to its top colour."""
+    return colormaps[cmap](np.linspace(0.0, 1.0, length), bytes=True)[:, :3]
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}".replace("-", "−")
+
+
+def colour_bar(cmap: str, low: float, high: float, label: str, width: int = 320) -> Image.Image:
+    """A horizontal colour bar `width` pixels wide: the colormap from `low` (left, its bottom
+    colour) to `high` (right), ticks at round values, and `label` (what the colours mean,
+    with units) wrapped under it."""
+    pad = GAP + int(_text_width(_number(low))) // 2
+    length = max(width - pad - int(_text_width(_number(high))) // 2 - GAP, 2)
+    ticks = [t for t in MaxNLocator(nbins=4).tick_values(low, high) if low - 1e-9 <= t <= high + 1e-9 * abs(high)]
+    bar = Image.new("RGB", (width, BAR_PX + 4 + _LINE), BACKGROUND)
+    bar.paste(Image.fromarray(np.repeat(_gradient(cmap, length)[None], BAR_PX, axis=0)), (pad, 0))
+    draw = ImageDraw.Draw(bar)
+    for t in ticks:
+        x = pad + round((t - low) / (high - low) * (length - 1)) if high > low else pad
+        draw.line([(x, BAR_PX), (x, BAR_PX + 3)], fill=TEXT)
+        text = _number(t)
+        _put_text(bar, (x - _text_width(text) / 2, BAR_PX + 4), text)
+    return stack([bar, text_block(label, width)])
+
+
+def _row_bar(cmap: str, top_text: str, height: int) -> np.ndarray:
+    """A compact vertical colour bar for one row of tiles: bottom colour at the bottom
+    (labelled 0), top colour at the top (labelled `top_text`)."""
+    column = _gradient(cmap, height)[::-1]  # top of the picture = top of the scale
+    width = BAR_PX + GAP + int(max(_text_width(top_text), _text_width("0"))) + 2
+    bar = Image.new("RGB", (width, height), BACKGROUND)
+    bar.paste(Image.fromarray(np.repeat(column[:, None], BAR_PX, axis=1)), (0, 0))
+    _put_text(bar, (BAR_PX + GAP, 0), top_text)
+    _put_text(bar, (BAR_PX + GAP, height - _FONT.size - 2), "0")
+    return np.asarray(bar)
+
+
+def _scale_legend(style: MapStyle, top: float, unit: str, scope: str) -> tuple[float, str]:
+    """The top of a colour bar for `style.scale` and its label. `scope` names what one
+    shared top covers ("this layer", "this map")."""
+    if style.scale == "head":
+        return 1.0, f"colour: {unit} as a share of each head's own maximum (per-head stretch, printed under each tile)"
+    if style.scale == "fixed":
+        return 1.0, f"colour: {unit}, fixed scale from 0 to 1"
+    return top, f"colour: {unit} from 0 to {_number(top)}, the largest in {scope} (one scale for all its maps)"
+
+
+def _label_width(labels: Sequence[str]) -> int:
+    return max((int(_text_width(s)) for s in labels), default=0)
+
+
+def mosaic(
+    tiles: Sequence[Sequence[np.ndarray]], row_labels: Sequence[str] = (), col_labels: Sequence[str] = ()
+) -> Image.Image:
+    """Lay (h, w, 3) tiles out in rows, with optional row and column labels. Each column is
+    as wide as its widest tile, each row as tall as its tallest."""
+    ncols = max(len(r) for r in tiles)
+    widths = [max(row[c].shape[1] for row in tiles if c < len(row)) for c in range(ncols)]
+    heights = [max(t.shape[0] for t in row) for row in tiles]
+    left = _label_width(row_labels) + 2 * GAP if row_labels else 0
+    top = _LINE if col_labels else 0
+    xs = [left + sum(widths[:c]) + c * GAP for c in range(ncols)]
+    canvas = Image.new("RGB", (xs[-1] + widths[-1] + GAP, top + sum(heights) + len(tiles) * GAP), BACKGROUND)
+    for c, label in enumerate(col_labels):
+        _put_text(canvas, (xs[c], 0), label)
+    y = top
+    for r, row in enumerate(tiles):
+        if r < len(row_labels):
+            _put_text(canvas, (GAP, y + row[0].shape[0] // 2 - _FONT.size // 2), row_labels[r])
+        for c, tile in enumerate(row):
+            canvas.paste(Image.fromarray(tile), (xs[c], y))
+        y += heights[r] + GAP
+    return canvas
+
+
+def _caption(tile: np.ndarray, lines: Sequence[str]) -> np.ndarray:
+    """A tile with caption lines underneath (so labels survive wrapping into rows). A caption
+    wider than the tile widens it with background on the right rather than being cut off."""
+    if not lines:
+        return tile
     h, w = tile.shape[:2]
-    strip = Image.new("RGB", (w, _FONT.size + GAP), BACKGROUND)
-    ImageDraw.Draw(strip).text((0, 1), text, fill=TEXT, font=_FONT)
-    return np.concatenate([tile, np.asarray(strip)], axis=0)
+    width = max(w, math.ceil(max(_text_width(line) for line in lines)) + 1)
+    framed = Image.new("RGB", (width, h + len(lines) * _LINE), BACKGROUND)
+    framed.paste(Image.fromarray(tile), (0, 0))
+    for i, line in enumerate(lines):
+        _put_text(framed, (0, h + i * _LINE + 1), line)
+    return np.asarray(framed)
 
 
-def layers_by_heads(image: np.ndarray, maps: np.ndarray, style: MapStyle, title: str = "") -> Image.Image:
-    """Every head of every layer at a glance: `maps` is (layers, heads, gh, gw)."""
-    tiles = [[overlay(image, m, style) for m in layer] for layer in maps]
-    rows = [f"layer {i + 1}" for i in range(maps.shape[0])]
+def _prefix_text(shares: np.ndarray) -> str:
+    """A head's attention to the prefix tokens the maps leave out: "CLS 0.42" (the rest of
+    several prefix tokens is summed)."""
+    text = f"CLS {shares[0]:.2f}"
+    return text if len(shares) == 1 else f"{text} + {len(shares) - 1} more {shares[1:].sum():.2f}"
+
+
+def _tile_lines(name: str, top: float, style: MapStyle, prefix: np.ndarray | None) -> list[str]:
+    """Caption lines of one tile: its name, its own maximum when each head is stretched
+    alone, and its attention to the prefix tokens."""
+    first = " · ".join(part for part in (name, f"max {top:.2g}" if style.scale == "head" else "") if part)
+    return ([first] if first else []) + ([_prefix_text(prefix)] if prefix is not None and len(prefix) else [])
+
+
+def head_grid(
+    image: np.ndarray,
+    maps: np.ndarray,
+    style: MapStyle,
+    title: str = "",
+    max_cols: int = 6,
+    prefix: np.ndarray | None = None,
+    note: str = "",
+) -> Image.Image:
+    """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
+    input, `prefix` (heads, prefix_tokens) each head's attention to the tokens the maps
+    leave out (printed under its tile). A colour bar and `note` go underneath."""
+    tops = scale_tops(maps, style.scale)
+    tiles = [
+        _caption(
+            overlay(image, m, style, t), _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix[i])
+        )
+        for i, (m, t) in enumerate(zip(maps, tops, strict=True))
+    ]
+    grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)])
+    high, label = _scale_legend(style, float(tops.max()), "attention weight", "this layer")
+    return _titled(title, grid, [colour_bar(style.cmap, 0.0, high, label, max(grid.width, 320))], note)
+
+
+def layers_by_heads(
+    image: np.ndarray,
+    maps: np.ndarray,
+    style: MapStyle,
+    title: str = "",
+    prefix: np.ndarray | None = None,
+    note: str = "",
+) -> Image.Image:
+    """Every head of every layer at a glance: `maps` is (layers, heads, gh, gw), `prefix`
+    (layers, heads, prefix_tokens). Each row (a layer) ends with its own colour bar."""
+    rows = [_scaled_row(image, layer, style, None if prefix is None else prefix[i]) for i, layer in enumerate(maps)]
+    labels = [f"layer {i + 1}" for i in range(maps.shape[0])]
     cols = [f"head {j + 1}" for j in range(maps.shape[1])]
-    return mosaic(tiles, rows, cols, title)
+    return _titled(title, mosaic(rows, labels, cols), note=_row_scale_note(style, note))
 
 
-def layer_frames(image: np.ndarray, maps: np.ndarray, style: MapStyle, max_cols: int = 6) -> list[Image.Image]:
+def _scaled_row(image: np.ndarray, maps: np.ndarray, style: MapStyle, prefix: np.ndarray | None) -> list[np.ndarray]:
+    """One layer's (heads, gh, gw) maps as captioned tiles followed by the layer's colour bar."""
+    tops = scale_tops(maps, style.scale)
+    tiles = [
+        _caption(overlay(image, m, style, t), _tile_lines("", t, style, None if prefix is None else prefix[j]))
+        for j, (m, t) in enumerate(zip(maps, tops, strict=True))
+    ]
+    high, _ = _scale_legend(style, float(tops.max()), "", "")
+    return [*tiles, _row_bar(style.cmap, "max" if style.scale == "head" else _number(high), image.shape[0])]
+
+
+def _row_scale_note(style: MapStyle, note: str) -> str:
+    scale = {
+        "layer": "from 0 (bottom) to the largest weight in that layer (top value printed)",
+        "head": "from 0 to each head's own maximum (per-head stretch: heads are not comparable)",
+        "fixed": "from 0 to 1 (fixed scale)",
+    }[style.scale]
+    return f"Colour: attention weight; the bar at the end of each row runs {scale}. {note}".strip()
+
+
+def layer_frames(
+    image: np.ndarray,
+    maps: np.ndarray,
+    style: MapStyle,
+    max_cols: int = 6,
+    prefix: np.ndarray | None = None,
+    note: str = "",
+) -> list[Image.Image]:
     """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw)."""
-    return [head_grid(image, m, style, f"layer {i + 1} of {len(maps)}", max_cols) for i, m in enumerate(maps)]
+    return [
+        head_grid(
+            image, m, style, f"layer {i + 1} of {len(maps)}", max_cols, None if prefix is None else prefix[i], note
+        )
+        for i, m in enumerate(maps)
+    ]
+
+
+def map_picture(
+    image: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str = ""
+) -> Image.Image:
+    """One (gh, gw) map over `image` with a title, a colour bar in `unit` and a note."""
+    top = float(scale_tops(amap, style.scale))
+    high, label = _scale_legend(style, top, unit, "this map")
+    body = Image.fromarray(overlay(image, amap, style, top))
+    return _titled(title, body, [colour_bar(style.cmap, 0.0, high, label, max(body.width, 320))], note)
 
 
 def save_gif(frames: Sequence[Image.Image], path: str | os.PathLike, seconds_per_frame: float = 0.8) -> None:
-    """Write frames as an animated GIF that loops forever."""
-    first, *rest = frames
+    """Write frames as an animated GIF that loops forever. Frames are padded to a common
+    size (a GIF has one canvas; a taller frame, e.g. one whose colour-bar label wraps onto
+    another line, would otherwise be cut off)."""
+    size = (max(f.width for f in frames), max(f.height for f in frames))
+    first, *rest = (_padded(f, size) for f in frames)
     first.save(path, save_all=True, append_images=rest, duration=int(seconds_per_frame * 1000), loop=0)
+
+
+def _padded(image: Image.Image, size: tuple[int, int]) -> Image.Image:
+    if image.size == size:
+        return image
+    canvas = Image.new("RGB", size, BACKGROUND)
+    canvas.paste(image, (0, 0))
+    return canvas
 
 
 def position_similarity_tiles(similarity: np.ndarray, cmap: str = "viridis", tile_scale: int = 0) -> Image.Image:
     """The ViT paper's Fig. 7 (centre): `similarity` is (gh, gw, gh, gw) cosine similarities;
-    tile (i, j) shows how similar slot (i, j)'s position embedding is to every slot's."""
+    tile (i, j) shows how similar slot (i, j)'s position embedding is to every slot's, with
+    slot (i, j) itself outlined. Rows and columns are numbered from 1; colours run from -1
+    to 1 (the colour bar underneath)."""
     gh, gw = similarity.shape[:2]
-    scale = tile_scale or max(2, 48 // max(gh, gw))
+    scale = tile_scale or max(3, math.ceil(64 / max(gh, gw)))  # tiles of at least 64 px
     colour = colormaps[cmap]
     tiles = [
-        [enlarge(colour((similarity[i, j] + 1.0) / 2.0, bytes=True)[..., :3], scale) for j in range(gw)]
+        [
+            _own_slot(enlarge(colour((similarity[i, j] + 1.0) / 2.0, bytes=True)[..., :3], scale), i, j, scale)
+            for j in range(gw)
+        ]
         for i in range(gh)
     ]
-    return mosaic(tiles, title=f"cosine similarity of position embeddings ({gh}x{gw} slots; -1 to 1, {cmap})")
+    grid = mosaic(tiles, [f"row {i + 1}" for i in range(gh)], [str(j + 1) for j in range(gw)])
+    title = (
+        f"Cosine similarity of position embeddings, grid {gh} rows × {gw} columns (columns numbered along the top). "
+        "The tile in row i, column j compares slot (i, j), outlined in black, with every slot."
+    )
+    return _titled(
+        title, grid, [colour_bar(cmap, -1.0, 1.0, "colour: cosine similarity, from −1 to 1", max(grid.width, 320))]
+    )
 
 
-def _figure(width: float, height: float) -> Figure:
+def _own_slot(tile: np.ndarray, row: int, col: int, scale: int) -> np.ndarray:
+    """Outline the block of slot (row, col) in a tile enlarged by `scale`."""
+    marked = tile.copy()
+    y, x = row * scale, col * scale
+    marked[[y, y + scale - 1], x : x + scale] = OWN_SLOT_COLOUR
+    marked[y : y + scale, [x, x + scale - 1]] = OWN_SLOT_COLOUR
+    return marked
+
+
+def _figure(width: float, height: float, layout: str | None = None) -> Figure:
     """A matplotlib figure (inches at 100 dpi) that is not registered with pyplot, so
     concurrent requests never share global state. Imported here, on first use: the charts
     need matplotlib's whole drawing stack, which costs half a second at start-up."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), dpi=100)
+    return Figure(figsize=(width, height), dpi=100, layout=layout)
 
 
 def _figure_to_image(fig: Figure) -> Image.Image:
@@ -217,9 +478,9 @@ def _figure_to_image(fig: Figure) -> Image.Image:
 
 def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) -> Image.Image:
     """The ViT paper's Fig. 7 (right): `distance` is (layers, heads) in pixels; one dot per
-    head at each layer. The y axis runs from 0 to the image diagonal (no distance can be
-    larger), so charts of different images compare at a glance; the dashed line is half
-    the diagonal, for scale."""
+    head at each layer, coloured by head (legend). The y axis runs from 0 to the image
+    diagonal (no distance can be larger), so charts of different images compare at a
+    glance; the dashed line, half the diagonal, is labelled in the legend."""
     layers, heads = distance.shape
     return _distance_axes(layers, heads, tuple(image_size)).draw(distance)
 
@@ -230,9 +491,9 @@ class _DistanceAxes:
 
     def __init__(self, layers: int, heads: int, image_size: tuple[int, int]):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.lines import Line2D
 
-        fig = _figure(5.0, 3.2)
-        fig.subplots_adjust(left=0.13, right=0.97, bottom=0.15, top=0.97)
+        fig = _figure(6.4, 3.6, layout="constrained")  # constrained: no label or legend is clipped
         ax = fig.add_subplot()
         diagonal = math.hypot(*image_size)
         ax.axhline(diagonal / 2, color="grey", linestyle="--", linewidth=1)
@@ -240,10 +501,16 @@ class _DistanceAxes:
         ax.set(xlim=(0.5, layers + 0.5), ylim=(0, diagonal))
         ax.set_xticks(range(1, layers + 1))
         ax.grid(alpha=0.3)
+        # tab20's dark colours first, then its light twins: neighbouring heads stay distinct
+        colours = [colormaps["tab20"](2 * (j % 10) + (j // 10) % 2) for j in range(heads)]
+        handles = [
+            Line2D([], [], color=c, marker="o", linestyle="", label=f"head {j + 1}") for j, c in enumerate(colours)
+        ]
+        handles.append(Line2D([], [], color="grey", linestyle="--", label="½ image diagonal"))
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, ncols=1 + heads // 13)
         self.layers = np.repeat(np.arange(1, layers + 1), heads)
-        colours = np.tile(np.arange(heads), layers)
         # animated=True: left out of canvas.draw(), so the saved background has no dots
-        self.dots = ax.scatter(self.layers, self.layers * 0.0, c=colours, cmap="tab20", s=22, animated=True)
+        self.dots = ax.scatter(self.layers, self.layers * 0.0, c=colours * layers, s=22, animated=True)
         self.canvas = FigureCanvasAgg(fig)
         self.canvas.draw()
         self.background = self.canvas.copy_from_bbox(fig.bbox)
@@ -283,8 +550,20 @@ def training_curves(history: Sequence[dict]) -> Image.Image:
 
 def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], style: MapStyle) -> Image.Image:
     """How the probe image's CLS attention (last layer, one tile per head) changes over
-    training: one row per epoch. `probes` holds (epoch, (layers, heads, gh, gw)) pairs."""
-    tiles = [[overlay(image, m, style) for m in maps[-1]] for _, maps in probes]
-    rows = [f"epoch {epoch}" for epoch, _ in probes]
+    training: one row per epoch, each ending with its colour bar. `probes` holds
+    (epoch, (layers, heads, gh, gw)) pairs of patch maps only; each map is the patch part
+    of a softmax row, so 1 - its total is the attention to CLS, printed under each tile
+    (models without a CLS token leave nothing out and print nothing)."""
+    left_out = [1.0 - maps[-1].sum(axis=(-2, -1), keepdims=True)[..., 0] for _, maps in probes]  # (heads, 1)
+    has_cls = max(float(share.max()) for share in left_out) > 1e-5  # float32 sums of a GAP row: ~1e-7
+    rows = [
+        _scaled_row(image, maps[-1], style, share if has_cls else None)
+        for (_, maps), share in zip(probes, left_out, strict=True)
+    ]
+    labels = [f"epoch {epoch}" for epoch, _ in probes]
     cols = [f"head {j + 1}" for j in range(probes[0][1].shape[1])]
-    return mosaic(tiles, rows, cols, "CLS attention of the probe image, last layer")
+    note = (
+        "Maps show attention to the patches; attention to CLS (printed under each tile) is left out." if has_cls else ""
+    )
+    title = "CLS attention of the probe image, last layer"
+    return _titled(title, mosaic(rows, labels, cols), note=_row_scale_note(style, note))

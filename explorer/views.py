@@ -34,13 +34,14 @@ def clicked_patch(ex: Explanation, x: float, y: float) -> tuple[int, int]:
 
 
 def describe_input(ex: Explanation) -> str:
+    """Markdown: upload and model input sizes (height × width, like the grid's rows × columns)."""
     (h, w), (ih, iw, _) = ex.original_size, ex.input.pixels.shape
     gh, gw = ex.grid
     prefix = ex.tokens - gh * gw
     return (
-        f"uploaded **{w}x{h}** px (W x H) → model input **{iw}x{ih}** px · patch **{ex.patch_size}** px · "
-        f"grid **{gh} rows x {gw} columns** = {gh * gw} patches · **{ex.tokens} tokens**"
-        f"{f' ({prefix} CLS + {gh * gw} patches)' if prefix else ''}\n\n{ex.input.policy}"
+        f"uploaded **{h} × {w}** px → model input **{ih} × {iw}** px (height × width) · "
+        f"patch **{ex.patch_size}** px · grid **{gh} rows × {gw} columns** = {gh * gw} patches · "
+        f"**{ex.tokens} tokens**{f' ({prefix} CLS + {gh * gw} patches)' if prefix else ''}\n\n{ex.input.policy}"
     )
 
 
@@ -58,29 +59,73 @@ def _who(ex: Explanation, query: Query) -> str:
     return f"patch ({query[0] + 1}, {query[1] + 1})"
 
 
+def left_out(ex: Explanation) -> str:
+    """The caption sentence that says what the patch maps leave out."""
+    n, p = ex.grid[0] * ex.grid[1], ex.tokens - ex.grid[0] * ex.grid[1]
+    if not p:
+        return f"Maps show attention to all {n} patches (this model has no CLS token: nothing is left out)."
+    what = "CLS" if p == 1 else f"the {p} prefix tokens (CLS and {p - 1} more)"
+    return f"Maps show attention to the {n} patches; attention to {what} (printed under each head) is left out."
+
+
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (1-based)."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
     title = f"layer {layer} of {ex.depth}, query: {_who(ex, query)}"
-    return render.head_grid(base, ex.query_maps(query)[layer - 1], style, title)
+    i = layer - 1
+    return render.head_grid(
+        base, ex.query_maps(query)[i], style, title, prefix=ex.prefix_attention(query)[i], note=left_out(ex)
+    )
 
 
 def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.Image]:
     """The `heads` view of every layer, for the animated GIF."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
-    return render.layer_frames(base, ex.query_maps(query), style)
+    maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
+    return render.layer_frames(base, maps, style, prefix=prefix, note=f"query: {_who(ex, query)}. {left_out(ex)}")
 
 
 def overview(ex: Explanation, style: MapStyle) -> Image.Image:
     """The default query's attention (CLS) in every head of every layer."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
     title = f"query: {_who(ex, None)}, every layer and head"
-    return render.layers_by_heads(base, ex.query_maps(None), style, title)
+    return render.layers_by_heads(
+        base, ex.query_maps(None), style, title, prefix=ex.prefix_attention(None), note=left_out(ex)
+    )
+
+
+def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) -> str:
+    """Rollout's convention in words (Abnar & Zuidema 2020; docs/pictures.md), and its share
+    on CLS, which the map leaves out."""
+    discard = (
+        f"the weakest {discard_ratio:.0%} of entries are set to 0 (never the CLS column nor a row's strongest "
+        "patch entry, so the map is never all zero); "
+        if discard_ratio > 0
+        else ""
+    )
+    rule = (
+        f"Rollout (Abnar & Zuidema 2020): per layer the heads are fused ({head_fusion}), {discard}the identity "
+        "is added for the residual connection and each row renormalised: Â = rownorm(A + I), which is "
+        "0.5·A + 0.5·I for mean fusion; the layers are multiplied, R = Â_L ⋯ Â_1."
+    )
+    if not ex.has_cls:
+        return f"{rule} Map: the mean patch row of R (no CLS token: nothing is left out)."
+    cls = float(ex.rollout_prefix(head_fusion, discard_ratio).sum())
+    return f"{rule} Map: the CLS row of R over the patches; its share on CLS itself, {cls:.2f}, is left out."
 
 
 def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapStyle) -> Image.Image:
+    """Attention rollout of the CLS token (or the mean patch) through all layers."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
-    return Image.fromarray(render.overlay(base, ex.rollout(head_fusion, discard_ratio), style))
+    title = f"attention rollout, query: {_who(ex, None)}"
+    return render.map_picture(
+        base,
+        ex.rollout(head_fusion, discard_ratio),
+        style,
+        title,
+        "rollout weight",
+        describe_rollout(ex, head_fusion, discard_ratio),
+    )
 
 
 def distance_chart(ex: Explanation) -> Image.Image:

@@ -9,7 +9,14 @@ import pytest
 import torch
 
 import vit
-from vit.analysis import mean_attention_distance, position_embedding_similarity, query_attention, rollout
+from vit.analysis import (
+    mean_attention_distance,
+    position_embedding_similarity,
+    query_attention,
+    query_prefix_attention,
+    rollout,
+    rollout_prefix_attention,
+)
 from vit.model import AttentionMaps
 
 
@@ -92,6 +99,31 @@ def test_rollout_discard_by_hand_spares_the_prefix_column_and_renormalises_each_
         rollout(maps, discard_ratio=1.0)
     with pytest.raises(ValueError, match="head_fusion must be one of"):
         rollout(maps, "median")
+
+
+@pytest.mark.parametrize("discard", [0.95, 0.99])
+def test_a_high_discard_ratio_never_zeroes_the_whole_map(discard: float) -> None:
+    # Few patches, CLS attending mostly to itself: the CLS row's patch entries are among the
+    # weakest, so discarding 95% of all entries used to leave the rolled-out map all zero.
+    T = 1 + 2 * 2
+    attn = torch.full((1, 1, T, T), 0.01)
+    attn[..., 0] = 1.0
+    attn[..., 0, 1 + 3] = 0.02  # the CLS query's strongest patch: (1, 1)
+    maps = AttentionMaps([attn / attn.sum(-1, keepdim=True)] * 3, (2, 2), 1)
+    rolled = rollout(maps, "mean", discard)[0]
+    assert rolled.max() > 0 and rolled.argmax().item() == 3
+    prefix = rollout_prefix_attention(maps, "mean", discard)[0]
+    torch.testing.assert_close(rolled.sum() + prefix.sum(), torch.tensor(1.0))  # rows stay distributions
+
+
+def test_prefix_attention_is_what_the_patch_map_leaves_out() -> None:
+    maps = random_maps(2, 3, 4, (3, 5))
+    for query in (None, (2, 1)):
+        patches = query_attention(maps, query).sum(dim=(-2, -1))  # (B, L, H)
+        prefix = query_prefix_attention(maps, query)
+        assert prefix.shape == (2, 3, 4, 1)
+        torch.testing.assert_close(patches + prefix[..., 0], torch.ones(2, 3, 4))
+    assert query_prefix_attention(random_maps(1, 2, 2, (2, 3), prefix=0)).shape == (1, 2, 2, 0)
 
 
 def test_rollout_follows_a_non_square_hot_patch() -> None:

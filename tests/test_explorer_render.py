@@ -2,12 +2,39 @@
 
 import numpy as np
 import pytest
+from matplotlib import colormaps
 from PIL import Image
 
 from explorer import render
 from explorer.render import MapStyle
 
 RAW = MapStyle(cmap="gray", raw=True)
+
+
+def lut(cmap: str) -> dict[tuple[int, int, int], int]:
+    """Colour -> index in the 256-entry colormap (the first index, where colours repeat)."""
+    colours = colormaps[cmap](np.arange(256), bytes=True)[:, :3]
+    table: dict[tuple[int, int, int], int] = {}
+    for i, c in enumerate(map(tuple, colours.tolist())):
+        table.setdefault(c, i)
+    return table
+
+
+def gradient_runs(picture: Image.Image, cmap: str, min_length: int = 40) -> set[tuple[str, int, int]]:
+    """The colour bars in a picture, as (direction, start, end) extents: runs of at least
+    `min_length` pixels along a row (or up a column, for vertical bars) whose colours climb
+    the colormap from its bottom colour to its top colour. A bar's rows share one extent."""
+    table = lut(cmap)
+    index = np.array([[table.get(tuple(p), -1) for p in row] for row in np.asarray(picture).tolist()])
+    bars = set()
+    for direction, lines in (("across", index), ("up", index[::-1].T)):
+        for line in lines:
+            edges = np.flatnonzero(np.diff(np.r_[False, line >= 0, False].astype(int)))
+            for start, end in zip(edges[::2], edges[1::2], strict=True):
+                run = line[start:end]
+                if len(run) >= min_length and run[0] == 0 and run[-1] == 255 and (np.diff(run) >= 0).all():
+                    bars.add((direction, int(start), int(end)))
+    return bars
 
 
 def one_hot(grid, row, col):
@@ -47,9 +74,74 @@ def test_opacity_blends_image_and_heat():
     np.testing.assert_array_equal(render.overlay(image, amap, MapStyle(cmap="gray", opacity=1.0)), heat)
 
 
-def test_constant_map_does_not_divide_by_zero():
-    out = render.overlay(np.zeros((4, 4, 3), np.uint8), np.full((2, 2), 0.25), RAW)
-    assert np.isfinite(out).all() and out.max() == 0
+def test_colour_starts_at_zero_and_a_constant_map_is_one_flat_colour():
+    amap = np.array([[0.0, 0.01], [0.02, 0.04]], np.float32)
+    for cmap in ("inferno", "viridis"):
+        out = render.overlay(np.zeros((4, 4, 3), np.uint8), amap, MapStyle(cmap=cmap, raw=True))
+        bottom, top = (tuple(c) for c in colormaps[cmap]([0.0, 1.0], bytes=True)[:, :3].tolist())
+        assert tuple(out[0, 0]) == bottom  # attention 0 is the colormap's bottom, never "the map's minimum"
+        assert tuple(out[3, 3]) == top
+        assert tuple(out[0, 2]) != bottom  # 0.01 is above 0: not stretched down to the bottom colour
+    flat = render.overlay(np.zeros((4, 4, 3), np.uint8), np.full((2, 2), 0.25), RAW)
+    assert np.isfinite(flat).all() and len(np.unique(flat.reshape(-1, 3), axis=0)) == 1
+    zero = render.overlay(np.zeros((4, 4, 3), np.uint8), np.zeros((2, 2)), RAW)
+    assert zero.max() == 0  # all-zero map: bottom colour, no division by zero
+
+
+def test_fixed_scale_colours_a_weight_by_its_value():
+    out = render.overlay(
+        np.zeros((2, 2, 3), np.uint8), np.full((1, 1), 0.5), MapStyle(cmap="gray", raw=True, scale="fixed")
+    )
+    assert abs(int(out[0, 0, 0]) - 128) <= 1
+
+
+def test_unknown_colour_scale_is_refused_clearly():
+    with pytest.raises(ValueError, match="layer, head, fixed"):
+        MapStyle(scale="global")
+
+
+def test_layer_scale_shows_a_weaker_head_darker_and_head_scale_does_not():
+    size = (16, 16)
+    maps = np.stack([0.2 * one_hot((2, 2), 0, 0), 0.8 * one_hot((2, 2), 0, 0)])  # same place, 4x the weight
+    peaks = {}
+    for scale in ("layer", "head"):
+        picture = np.asarray(
+            render.head_grid(np.zeros((*size, 3), np.uint8), maps, MapStyle(cmap="gray", raw=True, scale=scale))
+        )
+        weak = first_tile(picture, "gray", size)
+        top = next(y for y in range(picture.shape[0]) if (picture[y : y + size[0], : size[1]] == weak).all())
+        strong = picture[top : top + size[0], size[1] + render.GAP : 2 * size[1] + render.GAP]
+        peaks[scale] = int(weak[0, 0, 0]), int(strong[0, 0, 0])
+    assert peaks["layer"][0] < peaks["layer"][1] == 255  # shared scale: the weaker head is darker
+    assert peaks["head"] == (255, 255)  # per-head stretch: both peaks look the same
+    assert render.scale_tops(maps, "layer").tolist() == pytest.approx([0.8, 0.8])
+    assert render.scale_tops(maps, "fixed").tolist() == [1.0, 1.0]
+
+
+def test_near_uniform_heads_render_as_one_flat_colour():
+    # Every weight within 0.1% of 1/N: drawn from 0 it is one colour; a min-max stretch of
+    # each head (the old rule) turned the noise into blocks from black to yellow.
+    n, grid, cell = 64, (8, 8), 8
+    rng = np.random.default_rng(0)
+    maps = (1.0 + rng.uniform(-1e-3, 1e-3, (4, *grid))) / n
+    base = np.zeros((grid[0] * cell, grid[1] * cell, 3), np.uint8)
+    for scale in ("layer", "head"):
+        picture = np.asarray(render.head_grid(base, maps, MapStyle(raw=True, scale=scale), "near-uniform"))
+        tile = first_tile(picture, "inferno", base.shape[:2])
+        _, counts = np.unique(tile.reshape(-1, 3), axis=0, return_counts=True)
+        assert counts.max() / counts.sum() > 0.95
+    stretched = render.heatmap(maps[0], base.shape[:2], MapStyle(), top=None)
+    assert len(np.unique(stretched.reshape(-1, 3), axis=0)) <= 2  # a single map on its own scale: flat too
+
+
+def first_tile(picture: np.ndarray, cmap: str, size: tuple[int, int]) -> np.ndarray:
+    """The first (top-left) map tile of a head grid: the first run of `size[0]` colormap
+    pixels down its middle column (the title above is text, not colormap colours)."""
+    h, w = size
+    table = lut(cmap)
+    column = [tuple(p) in table for p in picture[:, w // 2].tolist()]
+    top = next(y for y in range(len(column) - h) if all(column[y : y + h]))
+    return picture[top : top + h, :w]
 
 
 def test_fit_to_grid_gives_whole_cells_per_patch():
@@ -68,21 +160,32 @@ def test_patch_grid_lines_and_mark_sit_on_patch_boundaries():
     assert tuple(out[4, 1]) == (0, 0, 0)  # patch (0, 0) interior untouched
 
 
-def test_head_grid_wraps_heads_into_rows():
-    image = np.zeros((16, 16, 3), np.uint8)
+def test_head_grid_wraps_heads_into_rows_and_carries_a_colour_bar():
+    image = np.zeros((64, 64, 3), np.uint8)
     maps = np.random.default_rng(0).random((12, 4, 4))
     one_row = render.head_grid(image, maps[:4], MapStyle())
     two_rows = render.head_grid(image, maps, MapStyle(), max_cols=6)
-    assert one_row.width > 4 * 16 and two_rows.width > 6 * 16 > two_rows.width - 6 * (16 + render.GAP)
-    assert two_rows.height > 2 * one_row.height - 20
+    assert 6 * 64 < two_rows.width <= 6 * (64 + render.GAP) + render.GAP  # six tiles a row, not twelve
+    assert two_rows.height > one_row.height + 64
+    assert gradient_runs(one_row, "inferno") and gradient_runs(two_rows, "inferno")
 
 
-def test_layers_by_heads_has_one_tile_per_layer_and_head():
-    image = np.zeros((10, 10, 3), np.uint8)
-    out = render.layers_by_heads(image, np.random.default_rng(0).random((3, 5, 2, 2)), MapStyle())
-    # Each row: label + 5 tiles of 10 px plus gaps; 3 rows plus a header line.
-    assert out.width >= 5 * (10 + render.GAP) and out.height >= 3 * (10 + render.GAP)
-    assert out.height < 3 * (10 + render.GAP) + 3 * (render._FONT.size + render.GAP)
+def test_prefix_shares_are_printed_per_tile():
+    assert render._prefix_text(np.array([0.4213])) == "CLS 0.42"
+    assert render._prefix_text(np.array([0.4, 0.1, 0.05])) == "CLS 0.40 + 2 more 0.15"
+    head_scale = MapStyle(scale="head")
+    assert render._tile_lines("head 3", 0.123, head_scale, np.array([0.5])) == ["head 3 · max 0.12", "CLS 0.50"]
+    assert render._tile_lines("head 3", 0.123, MapStyle(), None) == ["head 3"]
+    image, maps = np.zeros((16, 16, 3), np.uint8), np.random.default_rng(0).random((2, 4, 4))
+    with_prefix = render.head_grid(image, maps, MapStyle(), prefix=np.full((2, 1), 0.3))
+    assert with_prefix.height == render.head_grid(image, maps, MapStyle()).height + render._LINE
+
+
+def test_layers_by_heads_has_one_tile_per_layer_and_head_and_a_bar_per_row():
+    image = np.zeros((64, 64, 3), np.uint8)
+    out = render.layers_by_heads(image, np.random.default_rng(0).random((3, 5, 2, 2)), MapStyle(cmap="viridis"))
+    assert out.width >= 5 * (64 + render.GAP) and out.height >= 3 * (64 + render.GAP)
+    assert len(gradient_runs(out, "viridis")) == 3  # one vertical colour bar per layer
 
 
 def test_gif_has_one_frame_per_layer(tmp_path):
@@ -95,21 +198,40 @@ def test_gif_has_one_frame_per_layer(tmp_path):
         assert gif.info["loop"] == 0
 
 
-def test_position_similarity_tile_is_brightest_at_its_own_slot():
-    gh, gw = 2, 3
+def test_gif_keeps_every_frame_whole_when_frames_differ_in_size(tmp_path):
+    short, tall = Image.new("RGB", (30, 20), (255, 0, 0)), Image.new("RGB", (40, 50), (0, 0, 255))
+    render.save_gif([short, tall], tmp_path / "sizes.gif")
+    with Image.open(tmp_path / "sizes.gif") as gif:
+        assert gif.size == (40, 50)
+        gif.seek(1)
+        assert gif.convert("RGB").getpixel((39, 49)) == (0, 0, 255)  # the taller frame's corner survives
+
+
+def test_position_similarity_tiles_mark_each_tiles_own_slot_and_carry_a_colour_bar():
+    gh, gw, s = 2, 3, 5  # non-square: a transposed mark would land in the wrong place
     pos = np.random.default_rng(0).normal(size=(gh * gw, 16))
     unit = pos / np.linalg.norm(pos, axis=1, keepdims=True)
     sim = (unit @ unit.T).reshape(gh, gw, gh, gw)
-    out = np.asarray(render.position_similarity_tiles(sim, cmap="gray", tile_scale=1)).astype(int)
-    # Tile (1, 2) starts after the title line; its own slot (1, 2) has similarity 1 = white.
-    top = render._FONT.size + render.GAP
-    tile = out[top + 1 * (gh + render.GAP) :, 2 * (gw + render.GAP) :][:gh, :gw, 0]
-    assert tile[1, 2] == 255 and tile.argmax() == 1 * gw + 2
+    out = np.asarray(render.position_similarity_tiles(sim, cmap="viridis", tile_scale=s))
+    black = (out == render.OWN_SLOT_COLOUR).all(axis=-1)  # viridis has no black: only the marks are
+    corners = sorted(
+        (y, x) for y, x in zip(*np.nonzero(black), strict=True) if not black[y - 1, x] and not black[y, x - 1]
+    )
+    assert len(corners) == gh * gw
+    tile_h, tile_w = gh * s + render.GAP, gw * s + render.GAP
+    # Tile (i, j) sits at origin + (i * tile_h, j * tile_w); its own slot (i, j) at (i * s, j * s) within it.
+    origins = {
+        (y - i * (tile_h + s), x - j * (tile_w + s)) for (y, x), (i, j) in zip(corners, np.ndindex(gh, gw), strict=True)
+    }
+    assert len(origins) == 1
+    y, x = corners[gh * gw - 1]
+    assert tuple(out[y + s // 2, x + s // 2]) == tuple(colormaps["viridis"](1.0, bytes=True)[:3])  # similarity 1
+    assert gradient_runs(Image.fromarray(out), "viridis")
 
 
 def test_attention_distance_chart_draws_something():
     chart = render.attention_distance_chart(np.random.default_rng(0).random((6, 4)) * 20, (32, 32))
-    assert chart.size == (500, 320)
+    assert chart.size == (640, 360)
     assert np.asarray(chart).std() > 10
 
 
@@ -140,6 +262,16 @@ def test_training_curves_draw_the_history():
     assert start > end + 50
 
 
+def test_distance_chart_has_a_legend_for_every_head():
+    # Dots far below the axes are not drawn, so the head colours can only come from the legend.
+    render._distance_axes.cache_clear()
+    chart = np.asarray(render.attention_distance_chart(np.full((3, 12), -100.0), (32, 32)))
+    colours = {tuple(c) for c in chart.reshape(-1, 3).tolist()}
+    heads = [*range(0, 20, 2), 1, 3]  # tab20 indices of heads 1-12: the 10 dark colours, then light twins
+    expected = {tuple(colormaps["tab20"](i, bytes=True)[:3]) for i in heads}
+    assert len(expected) == 12 and expected <= colours
+
+
 def test_distance_chart_redraws_only_the_dots_and_never_keeps_old_ones():
     rng = np.random.default_rng(0)
     first, second = rng.random((4, 3)) * 40, rng.random((4, 3)) * 40
@@ -152,8 +284,19 @@ def test_distance_chart_redraws_only_the_dots_and_never_keeps_old_ones():
     assert not np.array_equal(np.asarray(render.attention_distance_chart(first, (48, 48))), fresh)
 
 
-def test_probe_strip_has_a_row_per_epoch():
-    image = np.zeros((8, 8, 3), np.uint8)
-    probes = [(e, np.random.default_rng(e).random((2, 3, 2, 2))) for e in (1, 2, 3, 4)]
-    strip = render.probe_strip(image, probes, MapStyle())
-    assert strip.height >= 4 * (8 + render.GAP) and strip.width >= 3 * (8 + render.GAP)
+def test_probe_strip_has_a_row_per_epoch_each_with_its_colour_bar():
+    image = np.zeros((64, 64, 3), np.uint8)
+    probes = [(e, np.random.default_rng(e).random((2, 3, 2, 2)) / 8) for e in (1, 2, 3, 4)]
+    strip = render.probe_strip(image, probes, MapStyle(cmap="viridis"))
+    assert strip.height >= 4 * (64 + render.GAP) and strip.width >= 3 * (64 + render.GAP)
+    assert len(gradient_runs(strip, "viridis")) == 4
+
+
+def test_probe_strip_prints_the_cls_share_only_for_models_with_a_cls_token():
+    image = np.zeros((64, 64, 3), np.uint8)
+    rows = np.random.default_rng(0).random((1, 2, 4))
+    gap = rows / rows.sum(-1, keepdims=True)  # patch rows that sum to 1: nothing left out
+    with_cls = render.probe_strip(image, [(1, (0.6 * gap).reshape(1, 2, 2, 2))], MapStyle())
+    without = render.probe_strip(image, [(1, gap.reshape(1, 2, 2, 2))], MapStyle())
+    assert with_cls.height > without.height  # the "CLS 0.40" caption line (and the caption sentence)
+    assert render._prefix_text(1.0 - (0.6 * gap).sum(-1)[0, :1]) == "CLS 0.40"

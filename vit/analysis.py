@@ -22,9 +22,9 @@ Query = int | tuple[int, int] | None
 HeadFusion = Literal["mean", "max", "min"]
 
 
-def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
-    """Read the rows of a (..., T, T) token-to-token matrix that a query looks at, keeping only
-    the patch columns, as (..., gh, gw).
+def _query_tokens(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
+    """Read the rows of a (..., T, T) token-to-token matrix that a query looks at, every
+    column kept (prefix tokens first): (..., T).
 
     query=None: the CLS token, or (no CLS token, GAP models) the mean over all patch queries,
     which is what the pooled representation averages. An int is a row-major patch index;
@@ -33,13 +33,17 @@ def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
     gh, gw = maps.grid
     p = maps.prefix_tokens
     if query is None:
-        rows = matrix[..., 0, p:] if p else matrix[..., p:, p:].mean(dim=-2)
-    else:
-        index = query[0] * gw + query[1] if isinstance(query, tuple) else query
-        if not 0 <= index < gh * gw:
-            raise IndexError(f"patch query {query} outside the {gh}x{gw} grid")
-        rows = matrix[..., p + index, p:]
-    return rows.reshape(*rows.shape[:-1], gh, gw)  # (..., gh*gw) -> (..., gh, gw) row-major
+        return matrix[..., 0, :] if p else matrix[..., p:, :].mean(dim=-2)
+    index = query[0] * gw + query[1] if isinstance(query, tuple) else query
+    if not 0 <= index < gh * gw:
+        raise IndexError(f"patch query {query} outside the {gh}x{gw} grid")
+    return matrix[..., p + index, :]
+
+
+def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
+    """The query's row of a (..., T, T) matrix, patch columns only, as (..., gh, gw)."""
+    rows = _query_tokens(matrix, maps, query)[..., maps.prefix_tokens :]
+    return rows.reshape(*rows.shape[:-1], *maps.grid)  # (..., gh*gw) -> (..., gh, gw) row-major
 
 
 def query_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
@@ -50,18 +54,20 @@ def query_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
     return _query_rows(stacked, maps, query)
 
 
-def rollout(
-    maps: AttentionMaps,
-    head_fusion: HeadFusion = "mean",
-    discard_ratio: float = 0.0,
-    query: Query = None,
-) -> Tensor:
-    """Attention rollout (Abnar & Zuidema, 2020): (B, gh, gw).
+def query_prefix_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
+    """What the patch maps leave out: the query's attention to each prefix token (CLS),
+    (B, L, H, prefix_tokens). With the patch map it sums to 1 per head (softmax rows)."""
+    stacked = torch.stack(tuple(maps), dim=1)  # (B, L, H, T, T)
+    return _query_tokens(stacked, maps, query)[..., : maps.prefix_tokens]
 
-    Per layer: fuse heads, optionally zero the weakest `discard_ratio` of entries (never the
-    CLS column, which carries the residual stream's global information), add the identity
-    for the residual connection, and row-normalise so each row is again a distribution.
-    Then R = Â[L-1] @ ... @ Â[0].
+
+def rollout_matrix(maps: AttentionMaps, head_fusion: HeadFusion = "mean", discard_ratio: float = 0.0) -> Tensor:
+    """Attention rollout (Abnar & Zuidema, 2020) as a token-to-token matrix: (B, T, T).
+
+    Per layer: fuse heads, optionally zero the weakest `discard_ratio` of entries (see
+    `_discard_weakest`), add the identity for the residual connection, and row-normalise
+    so each row is again a distribution: Â = rownorm(fuse(A) + I), which for mean fusion
+    without discard is the paper's Ã = 0.5·A + 0.5·I. Then R = Â[L-1] @ ... @ Â[0].
     """
     if not 0.0 <= discard_ratio < 1.0:
         raise ValueError(f"discard_ratio must be in [0, 1), got {discard_ratio}")
@@ -78,16 +84,45 @@ def rollout(
         a = fused + eye
         a = a / a.sum(dim=-1, keepdim=True)  # keepdim: divide each row by its own sum
         result = a @ result
-    return _query_rows(result, maps, query)
+    return result
+
+
+def rollout(
+    maps: AttentionMaps,
+    head_fusion: HeadFusion = "mean",
+    discard_ratio: float = 0.0,
+    query: Query = None,
+) -> Tensor:
+    """Attention rollout from the query to every patch: (B, gh, gw). See `rollout_matrix`."""
+    return _query_rows(rollout_matrix(maps, head_fusion, discard_ratio), maps, query)
+
+
+def rollout_prefix_attention(
+    maps: AttentionMaps,
+    head_fusion: HeadFusion = "mean",
+    discard_ratio: float = 0.0,
+    query: Query = None,
+) -> Tensor:
+    """The rollout mass the patch map leaves out: the query's share on each prefix token,
+    (B, prefix_tokens)."""
+    return _query_tokens(rollout_matrix(maps, head_fusion, discard_ratio), maps, query)[..., : maps.prefix_tokens]
 
 
 def _discard_weakest(fused: Tensor, ratio: float, prefix: int) -> Tensor:
-    """Zero the lowest `ratio` fraction of each sample's (T, T) entries, sparing prefix columns."""
+    """Zero the lowest `ratio` fraction of each sample's (T, T) entries.
+
+    Never candidates: the prefix (CLS) columns, which carry the residual stream's global
+    information, and each row's strongest patch entry, so no row, and hence no rollout
+    map, loses all its patch attention (0.95 with few patches used to zero the whole map).
+    The count is capped at the number of candidates, so a high ratio cannot reach them."""
     B, T, _ = fused.shape
     ranked = fused.clone()
-    ranked[..., :prefix] = float("inf")  # CLS column: never a candidate
+    ranked[..., :prefix] = float("inf")
+    if prefix < T:
+        strongest = fused[..., prefix:].argmax(dim=-1, keepdim=True) + prefix  # (B, T, 1)
+        ranked.scatter_(-1, strongest, float("inf"))
     flat = ranked.reshape(B, T * T)
-    k = int(T * T * ratio)
+    k = min(int(T * T * ratio), T * max(T - prefix - 1, 0))
     weakest = flat.topk(k, dim=-1, largest=False).indices  # (B, k)
     keep = torch.ones_like(flat).scatter_(1, weakest, 0.0).reshape(B, T, T)
     return fused * keep
