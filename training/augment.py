@@ -208,7 +208,9 @@ def mix(x: Tensor, targets: Tensor, cutmix: Tensor, lam: Tensor, center: Tensor)
         (ys >= center[0] - half_h) & (ys < center[0] + half_h) & (xs >= center[1] - half_w) & (xs < center[1] + half_w)
     )
     kept = 1 - box.sum() / (h * w)
-    mixed = torch.where(cutmix, torch.where(box, other, x), lam * x + (1 - lam) * other)
+    # Per pixel, the share taken from the reversed batch: the box (CutMix) or 1 - lam everywhere
+    # (MixUp). One lerp does either; lerp is exact at weights 0 and 1, so CutMix copies pixels.
+    mixed = torch.lerp(x, other, torch.where(cutmix, box.to(x.dtype), 1 - lam))
     weight = torch.where(cutmix, kept, lam)
     return mixed, weight * targets + (1 - weight) * targets.flip(0)
 
