@@ -27,6 +27,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import timm
 import torch
@@ -72,17 +73,36 @@ def cpu_name() -> str:
         return platform.processor() or platform.machine()
 
 
-def clock(device: torch.device) -> float:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
+@dataclass
+class Timer:
+    """Times calls on `device` by `clock`: 'wall' (time.perf_counter) or 'cpu' (time.process_time,
+    this process's CPU seconds only: on a machine shared with other jobs, whose load skews
+    wall-clock by 2x and more, it measures the work itself; meant for --device cpu --threads 1,
+    as more threads add their spin-waits)."""
 
+    device: torch.device
+    clock: str = "wall"
 
-def seconds_per_call(run: Callable[[], object], device: torch.device, calls: int) -> float:
-    start = clock(device)
-    for _ in range(calls):
-        run()
-    return (clock(device) - start) / calls
+    def now(self) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.process_time() if self.clock == "cpu" else time.perf_counter()
+
+    def per_call(self, run: Callable[[], object], calls: int) -> float:
+        start = self.now()
+        for _ in range(calls):
+            run()
+        return (self.now() - start) / calls
+
+    def measure(self, contenders: dict, rounds: int, calls: int) -> tuple[dict[str, float], dict[str, float]]:
+        """(name -> median seconds per call, name -> seconds of the first call: with --compile the
+        compilation). Contenders interleaved round by round so machine noise hits all alike."""
+        first = {name: self.per_call(run, 1) for name, run in contenders.items()}
+        times: dict[str, list[float]] = {name: [] for name in contenders}
+        for _ in range(rounds):
+            for name, run in contenders.items():
+                times[name].append(self.per_call(run, calls))
+        return {name: statistics.median(t) for name, t in times.items()}, first
 
 
 def step_contenders(model_name: str, batch: int, device: torch.device, augment: AugmentConfig, compile: bool) -> dict:
@@ -177,15 +197,33 @@ def augment_contenders(batch: int, size: int, classes: int, device: torch.device
     }
 
 
-def measure(contenders: dict, device: torch.device, rounds: int, steps: int) -> dict[str, float]:
-    """name -> median seconds per call, after one warm-up call each (its seconds under
-    'first call: <name>': with --compile, the compilation), interleaved by round."""
-    first = {f"first call: {name}": seconds_per_call(run, device, 1) for name, run in contenders.items()}
-    times: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(rounds):
-        for name, run in contenders.items():
-            times[name].append(seconds_per_call(run, device, steps))
-    return {name: statistics.median(t) for name, t in times.items()} | first
+def print_steps(args: argparse.Namespace, timer: Timer, augment: AugmentConfig) -> None:
+    print("| batch | full img/s | model-only img/s | timm img/s | full / model | model / timm | full / timm |")
+    print("|---|---|---|---|---|---|---|")
+    for batch in args.batches:
+        contenders = step_contenders(args.model, batch, timer.device, augment, args.compile)
+        t, first = timer.measure(contenders, args.rounds, args.steps)
+        rate = {name: batch / seconds for name, seconds in t.items()}
+        print(
+            f"| {batch} | {rate['full']:.0f} | {rate['model']:.0f} | {rate['timm']:.0f} | "
+            f"{rate['full'] / rate['model']:.2f}x | {rate['model'] / rate['timm']:.2f}x | "
+            f"{rate['full'] / rate['timm']:.2f}x |"
+        )
+        if args.compile:
+            seconds = " | ".join(f"{first[name]:.0f} s" for name in ("full", "model", "timm"))
+            print(f"| {batch}, first step (compilation) | {seconds} | | | |")
+
+
+def print_ops(args: argparse.Namespace, timer: Timer, size: int) -> None:
+    tables = (
+        ("MixUp/CutMix", lambda b: mix_contenders(b, size, 10, timer.device, args.compile), 20),
+        ("augmentation (defaults, no MixUp/CutMix)", lambda b: augment_contenders(b, size, 10, timer.device), 2),
+    )
+    for title, contenders, calls in tables:
+        print(f"\n| batch | {title} | ms per batch |\n|---|---|---|")
+        for batch in args.batches:
+            for name, seconds in timer.measure(contenders(batch), args.rounds, calls)[0].items():
+                print(f"| {batch} | {name} | {seconds * 1000:.2f} |")
 
 
 def main() -> None:
@@ -198,46 +236,23 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--compile", action="store_true", help="torch.compile every contender")
     parser.add_argument("--light", action="store_true", help="crop + flip only (default: the trainer's defaults)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="cpu: this process's CPU time")
+    parser.add_argument("--ops-only", action="store_true", help="only the MixUp/CutMix and augmentation tables")
     args = parser.parse_args()
+    args.batches = [int(b) for b in args.batches.split(",")]
     torch.set_num_threads(args.threads)
-    device = resolve_device(args.device)
+    timer = Timer(resolve_device(args.device), args.clock)
     light = AugmentConfig(randaug_ops=0, mixup_alpha=0, cutmix_alpha=0, erase_prob=0)
-    augment = light if args.light else AugmentConfig()
-    if device.type == "cuda":
-        where = f"{torch.cuda.get_device_name(device)}, bf16 autocast"
+    if timer.device.type == "cuda":
+        where = f"{torch.cuda.get_device_name(timer.device)}, bf16 autocast"
     else:
         where = f"{cpu_name()} ({os.cpu_count()} cores), {args.threads} threads, fp32"
     print(f"# {where}, torch {torch.__version__}, timm {timm.__version__}")
     print(f"# {args.model}, augmentation {'crop+flip' if args.light else 'defaults'}, compile {args.compile}")
-    print(f"# {args.rounds} rounds x {args.steps} steps, medians")
-    print("| batch | full img/s | model-only img/s | timm img/s | full / model | model / timm | full / timm |")
-    print("|---|---|---|---|---|---|---|")
-    for batch in (int(b) for b in args.batches.split(",")):
-        t = measure(step_contenders(args.model, batch, device, augment, args.compile), device, args.rounds, args.steps)
-        rate = {name: batch / t[name] for name in ("full", "model", "timm")}
-        print(
-            f"| {batch} | {rate['full']:.0f} | {rate['model']:.0f} | {rate['timm']:.0f} | "
-            f"{rate['full'] / rate['model']:.2f}x | {rate['model'] / rate['timm']:.2f}x | "
-            f"{rate['full'] / rate['timm']:.2f}x |"
-        )
-        if args.compile:
-            print(
-                f"|   | first step (compilation): {t['first call: full']:.0f} s | {t['first call: model']:.0f} s | "
-                f"{t['first call: timm']:.0f} s | | | |"
-            )
-    size = vit.create_model(args.model).config.image_size
-    print("\n| batch | MixUp/CutMix | ms per batch |\n|---|---|---|")
-    for batch in (int(b) for b in args.batches.split(",")):
-        for name, seconds in measure(
-            mix_contenders(batch, size, 10, device, args.compile), device, args.rounds, 20
-        ).items():
-            if not name.startswith("first call"):
-                print(f"| {batch} | {name} | {seconds * 1000:.2f} |")
-    print("\n| batch | augmentation (defaults, no MixUp/CutMix) | ms per batch |\n|---|---|---|")
-    for batch in (int(b) for b in args.batches.split(",")):
-        for name, seconds in measure(augment_contenders(batch, size, 10, device), device, args.rounds, 2).items():
-            if not name.startswith("first call"):
-                print(f"| {batch} | {name} | {seconds * 1000:.2f} |")
+    print(f"# {args.rounds} rounds x {args.steps} steps, medians, {args.clock} clock")
+    if not args.ops_only:
+        print_steps(args, timer, light if args.light else AugmentConfig())
+    print_ops(args, timer, vit.create_model(args.model).config.image_size)
 
 
 if __name__ == "__main__":
