@@ -43,6 +43,7 @@ def test_job_trains_reports_and_refuses_a_second_start(data, tmp_path):
         "lr",
         "img_per_s",
         "seconds",
+        "elapsed_seconds",
     }
     assert s.probe_image.shape == (3, 16, 16) and s.probe_image.dtype == torch.uint8
     model, meta = vit.load_checkpoint(s.checkpoint)

@@ -1,7 +1,9 @@
-"""Tiny synthetic data sets for the training tests (imported by tests/test_training_*.py)."""
+"""Tiny synthetic data sets, a tiny run config and a host-sync counter for the training tests."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -50,3 +52,39 @@ def tiny_config(data: str, out: Path, **overrides) -> TrainConfig:
         deterministic=True,
     )
     return TrainConfig(**{**settings, **overrides})
+
+
+# Ops that read a tensor's value on the host: on a GPU each one waits for the device.
+# nonzero is what boolean-mask indexing runs; is_nonzero a truth test of a tensor.
+SYNC_OPS = (
+    "aten::_local_scalar_dense",
+    "aten::item",
+    "aten::is_nonzero",
+    "aten::nonzero",
+    "aten::masked_select",
+    "aten::unique",
+    "aten::_unique2",
+    "aten::equal",
+)
+
+
+def _inside(event, names: tuple[str, ...]) -> bool:
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name in names:
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
+@contextmanager
+def count_sync_ops(ignore_inside: tuple[str, ...] = ()) -> Iterator[dict[str, int]]:
+    """Count, by name, the host-reading ops run inside the block (nested calls included, as
+    torch.profiler records them), except those run inside an op named in `ignore_inside`;
+    the dict is filled when the block ends."""
+    counts: dict[str, int] = {}
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        yield counts
+    for event in prof.events():
+        if event.name in SYNC_OPS and not _inside(event, ignore_inside):
+            counts[event.name] = counts.get(event.name, 0) + 1

@@ -23,15 +23,15 @@ from tqdm import tqdm
 
 import vit
 
-from .augment import augment_batch
 from .config import TrainConfig, describe_device, resolve_device
 from .data import ImageSet, holdout_split, load_split
-from .device_data import Normalizer, channel_stats, epoch_seed, epoch_shard, predict, resize
-from .optim import lr_at, make_optimizer, set_lr, train_step
+from .device_data import Normalizer, channel_stats, epoch_seed, epoch_shard, predict
+from .optim import lr_at, make_optimizer
 from .provenance import Provenance
 from .run_files import LAST, METRICS, MODEL, append_metrics, write_metrics
 from .sources import adapt, load_source
 from .state import flatten_optimizer, unflatten_optimizer
+from .step import TrainStep
 
 LOG_EVERY = 10  # steps between reads of the loss on the host (each read waits for the GPU)
 
@@ -136,8 +136,6 @@ class Trainer:
         if self.world > 1:
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.forward = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
-        if c.compile:
-            self.forward = torch.compile(self.forward)
 
     def _build_optimizer(self) -> None:
         c = self.config
@@ -145,6 +143,17 @@ class Trainer:
         self.steps_per_epoch = math.ceil(len(self.train_set) // self.world / c.batch_size)
         self.total_steps = self.steps_per_epoch * c.epochs
         self.warmup_steps = round(c.warmup_epochs * self.steps_per_epoch)
+        self.train_step = TrainStep(
+            self.forward,
+            self.optimizer,
+            augment=c.augment,
+            normalize=self.normalize,
+            num_classes=len(self.class_names),
+            image_size=self.image_size,
+            label_smoothing=c.label_smoothing,
+            clip_grad=c.clip_grad,
+            compile=c.compile,
+        )
 
     def _init_run_state(self, saved: tuple[vit.VisionTransformer, vit.ModelMeta] | None) -> None:
         """Counters, history and provenance: fresh, or continued from the saved state."""
@@ -192,6 +201,7 @@ class Trainer:
                 "lr": self.optimizer.param_groups[0]["lr"],
                 "img_per_s": img_per_s,
                 "seconds": seconds,
+                "elapsed_seconds": self.elapsed,  # cumulative, over all sessions: time-to-accuracy plots
             }
             self._end_epoch(record)
         summary = self._finish()
@@ -247,7 +257,10 @@ class Trainer:
             if self.hooks.should_stop and self.hooks.should_stop():
                 self.stopped = True
                 break
-            totals += self._step(shard[i * c.batch_size : (i + 1) * c.batch_size], gen)
+            index = shard[i * c.batch_size : (i + 1) * c.batch_size]
+            lr = lr_at(self.step, self.total_steps, self.warmup_steps, c.lr)
+            totals += self.train_step(self.train_set.images[index], self.train_set.labels[index], gen, lr)
+            self.step += 1
             if i % LOG_EVERY == LOG_EVERY - 1 or i == self.steps_per_epoch - 1:
                 self._report(bar, totals, time.perf_counter() - started)
             bar.update(1)
@@ -258,21 +271,6 @@ class Trainer:
         loss_sum, correct, seen = self._all_reduce(totals).tolist()
         count = max(seen, 1)
         return loss_sum / count, correct / count, seen / max(seconds, 1e-9)
-
-    def _step(self, index: Tensor, gen: torch.Generator) -> Tensor:
-        """Augment the batch `index` of the training set and take one optimizer step:
-        (loss sum, correct count, images) as a tensor on the device."""
-        c = self.config
-        labels = self.train_set.labels[index]
-        x, targets = augment_batch(
-            self.train_set.images[index], labels, len(self.class_names), c.augment, self.normalize, gen
-        )
-        x = resize(x, self.image_size)
-        set_lr(self.optimizer, lr_at(self.step, self.total_steps, self.warmup_steps, c.lr))
-        loss, logits = train_step(self.forward, self.optimizer, x, targets, c.label_smoothing, c.clip_grad)
-        self.step += 1
-        correct = (logits.argmax(dim=-1) == labels).sum()
-        return torch.stack([loss * len(index), correct.to(loss.dtype), loss.new_full((), float(len(index)))])
 
     def _report(self, bar: tqdm, totals: Tensor, seconds: float) -> None:
         """Read the running totals on the host: stop on a non-finite loss, refresh the bar."""

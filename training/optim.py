@@ -31,8 +31,10 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float, device: torch.device) -> torch.optim.AdamW:
-    """AdamW over `param_groups`; on CUDA the fused kernel (one launch for all parameters)."""
-    return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, fused=device.type == "cuda")
+    """AdamW over `param_groups`, fused where torch has the kernel (CUDA and CPU): on CUDA one
+    launch updates every parameter and reads the step counters on the device, so the step
+    never waits for the GPU; on CPU it is ~3x faster than the default for-each version."""
+    return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, fused=device.type in ("cuda", "cpu"))
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
@@ -46,22 +48,29 @@ def soft_cross_entropy(logits: Tensor, targets: Tensor, smoothing: float) -> Ten
     return -(targets * logits.float().log_softmax(dim=-1)).sum(dim=-1).mean()
 
 
-def train_step(
+def optimizer_step(optimizer: torch.optim.Optimizer, loss: Tensor, clip_grad: float) -> None:
+    """Backward, clip the gradient norm (0: off), step, clear the gradients. Nothing here reads a
+    value back to the host: clip_grad_norm_ scales by a clamped factor instead of testing the norm."""
+    loss.backward()
+    if clip_grad > 0:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        nn.utils.clip_grad_norm_(params, clip_grad)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def model_step(
     forward: nn.Module,
     optimizer: torch.optim.Optimizer,
     x: Tensor,
     targets: Tensor,
     label_smoothing: float,
     clip_grad: float,
-) -> tuple[Tensor, Tensor]:
-    """One optimizer step on a prepared batch: (loss, logits), detached."""
+) -> Tensor:
+    """One optimizer step on a prepared float batch and target probabilities: the model's own
+    cost, without data or augmentation (bench/train_step.py compares the two). Returns the loss."""
     with autocast(x.device):
         logits = forward(x)
     loss = soft_cross_entropy(logits, targets, label_smoothing)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    if clip_grad > 0:
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-        nn.utils.clip_grad_norm_(params, clip_grad)
-    optimizer.step()
-    return loss.detach(), logits.detach()
+    optimizer_step(optimizer, loss, clip_grad)
+    return loss.detach()
