@@ -68,5 +68,10 @@ def test_upload_predict_click_a_patch_and_move_it_with_the_keys(server, tmp_path
         expect(page.locator("#query")).to_contain_text("row 2, column 8")
         page.keyboard.press("Escape")
         expect(page.locator("#query")).to_contain_text("CLS")
+
+        layer_box = page.get_by_label("number input for Layer (1 = first)")
+        page.locator("#play").click()  # steps the layer slider 1, 2, ..., 6
+        expect(layer_box).to_have_value("1")
+        expect(layer_box).to_have_value("6", timeout=30_000)
         browser.close()
     assert (tmp_path / "first-screen.png").stat().st_size > 10_000

@@ -118,7 +118,8 @@ def full_analysis(
     style: MapStyle,
     recent: RecentExplanations | None = None,
 ) -> dict[str, Any]:
-    """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name.
+    """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name
+    (all but export_name, which needs the upload's name).
     With `recent`, a (file, model, mode) seen before in this session is not run again.
     Raises ImageError for unusable files."""
 
