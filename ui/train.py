@@ -126,7 +126,7 @@ def _options(catalog: ModelCatalog) -> dict[str, Any]:
 
 def _monitor() -> dict[str, Any]:
     status = gr.Markdown(label="Training status")
-    progress = gr.HTML(progress_html(0, 1, "idle"), label="Progress")
+    progress = gr.HTML(progress_html(0, 1, "idle"), label="Progress", elem_id="train-progress")
     with gr.Row():
         curves = gr.Image(label="Loss and accuracy", format="png")
         probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")
