@@ -1,5 +1,6 @@
 """The Train tab through its API: a real (tiny) training run in the live app's background job."""
 
+import re
 import time
 
 import numpy as np
@@ -65,6 +66,15 @@ def test_bad_training_arguments_are_reported_before_any_work(client, tmp_path):
         client.predict("vit_cifar_nano", "folder", "", 1, 1e-3, 8, api_name="/train_start")
     with pytest.raises(AppError, match="missing"):
         client.predict("vit_cifar_nano", "folder", str(tmp_path / "missing"), 1, 1e-3, 8, api_name="/train_start")
+    checks = [
+        (("ftp", "x", 1, 1e-3, 8), "unknown data source 'ftp'; choose one of 'cifar10', 'folder'"),
+        (("folder", "x", 0, 1e-3, 8), "epochs must be a whole number of at least 1, got 0"),
+        (("folder", "x", 1, -1.0, 8), "learning rate must be a number of at least 0.0, got -1.0"),
+        (("folder", "x", 1, 1e-3, 2.5), "batch size must be a whole number of at least 1, got 2.5"),
+    ]
+    for args, message in checks:
+        with pytest.raises(AppError, match=re.escape(message)):
+            client.predict("vit_cifar_nano", *args, api_name="/train_start")
 
 
 def red_square(tmp_path):
