@@ -5,6 +5,7 @@ import shutil
 
 import gradio
 import pytest
+from training_helpers import write_image_folder
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -68,5 +69,30 @@ def test_upload_predict_click_a_patch_and_move_it_with_the_keys(server, tmp_path
         expect(page.locator("#query")).to_contain_text("row 2, column 8")
         page.keyboard.press("Escape")
         expect(page.locator("#query")).to_contain_text("CLS")
+
+        layer_box = page.get_by_label("number input for Layer (1 = first)")
+        page.locator("#play").click()  # steps the layer slider 1, 2, ..., 6
+        expect(layer_box).to_have_value("1")
+        expect(layer_box).to_have_value("6", timeout=30_000)
         browser.close()
     assert (tmp_path / "first-screen.png").stat().st_size > 10_000
+
+
+def test_the_train_tab_shows_progress_until_the_run_ends(server, tmp_path):
+    """Start in the page: the timer that polls /train_status must start (and stop) by itself."""
+    from playwright.sync_api import expect, sync_playwright
+
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport=SCREEN)
+        page.set_default_timeout(60_000)
+        page.goto(server)
+        page.get_by_role("tab", name="Train").click()
+        page.get_by_label("Local folder").check()
+        page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+        page.get_by_label("Epochs").fill("2")
+        page.get_by_label("Batch size").fill("8")
+        page.get_by_role("button", name="Start").click()
+        expect(page.locator("#train-progress")).to_contain_text("finished 2 epochs", timeout=150_000)
+        browser.close()

@@ -1,5 +1,6 @@
 """The Train tab through its API: a real (tiny) training run in the live app's background job."""
 
+import re
 import time
 
 import numpy as np
@@ -90,6 +91,15 @@ def test_bad_training_arguments_are_reported_before_any_work(client, tmp_path):
             client.predict("vit_cifar_nano", "cifar10", "", epochs, lr, batch, api_name="/train_start")
     with pytest.raises(AppError, match="learning rate must be a number above 0"):  # training.registry, behind
         client.predict("vit_cifar_nano", "cifar10", "", 1, 0, 8, api_name="/train_start")
+
+    checks = [
+        (("ftp", "x", 1, 1e-3, 8), "unknown data source 'ftp'; choose one of 'cifar10', 'folder'"),
+        (("folder", "x", 1, -1.0, 8), "learning rate must be a number from 0.0 to 1.0, got -1.0"),
+        (("folder", "x", 1, 1e-3, 2.5), "batch size must be a whole number from 1 to 1024, got 2.5"),
+    ]
+    for args, message in checks:
+        with pytest.raises(AppError, match=re.escape(message)):
+            client.predict("vit_cifar_nano", *args, api_name="/train_start")
 
 
 def test_visitors_see_stop_and_download_only_their_own_run(client, tmp_path):

@@ -16,9 +16,17 @@ def bound(fn: Callable, *context: Any) -> Callable:
     and to spot the parameters it fills in itself (e.g. `evt: gr.SelectData`), and
     `typing.get_type_hints` does not look inside a partial."""
 
-    @functools.wraps(fn)
-    def handler(*args: Any, **kwargs: Any) -> Any:
-        return fn(*context, *args, **kwargs)
+    if inspect.isgeneratorfunction(fn):  # Gradio streams a handler's updates only if it is one
+
+        @functools.wraps(fn)
+        def handler(*args: Any, **kwargs: Any) -> Any:
+            yield from fn(*context, *args, **kwargs)
+
+    else:
+
+        @functools.wraps(fn)
+        def handler(*args: Any, **kwargs: Any) -> Any:
+            return fn(*context, *args, **kwargs)
 
     signature = inspect.signature(fn)
     remaining = list(signature.parameters.values())[len(context) :]

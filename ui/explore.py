@@ -53,7 +53,7 @@ class ExploreView:
 
     # per-session state
     explanation: gr.State  # key of the forward pass every view reads (in explore_handlers.STORE)
-    export_name: gr.State  # "<image>_<model>", how export files begin
+    export_name: gr.State  # "<image>-<model>", how export files begin
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
     # model and image
@@ -134,7 +134,7 @@ def _query_column() -> dict[str, Any]:
     query_md = gr.Markdown(views.describe_query(None), label="Query", elem_id="query")
     with gr.Row():
         moves = {name: gr.Button(ARROWS[name], size="sm", min_width=40, elem_id=f"query-{name}") for name in MOVES}
-        reset = gr.Button("CLS", size="sm", min_width=50, elem_id="query-reset")
+        reset = gr.Button("Reset (CLS)", size="sm", min_width=90, elem_id="query-reset")
     return {"input_img": input_img, "query_md": query_md, "reset": reset, **moves}
 
 

@@ -138,7 +138,8 @@ def full_analysis(
     style: MapStyle,
     store: ExplanationStore | None = STORE,
 ) -> dict[str, Any]:
-    """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name.
+    """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name
+    (all but export_name, which needs the upload's name).
     A (file, model, mode) any session has seen recently is not run again (`store`; None: no
     caching, as the benchmark measures). Raises ImageError for unusable files,
     ExplanationTooLarge past the store's memory budget."""

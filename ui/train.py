@@ -137,7 +137,7 @@ def data_choices(settings: ServerSettings) -> list[tuple[str, str]]:
     if settings.data_folder is not None:
         choices.append((f"{settings.data_folder.name} (this server's folder)", "operator"))
     if not settings.public:
-        choices.append(("A folder on this computer", "folder"))
+        choices.append(("Local folder", "folder"))
     return choices
 
 
@@ -173,7 +173,7 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
 
 def _monitor() -> dict[str, Any]:
     status = gr.Markdown(label="Training status")
-    progress = gr.HTML(progress_html(0, 1, "no run yet"), label="Progress")
+    progress = gr.HTML(progress_html(0, 1, "no run yet"), label="Progress", elem_id="train-progress")
     with gr.Row():
         curves = gr.Image(label="Loss and accuracy", format="png")
         probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")

@@ -1,0 +1,39 @@
+"""ui/checks.py: what a person or script typed, accepted or refused with a message naming the range."""
+
+import gradio as gr
+import pytest
+
+from ui.checks import number, one_of, whole_number
+
+
+def test_whole_numbers_in_range_pass_as_ints():
+    assert whole_number("layer", 3.0, 1, 6) == 3 and isinstance(whole_number("layer", 3.0, 1, 6), int)
+    assert whole_number("epochs", 500, 1) == 500
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "layer must be a whole number from 1 to 6, got 0"),
+        (7, "got 7"),
+        (2.5, "got 2.5"),
+        (float("nan"), "got nan"),
+        (True, "got True"),
+        ("3", "got '3'"),
+        (None, "got None"),
+    ],
+)
+def test_bad_whole_numbers_are_named_with_their_range(value, message):
+    with pytest.raises(gr.Error, match=message):
+        whole_number("layer", value, 1, 6)
+
+
+def test_numbers_and_choices():
+    assert number("opacity", 1, 0.0, 1.0) == 1.0
+    with pytest.raises(gr.Error, match="learning rate must be a number of at least 0.0, got -1"):
+        number("learning rate", -1, 0.0)
+    with pytest.raises(gr.Error, match="opacity must be a number from 0.0 to 1.0, got inf"):
+        number("opacity", float("inf"), 0.0, 1.0)
+    assert one_of("fusion", "max", ("mean", "max")) == "max"
+    with pytest.raises(gr.Error, match="unknown fusion 'sum'; choose one of 'mean', 'max'"):
+        one_of("fusion", "sum", ("mean", "max"))
