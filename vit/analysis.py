@@ -1,9 +1,9 @@
 """Pure tensor functions that turn attention weights into the pictures of the ViT paper.
 The definitions, with their equations, are in docs/analysis.md.
 
-Every function reads the token layout from `AttentionMaps` (the patch grid and the number
-of prefix tokens), so rows and columns can never be swapped: patch tokens are row-major
-over the (gh, gw) grid, after the CLS token when there is one.
+Every function reads the token layout from `AttentionMaps` (the patch grid and the prefix
+tokens), so rows and columns can never be swapped: patch tokens are row-major over the
+(gh, gw) grid, after any prefix tokens (CLS, distillation, registers).
 """
 
 from __future__ import annotations
@@ -16,30 +16,36 @@ from torch import Tensor
 
 from .model import AttentionMaps, VisionTransformer
 
-# The one query type of the project: None (the default query: CLS, or the mean patch query
-# without one), a row-major patch index, or a (row, column) grid position, all 0-based.
-Query = int | tuple[int, int] | None
+# The one query type of the project, all 0-based: None (the default query: the CLS token, or
+# the mean patch query without one), a prefix token's name ('cls', 'dist', 'reg1', ...; see
+# AttentionMaps.prefix_names), a row-major patch index, or a (row, column) grid position.
+Query = int | tuple[int, int] | str | None
 HeadFusion = Literal["mean", "max", "min"]
 
 
-def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
-    """Read the rows of a (..., T, T) token-to-token matrix that a query looks at, keeping only
-    the patch columns, as (..., gh, gw).
-
-    query=None: the CLS token, or (no CLS token, GAP models) the mean over all patch queries,
-    which is what the pooled representation averages. An int is a row-major patch index;
-    (row, col) is a grid position.
-    """
+def query_token(maps: AttentionMaps, query: Query) -> int | None:
+    """The token index a query names, or None for the mean over patch queries (the default
+    without a CLS token). Raises ValueError for an unknown prefix name or a patch off the grid."""
     gh, gw = maps.grid
-    p = maps.prefix_tokens
     if query is None:
-        rows = matrix[..., 0, p:] if p else matrix[..., p:, p:].mean(dim=-2)
-    else:
-        index = query[0] * gw + query[1] if isinstance(query, tuple) else query
-        if not 0 <= index < gh * gw:
-            raise IndexError(f"patch query {query} outside the {gh}x{gw} grid")
-        rows = matrix[..., p + index, p:]
-    return rows.reshape(*rows.shape[:-1], gh, gw)  # (..., gh*gw) -> (..., gh, gw) row-major
+        return maps.prefix_names.index("cls") if "cls" in maps.prefix_names else None
+    if isinstance(query, str):
+        if query not in maps.prefix_names:
+            raise ValueError(f"unknown prefix token {query!r}; this model has {list(maps.prefix_names)}")
+        return maps.prefix_names.index(query)
+    row, col = query if isinstance(query, tuple) else divmod(query, gw)
+    if not (0 <= row < gh and 0 <= col < gw):
+        raise ValueError(f"patch query {query} outside the {gh}x{gw} grid")
+    return maps.prefix_tokens + row * gw + col
+
+
+def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
+    """Read the row of a (..., T, T) token-to-token matrix that a query looks at, keeping only
+    the patch columns, as (..., gh, gw) (docs/analysis.md, query maps)."""
+    p = maps.prefix_tokens
+    token = query_token(maps, query)
+    rows = matrix[..., p:, p:].mean(dim=-2) if token is None else matrix[..., token, p:]
+    return rows.reshape(*rows.shape[:-1], *maps.grid)  # (..., gh*gw) -> (..., gh, gw) row-major
 
 
 def query_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
@@ -59,7 +65,7 @@ def rollout(
     """Attention rollout (Abnar & Zuidema, 2020): (B, gh, gw).
 
     Per layer: fuse heads, optionally zero the weakest `discard_ratio` of entries (never the
-    CLS column, which carries the residual stream's global information), add the identity
+    prefix columns, which carry the residual stream's global information), add the identity
     for the residual connection, and row-normalise so each row is again a distribution.
     Then R = Â[L-1] @ ... @ Â[0].
     """
@@ -85,7 +91,7 @@ def _discard_weakest(fused: Tensor, ratio: float, prefix: int) -> Tensor:
     """Zero the lowest `ratio` fraction of each sample's (T, T) entries, sparing prefix columns."""
     B, T, _ = fused.shape
     ranked = fused.clone()
-    ranked[..., :prefix] = float("inf")  # CLS column: never a candidate
+    ranked[..., :prefix] = float("inf")  # prefix columns (CLS, registers, ...): never candidates
     flat = ranked.reshape(B, T * T)
     k = int(T * T * ratio)
     weakest = flat.topk(k, dim=-1, largest=False).indices  # (B, k)
@@ -103,8 +109,8 @@ def patch_centres(grid: tuple[int, int], patch_size: int) -> Tensor:
 def mean_attention_distance(maps: AttentionMaps, patch_size: int) -> Tensor:
     """Mean attention distance in pixels per layer and head, (L, H): the ViT paper's Fig. 7
     (right). For each patch query, sum_k A[q, k] * |centre(q) - centre(k)| over patch keys;
-    average over patch queries and over the batch. The CLS token is excluded as a query and
-    as a key, and keys are not renormalised after dropping it, as in the algorithm the
+    average over patch queries and over the batch. Prefix tokens are excluded as queries and
+    as keys, and keys are not renormalised after dropping it, as in the algorithm the
     authors posted (google-research/vision_transformer #162)."""
     centres = patch_centres(maps.grid, patch_size).to(maps[0].device)
     dist = torch.cdist(centres, centres)  # (N, N) pixels
@@ -118,6 +124,6 @@ def position_embedding_similarity(model: VisionTransformer) -> Tensor:
     """Cosine similarity between the position embeddings of every pair of patch slots:
     (gh, gw, gh, gw), where [i, j] is the tile for slot (i, j) (the ViT paper's Fig. 7 centre)."""
     gh, gw = model.config.grid
-    patches = model.pos_embed[0, model.prefix_tokens :].detach().float()  # (N, D)
+    patches = model.pos_embed[0, model.pos_slots :].detach().float()  # (N, D): prefix slots, if any, left out
     unit = F.normalize(patches, dim=-1)
     return (unit @ unit.T).reshape(gh, gw, gh, gw)
