@@ -153,15 +153,16 @@ def test_without_a_cls_token_registers_are_not_the_default_query() -> None:
 
 
 def test_rollout_with_registers_by_hand() -> None:
-    # Tokens [cls, reg1, patch] on a 1x1 grid, one layer: CLS row [.2 .3 .5] + I -> / 2: patch .25.
-    # discard_ratio 1/3 zeroes the 3 smallest entries outside the prefix columns (the whole patch
-    # column) and spares the register column: CLS row [1.2 .3 0] / 1.5.
-    attn = torch.tensor([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]])
-    maps = AttentionMaps([attn.expand(1, 1, 3, 3)], (1, 1), 2, ("cls", "reg1"))
-    assert rollout(maps)[0, 0, 0].item() == pytest.approx(0.25)
-    assert rollout(maps, discard_ratio=1 / 3)[0, 0, 0].item() == pytest.approx(0.0)
-    assert rollout(maps, discard_ratio=1 / 3, query="reg1")[0, 0, 0].item() == pytest.approx(0.0)
-    assert rollout(maps, query="reg1")[0, 0, 0].item() == pytest.approx(0.8 / 2)
+    # Tokens [cls, reg1, patch 0, patch 1] on a 1x2 grid, one layer, one head (rows sum to 1).
+    # Without discard: CLS row [.2 .3 .4 .1] + I -> / 2: map (.2, .05).
+    # discard_ratio 2/16 zeroes the 2 smallest entries outside the prefix columns, .1 at
+    # [cls, patch 1] and .15 at [patch 0, patch 1]; the prefix columns' .05 and .1 are spared:
+    #   CLS row [1.2 .3 .4 0] / 1.9;  reg1 row (untouched) [.1 1.05 .5 .35] / 2.
+    attn = torch.tensor([[0.2, 0.3, 0.4, 0.1], [0.1, 0.05, 0.5, 0.35], [0.3, 0.25, 0.3, 0.15], [0.3, 0.3, 0.16, 0.24]])
+    maps = AttentionMaps([attn.expand(1, 1, 4, 4)], (1, 2), 2, ("cls", "reg1"))
+    torch.testing.assert_close(rollout(maps)[0, 0], torch.tensor([0.2, 0.05]))
+    torch.testing.assert_close(rollout(maps, discard_ratio=0.125)[0, 0], torch.tensor([0.4 / 1.9, 0.0]))
+    torch.testing.assert_close(rollout(maps, discard_ratio=0.125, query="reg1")[0, 0], torch.tensor([0.25, 0.175]))
 
 
 def test_attention_distance_ignores_prefix_tokens_however_many() -> None:
