@@ -253,7 +253,7 @@ def test_fine_tuned_copies_keep_the_named_architecture() -> None:
     assert vit.from_timm(original.state_dict()).config == original.config
 
 
-def test_ambiguous_weights_are_refused_with_the_candidates(monkeypatch) -> None:
+def test_ambiguous_weights_are_refused_with_the_candidates(monkeypatch, tmp_path) -> None:
     tiny = vit.model.CONFIGS["vit_cifar_tiny"]
     monkeypatch.setitem(vit.model.CONFIGS, "vit_cifar_tiny_3h", replace(tiny, heads=3))
     monkeypatch.setitem(vit.model.CONFIGS, "vit_cifar_tiny_gap", replace(tiny, pool="gap"))
@@ -261,9 +261,12 @@ def test_ambiguous_weights_are_refused_with_the_candidates(monkeypatch) -> None:
     listed = r"vit_cifar_tiny \(12 heads, pool 'cls'\), vit_cifar_tiny_3h \(3 heads, pool 'cls'\), vit_cifar_tiny_gap"
     with pytest.raises(vit.CheckpointError, match=r"3 named configurations fit them: " + listed):
         vit.from_timm(sd)
-    with pytest.raises(vit.CheckpointError, match=r"name=NAME .* --model NAME"):
+    with pytest.raises(vit.CheckpointError, match=r"choose one with name=NAME .* --model model.safetensors"):
         vit.from_timm(sd)
     assert vit.from_timm(sd, name="vit_cifar_tiny_3h").config.heads == 3
+    # The command-line route the message gives: a checkpoint records the chosen configuration.
+    vit.save_checkpoint(vit.from_timm(sd, name="vit_cifar_tiny_3h"), tmp_path / "model.safetensors")
+    assert vit.load_checkpoint(tmp_path / "model.safetensors")[0].config.heads == 3
     assert vit.from_timm(sd, name="vit_cifar_tiny_gap").config.pool == "gap"
     with pytest.raises(vit.CheckpointError, match=r"do not fit 'vit_cifar_small': dim 192 \(weights\) vs 384"):
         vit.from_timm(sd, name="vit_cifar_small")

@@ -181,7 +181,11 @@ def _fitting(fields: dict, pool: str | None) -> dict[str, ViTConfig]:
 def _choose_config(fields: dict, name: str | None, pool: str | None) -> ViTConfig:
     """The config for weights that cannot tell their head count or pooling: the named one, or the
     one named configuration that fits; never a guess. Raises CheckpointError listing candidates."""
-    how = "choose one with name=NAME (vit.from_timm / vit.from_torchvision) or --model NAME on the command line"
+    how = (
+        "choose one with name=NAME (vit.from_timm / vit.from_torchvision); for the command line, save the "
+        "weights once as a checkpoint that records their configuration, "
+        "vit.save_checkpoint(vit.from_timm(PATH, name=NAME), 'model.safetensors'), and pass --model model.safetensors"
+    )
     if name is not None:
         if name not in CONFIGS:
             raise CheckpointError(f"unknown model {name!r}; choose one of {list_models()}")
