@@ -182,7 +182,7 @@ def explain(
     probs = logits[0].float().softmax(-1)
     top = probs.topk(min(top_k, probs.numel()))
     probabilities = {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
-    cpu = AttentionMaps([a.float().cpu() for a in attention], attention.grid, attention.prefix_tokens)
+    cpu = attention.apply(lambda a: a.float().cpu())
     return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, cpu)
 
 

@@ -47,7 +47,7 @@ def test_query_by_index_and_by_position_agree() -> None:
     torch.testing.assert_close(by_position, by_index)
     expected = maps[2][1, 3, 1 + 9, 1:].reshape(3, 5)  # layer 2, sample 1, head 3, query token 10
     torch.testing.assert_close(by_position[1, 2, 3], expected)
-    with pytest.raises(IndexError, match="outside the 3x5 grid"):
+    with pytest.raises(ValueError, match=r"patch query \(3, 0\) outside the 3x5 grid"):
         query_attention(maps, (3, 0))
 
 
@@ -164,3 +164,53 @@ def test_position_similarity_is_cosine_and_keeps_orientation() -> None:
     torch.testing.assert_close(torch.diagonal(sim.reshape(64, 64)), torch.ones(64))
     a, b = model.pos_embed[0, 1 + 2 * 8 + 5], model.pos_embed[0, 1 + 7 * 8 + 1]  # slots (2,5) and (7,1)
     assert sim[2, 5, 7, 1].item() == pytest.approx(torch.cosine_similarity(a, b, dim=0).item(), abs=1e-5)
+
+
+REGISTERS = ("cls", "reg1", "reg2", "reg3", "reg4")
+
+
+def test_queries_name_any_prefix_token() -> None:
+    maps = AttentionMaps(random_maps(1, 2, 3, (2, 3), prefix=5), (2, 3), 5, REGISTERS)
+    torch.testing.assert_close(query_attention(maps)[0, 1], maps[1][0, :, 0, 5:].reshape(3, 2, 3))  # CLS
+    torch.testing.assert_close(query_attention(maps, "reg2")[0, 0], maps[0][0, :, 2, 5:].reshape(3, 2, 3))
+    torch.testing.assert_close(query_attention(maps, (1, 2))[0, 0], maps[0][0, :, 5 + 5, 5:].reshape(3, 2, 3))
+    with pytest.raises(ValueError, match=r"unknown prefix token 'dist'; this model has \['cls', 'reg1'"):
+        query_attention(maps, "dist")
+
+
+def test_without_a_cls_token_registers_are_not_the_default_query() -> None:
+    maps = AttentionMaps(random_maps(1, 1, 2, (2, 2), prefix=2), (2, 2), 2, ("reg1", "reg2"))
+    expected = maps[0][0, :, 2:, 2:].mean(dim=1).reshape(2, 2, 2)  # mean over patch queries
+    torch.testing.assert_close(query_attention(maps)[0, 0], expected)
+
+
+def test_rollout_with_registers_by_hand() -> None:
+    # Tokens [cls, reg1, patch 0, patch 1] on a 1x2 grid, one layer, one head (rows sum to 1).
+    # Without discard: CLS row [.2 .3 .4 .1] + I -> / 2: map (.2, .05).
+    # discard_ratio 2/16 zeroes the 2 smallest entries outside the prefix columns, .1 at
+    # [cls, patch 1] and .15 at [patch 0, patch 1]; the prefix columns' .05 and .1 are spared:
+    #   CLS row [1.2 .3 .4 0] / 1.9;  reg1 row (untouched) [.1 1.05 .5 .35] / 2.
+    attn = torch.tensor([[0.2, 0.3, 0.4, 0.1], [0.1, 0.05, 0.5, 0.35], [0.3, 0.25, 0.3, 0.15], [0.3, 0.3, 0.16, 0.24]])
+    maps = AttentionMaps([attn.expand(1, 1, 4, 4)], (1, 2), 2, ("cls", "reg1"))
+    torch.testing.assert_close(rollout(maps)[0, 0], torch.tensor([0.2, 0.05]))
+    torch.testing.assert_close(rollout(maps, discard_ratio=0.125)[0, 0], torch.tensor([0.4 / 1.9, 0.0]))
+    torch.testing.assert_close(rollout(maps, discard_ratio=0.125, query="reg1")[0, 0], torch.tensor([0.25, 0.175]))
+
+
+def test_attention_distance_ignores_prefix_tokens_however_many() -> None:
+    # The same patch-to-patch weights with 0 or 5 prefix tokens give the same distances.
+    maps = AttentionMaps(random_maps(2, 2, 3, (2, 3), prefix=5), (2, 3), 5, REGISTERS)
+    patches_only = AttentionMaps([layer[..., 5:, 5:] for layer in maps], (2, 3), 0)
+    torch.testing.assert_close(mean_attention_distance(maps, 14), mean_attention_distance(patches_only, 14))
+
+
+@pytest.mark.parametrize("pos_embed_prefix", [True, False])
+def test_position_similarity_skips_the_prefix_slots(pos_embed_prefix: bool) -> None:
+    model = vit.create_model("vit_cifar_nano", depth=1, register_tokens=4, pos_embed_prefix=pos_embed_prefix)
+    with torch.no_grad():
+        model.pos_embed.normal_()
+    slots = 5 if pos_embed_prefix else 0
+    a, b = model.pos_embed[0, slots + 0], model.pos_embed[0, slots + 7 * 8 + 7]  # slots (0, 0) and (7, 7)
+    sim = position_embedding_similarity(model)
+    assert sim.shape == (8, 8, 8, 8)
+    assert sim[0, 0, 7, 7].item() == pytest.approx(torch.cosine_similarity(a, b, dim=0).item(), abs=1e-5)

@@ -169,6 +169,100 @@ def test_stochastic_depth_and_dropout_are_off_in_eval_mode() -> None:
         assert not torch.allclose(model(images), model(images))
 
 
+def nano(**fields) -> vit.VisionTransformer:
+    return vit.create_model("vit_cifar_nano", depth=2, **fields).eval()
+
+
+def test_layer_scale_gammas_scale_each_residual_branch() -> None:
+    model = nano(layer_scale=0.1)
+    block = model.blocks[0]
+    assert block.ls1.gamma.shape == block.ls2.gamma.shape == (128,)  # (D,)
+    assert torch.equal(block.ls1.gamma, torch.full((128,), 0.1))  # initialised to the config's value
+    x = torch.randn(2, 65, 128)
+    with torch.no_grad():
+        block.ls1.gamma.normal_()
+        block.ls2.gamma.normal_()
+        y = x + block.ls1.gamma * block.attn(block.norm1(x))[0]
+        expected = y + block.ls2.gamma * block.mlp(block.norm2(y))
+        torch.testing.assert_close(block(x)[0], expected)
+        block.ls1.gamma.zero_()
+        block.ls2.gamma.zero_()
+        torch.testing.assert_close(block(x)[0], x, atol=0, rtol=0)  # both branches switched off
+    assert not hasattr(nano().blocks[0].ls1, "gamma")  # None: no LayerScale parameters
+
+
+def test_prefix_tokens_in_timms_order_with_their_own_parameters() -> None:
+    model = nano(distill_token=True, register_tokens=3)
+    assert model.cls_token.shape == model.dist_token.shape == (1, 1, 128)
+    assert model.reg_token.shape == (1, 3, 128)  # (1, R, D)
+    assert model.pos_embed.shape == (1, 5 + 64, 128)  # a slot for every prefix token
+    with torch.no_grad():
+        tokens, grid = model.embed(torch.randn(2, 3, 32, 32))
+        _, maps = model(torch.randn(2, 3, 32, 32), need_weights=True)
+    assert tokens.shape == (2, 5 + 64, 128) and grid == (8, 8)
+    torch.testing.assert_close(tokens[0, 1], (model.dist_token + model.pos_embed[:, 1])[0, 0])  # order: cls, dist, regs
+    torch.testing.assert_close(tokens[0, 2:5], (model.reg_token + model.pos_embed[:, 2:5])[0])
+    assert maps.prefix_tokens == 5 and maps.prefix_names == ("cls", "dist", "reg1", "reg2", "reg3")
+    assert maps[0].shape == (2, 4, 69, 69)
+    doubled = maps.apply(torch.Tensor.double)  # same layout, every layer converted
+    assert (doubled.grid, doubled.prefix_names, doubled[1].dtype) == (maps.grid, maps.prefix_names, torch.float64)
+
+
+def test_position_embeddings_without_prefix_slots_touch_patches_only() -> None:
+    model = nano(register_tokens=2, pos_embed_prefix=False)
+    assert model.pos_embed.shape == (1, 64, 128)  # (1, N, D): timm's no_embed_class=True
+    images = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        tokens, _ = model.embed(images)
+        torch.testing.assert_close(tokens[0, 0], model.cls_token[0, 0])  # no position added
+        torch.testing.assert_close(tokens[0, 1:3], model.reg_token[0])
+        torch.testing.assert_close(tokens[:, 3:], model.patch_embed(images) + model.pos_embed)
+        assert model.position_embedding((4, 6)).shape == (1, 24, 128)  # resampled, still no prefix slots
+
+
+def test_distilled_model_averages_its_two_heads() -> None:
+    model = nano(distill_token=True)
+    assert model.head_dist.weight.shape == model.head.weight.shape == (10, 128)
+    captured = {}
+    model.norm.register_forward_hook(lambda mod, inp, out: captured.update(tokens=out))
+    with torch.no_grad():
+        logits = model(torch.randn(2, 3, 32, 32))
+        tokens = captured["tokens"]
+        expected = (model.head(tokens[:, 0]) + model.head_dist(tokens[:, 1])) / 2  # DeiT's inference rule
+    torch.testing.assert_close(logits, expected)
+
+
+def test_no_classes_means_no_head_and_pooled_features() -> None:
+    model = nano(num_classes=0)
+    assert not any(k.startswith("head") for k in model.state_dict())
+    captured = {}
+    model.norm.register_forward_hook(lambda mod, inp, out: captured.update(tokens=out))
+    with torch.no_grad():
+        features = model(torch.randn(2, 3, 32, 32))
+    torch.testing.assert_close(features, captured["tokens"][:, 0])  # (B, D): the normed CLS token
+
+
+def test_fc_norm_normalises_the_pooled_vector_instead_of_every_token() -> None:
+    model = nano(pool="gap", fc_norm=True)
+    assert isinstance(model.norm, torch.nn.Identity) and model.fc_norm.weight.shape == (128,)
+    captured = {}
+    model.blocks[-1].register_forward_hook(lambda mod, inp, out: captured.update(tokens=out[0]))
+    with torch.no_grad():
+        model.fc_norm.weight.normal_()
+        logits = model(torch.randn(2, 3, 32, 32))
+        expected = model.head(model.fc_norm(captured["tokens"][:, 1:].mean(1)))
+    torch.testing.assert_close(logits, expected)
+
+
+def test_distilled_and_dinov2_configs_match_timms_parameter_counts() -> None:
+    # timm's own modules are the reference (built on the meta device: shapes only).
+    timm = pytest.importorskip("timm")
+    for name in ("vit_small_patch14_dinov2", "vit_small_patch14_reg4_dinov2", "deit_tiny_distilled_patch16_224"):
+        with torch.device("meta"):
+            reference = sum(p.numel() for p in timm.create_model(name, pretrained=False).parameters())
+        assert count_params(name) == reference, name
+
+
 def test_config_rejects_unknown_fields_from_files() -> None:
     with pytest.raises(ValueError, match=r"unknown ViT config field\(s\) \['flash_heads'\]"):
         ViTConfig.from_dict({**ViTConfig().to_dict(), "flash_heads": 2})
@@ -186,6 +280,11 @@ def test_config_rejects_unknown_fields_from_files() -> None:
         ({"depth": 0}, "'depth' = 0 is not allowed: expected a positive integer"),
         ({"drop_path": 1.0}, r"'drop_path' = 1.0 is not allowed: expected a rate in \[0, 1\)"),
         ({"norm_eps": 0.0}, "'norm_eps' = 0.0 is not allowed: expected a positive number"),
+        ({"num_classes": -1}, "'num_classes' = -1 is not allowed: expected an integer >= 0"),
+        ({"register_tokens": -2}, "'register_tokens' = -2 is not allowed: expected an integer >= 0"),
+        ({"distill_token": True, "pool": "gap"}, r"'distill_token' = True .* needs class_token=True and pool='cls'"),
+        ({"fc_norm": True, "final_norm": False}, r"'fc_norm' = True is not allowed: needs final_norm=True"),
+        ({"layer_scale": 0.0}, "'layer_scale' = 0.0 is not allowed: expected None or a number > 0"),
     ],
 )
 def test_config_refuses_bad_values_with_a_value_error(fields: dict, message: str) -> None:

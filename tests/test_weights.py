@@ -105,32 +105,105 @@ def test_timm_small_gap_model_parity() -> None:
     assert max_logit_gap(foreign, ours, 32, batch=4) <= 1e-4
 
 
-def test_per_head_attention_equals_timm_maps() -> None:
+def timm_unfused(name: str, **kwargs) -> torch.nn.Module:
+    """A randomly initialised timm model that materialises its attention (fused attention off)."""
     set_fused_attn(False)  # timm only materialises attention when built with fused attention off
     try:
-        foreign = randomise_(timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64)).eval()
+        return randomise_(timm.create_model(name, pretrained=False, **kwargs)).eval()
     finally:
         set_fused_attn(True)
-    ours = vit.from_timm(foreign)
-    images = torch.randn(2, 3, 64, 64)
+
+
+def assert_timm_parity(foreign: torch.nn.Module, ours: vit.VisionTransformer, size: int) -> vit.AttentionMaps:
+    """Logits (or features) within 1e-4 and every head's attention within 1e-5 of timm's."""
+    images = torch.randn(2, 3, size, size)
     with torch.no_grad():
         theirs = AttentionExtract(foreign, method="fx")(images)  # {name: (B, H, T, T)} in block order
-        _, maps = ours(images, need_weights=True)
-    assert len(theirs) == len(maps) == 12
+        expected = foreign(images)
+        out, maps = ours(images, need_weights=True)
+    assert out.shape == expected.shape
+    assert (out - expected).abs().max().item() <= 1e-4
+    assert len(theirs) == len(maps) == ours.config.depth
     for reference, mine in zip(theirs.values(), maps, strict=True):
         torch.testing.assert_close(mine, reference, atol=1e-5, rtol=0)
+    return maps
+
+
+def test_per_head_attention_equals_timm_maps() -> None:
+    foreign = timm_unfused("vit_tiny_patch16_224", img_size=64)
+    maps = assert_timm_parity(foreign, vit.from_timm(foreign), 64)
     cls_maps = query_attention(maps)  # (B, L, H, gh, gw)
-    first = next(iter(theirs.values()))
-    torch.testing.assert_close(cls_maps[:, 0], first[:, :, 0, 1:].reshape(2, 3, 4, 4), atol=1e-5, rtol=0)
+    first = maps[0]
+    torch.testing.assert_close(cls_maps[:, 0], first[:, :, 0, 1:].reshape(2, 3, 4, 4), atol=0, rtol=0)
+
+
+# timm's families, built locally at small sizes (weights cannot be downloaded here): the
+# distillation token and second head, headless DINO, DINOv2's LayerScale, and registers with
+# position embeddings for the patches only (no_embed_class).
+FAMILIES = {
+    "deit_tiny_distilled_patch16_224": ({"img_size": 64}, ("cls", "dist")),
+    "vit_small_patch16_224.dino": ({"img_size": 64}, ("cls",)),
+    "vit_small_patch14_dinov2": ({"img_size": 70}, ("cls",)),
+    "vit_small_patch14_reg4_dinov2": ({"img_size": 70}, ("cls", "reg1", "reg2", "reg3", "reg4")),
+}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_timm_families_load_exactly(name: str) -> None:
+    kwargs, prefix = FAMILIES[name]
+    foreign = timm_unfused(name, **kwargs)
+    ours = vit.from_timm(foreign)
+    maps = assert_timm_parity(foreign, ours, kwargs["img_size"])
+    assert maps.prefix_names == prefix and maps.prefix_tokens == foreign.num_prefix_tokens == len(prefix)
+    assert ours.config.num_classes == foreign.num_classes  # 0 for DINO and DINOv2: features, not logits
+    # A bare state dict: the one named configuration that fits gives the same model.
+    again = vit.from_timm(foreign.state_dict())
+    assert again.config == ours.config
+
+
+@pytest.mark.parametrize("name", ["vit_small_patch14_dinov2", "vit_small_patch14_reg4_dinov2"])
+def test_dinov2_position_embeddings_resample_as_timm_does(name: str) -> None:
+    # DINOv2 is trained at 518 px and run at other sizes; timm resamples with dynamic_img_size.
+    foreign = timm_unfused(name, img_size=70, dynamic_img_size=True)
+    ours = vit.from_timm(foreign)
+    assert ours.config.image_size == 70
+    maps = assert_timm_parity(foreign, ours, 42)  # a 3x3 grid from the 5x5 one
+    assert maps.grid == (3, 3)
+
+
+def test_zoo_entries_map_to_our_configurations_of_the_same_architecture() -> None:
+    # The architecture timm builds for each hub name (on the meta device: shapes, no memory)
+    # is the named configuration the zoo entry promises, with class count and size from timm.
+    for name, spec in vit.weights.PRETRAINED.items():
+        if spec.library != "timm":
+            continue
+        with torch.device("meta"):
+            foreign = timm.create_model(spec.weights, pretrained=False)
+        theirs = vit.weights.config_from_timm(foreign)
+        ours = vit.model.CONFIGS[spec.config]
+        assert theirs == replace(ours, num_classes=theirs.num_classes, image_size=theirs.image_size), name
+
+
+def test_the_zoo_lists_dino_deit_and_dinov2() -> None:
+    names = vit.list_pretrained()
+    for expected in (
+        "vit_small_patch16_224.dino",
+        "vit_base_patch16_224.dino",
+        "vit_small_patch8_224.dino",
+        *(f"deit_{s}_patch16_224.fb_in1k" for s in ("tiny", "small", "base")),
+        *(f"deit_{s}_distilled_patch16_224.fb_in1k" for s in ("tiny", "small", "base")),
+        *(f"vit_{s}_patch14{r}_dinov2.lvd142m" for s in ("small", "large") for r in ("", "_reg4")),
+    ):
+        assert expected in names
+    assert vit.weights.PRETRAINED["vit_large_patch14_reg4_dinov2.lvd142m"].input_size == 224
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"reg_tokens": 4, "class_token": True}, "register tokens"),
-        ({"init_values": 1e-5}, "LayerScale"),
-        ({"global_pool": "avg"}, "fc_norm"),
         ({"qk_norm": True}, "QK-norm"),
+        ({"pre_norm": True}, r"pre-encoder LayerNorm \(norm_pre\)"),
+        ({"global_pool": "map"}, r"attention pooling \(MAP head\)"),
     ],
 )
 def test_unsupported_timm_extras_are_refused_by_name(kwargs: dict, message: str) -> None:
@@ -180,7 +253,7 @@ def test_fine_tuned_copies_keep_the_named_architecture() -> None:
     assert vit.from_timm(original.state_dict()).config == original.config
 
 
-def test_ambiguous_weights_are_refused_with_the_candidates(monkeypatch) -> None:
+def test_ambiguous_weights_are_refused_with_the_candidates(monkeypatch, tmp_path) -> None:
     tiny = vit.model.CONFIGS["vit_cifar_tiny"]
     monkeypatch.setitem(vit.model.CONFIGS, "vit_cifar_tiny_3h", replace(tiny, heads=3))
     monkeypatch.setitem(vit.model.CONFIGS, "vit_cifar_tiny_gap", replace(tiny, pool="gap"))
@@ -188,9 +261,12 @@ def test_ambiguous_weights_are_refused_with_the_candidates(monkeypatch) -> None:
     listed = r"vit_cifar_tiny \(12 heads, pool 'cls'\), vit_cifar_tiny_3h \(3 heads, pool 'cls'\), vit_cifar_tiny_gap"
     with pytest.raises(vit.CheckpointError, match=r"3 named configurations fit them: " + listed):
         vit.from_timm(sd)
-    with pytest.raises(vit.CheckpointError, match=r"name=NAME .* --model NAME"):
+    with pytest.raises(vit.CheckpointError, match=r"choose one with name=NAME .* --model model.safetensors"):
         vit.from_timm(sd)
     assert vit.from_timm(sd, name="vit_cifar_tiny_3h").config.heads == 3
+    # The command-line route the message gives: a checkpoint records the chosen configuration.
+    vit.save_checkpoint(vit.from_timm(sd, name="vit_cifar_tiny_3h"), tmp_path / "model.safetensors")
+    assert vit.load_checkpoint(tmp_path / "model.safetensors")[0].config.heads == 3
     assert vit.from_timm(sd, name="vit_cifar_tiny_gap").config.pool == "gap"
     with pytest.raises(vit.CheckpointError, match=r"do not fit 'vit_cifar_small': dim 192 \(weights\) vs 384"):
         vit.from_timm(sd, name="vit_cifar_small")
@@ -228,7 +304,16 @@ def offline(monkeypatch, tmp_path) -> Offline:
     return state
 
 
-@pytest.mark.parametrize("name", ["vit_b_16.tv_in1k", "vit_tiny_patch16_224.augreg_in21k_ft_in1k"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vit_b_16.tv_in1k",
+        "vit_tiny_patch16_224.augreg_in21k_ft_in1k",
+        "vit_small_patch16_224.dino",
+        "deit_tiny_distilled_patch16_224.fb_in1k",
+        "vit_small_patch14_reg4_dinov2.lvd142m",
+    ],
+)
 def test_offline_pretrained_download_fails_with_a_clear_message(offline, name: str) -> None:
     expected = rf"could not download the pretrained weights '{re.escape(name)}' .* may be offline.* load a local file"
     with pytest.raises(vit.PretrainedUnavailable, match=expected):
@@ -256,18 +341,22 @@ def test_pretrained_torchvision_from_cache_brings_its_metadata(offline) -> None:
     assert meta.preprocessing.mean == (0.485, 0.456, 0.406) and meta.preprocessing.interpolation == "bilinear"
 
 
-def test_pretrained_timm_offline_uses_the_hub_cache_and_brings_its_metadata(offline, monkeypatch) -> None:
-    # Lay out a Hugging Face cache entry as a finished download leaves it; offline, the
-    # loader must find it straight away (huggingface_hub alone would retry for ~45 s).
-    name = "vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+def fill_hub_cache(offline: Offline, monkeypatch, name: str, foreign: torch.nn.Module) -> None:
+    """Lay out a Hugging Face cache entry for timm's `name` as a finished download leaves it."""
     hub_cache = offline.home / "hf" / "hub"
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub_cache))
-    repo = hub_cache / "models--timm--vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+    repo = hub_cache / f"models--timm--{name}"
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text("0" * 40)
     (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
-    foreign = randomise_(timm.create_model("vit_tiny_patch16_224", pretrained=False)).eval()
     save_file(foreign.state_dict(), repo / "snapshots" / ("0" * 40) / "model.safetensors")
+
+
+def test_pretrained_timm_offline_uses_the_hub_cache_and_brings_its_metadata(offline, monkeypatch) -> None:
+    # Offline, the loader must find the cache straight away (huggingface_hub alone would retry for ~45 s).
+    name = "vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+    foreign = randomise_(timm.create_model("vit_tiny_patch16_224", pretrained=False)).eval()
+    fill_hub_cache(offline, monkeypatch, name, foreign)
     model, meta = vit.load_pretrained(name, progress=False)
     assert len(offline.attempts) == 1  # one reachability probe, no retried downloads
     assert max_logit_gap(foreign, model, 224, batch=1) <= 1e-4
@@ -275,3 +364,17 @@ def test_pretrained_timm_offline_uses_the_hub_cache_and_brings_its_metadata(offl
     assert meta.preprocessing.interpolation == "bicubic" and meta.preprocessing.mean == (0.5, 0.5, 0.5)
     assert (meta.preprocessing.resize_size, meta.preprocessing.crop_size) == (248, 224)  # crop_pct 0.9
     assert len(meta.class_names) == 1000 and meta.class_names[0].startswith("tench")
+
+
+def test_pretrained_dinov2_with_registers_is_headless_and_defaults_to_224_px(offline, monkeypatch) -> None:
+    name = "vit_small_patch14_reg4_dinov2.lvd142m"
+    foreign = randomise_(timm.create_model(name, pretrained=False)).eval()  # 518 px, no classifier
+    fill_hub_cache(offline, monkeypatch, name, foreign)
+    model, meta = vit.load_pretrained(name, progress=False)
+    assert model.config == vit.model.CONFIGS["vit_small_patch14_reg4_dinov2"]
+    assert torch.equal(model.reg_token, foreign.reg_token) and torch.equal(model.pos_embed, foreign.pos_embed)
+    assert meta.class_names == []  # no classifier: the model returns features
+    assert (meta.preprocessing.resize_size, meta.preprocessing.crop_size) == (224, 224)  # not 518
+    with torch.no_grad():
+        features, maps = model(torch.randn(1, 3, 224, 224), need_weights=True)
+    assert features.shape == (1, 384) and maps.grid == (16, 16) and maps.prefix_tokens == 5

@@ -1,9 +1,9 @@
 """Pure tensor functions that turn attention weights into the pictures of the ViT paper.
 The definitions, with their equations, are in docs/analysis.md.
 
-Every function reads the token layout from `AttentionMaps` (the patch grid and the number
-of prefix tokens), so rows and columns can never be swapped: patch tokens are row-major
-over the (gh, gw) grid, after the CLS token when there is one.
+Every function reads the token layout from `AttentionMaps` (the patch grid and the prefix
+tokens), so rows and columns can never be swapped: patch tokens are row-major over the
+(gh, gw) grid, after any prefix tokens (CLS, distillation, registers).
 """
 
 from __future__ import annotations
@@ -16,32 +16,40 @@ from torch import Tensor
 
 from .model import AttentionMaps, VisionTransformer
 
-# The one query type of the project: None (the default query: CLS, or the mean patch query
-# without one), a row-major patch index, or a (row, column) grid position, all 0-based.
-Query = int | tuple[int, int] | None
+# The one query type of the project, all 0-based: None (the default query: the CLS token, or
+# the mean patch query without one), a prefix token's name ('cls', 'dist', 'reg1', ...; see
+# AttentionMaps.prefix_names), a row-major patch index, or a (row, column) grid position.
+Query = int | tuple[int, int] | str | None
 HeadFusion = Literal["mean", "max", "min"]
 
 
-def _query_tokens(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
-    """Read the rows of a (..., T, T) token-to-token matrix that a query looks at, every
-    column kept (prefix tokens first): (..., T).
-
-    query=None: the CLS token, or (no CLS token, GAP models) the mean over all patch queries,
-    which is what the pooled representation averages. An int is a row-major patch index;
-    (row, col) is a grid position.
-    """
+def query_token(maps: AttentionMaps, query: Query) -> int | None:
+    """The token index a query names, or None for the mean over patch queries (the default
+    without a CLS token). Raises ValueError for an unknown prefix name or a patch off the grid."""
     gh, gw = maps.grid
-    p = maps.prefix_tokens
     if query is None:
-        return matrix[..., 0, :] if p else matrix[..., p:, :].mean(dim=-2)
-    index = query[0] * gw + query[1] if isinstance(query, tuple) else query
-    if not 0 <= index < gh * gw:
-        raise IndexError(f"patch query {query} outside the {gh}x{gw} grid")
-    return matrix[..., p + index, :]
+        return maps.prefix_names.index("cls") if "cls" in maps.prefix_names else None
+    if isinstance(query, str):
+        if query not in maps.prefix_names:
+            raise ValueError(f"unknown prefix token {query!r}; this model has {list(maps.prefix_names)}")
+        return maps.prefix_names.index(query)
+    row, col = query if isinstance(query, tuple) else divmod(query, gw)
+    if not (0 <= row < gh and 0 <= col < gw):
+        raise ValueError(f"patch query {query} outside the {gh}x{gw} grid")
+    return maps.prefix_tokens + row * gw + col
+
+
+def _query_tokens(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
+    """The row of a (..., T, T) token-to-token matrix that a query looks at, every column kept
+    (prefix tokens first): (..., T). Without a CLS token the default query is the mean over
+    the patch queries, which is what the pooled representation averages."""
+    token = query_token(maps, query)
+    return matrix[..., maps.prefix_tokens :, :].mean(dim=-2) if token is None else matrix[..., token, :]
 
 
 def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
-    """The query's row of a (..., T, T) matrix, patch columns only, as (..., gh, gw)."""
+    """The query's row of a (..., T, T) matrix, patch columns only, as (..., gh, gw)
+    (docs/analysis.md, query maps)."""
     rows = _query_tokens(matrix, maps, query)[..., maps.prefix_tokens :]
     return rows.reshape(*rows.shape[:-1], *maps.grid)  # (..., gh*gw) -> (..., gh, gw) row-major
 
@@ -65,8 +73,9 @@ def rollout_matrix(maps: AttentionMaps, head_fusion: HeadFusion = "mean", discar
     """Attention rollout (Abnar & Zuidema, 2020) as a token-to-token matrix: (B, T, T).
 
     Per layer: fuse heads, optionally zero the weakest `discard_ratio` of entries (see
-    `_discard_weakest`), add the identity for the residual connection, and row-normalise
-    so each row is again a distribution: Â = rownorm(fuse(A) + I), which for mean fusion
+    `_discard_weakest`: never the prefix columns, CLS and registers, which carry the residual
+    stream's global information), add the identity for the residual connection, and
+    row-normalise so each row is again a distribution: Â = rownorm(fuse(A) + I), which for mean fusion
     without discard is the paper's Ã = 0.5·A + 0.5·I. Then R = Â[L-1] @ ... @ Â[0].
     """
     if not 0.0 <= discard_ratio < 1.0:
@@ -117,7 +126,7 @@ def _discard_weakest(fused: Tensor, ratio: float, prefix: int) -> Tensor:
     The count is capped at the number of candidates, so a high ratio cannot reach them."""
     B, T, _ = fused.shape
     ranked = fused.clone()
-    ranked[..., :prefix] = float("inf")
+    ranked[..., :prefix] = float("inf")  # prefix columns (CLS, registers, ...): never candidates
     if prefix < T:
         strongest = fused[..., prefix:].argmax(dim=-1, keepdim=True) + prefix  # (B, T, 1)
         ranked.scatter_(-1, strongest, float("inf"))
@@ -138,8 +147,8 @@ def patch_centres(grid: tuple[int, int], patch_size: int) -> Tensor:
 def mean_attention_distance(maps: AttentionMaps, patch_size: int) -> Tensor:
     """Mean attention distance in pixels per layer and head, (L, H): the ViT paper's Fig. 7
     (right). For each patch query, sum_k A[q, k] * |centre(q) - centre(k)| over patch keys;
-    average over patch queries and over the batch. The CLS token is excluded as a query and
-    as a key, and keys are not renormalised after dropping it, as in the algorithm the
+    average over patch queries and over the batch. Prefix tokens are excluded as queries and
+    as keys, and keys are not renormalised after dropping it, as in the algorithm the
     authors posted (google-research/vision_transformer #162)."""
     centres = patch_centres(maps.grid, patch_size).to(maps[0].device)
     dist = torch.cdist(centres, centres)  # (N, N) pixels
@@ -153,6 +162,6 @@ def position_embedding_similarity(model: VisionTransformer) -> Tensor:
     """Cosine similarity between the position embeddings of every pair of patch slots:
     (gh, gw, gh, gw), where [i, j] is the tile for slot (i, j) (the ViT paper's Fig. 7 centre)."""
     gh, gw = model.config.grid
-    patches = model.pos_embed[0, model.prefix_tokens :].detach().float()  # (N, D)
+    patches = model.pos_embed[0, model.pos_slots :].detach().float()  # (N, D): prefix slots, if any, left out
     unit = F.normalize(patches, dim=-1)
     return (unit @ unit.T).reshape(gh, gw, gh, gw)

@@ -100,7 +100,7 @@ def check_finite(tensors: dict[str, Tensor], source: str) -> None:
 class ModelMeta:
     """What travels with a model besides its weights."""
 
-    class_names: list[str]
+    class_names: list[str]  # one per class; empty for models without a classifier (num_classes=0)
     preprocessing: Preprocessing | None = None
     info: dict = field(default_factory=dict)  # free-form: training command, accuracy, source...
     extra: dict[str, Tensor] = field(default_factory=dict)  # non-model tensors, e.g. optimizer state

@@ -7,6 +7,12 @@ One file, one config dataclass, small modules. Equation numbers refer to the pap
     z_l  = MLP(LN(z'_l)) + z'_l                              (3)  MLP block, pre-norm
     y    = LN(z_L^0)                                         (4)  final norm, read the CLS token
 
+Options of later ViTs, each a config field: LayerScale (Touvron et al. 2021, "Going deeper
+with Image Transformers", Sec. 3: z'_l = diag(γ1) MSA(LN(z_{l-1})) + z_{l-1}), DeiT's
+distillation token (Touvron et al. 2021, "Training data-efficient image transformers"),
+register tokens (Darcet et al. 2024, "Vision Transformers Need Registers"), position
+embeddings without prefix slots, and headless feature extractors (DINO, DINOv2).
+
 The tensor layout and every default (LayerNorm eps 1e-6, exact GELU, packed q;k;v) match
 torchvision's and timm's ViTs, so their weights load without any numeric change.
 """
@@ -14,6 +20,7 @@ torchvision's and timm's ViTs, so their weights load without any numeric change.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
@@ -31,14 +38,20 @@ class ViTConfig:
     image_size: int = 224  # the (square) training resolution; position embeddings are laid out for it
     patch_size: int = 16
     in_channels: int = 3
-    num_classes: int = 1000
+    num_classes: int = 1000  # head: (B, D) -> (B, num_classes); 0: no head, forward returns the pooled (B, D)
     dim: int = 768
     depth: int = 12
     heads: int = 12
     mlp_dim: int = 3072
     pool: Pool = "cls"  # "cls": read the class token; "gap": mean of the patch tokens (paper, App. D.3)
-    class_token: bool = True
+    # Prefix tokens, in timm's order before the patches: CLS, distillation, registers.
+    class_token: bool = True  # cls_token (1, 1, D)
+    distill_token: bool = False  # DeiT's dist_token (1, 1, D), read by a second head, head_dist (D -> classes)
+    register_tokens: int = 0  # reg_token (1, R, D): R extra tokens no head reads (Darcet et al. 2024)
+    pos_embed_prefix: bool = True  # pos_embed (1, prefix + N, D); False: (1, N, D), patches only (timm no_embed_class)
     final_norm: bool = True
+    fc_norm: bool = False  # the final LayerNorm on the pooled (B, D) instead of every token (timm's fc_norm)
+    layer_scale: float | None = None  # LayerScale init value: gammas ls1, ls2 (D,) scale each residual branch
     qkv_bias: bool = True
     dropout: float = 0.0
     attn_dropout: float = 0.0
@@ -47,8 +60,10 @@ class ViTConfig:
 
     def __post_init__(self) -> None:
         what = "ViT config"
-        for name in ("image_size", "patch_size", "in_channels", "num_classes", "dim", "depth", "heads", "mlp_dim"):
+        for name in ("image_size", "patch_size", "in_channels", "dim", "depth", "heads", "mlp_dim"):
             require(getattr(self, name) >= 1, what, name, getattr(self, name), "expected a positive integer")
+        for name in ("num_classes", "register_tokens"):
+            require(getattr(self, name) >= 0, what, name, getattr(self, name), "expected an integer >= 0")
         require(self.dim % self.heads == 0, what, "heads", self.heads, f"must divide dim {self.dim}")
         require(
             self.image_size % self.patch_size == 0,
@@ -59,9 +74,20 @@ class ViTConfig:
         )
         require(self.pool in ("cls", "gap"), what, "pool", self.pool, "expected 'cls' or 'gap'")
         require(self.class_token or self.pool == "gap", what, "pool", self.pool, "'cls' needs class_token=True")
+        distilled_ok = not self.distill_token or (self.class_token and self.pool == "cls")
+        require(distilled_ok, what, "distill_token", True, "needs class_token=True and pool='cls' (DeiT)")
+        require(self.final_norm or not self.fc_norm, what, "fc_norm", True, "needs final_norm=True (it moves it)")
+        ls = self.layer_scale
+        require(ls is None or (ls > 0 and math.isfinite(ls)), what, "layer_scale", ls, "expected None or a number > 0")
         for name in ("dropout", "attn_dropout", "drop_path"):
             require(0.0 <= getattr(self, name) < 1.0, what, name, getattr(self, name), "expected a rate in [0, 1)")
         require(self.norm_eps > 0, what, "norm_eps", self.norm_eps, "expected a positive number")
+
+    @property
+    def prefix_names(self) -> tuple[str, ...]:
+        """Names of the prefix tokens in sequence order: 'cls', 'dist', 'reg1', 'reg2', ..."""
+        names = ("cls",) * self.class_token + ("dist",) * self.distill_token
+        return names + tuple(f"reg{i + 1}" for i in range(self.register_tokens))
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -82,17 +108,34 @@ class ViTConfig:
 class AttentionMaps(tuple):
     """The per-layer attention weights of one forward pass: a tuple of L tensors, each
     (B, heads, T, T) post-softmax, plus what is needed to read them: the patch `grid`
-    (gh, gw) the tokens came from and the number of `prefix_tokens` (1 for CLS, else 0)
-    before the row-major patch tokens."""
+    (gh, gw) the tokens came from, the number of `prefix_tokens` before the row-major patch
+    tokens (CLS, distillation and register tokens, in that order) and their `prefix_names`
+    ('cls', 'dist', 'reg1', ...; by default 'cls' then 'prefix2', 'prefix3', ...)."""
 
     grid: tuple[int, int]
     prefix_tokens: int
+    prefix_names: tuple[str, ...]
 
-    def __new__(cls, layers: list[Tensor], grid: tuple[int, int], prefix_tokens: int) -> AttentionMaps:
+    def __new__(
+        cls,
+        layers: list[Tensor],
+        grid: tuple[int, int],
+        prefix_tokens: int,
+        prefix_names: tuple[str, ...] | None = None,
+    ) -> AttentionMaps:
+        if prefix_names is None:
+            prefix_names = tuple("cls" if i == 0 else f"prefix{i + 1}" for i in range(prefix_tokens))
+        if len(prefix_names) != prefix_tokens:
+            raise ValueError(f"{len(prefix_names)} prefix names {prefix_names} for {prefix_tokens} prefix tokens")
         maps = super().__new__(cls, layers)
         maps.grid = grid
         maps.prefix_tokens = prefix_tokens
+        maps.prefix_names = tuple(prefix_names)
         return maps
+
+    def apply(self, fn: Callable[[Tensor], Tensor]) -> AttentionMaps:
+        """The same maps with `fn` applied to every layer (e.g. `.float().cpu()`), keeping the layout."""
+        return AttentionMaps([fn(layer) for layer in self], self.grid, self.prefix_tokens, self.prefix_names)
 
 
 def resample_pos_embed(patch_pos: Tensor, old_grid: tuple[int, int], new_grid: tuple[int, int]) -> Tensor:
@@ -100,7 +143,7 @@ def resample_pos_embed(patch_pos: Tensor, old_grid: tuple[int, int], new_grid: t
 
     Bicubic with antialias and align_corners=False, as timm's `resample_abs_pos_embed`
     (torchvision's `interpolate_embeddings` uses align_corners=True instead). Prefix
-    (CLS) embeddings are never passed here: they have no position to interpolate.
+    (CLS, ...) embeddings are never passed here: they have no position to interpolate.
     """
     if old_grid == new_grid:
         return patch_pos
@@ -189,23 +232,38 @@ class DropPath(nn.Module):
         return x * keep / (1.0 - self.p)
 
 
+class LayerScale(nn.Module):
+    """Per-channel scale of a residual branch, diag(γ) (Touvron et al. 2021, CaiT, Sec. 3); timm's
+    `ls1`/`ls2` with their `gamma` (D,)."""
+
+    def __init__(self, dim: int, init_value: float):
+        super().__init__()
+        self.init_value = init_value
+        self.gamma = nn.Parameter(torch.full((dim,), init_value))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * self.gamma  # (B, T, D) * (D,)
+
+
 class Block(nn.Module):
-    """One pre-norm encoder layer: eqs. (2) and (3)."""
+    """One pre-norm encoder layer: eqs. (2) and (3), with LayerScale when configured."""
 
     def __init__(self, config: ViTConfig, drop_path: float):
         super().__init__()
         c = config
         self.norm1 = nn.LayerNorm(c.dim, eps=c.norm_eps)
         self.attn = Attention(c.dim, c.heads, c.qkv_bias, c.attn_dropout, c.dropout)
+        self.ls1 = nn.Identity() if c.layer_scale is None else LayerScale(c.dim, c.layer_scale)
         self.norm2 = nn.LayerNorm(c.dim, eps=c.norm_eps)
         self.mlp = MLP(c.dim, c.mlp_dim, c.dropout)
+        self.ls2 = nn.Identity() if c.layer_scale is None else LayerScale(c.dim, c.layer_scale)
         self.drop_path = DropPath(drop_path)
 
     def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         """x (B, T, D) -> (x', attention weights (B, H, T, T) if `need_weights` else None)."""
         y, attn = self.attn(self.norm1(x), need_weights)
-        x = x + self.drop_path(y)
-        x = x + self.drop_path(self.mlp(self.norm2(x)))
+        x = x + self.drop_path(self.ls1(y))
+        x = x + self.drop_path(self.ls2(self.mlp(self.norm2(x))))
         return x, attn
 
 
@@ -214,16 +272,25 @@ class VisionTransformer(nn.Module):
         super().__init__()
         c = self.config = config
         self.patch_embed = PatchEmbed(c.patch_size, c.in_channels, c.dim)
-        self.prefix_tokens = 1 if c.class_token else 0
+        self.prefix_tokens = len(c.prefix_names)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim)) if c.class_token else None
+        self.dist_token = nn.Parameter(torch.zeros(1, 1, c.dim)) if c.distill_token else None
+        self.reg_token = nn.Parameter(torch.zeros(1, c.register_tokens, c.dim)) if c.register_tokens else None
         gh, gw = c.grid
-        self.pos_embed = nn.Parameter(torch.empty(1, self.prefix_tokens + gh * gw, c.dim))
+        self.pos_slots = self.prefix_tokens if c.pos_embed_prefix else 0  # prefix tokens with a position embedding
+        self.pos_embed = nn.Parameter(torch.empty(1, self.pos_slots + gh * gw, c.dim))
         self.pos_drop = nn.Dropout(c.dropout)
         rates = [c.drop_path * i / max(c.depth - 1, 1) for i in range(c.depth)]
         self.blocks = nn.ModuleList(Block(c, rate) for rate in rates)
-        self.norm = nn.LayerNorm(c.dim, eps=c.norm_eps) if c.final_norm else nn.Identity()
-        self.head = nn.Linear(c.dim, c.num_classes)
+        self.norm = nn.LayerNorm(c.dim, eps=c.norm_eps) if c.final_norm and not c.fc_norm else nn.Identity()
+        self.fc_norm = nn.LayerNorm(c.dim, eps=c.norm_eps) if c.fc_norm else nn.Identity()
+        self.head = self._new_head()
+        self.head_dist = self._new_head() if c.distill_token else None
         self.reset_parameters()
+
+    def _new_head(self) -> nn.Module:
+        c = self.config
+        return nn.Linear(c.dim, c.num_classes) if c.num_classes else nn.Identity()
 
     def reset_parameters(self) -> None:
         """timm's initialisation: truncated normal(0.02) for weights and position embeddings."""
@@ -235,46 +302,67 @@ class VisionTransformer(nn.Module):
             elif isinstance(m, nn.LayerNorm):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
+            elif isinstance(m, LayerScale):
+                nn.init.constant_(m.gamma, m.init_value)
         # The patch projection is a linear map on flattened patches: LeCun-normal like fan-in Linear.
         w = self.patch_embed.proj.weight
         nn.init.trunc_normal_(w, std=math.sqrt(1.0 / w[0].numel()))
         nn.init.zeros_(self.patch_embed.proj.bias)
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
-        if self.cls_token is not None:
-            nn.init.normal_(self.cls_token, std=1e-6)
+        for token in (self.cls_token, self.reg_token):
+            if token is not None:
+                nn.init.normal_(token, std=1e-6)
+        if self.dist_token is not None:
+            nn.init.trunc_normal_(self.dist_token, std=0.02)
 
     def patch_grid(self, height: int, width: int) -> tuple[int, int]:
         """The (gh, gw) patch grid an image of height x width pixels is cut into."""
         return self.patch_embed.grid(height, width)
 
     def position_embedding(self, grid: tuple[int, int]) -> Tensor:
-        """(1, prefix + gh*gw, D) position embeddings for `grid`, resampled if it is not the
-        training grid. The CLS slot is kept as it is: it has no spatial position."""
-        prefix, patches = self.pos_embed[:, : self.prefix_tokens], self.pos_embed[:, self.prefix_tokens :]
+        """(1, pos_slots + gh*gw, D) position embeddings for `grid`, resampled if it is not the
+        training grid. Prefix slots are kept as they are: they have no spatial position."""
+        prefix, patches = self.pos_embed[:, : self.pos_slots], self.pos_embed[:, self.pos_slots :]
         return torch.cat([prefix, resample_pos_embed(patches, self.config.grid, grid)], dim=1)
 
-    def forward(self, images: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
-        """images (B, C, H, W) -> logits (B, classes), and with `need_weights` (PyTorch's name,
-        per head as `average_attn_weights=False`) the per-layer post-softmax attention as
-        `AttentionMaps` (which carries the grid)."""
+    def embed(self, images: Tensor) -> tuple[Tensor, tuple[int, int]]:
+        """Eq. (1): images (B, C, H, W) -> tokens (B, prefix + gh*gw, D) and the grid (gh, gw)."""
         channels = self.config.in_channels
         if images.ndim != 4 or images.shape[1] != channels:
             raise ValueError(f"expected images (B, {channels}, H, W), got shape {tuple(images.shape)}")
         grid = self.patch_grid(images.shape[-2], images.shape[-1])
         x = self.patch_embed(images)  # (B, N, D)
-        if self.cls_token is not None:
-            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)  # (B, 1+N, D)
-        x = self.pos_drop(x + self.position_embedding(grid))  # eq. (1)
+        B = x.shape[0]
+        prefix = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token, self.reg_token) if t is not None]
+        pos = self.position_embedding(grid)
+        if self.pos_slots:  # original ViT: every token has a slot; concatenate, then add
+            x = torch.cat([*prefix, x], dim=1) + pos
+        else:  # timm no_embed_class (DeiT III, DINOv2 with registers): only patches get positions
+            x = torch.cat([*prefix, x + pos], dim=1)
+        return self.pos_drop(x), grid
+
+    def forward_head(self, x: Tensor) -> Tensor:
+        """Normed tokens (B, T, D) -> logits (B, classes), or pooled features (B, D) without a
+        head. A distilled model averages its two heads, as DeiT (and timm) do at inference."""
+        pooled = x[:, 0] if self.config.pool == "cls" else x[:, self.prefix_tokens :].mean(dim=1)  # (B, D)
+        out = self.head(self.fc_norm(pooled))
+        if self.head_dist is not None:
+            out = (out + self.head_dist(x[:, 1])) / 2
+        return out
+
+    def forward(self, images: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, AttentionMaps]:
+        """images (B, C, H, W) -> logits (B, classes) (pooled features (B, D) when num_classes=0),
+        and with `need_weights` (PyTorch's name, per head as `average_attn_weights=False`) the
+        per-layer post-softmax attention as `AttentionMaps` (which carries the grid)."""
+        x, grid = self.embed(images)
         maps = []
         for block in self.blocks:
             x, attn = block(x, need_weights)
             maps.append(attn)
-        x = self.norm(x)
-        pooled = x[:, 0] if self.config.pool == "cls" else x[:, self.prefix_tokens :].mean(dim=1)  # (B, D)
-        logits = self.head(pooled)
+        out = self.forward_head(self.norm(x))
         if need_weights:
-            return logits, AttentionMaps(maps, grid, self.prefix_tokens)
-        return logits
+            return out, AttentionMaps(maps, grid, self.prefix_tokens, self.config.prefix_names)
+        return out
 
 
 # Named configurations. torchvision's variants use its names; timm's use timm's.
@@ -287,6 +375,30 @@ CONFIGS: dict[str, ViTConfig] = {
     "vit_tiny_patch16_224": ViTConfig(patch_size=16, dim=192, depth=12, heads=3, mlp_dim=768),
     "vit_small_patch16_224": ViTConfig(patch_size=16, dim=384, depth=12, heads=6, mlp_dim=1536),
     "vit_base_patch16_224": ViTConfig(patch_size=16, dim=768, depth=12, heads=12, mlp_dim=3072),
+    # DINO ViT-S/8 (Caron et al. 2021). Its ViT-S/16 and ViT-B/16 are timm's small and base above.
+    "vit_small_patch8_224": ViTConfig(patch_size=8, dim=384, depth=12, heads=6, mlp_dim=1536),
+    # DeiT with a distillation token (Touvron et al. 2021); plain DeiT is timm's tiny/small/base above.
+    "deit_tiny_distilled_patch16_224": ViTConfig(dim=192, depth=12, heads=3, mlp_dim=768, distill_token=True),
+    "deit_small_distilled_patch16_224": ViTConfig(dim=384, depth=12, heads=6, mlp_dim=1536, distill_token=True),
+    "deit_base_distilled_patch16_224": ViTConfig(dim=768, depth=12, heads=12, mlp_dim=3072, distill_token=True),
+    # DINOv2 (Oquab et al. 2024): trained at 518 px, LayerScale, no classifier; "reg4" adds 4 registers
+    # (Darcet et al. 2024) with position embeddings for the patches only.
+    **{
+        f"vit_{size}_patch14{reg}_dinov2": ViTConfig(
+            image_size=518,
+            patch_size=14,
+            num_classes=0,
+            dim=dim,
+            depth=depth,
+            heads=heads,
+            mlp_dim=4 * dim,
+            layer_scale=1e-5,
+            register_tokens=4 if reg else 0,
+            pos_embed_prefix=not reg,
+        )
+        for size, dim, depth, heads in (("small", 384, 12, 6), ("large", 1024, 24, 16))
+        for reg in ("", "_reg4")
+    },
     # CIFAR-10 (32x32). Patch 4 gives an 8x8 grid, the consensus for training from scratch.
     # The classic showcase: patch 8, GAP, no CLS token, no final norm: 847,626 parameters.
     "vit_cifar_showcase": ViTConfig(

@@ -50,10 +50,6 @@ _TORCHVISION_BLOCK = {
 }
 # timm's names are ours (we chose them to be). These are the timm extras we refuse.
 _TIMM_UNSUPPORTED = {
-    "reg_token": "register tokens",
-    ".ls1.": "LayerScale",
-    ".ls2.": "LayerScale",
-    "fc_norm.": "fc_norm (a LayerNorm after average pooling)",
     "norm_pre.": "a pre-encoder LayerNorm (norm_pre)",
     "attn.q_norm.": "QK-norm",
     "attn.k_norm.": "QK-norm",
@@ -63,9 +59,11 @@ _TIMM_UNSUPPORTED = {
     "attn_pool.": "attention pooling (MAP head)",
     "head.fc.": "a multi-layer head",
 }
-_OUR_BLOCK_KEY = re.compile(r"blocks\.\d+\.(norm1|norm2|attn\.qkv|attn\.proj|mlp\.fc1|mlp\.fc2)\.(weight|bias)")
-_OUR_TOP_KEYS = {"cls_token", "pos_embed", "patch_embed.proj.weight", "patch_embed.proj.bias"} | {
-    f"{m}.{p}" for m in ("norm", "head") for p in ("weight", "bias")
+_OUR_BLOCK_KEY = re.compile(
+    r"blocks\.\d+\.((norm1|norm2|attn\.qkv|attn\.proj|mlp\.fc1|mlp\.fc2)\.(weight|bias)|ls[12]\.gamma)"
+)
+_OUR_TOP_KEYS = {"cls_token", "dist_token", "reg_token", "pos_embed", "patch_embed.proj.weight"} | {
+    f"{m}.{p}" for m in ("patch_embed.proj", "norm", "fc_norm", "head", "head_dist") for p in ("weight", "bias")
 }
 
 
@@ -106,32 +104,57 @@ def _rename(state_dict: dict[str, Tensor], rename: Callable[[str], str]) -> dict
     return out
 
 
-def shape_fields(sd: dict[str, Tensor]) -> dict:
-    """The config fields a state dict (in our key names) pins down by its tensor shapes and
-    key names. The head count, the pooling and the dropout rates are not among them."""
-    for key in ("patch_embed.proj.weight", "pos_embed", "head.weight", "blocks.0.mlp.fc1.weight"):
+def _square_side(n: int) -> int | None:
+    side = math.isqrt(max(n, 0))
+    return side if n > 0 and side * side == n else None
+
+
+def _patch_slots(length: int, prefix: int, pos_embed_prefix: bool | None) -> tuple[int, bool]:
+    """(grid side, pos_embed_prefix) for a position embedding of `length` slots and `prefix`
+    prefix tokens: with prefix slots the patches are length - prefix, without them all."""
+    if prefix == 0:
+        options = [(_square_side(length), True)]
+    else:
+        tried = (True, False) if pos_embed_prefix is None else (pos_embed_prefix,)
+        options = [(_square_side(length - prefix * slots), slots) for slots in tried]
+    fits = [(side, slots) for side, slots in options if side]
+    if len(fits) != 1:
+        problem = "fits both with and without prefix slots" if fits else "is not a square grid"
+        raise CheckpointError(
+            f"a position embedding of {length} slots for {prefix} prefix token(s) {problem}; "
+            "pass config=ViTConfig(...) (non-square training grids are not supported)"
+        )
+    return fits[0]
+
+
+def shape_fields(sd: dict[str, Tensor], pos_embed_prefix: bool | None = None) -> dict:
+    """The config fields a state dict (in our key names) pins down by its tensor shapes and key
+    names; `layer_scale` is True or False here (the weights hold the gammas, not their initial
+    value). The head count, the pooling and the dropout rates are not among them."""
+    for key in ("patch_embed.proj.weight", "pos_embed", "blocks.0.mlp.fc1.weight"):
         if key not in sd:
             raise CheckpointError(f"not a ViT state dict: {key!r} (or its foreign name) is missing")
     dim, in_channels, patch, _ = sd["patch_embed.proj.weight"].shape
-    class_token = "cls_token" in sd
-    prefix = 1 if class_token else 0
-    num_patches = sd["pos_embed"].shape[1] - prefix
-    side = math.isqrt(num_patches)
-    if side * side != num_patches:
-        raise CheckpointError(
-            f"position embedding has {num_patches} patch slots (after {prefix} prefix token): not a square grid; "
-            "embeddings without a CLS slot (timm no_embed_class) or non-square training grids are not supported"
-        )
+    tokens = {
+        "class_token": "cls_token" in sd,
+        "distill_token": "dist_token" in sd,
+        "register_tokens": sd["reg_token"].shape[1] if "reg_token" in sd else 0,
+    }
+    prefix = sum(int(v) for v in tokens.values())
+    side, slots = _patch_slots(sd["pos_embed"].shape[1], prefix, pos_embed_prefix)
     return {
         "image_size": side * patch,
         "patch_size": patch,
         "in_channels": in_channels,
-        "num_classes": sd["head.weight"].shape[0],
+        "num_classes": sd["head.weight"].shape[0] if "head.weight" in sd else 0,
         "dim": dim,
         "depth": len({k.split(".")[1] for k in sd if k.startswith("blocks.")}),
         "mlp_dim": sd["blocks.0.mlp.fc1.weight"].shape[0],
-        "class_token": class_token,
-        "final_norm": "norm.weight" in sd,
+        **tokens,
+        "pos_embed_prefix": slots,
+        "final_norm": "norm.weight" in sd or "fc_norm.weight" in sd,
+        "fc_norm": "fc_norm.weight" in sd,
+        "layer_scale": "blocks.0.ls1.gamma" in sd,
         "qkv_bias": "blocks.0.attn.qkv.bias" in sd,
     }
 
@@ -144,11 +167,9 @@ _ADAPTABLE = ("num_classes", "image_size")
 def _mismatches(named: ViTConfig, fields: dict, pool: str | None) -> list[str]:
     """How the weights' `fields` (and a known `pool`) differ from a named configuration."""
     wanted = {**fields, "pool": pool} if pool else fields
-    return [
-        f"{k} {v} (weights) vs {getattr(named, k)}"
-        for k, v in wanted.items()
-        if k not in _ADAPTABLE and getattr(named, k) != v
-    ]
+    ours = {k: getattr(named, k) for k in wanted}
+    ours["layer_scale"] = named.layer_scale is not None  # the weights tell only whether it is there
+    return [f"{k} {v} (weights) vs {ours[k]}" for k, v in wanted.items() if k not in _ADAPTABLE and ours[k] != v]
 
 
 def _fitting(fields: dict, pool: str | None) -> dict[str, ViTConfig]:
@@ -160,7 +181,11 @@ def _fitting(fields: dict, pool: str | None) -> dict[str, ViTConfig]:
 def _choose_config(fields: dict, name: str | None, pool: str | None) -> ViTConfig:
     """The config for weights that cannot tell their head count or pooling: the named one, or the
     one named configuration that fits; never a guess. Raises CheckpointError listing candidates."""
-    how = "choose one with name=NAME (vit.from_timm / vit.from_torchvision) or --model NAME on the command line"
+    how = (
+        "choose one with name=NAME (vit.from_timm / vit.from_torchvision); for the command line, save the "
+        "weights once as a checkpoint that records their configuration, "
+        "vit.save_checkpoint(vit.from_timm(PATH, name=NAME), 'model.safetensors'), and pass --model model.safetensors"
+    )
     if name is not None:
         if name not in CONFIGS:
             raise CheckpointError(f"unknown model {name!r}; choose one of {list_models()}")
@@ -217,25 +242,35 @@ def from_torchvision(
     given (see `vit.list_models()`)."""
     sd = _rename(_state_dict_of(source), _rename_torchvision)
     if isinstance(source, nn.Module) and config is None and name is None:
-        heads = source.encoder.layers[0].self_attention.num_heads
-        config = ViTConfig(**shape_fields(sd), heads=heads, pool="cls")
+        fields = shape_fields(sd) | {"layer_scale": None}  # torchvision's ViT has no LayerScale
+        config = ViTConfig(**fields, heads=source.encoder.layers[0].self_attention.num_heads, pool="cls")
     return _convert(sd, config, name, "cls", "torchvision weights")
 
 
+def config_from_timm(module: nn.Module) -> ViTConfig:
+    """Our config for a timm `VisionTransformer` (or DeiT's distilled one): shapes from its
+    weights, and what weights cannot tell (heads, pooling, prefix slots) from the module."""
+    pool = {"token": "cls", "avg": "gap"}.get(module.global_pool)
+    if pool is None:
+        raise CheckpointError(f"timm global_pool={module.global_pool!r} is not supported (use 'token' or 'avg')")
+    sd = _rename(module.state_dict(), _rename_timm)
+    fields = shape_fields(sd, pos_embed_prefix=not getattr(module, "no_embed_class", False))
+    layer_scale = None
+    if fields.pop("layer_scale"):
+        layer_scale = getattr(module.blocks[0].ls1, "init_values", 1e-5)  # only the initial value: gammas are loaded
+    return ViTConfig(**fields, layer_scale=layer_scale, heads=module.blocks[0].attn.num_heads, pool=pool)
+
+
 def from_timm(source: WeightsSource, *, name: str | None = None, config: ViTConfig | None = None) -> VisionTransformer:
-    """Our ViT with the weights of a timm `VisionTransformer` (module, state dict or path).
-    A module tells its head count and pooling; a bare state dict loads only as the one named
-    configuration that fits, or as the `name` or `config` given. timm options this ViT does
-    not implement (register tokens, LayerScale, fc_norm, ...) are refused with a message
-    naming them."""
-    sd = _rename(_state_dict_of(source), _rename_timm)
+    """Our ViT with the weights of a timm `VisionTransformer` (module, state dict or path):
+    plain ViTs, DeiT (distilled too), DINO and DINOv2 (LayerScale, registers, position
+    embeddings without prefix slots, no classifier). A module tells its head count and pooling;
+    a bare state dict loads only as the one named configuration that fits, or as the `name` or
+    `config` given. timm options this ViT does not implement (QK-norm, attention pooling, ...)
+    are refused with a message naming them."""
     if isinstance(source, nn.Module) and config is None and name is None:
-        if getattr(source, "no_embed_class", False):
-            raise CheckpointError("timm models with no_embed_class=True are not supported")
-        pool = {"token": "cls", "avg": "gap"}.get(source.global_pool)
-        if pool is None:
-            raise CheckpointError(f"timm global_pool={source.global_pool!r} is not supported (use 'token' or 'avg')")
-        config = ViTConfig(**shape_fields(sd), heads=source.blocks[0].attn.num_heads, pool=pool)
+        config = config_from_timm(source)
+    sd = _rename(_state_dict_of(source), _rename_timm)
     return _convert(sd, config, name, None, "timm weights")
 
 
@@ -246,17 +281,55 @@ def from_timm(source: WeightsSource, *, name: str | None = None, config: ViTConf
 @dataclass(frozen=True)
 class Pretrained:
     library: str  # "torchvision" or "timm"
-    weights: str  # torchvision weights enum name, or the timm model name with tag
+    weights: str  # torchvision weights enum name, or the timm hub name (model name with tag)
+    config: str  # our named configuration (vit.list_models()); class count and resolution come from the weights
+    input_size: int | None = None  # default input side in pixels when not the weights' own (DINOv2: 224, not 518)
 
+
+def _timm(weights: str, config: str, input_size: int | None = None) -> Pretrained:
+    return Pretrained("timm", weights, config, input_size)
+
+
+# DINOv2 was trained at 518 px (a 37x37 grid); a 2-core CPU answers in seconds at 224 px (16x16),
+# so that is the default input size. Position embeddings are resampled to any grid, as timm does.
+_DINOV2_INPUT = 224
 
 PRETRAINED: dict[str, Pretrained] = {
-    "vit_b_16.tv_in1k": Pretrained("torchvision", "ViT_B_16_Weights.IMAGENET1K_V1"),
-    "vit_b_32.tv_in1k": Pretrained("torchvision", "ViT_B_32_Weights.IMAGENET1K_V1"),
-    "vit_l_16.tv_in1k": Pretrained("torchvision", "ViT_L_16_Weights.IMAGENET1K_V1"),
-    "vit_l_32.tv_in1k": Pretrained("torchvision", "ViT_L_32_Weights.IMAGENET1K_V1"),
-    "vit_tiny_patch16_224.augreg_in21k_ft_in1k": Pretrained("timm", "vit_tiny_patch16_224.augreg_in21k_ft_in1k"),
-    "vit_small_patch16_224.augreg_in21k_ft_in1k": Pretrained("timm", "vit_small_patch16_224.augreg_in21k_ft_in1k"),
-    "vit_base_patch16_224.augreg2_in21k_ft_in1k": Pretrained("timm", "vit_base_patch16_224.augreg2_in21k_ft_in1k"),
+    "vit_b_16.tv_in1k": Pretrained("torchvision", "ViT_B_16_Weights.IMAGENET1K_V1", "vit_b_16"),
+    "vit_b_32.tv_in1k": Pretrained("torchvision", "ViT_B_32_Weights.IMAGENET1K_V1", "vit_b_32"),
+    "vit_l_16.tv_in1k": Pretrained("torchvision", "ViT_L_16_Weights.IMAGENET1K_V1", "vit_l_16"),
+    "vit_l_32.tv_in1k": Pretrained("torchvision", "ViT_L_32_Weights.IMAGENET1K_V1", "vit_l_32"),
+    **{
+        name: _timm(name, name.split(".")[0])
+        for name in (
+            "vit_tiny_patch16_224.augreg_in21k_ft_in1k",
+            "vit_small_patch16_224.augreg_in21k_ft_in1k",
+            "vit_base_patch16_224.augreg2_in21k_ft_in1k",
+        )
+    },
+    # DINO (Caron et al. 2021): self-supervised, no classifier.
+    "vit_small_patch16_224.dino": _timm("vit_small_patch16_224.dino", "vit_small_patch16_224"),
+    "vit_base_patch16_224.dino": _timm("vit_base_patch16_224.dino", "vit_base_patch16_224"),
+    "vit_small_patch8_224.dino": _timm("vit_small_patch8_224.dino", "vit_small_patch8_224"),
+    # DeiT (Touvron et al. 2021): plain ViT architectures, and distilled ones with a second token and head.
+    **{
+        f"deit_{size}_patch16_224.fb_in1k": _timm(f"deit_{size}_patch16_224.fb_in1k", f"vit_{size}_patch16_224")
+        for size in ("tiny", "small", "base")
+    },
+    **{
+        f"deit_{size}_distilled_patch16_224.fb_in1k": _timm(
+            f"deit_{size}_distilled_patch16_224.fb_in1k", f"deit_{size}_distilled_patch16_224"
+        )
+        for size in ("tiny", "small", "base")
+    },
+    # DINOv2 (Oquab et al. 2024), with and without 4 registers (Darcet et al. 2024): no classifier.
+    **{
+        f"vit_{size}_patch14{reg}_dinov2.lvd142m": _timm(
+            f"vit_{size}_patch14{reg}_dinov2.lvd142m", f"vit_{size}_patch14{reg}_dinov2", _DINOV2_INPUT
+        )
+        for size in ("small", "large")
+        for reg in ("", "_reg4")
+    },
 }
 
 
@@ -281,7 +354,7 @@ def _load_torchvision(name: str, spec: Pretrained, progress: bool) -> tuple[Visi
     except (OSError, RuntimeError) as e:  # URLError is an OSError
         hint = "vit.from_torchvision('vit_b_16-c867db91.pth') on a file downloaded elsewhere"
         raise PretrainedUnavailable(_offline_message(name, weights.url, e, hint)) from e
-    model = from_torchvision(state_dict, name=name.split(".")[0])
+    model = from_torchvision(state_dict, name=spec.config)
     tf = weights.transforms()
     preprocessing = Preprocessing(
         resize_size=tf.resize_size[0],
@@ -332,7 +405,7 @@ def _load_timm(name: str, spec: Pretrained, progress: bool) -> tuple[VisionTrans
         hint = "vit.from_timm('model.safetensors') on a file downloaded elsewhere"
         raise PretrainedUnavailable(_offline_message(name, f"timm {spec.weights}", e, hint)) from e
     cfg = resolve_data_config({}, model=foreign)
-    crop = cfg["input_size"][-1]
+    crop = spec.input_size or cfg["input_size"][-1]
     preprocessing = Preprocessing(
         resize_size=math.floor(crop / cfg["crop_pct"]),
         crop_size=crop,
@@ -340,13 +413,17 @@ def _load_timm(name: str, spec: Pretrained, progress: bool) -> tuple[VisionTrans
         std=tuple(cfg["std"]),
         interpolation=cfg["interpolation"],
     )
-    class_names = ImageNetInfo(infer_imagenet_subset(foreign)).label_descriptions()
-    return from_timm(foreign), ModelMeta(list(class_names), preprocessing, {"source": f"timm {spec.weights}"})
+    model = from_timm(foreign.state_dict(), name=spec.config)
+    class_names = ImageNetInfo(infer_imagenet_subset(foreign)).label_descriptions() if foreign.num_classes else []
+    return model, ModelMeta(list(class_names), preprocessing, {"source": f"timm {spec.weights}"})
 
 
 def load_pretrained(name: str, progress: bool = True) -> tuple[VisionTransformer, ModelMeta]:
     """Download (or read from cache) named pretrained weights and return our model with its
-    preprocessing and class names taken from the weights' own metadata.
+    preprocessing and class names taken from the weights' own metadata. Models without a
+    classifier (DINO, DINOv2) have no class names (`meta.class_names == []`) and return
+    features, not logits. DINOv2's preprocessing uses 224 px inputs, not the 518 px it was
+    trained at (see PRETRAINED).
 
     Raises PretrainedUnavailable with a clear message when offline.
     """
