@@ -15,6 +15,7 @@ VIEW_DEFAULTS = {
     "opacity": 0.6,
     "upsampling": "nearest",
     "display": "overlay",
+    "scale": "layer",
 }
 
 
@@ -34,6 +35,7 @@ def analyze(client, path, mode: str = "crop", model: str = "bundled", **settings
         d["opacity"],
         d["upsampling"],
         d["display"],
+        d["scale"],
         api_name="/analyze",
     )
 

@@ -19,7 +19,7 @@ from PIL import Image
 import vit
 from vit.preprocessing import CIFAR10
 
-STYLE = ("inferno", 0.6, "nearest", "overlay")
+STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
 CHEETAH = gradio.media.get_image("cheetah1.jpg")
 
 
@@ -261,3 +261,12 @@ def test_eight_concurrent_clients_each_get_their_own_pictures(server, tmp_path):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(session, range(8)))  # a failed request raises here
     assert results == [[colour] * 5 for colour in colours]
+
+
+def test_the_colour_scale_is_a_choice_and_unknown_ones_are_refused(client):
+    analyze(client, CHEETAH)
+    shared = pixels(client.predict(6, *STYLE, api_name="/heads"))
+    stretched = pixels(client.predict(6, *STYLE[:4], "head", api_name="/heads"))
+    assert stretched.shape[0] > shared.shape[0]  # per-head stretch prints each head's max under its tile
+    with pytest.raises(AppError, match="unknown colour scale 'minmax'; choose one of 'layer', 'head', 'fixed'"):
+        client.predict(6, *STYLE[:4], "minmax", api_name="/heads")

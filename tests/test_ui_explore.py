@@ -13,7 +13,7 @@ import ui
 from bench.serving import free_port
 from explorer.catalog import BUNDLED, ModelCatalog
 
-STYLE = ("inferno", 0.6, "nearest", "overlay")
+STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
 # Gradio's in-process queue metrics use pandas options that pandas 3 deprecates; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
 

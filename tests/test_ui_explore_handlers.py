@@ -16,7 +16,7 @@ from ui import explore_handlers as h
 from ui.explore import EXAMPLES_DIR, ExploreView, layout
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
-STYLE = ("inferno", 0.6, "nearest", "overlay")
+STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
 ARCHIVE = SHARED / "data" / "cifar10-jpeg.tar.gz"
 
 

@@ -19,7 +19,12 @@ from .binding import bound
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
-STYLE = ("cmap", "opacity", "upsampling", "display")  # the controls one MapStyle is built from
+STYLE = ("cmap", "opacity", "upsampling", "display", "scale")  # the controls one MapStyle is built from
+SCALE_CHOICES = [
+    ("one scale per layer (heads comparable)", "layer"),
+    ("each head stretched to its own max", "head"),
+    ("fixed 0 to 1", "fixed"),
+]
 PICTURE_PX = 330  # height of the input and head views: both fit a 1280x720 screen with the upload
 # Arrow keys move the query patch, Escape resets it (unless a text field or slider has the focus).
 KEYBOARD_JS = """<script>
@@ -72,6 +77,7 @@ class ExploreView:
     opacity: gr.Slider
     upsampling: gr.Radio
     display: gr.Radio
+    scale: gr.Radio
     query_md: gr.Markdown
     reset: gr.Button
     up: gr.Button
@@ -164,6 +170,7 @@ def _style_controls() -> dict[str, Any]:
             "opacity": gr.Slider(0.0, 1.0, value=0.6, step=0.05, label="Map opacity (0 to 1)"),
             "upsampling": gr.Radio(list(h.UPSAMPLING), value="nearest", label="Upsampling (nearest = honest patches)"),
             "display": gr.Radio(list(h.DISPLAYS), value="overlay", label="Display"),
+            "scale": gr.Radio(SCALE_CHOICES, value="layer", label="Colour scale (from 0)"),
             "mode": gr.Radio(
                 [("Centre crop (the model's own policy)", "crop"), ("Whole image (non-square grid)", "whole")],
                 value="crop",
@@ -270,7 +277,7 @@ def _wire_views(view: ExploreView) -> None:
         **RAW,
     )
     gr.on(
-        [view.cmap.input, view.opacity.release, view.upsampling.input, view.display.input],
+        [view.cmap.input, view.opacity.release, view.upsampling.input, view.display.input, view.scale.input],
         bound(h.restyle, view),
         view.pick("explanation", "query", "layer", "fusion", "discard", *STYLE),
         view.pick("heads", "overview", "rollout"),

@@ -20,7 +20,7 @@ from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import Explanation, ExplanationStore, ExplanationTooLarge, explain
 from explorer.images import ImageError, load_image
-from explorer.render import COLORMAPS, MapStyle
+from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
 from vit.analysis import Query
@@ -55,13 +55,14 @@ ANALYSIS_OUTPUTS = (
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md")
 
 
-def map_style(cmap: str, opacity: float, upsampling: str, display: str) -> MapStyle:
-    """The one MapStyle the four style controls describe (gr.Error for values they cannot take)."""
+def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: str = "layer") -> MapStyle:
+    """The one MapStyle the five style controls describe (gr.Error for values they cannot take)."""
     return MapStyle(
         cmap=one_of("colour map", cmap, COLORMAPS),
         opacity=number("opacity", opacity, 0.0, 1.0),
         smooth=one_of("upsampling", upsampling, UPSAMPLING) == "smooth",
         raw=one_of("display", display, DISPLAYS) == "raw",
+        scale=one_of("colour scale", scale, SCALES),
     )
 
 
@@ -180,12 +181,14 @@ def analyze(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """Analyse an uploaded image with the chosen model and draw every view."""
     if image is None:
         return gr.skip()
     mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
-    discard, style = number("discard ratio", discard, 0.0, DISCARD_MAX), map_style(cmap, opacity, upsampling, display)
+    discard = number("discard ratio", discard, 0.0, DISCARD_MAX)
+    style = map_style(cmap, opacity, upsampling, display, scale)
     try:
         loaded = catalog.get(model_key)
         layer = check_layer(layer, loaded.model.config.depth)
@@ -204,9 +207,10 @@ def show_heads(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """Every head's attention map for the current query in one layer (1-based)."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     return view.update(heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)))
 
 
@@ -221,9 +225,10 @@ def restyle(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """Redraw the head maps, the layers x heads overview and rollout in a new style."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     layer = check_layer(layer, ex.depth)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
     return view.update(
@@ -242,9 +247,10 @@ def show_rollout(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """Attention rollout through all layers with a head fusion and discard ratio."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
     return view.update(rollout=saved(views.rollout(ex, fusion, discard, style)))
 
@@ -269,13 +275,14 @@ def query_patch(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """Make the patch at (row, column) the query, as a click on it would. Rows and columns
     count from 1, as the page shows them: row 1 is the top, column 1 the left edge."""
     ex = require(explanation)
     gh, gw = ex.grid
     patch = whole_number("row", row, 1, gh) - 1, whole_number("column", column, 1, gw) - 1
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display))
+    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def click_patch(
@@ -286,12 +293,13 @@ def click_patch(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
     evt: gr.SelectData,
 ) -> dict:
     """A click on the input view: the patch under it becomes the query."""
     ex = require(explanation)
     patch = views.clicked_patch(ex, *evt.index)  # evt.index: (x, y) in image pixels
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display))
+    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def move_query(
@@ -304,6 +312,7 @@ def move_query(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """Move the query patch one `step` (rows, columns), stopping at the edges; from the CLS
     token, start at the centre patch."""
@@ -313,7 +322,7 @@ def move_query(
         patch = gh // 2, gw // 2
     else:
         patch = min(max(query[0] + step[0], 0), gh - 1), min(max(query[1] + step[1], 0), gw - 1)
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display))
+    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def reset_query(
@@ -324,9 +333,10 @@ def reset_query(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """Back to the default query (the CLS token)."""
-    return show_query(view, require(explanation), None, layer, map_style(cmap, opacity, upsampling, display))
+    return show_query(view, require(explanation), None, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def play_layers(
@@ -337,9 +347,10 @@ def play_layers(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> Iterator[dict]:
     """Step the layer slider from the first layer to the last, redrawing the head maps."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     for layer in range(1, ex.depth + 1):
         yield view.update(layer=layer, heads=saved(views.heads(ex, query, layer, style)))
         time.sleep(PLAY_STEP_S)
@@ -355,9 +366,10 @@ def export_png(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """The head maps of one layer (1-based) as a PNG file named by image, model, layer and query."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     layer = check_layer(layer, ex.depth)
     picture = views.heads(ex, query, layer, style)
     return view.update(export_file=saved(picture, f"{name or 'attention'}_layer{layer}_{query_name(query)}.png"))
@@ -372,9 +384,10 @@ def export_gif(
     opacity: float,
     upsampling: str,
     display: str,
+    scale: str,
 ) -> dict:
     """The head maps of every layer as an animated GIF named by image, model, layers and query."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display)
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}.gif")
     render.save_gif(views.layer_frames(ex, query, style), path)
     return view.update(export_file=str(path))
