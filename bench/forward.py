@@ -6,6 +6,11 @@ prints medians and ratios:
   (b) ours without maps (fused SDPA)   vs timm's fused forward          (goal <= 1.00x)
 
     python -m bench.forward [--batches 1 8] [--repeats 15] [--threads N]
+
+With --sizes, it instead times one named model (random weights) on one image at several input
+sizes, with and without maps: the cost of running DINOv2 above its 224 px default, e.g.
+
+    python -m bench.forward --model vit_small_patch14_reg4_dinov2 --sizes 224 336 448 518
 """
 
 from __future__ import annotations
@@ -30,14 +35,46 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def input_sizes(name: str, sizes: list[int], repeats: int) -> None:
+    """Best-of-`repeats` milliseconds of one image through `name` at each side in `sizes`,
+    interleaved (the best run is the one other processes disturbed least on a shared machine)."""
+    model = vit.create_model(name).eval()
+    patch = model.config.patch_size
+    print(f"# {name}: {sum(p.numel() for p in model.parameters()):,} parameters, one image, best of {repeats}")
+    print("| input | grid | tokens | fused | with maps |")
+    print("|---|---|---|---|---|")
+    runs = {}
+    for size in sizes:
+        images = torch.randn(1, 3, size, size)
+        runs[(size, False)] = partial(model, images)
+        runs[(size, True)] = partial(model, images, need_weights=True)
+    times: dict[tuple[int, bool], list[float]] = {k: [] for k in runs}
+    with torch.inference_mode():
+        for fn in runs.values():  # warm-up
+            fn()
+        for _ in range(repeats):
+            for key, fn in runs.items():
+                times[key].append(timed(fn))
+    for size in sizes:
+        side = size // patch
+        fused, maps = (min(times[(size, m)]) * 1000 for m in (False, True))
+        tokens = model.prefix_tokens + side * side
+        print(f"| {size} px | {side}x{side} | {tokens} | {fused:.0f} ms | {maps:.0f} ms |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--model", default="vit_small_patch14_reg4_dinov2", help="the named model for --sizes")
+    parser.add_argument("--sizes", type=int, nargs="+", help="time --model at these input sides instead")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.sizes:
+        input_sizes(args.model, args.sizes, args.repeats)
+        return
 
     tv = torchvision.models.vit_b_16().eval()
     for p in tv.parameters():  # random weights everywhere, incl. the zero-initialised head
