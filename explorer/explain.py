@@ -179,9 +179,11 @@ def explain(
         )
     with torch.inference_mode():
         logits, attention = model(inp.tensor, need_weights=True)
-    probs = logits[0].float().softmax(-1)
-    top = probs.topk(min(top_k, probs.numel()))
-    probabilities = {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
+    probabilities = {}  # a model without a classifier head (DINO, DINOv2) makes no predictions
+    if model.config.num_classes > 0:
+        probs = logits[0].float().softmax(-1)
+        top = probs.topk(min(top_k, probs.numel()))
+        probabilities = {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
     cpu = attention.apply(lambda a: a.float().cpu())
     return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, cpu)
 

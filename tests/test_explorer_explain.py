@@ -99,3 +99,15 @@ def test_models_without_a_cls_token_say_what_the_default_query_is():
     assert not ex.has_cls and ex.tokens == 16
     assert "no CLS token" in views.describe_query(None, ex.has_cls)
     assert ex.query_maps(None).shape == (2, 2, 4, 4)
+
+
+def test_a_model_without_a_classifier_explains_with_no_predictions() -> None:
+    from PIL import Image
+
+    import vit
+    from explorer.explain import explain
+    from vit.preprocessing import CIFAR10
+
+    model = vit.create_model("vit_cifar_nano", num_classes=0).eval()
+    ex = explain(model, [], CIFAR10, Image.new("RGB", (32, 32), (10, 200, 30)))
+    assert ex.probabilities == {} and len(ex.attention) == 6

@@ -61,3 +61,10 @@ def test_a_step_lowers_the_loss_of_its_batch_and_clips_the_gradient():
     for _ in range(5):
         loss = model_step(model, optimizer, x, targets, 0.0, clip_grad=0.0)
     assert loss < first and seen[-1] > 1e-3  # unclipped
+
+
+def test_prefix_tokens_are_not_decayed():
+    model = vit.create_model("vit_cifar_nano", distill_token=True, register_tokens=2)
+    decay, no_decay = param_groups(model, 0.05)
+    kept = {id(p) for p in no_decay["params"]}
+    assert all(id(getattr(model, name)) in kept for name in ("cls_token", "dist_token", "reg_token", "pos_embed"))

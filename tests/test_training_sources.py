@@ -50,3 +50,10 @@ def test_fine_tune_from_a_timm_state_dict_file(tmp_path):
     x = torch.randn(2, 3, 32, 32)
     torch.testing.assert_close(model.eval()(x), foreign.eval()(x), atol=1e-5, rtol=1e-4)
     assert adapt(model, 3, 32, None).head.weight.shape == (3, 128)
+
+
+def test_fine_tuning_a_distilled_model_gives_both_heads_the_new_classes():
+    model = vit.create_model("vit_cifar_nano", distill_token=True)
+    adapted = adapt(model, num_classes=3, image_size=32, drop_path=None)
+    assert adapted.head.weight.shape == (3, 128) and adapted.head_dist.weight.shape == (3, 128)
+    assert torch.equal(adapted.dist_token, model.dist_token)

@@ -109,3 +109,15 @@ def test_examples_are_the_first_test_image_of_each_class():
         for name in CIFAR10_CLASSES:
             first = next(m for m in members if m.startswith(f"test/{name}/"))
             assert archive.extractfile(first).read() == (EXAMPLES_DIR / f"{name}.jpg").read_bytes(), name
+
+
+def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(tab, tmp_path):
+    _, catalog = tab
+    headless = vit.create_model("vit_cifar_nano", num_classes=0)
+    vit.save_checkpoint(headless, tmp_path / "dino-like.safetensors", preprocessing=CIFAR10)
+    loaded = catalog.get(catalog.register(tmp_path / "dino-like.safetensors", "alice"))
+    assert "makes no predictions" in h.classes_note(loaded)
+    image = tmp_path / "green.png"
+    Image.new("RGB", (32, 32), (10, 200, 30)).save(image)
+    pictures = h.full_analysis(loaded, str(image), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
+    assert pictures["label"] == {} and Image.open(pictures["heads"]).width > 0

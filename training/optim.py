@@ -26,7 +26,7 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
-        (no_decay if p.ndim <= 1 or name in ("pos_embed", "cls_token") else decay).append(p)
+        (no_decay if p.ndim <= 1 or name in ("pos_embed", "cls_token", "dist_token", "reg_token") else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 

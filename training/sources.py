@@ -58,9 +58,10 @@ def adapt(
         return model
     adapted = vit.VisionTransformer(new)
     weights: dict[str, Tensor] = dict(model.state_dict())
-    if num_classes != old.num_classes:
-        weights["head.weight"] = adapted.head.weight.detach().clone()
-        weights["head.bias"] = adapted.head.bias.detach().clone()
+    if num_classes != old.num_classes:  # fresh heads: the classifier and, for DeiT, the distillation head
+        fresh = adapted.state_dict()
+        weights = {k: v for k, v in weights.items() if not k.startswith("head")}
+        weights |= {k: v.detach().clone() for k, v in fresh.items() if k.startswith("head")}
     if new.grid != old.grid:
         weights["pos_embed"] = model.position_embedding(new.grid).detach()  # (1, prefix + gh'*gw', D)
     return assign_weights(adapted, weights, "adapted model")

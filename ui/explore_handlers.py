@@ -109,6 +109,11 @@ def uploaded_path(payload: dict | None) -> str:
 def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
     """Markdown: the classes the model can answer with (the first `shown` of them)."""
     names = loaded.meta.class_names
+    if not names:
+        return (
+            "**No classifier head:** this model (self-supervised, e.g. DINO or DINOv2) makes no predictions. "
+            "Every attention map is still shown."
+        )
     listed = ", ".join(names[:shown]) + (f", … ({len(names) - shown} more)" if len(names) > shown else "")
     always = "The model always answers with one of them, even for a picture of something else."
     return f"**{len(names)} classes:** {listed}. {always}"
