@@ -529,11 +529,15 @@ def _distance_axes(layers: int, heads: int, image_size: tuple[int, int]) -> _Dis
     return _DistanceAxes(layers, heads, image_size)
 
 
-def training_curves(history: Sequence[dict]) -> Image.Image:
-    """Loss and accuracy per epoch, train vs validation, from the training job's history."""
+def training_curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = ()) -> Image.Image:
+    """Loss and accuracy per epoch, train vs validation, from the training job's history;
+    `step_losses` (epochs done, running train loss) draws the loss from the first steps on."""
     fig = _figure(7.0, 2.8)
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, top=0.9, wspace=0.25)
     loss_ax, acc_ax = fig.subplots(1, 2)
+    if step_losses:
+        x, y = zip(*step_losses, strict=True)
+        loss_ax.plot(x, y, "-", color="0.6", linewidth=1, label="train, during the epoch")
     epochs = [h["epoch"] for h in history]
     for ax, key in ((loss_ax, "loss"), (acc_ax, "acc")):
         for split, style in (("train", "o-"), ("val", "s--")):

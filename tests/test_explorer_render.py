@@ -300,3 +300,9 @@ def test_probe_strip_prints_the_cls_share_only_for_models_with_a_cls_token():
     without = render.probe_strip(image, [(1, gap.reshape(1, 2, 2, 2))], MapStyle())
     assert with_cls.height > without.height  # the "CLS 0.40" caption line (and the caption sentence)
     assert render._prefix_text(1.0 - (0.6 * gap).sum(-1)[0, :1]) == "CLS 0.40"
+
+
+def test_training_curves_show_the_loss_before_the_first_epoch_ends():
+    empty = np.asarray(render.training_curves([]))
+    early = np.asarray(render.training_curves([], [(0.1, 2.3), (0.2, 2.1), (0.3, 1.9)]))
+    assert empty.shape == early.shape and np.abs(early.astype(int) - empty.astype(int)).sum() > 0

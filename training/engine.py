@@ -283,6 +283,8 @@ class Trainer:
                 f"stopping, {kept}. Try a lower --lr, a longer --warmup-epochs or --clip-grad."
             )
         rate = seen * self.world / max(seconds, 1e-9)
+        # (epochs done, as a fraction; mean train loss of this epoch so far): a UI's live curve
+        self.running_loss = (self.step / self.steps_per_epoch, loss_sum / max(seen, 1))
         bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}", img_s=f"{rate:.0f}")
 
     def _all_reduce(self, t: Tensor) -> Tensor:

@@ -22,6 +22,8 @@ from .device_data import eval_batch
 from .engine import Hooks, Trainer
 from .run_files import MODEL
 
+MAX_STEP_LOSSES = 2000  # the live loss curve keeps its latest points
+
 
 class JobBusy(RuntimeError):
     """A training job is already running."""
@@ -36,6 +38,8 @@ class JobSnapshot:
     step: int = 0  # steps done in the current epoch
     steps_per_epoch: int = 0
     history: list[dict] = field(default_factory=list)  # one record per finished epoch (see engine.Trainer.run)
+    # (epochs done as a fraction, running train loss): every few steps, so a curve shows from the first seconds
+    step_losses: list[tuple[float, float]] = field(default_factory=list)
     probe_image: Tensor | None = None  # (3, H, W) uint8: a fixed validation image
     probe: list[tuple[int, Tensor]] = field(default_factory=list)  # (epoch, (L, H, gh, gw) CLS attention)
     checkpoint: str | None = None  # latest model checkpoint, loadable by vit.load_checkpoint
@@ -120,6 +124,7 @@ class TrainingJob:
             s = copy.copy(self._snapshot)
         s.history = [dict(record) for record in s.history]  # the job only ever replaces these lists
         s.probe = list(s.probe)
+        s.step_losses = list(s.step_losses)
         return s
 
     def _update(self, **changes) -> None:
@@ -132,7 +137,7 @@ class TrainingJob:
     def _run(self, config: TrainConfig) -> None:
         hooks = Hooks(
             on_start=self._on_start,
-            on_step=lambda trainer, step: self._update(step=step),
+            on_step=self._on_step,
             on_epoch=self._on_epoch,
             should_stop=self._stop.is_set,
         )
@@ -148,6 +153,14 @@ class TrainingJob:
             accuracies = ", ".join(f"{k} {v:.2%}" for k, v in summary.items() if k.endswith("_acc") and v is not None)
             message = f"finished {summary['epochs_done']} epochs ({accuracies}); model saved to {checkpoint}"
         self._update(running=False, checkpoint=checkpoint, message=message)
+
+    def _on_step(self, trainer: Trainer, step: int) -> None:
+        reading = getattr(trainer, "running_loss", None)  # refreshed every few steps, with no extra sync
+        with self._lock:
+            s = self._snapshot
+            s.step = step
+            if reading is not None and (not s.step_losses or s.step_losses[-1] != reading):
+                s.step_losses = [*s.step_losses[-(MAX_STEP_LOSSES - 1) :], reading]
 
     def _on_start(self, trainer: Trainer) -> None:
         image = trainer.val_set.images[0].cpu()  # (3, H, W): the same image every epoch

@@ -29,7 +29,7 @@ from .settings import ServerSettings, for_visitors
 
 POLL_S = 1.0
 PROBE_PX = 64
-NOTHING_SHOWN = (-1, -1, "")  # (epochs, probes, checkpoint listed in the pickers) this browser shows
+NOTHING_SHOWN = (-1, -1, -1, "")  # (epochs, probes, loss readings, checkpoint listed) this browser shows
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model")
 STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626", "finished": "#16a34a"}
@@ -257,23 +257,25 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
     """This visitor's run; the curves and probe only when they changed since `seen`; a
     finished run's checkpoint joins the visitor's model list."""
     snap = runs.snapshot(request.session_hash or owner(request))
-    seen = tuple(seen) if seen and len(seen) == 3 else NOTHING_SHOWN
-    now = (len(snap.history), len(snap.probe), seen[2])
-    fresh = now[:2] != seen[:2]
+    seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
+    now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3])
+    curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
     listed = gr.skip()
-    if not snap.running and snap.checkpoint and seen[2] != snap.checkpoint:
+    if not snap.running and snap.checkpoint and seen[3] != snap.checkpoint:
         try:
             catalog.register(snap.checkpoint, owner(request), label=f"my run, {snap.epoch} epochs")
             listed = gr.Dropdown(choices=model_choices(catalog, owner(request)))
         except ModelUnavailable:
             pass  # a run stopped before its first checkpoint: nothing to list
-        now = (*now[:2], snap.checkpoint)
+        now = (*now[:3], snap.checkpoint)
+    drawable = snap.history or snap.step_losses
+    curves = saved(render.training_curves(snap.history, snap.step_losses)) if curves_fresh and drawable else gr.skip()
     return view.update(
         seen=now,
         status=describe(snap),
         progress=progress_html(*progress_text(snap), run_state(snap)),
-        curves=saved(render.training_curves(snap.history)) if fresh and snap.history else gr.skip(),
-        probe=saved(probe_picture(snap)) if fresh and snap.probe and snap.probe_image is not None else gr.skip(),
+        curves=curves,
+        probe=saved(probe_picture(snap)) if probe_fresh and snap.probe and snap.probe_image is not None else gr.skip(),
         checkpoint=str(runs.checkpoint(request.session_hash or owner(request)) or "") or None,
         model=listed,
     )
