@@ -12,13 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import torch
 
 import ui
 from explorer.catalog import BUNDLED_PATH, ModelCatalog
-from ui.settings import ServerSettings, add_server_options
+from ui.settings import ServerSettings, add_server_options, model_problem
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -37,8 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     add_server_options(p)
     args = p.parse_args(argv)
-    if args.model and not Path(args.model).is_file():  # only the bundled model may be missing (untrained fallback)
-        p.error(f"--model {args.model}: no such file")
+    if problem := model_problem(args.model, args.max_params):  # only the bundled model may be missing
+        p.error(problem)
     return args
 
 

@@ -16,3 +16,23 @@ def test_a_missing_model_file_is_refused_with_its_name(tmp_path, capsys):
     with pytest.raises(SystemExit):
         app.parse_args(["--model", str(tmp_path / "absent.safetensors")])
     assert "absent.safetensors: no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"hello, not weights", "notes.safetensors is not a readable safetensors file"), (b"", "not a readable")],
+)
+def test_a_file_that_is_not_weights_is_refused_without_a_traceback(tmp_path, capsys, content, message):
+    path = tmp_path / "notes.safetensors"
+    path.write_bytes(content)
+    with pytest.raises(SystemExit, match="2"):
+        app.parse_args(["--model", str(path)])
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_public_mode_is_on_in_a_space(monkeypatch):
+    monkeypatch.setenv("SPACE_ID", "someone/vit-explorer")
+    assert app.parse_args([]).public
+    monkeypatch.delenv("SPACE_ID")
+    assert not app.parse_args([]).public and app.parse_args(["--public"]).public

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from training.registry import TrainLimits
-from vit.checkpoint import LoadLimits
+from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 
 MIB = 2**20
 # Anything that looks like an absolute path: shown to visitors as its last part only.
@@ -49,6 +49,19 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
+
+
+def model_problem(path: str | None, max_parameters: int) -> str | None:
+    """Why `--model PATH` cannot be the default model (a message for the command line), or None."""
+    if not path:
+        return None
+    if not Path(path).is_file():
+        return f"--model {path}: no such file"
+    try:
+        load_checkpoint(path, limits=LoadLimits(max_parameters=max_parameters))
+    except CheckpointError as e:
+        return f"--model {path}: {e}"
+    return None
 
 
 def for_visitors(message: str) -> str:
