@@ -7,6 +7,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import gradio as gr
+
 
 def bound(fn: Callable, *context: Any) -> Callable:
     """`fn` with its leading arguments (the tab's view, the model catalogue, ...) fixed.
@@ -34,3 +36,16 @@ def bound(fn: Callable, *context: Any) -> Callable:
     names = {p.name for p in remaining} | {"return"}
     handler.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k in names}
     return handler
+
+
+class ComponentView:
+    """Base of a tab's frozen dataclass of components: read them by name for an event's
+    inputs and outputs, and build a handler's result by name."""
+
+    def pick(self, *names: str) -> list[gr.components.Component]:
+        """The components called `names`, in that order (an event's inputs or outputs)."""
+        return [getattr(self, name) for name in names]
+
+    def update(self, **values: Any) -> dict[gr.components.Component, Any]:
+        """A handler's result, {component: value}, from values given by component name."""
+        return {getattr(self, name): value for name, value in values.items()}

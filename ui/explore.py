@@ -15,7 +15,7 @@ from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
 
 from . import explore_handlers as h
-from .binding import bound
+from .binding import ComponentView, bound
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
@@ -53,7 +53,7 @@ look noisy; **rollout** combines all layers into one smoother map.
 
 
 @dataclass(frozen=True)
-class ExploreView:
+class ExploreView(ComponentView):
     """Every component of the Explore tab, by name."""
 
     # per-session state
@@ -100,14 +100,6 @@ class ExploreView:
     row: gr.Number
     col: gr.Number
     query_button: gr.Button
-
-    def pick(self, *names: str) -> list[gr.components.Component]:
-        """The components called `names`, in that order (an event's inputs or outputs)."""
-        return [getattr(self, name) for name in names]
-
-    def update(self, **values: Any) -> dict[gr.components.Component, Any]:
-        """A handler's result, {component: value}, from values given by component name."""
-        return {getattr(self, name): value for name, value in values.items()}
 
 
 def _session_state() -> dict[str, gr.State]:

@@ -21,7 +21,7 @@ from explorer.render import MapStyle
 from training.job import JobBusy, JobSnapshot
 from training.registry import JobRegistry
 
-from .binding import bound
+from .binding import ComponentView, bound
 from .checks import number, one_of, whole_number
 from .explore_handlers import owner
 from .outputs import saved
@@ -36,7 +36,7 @@ STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626"
 
 
 @dataclass(frozen=True)
-class TrainView:
+class TrainView(ComponentView):
     """Every component of the Train tab, by name."""
 
     model: gr.Dropdown
@@ -58,14 +58,6 @@ class TrainView:
     open_in_explore: gr.Button
     timer: gr.Timer
     seen: gr.State
-
-    def pick(self, *names: str) -> list[gr.components.Component]:
-        """The components called `names`, in that order (an event's inputs or outputs)."""
-        return [getattr(self, name) for name in names]
-
-    def update(self, **values: Any) -> dict[gr.components.Component, Any]:
-        """A handler's result, {component: value}, from values given by component name."""
-        return {getattr(self, name): value for name, value in values.items()}
 
 
 def run_state(snap: JobSnapshot) -> str:
