@@ -1,10 +1,13 @@
 """A real browser (Debian's chromium, driven by Playwright) against the real app."""
 
+import io
 import os
 import shutil
 
 import gradio
 import pytest
+from picture_helpers import gradient_runs
+from PIL import Image
 from training_helpers import write_image_folder
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -61,6 +64,8 @@ def test_upload_predict_click_a_patch_and_move_it_with_the_keys(server, tmp_path
         expect(page.locator("#query")).to_contain_text("row 3, column 7")
         wait_for_new_src(page, "heads", heads_before)
         assert image_src(page, "input-view") != input_before  # the clicked patch is outlined
+        heads = Image.open(io.BytesIO(page.request.get(image_src(page, "heads")).body())).convert("RGB")
+        assert gradient_runs(heads, "inferno")  # the head maps carry their colour bar
 
         page.locator("body").click(position={"x": 5, "y": 5})  # focus leaves the image
         page.keyboard.press("ArrowRight")
