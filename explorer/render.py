@@ -321,6 +321,18 @@ def _tile_lines(name: str, top: float, style: MapStyle, prefix: np.ndarray | Non
     return ([first] if first else []) + ([_prefix_text(prefix)] if prefix is not None and len(prefix) else [])
 
 
+def mark_patch(tile: np.ndarray, grid: tuple[int, int], mark: tuple[int, int] | None) -> np.ndarray:
+    """`tile` (covering a (gh, gw) grid) with the patch at `mark` = (row, col) outlined."""
+    if mark is None:
+        return tile
+    (gh, gw), (h, w) = grid, tile.shape[:2]
+    row, col = mark
+    picture = Image.fromarray(tile)
+    box = [col * w // gw, row * h // gh, (col + 1) * w // gw - 1, (row + 1) * h // gh - 1]
+    ImageDraw.Draw(picture).rectangle(box, outline=MARK_COLOUR, width=2)
+    return np.asarray(picture)
+
+
 def head_grid(
     image: np.ndarray,
     maps: np.ndarray,
@@ -329,14 +341,18 @@ def head_grid(
     max_cols: int = 6,
     prefix: np.ndarray | None = None,
     note: str = "",
+    mark: tuple[int, int] | None = None,
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
     input, `prefix` (heads, prefix_tokens) each head's attention to the tokens the maps
-    leave out (printed under its tile). A colour bar and `note` go underneath."""
+    leave out (printed under its tile), `mark` the query patch, outlined in every tile. A
+    colour bar and `note` go underneath."""
     tops = scale_tops(maps, style.scale)
+    grid = maps.shape[-2:]
     tiles = [
         _caption(
-            overlay(image, m, style, t), _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix[i])
+            mark_patch(overlay(image, m, style, t), grid, mark),
+            _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix[i]),
         )
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
@@ -388,11 +404,19 @@ def layer_frames(
     max_cols: int = 6,
     prefix: np.ndarray | None = None,
     note: str = "",
+    mark: tuple[int, int] | None = None,
 ) -> list[Image.Image]:
     """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw)."""
     return [
         head_grid(
-            image, m, style, f"layer {i + 1} of {len(maps)}", max_cols, None if prefix is None else prefix[i], note
+            image,
+            m,
+            style,
+            f"layer {i + 1} of {len(maps)}",
+            max_cols,
+            prefix=None if prefix is None else prefix[i],
+            note=note,
+            mark=mark,
         )
         for i, m in enumerate(maps)
     ]

@@ -68,21 +68,26 @@ def left_out(ex: Explanation) -> str:
     return f"Maps show attention to the {n} patches; attention to {what} (printed under each head) is left out."
 
 
+def patch_of(query: Query) -> tuple[int, int] | None:
+    """The (row, col) of a patch query, to outline in the head tiles; None for a prefix token."""
+    return query if isinstance(query, tuple) else None
+
+
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (1-based)."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
     title = f"layer {layer} of {ex.depth}, query: {_who(ex, query)}"
     i = layer - 1
-    return render.head_grid(
-        base, ex.query_maps(query)[i], style, title, prefix=ex.prefix_attention(query)[i], note=left_out(ex)
-    )
+    maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
+    return render.head_grid(base, maps, style, title, prefix=prefix, note=left_out(ex), mark=patch_of(query))
 
 
 def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.Image]:
     """The `heads` view of every layer, for the animated GIF."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
     maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
-    return render.layer_frames(base, maps, style, prefix=prefix, note=f"query: {_who(ex, query)}. {left_out(ex)}")
+    note = f"query: {_who(ex, query)}. {left_out(ex)}"
+    return render.layer_frames(base, maps, style, prefix=prefix, note=note, mark=patch_of(query))
 
 
 def overview(ex: Explanation, style: MapStyle) -> Image.Image:

@@ -281,3 +281,15 @@ def test_training_curves_show_the_loss_before_the_first_epoch_ends():
     empty = np.asarray(render.training_curves([]))
     early = np.asarray(render.training_curves([], [(0.1, 2.3), (0.2, 2.1), (0.3, 1.9)]))
     assert empty.shape == early.shape and np.abs(early.astype(int) - empty.astype(int)).sum() > 0
+
+
+def test_the_query_patch_is_outlined_in_every_head_tile():
+    image = np.zeros((40, 40, 3), np.uint8)
+    maps = np.full((3, 4, 4), 1 / 16, np.float32)
+    plain = np.asarray(render.head_grid(image, maps, RAW))
+    marked = np.asarray(render.head_grid(image, maps, RAW, mark=(1, 2)))
+    outline = (marked == render.MARK_COLOUR).all(axis=-1) & ~(plain == render.MARK_COLOUR).all(axis=-1)
+    ys, xs = np.nonzero(outline)
+    assert len(set(xs // (40 + render.GAP))) == 3  # one outline in each of the three tiles
+    first = xs[xs < 40]
+    assert (first.min(), first.max()) == (20, 29) and ys.max() - ys.min() == 9  # column 3, one 10-px patch high
