@@ -266,6 +266,8 @@ def table(tally: Tally) -> list[str]:
 
 
 def report(args: argparse.Namespace, tally: Tally, elapsed: float, server: Server, loads: tuple[str, str]) -> str:
+    if server.proc.poll() is not None:
+        raise RuntimeError(f"the server exited with code {server.proc.returncode} during the class: see its log")
     cheap = [s for m in CHEAP for s in tally.seconds.get(m, [])]
     errors = sum(len(e) for e in tally.errors.values())
     p95 = percentile(cheap, 95) if cheap else float("nan")
