@@ -66,3 +66,13 @@ def test_visitors_looking_at_the_same_example_share_one_forward_pass(counted):
     before = len(calls)
     analyze(Client(client.src, verbose=False), image)  # another visitor, the same file content
     assert len(calls) == before
+
+
+def test_clicks_and_slider_moves_share_one_pool_of_queue_slots_apart_from_the_analyses(tiny_checkpoint, tmp_path):
+    """Gradio gives every event its own slots unless told otherwise: clicks (the most frequent
+    action) queued in their two while the other redraws' slots sat idle (bench/visitors.py)."""
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
+    groups = {fn.api_name: (fn.concurrency_id, fn.concurrency_limit) for fn in demo.fns.values()}
+    redraws = ("heads", "restyle", "rollout", "query_patch", "click_patch", "reset_query", "move_query")
+    assert {groups[name] for name in redraws} == {("views", 2)}
+    assert groups["analyze"][0] != "views" and groups["play_layers"][0] != "views"

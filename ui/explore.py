@@ -245,6 +245,12 @@ def layout(catalog: ModelCatalog) -> ExploreView:
 # plain numbers and strings (the image as its upload payload, decoded by explorer.images), and
 # the handlers check them with ui.checks, which name the parameter and the allowed range.
 RAW = {"preprocess": False}
+# Clicks, slider moves and restyles redraw one to three small pictures from the cached forward
+# pass (~10 ms of drawing). Gradio gives each event its own slots; these share one pool of two
+# (as the analyses have two), so clicks, the most frequent action, do not queue in their own
+# two while the other redraws' slots sit idle, and at most four requests run at once on two
+# cores (docs/benchmarks-app.md, "A class at once"). "Play" holds a slot for seconds: not here.
+CHEAP = {**RAW, "concurrency_id": "views", "concurrency_limit": 2}
 
 
 def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
@@ -266,7 +272,7 @@ def _wire_views(view: ExploreView) -> None:
         view.pick("explanation", "query", "layer", *STYLE),
         view.heads,
         api_name="heads",
-        **RAW,
+        **CHEAP,
     )
     gr.on(
         [view.cmap.input, view.opacity.release, view.upsampling.input, view.display.input, view.scale.input],
@@ -274,7 +280,7 @@ def _wire_views(view: ExploreView) -> None:
         view.pick("explanation", "query", "layer", "fusion", "discard", *STYLE),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
-        **RAW,
+        **CHEAP,
     )
     gr.on(
         [view.fusion.input, view.discard.release],
@@ -282,7 +288,7 @@ def _wire_views(view: ExploreView) -> None:
         view.pick("explanation", "fusion", "discard", *STYLE),
         view.rollout,
         api_name="rollout",
-        **RAW,
+        **CHEAP,
     )
     view.play.click(
         bound(h.play_layers, view),
@@ -300,18 +306,18 @@ def _wire_query(view: ExploreView) -> None:
         view.pick("explanation", "row", "col", "layer", *STYLE),
         outputs,
         api_name="query_patch",
-        **RAW,
+        **CHEAP,
     )
     on_layer = view.pick("explanation", "layer", *STYLE)
-    view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **RAW)
-    view.reset.click(bound(h.reset_query, view), on_layer, outputs, api_name="reset_query", **RAW)
+    view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **CHEAP)
+    view.reset.click(bound(h.reset_query, view), on_layer, outputs, api_name="reset_query", **CHEAP)
     for name, step in MOVES.items():
         getattr(view, name).click(
             bound(h.move_query, view, step),
             view.pick("explanation", "query", "layer", *STYLE),
             outputs,
             api_visibility="private",
-            **RAW,
+            **CHEAP,
         )
 
 

@@ -1,0 +1,325 @@
+"""A class at once: N `gradio_client` visitors on one app server, printed as a Markdown report.
+
+    python -m bench.visitors                     # 30 visitors, 12 actions each
+    python -m bench.visitors --visitors 10 --actions 12
+
+Starts `python app.py` (the bundled model) on a free loopback port, then every visitor, each
+in its own thread with its own `gradio_client.Client` (its own session), at the same moment:
+uploads an image (/analyze), then clicks patches (/query_patch, 1-based row and column), moves
+the layer slider (/heads), changes the colour map (/restyle) or goes back to CLS
+(/reset_query), with a human's pause between actions. Most visitors share the ten committed
+CIFAR-10 examples (examples/cifar10/), as a class told "click the cat" would; every third
+uploads an image of its own. Reports p50/p95 per action, errors, the server's peak resident
+memory (VmHWM) against its explanation budget (--cache-mb, docs/security.md), the machine,
+its load, and the command. Bounded: a fixed number of actions per visitor and a deadline
+after which no visitor starts another action (`--max-seconds`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from bench.serving import free_port, wait_until_served
+from vit.preprocessing import CIFAR10_CLASSES
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "cifar10"
+GRID, DEPTH = 8, 6  # the bundled model: 32x32 input, 4x4 patches, 6 layers
+CMAPS = ("inferno", "viridis", "magma", "plasma")
+# How often each kind of action follows the upload (a click is what people do most).
+ACTION_WEIGHTS = {"query_patch": 5, "heads": 3, "restyle": 1, "reset_query": 1}
+CHEAP = ("query_patch", "heads", "reset_query")  # the goal: p95 <= 2 s for these
+GOAL_S = 2.0
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation between ranks (numpy's default)."""
+    if not samples:
+        raise ValueError("percentile of no samples")
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be from 0 to 100, got {q}")
+    ordered = sorted(samples)
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def vm_hwm_bytes(status: str) -> int:
+    """Peak resident memory from the text of /proc/<pid>/status (its `VmHWM:  1234 kB` line)."""
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            value, unit = line.split()[1:3]
+            if unit != "kB":
+                raise ValueError(f"unexpected unit in {line!r}")
+            return int(value) * 1024
+    raise ValueError("no VmHWM line: not a /proc/<pid>/status of a live process")
+
+
+def plan(visitor: int, actions: int, seed: int = 0) -> list[str]:
+    """The endpoints one visitor calls after its upload, drawn with ACTION_WEIGHTS."""
+    rng = random.Random(seed * 100_003 + visitor)
+    return rng.choices(list(ACTION_WEIGHTS), weights=list(ACTION_WEIGHTS.values()), k=actions)
+
+
+def machine() -> str:
+    """CPU model and core count of this machine."""
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores"
+
+
+def load_average() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@dataclass
+class Tally:
+    """Seconds per action and errors, shared by the visitor threads."""
+
+    seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    skipped: int = 0  # actions not started because the deadline had passed
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, action: str, seconds: float | None, error: str | None = None) -> None:
+        with self.lock:
+            if error is None:
+                self.seconds[action].append(seconds)
+            else:
+                self.errors[action].append(error)
+
+
+def images_for(visitors: int, folder: Path) -> list[Path]:
+    """One image per visitor: the CIFAR-10 examples in turn, shared by several visitors, and
+    every third visitor an image of its own (an example with a few pixels changed)."""
+    chosen = []
+    for i in range(visitors):
+        example = EXAMPLES / f"{CIFAR10_CLASSES[i % len(CIFAR10_CLASSES)]}.jpg"
+        if i % 3 == 2:
+            pixels = np.asarray(Image.open(example).convert("RGB")).copy()
+            pixels[i % pixels.shape[0], :, :] = (37 * i) % 256  # one row repainted: a different upload
+            example = folder / f"visitor{i}.png"
+            Image.fromarray(pixels).save(example)
+        chosen.append(example)
+    return chosen
+
+
+@dataclass
+class Visitor:
+    """One person with a browser tab: a session, an image, and what they will do."""
+
+    index: int
+    image: Path
+    steps: list[str]
+    think_s: float
+    cmap: str = "inferno"
+    layer: int = DEPTH
+
+    def arguments(self, action: str, rng: random.Random) -> dict:
+        """The keyword arguments of `action` (1-based rows, columns and layers)."""
+        style = {"cmap": self.cmap, "opacity": 0.6, "upsampling": "nearest", "display": "overlay"}
+        if action == "query_patch":
+            return {"row": rng.randint(1, GRID), "column": rng.randint(1, GRID), "layer": self.layer, **style}
+        if action == "heads":
+            self.layer = rng.randint(1, DEPTH)
+            return {"layer": self.layer, **style}
+        if action == "restyle":
+            self.cmap = rng.choice([c for c in CMAPS if c != self.cmap])
+            style["cmap"] = self.cmap
+            return {"layer": self.layer, "fusion": "mean", "discard": 0.0, **style}
+        return {"layer": self.layer, **style}  # reset_query
+
+    def run(self, client, tally: Tally, start: threading.Barrier, deadline: float) -> None:
+        from gradio_client import handle_file
+
+        rng = random.Random(self.index)
+        calls = [("analyze", {"image": handle_file(str(self.image)), "model_key": "bundled", "mode": "crop"})]
+        start.wait()
+        for i, action in enumerate(["analyze", *self.steps]):
+            if time.monotonic() >= deadline:
+                with tally.lock:
+                    tally.skipped += len(self.steps) + 1 - i
+                return
+            kwargs = calls[0][1] if i == 0 else self.arguments(action, rng)
+            began = time.perf_counter()
+            try:
+                client.submit(api_name=f"/{action}", **kwargs).result(timeout=max(deadline - time.monotonic(), 1))
+                tally.add(action, time.perf_counter() - began)
+            except Exception as e:  # noqa: BLE001 - every failure is counted and reported, none stops the class
+                tally.add(action, None, f"{type(e).__name__}: {e}"[:200])
+                if i == 0:
+                    return  # nothing to click on without an analysis
+            time.sleep(self.think_s * rng.uniform(0.5, 1.5))
+
+
+class Server:
+    """`python app.py` with the bundled model on a free loopback port, its log in `folder`."""
+
+    def __init__(self, folder: Path, cache_mb: int) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.command = [sys.executable, "app.py", "--port", str(self.port), "--runs-dir", str(folder / "runs")]
+        self.command += ["--cache-mb", str(cache_mb)]
+        self.log_path = folder / "app.log"
+        self.log = self.log_path.open("w")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+        self.proc = subprocess.Popen(self.command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait(self) -> float:
+        try:
+            return wait_until_served(self.url, self.proc)
+        except (RuntimeError, TimeoutError):
+            self.stop()
+            sys.stderr.write(self.log_path.read_text()[-3000:])
+            raise
+
+    def peak_bytes(self) -> int:
+        return vm_hwm_bytes(Path(f"/proc/{self.proc.pid}/status").read_text())
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the server so far (/proc/<pid>/stat fields 14 and 15)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def warm_up(url: str, folder: Path) -> None:
+    """One analysis of an image no visitor uploads: the server's first request pays for lazy
+    imports (torchvision), which a class arriving minutes after start-up would not see."""
+    from gradio_client import Client, handle_file
+
+    image = folder / "warm-up.png"
+    Image.fromarray(np.full((32, 32, 3), 128, np.uint8)).save(image)
+    client = Client(url, verbose=False, download_files=False)
+    client.predict(image=handle_file(str(image)), model_key="bundled", mode="crop", api_name="/analyze")
+    client.close()
+
+
+def run_class(url: str, visitors: list[Visitor], max_seconds: float) -> tuple[Tally, float]:
+    """Every visitor at once, each with its own client (session); returns the tally and the
+    seconds from the start signal until the last visitor finished."""
+    from gradio_client import Client
+
+    clients = [Client(url, verbose=False, download_files=False) for _ in visitors]
+    tally, start = Tally(), threading.Barrier(len(visitors) + 1)
+    deadline = time.monotonic() + max_seconds
+    threads = [
+        threading.Thread(target=v.run, args=(c, tally, start, deadline), daemon=True)
+        for v, c in zip(visitors, clients, strict=True)
+    ]
+    for t in threads:
+        t.start()
+    start.wait()
+    began = time.perf_counter()
+    for t in threads:
+        t.join(timeout=max(deadline - time.monotonic(), 0) + 60)
+    elapsed = time.perf_counter() - began
+    for c in clients:
+        c.close()
+    return tally, elapsed
+
+
+def table(tally: Tally) -> list[str]:
+    """Markdown rows: n, p50, p95, max and errors per action, and the cheap actions together."""
+    rows = ["| action | n | p50 s | p95 s | max s | errors |", "|---|---|---|---|---|---|"]
+    groups = {name: [name] for name in ("analyze", *ACTION_WEIGHTS)}
+    groups[f"click or slider ({', '.join(CHEAP)})"] = list(CHEAP)
+    for name, members in groups.items():
+        samples = [s for m in members for s in tally.seconds.get(m, [])]
+        errors = sum(len(tally.errors.get(m, [])) for m in members)
+        if samples:
+            cells = f"{percentile(samples, 50):.2f} | {percentile(samples, 95):.2f} | {max(samples):.2f}"
+        else:
+            cells = "- | - | -"
+        rows.append(f"| {name} | {len(samples)} | {cells} | {errors} |")
+    return rows
+
+
+def report(args: argparse.Namespace, tally: Tally, elapsed: float, server: Server, loads: tuple[str, str]) -> str:
+    if server.proc.poll() is not None:
+        raise RuntimeError(f"the server exited with code {server.proc.returncode} during the class: see its log")
+    cheap = [s for m in CHEAP for s in tally.seconds.get(m, [])]
+    errors = sum(len(e) for e in tally.errors.values())
+    p95 = percentile(cheap, 95) if cheap else float("nan")
+    own_cpu = resource.getrusage(resource.RUSAGE_SELF)
+    lines = [
+        f"command: `{shlex.join([Path(sys.executable).name, '-m', 'bench.visitors', *sys.argv[1:]])}`",
+        f"server: `{shlex.join(['python', *server.command[1:]])}`",
+        f"machine: {machine()}; before: {loads[0]}; after: {loads[1]}",
+        f"{args.visitors} visitors x (1 upload + {args.actions} actions), pause {args.think:.1f} s (x0.5..1.5) "
+        f"between actions; all done in {elapsed:.1f} s; {tally.skipped} actions skipped at the deadline",
+        "",
+        *table(tally),
+        "",
+        f"server peak memory (VmHWM): {server.peak_bytes() / 2**20:.0f} MiB "
+        f"(after start-up and one analysis: {args.startup_hwm / 2**20:.0f} MiB; "
+        f"explanation budget --cache-mb {args.cache_mb}); "
+        f"server CPU {server.cpu_seconds() - args.startup_cpu:.1f} s during the class; "
+        f"this script's CPU {own_cpu.ru_utime + own_cpu.ru_stime:.1f} s (same cores)",
+        f"goal: click or slider p95 <= {GOAL_S:.0f} s with no errors: "
+        + ("met" if p95 <= GOAL_S and errors == 0 else f"missed (p95 {p95:.2f} s, {errors} errors)"),
+    ]
+    for action, messages in tally.errors.items():
+        lines.append(f"- {action}: {len(messages)} errors, first: {messages[0]}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--visitors", type=int, default=30)
+    p.add_argument("--actions", type=int, default=12, help="actions per visitor after the upload")
+    p.add_argument("--think", type=float, default=1.0, help="mean pause between a visitor's actions, seconds")
+    p.add_argument("--max-seconds", type=float, default=300, help="no action starts after this")
+    p.add_argument("--cache-mb", type=int, default=2048, help="the server's explanation budget")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    if args.visitors < 1 or args.actions < 0 or args.think < 0 or args.max_seconds <= 0:
+        p.error("--visitors must be at least 1, --actions and --think at least 0, --max-seconds above 0")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        images = images_for(args.visitors, folder)
+        visitors = [Visitor(i, images[i], plan(i, args.actions, args.seed), args.think) for i in range(args.visitors)]
+        server = Server(folder, args.cache_mb)
+        try:
+            server.wait()
+            warm_up(server.url, folder)
+            args.startup_hwm, args.startup_cpu = server.peak_bytes(), server.cpu_seconds()
+            before = load_average()
+            tally, elapsed = run_class(server.url, visitors, args.max_seconds)
+            print(report(args, tally, elapsed, server, (before, load_average())))
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
