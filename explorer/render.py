@@ -315,7 +315,7 @@ def short_token_name(name: str) -> str:
     return "CLS" if name == "cls" else name
 
 
-def _prefix_text(shares: np.ndarray, names: Sequence[str] = ()) -> list[str]:
+def prefix_lines(shares: np.ndarray, names: Sequence[str] = ()) -> list[str]:
     """A head's attention to the prefix tokens the maps leave out, each token by name:
     ["CLS 0.42 · dist 0.10", "reg1 0.05"]. Without names: "CLS 0.42" (the rest of several
     prefix tokens summed)."""
@@ -332,7 +332,7 @@ def _tile_lines(
     """Caption lines of one tile: its name, its own maximum when each head is stretched
     alone, and its attention to each prefix token."""
     first = " · ".join(part for part in (name, f"max {top:.2g}" if style.scale == "head" else "") if part)
-    shares = _prefix_text(prefix, prefix_names) if prefix is not None and len(prefix) else []
+    shares = prefix_lines(prefix, prefix_names) if prefix is not None and len(prefix) else []
     return ([first] if first else []) + shares
 
 

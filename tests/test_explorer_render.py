@@ -171,8 +171,8 @@ def test_head_grid_wraps_heads_into_rows_and_carries_a_colour_bar():
 
 
 def test_prefix_shares_are_printed_per_tile():
-    assert render._prefix_text(np.array([0.4213])) == ["CLS 0.42"]
-    assert render._prefix_text(np.array([0.4, 0.1, 0.05])) == ["CLS 0.40 + 2 more 0.15"]
+    assert render.prefix_lines(np.array([0.4213])) == ["CLS 0.42"]
+    assert render.prefix_lines(np.array([0.4, 0.1, 0.05])) == ["CLS 0.40 + 2 more 0.15"]
     head_scale = MapStyle(scale="head")
     assert render._tile_lines("head 3", 0.123, head_scale, np.array([0.5])) == ["head 3 · max 0.12", "CLS 0.50"]
     assert render._tile_lines("head 3", 0.123, MapStyle(), None) == ["head 3"]
@@ -299,12 +299,12 @@ def test_probe_strip_prints_the_cls_share_only_for_models_with_a_cls_token():
     with_cls = render.probe_strip(image, [(1, (0.6 * gap).reshape(1, 2, 2, 2))], MapStyle())
     without = render.probe_strip(image, [(1, gap.reshape(1, 2, 2, 2))], MapStyle())
     assert with_cls.height > without.height  # the "CLS 0.40" caption line (and the caption sentence)
-    assert render._prefix_text(1.0 - (0.6 * gap).sum(-1)[0, :1]) == ["CLS 0.40"]
+    assert render.prefix_lines(1.0 - (0.6 * gap).sum(-1)[0, :1]) == ["CLS 0.40"]
 
 
 def test_prefix_shares_name_every_prefix_token_two_per_line():
     names = ("cls", "dist", "reg1")
-    assert render._prefix_text(np.array([0.4, 0.1, 0.05]), names) == ["CLS 0.40 · dist 0.10", "reg1 0.05"]
+    assert render.prefix_lines(np.array([0.4, 0.1, 0.05]), names) == ["CLS 0.40 · dist 0.10", "reg1 0.05"]
     lines = render._tile_lines("head 1", 0.5, MapStyle(), np.array([0.4, 0.1, 0.05]), names)
     assert lines == ["head 1", "CLS 0.40 · dist 0.10", "reg1 0.05"]
 
