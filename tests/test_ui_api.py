@@ -31,6 +31,7 @@ def test_every_view_has_an_api_name(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     expected = {"analyze", "heads", "restyle", "rollout", "query_patch", "reset_query", "export_png", "export_gif"}
     expected |= {"query_token", "relevance"}
+    expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
     train = {"train_start", "train_status", "train_stop", "train_open_in_explore"}
     # Exactly these: no internal helper (e.g. a per-session cache's initialiser) leaks into the API.
     assert names == {f"/{n}" for n in expected | train | {"load_model", "upload_checkpoint"}}
@@ -93,6 +94,22 @@ def test_exports_png_of_the_grid_and_gif_through_the_layers(client):
     client.predict(2, 7, 6, *STYLE, api_name="/query_patch")
     assert Path(client.predict(3, *STYLE, api_name="/export_png")).name == "cheetah1-tiny_layer3_row2-col7.png"
     assert Path(client.predict(*STYLE, api_name="/export_gif")).name == "cheetah1-tiny_layers1-6_row2-col7.gif"
+
+
+def test_the_three_lessons_through_the_api(client):
+    image = handle_file(CHEETAH)
+    picture, note = client.predict(image, ["bundled", "pretrained:nonexistent"], "inferno", api_name="/lesson_compare")
+    assert pixels(picture).shape[1] > 4 * 100 and "pretrained:nonexistent" in note
+    norms, table = client.predict(image, "bundled", "bundled", 6, "inferno", api_name="/lesson_token_norms")
+    assert Path(norms).name == "lesson-token-norms-layer6.png" and "median patch norm" in table
+    top5, note = client.predict(image, "bundled", "1.1, 6.4", api_name="/lesson_heads_off")
+    assert len(top5["confidences"]) == 5 and "Heads off: **1.1, 6.4**" in note
+    ranking, note = client.predict(image, "bundled", api_name="/lesson_head_ranking")
+    assert ranking["headers"] == ["rank", "layer.head", "drop in probability"] and len(ranking["data"]) == 10
+    with pytest.raises(AppError, match=re.escape("head 9 in '2.9' is out of range; each layer has heads 1 to 4")):
+        client.predict(image, "bundled", "2.9", api_name="/lesson_heads_off")
+    with pytest.raises(AppError, match=re.escape("layer must be a whole number from 1 to 6, got 24")):
+        client.predict(image, "bundled", "bundled", 24, "inferno", api_name="/lesson_token_norms")
 
 
 BAD_VALUES = [
