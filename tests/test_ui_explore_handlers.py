@@ -197,5 +197,6 @@ def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explan
     key = ("black.png", BUNDLED, id(loaded.model), "crop")
     ex = h.STORE.get(key, lambda: explain(loaded.model, [], loaded.preprocessing, image))
     assert ex.probabilities == {}  # no classifier, no predictions
+    assert "makes no predictions" in h.classes_note(loaded)
     with pytest.raises(gr.Error, match="this model has no classifier head, so it makes no predictions"):
         h.show_relevance(view, headless, key, h.PREDICTED, *STYLE)
