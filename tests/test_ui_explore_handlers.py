@@ -152,6 +152,7 @@ def test_the_patch_token_keeps_a_patch_query_or_starts_at_the_centre(prefixed):
     view, _, key = prefixed
     assert h.query_token(view, key, "patch", "dist", 6, *STYLE)[view.query] == (4, 4)
     assert h.query_token(view, key, "patch", (1, 2), 6, *STYLE)[view.query] == (1, 2)
+    assert h.move_query(view, (0, 1), key, "reg1", 6, *STYLE)[view.query] == (4, 4)  # arrows from a register
     clicked = h.query_patch(view, key, 2, 3, 6, *STYLE)
     assert clicked[view.query_token] == "patch"  # the picker follows a click
 

@@ -381,10 +381,10 @@ def move_query(
     display: str,
 ) -> dict:
     """Move the query patch one `step` (rows, columns), stopping at the edges; from the CLS
-    token, start at the centre patch."""
+    token (or another prefix token), start at the centre patch."""
     ex = require(explanation)
     gh, gw = ex.grid
-    if query is None:
+    if not isinstance(query, tuple):
         patch = gh // 2, gw // 2
     else:
         patch = min(max(query[0] + step[0], 0), gh - 1), min(max(query[1] + step[1], 0), gw - 1)
