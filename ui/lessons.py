@@ -66,7 +66,9 @@ def _offered(keys: tuple[str, ...], offered: set[str], fallback: str) -> list[st
 
 def _common() -> dict[str, Any]:
     with gr.Row():
-        image = gr.Image(type="filepath", label="Lesson image (upload, paste or webcam)", height=200, scale=3)
+        image = gr.Image(
+            type="filepath", label="Lesson image (upload, paste or webcam)", height=200, scale=3, elem_id="lesson-image"
+        )
         cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map", scale=1)
     return {"image": image, "cmap": cmap}
 

@@ -58,20 +58,21 @@ def compare_models(
     picture, style = lesson_image(image), lesson_style(cmap)
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
         raise gr.Error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {models!r}")
-    loaded, missing = [], []
+    loaded, missing = [], {}
     for key in models:
         try:
             loaded.append(catalog.get(str(key)))
         except ModelUnavailable as e:
-            missing.append(f"- `{key}`: {e}")
+            missing[str(key)] = str(e)
     if not loaded:
+        first = next(iter(missing.values()))
         raise gr.Error(
-            "none of these models can be loaded here (see below); pick models that are available, e.g. the bundled "
-            "one or a checkpoint: " + " ".join(missing)
+            f"none of these models can be loaded here: {', '.join(missing)}. Pick models that are available, e.g. "
+            f"the bundled one or a checkpoint. The first one's reason: {first}"
         )
     note = (
         "**Not available here** (weights cannot be downloaded): the comparison shows the other models; pick any "
-        "model that loads instead.\n\n" + "\n".join(missing)
+        "model that loads instead.\n\n" + "\n".join(f"- `{key}`: {why}" for key, why in missing.items())
         if missing
         else ""
     )
