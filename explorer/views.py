@@ -203,7 +203,7 @@ def relevance(
     title = f"relevance for {which} '{name}' (Chefer et al. 2021), query: {_who(ex, None)}"
     note = (
         "Per layer, each head's attention A is weighted by the gradient of the class score, Ā = mean over heads "
-        "of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the CLS row of R "
-        "over the patches. Unlike rollout, it changes with the class."
+        f"of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the {_who(ex, None)} "
+        "row of R over the patches. Unlike rollout, it changes with the class."
     )
     return render.map_picture(base, amap[0].numpy(), style, title, "relevance (a.u.)", note)

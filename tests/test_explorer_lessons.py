@@ -104,3 +104,28 @@ def test_lessons_refuse_models_without_a_head_and_rankings_past_the_cost_cap(mon
     monkeypatch.setattr(lessons, "MAX_RANKING_PASSES", 10)
     with pytest.raises(lessons.LessonError, match=r"6 x 4 = 24 heads needs as many forward passes, more than"):
         lessons.head_ranking(loaded("plain"), photo())
+
+
+def test_timm_models_with_a_distillation_token_and_registers_through_the_views():
+    """Models converted from timm (random weights: the zoo cannot be downloaded here): DeiT's
+    distillation token as a query and class relevance; DINOv2-style registers in the norms lesson."""
+    timm = pytest.importorskip("timm")
+    from conftest import randomise_
+
+    from explorer import views
+    from explorer.explain import explain
+
+    small = {"img_size": 32, "depth": 2}
+    deit = vit.from_timm(randomise_(timm.create_model("deit_tiny_distilled_patch16_224", pretrained=False, **small)))
+    dino = vit.from_timm(
+        randomise_(timm.create_model("vit_small_patch14_reg4_dinov2", pretrained=False, img_size=28, depth=2))
+    )
+    deit_loaded = LoadedModel("deit", "deit", deit.eval(), vit.ModelMeta([f"c{i}" for i in range(1000)], CIFAR10))
+    ex = explain(deit_loaded.model, deit_loaded.meta.class_names, CIFAR10, photo())
+    assert ex.prefix_names == ("cls", "dist")
+    assert views.query_choices(ex.prefix_names)[1] == ("distillation token", "dist")
+    assert views.heads(ex, "dist", 2, MapStyle()).width > 0 and not np.allclose(ex.query_maps("dist"), ex.query_maps())
+    assert views.relevance(deit_loaded.model, deit_loaded.meta.class_names, ex, 3, MapStyle()).height > 0
+    dino_loaded = LoadedModel("dinov2", "dinov2", dino.eval(), vit.ModelMeta([], vit.Preprocessing(28, 28)))
+    report = lessons.norm_report(dino_loaded, photo(), 1)
+    assert list(report.prefix) == ["cls", "reg1", "reg2", "reg3", "reg4"] and report.norms.shape == (2, 2)
