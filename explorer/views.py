@@ -167,8 +167,11 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
     )
     if not ex.has_cls:
         return f"{rule} Map: the mean patch row of R (no CLS token: nothing is left out)."
-    cls = float(ex.rollout_prefix(head_fusion, discard_ratio).sum())
-    return f"{rule} Map: the CLS row of R over the patches; its share on CLS itself, {cls:.2f}, is left out."
+    shares = ex.rollout_prefix(head_fusion, discard_ratio)
+    if len(shares) == 1:
+        return f"{rule} Map: the CLS row of R over the patches; its share on CLS itself, {shares[0]:.2f}, is left out."
+    named = ", ".join(f"{render.short_token_name(n)} {s:.2f}" for n, s in zip(ex.prefix_names, shares, strict=True))
+    return f"{rule} Map: the CLS row of R over the patches; its share on the prefix tokens ({named}) is left out."
 
 
 def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapStyle) -> Image.Image:

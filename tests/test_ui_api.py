@@ -80,7 +80,7 @@ def test_query_token_and_relevance_through_the_api(client):
     _, heads_again, text, token = client.predict("cls", 6, *STYLE, api_name="/query_token")
     assert token == "cls" and np.array_equal(pixels(heads_again), pixels(heads_cls))
     relevance = client.predict("cat", *STYLE, api_name="/relevance")
-    assert Path(relevance).name == "relevance_cat.png" and pixels(relevance).shape[1] == 320
+    assert Path(relevance).name == "cheetah1-tiny_relevance_cat.png" and pixels(relevance).shape[1] == 320
 
 
 def test_exports_png_of_the_grid_and_gif_through_the_layers(client):

@@ -171,25 +171,28 @@ def test_head_tiles_and_captions_name_every_prefix_token(prefixed):
     ex = h.STORE.peek(key)
     assert "the 4 prefix tokens (CLS, dist, reg1, reg2)" in views.left_out(ex)
     assert ex.prefix_attention(None).shape[-1] == 4
+    shares = ex.rollout_prefix()
+    text = views.describe_rollout(ex, "mean", 0.0)
+    assert f"its share on the prefix tokens (CLS {shares[0]:.2f}, dist {shares[1]:.2f}, reg1" in text
 
 
 def test_relevance_follows_the_chosen_class(tab, explanation):
     view, catalog = tab
-    predicted = h.show_relevance(view, catalog, explanation, h.PREDICTED, *STYLE)[view.relevance]
+    predicted = h.show_relevance(view, catalog, explanation, "cat-bundled", h.PREDICTED, *STYLE)[view.relevance]
     top = next(iter(h.STORE.peek(explanation).probabilities))
-    same = h.show_relevance(view, catalog, explanation, top, *STYLE)[view.relevance]
+    same = h.show_relevance(view, catalog, explanation, "cat-bundled", top, *STYLE)[view.relevance]
     other = next(c for c in CIFAR10_CLASSES if c != top)
-    different = h.show_relevance(view, catalog, explanation, other, *STYLE)[view.relevance]
+    different = h.show_relevance(view, catalog, explanation, "cat-bundled", other, *STYLE)[view.relevance]
     pixels = [np.asarray(Image.open(p)) for p in (predicted, same, different)]
     assert np.array_equal(pixels[0][80:], pixels[1][80:])  # the same map (titles differ: "predicted" or "chosen")
     assert not np.array_equal(pixels[0][80:], pixels[2][80:])
-    assert Path(different).name == f"relevance_{other}.png"
+    assert Path(different).name == f"cat-bundled_relevance_{other}.png"  # image, model, what, class
 
 
 def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explanation, tmp_path):
     view, catalog = tab
     with pytest.raises(gr.Error, match=r"unknown class 'teapot'; choose one of 'predicted class', 'airplane'"):
-        h.show_relevance(view, catalog, explanation, "teapot", *STYLE)
+        h.show_relevance(view, catalog, explanation, "cat-bundled", "teapot", *STYLE)
     path = tmp_path / "headless.safetensors"
     vit.save_checkpoint(vit.create_model("vit_cifar_nano", num_classes=0), path, class_names=[], preprocessing=CIFAR10)
     headless = ModelCatalog(path, tmp_path / "runs")
@@ -200,4 +203,4 @@ def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explan
     assert ex.probabilities == {}  # no classifier, no predictions
     assert "makes no predictions" in h.classes_note(loaded)
     with pytest.raises(gr.Error, match="this model has no classifier head, so it makes no predictions"):
-        h.show_relevance(view, headless, key, h.PREDICTED, *STYLE)
+        h.show_relevance(view, headless, key, None, h.PREDICTED, *STYLE)

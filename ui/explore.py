@@ -345,7 +345,7 @@ def _wire_query(view: ExploreView) -> None:
 def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
     view.relevance_button.click(
         bound(h.show_relevance, view, catalog),
-        view.pick("explanation", "relevance_class", *STYLE),
+        view.pick("explanation", "export_name", "relevance_class", *STYLE),
         view.relevance,
         api_name="relevance",
         **RAW,

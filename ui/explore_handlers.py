@@ -328,6 +328,7 @@ def show_relevance(
     view: ExploreView,
     catalog: ModelCatalog,
     explanation: Explanation | None,
+    name: str | None,
     target: str,
     cmap: str,
     opacity: float,
@@ -350,7 +351,7 @@ def show_relevance(
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else names.index(target)
     picture = views.relevance(loaded.model, names, ex, index, style)
-    return view.update(relevance=saved(picture, f"relevance_{slug(target)}.png"))
+    return view.update(relevance=saved(picture, f"{name or 'attention'}_relevance_{slug(target)}.png"))
 
 
 def click_patch(
