@@ -204,3 +204,16 @@ def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explan
     assert "makes no predictions" in h.classes_note(loaded)
     with pytest.raises(gr.Error, match="this model has no classifier head, so it makes no predictions"):
         h.show_relevance(view, headless, key, None, h.PREDICTED, *STYLE)
+
+
+def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(prefixed, tmp_path):
+    view, catalog, _ = prefixed
+    path = tmp_path / "photo.png"
+    Image.fromarray(np.random.default_rng(2).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
+    loaded = catalog.get(BUNDLED)
+    out = h.full_analysis(loaded, str(path), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
+    picker = out["query_token"]
+    assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
+    assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
+    classes = h.load_model(view, catalog, BUNDLED)[view.relevance_class]
+    assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
