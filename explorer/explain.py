@@ -117,6 +117,11 @@ class Explanation:
         return self.attention.prefix_tokens > 0
 
     @property
+    def prefix_names(self) -> tuple[str, ...]:
+        """The prefix tokens in sequence order: 'cls', 'dist', 'reg1', ... (AttentionMaps)."""
+        return self.attention.prefix_names
+
+    @property
     def depth(self) -> int:
         return len(self.attention)
 
@@ -179,7 +184,7 @@ def explain(
         )
     with torch.inference_mode():
         logits, attention = model(inp.tensor, need_weights=True)
-    probabilities = {}  # a model without a classifier head (DINO, DINOv2) makes no predictions
+    probabilities = {}  # a model without a classifier (DINO, DINOv2) returns features: no predictions
     if model.config.num_classes > 0:
         probs = logits[0].float().softmax(-1)
         top = probs.topk(min(top_k, probs.numel()))

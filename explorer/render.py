@@ -307,30 +307,33 @@ def _caption(tile: np.ndarray, lines: Sequence[str]) -> np.ndarray:
     return np.asarray(framed)
 
 
-def _prefix_text(shares: np.ndarray) -> str:
-    """A head's attention to the prefix tokens the maps leave out: "CLS 0.42" (the rest of
-    several prefix tokens is summed)."""
-    text = f"CLS {shares[0]:.2f}"
-    return text if len(shares) == 1 else f"{text} + {len(shares) - 1} more {shares[1:].sum():.2f}"
+PREFIX_PER_LINE = 2  # prefix shares per caption line, so five (CLS + 4 registers) fit under a small tile
 
 
-def _tile_lines(name: str, top: float, style: MapStyle, prefix: np.ndarray | None) -> list[str]:
+def short_token_name(name: str) -> str:
+    """How a prefix token ('cls', 'dist', 'reg1', ...; AttentionMaps.prefix_names) is named on a picture."""
+    return "CLS" if name == "cls" else name
+
+
+def prefix_lines(shares: np.ndarray, names: Sequence[str] = ()) -> list[str]:
+    """A head's attention to the prefix tokens the maps leave out, each token by name:
+    ["CLS 0.42 · dist 0.10", "reg1 0.05"]. Without names: "CLS 0.42" (the rest of several
+    prefix tokens summed)."""
+    if len(names) != len(shares):
+        text = f"CLS {shares[0]:.2f}"
+        return [text if len(shares) == 1 else f"{text} + {len(shares) - 1} more {shares[1:].sum():.2f}"]
+    parts = [f"{short_token_name(n)} {s:.2f}" for n, s in zip(names, shares, strict=True)]
+    return [" · ".join(parts[i : i + PREFIX_PER_LINE]) for i in range(0, len(parts), PREFIX_PER_LINE)]
+
+
+def _tile_lines(
+    name: str, top: float, style: MapStyle, prefix: np.ndarray | None, prefix_names: Sequence[str] = ()
+) -> list[str]:
     """Caption lines of one tile: its name, its own maximum when each head is stretched
-    alone, and its attention to the prefix tokens."""
+    alone, and its attention to each prefix token."""
     first = " · ".join(part for part in (name, f"max {top:.2g}" if style.scale == "head" else "") if part)
-    return ([first] if first else []) + ([_prefix_text(prefix)] if prefix is not None and len(prefix) else [])
-
-
-def mark_patch(tile: np.ndarray, grid: tuple[int, int], mark: tuple[int, int] | None) -> np.ndarray:
-    """`tile` (covering a (gh, gw) grid) with the patch at `mark` = (row, col) outlined."""
-    if mark is None:
-        return tile
-    (gh, gw), (h, w) = grid, tile.shape[:2]
-    row, col = mark
-    picture = Image.fromarray(tile)
-    box = [col * w // gw, row * h // gh, (col + 1) * w // gw - 1, (row + 1) * h // gh - 1]
-    ImageDraw.Draw(picture).rectangle(box, outline=MARK_COLOUR, width=2)
-    return np.asarray(picture)
+    shares = prefix_lines(prefix, prefix_names) if prefix is not None and len(prefix) else []
+    return ([first] if first else []) + shares
 
 
 def head_grid(
@@ -341,18 +344,19 @@ def head_grid(
     max_cols: int = 6,
     prefix: np.ndarray | None = None,
     note: str = "",
+    prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
     input, `prefix` (heads, prefix_tokens) each head's attention to the tokens the maps
-    leave out (printed under its tile), `mark` the query patch, outlined in every tile. A
-    colour bar and `note` go underneath."""
+    leave out (printed under its tile, by `prefix_names`), `mark` the query patch, outlined
+    in every tile. A colour bar and `note` go underneath."""
     tops = scale_tops(maps, style.scale)
     grid = maps.shape[-2:]
     tiles = [
         _caption(
-            mark_patch(overlay(image, m, style, t), grid, mark),
-            _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix[i]),
+            outline_patches(overlay(image, m, style, t), grid, [mark] if mark else []),
+            _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix[i], prefix_names),
         )
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
@@ -368,20 +372,28 @@ def layers_by_heads(
     title: str = "",
     prefix: np.ndarray | None = None,
     note: str = "",
+    prefix_names: Sequence[str] = (),
 ) -> Image.Image:
     """Every head of every layer at a glance: `maps` is (layers, heads, gh, gw), `prefix`
     (layers, heads, prefix_tokens). Each row (a layer) ends with its own colour bar."""
-    rows = [_scaled_row(image, layer, style, None if prefix is None else prefix[i]) for i, layer in enumerate(maps)]
+    rows = [
+        _scaled_row(image, layer, style, None if prefix is None else prefix[i], prefix_names)
+        for i, layer in enumerate(maps)
+    ]
     labels = [f"layer {i + 1}" for i in range(maps.shape[0])]
     cols = [f"head {j + 1}" for j in range(maps.shape[1])]
     return _titled(title, mosaic(rows, labels, cols), note=_row_scale_note(style, note))
 
 
-def _scaled_row(image: np.ndarray, maps: np.ndarray, style: MapStyle, prefix: np.ndarray | None) -> list[np.ndarray]:
+def _scaled_row(
+    image: np.ndarray, maps: np.ndarray, style: MapStyle, prefix: np.ndarray | None, prefix_names: Sequence[str] = ()
+) -> list[np.ndarray]:
     """One layer's (heads, gh, gw) maps as captioned tiles followed by the layer's colour bar."""
     tops = scale_tops(maps, style.scale)
     tiles = [
-        _caption(overlay(image, m, style, t), _tile_lines("", t, style, None if prefix is None else prefix[j]))
+        _caption(
+            overlay(image, m, style, t), _tile_lines("", t, style, None if prefix is None else prefix[j], prefix_names)
+        )
         for j, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
     high, _ = _scale_legend(style, float(tops.max()), "", "")
@@ -404,6 +416,7 @@ def layer_frames(
     max_cols: int = 6,
     prefix: np.ndarray | None = None,
     note: str = "",
+    prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
 ) -> list[Image.Image]:
     """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw)."""
@@ -416,6 +429,7 @@ def layer_frames(
             max_cols,
             prefix=None if prefix is None else prefix[i],
             note=note,
+            prefix_names=prefix_names,
             mark=mark,
         )
         for i, m in enumerate(maps)
@@ -430,6 +444,44 @@ def map_picture(
     high, label = _scale_legend(style, top, unit, "this map")
     body = Image.fromarray(overlay(image, amap, style, top))
     return _titled(title, body, [colour_bar(style.cmap, 0.0, high, label, max(body.width, 320))], note)
+
+
+def outline_patches(picture: np.ndarray, grid: tuple[int, int], patches: Sequence[tuple[int, int]]) -> np.ndarray:
+    """`picture` (H, W, 3), which covers the (gh, gw) grid in whole cells, with the patches
+    at 0-based (row, col) outlined in MARK_COLOUR."""
+    canvas = Image.fromarray(picture)
+    draw = ImageDraw.Draw(canvas)
+    ch, cw = picture.shape[0] // grid[0], picture.shape[1] // grid[1]
+    for row, col in patches:
+        draw.rectangle([col * cw, row * ch, (col + 1) * cw - 1, (row + 1) * ch - 1], outline=MARK_COLOUR, width=2)
+    return np.asarray(canvas)
+
+
+@dataclass(frozen=True)
+class MapRow:
+    """One row of a shared-scale comparison: a `label`, the picture the maps cover (H, W, 3),
+    the maps (n, gh, gw), a caption per map, and patches (row, col) to outline in every map."""
+
+    label: str
+    image: np.ndarray
+    maps: np.ndarray
+    captions: Sequence[Sequence[str]] = ()
+    marks: Sequence[tuple[int, int]] = ()
+
+
+def shared_scale_rows(rows: Sequence[MapRow], style: MapStyle, title: str, unit: str, note: str = "") -> Image.Image:
+    """Rows of maps (e.g. several models, one image) on ONE colour scale from 0 to the largest
+    value of all of them, whatever `style.scale` says, so every tile compares with every
+    other; one colour bar in `unit` underneath (docs/pictures.md)."""
+    top = max(float(row.maps.max()) for row in rows)
+    tiles = []
+    for row in rows:
+        drawn = [outline_patches(overlay(row.image, m, style, top), m.shape, row.marks) for m in row.maps]
+        captions = list(row.captions) + [[]] * (len(drawn) - len(row.captions))
+        tiles.append([_caption(t, c) for t, c in zip(drawn, captions, strict=True)])
+    grid = mosaic(tiles, [row.label for row in rows])
+    label = f"colour: {unit} from 0 to {_number(top)}, the largest of all maps shown (one scale for all)"
+    return _titled(title, grid, [colour_bar(style.cmap, 0.0, top, label, max(grid.width, 320))], note)
 
 
 def save_gif(frames: Sequence[Image.Image], path: str | os.PathLike, seconds_per_frame: float = 0.8) -> None:

@@ -7,13 +7,19 @@ tensors are; people see 1-based numbers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PIL import Image
 
+from vit import VisionTransformer
 from vit.analysis import Query
+from vit.relevance import class_relevance
 
 from . import render
 from .explain import Explanation
 from .render import MapStyle
+
+PATCH, MEAN = "patch", "mean"  # query tokens that are not prefix tokens: a patch, the mean of all patches
 
 INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size of each view's longer side
 
@@ -24,8 +30,38 @@ def input_scale(ex: Explanation) -> int:
 
 
 def input_view(ex: Explanation, query: Query = None) -> Image.Image:
-    """The model input with its patch grid, and the query patch outlined."""
-    return render.patch_grid_image(ex.input.pixels, ex.patch_size, input_scale(ex), query)
+    """The model input with its patch grid, and the query patch (if the query is one) outlined."""
+    mark = query if isinstance(query, tuple) else None
+    return render.patch_grid_image(ex.input.pixels, ex.patch_size, input_scale(ex), mark)
+
+
+def token_label(name: str) -> str:
+    """A prefix token ('cls', 'dist', 'reg1', ...) as people read it; registers count from 1."""
+    if name == "cls":
+        return "CLS token"
+    if name == "dist":
+        return "distillation token"
+    if name.startswith("reg") and name[3:].isdigit():
+        return f"register {name[3:]}"
+    return name
+
+
+def query_choices(prefix_names: Sequence[str]) -> list[tuple[str, str]]:
+    """(label, token) pairs of the "Query token" picker: every prefix token, the mean of the
+    patches for a model without CLS (its default query), and a patch."""
+    choices = [(token_label(name), name) for name in prefix_names]
+    if "cls" not in prefix_names:
+        choices.insert(0, ("mean of all patches (no CLS token)", MEAN))
+    return [*choices, ("a patch (click the grid)", PATCH)]
+
+
+def query_token(query: Query, prefix_names: Sequence[str]) -> str:
+    """The picker's token for a query: a prefix name, PATCH, or the default (CLS, or MEAN)."""
+    if isinstance(query, tuple):
+        return PATCH
+    if query is None:
+        return "cls" if "cls" in prefix_names else MEAN
+    return str(query)
 
 
 def clicked_patch(ex: Explanation, x: float, y: float) -> tuple[int, int]:
@@ -46,6 +82,11 @@ def describe_input(ex: Explanation) -> str:
 
 
 def describe_query(query: Query, has_cls: bool = True) -> str:
+    if isinstance(query, str):
+        return (
+            f"Query: **the {token_label(query)}**, a token with no pixels of its own. Click a patch in the input "
+            "to see where that patch looks, or pick another token."
+        )
     if query is None:
         who = "the CLS token" if has_cls else "the average of all patches (this model has no CLS token)"
         return f"Query: **{who}**. Click a patch in the input to see where that patch looks."
@@ -54,6 +95,8 @@ def describe_query(query: Query, has_cls: bool = True) -> str:
 
 
 def _who(ex: Explanation, query: Query) -> str:
+    if isinstance(query, str):
+        return render.short_token_name(query)
     if query is None:
         return "CLS" if ex.has_cls else "mean of patches"
     return f"patch ({query[0] + 1}, {query[1] + 1})"
@@ -64,7 +107,8 @@ def left_out(ex: Explanation) -> str:
     n, p = ex.grid[0] * ex.grid[1], ex.tokens - ex.grid[0] * ex.grid[1]
     if not p:
         return f"Maps show attention to all {n} patches (this model has no CLS token: nothing is left out)."
-    what = "CLS" if p == 1 else f"the {p} prefix tokens (CLS and {p - 1} more)"
+    names = ", ".join(render.short_token_name(n) for n in ex.prefix_names)
+    what = names if p == 1 else f"the {p} prefix tokens ({names})"
     return f"Maps show attention to the {n} patches; attention to {what} (printed under each head) is left out."
 
 
@@ -79,7 +123,9 @@ def heads(ex: Explanation, query: Query, layer: int, style: MapStyle) -> Image.I
     title = f"layer {layer} of {ex.depth}, query: {_who(ex, query)}"
     i = layer - 1
     maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
-    return render.head_grid(base, maps, style, title, prefix=prefix, note=left_out(ex), mark=patch_of(query))
+    return render.head_grid(
+        base, maps, style, title, prefix=prefix, note=left_out(ex), prefix_names=ex.prefix_names, mark=patch_of(query)
+    )
 
 
 def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.Image]:
@@ -87,7 +133,9 @@ def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.I
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
     maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
     note = f"query: {_who(ex, query)}. {left_out(ex)}"
-    return render.layer_frames(base, maps, style, prefix=prefix, note=note, mark=patch_of(query))
+    return render.layer_frames(
+        base, maps, style, prefix=prefix, note=note, prefix_names=ex.prefix_names, mark=patch_of(query)
+    )
 
 
 def overview(ex: Explanation, style: MapStyle) -> Image.Image:
@@ -95,7 +143,13 @@ def overview(ex: Explanation, style: MapStyle) -> Image.Image:
     base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
     title = f"query: {_who(ex, None)}, every layer and head"
     return render.layers_by_heads(
-        base, ex.query_maps(None), style, title, prefix=ex.prefix_attention(None), note=left_out(ex)
+        base,
+        ex.query_maps(None),
+        style,
+        title,
+        prefix=ex.prefix_attention(None),
+        note=left_out(ex),
+        prefix_names=ex.prefix_names,
     )
 
 
@@ -115,8 +169,11 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
     )
     if not ex.has_cls:
         return f"{rule} Map: the mean patch row of R (no CLS token: nothing is left out)."
-    cls = float(ex.rollout_prefix(head_fusion, discard_ratio).sum())
-    return f"{rule} Map: the CLS row of R over the patches; its share on CLS itself, {cls:.2f}, is left out."
+    shares = ex.rollout_prefix(head_fusion, discard_ratio)
+    if len(shares) == 1:
+        return f"{rule} Map: the CLS row of R over the patches; its share on CLS itself, {shares[0]:.2f}, is left out."
+    named = ", ".join(f"{render.short_token_name(n)} {s:.2f}" for n, s in zip(ex.prefix_names, shares, strict=True))
+    return f"{rule} Map: the CLS row of R over the patches; its share on the prefix tokens ({named}) is left out."
 
 
 def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapStyle) -> Image.Image:
@@ -135,3 +192,23 @@ def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapS
 
 def distance_chart(ex: Explanation) -> Image.Image:
     return render.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2])
+
+
+def relevance(
+    model: VisionTransformer, class_names: Sequence[str], ex: Explanation, target: int | None, style: MapStyle
+) -> Image.Image:
+    """Class-specific relevance (Chefer, Gur & Wolf 2021, Eq. 5-6; docs/lessons.md) of every
+    patch for class `target` (0-based; None: the predicted class), for the CLS token. One more
+    forward and backward pass over the explanation's model input. Raises ValueError for a
+    model without a classifier head or a class out of range."""
+    amap, chosen = class_relevance(model, ex.input.tensor, target)
+    name = class_names[int(chosen[0])] if int(chosen[0]) < len(class_names) else f"class {int(chosen[0])}"
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
+    which = "the predicted class" if target is None else "the chosen class"
+    title = f"relevance for {which} '{name}' (Chefer et al. 2021), query: {_who(ex, None)}"
+    note = (
+        "Per layer, each head's attention A is weighted by the gradient of the class score, Ā = mean over heads "
+        f"of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the {_who(ex, None)} "
+        "row of R over the patches. Unlike rollout, it changes with the class."
+    )
+    return render.map_picture(base, amap[0].numpy(), style, title, "relevance (a.u.)", note)

@@ -146,8 +146,8 @@ def test_head_grid_wraps_heads_into_rows_and_carries_a_colour_bar():
 
 
 def test_prefix_shares_are_printed_per_tile():
-    assert render._prefix_text(np.array([0.4213])) == "CLS 0.42"
-    assert render._prefix_text(np.array([0.4, 0.1, 0.05])) == "CLS 0.40 + 2 more 0.15"
+    assert render.prefix_lines(np.array([0.4213])) == ["CLS 0.42"]
+    assert render.prefix_lines(np.array([0.4, 0.1, 0.05])) == ["CLS 0.40 + 2 more 0.15"]
     head_scale = MapStyle(scale="head")
     assert render._tile_lines("head 3", 0.123, head_scale, np.array([0.5])) == ["head 3 · max 0.12", "CLS 0.50"]
     assert render._tile_lines("head 3", 0.123, MapStyle(), None) == ["head 3"]
@@ -274,7 +274,36 @@ def test_probe_strip_prints_the_cls_share_only_for_models_with_a_cls_token():
     with_cls = render.probe_strip(image, [(1, (0.6 * gap).reshape(1, 2, 2, 2))], MapStyle())
     without = render.probe_strip(image, [(1, gap.reshape(1, 2, 2, 2))], MapStyle())
     assert with_cls.height > without.height  # the "CLS 0.40" caption line (and the caption sentence)
-    assert render._prefix_text(1.0 - (0.6 * gap).sum(-1)[0, :1]) == "CLS 0.40"
+    assert render.prefix_lines(1.0 - (0.6 * gap).sum(-1)[0, :1]) == ["CLS 0.40"]
+
+
+def test_prefix_shares_name_every_prefix_token_two_per_line():
+    names = ("cls", "dist", "reg1")
+    assert render.prefix_lines(np.array([0.4, 0.1, 0.05]), names) == ["CLS 0.40 · dist 0.10", "reg1 0.05"]
+    lines = render._tile_lines("head 1", 0.5, MapStyle(), np.array([0.4, 0.1, 0.05]), names)
+    assert lines == ["head 1", "CLS 0.40 · dist 0.10", "reg1 0.05"]
+
+
+def test_outlined_patches_change_only_their_border():
+    picture = np.zeros((40, 60, 3), np.uint8)  # a 4 x 6 grid of 10 px cells
+    marked = render.outline_patches(picture, (4, 6), [(1, 2)])
+    changed = np.argwhere(marked.any(-1))
+    assert changed.min(0).tolist() == [10, 20] and changed.max(0).tolist() == [19, 29]
+    assert not marked[14, 24].any()  # the inside of the cell is untouched
+
+
+def test_shared_scale_rows_use_one_top_for_every_map():
+    image = np.zeros((8, 8, 3), np.uint8)
+    weak, strong = np.full((1, 2, 2), 0.5), np.full((1, 2, 2), 2.0)
+    style = MapStyle(opacity=1.0, scale="head")  # ignored: the comparison always shares one scale
+    out = render.shared_scale_rows(
+        [render.MapRow("a", image, weak), render.MapRow("b", image, strong)], style, "t", "token norm (L2)"
+    )
+    assert len(gradient_runs(out, "inferno")) == 1  # one colour bar for both rows
+    tiles = np.asarray(out)
+    colours = {tuple(c) for c in tiles.reshape(-1, 3)}
+    half, top = render.heatmap(weak[0], (1, 1), style, 2.0)[0, 0], render.heatmap(strong[0], (1, 1), style, 2.0)[0, 0]
+    assert tuple(half) in colours and tuple(top) in colours and tuple(half) != tuple(top)
 
 
 def test_training_curves_show_the_loss_before_the_first_epoch_ends():

@@ -57,3 +57,37 @@ def test_head_importance_ranks_every_head_by_the_drop_of_the_predicted_class(mod
     with pytest.raises(ValueError, match="head index must be from 0 to 3, got 4"):
         with heads_off(model, [(0, 4)]):
             pass
+
+
+def test_hooks_leave_other_threads_forward_passes_alone(model, image) -> None:
+    """The app shares one model between requests: heads switched off (or a norm read) in one
+    request must not change what another request computes at the same moment."""
+    import threading
+
+    with torch.inference_mode():
+        clean = model(image)
+    seen: list[torch.Tensor] = []
+    every_head = [(layer, head) for layer in range(6) for head in range(4)]
+    with heads_off(model, every_head):
+        worker = threading.Thread(target=lambda: seen.append(model(image).detach()))
+        worker.start()
+        worker.join()
+        with torch.inference_mode():
+            assert not torch.allclose(model(image), clean)  # this thread: heads off
+    assert torch.allclose(seen[0], clean)  # the other thread: untouched
+    expected = token_norms(model, image, 2)
+    main, fired = threading.get_ident(), []
+
+    def interleave(_module, _args) -> None:  # another request's whole pass, while token_norms' hook is in place
+        if threading.get_ident() == main and not fired:
+            fired.append(True)
+            other = threading.Thread(target=lambda: model(torch.randn(2, 3, 32, 32)))
+            other.start()
+            other.join()
+
+    hook = model.blocks[0].register_forward_pre_hook(interleave)
+    try:
+        norms = token_norms(model, image, 2)
+    finally:
+        hook.remove()
+    assert fired and norms.shape == (1, 65) and torch.allclose(norms, expected)

@@ -30,13 +30,15 @@ def pixels(path) -> np.ndarray:
 def test_every_view_has_an_api_name(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     expected = {"analyze", "heads", "restyle", "rollout", "query_patch", "reset_query", "export_png", "export_gif"}
+    expected |= {"query_token", "relevance"}
+    expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
     train = {"train_start", "train_status", "train_stop", "train_open_in_explore"}
     # Exactly these: no internal helper (e.g. a per-session cache's initialiser) leaks into the API.
     assert names == {f"/{n}" for n in expected | train | {"load_model", "upload_checkpoint"}}
 
 
 def test_one_upload_drives_every_view(client):
-    input_view, numbers, label, layer, heads, overview, rollout, distance = analyze(client, CHEETAH)
+    input_view, numbers, label, layer, heads, overview, rollout, distance, token, relevance = analyze(client, CHEETAH)
     assert "grid **8 rows × 8 columns**" in numbers and "**65 tokens**" in numbers and "256 × 256" in numbers
     assert len(label["confidences"]) == 3 and label["label"] == label["confidences"][0]["label"]
     assert layer["maximum"] == 6
@@ -45,10 +47,12 @@ def test_one_upload_drives_every_view(client):
     assert pixels(overview).shape[0] > 6 * 64  # six layer rows
     assert pixels(rollout).shape[1] == 320 and pixels(rollout).shape[0] > 320  # the map, its colour bar, the rule
     assert pixels(distance).std() > 10
+    assert token["value"] == "cls" and [v for _, v in token["choices"]] == ["cls", "patch"]
+    assert relevance is None  # drawn on request only
 
 
 def test_controls_change_only_what_they_should(client):
-    _, _, _, _, heads_cls, overview, rollout_mean, _ = analyze(client, CHEETAH)
+    _, _, _, _, heads_cls, overview, rollout_mean, *_ = analyze(client, CHEETAH)
     layer1 = client.predict(1, *STYLE, api_name="/heads")
     assert not np.array_equal(pixels(layer1), pixels(heads_cls))
     raw = client.predict(6, "mean", 0.0, "viridis", 0.6, "smooth", "raw", api_name="/restyle")
@@ -59,14 +63,24 @@ def test_controls_change_only_what_they_should(client):
 
 
 def test_clicking_a_patch_changes_the_query_and_reset_restores_cls(client):
-    input_view, _, _, _, heads_cls, _, _, _ = analyze(client, CHEETAH)
-    marked, heads_patch, text = client.predict(3, 6, 6, *STYLE, api_name="/query_patch")  # 1-based
-    assert "row 3, column 6" in text
+    input_view, _, _, _, heads_cls, *_ = analyze(client, CHEETAH)
+    marked, heads_patch, text, token = client.predict(3, 6, 6, *STYLE, api_name="/query_patch")  # 1-based
+    assert "row 3, column 6" in text and token == "patch"
     assert not np.array_equal(pixels(heads_patch), pixels(heads_cls))
     diff = np.argwhere((pixels(marked) != pixels(input_view)).any(-1))  # only the outline of row 3, column 6 changed
     assert diff.min(0).tolist() == [2 * 48, 5 * 48] and diff.max(0).tolist() == [3 * 48 - 1, 6 * 48 - 1]
-    _, heads_again, text = client.predict(6, *STYLE, api_name="/reset_query")
-    assert "CLS" in text and np.array_equal(pixels(heads_again), pixels(heads_cls))
+    _, heads_again, text, token = client.predict(6, *STYLE, api_name="/reset_query")
+    assert "CLS" in text and token == "cls" and np.array_equal(pixels(heads_again), pixels(heads_cls))
+
+
+def test_query_token_and_relevance_through_the_api(client):
+    heads_cls = analyze(client, CHEETAH)[4]
+    _, heads_patch, text, token = client.predict("patch", 6, *STYLE, api_name="/query_token")
+    assert token == "patch" and "row 5, column 5" in text and not np.array_equal(pixels(heads_patch), pixels(heads_cls))
+    _, heads_again, text, token = client.predict("cls", 6, *STYLE, api_name="/query_token")
+    assert token == "cls" and np.array_equal(pixels(heads_again), pixels(heads_cls))
+    relevance = client.predict("cat", *STYLE, api_name="/relevance")
+    assert Path(relevance).name == "cheetah1-tiny_relevance_cat.png" and pixels(relevance).shape[1] == 320
 
 
 def test_exports_png_of_the_grid_and_gif_through_the_layers(client):
@@ -80,6 +94,22 @@ def test_exports_png_of_the_grid_and_gif_through_the_layers(client):
     client.predict(2, 7, 6, *STYLE, api_name="/query_patch")
     assert Path(client.predict(3, *STYLE, api_name="/export_png")).name == "cheetah1-tiny_layer3_row2-col7.png"
     assert Path(client.predict(*STYLE, api_name="/export_gif")).name == "cheetah1-tiny_layers1-6_row2-col7.gif"
+
+
+def test_the_three_lessons_through_the_api(client):
+    image = handle_file(CHEETAH)
+    picture, note = client.predict(image, ["bundled", "pretrained:nonexistent"], "inferno", api_name="/lesson_compare")
+    assert pixels(picture).shape[1] > 4 * 100 and "pretrained:nonexistent" in note
+    norms, table = client.predict(image, "bundled", "bundled", 6, "inferno", api_name="/lesson_token_norms")
+    assert Path(norms).name == "lesson-token-norms-layer6.png" and "median patch norm" in table
+    top5, note = client.predict(image, "bundled", "1.1, 6.4", api_name="/lesson_heads_off")
+    assert len(top5["confidences"]) == 5 and "Heads off: **1.1, 6.4**" in note
+    ranking, note = client.predict(image, "bundled", api_name="/lesson_head_ranking")
+    assert ranking["headers"] == ["rank", "layer.head", "drop in probability"] and len(ranking["data"]) == 10
+    with pytest.raises(AppError, match=re.escape("head 9 in '2.9' is out of range; each layer has heads 1 to 4")):
+        client.predict(image, "bundled", "2.9", api_name="/lesson_heads_off")
+    with pytest.raises(AppError, match=re.escape("layer must be a whole number from 1 to 6, got 24")):
+        client.predict(image, "bundled", "bundled", 24, "inferno", api_name="/lesson_token_norms")
 
 
 BAD_VALUES = [
@@ -101,6 +131,8 @@ BAD_VALUES = [
     ("/reset_query", (9, *STYLE), "layer must be a whole number from 1 to 6, got 9"),
     ("/export_png", (0, *STYLE), "layer must be a whole number from 1 to 6, got 0"),
     ("/export_gif", ("inferno", -0.1, "nearest", "overlay"), "opacity must be a number from 0.0 to 1.0, got -0.1"),
+    ("/query_token", ("reg1", 6, *STYLE), "unknown query token 'reg1'; choose one of 'cls', 'patch'"),
+    ("/relevance", ("teapot", *STYLE), "unknown class 'teapot'; choose one of 'predicted class', 'airplane'"),
 ]
 
 

@@ -2,14 +2,17 @@
 through the layers, export names, and the examples the tab offers."""
 
 import tarfile
+from pathlib import Path
 
 import gradio as gr
 import numpy as np
 import pytest
+import torch
 from conftest import SHARED
 from PIL import Image
 
 import vit
+from explorer import views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.explain import explain
 from ui import explore_handlers as h
@@ -121,3 +124,108 @@ def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(
     Image.new("RGB", (32, 32), (10, 200, 30)).save(image)
     pictures = h.full_analysis(loaded, str(image), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
     assert pictures["label"] == {} and Image.open(pictures["heads"]).width > 0
+
+
+@pytest.fixture(scope="module")
+def prefixed(tmp_path_factory) -> tuple[ExploreView, ModelCatalog, tuple]:
+    """A tab over a model with CLS, a distillation token and two registers, and the key of one analysis."""
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("models") / "prefixed.safetensors"
+    model = vit.create_model("vit_cifar_nano", distill_token=True, register_tokens=2)
+    vit.save_checkpoint(model, path, class_names=CIFAR10_CLASSES, preprocessing=CIFAR10)
+    catalog = ModelCatalog(path, tmp_path_factory.mktemp("runs"))
+    with gr.Blocks():
+        view = layout(catalog)
+    loaded = catalog.get(BUNDLED)
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), np.uint8))
+    key = ("random.png", BUNDLED, id(loaded.model), "crop")
+    h.STORE.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
+    return view, catalog, key
+
+
+def test_the_query_token_picker_lists_every_prefix_token_of_the_model(prefixed):
+    view, _, key = prefixed
+    choices = view.query_token.choices
+    assert [value for _, value in choices] == ["cls", "dist", "reg1", "reg2", "patch"]
+    assert ("register 1", "reg1") in choices and ("distillation token", "dist") in choices  # 1-based for people
+
+
+def test_each_prefix_token_can_be_the_query(prefixed):
+    view, _, key = prefixed
+    cls = h.query_token(view, key, "cls", None, 6, *STYLE)
+    reg2 = h.query_token(view, key, "reg2", None, 6, *STYLE)
+    assert cls[view.query] is None and reg2[view.query] == "reg2" and reg2[view.query_token] == "reg2"
+    assert "register 2" in reg2[view.query_md]
+    assert not np.array_equal(np.asarray(Image.open(cls[view.heads])), np.asarray(Image.open(reg2[view.heads])))
+    assert h.query_name("reg2") == "reg2"
+
+
+def test_the_patch_token_keeps_a_patch_query_or_starts_at_the_centre(prefixed):
+    view, _, key = prefixed
+    assert h.query_token(view, key, "patch", "dist", 6, *STYLE)[view.query] == (4, 4)
+    assert h.query_token(view, key, "patch", (1, 2), 6, *STYLE)[view.query] == (1, 2)
+    assert h.move_query(view, (0, 1), key, "reg1", 6, *STYLE)[view.query] == (4, 4)  # arrows from a register
+    clicked = h.query_patch(view, key, 2, 3, 6, *STYLE)
+    assert clicked[view.query_token] == "patch"  # the picker follows a click
+
+
+def test_unknown_query_tokens_are_refused_naming_the_models_tokens(prefixed, tab, explanation):
+    view, _, key = prefixed
+    with pytest.raises(gr.Error, match=r"unknown query token 'reg3'; choose one of 'cls', 'dist', 'reg1', 'reg2'"):
+        h.query_token(view, key, "reg3", None, 6, *STYLE)
+    plain_view, _ = tab
+    with pytest.raises(gr.Error, match=r"unknown query token 'dist'; choose one of 'cls', 'patch'"):
+        h.query_token(plain_view, explanation, "dist", None, 6, *STYLE)
+
+
+def test_head_tiles_and_captions_name_every_prefix_token(prefixed):
+    _, _, key = prefixed
+    ex = h.STORE.peek(key)
+    assert "the 4 prefix tokens (CLS, dist, reg1, reg2)" in views.left_out(ex)
+    assert ex.prefix_attention(None).shape[-1] == 4
+    shares = ex.rollout_prefix()
+    text = views.describe_rollout(ex, "mean", 0.0)
+    assert f"its share on the prefix tokens (CLS {shares[0]:.2f}, dist {shares[1]:.2f}, reg1" in text
+
+
+def test_relevance_follows_the_chosen_class(tab, explanation):
+    view, catalog = tab
+    predicted = h.show_relevance(view, catalog, explanation, "cat-bundled", h.PREDICTED, *STYLE)[view.relevance]
+    top = next(iter(h.STORE.peek(explanation).probabilities))
+    same = h.show_relevance(view, catalog, explanation, "cat-bundled", top, *STYLE)[view.relevance]
+    other = next(c for c in CIFAR10_CLASSES if c != top)
+    different = h.show_relevance(view, catalog, explanation, "cat-bundled", other, *STYLE)[view.relevance]
+    pixels = [np.asarray(Image.open(p)) for p in (predicted, same, different)]
+    assert np.array_equal(pixels[0][80:], pixels[1][80:])  # the same map (titles differ: "predicted" or "chosen")
+    assert not np.array_equal(pixels[0][80:], pixels[2][80:])
+    assert Path(different).name == f"cat-bundled_relevance_{other}.png"  # image, model, what, class
+
+
+def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explanation, tmp_path):
+    view, catalog = tab
+    with pytest.raises(gr.Error, match=r"unknown class 'teapot'; choose one of 'predicted class', 'airplane'"):
+        h.show_relevance(view, catalog, explanation, "cat-bundled", "teapot", *STYLE)
+    path = tmp_path / "headless.safetensors"
+    vit.save_checkpoint(vit.create_model("vit_cifar_nano", num_classes=0), path, class_names=[], preprocessing=CIFAR10)
+    headless = ModelCatalog(path, tmp_path / "runs")
+    loaded = headless.get(BUNDLED)
+    image = Image.fromarray(np.zeros((32, 32, 3), np.uint8))
+    key = ("black.png", BUNDLED, id(loaded.model), "crop")
+    ex = h.STORE.get(key, lambda: explain(loaded.model, [], loaded.preprocessing, image))
+    assert ex.probabilities == {}  # no classifier, no predictions
+    assert "makes no predictions" in h.classes_note(loaded)
+    with pytest.raises(gr.Error, match="this model has no classifier head, so it makes no predictions"):
+        h.show_relevance(view, headless, key, None, h.PREDICTED, *STYLE)
+
+
+def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(prefixed, tmp_path):
+    view, catalog, _ = prefixed
+    path = tmp_path / "photo.png"
+    Image.fromarray(np.random.default_rng(2).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
+    loaded = catalog.get(BUNDLED)
+    out = h.full_analysis(loaded, str(path), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
+    picker = out["query_token"]
+    assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
+    assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
+    classes = h.load_model(view, catalog, BUNDLED)[view.relevance_class]
+    assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]

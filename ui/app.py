@@ -8,6 +8,7 @@ from explorer.catalog import ModelCatalog
 
 from . import explore_handlers
 from .explore import KEYBOARD_JS, build_explore_tab
+from .lessons import build_lessons_tab
 from .settings import ServerSettings
 from .train import build_train_tab
 
@@ -26,6 +27,8 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
             explore = build_explore_tab(catalog)
         with gr.Tab("Train") as train:
             build_train_tab(catalog, settings, explore.model_key, train)
+        with gr.Tab("Lessons"):
+            build_lessons_tab(catalog)
     # Two analyses at a time on a 2-core machine; up to 64 waiting, then new requests are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo

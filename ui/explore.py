@@ -79,6 +79,7 @@ class ExploreView(ComponentView):
     display: gr.Radio
     scale: gr.Radio
     query_md: gr.Markdown
+    query_token: gr.Dropdown
     reset: gr.Button
     up: gr.Button
     down: gr.Button
@@ -96,6 +97,9 @@ class ExploreView(ComponentView):
     rollout: gr.Image
     distance: gr.Image
     similarity: gr.Image
+    relevance_class: gr.Dropdown
+    relevance_button: gr.Button
+    relevance: gr.Image
     # /query_patch: hidden inputs for API clients
     row: gr.Number
     col: gr.Number
@@ -126,14 +130,18 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
     return {"image": image, "label": label, "classes": classes}
 
 
-def _query_column() -> dict[str, Any]:
+def _query_column(start: LoadedModel) -> dict[str, Any]:
     caption = "**Model input with its patch grid**: click a patch to make it the query (or use the arrow keys)"
     input_img = _picture(caption, height=PICTURE_PX, elem_id="input-view")
     query_md = gr.Markdown(views.describe_query(None), label="Query", elem_id="query")
+    names = start.model.config.prefix_names
+    query_token = gr.Dropdown(
+        views.query_choices(names), value=views.query_token(None, names), label="Query token", elem_id="query-token"
+    )
     with gr.Row():
         moves = {name: gr.Button(ARROWS[name], size="sm", min_width=40, elem_id=f"query-{name}") for name in MOVES}
         reset = gr.Button("Reset (CLS)", size="sm", min_width=90, elem_id="query-reset")
-    return {"input_img": input_img, "query_md": query_md, "reset": reset, **moves}
+    return {"input_img": input_img, "query_md": query_md, "query_token": query_token, "reset": reset, **moves}
 
 
 def _heads_column(depth: int) -> dict[str, Any]:
@@ -206,6 +214,7 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
         tiles = render.position_similarity_tiles(start.position_similarity())
         similarity = _picture("**Position-embedding similarity** (ViT paper Fig. 7, centre)", value=tiles)
     return {
+        **_relevance_view(start),
         "overview": overview,
         "fusion": fusion,
         "discard": discard,
@@ -213,6 +222,16 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
         "distance": distance,
         "similarity": similarity,
     }
+
+
+def _relevance_view(start: LoadedModel) -> dict[str, Any]:
+    with gr.Tab("Relevance (Chefer et al. 2021)"):
+        with gr.Row():
+            classes = h.relevance_classes(start)
+            relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
+            relevance_button = gr.Button("Explain this class", size="sm")
+        relevance = _picture("**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class")
+    return {"relevance_class": relevance_class, "relevance_button": relevance_button, "relevance": relevance}
 
 
 def _api_only_inputs() -> dict[str, Any]:
@@ -233,7 +252,7 @@ def layout(catalog: ModelCatalog) -> ExploreView:
         with gr.Column(scale=3, min_width=240):
             parts |= _image_column(start)
         with gr.Column(scale=4, min_width=300):
-            parts |= _query_column()
+            parts |= _query_column(start)
         with gr.Column(scale=6, min_width=400):
             parts |= _heads_column(start.model.config.depth)
     parts |= _style_controls() | _model_picker(catalog, start) | _more_views(start) | _api_only_inputs()
@@ -308,6 +327,13 @@ def _wire_query(view: ExploreView) -> None:
         api_name="query_patch",
         **CHEAP,
     )
+    view.query_token.input(
+        bound(h.query_token, view),
+        view.pick("explanation", "query_token", "query", "layer", *STYLE),
+        outputs,
+        api_name="query_token",
+        **RAW,
+    )
     on_layer = view.pick("explanation", "layer", *STYLE)
     view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **CHEAP)
     view.reset.click(bound(h.reset_query, view), on_layer, outputs, api_name="reset_query", **CHEAP)
@@ -319,6 +345,16 @@ def _wire_query(view: ExploreView) -> None:
             api_visibility="private",
             **CHEAP,
         )
+
+
+def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
+    view.relevance_button.click(
+        bound(h.show_relevance, view, catalog),
+        view.pick("explanation", "export_name", "relevance_class", *STYLE),
+        view.relevance,
+        api_name="relevance",
+        **RAW,
+    )
 
 
 def _wire_exports(view: ExploreView) -> None:
@@ -343,7 +379,7 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
     switched = view.model_key.change(
         bound(h.load_model, view, catalog),
         view.model_key,
-        view.pick("current_model", "model_info", "classes", "layer", "similarity"),
+        view.pick("current_model", "model_info", "classes", "layer", "similarity", "relevance_class"),
         api_name="load_model",
         show_progress="full",
     )
@@ -361,5 +397,6 @@ def build_explore_tab(catalog: ModelCatalog) -> ExploreView:
     _wire_views(view)
     _wire_query(view)
     _wire_exports(view)
+    _wire_relevance(view, catalog)
     _wire_models(view, catalog, analysis)
     return view

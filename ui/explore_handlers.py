@@ -51,8 +51,11 @@ ANALYSIS_OUTPUTS = (
     "overview",
     "rollout",
     "distance",
+    "query_token",
+    "relevance",
 )
-QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md")
+QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
+PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
 
 
 def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: str = "layer") -> MapStyle:
@@ -86,8 +89,16 @@ def export_name(payload: dict, model_key: str, catalog: ModelCatalog) -> str:
 
 
 def query_name(query: Query) -> str:
-    """The query in a file name, 1-based: "cls" or "row3-col7"."""
-    return "cls" if query is None else f"row{query[0] + 1}-col{query[1] + 1}"
+    """The query in a file name, 1-based: "cls", a prefix token ("dist", "reg1") or "row3-col7"."""
+    if query is None or isinstance(query, str):
+        return query or "cls"
+    return f"row{query[0] + 1}-col{query[1] + 1}"
+
+
+def relevance_classes(loaded: LoadedModel) -> list[str]:
+    """The relevance class picker's choices for a model: the predicted class, then every class
+    by name (none but the first for a model without a classifier, which the handler refuses)."""
+    return [PREDICTED, *loaded.meta.class_names]
 
 
 # Every session's forward passes, in one cache bounded in bytes (docs/security.md); a
@@ -111,8 +122,8 @@ def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
     names = loaded.meta.class_names
     if not names:
         return (
-            "**No classifier head:** this model (self-supervised, e.g. DINO or DINOv2) makes no predictions. "
-            "Every attention map is still shown."
+            "**No classes:** this model has no classifier head (a feature extractor such as DINO or DINOv2), so it "
+            "makes no predictions. Every attention map works; relevance needs a model with classes."
         )
     listed = ", ".join(names[:shown]) + (f", … ({len(names) - shown} more)" if len(names) > shown else "")
     always = "The model always answers with one of them, even for a picture of something else."
@@ -170,6 +181,10 @@ def full_analysis(
         "overview": saved(views.overview(ex, style)),
         "rollout": saved(views.rollout(ex, fusion, discard, style)),
         "distance": saved(views.distance_chart(ex)),
+        "query_token": gr.Dropdown(
+            choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
+        ),
+        "relevance": None,  # drawn on request: it costs a forward and a backward pass
     }
 
 
@@ -267,6 +282,7 @@ def show_query(view: ExploreView, ex: Explanation, query: Query, layer: object, 
         input_img=saved(views.input_view(ex, query)),
         heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)),
         query_md=views.describe_query(query, ex.has_cls),
+        query_token=views.query_token(query, ex.prefix_names),
     )
 
 
@@ -288,6 +304,63 @@ def query_patch(
     gh, gw = ex.grid
     patch = whole_number("row", row, 1, gh) - 1, whole_number("column", column, 1, gw) - 1
     return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
+
+
+def query_token(
+    view: ExploreView,
+    explanation: Explanation | None,
+    token: str,
+    query: Query,
+    layer: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+) -> dict:
+    """Make a token the query: 'cls', 'dist' (DeiT's distillation token), 'reg1', 'reg2', ...
+    (registers, counted from 1), 'mean' (models without CLS) or 'patch' (keeps the current
+    patch, else the centre one; /query_patch picks any). The model's own tokens only."""
+    ex = require(explanation)
+    tokens = [value for _, value in views.query_choices(ex.prefix_names)]
+    token = one_of("query token", token, tokens)
+    if token == views.PATCH:
+        gh, gw = ex.grid
+        chosen: Query = query if isinstance(query, tuple) else (gh // 2, gw // 2)
+    else:
+        chosen = None if token in ("cls", views.MEAN) else token
+    return show_query(view, ex, chosen, layer, map_style(cmap, opacity, upsampling, display, scale))
+
+
+def show_relevance(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    explanation: Explanation | None,
+    name: str | None,
+    target: str,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+) -> dict:
+    """Class-specific relevance (Chefer et al. 2021) of every patch for `target`: "predicted
+    class" or one of the model's class names. Refused for a model without a classifier head."""
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    try:
+        loaded = catalog.get(explanation[1])
+    except ModelUnavailable as e:
+        raise gr.Error(str(e)) from e
+    names = loaded.meta.class_names
+    if loaded.model.config.num_classes < 1:
+        raise gr.Error(
+            "this model has no classifier head, so it makes no predictions and there is no class to explain: "
+            "relevance needs a supervised model (e.g. DeiT or ViT-B/16); rollout works for every model"
+        )
+    target = one_of("class", target, relevance_classes(loaded))
+    index = None if target == PREDICTED else names.index(target)
+    picture = views.relevance(loaded.model, names, ex, index, style)
+    return view.update(relevance=saved(picture, f"{name or 'attention'}_relevance_{slug(target)}.png"))
 
 
 def click_patch(
@@ -320,10 +393,10 @@ def move_query(
     scale: str,
 ) -> dict:
     """Move the query patch one `step` (rows, columns), stopping at the edges; from the CLS
-    token, start at the centre patch."""
+    token (or another prefix token), start at the centre patch."""
     ex = require(explanation)
     gh, gw = ex.grid
-    if query is None:
+    if not isinstance(query, tuple):
         patch = gh // 2, gw // 2
     else:
         patch = min(max(query[0] + step[0], 0), gh - 1), min(max(query[1] + step[1], 0), gw - 1)
@@ -416,6 +489,7 @@ def load_model(
         classes=classes_note(loaded),
         layer=gr.Slider(maximum=depth, value=depth),  # the analysis that follows starts at the last layer
         similarity=saved(render.position_similarity_tiles(loaded.position_similarity())),
+        relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
     )
 
 

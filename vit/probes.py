@@ -6,11 +6,15 @@
   register tokens give that computation a place to go.
 - `heads_off`: switch attention heads off by zeroing their output before the output
   projection W_O (Michel, Levy & Neubig, "Are Sixteen Heads Really Better than One?", 2019).
+
+The hooks act only on the calling thread's forward passes, so a server can run them on a model
+that other requests use at the same time.
 - `head_importance`: each head's effect on the predicted class, switched off one at a time.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -32,7 +36,13 @@ def token_norms(model: VisionTransformer, images: Tensor, layer: int) -> Tensor:
     """(B, T) L2 norms of the tokens leaving block `layer` (0-based), prefix tokens first."""
     _check_layer(model, layer)
     captured: list[Tensor] = []
-    hook = model.blocks[layer].register_forward_hook(lambda _m, _i, out: captured.append(out[0].detach()))
+    me = threading.get_ident()  # a server shares one model between requests: read only this thread's pass
+
+    def keep(_module, _args, out) -> None:
+        if threading.get_ident() == me:
+            captured.append(out[0].detach())
+
+    hook = model.blocks[layer].register_forward_hook(keep)
     try:
         with torch.inference_mode():
             model(images)
@@ -52,9 +62,12 @@ def heads_off(model: VisionTransformer, heads: Iterable[Head]) -> Iterator[None]
             raise ValueError(f"head index must be from 0 to {model.config.heads - 1}, got {head}")
         by_layer.setdefault(layer, []).append(head)
     width = model.config.dim // model.config.heads
+    me = threading.get_ident()  # only this thread's forward passes: others may share the model meanwhile
 
     def zero(off: list[int]):
         def hook(_module, args):
+            if threading.get_ident() != me:
+                return None
             x = args[0].clone()  # (B, T, D) = heads concatenated, head h in columns [h*width, (h+1)*width)
             for h in off:
                 x[..., h * width : (h + 1) * width] = 0

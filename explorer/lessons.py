@@ -1,0 +1,229 @@
+"""The three lessons of the Lessons tab, as pictures and tables without Gradio (docs/lessons.md).
+
+- `compare_cls_heads`: one image through up to three models, their last-layer CLS heads side by
+  side on one colour scale (supervised vs self-supervised).
+- `token_norm_maps`: the L2 norm of every patch token after a chosen layer, for models with and
+  without registers, the high-norm patches outlined and listed (Darcet et al. 2024).
+- `predictions_with_heads_off` and `head_ranking`: the top classes with heads switched off, and
+  the heads ranked by how much switching each one off lowers the predicted class.
+
+Layers and heads are 0-based here, as in vit/; `parse_heads` reads the 1-based "layer.head"
+people type. Every function takes `LoadedModel`s from the catalogue and a decoded RGB image.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from PIL import Image
+
+from vit.analysis import query_attention, query_prefix_attention
+from vit.probes import Head, head_importance, heads_off, token_norms
+
+from . import render
+from .catalog import LoadedModel
+from .explain import ModelInput, model_input
+from .render import MapRow, MapStyle
+
+TILE_PX = 112  # each map's longer side in the lessons' pictures
+HIGH_NORM_FACTOR = 2.0  # a patch is "high-norm" above this many times the median patch norm
+LISTED = 8  # high-norm patches listed per model, largest first
+MAX_RANKING_PASSES = 400  # head ranking: one forward pass per head; ViT-L/16 (24 x 16 = 384) still fits
+
+SUPERVISED_VS_SELF = """**Supervised vs self-supervised.** The same picture goes through each model. Every tile
+is one attention head of the last layer, showing where the CLS token looks. A supervised ViT learned
+from labels: its heads often spread over the whole picture, background included. DINO and DINOv2
+learned without any labels, by matching different crops of the same image: their heads tend to
+outline the object itself. All tiles share one colour scale, so a brighter tile really means more
+attention. The numbers under each tile say how much attention went to the tokens the map leaves out
+(the CLS token itself, registers)."""
+
+ARTEFACTS = f"""**Artefacts and registers.** Each square is one patch token, coloured by its length (L2 norm)
+after the chosen layer. Big models trained for long (DINOv2) recycle a few background patches as
+scratch space: those tokens grow norms far above the rest and soak up the CLS token's attention,
+which makes attention maps spotty. Darcet et al. (2024) gave the model a few extra **register**
+tokens with no pixels: the scratch work moves there and the patches look normal again. Outlined:
+patches whose norm is above {HIGH_NORM_FACTOR:g} × the median patch norm of that model, listed below
+with their norm and their share of the last layer's CLS attention."""
+
+WHICH_HEADS = """**Which heads matter.** Type heads as "layer.head" (counted from 1) to switch them off:
+their output is set to zero before the layer's output projection, as if the head were removed.
+Watch the top-5 predictions change. The ranking switches off one head at a time and measures how
+much the probability of the predicted class drops: many heads can go with no loss, a few carry the
+answer (Michel, Levy & Neubig 2019)."""
+
+
+class LessonError(ValueError):
+    """A lesson cannot run with these models or this input; the message says why and what to do."""
+
+
+def _input(loaded: LoadedModel, image: Image.Image) -> ModelInput:
+    return model_input(image, loaded.preprocessing, loaded.model.config.patch_size, "crop")
+
+
+def _who(loaded: LoadedModel) -> str:
+    return "CLS" if loaded.model.config.class_token else "mean of patches"
+
+
+def compare_cls_heads(models: Sequence[LoadedModel], image: Image.Image, style: MapStyle) -> Image.Image:
+    """Last-layer attention of the CLS token (the mean patch query without one), one row of
+    heads per model, all on one colour scale."""
+    rows = []
+    for loaded in models:
+        inp = _input(loaded, image)
+        with torch.inference_mode():
+            _, maps = loaded.model(inp.tensor, need_weights=True)
+        heads = query_attention(maps)[0, -1].float().numpy()  # (H, gh, gw)
+        prefix = query_prefix_attention(maps)[0, -1].float().numpy()  # (H, prefix)
+        captions = [
+            [f"head {i + 1}", *render.prefix_lines(p, maps.prefix_names)] if len(p) else [f"head {i + 1}"]
+            for i, p in enumerate(prefix)
+        ]
+        base = render.fit_to_grid(inp.pixels, maps.grid, TILE_PX)
+        rows.append(MapRow(f"{loaded.label} ({_who(loaded)})", base, heads, captions))
+    title = "Last layer: where the CLS token looks, one tile per head, one row per model"
+    return render.shared_scale_rows(rows, style, title, "attention weight")
+
+
+@dataclass(frozen=True)
+class NormReport:
+    """One model's token norms after a layer: the patch norms (gh, gw), the prefix tokens'
+    norms by name, the median patch norm, the high-norm patches (row, col) largest first,
+    and the share of last-layer CLS attention (mean over heads) each patch gets (gh, gw)."""
+
+    label: str
+    pixels: np.ndarray
+    norms: np.ndarray
+    prefix: dict[str, float]
+    median: float
+    high: list[tuple[int, int]]
+    cls_share: np.ndarray
+
+
+def norm_report(loaded: LoadedModel, image: Image.Image, layer: int) -> NormReport:
+    """Token norms after block `layer` (0-based) and the high-norm patches (> HIGH_NORM_FACTOR
+    x the median patch norm)."""
+    depth = loaded.model.config.depth
+    if not 0 <= layer < depth:
+        raise LessonError(f"layer must be from 1 to {depth} for {loaded.label}, got {layer + 1}")
+    inp = _input(loaded, image)
+    norms = token_norms(loaded.model, inp.tensor, layer)[0].numpy()  # (T,)
+    with torch.inference_mode():
+        _, maps = loaded.model(inp.tensor, need_weights=True)
+    p, grid = maps.prefix_tokens, maps.grid
+    patches = norms[p:].reshape(grid)
+    median = float(np.median(patches))
+    order = np.argsort(-patches, axis=None)
+    high = [divmod(int(i), grid[1]) for i in order if patches.flat[i] > HIGH_NORM_FACTOR * median]
+    cls_share = query_attention(maps)[0, -1].float().mean(0).numpy()  # (gh, gw)
+    prefix = {name: float(n) for name, n in zip(maps.prefix_names, norms[:p], strict=True)}
+    return NormReport(loaded.label, inp.pixels, patches, prefix, median, high, cls_share)
+
+
+def token_norm_maps(reports: Sequence[NormReport], layer: int, style: MapStyle) -> Image.Image:
+    """Every report's patch norms on one colour scale, high-norm patches outlined."""
+    rows = []
+    for r in reports:
+        caption = [f"median {r.median:.3g}", f"{len(r.high)} patches > {HIGH_NORM_FACTOR:g}× median"]
+        base = render.fit_to_grid(r.pixels, r.norms.shape, 2 * TILE_PX)
+        rows.append(MapRow(r.label, base, r.norms[None], [caption], r.high))
+    title = f"Norm of each patch token after layer {layer + 1}, high-norm patches outlined"
+    return render.shared_scale_rows(rows, style, title, "token norm (L2)")
+
+
+def describe_norms(reports: Sequence[NormReport]) -> str:
+    """Markdown: per model, the rule, the high-norm patches (1-based) with norm and CLS share."""
+    parts = []
+    for r in reports:
+        prefix = ", ".join(f"{render.short_token_name(n)} {v:.3g}" for n, v in r.prefix.items())
+        head = f"**{r.label}**: median patch norm {r.median:.3g}" + (
+            f"; prefix token norms: {prefix}" if prefix else ""
+        )
+        if not r.high:
+            parts.append(f"{head}. No patch above {HIGH_NORM_FACTOR:g} × the median.")
+            continue
+        rows = "\n".join(
+            f"| {row + 1} | {col + 1} | {r.norms[row, col]:.3g} | {r.cls_share[row, col]:.3f} |"
+            for row, col in r.high[:LISTED]
+        )
+        more = f"\n\n({len(r.high) - LISTED} more not listed)" if len(r.high) > LISTED else ""
+        table = "| row | column | norm | share of CLS attention (last layer, mean of heads) |\n|---|---|---|---|\n"
+        parts.append(
+            f"{head}. {len(r.high)} high-norm patches (> {HIGH_NORM_FACTOR:g} × median):\n\n{table}{rows}{more}"
+        )
+    return "\n\n".join(parts)
+
+
+def require_head(loaded: LoadedModel) -> None:
+    """Refuse a model that makes no predictions (no classifier: DINO, DINOv2)."""
+    if loaded.model.config.num_classes < 1:
+        raise LessonError(
+            f"{loaded.label} has no classifier head, so it makes no predictions to change: "
+            "pick a supervised model (e.g. DeiT, ViT-B/16 or the bundled CIFAR-10 model)"
+        )
+
+
+def parse_heads(text: str, depth: int, heads: int) -> list[Head]:
+    """1-based "layer.head" items, separated by commas or spaces ("3.2, 11.7"), as 0-based
+    (layer, head) pairs. Empty text: no head off. LessonError names a malformed or
+    out-of-range item and what is allowed."""
+    out: list[Head] = []
+    for item in re.split(r"[,\s;]+", text.strip()):
+        if not item:
+            continue
+        match = re.fullmatch(r"(\d+)\.(\d+)", item)
+        if match is None:
+            raise LessonError(f"heads off: {item!r} is not layer.head (e.g. 3.2 = layer 3, head 2; both from 1)")
+        layer, head = int(match[1]), int(match[2])
+        if not 1 <= layer <= depth:
+            raise LessonError(
+                f"heads off: layer {layer} in {item!r} is out of range; this model has layers 1 to {depth}"
+            )
+        if not 1 <= head <= heads:
+            raise LessonError(f"heads off: head {head} in {item!r} is out of range; each layer has heads 1 to {heads}")
+        out.append((layer - 1, head - 1))
+    return sorted(set(out))
+
+
+def _top(loaded: LoadedModel, tensor: torch.Tensor, k: int) -> dict[str, float]:
+    with torch.inference_mode():
+        probs = loaded.model(tensor)[0].float().softmax(-1)
+    top = probs.topk(min(k, probs.numel()))
+    names = loaded.meta.class_names
+    return {names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
+
+
+def predictions_with_heads_off(
+    loaded: LoadedModel, image: Image.Image, off: Sequence[Head], k: int = 5
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(top-k with every head on, top-k with the heads `off` switched off), class -> probability."""
+    require_head(loaded)
+    tensor = _input(loaded, image).tensor
+    before = _top(loaded, tensor, k)
+    with heads_off(loaded.model, off):
+        after = _top(loaded, tensor, k)
+    return before, after
+
+
+def head_ranking(loaded: LoadedModel, image: Image.Image, shown: int = 10) -> tuple[str, list[list]]:
+    """(predicted class, the `shown` heads whose removal lowers its probability most: rows of
+    [rank, "layer.head" (1-based), drop in probability]). One forward pass per head, so models
+    with more than MAX_RANKING_PASSES heads are refused."""
+    require_head(loaded)
+    c = loaded.model.config
+    if c.depth * c.heads > MAX_RANKING_PASSES:
+        raise LessonError(
+            f"ranking {loaded.label}'s {c.depth} x {c.heads} = {c.depth * c.heads} heads needs as many forward "
+            f"passes, more than this server's limit of {MAX_RANKING_PASSES}: switch heads off by hand instead"
+        )
+    predicted, drops = head_importance(loaded.model, _input(loaded, image).tensor)
+    order = drops.flatten().argsort(descending=True)[:shown]
+    rows = [
+        [rank + 1, f"{i // c.heads + 1}.{i % c.heads + 1}", round(float(drops.flatten()[i]), 4)]
+        for rank, i in enumerate(order.tolist())
+    ]
+    return loaded.meta.class_names[predicted], rows

@@ -1,0 +1,131 @@
+"""The three lessons without Gradio: shared-scale comparison, token norms with high-norm patches
+found by the stated rule, heads switched off by 1-based "layer.head" and the head ranking."""
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import vit
+from explorer import lessons
+from explorer.catalog import LoadedModel
+from explorer.render import MapStyle
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
+
+
+def loaded(label: str, **config) -> LoadedModel:
+    model = vit.create_model("vit_cifar_nano", **config).eval()
+    names = list(CIFAR10_CLASSES) if model.config.num_classes else []
+    return LoadedModel(label, label, model, vit.ModelMeta(names, CIFAR10))
+
+
+def photo(seed: int = 0) -> Image.Image:
+    return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (32, 32, 3), np.uint8))
+
+
+def test_the_comparison_has_one_row_per_model_on_one_colour_bar():
+    models = [loaded("plain"), loaded("registers", register_tokens=4, num_classes=0), loaded("two heads", heads=2)]
+    one = lessons.compare_cls_heads(models[:1], photo(), MapStyle())
+    three = lessons.compare_cls_heads(models, photo(), MapStyle())
+    assert three.height > one.height + 2 * lessons.TILE_PX  # two more rows of tiles, not two more colour bars
+
+
+def test_high_norm_patches_follow_the_stated_rule():
+    model = loaded("bright", register_tokens=2, pos_embed_prefix=False)
+    with torch.no_grad():
+        model.model.patch_embed.proj.weight.mul_(50.0)  # a bright patch gets a far longer token than black ones
+    pixels = np.zeros((32, 32, 3), np.uint8) + np.round(np.array(CIFAR10.mean) * 255).astype(np.uint8)  # input ~0
+    pixels[8:12, 20:24] = 255  # the patch at 0-based row 2, column 5 of the 8 x 8 grid
+    report = lessons.norm_report(model, Image.fromarray(pixels), 0)
+    expected = vit.probes.token_norms(model.model, lessons._input(model, Image.fromarray(pixels)).tensor, 0)[0]
+    np.testing.assert_allclose(report.norms, expected[3:].reshape(8, 8).numpy())
+    assert report.high == [(2, 5)] and report.norms[2, 5] > lessons.HIGH_NORM_FACTOR * report.median
+    assert list(report.prefix) == ["cls", "reg1", "reg2"]
+    assert report.cls_share.shape == (8, 8) and 0 < report.cls_share.sum() <= 1
+    text = lessons.describe_norms([report])
+    assert "| 3 | 6 |" in text and "1 high-norm patches (> 2 × median)" in text  # 1-based for people
+    picture = lessons.token_norm_maps([report, lessons.norm_report(loaded("plain"), photo(), 5)], 0, MapStyle())
+    assert picture.width > 2 * lessons.TILE_PX
+
+
+def test_a_layer_past_the_models_depth_is_refused():
+    with pytest.raises(lessons.LessonError, match="layer must be from 1 to 6 for plain, got 7"):
+        lessons.norm_report(loaded("plain"), photo(), 6)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0.1", "layer 0 in '0.1' is out of range; this model has layers 1 to 6"),
+        ("7.1", "layer 7 in '7.1' is out of range; this model has layers 1 to 6"),
+        ("2.5", "head 5 in '2.5' is out of range; each layer has heads 1 to 4"),
+        ("2", "'2' is not layer.head"),
+        ("1.2, x", "'x' is not layer.head"),
+    ],
+)
+def test_bad_head_lists_are_refused_naming_the_item(text, message):
+    with pytest.raises(lessons.LessonError, match=message):
+        lessons.parse_heads(text, 6, 4)
+
+
+def test_head_lists_read_1_based_layer_dot_head():
+    assert lessons.parse_heads("1.2, 3.4 3.4;6.1", 6, 4) == [(0, 1), (2, 3), (5, 0)]
+    assert lessons.parse_heads("  ", 6, 4) == []
+
+
+def test_switching_heads_off_changes_the_predictions_and_nothing_off_changes_nothing():
+    model = loaded("plain")
+    before, same = lessons.predictions_with_heads_off(model, photo(), [])
+    assert before == same and len(before) == 5
+    every_head = [(layer, head) for layer in range(6) for head in range(4)]
+    _, after = lessons.predictions_with_heads_off(model, photo(), every_head)
+    assert after != before
+
+
+def test_the_ranking_lists_the_largest_drops_first_and_matches_switching_that_head_off():
+    model = loaded("plain")
+    predicted, rows = lessons.head_ranking(model, photo(), shown=5)
+    assert [r[0] for r in rows] == [1, 2, 3, 4, 5]
+    drops = [r[2] for r in rows]
+    assert drops == sorted(drops, reverse=True)
+    layer, head = (int(n) - 1 for n in rows[0][1].split("."))
+    tensor = lessons._input(model, photo()).tensor
+    index = CIFAR10_CLASSES.index(predicted)
+    with torch.inference_mode():
+        p = model.model(tensor).softmax(-1)[0, index]
+        with vit.probes.heads_off(model.model, [(layer, head)]):
+            q = model.model(tensor).softmax(-1)[0, index]
+    assert rows[0][2] == pytest.approx(float(p - q), abs=1e-4)
+
+
+def test_lessons_refuse_models_without_a_head_and_rankings_past_the_cost_cap(monkeypatch):
+    with pytest.raises(lessons.LessonError, match="has no classifier head, so it makes no predictions"):
+        lessons.predictions_with_heads_off(loaded("dino-like", num_classes=0), photo(), [])
+    monkeypatch.setattr(lessons, "MAX_RANKING_PASSES", 10)
+    with pytest.raises(lessons.LessonError, match=r"6 x 4 = 24 heads needs as many forward passes, more than"):
+        lessons.head_ranking(loaded("plain"), photo())
+
+
+def test_timm_models_with_a_distillation_token_and_registers_through_the_views():
+    """Models converted from timm (random weights: the zoo cannot be downloaded here): DeiT's
+    distillation token as a query and class relevance; DINOv2-style registers in the norms lesson."""
+    timm = pytest.importorskip("timm")
+    from conftest import randomise_
+
+    from explorer import views
+    from explorer.explain import explain
+
+    small = {"img_size": 32, "depth": 2}
+    deit = vit.from_timm(randomise_(timm.create_model("deit_tiny_distilled_patch16_224", pretrained=False, **small)))
+    dino = vit.from_timm(
+        randomise_(timm.create_model("vit_small_patch14_reg4_dinov2", pretrained=False, img_size=28, depth=2))
+    )
+    deit_loaded = LoadedModel("deit", "deit", deit.eval(), vit.ModelMeta([f"c{i}" for i in range(1000)], CIFAR10))
+    ex = explain(deit_loaded.model, deit_loaded.meta.class_names, CIFAR10, photo())
+    assert ex.prefix_names == ("cls", "dist")
+    assert views.query_choices(ex.prefix_names)[1] == ("distillation token", "dist")
+    assert views.heads(ex, "dist", 2, MapStyle()).width > 0 and not np.allclose(ex.query_maps("dist"), ex.query_maps())
+    assert views.relevance(deit_loaded.model, deit_loaded.meta.class_names, ex, 3, MapStyle()).height > 0
+    dino_loaded = LoadedModel("dinov2", "dinov2", dino.eval(), vit.ModelMeta([], vit.Preprocessing(28, 28)))
+    report = lessons.norm_report(dino_loaded, photo(), 1)
+    assert list(report.prefix) == ["cls", "reg1", "reg2", "reg3", "reg4"] and report.norms.shape == (2, 2)
