@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     catalog = ModelCatalog(args.model or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, limits=settings.load)
     demo = ui.build_demo(catalog, settings)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
-    ui.launch(demo, args.host, args.port, args.share)
+    ui.launch(demo, args.host, args.port, args.share, settings.uploads_bytes)
 
 
 if __name__ == "__main__":

@@ -31,3 +31,23 @@ def checked_upload(path: str | os.PathLike | None, upload_root: str | os.PathLik
     if not (resolved.is_relative_to(root) and resolved != root and resolved.is_file()):
         raise UploadRefused(REFUSED)
     return resolved
+
+
+def prune_oldest(root: str | os.PathLike, budget_bytes: int) -> int:
+    """Delete the oldest files under `root` until what is left fits `budget_bytes`; returns
+    the bytes freed. The newest files (a visitor's fresh upload, a view just drawn) go last."""
+    files = []
+    for path in Path(root).rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink():
+                stat = path.stat()
+                files.append((stat.st_mtime, stat.st_size, path))
+        except OSError:  # deleted meanwhile by Gradio's own hourly clean-up
+            continue
+    used, freed = sum(size for _, size, _ in files), 0
+    for _, size, path in sorted(files, key=lambda f: f[0]):
+        if used - freed <= budget_bytes:
+            break
+        path.unlink(missing_ok=True)
+        freed += size
+    return freed

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.uploads import REFUSED, UploadRefused, checked_upload
+from explorer.uploads import REFUSED, UploadRefused, checked_upload, prune_oldest
 
 
 @pytest.fixture
@@ -42,3 +42,15 @@ def test_everything_else_gets_the_same_message(root: Path, path: str) -> None:
     with pytest.raises(UploadRefused) as info:
         checked_upload(path.format(root=root), root)
     assert str(info.value) == REFUSED and str(root) not in str(info.value)
+
+
+def test_pruning_deletes_the_oldest_files_until_the_folder_fits(tmp_path: Path) -> None:
+    for i, name in enumerate(["a/old.png", "b/middle.png", "c/new.png"]):
+        path = tmp_path / name
+        path.parent.mkdir()
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (1000 + i, 1000 + i))
+    assert prune_oldest(tmp_path, 2000) == 1000
+    assert not (tmp_path / "a/old.png").exists() and (tmp_path / "b/middle.png").exists()
+    assert prune_oldest(tmp_path, 2000) == 0  # already within the budget
+    assert prune_oldest(tmp_path, 0) == 2000 and not any(p.is_file() for p in tmp_path.rglob("*"))

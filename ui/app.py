@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import gradio as gr
 
 from explorer.catalog import ModelCatalog
+from explorer.uploads import prune_oldest
 
 from . import explore_handlers
 from .explore import KEYBOARD_JS, build_explore_tab
 from .lessons import build_lessons_tab
+from .outputs import upload_folder
 from .settings import ServerSettings
 from .train import build_train_tab
 
 MAX_UPLOAD = "20mb"
+PRUNE_EVERY_S = 60
 
 
 def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) -> gr.Blocks:
@@ -34,7 +40,21 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
     return demo
 
 
-def launch(demo: gr.Blocks, host: str, port: int, share: bool = False) -> None:
+def keep_uploads_within(budget_bytes: int) -> threading.Thread:
+    """A daemon that keeps Gradio's upload folder (uploads and rendered views) under
+    `budget_bytes`, oldest files first; Gradio's own clean-up only bounds their age."""
+
+    def run() -> None:
+        while True:
+            prune_oldest(upload_folder(), budget_bytes)
+            time.sleep(PRUNE_EVERY_S)
+
+    thread = threading.Thread(target=run, name="uploads-budget", daemon=True)
+    thread.start()
+    return thread
+
+
+def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, uploads_budget: int | None = None) -> None:
     """Serve `demo` and block; torchvision's slow import is paid after the page is up."""
     demo.launch(
         server_name=host,
@@ -45,6 +65,8 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False) -> None:
         head=KEYBOARD_JS,
         prevent_thread_lock=True,
     )
+    if uploads_budget is not None:
+        keep_uploads_within(uploads_budget)
     # The page is served; now pay for torchvision's slow import (preprocessing needs it)
     # before the first upload arrives instead of during it.
     import torchvision  # noqa: F401

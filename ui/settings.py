@@ -26,6 +26,7 @@ class ServerSettings:
     train: TrainLimits = field(default_factory=TrainLimits)
     load: LoadLimits = field(default_factory=LoadLimits)
     cache_bytes: int = 2 * 1024 * MIB  # all explanations of all visitors
+    uploads_bytes: int = 2 * 1024 * MIB  # Gradio's upload folder: uploads and rendered views
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServerSettings:
@@ -36,6 +37,7 @@ class ServerSettings:
             train=TrainLimits(max_concurrent=args.max_runs, disk_budget_bytes=args.runs_budget_mb * MIB),
             load=LoadLimits(max_parameters=args.max_params),
             cache_bytes=args.cache_mb * MIB,
+            uploads_bytes=args.uploads_budget_mb * MIB,
         )
 
 
@@ -48,6 +50,7 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-runs", type=int, default=1, help="training runs at once, whole server")
     p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
+    p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
 
 
