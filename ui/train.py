@@ -231,10 +231,10 @@ def train_start(
     lr = number("learning rate", lr, 0.0, limits.max_lr)
     spec, data = training_source(catalog, settings, visitor, str(model)), training_data(settings, source, folder)
     try:
-        runs.start(request.session_hash or visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr)
+        runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr)
     except (JobBusy, ValueError) as e:
         raise gr.Error(for_visitors(str(e))) from e
-    snap = runs.snapshot(request.session_hash or visitor)
+    snap = runs.snapshot(visitor)
     return view.update(
         status=f"started\n\n{describe(snap)}",
         progress=progress_html(0, 1, "loading data and model", "running"),
@@ -248,15 +248,16 @@ def train_start(
 def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request) -> dict:
     """This visitor's run; the curves and probe only when they changed since `seen`; a
     finished run's checkpoint joins the visitor's model list."""
-    snap = runs.snapshot(request.session_hash or owner(request))
+    visitor = owner(request)
+    snap = runs.snapshot(visitor)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
     now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3])
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
     listed = gr.skip()
     if not snap.running and snap.checkpoint and seen[3] != snap.checkpoint:
         try:
-            catalog.register(snap.checkpoint, owner(request), label=f"my run, {snap.epoch} epochs")
-            listed = gr.Dropdown(choices=model_choices(catalog, owner(request)))
+            catalog.register(snap.checkpoint, visitor, label=f"my run, {snap.epoch} epochs")
+            listed = gr.Dropdown(choices=model_choices(catalog, visitor))
         except ModelUnavailable:
             pass  # a run stopped before its first checkpoint: nothing to list
         now = (*now[:3], snap.checkpoint)
@@ -268,14 +269,14 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
         progress=progress_html(*progress_text(snap), run_state(snap)),
         curves=curves,
         probe=saved(probe_picture(snap)) if probe_fresh and snap.probe and snap.probe_image is not None else gr.skip(),
-        checkpoint=str(runs.checkpoint(request.session_hash or owner(request)) or "") or None,
+        checkpoint=str(runs.checkpoint(visitor) or "") or None,
         model=listed,
     )
 
 
 def keep_polling(runs: JobRegistry, request: gr.Request) -> gr.Timer:
     """The timer runs while the visitor's run does (kept out of the API: it only drives the page)."""
-    return gr.Timer(active=runs.snapshot(request.session_hash or owner(request)).running)
+    return gr.Timer(active=runs.snapshot(owner(request)).running)
 
 
 def ask_to_stop(view: TrainView) -> dict:
@@ -289,17 +290,17 @@ def keep_training(view: TrainView) -> dict:
 
 def train_stop(view: TrainView, runs: JobRegistry, request: gr.Request) -> dict:
     """Stop this visitor's run; it saves its current state as a checkpoint."""
-    stopped = runs.stop(request.session_hash or owner(request))
+    stopped = runs.stop(owner(request))
     text = "stopping: the current state will be saved as a checkpoint" if stopped else "you have no run to stop"
     return view.update(status=text, confirm=gr.Row(visible=False))
 
 
 def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:
     """Point the Explore tab's model picker at this visitor's latest checkpoint."""
-    path = runs.checkpoint(request.session_hash or owner(request))
+    visitor = owner(request)
+    path = runs.checkpoint(visitor)
     if path is None:
         raise gr.Error("No checkpoint yet: train (or stop a run) first.")
-    visitor = owner(request)
     try:
         key = catalog.register(path, visitor, label="my run")
     except ModelUnavailable as e:

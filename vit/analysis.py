@@ -47,7 +47,7 @@ def _query_tokens(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
     return matrix[..., maps.prefix_tokens :, :].mean(dim=-2) if token is None else matrix[..., token, :]
 
 
-def _query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
+def query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
     """The query's row of a (..., T, T) matrix, patch columns only, as (..., gh, gw)
     (docs/analysis.md, query maps)."""
     rows = _query_tokens(matrix, maps, query)[..., maps.prefix_tokens :]
@@ -59,7 +59,7 @@ def query_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
     (B, L, H, gh, gw): M[l, h] = A[l][h, q, prefix:] on the grid (docs/analysis.md, query maps).
     The default query is the CLS token, whose map is the ViT paper's Fig. 6."""
     stacked = torch.stack(tuple(maps), dim=1)  # (B, L, H, T, T)
-    return _query_rows(stacked, maps, query)
+    return query_rows(stacked, maps, query)
 
 
 def query_prefix_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
@@ -103,7 +103,7 @@ def rollout(
     query: Query = None,
 ) -> Tensor:
     """Attention rollout from the query to every patch: (B, gh, gw). See `rollout_matrix`."""
-    return _query_rows(rollout_matrix(maps, head_fusion, discard_ratio), maps, query)
+    return query_rows(rollout_matrix(maps, head_fusion, discard_ratio), maps, query)
 
 
 def rollout_prefix_attention(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .analysis import Query, _query_rows
+from .analysis import Query, query_rows
 from .model import AttentionMaps, VisionTransformer
 
 
@@ -31,7 +31,7 @@ def relevance_from(maps: AttentionMaps, grads: list[Tensor] | tuple[Tensor, ...]
     for a, g in zip(maps, grads, strict=True):
         a_bar = (g * a).clamp(min=0).mean(dim=1)  # (B, T, T): Eq. (5)
         r = r + a_bar @ r  # Eq. (6)
-    return _query_rows(r, maps, query)
+    return query_rows(r, maps, query)
 
 
 def class_relevance(
