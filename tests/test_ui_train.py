@@ -32,7 +32,12 @@ def wait_for_job(client, timeout_s: float = 150) -> dict:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         status = dict(zip(NAMES, client.predict(api_name="/train_status"), strict=True))
-        shown |= {k: v for k, v in status.items() if v is not None and (k != "model" or "choices" in v)}
+        # A skipped output (an unchanged picture or list) arrives as None or an update without a value.
+        pictures = {k: status[k] for k in ("curves", "probe") if isinstance(status[k], str)}
+        listed = (
+            {"model": status["model"]} if isinstance(status["model"], dict) and "choices" in status["model"] else {}
+        )
+        shown |= pictures | listed
         shown |= {k: status[k] for k in ("status", "progress", "checkpoint")}
         if not running(status["progress"]):
             return shown
