@@ -184,13 +184,17 @@ def explain(
         )
     with torch.inference_mode():
         logits, attention = model(inp.tensor, need_weights=True)
-    probabilities = {}  # a model without a classifier (DINO, DINOv2) returns features: no predictions
-    if model.config.num_classes > 0:
-        probs = logits[0].float().softmax(-1)
-        top = probs.topk(min(top_k, probs.numel()))
-        probabilities = {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
+    # a model without a classifier (DINO, DINOv2) returns features: no predictions
+    probabilities = top_classes(logits[0], class_names, top_k) if model.config.num_classes > 0 else {}
     cpu = attention.apply(lambda a: a.float().cpu())
     return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, cpu)
+
+
+def top_classes(logits: Tensor, class_names: list[str], k: int) -> dict[str, float]:
+    """The `k` most probable classes of one image's logits (classes,), as name -> probability."""
+    probs = logits.float().softmax(-1)
+    top = probs.topk(min(k, probs.numel()))
+    return {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
 
 
 def attention_bytes(model: VisionTransformer, input_size: tuple[int, int]) -> int:

@@ -26,7 +26,7 @@ from vit.probes import Head, head_importance, heads_off, token_norms
 
 from . import render
 from .catalog import LoadedModel
-from .explain import ModelInput, model_input
+from .explain import ModelInput, model_input, top_classes
 from .render import MapRow, MapStyle
 
 TILE_PX = 112  # each map's longer side in the lessons' pictures
@@ -191,10 +191,7 @@ def parse_heads(text: str, depth: int, heads: int) -> list[Head]:
 
 def _top(loaded: LoadedModel, tensor: torch.Tensor, k: int) -> dict[str, float]:
     with torch.inference_mode():
-        probs = loaded.model(tensor)[0].float().softmax(-1)
-    top = probs.topk(min(k, probs.numel()))
-    names = loaded.meta.class_names
-    return {names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
+        return top_classes(loaded.model(tensor)[0], loaded.meta.class_names, k)
 
 
 def predictions_with_heads_off(
