@@ -113,8 +113,14 @@ class Explanation:
         return sum(a.nbytes for a in self.attention) + self.input.tensor.nbytes + self.input.pixels.nbytes
 
     @property
-    def has_cls(self) -> bool:
+    def has_prefix(self) -> bool:
+        """Any prefix token (CLS, distillation, registers): the patch maps leave something out."""
         return self.attention.prefix_tokens > 0
+
+    @property
+    def has_cls(self) -> bool:
+        """A CLS token, the default query; without one the default is the mean patch query."""
+        return "cls" in self.attention.prefix_names
 
     @property
     def prefix_names(self) -> tuple[str, ...]:

@@ -635,15 +635,14 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
     of a softmax row, so 1 - its total is the attention to CLS, printed under each tile
     (models without a CLS token leave nothing out and print nothing)."""
     left_out = [1.0 - maps[-1].sum(axis=(-2, -1), keepdims=True)[..., 0] for _, maps in probes]  # (heads, 1)
-    has_cls = max(float(share.max()) for share in left_out) > 1e-5  # float32 sums of a GAP row: ~1e-7
+    has_prefix = max(float(share.max()) for share in left_out) > 1e-5  # float32 sums of a GAP row: ~1e-7
     rows = [
-        _scaled_row(image, maps[-1], style, share if has_cls else None)
+        _scaled_row(image, maps[-1], style, share if has_prefix else None)
         for (_, maps), share in zip(probes, left_out, strict=True)
     ]
     labels = [f"epoch {epoch}" for epoch, _ in probes]
     cols = [f"head {j + 1}" for j in range(probes[0][1].shape[1])]
-    note = (
-        "Maps show attention to the patches; attention to CLS (printed under each tile) is left out." if has_cls else ""
-    )
+    left = "Maps show attention to the patches; attention to CLS (printed under each tile) is left out."
+    note = left if has_prefix else ""
     title = "CLS attention of the probe image, last layer"
     return _titled(title, mosaic(rows, labels, cols), note=_row_scale_note(style, note))

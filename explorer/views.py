@@ -74,11 +74,18 @@ def describe_input(ex: Explanation) -> str:
     (h, w), (ih, iw, _) = ex.original_size, ex.input.pixels.shape
     gh, gw = ex.grid
     prefix = ex.tokens - gh * gw
+    names = _prefix_list(ex)
+    listed = names if prefix == 1 else f"{prefix} prefix tokens: {names}"
     return (
         f"uploaded **{h} × {w}** px → model input **{ih} × {iw}** px (height × width) · "
         f"patch **{ex.patch_size}** px · grid **{gh} rows × {gw} columns** = {gh * gw} patches · "
-        f"**{ex.tokens} tokens**{f' ({prefix} CLS + {gh * gw} patches)' if prefix else ''}\n\n{ex.input.policy}"
+        f"**{ex.tokens} tokens**{f' ({listed} + {gh * gw} patches)' if prefix else ''}\n\n{ex.input.policy}"
     )
+
+
+def _prefix_list(ex: Explanation) -> str:
+    """The prefix tokens as a picture names them: "CLS, dist, reg1"."""
+    return ", ".join(render.short_token_name(n) for n in ex.prefix_names)
 
 
 def describe_query(query: Query, has_cls: bool = True) -> str:
@@ -107,7 +114,7 @@ def left_out(ex: Explanation) -> str:
     n, p = ex.grid[0] * ex.grid[1], ex.tokens - ex.grid[0] * ex.grid[1]
     if not p:
         return f"Maps show attention to all {n} patches (this model has no CLS token: nothing is left out)."
-    names = ", ".join(render.short_token_name(n) for n in ex.prefix_names)
+    names = _prefix_list(ex)
     what = names if p == 1 else f"the {p} prefix tokens ({names})"
     return f"Maps show attention to the {n} patches; attention to {what} (printed under each head) is left out."
 
@@ -167,13 +174,14 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
         "is added for the residual connection and each row renormalised: Â = rownorm(A + I), which is "
         "0.5·A + 0.5·I for mean fusion; the layers are multiplied, R = Â_L ⋯ Â_1."
     )
-    if not ex.has_cls:
+    if not ex.has_prefix:
         return f"{rule} Map: the mean patch row of R (no CLS token: nothing is left out)."
     shares = ex.rollout_prefix(head_fusion, discard_ratio)
-    if len(shares) == 1:
+    if ex.prefix_names == ("cls",):
         return f"{rule} Map: the CLS row of R over the patches; its share on CLS itself, {shares[0]:.2f}, is left out."
+    row = "the CLS row" if ex.has_cls else "the mean patch row"
     named = ", ".join(f"{render.short_token_name(n)} {s:.2f}" for n, s in zip(ex.prefix_names, shares, strict=True))
-    return f"{rule} Map: the CLS row of R over the patches; its share on the prefix tokens ({named}) is left out."
+    return f"{rule} Map: {row} of R over the patches; its share on the prefix tokens ({named}) is left out."
 
 
 def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapStyle) -> Image.Image:

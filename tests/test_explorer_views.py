@@ -80,3 +80,42 @@ def test_a_model_without_cls_says_nothing_is_left_out():
         explain(near_uniform_model(), [str(i) for i in range(10)], CIFAR10, image), None, 1, MapStyle()
     )
     assert views.heads(ex, None, 1, MapStyle()).height < with_cls.height  # no "CLS 0.xx" line under the tiles
+
+
+def _tiny(**prefix) -> vit.VisionTransformer:
+    """A 2-layer model on a 4 x 4 grid with the given prefix-token options."""
+    config = vit.ViTConfig(image_size=32, patch_size=8, num_classes=3, dim=16, depth=2, heads=2, mlp_dim=32, **prefix)
+    torch.manual_seed(0)
+    return vit.VisionTransformer(config).eval()
+
+
+def _explained(**prefix):
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8))
+    return explain(_tiny(**prefix), ["a", "b", "c"], CIFAR10, image)
+
+
+def test_captions_name_the_prefix_tokens_of_deit_with_registers():
+    ex = _explained(distill_token=True, register_tokens=4)
+    assert ex.has_prefix and ex.has_cls
+    numbers = views.describe_input(ex)
+    assert "**22 tokens** (6 prefix tokens: CLS, dist, reg1, reg2, reg3, reg4 + 16 patches)" in numbers
+    assert "6 CLS" not in numbers
+    assert "the CLS token" in views.describe_query(None, ex.has_cls)
+
+
+def test_captions_of_a_model_without_prefix_tokens_never_name_a_cls_token():
+    ex = _explained(class_token=False, pool="gap")
+    assert not ex.has_prefix and not ex.has_cls
+    assert "**16 tokens**\n" in views.describe_input(ex)  # no "(... + 16 patches)" part
+    assert "no CLS token" in views.describe_query(None, ex.has_cls)
+    assert "the CLS token" not in views.describe_query(None, ex.has_cls)
+    assert "nothing is left out" in views.describe_rollout(ex, "mean", 0.0)
+
+
+def test_registers_without_cls_query_the_mean_patch_and_leave_the_registers_out():
+    ex = _explained(class_token=False, pool="gap", register_tokens=2)
+    assert ex.has_prefix and not ex.has_cls
+    assert "(2 prefix tokens: reg1, reg2 + 16 patches)" in views.describe_input(ex)
+    assert "the CLS token" not in views.describe_query(None, ex.has_cls)
+    rollout = views.describe_rollout(ex, "mean", 0.0)
+    assert "the mean patch row of R over the patches" in rollout and "reg1" in rollout and "CLS row" not in rollout

@@ -32,7 +32,7 @@ def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, ModelCatalog]:
 
 
 @pytest.fixture(scope="module")
-def explanation(tab):
+def explanation_key(tab):
     """The key a session's state holds: its explanation lives in the server-wide store."""
     _, catalog = tab
     loaded = catalog.get(BUNDLED)
@@ -42,26 +42,26 @@ def explanation(tab):
     return key
 
 
-def test_a_handler_returns_its_pictures_by_component(tab, explanation):
+def test_a_handler_returns_its_pictures_by_component(tab, explanation_key):
     view, _ = tab
-    out = h.restyle(view, explanation, None, 3, "max", 0.5, *STYLE)
+    out = h.restyle(view, explanation_key, None, 3, "max", 0.5, *STYLE)
     assert set(out) == {view.heads, view.overview, view.rollout}
     assert all(Image.open(path).width > 0 for path in out.values())
 
 
-def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation):
+def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation_key):
     view, _ = tab
-    assert h.move_query(view, (0, 1), explanation, None, 6, *STYLE)[view.query] == (4, 4)  # 8 x 8 grid
-    assert h.move_query(view, (0, 1), explanation, (2, 3), 6, *STYLE)[view.query] == (2, 4)
-    assert h.move_query(view, (-1, 0), explanation, (0, 5), 6, *STYLE)[view.query] == (0, 5)
-    moved = h.move_query(view, (1, 0), explanation, (2, 3), 6, *STYLE)
+    assert h.move_query(view, (0, 1), explanation_key, None, 6, *STYLE)[view.query] == (4, 4)  # 8 x 8 grid
+    assert h.move_query(view, (0, 1), explanation_key, (2, 3), 6, *STYLE)[view.query] == (2, 4)
+    assert h.move_query(view, (-1, 0), explanation_key, (0, 5), 6, *STYLE)[view.query] == (0, 5)
+    moved = h.move_query(view, (1, 0), explanation_key, (2, 3), 6, *STYLE)
     assert "row 4, column 4" in moved[view.query_md]  # 0-based (3, 3) is row 4, column 4 for people
 
 
-def test_play_steps_the_layer_slider_through_every_layer(tab, explanation, monkeypatch):
+def test_play_steps_the_layer_slider_through_every_layer(tab, explanation_key, monkeypatch):
     view, _ = tab
     monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
-    frames = list(h.play_layers(view, explanation, None, *STYLE))
+    frames = list(h.play_layers(view, explanation_key, None, *STYLE))
     assert [f[view.layer] for f in frames] == [1, 2, 3, 4, 5, 6]
     pictures = [np.asarray(Image.open(f[view.heads])) for f in frames]
     assert not np.array_equal(pictures[0], pictures[-1])
@@ -169,13 +169,13 @@ def test_the_patch_token_keeps_a_patch_query_or_starts_at_the_centre(prefixed):
     assert clicked[view.query_token] == "patch"  # the picker follows a click
 
 
-def test_unknown_query_tokens_are_refused_naming_the_models_tokens(prefixed, tab, explanation):
+def test_unknown_query_tokens_are_refused_naming_the_models_tokens(prefixed, tab, explanation_key):
     view, _, key = prefixed
     with pytest.raises(gr.Error, match=r"unknown query token 'reg3'; choose one of 'cls', 'dist', 'reg1', 'reg2'"):
         h.query_token(view, key, "reg3", None, 6, *STYLE)
     plain_view, _ = tab
     with pytest.raises(gr.Error, match=r"unknown query token 'dist'; choose one of 'cls', 'patch'"):
-        h.query_token(plain_view, explanation, "dist", None, 6, *STYLE)
+        h.query_token(plain_view, explanation_key, "dist", None, 6, *STYLE)
 
 
 def test_head_tiles_and_captions_name_every_prefix_token(prefixed):
@@ -188,23 +188,23 @@ def test_head_tiles_and_captions_name_every_prefix_token(prefixed):
     assert f"its share on the prefix tokens (CLS {shares[0]:.2f}, dist {shares[1]:.2f}, reg1" in text
 
 
-def test_relevance_follows_the_chosen_class(tab, explanation):
+def test_relevance_follows_the_chosen_class(tab, explanation_key):
     view, catalog = tab
-    predicted = h.show_relevance(view, catalog, explanation, "cat-bundled", h.PREDICTED, *STYLE)[view.relevance]
-    top = next(iter(h.STORE.peek(explanation).probabilities))
-    same = h.show_relevance(view, catalog, explanation, "cat-bundled", top, *STYLE)[view.relevance]
+    predicted = h.show_relevance(view, catalog, explanation_key, "cat-bundled", h.PREDICTED, *STYLE)[view.relevance]
+    top = next(iter(h.STORE.peek(explanation_key).probabilities))
+    same = h.show_relevance(view, catalog, explanation_key, "cat-bundled", top, *STYLE)[view.relevance]
     other = next(c for c in CIFAR10_CLASSES if c != top)
-    different = h.show_relevance(view, catalog, explanation, "cat-bundled", other, *STYLE)[view.relevance]
+    different = h.show_relevance(view, catalog, explanation_key, "cat-bundled", other, *STYLE)[view.relevance]
     pixels = [np.asarray(Image.open(p)) for p in (predicted, same, different)]
     assert np.array_equal(pixels[0][80:], pixels[1][80:])  # the same map (titles differ: "predicted" or "chosen")
     assert not np.array_equal(pixels[0][80:], pixels[2][80:])
     assert Path(different).name == f"cat-bundled_relevance_{other}.png"  # image, model, what, class
 
 
-def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explanation, tmp_path):
+def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explanation_key, tmp_path):
     view, catalog = tab
     with pytest.raises(gr.Error, match=r"unknown class 'teapot'; choose one of 'predicted class', 'airplane'"):
-        h.show_relevance(view, catalog, explanation, "cat-bundled", "teapot", *STYLE)
+        h.show_relevance(view, catalog, explanation_key, "cat-bundled", "teapot", *STYLE)
     path = tmp_path / "headless.safetensors"
     vit.save_checkpoint(vit.create_model("vit_cifar_nano", num_classes=0), path, class_names=[], preprocessing=CIFAR10)
     headless = ModelCatalog(path, tmp_path / "runs")

@@ -65,12 +65,12 @@ def test_the_comparison_refuses_no_models_too_many_or_none_loadable(tab, image):
 
 def test_token_norms_of_a_model_with_and_without_registers(tab, registers, image):
     view, catalog = tab
-    out = h.token_norms(view, catalog, image, registers, BUNDLED, 3, "inferno")
+    out = h.compare_token_norms(view, catalog, image, registers, BUNDLED, 3, "inferno")
     assert Image.open(out[view.norms_picture]).width > 0
     table = out[view.norms_table]
     assert "median patch norm" in table and "reg4" in table  # the registers' norms are listed by name
     with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):
-        h.token_norms(view, catalog, image, registers, BUNDLED, 7, "inferno")
+        h.compare_token_norms(view, catalog, image, registers, BUNDLED, 7, "inferno")
 
 
 def test_heads_off_by_1_based_layer_dot_head(tab, image):

@@ -57,7 +57,7 @@ class ExploreView(ComponentView):
     """Every component of the Explore tab, by name."""
 
     # per-session state
-    explanation: gr.State  # key of the forward pass every view reads (in explore_handlers.STORE)
+    explanation_key: gr.State  # key of the forward pass every view reads (in explore_handlers.STORE)
     export_name: gr.State  # "<image>-<model>", how export files begin
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
@@ -108,7 +108,7 @@ class ExploreView(ComponentView):
 
 def _session_state() -> dict[str, gr.State]:
     return {
-        "explanation": gr.State(None, time_to_live=SESSION_TTL_S),
+        "explanation_key": gr.State(None, time_to_live=SESSION_TTL_S),
         "export_name": gr.State(None),
         "query": gr.State(None),
         "current_model": gr.State(BUNDLED),
@@ -133,8 +133,8 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
 def _query_column(start: LoadedModel) -> dict[str, Any]:
     caption = "**Model input with its patch grid**: click a patch to make it the query (or use the arrow keys)"
     input_img = _picture(caption, height=PICTURE_PX, elem_id="input-view")
-    query_md = gr.Markdown(views.describe_query(None), label="Query", elem_id="query")
     names = start.model.config.prefix_names
+    query_md = gr.Markdown(views.describe_query(None, "cls" in names), label="Query", elem_id="query")
     query_token = gr.Dropdown(
         views.query_choices(names), value=views.query_token(None, names), label="Query token", elem_id="query-token"
     )
@@ -288,7 +288,7 @@ def _wire_views(view: ExploreView) -> None:
     """Redraw on slider and style changes (never a new forward pass)."""
     view.layer.release(
         bound(h.show_heads, view),
-        view.pick("explanation", "query", "layer", *STYLE),
+        view.pick("explanation_key", "query", "layer", *STYLE),
         view.heads,
         api_name="heads",
         **CHEAP,
@@ -296,7 +296,7 @@ def _wire_views(view: ExploreView) -> None:
     gr.on(
         [view.cmap.input, view.opacity.release, view.upsampling.input, view.display.input, view.scale.input],
         bound(h.restyle, view),
-        view.pick("explanation", "query", "layer", "fusion", "discard", *STYLE),
+        view.pick("explanation_key", "query", "layer", "fusion", "discard", *STYLE),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
         **CHEAP,
@@ -304,14 +304,14 @@ def _wire_views(view: ExploreView) -> None:
     gr.on(
         [view.fusion.input, view.discard.release],
         bound(h.show_rollout, view),
-        view.pick("explanation", "fusion", "discard", *STYLE),
+        view.pick("explanation_key", "fusion", "discard", *STYLE),
         view.rollout,
         api_name="rollout",
         **CHEAP,
     )
     view.play.click(
         bound(h.play_layers, view),
-        view.pick("explanation", "query", *STYLE),
+        view.pick("explanation_key", "query", *STYLE),
         view.pick("layer", "heads"),
         api_visibility="private",
         **RAW,
@@ -322,25 +322,25 @@ def _wire_query(view: ExploreView) -> None:
     outputs = view.pick(*h.QUERY_OUTPUTS)
     view.query_button.click(
         bound(h.query_patch, view),
-        view.pick("explanation", "row", "col", "layer", *STYLE),
+        view.pick("explanation_key", "row", "col", "layer", *STYLE),
         outputs,
         api_name="query_patch",
         **CHEAP,
     )
     view.query_token.input(
         bound(h.query_token, view),
-        view.pick("explanation", "query_token", "query", "layer", *STYLE),
+        view.pick("explanation_key", "query_token", "query", "layer", *STYLE),
         outputs,
         api_name="query_token",
         **RAW,
     )
-    on_layer = view.pick("explanation", "layer", *STYLE)
+    on_layer = view.pick("explanation_key", "layer", *STYLE)
     view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **CHEAP)
     view.reset.click(bound(h.reset_query, view), on_layer, outputs, api_name="reset_query", **CHEAP)
     for name, step in MOVES.items():
         getattr(view, name).click(
             bound(h.move_query, view, step),
-            view.pick("explanation", "query", "layer", *STYLE),
+            view.pick("explanation_key", "query", "layer", *STYLE),
             outputs,
             api_visibility="private",
             **CHEAP,
@@ -350,7 +350,7 @@ def _wire_query(view: ExploreView) -> None:
 def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
     view.relevance_button.click(
         bound(h.show_relevance, view, catalog),
-        view.pick("explanation", "export_name", "relevance_class", *STYLE),
+        view.pick("explanation_key", "export_name", "relevance_class", *STYLE),
         view.relevance,
         api_name="relevance",
         **RAW,
@@ -360,14 +360,14 @@ def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
 def _wire_exports(view: ExploreView) -> None:
     view.export_png.click(
         bound(h.export_png, view),
-        view.pick("explanation", "export_name", "query", "layer", *STYLE),
+        view.pick("explanation_key", "export_name", "query", "layer", *STYLE),
         view.export_file,
         api_name="export_png",
         **RAW,
     )
     view.export_gif.click(
         bound(h.export_gif, view),
-        view.pick("explanation", "export_name", "query", *STYLE),
+        view.pick("explanation_key", "export_name", "query", *STYLE),
         view.export_file,
         api_name="export_gif",
         **RAW,

@@ -38,9 +38,9 @@ DISPLAYS = ("overlay", "raw")
 DISCARD_MAX = 0.95
 PLAY_STEP_S = 0.8  # seconds per layer of "play through layers", as the GIF export
 
-# What /analyze redraws, by ExploreView field: the session's Explanation first.
+# What /analyze redraws, by ExploreView field: the session's explanation key first.
 ANALYSIS_OUTPUTS = (
-    "explanation",
+    "explanation_key",
     "export_name",
     "query",
     "input_img",
@@ -171,7 +171,7 @@ def full_analysis(
     key = (path, loaded.key, id(loaded.model), mode)
     ex = store.get(key, forward_pass) if store else forward_pass()
     return {
-        "explanation": key,
+        "explanation_key": key,
         "query": None,  # the query goes back to the CLS token
         "input_img": saved(views.input_view(ex)),
         "numbers": views.describe_input(ex),
@@ -220,7 +220,7 @@ def analyze(
 
 def show_heads(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     query: Query,
     layer: float,
     cmap: str,
@@ -230,13 +230,13 @@ def show_heads(
     scale: str,
 ) -> dict:
     """Every head's attention map for the current query in one layer (1-based)."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     return view.update(heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)))
 
 
 def restyle(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     query: Query,
     layer: float,
     fusion: str,
@@ -248,7 +248,7 @@ def restyle(
     scale: str,
 ) -> dict:
     """Redraw the head maps, the layers x heads overview and rollout in a new style."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     layer = check_layer(layer, ex.depth)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
     return view.update(
@@ -260,7 +260,7 @@ def restyle(
 
 def show_rollout(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     fusion: str,
     discard: float,
     cmap: str,
@@ -270,7 +270,7 @@ def show_rollout(
     scale: str,
 ) -> dict:
     """Attention rollout through all layers with a head fusion and discard ratio."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
     return view.update(rollout=saved(views.rollout(ex, fusion, discard, style)))
 
@@ -288,7 +288,7 @@ def show_query(view: ExploreView, ex: Explanation, query: Query, layer: object, 
 
 def query_patch(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     row: float,
     column: float,
     layer: float,
@@ -300,7 +300,7 @@ def query_patch(
 ) -> dict:
     """Make the patch at (row, column) the query, as a click on it would. Rows and columns
     count from 1, as the page shows them: row 1 is the top, column 1 the left edge."""
-    ex = require(explanation)
+    ex = require(explanation_key)
     gh, gw = ex.grid
     patch = whole_number("row", row, 1, gh) - 1, whole_number("column", column, 1, gw) - 1
     return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
@@ -308,7 +308,7 @@ def query_patch(
 
 def query_token(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     token: str,
     query: Query,
     layer: float,
@@ -321,7 +321,7 @@ def query_token(
     """Make a token the query: 'cls', 'dist' (DeiT's distillation token), 'reg1', 'reg2', ...
     (registers, counted from 1), 'mean' (models without CLS) or 'patch' (keeps the current
     patch, else the centre one; /query_patch picks any). The model's own tokens only."""
-    ex = require(explanation)
+    ex = require(explanation_key)
     tokens = [value for _, value in views.query_choices(ex.prefix_names)]
     token = one_of("query token", token, tokens)
     if token == views.PATCH:
@@ -335,7 +335,7 @@ def query_token(
 def show_relevance(
     view: ExploreView,
     catalog: ModelCatalog,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     name: str | None,
     target: str,
     cmap: str,
@@ -346,9 +346,9 @@ def show_relevance(
 ) -> dict:
     """Class-specific relevance (Chefer et al. 2021) of every patch for `target`: "predicted
     class" or one of the model's class names. Refused for a model without a classifier head."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     try:
-        loaded = catalog.get(explanation[1])
+        loaded = catalog.get(explanation_key[1])
     except ModelUnavailable as e:
         raise gr.Error(str(e)) from e
     names = loaded.meta.class_names
@@ -365,7 +365,7 @@ def show_relevance(
 
 def click_patch(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     layer: float,
     cmap: str,
     opacity: float,
@@ -375,7 +375,7 @@ def click_patch(
     evt: gr.SelectData,
 ) -> dict:
     """A click on the input view: the patch under it becomes the query."""
-    ex = require(explanation)
+    ex = require(explanation_key)
     patch = views.clicked_patch(ex, *evt.index)  # evt.index: (x, y) in image pixels
     return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
@@ -383,7 +383,7 @@ def click_patch(
 def move_query(
     view: ExploreView,
     step: tuple[int, int],
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     query: Query,
     layer: float,
     cmap: str,
@@ -394,7 +394,7 @@ def move_query(
 ) -> dict:
     """Move the query patch one `step` (rows, columns), stopping at the edges; from the CLS
     token (or another prefix token), start at the centre patch."""
-    ex = require(explanation)
+    ex = require(explanation_key)
     gh, gw = ex.grid
     if not isinstance(query, tuple):
         patch = gh // 2, gw // 2
@@ -405,7 +405,7 @@ def move_query(
 
 def reset_query(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     layer: float,
     cmap: str,
     opacity: float,
@@ -414,12 +414,12 @@ def reset_query(
     scale: str,
 ) -> dict:
     """Back to the default query (the CLS token)."""
-    return show_query(view, require(explanation), None, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, require(explanation_key), None, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def play_layers(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     query: Query,
     cmap: str,
     opacity: float,
@@ -428,7 +428,7 @@ def play_layers(
     scale: str,
 ) -> Iterator[dict]:
     """Step the layer slider from the first layer to the last, redrawing the head maps."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     for layer in range(1, ex.depth + 1):
         yield view.update(layer=layer, heads=saved(views.heads(ex, query, layer, style)))
         time.sleep(PLAY_STEP_S)
@@ -436,7 +436,7 @@ def play_layers(
 
 def export_png(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     name: str | None,
     query: Query,
     layer: float,
@@ -447,7 +447,7 @@ def export_png(
     scale: str,
 ) -> dict:
     """The head maps of one layer (1-based) as a PNG file named by image, model, layer and query."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     layer = check_layer(layer, ex.depth)
     picture = views.heads(ex, query, layer, style)
     return view.update(export_file=saved(picture, f"{name or 'attention'}_layer{layer}_{query_name(query)}.png"))
@@ -455,7 +455,7 @@ def export_png(
 
 def export_gif(
     view: ExploreView,
-    explanation: Explanation | None,
+    explanation_key: ExplanationKey | None,
     name: str | None,
     query: Query,
     cmap: str,
@@ -465,7 +465,7 @@ def export_gif(
     scale: str,
 ) -> dict:
     """The head maps of every layer as an animated GIF named by image, model, layers and query."""
-    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}.gif")
     render.save_gif(views.layer_frames(ex, query, style), path)
     return view.update(export_file=str(path))

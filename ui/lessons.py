@@ -159,7 +159,7 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         **RAW,
     )
     v.norms_button.click(
-        bound(h.token_norms, v, catalog),
+        bound(h.compare_token_norms, v, catalog),
         [v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],
         [v.norms_picture, v.norms_table],
         api_name="lesson_token_norms",

@@ -80,7 +80,7 @@ def compare_models(
     return view.update(compare_picture=saved(drawn, "lesson-supervised-vs-self-supervised.png"), compare_note=note)
 
 
-def token_norms(
+def compare_token_norms(
     view: LessonsView,
     catalog: ModelCatalog,
     image: dict | None,

@@ -23,7 +23,7 @@ Query = int | tuple[int, int] | str | None
 HeadFusion = Literal["mean", "max", "min"]
 
 
-def query_token(maps: AttentionMaps, query: Query) -> int | None:
+def query_index(maps: AttentionMaps, query: Query) -> int | None:
     """The token index a query names, or None for the mean over patch queries (the default
     without a CLS token). Raises ValueError for an unknown prefix name or a patch off the grid."""
     gh, gw = maps.grid
@@ -43,7 +43,7 @@ def _query_tokens(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
     """The row of a (..., T, T) token-to-token matrix that a query looks at, every column kept
     (prefix tokens first): (..., T). Without a CLS token the default query is the mean over
     the patch queries, which is what the pooled representation averages."""
-    token = query_token(maps, query)
+    token = query_index(maps, query)
     return matrix[..., maps.prefix_tokens :, :].mean(dim=-2) if token is None else matrix[..., token, :]
 
 
