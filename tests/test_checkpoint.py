@@ -28,6 +28,7 @@ def test_round_trip_keeps_weights_config_and_metadata(saved) -> None:
     assert loaded.config == model.config and not loaded.training
     images = torch.randn(2, 3, 32, 32)
     with torch.no_grad():
+        # The same weights through the same code: bit-identical, so any difference is a weight lost in the file.
         torch.testing.assert_close(loaded(images), model(images), atol=0, rtol=0)
     assert meta.class_names == CLASSES and meta.preprocessing == CIFAR10
     assert meta.info == {"epochs": 3, "note": "hi"} and meta.extra == {}

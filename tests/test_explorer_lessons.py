@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from tolerance import rounding_tolerance
 
 import vit
 from explorer import lessons
@@ -95,7 +96,8 @@ def test_the_ranking_lists_the_largest_drops_first_and_matches_switching_that_he
         p = model.model(tensor).softmax(-1)[0, index]
         with vit.probes.heads_off(model.model, [(layer, head)]):
             q = model.model(tensor).softmax(-1)[0, index]
-    assert rows[0][2] == pytest.approx(float(p - q), abs=1e-4)
+    # The table rounds to 4 decimals; the test runs head_importance's own passes in its order.
+    assert rows[0][2] == pytest.approx(float(p - q), abs=0.5e-4 + rounding_tolerance(torch.float64, 1))
 
 
 def test_lessons_refuse_models_without_a_head_and_rankings_past_the_cost_cap(monkeypatch):

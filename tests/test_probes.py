@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
+from tolerance import forward_tolerance
 
 import vit
 from vit.probes import head_importance, heads_off, token_norms
@@ -27,7 +30,10 @@ def test_token_norms_are_the_norms_of_the_block_output(model, image) -> None:
     with torch.no_grad():
         for block in model.blocks[:3]:
             x, _ = block(x)
-    assert torch.allclose(token_norms(model, image, 2), x.norm(dim=-1), atol=1e-5)
+    # The model's pass (fused attention) against the blocks' explicit one: 3 of the 6 blocks.
+    expected = x.norm(dim=-1)
+    tol = forward_tolerance(replace(model.config, depth=3), expected.max().item())
+    torch.testing.assert_close(token_norms(model, image, 2), expected, atol=tol, rtol=0)
     with pytest.raises(ValueError, match="layer index must be from 0 to 5, got 6"):
         token_norms(model, image, 6)
 
@@ -43,8 +49,9 @@ def test_a_head_switched_off_equals_zeroing_its_value_projection(model, image) -
         rows = slice(2 * dim + 2 * width, 2 * dim + 3 * width)  # v of head 2 inside the packed q;k;v
         edited.blocks[1].attn.qkv.weight[rows] = 0
         edited.blocks[1].attn.qkv.bias[rows] = 0
-        assert torch.allclose(hooked, edited(image), atol=1e-5)
-        assert not torch.allclose(hooked, model(image), atol=1e-5)  # the hook is gone afterwards... and mattered
+        tol = forward_tolerance(model.config, hooked.abs().max().item())
+        torch.testing.assert_close(hooked, edited(image), atol=tol, rtol=0)
+        assert not torch.allclose(hooked, model(image), atol=tol, rtol=0)  # the hook is gone afterwards... and mattered
 
 
 def test_head_importance_ranks_every_head_by_the_drop_of_the_predicted_class(model, image) -> None:
@@ -53,7 +60,9 @@ def test_head_importance_ranks_every_head_by_the_drop_of_the_predicted_class(mod
     layer, head = divmod(int(drops.argmax()), 4)
     with torch.no_grad(), heads_off(model, [(layer, head)]):
         p = model(image).softmax(-1)[0, predicted]
-    assert torch.isclose(model(image).softmax(-1)[0, predicted] - p, drops.max(), atol=1e-6)
+    # With gradients on, the pass may take another attention kernel than head_importance's.
+    tol = forward_tolerance(model.config, 1.0)  # probabilities: at most 1
+    assert torch.isclose(model(image).softmax(-1)[0, predicted] - p, drops.max(), atol=tol, rtol=0)
     with pytest.raises(ValueError, match="head index must be from 0 to 3, got 4"):
         with heads_off(model, [(0, 4)]):
             pass
@@ -74,7 +83,8 @@ def test_hooks_leave_other_threads_forward_passes_alone(model, image) -> None:
         worker.join()
         with torch.inference_mode():
             assert not torch.allclose(model(image), clean)  # this thread: heads off
-    assert torch.allclose(seen[0], clean)  # the other thread: untouched
+    tol = forward_tolerance(model.config, clean.abs().max().item())  # another thread may split the work otherwise
+    assert torch.allclose(seen[0], clean, atol=tol, rtol=0)  # the other thread: untouched
     expected = token_norms(model, image, 2)
     main, fired = threading.get_ident(), []
 
@@ -90,4 +100,5 @@ def test_hooks_leave_other_threads_forward_passes_alone(model, image) -> None:
         norms = token_norms(model, image, 2)
     finally:
         hook.remove()
-    assert fired and norms.shape == (1, 65) and torch.allclose(norms, expected)
+    tol = forward_tolerance(replace(model.config, depth=3), expected.max().item())
+    assert fired and norms.shape == (1, 65) and torch.allclose(norms, expected, atol=tol, rtol=0)

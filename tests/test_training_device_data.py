@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from tolerance import forward_tolerance
 
 import vit
 from training.data import ImageSet
@@ -59,4 +60,6 @@ def test_predict_equals_a_batched_forward_in_eval_mode():
     assert model.training  # restored
     with torch.no_grad():
         expected = model.eval()(CIFAR10.normalize(images))
-    torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-4)
+    # Batches of 2 against one of 5: the matrix kernels may block the sums otherwise.
+    tol = forward_tolerance(model.config, expected.abs().max().item())
+    torch.testing.assert_close(logits, expected, atol=tol, rtol=0)

@@ -29,4 +29,5 @@ def test_flattened_state_is_tensors_plus_json_and_restores_the_optimizer():
     assert fresh.param_groups[0]["lr"] == 0.1 and tuple(fresh.param_groups[0]["betas"]) == (0.8, 0.9)
     for index, state in optimizer.state_dict()["state"].items():
         for name, value in state.items():
+            # A copy through the file, no arithmetic: bit-identical, or resuming would not continue the run.
             torch.testing.assert_close(fresh.state_dict()["state"][index][name], value, rtol=0, atol=0)
