@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from training_helpers import write_image_folder
 
+import training.cli
+from training import registry
 from training.job import JobBusy
-from training.registry import JobRegistry, TrainLimits, owner_id
+from training.registry import APP_RUN_MARKER, MARKER_TEXT, JobRegistry, TrainLimits, owner_id
 
 TINY = dict(model="vit_cifar_nano", epochs=1, batch_size=8, lr=1e-3)
 
@@ -77,14 +79,54 @@ def test_shared_mode_shows_one_run_that_only_its_starter_stops(data, tmp_path: P
     runs._jobs["shared"].wait(60)
 
 
+def app_run(root: Path, name: str, size: int, age: int) -> Path:
+    """A finished run folder as the registry leaves it: its marker and a model file of `size` bytes."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / APP_RUN_MARKER).write_text(MARKER_TEXT)
+    (folder / "model.safetensors").write_bytes(b"x" * size)
+    os.utime(folder, (1000 + age, 1000 + age))
+    return folder
+
+
 def test_oldest_finished_runs_are_pruned_to_fit_the_disk_budget(data, tmp_path: Path) -> None:
     root = tmp_path / "runs"
     for i, name in enumerate(["old", "newer"]):
-        folder = root / name
-        folder.mkdir(parents=True)
-        (folder / "model.safetensors").write_bytes(b"x" * 1000)
-        os.utime(folder, (1000 + i, 1000 + i))
+        app_run(root, name, 1000 - len(MARKER_TEXT), i)
     runs = JobRegistry(root, TrainLimits(disk_budget_bytes=1500))
     runs.start("alice", data=data, **TINY)
     assert not (root / "old").exists() and (root / "newer").exists()
     runs._jobs[owner_id("alice")].wait(60)
+
+
+def test_a_cli_run_beside_the_app_runs_is_never_deleted(data, tmp_path: Path) -> None:
+    # `python -m training --out runs/cli` into the app's runs folder: older and larger than
+    # the whole budget, it is neither deleted nor counted; the app prunes only its own runs.
+    root = tmp_path / "runs"
+    cli = ["--model", "vit_cifar_nano", "--data", data, "--out", str(root / "cli"), "--epochs", "1"]
+    assert training.cli.main([*cli, "--batch-size", "8", "--holdout", "6", "--threads", "1", "--no-eval-test"]) == 0
+    os.utime(root / "cli", (500, 500))
+    cli_files = sorted(p.relative_to(root) for p in (root / "cli").rglob("*"))
+    app_run(root, "old", 1000, 0)
+    app_run(root, "newer", 1000, 1)
+    runs = JobRegistry(root, TrainLimits(disk_budget_bytes=1500))
+    out = runs.start("alice", data=data, **TINY)
+    assert (out / APP_RUN_MARKER).is_file()  # the app's new run is marked as the app's
+    assert not (root / "old").exists() and (root / "newer").exists()
+    assert sorted(p.relative_to(root) for p in (root / "cli").rglob("*")) == cli_files
+    runs._jobs[owner_id("alice")].wait(60)
+
+
+def test_a_failed_delete_is_not_counted_as_freed(data, tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "runs"
+    app_run(root, "stuck", 2000, 0)
+
+    def undeletable(path, ignore_errors=False, **_):  # what rmtree does when nothing can go
+        if not ignore_errors:
+            raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(registry.shutil, "rmtree", undeletable)
+    runs = JobRegistry(root, TrainLimits(disk_budget_bytes=1500))
+    with pytest.raises(JobBusy, match="disk budget for training runs is full"):
+        runs.start("alice", data=data, **TINY)
+    assert (root / "stuck" / "model.safetensors").is_file() and len(list(root.iterdir())) == 1

@@ -5,13 +5,15 @@ Each visitor (an `owner`: the app passes a digest of the browser session) sees, 
 downloads only their own run. At most `max_concurrent` runs train at once across the
 server; a visitor asking for one more is told the server is busy. In `shared` mode (a
 teacher's projector) everyone sees the one run, and only the visitor who started it may
-stop it. Run folders are unique, private (0700) and pruned oldest-finished-first when the
-runs folder outgrows its disk budget.
+stop it. Run folders are unique, private (0700), marked as the app's (`APP_RUN_MARKER`) and
+pruned oldest-finished-first when the app's runs outgrow their disk budget. A folder without
+the marker (a `python -m training --out runs/...` run beside them) is never counted nor deleted.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import shutil
 import threading
@@ -22,6 +24,10 @@ from pathlib import Path
 from .job import JobBusy, JobSnapshot, TrainingJob
 
 SHARED_OWNER = "shared"
+# Written into every run folder the registry creates: only folders holding it may be pruned.
+APP_RUN_MARKER = ".made-by-vit-explorer-app"
+MARKER_TEXT = "A Train-tab run of the app: it deletes this folder when its runs outgrow their disk budget.\n"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class JobRegistry:
             self._make_room()
             out = self.runs_dir / f"{owner_id(session)}-{uuid.uuid4().hex[:12]}"
             out.mkdir(mode=0o700, parents=True)
+            (out / APP_RUN_MARKER).write_text(MARKER_TEXT)
             job = self._jobs[key] = TrainingJob()
             self._starters[key], self._folders[key] = session, out
             job.start(model=model, data=data, epochs=epochs_i, lr=rate, batch_size=batch_i, out_dir=str(out))
@@ -124,18 +131,34 @@ class JobRegistry:
         path = self.snapshot(session).checkpoint
         return Path(path) if path and Path(path).is_file() else None
 
+    def _app_runs(self) -> list[Path]:
+        """The run folders this app made (they hold APP_RUN_MARKER), oldest first; never a
+        symlink, never a folder someone else (the training CLI, the operator) put there."""
+        folders = (p for p in self.runs_dir.iterdir() if p.is_dir() and not p.is_symlink())
+        return sorted((p for p in folders if (p / APP_RUN_MARKER).is_file()), key=lambda p: p.stat().st_mtime)
+
     def _make_room(self) -> None:
-        """Delete the oldest finished runs until the runs folder fits its budget (called with
-        the lock held, before a new run starts). Raises JobBusy when running runs alone fill it."""
+        """Delete the app's oldest finished runs until its runs fit the budget (called with the
+        lock held, before a new run starts). Raises JobBusy when what cannot be deleted (running
+        runs, or a failed delete) alone fills it."""
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         live = {self._folders[k] for k, job in self._jobs.items() if job.snapshot().running}
-        folders = sorted((p for p in self.runs_dir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        folders = self._app_runs()
         used = sum(folder_bytes(p) for p in folders)
         for folder in folders:
             if used <= self.limits.disk_budget_bytes:
                 return
             if folder.resolve() not in live:
-                used -= folder_bytes(folder)
-                shutil.rmtree(folder, ignore_errors=True)
+                used -= _delete(folder)
         if used > self.limits.disk_budget_bytes:
             raise JobBusy("the server's disk budget for training runs is full; try again later")
+
+
+def _delete(folder: Path) -> int:
+    """Delete a run folder; the bytes actually freed (a failed delete frees only what went)."""
+    before = folder_bytes(folder)
+    try:
+        shutil.rmtree(folder)
+    except OSError as e:
+        log.warning("could not delete the old run %s: %s", folder.name, e)
+    return before - (folder_bytes(folder) if folder.exists() else 0)
