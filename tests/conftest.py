@@ -39,6 +39,13 @@ def randomise_(module: torch.nn.Module, std: float = 0.02) -> torch.nn.Module:
     return module
 
 
+def flip_byte(path: Path, from_end: int = 100) -> None:
+    """Damage a file in place: one byte near its end (inside the tensors of a checkpoint)."""
+    data = bytearray(path.read_bytes())
+    data[-from_end] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory) -> Path:
     """A vit_cifar_nano with fixed random weights, CIFAR-10 names and preprocessing."""

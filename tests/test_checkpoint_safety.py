@@ -10,10 +10,19 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import flip_byte
 from safetensors.torch import save_file
 
 import vit
-from vit.checkpoint import FORMAT, HEADER_KEY, LoadLimits, load_state_dict_file, parameter_shapes, read_tensors
+from vit.checkpoint import (
+    FORMAT,
+    HEADER_KEY,
+    LoadLimits,
+    is_checkpoint,
+    load_state_dict_file,
+    parameter_shapes,
+    read_tensors,
+)
 
 
 @pytest.fixture
@@ -65,16 +74,37 @@ def test_parameter_shapes_equal_the_real_models() -> None:
     assert parameter_shapes(model.config) == {k: tuple(v.shape) for k, v in model.state_dict().items()}
 
 
-def flip_byte(path: Path, from_end: int = 100) -> None:
-    data = bytearray(path.read_bytes())
-    data[-from_end] ^= 0xFF
-    path.write_bytes(bytes(data))
-
-
 def test_a_flipped_byte_inside_the_tensors_is_refused(saved: Path) -> None:
     flip_byte(saved)
     with pytest.raises(vit.CheckpointError, match="is corrupt: its tensors do not match the hash"):
         vit.load_checkpoint(saved)
+
+
+def test_a_checkpoint_is_never_read_as_foreign_weights(saved: Path) -> None:
+    # Foreign weights carry no hash: a checkpoint read that way would skip its check.
+    for damaged in (False, True):
+        if damaged:
+            flip_byte(saved)
+        with pytest.raises(vit.CheckpointError, match="is a ViT explorer checkpoint, not foreign weights"):
+            load_state_dict_file(saved)
+        with pytest.raises(vit.CheckpointError, match="is a ViT explorer checkpoint"):
+            vit.from_timm(str(saved))
+
+
+def test_one_damaged_header_byte_cannot_make_a_checkpoint_look_foreign(saved: Path, tmp_path: Path) -> None:
+    tensors, header = read_tensors(saved)
+    text = json.dumps(header)
+    key_hit = tmp_path / "key.safetensors"  # our key's name damaged, the format in its value intact
+    save_file(tensors, key_hit, metadata={"vit_explores": text})
+    value_hit = tmp_path / "value.safetensors"  # our key intact, the format's name damaged
+    save_file(tensors, value_hit, metadata={HEADER_KEY: text.replace("vit-explorer/", "vit-exqlorer/")})
+    assert is_checkpoint(saved) and is_checkpoint(key_hit) and is_checkpoint(value_hit)
+    foreign = tmp_path / "timm.safetensors"
+    save_file(tensors, foreign, metadata={"format": "pt"})  # what timm and the Hub write
+    torch.save(tensors, tmp_path / "weights.pth")
+    (tmp_path / "noise.bin").write_bytes(os.urandom(256))
+    assert not any(is_checkpoint(tmp_path / n) for n in ("timm.safetensors", "weights.pth", "noise.bin", "missing"))
+    assert set(load_state_dict_file(foreign)) == set(tensors)
 
 
 def test_a_file_without_a_hash_is_refused(saved: Path) -> None:

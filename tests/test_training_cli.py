@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import flip_byte
 from training_helpers import write_image_folder
 
 import vit
@@ -42,6 +43,16 @@ def test_bad_data_is_a_clear_error_and_exit_code(tmp_path, capsys):
     assert main(["--data", str(tmp_path / "one"), "--out", str(tmp_path / "out")]) == 1
     assert "data error" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_damaged_checkpoint_is_refused_as_the_model_to_train(tiny_checkpoint, tmp_path, capsys):
+    data = write_image_folder(tmp_path / "data", per_class=4, size=16)
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(tiny_checkpoint.read_bytes())
+    flip_byte(damaged)
+    args = [*FAST[2:], "--model", str(damaged), "--data", str(data), "--out", str(tmp_path / "out"), "--epochs", "1"]
+    assert main(args) == 1
+    assert "is corrupt: its tensors do not match the hash" in capsys.readouterr().err
 
 
 def test_sigkill_mid_epoch_keeps_a_loadable_last_checkpoint_and_resume_finishes(tmp_path):

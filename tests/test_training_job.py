@@ -6,6 +6,7 @@ import time
 
 import pytest
 import torch
+from conftest import flip_byte
 from training_helpers import CLASSES, write_image_folder
 
 import vit
@@ -94,3 +95,16 @@ def test_failure_inside_the_thread_reaches_the_snapshot(data, tmp_path):
     assert job.wait(timeout=60)
     s = job.snapshot()
     assert not s.running and s.message == "training failed" and "cannot hold out 10000" in s.error
+
+
+def test_a_damaged_checkpoint_fails_the_job_with_the_reason(data, tiny_checkpoint, tmp_path):
+    # The Train tab's path: a visitor's (or a typed) checkpoint file becomes the job's model.
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(tiny_checkpoint.read_bytes())
+    flip_byte(damaged)
+    job = TrainingJob()
+    job.start(model=str(damaged), data=data, epochs=1, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "run"), **FAST)
+    assert job.wait(timeout=120)
+    s = job.snapshot()
+    assert s.message == "training failed" and "is corrupt: its tensors do not match the hash" in s.error
+    assert s.checkpoint is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import flip_byte
 from tolerance import forward_tolerance
 
 import vit
@@ -60,3 +61,12 @@ def test_fine_tuning_a_distilled_model_gives_both_heads_the_new_classes():
     adapted = adapt(model, num_classes=3, image_size=32, drop_path=None)
     assert adapted.head.weight.shape == (3, 128) and adapted.head_dist.weight.shape == (3, 128)
     assert torch.equal(adapted.dist_token, model.dist_token)
+
+
+def test_a_damaged_checkpoint_is_refused_not_retried_as_foreign_weights(tiny_checkpoint, tmp_path):
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(tiny_checkpoint.read_bytes())
+    flip_byte(damaged)
+    with pytest.raises(vit.CheckpointError, match="is corrupt: its tensors do not match the hash"):
+        load_source(str(damaged))
+    assert load_source(str(tiny_checkpoint))[1] == vit.load_checkpoint(tiny_checkpoint)[1].preprocessing

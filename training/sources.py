@@ -9,7 +9,7 @@ from pathlib import Path
 from torch import Tensor
 
 import vit
-from vit.checkpoint import CheckpointError, assign_weights
+from vit.checkpoint import assign_weights, is_checkpoint
 
 
 def check_model_spec(spec: str) -> None:
@@ -32,12 +32,10 @@ def load_source(spec: str) -> tuple[vit.VisionTransformer, vit.Preprocessing | N
         model, meta = vit.load_pretrained(spec)
         return model, meta.preprocessing
     path = Path(spec)
-    try:
+    if is_checkpoint(path):  # ours, intact or not: its own checks decide, never a retry as foreign weights
         model, meta = vit.load_checkpoint(path)
         return model, meta.preprocessing
-    except CheckpointError:
-        pass  # not ours: a foreign state dict
-    state_dict = vit.load_state_dict_file(path)
+    state_dict = vit.load_state_dict_file(path)  # refuses our format, so no path skips the hash
     convert = vit.from_torchvision if any(k.startswith("encoder.") for k in state_dict) else vit.from_timm
     return convert(state_dict), None
 

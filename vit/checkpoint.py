@@ -6,6 +6,8 @@ Loading never executes code from a file: safetensors holds only tensors, and for
 (0600). Loading checks before it builds: the header's config must fit `LoadLimits` and every
 tensor's shape must match the model it describes before any weight is read or any model
 allocated; then the tensors' SHA-256 (recorded at save time) and their finiteness are checked.
+A file in this format is read only by `load_checkpoint`: `load_state_dict_file` (foreign
+weights, no hash) refuses it, so no caller can skip the hash by trying another format.
 The threat model behind these rules is in docs/security.md.
 """
 
@@ -30,6 +32,7 @@ from .model import VisionTransformer, ViTConfig
 from .preprocessing import Preprocessing
 
 FORMAT = "vit-explorer/1"
+FORMAT_MARK = "vit-explorer/"  # in the header of every version of the format
 HEADER_KEY = "vit_explorer"  # key of our JSON in the safetensors header's string metadata
 EXTRA_PREFIX = "extra/"  # tensors that are not model weights (e.g. optimizer state)
 DIGEST_KEY = "tensor_sha256"  # header field: SHA-256 of all tensors (names, dtypes, shapes, bytes)
@@ -125,6 +128,20 @@ def write_tensors(path: str | os.PathLike, tensors: dict[str, Tensor], header: d
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def is_checkpoint(path: str | os.PathLike) -> bool:
+    """Whether `path` is in this project's format, intact or not: a safetensors file whose
+    header metadata has our key, or a value naming our format or our hash field. Two marks in
+    different places, so one damaged byte cannot make a checkpoint pass for foreign weights
+    (which carry no hash to check). A file whose safetensors header cannot be parsed at all is
+    not recognised here, and every reader refuses it anyway."""
+    try:
+        with safe_open(path, framework="pt") as f:
+            metadata = f.metadata() or {}
+    except (SafetensorError, OSError, ValueError):
+        return False
+    return HEADER_KEY in metadata or any(FORMAT_MARK in v or DIGEST_KEY in v for v in metadata.values())
 
 
 def read_header(path: str | os.PathLike, limits: LoadLimits = DEFAULT_LIMITS) -> tuple[dict, dict[str, tuple]]:
@@ -275,6 +292,11 @@ def load_state_dict_file(path: str | os.PathLike, limits: LoadLimits = DEFAULT_L
     if not path.is_file():
         raise CheckpointError(f"{path.name}: no such file")
     limits.check_file(path)
+    if is_checkpoint(path):  # read as foreign weights, it would skip its hash and drop its preprocessing
+        raise CheckpointError(
+            f"{path.name} is a ViT explorer checkpoint, not foreign weights: load it with vit.load_checkpoint, "
+            "which checks it"
+        )
     obj = _read_safetensors(path, limits) if path.suffix == ".safetensors" else _torch_load(path)
     for wrapper in ("state_dict", "model"):  # common training-script wrappers
         if isinstance(obj, dict) and isinstance(obj.get(wrapper), dict):
