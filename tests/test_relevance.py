@@ -44,3 +44,40 @@ def test_class_relevance_on_a_model_uses_the_gradient_of_the_chosen_class() -> N
     assert not torch.allclose(rel[0], other[0])
     with pytest.raises(ValueError, match="class index must be from 0 to 9"):
         class_relevance(model, images, target=10)
+
+
+def _tiny(**prefix) -> vit.VisionTransformer:
+    torch.manual_seed(0)
+    config = vit.ViTConfig(image_size=16, patch_size=4, num_classes=3, dim=16, depth=2, heads=2, mlp_dim=32, **prefix)
+    return vit.VisionTransformer(config).eval()
+
+
+def _relevance_matrix(model: vit.VisionTransformer, images: torch.Tensor) -> torch.Tensor:
+    """R of Eq. (5)-(6) for the predicted class, written out again: (B, T, T)."""
+    logits, maps = model(images, need_weights=True)
+    grads = torch.autograd.grad(logits.gather(1, logits.argmax(-1)[:, None]).sum(), list(maps))
+    r = torch.eye(maps[0].shape[-1]).expand(images.shape[0], -1, -1)
+    for a, g in zip(maps, grads, strict=True):
+        r = r + (g * a).clamp(min=0).mean(dim=1) @ r
+    return r.detach()
+
+
+def test_the_distillation_token_can_be_the_query() -> None:
+    model = _tiny(distill_token=True, register_tokens=1)  # tokens: cls, dist, reg1, 16 patches
+    images = torch.randn(2, 3, 16, 16)
+    rel, _ = class_relevance(model, images, query="dist")
+    expected = _relevance_matrix(model, images)[:, 1, 3:].reshape(2, 4, 4)
+    torch.testing.assert_close(rel, expected)
+    with pytest.raises(ValueError, match=r"unknown prefix token 'reg2'; this model has \['cls', 'dist', 'reg1'\]"):
+        class_relevance(model, images, query="reg2")
+
+
+def test_registers_without_cls_are_not_read_as_cls() -> None:
+    model = _tiny(class_token=False, pool="gap", register_tokens=2)  # tokens: reg1, reg2, 16 patches
+    images = torch.randn(2, 3, 16, 16)
+    rel, _ = class_relevance(model, images)  # the default query: the mean patch row, no CLS to read
+    r = _relevance_matrix(model, images)
+    torch.testing.assert_close(rel, r[:, 2:, 2:].mean(dim=1).reshape(2, 4, 4))
+    assert not torch.allclose(rel, r[:, 0, 2:].reshape(2, 4, 4))  # reg1's row, which main read as CLS
+    with pytest.raises(ValueError, match="unknown prefix token 'cls'"):
+        class_relevance(model, images, query="cls")

@@ -50,5 +50,5 @@ def class_relevance(
             raise ValueError(f"class index must be from 0 to {logits.shape[-1] - 1}, got {target.tolist()}")
         score = logits.gather(1, target[:, None]).sum()  # y_c, summed over the batch
         grads = torch.autograd.grad(score, list(maps))
-    detached = AttentionMaps([a.detach() for a in maps], maps.grid, maps.prefix_tokens)
+    detached = maps.apply(Tensor.detach)  # keeps the prefix names: 'dist', or registers without CLS
     return relevance_from(detached, [g.detach() for g in grads], query), target
