@@ -7,6 +7,7 @@ import torch
 
 from training.augment import AugmentConfig
 from training.config import TrainConfig, describe_device, resolve_device
+from training.registry import TrainLimits
 
 
 def test_a_config_round_trips_through_its_dict():
@@ -22,7 +23,7 @@ def test_a_config_round_trips_through_its_dict():
         ({"epochs": "ten"}, r"training config field 'epochs' = 'ten' is not allowed: expected int"),
         ({"drop_path": "x"}, r"field 'drop_path' = 'x' is not allowed: expected float or None"),
         ({"compile": 1}, r"field 'compile' = 1 is not allowed: expected bool"),
-        ({"lr": -1.0}, r"invalid training config: lr must be a positive number, got -1\.0"),
+        ({"lr": -1.0}, r"invalid training config: lr must be a number above 0, got -1\.0"),
         ({"augment": {"flip": "yes"}}, r"training config augment field 'flip' = 'yes' is not allowed: expected bool"),
         ({"augment": {"erase_prob": 2.0}}, r"erase_prob must be in \[0, 1\], got 2\.0"),
     ],
@@ -35,9 +36,12 @@ def test_a_config_from_a_file_is_refused_with_the_field_value_and_what_is_allowe
 @pytest.mark.parametrize(
     ("field", "value", "match"),
     [
-        ("crop_padding", -1, "crop_padding must be a non-negative integer, got -1"),
-        ("randaug_ops", 1.5, "randaug_ops must be a non-negative integer, got 1.5"),
-        ("mixup_alpha", -0.1, "mixup_alpha must not be negative"),
+        ("crop_padding", -1, "crop_padding must be a whole number of at least 0, got -1"),
+        ("randaug_ops", 1.5, "randaug_ops must be a whole number of at least 0, got 1.5"),
+        ("mixup_alpha", -0.1, "mixup_alpha must be a finite number of at least 0"),
+        ("cutmix_alpha", float("nan"), "cutmix_alpha must be a finite number of at least 0, got nan"),
+        ("erase_prob", float("nan"), r"erase_prob must be in \[0, 1\], got nan"),
+        ("flip", "yes", "flip must be True or False"),
         ("randaug_magnitude", 1.5, r"randaug_magnitude must be in \[0, 1\]"),
     ],
 )
@@ -49,8 +53,18 @@ def test_augment_config_refuses_values_that_cannot_work(field, value, match):
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
-        ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
-        ({"weight_decay": -0.1}, "weight_decay must not be negative, got -0.1"),
+        ({"batch_size": 0}, "batch_size must be a whole number of at least 1, got 0"),
+        ({"epochs": True}, "epochs must be a whole number of at least 1, got True"),
+        ({"holdout": 2.5}, "holdout must be a whole number of at least 1, got 2.5"),
+        ({"threads": 0}, "threads must be a whole number of at least 1, got 0"),
+        ({"weight_decay": float("nan")}, "weight_decay must be a finite number of at least 0, got nan"),
+        ({"warmup_epochs": float("nan")}, "warmup_epochs must be a finite number of at least 0, got nan"),
+        ({"clip_grad": float("inf")}, "clip_grad must be a finite number of at least 0, got inf"),
+        ({"lr": float("nan")}, "lr must be a number above 0, got nan"),
+        ({"lr": True}, "lr must be a number above 0, got True"),
+        ({"label_smoothing": float("nan")}, r"label_smoothing must be in \[0, 1\), got nan"),
+        ({"compile": "yes"}, "compile must be True or False"),
+        ({"weight_decay": -0.1}, "weight_decay must be a finite number of at least 0, got -0.1"),
         ({"drop_path": 1.0}, r"drop_path must be in \[0, 1\), got 1.0"),
         ({"label_smoothing": -0.5}, r"label_smoothing must be in \[0, 1\)"),
     ],
@@ -76,3 +90,14 @@ def test_auto_device_is_the_gpu_when_there_is_one():
         assert "no GPU found" in describe_device(torch.device("cpu"))
         with pytest.raises(ValueError, match="no CUDA GPU is available"):
             resolve_device("cuda")
+
+
+def test_the_learning_rate_has_one_rule_everywhere():
+    # TrainConfig (CLI and files) and the Train tab's limits share training.checks.check_lr:
+    # 0 is refused by both, and the server's cap is the only difference.
+    for lr in (0, 0.0, -1e-3, float("nan"), float("inf"), "0.1", True):
+        with pytest.raises(ValueError, match="must be a number above 0"):
+            TrainConfig(lr=lr)
+        with pytest.raises(ValueError, match="learning rate must be a number above 0 and at most 1"):
+            TrainLimits().check(epochs=1, batch_size=8, lr=lr)
+    assert TrainConfig(lr=5.0).lr == 5.0 and TrainLimits(max_lr=10).check(epochs=1, batch_size=8, lr=5)[2] == 5.0

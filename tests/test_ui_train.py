@@ -2,16 +2,25 @@
 
 import re
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
+import gradio as gr
 import numpy as np
 import pytest
 from app_helpers import analyze
+from conftest import flip_byte
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 from PIL import Image
 from training_helpers import write_image_folder
 
 import vit
+from explorer.catalog import ModelCatalog
+from training.job import JobSnapshot
+from ui import train
+from ui.settings import ServerSettings
+from ui.train import TrainView
 
 CLASSES = ("cat", "dog")
 
@@ -89,17 +98,17 @@ def test_bad_training_arguments_are_reported_before_any_work(client, tmp_path):
         (10_000_000, 1e-3, 8, "epochs must be a whole number from 1 to 200, got 10000000"),
         (1e300, 1e-3, 8, "epochs must be a whole number from 1 to 200"),
         (0, 1e-3, 8, "epochs must be a whole number from 1 to 200, got 0"),
-        (1, 5.0, 8, "learning rate must be a number from 0.0 to 1.0, got 5.0"),
+        (1, 5.0, 8, "learning rate must be a number above 0 and at most 1, got 5.0"),
         (1, 1e-3, 50_000, "batch size must be a whole number from 1 to 1024, got 50000"),
     ):
         with pytest.raises(AppError, match=message):
             client.predict("vit_cifar_nano", "cifar10", "", epochs, lr, batch, api_name="/train_start")
-    with pytest.raises(AppError, match="learning rate must be a number above 0"):  # training.registry, behind
+    with pytest.raises(AppError, match="learning rate must be a number above 0"):  # one rule: training.checks
         client.predict("vit_cifar_nano", "cifar10", "", 1, 0, 8, api_name="/train_start")
 
     checks = [
         (("ftp", "x", 1, 1e-3, 8), "unknown data source 'ftp'; choose one of 'cifar10', 'folder'"),
-        (("folder", "x", 1, -1.0, 8), "learning rate must be a number from 0.0 to 1.0, got -1.0"),
+        (("folder", "x", 1, -1.0, 8), "learning rate must be a number above 0 and at most 1, got -1.0"),
         (("folder", "x", 1, 1e-3, 2.5), "batch size must be a whole number from 1 to 1024, got 2.5"),
     ]
     for args, message in checks:
@@ -127,3 +136,33 @@ def red_square(tmp_path):
     path = tmp_path / "probe.png"
     Image.new("RGB", (32, 32), (200, 30, 30)).save(path)
     return path
+
+
+class OneRun:
+    """A stand-in for the registry: every visitor's run has ended with `checkpoint`."""
+
+    def __init__(self, checkpoint: Path) -> None:
+        self.snap = JobSnapshot(epoch=1, epochs=1, checkpoint=str(checkpoint), message="finished 1 epochs")
+
+    def snapshot(self, _visitor: str) -> JobSnapshot:
+        return self.snap
+
+    def checkpoint(self, _visitor: str) -> Path | None:
+        return Path(self.snap.checkpoint) if Path(self.snap.checkpoint).is_file() else None
+
+
+def test_a_run_checkpoint_that_fails_its_checks_is_said_not_hidden(tiny_checkpoint, tmp_path):
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    with gr.Blocks():
+        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
+    request = SimpleNamespace(session_hash="visitor")
+    damaged = tmp_path / "model.safetensors"
+    damaged.write_bytes(tiny_checkpoint.read_bytes())
+    flip_byte(damaged)
+    out = train.train_status(view, OneRun(damaged), catalog, train.NOTHING_SHOWN, request)
+    assert "not added to your models" in out[view.status] and "is corrupt" in out[view.status]
+    assert str(tmp_path) not in out[view.status]  # the file by its name only
+    missing = train.train_status(view, OneRun(tmp_path / "none.safetensors"), catalog, train.NOTHING_SHOWN, request)
+    assert "not added" not in missing[view.status]  # stopped before its first checkpoint: nothing to say
+    listed = train.train_status(view, OneRun(tiny_checkpoint), catalog, train.NOTHING_SHOWN, request)
+    assert "not added" not in listed[view.status] and listed[view.model].choices[-1][1].startswith("checkpoint:")

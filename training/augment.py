@@ -22,6 +22,8 @@ from torch import Tensor
 
 from vit.config import config_from_dict
 
+from .checks import check_whole, is_real
+
 
 @dataclass(frozen=True)
 class AugmentConfig:
@@ -37,15 +39,15 @@ class AugmentConfig:
 
     def __post_init__(self) -> None:
         for name in ("crop_padding", "randaug_ops"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+            check_whole(name, getattr(self, name), 0)
         for name in ("mixup_alpha", "cutmix_alpha"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
+            if not (is_real(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"{name} must be a finite number of at least 0, got {getattr(self, name)!r}")
         for name in ("randaug_magnitude", "erase_prob"):
-            if not 0 <= getattr(self, name) <= 1:
+            if not (is_real(getattr(self, name)) and 0 <= getattr(self, name) <= 1):
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if not isinstance(self.flip, bool):
+            raise ValueError(f"flip must be True or False, got {self.flip!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

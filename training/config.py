@@ -3,7 +3,6 @@ the device it names."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import torch
 from vit.config import config_from_dict
 
 from .augment import AugmentConfig
+from .checks import check_lr, check_whole, is_real
 from .data import check_source
 from .sources import check_model_spec
 
@@ -57,22 +57,25 @@ class TrainConfig:
         return config_from_dict(cls, d, "training config")
 
     def check_values(self) -> None:
-        """Raise ValueError on numbers that cannot work (the config alone, no files looked at)."""
-        positive = {"epochs": self.epochs, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size}
-        for name, value in positive.items():
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        """Raise ValueError on values that cannot work (the config alone, no files looked at):
+        whole numbers are ints (never bools), real numbers are finite, and each is in its range."""
+        for name in ("epochs", "batch_size", "eval_batch_size", "holdout"):
+            check_whole(name, getattr(self, name), 1)
+        check_whole("seed", self.seed, 0)
+        for name in ("image_size", "threads"):
+            if getattr(self, name) is not None:
+                check_whole(name, getattr(self, name), 1)
+        check_lr(self.lr)
         for name in ("weight_decay", "warmup_epochs", "clip_grad"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
-        if not 0 <= self.label_smoothing < 1:
-            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
-        if self.drop_path is not None and not 0 <= self.drop_path < 1:
-            raise ValueError(f"drop_path must be in [0, 1), got {self.drop_path}")
-        if self.holdout < 1:
-            raise ValueError(f"holdout must be at least 1 image, got {self.holdout}")
+            if not (is_real(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"{name} must be a finite number of at least 0, got {getattr(self, name)!r}")
+        for name in ("label_smoothing", "drop_path"):
+            value = getattr(self, name)
+            if (value is not None or name == "label_smoothing") and not (is_real(value) and 0 <= value < 1):
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        for name in ("compile", "deterministic", "eval_test", "download"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
     def validate(self) -> None:
         """Raise ValueError (DataError for the data) on settings that cannot work, before anything is loaded."""

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checks import check_lr
 from .job import JobBusy, JobSnapshot, TrainingJob
 
 SHARED_OWNER = "shared"
@@ -44,13 +45,7 @@ class TrainLimits:
         """(epochs, batch_size, lr) as numbers, or ValueError naming the field and its range."""
         epochs_i = _whole(epochs, "epochs", 1, self.max_epochs)
         batch_i = _whole(batch_size, "batch size", 1, self.max_batch_size)
-        try:
-            rate = float(lr)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            rate = math.nan
-        if not (math.isfinite(rate) and 0 < rate <= self.max_lr):
-            raise ValueError(f"learning rate must be a number above 0 and at most {self.max_lr:g}, got {lr!r}")
-        return epochs_i, batch_i, rate
+        return epochs_i, batch_i, check_lr(lr, self.max_lr, "learning rate")
 
 
 def _whole(value: object, name: str, low: int, high: int) -> int:

@@ -9,6 +9,7 @@ to the tab's `TrainView`, the registry, the catalogue and the server settings.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -22,7 +23,7 @@ from training.job import JobBusy, JobSnapshot
 from training.registry import JobRegistry
 
 from .binding import ComponentView, bound
-from .checks import number, one_of, whole_number
+from .checks import one_of
 from .explore_handlers import owner
 from .outputs import saved
 from .settings import ServerSettings, for_visitors
@@ -224,11 +225,8 @@ def train_start(
     request: gr.Request,
 ) -> dict:
     """Start this visitor's training run in the background (the old run's pictures are cleared)."""
-    visitor, limits = owner(request), settings.train
+    visitor = owner(request)
     source = one_of("data source", source, [value for _, value in data_choices(settings)])
-    epochs = whole_number("epochs", epochs, 1, limits.max_epochs)
-    batch = whole_number("batch size", batch, 1, limits.max_batch_size)
-    lr = number("learning rate", lr, 0.0, limits.max_lr)
     spec, data = training_source(catalog, settings, visitor, str(model)), training_data(settings, source, folder)
     try:
         runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr)
@@ -253,19 +251,21 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
     now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3])
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
-    listed = gr.skip()
-    if not snap.running and snap.checkpoint and seen[3] != snap.checkpoint:
+    listed, refused = gr.skip(), ""
+    # A run stopped before its first checkpoint has no file: nothing to list. A file that fails
+    # its checks is said, never hidden.
+    if not snap.running and snap.checkpoint and seen[3] != snap.checkpoint and Path(snap.checkpoint).is_file():
         try:
             catalog.register(snap.checkpoint, visitor, label=f"my run, {snap.epoch} epochs")
             listed = gr.Dropdown(choices=model_choices(catalog, visitor))
-        except ModelUnavailable:
-            pass  # a run stopped before its first checkpoint: nothing to list
+        except ModelUnavailable as e:
+            refused = f"\n\n**The run's checkpoint was not added to your models:** {for_visitors(str(e))}"
         now = (*now[:3], snap.checkpoint)
     drawable = snap.history or snap.step_losses
     curves = saved(render.training_curves(snap.history, snap.step_losses)) if curves_fresh and drawable else gr.skip()
     return view.update(
         seen=now,
-        status=describe(snap),
+        status=describe(snap) + refused,
         progress=progress_html(*progress_text(snap), run_state(snap)),
         curves=curves,
         probe=saved(probe_picture(snap)) if probe_fresh and snap.probe and snap.probe_image is not None else gr.skip(),
@@ -311,7 +311,7 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tab) -> None:
     options = view.pick("model", "source", "folder", "epochs", "lr", "batch")
     polling = {"fn": bound(keep_polling, runs), "inputs": None, "outputs": view.timer, "api_visibility": "private"}
-    # preprocess=False: train_start checks its numbers itself (ui.checks) and names the field.
+    # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
     started = view.start.click(
         bound(train_start, view, runs, catalog, settings),
         options,
