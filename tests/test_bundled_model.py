@@ -7,8 +7,10 @@ import pytest
 import torch
 from conftest import REPO, SHARED
 from PIL import Image
+from training_helpers import machine_paths
 
 import vit
+from vit.checkpoint import read_header, read_tensors, tensor_digest
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 BUNDLED = REPO / "checkpoints" / "vit_cifar10_nano.safetensors"
@@ -34,6 +36,20 @@ def test_bundled_checkpoint_is_small_and_complete(bundled) -> None:
         assert info.get(key) is not None, f"the bundled checkpoint does not record {key}"
     assert info["data_sha256"] == "a06b381836cd0ce5c102f0fbeb7ccf448bb8fdfd6b9545d22e4aed017d7d756d"
     assert {"train_acc", "val_acc", "test_acc"} <= set(info["final"])
+
+
+def test_bundled_header_holds_no_machine_path_and_the_trained_weights(bundled) -> None:
+    # Cleaned by `python -m training.clean_header`: the hash over the tensors is the one recorded
+    # when the model was trained, so the weights are bit for bit the trained ones (and load
+    # verified them against it).
+    header, _ = read_header(BUNDLED)
+    assert header["tensor_sha256"] == "3f7618f0a053e972b28f828892d8d9ff56767f2ec03acf809d7c8bb02b74aaef"
+    tensors, _ = read_tensors(BUNDLED)
+    assert tensor_digest(tensors) == header["tensor_sha256"]
+    assert machine_paths(header) == []
+    info = bundled[1].info
+    assert "--data cifar10-jpeg --data-archive cifar10-jpeg.tar.gz" in info["command"]
+    assert info["data_archive"] == "cifar10-jpeg.tar.gz" and info["train_config"]["out"] == "bundled12"
 
 
 @pytest.mark.skipif(not ARCHIVE.exists(), reason=f"the CIFAR-10 archive is not at {ARCHIVE} (../shared is absent)")

@@ -1,7 +1,10 @@
-"""Tiny synthetic data sets, a tiny run config and a host-sync counter for the training tests."""
+"""Tiny synthetic data sets, a tiny run config, a host-sync counter and a finder of machine paths
+in checkpoint headers, for the training tests."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -88,3 +91,25 @@ def count_sync_ops(ignore_inside: tuple[str, ...] = ()) -> Iterator[dict[str, in
     for event in prof.events():
         if event.name in SYNC_OPS and not _inside(event, ignore_inside):
             counts[event.name] = counts.get(event.name, 0) + 1
+
+
+def machine_paths(header: dict, *places: Path) -> list[str]:
+    """Every string in a checkpoint header (and every word of a recorded command) that is an
+    absolute path or names the home folder, the temporary folder or one of `places`."""
+    found: list[str] = []
+    private = [str(Path.home()), tempfile.gettempdir(), *map(str, places)]
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            words = [w.partition("=")[2] or w for w in value.split()]
+            if any(os.path.isabs(w) or w.startswith("~") for w in words) or any(p in value for p in private):
+                found.append(value)
+
+    walk(header)
+    return found

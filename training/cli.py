@@ -12,6 +12,7 @@ from .augment import AugmentConfig
 from .config import TrainConfig
 from .data import DataError
 from .engine import TrainingError, train
+from .provenance import command_line
 
 # CLI option -> (TrainConfig or AugmentConfig field, type, help). Defaults come from the dataclasses.
 _TRAIN_OPTIONS = {
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --resume continues with the saved config; drop {['--' + k.replace('_', '-') for k in given]}")
         return 2
     try:
-        train(config_from_args(args), resume=args.resume)
+        train(config_from_args(args), resume=args.resume, command=command_line(argv))
     except (ValueError, TrainingError) as e:  # DataError and CheckpointError are ValueErrors
         kind = "data error" if isinstance(e, DataError) else "error"
         print(f"{kind}: {e}", file=sys.stderr)

@@ -27,7 +27,7 @@ from .config import TrainConfig, describe_device, resolve_device
 from .data import ImageSet, holdout_split, load_split
 from .device_data import Normalizer, channel_stats, epoch_seed, epoch_shard, predict
 from .optim import lr_at, make_optimizer
-from .provenance import Provenance
+from .provenance import Provenance, command_line, config_argv, public_info
 from .run_files import LAST, METRICS, MODEL, append_metrics, write_metrics
 from .sources import adapt, load_source
 from .state import flatten_optimizer, unflatten_optimizer
@@ -73,10 +73,20 @@ def configure_torch(config: TrainConfig) -> None:
 
 class Trainer:
     """One training run: `Trainer(config).run()`. With `resume=True` it continues from
-    `out/last.safetensors`, whose saved config replaces `config`."""
+    `out/last.safetensors`, whose saved config replaces `config`. `command` is what the
+    checkpoints record as the command (the CLI's own; default: the options that repeat `config`)."""
 
-    def __init__(self, config: TrainConfig, *, resume: bool = False, hooks: Hooks | None = None, progress: bool = True):
+    def __init__(
+        self,
+        config: TrainConfig,
+        *,
+        resume: bool = False,
+        hooks: Hooks | None = None,
+        progress: bool = True,
+        command: str | None = None,
+    ):
         self.hooks = hooks or Hooks()
+        self.command = command or command_line(config_argv(config, TrainConfig()))
         self.out = Path(config.out)
         saved = read_training_state(self.out) if resume else None
         if saved is not None:
@@ -163,7 +173,7 @@ class Trainer:
         self.elapsed = 0.0  # training wall-clock seconds over all sessions
         self.stopped = False
         self.final: dict | None = None  # the accuracies measured after the last epoch
-        self.provenance = Provenance.now(self.config.data_archive, hash_archive=self.rank == 0)
+        self.provenance = Provenance.now(self.config.data_archive, hash_archive=self.rank == 0, command=self.command)
         if saved is None:
             return
         meta = saved[1]
@@ -329,9 +339,12 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------
 
-    def _info(self) -> dict:
-        """What a model checkpoint records about how it was made."""
-        return {
+    def _info(self, resumable: bool = False) -> dict:
+        """What a checkpoint records about how it was made, with no path of this machine
+        (`public_info`), except in the training state (`resumable`): --resume reads the data
+        folder and archive from its config."""
+        config = self.config.to_dict()
+        info = {
             **self.provenance.to_info(),
             "data": self.config.data,
             "data_archive": self.config.data_archive,
@@ -343,8 +356,9 @@ class Trainer:
             "train_seconds": self.elapsed,
             "history": self.history,
             "final": self.final,
-            "train_config": self.config.to_dict(),
+            "train_config": config,
         }
+        return {**public_info(info), "train_config": config} if resumable else public_info(info)
 
     def _save_model(self) -> None:
         vit.save_checkpoint(
@@ -374,7 +388,7 @@ class Trainer:
             optimizer=optimizer,
             scheduler=scheduler,
             rng=rng,
-            **self._info(),
+            **self._info(resumable=True),
         )
 
     def _log(self, message: str) -> None:
@@ -382,6 +396,13 @@ class Trainer:
             tqdm.write(message)
 
 
-def train(config: TrainConfig, *, resume: bool = False, hooks: Hooks | None = None, progress: bool = True) -> dict:
+def train(
+    config: TrainConfig,
+    *,
+    resume: bool = False,
+    hooks: Hooks | None = None,
+    progress: bool = True,
+    command: str | None = None,
+) -> dict:
     """Run (or resume) a training run; returns the final summary."""
-    return Trainer(config, resume=resume, hooks=hooks, progress=progress).run()
+    return Trainer(config, resume=resume, hooks=hooks, progress=progress, command=command).run()
