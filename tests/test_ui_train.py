@@ -148,7 +148,8 @@ class OneRun:
         return self.snap
 
     def checkpoint(self, _visitor: str) -> Path | None:
-        return Path(self.snap.checkpoint) if Path(self.snap.checkpoint).is_file() else None
+        path = Path(self.snap.checkpoint or "")
+        return path if self.snap.checkpoint and path.is_file() else None
 
 
 def test_a_run_checkpoint_that_fails_its_checks_is_said_not_hidden(tiny_checkpoint, tmp_path):
@@ -166,3 +167,24 @@ def test_a_run_checkpoint_that_fails_its_checks_is_said_not_hidden(tiny_checkpoi
     assert "not added" not in missing[view.status]  # stopped before its first checkpoint: nothing to say
     listed = train.train_status(view, OneRun(tiny_checkpoint), catalog, train.NOTHING_SHOWN, request)
     assert "not added" not in listed[view.status] and listed[view.model].choices[-1][1].startswith("checkpoint:")
+
+
+def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny_checkpoint, tmp_path):
+    # The Train-tab browser test once stood 150 s at "running · epoch 2 of 2, step 0 of 2" under
+    # load: a poll showed the run running, the run ended, and the timer's on/off step (a
+    # separate event, later in the queue) read the job again and switched polling off, leaving
+    # "running" on the page. The timer now follows what the last poll showed.
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    with gr.Blocks():
+        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
+    request = SimpleNamespace(session_hash="visitor")
+    runs = OneRun(tiny_checkpoint)
+    runs.snap = JobSnapshot(running=True, device="cpu", epoch=1, epochs=2, steps_per_epoch=2)
+    assert train.keep_polling(train.NOTHING_SHOWN).active  # a run just started: poll
+    shown = train.train_status(view, runs, catalog, train.NOTHING_SHOWN, request)
+    assert "epoch 2 of 2, step 0 of 2" in shown[view.progress]
+    runs.snap = JobSnapshot(epoch=2, epochs=2, steps_per_epoch=2, checkpoint=str(tiny_checkpoint), message="finished")
+    assert train.keep_polling(shown[view.seen]).active  # the page still says "running": poll again
+    last = train.train_status(view, runs, catalog, shown[view.seen], request)
+    assert ">finished</b>" in last[view.progress]
+    assert not train.keep_polling(last[view.seen]).active  # the end is on the page: stop

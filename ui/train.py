@@ -30,7 +30,9 @@ from .settings import ServerSettings, for_visitors
 
 POLL_S = 1.0
 PROBE_PX = 64
-NOTHING_SHOWN = (-1, -1, -1, "")  # (epochs, probes, loss readings, checkpoint listed) this browser shows
+# What this browser shows: (epochs, probes, loss readings, checkpoint listed, a running run). A
+# fresh page or a just-started run counts as running: a poll must follow and show its end.
+NOTHING_SHOWN = (-1, -1, -1, "", True)
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model")
 STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626", "finished": "#16a34a"}
@@ -249,7 +251,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
     visitor = owner(request)
     snap = runs.snapshot(visitor)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
-    now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3])
+    now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], snap.running)
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
     listed, refused = gr.skip(), ""
     # A run stopped before its first checkpoint has no file: nothing to list. A file that fails
@@ -260,7 +262,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
             listed = gr.Dropdown(choices=model_choices(catalog, visitor))
         except ModelUnavailable as e:
             refused = f"\n\n**The run's checkpoint was not added to your models:** {for_visitors(str(e))}"
-        now = (*now[:3], snap.checkpoint)
+        now = (*now[:3], snap.checkpoint, now[4])
     drawable = snap.history or snap.step_losses
     curves = saved(render.training_curves(snap.history, snap.step_losses)) if curves_fresh and drawable else gr.skip()
     return view.update(
@@ -274,9 +276,12 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
     )
 
 
-def keep_polling(runs: JobRegistry, request: gr.Request) -> gr.Timer:
-    """The timer runs while the visitor's run does (kept out of the API: it only drives the page)."""
-    return gr.Timer(active=runs.snapshot(owner(request)).running)
+def keep_polling(seen: tuple) -> gr.Timer:
+    """The timer runs while the page shows a running run (kept out of the API: it only drives
+    the page). It reads what the last poll showed, never the job again: a run that ended
+    between that poll and this call would stop the timer with "running" left on the page."""
+    shown = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
+    return gr.Timer(active=bool(shown[4]))
 
 
 def ask_to_stop(view: TrainView) -> dict:
@@ -310,7 +315,7 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
 
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tab) -> None:
     options = view.pick("model", "source", "folder", "epochs", "lr", "batch")
-    polling = {"fn": bound(keep_polling, runs), "inputs": None, "outputs": view.timer, "api_visibility": "private"}
+    polling = {"fn": keep_polling, "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
     started = view.start.click(
         bound(train_start, view, runs, catalog, settings),
