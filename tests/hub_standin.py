@@ -6,8 +6,8 @@ What huggingface_hub 2.4 needs (file_download.get_hf_file_metadata, http_get): H
 `/{repo}/resolve/{revision}/{filename}` answering `X-Repo-Commit` (the commit the cache files
 the snapshot under), `ETag` (the blob's name in the cache; the Hub sends the sha256 of LFS
 files) and `Content-Length` (checked against the bytes received); 404s carry `X-Error-Code`
-(`RepoNotFound` / `EntryNotFound`), which huggingface_hub turns into its typed errors; GET
-honours `Range: bytes=N-` (huggingface_hub resumes an interrupted download with it).
+(`RepoNotFound` / `EntryNotFound`), which huggingface_hub turns into its typed errors. GET
+ignores `Range` and answers the whole file with 200, which huggingface_hub accepts.
 
 The `hub` fixture points `HF_ENDPOINT` at the stand-in and `HF_HOME` / `HF_HUB_CACHE` at a temp
 folder. huggingface_hub reads those variables once, at import; `vit.hub` reads them per call and
@@ -78,19 +78,13 @@ def _handler(hub: HubStandIn, lock: threading.Lock) -> type[BaseHTTPRequestHandl
                 self.end_headers()
                 return
             content = hub.files[key]
-            start = 0
-            ranged = self.headers.get("Range", "")
-            if send_body and ranged.startswith("bytes=") and ranged.endswith("-"):
-                start = int(ranged[len("bytes=") : -1])
-            body = content[start:]
+            body = content
             if send_body and key in hub.short:
                 body = body[: len(body) // 2]  # a proxy that cut the file short, announcing the short length
-            self.send_response(206 if start else 200)
+            self.send_response(200)
             self.send_header("X-Repo-Commit", COMMIT)
             self.send_header("ETag", f'"{hashlib.sha256(content).hexdigest()}"')
             self.send_header("Content-Length", str(len(body) if send_body else len(content)))
-            if start:
-                self.send_header("Content-Range", f"bytes {start}-{len(content) - 1}/{len(content)}")
             self.end_headers()
             if send_body:
                 self.wfile.write(body)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -113,9 +114,22 @@ def test_a_truncated_download_is_refused_and_does_not_poison_the_cache(hub, tmp_
         vit.load_pretrained(name)
     assert_one_clear_line(caught.value)
     assert not vit.is_pretrained_cached(name)
+    assert not list((tmp_path / "hf").rglob("*.incomplete"))  # huggingface_hub 2.4 deletes the partial file
     hub.short.clear()  # the network is good again
     model, _ = vit.load_pretrained(name)
     assert max_gap(foreign, model, 224) <= 1e-4
+
+
+def test_the_zoo_loads_without_timm_or_transformers_installed(hub, tmp_path, monkeypatch) -> None:  # noqa: F811
+    # A Space installs requirements.txt only: neither library may be imported on the way.
+    publish_timm(hub, tmp_path, "vit_small_patch16_224.dino")
+    config = transformers.Dinov2Config(image_size=518, patch_size=14, **SMALL)
+    publish_transformers(hub, tmp_path, "facebook/dinov2-small", transformers.Dinov2Model(config), dinov2_processor())
+    for library in ("timm", "transformers"):
+        monkeypatch.setitem(sys.modules, library, None)  # `import timm` now raises ImportError
+    for name in ("vit_small_patch16_224.dino", "facebook/dinov2-small"):
+        model, _ = vit.load_pretrained(name)
+        assert model.config.num_classes == 0
 
 
 def test_a_missing_repository_is_one_clear_sentence(hub) -> None:  # noqa: F811
