@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import socket
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -90,6 +91,16 @@ def test_a_second_load_reads_the_cache_without_a_request(hub, tmp_path) -> None:
     again, _ = vit.load_pretrained(name)
     assert len(hub.requests) == before
     assert torch.equal(first.head_dist.weight, again.head_dist.weight)
+
+
+def test_visitors_asking_at_once_share_one_download(hub, tmp_path) -> None:  # noqa: F811
+    # huggingface_hub's file lock: the second caller waits and then finds the finished file.
+    name = "vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+    publish_timm(hub, tmp_path, name)
+    with ThreadPoolExecutor(4) as pool:
+        models = list(pool.map(lambda _: vit.load_pretrained(name)[0], range(4)))
+    assert sorted(hub.downloads()) == sorted(f"/timm/{name}/resolve/main/{f}" for f in vit.pretrained_files(name))
+    assert all(torch.equal(m.head.weight, models[0].head.weight) for m in models)
 
 
 def test_progress_reports_increasing_bytes_up_to_the_total(hub, tmp_path) -> None:  # noqa: F811
@@ -217,6 +228,13 @@ def test_dinov2_repos_load_headless_at_224_px(hub, tmp_path, repo: str, family: 
         assert (foreign(pixel_values=images).pooler_output - model(images)).abs().max().item() <= 1e-4
     assert vit.pretrained_repo(repo) == repo
     assert vit.pretrained_files(repo) == ["config.json", "preprocessor_config.json", "model.safetensors"]
+
+
+def test_torchvision_entries_name_the_file_their_weights_url_downloads() -> None:
+    for name, spec in PRETRAINED.items():
+        if spec.library == "torchvision":
+            url = torchvision.models.get_weight(spec.weights).url
+            assert vit.pretrained_files(name) == [url.rsplit("/", 1)[-1]], name
 
 
 def test_the_zoo_names_the_transformers_repos_and_their_files() -> None:

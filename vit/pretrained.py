@@ -32,12 +32,14 @@ class Pretrained:
     weights: str  # torchvision's weights enum name, or the Hub repository id
     config: str | None = None  # our named configuration (vit.list_models()); transformers: its config.json
     input_size: int | None = None  # default input side in pixels when not the weights' own (DINOv2: 224, not 518)
+    torch_hub_file: str | None = None  # torchvision: the file name torch.hub caches (the weights URL's last part)
 
     @property
     def files(self) -> tuple[str, ...]:
-        """The files loading downloads (torchvision: the one file torch.hub caches)."""
+        """The files loading downloads. torchvision's file name is spelled out so that asking
+        whether it is cached is a stat, without importing torchvision (seconds at start-up)."""
         if self.library == "torchvision":
-            return (_torchvision_weights(self).url.rsplit("/", 1)[-1],)
+            return (self.torch_hub_file,)
         if self.library == "timm":
             return ("config.json", SAFETENSORS)
         return ("config.json", "preprocessor_config.json", SAFETENSORS)
@@ -51,11 +53,16 @@ def _timm(name: str, config: str, input_size: int | None = None) -> Pretrained:
 # so that is the default input size. Position embeddings are resampled to any grid, as timm does.
 _DINOV2_INPUT = 224
 
+
+def _torchvision(size: str, file: str) -> Pretrained:
+    return Pretrained("torchvision", f"ViT_{size.upper()}_Weights.IMAGENET1K_V1", f"vit_{size}", torch_hub_file=file)
+
+
 PRETRAINED: dict[str, Pretrained] = {
-    "vit_b_16.tv_in1k": Pretrained("torchvision", "ViT_B_16_Weights.IMAGENET1K_V1", "vit_b_16"),
-    "vit_b_32.tv_in1k": Pretrained("torchvision", "ViT_B_32_Weights.IMAGENET1K_V1", "vit_b_32"),
-    "vit_l_16.tv_in1k": Pretrained("torchvision", "ViT_L_16_Weights.IMAGENET1K_V1", "vit_l_16"),
-    "vit_l_32.tv_in1k": Pretrained("torchvision", "ViT_L_32_Weights.IMAGENET1K_V1", "vit_l_32"),
+    "vit_b_16.tv_in1k": _torchvision("b_16", "vit_b_16-c867db91.pth"),
+    "vit_b_32.tv_in1k": _torchvision("b_32", "vit_b_32-d86f8d99.pth"),
+    "vit_l_16.tv_in1k": _torchvision("l_16", "vit_l_16-852ce7e3.pth"),
+    "vit_l_32.tv_in1k": _torchvision("l_32", "vit_l_32-c7638314.pth"),
     **{
         name: _timm(name, name.split(".")[0])
         for name in (

@@ -234,7 +234,8 @@ def from_transformers(
     if config is None and name is None and hf_config is not None:
         config = config_from_transformers(hf_config, sd)
     if config is None:
-        eps = _DEFAULT_EPS["layer_scale" if "blocks.0.ls1.gamma" in sd else "plain"]
+        family_eps = _DEFAULT_EPS["layer_scale" if "blocks.0.ls1.gamma" in sd else "plain"]
+        eps = (hf_config or {}).get("layer_norm_eps", family_eps)
         config = replace(config_from_state_dict(sd, name=name, pool="cls"), norm_eps=eps)
     return convert(sd, config, None, None, "transformers weights")
 
