@@ -20,7 +20,7 @@ from conftest import randomise_
 from hub_standin import hub  # noqa: F401 - the fixture
 
 import vit
-from vit.pretrained import PRETRAINED
+from vit.pretrained import PRETRAINED, timm_class_names
 
 PYTHON_IN_IT = re.compile(r"Error\b|Exception|Traceback|\w\(|\)\(|File \"")
 
@@ -80,6 +80,17 @@ def test_timm_preprocessing_comes_from_the_config_json(hub, tmp_path) -> None:  
     _, meta = vit.load_pretrained(name)
     assert meta.preprocessing.interpolation == "bicubic" and meta.preprocessing.mean == (0.5, 0.5, 0.5)
     assert (meta.preprocessing.resize_size, meta.preprocessing.crop_size) == (248, 224)  # crop_pct 0.9
+
+
+def test_timm_class_names_prefer_descriptions_and_never_show_wordnet_ids() -> None:
+    synsets = [f"n{i:08d}" for i in range(1000)]
+    assert timm_class_names({"num_classes": 1000, "label_names": synsets})[0] == "tench"
+    described = {"num_classes": 2, "label_names": ["n1", "n2"], "label_descriptions": {"n1": "cat", "n2": "dog"}}
+    assert timm_class_names(described) == ["cat", "dog"]
+    assert timm_class_names({"num_classes": 2, "label_names": ["cat", "dog"]}) == ["cat", "dog"]
+    assert timm_class_names({"num_classes": 0}) == []
+    with pytest.raises(vit.PretrainedUnavailable, match="3 classes and their config.json names none"):
+        timm_class_names({"num_classes": 3})
 
 
 def test_a_second_load_reads_the_cache_without_a_request(hub, tmp_path) -> None:  # noqa: F811

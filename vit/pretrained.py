@@ -187,12 +187,15 @@ def imagenet_classes() -> list[str]:
 
 
 def timm_class_names(hub_config: dict) -> list[str]:
-    """Class names for a timm Hub config.json: its own label names if it has them, else
-    ImageNet-1k's for 1,000 classes, none for a headless model."""
+    """Class names for a timm Hub config.json: its label descriptions if it has them, else
+    ImageNet-1k's for 1,000 classes (its `label_names` would be WordNet ids such as n01440764),
+    else its label names; none for a headless model."""
     count = hub_config.get("num_classes", 0)
-    names = hub_config.get("label_descriptions") or hub_config.get("label_names")
-    if names and len(names) == count:
-        return list(names.values()) if isinstance(names, dict) else list(names)
+    for key in ("label_descriptions", "label_names"):
+        names = hub_config.get(key)
+        names = list(names.values()) if isinstance(names, dict) else names
+        if names and len(names) == count and (key == "label_descriptions" or count != 1000):
+            return list(names)
     if count == 1000:
         return imagenet_classes()
     if count == 0:
