@@ -23,7 +23,7 @@ import torch
 import vit
 from vit.analysis import position_embedding_similarity
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
-from vit.weights import PRETRAINED
+from vit.pretrained import PRETRAINED
 
 BUNDLED = "bundled"
 EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
