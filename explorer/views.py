@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+import torch
 from PIL import Image
 
 from vit import VisionTransformer
-from vit.analysis import Query
+from vit.analysis import Query, top_mass_mask
 from vit.relevance import class_relevance
 
 from . import render
@@ -20,6 +22,12 @@ from .explain import Explanation
 from .render import MapStyle
 
 PATCH, MEAN = "patch", "mean"  # query tokens that are not prefix tokens: a patch, the mean of all patches
+
+# How rollout and relevance are drawn: weights from 0 with uniform marked on the colour bar,
+# relative to uniform (a diverging map centred on it), or only the patches holding the top
+# `keep` of the map's mass (DINO's threshold). KEEP: the default kept fraction.
+SHOWS = ("weights", "relative", "top mass")
+KEEP = 0.6
 
 INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size of each view's longer side
 
@@ -176,18 +184,50 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
     return f"{rule} Map: the CLS row of R over the patches; its share on the prefix tokens ({named}) is left out."
 
 
-def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapStyle) -> Image.Image:
-    """Attention rollout of the CLS token (or the mean patch) through all layers."""
+def rollout(
+    ex: Explanation,
+    head_fusion: str,
+    discard_ratio: float,
+    style: MapStyle,
+    show: str = "weights",
+    keep: float = KEEP,
+) -> Image.Image:
+    """Attention rollout of the CLS token (or the mean patch) through all layers, drawn as
+    `show` says (one of SHOWS; `keep` for "top mass")."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     title = f"attention rollout, query: {_who(ex, None)}"
-    return render.map_picture(
-        base,
-        ex.rollout(head_fusion, discard_ratio),
-        style,
-        title,
-        "rollout weight",
-        describe_rollout(ex, head_fusion, discard_ratio),
+    note = describe_rollout(ex, head_fusion, discard_ratio)
+    amap = ex.rollout(head_fusion, discard_ratio)
+    return one_map(base, amap, style, title, "rollout weight", note, show, keep)
+
+
+def uniform_value(amap: np.ndarray) -> float:
+    """What every patch of a (gh, gw) map would hold were its total spread evenly: total / N
+    (1/N for a map that sums to 1)."""
+    return float(amap.sum()) / amap.size
+
+
+def one_map(
+    base: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str, show: str, keep: float
+) -> Image.Image:
+    """A map over the whole grid (rollout, relevance) as `show` says: "weights" from 0 with
+    uniform marked, "relative" to uniform, or "top mass": only the patches holding the top
+    `keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021)."""
+    if show not in SHOWS:
+        raise ValueError(f"show must be one of {', '.join(SHOWS)}; got {show!r}")
+    uniform, n = uniform_value(amap), amap.size
+    even = f"Uniform = {render.number(uniform)}: the map's total spread evenly over its {n} patches"
+    if show == "relative":
+        return render.relative_picture(base, amap, uniform, style, title, f"{note} {even}.")
+    even += " (▼ on the colour bar); a patch above it gets more than an even share, one below it less."
+    if show == "weights":
+        return render.map_picture(base, amap, style, title, unit, f"{note} {even}", uniform=uniform)
+    mask = top_mass_mask(torch.from_numpy(amap), keep).numpy()
+    kept = (
+        f"Shown: the {int(mask.sum())} of {n} patches that hold the top {keep:.0%} of the map's mass (largest first, "
+        "as DINO's visualize_attention, Caron et al. 2021); the others are dimmed."
     )
+    return render.map_picture(base, amap, style, title, unit, f"{note} {even} {kept}", uniform=uniform, keep=mask)
 
 
 def distance_chart(ex: Explanation) -> Image.Image:
@@ -195,12 +235,18 @@ def distance_chart(ex: Explanation) -> Image.Image:
 
 
 def relevance(
-    model: VisionTransformer, class_names: Sequence[str], ex: Explanation, target: int | None, style: MapStyle
+    model: VisionTransformer,
+    class_names: Sequence[str],
+    ex: Explanation,
+    target: int | None,
+    style: MapStyle,
+    show: str = "weights",
+    keep: float = KEEP,
 ) -> Image.Image:
     """Class-specific relevance (Chefer, Gur & Wolf 2021, Eq. 5-6; docs/lessons.md) of every
-    patch for class `target` (0-based; None: the predicted class), for the CLS token. One more
-    forward and backward pass over the explanation's model input. Raises ValueError for a
-    model without a classifier head or a class out of range."""
+    patch for class `target` (0-based; None: the predicted class), for the CLS token, drawn as
+    `show` says (see `one_map`). One more forward and backward pass over the explanation's
+    model input. Raises ValueError for a model without a classifier head or a class out of range."""
     amap, chosen = class_relevance(model, ex.input.tensor, target)
     name = class_names[int(chosen[0])] if int(chosen[0]) < len(class_names) else f"class {int(chosen[0])}"
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
@@ -211,4 +257,4 @@ def relevance(
         f"of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the {_who(ex, None)} "
         "row of R over the patches. Unlike rollout, it changes with the class."
     )
-    return render.map_picture(base, amap[0].numpy(), style, title, "relevance (a.u.)", note)
+    return one_map(base, amap[0].numpy(), style, title, "relevance (a.u.)", note, show, keep)

@@ -8,7 +8,7 @@ from matplotlib import colormaps
 from PIL import Image
 
 import vit
-from explorer import views
+from explorer import render, views
 from explorer.explain import explain, model_input
 from explorer.render import MapStyle
 from vit.preprocessing import CIFAR10
@@ -80,3 +80,30 @@ def test_a_model_without_cls_says_nothing_is_left_out():
         explain(near_uniform_model(), [str(i) for i in range(10)], CIFAR10, image), None, 1, MapStyle()
     )
     assert views.heads(ex, None, 1, MapStyle()).height < with_cls.height  # no "CLS 0.xx" line under the tiles
+
+
+def test_rollout_marks_uniform_and_says_what_above_and_below_mean(uniform):
+    shares = uniform.rollout("mean", 0.0)
+    assert views.uniform_value(shares) == pytest.approx(shares.sum() / 64)
+    for show in views.SHOWS:
+        picture = views.rollout(uniform, "mean", 0.0, MapStyle(), show)
+        assert picture.width >= views.ROLLOUT_PX
+    with pytest.raises(ValueError, match="show must be one of weights, relative, top mass"):
+        views.rollout(uniform, "mean", 0.0, MapStyle(), "sideways")
+
+
+def test_one_map_keeps_the_top_mass_and_dims_the_rest():
+    base = np.full((40, 40, 3), 255, np.uint8)  # a 4 x 4 grid in 10-pixel cells
+    amap = np.full((4, 4), 0.28 / 13)
+    amap[0, :3] = [0.4, 0.17, 0.15]  # 0.4 + 0.17 fall short of 0.6 of the total 1, so 0.15 is kept too
+    style = MapStyle(cmap="gray", raw=True)
+    top = render.text_block("t", 320).height + render.GAP  # the body starts under the one-line title
+    cells = [
+        np.asarray(views.one_map(base, amap, style, "t", "u", "", show, 0.6))[top + 5 : top + 40 : 10, 5:40:10, 0]
+        for show in ("top mass", "weights")
+    ]
+    masked, weights = (c.astype(int) for c in cells)
+    kept = np.zeros((4, 4), bool)
+    kept[0, :3] = True
+    assert (masked[kept] == weights[kept]).all()
+    assert (np.abs(masked[~kept] - weights[~kept] * render.DIMMED) <= 1).all()
