@@ -393,12 +393,17 @@ def head_grid(
     note: str = "",
     prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
+    layers_top: tuple[float, int] | None = None,
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
     input, `prefix` (heads, prefix_tokens) each head's attention to the tokens the maps
     leave out (printed under its tile, by `prefix_names`), `mark` the query patch, outlined
-    in every tile. A colour bar and `note` go underneath."""
+    in every tile. A colour bar and `note` go underneath. `layers_top` = (top, layers): on the
+    "layer" scale, colour up to `top`, the largest weight of that many layers, instead."""
     tops = scale_tops(maps, style.scale)
+    scope = "this layer"
+    if layers_top is not None and style.scale == "layer":
+        tops, scope = np.full_like(tops, layers_top[0]), f"all {layers_top[1]} layers (one scale for every frame)"
     grid = maps.shape[-2:]
     tiles = [
         _caption(
@@ -408,7 +413,7 @@ def head_grid(
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
     grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)])
-    high, label = _scale_legend(style, float(tops.max()), "attention weight", "this layer")
+    high, label = _scale_legend(style, float(tops.max()), "attention weight", scope)
     return _titled(title, grid, [colour_bar(style.cmap, 0.0, high, label, max(grid.width, 320))], note)
 
 
@@ -466,7 +471,10 @@ def layer_frames(
     prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
 ) -> list[Image.Image]:
-    """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw)."""
+    """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw). On the
+    "layer" scale every frame shares one top, the largest weight of all layers, so brightness
+    compares across frames and every frame carries the same colour bar."""
+    layers_top = float(maps.max()), len(maps)
     return [
         head_grid(
             image,
@@ -478,6 +486,7 @@ def layer_frames(
             note=note,
             prefix_names=prefix_names,
             mark=mark,
+            layers_top=layers_top,
         )
         for i, m in enumerate(maps)
     ]

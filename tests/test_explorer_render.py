@@ -372,3 +372,22 @@ def test_a_mask_dims_exactly_the_patches_outside_it():
     out = render.dim_outside(picture, keep)
     assert (out[:10, :10] == 200).all() and (out[20:, 10:] == 200).all()
     assert (out[:10, 10:] == 50).all() and (out[10:20] == 50).all()  # 200 × DIMMED
+
+
+def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tmp_path):
+    image = np.zeros((32, 32, 3), np.uint8)
+    maps = np.random.default_rng(0).random((4, 2, 4, 4)) * np.array([0.2, 0.5, 0.3, 0.9])[:, None, None, None]
+    frames = render.layer_frames(image, maps, MapStyle())
+    (top,) = {_top_of_bar(frame, "inferno") for frame in frames}  # one layout: the bar sits alike in each
+    below = top + render.BAR_PX  # the tick values (0 to the shared top), the bar's label and the note
+    assert all(np.array_equal(np.asarray(f)[top:], np.asarray(frames[0])[top:]) for f in frames)
+    render.save_gif(frames, tmp_path / "layers.gif")
+    text = []
+    with Image.open(tmp_path / "layers.gif") as gif:
+        for i in range(gif.n_frames):
+            gif.seek(i)
+            text.append(np.asarray(gif.convert("L"), dtype=int)[below:])
+    # each frame has its own palette, which moves a grey by a few levels; another number
+    # in the labels would move some pixels from ink (30) to paper (255)
+    assert all(np.abs(t - text[0]).max() <= 16 for t in text)
+    assert (text[0] < 128).any()
