@@ -258,3 +258,76 @@ def relevance(
         "row of R over the patches. Unlike rollout, it changes with the class."
     )
     return one_map(base, amap[0].numpy(), style, title, "relevance (a.u.)", note, show, keep)
+
+
+# Alt texts (docs/pictures.md): what each picture shows, in words, for screen readers and for
+# anyone who cannot see it: the view, the layer, the query and the model, 1-based.
+
+
+def _on(ex: Explanation, model: str) -> str:
+    gh, gw = ex.grid
+    return f"model {model}, on the {gh} × {gw} patch grid (rows × columns)"
+
+
+def input_alt(ex: Explanation, query: Query, model: str) -> str:
+    """The clickable model input."""
+    (h, w, _), who = ex.input.pixels.shape, _who(ex, query)
+    marked = f"; the query, {who}, is outlined" if isinstance(query, tuple) else f"; the query is {who}"
+    return f"The model input, {h} × {w} pixels, with its patch grid drawn over it{marked}. {_on(ex, model)}."
+
+
+def heads_alt(ex: Explanation, query: Query, layer: int, model: str) -> str:
+    """The head maps of one layer (1-based), and the PNG export."""
+    return (
+        f"Attention maps of the {ex.heads} heads of layer {layer} of {ex.depth}, one tile each, for the query "
+        f"{_who(ex, query)}: where it looks over the image, with a colour bar; {_on(ex, model)}."
+    )
+
+
+def overview_alt(ex: Explanation, model: str) -> str:
+    """The layers × heads overview."""
+    return (
+        f"Attention of the query {_who(ex, None)} in every head of every layer: {ex.depth} rows (layers 1 to "
+        f"{ex.depth}) of {ex.heads} tiles (heads 1 to {ex.heads}), each row with its colour bar; {_on(ex, model)}."
+    )
+
+
+def rollout_alt(ex: Explanation, head_fusion: str, show: str, model: str) -> str:
+    """The rollout map."""
+    return (
+        f"Attention rollout of the query {_who(ex, None)} through all {ex.depth} layers ({head_fusion} over "
+        f"heads), drawn as {_shown(show)}; {_on(ex, model)}."
+    )
+
+
+def relevance_alt(ex: Explanation, class_name: str, show: str, model: str) -> str:
+    """The class-relevance map."""
+    return (
+        f"Relevance of each patch for the class '{class_name}' (Chefer et al. 2021), query "
+        f"{_who(ex, None)}, drawn as {_shown(show)}; {_on(ex, model)}."
+    )
+
+
+def _shown(show: str) -> str:
+    return {
+        "weights": "weights from 0 with uniform marked on the colour bar",
+        "relative": "multiples of uniform (blue below, white at, red above)",
+        "top mass": "only the patches holding the top of its mass, the rest dimmed",
+    }[show]
+
+
+def distance_alt(ex: Explanation, model: str) -> str:
+    """The mean attention distance chart."""
+    return (
+        f"Chart of the mean attention distance in pixels (y) of each of the {ex.heads} heads in each of the "
+        f"{ex.depth} layers (x), one dot per head; {_on(ex, model)}."
+    )
+
+
+def similarity_alt(grid: tuple[int, int], model: str) -> str:
+    """The position-embedding similarity tiles (they do not depend on the image)."""
+    gh, gw = grid
+    return (
+        f"Cosine similarity of the position embeddings of model {model}: {gh} × {gw} tiles (rows × columns), "
+        "tile (i, j) comparing slot (i, j) with every slot, from −1 to 1."
+    )

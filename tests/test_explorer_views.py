@@ -107,3 +107,28 @@ def test_one_map_keeps_the_top_mass_and_dims_the_rest():
     kept[0, :3] = True
     assert (masked[kept] == weights[kept]).all()
     assert (np.abs(masked[~kept] - weights[~kept] * render.DIMMED) <= 1).all()
+
+
+def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform):
+    model = "CIFAR-10 nano"
+    texts = {
+        "input": views.input_alt(uniform, (2, 4), model),
+        "heads": views.heads_alt(uniform, (2, 4), 3, model),
+        "overview": views.overview_alt(uniform, model),
+        "rollout": views.rollout_alt(uniform, "max", "relative", model),
+        "relevance": views.relevance_alt(uniform, "cat", "top mass", model),
+        "distance": views.distance_alt(uniform, model),
+        "similarity": views.similarity_alt(uniform.grid, model),
+    }
+    assert all(model in text and "8 × 8" in text for text in texts.values())
+    assert "patch (3, 5)" in texts["input"] and "outlined" in texts["input"]
+    assert "4 heads of layer 3 of 6" in texts["heads"] and "query patch (3, 5)" in texts["heads"]
+    assert "query CLS" in texts["overview"] and "layers 1 to 6" in texts["overview"]
+    assert (
+        "rollout" in texts["rollout"]
+        and "max over heads" in texts["rollout"]
+        and "multiples of uniform" in texts["rollout"]
+    )
+    assert "'cat'" in texts["relevance"] and "dimmed" in texts["relevance"]
+    assert "mean attention distance" in texts["distance"]
+    assert "position embeddings" in texts["similarity"]

@@ -153,6 +153,8 @@ def test_out_of_range_and_malformed_values_get_a_message_naming_what_is_allowed(
         ({"discard": -0.5}, "discard ratio must be a number from 0.0 to 0.95, got -0.5"),
         ({"cmap": "hsv"}, "unknown colour map 'hsv'"),
         ({"opacity": "0.5"}, "opacity must be a number from 0.0 to 1.0, got '0.5'"),
+        ({"show": "sideways"}, "unknown show 'sideways'; choose one of 'weights', 'relative', 'top mass'"),
+        ({"keep_percent": 0}, "keep percent must be a number from 1.0 to 100.0, got 0"),
     ],
 )
 def test_analyze_checks_every_setting(client, change, message):
@@ -166,7 +168,7 @@ def test_nan_is_refused_with_the_allowed_range(server, position, name):
     with open(CHEETAH, "rb") as f:
         uploaded = httpx.post(f"{server}gradio_api/upload", files={"files": f}, timeout=30).json()[0]
     image = {"path": uploaded, "orig_name": "cheetah1.jpg", "meta": {"_type": "gradio.FileData"}}
-    data = [image, "bundled", "crop", 6, "mean", 0.0, *STYLE]
+    data = [image, "bundled", "crop", 6, "mean", 0.0, *STYLE, "weights", 60]
     data[position] = float("nan")
     body = json.dumps({"data": data})  # Python writes NaN, as a careless client would
     base = f"{server}gradio_api/call/analyze"
