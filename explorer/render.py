@@ -42,8 +42,11 @@ TEXT = (30, 30, 30)
 GAP = 4  # pixels between tiles
 BAR_PX = 12  # thickness of a colour bar
 # DejaVu Sans, the font matplotlib ships and the charts use: unlike PIL's built-in font it
-# has ×, → and · ; 13 px keeps every word on a picture at least 11 px tall.
-_FONT = ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), 13)
+# has ×, → and · . TEXT_PX: the size of every word drawn on a picture; shown at its own size
+# or at most 8 % smaller (explorer.views.DISPLAY_WIDTH), it stays at least 12 px on screen.
+TEXT_PX = 13
+CHART_PT = 9  # the smallest text on a matplotlib chart: 9 pt at 100 dpi is 12.5 px
+_FONT = ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), TEXT_PX)
 _LINE = _FONT.size + GAP  # height of one line of text
 
 
@@ -658,6 +661,11 @@ def _figure_to_image(fig: Figure) -> Image.Image:
     return Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy())
 
 
+def distance_figure(layers: int, heads: int, image_size: tuple[int, int]) -> Figure:
+    """The matplotlib figure behind `attention_distance_chart` (its axes, legend and labels)."""
+    return _distance_axes(layers, heads, tuple(image_size)).canvas.figure
+
+
 def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) -> Image.Image:
     """The ViT paper's Fig. 7 (right): `distance` is (layers, heads) in pixels; one dot per
     head at each layer, coloured by head (legend). The y axis runs from 0 to the image
@@ -689,7 +697,9 @@ class _DistanceAxes:
             Line2D([], [], color=c, marker="o", linestyle="", label=f"head {j + 1}") for j, c in enumerate(colours)
         ]
         handles.append(Line2D([], [], color="grey", linestyle="--", label="½ image diagonal"))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, ncols=1 + heads // 13)
+        ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=CHART_PT, ncols=1 + heads // 13
+        )
         self.layers = np.repeat(np.arange(1, layers + 1), heads)
         # animated=True: left out of canvas.draw(), so the saved background has no dots
         self.dots = ax.scatter(self.layers, self.layers * 0.0, c=colours * layers, s=22, animated=True)
@@ -714,8 +724,13 @@ def _distance_axes(layers: int, heads: int, image_size: tuple[int, int]) -> _Dis
 def training_curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = ()) -> Image.Image:
     """Loss and accuracy per epoch, train vs validation, from the training job's history;
     `step_losses` (epochs done, running train loss) draws the loss from the first steps on."""
-    fig = _figure(7.0, 2.8)
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, top=0.9, wspace=0.25)
+    return _figure_to_image(training_figure(history, step_losses))
+
+
+def training_figure(history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = ()) -> Figure:
+    """The matplotlib figure of `training_curves`: 600 px wide, the Train tab's column."""
+    fig = _figure(6.0, 2.8)
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.17, top=0.9, wspace=0.3)
     loss_ax, acc_ax = fig.subplots(1, 2)
     if step_losses:
         x, y = zip(*step_losses, strict=True)
@@ -730,8 +745,8 @@ def training_curves(history: Sequence[dict], step_losses: Sequence[tuple[float, 
         ax.set_title("loss" if key == "loss" else "accuracy", fontsize=10)
         ax.grid(alpha=0.3)
         if ax.lines:
-            ax.legend(fontsize=8)
-    return _figure_to_image(fig)
+            ax.legend(fontsize=CHART_PT)
+    return fig
 
 
 def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], style: MapStyle) -> Image.Image:

@@ -30,6 +30,23 @@ SHOWS = ("weights", "relative", "top mass")
 KEEP = 0.6
 
 INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size of each view's longer side
+# The CSS width (px) the app's layout gives each picture on a 1280×720 screen, measured in
+# Chromium. gr.Image never enlarges a picture (object-fit: scale-down), so a picture at most
+# this wide is shown at its own size and its text at the size drawn (render.TEXT_PX, ≥ 12 px;
+# tests/test_explorer_views.py checks every view against this table).
+DISPLAY_WIDTH = {
+    "heads": 546,
+    "overview": 1216,
+    "rollout": 1216,
+    "relevance": 1216,
+    "distance": 1216,
+    "similarity": 1216,
+    "curves": 600,  # the Train tab shows the curves and the probe strip side by side
+    "probe": 600,
+    "compare": 1216,  # the Lessons tab
+    "norms": 1216,
+}
+MAX_COLUMNS = 6  # head tiles per row, unless asked otherwise
 
 
 def input_scale(ex: Explanation) -> int:
@@ -125,24 +142,46 @@ def patch_of(query: Query) -> tuple[int, int] | None:
     return query if isinstance(query, tuple) else None
 
 
-def heads(ex: Explanation, query: Query, layer: int, style: MapStyle) -> Image.Image:
-    """Where the query looks, one tile per head, in `layer` (1-based)."""
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
+def head_layout(ex: Explanation, columns: int | None = None) -> tuple[int, int]:
+    """(tiles per row, tile side in px) of the heads view: `columns` tiles a row (default: up
+    to MAX_COLUMNS), each at most HEAD_PX and small enough for the row to fit the heads'
+    DISPLAY_WIDTH, in whole pixels per patch. `columns=2` keeps HEAD_PX tiles in a 332-px
+    picture, at least 150 px wide on a phone's 326-px column."""
+    cols = max(1, min(ex.heads, columns or MAX_COLUMNS))
+    room = (DISPLAY_WIDTH["heads"] - render.GAP * cols) // cols
+    side = max(ex.grid)
+    return cols, side * max(1, min(HEAD_PX, room) // side)
+
+
+def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: int | None = None) -> Image.Image:
+    """Where the query looks, one tile per head, in `layer` (1-based), `columns` tiles a row
+    (see `head_layout`)."""
+    cols, tile = head_layout(ex, columns)
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
     title = f"layer {layer} of {ex.depth}, query: {_who(ex, query)}"
     i = layer - 1
     maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
     return render.head_grid(
-        base, maps, style, title, prefix=prefix, note=left_out(ex), prefix_names=ex.prefix_names, mark=patch_of(query)
+        base,
+        maps,
+        style,
+        title,
+        cols,
+        prefix=prefix,
+        note=left_out(ex),
+        prefix_names=ex.prefix_names,
+        mark=patch_of(query),
     )
 
 
-def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.Image]:
+def layer_frames(ex: Explanation, query: Query, style: MapStyle, columns: int | None = None) -> list[Image.Image]:
     """The `heads` view of every layer, for the animated GIF."""
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
+    cols, tile = head_layout(ex, columns)
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
     maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
     note = f"query: {_who(ex, query)}. {left_out(ex)}"
     return render.layer_frames(
-        base, maps, style, prefix=prefix, note=note, prefix_names=ex.prefix_names, mark=patch_of(query)
+        base, maps, style, cols, prefix=prefix, note=note, prefix_names=ex.prefix_names, mark=patch_of(query)
     )
 
 

@@ -230,7 +230,7 @@ def test_training_curves_draw_the_history():
 
     falling = render.training_curves(history([2.0, 1.5, 1.0, 0.5]))
     rising = render.training_curves(history([0.5, 1.0, 1.5, 2.0]))
-    assert falling.size == (700, 280)
+    assert falling.size == (600, 280)  # the Train tab's column (views.DISPLAY_WIDTH)
     start, end = line_heights(falling)
     assert start < end - 50  # image rows grow downwards: a falling loss starts high, ends low
     start, end = line_heights(rising)
