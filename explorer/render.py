@@ -141,9 +141,10 @@ def heatmap(
         top = float(scale_tops(amap, style.scale))
     h, w = size
     resample = Image.Resampling.BILINEAR if style.smooth else Image.Resampling.NEAREST
-    plane = np.asarray(Image.fromarray(np.asarray(amap, np.float32), mode="F").resize((w, h), resample))
+    values = np.asarray(amap, np.float32)  # PIL's mode F is float32
+    plane = np.asarray(Image.fromarray(values, mode="F").resize((w, h), resample))
     if centre is None:
-        position = plane / (top if top > 0 else 1.0)  # PIL's mode F is float32
+        position = plane / (top if top > 0 else 1.0)
     else:
         position = np.asarray(TwoSlopeNorm(centre, 0.0, top)(plane))
     rgba = colormaps[style.cmap](np.clip(position, 0.0, 1.0), bytes=True)

@@ -228,7 +228,7 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
             discard = gr.Slider(
                 0.0, h.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
             )
-        rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)")
+        rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)", elem_id="rollout")
     with gr.Tab("Mean attention distance"):
         distance = _picture("**How far each head looks** (ViT paper Fig. 7, right)")
     with gr.Tab("Position embeddings"):
