@@ -442,13 +442,22 @@ def layers_by_heads(
 
 
 def _scaled_row(
-    image: np.ndarray, maps: np.ndarray, style: MapStyle, prefix: np.ndarray | None, prefix_names: Sequence[str] = ()
+    image: np.ndarray,
+    maps: np.ndarray,
+    style: MapStyle,
+    prefix: np.ndarray | None,
+    prefix_names: Sequence[str] = (),
+    named: bool = False,
 ) -> list[np.ndarray]:
-    """One layer's (heads, gh, gw) maps as captioned tiles followed by the layer's colour bar."""
+    """One layer's (heads, gh, gw) maps as captioned tiles (each named "head j" if `named`,
+    else the columns are labelled) followed by the layer's colour bar."""
     tops = scale_tops(maps, style.scale)
     tiles = [
         _caption(
-            overlay(image, m, style, t), _tile_lines("", t, style, None if prefix is None else prefix[j], prefix_names)
+            overlay(image, m, style, t),
+            _tile_lines(
+                f"head {j + 1}" if named else "", t, style, None if prefix is None else prefix[j], prefix_names
+            ),
         )
         for j, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
@@ -750,20 +759,27 @@ def training_figure(history: Sequence[dict], step_losses: Sequence[tuple[float, 
     return fig
 
 
+PROBE_COLUMNS = 6  # head tiles per row of the probe strip: 12 would not fit the Train tab's column
+
+
 def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], style: MapStyle) -> Image.Image:
     """How the probe image's CLS attention (last layer, one tile per head) changes over
-    training: one row per epoch, each ending with its colour bar. `probes` holds
-    (epoch, (layers, heads, gh, gw)) pairs of patch maps only; each map is the patch part
-    of a softmax row, so 1 - its total is the attention to CLS, printed under each tile
-    (models without a CLS token leave nothing out and print nothing)."""
+    training: one row per epoch (of up to PROBE_COLUMNS heads; more heads continue on the
+    next row), each ending with its colour bar. `probes` holds (epoch, (layers, heads, gh, gw))
+    pairs of patch maps only; each map is the patch part of a softmax row, so 1 - its total
+    is the attention to CLS, printed under each tile (models without a CLS token leave
+    nothing out and print nothing)."""
     left_out = [1.0 - maps[-1].sum(axis=(-2, -1), keepdims=True)[..., 0] for _, maps in probes]  # (heads, 1)
     has_cls = max(float(share.max()) for share in left_out) > 1e-5  # float32 sums of a GAP row: ~1e-7
-    rows = [
-        _scaled_row(image, maps[-1], style, share if has_cls else None)
-        for (_, maps), share in zip(probes, left_out, strict=True)
-    ]
-    labels = [f"epoch {epoch}" for epoch, _ in probes]
-    cols = [f"head {j + 1}" for j in range(probes[0][1].shape[1])]
+    heads = probes[0][1].shape[1]
+    wrapped = heads > PROBE_COLUMNS  # then each tile is named, as columns no longer hold one head
+    rows, labels = [], []
+    for (epoch, maps), share in zip(probes, left_out, strict=True):
+        *tiles, bar = _scaled_row(image, maps[-1], style, share if has_cls else None, named=wrapped)
+        for start in range(0, len(tiles), PROBE_COLUMNS):
+            rows.append([*tiles[start : start + PROBE_COLUMNS], bar])
+            labels.append(f"epoch {epoch}" if start == 0 else "")
+    cols = [] if wrapped else [f"head {j + 1}" for j in range(heads)]
     note = (
         "Maps show attention to the patches; attention to CLS (printed under each tile) is left out." if has_cls else ""
     )

@@ -194,9 +194,10 @@ def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():
     ]
     curves = render.training_figure(history, [(0.5, 2.2), (1.0, 2.0)])
     assert shown_px(chart_text_px(curves), render.training_curves(history), "curves") >= MIN_TEXT_PX
-    maps = np.random.default_rng(0).random((6, 4, 8, 8)) / 64  # the Train tab's default model, vit_cifar_nano
-    probe = render.probe_strip(np.zeros((64, 64, 3), np.uint8), [(e, maps) for e in range(1, 4)], MapStyle())
-    assert shown_px(render.TEXT_PX, probe, "probe") >= MIN_TEXT_PX
+    for heads in (4, 12):  # vit_cifar_nano (the Train tab's default), vit_cifar_tiny and _small
+        maps = np.random.default_rng(0).random((6, heads, 8, 8)) / 80
+        probe = render.probe_strip(np.zeros((64, 64, 3), np.uint8), [(e, maps) for e in range(1, 4)], MapStyle())
+        assert shown_px(render.TEXT_PX, probe, "probe") >= MIN_TEXT_PX
     model, _ = twelve_heads()
     twelve = LoadedModel(
         "b16", "ViT-B/16 sized, with a long name", model, vit.ModelMeta([], vit.Preprocessing(224, 224))
