@@ -30,6 +30,7 @@ from .explain import ModelInput, model_input, top_classes
 from .render import MapRow, MapStyle
 
 TILE_PX = 112  # each map's longer side in the lessons' pictures
+ROW_TILES = 6  # head tiles per row: 12 heads of 112 px would be wider than the tab (views.DISPLAY_WIDTH)
 HIGH_NORM_FACTOR = 2.0  # a patch is "high-norm" above this many times the median patch norm
 LISTED = 8  # high-norm patches listed per model, largest first
 MAX_RANKING_PASSES = 400  # head ranking: one forward pass per head; ViT-L/16 (24 x 16 = 384) still fits
@@ -84,8 +85,11 @@ def compare_cls_heads(models: Sequence[LoadedModel], image: Image.Image, style: 
             for i, p in enumerate(prefix)
         ]
         base = render.fit_to_grid(inp.pixels, maps.grid, TILE_PX)
-        rows.append(MapRow(f"{loaded.label} ({_who(loaded)})", base, heads, captions))
-    title = "Last layer: where the CLS token looks, one tile per head, one row per model"
+        for start in range(0, len(heads), ROW_TILES):  # the model is named on its first row
+            label = f"{loaded.label} ({_who(loaded)})" if start == 0 else ""
+            end = start + ROW_TILES
+            rows.append(MapRow(label, base, heads[start:end], captions[start:end]))
+    title = "Last layer: where the CLS token looks, one tile per head, each model's heads in rows of 6"
     return render.shared_scale_rows(rows, style, title, "attention weight")
 
 

@@ -229,3 +229,16 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
     classes = h.load_model(view, catalog, BUNDLED)[view.relevance_class]
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
+
+
+def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_values(tab, explanation_key):
+    view, _ = tab
+    pictures = {
+        show: np.asarray(Image.open(h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, show, 60)[view.rollout]))
+        for show in views.SHOWS
+    }
+    assert len({p.tobytes() for p in pictures.values()}) == 3  # three different pictures
+    with pytest.raises(gr.Error, match="unknown show 'sideways'; choose one of 'weights', 'relative', 'top mass'"):
+        h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, "sideways", 60)
+    with pytest.raises(gr.Error, match="keep percent must be a number from 1.0 to 100.0, got 0"):
+        h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, "top mass", 0)

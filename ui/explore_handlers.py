@@ -69,6 +69,11 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: s
     )
 
 
+def map_show(show: str, keep_percent: float) -> tuple[str, float]:
+    """How rollout and relevance are drawn (views.SHOWS) and the kept share of the mass, 0 to 1."""
+    return one_of("show", show, views.SHOWS), number("keep percent", keep_percent, 1.0, 100.0) / 100
+
+
 def check_layer(layer: object, depth: int) -> int:
     """A 1-based layer number of a model `depth` layers deep."""
     return whole_number("layer", layer, 1, depth)
@@ -154,6 +159,8 @@ def full_analysis(
     discard: float,
     style: MapStyle,
     store: ExplanationStore | None = STORE,
+    show: str = "weights",
+    keep: float = views.KEEP,
 ) -> dict[str, Any]:
     """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name
     (all but export_name, which needs the upload's name).
@@ -179,7 +186,7 @@ def full_analysis(
         "layer": gr.Slider(maximum=ex.depth, value=layer),
         "heads": saved(views.heads(ex, None, layer, style)),
         "overview": saved(views.overview(ex, style)),
-        "rollout": saved(views.rollout(ex, fusion, discard, style)),
+        "rollout": saved(views.rollout(ex, fusion, discard, style, show, keep)),
         "distance": saved(views.distance_chart(ex)),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
@@ -202,6 +209,8 @@ def analyze(
     upsampling: str,
     display: str,
     scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
 ) -> dict:
     """Analyse an uploaded image with the chosen model and draw every view."""
     if image is None:
@@ -212,7 +221,10 @@ def analyze(
     try:
         loaded = catalog.get(model_key)
         layer = check_layer(layer, loaded.model.config.depth)
-        pictures = full_analysis(loaded, uploaded_path(image), mode, layer, fusion, discard, style)
+        shown = map_show(show, keep_percent)
+        pictures = full_analysis(
+            loaded, uploaded_path(image), mode, layer, fusion, discard, style, show=shown[0], keep=shown[1]
+        )
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise gr.Error(str(e)) from e
     return view.update(**pictures, export_name=export_name(image, model_key, catalog))
@@ -246,6 +258,8 @@ def restyle(
     upsampling: str,
     display: str,
     scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
 ) -> dict:
     """Redraw the head maps, the layers x heads overview and rollout in a new style."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
@@ -254,7 +268,7 @@ def restyle(
     return view.update(
         heads=saved(views.heads(ex, query, layer, style)),
         overview=saved(views.overview(ex, style)),
-        rollout=saved(views.rollout(ex, fusion, discard, style)),
+        rollout=saved(views.rollout(ex, fusion, discard, style, *map_show(show, keep_percent))),
     )
 
 
@@ -268,11 +282,14 @@ def show_rollout(
     upsampling: str,
     display: str,
     scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
 ) -> dict:
-    """Attention rollout through all layers with a head fusion and discard ratio."""
+    """Attention rollout through all layers with a head fusion and discard ratio, drawn as
+    `show` says (views.SHOWS; `keep_percent` of the mass for "top mass")."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
-    return view.update(rollout=saved(views.rollout(ex, fusion, discard, style)))
+    return view.update(rollout=saved(views.rollout(ex, fusion, discard, style, *map_show(show, keep_percent))))
 
 
 def show_query(view: ExploreView, ex: Explanation, query: Query, layer: object, style: MapStyle) -> dict:
@@ -343,6 +360,8 @@ def show_relevance(
     upsampling: str,
     display: str,
     scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
 ) -> dict:
     """Class-specific relevance (Chefer et al. 2021) of every patch for `target`: "predicted
     class" or one of the model's class names. Refused for a model without a classifier head."""
@@ -359,7 +378,7 @@ def show_relevance(
         )
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else names.index(target)
-    picture = views.relevance(loaded.model, names, ex, index, style)
+    picture = views.relevance(loaded.model, names, ex, index, style, *map_show(show, keep_percent))
     return view.update(relevance=saved(picture, f"{name or 'attention'}_relevance_{slug(target)}.png"))
 
 
