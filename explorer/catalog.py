@@ -28,6 +28,14 @@ from vit.weights import PRETRAINED
 BUNDLED = "bundled"
 EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
 BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_nano.safetensors"
+MAX_KEY_CHARS = 200  # longer than any key the catalogue hands out ("checkpoint:" + 16 characters, pretrained names)
+SHOWN_CHARS = 40  # at most this much of a key a visitor sent is echoed back
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`value` as a short quoted text for a message: a visitor's 1 MB key is not echoed back."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 class ModelUnavailable(RuntimeError):
@@ -136,8 +144,26 @@ class ModelCatalog:
             raise ModelUnavailable("unknown checkpoint: pick one from the list or upload it")
         return entry[0]
 
+    def known(self, key: object) -> bool:
+        """Whether `key` names a model this catalogue offers (checked before anything is kept for it)."""
+        if not isinstance(key, str) or len(key) > MAX_KEY_CHARS:
+            return False
+        kind, _, name = key.partition(":")
+        with self._lock:
+            return (
+                key == BUNDLED
+                or (kind == "pretrained" and name in PRETRAINED)
+                or (kind == "checkpoint" and name in self._checkpoints)
+            )
+
     def get(self, key: str) -> LoadedModel:
-        """The loaded model for `key`, loading it on first use. Raises ModelUnavailable."""
+        """The loaded model for `key`, loading it on first use. Raises ModelUnavailable.
+        An unknown key is refused before any lock or entry is made for it: a visitor sending
+        many distinct keys leaves the catalogue as it was (docs/security.md)."""
+        if not self.known(key):
+            if isinstance(key, str) and key.startswith("checkpoint:"):
+                raise ModelUnavailable("unknown checkpoint: pick one from the list or upload it")
+            raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
         with self._lock:
             if key in self._loaded:
                 self._loaded.move_to_end(key)
@@ -147,8 +173,14 @@ class ModelCatalog:
             with self._lock:
                 if key in self._loaded:
                     return self._loaded[key]
-            loaded = self._load(key)
+            try:
+                loaded = self._load(key)
+            except BaseException:
+                with self._lock:
+                    self._loading.pop(key, None)
+                raise
             with self._lock:
+                self._loading.pop(key, None)  # whoever waits on it finds the model loaded
                 self._loaded[key] = loaded
                 evictable = [k for k in self._loaded if k != BUNDLED]
                 while len(self._loaded) > self.capacity and evictable:
@@ -172,7 +204,7 @@ class ModelCatalog:
             except vit.CheckpointError as e:
                 raise ModelUnavailable(f"cannot use this checkpoint: {e}") from e
             return LoadedModel(key, f"checkpoint {self._checkpoints[name][2]}", model, meta)
-        raise ModelUnavailable(f"unknown model {key!r}: pick one from the list")
+        raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
 
     def _bundled_label(self) -> str:
         if not self.bundled_path.is_file():

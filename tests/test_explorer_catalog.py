@@ -52,3 +52,25 @@ def test_loaded_models_are_bounded_and_the_bundled_one_stays(tmp_path, tiny_chec
     for key in keys:
         catalog.get(key)
     assert list(catalog._loaded) == [BUNDLED, keys[2]]
+
+
+def test_unknown_keys_are_refused_without_being_remembered_or_echoed_whole(tmp_path, tiny_checkpoint):
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path)
+    catalog.get(BUNDLED)
+    before = (len(catalog._loading), len(catalog._loaded), len(catalog._checkpoints))
+    for i in range(300):  # each distinct key used to leave one lock behind, forever
+        with pytest.raises(ModelUnavailable, match="pick one from the list"):
+            catalog.get(f"pretrained:nonexistent-{i}")
+        with pytest.raises(ModelUnavailable, match="pick one from the list"):
+            catalog.get(f"checkpoint:{i}")
+    assert (len(catalog._loading), len(catalog._loaded), len(catalog._checkpoints)) == before
+    with pytest.raises(ModelUnavailable) as refused:
+        catalog.get("x" * 2**20)  # a 1 MB key
+    assert len(str(refused.value)) < 100 and "xxxx" in str(refused.value)
+
+
+def test_a_key_that_loaded_leaves_no_lock_behind(tmp_path, tiny_checkpoint):
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
+    key = catalog.register(tiny_checkpoint, "alice")
+    catalog.get(key)
+    assert catalog._loading == {}

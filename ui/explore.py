@@ -382,6 +382,7 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
         view.pick("current_model", "model_info", "classes", "layer", "similarity", "relevance_class"),
         api_name="load_model",
         show_progress="full",
+        **RAW,
     )
     switched.success(**analysis, api_visibility="private")
     switched.failure(h.keep_model, view.current_model, view.model_key, api_visibility="private")

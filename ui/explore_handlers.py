@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from explorer import render, views
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable, shown
 from explorer.explain import Explanation, ExplanationStore, ExplanationTooLarge, explain
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, SCALES, MapStyle
@@ -475,9 +475,13 @@ def load_model(
     view: ExploreView,
     catalog: ModelCatalog,
     model_key: str,
+    request: gr.Request,
     progress: gr.Progress = gr.Progress(track_tqdm=True),  # noqa: B008 - Gradio's way to show download bars
 ) -> dict:
-    """Switch the Explore tab to another model (downloading pretrained weights once)."""
+    """Switch the Explore tab to another model (downloading pretrained weights once): one of
+    this visitor's picker choices, checked here (Gradio's own check echoes the whole value)."""
+    if model_key not in {key for _, key in catalog.choices(owner(request))}:
+        raise gr.Error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
     try:
         loaded = catalog.get(model_key)
     except ModelUnavailable as e:

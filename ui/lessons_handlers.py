@@ -13,7 +13,7 @@ import gradio as gr
 from PIL import Image
 
 from explorer import lessons
-from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, shown
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
 
@@ -46,7 +46,7 @@ def load(catalog: ModelCatalog, key: object) -> LoadedModel:
     try:
         return catalog.get(str(key))
     except ModelUnavailable as e:
-        raise gr.Error(f"{key}: {e}") from e
+        raise gr.Error(f"{shown(key)}: {e}") from e
 
 
 def compare_models(
@@ -57,13 +57,13 @@ def compare_models(
     Models that cannot be loaded here (offline) are named; the others are still compared."""
     picture, style = lesson_image(image), lesson_style(cmap)
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
-        raise gr.Error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {models!r}")
+        raise gr.Error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
     loaded, missing = [], {}
     for key in models:
         try:
             loaded.append(catalog.get(str(key)))
         except ModelUnavailable as e:
-            missing[str(key)] = str(e)
+            missing[shown(key)] = str(e)
     if not loaded:
         first = next(iter(missing.values()))
         raise gr.Error(
@@ -72,7 +72,7 @@ def compare_models(
         )
     note = (
         "**Not available here** (weights cannot be downloaded): the comparison shows the other models; pick any "
-        "model that loads instead.\n\n" + "\n".join(f"- `{key}`: {why}" for key, why in missing.items())
+        "model that loads instead.\n\n" + "\n".join(f"- {key}: {why}" for key, why in missing.items())
         if missing
         else ""
     )
