@@ -25,7 +25,7 @@ from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
 from vit.analysis import Query
 
-from .checks import number, one_of, whole_number
+from .checks import number, one_of, visitor_error, whole_number
 from .outputs import cache_path, saved, upload_folder
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def uploaded_path(payload: dict | None) -> str:
     try:
         return str(checked_upload(payload.get("path") if isinstance(payload, dict) else None, upload_folder()))
     except UploadRefused as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
 
 
 def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
@@ -133,10 +133,10 @@ def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
 def require(key: ExplanationKey | None) -> Explanation:
     """The session's current explanation, from the server-wide store."""
     if key is None:
-        raise gr.Error("No image analysed yet in this session: upload an image first.")
+        raise visitor_error("No image analysed yet in this session: upload an image first.")
     ex = STORE.peek(key)
     if ex is None:
-        raise gr.Error("This analysis was dropped from the server's memory to make room: upload the image again.")
+        raise visitor_error("This analysis was dropped from the server's memory to make room: upload the image again.")
     return ex
 
 
@@ -214,7 +214,7 @@ def analyze(
         layer = check_layer(layer, loaded.model.config.depth)
         pictures = full_analysis(loaded, uploaded_path(image), mode, layer, fusion, discard, style)
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     return view.update(**pictures, export_name=export_name(image, model_key, catalog))
 
 
@@ -350,10 +350,10 @@ def show_relevance(
     try:
         loaded = catalog.get(explanation[1])
     except ModelUnavailable as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     names = loaded.meta.class_names
     if loaded.model.config.num_classes < 1:
-        raise gr.Error(
+        raise visitor_error(
             "this model has no classifier head, so it makes no predictions and there is no class to explain: "
             "relevance needs a supervised model (e.g. DeiT or ViT-B/16); rollout works for every model"
         )
@@ -481,11 +481,11 @@ def load_model(
     """Switch the Explore tab to another model (downloading pretrained weights once): one of
     this visitor's picker choices, checked here (Gradio's own check echoes the whole value)."""
     if model_key not in {key for _, key in catalog.choices(owner(request))}:
-        raise gr.Error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
+        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
     try:
         loaded = catalog.get(model_key)
     except ModelUnavailable as e:
-        raise gr.Error(str(e), duration=None) from e
+        raise visitor_error(str(e), duration=None) from e
     depth = loaded.model.config.depth
     return view.update(
         current_model=model_key,
@@ -511,5 +511,5 @@ def upload_checkpoint(view: ExploreView, catalog: ModelCatalog, checkpoint: str 
         path = checked_upload(checkpoint, upload_folder())
         key = catalog.register(path, visitor, label=f"upload {path.name}")
     except (UploadRefused, ModelUnavailable) as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     return view.update(model_key=gr.Dropdown(choices=catalog.choices(visitor), value=key))

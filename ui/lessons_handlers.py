@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import gradio as gr
 from PIL import Image
 
 from explorer import lessons
@@ -17,7 +16,7 @@ from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, shown
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
 
-from .checks import one_of, whole_number
+from .checks import one_of, visitor_error, whole_number
 from .explore_handlers import uploaded_path
 from .outputs import saved
 
@@ -30,11 +29,11 @@ MAX_COMPARED = 3
 def lesson_image(image: dict | None) -> Image.Image:
     """The uploaded lesson image, decoded (gr.Error without one or for a bad file)."""
     if image is None:
-        raise gr.Error("No lesson image yet: upload an image at the top of the Lessons tab first.")
+        raise visitor_error("No lesson image yet: upload an image at the top of the Lessons tab first.")
     try:
         return load_image(uploaded_path(image))
     except ImageError as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
 
 
 def lesson_style(cmap: str) -> MapStyle:
@@ -46,7 +45,7 @@ def load(catalog: ModelCatalog, key: object) -> LoadedModel:
     try:
         return catalog.get(str(key))
     except ModelUnavailable as e:
-        raise gr.Error(f"{shown(key)}: {e}") from e
+        raise visitor_error(f"{shown(key)}: {e}") from e
 
 
 def compare_models(
@@ -57,7 +56,7 @@ def compare_models(
     Models that cannot be loaded here (offline) are named; the others are still compared."""
     picture, style = lesson_image(image), lesson_style(cmap)
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
-        raise gr.Error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
+        raise visitor_error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
     loaded, missing = [], {}
     for key in models:
         try:
@@ -66,7 +65,7 @@ def compare_models(
             missing[shown(key)] = str(e)
     if not loaded:
         first = next(iter(missing.values()))
-        raise gr.Error(
+        raise visitor_error(
             f"none of these models can be loaded here: {', '.join(missing)}. Pick models that are available, e.g. "
             f"the bundled one or a checkpoint. The first one's reason: {first}"
         )
@@ -115,7 +114,7 @@ def switch_heads_off(
         off = lessons.parse_heads(str(heads or ""), c.depth, c.heads)
         before, after = lessons.predictions_with_heads_off(loaded, picture, off)
     except lessons.LessonError as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     top, p = next(iter(before.items()))
     now = after.get(top)
     change = f"{p:.3f} → {now:.3f}" if now is not None else f"{p:.3f} → below the top 5"
@@ -134,7 +133,7 @@ def rank_heads(view: LessonsView, catalog: ModelCatalog, image: dict | None, mod
     try:
         predicted, rows = lessons.head_ranking(loaded, picture)
     except lessons.LessonError as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     c = loaded.model.config
     note = (
         f"Predicted class **{predicted}**. Ranked by the drop of its probability when each head alone is "

@@ -14,6 +14,7 @@ from training.registry import TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 
 MIB = 2**20
+MAX_MESSAGE_CHARS = 1000  # a message for a visitor is cut here (it may list a model's 1,000 classes)
 # Anything that looks like an absolute path: shown to visitors as its last part only.
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`<>()\[\]]+)+[/\\]?")
 
@@ -68,5 +69,9 @@ def model_problem(path: str | None, max_parameters: int) -> str | None:
 
 
 def for_visitors(message: str) -> str:
-    """A message safe to show: server paths cut to their last part, HTML escaped."""
-    return html.escape(_PATH.sub(lambda m: Path(m.group(0).rstrip("/\\")).name, message))
+    """A message safe to show: server paths cut to their last part, at most MAX_MESSAGE_CHARS
+    characters, HTML escaped."""
+    text = _PATH.sub(lambda m: Path(m.group(0).rstrip("/\\")).name, message)
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
+    return html.escape(text, quote=False)  # text, never an attribute: quotes stay readable for API clients
