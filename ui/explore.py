@@ -147,7 +147,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
 def _heads_column(depth: int) -> dict[str, Any]:
     heads = _picture("**Attention per head** in the chosen layer, for the query", height=PICTURE_PX, elem_id="heads")
     with gr.Row():
-        layer = gr.Slider(1, depth, value=depth, step=1, label="Layer (1 = first)", scale=4)
+        layer = h.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4)
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
     with gr.Row():
         export_png = gr.Button("Export PNG", size="sm")

@@ -74,6 +74,13 @@ def check_layer(layer: object, depth: int) -> int:
     return whole_number("layer", layer, 1, depth)
 
 
+def layer_slider(depth: int, value: int, **kwargs: Any) -> gr.Slider:
+    """The layer slider for a model `depth` layers deep. Gradio refuses a slider whose minimum
+    is not below its maximum, so a one-layer model gets a hidden one (0 to 1, at 1): there is
+    nothing to choose, and the handlers still accept only layer 1."""
+    return gr.Slider(minimum=1 if depth > 1 else 0, maximum=depth, value=value, visible=depth > 1, **kwargs)
+
+
 def slug(text: str) -> str:
     """`text` as a safe piece of a file name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "x"
@@ -176,7 +183,7 @@ def full_analysis(
         "input_img": saved(views.input_view(ex)),
         "numbers": views.describe_input(ex),
         "label": ex.probabilities,
-        "layer": gr.Slider(maximum=ex.depth, value=layer),
+        "layer": layer_slider(ex.depth, layer),
         "heads": saved(views.heads(ex, None, layer, style)),
         "overview": saved(views.overview(ex, style)),
         "rollout": saved(views.rollout(ex, fusion, discard, style)),
@@ -480,7 +487,7 @@ def load_model(
 ) -> dict:
     """Switch the Explore tab to another model (downloading pretrained weights once): one of
     this visitor's picker choices, checked here (Gradio's own check echoes the whole value)."""
-    if model_key not in {key for _, key in catalog.choices(owner(request))}:
+    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
         raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
     try:
         loaded = catalog.get(model_key)
@@ -491,7 +498,7 @@ def load_model(
         current_model=model_key,
         model_info=loaded.describe(),
         classes=classes_note(loaded),
-        layer=gr.Slider(maximum=depth, value=depth),  # the analysis that follows starts at the last layer
+        layer=layer_slider(depth, depth),  # the analysis that follows starts at the last layer
         similarity=saved(render.position_similarity_tiles(loaded.position_similarity())),
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
     )
