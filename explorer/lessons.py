@@ -26,7 +26,7 @@ from vit.probes import Head, head_importance, heads_off, token_norms
 
 from . import render
 from .catalog import LoadedModel
-from .explain import ModelInput, model_input, top_classes
+from .explain import InputTooLarge, ModelInput, model_input, top_classes
 from .render import MapRow, MapStyle
 
 TILE_PX = 112  # each map's longer side in the lessons' pictures
@@ -62,7 +62,10 @@ class LessonError(ValueError):
 
 
 def _input(loaded: LoadedModel, image: Image.Image) -> ModelInput:
-    return model_input(image, loaded.preprocessing, loaded.model.config.patch_size, "crop")
+    try:
+        return model_input(image, loaded.preprocessing, loaded.model.config.patch_size, "crop")
+    except InputTooLarge as e:
+        raise LessonError(f"{loaded.label}: {e}") from e
 
 
 def _who(loaded: LoadedModel) -> str:

@@ -75,7 +75,10 @@ def compare_models(
         if missing
         else ""
     )
-    drawn = lessons.compare_cls_heads(loaded, picture, style)
+    try:
+        drawn = lessons.compare_cls_heads(loaded, picture, style)
+    except lessons.LessonError as e:
+        raise visitor_error(str(e)) from e
     return view.update(compare_picture=saved(drawn, "lesson-supervised-vs-self-supervised.png"), compare_note=note)
 
 
@@ -95,7 +98,10 @@ def token_norms(
     models = [load(catalog, with_registers), load(catalog, without_registers)]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
-    reports = [lessons.norm_report(m, picture, index) for m in models]
+    try:
+        reports = [lessons.norm_report(m, picture, index) for m in models]
+    except lessons.LessonError as e:
+        raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
     return view.update(
         norms_picture=saved(drawn, f"lesson-token-norms-layer{index + 1}.png"),
