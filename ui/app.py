@@ -35,7 +35,8 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
             build_train_tab(catalog, settings, explore.model_key, train)
         with gr.Tab("Lessons"):
             build_lessons_tab(catalog)
-    # Two analyses at a time on a 2-core machine; up to 64 waiting, then new requests are refused.
+    # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
+    # requests wait, then new ones are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
     return demo
 

@@ -14,6 +14,7 @@ from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
 
+from . import concurrency
 from . import explore_handlers as h
 from .binding import ComponentView, bound
 
@@ -264,12 +265,8 @@ def layout(catalog: ModelCatalog) -> ExploreView:
 # plain numbers and strings (the image as its upload payload, decoded by explorer.images), and
 # the handlers check them with ui.checks, which name the parameter and the allowed range.
 RAW = {"preprocess": False}
-# Clicks, slider moves and restyles redraw one to three small pictures from the cached forward
-# pass (~10 ms of drawing). Gradio gives each event its own slots; these share one pool of two
-# (as the analyses have two), so clicks, the most frequent action, do not queue in their own
-# two while the other redraws' slots sit idle, and at most four requests run at once on two
-# cores (docs/benchmarks-app.md, "A class at once"). "Play" holds a slot for seconds: not here.
-CHEAP = {**RAW, "concurrency_id": "views", "concurrency_limit": 2}
+CHEAP = {**RAW, **concurrency.CHEAP}  # redraws from the cached forward pass (ui/concurrency.py)
+HEAVY = {**RAW, **concurrency.HEAVY}  # forward passes, loads, exports: two at a time, whole server
 
 
 def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
@@ -278,7 +275,7 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
         "fn": bound(h.analyze, view, catalog),
         "inputs": view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE),
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
-        **RAW,
+        **HEAVY,
     }
     gr.on([view.image.change, view.mode.input], **analysis, api_name="analyze")
     return analysis
@@ -332,7 +329,7 @@ def _wire_query(view: ExploreView) -> None:
         view.pick("explanation", "query_token", "query", "layer", *STYLE),
         outputs,
         api_name="query_token",
-        **RAW,
+        **CHEAP,
     )
     on_layer = view.pick("explanation", "layer", *STYLE)
     view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **CHEAP)
@@ -353,7 +350,7 @@ def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
         view.pick("explanation", "export_name", "relevance_class", *STYLE),
         view.relevance,
         api_name="relevance",
-        **RAW,
+        **HEAVY,
     )
 
 
@@ -363,14 +360,14 @@ def _wire_exports(view: ExploreView) -> None:
         view.pick("explanation", "export_name", "query", "layer", *STYLE),
         view.export_file,
         api_name="export_png",
-        **RAW,
+        **HEAVY,
     )
     view.export_gif.click(
         bound(h.export_gif, view),
         view.pick("explanation", "export_name", "query", *STYLE),
         view.export_file,
         api_name="export_gif",
-        **RAW,
+        **HEAVY,
     )
 
 
@@ -382,12 +379,16 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
         view.pick("current_model", "model_info", "classes", "layer", "similarity", "relevance_class"),
         api_name="load_model",
         show_progress="full",
-        **RAW,
+        **HEAVY,
     )
     switched.success(**analysis, api_visibility="private")
     switched.failure(h.keep_model, view.current_model, view.model_key, api_visibility="private")
     view.checkpoint.upload(
-        bound(h.upload_checkpoint, view, catalog), view.checkpoint, view.model_key, api_name="upload_checkpoint"
+        bound(h.upload_checkpoint, view, catalog),
+        view.checkpoint,
+        view.model_key,
+        api_name="upload_checkpoint",
+        **concurrency.HEAVY,
     )
 
 

@@ -12,6 +12,7 @@ from explorer import lessons
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.render import COLORMAPS
 
+from . import concurrency
 from . import lessons_handlers as h
 from .binding import bound
 
@@ -25,7 +26,9 @@ WITH_REGISTERS = "pretrained:vit_large_patch14_reg4_dinov2.lvd142m"  # artefacts
 WITHOUT_REGISTERS = "pretrained:vit_large_patch14_dinov2.lvd142m"
 RANKED = "pretrained:deit_small_patch16_224.fb_in1k"
 MAX_LAYER = 32  # the deepest model of the zoo (ViT-H/14) has 32 layers
-RAW = {"preprocess": False}  # inputs checked by the handlers (ui/checks.py), as in the Explore tab
+# inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
+# so all four share the server's heavy slots (ui/concurrency.py)
+RAW = {"preprocess": False, **concurrency.HEAVY}
 
 
 @dataclass(frozen=True)

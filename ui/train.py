@@ -21,6 +21,7 @@ from explorer.render import MapStyle
 from training.job import JobBusy, JobSnapshot
 from training.registry import JobRegistry
 
+from . import concurrency
 from .binding import ComponentView, bound
 from .checks import number, one_of, visitor_error, whole_number
 from .explore_handlers import owner
@@ -334,7 +335,7 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     view.keep_training.click(bound(keep_training, view), None, view.confirm, api_visibility="private")
     view.confirm_stop.click(bound(train_stop, view, runs), None, view.pick("status", "confirm"), api_name="train_stop")
     to_explore = bound(train_open_in_explore, runs, catalog)
-    view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore")
+    view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore", **concurrency.HEAVY)
 
 
 def build_train_tab(
