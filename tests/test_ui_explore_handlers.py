@@ -229,3 +229,23 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
     classes = h.load_model(view, catalog, BUNDLED, None)[view.relevance_class]
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
+
+
+def test_the_examples_survive_a_prune_of_the_upload_folder(monkeypatch, tmp_path, tiny_checkpoint):
+    """A prune to a budget of 0 used to delete the examples' cached copies: clicking an example
+    then failed with "not an upload of this app"."""
+    import ui
+    from ui.outputs import UPLOADS
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))  # never prune a shared folder
+    monkeypatch.setattr(UPLOADS, "keep", frozenset())
+    ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
+    copies = [p for p in UPLOADS.keep if p.suffix == ".jpg"]
+    assert sorted(p.name for p in copies) == sorted(p.name for p in EXAMPLES_DIR.glob("*.jpg"))
+    visitor = tmp_path / "gradio" / "visitor" / "upload.png"
+    visitor.parent.mkdir()
+    visitor.write_bytes(b"x" * 100)
+    monkeypatch.setattr(UPLOADS, "budget_bytes", 0)
+    UPLOADS.prune()
+    assert not visitor.exists() and all(p.exists() for p in copies)
+    assert h.uploaded_path({"path": str(copies[0])}) == str(copies[0])

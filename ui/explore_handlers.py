@@ -26,7 +26,7 @@ from training.registry import owner_id
 from vit.analysis import Query
 
 from .checks import number, one_of, visitor_error, whole_number
-from .outputs import cache_path, saved, upload_folder
+from .outputs import UPLOADS, cache_path, saved, upload_folder
 
 if TYPE_CHECKING:
     from .explore import ExploreView
@@ -119,7 +119,9 @@ def uploaded_path(payload: dict | None) -> str:
     the app decodes it itself (explorer.images) and every bad file gets a clear message.
     Whatever path a client sent, only a file inside Gradio's upload folder is accepted."""
     try:
-        return str(checked_upload(payload.get("path") if isinstance(payload, dict) else None, upload_folder()))
+        path = checked_upload(payload.get("path") if isinstance(payload, dict) else None, upload_folder())
+        UPLOADS.admit(path)  # the disk budget holds when the file arrives, not a minute later
+        return str(path)
     except UploadRefused as e:
         raise visitor_error(str(e)) from e
 
@@ -516,6 +518,7 @@ def upload_checkpoint(view: ExploreView, catalog: ModelCatalog, checkpoint: str 
     visitor = owner(request)
     try:
         path = checked_upload(checkpoint, upload_folder())
+        UPLOADS.admit(path)
         key = catalog.register(path, visitor, label=f"upload {path.name}")
     except (UploadRefused, ModelUnavailable) as e:
         raise visitor_error(str(e)) from e
