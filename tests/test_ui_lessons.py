@@ -1,12 +1,15 @@
 """The Lessons tab's handlers called directly (no server): named outputs, 1-based heads and
 layers, models that cannot be loaded named while the others are compared, clear refusals."""
 
+from types import SimpleNamespace
+
 import gradio as gr
 import numpy as np
 import pytest
 import torch
 from PIL import Image
 
+import ui
 import vit
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import lessons_handlers as h
@@ -89,10 +92,32 @@ def test_heads_off_by_1_based_layer_dot_head(tab, image):
 
 def test_the_ranking_and_its_refusal_for_a_model_without_a_head(tab, registers, image):
     view, catalog = tab
-    out = h.rank_heads(view, catalog, image, BUNDLED)
+    out = list(h.rank_heads(view, catalog, image, BUNDLED, None))[-1]
     rows = out[view.ranking]
     assert [r[0] for r in rows] == list(range(1, 11)) and "6 × 4 = 24 forward passes" in out[view.heads_note]
     with pytest.raises(gr.Error, match="has no classifier head, so it makes no predictions"):
-        h.rank_heads(view, catalog, image, registers)
+        next(h.rank_heads(view, catalog, image, registers, None))
     with pytest.raises(gr.Error, match="pretrained:nonexistent"):
-        h.rank_heads(view, catalog, image, "pretrained:nonexistent")
+        next(h.rank_heads(view, catalog, image, "pretrained:nonexistent", None))
+
+
+def test_one_ranking_at_a_time_per_visitor_and_stop_ends_it(tab, image):
+    view, catalog = tab
+    alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
+    first = h.rank_heads(view, catalog, image, BUNDLED, alice)
+    assert "4 of 24 heads ranked so far" in next(first)[view.heads_note]  # after layer 1 of 6
+    with pytest.raises(gr.Error, match="you already have a ranking running"):
+        next(h.rank_heads(view, catalog, image, BUNDLED, alice))
+    assert "ranked so far" in next(h.rank_heads(view, catalog, image, BUNDLED, bob))[view.heads_note]
+    first.close()  # what Gradio's cancel (Stop, or the visitor leaving) does between two steps
+    assert "24 forward passes" in list(h.rank_heads(view, catalog, image, BUNDLED, alice))[-1][view.heads_note]
+
+
+def test_the_stop_button_cancels_the_ranking(tiny_checkpoint, tmp_path):
+    import inspect
+
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path))
+    ranking = next(fn for fn in demo.fns.values() if fn.api_name == "lesson_head_ranking")
+    assert inspect.isgeneratorfunction(ranking.fn)  # Gradio stops a generator between steps
+    stops = [d for d in demo.config["dependencies"] if ranking._id in d["cancels"]]
+    assert len(stops) == 1 and stops[0]["backend_fn"] is False

@@ -7,8 +7,13 @@ models differ, so nothing is shared with the Explore tab's cached explanation. P
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+import gradio as gr
 from PIL import Image
 
 from explorer import lessons
@@ -17,7 +22,7 @@ from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
 
 from .checks import one_of, visitor_error, whole_number
-from .explore_handlers import uploaded_path
+from .explore_handlers import owner, uploaded_path
 from .outputs import saved
 
 if TYPE_CHECKING:
@@ -132,17 +137,55 @@ def switch_heads_off(
     return view.update(top5=after, heads_note=note)
 
 
-def rank_heads(view: LessonsView, catalog: ModelCatalog, image: dict | None, model_key: str) -> dict:
+class OnePerVisitor:
+    """Which visitors have a long job (a head ranking) running, each until its deadline: one at a
+    time per visitor. A job Gradio abandons without closing (its visitor left) frees its
+    visitor when the deadline passes; the job itself stops there too."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def claim(self, visitor: str, seconds: float) -> Iterator[None]:
+        now = time.monotonic()
+        with self._lock:
+            if self._until.get(visitor, 0.0) > now:
+                raise visitor_error("you already have a ranking running: wait for it, or press Stop first")
+            self._until[visitor] = now + seconds
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._until.pop(visitor, None)
+
+
+RANKINGS = OnePerVisitor()
+
+
+def rank_heads(
+    view: LessonsView, catalog: ModelCatalog, image: dict | None, model_key: str, request: gr.Request
+) -> Iterator[dict]:
     """The heads whose removal lowers the predicted class's probability most, one head off at
-    a time: layers x heads forward passes (refused past explorer.lessons.MAX_RANKING_PASSES)."""
+    a time: layers x heads forward passes, refused past explorer.lessons.MAX_RANKING_FLOPS and
+    stopped after MAX_RANKING_S seconds. One ranking at a time per visitor; the ranking so far
+    is shown after every layer, and *Stop* (or leaving the page) ends it there."""
     picture, loaded = lesson_image(image), load(catalog, model_key)
-    try:
-        predicted, rows = lessons.head_ranking(loaded, picture)
-    except lessons.LessonError as e:
-        raise visitor_error(str(e)) from e
     c = loaded.model.config
+    with RANKINGS.claim(owner(request), lessons.MAX_RANKING_S):
+        try:
+            for ranking in lessons.head_ranking_steps(loaded, picture):
+                yield view.update(ranking=ranking.rows, heads_note=ranking_note(ranking, c.depth, c.heads))
+        except lessons.LessonError as e:
+            raise visitor_error(str(e)) from e
+
+
+def ranking_note(ranking: lessons.Ranking, depth: int, heads: int) -> str:
+    """Markdown: what the ranking measured, and how far it got."""
     note = (
-        f"Predicted class **{predicted}**. Ranked by the drop of its probability when each head alone is "
-        f"switched off ({c.depth} × {c.heads} = {c.depth * c.heads} forward passes)."
+        f"Predicted class **{ranking.predicted}**. Ranked by the drop of its probability when each head alone is "
+        f"switched off ({depth} × {heads} = {ranking.total} forward passes)."
     )
-    return view.update(ranking=rows, heads_note=note)
+    if ranking.done < ranking.total:
+        note += f" **{ranking.done} of {ranking.total} heads ranked so far.**"
+    return note
