@@ -222,6 +222,13 @@ def top_classes(logits: Tensor, class_names: list[str], k: int) -> dict[str, flo
     return {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
 
 
+# Peak memory of one request / its attention maps, measured (RSS, 8 layers x 32 heads, 577
+# tokens, 325 MiB of maps): the forward pass 1.1, /analyze's views 3.1, relevance 3.3 (its
+# backward pass keeps every map's gradient), the GIF 3.2. Rounded up: a request on an input
+# whose maps take M bytes may compute about REQUEST_FACTOR x M.
+REQUEST_FACTOR = 4
+
+
 def attention_bytes(model: VisionTransformer, input_size: tuple[int, int]) -> int:
     """Bytes the float32 attention maps of one (H, W) input take: layers x heads x tokens²
     x 4. Known before the forward pass, so a too-large request is refused before allocating."""

@@ -1,10 +1,12 @@
 """The model catalogue behind the picker: fallbacks, what may be opened, and memory bounds."""
 
 import pytest
+import torch
 
 import vit
-from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable
-from vit.preprocessing import CIFAR10
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable, ServingLimits
+from vit.preprocessing import CIFAR10, Preprocessing
+from vit.weights import PRETRAINED
 
 
 def test_missing_bundled_model_falls_back_to_clearly_labelled_untrained_weights(tmp_path):
@@ -74,3 +76,48 @@ def test_a_key_that_loaded_leaves_no_lock_behind(tmp_path, tiny_checkpoint):
     key = catalog.register(tiny_checkpoint, "alice")
     catalog.get(key)
     assert catalog._loading == {}
+
+
+def _hostile(tmp_path, name: str, pre: Preprocessing = CIFAR10, **config) -> str:
+    """A small valid checkpoint whose header asks for costly work; returns the file."""
+    path = tmp_path / f"{name}.safetensors"
+    model = vit.VisionTransformer(vit.ViTConfig(num_classes=10, in_channels=3, **config))
+    vit.save_checkpoint(model, path, preprocessing=pre)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "pre", "config", "message"),
+    [
+        ("resize", Preprocessing(16000, 32), {}, "preprocessing resize_size 16,000 is more than this server's 1,024"),
+        ("grid80", CIFAR10, {"image_size": 320, "patch_size": 4}, "patch grid side 80 is more than this server's 48"),
+        ("heads144", CIFAR10, {"dim": 144, "heads": 144}, "heads 144 is more than this server's 64"),
+        (
+            "maps",  # every field within bounds: 12 layers x 64 heads x 577² attention weights
+            Preprocessing(384, 384),
+            {"image_size": 384, "patch_size": 16, "dim": 64, "heads": 64, "depth": 12},
+            "one analysis would need about 3,902 MiB, more than this server's 1,024 MiB per request",
+        ),
+    ],
+)
+def test_costly_but_valid_checkpoints_are_refused_when_loaded(
+    tmp_path, tiny_checkpoint, monkeypatch, name, pre, config, message
+):
+    small = {"image_size": 32, "patch_size": 4, "dim": 8, "depth": 1, "heads": 2, "mlp_dim": 8}
+    path = _hostile(tmp_path, name, pre, **(small | config))
+    assert path.stat().st_size < 2_000_000  # a small upload
+    monkeypatch.setattr(vit.VisionTransformer, "forward", lambda *_: pytest.fail("a forward pass ran"))
+    monkeypatch.setattr(LoadedModel, "position_similarity", lambda _: pytest.fail("the similarity was computed"))
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
+    with pytest.raises(ModelUnavailable, match=message):
+        catalog.register(path, "alice")
+    assert catalog.checkpoints("alice") == [] and len(catalog._loaded) == 0
+
+
+def test_every_pretrained_model_of_the_picker_fits_the_default_limits():
+    for name, spec in PRETRAINED.items():
+        with torch.device("meta"):  # ViT-L's weights are never allocated
+            model = vit.create_model(spec.config)
+        crop = spec.input_size or model.config.image_size
+        loaded = LoadedModel(name, name, model, vit.ModelMeta([], Preprocessing(round(crop / 0.875), crop)))
+        ServingLimits().check(loaded)

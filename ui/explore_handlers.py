@@ -18,7 +18,7 @@ import gradio as gr
 
 from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable, shown
-from explorer.explain import Explanation, ExplanationStore, ExplanationTooLarge, explain
+from explorer.explain import REQUEST_FACTOR, Explanation, ExplanationStore, ExplanationTooLarge, explain
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
@@ -163,13 +163,18 @@ def full_analysis(
     discard: float,
     style: MapStyle,
     store: ExplanationStore | None = STORE,
+    max_request_bytes: int | None = None,
 ) -> dict[str, Any]:
     """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name
     (all but export_name, which needs the upload's name).
     A (file, model, mode) any session has seen recently is not run again (`store`; None: no
     caching, as the benchmark measures). Raises ImageError for unusable files,
-    ExplanationTooLarge past the store's memory budget."""
-    budget = store.max_bytes if store else None
+    ExplanationTooLarge past the store's memory budget or when the request would compute more
+    than `max_request_bytes` (REQUEST_FACTOR x its maps; whole mode can hold 16 x crop's maps)."""
+    budgets = [store.max_bytes] if store else []
+    if max_request_bytes is not None:
+        budgets.append(max_request_bytes // REQUEST_FACTOR)
+    budget = min(budgets, default=None)
 
     def forward_pass() -> Explanation:
         pre = loaded.preprocessing
@@ -221,7 +226,8 @@ def analyze(
     try:
         loaded = catalog.get(model_key)
         layer = check_layer(layer, loaded.model.config.depth)
-        pictures = full_analysis(loaded, uploaded_path(image), mode, layer, fusion, discard, style)
+        path, limit = uploaded_path(image), catalog.serving.request_bytes
+        pictures = full_analysis(loaded, path, mode, layer, fusion, discard, style, max_request_bytes=limit)
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return view.update(**pictures, export_name=export_name(image, model_key, catalog))
