@@ -151,3 +151,10 @@ def test_timm_models_with_a_distillation_token_and_registers_through_the_views()
     dino_loaded = LoadedModel("dinov2", "dinov2", dino.eval(), vit.ModelMeta([], vit.Preprocessing(28, 28)))
     report = lessons.norm_report(dino_loaded, photo(), 1)
     assert list(report.prefix) == ["cls", "reg1", "reg2", "reg3", "reg4"] and report.norms.shape == (2, 2)
+
+
+def test_heads_off_refuses_a_huge_item_with_a_short_message():
+    """int() of a 5,000-digit layer number raised an uncaught ValueError (Python's digit limit)."""
+    with pytest.raises(lessons.LessonError, match="is not layer.head") as refused:
+        lessons.parse_heads("9" * 5000 + ".1", 6, 4)
+    assert len(str(refused.value)) < 150
