@@ -23,7 +23,6 @@ HEAVY_EVENTS = {
     "lesson_compare",
     "lesson_token_norms",
     "lesson_heads_off",
-    "lesson_head_ranking",
 }
 # Events with their own slots, each for a reason: Gradio's example loader and the picker's
 # rollback do no work; "play" mostly sleeps between frames; the Train tab's events start,
@@ -33,7 +32,7 @@ OWN_SLOTS = {"load_example", "play_layers", "keep_model", "train_start", "train_
 
 def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_path):
     demo = ui.build_demo(ModelCatalog(runs_dir=tmp_path))
-    heavy, views, other = set(), set(), set()
+    heavy, views, other, ranking = set(), set(), set(), set()
     for fn in demo.fns.values():
         if fn.fn is None:  # a button that only cancels (Stop the ranking) runs nothing
             continue
@@ -42,9 +41,12 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
             assert fn.concurrency_limit == HEAVY_LIMIT
         elif fn.concurrency_id == "views":
             views.add(fn.api_name)
+        elif fn.concurrency_id == "ranking":  # minutes long: one slot of its own
+            ranking.add(fn.api_name)
+            assert fn.concurrency_limit == 1
         else:
             other.add(fn.api_name.rstrip("_0123456789"))
-    assert heavy == HEAVY_EVENTS
+    assert heavy == HEAVY_EVENTS and ranking == {"lesson_head_ranking"}
     assert other <= OWN_SLOTS | {"keep_polling", "ask_to_stop", "keep_training"}, other - OWN_SLOTS
     assert {"heads", "query_patch", "query_token", "click_patch"} <= views
 

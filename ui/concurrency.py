@@ -13,6 +13,9 @@ from __future__ import annotations
 # one torch thread, app.py --torch-threads).
 HEAVY_LIMIT = 2
 HEAVY = {"concurrency_id": "heavy", "concurrency_limit": HEAVY_LIMIT}
+# A head ranking may hold its slot for minutes (explorer.lessons.MAX_RANKING_S): rankings get one
+# slot of their own, so two of them never take both heavy slots from every analysis.
+RANKING = {"concurrency_id": "ranking", "concurrency_limit": 1}
 # Clicks, slider moves and restyles redraw one to three small pictures from the cached forward
 # pass (~10 ms of drawing). They share one pool of two of their own, so clicks, the most frequent
 # action, never wait behind an analysis, and at most four requests run at once on two cores

@@ -183,7 +183,7 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         [v.image, v.heads_model],
         [v.ranking, v.heads_note],
         api_name="lesson_head_ranking",
-        **RAW,
+        **(RAW | concurrency.RANKING),
     )
     # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
     v.rank_stop.click(None, cancels=[ranking], api_visibility="private")
