@@ -121,3 +121,50 @@ def test_the_stop_button_cancels_the_ranking(tiny_checkpoint, tmp_path):
     assert inspect.isgeneratorfunction(ranking.fn)  # Gradio stops a generator between steps
     stops = [d for d in demo.config["dependencies"] if ranking._id in d["cancels"]]
     assert len(stops) == 1 and stops[0]["backend_fn"] is False
+
+
+@pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")  # Gradio's queue, as in test_ui_public.py
+def test_a_cancelled_ranking_stops_between_steps_and_frees_its_visitor(tiny_checkpoint, tmp_path, monkeypatch, image):
+    """What Stop (and a visitor leaving) does to a ranking on a real server: Gradio stops
+    iterating the generator, so no more forward passes run, and the visitor may rank again."""
+    import threading
+    import time
+
+    from gradio_client import Client, handle_file
+
+    from bench.serving import free_port
+    from explorer import lessons
+
+    steps, release = [], threading.Event()
+
+    def endless(loaded, picture, shown=10, seconds=lessons.MAX_RANKING_S):
+        while not release.is_set():  # one "forward pass" per step, forever
+            steps.append(1)
+            time.sleep(0.05)
+            yield lessons.Ranking("cat", [], len(steps), 10**6)
+
+    monkeypatch.setattr(lessons, "head_ranking_steps", endless)
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path))
+    port = free_port()
+    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        job = client.submit(handle_file(image["path"]), BUNDLED, api_name="/lesson_head_ranking")
+        deadline = time.monotonic() + 60
+        while len(steps) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(steps) >= 5
+        job.cancel()
+        counts = [len(steps)]
+        while time.monotonic() < deadline and (len(counts) < 3 or counts[-1] != counts[-3]):
+            time.sleep(0.5)  # until no step ran for a second (under load the cancel takes a moment)
+            counts.append(len(steps))
+        assert counts[-1] == counts[-3] and counts[-1] < 1000  # stopped, long before the budget
+        again = client.submit(handle_file(image["path"]), BUNDLED, api_name="/lesson_head_ranking")
+        while len(steps) == counts[-1] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(steps) > counts[-1]  # the same visitor may rank again: the cancel freed them
+        again.cancel()
+    finally:
+        release.set()
+        demo.close()

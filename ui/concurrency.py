@@ -9,8 +9,8 @@ at once (837 -> 8,902 MiB, issue 17).
 from __future__ import annotations
 
 # Everything that runs a model or loads one: analyses, model loads and uploads, relevance,
-# exports, the lessons. Two at a time on the whole server, one per core (each request uses
-# one torch thread, app.py --torch-threads).
+# exports, the lessons but the ranking (below). Two at a time on the whole server, one per
+# core (each request uses one torch thread, app.py --torch-threads).
 HEAVY_LIMIT = 2
 HEAVY = {"concurrency_id": "heavy", "concurrency_limit": HEAVY_LIMIT}
 # A head ranking may hold its slot for minutes (explorer.lessons.MAX_RANKING_S): rankings get one
