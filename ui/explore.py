@@ -14,6 +14,7 @@ from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
 
+from . import concurrency
 from . import explore_handlers as h
 from .binding import ComponentView, bound
 
@@ -155,7 +156,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
 def _heads_column(depth: int) -> dict[str, Any]:
     heads = _picture("**Attention per head** in the chosen layer, for the query", height=PICTURE_PX, elem_id="heads")
     with gr.Row():
-        layer = gr.Slider(1, depth, value=depth, step=1, label="Layer (1 = first)", scale=4)
+        layer = h.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4)
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
     with gr.Row():
         export_png = gr.Button("Export PNG", size="sm")
@@ -286,12 +287,8 @@ def layout(catalog: ModelCatalog) -> ExploreView:
 # plain numbers and strings (the image as its upload payload, decoded by explorer.images), and
 # the handlers check them with ui.checks, which name the parameter and the allowed range.
 RAW = {"preprocess": False}
-# Clicks, slider moves and restyles redraw one to three small pictures from the cached forward
-# pass (~10 ms of drawing). Gradio gives each event its own slots; these share one pool of two
-# (as the analyses have two), so clicks, the most frequent action, do not queue in their own
-# two while the other redraws' slots sit idle, and at most four requests run at once on two
-# cores (docs/benchmarks-app.md, "A class at once"). "Play" holds a slot for seconds: not here.
-CHEAP = {**RAW, "concurrency_id": "views", "concurrency_limit": 2}
+CHEAP = {**RAW, **concurrency.CHEAP}  # redraws from the cached forward pass (ui/concurrency.py)
+HEAVY = {**RAW, **concurrency.HEAVY}  # forward passes, loads, exports: two at a time, whole server
 
 
 def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
@@ -300,7 +297,7 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
         "fn": bound(h.analyze, view, catalog),
         "inputs": view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE, *SHOW),
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
-        **RAW,
+        **HEAVY,
     }
     gr.on([view.image.change, view.mode.input], **analysis, api_name="analyze")
     return analysis
@@ -354,7 +351,7 @@ def _wire_query(view: ExploreView) -> None:
         view.pick("explanation_key", "query_token", "query", "layer", *STYLE),
         outputs,
         api_name="query_token",
-        **RAW,
+        **CHEAP,
     )
     on_layer = view.pick("explanation_key", "layer", *STYLE)
     view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **CHEAP)
@@ -375,7 +372,7 @@ def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
         view.pick("explanation_key", "export_name", "relevance_class", *STYLE, *SHOW),
         view.relevance,
         api_name="relevance",
-        **RAW,
+        **HEAVY,
     )
 
 
@@ -385,14 +382,14 @@ def _wire_exports(view: ExploreView) -> None:
         view.pick("explanation_key", "export_name", "query", "layer", *STYLE),
         view.export_file,
         api_name="export_png",
-        **RAW,
+        **HEAVY,
     )
     view.export_gif.click(
         bound(h.export_gif, view),
         view.pick("explanation_key", "export_name", "query", *STYLE),
         view.export_file,
         api_name="export_gif",
-        **RAW,
+        **HEAVY,
     )
 
 
@@ -404,11 +401,16 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
         view.pick("current_model", "model_info", "classes", "layer", "similarity", "relevance_class"),
         api_name="load_model",
         show_progress="full",
+        **HEAVY,
     )
     switched.success(**analysis, api_visibility="private")
     switched.failure(h.keep_model, view.current_model, view.model_key, api_visibility="private")
     view.checkpoint.upload(
-        bound(h.upload_checkpoint, view, catalog), view.checkpoint, view.model_key, api_name="upload_checkpoint"
+        bound(h.upload_checkpoint, view, catalog),
+        view.checkpoint,
+        view.model_key,
+        api_name="upload_checkpoint",
+        **concurrency.HEAVY,
     )
 
 
