@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.torch_threads)
     started = time.perf_counter()
     settings = ServerSettings.from_args(args)
-    catalog = ModelCatalog(args.model or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, limits=settings.load)
+    limits = {"limits": settings.load, "serving": settings.serving}
+    catalog = ModelCatalog(args.model or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, **limits)
     demo = ui.build_demo(catalog, settings)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
     ui.launch(demo, args.host, args.port, args.share, settings.uploads_bytes)

@@ -1,10 +1,13 @@
-"""Draw docs/pictures-before.png and docs/pictures-after.png: the head maps of one image and
-the bundled model, under the old colour rule and under the rule of docs/pictures.md.
+"""Draw the figures of docs/pictures.md from the bundled model:
+
+- pictures-before.png, pictures-after.png: the head maps of one photo under the old colour
+  rule (each head min-max stretched on its own, no colour bar, nothing said about CLS) and
+  the app's own heads view;
+- rollout-before.png and rollout-{weights,relative,top-mass}.png: the rollout of the CIFAR-10
+  cat example coloured from 0 with nothing marking uniform (as drawn until then), and the
+  three ways the app draws it now (views.SHOWS).
 
     python docs/make_pictures_figure.py
-
-"Before" reproduces the rule used until then: each head min-max stretched on its own, no
-colour bar, nothing said about CLS. "After" is the app's own heads view.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from explorer.explain import Explanation, explain  # noqa: E402
 from explorer.render import MapStyle  # noqa: E402
 
 IMAGE = "lion.jpg"  # one of the app's example photos
+CAT = ROOT / "examples" / "cifar10" / "cat.jpg"  # its rollout spans 0.0093 to 0.0223 around uniform 0.0152
 
 
 def before(ex: Explanation, layer: int, style: MapStyle) -> Image.Image:
@@ -36,13 +40,29 @@ def before(ex: Explanation, layer: int, style: MapStyle) -> Image.Image:
     return render.stack([render.text_block(f"layer {layer} of {ex.depth}, query: CLS", grid.width), grid])
 
 
+def rollout_before(ex: Explanation, style: MapStyle) -> Image.Image:
+    """The old rollout picture: coloured from 0 to its maximum, nothing marking uniform."""
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX)
+    note = views.describe_rollout(ex, "mean", 0.0)
+    return render.map_picture(
+        base, ex.rollout("mean", 0.0), style, "attention rollout, query: CLS", "rollout weight", note
+    )
+
+
 def main() -> None:
     loaded = ModelCatalog().get(BUNDLED)
     image = Image.open(get_image(IMAGE)).convert("RGB")
     ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image)
+    cat = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, Image.open(CAT).convert("RGB"))
     style = MapStyle()
-    for name, picture in (("before", before(ex, ex.depth, style)), ("after", views.heads(ex, None, ex.depth, style))):
-        path = ROOT / "docs" / f"pictures-{name}.png"
+    pictures = {
+        "pictures-before": before(ex, ex.depth, style),
+        "pictures-after": views.heads(ex, None, ex.depth, style),
+        "rollout-before": rollout_before(cat, style),
+        **{f"rollout-{show.replace(' ', '-')}": views.rollout(cat, "mean", 0.0, style, show) for show in views.SHOWS},
+    }
+    for name, picture in pictures.items():
+        path = ROOT / "docs" / f"{name}.png"
         picture.save(path, optimize=True)
         print(f"{path.relative_to(ROOT)}: {picture.width} x {picture.height} px, {path.stat().st_size // 1024} KB")
 

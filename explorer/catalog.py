@@ -23,15 +23,74 @@ import torch
 import vit
 from vit.analysis import position_embedding_similarity
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
-from vit.weights import PRETRAINED
+from vit.pretrained import PRETRAINED
+
+from .explain import REQUEST_FACTOR, attention_bytes
 
 BUNDLED = "bundled"
 EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
 BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_nano.safetensors"
+MAX_KEY_CHARS = 200  # longer than any key the catalogue hands out ("checkpoint:" + 16 characters, pretrained names)
+SHOWN_CHARS = 40  # at most this much of a key a visitor sent is echoed back
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`value` as a short quoted text for a message: a visitor's 1 MB key is not echoed back."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 class ModelUnavailable(RuntimeError):
     """A model key cannot be loaded; the message is meant for the user."""
+
+
+# The position-similarity picture of a g x g grid holds g² enlarged tiles of g² slots each:
+# about this many bytes per (slot, slot) pair at its peak (measured: an 80 x 80 grid took 3.7 GB).
+SIMILARITY_BYTES_PER_PAIR = 90
+
+
+@dataclass(frozen=True)
+class ServingLimits:
+    """What a model may make one request compute, checked when it is loaded, before any view
+    uses it (docs/security.md). Every config and preprocessing field that scales work is
+    bounded, then the memory of a crop-mode request (REQUEST_FACTOR x its attention maps) and
+    of the position-similarity picture (grows as grid⁴) against `request_bytes`. The defaults
+    admit every pretrained model of the picker."""
+
+    max_side: int = 1024  # resize_size, crop_size, image_size (px)
+    max_grid_side: int = 48  # patch-grid rows or columns (DINOv2's position embeddings: 37)
+    max_depth: int = 64
+    max_heads: int = 64
+    max_dim: int = 4096
+    request_bytes: int = 1024 * 2**20
+
+    def check(self, loaded: LoadedModel) -> None:
+        """Raise ModelUnavailable naming the first field or estimate over its bound."""
+        c, p = loaded.model.config, loaded.preprocessing
+        crop_grid = loaded.model.patch_grid(p.crop_size, p.crop_size)
+        fields = [
+            ("preprocessing resize_size", p.resize_size, self.max_side),
+            ("preprocessing crop_size", p.crop_size, self.max_side),
+            ("image_size", c.image_size, self.max_side),
+            ("patch grid side", max(*c.grid, *crop_grid), self.max_grid_side),
+            ("depth", c.depth, self.max_depth),
+            ("heads", c.heads, self.max_heads),
+            ("dim", c.dim, self.max_dim),
+        ]
+        for name, value, bound in fields:
+            if value > bound:
+                raise ModelUnavailable(f"{loaded.label}: {name} {value:,} is more than this server's {bound:,}")
+        side = p.crop_size
+        costs = [
+            ("one analysis", REQUEST_FACTOR * attention_bytes(loaded.model, (side, side))),
+            ("the position-similarity picture", SIMILARITY_BYTES_PER_PAIR * (c.grid[0] * c.grid[1]) ** 2),
+        ]
+        for what, cost in costs:
+            if cost > self.request_bytes:
+                raise ModelUnavailable(
+                    f"{loaded.label}: {what} would need about {cost / 2**20:,.0f} MiB, more than this server's "
+                    f"{self.request_bytes / 2**20:,.0f} MiB per request"
+                )
 
 
 @dataclass
@@ -81,12 +140,14 @@ class ModelCatalog:
         capacity: int = 3,
         scan_runs: bool = True,
         limits: vit.checkpoint.LoadLimits = vit.checkpoint.DEFAULT_LIMITS,
+        serving: ServingLimits | None = None,
     ):
         self.bundled_path = Path(bundled_path)
         self.runs_dir = Path(runs_dir).resolve()
         self.capacity = capacity
         self.scan_runs = scan_runs
         self.limits = limits
+        self.serving = serving or ServingLimits()
         self._checkpoints: dict[str, tuple[Path, str, str]] = {}  # token -> (file, owner, label)
         self._loaded: OrderedDict[str, LoadedModel] = OrderedDict()
         self._lock = threading.Lock()
@@ -136,8 +197,26 @@ class ModelCatalog:
             raise ModelUnavailable("unknown checkpoint: pick one from the list or upload it")
         return entry[0]
 
+    def known(self, key: object) -> bool:
+        """Whether `key` names a model this catalogue offers (checked before anything is kept for it)."""
+        if not isinstance(key, str) or len(key) > MAX_KEY_CHARS:
+            return False
+        kind, _, name = key.partition(":")
+        with self._lock:
+            return (
+                key == BUNDLED
+                or (kind == "pretrained" and name in PRETRAINED)
+                or (kind == "checkpoint" and name in self._checkpoints)
+            )
+
     def get(self, key: str) -> LoadedModel:
-        """The loaded model for `key`, loading it on first use. Raises ModelUnavailable."""
+        """The loaded model for `key`, loading it on first use. Raises ModelUnavailable.
+        An unknown key is refused before any lock or entry is made for it: a visitor sending
+        many distinct keys leaves the catalogue as it was (docs/security.md)."""
+        if not self.known(key):
+            if isinstance(key, str) and key.startswith("checkpoint:"):
+                raise ModelUnavailable("unknown checkpoint: pick one from the list or upload it")
+            raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
         with self._lock:
             if key in self._loaded:
                 self._loaded.move_to_end(key)
@@ -147,8 +226,16 @@ class ModelCatalog:
             with self._lock:
                 if key in self._loaded:
                     return self._loaded[key]
-            loaded = self._load(key)
+            try:
+                loaded = self._load(key)
+                if key != BUNDLED:  # the operator's choice is trusted (docs/security.md)
+                    self.serving.check(loaded)  # before any view uses it
+            except BaseException:
+                with self._lock:
+                    self._loading.pop(key, None)
+                raise
             with self._lock:
+                self._loading.pop(key, None)  # whoever waits on it finds the model loaded
                 self._loaded[key] = loaded
                 evictable = [k for k in self._loaded if k != BUNDLED]
                 while len(self._loaded) > self.capacity and evictable:
@@ -172,7 +259,7 @@ class ModelCatalog:
             except vit.CheckpointError as e:
                 raise ModelUnavailable(f"cannot use this checkpoint: {e}") from e
             return LoadedModel(key, f"checkpoint {self._checkpoints[name][2]}", model, meta)
-        raise ModelUnavailable(f"unknown model {key!r}: pick one from the list")
+        raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
 
     def _bundled_label(self) -> str:
         if not self.bundled_path.is_file():

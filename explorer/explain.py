@@ -30,8 +30,14 @@ from vit.analysis import (
     rollout_prefix_attention,
 )
 
+from .images import ImageError
+
 Mode = Literal["crop", "whole"]
 MAX_ASPECT = 4  # "whole image" mode: longer side at most 4x the shorter, so token counts stay sane
+# The largest image either mode's resize may produce (8 Mpx: 96 MiB as the floats torchvision's
+# antialiased resize works in). Crop mode resizes the shorter side to resize_size before it
+# crops, so an elongated image or a model with a large resize_size could ask for gigabytes.
+MAX_RESIZED_PIXELS = 8 * 2**20
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,19 @@ def whole_image_size(size: tuple[int, int], short_side: int, patch_size: int) ->
     return side(h), side(w)
 
 
+def resized_size(size: tuple[int, int], pre: Preprocessing, patch_size: int, mode: Mode) -> tuple[int, int]:
+    """(H, W) of the image after `mode`'s resize, before crop mode's crop: what the resize allocates."""
+    if mode == "whole":
+        return whole_image_size(size, pre.crop_size, patch_size)
+    h, w = size
+    long_side = int(pre.resize_size * max(h, w) / min(h, w))  # torchvision's rule for Resize(int)
+    return (pre.resize_size, long_side) if h <= w else (long_side, pre.resize_size)
+
+
+class InputTooLarge(ImageError):
+    """The resize this image needs for this model and mode is over MAX_RESIZED_PIXELS."""
+
+
 def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: Mode = "crop") -> ModelInput:
     """Resize (and in "crop" mode centre-crop) an RGB image, then normalise it.
 
@@ -66,6 +85,12 @@ def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: M
 
     interp = InterpolationMode(pre.interpolation)
     h, w = image.height, image.width
+    rh, rw = resized_size((h, w), pre, patch_size, mode) if mode in ("crop", "whole") else (0, 0)
+    if rh * rw > MAX_RESIZED_PIXELS:
+        raise InputTooLarge(
+            f"this {w} × {h} px image would be resized to {rw:,} × {rh:,} px for this model in {mode} mode, "
+            f"more than this server's {MAX_RESIZED_PIXELS:,} pixels: crop it closer to a square first"
+        )
     if mode == "crop":
         geometry = pre.geometry()
         policy = (
@@ -201,6 +226,13 @@ def top_classes(logits: Tensor, class_names: list[str], k: int) -> dict[str, flo
     probs = logits.float().softmax(-1)
     top = probs.topk(min(k, probs.numel()))
     return {class_names[i]: float(p) for p, i in zip(top.values, top.indices, strict=True)}
+
+
+# Peak memory of one request / its attention maps, measured (RSS, 8 layers x 32 heads, 577
+# tokens, 325 MiB of maps): the forward pass 1.1, /analyze's views 3.1, relevance 3.3 (its
+# backward pass keeps every map's gradient), the GIF 3.2. Rounded up: a request on an input
+# whose maps take M bytes may compute about REQUEST_FACTOR x M.
+REQUEST_FACTOR = 4
 
 
 def attention_bytes(model: VisionTransformer, input_size: tuple[int, int]) -> int:

@@ -18,6 +18,12 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 MAX_PIXELS = 64_000_000
 Image.MAX_IMAGE_PIXELS = MAX_PIXELS
 
+# Thin images: a 567-byte 1 x 250,000 PNG decodes to little, but crop mode resizes its shorter
+# side to the model's resize size first (32 x 8,000,000 px, gigabytes). The sides are read
+# from the header and refused past this ratio before anything is decoded; the resize each
+# mode would make is bounded again in explorer.explain (MAX_RESIZED_PIXELS).
+MAX_ELONGATION = 20
+
 WHITE = (255, 255, 255)
 
 
@@ -36,16 +42,30 @@ def load_image(path: str | os.PathLike) -> Image.Image:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as im:
+            with Image.open(path) as im:  # reads the header only: nothing is decoded yet
+                check_sides(*im.size)
                 im.seek(0)  # first frame of an animated GIF/WebP/APNG
                 im.load()  # decode now, inside the try: truncation shows up here
                 return to_rgb(ImageOps.exif_transpose(im))
+    except ImageError:
+        raise
     except UnidentifiedImageError as e:
         raise ImageError("the file is not an image format this app can read (try PNG, JPEG, GIF or WebP)") from e
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise ImageError(f"the image is too large: at most {MAX_PIXELS:,} pixels are accepted ({e})") from e
     except (OSError, SyntaxError, ValueError, EOFError) as e:  # PIL's ways of saying "corrupt"
         raise ImageError(f"the image file is truncated or corrupt: {e}") from e
+
+
+def check_sides(width: int, height: int) -> None:
+    """Refuse an image whose sides (from its header) make it useless or costly to resize."""
+    if min(width, height) < 1:
+        raise ImageError(f"the image is {width} × {height} px: it has no pixels")
+    if max(width, height) > MAX_ELONGATION * min(width, height):
+        raise ImageError(
+            f"the image is {width:,} × {height:,} px (width × height), more elongated than {MAX_ELONGATION}:1, "
+            "which this app does not accept: crop it closer to a square first"
+        )
 
 
 def to_rgb(im: Image.Image) -> Image.Image:

@@ -14,7 +14,8 @@ people type. Every function takes `LoadedModel`s from the catalogue and a decode
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,17 +23,27 @@ import torch
 from PIL import Image
 
 from vit.analysis import query_attention, query_prefix_attention
-from vit.probes import Head, head_importance, heads_off, token_norms
+from vit.model import ViTConfig
+from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
 from . import render
 from .catalog import LoadedModel
-from .explain import ModelInput, model_input, top_classes
+from .catalog import shown as quoted
+from .explain import InputTooLarge, ModelInput, model_input, top_classes
 from .render import MapRow, MapStyle
 
 TILE_PX = 112  # each map's longer side in the lessons' pictures
+ROW_TILES = 6  # head tiles per row: 12 heads of 112 px would be wider than the tab (views.DISPLAY_WIDTH)
 HIGH_NORM_FACTOR = 2.0  # a patch is "high-norm" above this many times the median patch norm
 LISTED = 8  # high-norm patches listed per model, largest first
-MAX_RANKING_PASSES = 400  # head ranking: one forward pass per head; ViT-L/16 (24 x 16 = 384) still fits
+# Head ranking runs one forward pass per head, so its cost is layers x heads x the cost of a
+# pass: a 20-layer, 20-head model on a 64 x 64 grid took ~30 min of a core. Refused above
+# MAX_RANKING_FLOPS (estimated, `ranking_flops`): DeiT-S (0.7 TFLOP) and ViT-B/16 (5.1) fit,
+# ViT-L/16 (47) does not. A ranking that fits still stops after MAX_RANKING_S seconds (a busy
+# server) and shows the heads ranked so far.
+MAX_RANKING_FLOPS = 6e12
+MAX_RANKING_S = 180.0
+SOFTMAX_FLOPS = 5  # per attention weight: scale, max, exp, sum, divide
 
 SUPERVISED_VS_SELF = """**Supervised vs self-supervised.** The same picture goes through each model. Every tile
 is one attention head of the last layer, showing where the CLS token looks. A supervised ViT learned
@@ -62,7 +73,10 @@ class LessonError(ValueError):
 
 
 def _input(loaded: LoadedModel, image: Image.Image) -> ModelInput:
-    return model_input(image, loaded.preprocessing, loaded.model.config.patch_size, "crop")
+    try:
+        return model_input(image, loaded.preprocessing, loaded.model.config.patch_size, "crop")
+    except InputTooLarge as e:
+        raise LessonError(f"{loaded.label}: {e}") from e
 
 
 def _who(loaded: LoadedModel) -> str:
@@ -84,8 +98,11 @@ def compare_cls_heads(models: Sequence[LoadedModel], image: Image.Image, style: 
             for i, p in enumerate(prefix)
         ]
         base = render.fit_to_grid(inp.pixels, maps.grid, TILE_PX)
-        rows.append(MapRow(f"{loaded.label} ({_who(loaded)})", base, heads, captions))
-    title = "Last layer: where the CLS token looks, one tile per head, one row per model"
+        for start in range(0, len(heads), ROW_TILES):  # the model is named on its first row
+            label = f"{loaded.label} ({_who(loaded)})" if start == 0 else ""
+            end = start + ROW_TILES
+            rows.append(MapRow(label, base, heads[start:end], captions[start:end]))
+    title = "Last layer: where the CLS token looks, one tile per head, each model's heads in rows of 6"
     return render.shared_scale_rows(rows, style, title, "attention weight")
 
 
@@ -175,16 +192,18 @@ def parse_heads(text: str, depth: int, heads: int) -> list[Head]:
     for item in re.split(r"[,\s;]+", text.strip()):
         if not item:
             continue
-        match = re.fullmatch(r"(\d+)\.(\d+)", item)
+        match = re.fullmatch(r"(\d{1,4})\.(\d{1,4})", item)  # no model has 10,000 layers or heads
         if match is None:
-            raise LessonError(f"heads off: {item!r} is not layer.head (e.g. 3.2 = layer 3, head 2; both from 1)")
+            raise LessonError(f"heads off: {quoted(item)} is not layer.head (e.g. 3.2 = layer 3, head 2; both from 1)")
         layer, head = int(match[1]), int(match[2])
         if not 1 <= layer <= depth:
             raise LessonError(
-                f"heads off: layer {layer} in {item!r} is out of range; this model has layers 1 to {depth}"
+                f"heads off: layer {layer} in {quoted(item)} is out of range; this model has layers 1 to {depth}"
             )
         if not 1 <= head <= heads:
-            raise LessonError(f"heads off: head {head} in {item!r} is out of range; each layer has heads 1 to {heads}")
+            raise LessonError(
+                f"heads off: head {head} in {quoted(item)} is out of range; each layer has heads 1 to {heads}"
+            )
         out.append((layer - 1, head - 1))
     return sorted(set(out))
 
@@ -206,21 +225,66 @@ def predictions_with_heads_off(
     return before, after
 
 
-def head_ranking(loaded: LoadedModel, image: Image.Image, shown: int = 10) -> tuple[str, list[list]]:
-    """(predicted class, the `shown` heads whose removal lowers its probability most: rows of
-    [rank, "layer.head" (1-based), drop in probability]). One forward pass per head, so models
-    with more than MAX_RANKING_PASSES heads are refused."""
-    require_head(loaded)
-    c = loaded.model.config
-    if c.depth * c.heads > MAX_RANKING_PASSES:
+def ranking_flops(config: ViTConfig, tokens: int) -> float:
+    """Estimated floating-point operations of a head ranking: (layers x heads + 1) forward
+    passes over `tokens` tokens. Per layer: the q, k, v and output projections (2·T·D·4D), the
+    MLP (2·T·D·2·mlp), QKᵀ and the weighted sum of values (4·T²·D) and the softmax."""
+    t, d = tokens, config.dim
+    per_layer = (
+        2 * t * d * 4 * d + 2 * t * d * 2 * config.mlp_dim + 4 * t * t * d + SOFTMAX_FLOPS * config.heads * t * t
+    )
+    return (config.depth * config.heads + 1) * config.depth * per_layer
+
+
+def check_ranking_cost(loaded: LoadedModel) -> None:
+    """Refuse a ranking whose estimated work is above MAX_RANKING_FLOPS, before any pass."""
+    c, crop = loaded.model.config, loaded.preprocessing.crop_size
+    gh, gw = loaded.model.patch_grid(crop, crop)
+    flops = ranking_flops(c, loaded.model.prefix_tokens + gh * gw)
+    if flops > MAX_RANKING_FLOPS:
         raise LessonError(
             f"ranking {loaded.label}'s {c.depth} x {c.heads} = {c.depth * c.heads} heads needs as many forward "
-            f"passes, more than this server's limit of {MAX_RANKING_PASSES}: switch heads off by hand instead"
+            f"passes, about {flops / 1e12:,.1f} TFLOP, more than this server's {MAX_RANKING_FLOPS / 1e12:g} TFLOP: "
+            "switch heads off by hand instead"
         )
-    predicted, drops = head_importance(loaded.model, _input(loaded, image).tensor)
-    order = drops.flatten().argsort(descending=True)[:shown]
-    rows = [
-        [rank + 1, f"{i // c.heads + 1}.{i % c.heads + 1}", round(float(drops.flatten()[i]), 4)]
-        for rank, i in enumerate(order.tolist())
-    ]
-    return loaded.meta.class_names[predicted], rows
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The heads ranked so far: the predicted class, the top rows [rank, "layer.head"
+    (1-based), drop in probability], and how many of the model's heads were switched off."""
+
+    predicted: str
+    rows: list[list]
+    done: int
+    total: int
+
+
+def head_ranking(loaded: LoadedModel, image: Image.Image, shown: int = 10, seconds: float = MAX_RANKING_S) -> Ranking:
+    """The `shown` heads whose removal lowers the predicted class's probability most."""
+    return list(head_ranking_steps(loaded, image, shown, seconds))[-1]
+
+
+def head_ranking_steps(
+    loaded: LoadedModel, image: Image.Image, shown: int = 10, seconds: float = MAX_RANKING_S
+) -> Iterator[Ranking]:
+    """The ranking after each layer's heads, then once more at the end (`done == total`, or
+    fewer when `seconds` ran out first). Refused past MAX_RANKING_FLOPS before any pass."""
+    require_head(loaded)
+    check_ranking_cost(loaded)
+    c = loaded.model.config
+    deadline = time.monotonic() + seconds
+    ranking = None
+    for predicted, drops, done in head_importance_steps(loaded.model, _input(loaded, image).tensor):
+        flat = drops.flatten()[:done]  # (done,) the heads switched off so far, layer-major
+        order = flat.argsort(descending=True)[:shown]
+        rows = [
+            [rank + 1, f"{i // c.heads + 1}.{i % c.heads + 1}", round(float(flat[i]), 4)]
+            for rank, i in enumerate(order.tolist())
+        ]
+        ranking = Ranking(loaded.meta.class_names[predicted], rows, done, c.depth * c.heads)
+        if time.monotonic() > deadline:
+            break
+        if done % c.heads == 0 and done < ranking.total:
+            yield ranking
+    yield ranking

@@ -20,11 +20,12 @@ import math
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib import colormaps, get_data_path
+from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 from PIL import Image, ImageDraw, ImageFont
 
@@ -41,8 +42,11 @@ TEXT = (30, 30, 30)
 GAP = 4  # pixels between tiles
 BAR_PX = 12  # thickness of a colour bar
 # DejaVu Sans, the font matplotlib ships and the charts use: unlike PIL's built-in font it
-# has ×, → and · ; 13 px keeps every word on a picture at least 11 px tall.
-_FONT = ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), 13)
+# has ×, → and · . TEXT_PX: the size of every word drawn on a picture; shown at its own size
+# or at most 8 % smaller (explorer.views.DISPLAY_WIDTH), it stays at least 12 px on screen.
+TEXT_PX = 13
+CHART_PT = 9  # the smallest text on a matplotlib chart: 9 pt at 100 dpi is 12.5 px
+_FONT = ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), TEXT_PX)
 _LINE = _FONT.size + GAP  # height of one line of text
 
 
@@ -125,26 +129,37 @@ def fit_to_grid(image: np.ndarray, grid: tuple[int, int], target: int) -> np.nda
     return np.asarray(Image.fromarray(image).resize((w, h), resample))
 
 
-def heatmap(amap: np.ndarray, size: tuple[int, int], style: MapStyle, top: float | None = None) -> np.ndarray:
+def heatmap(
+    amap: np.ndarray, size: tuple[int, int], style: MapStyle, top: float | None = None, centre: float | None = None
+) -> np.ndarray:
     """A (gh, gw) map upsampled to `size` (H, W) and coloured from 0 (bottom colour) to
-    `top` (top colour; default: the map's own maximum, or 1 on the fixed scale)."""
+    `top` (top colour; default: the map's own maximum, or 1 on the fixed scale). With a
+    `centre`, two linear halves meet there: 0 to `centre` fill the bottom half of the colour
+    map and `centre` to `top` the top half (matplotlib's TwoSlopeNorm), so a diverging map
+    shows `centre` in its middle colour."""
     if top is None:
         top = float(scale_tops(amap, style.scale))
     h, w = size
     resample = Image.Resampling.BILINEAR if style.smooth else Image.Resampling.NEAREST
-    values = (np.asarray(amap) / (top if top > 0 else 1.0)).astype(np.float32)  # PIL's mode F is float32
-    plane = Image.fromarray(values, mode="F").resize((w, h), resample)
-    rgba = colormaps[style.cmap](np.clip(np.asarray(plane), 0.0, 1.0), bytes=True)
+    values = np.asarray(amap, np.float32)  # PIL's mode F is float32
+    plane = np.asarray(Image.fromarray(values, mode="F").resize((w, h), resample))
+    if centre is None:
+        position = plane / (top if top > 0 else 1.0)
+    else:
+        position = np.asarray(TwoSlopeNorm(centre, 0.0, top)(plane))
+    rgba = colormaps[style.cmap](np.clip(position, 0.0, 1.0), bytes=True)
     return rgba[..., :3]
 
 
-def overlay(image: np.ndarray, amap: np.ndarray, style: MapStyle, top: float | None = None) -> np.ndarray:
+def overlay(
+    image: np.ndarray, amap: np.ndarray, style: MapStyle, top: float | None = None, centre: float | None = None
+) -> np.ndarray:
     """Draw a (gh, gw) attention map over an (H, W, 3) image (or alone, if `style.raw`),
-    coloured from 0 to `top` (see `heatmap`).
+    coloured from 0 to `top` (see `heatmap`, also for `centre`).
 
     The image must already be the size the map covers, e.g. the model input enlarged by an
     integer factor, so that each patch maps to a whole block of pixels."""
-    heat = heatmap(amap, image.shape[:2], style, top)
+    heat = heatmap(amap, image.shape[:2], style, top, centre)
     if style.raw:
         return heat
     a = float(np.clip(style.opacity, 0.0, 1.0))
@@ -221,26 +236,62 @@ def _gradient(cmap: str, length: int) -> np.ndarray:
     return colormaps[cmap](np.linspace(0.0, 1.0, length), bytes=True)[:, :3]
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
+    """A value as pictures print it: 3 significant digits, a true minus sign."""
     return f"{value:.3g}".replace("-", "−")
 
 
-def colour_bar(cmap: str, low: float, high: float, label: str, width: int = 320) -> Image.Image:
+def _ticks(low: float, high: float, nbins: int = 4) -> list[float]:
+    """Round values from `low` to `high` (both ends within rounding)."""
+    values = MaxNLocator(nbins=nbins).tick_values(low, high)
+    return [float(t) for t in values if low - 1e-9 * abs(low) <= t <= high + 1e-9 * abs(high)]
+
+
+def colour_bar(
+    cmap: str,
+    low: float,
+    high: float,
+    label: str,
+    width: int = 320,
+    centre: float | None = None,
+    mark: tuple[float, str] | None = None,
+) -> Image.Image:
     """A horizontal colour bar `width` pixels wide: the colormap from `low` (left, its bottom
     colour) to `high` (right), ticks at round values, and `label` (what the colours mean,
-    with units) wrapped under it."""
-    pad = GAP + int(_text_width(_number(low))) // 2
-    length = max(width - pad - int(_text_width(_number(high))) // 2 - GAP, 2)
-    ticks = [t for t in MaxNLocator(nbins=4).tick_values(low, high) if low - 1e-9 <= t <= high + 1e-9 * abs(high)]
-    bar = Image.new("RGB", (width, BAR_PX + 4 + _LINE), BACKGROUND)
-    bar.paste(Image.fromarray(np.repeat(_gradient(cmap, length)[None], BAR_PX, axis=0)), (pad, 0))
+    with units) wrapped under it. With a `centre` (see `heatmap`), the middle of the bar is
+    `centre` and each half is linear. `mark` = (value, text) points at a value from above
+    the bar ("▼ uniform 0.0156")."""
+    pad = GAP + int(_text_width(number(low))) // 2
+    length = max(width - pad - int(_text_width(number(high))) // 2 - GAP, 2)
+    if centre is None:
+        ticks, position = _ticks(low, high), Normalize(low, high)
+    else:
+        ticks, position = sorted({*_ticks(low, centre, 2), *_ticks(centre, high, 3)}), TwoSlopeNorm(centre, low, high)
+    top = _LINE if mark else 0
+    bar = Image.new("RGB", (width, top + BAR_PX + 4 + _LINE), BACKGROUND)
+    bar.paste(Image.fromarray(np.repeat(_gradient(cmap, length)[None], BAR_PX, axis=0)), (pad, top))
     draw = ImageDraw.Draw(bar)
+
+    def x_of(value: float) -> int:
+        return pad + round(float(np.clip(position(value), 0.0, 1.0)) * (length - 1))
+
     for t in ticks:
-        x = pad + round((t - low) / (high - low) * (length - 1)) if high > low else pad
-        draw.line([(x, BAR_PX), (x, BAR_PX + 3)], fill=TEXT)
-        text = _number(t)
-        _put_text(bar, (x - _text_width(text) / 2, BAR_PX + 4), text)
+        x = x_of(t)
+        draw.line([(x, top + BAR_PX), (x, top + BAR_PX + 3)], fill=TEXT)
+        text = number(t)
+        _put_text(bar, (x - _text_width(text) / 2, top + BAR_PX + 4), text)
+    if mark:
+        _put_mark(bar, x_of(mark[0]), mark[1])
     return stack([bar, text_block(label, width)])
+
+
+def _put_mark(bar: Image.Image, x: int, text: str) -> None:
+    """ "▼ text" (or "text ▼" near the right end) on the top line of `bar`, the ▼ over `x`."""
+    arrow = _text_width("▼")
+    if x + arrow / 2 + _text_width(f" {text}") <= bar.width:
+        _put_text(bar, (x - arrow / 2, 0), f"▼ {text}")
+    else:
+        _put_text(bar, (x + arrow / 2 - _text_width(f"{text} ▼"), 0), f"{text} ▼")
 
 
 def _row_bar(cmap: str, top_text: str, height: int) -> np.ndarray:
@@ -262,7 +313,7 @@ def _scale_legend(style: MapStyle, top: float, unit: str, scope: str) -> tuple[f
         return 1.0, f"colour: {unit} as a share of each head's own maximum (per-head stretch, printed under each tile)"
     if style.scale == "fixed":
         return 1.0, f"colour: {unit}, fixed scale from 0 to 1"
-    return top, f"colour: {unit} from 0 to {_number(top)}, the largest in {scope} (one scale for all its maps)"
+    return top, f"colour: {unit} from 0 to {number(top)}, the largest in {scope} (one scale for all its maps)"
 
 
 def _label_width(labels: Sequence[str]) -> int:
@@ -346,12 +397,17 @@ def head_grid(
     note: str = "",
     prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
+    layers_top: tuple[float, int] | None = None,
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
     input, `prefix` (heads, prefix_tokens) each head's attention to the tokens the maps
     leave out (printed under its tile, by `prefix_names`), `mark` the query patch, outlined
-    in every tile. A colour bar and `note` go underneath."""
+    in every tile. A colour bar and `note` go underneath. `layers_top` = (top, layers): on the
+    "layer" scale, colour up to `top`, the largest weight of that many layers, instead."""
     tops = scale_tops(maps, style.scale)
+    scope = "this layer"
+    if layers_top is not None and style.scale == "layer":
+        tops, scope = np.full_like(tops, layers_top[0]), f"all {layers_top[1]} layers (one scale for every frame)"
     grid = maps.shape[-2:]
     tiles = [
         _caption(
@@ -361,7 +417,7 @@ def head_grid(
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
     grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)])
-    high, label = _scale_legend(style, float(tops.max()), "attention weight", "this layer")
+    high, label = _scale_legend(style, float(tops.max()), "attention weight", scope)
     return _titled(title, grid, [colour_bar(style.cmap, 0.0, high, label, max(grid.width, 320))], note)
 
 
@@ -386,18 +442,27 @@ def layers_by_heads(
 
 
 def _scaled_row(
-    image: np.ndarray, maps: np.ndarray, style: MapStyle, prefix: np.ndarray | None, prefix_names: Sequence[str] = ()
+    image: np.ndarray,
+    maps: np.ndarray,
+    style: MapStyle,
+    prefix: np.ndarray | None,
+    prefix_names: Sequence[str] = (),
+    named: bool = False,
 ) -> list[np.ndarray]:
-    """One layer's (heads, gh, gw) maps as captioned tiles followed by the layer's colour bar."""
+    """One layer's (heads, gh, gw) maps as captioned tiles (each named "head j" if `named`,
+    else the columns are labelled) followed by the layer's colour bar."""
     tops = scale_tops(maps, style.scale)
     tiles = [
         _caption(
-            overlay(image, m, style, t), _tile_lines("", t, style, None if prefix is None else prefix[j], prefix_names)
+            overlay(image, m, style, t),
+            _tile_lines(
+                f"head {j + 1}" if named else "", t, style, None if prefix is None else prefix[j], prefix_names
+            ),
         )
         for j, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
     high, _ = _scale_legend(style, float(tops.max()), "", "")
-    return [*tiles, _row_bar(style.cmap, "max" if style.scale == "head" else _number(high), image.shape[0])]
+    return [*tiles, _row_bar(style.cmap, "max" if style.scale == "head" else number(high), image.shape[0])]
 
 
 def _row_scale_note(style: MapStyle, note: str) -> str:
@@ -419,7 +484,10 @@ def layer_frames(
     prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
 ) -> list[Image.Image]:
-    """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw)."""
+    """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw). On the
+    "layer" scale every frame shares one top, the largest weight of all layers, so brightness
+    compares across frames and every frame carries the same colour bar."""
+    layers_top = float(maps.max()), len(maps)
     return [
         head_grid(
             image,
@@ -431,19 +499,70 @@ def layer_frames(
             note=note,
             prefix_names=prefix_names,
             mark=mark,
+            layers_top=layers_top,
         )
         for i, m in enumerate(maps)
     ]
 
 
 def map_picture(
-    image: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str = ""
+    image: np.ndarray,
+    amap: np.ndarray,
+    style: MapStyle,
+    title: str,
+    unit: str,
+    note: str = "",
+    uniform: float | None = None,
+    keep: np.ndarray | None = None,
 ) -> Image.Image:
-    """One (gh, gw) map over `image` with a title, a colour bar in `unit` and a note."""
+    """One (gh, gw) map over `image` with a title, a colour bar in `unit` and a note.
+    `uniform` (the value of every patch were the map's total spread evenly) is marked on the
+    colour bar; `keep`, a (gh, gw) bool mask, dims every patch outside it."""
     top = float(scale_tops(amap, style.scale))
     high, label = _scale_legend(style, top, unit, "this map")
-    body = Image.fromarray(overlay(image, amap, style, top))
-    return _titled(title, body, [colour_bar(style.cmap, 0.0, high, label, max(body.width, 320))], note)
+    drawn = overlay(image, amap, style, top)
+    if keep is not None:
+        drawn = dim_outside(drawn, keep)
+    mark = None
+    if uniform is not None:  # on the per-map stretch the bar runs in shares of the map's maximum
+        mark = (uniform / top if style.scale == "head" and top > 0 else uniform, f"uniform {number(uniform)}")
+    bar = colour_bar(style.cmap, 0.0, high, label, max(drawn.shape[1], 320), mark=mark)
+    return _titled(title, Image.fromarray(drawn), [bar], note)
+
+
+RELATIVE_CMAP = "RdBu_r"  # diverging: blue below uniform, white at uniform, red above
+RELATIVE_TOP = 2.0  # the relative scale reaches at least 2× uniform, so a near-uniform map stays white
+
+
+def relative_picture(
+    image: np.ndarray, amap: np.ndarray, uniform: float, style: MapStyle, title: str, note: str = ""
+) -> Image.Image:
+    """One (gh, gw) map as multiples of `uniform` (its total spread evenly over its patches):
+    a diverging colour map with uniform in its middle colour, 0 at the bottom and
+    max(RELATIVE_TOP, the largest multiple) at the top, so patches above and below an even
+    share stand apart however flat the map is."""
+    ratio = amap / uniform if uniform > 0 else np.zeros_like(amap)
+    top = max(RELATIVE_TOP, float(ratio.max()))
+    relative = replace(style, cmap=RELATIVE_CMAP)
+    drawn = overlay(image, ratio, relative, top, centre=1.0)
+    label = (
+        f"colour: × uniform, each patch's value divided by {number(uniform)} (the map's total spread evenly over "
+        f"its {amap.size} patches): 1 = uniform (white), blue below, red above"
+    )
+    bar = colour_bar(RELATIVE_CMAP, 0.0, top, label, max(drawn.shape[1], 320), centre=1.0)
+    return _titled(title, Image.fromarray(drawn), [bar], note)
+
+
+DIMMED = 0.25  # brightness left to the patches outside a mask
+
+
+def dim_outside(picture: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """`picture` (H, W, 3), which covers the (gh, gw) grid of `keep` in whole cells, with
+    every patch where `keep` is False darkened to DIMMED of its brightness."""
+    ch, cw = picture.shape[0] // keep.shape[0], picture.shape[1] // keep.shape[1]
+    pixels = np.repeat(np.repeat(keep, ch, axis=0), cw, axis=1)  # (gh, gw) -> (H, W)
+    factor = np.where(pixels, 1.0, DIMMED)[..., None]
+    return (picture * factor + 0.5).astype(np.uint8)
 
 
 def outline_patches(picture: np.ndarray, grid: tuple[int, int], patches: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -480,7 +599,7 @@ def shared_scale_rows(rows: Sequence[MapRow], style: MapStyle, title: str, unit:
         captions = list(row.captions) + [[]] * (len(drawn) - len(row.captions))
         tiles.append([_caption(t, c) for t, c in zip(drawn, captions, strict=True)])
     grid = mosaic(tiles, [row.label for row in rows])
-    label = f"colour: {unit} from 0 to {_number(top)}, the largest of all maps shown (one scale for all)"
+    label = f"colour: {unit} from 0 to {number(top)}, the largest of all maps shown (one scale for all)"
     return _titled(title, grid, [colour_bar(style.cmap, 0.0, top, label, max(grid.width, 320))], note)
 
 
@@ -552,6 +671,11 @@ def _figure_to_image(fig: Figure) -> Image.Image:
     return Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy())
 
 
+def distance_figure(layers: int, heads: int, image_size: tuple[int, int]) -> Figure:
+    """The matplotlib figure behind `attention_distance_chart` (its axes, legend and labels)."""
+    return _distance_axes(layers, heads, tuple(image_size)).canvas.figure
+
+
 def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) -> Image.Image:
     """The ViT paper's Fig. 7 (right): `distance` is (layers, heads) in pixels; one dot per
     head at each layer, coloured by head (legend). The y axis runs from 0 to the image
@@ -583,7 +707,9 @@ class _DistanceAxes:
             Line2D([], [], color=c, marker="o", linestyle="", label=f"head {j + 1}") for j, c in enumerate(colours)
         ]
         handles.append(Line2D([], [], color="grey", linestyle="--", label="½ image diagonal"))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, ncols=1 + heads // 13)
+        ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=CHART_PT, ncols=1 + heads // 13
+        )
         self.layers = np.repeat(np.arange(1, layers + 1), heads)
         # animated=True: left out of canvas.draw(), so the saved background has no dots
         self.dots = ax.scatter(self.layers, self.layers * 0.0, c=colours * layers, s=22, animated=True)
@@ -608,8 +734,13 @@ def _distance_axes(layers: int, heads: int, image_size: tuple[int, int]) -> _Dis
 def training_curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = ()) -> Image.Image:
     """Loss and accuracy per epoch, train vs validation, from the training job's history;
     `step_losses` (epochs done, running train loss) draws the loss from the first steps on."""
-    fig = _figure(7.0, 2.8)
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, top=0.9, wspace=0.25)
+    return _figure_to_image(training_figure(history, step_losses))
+
+
+def training_figure(history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = ()) -> Figure:
+    """The matplotlib figure of `training_curves`: 600 px wide, the Train tab's column."""
+    fig = _figure(6.0, 2.8)
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.17, top=0.9, wspace=0.3)
     loss_ax, acc_ax = fig.subplots(1, 2)
     if step_losses:
         x, y = zip(*step_losses, strict=True)
@@ -624,24 +755,31 @@ def training_curves(history: Sequence[dict], step_losses: Sequence[tuple[float, 
         ax.set_title("loss" if key == "loss" else "accuracy", fontsize=10)
         ax.grid(alpha=0.3)
         if ax.lines:
-            ax.legend(fontsize=8)
-    return _figure_to_image(fig)
+            ax.legend(fontsize=CHART_PT)
+    return fig
+
+
+PROBE_COLUMNS = 6  # head tiles per row of the probe strip: 12 would not fit the Train tab's column
 
 
 def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], style: MapStyle) -> Image.Image:
     """How the probe image's CLS attention (last layer, one tile per head) changes over
-    training: one row per epoch, each ending with its colour bar. `probes` holds
-    (epoch, (layers, heads, gh, gw)) pairs of patch maps only; each map is the patch part
-    of a softmax row, so 1 - its total is the attention to CLS, printed under each tile
-    (models without a CLS token leave nothing out and print nothing)."""
+    training: one row per epoch (of up to PROBE_COLUMNS heads; more heads continue on the
+    next row), each ending with its colour bar. `probes` holds (epoch, (layers, heads, gh, gw))
+    pairs of patch maps only; each map is the patch part of a softmax row, so 1 - its total
+    is the attention to CLS, printed under each tile (models without a CLS token leave
+    nothing out and print nothing)."""
     left_out = [1.0 - maps[-1].sum(axis=(-2, -1), keepdims=True)[..., 0] for _, maps in probes]  # (heads, 1)
     has_prefix = max(float(share.max()) for share in left_out) > 1e-5  # float32 sums of a GAP row: ~1e-7
-    rows = [
-        _scaled_row(image, maps[-1], style, share if has_prefix else None)
-        for (_, maps), share in zip(probes, left_out, strict=True)
-    ]
-    labels = [f"epoch {epoch}" for epoch, _ in probes]
-    cols = [f"head {j + 1}" for j in range(probes[0][1].shape[1])]
+    heads = probes[0][1].shape[1]
+    wrapped = heads > PROBE_COLUMNS  # then each tile is named, as columns no longer hold one head
+    rows, labels = [], []
+    for (epoch, maps), share in zip(probes, left_out, strict=True):
+        *tiles, bar = _scaled_row(image, maps[-1], style, share if has_prefix else None, named=wrapped)
+        for start in range(0, len(tiles), PROBE_COLUMNS):
+            rows.append([*tiles[start : start + PROBE_COLUMNS], bar])
+            labels.append(f"epoch {epoch}" if start == 0 else "")
+    cols = [] if wrapped else [f"head {j + 1}" for j in range(heads)]
     left = "Maps show attention to the patches; attention to CLS (printed under each tile) is left out."
     note = left if has_prefix else ""
     title = "CLS attention of the probe image, last layer"

@@ -9,6 +9,7 @@ visitor learns nothing about the server's files, and messages never print server
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 REFUSED = "this file is not an upload of this app: upload the file again"
@@ -33,21 +34,49 @@ def checked_upload(path: str | os.PathLike | None, upload_root: str | os.PathLik
     return resolved
 
 
-def prune_oldest(root: str | os.PathLike, budget_bytes: int) -> int:
-    """Delete the oldest files under `root` until what is left fits `budget_bytes`; returns
-    the bytes freed. The newest files (a visitor's fresh upload, a view just drawn) go last."""
+SPACE_FULL = "the server's space for uploads is full right now: try again in a few minutes"
+
+
+class UploadSpaceFull(UploadRefused):
+    """A file that arrived does not fit the upload folder's budget, even with older files gone."""
+
+
+def _files(root: str | os.PathLike) -> list[tuple[float, int, Path]]:
+    """(mtime, bytes, path) of every regular file under `root`."""
     files = []
-    for path in Path(root).rglob("*"):
+    for path in Path(root).resolve().rglob("*"):  # resolved, as the paths in `keep` are
         try:
             if path.is_file() and not path.is_symlink():
                 stat = path.stat()
                 files.append((stat.st_mtime, stat.st_size, path))
         except OSError:  # deleted meanwhile by Gradio's own hourly clean-up
             continue
+    return files
+
+
+def prune_oldest(root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
+    """Delete the oldest files under `root` until what is left fits `budget_bytes`; returns
+    the bytes freed. Files in `keep` (the app's own files, such as its examples' cached
+    copies) are never deleted; the newest files (a fresh upload, a view just drawn) go last."""
+    files = _files(root)
     used, freed = sum(size for _, size, _ in files), 0
     for _, size, path in sorted(files, key=lambda f: f[0]):
         if used - freed <= budget_bytes:
             break
+        if path in keep:
+            continue
         path.unlink(missing_ok=True)
         freed += size
     return freed
+
+
+def admit(path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> None:
+    """Make room for `path`, a file that just arrived under `root`: older files go first (never
+    `keep`). A file that would not fit even then is deleted and refused, and frees nothing."""
+    if path in keep:  # one of the app's own files (an example): already there, always allowed
+        return
+    kept = sum(size for _, size, p in _files(root) if p in keep)
+    if kept + path.stat().st_size > budget_bytes:
+        path.unlink(missing_ok=True)
+        raise UploadSpaceFull(SPACE_FULL)
+    prune_oldest(root, budget_bytes, {*keep, path})

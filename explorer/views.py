@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+import torch
 from PIL import Image
 
 from vit import VisionTransformer
-from vit.analysis import Query
+from vit.analysis import Query, top_mass_mask
 from vit.relevance import class_relevance
 
 from . import render
@@ -21,7 +23,30 @@ from .render import MapStyle
 
 PATCH, MEAN = "patch", "mean"  # query tokens that are not prefix tokens: a patch, the mean of all patches
 
+# How rollout and relevance are drawn: weights from 0 with uniform marked on the colour bar,
+# relative to uniform (a diverging map centred on it), or only the patches holding the top
+# `keep` of the map's mass (DINO's threshold). KEEP: the default kept fraction.
+SHOWS = ("weights", "relative", "top mass")
+KEEP = 0.6
+
 INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size of each view's longer side
+# The CSS width (px) the app's layout gives each picture on a 1280×720 screen, measured in
+# Chromium. gr.Image never enlarges a picture (object-fit: scale-down), so a picture at most
+# this wide is shown at its own size and its text at the size drawn (render.TEXT_PX, ≥ 12 px;
+# tests/test_explorer_views.py checks every view against this table).
+DISPLAY_WIDTH = {
+    "heads": 546,
+    "overview": 1216,
+    "rollout": 1216,
+    "relevance": 1216,
+    "distance": 1216,
+    "similarity": 1216,
+    "curves": 600,  # the Train tab shows the curves and the probe strip side by side
+    "probe": 600,
+    "compare": 1216,  # the Lessons tab
+    "norms": 1216,
+}
+MAX_COLUMNS = 6  # head tiles per row, unless asked otherwise
 
 
 def input_scale(ex: Explanation) -> int:
@@ -124,24 +149,46 @@ def patch_of(query: Query) -> tuple[int, int] | None:
     return query if isinstance(query, tuple) else None
 
 
-def heads(ex: Explanation, query: Query, layer: int, style: MapStyle) -> Image.Image:
-    """Where the query looks, one tile per head, in `layer` (1-based)."""
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
+def head_layout(ex: Explanation, columns: int | None = None) -> tuple[int, int]:
+    """(tiles per row, tile side in px) of the heads view: `columns` tiles a row (default: up
+    to MAX_COLUMNS), each at most HEAD_PX and small enough for the row to fit the heads'
+    DISPLAY_WIDTH, in whole pixels per patch. `columns=2` keeps HEAD_PX tiles in a 332-px
+    picture, at least 150 px wide on a phone's 326-px column."""
+    cols = max(1, min(ex.heads, columns or MAX_COLUMNS))
+    room = (DISPLAY_WIDTH["heads"] - render.GAP * cols) // cols
+    side = max(ex.grid)
+    return cols, side * max(1, min(HEAD_PX, room) // side)
+
+
+def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: int | None = None) -> Image.Image:
+    """Where the query looks, one tile per head, in `layer` (1-based), `columns` tiles a row
+    (see `head_layout`)."""
+    cols, tile = head_layout(ex, columns)
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
     title = f"layer {layer} of {ex.depth}, query: {_who(ex, query)}"
     i = layer - 1
     maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
     return render.head_grid(
-        base, maps, style, title, prefix=prefix, note=left_out(ex), prefix_names=ex.prefix_names, mark=patch_of(query)
+        base,
+        maps,
+        style,
+        title,
+        cols,
+        prefix=prefix,
+        note=left_out(ex),
+        prefix_names=ex.prefix_names,
+        mark=patch_of(query),
     )
 
 
-def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.Image]:
+def layer_frames(ex: Explanation, query: Query, style: MapStyle, columns: int | None = None) -> list[Image.Image]:
     """The `heads` view of every layer, for the animated GIF."""
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
+    cols, tile = head_layout(ex, columns)
+    base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
     maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
     note = f"query: {_who(ex, query)}. {left_out(ex)}"
     return render.layer_frames(
-        base, maps, style, prefix=prefix, note=note, prefix_names=ex.prefix_names, mark=patch_of(query)
+        base, maps, style, cols, prefix=prefix, note=note, prefix_names=ex.prefix_names, mark=patch_of(query)
     )
 
 
@@ -184,18 +231,50 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
     return f"{rule} Map: {row} of R over the patches; its share on the prefix tokens ({named}) is left out."
 
 
-def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapStyle) -> Image.Image:
-    """Attention rollout of the CLS token (or the mean patch) through all layers."""
+def rollout(
+    ex: Explanation,
+    head_fusion: str,
+    discard_ratio: float,
+    style: MapStyle,
+    show: str = "weights",
+    keep: float = KEEP,
+) -> Image.Image:
+    """Attention rollout of the CLS token (or the mean patch) through all layers, drawn as
+    `show` says (one of SHOWS; `keep` for "top mass")."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     title = f"attention rollout, query: {_who(ex, None)}"
-    return render.map_picture(
-        base,
-        ex.rollout(head_fusion, discard_ratio),
-        style,
-        title,
-        "rollout weight",
-        describe_rollout(ex, head_fusion, discard_ratio),
+    note = describe_rollout(ex, head_fusion, discard_ratio)
+    amap = ex.rollout(head_fusion, discard_ratio)
+    return one_map(base, amap, style, title, "rollout weight", note, show, keep)
+
+
+def uniform_value(amap: np.ndarray) -> float:
+    """What every patch of a (gh, gw) map would hold were its total spread evenly: total / N
+    (1/N for a map that sums to 1)."""
+    return float(amap.sum()) / amap.size
+
+
+def one_map(
+    base: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str, show: str, keep: float
+) -> Image.Image:
+    """A map over the whole grid (rollout, relevance) as `show` says: "weights" from 0 with
+    uniform marked, "relative" to uniform, or "top mass": only the patches holding the top
+    `keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021)."""
+    if show not in SHOWS:
+        raise ValueError(f"show must be one of {', '.join(SHOWS)}; got {show!r}")
+    uniform, n = uniform_value(amap), amap.size
+    even = f"Uniform = {render.number(uniform)}: the map's total spread evenly over its {n} patches"
+    if show == "relative":
+        return render.relative_picture(base, amap, uniform, style, title, f"{note} {even}.")
+    even += " (▼ on the colour bar); a patch above it gets more than an even share, one below it less."
+    if show == "weights":
+        return render.map_picture(base, amap, style, title, unit, f"{note} {even}", uniform=uniform)
+    mask = top_mass_mask(torch.from_numpy(amap), keep).numpy()
+    kept = (
+        f"Shown: the {int(mask.sum())} of {n} patches that hold the top {keep:.0%} of the map's mass (largest first, "
+        "as DINO's visualize_attention, Caron et al. 2021); the others are dimmed."
     )
+    return render.map_picture(base, amap, style, title, unit, f"{note} {even} {kept}", uniform=uniform, keep=mask)
 
 
 def distance_chart(ex: Explanation) -> Image.Image:
@@ -203,12 +282,18 @@ def distance_chart(ex: Explanation) -> Image.Image:
 
 
 def relevance(
-    model: VisionTransformer, class_names: Sequence[str], ex: Explanation, target: int | None, style: MapStyle
+    model: VisionTransformer,
+    class_names: Sequence[str],
+    ex: Explanation,
+    target: int | None,
+    style: MapStyle,
+    show: str = "weights",
+    keep: float = KEEP,
 ) -> Image.Image:
     """Class-specific relevance (Chefer, Gur & Wolf 2021, Eq. 5-6; docs/lessons.md) of every
-    patch for class `target` (0-based; None: the predicted class), for the CLS token. One more
-    forward and backward pass over the explanation's model input. Raises ValueError for a
-    model without a classifier head or a class out of range."""
+    patch for class `target` (0-based; None: the predicted class), for the CLS token, drawn as
+    `show` says (see `one_map`). One more forward and backward pass over the explanation's
+    model input. Raises ValueError for a model without a classifier head or a class out of range."""
     amap, chosen = class_relevance(model, ex.input.tensor, target)
     name = class_names[int(chosen[0])] if int(chosen[0]) < len(class_names) else f"class {int(chosen[0])}"
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
@@ -219,4 +304,77 @@ def relevance(
         f"of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the {_who(ex, None)} "
         "row of R over the patches. Unlike rollout, it changes with the class."
     )
-    return render.map_picture(base, amap[0].numpy(), style, title, "relevance (a.u.)", note)
+    return one_map(base, amap[0].numpy(), style, title, "relevance (a.u.)", note, show, keep)
+
+
+# Alt texts (docs/pictures.md): what each picture shows, in words, for screen readers and for
+# anyone who cannot see it: the view, the layer, the query and the model, 1-based.
+
+
+def _on(ex: Explanation, model: str) -> str:
+    gh, gw = ex.grid
+    return f"model {model}, on the {gh} × {gw} patch grid (rows × columns)"
+
+
+def input_alt(ex: Explanation, query: Query, model: str) -> str:
+    """The clickable model input."""
+    (h, w, _), who = ex.input.pixels.shape, _who(ex, query)
+    marked = f"; the query, {who}, is outlined" if isinstance(query, tuple) else f"; the query is {who}"
+    return f"The model input, {h} × {w} pixels, with its patch grid drawn over it{marked}. {_on(ex, model)}."
+
+
+def heads_alt(ex: Explanation, query: Query, layer: int, model: str) -> str:
+    """The head maps of one layer (1-based), and the PNG export."""
+    return (
+        f"Attention maps of the {ex.heads} heads of layer {layer} of {ex.depth}, one tile each, for the query "
+        f"{_who(ex, query)}: where it looks over the image, with a colour bar; {_on(ex, model)}."
+    )
+
+
+def overview_alt(ex: Explanation, model: str) -> str:
+    """The layers × heads overview."""
+    return (
+        f"Attention of the query {_who(ex, None)} in every head of every layer: {ex.depth} rows (layers 1 to "
+        f"{ex.depth}) of {ex.heads} tiles (heads 1 to {ex.heads}), each row with its colour bar; {_on(ex, model)}."
+    )
+
+
+def rollout_alt(ex: Explanation, head_fusion: str, show: str, model: str) -> str:
+    """The rollout map."""
+    return (
+        f"Attention rollout of the query {_who(ex, None)} through all {ex.depth} layers ({head_fusion} over "
+        f"heads), drawn as {_shown(show)}; {_on(ex, model)}."
+    )
+
+
+def relevance_alt(ex: Explanation, class_name: str, show: str, model: str) -> str:
+    """The class-relevance map."""
+    return (
+        f"Relevance of each patch for the class '{class_name}' (Chefer et al. 2021), query "
+        f"{_who(ex, None)}, drawn as {_shown(show)}; {_on(ex, model)}."
+    )
+
+
+def _shown(show: str) -> str:
+    return {
+        "weights": "weights from 0 with uniform marked on the colour bar",
+        "relative": "multiples of uniform (blue below, white at, red above)",
+        "top mass": "only the patches holding the top of its mass, the rest dimmed",
+    }[show]
+
+
+def distance_alt(ex: Explanation, model: str) -> str:
+    """The mean attention distance chart."""
+    return (
+        f"Chart of the mean attention distance in pixels (y) of each of the {ex.heads} heads in each of the "
+        f"{ex.depth} layers (x), one dot per head; {_on(ex, model)}."
+    )
+
+
+def similarity_alt(grid: tuple[int, int], model: str) -> str:
+    """The position-embedding similarity tiles (they do not depend on the image)."""
+    gh, gw = grid
+    return (
+        f"Cosine similarity of the position embeddings of model {model}: {gh} × {gw} tiles (rows × columns), "
+        "tile (i, j) comparing slot (i, j) with every slot, from −1 to 1."
+    )

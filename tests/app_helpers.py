@@ -16,6 +16,8 @@ VIEW_DEFAULTS = {
     "upsampling": "nearest",
     "display": "overlay",
     "scale": "layer",
+    "show": "weights",
+    "keep_percent": 60,
 }
 
 
@@ -36,6 +38,8 @@ def analyze(client, path, mode: str = "crop", model: str = "bundled", **settings
         d["upsampling"],
         d["display"],
         d["scale"],
+        d["show"],
+        d["keep_percent"],
         api_name="/analyze",
     )
 

@@ -17,6 +17,7 @@ from vit.analysis import (
     query_prefix_attention,
     rollout,
     rollout_prefix_attention,
+    top_mass_mask,
 )
 from vit.model import AttentionMaps
 
@@ -221,3 +222,33 @@ def test_position_similarity_skips_the_prefix_slots(pos_embed_prefix: bool) -> N
     assert sim.shape == (8, 8, 8, 8)
     cosine = torch.cosine_similarity(a, b, dim=0).item()
     assert sim[0, 0, 7, 7].item() == pytest.approx(cosine, abs=rounding_tolerance(torch.float32, 128, steps=2))
+
+
+def dino_threshold(attentions: torch.Tensor, threshold: float) -> torch.Tensor:
+    """The mask of facebookresearch/dino's visualize_attention.py (--threshold, commit 7c446df),
+    re-implemented from reading it: (heads, N) maps, sorted ascending, normalised, and an entry
+    kept where the ascending cumulative share exceeds 1 - threshold."""
+    val, idx = torch.sort(attentions)
+    val = val / val.sum(dim=1, keepdim=True)
+    th_attn = val.cumsum(dim=1) > (1 - threshold)
+    return torch.stack([th_attn[h][torch.argsort(idx[h])] for h in range(len(attentions))])
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.3, 0.6, 0.9, 1.0])
+def test_top_mass_mask_matches_dinos_threshold(fraction: float) -> None:
+    # distinct integers 1..16 (total 136) scaled: no partial sum lies within 1/136 of the
+    # boundary, far above float64 rounding, so both orders of summation decide alike
+    maps = torch.stack([torch.randperm(16).double() + 1 for _ in range(3)])  # (3 heads, 16)
+    maps = maps / 136 * (torch.arange(3).double()[:, None] + 1)  # totals differ per head
+    ours = top_mass_mask(maps.reshape(3, 4, 4), fraction)
+    assert torch.equal(ours.reshape(3, 16), dino_threshold(maps, fraction))
+
+
+def test_top_mass_mask_by_hand() -> None:
+    amap = torch.tensor([[0.125, 0.375], [0.3125, 0.1875]])  # dyadic: every partial sum is exact
+    assert top_mass_mask(amap, 0.6).tolist() == [[False, True], [True, False]]  # 0.375 + 0.3125 reach 0.6
+    assert top_mass_mask(amap, 0.375).tolist() == [[False, True], [False, False]]  # 0.375 alone is enough
+    assert top_mass_mask(amap, 0.01).sum() == 1  # the strongest patch is always kept
+    assert top_mass_mask(torch.full((4, 4), 1 / 16), 0.6).sum() == 10  # uniform: ceil(0.6 · 16) patches
+    with pytest.raises(ValueError, match=r"in \(0, 1\]"):
+        top_mass_mask(amap, 0.0)

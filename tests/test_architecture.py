@@ -27,6 +27,11 @@ def test_import_vit_loads_no_plotting_ui_or_upper_layer():
     assert loaded_by("vit").isdisjoint({"matplotlib", "gradio", "explorer", "training", "ui"})
 
 
+def test_vit_needs_neither_timm_nor_transformers_at_run_time():
+    # Only requirements-dev.txt has them: a Space built from requirements.txt must load the zoo without.
+    assert loaded_by("vit", "vit.pretrained", "vit.download").isdisjoint({"timm", "transformers"})
+
+
 def test_the_picture_layer_is_gradio_free():
     modules = ["explorer." + m for m in ("catalog", "explain", "images", "render", "views")]
     assert loaded_by(*modules).isdisjoint({"gradio", "ui", "training"})

@@ -132,3 +132,40 @@ def test_exif_rotated_photo_is_shown_upright(client, tmp_path):
     h = view.shape[0]
     # (+5: sample inside a patch, not on the white grid lines every 24 px)
     assert view[h // 4 + 5, 5].mean() > 200 and view[3 * h // 4 + 5, 5].mean() < 60  # white half on top
+
+
+@pytest.mark.parametrize("length", [250_000, 1_000_000])
+@pytest.mark.parametrize("mode", ["crop", "whole"])
+def test_thin_images_are_refused_from_their_header_before_any_decoding(tmp_path, monkeypatch, length, mode):
+    """A 1 x 250,000 PNG is 567 bytes; crop mode used to resize it to 32 x 8,000,000 px (+4.8 GB)."""
+    from explorer.explain import explain
+    from explorer.images import ImageError, load_image
+    from vit import create_model
+    from vit.preprocessing import CIFAR10
+
+    path = png_with_header_only(tmp_path / "thin.png", 1, length)
+    assert path.stat().st_size < 2000
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("the image was decoded")
+
+    monkeypatch.setattr(Image.Image, "load", never)
+    monkeypatch.setattr(Image.Image, "seek", never)
+    with pytest.raises(ImageError, match=f"1 × {length:,} px .*more elongated than 20:1") as refused:
+        explain(create_model("vit_cifar_nano"), [], CIFAR10, load_image(path), mode)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_resize_each_mode_makes_is_bounded_before_it_is_made(monkeypatch):
+    """An image inside the elongation limit can still ask crop mode for a huge resize when the
+    model's resize size is large: refused from the sizes alone."""
+    from explorer.explain import MAX_RESIZED_PIXELS, InputTooLarge, model_input, resized_size
+    from vit.preprocessing import Preprocessing
+
+    big = Preprocessing(resize_size=1024, crop_size=1024)
+    image = Image.new("RGB", (19 * 200, 200))  # 19:1, allowed by the header check
+    assert resized_size((200, 19 * 200), big, 16, "crop") == (1024, 19 * 1024)
+    monkeypatch.setattr(Preprocessing, "geometry", lambda _self: pytest.fail("resized anyway"))
+    with pytest.raises(InputTooLarge, match=f"1,024 px for this model in crop mode, .*{MAX_RESIZED_PIXELS:,}"):
+        model_input(image, big, 16, "crop")
+    assert model_input(image, big, 16, "whole").pixels.shape == (1024, 4096, 3)  # squashed to 4:1: allowed

@@ -11,7 +11,8 @@ import vit
 from explorer import lessons
 from explorer.catalog import LoadedModel
 from explorer.render import MapStyle
-from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
+from vit import VisionTransformer, ViTConfig
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
 
 def loaded(label: str, **config) -> LoadedModel:
@@ -85,7 +86,9 @@ def test_switching_heads_off_changes_the_predictions_and_nothing_off_changes_not
 
 def test_the_ranking_lists_the_largest_drops_first_and_matches_switching_that_head_off():
     model = loaded("plain")
-    predicted, rows = lessons.head_ranking(model, photo(), shown=5)
+    ranking = lessons.head_ranking(model, photo(), shown=5)
+    predicted, rows = ranking.predicted, ranking.rows
+    assert ranking.done == ranking.total == 24
     assert [r[0] for r in rows] == [1, 2, 3, 4, 5]
     drops = [r[2] for r in rows]
     assert drops == sorted(drops, reverse=True)
@@ -103,9 +106,28 @@ def test_the_ranking_lists_the_largest_drops_first_and_matches_switching_that_he
 def test_lessons_refuse_models_without_a_head_and_rankings_past_the_cost_cap(monkeypatch):
     with pytest.raises(lessons.LessonError, match="has no classifier head, so it makes no predictions"):
         lessons.predictions_with_heads_off(loaded("dino-like", num_classes=0), photo(), [])
-    monkeypatch.setattr(lessons, "MAX_RANKING_PASSES", 10)
-    with pytest.raises(lessons.LessonError, match=r"6 x 4 = 24 heads needs as many forward passes, more than"):
+    monkeypatch.setattr(lessons, "MAX_RANKING_FLOPS", 1e6)
+    with pytest.raises(lessons.LessonError, match=r"6 x 4 = 24 heads needs as many forward passes, about .* TFLOP"):
         lessons.head_ranking(loaded("plain"), photo())
+
+
+def test_a_ranking_that_costs_half_an_hour_is_refused_before_any_pass(monkeypatch):
+    """20 layers x 20 heads on a 64 x 64 grid passes every checkpoint check, and its ranking
+    (400 passes over 4,097 tokens) held a core for ~30 min."""
+    config = ViTConfig(image_size=256, patch_size=4, num_classes=10, dim=40, depth=20, heads=20, mlp_dim=40)
+    meta = vit.ModelMeta(list(CIFAR10_CLASSES), Preprocessing(256, 256))
+    hostile = LoadedModel("x", "hostile", VisionTransformer(config), meta)
+    assert lessons.ranking_flops(config, 64 * 64 + 1) > 5 * lessons.MAX_RANKING_FLOPS
+    monkeypatch.setattr(VisionTransformer, "forward", lambda *_: pytest.fail("a forward pass ran"))
+    with pytest.raises(lessons.LessonError, match="20 x 20 = 400 heads .* more than this server's 6 TFLOP"):
+        next(lessons.head_ranking_steps(hostile, photo()))
+
+
+def test_the_ranking_stops_at_its_time_budget_with_the_heads_ranked_so_far():
+    steps = list(lessons.head_ranking_steps(loaded("plain"), photo(), seconds=0.0))
+    assert len(steps) == 1 and steps[0].done == 1 and steps[0].total == 24 and len(steps[0].rows) == 1
+    every = list(lessons.head_ranking_steps(loaded("plain"), photo()))
+    assert [s.done for s in every] == [4, 8, 12, 16, 20, 24]  # after each layer, the last one the result
 
 
 def test_timm_models_with_a_distillation_token_and_registers_through_the_views():
@@ -131,3 +153,10 @@ def test_timm_models_with_a_distillation_token_and_registers_through_the_views()
     dino_loaded = LoadedModel("dinov2", "dinov2", dino.eval(), vit.ModelMeta([], vit.Preprocessing(28, 28)))
     report = lessons.norm_report(dino_loaded, photo(), 1)
     assert list(report.prefix) == ["cls", "reg1", "reg2", "reg3", "reg4"] and report.norms.shape == (2, 2)
+
+
+def test_heads_off_refuses_a_huge_item_with_a_short_message():
+    """int() of a 5,000-digit layer number raised an uncaught ValueError (Python's digit limit)."""
+    with pytest.raises(lessons.LessonError, match="is not layer.head") as refused:
+        lessons.parse_heads("9" * 5000 + ".1", 6, 4)
+    assert len(str(refused.value)) < 150

@@ -230,7 +230,7 @@ def test_training_curves_draw_the_history():
 
     falling = render.training_curves(history([2.0, 1.5, 1.0, 0.5]))
     rising = render.training_curves(history([0.5, 1.0, 1.5, 2.0]))
-    assert falling.size == (700, 280)
+    assert falling.size == (600, 280)  # the Train tab's column (views.DISPLAY_WIDTH)
     start, end = line_heights(falling)
     assert start < end - 50  # image rows grow downwards: a falling loss starts high, ends low
     start, end = line_heights(rising)
@@ -322,3 +322,72 @@ def test_the_query_patch_is_outlined_in_every_head_tile():
     assert len(set(xs // (40 + render.GAP))) == 3  # one outline in each of the three tiles
     first = xs[xs < 40]
     assert (first.min(), first.max()) == (20, 29) and ys.max() - ys.min() == 9  # column 3, one 10-px patch high
+
+
+def _top_of_bar(picture: Image.Image, cmap: str) -> int:
+    """The first picture row of the (only) horizontal colour bar."""
+    ((_, start, end),) = {run for run in gradient_runs(picture, cmap) if run[0] == "across"}
+    rows = np.asarray(picture)[:, start]
+    bottom = tuple(colormaps[cmap](0.0, bytes=True)[:3])
+    return int(np.flatnonzero((rows == bottom).all(axis=1))[0])
+
+
+def test_the_uniform_value_is_marked_above_the_colour_bar_where_it_lies():
+    plain = render.colour_bar("inferno", 0.0, 0.04, "rollout weight", 320)
+    marked = render.colour_bar("inferno", 0.0, 0.04, "rollout weight", 320, mark=(0.01, "uniform 0.01"))
+    assert marked.height == plain.height + render._LINE  # one line above the bar holds the mark
+    top = _top_of_bar(marked, "inferno")
+    ((_, start, end),) = {run for run in gradient_runs(marked, "inferno") if run[0] == "across"}
+    above = np.asarray(marked)[:top].min(axis=(0, 2))  # darkest value per column above the bar
+    ink = np.flatnonzero(above < 128)
+    arrow_x = start + round(0.25 * (end - start - 1))  # 0.01 is a quarter of the way from 0 to 0.04
+    assert ink.min() <= arrow_x + 1 and abs(ink.min() - arrow_x) <= render._text_width("▼")  # ▼ starts the mark
+
+
+def test_relative_display_puts_uniform_in_the_middle_colour_and_spreads_both_sides():
+    image = np.zeros((40, 40, 3), np.uint8)
+    amap = np.array([[0.0, 0.125], [0.25, 0.625]])  # uniform = total / 4 = 0.25
+    out = np.asarray(render.relative_picture(image, amap, 0.25, MapStyle(raw=True), "title"))
+    colour = colormaps[render.RELATIVE_CMAP]
+    y = render._LINE + 12  # inside the first row of patches, under the one-line title
+    top = 0.625 / 0.25  # 2.5× uniform: above RELATIVE_TOP, so it is the top of the scale
+    assert tuple(out[y, 5]) == tuple(colour(0.0, bytes=True)[:3])  # 0: the bottom colour
+    assert tuple(out[y, 25]) == tuple(colour(0.25, bytes=True)[:3])  # 0.5× uniform: half way down
+    assert tuple(out[y + 20, 5]) == tuple(colour(0.5, bytes=True)[:3])  # uniform: the middle colour
+    assert tuple(out[y + 20, 25]) == tuple(colour(1.0, bytes=True)[:3])  # the largest: the top colour
+    assert top > render.RELATIVE_TOP
+    assert gradient_runs(Image.fromarray(out), render.RELATIVE_CMAP)  # its colour bar
+
+
+def test_a_near_uniform_map_is_white_in_the_relative_display():
+    amap = np.full((4, 4), 1 / 16) * (1 + 1e-3 * np.random.default_rng(0).standard_normal((4, 4)))
+    heat = render.heatmap(amap / (amap.sum() / 16), (4, 4), MapStyle(cmap=render.RELATIVE_CMAP), 2.0, centre=1.0)
+    middle = colormaps[render.RELATIVE_CMAP](0.5, bytes=True)[:3]
+    assert np.abs(heat.astype(int) - middle).max() <= 2  # within a colour step of uniform's white
+
+
+def test_a_mask_dims_exactly_the_patches_outside_it():
+    picture = np.full((30, 20, 3), 200, np.uint8)  # a 3 x 2 grid in 10-pixel cells
+    keep = np.array([[True, False], [False, False], [False, True]])
+    out = render.dim_outside(picture, keep)
+    assert (out[:10, :10] == 200).all() and (out[20:, 10:] == 200).all()
+    assert (out[:10, 10:] == 50).all() and (out[10:20] == 50).all()  # 200 × DIMMED
+
+
+def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tmp_path):
+    image = np.zeros((32, 32, 3), np.uint8)
+    maps = np.random.default_rng(0).random((4, 2, 4, 4)) * np.array([0.2, 0.5, 0.3, 0.9])[:, None, None, None]
+    frames = render.layer_frames(image, maps, MapStyle())
+    (top,) = {_top_of_bar(frame, "inferno") for frame in frames}  # one layout: the bar sits alike in each
+    below = top + render.BAR_PX  # the tick values (0 to the shared top), the bar's label and the note
+    assert all(np.array_equal(np.asarray(f)[top:], np.asarray(frames[0])[top:]) for f in frames)
+    render.save_gif(frames, tmp_path / "layers.gif")
+    text = []
+    with Image.open(tmp_path / "layers.gif") as gif:
+        for i in range(gif.n_frames):
+            gif.seek(i)
+            text.append(np.asarray(gif.convert("L"), dtype=int)[below:])
+    # each frame has its own palette, which moves a grey by a few levels; another number
+    # in the labels would move some pixels from ink (30) to paper (255)
+    assert all(np.abs(t - text[0]).max() <= 16 for t in text)
+    assert (text[0] < 128).any()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.uploads import REFUSED, UploadRefused, checked_upload, prune_oldest
+from explorer.uploads import REFUSED, UploadRefused, UploadSpaceFull, admit, checked_upload, prune_oldest
 
 
 @pytest.fixture
@@ -54,3 +54,26 @@ def test_pruning_deletes_the_oldest_files_until_the_folder_fits(tmp_path: Path) 
     assert not (tmp_path / "a/old.png").exists() and (tmp_path / "b/middle.png").exists()
     assert prune_oldest(tmp_path, 2000) == 0  # already within the budget
     assert prune_oldest(tmp_path, 0) == 2000 and not any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+def test_a_file_is_admitted_or_refused_when_it_arrives_and_kept_files_stay(tmp_path: Path) -> None:
+    """The budget holds at arrival (it used to be checked once a minute), and the app's own
+    files (its examples' cached copies) are never the ones freed."""
+
+    def write(name: str, size: int, age: int) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir()
+        path.write_bytes(b"x" * size)
+        os.utime(path, (1000 + age, 1000 + age))
+        return path
+
+    example = write("e/cat.jpg", 500, 0)  # the oldest file: the first a plain prune would delete
+    old = write("a/old.png", 600, 1)
+    fresh = write("b/fresh.png", 600, 2)
+    admit(fresh, tmp_path, 1200, keep={example})
+    assert example.exists() and not old.exists() and fresh.exists()
+    huge = write("c/huge.png", 2000, 3)
+    with pytest.raises(UploadSpaceFull, match="space for uploads is full"):
+        admit(huge, tmp_path, 1200, keep={example})
+    assert not huge.exists() and example.exists() and fresh.exists()  # a refused file frees nothing
+    assert prune_oldest(tmp_path, 0, keep={example}) == 600 and example.exists()

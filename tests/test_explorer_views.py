@@ -9,9 +9,11 @@ from PIL import Image
 from tolerance import assert_close_up_to_rounding, rounding_tolerance
 
 import vit
-from explorer import views
-from explorer.explain import explain, model_input
+from explorer import lessons, render, views
+from explorer.catalog import LoadedModel
+from explorer.explain import Explanation, explain, model_input
 from explorer.render import MapStyle
+from vit.analysis import position_embedding_similarity
 from vit.preprocessing import CIFAR10
 
 
@@ -39,7 +41,7 @@ def test_a_near_uniform_model_draws_flat_maps_in_heads_and_overview(uniform):
     assert 0 < deviation.max() < 1e-3  # near uniform, not exactly
     top = tuple(colormaps["inferno"](1.0, bytes=True)[:3])
     for picture, tiles, side in (
-        (views.heads(uniform, None, 3, MapStyle(raw=True)), uniform.heads, views.HEAD_PX),
+        (views.heads(uniform, None, 3, MapStyle(raw=True)), uniform.heads, views.head_layout(uniform)[1]),
         (views.overview(uniform, MapStyle(raw=True)), uniform.heads * uniform.depth, views.OVERVIEW_PX),
     ):
         flat = (np.asarray(picture) == top).all(-1).sum()
@@ -120,3 +122,134 @@ def test_registers_without_cls_query_the_mean_patch_and_leave_the_registers_out(
     assert "the CLS token" not in views.describe_query(None, ex.has_cls)
     rollout = views.describe_rollout(ex, "mean", 0.0)
     assert "the mean patch row of R over the patches" in rollout and "reg1" in rollout and "CLS row" not in rollout
+
+
+def test_rollout_marks_uniform_and_says_what_above_and_below_mean(uniform):
+    shares = uniform.rollout("mean", 0.0)
+    assert views.uniform_value(shares) == pytest.approx(shares.sum() / 64)
+    for show in views.SHOWS:
+        picture = views.rollout(uniform, "mean", 0.0, MapStyle(), show)
+        assert picture.width >= views.ROLLOUT_PX
+    with pytest.raises(ValueError, match="show must be one of weights, relative, top mass"):
+        views.rollout(uniform, "mean", 0.0, MapStyle(), "sideways")
+
+
+def test_one_map_keeps_the_top_mass_and_dims_the_rest():
+    base = np.full((40, 40, 3), 255, np.uint8)  # a 4 x 4 grid in 10-pixel cells
+    amap = np.full((4, 4), 0.28 / 13)
+    amap[0, :3] = [0.4, 0.17, 0.15]  # 0.4 + 0.17 fall short of 0.6 of the total 1, so 0.15 is kept too
+    style = MapStyle(cmap="gray", raw=True)
+    top = render.text_block("t", 320).height + render.GAP  # the body starts under the one-line title
+    cells = [
+        np.asarray(views.one_map(base, amap, style, "t", "u", "", show, 0.6))[top + 5 : top + 40 : 10, 5:40:10, 0]
+        for show in ("top mass", "weights")
+    ]
+    masked, weights = (c.astype(int) for c in cells)
+    kept = np.zeros((4, 4), bool)
+    kept[0, :3] = True
+    assert (masked[kept] == weights[kept]).all()
+    assert (np.abs(masked[~kept] - weights[~kept] * render.DIMMED) <= 1).all()
+
+
+def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform):
+    model = "CIFAR-10 nano"
+    texts = {
+        "input": views.input_alt(uniform, (2, 4), model),
+        "heads": views.heads_alt(uniform, (2, 4), 3, model),
+        "overview": views.overview_alt(uniform, model),
+        "rollout": views.rollout_alt(uniform, "max", "relative", model),
+        "relevance": views.relevance_alt(uniform, "cat", "top mass", model),
+        "distance": views.distance_alt(uniform, model),
+        "similarity": views.similarity_alt(uniform.grid, model),
+    }
+    assert all(model in text and "8 × 8" in text for text in texts.values())
+    assert "patch (3, 5)" in texts["input"] and "outlined" in texts["input"]
+    assert "4 heads of layer 3 of 6" in texts["heads"] and "query patch (3, 5)" in texts["heads"]
+    assert "query CLS" in texts["overview"] and "layers 1 to 6" in texts["overview"]
+    assert (
+        "rollout" in texts["rollout"]
+        and "max over heads" in texts["rollout"]
+        and "multiples of uniform" in texts["rollout"]
+    )
+    assert "'cat'" in texts["relevance"] and "dimmed" in texts["relevance"]
+    assert "mean attention distance" in texts["distance"]
+    assert "position embeddings" in texts["similarity"]
+
+
+MIN_TEXT_PX = 12  # the smallest text a projector shows legibly at 1280×720 (issue 19)
+
+
+def shown_px(drawn_px: float, picture: Image.Image, view: str) -> float:
+    """Text `drawn_px` high in `picture`, as the app shows the picture on a 1280×720 screen:
+    gr.Image shrinks a picture wider than its column to fit and never enlarges one."""
+    return drawn_px * min(1.0, views.DISPLAY_WIDTH[view] / picture.width)
+
+
+def chart_text_px(fig) -> float:
+    """The smallest text a matplotlib figure draws, in pixels: points × dpi / 72."""
+    from matplotlib.text import Text
+
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    assert len(texts) > 5  # titles, labels, ticks and legend entries were found
+    return min(t.get_fontsize() for t in texts) * fig.dpi / 72
+
+
+def twelve_heads() -> tuple[vit.VisionTransformer, Explanation]:
+    """A ViT-B/16-sized layout (12 heads, 14 × 14 patches) with few small layers."""
+    config = vit.ViTConfig(image_size=224, patch_size=16, num_classes=10, dim=96, depth=3, heads=12, mlp_dim=96)
+    model = vit.VisionTransformer(config).eval()
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (240, 300, 3), dtype=np.uint8))
+    return model, explain(model, [f"c{i}" for i in range(10)], vit.Preprocessing(224, 224), image)
+
+
+def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tuple[str, Image.Image, float]]:
+    """(view, picture, its smallest drawn text in px) for every picture of the Explore tab."""
+    style, text = MapStyle(), render.TEXT_PX
+    names = [f"c{i}" for i in range(10)]
+    pictures = [
+        ("heads", views.heads(ex, (1, 2), 2, style), text),
+        ("overview", views.overview(ex, style), text),
+        *[("rollout", views.rollout(ex, "mean", 0.0, style, show), text) for show in views.SHOWS],
+        ("relevance", views.relevance(model, names, ex, None, style, "top mass"), text),
+        ("similarity", render.position_similarity_tiles(position_embedding_similarity(model).numpy()), text),
+    ]
+    distance = views.distance_chart(ex)
+    figure = render.distance_figure(ex.depth, ex.heads, ex.input.pixels.shape[:2])
+    return [*pictures, ("distance", distance, chart_text_px(figure))]
+
+
+@pytest.mark.parametrize("layout", ["nano: 4 heads, 8 × 8 patches", "12 heads, 14 × 14 patches"])
+def test_every_text_in_every_explore_picture_is_at_least_12_px_on_a_1280x720_screen(layout, uniform):
+    model, ex = (near_uniform_model(), uniform) if layout.startswith("nano") else twelve_heads()
+    if layout.startswith("nano"):
+        ex = explain(model, [f"c{i}" for i in range(10)], CIFAR10, Image.new("RGB", (32, 32)))
+    for view, picture, drawn in explore_pictures(model, ex):
+        assert shown_px(drawn, picture, view) >= MIN_TEXT_PX, (view, picture.size, drawn)
+
+
+def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():
+    history = [
+        {"epoch": e, "train_loss": 2.0 / e, "val_loss": 2.1 / e, "train_acc": 0.3 * e, "val_acc": 0.28 * e}
+        for e in (1, 2)
+    ]
+    curves = render.training_figure(history, [(0.5, 2.2), (1.0, 2.0)])
+    assert shown_px(chart_text_px(curves), render.training_curves(history), "curves") >= MIN_TEXT_PX
+    for heads in (4, 12):  # vit_cifar_nano (the Train tab's default), vit_cifar_tiny and _small
+        maps = np.random.default_rng(0).random((6, heads, 8, 8)) / 80
+        probe = render.probe_strip(np.zeros((64, 64, 3), np.uint8), [(e, maps) for e in range(1, 4)], MapStyle())
+        assert shown_px(render.TEXT_PX, probe, "probe") >= MIN_TEXT_PX
+    model, _ = twelve_heads()
+    twelve = LoadedModel(
+        "b16", "ViT-B/16 sized, with a long name", model, vit.ModelMeta([], vit.Preprocessing(224, 224))
+    )
+    compare = lessons.compare_cls_heads([twelve, twelve], Image.new("RGB", (240, 240)), MapStyle())
+    assert shown_px(render.TEXT_PX, compare, "compare") >= MIN_TEXT_PX
+    norms = lessons.token_norm_maps([lessons.norm_report(twelve, Image.new("RGB", (240, 240)), 1)] * 3, 1, MapStyle())
+    assert shown_px(render.TEXT_PX, norms, "norms") >= MIN_TEXT_PX
+
+
+def test_on_a_phone_two_columns_keep_head_maps_at_least_150_px_wide(uniform):
+    phone_column = 326  # the heads picture's CSS width at 390 × 844 (measured in Chromium)
+    cols, tile = views.head_layout(uniform, columns=2)
+    picture = views.heads(uniform, None, 6, MapStyle(), columns=2)
+    assert cols == 2 and tile * min(1.0, phone_column / picture.width) >= 150

@@ -101,3 +101,34 @@ def test_the_train_tab_shows_progress_until_the_run_ends(server, tmp_path):
         page.get_by_role("button", name="Start").click()
         expect(page.locator("#train-progress")).to_contain_text("finished 2 epochs", timeout=150_000)
         browser.close()
+
+
+def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_the_top_mass(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    from explorer import render, views
+
+    shown = "i => Math.min(1, i.getBoundingClientRect().width / i.naturalWidth)"  # gr.Image only shrinks
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport=SCREEN)
+        page.set_default_timeout(60_000)
+        page.goto(server)
+        page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
+        expect(page.locator("#heads img")).to_be_visible()
+        assert render.TEXT_PX * page.locator("#heads img").evaluate(shown) >= 12  # the head maps' text
+        assert page.locator("#heads").bounding_box()["width"] >= views.DISPLAY_WIDTH["heads"] - 1
+
+        page.get_by_role("tab", name="Rollout").click()
+        rollout = page.locator("#rollout img")
+        expect(rollout).to_be_visible()
+        assert render.TEXT_PX * rollout.evaluate(shown) >= 12
+        column = rollout.evaluate("i => i.closest('.block').clientWidth")
+        assert column >= views.DISPLAY_WIDTH["rollout"] - 1  # the width the text test assumes
+        for choice, cmap in (("relative to uniform (× 1/N)", render.RELATIVE_CMAP), ("only the top X %", "inferno")):
+            before = rollout.get_attribute("src")
+            page.get_by_label(choice).check()
+            page.wait_for_function("([i, old]) => i.src !== old", arg=[rollout.element_handle(), before])
+            picture = Image.open(io.BytesIO(page.request.get(rollout.get_attribute("src")).body())).convert("RGB")
+            assert gradient_runs(picture, cmap)  # relative: the diverging colour bar; top mass: the weights' bar
+        browser.close()

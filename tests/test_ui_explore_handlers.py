@@ -227,5 +227,55 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     picker = out["query_token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(view, catalog, BUNDLED)[view.relevance_class]
+    classes = h.load_model(view, catalog, BUNDLED, None)[view.relevance_class]
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
+
+
+def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_values(tab, explanation_key):
+    view, _ = tab
+    pictures = {
+        show: np.asarray(Image.open(h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, show, 60)[view.rollout]))
+        for show in views.SHOWS
+    }
+    assert len({p.tobytes() for p in pictures.values()}) == 3  # three different pictures
+    with pytest.raises(gr.Error, match="unknown show 'sideways'; choose one of 'weights', 'relative', 'top mass'"):
+        h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, "sideways", 60)
+    with pytest.raises(gr.Error, match="keep percent must be a number from 1.0 to 100.0, got 0"):
+        h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, "top mass", 0)
+
+
+def test_the_examples_survive_a_prune_of_the_upload_folder(monkeypatch, tmp_path, tiny_checkpoint):
+    """A prune to a budget of 0 used to delete the examples' cached copies: clicking an example
+    then failed with "not an upload of this app"."""
+    import ui
+    from ui.outputs import UPLOADS
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))  # never prune a shared folder
+    monkeypatch.setattr(UPLOADS, "keep", frozenset())
+    ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
+    copies = [p for p in UPLOADS.keep if p.suffix == ".jpg"]
+    assert sorted(p.name for p in copies) == sorted(p.name for p in EXAMPLES_DIR.glob("*.jpg"))
+    visitor = tmp_path / "gradio" / "visitor" / "upload.png"
+    visitor.parent.mkdir()
+    visitor.write_bytes(b"x" * 100)
+    monkeypatch.setattr(UPLOADS, "budget_bytes", 0)
+    UPLOADS.prune()
+    assert not visitor.exists() and all(p.exists() for p in copies)
+    assert h.uploaded_path({"path": str(copies[0])}) == str(copies[0])
+
+
+def test_a_request_that_would_compute_past_the_budget_is_refused_before_its_forward_pass(tab, tmp_path, monkeypatch):
+    """Whole mode on a 4:1 image has 4 x the tokens of crop mode, 16 x its attention maps: the
+    model fits the server's per-request budget in crop mode, that request does not."""
+    from explorer.explain import ExplanationTooLarge
+
+    _, catalog = tab
+    loaded = catalog.get(BUNDLED)
+    wide = tmp_path / "wide.png"
+    Image.new("RGB", (128, 32), (10, 200, 10)).save(wide)
+    budget = 8 * 2**20  # crop: 4 x 0.4 MiB of maps; whole (8 x 32 grid): 4 x 6.3 MiB
+    style = h.map_style(*STYLE)
+    assert h.full_analysis(loaded, str(wide), "crop", 6, "mean", 0.0, style, None, max_request_bytes=budget)["label"]
+    monkeypatch.setattr(type(loaded.model), "forward", lambda *_: pytest.fail("the forward pass ran"))
+    with pytest.raises(ExplanationTooLarge, match="attention maps would take 6 MiB, more than this server's 2 MiB"):
+        h.full_analysis(loaded, str(wide), "whole", 6, "mean", 0.0, style, None, max_request_bytes=budget)

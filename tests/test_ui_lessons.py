@@ -1,12 +1,15 @@
 """The Lessons tab's handlers called directly (no server): named outputs, 1-based heads and
 layers, models that cannot be loaded named while the others are compared, clear refusals."""
 
+from types import SimpleNamespace
+
 import gradio as gr
 import numpy as np
 import pytest
 import torch
 from PIL import Image
 
+import ui
 import vit
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import lessons_handlers as h
@@ -89,10 +92,79 @@ def test_heads_off_by_1_based_layer_dot_head(tab, image):
 
 def test_the_ranking_and_its_refusal_for_a_model_without_a_head(tab, registers, image):
     view, catalog = tab
-    out = h.rank_heads(view, catalog, image, BUNDLED)
+    out = list(h.rank_heads(view, catalog, image, BUNDLED, None))[-1]
     rows = out[view.ranking]
     assert [r[0] for r in rows] == list(range(1, 11)) and "6 × 4 = 24 forward passes" in out[view.heads_note]
     with pytest.raises(gr.Error, match="has no classifier head, so it makes no predictions"):
-        h.rank_heads(view, catalog, image, registers)
+        next(h.rank_heads(view, catalog, image, registers, None))
     with pytest.raises(gr.Error, match="pretrained:nonexistent"):
-        h.rank_heads(view, catalog, image, "pretrained:nonexistent")
+        next(h.rank_heads(view, catalog, image, "pretrained:nonexistent", None))
+
+
+def test_one_ranking_at_a_time_per_visitor_and_stop_ends_it(tab, image):
+    view, catalog = tab
+    alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
+    first = h.rank_heads(view, catalog, image, BUNDLED, alice)
+    assert "4 of 24 heads ranked so far" in next(first)[view.heads_note]  # after layer 1 of 6
+    with pytest.raises(gr.Error, match="you already have a ranking running"):
+        next(h.rank_heads(view, catalog, image, BUNDLED, alice))
+    assert "ranked so far" in next(h.rank_heads(view, catalog, image, BUNDLED, bob))[view.heads_note]
+    first.close()  # what Gradio's cancel (Stop, or the visitor leaving) does between two steps
+    assert "24 forward passes" in list(h.rank_heads(view, catalog, image, BUNDLED, alice))[-1][view.heads_note]
+
+
+def test_the_stop_button_cancels_the_ranking(tiny_checkpoint, tmp_path):
+    import inspect
+
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path))
+    ranking = next(fn for fn in demo.fns.values() if fn.api_name == "lesson_head_ranking")
+    assert inspect.isgeneratorfunction(ranking.fn)  # Gradio stops a generator between steps
+    stops = [d for d in demo.config["dependencies"] if ranking._id in d["cancels"]]
+    assert len(stops) == 1 and stops[0]["backend_fn"] is False
+
+
+@pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")  # Gradio's queue, as in test_ui_public.py
+def test_a_cancelled_ranking_stops_between_steps_and_frees_its_visitor(tiny_checkpoint, tmp_path, monkeypatch, image):
+    """What Stop (and a visitor leaving) does to a ranking on a real server: Gradio stops
+    iterating the generator, so no more forward passes run, and the visitor may rank again."""
+    import threading
+    import time
+
+    from gradio_client import Client, handle_file
+
+    from bench.serving import free_port
+    from explorer import lessons
+
+    steps, release = [], threading.Event()
+
+    def endless(loaded, picture, shown=10, seconds=lessons.MAX_RANKING_S):
+        while not release.is_set():  # one "forward pass" per step, forever
+            steps.append(1)
+            time.sleep(0.05)
+            yield lessons.Ranking("cat", [], len(steps), 10**6)
+
+    monkeypatch.setattr(lessons, "head_ranking_steps", endless)
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path))
+    port = free_port()
+    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        job = client.submit(handle_file(image["path"]), BUNDLED, api_name="/lesson_head_ranking")
+        deadline = time.monotonic() + 60
+        while len(steps) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(steps) >= 5
+        job.cancel()
+        counts = [len(steps)]
+        while time.monotonic() < deadline and (len(counts) < 3 or counts[-1] != counts[-3]):
+            time.sleep(0.5)  # until no step ran for a second (under load the cancel takes a moment)
+            counts.append(len(steps))
+        assert counts[-1] == counts[-3] and counts[-1] < 1000  # stopped, long before the budget
+        again = client.submit(handle_file(image["path"]), BUNDLED, api_name="/lesson_head_ranking")
+        while len(steps) == counts[-1] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(steps) > counts[-1]  # the same visitor may rank again: the cancel freed them
+        again.cancel()
+    finally:
+        release.set()
+        demo.close()

@@ -2,6 +2,7 @@
 and who may stop the one shared run (docs/security.md)."""
 
 import time
+from pathlib import Path
 
 import pytest
 from gradio_client import Client
@@ -54,4 +55,22 @@ def test_everyone_sees_the_shared_run_and_only_its_starter_stops_it(public):
 
 def test_messages_for_visitors_keep_only_the_last_part_of_paths_and_are_escaped():
     text = for_visitors("cannot read /srv/app/runs/abc/model.safetensors: <class 'OSError'>")
-    assert text == "cannot read model.safetensors: &lt;class &#x27;OSError&#x27;&gt;"
+    assert text == "cannot read model.safetensors: &lt;class 'OSError'&gt;"
+
+
+def test_messages_echo_a_visitors_input_escaped_and_short(public):
+    client = Client(public, verbose=False)
+    with pytest.raises(AppError) as refused:
+        client.predict("vit_cifar_nano", "<script>alert(1)</script>", "", 1, 1e-3, 8, api_name="/train_start")
+    message = str(refused.value)  # "/script" reads as a path, cut to its last part: harmless here
+    assert "unknown data source '&lt;script&gt;alert(1)&lt;" in message and "<" not in message
+    with pytest.raises(AppError) as refused:
+        client.predict("vit_cifar_nano", "cifar10", "", "9" * 100_000, 1e-3, 8, api_name="/train_start")
+    assert "epochs must be a whole number" in str(refused.value) and len(str(refused.value)) < 300
+
+
+def test_every_error_of_the_ui_goes_through_the_one_helper():
+    """ui.checks.visitor_error escapes, cuts paths and caps length; a bare gr.Error would not."""
+    ui_dir = Path(ui.__file__).parent
+    bare = [p.name for p in ui_dir.glob("*.py") if "gr.Error(" in p.read_text() and p.name != "checks.py"]
+    assert bare == []

@@ -8,12 +8,11 @@ import time
 import gradio as gr
 
 from explorer.catalog import ModelCatalog
-from explorer.uploads import prune_oldest
 
 from . import explore_handlers
 from .explore import KEYBOARD_JS, build_explore_tab
 from .lessons import build_lessons_tab
-from .outputs import upload_folder
+from .outputs import UPLOADS
 from .settings import ServerSettings
 from .train import build_train_tab
 
@@ -35,18 +34,23 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
             build_train_tab(catalog, settings, explore.model_key, train)
         with gr.Tab("Lessons"):
             build_lessons_tab(catalog)
-    # Two analyses at a time on a 2-core machine; up to 64 waiting, then new requests are refused.
+    # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
+    # requests wait, then new ones are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
+    UPLOADS.budget_bytes = settings.uploads_bytes
+    UPLOADS.protect(demo.blocks.values())
     return demo
 
 
 def keep_uploads_within(budget_bytes: int) -> threading.Thread:
     """A daemon that keeps Gradio's upload folder (uploads and rendered views) under
-    `budget_bytes`, oldest files first; Gradio's own clean-up only bounds their age."""
+    `budget_bytes`, oldest files first; Gradio's own clean-up only bounds their age. Uploads
+    are also checked when they reach a handler (`UPLOADS.admit`); this catches rendered views."""
+    UPLOADS.budget_bytes = budget_bytes
 
     def run() -> None:
         while True:
-            prune_oldest(upload_folder(), budget_bytes)
+            UPLOADS.prune()
             time.sleep(PRUNE_EVERY_S)
 
     thread = threading.Thread(target=run, name="uploads-budget", daemon=True)

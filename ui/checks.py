@@ -14,6 +14,17 @@ from collections.abc import Sequence
 
 import gradio as gr
 
+from explorer.catalog import shown
+
+from .settings import for_visitors
+
+
+def visitor_error(message: str, **kwargs: object) -> gr.Error:
+    """The one way ui/ builds an error for a visitor: server paths cut to their last part, HTML
+    escaped and length-capped (`ui.settings.for_visitors`). Values a visitor sent are quoted
+    with `shown`, which keeps a few dozen characters of them."""
+    return gr.Error(for_visitors(message), **kwargs)
+
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -23,7 +34,7 @@ def whole_number(name: str, value: object, low: int, high: int | None = None) ->
     """`value` as an int in [low, high] (no upper bound when `high` is None)."""
     allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
     if not _is_number(value) or value != int(value) or value < low or (high is not None and value > high):
-        raise gr.Error(f"{name} must be a whole number {allowed}, got {value!r}")
+        raise visitor_error(f"{name} must be a whole number {allowed}, got {shown(value)}")
     return int(value)
 
 
@@ -31,12 +42,12 @@ def number(name: str, value: object, low: float, high: float | None = None) -> f
     """`value` as a finite float in [low, high] (no upper bound when `high` is None)."""
     allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
     if not _is_number(value) or value < low or (high is not None and value > high):
-        raise gr.Error(f"{name} must be a number {allowed}, got {value!r}")
+        raise visitor_error(f"{name} must be a number {allowed}, got {shown(value)}")
     return float(value)
 
 
 def one_of(name: str, value: object, allowed: Sequence[str]) -> str:
     """`value`, if it is one of `allowed`."""
     if value not in allowed:
-        raise gr.Error(f"unknown {name} {value!r}; choose one of {', '.join(map(repr, allowed))}")
+        raise visitor_error(f"unknown {name} {shown(value)}; choose one of {', '.join(map(repr, allowed))}")
     return str(value)

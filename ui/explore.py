@@ -14,16 +14,23 @@ from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
 
+from . import concurrency
 from . import explore_handlers as h
 from .binding import ComponentView, bound
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
 STYLE = ("cmap", "opacity", "upsampling", "display", "scale")  # the controls one MapStyle is built from
+SHOW = ("show", "keep_percent")  # how rollout and relevance are drawn (views.one_map)
 SCALE_CHOICES = [
     ("one scale per layer (heads comparable)", "layer"),
     ("each head stretched to its own max", "head"),
     ("fixed 0 to 1", "fixed"),
+]
+SHOW_CHOICES = [
+    ("weights from 0 (▼ marks uniform)", "weights"),
+    ("relative to uniform (× 1/N)", "relative"),
+    ("only the top X % of the mass", "top mass"),
 ]
 PICTURE_PX = 330  # height of the input and head views: both fit a 1280x720 screen with the upload
 # Arrow keys move the query patch, Escape resets it (unless a text field or slider has the focus).
@@ -94,6 +101,8 @@ class ExploreView(ComponentView):
     overview: gr.Image
     fusion: gr.Radio
     discard: gr.Slider
+    show: gr.Radio
+    keep_percent: gr.Slider
     rollout: gr.Image
     distance: gr.Image
     similarity: gr.Image
@@ -147,7 +156,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
 def _heads_column(depth: int) -> dict[str, Any]:
     heads = _picture("**Attention per head** in the chosen layer, for the query", height=PICTURE_PX, elem_id="heads")
     with gr.Row():
-        layer = gr.Slider(1, depth, value=depth, step=1, label="Layer (1 = first)", scale=4)
+        layer = h.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4)
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
     with gr.Row():
         export_png = gr.Button("Export PNG", size="sm")
@@ -198,7 +207,20 @@ def _picture(caption: str, **kwargs: Any) -> gr.Image:
     return gr.Image(label=caption.replace("*", ""), show_label=False, **kwargs)
 
 
+def _map_display() -> dict[str, Any]:
+    """How rollout and relevance are drawn: from 0 with uniform marked, relative to uniform,
+    or the patches holding the top X % of the mass (docs/pictures.md)."""
+    with gr.Row():
+        return {
+            "show": gr.Radio(SHOW_CHOICES, value="weights", label="Rollout and relevance show"),
+            "keep_percent": gr.Slider(
+                5, 100, value=100 * views.KEEP, step=5, label="Keep the top X % of the attention mass"
+            ),
+        }
+
+
 def _more_views(start: LoadedModel) -> dict[str, Any]:
+    display = _map_display()
     with gr.Tab("Layers x heads"):
         overview = _picture("**Attention of the default query (CLS)** in every head of every layer")
     with gr.Tab("Rollout"):
@@ -207,13 +229,14 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
             discard = gr.Slider(
                 0.0, h.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
             )
-        rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)")
+        rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)", elem_id="rollout")
     with gr.Tab("Mean attention distance"):
         distance = _picture("**How far each head looks** (ViT paper Fig. 7, right)")
     with gr.Tab("Position embeddings"):
         tiles = render.position_similarity_tiles(start.position_similarity())
         similarity = _picture("**Position-embedding similarity** (ViT paper Fig. 7, centre)", value=tiles)
     return {
+        **display,
         **_relevance_view(start),
         "overview": overview,
         "fusion": fusion,
@@ -264,21 +287,17 @@ def layout(catalog: ModelCatalog) -> ExploreView:
 # plain numbers and strings (the image as its upload payload, decoded by explorer.images), and
 # the handlers check them with ui.checks, which name the parameter and the allowed range.
 RAW = {"preprocess": False}
-# Clicks, slider moves and restyles redraw one to three small pictures from the cached forward
-# pass (~10 ms of drawing). Gradio gives each event its own slots; these share one pool of two
-# (as the analyses have two), so clicks, the most frequent action, do not queue in their own
-# two while the other redraws' slots sit idle, and at most four requests run at once on two
-# cores (docs/benchmarks-app.md, "A class at once"). "Play" holds a slot for seconds: not here.
-CHEAP = {**RAW, "concurrency_id": "views", "concurrency_limit": 2}
+CHEAP = {**RAW, **concurrency.CHEAP}  # redraws from the cached forward pass (ui/concurrency.py)
+HEAVY = {**RAW, **concurrency.HEAVY}  # forward passes, loads, exports: two at a time, whole server
 
 
 def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     """/analyze on a new image or resize policy; returns its event arguments for reuse."""
     analysis = {
         "fn": bound(h.analyze, view, catalog),
-        "inputs": view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE),
+        "inputs": view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE, *SHOW),
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
-        **RAW,
+        **HEAVY,
     }
     gr.on([view.image.change, view.mode.input], **analysis, api_name="analyze")
     return analysis
@@ -296,15 +315,15 @@ def _wire_views(view: ExploreView) -> None:
     gr.on(
         [view.cmap.input, view.opacity.release, view.upsampling.input, view.display.input, view.scale.input],
         bound(h.restyle, view),
-        view.pick("explanation_key", "query", "layer", "fusion", "discard", *STYLE),
+        view.pick("explanation_key", "query", "layer", "fusion", "discard", *STYLE, *SHOW),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
         **CHEAP,
     )
     gr.on(
-        [view.fusion.input, view.discard.release],
+        [view.fusion.input, view.discard.release, view.show.input, view.keep_percent.release],
         bound(h.show_rollout, view),
-        view.pick("explanation_key", "fusion", "discard", *STYLE),
+        view.pick("explanation_key", "fusion", "discard", *STYLE, *SHOW),
         view.rollout,
         api_name="rollout",
         **CHEAP,
@@ -332,7 +351,7 @@ def _wire_query(view: ExploreView) -> None:
         view.pick("explanation_key", "query_token", "query", "layer", *STYLE),
         outputs,
         api_name="query_token",
-        **RAW,
+        **CHEAP,
     )
     on_layer = view.pick("explanation_key", "layer", *STYLE)
     view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **CHEAP)
@@ -350,10 +369,10 @@ def _wire_query(view: ExploreView) -> None:
 def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
     view.relevance_button.click(
         bound(h.show_relevance, view, catalog),
-        view.pick("explanation_key", "export_name", "relevance_class", *STYLE),
+        view.pick("explanation_key", "export_name", "relevance_class", *STYLE, *SHOW),
         view.relevance,
         api_name="relevance",
-        **RAW,
+        **HEAVY,
     )
 
 
@@ -363,14 +382,14 @@ def _wire_exports(view: ExploreView) -> None:
         view.pick("explanation_key", "export_name", "query", "layer", *STYLE),
         view.export_file,
         api_name="export_png",
-        **RAW,
+        **HEAVY,
     )
     view.export_gif.click(
         bound(h.export_gif, view),
         view.pick("explanation_key", "export_name", "query", *STYLE),
         view.export_file,
         api_name="export_gif",
-        **RAW,
+        **HEAVY,
     )
 
 
@@ -382,11 +401,16 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
         view.pick("current_model", "model_info", "classes", "layer", "similarity", "relevance_class"),
         api_name="load_model",
         show_progress="full",
+        **HEAVY,
     )
     switched.success(**analysis, api_visibility="private")
     switched.failure(h.keep_model, view.current_model, view.model_key, api_visibility="private")
     view.checkpoint.upload(
-        bound(h.upload_checkpoint, view, catalog), view.checkpoint, view.model_key, api_name="upload_checkpoint"
+        bound(h.upload_checkpoint, view, catalog),
+        view.checkpoint,
+        view.model_key,
+        api_name="upload_checkpoint",
+        **concurrency.HEAVY,
     )
 
 

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from explorer import render, views
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
-from explorer.explain import Explanation, ExplanationStore, ExplanationTooLarge, explain
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable, shown
+from explorer.explain import REQUEST_FACTOR, Explanation, ExplanationStore, ExplanationTooLarge, explain
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
 from vit.analysis import Query
 
-from .checks import number, one_of, whole_number
-from .outputs import cache_path, saved, upload_folder
+from .checks import number, one_of, visitor_error, whole_number
+from .outputs import UPLOADS, cache_path, saved, upload_folder
 
 if TYPE_CHECKING:
     from .explore import ExploreView
@@ -69,9 +69,21 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: s
     )
 
 
+def map_show(show: str, keep_percent: float) -> tuple[str, float]:
+    """How rollout and relevance are drawn (views.SHOWS) and the kept share of the mass, 0 to 1."""
+    return one_of("show", show, views.SHOWS), number("keep percent", keep_percent, 1.0, 100.0) / 100
+
+
 def check_layer(layer: object, depth: int) -> int:
     """A 1-based layer number of a model `depth` layers deep."""
     return whole_number("layer", layer, 1, depth)
+
+
+def layer_slider(depth: int, value: int, **kwargs: Any) -> gr.Slider:
+    """The layer slider for a model `depth` layers deep. Gradio refuses a slider whose minimum
+    is not below its maximum, so a one-layer model gets a hidden one (0 to 1, at 1): there is
+    nothing to choose, and the handlers still accept only layer 1."""
+    return gr.Slider(minimum=1 if depth > 1 else 0, maximum=depth, value=value, visible=depth > 1, **kwargs)
 
 
 def slug(text: str) -> str:
@@ -112,9 +124,11 @@ def uploaded_path(payload: dict | None) -> str:
     the app decodes it itself (explorer.images) and every bad file gets a clear message.
     Whatever path a client sent, only a file inside Gradio's upload folder is accepted."""
     try:
-        return str(checked_upload(payload.get("path") if isinstance(payload, dict) else None, upload_folder()))
+        path = checked_upload(payload.get("path") if isinstance(payload, dict) else None, upload_folder())
+        UPLOADS.admit(path)  # the disk budget holds when the file arrives, not a minute later
+        return str(path)
     except UploadRefused as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
 
 
 def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
@@ -133,10 +147,10 @@ def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
 def require(key: ExplanationKey | None) -> Explanation:
     """The session's current explanation, from the server-wide store."""
     if key is None:
-        raise gr.Error("No image analysed yet in this session: upload an image first.")
+        raise visitor_error("No image analysed yet in this session: upload an image first.")
     ex = STORE.peek(key)
     if ex is None:
-        raise gr.Error("This analysis was dropped from the server's memory to make room: upload the image again.")
+        raise visitor_error("This analysis was dropped from the server's memory to make room: upload the image again.")
     return ex
 
 
@@ -154,13 +168,20 @@ def full_analysis(
     discard: float,
     style: MapStyle,
     store: ExplanationStore | None = STORE,
+    show: str = "weights",
+    keep: float = views.KEEP,
+    max_request_bytes: int | None = None,
 ) -> dict[str, Any]:
     """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name
     (all but export_name, which needs the upload's name).
     A (file, model, mode) any session has seen recently is not run again (`store`; None: no
     caching, as the benchmark measures). Raises ImageError for unusable files,
-    ExplanationTooLarge past the store's memory budget."""
-    budget = store.max_bytes if store else None
+    ExplanationTooLarge past the store's memory budget or when the request would compute more
+    than `max_request_bytes` (REQUEST_FACTOR x its maps; whole mode can hold 16 x crop's maps)."""
+    budgets = [store.max_bytes] if store else []
+    if max_request_bytes is not None:
+        budgets.append(max_request_bytes // REQUEST_FACTOR)
+    budget = min(budgets, default=None)
 
     def forward_pass() -> Explanation:
         pre = loaded.preprocessing
@@ -176,10 +197,10 @@ def full_analysis(
         "input_img": saved(views.input_view(ex)),
         "numbers": views.describe_input(ex),
         "label": ex.probabilities,
-        "layer": gr.Slider(maximum=ex.depth, value=layer),
+        "layer": layer_slider(ex.depth, layer),
         "heads": saved(views.heads(ex, None, layer, style)),
         "overview": saved(views.overview(ex, style)),
-        "rollout": saved(views.rollout(ex, fusion, discard, style)),
+        "rollout": saved(views.rollout(ex, fusion, discard, style, show, keep)),
         "distance": saved(views.distance_chart(ex)),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
@@ -202,6 +223,8 @@ def analyze(
     upsampling: str,
     display: str,
     scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
 ) -> dict:
     """Analyse an uploaded image with the chosen model and draw every view."""
     if image is None:
@@ -212,9 +235,13 @@ def analyze(
     try:
         loaded = catalog.get(model_key)
         layer = check_layer(layer, loaded.model.config.depth)
-        pictures = full_analysis(loaded, uploaded_path(image), mode, layer, fusion, discard, style)
+        shown = map_show(show, keep_percent)
+        path, limit = uploaded_path(image), catalog.serving.request_bytes
+        pictures = full_analysis(
+            loaded, path, mode, layer, fusion, discard, style, show=shown[0], keep=shown[1], max_request_bytes=limit
+        )
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     return view.update(**pictures, export_name=export_name(image, model_key, catalog))
 
 
@@ -246,6 +273,8 @@ def restyle(
     upsampling: str,
     display: str,
     scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
 ) -> dict:
     """Redraw the head maps, the layers x heads overview and rollout in a new style."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
@@ -254,7 +283,7 @@ def restyle(
     return view.update(
         heads=saved(views.heads(ex, query, layer, style)),
         overview=saved(views.overview(ex, style)),
-        rollout=saved(views.rollout(ex, fusion, discard, style)),
+        rollout=saved(views.rollout(ex, fusion, discard, style, *map_show(show, keep_percent))),
     )
 
 
@@ -268,11 +297,14 @@ def show_rollout(
     upsampling: str,
     display: str,
     scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
 ) -> dict:
-    """Attention rollout through all layers with a head fusion and discard ratio."""
+    """Attention rollout through all layers with a head fusion and discard ratio, drawn as
+    `show` says (views.SHOWS; `keep_percent` of the mass for "top mass")."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
-    return view.update(rollout=saved(views.rollout(ex, fusion, discard, style)))
+    return view.update(rollout=saved(views.rollout(ex, fusion, discard, style, *map_show(show, keep_percent))))
 
 
 def show_query(view: ExploreView, ex: Explanation, query: Query, layer: object, style: MapStyle) -> dict:
@@ -343,6 +375,8 @@ def show_relevance(
     upsampling: str,
     display: str,
     scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
 ) -> dict:
     """Class-specific relevance (Chefer et al. 2021) of every patch for `target`: "predicted
     class" or one of the model's class names. Refused for a model without a classifier head."""
@@ -350,16 +384,16 @@ def show_relevance(
     try:
         loaded = catalog.get(explanation_key[1])
     except ModelUnavailable as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     names = loaded.meta.class_names
     if loaded.model.config.num_classes < 1:
-        raise gr.Error(
+        raise visitor_error(
             "this model has no classifier head, so it makes no predictions and there is no class to explain: "
             "relevance needs a supervised model (e.g. DeiT or ViT-B/16); rollout works for every model"
         )
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else names.index(target)
-    picture = views.relevance(loaded.model, names, ex, index, style)
+    picture = views.relevance(loaded.model, names, ex, index, style, *map_show(show, keep_percent))
     return view.update(relevance=saved(picture, f"{name or 'attention'}_relevance_{slug(target)}.png"))
 
 
@@ -475,19 +509,23 @@ def load_model(
     view: ExploreView,
     catalog: ModelCatalog,
     model_key: str,
+    request: gr.Request,
     progress: gr.Progress = gr.Progress(track_tqdm=True),  # noqa: B008 - Gradio's way to show download bars
 ) -> dict:
-    """Switch the Explore tab to another model (downloading pretrained weights once)."""
+    """Switch the Explore tab to another model (downloading pretrained weights once): one of
+    this visitor's picker choices, checked here (Gradio's own check echoes the whole value)."""
+    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
+        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
     try:
         loaded = catalog.get(model_key)
     except ModelUnavailable as e:
-        raise gr.Error(str(e), duration=None) from e
+        raise visitor_error(str(e), duration=None) from e
     depth = loaded.model.config.depth
     return view.update(
         current_model=model_key,
         model_info=loaded.describe(),
         classes=classes_note(loaded),
-        layer=gr.Slider(maximum=depth, value=depth),  # the analysis that follows starts at the last layer
+        layer=layer_slider(depth, depth),  # the analysis that follows starts at the last layer
         similarity=saved(render.position_similarity_tiles(loaded.position_similarity())),
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
     )
@@ -505,7 +543,8 @@ def upload_checkpoint(view: ExploreView, catalog: ModelCatalog, checkpoint: str 
     visitor = owner(request)
     try:
         path = checked_upload(checkpoint, upload_folder())
+        UPLOADS.admit(path)
         key = catalog.register(path, visitor, label=f"upload {path.name}")
     except (UploadRefused, ModelUnavailable) as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     return view.update(model_key=gr.Dropdown(choices=catalog.choices(visitor), value=key))

@@ -12,6 +12,7 @@ from explorer import lessons
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.render import COLORMAPS
 
+from . import concurrency
 from . import lessons_handlers as h
 from .binding import bound
 
@@ -25,7 +26,9 @@ WITH_REGISTERS = "pretrained:vit_large_patch14_reg4_dinov2.lvd142m"  # artefacts
 WITHOUT_REGISTERS = "pretrained:vit_large_patch14_dinov2.lvd142m"
 RANKED = "pretrained:deit_small_patch16_224.fb_in1k"
 MAX_LAYER = 32  # the deepest model of the zoo (ViT-H/14) has 32 layers
-RAW = {"preprocess": False}  # inputs checked by the handlers (ui/checks.py), as in the Explore tab
+# inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
+# so all four share the server's heavy slots (ui/concurrency.py)
+RAW = {"preprocess": False, **concurrency.HEAVY}
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class LessonsView:
     heads_off: gr.Textbox
     heads_button: gr.Button
     rank_button: gr.Button
+    rank_stop: gr.Button
     top5: gr.Label
     heads_note: gr.Markdown
     ranking: gr.Dataframe
@@ -116,6 +120,7 @@ def _heads(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
         off = gr.Textbox(label="Heads off (layer.head, from 1, e.g. 3.2, 11.7)", placeholder="3.2, 11.7")
         button = gr.Button("Switch these heads off")
         rank = gr.Button("Rank every head (one forward pass per head)")
+        stop = gr.Button("Stop the ranking", variant="stop")
     with gr.Row():
         top5 = gr.Label(num_top_classes=5, label="Top-5 with these heads off")
         with gr.Column():
@@ -128,6 +133,7 @@ def _heads(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
         "heads_off": off,
         "heads_button": button,
         "rank_button": rank,
+        "rank_stop": stop,
         "top5": top5,
         "heads_note": note,
         "ranking": ranking,
@@ -172,11 +178,13 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         api_name="lesson_heads_off",
         **RAW,
     )
-    v.rank_button.click(
+    ranking = v.rank_button.click(
         bound(h.rank_heads, v, catalog),
         [v.image, v.heads_model],
         [v.ranking, v.heads_note],
         api_name="lesson_head_ranking",
-        **RAW,
+        **(RAW | concurrency.RANKING),
     )
+    # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
+    v.rank_stop.click(None, cancels=[ranking], api_visibility="private")
     return v

@@ -7,18 +7,22 @@ models differ, so nothing is shared with the Explore tab's cached explanation. P
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import gradio as gr
 from PIL import Image
 
 from explorer import lessons
-from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, shown
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
 
-from .checks import one_of, whole_number
-from .explore_handlers import uploaded_path
+from .checks import one_of, visitor_error, whole_number
+from .explore_handlers import owner, uploaded_path
 from .outputs import saved
 
 if TYPE_CHECKING:
@@ -30,11 +34,11 @@ MAX_COMPARED = 3
 def lesson_image(image: dict | None) -> Image.Image:
     """The uploaded lesson image, decoded (gr.Error without one or for a bad file)."""
     if image is None:
-        raise gr.Error("No lesson image yet: upload an image at the top of the Lessons tab first.")
+        raise visitor_error("No lesson image yet: upload an image at the top of the Lessons tab first.")
     try:
         return load_image(uploaded_path(image))
     except ImageError as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
 
 
 def lesson_style(cmap: str) -> MapStyle:
@@ -46,7 +50,7 @@ def load(catalog: ModelCatalog, key: object) -> LoadedModel:
     try:
         return catalog.get(str(key))
     except ModelUnavailable as e:
-        raise gr.Error(f"{key}: {e}") from e
+        raise visitor_error(f"{shown(key)}: {e}") from e
 
 
 def compare_models(
@@ -57,26 +61,29 @@ def compare_models(
     Models that cannot be loaded here (offline) are named; the others are still compared."""
     picture, style = lesson_image(image), lesson_style(cmap)
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
-        raise gr.Error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {models!r}")
+        raise visitor_error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
     loaded, missing = [], {}
     for key in models:
         try:
             loaded.append(catalog.get(str(key)))
         except ModelUnavailable as e:
-            missing[str(key)] = str(e)
+            missing[shown(key)] = str(e)
     if not loaded:
         first = next(iter(missing.values()))
-        raise gr.Error(
+        raise visitor_error(
             f"none of these models can be loaded here: {', '.join(missing)}. Pick models that are available, e.g. "
             f"the bundled one or a checkpoint. The first one's reason: {first}"
         )
     note = (
         "**Not available here** (weights cannot be downloaded): the comparison shows the other models; pick any "
-        "model that loads instead.\n\n" + "\n".join(f"- `{key}`: {why}" for key, why in missing.items())
+        "model that loads instead.\n\n" + "\n".join(f"- {key}: {why}" for key, why in missing.items())
         if missing
         else ""
     )
-    drawn = lessons.compare_cls_heads(loaded, picture, style)
+    try:
+        drawn = lessons.compare_cls_heads(loaded, picture, style)
+    except lessons.LessonError as e:
+        raise visitor_error(str(e)) from e
     return view.update(compare_picture=saved(drawn, "lesson-supervised-vs-self-supervised.png"), compare_note=note)
 
 
@@ -96,7 +103,10 @@ def compare_token_norms(
     models = [load(catalog, with_registers), load(catalog, without_registers)]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
-    reports = [lessons.norm_report(m, picture, index) for m in models]
+    try:
+        reports = [lessons.norm_report(m, picture, index) for m in models]
+    except lessons.LessonError as e:
+        raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
     return view.update(
         norms_picture=saved(drawn, f"lesson-token-norms-layer{index + 1}.png"),
@@ -115,7 +125,7 @@ def switch_heads_off(
         off = lessons.parse_heads(str(heads or ""), c.depth, c.heads)
         before, after = lessons.predictions_with_heads_off(loaded, picture, off)
     except lessons.LessonError as e:
-        raise gr.Error(str(e)) from e
+        raise visitor_error(str(e)) from e
     top, p = next(iter(before.items()))
     now = after.get(top)
     change = f"{p:.3f} → {now:.3f}" if now is not None else f"{p:.3f} → below the top 5"
@@ -127,17 +137,55 @@ def switch_heads_off(
     return view.update(top5=after, heads_note=note)
 
 
-def rank_heads(view: LessonsView, catalog: ModelCatalog, image: dict | None, model_key: str) -> dict:
+class OnePerVisitor:
+    """Which visitors have a long job (a head ranking) running, each until its deadline: one at a
+    time per visitor. A job Gradio abandons without closing (its visitor left) frees its
+    visitor when the deadline passes; the job itself stops there too."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def claim(self, visitor: str, seconds: float) -> Iterator[None]:
+        now = time.monotonic()
+        with self._lock:
+            if self._until.get(visitor, 0.0) > now:
+                raise visitor_error("you already have a ranking running: wait for it, or press Stop first")
+            self._until[visitor] = now + seconds
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._until.pop(visitor, None)
+
+
+RANKINGS = OnePerVisitor()
+
+
+def rank_heads(
+    view: LessonsView, catalog: ModelCatalog, image: dict | None, model_key: str, request: gr.Request
+) -> Iterator[dict]:
     """The heads whose removal lowers the predicted class's probability most, one head off at
-    a time: layers x heads forward passes (refused past explorer.lessons.MAX_RANKING_PASSES)."""
+    a time: layers x heads forward passes, refused past explorer.lessons.MAX_RANKING_FLOPS and
+    stopped after MAX_RANKING_S seconds. One ranking at a time per visitor; the ranking so far
+    is shown after every layer, and *Stop* (or leaving the page) ends it there."""
     picture, loaded = lesson_image(image), load(catalog, model_key)
-    try:
-        predicted, rows = lessons.head_ranking(loaded, picture)
-    except lessons.LessonError as e:
-        raise gr.Error(str(e)) from e
     c = loaded.model.config
+    with RANKINGS.claim(owner(request), lessons.MAX_RANKING_S):
+        try:
+            for ranking in lessons.head_ranking_steps(loaded, picture):
+                yield view.update(ranking=ranking.rows, heads_note=ranking_note(ranking, c.depth, c.heads))
+        except lessons.LessonError as e:
+            raise visitor_error(str(e)) from e
+
+
+def ranking_note(ranking: lessons.Ranking, depth: int, heads: int) -> str:
+    """Markdown: what the ranking measured, and how far it got."""
     note = (
-        f"Predicted class **{predicted}**. Ranked by the drop of its probability when each head alone is "
-        f"switched off ({c.depth} × {c.heads} = {c.depth * c.heads} forward passes)."
+        f"Predicted class **{ranking.predicted}**. Ranked by the drop of its probability when each head alone is "
+        f"switched off ({depth} × {heads} = {ranking.total} forward passes)."
     )
-    return view.update(ranking=rows, heads_note=note)
+    if ranking.done < ranking.total:
+        note += f" **{ranking.done} of {ranking.total} heads ranked so far.**"
+    return note

@@ -10,10 +10,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from explorer.catalog import ServingLimits
 from training.registry import TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 
 MIB = 2**20
+MAX_MESSAGE_CHARS = 1000  # a message for a visitor is cut here (it may list a model's 1,000 classes)
 # Anything that looks like an absolute path: shown to visitors as its last part only.
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`<>()\[\]]+)+[/\\]?")
 
@@ -25,6 +27,7 @@ class ServerSettings:
     data_folder: Path | None = None  # a training folder the operator named (offered to visitors by name)
     train: TrainLimits = field(default_factory=TrainLimits)
     load: LoadLimits = field(default_factory=LoadLimits)
+    serving: ServingLimits = field(default_factory=ServingLimits)  # what one request may compute
     cache_bytes: int = 2 * 1024 * MIB  # all explanations of all visitors
     uploads_bytes: int = 2 * 1024 * MIB  # Gradio's upload folder: uploads and rendered views
 
@@ -36,6 +39,7 @@ class ServerSettings:
             data_folder=Path(args.data_folder).resolve() if args.data_folder else None,
             train=TrainLimits(max_concurrent=args.max_runs, disk_budget_bytes=args.runs_budget_mb * MIB),
             load=LoadLimits(max_parameters=args.max_params),
+            serving=ServingLimits(request_bytes=args.request_mb * MIB),
             cache_bytes=args.cache_mb * MIB,
             uploads_bytes=args.uploads_budget_mb * MIB,
         )
@@ -51,6 +55,7 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
+    p.add_argument("--request-mb", type=int, default=1024, help="memory one request may compute")
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
 
 
@@ -68,5 +73,9 @@ def model_problem(path: str | None, max_parameters: int) -> str | None:
 
 
 def for_visitors(message: str) -> str:
-    """A message safe to show: server paths cut to their last part, HTML escaped."""
-    return html.escape(_PATH.sub(lambda m: Path(m.group(0).rstrip("/\\")).name, message))
+    """A message safe to show: server paths cut to their last part, at most MAX_MESSAGE_CHARS
+    characters, HTML escaped."""
+    text = _PATH.sub(lambda m: Path(m.group(0).rstrip("/\\")).name, message)
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
+    return html.escape(text, quote=False)  # text, never an attribute: quotes stay readable for API clients

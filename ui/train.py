@@ -17,13 +17,14 @@ from PIL import Image
 
 import vit
 from explorer import render
-from explorer.catalog import ModelCatalog, ModelUnavailable
+from explorer.catalog import ModelCatalog, ModelUnavailable, shown
 from explorer.render import MapStyle
 from training.job import JobBusy, JobSnapshot
 from training.registry import JobRegistry
 
+from . import concurrency
 from .binding import ComponentView, bound
-from .checks import one_of
+from .checks import one_of, visitor_error
 from .explore_handlers import owner
 from .outputs import saved
 from .settings import ServerSettings, for_visitors
@@ -194,10 +195,10 @@ def training_source(catalog: ModelCatalog, settings: ServerSettings, visitor: st
         return model
     if model.startswith("checkpoint:"):
         if model not in {key for key, _ in catalog.checkpoints(visitor)}:
-            raise gr.Error("unknown checkpoint: pick one of yours from the list")
+            raise visitor_error("unknown checkpoint: pick one of yours from the list")
         return str(catalog.checkpoint_file(model))
     if settings.public:
-        raise gr.Error("pick a model from the list")
+        raise visitor_error("pick a model from the list")
     return model
 
 
@@ -208,9 +209,9 @@ def training_data(settings: ServerSettings, source: str, folder: str) -> str:
         return str(settings.data_folder)
     if source == "folder" and not settings.public:
         if not (folder or "").strip():
-            raise gr.Error("Enter the folder that holds train/ and test/ class folders.")
+            raise visitor_error("Enter the folder that holds train/ and test/ class folders.")
         return folder.strip()
-    raise gr.Error(f"unknown data source {source!r}: pick one from the list")
+    raise visitor_error(f"unknown data source {shown(source)}: pick one from the list")
 
 
 def train_start(
@@ -233,7 +234,7 @@ def train_start(
     try:
         runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr)
     except (JobBusy, ValueError) as e:
-        raise gr.Error(for_visitors(str(e))) from e
+        raise visitor_error(str(e)) from e
     snap = runs.snapshot(visitor)
     return view.update(
         status=f"started\n\n{describe(snap)}",
@@ -305,11 +306,11 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
     visitor = owner(request)
     path = runs.checkpoint(visitor)
     if path is None:
-        raise gr.Error("No checkpoint yet: train (or stop a run) first.")
+        raise visitor_error("No checkpoint yet: train (or stop a run) first.")
     try:
         key = catalog.register(path, visitor, label="my run")
     except ModelUnavailable as e:
-        raise gr.Error(for_visitors(str(e))) from e
+        raise visitor_error(str(e)) from e
     return gr.Dropdown(choices=catalog.choices(visitor), value=key)
 
 
@@ -339,7 +340,7 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     view.keep_training.click(bound(keep_training, view), None, view.confirm, api_visibility="private")
     view.confirm_stop.click(bound(train_stop, view, runs), None, view.pick("status", "confirm"), api_name="train_stop")
     to_explore = bound(train_open_in_explore, runs, catalog)
-    view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore")
+    view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore", **concurrency.HEAVY)
 
 
 def build_train_tab(

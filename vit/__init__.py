@@ -8,6 +8,7 @@ to load foreign weights, save safe checkpoints and analyse attention.
 """
 
 from .checkpoint import CheckpointError, ModelMeta, load_checkpoint, load_state_dict_file, save_checkpoint
+from .hub import PretrainedUnavailable
 from .model import (
     AttentionMaps,
     VisionTransformer,
@@ -21,7 +22,15 @@ from .model import (
     vit_l_32,
 )
 from .preprocessing import Preprocessing
-from .weights import PretrainedUnavailable, from_timm, from_torchvision, list_pretrained, load_pretrained
+from .pretrained import (
+    is_pretrained_cached,
+    list_pretrained,
+    load_pretrained,
+    pretrained_files,
+    pretrained_repo,
+)
+from .transformers_format import from_transformers
+from .weights import from_timm, from_torchvision
 
 __all__ = [
     "AttentionMaps",
@@ -34,11 +43,15 @@ __all__ = [
     "create_model",
     "from_timm",
     "from_torchvision",
+    "from_transformers",
+    "is_pretrained_cached",
     "list_models",
     "list_pretrained",
     "load_checkpoint",
     "load_pretrained",
     "load_state_dict_file",
+    "pretrained_files",
+    "pretrained_repo",
     "save_checkpoint",
     "vit_b_16",
     "vit_b_32",

@@ -165,3 +165,20 @@ def position_embedding_similarity(model: VisionTransformer) -> Tensor:
     patches = model.pos_embed[0, model.pos_slots :].detach().float()  # (N, D): prefix slots, if any, left out
     unit = F.normalize(patches, dim=-1)
     return (unit @ unit.T).reshape(gh, gw, gh, gw)
+
+
+def top_mass_mask(maps: Tensor, fraction: float) -> Tensor:
+    """Which patches hold the top `fraction` of each (..., gh, gw) map's mass, as a bool
+    mask of the same shape: the smallest set of largest entries whose sum reaches
+    `fraction` of the map's total, as DINO's visualize_attention thresholds its maps
+    (Caron et al. 2021, facebookresearch/dino). A patch is kept when the mass of the
+    patches ranked above it is still short of `fraction`, so the strongest patch is always
+    kept; ties are ranked by position."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"the kept fraction of the mass must be in (0, 1], got {fraction}")
+    flat = maps.reshape(*maps.shape[:-2], -1).float()  # (..., gh*gw)
+    values, order = flat.sort(dim=-1, descending=True, stable=True)
+    share = values / values.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(values.dtype).tiny)
+    before = share.cumsum(dim=-1) - share  # mass of the patches ranked above each one
+    keep = torch.empty_like(flat, dtype=torch.bool).scatter_(-1, order, before < fraction)
+    return keep.reshape(maps.shape)

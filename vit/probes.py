@@ -9,7 +9,8 @@
 
 The hooks act only on the calling thread's forward passes, so a server can run them on a model
 that other requests use at the same time.
-- `head_importance`: each head's effect on the predicted class, switched off one at a time.
+- `head_importance` (and `head_importance_steps`, one pass at a time): each head's effect on
+  the predicted class, switched off one at a time.
 """
 
 from __future__ import annotations
@@ -86,12 +87,20 @@ def heads_off(model: VisionTransformer, heads: Iterable[Head]) -> Iterator[None]
 def head_importance(model: VisionTransformer, image: Tensor) -> tuple[int, Tensor]:
     """(predicted class, (L, H) drop of its probability when each head alone is switched off)
     for one image (1, C, H, W). Positive: the head supported the prediction."""
+    *_, (predicted, drops, _) = head_importance_steps(model, image)  # the last step: every head done
+    return predicted, drops
+
+
+def head_importance_steps(model: VisionTransformer, image: Tensor) -> Iterator[tuple[int, Tensor, int]]:
+    """`head_importance` one forward pass at a time: after each head, (predicted class, the
+    (L, H) drops so far, heads done). A caller stops between passes by no longer iterating
+    (a time budget, a visitor who left)."""
     with torch.inference_mode():
         probs = model(image).softmax(-1)[0]
-        predicted = int(probs.argmax())
-        drops = torch.zeros(model.config.depth, model.config.heads)
-        for layer in range(model.config.depth):
-            for head in range(model.config.heads):
-                with heads_off(model, [(layer, head)]):
-                    drops[layer, head] = probs[predicted] - model(image).softmax(-1)[0, predicted]
-    return predicted, drops
+    predicted = int(probs.argmax())
+    drops = torch.zeros(model.config.depth, model.config.heads)
+    for layer in range(model.config.depth):
+        for head in range(model.config.heads):
+            with torch.inference_mode(), heads_off(model, [(layer, head)]):
+                drops[layer, head] = probs[predicted] - model(image).softmax(-1)[0, predicted]
+            yield predicted, drops, layer * model.config.heads + head + 1

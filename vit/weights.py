@@ -1,4 +1,5 @@
-"""Foreign weights -> our ViT: torchvision and timm state dicts, and named pretrained weights.
+"""Foreign weights -> our ViT: torchvision and timm state dicts (transformers' in
+`vit.transformers_format`; named pretrained weights in `vit.pretrained`).
 
 Both libraries store the same tensors under different names (torchvision's `encoder.layers.*`
 with a packed `in_proj_weight`; timm's `blocks.*`, whose names ours copy). Each converter
@@ -12,18 +13,14 @@ from __future__ import annotations
 import math
 import os
 import re
-import socket
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
-from urllib.parse import urlsplit
 
 from torch import Tensor, nn
 
-from .checkpoint import CheckpointError, ModelMeta, assign_weights, load_state_dict_file
+from .checkpoint import CheckpointError, assign_weights, load_state_dict_file
 from .model import CONFIGS, VisionTransformer, ViTConfig, list_models
-from .preprocessing import Preprocessing
 
 WeightsSource = nn.Module | dict[str, Tensor] | str | os.PathLike
 
@@ -65,10 +62,6 @@ _OUR_BLOCK_KEY = re.compile(
 _OUR_TOP_KEYS = {"cls_token", "dist_token", "reg_token", "pos_embed", "patch_embed.proj.weight"} | {
     f"{m}.{p}" for m in ("patch_embed.proj", "norm", "fc_norm", "head", "head_dist") for p in ("weight", "bias")
 }
-
-
-class PretrainedUnavailable(RuntimeError):
-    """Named pretrained weights could not be obtained (offline, or a missing package)."""
 
 
 def _rename_torchvision(key: str) -> str:
@@ -223,7 +216,20 @@ def _state_dict_of(source: WeightsSource) -> dict[str, Tensor]:
     return dict(source)
 
 
-def _convert(
+def _require_module(module: nn.Module, library: str, expected: str, attributes: tuple[str, ...]) -> None:
+    """Refuse a module of another library (or kind) with a sentence, not an AttributeError."""
+    origin = type(module).__module__.split(".")[0]
+    if origin == library and all(hasattr(module, a) for a in attributes):
+        return
+    hint = {
+        "transformers": "; use vit.from_transformers",
+        "timm": "; use vit.from_timm",
+        "torchvision": "; use vit.from_torchvision",
+    }.get(origin, "")
+    raise CheckpointError(f"expected {expected}, got {type(module).__name__} from {origin}{hint}")
+
+
+def convert(
     sd: dict[str, Tensor], config: ViTConfig | None, name: str | None, pool: str | None, source: str
 ) -> VisionTransformer:
     if config is not None and name is not None:
@@ -240,11 +246,13 @@ def from_torchvision(
     a `.pth`/`.safetensors` path). A module tells its head count; a bare state dict does not,
     so it loads only as the one named configuration that fits, or as the `name` or `config`
     given (see `vit.list_models()`)."""
+    if isinstance(source, nn.Module):
+        _require_module(source, "torchvision", "torchvision.models.VisionTransformer", ("encoder", "conv_proj"))
     sd = _rename(_state_dict_of(source), _rename_torchvision)
     if isinstance(source, nn.Module) and config is None and name is None:
         fields = shape_fields(sd) | {"layer_scale": None}  # torchvision's ViT has no LayerScale
         config = ViTConfig(**fields, heads=source.encoder.layers[0].self_attention.num_heads, pool="cls")
-    return _convert(sd, config, name, "cls", "torchvision weights")
+    return convert(sd, config, name, "cls", "torchvision weights")
 
 
 def config_from_timm(module: nn.Module) -> ViTConfig:
@@ -268,167 +276,9 @@ def from_timm(source: WeightsSource, *, name: str | None = None, config: ViTConf
     a bare state dict loads only as the one named configuration that fits, or as the `name` or
     `config` given. timm options this ViT does not implement (QK-norm, attention pooling, ...)
     are refused with a message naming them."""
+    if isinstance(source, nn.Module):
+        _require_module(source, "timm", "timm's VisionTransformer", ("blocks", "global_pool", "patch_embed"))
     if isinstance(source, nn.Module) and config is None and name is None:
         config = config_from_timm(source)
     sd = _rename(_state_dict_of(source), _rename_timm)
-    return _convert(sd, config, name, None, "timm weights")
-
-
-# ---------------------------------------------------------------------------------------
-# Named pretrained weights (need a network the first time; cached afterwards)
-
-
-@dataclass(frozen=True)
-class Pretrained:
-    library: str  # "torchvision" or "timm"
-    weights: str  # torchvision weights enum name, or the timm hub name (model name with tag)
-    config: str  # our named configuration (vit.list_models()); class count and resolution come from the weights
-    input_size: int | None = None  # default input side in pixels when not the weights' own (DINOv2: 224, not 518)
-
-
-def _timm(weights: str, config: str, input_size: int | None = None) -> Pretrained:
-    return Pretrained("timm", weights, config, input_size)
-
-
-# DINOv2 was trained at 518 px (a 37x37 grid); a 2-core CPU answers in seconds at 224 px (16x16),
-# so that is the default input size. Position embeddings are resampled to any grid, as timm does.
-_DINOV2_INPUT = 224
-
-PRETRAINED: dict[str, Pretrained] = {
-    "vit_b_16.tv_in1k": Pretrained("torchvision", "ViT_B_16_Weights.IMAGENET1K_V1", "vit_b_16"),
-    "vit_b_32.tv_in1k": Pretrained("torchvision", "ViT_B_32_Weights.IMAGENET1K_V1", "vit_b_32"),
-    "vit_l_16.tv_in1k": Pretrained("torchvision", "ViT_L_16_Weights.IMAGENET1K_V1", "vit_l_16"),
-    "vit_l_32.tv_in1k": Pretrained("torchvision", "ViT_L_32_Weights.IMAGENET1K_V1", "vit_l_32"),
-    **{
-        name: _timm(name, name.split(".")[0])
-        for name in (
-            "vit_tiny_patch16_224.augreg_in21k_ft_in1k",
-            "vit_small_patch16_224.augreg_in21k_ft_in1k",
-            "vit_base_patch16_224.augreg2_in21k_ft_in1k",
-        )
-    },
-    # DINO (Caron et al. 2021): self-supervised, no classifier.
-    "vit_small_patch16_224.dino": _timm("vit_small_patch16_224.dino", "vit_small_patch16_224"),
-    "vit_base_patch16_224.dino": _timm("vit_base_patch16_224.dino", "vit_base_patch16_224"),
-    "vit_small_patch8_224.dino": _timm("vit_small_patch8_224.dino", "vit_small_patch8_224"),
-    # DeiT (Touvron et al. 2021): plain ViT architectures, and distilled ones with a second token and head.
-    **{
-        f"deit_{size}_patch16_224.fb_in1k": _timm(f"deit_{size}_patch16_224.fb_in1k", f"vit_{size}_patch16_224")
-        for size in ("tiny", "small", "base")
-    },
-    **{
-        f"deit_{size}_distilled_patch16_224.fb_in1k": _timm(
-            f"deit_{size}_distilled_patch16_224.fb_in1k", f"deit_{size}_distilled_patch16_224"
-        )
-        for size in ("tiny", "small", "base")
-    },
-    # DINOv2 (Oquab et al. 2024), with and without 4 registers (Darcet et al. 2024): no classifier.
-    **{
-        f"vit_{size}_patch14{reg}_dinov2.lvd142m": _timm(
-            f"vit_{size}_patch14{reg}_dinov2.lvd142m", f"vit_{size}_patch14{reg}_dinov2", _DINOV2_INPUT
-        )
-        for size in ("small", "large")
-        for reg in ("", "_reg4")
-    },
-}
-
-
-def list_pretrained() -> list[str]:
-    return sorted(PRETRAINED)
-
-
-def _offline_message(name: str, what: str, error: BaseException, local_hint: str) -> str:
-    return (
-        f"could not download the pretrained weights {name!r} ({what}): {type(error).__name__}: {error}. "
-        f"This machine may be offline. Run once on a machine with a network to fill the cache, "
-        f"or load a local file: {local_hint}"
-    )
-
-
-def _load_torchvision(name: str, spec: Pretrained, progress: bool) -> tuple[VisionTransformer, ModelMeta]:
-    import torchvision
-
-    weights = torchvision.models.get_weight(spec.weights)
-    try:
-        state_dict = weights.get_state_dict(progress=progress)
-    except (OSError, RuntimeError) as e:  # URLError is an OSError
-        hint = "vit.from_torchvision('vit_b_16-c867db91.pth') on a file downloaded elsewhere"
-        raise PretrainedUnavailable(_offline_message(name, weights.url, e, hint)) from e
-    model = from_torchvision(state_dict, name=spec.config)
-    tf = weights.transforms()
-    preprocessing = Preprocessing(
-        resize_size=tf.resize_size[0],
-        crop_size=tf.crop_size[0],
-        mean=tuple(tf.mean),
-        std=tuple(tf.std),
-        interpolation=tf.interpolation.value,
-    )
-    info = {"source": f"torchvision {spec.weights}", "url": weights.url, "metrics": weights.meta.get("_metrics")}
-    return model, ModelMeta(list(weights.meta["categories"]), preprocessing, info)
-
-
-def _reachable(url: str, timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to the URL's host opens within `timeout` seconds."""
-    parts = urlsplit(url)
-    try:
-        socket.create_connection((parts.hostname, parts.port or 443), timeout=timeout).close()
-    except OSError:
-        return False
-    return True
-
-
-def _create_timm_pretrained(timm: ModuleType, name: str) -> nn.Module:
-    """timm.create_model(pretrained=True), but fast when offline: huggingface_hub retries an
-    unreachable host for ~45 s, so check first and fall back to the local cache directly."""
-    import huggingface_hub
-
-    hub_id = timm.models.get_pretrained_cfg(name).hf_hub_id
-    endpoint = huggingface_hub.constants.ENDPOINT
-    if hub_id and not _reachable(endpoint):
-        for filename in ("model.safetensors", "pytorch_model.bin"):  # the names timm tries, in order
-            cached = huggingface_hub.try_to_load_from_cache(hub_id, filename)
-            if isinstance(cached, str):
-                return timm.create_model(name, pretrained=True, pretrained_cfg_overlay={"file": cached})
-        raise OSError(f"{endpoint} is unreachable and {hub_id} is not in the local Hugging Face cache")
-    return timm.create_model(name, pretrained=True)
-
-
-def _load_timm(name: str, spec: Pretrained, progress: bool) -> tuple[VisionTransformer, ModelMeta]:
-    try:
-        import timm
-        from timm.data import ImageNetInfo, infer_imagenet_subset, resolve_data_config
-    except ImportError as e:
-        raise PretrainedUnavailable(f"{name!r} is a timm model: install timm (pip install timm) to load it") from e
-    try:
-        foreign = _create_timm_pretrained(timm, spec.weights)
-    except Exception as e:  # noqa: BLE001 - a hub download fails in many library-specific ways
-        hint = "vit.from_timm('model.safetensors') on a file downloaded elsewhere"
-        raise PretrainedUnavailable(_offline_message(name, f"timm {spec.weights}", e, hint)) from e
-    cfg = resolve_data_config({}, model=foreign)
-    crop = spec.input_size or cfg["input_size"][-1]
-    preprocessing = Preprocessing(
-        resize_size=math.floor(crop / cfg["crop_pct"]),
-        crop_size=crop,
-        mean=tuple(cfg["mean"]),
-        std=tuple(cfg["std"]),
-        interpolation=cfg["interpolation"],
-    )
-    model = from_timm(foreign.state_dict(), name=spec.config)
-    class_names = ImageNetInfo(infer_imagenet_subset(foreign)).label_descriptions() if foreign.num_classes else []
-    return model, ModelMeta(list(class_names), preprocessing, {"source": f"timm {spec.weights}"})
-
-
-def load_pretrained(name: str, progress: bool = True) -> tuple[VisionTransformer, ModelMeta]:
-    """Download (or read from cache) named pretrained weights and return our model with its
-    preprocessing and class names taken from the weights' own metadata. Models without a
-    classifier (DINO, DINOv2) have no class names (`meta.class_names == []`) and return
-    features, not logits. DINOv2's preprocessing uses 224 px inputs, not the 518 px it was
-    trained at (see PRETRAINED).
-
-    Raises PretrainedUnavailable with a clear message when offline.
-    """
-    if name not in PRETRAINED:
-        raise ValueError(f"unknown pretrained weights {name!r}; choose one of {list_pretrained()}")
-    spec = PRETRAINED[name]
-    loader = _load_torchvision if spec.library == "torchvision" else _load_timm
-    return loader(name, spec, progress)
+    return convert(sd, config, name, None, "timm weights")

@@ -1,0 +1,120 @@
+"""A Hugging Face Hub stand-in for tests: the file-resolve part of the Hub's HTTP interface, on
+127.0.0.1 in a thread (pure stdlib `http.server`), so the download path runs in CI without a
+network.
+
+What huggingface_hub 2.4 needs (file_download.get_hf_file_metadata, http_get): HEAD and GET on
+`/{repo}/resolve/{revision}/{filename}` answering `X-Repo-Commit` (the commit the cache files
+the snapshot under), `ETag` (the blob's name in the cache; the Hub sends the sha256 of LFS
+files) and `Content-Length` (checked against the bytes received); 404s carry `X-Error-Code`
+(`RepoNotFound` / `EntryNotFound`), which huggingface_hub turns into its typed errors. GET
+ignores `Range` and answers the whole file with 200, which huggingface_hub accepts.
+
+The `hub` fixture points `HF_ENDPOINT` at the stand-in and `HF_HOME` / `HF_HUB_CACHE` at a temp
+folder. huggingface_hub reads those variables once, at import; `vit.hub` reads them per call and
+passes them explicitly, which is what makes setting them here work (see vit/hub.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"  # one fixed commit for every repo
+MAX_FILE_BYTES = 512 * 2**20  # the stand-in holds files in memory: refuse anything bigger
+
+
+@dataclass
+class HubStandIn:
+    url: str
+    files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (repo, filename) -> content
+    requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path) of every request
+    short: set[tuple[str, str]] = field(default_factory=set)  # files whose GET sends half the bytes
+
+    def publish(self, repo: str, filename: str, content: bytes) -> None:
+        if len(content) > MAX_FILE_BYTES:
+            raise ValueError(f"{filename}: {len(content)} bytes is more than the stand-in holds")
+        self.files[(repo, filename)] = content
+
+    def publish_folder(self, repo: str, folder: Path) -> None:
+        """Every file directly in `folder` (e.g. a `save_pretrained` output) under `repo`."""
+        for path in sorted(folder.iterdir()):
+            if path.is_file():
+                self.publish(repo, path.name, path.read_bytes())
+
+    def downloads(self) -> list[str]:
+        """Paths of the GET requests so far."""
+        return [path for method, path in self.requests if method == "GET"]
+
+
+def _handler(hub: HubStandIn, lock: threading.Lock) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # keep test output clean
+            pass
+
+        def _lookup(self) -> tuple[tuple[str, str] | None, str]:
+            """((repo, filename), '') for a served file, or (None, the X-Error-Code)."""
+            repo, sep, rest = self.path.partition("/resolve/")
+            _revision, _, filename = rest.partition("/")
+            repo = repo.lstrip("/")
+            if not sep or not filename or not any(r == repo for r, _ in hub.files):
+                return None, "RepoNotFound"
+            return ((repo, filename), "") if (repo, filename) in hub.files else (None, "EntryNotFound")
+
+        def _answer(self, send_body: bool) -> None:
+            with lock:
+                hub.requests.append((self.command, self.path))
+            key, error = self._lookup()
+            if key is None:
+                self.send_response(404)
+                self.send_header("X-Error-Code", error)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            content = hub.files[key]
+            body = content
+            if send_body and key in hub.short:
+                body = body[: len(body) // 2]  # a proxy that cut the file short, announcing the short length
+            self.send_response(200)
+            self.send_header("X-Repo-Commit", COMMIT)
+            self.send_header("ETag", f'"{hashlib.sha256(content).hexdigest()}"')
+            self.send_header("Content-Length", str(len(body) if send_body else len(content)))
+            self.end_headers()
+            if send_body:
+                self.wfile.write(body)
+
+        def do_HEAD(self) -> None:
+            self._answer(send_body=False)
+
+        def do_GET(self) -> None:
+            self._answer(send_body=True)
+
+    return Handler
+
+
+@pytest.fixture
+def hub(monkeypatch, tmp_path):
+    """A running Hub stand-in with an empty cache; `hub.requests` counts what reached it."""
+    lock = threading.Lock()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), None)
+    standin = HubStandIn(f"http://127.0.0.1:{server.server_address[1]}")
+    server.RequestHandlerClass = _handler(standin, lock)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    monkeypatch.setenv("HF_ENDPOINT", standin.url)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    try:
+        yield standin
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,87 @@
+"""One pool of slots for all heavy work, whoever asks for it and through whichever event."""
+
+import threading
+import time
+
+import gradio as gr
+from gradio_client import Client
+
+import ui
+from bench.serving import free_port
+from explorer.catalog import ModelCatalog
+from ui.concurrency import HEAVY, HEAVY_LIMIT
+
+HEAVY_EVENTS = {
+    "analyze",
+    "analyze_1",  # the analysis after a model switch
+    "load_model",
+    "upload_checkpoint",
+    "relevance",
+    "export_png",
+    "export_gif",
+    "train_open_in_explore",
+    "lesson_compare",
+    "lesson_token_norms",
+    "lesson_heads_off",
+}
+# Events with their own slots, each for a reason: Gradio's example loader and the picker's
+# rollback do no work; "play" mostly sleeps between frames; the Train tab's events start,
+# poll and stop a run whose training runs in its own thread, bounded by --max-runs.
+OWN_SLOTS = {"load_example", "play_layers", "keep_model", "train_start", "train_status", "train_stop"}
+
+
+def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_path):
+    demo = ui.build_demo(ModelCatalog(runs_dir=tmp_path))
+    heavy, views, other, ranking = set(), set(), set(), set()
+    for fn in demo.fns.values():
+        if fn.fn is None:  # a button that only cancels (Stop the ranking) runs nothing
+            continue
+        if fn.concurrency_id == "heavy":
+            heavy.add(fn.api_name)
+            assert fn.concurrency_limit == HEAVY_LIMIT
+        elif fn.concurrency_id == "views":
+            views.add(fn.api_name)
+        elif fn.concurrency_id == "ranking":  # minutes long: one slot of its own
+            ranking.add(fn.api_name)
+            assert fn.concurrency_limit == 1
+        else:
+            other.add(fn.api_name.rstrip("_0123456789"))
+    assert heavy == HEAVY_EVENTS and ranking == {"lesson_head_ranking"}
+    assert other <= OWN_SLOTS | {"keep_polling", "ask_to_stop", "keep_training"}, other - OWN_SLOTS
+    assert {"heads", "query_patch", "query_token", "click_patch"} <= views
+
+
+def test_a_shared_concurrency_id_bounds_all_its_events_together():
+    """What the pool relies on: Gradio runs at most HEAVY_LIMIT of the group's events at once,
+    summed over different events (each alone has slots of its own)."""
+    running, most, lock = [0], [0], threading.Lock()
+
+    def work(x: float) -> float:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return x
+
+    with gr.Blocks() as demo:
+        number = gr.Number()
+        for name in ("first", "second", "third"):
+            gr.Button().click(work, number, number, api_name=name, **HEAVY)
+    demo.queue(default_concurrency_limit=HEAVY_LIMIT)
+    port = free_port()
+    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        jobs = [client.submit(1, api_name=f"/{name}") for name in ("first", "second", "third") * 3]
+        assert [job.result() for job in jobs] == [1] * 9
+    finally:
+        demo.close()
+    assert most[0] == HEAVY_LIMIT
+
+
+def test_the_docs_say_the_heavy_limit():
+    from conftest import REPO
+
+    assert f"{HEAVY_LIMIT} heavy requests at a time" in (REPO / "docs" / "app.md").read_text()

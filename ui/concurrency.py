@@ -1,0 +1,23 @@
+"""Which events share which worker slots (docs/app.md, "Queue").
+
+Gradio gives every event its own `default_concurrency_limit` slots unless events name the
+same `concurrency_id`; then the group as a whole runs at most `concurrency_limit` at once.
+Without these groups, eight heavy requests spread over /analyze and the three lessons ran
+at once (837 -> 8,902 MiB, issue 17).
+"""
+
+from __future__ import annotations
+
+# Everything that runs a model or loads one: analyses, model loads and uploads, relevance,
+# exports, the lessons but the ranking (below). Two at a time on the whole server, one per
+# core (each request uses one torch thread, app.py --torch-threads).
+HEAVY_LIMIT = 2
+HEAVY = {"concurrency_id": "heavy", "concurrency_limit": HEAVY_LIMIT}
+# A head ranking may hold its slot for minutes (explorer.lessons.MAX_RANKING_S): rankings get one
+# slot of their own, so two of them never take both heavy slots from every analysis.
+RANKING = {"concurrency_id": "ranking", "concurrency_limit": 1}
+# Clicks, slider moves and restyles redraw one to three small pictures from the cached forward
+# pass (~10 ms of drawing). They share one pool of two of their own, so clicks, the most frequent
+# action, never wait behind an analysis, and at most four requests run at once on two cores
+# (docs/benchmarks-app.md, "A class at once"). "Play" holds a slot for seconds: not here.
+CHEAP = {"concurrency_id": "views", "concurrency_limit": 2}
