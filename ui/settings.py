@@ -13,6 +13,7 @@ from pathlib import Path
 
 import vit
 from explorer.catalog import ServingLimits
+from explorer.lessons import lesson_weights
 from training.registry import TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 
@@ -64,6 +65,12 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
     p.add_argument("--request-mb", type=int, default=1024, help="memory one request may compute")
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
+
+
+def space_weights() -> list[str]:
+    """The pretrained weights a Space opens on: its first model, then the lessons' own, each
+    once. README.md's front matter preloads exactly these (tests/test_space.py checks)."""
+    return list(dict.fromkeys([SPACE_MODEL, *lesson_weights()]))
 
 
 def default_model(environ: Mapping[str, str]) -> str | None:
