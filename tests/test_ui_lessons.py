@@ -228,6 +228,7 @@ def test_the_controls_follow_the_chosen_models(tab, registers):
     assert slider.maximum == slider.value == 6
     out = h.heads_model(view, catalog, BUNDLED)
     assert "layers 1 to 6, heads 1 to 4" in out[view.heads_off].label and out[view.heads_note] == ""
+    assert out[view.heads_off].placeholder == "1.1, 6.4"  # an example this model accepts
     headless = h.heads_model(view, catalog, registers)
     assert "has no classifier head" in headless[view.heads_note]
     with pytest.raises(gr.Error, match="unknown model 'pretrained:nonexistent': pick one"):

@@ -123,7 +123,7 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
     gr.Markdown(lessons.WHICH_HEADS)
     with gr.Row():
         model = gr.Dropdown(choices, value=start.key, label="Model (with classes)")
-        off = gr.Textbox(label=h.heads_label(start), placeholder="3.2, 11.7")
+        off = gr.Textbox(**h.heads_box(start))
         button = gr.Button("Switch these heads off")
         rank = gr.Button("Rank every head (one forward pass per head)")
         stop = gr.Button("Stop the ranking", variant="stop")

@@ -49,10 +49,13 @@ def lesson_style(cmap: str) -> MapStyle:
     return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6)
 
 
-def heads_label(loaded: LoadedModel) -> str:
-    """The heads-off box's label, with the chosen model's own ranges."""
+def heads_box(loaded: LoadedModel) -> dict[str, str]:
+    """The heads-off box's label and example, with the chosen model's own ranges."""
     c = loaded.model.config
-    return f"Heads off (layer.head, from 1: layers 1 to {c.depth}, heads 1 to {c.heads}; e.g. 3.2, 1.1)"
+    return {
+        "label": f"Heads off (layer.head, from 1: layers 1 to {c.depth}, heads 1 to {c.heads})",
+        "placeholder": f"1.1, {c.depth}.{c.heads}",
+    }
 
 
 def norms_models(
@@ -78,7 +81,7 @@ def heads_model(view: LessonsView, catalog: ModelCatalog, model_key: str, progre
         note = ""
     except lessons.LessonError as e:
         note = f"⚠️ {e}"
-    return view.update(heads_off=gr.Textbox(label=heads_label(loaded)), heads_note=note)
+    return view.update(heads_off=gr.Textbox(**heads_box(loaded)), heads_note=note)
 
 
 def compare_models(
