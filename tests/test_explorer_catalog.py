@@ -170,7 +170,7 @@ def slow(monkeypatch):
     loader = SlowLoader()
     monkeypatch.setattr(vit, "load_pretrained", loader)
     monkeypatch.setattr(vit, "list_pretrained", lambda: ["deit_small_patch16_224.fb_in1k"])
-    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: False, raising=False)
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: False)
     return loader
 
 
@@ -235,7 +235,7 @@ def test_available_means_loadable_without_a_download(tmp_path, tiny_checkpoint, 
     cached = {"vit_small_patch16_224.dino"}
     names = ["vit_small_patch16_224.dino", "deit_small_patch16_224.fb_in1k"]
     monkeypatch.setattr(vit, "list_pretrained", lambda: names)
-    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in cached, raising=False)
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in cached)
     catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
     key = catalog.register(tiny_checkpoint, "alice")
     assert catalog.available(BUNDLED) and catalog.available(key)

@@ -176,7 +176,9 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
     """Nothing downloaded (the old tab opened on ViT-L/14 pairs it could not load, lesson 2's
     slider at layer 24 of a 6-layer model): every lesson opens on the bundled model, says which
     models it is about and how to get them, and runs with the values its controls start with."""
-    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: False, raising=False)
+    for cache in ("HF_HOME", "TORCH_HOME"):  # empty caches: nothing downloaded yet
+        monkeypatch.setenv(cache, str(tmp_path / cache))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     catalog = ModelCatalog(tiny_checkpoint, tmp_path)
     with gr.Blocks():
         view = layout(catalog)
@@ -196,7 +198,7 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
 
 
 def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoint, tmp_path, monkeypatch):
-    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: "dinov2" in name or "deit" in name, raising=False)
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: "dinov2" in name or "deit" in name)
     fakes = {
         "vit_large_patch14_reg4_dinov2.lvd142m": vit.create_model("vit_cifar_nano", depth=5, register_tokens=4),
         "vit_large_patch14_dinov2.lvd142m": vit.create_model("vit_cifar_nano", depth=7),
