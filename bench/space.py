@@ -85,19 +85,27 @@ class Steps:
         return f"VERDICT: PASS, {len(self.done)} steps ({took:.0f} s): a Space built from requirements.txt serves them"
 
 
+def run(command: list[str], **kwargs: Any) -> str:
+    """Run a command to the end; its stdout, or StepFailed with the last lines it printed."""
+    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if done.returncode:
+        said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        raise StepFailed(f"{' '.join(command[:4])} ... exited with {done.returncode}: {said}")
+    return done.stdout
+
+
 def fresh_venv(folder: Path) -> str:
     """A venv with requirements.txt installed and nothing else; its python's path."""
     venv.EnvBuilder(with_pip=True, clear=True).create(folder)
     python = folder / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "-q", "-r", str(REPO / "requirements.txt")]
-    subprocess.run(pip, check=True, capture_output=True, text=True)
+    run([str(python), "-m", "pip", "install", "-q", "-r", str(REPO / "requirements.txt")])
     return f"{python}: {requirements_line(python)}"
 
 
 def requirements_line(python: Path) -> str:
     """What the venv holds beyond the standard library, in one line (timm must not be there)."""
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True)
-    names = sorted(line.split("==")[0].lower() for line in listed.stdout.split())
+    listed = run([str(python), "-m", "pip", "list", "--format=freeze"])
+    names = sorted(line.split("==")[0].lower() for line in listed.split())
     if "timm" in names or "transformers" in names:
         raise StepFailed("timm or transformers got into the Space's venv: the rehearsal would prove nothing")
     return f"{len(names)} packages, no timm, no transformers"
@@ -156,7 +164,7 @@ def space_env(endpoint: str, hf_home: Path, port: int) -> dict[str, str]:
 def preload(python: str, app: Path, env: dict[str, str]) -> str:
     """What `preload_from_hub:` does when the Space is built: the weights into the Hub cache."""
     names = space_weights()
-    subprocess.run([python, "-m", "vit.download", *names], cwd=app, env=env, check=True, capture_output=True)
+    run([python, "-m", "vit.download", *names], cwd=app, env=env)
     return f"{len(names)} repos: {', '.join(names)}"
 
 
