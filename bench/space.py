@@ -33,6 +33,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import vit
 from bench.serving import free_port, wait_until_served
 from explorer.catalog import pretrained_key
 from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS
@@ -40,6 +41,7 @@ from ui.settings import SPACE_MODEL, space_weights
 
 REPO = Path(__file__).resolve().parents[1]
 DINO = "vit_small_patch16_224.dino"  # the issue's Explore model: self-supervised, no classifier
+NOT_PRELOADED = "deit_tiny_patch16_224.fb_in1k"  # a listed model a visitor picks: downloads on first use
 IMAGE = REPO / "examples" / "cifar10" / "cat.jpg"
 START_TIMEOUT_S = 900  # a Space loads its start model and the lesson pair (2 x ViT-L/14) before serving
 LESSON_1 = "Models to compare (up to 3)"
@@ -139,8 +141,6 @@ def hub_serving(names: list[str], weights: Path) -> Iterator[Any]:
     sys.path.insert(0, str(REPO / "tests"))
     import hub_standin
 
-    import vit
-
     with hub_standin.serve() as hub:
         for name in names:
             for path in sorted(timm_weights(name, weights).iterdir()):
@@ -206,7 +206,7 @@ def explore(client: Any, key: str) -> str:
     """Pick `key` in the Explore tab, then analyse the example image with it."""
     from gradio_client import handle_file
 
-    info = client.predict(key, api_name="/load_model")[1]
+    info = client.predict(key, api_name="/load_model")[0]  # the model description (gr.State outputs are not sent)
     outputs = client.predict(image=handle_file(str(IMAGE)), model_key=key, mode="crop", api_name="/analyze")
     heads, label = Path(outputs[4]), outputs[2]
     if not heads.is_file():
@@ -226,7 +226,7 @@ def lesson_norms(client: Any, image: Any, values: dict[str, Any]) -> str:
     layer = values["Layer (1 = first; up to the shallower model's depth)"]
     pair = (values["With registers"], values["Without"])
     _, table = client.predict(image, *pair, layer, "inferno", api_name="/lesson_token_norms")
-    return f"layer {layer}: {table.count('high-norm patches')} models with high-norm patches"
+    return f"layer {layer} of {pair[0]} and {pair[1]}: {table.count('median patch norm')} norm tables"
 
 
 def lesson_heads(client: Any, image: Any, key: str) -> str:
@@ -241,6 +241,18 @@ def no_downloads_after_the_build(hub: Any, before: int) -> str:
     if extra:
         raise StepFailed(f"{len(extra)} downloads while visitors waited: {extra[:3]}")
     return "0 requests for weights reached the Hub after the build"
+
+
+def downloads_once(client: Any, hub: Any, key: str) -> str:
+    """A listed model that was not preloaded: picked, it downloads through the Hub, once."""
+    before = len(hub.downloads())
+    said = explore(client, key)
+    explore(client, key)  # a second visit reads the loaded model
+    fetched = hub.downloads()[before:]
+    name = key.partition(":")[2]
+    if sorted(p.rsplit("/", 1)[-1] for p in fetched) != sorted(vit.pretrained_files(name)):
+        raise StepFailed(f"expected one download of each of {vit.pretrained_files(name)}, got {fetched}")
+    return f"{len(fetched)} files fetched once; {said}"
 
 
 def no_traceback(log: Path) -> str:
@@ -258,7 +270,7 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None) ->
     app, log = work / "app", work / "app.log"
     steps.run("the files git tracks, copied (what a push uploads)", tracked_copy, app)
     with ExitStack() as stack:
-        serving = hub_serving(space_weights(), weights)
+        serving = hub_serving([*space_weights(), NOT_PRELOADED], weights)
         hub = steps.run("Hub stand-in on 127.0.0.1 serving timm-format weights", stack.enter_context, serving)
         env = space_env(hub.url, work / "hf-home", free_port())
         steps.run("the Space's build: preload_from_hub (python -m vit.download)", preload, python, app, env)
@@ -277,6 +289,9 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None) ->
         steps.run("Lesson 2, artefacts and registers", lesson_norms, client, image, values)
         steps.run("Lesson 3, which heads matter", lesson_heads, client, image, values["Model (with classes)"])
         steps.run("no visitor waited for a download", no_downloads_after_the_build, hub, built)
+        steps.run(
+            f"a model not preloaded ({NOT_PRELOADED})", downloads_once, client, hub, pretrained_key(NOT_PRELOADED)
+        )
         steps.run("the app's log", no_traceback, log)
 
 
