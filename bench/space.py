@@ -91,7 +91,7 @@ def run(command: list[str], **kwargs: Any) -> str:
     """Run a command to the end; its stdout, or StepFailed with the last lines it printed."""
     done = subprocess.run(command, capture_output=True, text=True, **kwargs)
     if done.returncode:
-        said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        said = " | ".join([*done.stdout.strip().splitlines()[-3:], *done.stderr.strip().splitlines()[-1:]])
         raise StepFailed(f"{' '.join(command[:4])} ... exited with {done.returncode}: {said}")
     return done.stdout
 
@@ -145,6 +145,7 @@ def hub_serving(names: list[str], weights: Path) -> Iterator[Any]:
         for name in names:
             for path in sorted(timm_weights(name, weights).iterdir()):
                 hub.publish_file(vit.pretrained_repo(name), path.name, path)
+                hub.etag((vit.pretrained_repo(name), path.name))  # hashed now, not while a download waits
         yield hub
 
 

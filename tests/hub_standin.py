@@ -37,6 +37,18 @@ class HubStandIn:
     files: dict[tuple[str, str], bytes | mmap.mmap] = field(default_factory=dict)  # (repo, filename) -> content
     requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path) of every request
     short: set[tuple[str, str]] = field(default_factory=set)  # files whose GET sends half the bytes
+    _etags: dict[tuple[str, str], tuple[bytes | mmap.mmap, str]] = field(
+        default_factory=dict
+    )  # sha256s, hashed once per content
+
+    def etag(self, key: tuple[str, str]) -> str:
+        """The file's sha256, computed once: hashing 1.2 GB on every HEAD took longer than
+        huggingface_hub's 10 s metadata timeout on a busy machine."""
+        content = self.files[key]
+        known = self._etags.get(key)
+        if known is None or known[0] is not content:
+            known = self._etags[key] = (content, hashlib.sha256(content).hexdigest())
+        return known[1]
 
     def publish(self, repo: str, filename: str, content: bytes) -> None:
         if len(content) > MAX_FILE_BYTES:
@@ -92,7 +104,7 @@ def _handler(hub: HubStandIn, lock: threading.Lock) -> type[BaseHTTPRequestHandl
                 body = body[: len(body) // 2]  # a proxy that cut the file short, announcing the short length
             self.send_response(200)
             self.send_header("X-Repo-Commit", COMMIT)
-            self.send_header("ETag", f'"{hashlib.sha256(content).hexdigest()}"')
+            self.send_header("ETag", f'"{hub.etag(key)}"')
             self.send_header("Content-Length", str(len(body) if send_body else len(content)))
             self.end_headers()
             if send_body:
