@@ -2,6 +2,7 @@
 
     python app.py                      # http://127.0.0.1:7860, the bundled CIFAR-10 model
     python app.py --model ckpt.safetensors --port 7861
+    python app.py --model deit_small_patch16_224.fb_in1k   # a pretrained name (the default on a Space)
 
 Every view has an API name, so scripts can drive the app with `gradio_client` (see README).
 The Gradio code lives in ui/, the pictures in explorer/, the model in vit/ (docs/architecture.md).
@@ -17,7 +18,7 @@ import torch
 
 import ui
 from explorer.catalog import BUNDLED_PATH, ModelCatalog
-from ui.settings import ServerSettings, add_server_options, model_problem
+from ui.settings import ServerSettings, add_server_options, default_model, model_problem, start_model
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -26,7 +27,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--host", default=env.get("GRADIO_SERVER_NAME", "127.0.0.1"), help="bind address")
     p.add_argument("--port", type=int, default=int(env.get("GRADIO_SERVER_PORT", "7860")))
     p.add_argument("--share", action="store_true", help="create a public gradio.live link")
-    p.add_argument("--model", default=env.get("VIT_EXPLORER_MODEL"), help="default checkpoint (else the bundled one)")
+    p.add_argument(
+        "--model",
+        default=default_model(env),
+        help="the model visitors start on: a checkpoint file, a pretrained name (vit.list_pretrained()) or "
+        "'bundled' (default: the bundled CIFAR-10 model; on a Hugging Face Space, deit_small_patch16_224.fb_in1k)",
+    )
     p.add_argument("--runs-dir", default=env.get("VIT_EXPLORER_RUNS", "runs"), help="where training writes")
     p.add_argument(
         "--torch-threads",
@@ -48,8 +54,11 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.torch_threads)
     started = time.perf_counter()
     settings = ServerSettings.from_args(args)
+    checkpoint, start = start_model(args.model)
     limits = {"limits": settings.load, "serving": settings.serving}
-    catalog = ModelCatalog(args.model or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, **limits)
+    catalog = ModelCatalog(
+        checkpoint or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, default=start, **limits
+    )
     demo = ui.build_demo(catalog, settings)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
     ui.launch(demo, args.host, args.port, args.share, settings.uploads_bytes)

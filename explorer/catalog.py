@@ -1,20 +1,26 @@
 """The models the app can explain, by key, loaded on first use and shared by all sessions.
 
 Keys: "bundled" (the CIFAR-10 model shipped in checkpoints/, or fresh "untrained weights" while
-it is missing), "pretrained:<name>" (torchvision/timm weights, downloaded once), and
+it is missing), "pretrained:<name>" (a name of `vit.list_pretrained()`, downloaded once from the
+Hugging Face Hub; nothing else, whoever asks), and
 "checkpoint:<token>" for a file the Train tab wrote or a visitor uploaded. A token is a
 random name the catalogue gave that file when it was registered for one visitor (an
 `owner`); each visitor's picker lists only their own, and a key never holds a path, so an
 API client cannot make the server open a file it was not given (docs/security.md).
+
+A model many visitors ask for at once is loaded (downloaded) once: the first request loads it,
+the others wait on that same load, watch its progress and get its model or its error.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +29,13 @@ import torch
 import vit
 from vit.analysis import position_embedding_similarity
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
-from vit.pretrained import PRETRAINED
 
 from .explain import REQUEST_FACTOR, attention_bytes
 
+log = logging.getLogger(__name__)
+
 BUNDLED = "bundled"
+PRETRAINED_PREFIX = "pretrained:"
 EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
 BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_nano.safetensors"
 MAX_KEY_CHARS = 200  # longer than any key the catalogue hands out ("checkpoint:" + 16 characters, pretrained names)
@@ -40,8 +48,26 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
+Progress = Callable[[int, int | None], None]  # (bytes downloaded, total bytes or None)
+WATCH_S = 0.25  # how often a visitor waiting on another's download is told its progress
+
+
 class ModelUnavailable(RuntimeError):
-    """A model key cannot be loaded; the message is meant for the user."""
+    """A model key cannot be loaded; the message is one line for the user (the full reason,
+    if any, is its `__cause__` and went to the server log)."""
+
+
+def pretrained_key(name: str) -> str:
+    return PRETRAINED_PREFIX + name
+
+
+def download_text(name: str, done: int, total: int | None) -> str:
+    """One line saying how far the download of `name` is: "downloading deit_small…: 12.5 of
+    88.3 MB (14%)" (no total known: the megabytes so far)."""
+    mb = f"{done / 1e6:.1f}"
+    if not total:
+        return f"downloading {name}: {mb} MB so far"
+    return f"downloading {name}: {mb} of {total / 1e6:.1f} MB ({100 * min(done, total) // total}%)"
 
 
 # The position-similarity picture of a g x g grid holds g² enlarged tiles of g² slots each:
@@ -127,8 +153,35 @@ class LoadedModel:
         return "\n\n".join(lines)
 
 
+@dataclass
+class _Load:
+    """One load in flight, shared by everyone who asked for its key meanwhile."""
+
+    finished: threading.Event = field(default_factory=threading.Event)
+    done: int = 0
+    total: int | None = None
+    result: LoadedModel | None = None
+    error: ModelUnavailable | None = None
+
+    def report(self, done: int, total: int | None, progress: Progress | None) -> None:
+        self.done, self.total = done, total
+        if progress is not None:
+            progress(done, total)
+
+    def wait(self, progress: Progress | None) -> LoadedModel:
+        """Block until the load is over, passing its progress on; its model or its error."""
+        while not self.finished.wait(WATCH_S):
+            if progress is not None and self.done:
+                progress(self.done, self.total)
+        if self.error is not None:
+            raise ModelUnavailable(str(self.error)) from self.error
+        assert self.result is not None
+        return self.result
+
+
 class ModelCatalog:
-    """Resolve model keys to loaded models (an LRU of `capacity` models; the bundled one stays).
+    """Resolve model keys to loaded models: the pinned ones (bundled, the default model `default`,
+    a key such as "pretrained:deit_small_patch16_224.fb_in1k") stay, and an LRU of `capacity` others.
 
     With `scan_runs` (a local, single-user server) every checkpoint under `runs_dir` is
     offered to everyone; a public server offers each visitor only what they registered."""
@@ -141,6 +194,7 @@ class ModelCatalog:
         scan_runs: bool = True,
         limits: vit.checkpoint.LoadLimits = vit.checkpoint.DEFAULT_LIMITS,
         serving: ServingLimits | None = None,
+        default: str = BUNDLED,
     ):
         self.bundled_path = Path(bundled_path)
         self.runs_dir = Path(runs_dir).resolve()
@@ -151,12 +205,15 @@ class ModelCatalog:
         self._checkpoints: dict[str, tuple[Path, str, str]] = {}  # token -> (file, owner, label)
         self._loaded: OrderedDict[str, LoadedModel] = OrderedDict()
         self._lock = threading.Lock()
-        self._loading: dict[str, threading.Lock] = {}
+        self._pending: dict[str, _Load] = {}
+        self.default_key = default
+        self.pinned = {BUNDLED, default}  # kept loaded beyond `capacity` (ui pins the lessons' defaults too)
+        self.note = ""  # why the start model is not the default one, if it is not
 
     def choices(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
         """(label, key) pairs for `owner`'s model picker: bundled, pretrained, their checkpoints."""
         out = [(self._bundled_label(), BUNDLED)]
-        out += [(f"{name} (pretrained, downloads once)", f"pretrained:{name}") for name in vit.list_pretrained()]
+        out += [(self._pretrained_label(name), pretrained_key(name)) for name in vit.list_pretrained()]
         return out + [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
 
     def checkpoints(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
@@ -205,14 +262,14 @@ class ModelCatalog:
         with self._lock:
             return (
                 key == BUNDLED
-                or (kind == "pretrained" and name in PRETRAINED)
+                or (kind == "pretrained" and name in vit.list_pretrained())
                 or (kind == "checkpoint" and name in self._checkpoints)
             )
 
-    def get(self, key: str) -> LoadedModel:
-        """The loaded model for `key`, loading it on first use. Raises ModelUnavailable.
-        An unknown key is refused before any lock or entry is made for it: a visitor sending
-        many distinct keys leaves the catalogue as it was (docs/security.md)."""
+    def get(self, key: str, progress: Progress | None = None) -> LoadedModel:
+        """The loaded model for `key`, loading it on first use; `progress(bytes, total)` while
+        its weights download (also when another visitor's request started the download).
+        Raises ModelUnavailable with one line; the full reason goes to the server log."""
         if not self.known(key):
             if isinstance(key, str) and key.startswith("checkpoint:"):
                 raise ModelUnavailable("unknown checkpoint: pick one from the list or upload it")
@@ -221,34 +278,70 @@ class ModelCatalog:
             if key in self._loaded:
                 self._loaded.move_to_end(key)
                 return self._loaded[key]
-            key_lock = self._loading.setdefault(key, threading.Lock())
-        with key_lock:  # two sessions asking for ViT-L load it once; other models stay available meanwhile
+            pending = self._pending.get(key)
+            leading = pending is None
+            if leading:
+                pending = self._pending[key] = _Load()
+        if not leading:  # someone else's request is loading it: wait on that one load
+            return pending.wait(progress)
+        try:
+            loaded = self._load(key, lambda done, total: pending.report(done, total, progress))
+            if key != BUNDLED:  # the operator's choice is trusted (docs/security.md)
+                self.serving.check(loaded)  # before any view uses it
+            pending.result = loaded
             with self._lock:
-                if key in self._loaded:
-                    return self._loaded[key]
-            try:
-                loaded = self._load(key)
-                if key != BUNDLED:  # the operator's choice is trusted (docs/security.md)
-                    self.serving.check(loaded)  # before any view uses it
-            except BaseException:
-                with self._lock:
-                    self._loading.pop(key, None)
-                raise
+                self._keep(key, pending.result)
+            return pending.result
+        except ModelUnavailable as e:
+            log.warning("model %s unavailable: %s", key, e, exc_info=e if e.__cause__ else None)  # the full reason
+            pending.error = e
+            raise
+        except Exception as e:  # a bug or a broken file: the visitor gets one line, the log the traceback
+            log.exception("model %s could not be loaded", key)
+            pending.error = ModelUnavailable(f"{key} could not be loaded (the reason is in the server log)")
+            raise pending.error from e
+        finally:
             with self._lock:
-                self._loading.pop(key, None)  # whoever waits on it finds the model loaded
-                self._loaded[key] = loaded
-                evictable = [k for k in self._loaded if k != BUNDLED]
-                while len(self._loaded) > self.capacity and evictable:
-                    del self._loaded[evictable.pop(0)]
-            return loaded
+                del self._pending[key]
+            pending.finished.set()
 
-    def _load(self, key: str) -> LoadedModel:
+    def _keep(self, key: str, loaded: LoadedModel) -> None:
+        """Hold a loaded model, dropping the least recently used past `capacity` (never a pinned one)."""
+        self._loaded[key] = loaded
+        evictable = [k for k in self._loaded if k not in self.pinned]
+        while len(self._loaded) - len(self.pinned & self._loaded.keys()) > self.capacity and evictable:
+            del self._loaded[evictable.pop(0)]
+
+    def available(self, key: str) -> bool:
+        """Whether `key` loads now without a download: the bundled model, a registered
+        checkpoint, a loaded model, or listed pretrained weights already in the local cache."""
+        kind, _, name = key.partition(":")
+        with self._lock:
+            if key == BUNDLED or key in self._loaded or (kind == "checkpoint" and name in self._checkpoints):
+                return True
+        return kind == "pretrained" and name in vit.list_pretrained() and vit.is_pretrained_cached(name)
+
+    def start(self) -> LoadedModel:
+        """The model every visitor starts on: `default_key`, or the bundled one if that cannot be
+        had (then `default_key` becomes "bundled" and `note` says what happened)."""
+        try:
+            return self.get(self.default_key)
+        except ModelUnavailable as e:
+            log.warning("the default model %s cannot be loaded, starting on the bundled one instead", self.default_key)
+            self.note = (
+                f"⚠️ The default model `{self.default_key}` is not available here ({e}); here is the bundled one."
+            )
+
+            self.default_key = BUNDLED
+            return self.get(BUNDLED)
+
+    def _load(self, key: str, progress: Progress) -> LoadedModel:
         kind, _, name = key.partition(":")
         if key == BUNDLED:
             return self._load_bundled()
-        if kind == "pretrained" and name in PRETRAINED:
+        if kind == "pretrained" and name in vit.list_pretrained():  # listed names only, never a visitor's repo
             try:
-                model, meta = vit.load_pretrained(name)
+                model, meta = vit.load_pretrained(name, progress=progress)
             except vit.PretrainedUnavailable as e:
                 raise ModelUnavailable(str(e)) from e
             return LoadedModel(key, name, model.eval(), meta)
@@ -260,6 +353,10 @@ class ModelCatalog:
                 raise ModelUnavailable(f"cannot use this checkpoint: {e}") from e
             return LoadedModel(key, f"checkpoint {self._checkpoints[name][2]}", model, meta)
         raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
+
+    def _pretrained_label(self, name: str) -> str:
+        here = pretrained_key(name) in self._loaded or vit.is_pretrained_cached(name)
+        return f"{name} (pretrained{'' if here else ', downloads once'})"
 
     def _bundled_label(self) -> str:
         if not self.bundled_path.is_file():

@@ -7,6 +7,10 @@
 - `predictions_with_heads_off` and `head_ranking`: the top classes with heads switched off, and
   the heads ranked by how much switching each one off lowers the predicted class.
 
+`opening_models` picks the models each lesson opens on: the ones the lesson is about when they
+load now (downloaded already), else smaller stand-ins, else the bundled model, so every lesson
+starts anywhere, offline too, and `better_models` names what the operator could download.
+
 Layers and heads are 0-based here, as in vit/; `parse_heads` reads the 1-based "layer.head"
 people type. Every function takes `LoadedModel`s from the catalogue and a decoded RGB image.
 """
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,10 +31,22 @@ from vit.model import ViTConfig
 from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
 from . import render
-from .catalog import LoadedModel
+from .catalog import BUNDLED, LoadedModel, pretrained_key
 from .catalog import shown as quoted
 from .explain import InputTooLarge, ModelInput, model_input, top_classes
 from .render import MapRow, MapStyle
+
+# The pretrained weights each lesson is about (vit.list_pretrained() names), best first.
+COMPARED = (
+    "deit_small_patch16_224.fb_in1k",  # supervised on ImageNet labels
+    "vit_small_patch16_224.dino",  # self-supervised, no labels
+    "vit_small_patch14_dinov2.lvd142m",
+)
+# The artefacts show in large models trained long (Darcet et al. 2024); the small DINOv2 pair
+# stands in where the large one is not downloaded (the lesson runs, with few or no artefacts).
+WITH_REGISTERS = ("vit_large_patch14_reg4_dinov2.lvd142m", "vit_small_patch14_reg4_dinov2.lvd142m")
+WITHOUT_REGISTERS = ("vit_large_patch14_dinov2.lvd142m", "vit_small_patch14_dinov2.lvd142m")
+RANKED = ("deit_small_patch16_224.fb_in1k",)
 
 TILE_PX = 112  # each map's longer side in the lessons' pictures
 ROW_TILES = 6  # head tiles per row: 12 heads of 112 px would be wider than the tab (views.DISPLAY_WIDTH)
@@ -66,6 +82,59 @@ their output is set to zero before the layer's output projection, as if the head
 Watch the top-5 predictions change. The ranking switches off one head at a time and measures how
 much the probability of the predicted class drops: many heads can go with no loss, a few carry the
 answer (Michel, Levy & Neubig 2019)."""
+
+
+def lesson_weights() -> list[str]:
+    """The pretrained weights the lessons open on where they are downloaded (their first
+    choices), in order, each once: what a Space preloads and a classroom server fetches."""
+    firsts = [*COMPARED, WITH_REGISTERS[0], WITHOUT_REGISTERS[0], RANKED[0]]
+    return list(dict.fromkeys(firsts))
+
+
+@dataclass(frozen=True)
+class OpeningModels:
+    """The model keys each lesson opens on, and per lesson the better weights not here."""
+
+    compare: list[str]
+    with_registers: str
+    without_registers: str
+    heads: str
+    missing: dict[str, list[str]]  # lesson ("compare", "norms", "heads") -> pretrained names
+
+
+def opening_models(available: Callable[[str], bool]) -> OpeningModels:
+    """Each lesson's models among those `available(key)` says load now: the lesson's own
+    first, then a stand-in of the same kind, else the bundled model."""
+
+    def first(names: Sequence[str]) -> str:
+        return next((pretrained_key(n) for n in names if available(pretrained_key(n))), BUNDLED)
+
+    def absent(names: Sequence[str]) -> list[str]:
+        return [n for n in names if not available(pretrained_key(n))]
+
+    return OpeningModels(
+        compare=[pretrained_key(n) for n in COMPARED if available(pretrained_key(n))] or [BUNDLED],
+        with_registers=first(WITH_REGISTERS),
+        without_registers=first(WITHOUT_REGISTERS),
+        heads=first(RANKED),
+        missing={
+            "compare": absent(COMPARED),
+            "norms": absent([WITH_REGISTERS[0], WITHOUT_REGISTERS[0]]),
+            "heads": absent(RANKED[:1]),
+        },
+    )
+
+
+def better_models(names: Sequence[str]) -> str:
+    """One line naming the lesson's weights this server has not downloaded and how its
+    operator gets them ("" when it has them all)."""
+    if not names:
+        return ""
+    listed = ", ".join(f"`{n}`" for n in names)
+    return (
+        f"Better models for this lesson are not downloaded on this server: {listed}. The operator gets them "
+        f"with `python -m vit.download {' '.join(names)}` and restarts the app; meanwhile it opens on these."
+    )
 
 
 class LessonError(ValueError):

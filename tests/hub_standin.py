@@ -17,7 +17,10 @@ passes them explicitly, which is what makes setting them here work (see vit/hub.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -31,14 +34,32 @@ MAX_FILE_BYTES = 512 * 2**20  # the stand-in holds files in memory: refuse anyth
 @dataclass
 class HubStandIn:
     url: str
-    files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (repo, filename) -> content
+    files: dict[tuple[str, str], bytes | mmap.mmap] = field(default_factory=dict)  # (repo, filename) -> content
     requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path) of every request
     short: set[tuple[str, str]] = field(default_factory=set)  # files whose GET sends half the bytes
+    _etags: dict[tuple[str, str], tuple[bytes | mmap.mmap, str]] = field(
+        default_factory=dict
+    )  # sha256s, hashed once per content
+
+    def etag(self, key: tuple[str, str]) -> str:
+        """The file's sha256, computed once: hashing 1.2 GB on every HEAD took longer than
+        huggingface_hub's 10 s metadata timeout on a busy machine."""
+        content = self.files[key]
+        known = self._etags.get(key)
+        if known is None or known[0] is not content:
+            known = self._etags[key] = (content, hashlib.sha256(content).hexdigest())
+        return known[1]
 
     def publish(self, repo: str, filename: str, content: bytes) -> None:
         if len(content) > MAX_FILE_BYTES:
             raise ValueError(f"{filename}: {len(content)} bytes is more than the stand-in holds")
         self.files[(repo, filename)] = content
+
+    def publish_file(self, repo: str, filename: str, path: Path) -> None:
+        """A file served from disk, any size (bench/space.py serves the 1.2 GB ViT-L/14 files):
+        mapped, not read, so it costs page cache rather than memory."""
+        with path.open("rb") as f:
+            self.files[(repo, filename)] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
     def publish_folder(self, repo: str, folder: Path) -> None:
         """Every file directly in `folder` (e.g. a `save_pretrained` output) under `repo`."""
@@ -83,7 +104,7 @@ def _handler(hub: HubStandIn, lock: threading.Lock) -> type[BaseHTTPRequestHandl
                 body = body[: len(body) // 2]  # a proxy that cut the file short, announcing the short length
             self.send_response(200)
             self.send_header("X-Repo-Commit", COMMIT)
-            self.send_header("ETag", f'"{hashlib.sha256(content).hexdigest()}"')
+            self.send_header("ETag", f'"{hub.etag(key)}"')
             self.send_header("Content-Length", str(len(body) if send_body else len(content)))
             self.end_headers()
             if send_body:
@@ -98,9 +119,9 @@ def _handler(hub: HubStandIn, lock: threading.Lock) -> type[BaseHTTPRequestHandl
     return Handler
 
 
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    """A running Hub stand-in with an empty cache; `hub.requests` counts what reached it."""
+@contextmanager
+def serve() -> Iterator[HubStandIn]:
+    """A running Hub stand-in on 127.0.0.1 (in a thread) until the block ends."""
     lock = threading.Lock()
     server = ThreadingHTTPServer(("127.0.0.1", 0), None)
     standin = HubStandIn(f"http://127.0.0.1:{server.server_address[1]}")
@@ -108,13 +129,20 @@ def hub(monkeypatch, tmp_path):
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    monkeypatch.setenv("HF_ENDPOINT", standin.url)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     try:
         yield standin
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture
+def hub(monkeypatch, tmp_path):
+    """A running Hub stand-in with an empty cache; `hub.requests` counts what reached it."""
+    with serve() as standin:
+        monkeypatch.setenv("HF_ENDPOINT", standin.url)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        yield standin

@@ -3,6 +3,7 @@
 import pytest
 
 import app
+from ui.settings import start_model
 
 
 def test_defaults_serve_the_bundled_model_locally(monkeypatch):
@@ -36,3 +37,25 @@ def test_public_mode_is_on_in_a_space(monkeypatch):
     assert app.parse_args([]).public
     monkeypatch.delenv("SPACE_ID")
     assert not app.parse_args([]).public and app.parse_args(["--public"]).public
+
+
+def test_a_space_starts_on_an_imagenet_model_and_elsewhere_on_the_bundled_one(monkeypatch):
+    monkeypatch.delenv("VIT_EXPLORER_MODEL", raising=False)
+    monkeypatch.setenv("SPACE_ID", "someone/vit-explorer")
+    assert app.parse_args([]).model == "deit_small_patch16_224.fb_in1k"
+    assert start_model(app.parse_args([]).model) == (None, "pretrained:deit_small_patch16_224.fb_in1k")
+    assert start_model(app.parse_args(["--model", "bundled"]).model) == (None, "bundled")  # the operator's choice
+    monkeypatch.delenv("SPACE_ID")
+    assert app.parse_args([]).model is None and start_model(None) == (None, "bundled")
+    args = app.parse_args(["--model", "vit_small_patch16_224.dino"])  # a pretrained name anywhere, not downloaded yet
+    assert start_model(args.model) == (None, "pretrained:vit_small_patch16_224.dino")
+
+
+def test_a_checkpoint_file_is_shown_as_the_bundled_model(tiny_checkpoint):
+    assert start_model(str(tiny_checkpoint)) == (str(tiny_checkpoint), "bundled")
+
+
+def test_a_model_that_is_neither_a_file_nor_a_pretrained_name_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        app.parse_args(["--model", "deit_smal_patch16_224"])
+    assert "no such file, and not a pretrained name" in capsys.readouterr().err

@@ -1,11 +1,15 @@
 """The model catalogue behind the picker: fallbacks, what may be opened, and memory bounds."""
 
+import threading
+import time
+
 import pytest
 import torch
 
 import vit
-from explorer.catalog import BUNDLED, PRETRAINED, LoadedModel, ModelCatalog, ModelUnavailable, ServingLimits
-from vit.preprocessing import CIFAR10, Preprocessing
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable, ServingLimits, download_text
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
+from vit.pretrained import PRETRAINED
 
 
 def test_missing_bundled_model_falls_back_to_clearly_labelled_untrained_weights(tmp_path):
@@ -43,7 +47,7 @@ def test_keys_never_hold_paths_and_each_visitor_lists_only_their_own(tmp_path, t
 
 
 def test_loaded_models_are_bounded_and_the_bundled_one_stays(tmp_path, tiny_checkpoint):
-    catalog = ModelCatalog(tiny_checkpoint, tmp_path, capacity=2)
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, capacity=1)  # one model besides the pinned bundled one
     keys = []
     for i in range(3):
         path = tmp_path / f"m{i}.safetensors"
@@ -58,13 +62,13 @@ def test_loaded_models_are_bounded_and_the_bundled_one_stays(tmp_path, tiny_chec
 def test_unknown_keys_are_refused_without_being_remembered_or_echoed_whole(tmp_path, tiny_checkpoint):
     catalog = ModelCatalog(tiny_checkpoint, tmp_path)
     catalog.get(BUNDLED)
-    before = (len(catalog._loading), len(catalog._loaded), len(catalog._checkpoints))
+    before = (len(catalog._pending), len(catalog._loaded), len(catalog._checkpoints))
     for i in range(300):  # each distinct key used to leave one lock behind, forever
         with pytest.raises(ModelUnavailable, match="pick one from the list"):
             catalog.get(f"pretrained:nonexistent-{i}")
         with pytest.raises(ModelUnavailable, match="pick one from the list"):
             catalog.get(f"checkpoint:{i}")
-    assert (len(catalog._loading), len(catalog._loaded), len(catalog._checkpoints)) == before
+    assert (len(catalog._pending), len(catalog._loaded), len(catalog._checkpoints)) == before
     with pytest.raises(ModelUnavailable) as refused:
         catalog.get("x" * 2**20)  # a 1 MB key
     assert len(str(refused.value)) < 100 and "xxxx" in str(refused.value)
@@ -74,7 +78,7 @@ def test_a_key_that_loaded_leaves_no_lock_behind(tmp_path, tiny_checkpoint):
     catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
     key = catalog.register(tiny_checkpoint, "alice")
     catalog.get(key)
-    assert catalog._loading == {}
+    assert catalog._pending == {}
 
 
 def _hostile(tmp_path, name: str, pre: Preprocessing = CIFAR10, **config) -> str:
@@ -122,3 +126,151 @@ def test_every_pretrained_model_of_the_picker_fits_the_default_limits():
         crop = spec.input_size or model.config.image_size
         loaded = LoadedModel(name, name, model, vit.ModelMeta([], Preprocessing(round(crop / 0.875), crop)))
         ServingLimits().check(loaded)
+
+
+class SlowLoader:
+    """A stand-in for vit.load_pretrained: counts its calls, reports progress in steps and
+    finishes only when the test lets it (so every visitor asks while it is still running)."""
+
+    def __init__(self, fail: Exception | None = None, total: int | None = 4_000_000):
+        self.calls = 0
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.fail, self.total = fail, total
+
+    def __call__(self, name, *, progress=None):
+        self.calls += 1
+        self.started.set()
+        progress(1_000_000, self.total)
+        self.release.wait(10)
+        progress(4_000_000, self.total)
+        if self.fail is not None:
+            raise self.fail
+        return vit.create_model("vit_cifar_nano", depth=1).eval(), vit.ModelMeta(list(CIFAR10_CLASSES), CIFAR10, {})
+
+
+def _ask_at_once(catalog, key, visitors=5):
+    """Every visitor asks for `key` in its own thread; (results or errors, progress seen by each)."""
+    outcomes, seen = [None] * visitors, [[] for _ in range(visitors)]
+
+    def visit(i):
+        try:
+            outcomes[i] = catalog.get(key, progress=lambda done, total: seen[i].append((done, total)))
+        except ModelUnavailable as e:
+            outcomes[i] = e
+
+    threads = [threading.Thread(target=visit, args=(i,)) for i in range(visitors)]
+    for t in threads:
+        t.start()
+    return threads, outcomes, seen
+
+
+@pytest.fixture
+def slow(monkeypatch):
+    loader = SlowLoader()
+    monkeypatch.setattr(vit, "load_pretrained", loader)
+    monkeypatch.setattr(vit, "list_pretrained", lambda: ["deit_small_patch16_224.fb_in1k"])
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: False)
+    return loader
+
+
+def test_many_visitors_asking_for_one_model_share_one_download_and_all_watch_it(tmp_path, tiny_checkpoint, slow):
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path)
+    key = "pretrained:deit_small_patch16_224.fb_in1k"
+    threads, outcomes, seen = _ask_at_once(catalog, key)
+    assert slow.started.wait(10)
+    deadline = time.monotonic() + 10
+    while not all(seen) and time.monotonic() < deadline:  # the waiters see the first step too
+        time.sleep(0.05)
+    slow.release.set()
+    for t in threads:
+        t.join(10)
+    assert slow.calls == 1
+    assert all(o is outcomes[0] for o in outcomes) and outcomes[0].key == key
+    assert all(s and s[0] == (1_000_000, 4_000_000) for s in seen)
+    assert catalog.get(key) is outcomes[0] and slow.calls == 1  # loaded: no second download
+
+
+def test_a_failed_download_is_one_line_for_every_waiter_and_the_whole_reason_for_the_log(
+    tmp_path, tiny_checkpoint, slow, caplog
+):
+    cause = ConnectionError("Traceback-worthy detail: HTTPSConnectionPool(host='huggingface.co', port=443)")
+    failure = vit.PretrainedUnavailable("the Hugging Face Hub (huggingface.co) cannot be reached from this machine")
+    failure.__cause__ = cause
+    slow.fail = failure
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path)
+    threads, outcomes, _ = _ask_at_once(catalog, "pretrained:deit_small_patch16_224.fb_in1k", visitors=3)
+    assert slow.started.wait(10)
+    slow.release.set()
+    for t in threads:
+        t.join(10)
+    assert slow.calls == 1
+    for outcome in outcomes:
+        assert isinstance(outcome, ModelUnavailable) and str(outcome) == str(failure)
+        assert "\n" not in str(outcome) and "Traceback" not in str(outcome) and "Error" not in str(outcome)
+    assert "HTTPSConnectionPool" in caplog.text  # the full reason, for the operator
+
+
+def test_a_crash_inside_a_loader_reaches_visitors_as_one_line_without_python(tmp_path, tiny_checkpoint, slow, caplog):
+    slow.fail = KeyError("blocks.0.attn.qkv.weight")
+    slow.release.set()
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path)
+    with pytest.raises(ModelUnavailable) as caught:
+        catalog.get("pretrained:deit_small_patch16_224.fb_in1k")
+    said = "pretrained:deit_small_patch16_224.fb_in1k could not be loaded (the reason is in the server log)"
+    assert str(caught.value) == said
+    assert "KeyError" in caplog.text and "blocks.0.attn.qkv.weight" in caplog.text
+
+
+def test_visitors_choose_only_among_the_listed_pretrained_names(tmp_path, tiny_checkpoint, slow):
+    public = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
+    for name in ("evil/any-repo", "../../etc/passwd", "google/vit-base-patch16-224-in21k"):
+        with pytest.raises(ModelUnavailable, match="unknown model"):
+            public.get(f"pretrained:{name}")
+    assert slow.calls == 0  # never asked the Hub
+    assert [k for _, k in public.choices()][1:] == ["pretrained:deit_small_patch16_224.fb_in1k"]
+
+
+def test_available_means_loadable_without_a_download(tmp_path, tiny_checkpoint, monkeypatch):
+    cached = {"vit_small_patch16_224.dino"}
+    names = ["vit_small_patch16_224.dino", "deit_small_patch16_224.fb_in1k"]
+    monkeypatch.setattr(vit, "list_pretrained", lambda: names)
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in cached)
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
+    key = catalog.register(tiny_checkpoint, "alice")
+    assert catalog.available(BUNDLED) and catalog.available(key)
+    assert catalog.available("pretrained:vit_small_patch16_224.dino")
+    assert not catalog.available("pretrained:deit_small_patch16_224.fb_in1k")
+    assert not catalog.available("pretrained:not-listed") and not catalog.available("checkpoint:nope")
+    labels = dict((k, label) for label, k in catalog.choices())
+    assert labels["pretrained:deit_small_patch16_224.fb_in1k"].endswith("downloads once)")
+    assert labels["pretrained:vit_small_patch16_224.dino"] == "vit_small_patch16_224.dino (pretrained)"
+
+
+def test_a_default_model_that_cannot_be_had_falls_back_to_the_bundled_one_with_a_note(
+    tmp_path, tiny_checkpoint, slow, caplog
+):
+    slow.fail = vit.PretrainedUnavailable("the Hugging Face Hub (huggingface.co) cannot be reached from this machine")
+    slow.release.set()
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, default="pretrained:deit_small_patch16_224.fb_in1k")
+    assert catalog.start().key == BUNDLED and catalog.default_key == BUNDLED
+    assert "deit_small_patch16_224.fb_in1k" in catalog.note and "cannot be reached" in catalog.note
+    assert "starting on the bundled one instead" in caplog.text
+
+
+def test_the_default_model_stays_loaded_beyond_the_capacity(tmp_path, tiny_checkpoint, slow):
+    slow.release.set()
+    default = "pretrained:deit_small_patch16_224.fb_in1k"
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, capacity=1, default=default)
+    assert catalog.start().key == default
+    keys = []
+    for i in range(2):
+        path = tmp_path / f"m{i}.safetensors"
+        vit.save_checkpoint(vit.create_model("vit_cifar_nano", depth=1), path, preprocessing=CIFAR10)
+        keys.append(catalog.register(path, "alice"))
+    assert set(catalog._loaded) == {default, keys[1]}  # the first checkpoint made room, the default stayed
+
+
+def test_download_text_says_bytes_and_percent():
+    assert download_text("deit_s", 12_500_000, 88_300_000) == "downloading deit_s: 12.5 of 88.3 MB (14%)"
+    assert download_text("deit_s", 3_000_000, None) == "downloading deit_s: 3.0 MB so far"

@@ -9,7 +9,7 @@ from tolerance import rounding_tolerance
 
 import vit
 from explorer import lessons
-from explorer.catalog import LoadedModel
+from explorer.catalog import BUNDLED, LoadedModel
 from explorer.render import MapStyle
 from vit import VisionTransformer, ViTConfig
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
@@ -160,3 +160,17 @@ def test_heads_off_refuses_a_huge_item_with_a_short_message():
     with pytest.raises(lessons.LessonError, match="is not layer.head") as refused:
         lessons.parse_heads("9" * 5000 + ".1", 6, 4)
     assert len(str(refused.value)) < 150
+
+
+def test_each_lesson_opens_on_its_own_models_then_a_stand_in_then_the_bundled_one():
+    small = {"pretrained:vit_small_patch14_reg4_dinov2.lvd142m", "pretrained:vit_small_patch14_dinov2.lvd142m"}
+    opening = lessons.opening_models(lambda key: key in small)
+    assert opening.with_registers == "pretrained:vit_small_patch14_reg4_dinov2.lvd142m"
+    assert opening.without_registers == "pretrained:vit_small_patch14_dinov2.lvd142m"
+    assert opening.compare == ["pretrained:vit_small_patch14_dinov2.lvd142m"] and opening.heads == BUNDLED
+    assert opening.missing["norms"] == ["vit_large_patch14_reg4_dinov2.lvd142m", "vit_large_patch14_dinov2.lvd142m"]
+    assert lessons.opening_models(lambda key: True).missing == {"compare": [], "norms": [], "heads": []}
+    line = lessons.better_models(opening.missing["heads"])
+    assert "\n" not in line and "`python -m vit.download deit_small_patch16_224.fb_in1k`" in line
+    assert lessons.better_models([]) == ""
+    assert len(lessons.lesson_weights()) == 5 and lessons.lesson_weights()[0] == "deit_small_patch16_224.fb_in1k"

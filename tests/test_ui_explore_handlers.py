@@ -279,3 +279,24 @@ def test_a_request_that_would_compute_past_the_budget_is_refused_before_its_forw
     monkeypatch.setattr(type(loaded.model), "forward", lambda *_: pytest.fail("the forward pass ran"))
     with pytest.raises(ExplanationTooLarge, match="attention maps would take 6 MiB, more than this server's 2 MiB"):
         h.full_analysis(loaded, str(wide), "whole", 6, "mean", 0.0, style, None, max_request_bytes=budget)
+
+
+def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_checkpoint, tmp_path, monkeypatch):
+    name = "deit_small_patch16_224.fb_in1k"
+    imagenet = vit.create_model("vit_cifar_nano", num_classes=1000)
+    meta = vit.ModelMeta([f"class {i}" for i in range(1000)], CIFAR10)
+    monkeypatch.setattr(vit, "load_pretrained", lambda n, progress=None: (imagenet, meta))
+    with gr.Blocks():
+        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert view.model_key.value == view.current_model.value == f"pretrained:{name}"
+    assert "1000 classes" in view.model_info.value
+
+    def offline(n, progress=None):
+        raise vit.PretrainedUnavailable("the Hugging Face Hub (huggingface.co) cannot be reached from this machine")
+
+    monkeypatch.setattr(vit, "load_pretrained", offline)
+    with gr.Blocks():
+        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert view.model_key.value == view.current_model.value == BUNDLED
+    assert view.model_info.value.startswith(f"⚠️ The default model `pretrained:{name}` is not available here")
+    assert "10 classes" in view.model_info.value

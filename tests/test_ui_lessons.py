@@ -168,3 +168,87 @@ def test_a_cancelled_ranking_stops_between_steps_and_frees_its_visitor(tiny_chec
     finally:
         release.set()
         demo.close()
+
+
+def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_with_its_defaults(
+    tiny_checkpoint, tmp_path, monkeypatch, image
+):
+    """Nothing downloaded (the old tab opened on ViT-L/14 pairs it could not load, lesson 2's
+    slider at layer 24 of a 6-layer model): every lesson opens on the bundled model, says which
+    models it is about and how to get them, and runs with the values its controls start with."""
+    for cache in ("HF_HOME", "TORCH_HOME"):  # empty caches: nothing downloaded yet
+        monkeypatch.setenv(cache, str(tmp_path / cache))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path)
+    with gr.Blocks():
+        view = layout(catalog)
+    assert view.compare_models.value == [BUNDLED] and view.heads_model.value == BUNDLED
+    assert view.norms_layer.maximum == view.norms_layer.value == 6  # the bundled model's depth
+    assert (
+        "python -m vit.download deit_small_patch16_224.fb_in1k vit_small_patch16_224.dino" in view.compare_better.value
+    )
+    assert "vit_large_patch14_reg4_dinov2.lvd142m vit_large_patch14_dinov2.lvd142m" in view.norms_better.value
+    assert "layers 1 to 6, heads 1 to 4" in view.heads_off.label
+    h.compare_models(view, catalog, image, view.compare_models.value, view.cmap.value)
+    h.compare_token_norms(
+        view, catalog, image, view.with_registers.value, view.without_registers.value, view.norms_layer.value, "inferno"
+    )
+    h.switch_heads_off(view, catalog, image, view.heads_model.value, view.heads_off.value)
+    list(h.rank_heads(view, catalog, image, view.heads_model.value, None))
+
+
+def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: "dinov2" in name or "deit" in name)
+    fakes = {
+        "vit_large_patch14_reg4_dinov2.lvd142m": vit.create_model("vit_cifar_nano", depth=5, register_tokens=4),
+        "vit_large_patch14_dinov2.lvd142m": vit.create_model("vit_cifar_nano", depth=7),
+        "deit_small_patch16_224.fb_in1k": vit.create_model("vit_cifar_nano", depth=3, heads=2, dim=32),
+    }
+    monkeypatch.setattr(
+        vit, "load_pretrained", lambda name, progress=None: (fakes[name], vit.ModelMeta(list(CIFAR10_CLASSES), CIFAR10))
+    )
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path)
+    with gr.Blocks():
+        view = layout(catalog)
+    assert view.compare_models.value == [
+        "pretrained:deit_small_patch16_224.fb_in1k",
+        "pretrained:vit_small_patch14_dinov2.lvd142m",
+    ]
+    assert "vit_small_patch16_224.dino" in view.compare_better.value and view.norms_better.value == ""
+    assert view.with_registers.value == "pretrained:vit_large_patch14_reg4_dinov2.lvd142m"
+    assert view.norms_layer.maximum == view.norms_layer.value == 5  # the shallower of 5 and 7 layers
+    assert "layers 1 to 3, heads 1 to 2" in view.heads_off.label and view.heads_better.value == ""
+    assert {
+        "pretrained:vit_large_patch14_dinov2.lvd142m",
+        "pretrained:deit_small_patch16_224.fb_in1k",
+    } <= catalog.pinned
+
+
+def test_the_controls_follow_the_chosen_models(tab, registers):
+    view, catalog = tab
+    slider = h.norms_models(view, catalog, registers, BUNDLED)[view.norms_layer]
+    assert slider.maximum == slider.value == 6
+    out = h.heads_model(view, catalog, BUNDLED)
+    assert "layers 1 to 6, heads 1 to 4" in out[view.heads_off].label and out[view.heads_note] == ""
+    assert out[view.heads_off].placeholder == "1.1, 6.4"  # an example this model accepts
+    headless = h.heads_model(view, catalog, registers)
+    assert "has no classifier head" in headless[view.heads_note]
+    with pytest.raises(gr.Error, match="unknown model 'pretrained:nonexistent': pick one"):
+        h.norms_models(view, catalog, registers, "pretrained:nonexistent")
+
+
+def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkeypatch):
+    view, catalog = tab
+    monkeypatch.setattr(vit, "list_pretrained", lambda: ["deit_small_patch16_224.fb_in1k"])
+
+    def downloading(name, progress=None):
+        progress(0, 88_300_000)
+        progress(44_150_000, 88_300_000)
+        return vit.create_model("vit_cifar_nano"), vit.ModelMeta(list(CIFAR10_CLASSES), CIFAR10)
+
+    monkeypatch.setattr(vit, "load_pretrained", downloading)
+    shown = []
+    h.heads_model(
+        view, catalog, "pretrained:deit_small_patch16_224.fb_in1k", lambda p, desc, **kw: shown.append((p, desc))
+    )
+    assert shown[-1] == (0.5, "downloading deit_small_patch16_224.fb_in1k: 44.1 of 88.3 MB (50%)")

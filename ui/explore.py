@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from explorer import render, views
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
+from explorer.catalog import LoadedModel, ModelCatalog
 from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
 
@@ -115,12 +115,12 @@ class ExploreView(ComponentView):
     query_button: gr.Button
 
 
-def _session_state() -> dict[str, gr.State]:
+def _session_state(start: LoadedModel) -> dict[str, gr.State]:
     return {
         "explanation_key": gr.State(None, time_to_live=SESSION_TTL_S),
         "export_name": gr.State(None),
         "query": gr.State(None),
-        "current_model": gr.State(BUNDLED),
+        "current_model": gr.State(start.key),
     }
 
 
@@ -191,11 +191,12 @@ def _style_controls() -> dict[str, Any]:
 def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=2):
-            model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model")
+            model_key = gr.Dropdown(catalog.choices(), value=start.key, label="Model")
             with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
                 checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
         with gr.Column(scale=3):
-            model_info = gr.Markdown(start.describe(), label="Model description")
+            note = f"{catalog.note}\n\n" if catalog.note else ""  # the default model could not be had
+            model_info = gr.Markdown(note + start.describe(), label="Model description")
             numbers = gr.Markdown(label="Image and grid sizes")
     return {"model_key": model_key, "checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}
 
@@ -269,8 +270,8 @@ def _api_only_inputs() -> dict[str, Any]:
 def layout(catalog: ModelCatalog) -> ExploreView:
     """Place the tab's components inside the current Blocks and name them. The first row
     (upload, predictions, patch grid, head maps) fits a 1280x720 screen."""
-    start = catalog.get(BUNDLED)
-    parts = _session_state()
+    start = catalog.start()  # the operator's default model, or the bundled one if it cannot be had
+    parts = _session_state(start)
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=240):
             parts |= _image_column(start)

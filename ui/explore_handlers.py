@@ -25,6 +25,7 @@ from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
 from vit.analysis import Query
 
+from . import downloads
 from .checks import number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 
@@ -510,16 +511,14 @@ def load_model(
     catalog: ModelCatalog,
     model_key: str,
     request: gr.Request,
-    progress: gr.Progress = gr.Progress(track_tqdm=True),  # noqa: B008 - Gradio's way to show download bars
+    progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to show a download's bytes
 ) -> dict:
-    """Switch the Explore tab to another model (downloading pretrained weights once): one of
-    this visitor's picker choices, checked here (Gradio's own check echoes the whole value)."""
+    """Switch the Explore tab to another model (downloading pretrained weights once, its bytes
+    and percent shown while it downloads): one of this visitor's picker choices, checked here
+    (Gradio's own check echoes the whole value)."""
     if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
         raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
-    try:
-        loaded = catalog.get(model_key)
-    except ModelUnavailable as e:
-        raise visitor_error(str(e), duration=None) from e
+    loaded = downloads.load(catalog, model_key, progress)
     depth = loaded.model.config.depth
     return view.update(
         current_model=model_key,

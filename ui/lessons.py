@@ -9,23 +9,13 @@ from typing import Any
 import gradio as gr
 
 from explorer import lessons
-from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.render import COLORMAPS
 
 from . import concurrency
 from . import lessons_handlers as h
 from .binding import bound
 
-# The models each lesson is about, when the catalogue offers them (downloaded on first use).
-COMPARED = (
-    "pretrained:deit_small_patch16_224.fb_in1k",  # supervised on ImageNet labels
-    "pretrained:vit_small_patch16_224.dino",  # self-supervised, no labels
-    "pretrained:vit_small_patch14_dinov2.lvd142m",
-)
-WITH_REGISTERS = "pretrained:vit_large_patch14_reg4_dinov2.lvd142m"  # artefacts show in large models
-WITHOUT_REGISTERS = "pretrained:vit_large_patch14_dinov2.lvd142m"
-RANKED = "pretrained:deit_small_patch16_224.fb_in1k"
-MAX_LAYER = 32  # the deepest model of the zoo (ViT-H/14) has 32 layers
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
 # so all four share the server's heavy slots (ui/concurrency.py)
 RAW = {"preprocess": False, **concurrency.HEAVY}
@@ -39,18 +29,21 @@ class LessonsView:
     cmap: gr.Dropdown
     # supervised vs self-supervised
     compare_models: gr.Dropdown
+    compare_better: gr.Markdown
     compare_button: gr.Button
     compare_note: gr.Markdown
     compare_picture: gr.Image
     # artefacts and registers
     with_registers: gr.Dropdown
     without_registers: gr.Dropdown
+    norms_better: gr.Markdown
     norms_layer: gr.Slider
     norms_button: gr.Button
     norms_picture: gr.Image
     norms_table: gr.Markdown
     # which heads matter
     heads_model: gr.Dropdown
+    heads_better: gr.Markdown
     heads_off: gr.Textbox
     heads_button: gr.Button
     rank_button: gr.Button
@@ -64,8 +57,13 @@ class LessonsView:
         return {getattr(self, name): value for name, value in values.items()}
 
 
-def _offered(keys: tuple[str, ...], offered: set[str], fallback: str) -> list[str]:
-    return [k for k in keys if k in offered] or [fallback]
+def _opening(catalog: ModelCatalog, key: str) -> LoadedModel:
+    """A lesson's opening model, loaded now to size its controls; the bundled one if it fails
+    (the catalogue logged why)."""
+    try:
+        return catalog.get(key)
+    except ModelUnavailable:
+        return catalog.get(BUNDLED)
 
 
 def _common() -> dict[str, Any]:
@@ -77,12 +75,12 @@ def _common() -> dict[str, Any]:
     return {"image": image, "cmap": cmap}
 
 
-def _compare(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
+def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) -> dict[str, Any]:
     gr.Markdown(lessons.SUPERVISED_VS_SELF)
     with gr.Row():
         models = gr.Dropdown(
             choices,
-            value=_offered(COMPARED, offered, BUNDLED),
+            value=opening,
             multiselect=True,
             max_choices=h.MAX_COMPARED,
             label="Models to compare (up to 3)",
@@ -91,21 +89,29 @@ def _compare(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any
         button = gr.Button("Compare", scale=1)
     note = gr.Markdown(label="Models not available here")
     picture = gr.Image(label="Last-layer CLS heads, one row per model, one colour scale")
-    return {"compare_models": models, "compare_button": button, "compare_note": note, "compare_picture": picture}
+    return {
+        "compare_models": models,
+        "compare_better": gr.Markdown(better, label="Better models for this lesson"),
+        "compare_button": button,
+        "compare_note": note,
+        "compare_picture": picture,
+    }
 
 
-def _norms(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
+def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel], better: str) -> dict[str, Any]:
     gr.Markdown(lessons.ARTEFACTS)
+    depth = min(m.model.config.depth for m in pair)
     with gr.Row():
-        with_reg = gr.Dropdown(choices, value=_offered((WITH_REGISTERS,), offered, BUNDLED)[0], label="With registers")
-        without = gr.Dropdown(choices, value=_offered((WITHOUT_REGISTERS,), offered, BUNDLED)[0], label="Without")
-        layer = gr.Slider(1, MAX_LAYER, value=24, step=1, label="Layer (1 = first; up to the shallower model's depth)")
+        with_reg = gr.Dropdown(choices, value=pair[0].key, label="With registers")
+        without = gr.Dropdown(choices, value=pair[1].key, label="Without")
+        layer = gr.Slider(1, depth, value=depth, step=1, label=h.NORMS_LAYER_LABEL)
         button = gr.Button("Show token norms")
     picture = gr.Image(label="Token norms after the chosen layer, high-norm patches outlined")
     table = gr.Markdown(label="High-norm patches: norm and share of CLS attention")
     return {
         "with_registers": with_reg,
         "without_registers": without,
+        "norms_better": gr.Markdown(better, label="Better models for this lesson"),
         "norms_layer": layer,
         "norms_button": button,
         "norms_picture": picture,
@@ -113,11 +119,11 @@ def _norms(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
     }
 
 
-def _heads(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
+def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> dict[str, Any]:
     gr.Markdown(lessons.WHICH_HEADS)
     with gr.Row():
-        model = gr.Dropdown(choices, value=_offered((RANKED,), offered, BUNDLED)[0], label="Model (with classes)")
-        off = gr.Textbox(label="Heads off (layer.head, from 1, e.g. 3.2, 11.7)", placeholder="3.2, 11.7")
+        model = gr.Dropdown(choices, value=start.key, label="Model (with classes)")
+        off = gr.Textbox(**h.heads_box(start))
         button = gr.Button("Switch these heads off")
         rank = gr.Button("Rank every head (one forward pass per head)")
         stop = gr.Button("Stop the ranking", variant="stop")
@@ -130,6 +136,7 @@ def _heads(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
             )
     return {
         "heads_model": model,
+        "heads_better": gr.Markdown(better, label="Better models for this lesson"),
         "heads_off": off,
         "heads_button": button,
         "rank_button": rank,
@@ -141,16 +148,20 @@ def _heads(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
 
 
 def layout(catalog: ModelCatalog) -> LessonsView:
-    """Place the tab's components inside the current Blocks, one sub-tab per lesson."""
+    """Place the tab's components inside the current Blocks, one sub-tab per lesson, each
+    opening on models that load now (explorer.lessons.opening_models), kept loaded."""
     choices = catalog.choices()
-    offered = {key for _, key in choices}
+    opening = lessons.opening_models(catalog.available)
+    catalog.pinned |= {*opening.compare, opening.with_registers, opening.without_registers, opening.heads}
+    pair = (_opening(catalog, opening.with_registers), _opening(catalog, opening.without_registers))
+    better = {lesson: lessons.better_models(names) for lesson, names in opening.missing.items()}
     parts = _common()
     with gr.Tab("Supervised vs self-supervised"):
-        parts |= _compare(choices, offered)
+        parts |= _compare(choices, opening.compare, better["compare"])
     with gr.Tab("Artefacts and registers"):
-        parts |= _norms(choices, offered)
+        parts |= _norms(choices, pair, better["norms"])
     with gr.Tab("Which heads matter"):
-        parts |= _heads(choices, offered)
+        parts |= _heads(choices, _opening(catalog, opening.heads), better["heads"])
     return LessonsView(**parts)
 
 
@@ -164,6 +175,16 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         api_name="lesson_compare",
         **RAW,
     )
+    gr.on(
+        [v.with_registers.change, v.without_registers.change],
+        bound(h.norms_models, v, catalog),
+        [v.with_registers, v.without_registers],
+        v.norms_layer,
+        api_name="lesson_norms_models",
+        **RAW,
+    )
+    chosen = bound(h.heads_model, v, catalog)
+    v.heads_model.change(chosen, v.heads_model, [v.heads_off, v.heads_note], api_name="lesson_heads_model", **RAW)
     v.norms_button.click(
         bound(h.compare_token_norms, v, catalog),
         [v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],

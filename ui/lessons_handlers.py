@@ -2,7 +2,8 @@
 
 Each lesson runs its own small forward passes (explorer/lessons.py) on the lesson image: the
 models differ, so nothing is shared with the Explore tab's cached explanation. People type
-1-based layers and heads; explorer.lessons gets 0-based ones.
+1-based layers and heads; explorer.lessons gets 0-based ones. Every control follows the chosen
+model (the layer slider's range, the heads' range); a model that downloads shows its progress.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, shown
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
 
+from . import downloads
 from .checks import one_of, visitor_error, whole_number
 from .explore_handlers import owner, uploaded_path
 from .outputs import saved
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
     from .lessons import LessonsView
 
 MAX_COMPARED = 3
+NORMS_LAYER_LABEL = "Layer (1 = first; up to the shallower model's depth)"
+PROGRESS = gr.Progress()  # the handlers' default: Gradio gives each call its own, drawn on its outputs
 
 
 def lesson_image(image: dict | None) -> Image.Image:
@@ -45,16 +49,48 @@ def lesson_style(cmap: str) -> MapStyle:
     return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6)
 
 
-def load(catalog: ModelCatalog, key: object) -> LoadedModel:
-    """One model of the catalogue (gr.Error with the catalogue's message if it cannot load)."""
+def heads_box(loaded: LoadedModel) -> dict[str, str]:
+    """The heads-off box's label and example, with the chosen model's own ranges."""
+    c = loaded.model.config
+    return {
+        "label": f"Heads off (layer.head, from 1: layers 1 to {c.depth}, heads 1 to {c.heads})",
+        "placeholder": f"1.1, {c.depth}.{c.heads}",
+    }
+
+
+def norms_models(
+    view: LessonsView,
+    catalog: ModelCatalog,
+    with_registers: str,
+    without_registers: str,
+    progress: gr.Progress = PROGRESS,
+) -> dict:
+    """The layer slider for a newly chosen pair: layers 1 to the shallower model's depth,
+    set to its last layer (the pair is loaded, downloading if needed, progress shown)."""
+    pair = [downloads.load(catalog, key, progress) for key in (with_registers, without_registers)]
+    depth = min(m.model.config.depth for m in pair)
+    return view.update(norms_layer=gr.Slider(minimum=1, maximum=depth, value=depth))
+
+
+def heads_model(view: LessonsView, catalog: ModelCatalog, model_key: str, progress: gr.Progress = PROGRESS) -> dict:
+    """The heads-off box for a newly chosen model: its label gives that model's layers and
+    heads; a model without classes is named at once (it makes no predictions to change)."""
+    loaded = downloads.load(catalog, model_key, progress)
     try:
-        return catalog.get(str(key))
-    except ModelUnavailable as e:
-        raise visitor_error(f"{shown(key)}: {e}") from e
+        lessons.require_head(loaded)
+        note = ""
+    except lessons.LessonError as e:
+        note = f"⚠️ {e}"
+    return view.update(heads_off=gr.Textbox(**heads_box(loaded)), heads_note=note)
 
 
 def compare_models(
-    view: LessonsView, catalog: ModelCatalog, image: dict | None, models: list[str] | None, cmap: str
+    view: LessonsView,
+    catalog: ModelCatalog,
+    image: dict | None,
+    models: list[str] | None,
+    cmap: str,
+    progress: gr.Progress = PROGRESS,
 ) -> dict:
     """Supervised vs self-supervised: the last-layer CLS heads of up to three models (keys of the
     model picker, e.g. a supervised ViT, DINO and DINOv2) side by side on one colour scale.
@@ -65,14 +101,14 @@ def compare_models(
     loaded, missing = [], {}
     for key in models:
         try:
-            loaded.append(catalog.get(str(key)))
+            loaded.append(catalog.get(str(key), progress=downloads.shown_as(progress, str(key))))
         except ModelUnavailable as e:
             missing[shown(key)] = str(e)
     if not loaded:
         first = next(iter(missing.values()))
         raise visitor_error(
-            f"none of these models can be loaded here: {', '.join(missing)}. Pick models that are available, e.g. "
-            f"the bundled one or a checkpoint. The first one's reason: {first}"
+            f"none of these models can be loaded here: {', '.join(missing)} ({first}). Pick models that load, "
+            "e.g. the bundled one or a checkpoint."
         )
     note = (
         "**Not available here** (weights cannot be downloaded): the comparison shows the other models; pick any "
@@ -95,12 +131,13 @@ def compare_token_norms(
     without_registers: str,
     layer: float,
     cmap: str,
+    progress: gr.Progress = PROGRESS,
 ) -> dict:
     """Artefacts and registers: the L2 norm of every patch token after `layer` (1-based) for a
     model with registers and one without, on one colour scale; patches above 2 x the median
     norm outlined and listed with their norm and their share of the last layer's CLS attention."""
     picture, style = lesson_image(image), lesson_style(cmap)
-    models = [load(catalog, with_registers), load(catalog, without_registers)]
+    models = [downloads.load(catalog, key, progress) for key in (with_registers, without_registers)]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
@@ -115,11 +152,16 @@ def compare_token_norms(
 
 
 def switch_heads_off(
-    view: LessonsView, catalog: ModelCatalog, image: dict | None, model_key: str, heads: str | None
+    view: LessonsView,
+    catalog: ModelCatalog,
+    image: dict | None,
+    model_key: str,
+    heads: str | None,
+    progress: gr.Progress = PROGRESS,
 ) -> dict:
     """Which heads matter: the top-5 predictions with the heads in `heads` switched off, as
     1-based "layer.head" items separated by commas ("3.2, 11.7"); empty: every head on."""
-    picture, loaded = lesson_image(image), load(catalog, model_key)
+    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress)
     c = loaded.model.config
     try:
         off = lessons.parse_heads(str(heads or ""), c.depth, c.heads)
@@ -164,13 +206,18 @@ RANKINGS = OnePerVisitor()
 
 
 def rank_heads(
-    view: LessonsView, catalog: ModelCatalog, image: dict | None, model_key: str, request: gr.Request
+    view: LessonsView,
+    catalog: ModelCatalog,
+    image: dict | None,
+    model_key: str,
+    request: gr.Request,
+    progress: gr.Progress = PROGRESS,
 ) -> Iterator[dict]:
     """The heads whose removal lowers the predicted class's probability most, one head off at
     a time: layers x heads forward passes, refused past explorer.lessons.MAX_RANKING_FLOPS and
     stopped after MAX_RANKING_S seconds. One ranking at a time per visitor; the ranking so far
     is shown after every layer, and *Stop* (or leaving the page) ends it there."""
-    picture, loaded = lesson_image(image), load(catalog, model_key)
+    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress)
     c = loaded.model.config
     with RANKINGS.claim(owner(request), lessons.MAX_RANKING_S):
         try:

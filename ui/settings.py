@@ -7,15 +7,23 @@ import argparse
 import html
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import vit
 from explorer.catalog import ServingLimits
+from explorer.lessons import lesson_weights
 from training.registry import TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 
 MIB = 2**20
 MAX_MESSAGE_CHARS = 1000  # a message for a visitor is cut here (it may list a model's 1,000 classes)
+BUNDLED_NAME = "bundled"  # `--model bundled`: the CIFAR-10 model shipped in checkpoints/
+# A Space's first model: ImageNet's 1,000 classes at 224 px (a 14 x 14 grid), 22 M parameters
+# (88 MB, ~0.1 s a forward pass on a CPU), and the weights lessons 1 and 3 are about, so one
+# preloaded file serves Explore and two lessons (docs/space.md).
+SPACE_MODEL = "deit_small_patch16_224.fb_in1k"
 # Anything that looks like an absolute path: shown to visitors as its last part only.
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`<>()\[\]]+)+[/\\]?")
 
@@ -59,12 +67,34 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
 
 
+def space_weights() -> list[str]:
+    """The pretrained weights a Space opens on: its first model, then the lessons' own, each
+    once. README.md's front matter preloads exactly these (tests/test_space.py checks)."""
+    return list(dict.fromkeys([SPACE_MODEL, *lesson_weights()]))
+
+
+def default_model(environ: Mapping[str, str]) -> str | None:
+    """`--model`'s default: $VIT_EXPLORER_MODEL, else SPACE_MODEL on a Hugging Face Space
+    (which sets SPACE_ID), else None (the bundled model: works offline)."""
+    return environ.get("VIT_EXPLORER_MODEL") or (SPACE_MODEL if "SPACE_ID" in environ else None)
+
+
+def start_model(value: str | None) -> tuple[str | None, str]:
+    """(the checkpoint file shown as the "bundled" model, or None for the shipped one; the key
+    of the model visitors start on) for `--model` `value`: a file, a pretrained name, "bundled"."""
+    if value and value != BUNDLED_NAME and value in vit.list_pretrained():
+        return None, f"pretrained:{value}"
+    return (value if value and value != BUNDLED_NAME else None), BUNDLED_NAME
+
+
 def model_problem(path: str | None, max_parameters: int) -> str | None:
-    """Why `--model PATH` cannot be the default model (a message for the command line), or None."""
-    if not path:
+    """Why `--model PATH` (a checkpoint file, a name of vit.list_pretrained(), or "bundled")
+    cannot be the default model (a message for the command line), or None. A pretrained name
+    is not downloaded here: if it cannot be had at start, the app falls back to the bundled model."""
+    if not path or path == BUNDLED_NAME or path in vit.list_pretrained():
         return None
     if not Path(path).is_file():
-        return f"--model {path}: no such file"
+        return f"--model {path}: no such file, and not a pretrained name (vit.list_pretrained() lists them)"
     try:
         load_checkpoint(path, limits=LoadLimits(max_parameters=max_parameters))
     except CheckpointError as e:

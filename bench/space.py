@@ -1,0 +1,335 @@
+"""Rehearse a Hugging Face Space on this machine: `python -m bench.space` (docs/space.md).
+
+1. a fresh venv from requirements.txt alone (what a Space installs), and the files git tracks
+   (what a push uploads) copied to a temporary folder;
+2. the Hub: the stand-in of tests/hub_standin.py on 127.0.0.1, serving the Space's weights
+   (ui.settings.space_weights(): timm's models at their real shapes with random values, saved
+   as timm uploads them, built with timm in this, the dev, venv);
+3. the Space's build: those weights preloaded into a fresh HF_HOME with `python -m vit.download`
+   (what README.md's `preload_from_hub:` does);
+4. `python app.py` started as a Space starts it: SPACE_ID set, HF_ENDPOINT at the stand-in, no
+   HF_HUB_OFFLINE;
+5. through gradio_client: the models every tab opens on, Explore on its default model and on
+   DINO ViT-S/16, and every lesson with the models it opens on.
+
+One line per step, then a verdict; the exit code is 1 if any step failed. It takes minutes
+(the venv, two ViT-L/14 of 1.2 GB): not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import venv
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import vit
+from bench.serving import free_port, wait_until_served
+from explorer.catalog import pretrained_key
+from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS
+from ui.settings import SPACE_MODEL, space_weights
+
+REPO = Path(__file__).resolve().parents[1]
+DINO = "vit_small_patch16_224.dino"  # the issue's Explore model: self-supervised, no classifier
+NOT_PRELOADED = "deit_tiny_patch16_224.fb_in1k"  # a listed model a visitor picks: downloads on first use
+IMAGE = REPO / "examples" / "cifar10" / "cat.jpg"
+START_TIMEOUT_S = 900  # a Space loads its start model and the lesson pair (2 x ViT-L/14) before serving
+LESSON_1 = "Models to compare (up to 3)"
+# What the Lessons tab must open on once every lesson weight is preloaded, by component label.
+OPENING = {
+    "Model": pretrained_key(SPACE_MODEL),
+    LESSON_1: [pretrained_key(n) for n in COMPARED],
+    "With registers": pretrained_key(WITH_REGISTERS[0]),
+    "Without": pretrained_key(WITHOUT_REGISTERS[0]),
+    "Model (with classes)": pretrained_key(RANKED[0]),
+}
+
+
+class StepFailed(RuntimeError):
+    """A rehearsal step went wrong; the message is its one-line reason."""
+
+
+class Steps:
+    """Runs named steps in order, printing one line each; the first failure stops the rehearsal."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[str, bool]] = []
+        self.started = time.perf_counter()
+
+    def run(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            result = fn(*args)
+        except Exception as e:  # noqa: BLE001 - any failure is the rehearsal's finding, reported in one line
+            print(f"[FAIL] {name} ({time.perf_counter() - start:.1f} s): {type(e).__name__}: {e}", flush=True)
+            self.done.append((name, False))
+            raise StepFailed(name) from e
+        detail = f": {result}" if isinstance(result, str) else ""
+        print(f"[ ok ] {name} ({time.perf_counter() - start:.1f} s){detail}", flush=True)
+        self.done.append((name, True))
+        return result
+
+    def verdict(self) -> str:
+        failed = [name for name, ok in self.done if not ok]
+        took = time.perf_counter() - self.started
+        if failed:
+            return f"VERDICT: FAIL at '{failed[0]}' after {len(self.done)} steps ({took:.0f} s)"
+        return f"VERDICT: PASS, {len(self.done)} steps ({took:.0f} s): a Space built from requirements.txt serves them"
+
+
+def run(command: list[str], **kwargs: Any) -> str:
+    """Run a command to the end; its stdout, or StepFailed with the last lines it printed."""
+    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if done.returncode:
+        said = " | ".join([*done.stdout.strip().splitlines()[-3:], *done.stderr.strip().splitlines()[-1:]])
+        raise StepFailed(f"{' '.join(command[:4])} ... exited with {done.returncode}: {said}")
+    return done.stdout
+
+
+def fresh_venv(folder: Path) -> str:
+    """A venv with requirements.txt installed and nothing else; its python's path."""
+    venv.EnvBuilder(with_pip=True, clear=True).create(folder)
+    python = folder / "bin" / "python"
+    run([str(python), "-m", "pip", "install", "-q", "-r", str(REPO / "requirements.txt")])
+    return f"{python}: {requirements_line(python)}"
+
+
+def requirements_line(python: Path) -> str:
+    """What the venv holds beyond the standard library, in one line (timm must not be there)."""
+    listed = run([str(python), "-m", "pip", "list", "--format=freeze"])
+    names = sorted(line.split("==")[0].lower() for line in listed.split())
+    if "timm" in names or "transformers" in names:
+        raise StepFailed("timm or transformers got into the Space's venv: the rehearsal would prove nothing")
+    return f"{len(names)} packages, no timm, no transformers"
+
+
+def tracked_copy(folder: Path) -> str:
+    """The files git tracks (what a push to the Space uploads), as they are in the working tree."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True).stdout
+    names = [n for n in listed.decode().split("\0") if n and (REPO / n).is_file()]
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, folder / name)
+    return f"{len(names)} files"
+
+
+def timm_weights(name: str, folder: Path) -> Path:
+    """`name` as timm uploads it (config.json + model.safetensors), real shapes, random values;
+    made once per folder (the ViT-L/14 take a while)."""
+    out = folder / name
+    if not (out / "model.safetensors").is_file():
+        import timm
+
+        model = timm.create_model(name, pretrained=False)
+        timm.models.save_for_hf(model, str(out), safe_serialization=True)
+    return out
+
+
+@contextmanager
+def hub_serving(names: list[str], weights: Path) -> Iterator[Any]:
+    """The Hub stand-in (tests/hub_standin.py) serving `names`' repos from disk; yields it."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import hub_standin
+
+    with hub_standin.serve() as hub:
+        for name in names:
+            for path in sorted(timm_weights(name, weights).iterdir()):
+                hub.publish_file(vit.pretrained_repo(name), path.name, path)
+                hub.etag((vit.pretrained_repo(name), path.name))  # hashed now, not while a download waits
+        yield hub
+
+
+def space_env(endpoint: str, hf_home: Path, port: int) -> dict[str, str]:
+    """The environment a Space runs in: SPACE_ID, the Hub (here the stand-in), a fresh cache."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "VIT_EXPLORER_", "GRADIO_"))}
+    return env | {
+        "SPACE_ID": "rehearsal/vit-attention-explorer",
+        "HF_ENDPOINT": endpoint,
+        "HF_HOME": str(hf_home),
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+        "GRADIO_SERVER_PORT": str(port),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def preload(python: str, app: Path, env: dict[str, str]) -> str:
+    """What `preload_from_hub:` does when the Space is built: the weights into the Hub cache."""
+    names = space_weights()
+    run([python, "-m", "vit.download", *names], cwd=app, env=env)
+    return f"{len(names)} repos: {', '.join(names)}"
+
+
+def start_app(python: str, app: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
+    with log.open("w") as out:
+        proc = subprocess.Popen([python, "app.py"], cwd=app, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until_served(f"http://127.0.0.1:{env['GRADIO_SERVER_PORT']}/", proc, timeout=START_TIMEOUT_S)
+    except (RuntimeError, TimeoutError) as e:
+        raise StepFailed(f"{e}; the app's log: {log}") from e
+    return proc
+
+
+def component_values(config: dict) -> dict[str, Any]:
+    """{label: value} of the page's labelled components (the first of each label), from Gradio's
+    /config: what a visitor's page opens with."""
+    values: dict[str, Any] = {}
+    for component in config["components"]:
+        props = component.get("props", {})
+        if props.get("label") and "value" in props:
+            values.setdefault(props["label"], props["value"])
+    return values
+
+
+def page_values(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}config", timeout=30) as r:
+        return component_values(json.load(r))
+
+
+def opening_models(values: dict[str, Any]) -> str:
+    """The models the Explore tab and every lesson open on are the Space's own."""
+    wrong = {label: values.get(label) for label, want in OPENING.items() if values.get(label) != want}
+    if wrong:
+        raise StepFailed(f"the page opens on {wrong}, not on {OPENING}")
+    return f"Explore on {SPACE_MODEL}; lessons on {', '.join(space_weights()[1:])}"
+
+
+def explore(client: Any, key: str) -> str:
+    """Pick `key` in the Explore tab, then analyse the example image with it."""
+    from gradio_client import handle_file
+
+    info = client.predict(key, api_name="/load_model")[0]  # the model description (gr.State outputs are not sent)
+    outputs = client.predict(image=handle_file(str(IMAGE)), model_key=key, mode="crop", api_name="/analyze")
+    heads, label = Path(outputs[4]), outputs[2]
+    if not heads.is_file():
+        raise StepFailed("/analyze drew no head maps")
+    said = f"top class {label['label']!r}" if label and label.get("label") else "no classifier: maps only"
+    return f"{info.splitlines()[0]}; {said}"
+
+
+def lesson_compare(client: Any, image: Any, models: list[str]) -> str:
+    _, note = client.predict(image, models, "inferno", api_name="/lesson_compare")
+    if note:
+        raise StepFailed(note)
+    return f"{len(models)} models side by side"
+
+
+def lesson_norms(client: Any, image: Any, values: dict[str, Any]) -> str:
+    layer = values["Layer (1 = first; up to the shallower model's depth)"]
+    pair = (values["With registers"], values["Without"])
+    _, table = client.predict(image, *pair, layer, "inferno", api_name="/lesson_token_norms")
+    return f"layer {layer} of {pair[0]} and {pair[1]}: {table.count('median patch norm')} norm tables"
+
+
+def lesson_heads(client: Any, image: Any, key: str) -> str:
+    _, note = client.predict(image, key, "1.1, 12.6", api_name="/lesson_heads_off")
+    _, ranked = client.predict(image, key, api_name="/lesson_head_ranking")
+    return f"{note.split('. ')[0]}; {ranked.split('. ')[0]}"
+
+
+def weight_downloads(hub: Any) -> list[str]:
+    """The stand-in's GETs of repository files (the app also asks the Hub's API for other things)."""
+    return [path for path in hub.downloads() if "/resolve/" in path]
+
+
+def no_downloads_after_the_build(hub: Any, before: int) -> str:
+    """Visitors waited for no download: every model they used was preloaded."""
+    extra = weight_downloads(hub)[before:]
+    if extra:
+        raise StepFailed(f"{len(extra)} downloads while visitors waited: {extra[:3]}")
+    return "0 requests for weights reached the Hub after the build"
+
+
+def downloads_once(client: Any, hub: Any, key: str) -> str:
+    """A listed model that was not preloaded: picked, it downloads through the Hub, once."""
+    before = len(weight_downloads(hub))
+    said = explore(client, key)
+    explore(client, key)  # a second visit reads the loaded model
+    fetched = weight_downloads(hub)[before:]
+    name = key.partition(":")[2]
+    if sorted(p.rsplit("/", 1)[-1] for p in fetched) != sorted(vit.pretrained_files(name)):
+        raise StepFailed(f"expected one download of each of {vit.pretrained_files(name)}, got {fetched}")
+    return f"{len(fetched)} files fetched once; {said}"
+
+
+def no_traceback(log: Path) -> str:
+    text = log.read_text(errors="replace")
+    if "Traceback" in text:
+        raise StepFailed(f"the app's log holds a traceback: {log}")
+    return f"{len(text.splitlines())} lines, no traceback"
+
+
+def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None) -> None:
+    """Every step, in order; raises StepFailed at the first that fails."""
+    python = reuse_venv or str(work / "venv" / "bin" / "python")
+    if reuse_venv is None:
+        steps.run("a fresh venv from requirements.txt only", fresh_venv, work / "venv")
+    app, log = work / "app", work / "app.log"
+    steps.run("the files git tracks, copied (what a push uploads)", tracked_copy, app)
+    with ExitStack() as stack:
+        serving = hub_serving([*space_weights(), NOT_PRELOADED], weights)
+        hub = steps.run("Hub stand-in on 127.0.0.1 serving timm-format weights", stack.enter_context, serving)
+        env = space_env(hub.url, work / "hf-home", free_port())
+        steps.run("the Space's build: preload_from_hub (python -m vit.download)", preload, python, app, env)
+        built = len(weight_downloads(hub))
+        proc = steps.run("python app.py as a Space starts it (SPACE_ID, HF_ENDPOINT)", start_app, python, app, env, log)
+        stack.callback(stop, proc)
+        from gradio_client import Client, handle_file
+
+        url = f"http://127.0.0.1:{env['GRADIO_SERVER_PORT']}/"
+        client, image = Client(url, verbose=False), handle_file(str(IMAGE))
+        values = steps.run("the page's /config", page_values, url)
+        steps.run("every tab opens on the Space's models", opening_models, values)
+        steps.run(f"Explore with {SPACE_MODEL}", explore, client, pretrained_key(SPACE_MODEL))
+        steps.run(f"Explore with DINO ViT-S/16 ({DINO})", explore, client, pretrained_key(DINO))
+        steps.run("Lesson 1, supervised vs self-supervised", lesson_compare, client, image, values[LESSON_1])
+        steps.run("Lesson 2, artefacts and registers", lesson_norms, client, image, values)
+        steps.run("Lesson 3, which heads matter", lesson_heads, client, image, values["Model (with classes)"])
+        steps.run("no visitor waited for a download", no_downloads_after_the_build, hub, built)
+        steps.run(
+            f"a model not preloaded ({NOT_PRELOADED})", downloads_once, client, hub, pretrained_key(NOT_PRELOADED)
+        )
+        steps.run("the app's log", no_traceback, log)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--work", help="folder for the venv, the app copy, the cache and the log (default: a temp one)")
+    p.add_argument(
+        "--weights",
+        default=str(Path(tempfile.gettempdir()) / "bench-space-weights"),
+        help="where the timm-format weights are made once and kept between runs",
+    )
+    p.add_argument("--reuse-venv", metavar="PYTHON", help="a venv's python from an earlier run (then not fresh)")
+    args = p.parse_args(argv)
+    work = Path(args.work or tempfile.mkdtemp(prefix="bench-space-"))
+    work.mkdir(parents=True, exist_ok=True)
+    steps = Steps()
+    print(f"Space rehearsal in {work}", flush=True)
+    try:
+        rehearse(steps, work, Path(args.weights), args.reuse_venv)
+    except StepFailed:
+        pass
+    print(steps.verdict(), flush=True)
+    return 0 if steps.done and all(ok for _, ok in steps.done) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
