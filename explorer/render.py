@@ -346,12 +346,16 @@ def head_grid(
     note: str = "",
     prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
+    tops: np.ndarray | None = None,
+    scope: str = "this layer",
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
     input, `prefix` (heads, prefix_tokens) each head's attention to the tokens the maps
     leave out (printed under its tile, by `prefix_names`), `mark` the query patch, outlined
-    in every tile. A colour bar and `note` go underneath."""
-    tops = scale_tops(maps, style.scale)
+    in every tile. A colour bar and `note` go underneath. `tops` (heads,) is the value drawn
+    in each head's top colour, by default `scale_tops` of these maps; a video passes its
+    whole clip's, and `scope` says what the shared top covers."""
+    tops = scale_tops(maps, style.scale) if tops is None else tops
     grid = maps.shape[-2:]
     tiles = [
         _caption(
@@ -361,7 +365,7 @@ def head_grid(
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
     grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)])
-    high, label = _scale_legend(style, float(tops.max()), "attention weight", "this layer")
+    high, label = _scale_legend(style, float(tops.max()), "attention weight", scope)
     return _titled(title, grid, [colour_bar(style.cmap, 0.0, high, label, max(grid.width, 320))], note)
 
 

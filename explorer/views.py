@@ -94,7 +94,8 @@ def describe_query(query: Query, has_cls: bool = True) -> str:
     return f"Query: **the patch at row {row + 1}, column {col + 1}** (outlined). Reset to go back to the default."
 
 
-def _who(ex: Explanation, query: Query) -> str:
+def query_label(ex: Explanation, query: Query) -> str:
+    """The query as pictures name it: "CLS", "reg1", "patch (3, 7)" (1-based), "mean of patches"."""
     if isinstance(query, str):
         return render.short_token_name(query)
     if query is None:
@@ -120,7 +121,7 @@ def patch_of(query: Query) -> tuple[int, int] | None:
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (1-based)."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
-    title = f"layer {layer} of {ex.depth}, query: {_who(ex, query)}"
+    title = f"layer {layer} of {ex.depth}, query: {query_label(ex, query)}"
     i = layer - 1
     maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
     return render.head_grid(
@@ -132,7 +133,7 @@ def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.I
     """The `heads` view of every layer, for the animated GIF."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, HEAD_PX)
     maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
-    note = f"query: {_who(ex, query)}. {left_out(ex)}"
+    note = f"query: {query_label(ex, query)}. {left_out(ex)}"
     return render.layer_frames(
         base, maps, style, prefix=prefix, note=note, prefix_names=ex.prefix_names, mark=patch_of(query)
     )
@@ -141,7 +142,7 @@ def layer_frames(ex: Explanation, query: Query, style: MapStyle) -> list[Image.I
 def overview(ex: Explanation, style: MapStyle) -> Image.Image:
     """The default query's attention (CLS) in every head of every layer."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
-    title = f"query: {_who(ex, None)}, every layer and head"
+    title = f"query: {query_label(ex, None)}, every layer and head"
     return render.layers_by_heads(
         base,
         ex.query_maps(None),
@@ -179,7 +180,7 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
 def rollout(ex: Explanation, head_fusion: str, discard_ratio: float, style: MapStyle) -> Image.Image:
     """Attention rollout of the CLS token (or the mean patch) through all layers."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
-    title = f"attention rollout, query: {_who(ex, None)}"
+    title = f"attention rollout, query: {query_label(ex, None)}"
     return render.map_picture(
         base,
         ex.rollout(head_fusion, discard_ratio),
@@ -205,10 +206,10 @@ def relevance(
     name = class_names[int(chosen[0])] if int(chosen[0]) < len(class_names) else f"class {int(chosen[0])}"
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     which = "the predicted class" if target is None else "the chosen class"
-    title = f"relevance for {which} '{name}' (Chefer et al. 2021), query: {_who(ex, None)}"
+    title = f"relevance for {which} '{name}' (Chefer et al. 2021), query: {query_label(ex, None)}"
     note = (
         "Per layer, each head's attention A is weighted by the gradient of the class score, Ā = mean over heads "
-        f"of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the {_who(ex, None)} "
-        "row of R over the patches. Unlike rollout, it changes with the class."
+        "of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the "
+        f"{query_label(ex, None)} row of R over the patches. Unlike rollout, it changes with the class."
     )
     return render.map_picture(base, amap[0].numpy(), style, title, "relevance (a.u.)", note)

@@ -27,6 +27,8 @@ class ServerSettings:
     load: LoadLimits = field(default_factory=LoadLimits)
     cache_bytes: int = 2 * 1024 * MIB  # all explanations of all visitors
     uploads_bytes: int = 2 * 1024 * MIB  # Gradio's upload folder: uploads and rendered views
+    live_streams: int = 1  # webcam streams drawn at once (the Live tab); the others are told to wait
+    live_turn_s: float = 180.0  # one visitor's turn at the webcam stream while others wait
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServerSettings:
@@ -38,6 +40,8 @@ class ServerSettings:
             load=LoadLimits(max_parameters=args.max_params),
             cache_bytes=args.cache_mb * MIB,
             uploads_bytes=args.uploads_budget_mb * MIB,
+            live_streams=args.live_streams,
+            live_turn_s=args.live_seconds,
         )
 
 
@@ -51,6 +55,8 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
+    p.add_argument("--live-streams", type=int, default=1, help="webcam streams drawn at once, whole server")
+    p.add_argument("--live-seconds", type=float, default=180.0, help="one turn at the webcam stream, seconds")
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
 
 
