@@ -126,7 +126,14 @@ def _frames(path: str | Path, limits: VideoLimits) -> Iterator[Image.Image]:
     with _open(path) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"  # FFmpeg's own decoding threads
-        for index, frame in enumerate(container.decode(stream)):
+        decoded = container.decode(stream)
+        for index in range(limits.max_frames + 1):
+            try:
+                frame = next(decoded, None)
+            except av.error.FFmpegError as e:
+                raise VideoError(f"the clip is corrupt after frame {index}: re-encode it as MP4 (H.264)") from e
+            if frame is None:
+                return
             if index >= limits.max_frames:
                 raise VideoError(f"the clip has more than {limits.max_frames} frames: trim it")
             if frame.width * frame.height > limits.max_pixels:
