@@ -28,7 +28,7 @@ def test_import_vit_loads_no_plotting_ui_or_upper_layer():
 
 
 def test_the_picture_layer_is_gradio_free():
-    modules = ["explorer." + m for m in ("catalog", "explain", "images", "render", "views")]
+    modules = ["explorer." + m for m in ("catalog", "explain", "images", "render", "views", "live", "streams", "video")]
     assert loaded_by(*modules).isdisjoint({"gradio", "ui", "training"})
 
 
