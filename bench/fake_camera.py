@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 CELLS = 8
 BITS = 6  # frame numbers 0 to 63
@@ -44,14 +45,21 @@ def square_left(n: int, frames: int) -> float:
     return (CELLS - 2) * n / frames
 
 
-def write_y4m(path: str | Path, planes: list[np.ndarray], fps: int) -> Path:
-    """Planes as a grey YUV4MPEG2 (4:2:0) clip, the format Chromium's fake camera reads."""
-    height, width = planes[0].shape
-    chroma = np.full((height // 2) * (width // 2), 128, np.uint8).tobytes()
+def write_y4m(path: str | Path, frames: list[np.ndarray], fps: int) -> Path:
+    """Frames as a YUV4MPEG2 (4:2:0, full-range BT.601) clip, the format Chromium's fake
+    camera reads: luma planes (H, W) for a grey clip, or RGB images (H, W, 3)."""
+    height, width = frames[0].shape[:2]
+    grey = np.full((height // 2, width // 2), 128, np.uint8).tobytes()
     with open(path, "wb") as f:
         f.write(f"YUV4MPEG2 W{width} H{height} F{fps}:1 Ip A1:1 C420jpeg\n".encode())
-        for plane in planes:
-            f.write(b"FRAME\n" + plane.tobytes() + chroma + chroma)
+        for frame in frames:
+            if frame.ndim == 2:
+                f.write(b"FRAME\n" + frame.tobytes() + grey + grey)
+                continue
+            y, cb, cr = Image.fromarray(frame).convert("YCbCr").split()  # JPEG's (full-range) YCbCr
+            half = (width // 2, height // 2)
+            chroma = [c.resize(half, Image.Resampling.BOX).tobytes() for c in (cb, cr)]
+            f.write(b"FRAME\n" + y.tobytes() + chroma[0] + chroma[1])
     return Path(path)
 
 

@@ -31,7 +31,9 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
         with gr.Row(equal_height=True):
             gr.Markdown("## ViT attention explorer: what does each head of a Vision Transformer look at?")
-            open_live = gr.Button("▶ Live: webcam attention", size="sm", scale=0, min_width=200, elem_id="open-live")
+            open_live = gr.Button(
+                "▶ Live: webcam attention", variant="primary", size="sm", scale=0, min_width=200, elem_id="open-live"
+            )
         with gr.Tabs() as tabs:
             with gr.Tab("Explore", id="explore"):
                 explore = build_explore_tab(catalog)

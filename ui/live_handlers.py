@@ -45,17 +45,17 @@ def check_query(loaded: LoadedModel, token: str, row: object, column: object) ->
 
 
 def pictures_html(frame: live.LiveFrame) -> str:
-    """The frame's three pictures as `<img>` elements carrying JPEG `data:` URLs: the model
-    input and rollout side by side (each at most 45% of the width), the head maps under them."""
+    """The frame's three pictures as `<img>` elements carrying JPEG `data:` URLs: the head maps
+    first (the first screen shows them), the model input and rollout side by side under them."""
     parts = (
-        ("live-input", frame.input, "The webcam frame as the model sees it (centre crop), with its patch grid", 45),
-        ("live-rollout", frame.rollout, "Attention rollout through all layers, with its colour bar", 45),
         (
             "live-heads",
             frame.heads,
             "Attention of the query in every head of the chosen layer, with its colour bar",
             100,
         ),
+        ("live-input", frame.input, "The webcam frame as the model sees it (centre crop), with its patch grid", 40),
+        ("live-rollout", frame.rollout, "Attention rollout through all layers, with its colour bar", 55),
     )
     images = "".join(
         f'<img id="{elem}" src="{live.data_url(picture)}" alt="{html.escape(alt)}" '
