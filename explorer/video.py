@@ -110,7 +110,7 @@ def _check(info: ClipInfo, limits: VideoLimits) -> None:
     if info.width * info.height > limits.max_pixels or max(info.width, info.height) > limits.max_side:
         raise VideoError(
             f"the clip is {info.width} × {info.height} px; at most {limits.max_pixels:,} pixels per frame "
-            f"(1920 × 1080) are accepted: scale it down"
+            f"and {limits.max_side} px a side are accepted: scale it down"
         )
     if info.seconds > limits.max_seconds:
         raise VideoError(f"the clip lasts {info.seconds:.1f} s; at most {limits.max_seconds:g} s are accepted: trim it")

@@ -7,6 +7,7 @@ import argparse
 import html
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,9 +56,24 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
-    p.add_argument("--live-streams", type=int, default=1, help="webcam streams drawn at once, whole server")
-    p.add_argument("--live-seconds", type=float, default=180.0, help="one turn at the webcam stream, seconds")
+    p.add_argument("--live-streams", type=_at_least_one(int), default=1, help="webcam streams drawn at once")
+    p.add_argument("--live-seconds", type=_at_least_one(float), default=180.0, help="one turn at the webcam, s")
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
+
+
+def _at_least_one(kind: type) -> Callable[[str], int | float]:
+    """An argparse type: a number of `kind` that is at least 1, or a usage error."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value >= 1:  # also refuses NaN
+            raise argparse.ArgumentTypeError(f"must be a number of at least 1, got {text!r}")
+        return value
+
+    return parse
 
 
 def model_problem(path: str | None, max_parameters: int) -> str | None:
