@@ -10,7 +10,10 @@
    shown), which clip frame that input is (read from the picture), and which frame the camera
    plays at that moment (read from the webcam's <video>): their difference is the latency from
    the camera to the picture, in clip frames of 33 ms.
-2. **Video export.** `explorer.video.attention_video` on a 10 s, 30 fps, 640 x 480 clip, in this
+2. **Server side, per frame**: the CPU time (of the one thread that does the work, so what the
+   wall time would be on an idle core) of decoding the browser's JPEG, the model's forward pass
+   (`explain`), drawing the three pictures and encoding them as JPEG `data:` URLs.
+3. **Video export.** `explorer.video.attention_video` on a 10 s, 30 fps, 640 x 480 clip, in this
    process (one torch thread, as the app), with the seconds per stage.
 
 "ViT-S/16" is `vit_small_patch16_224` (224 px, 197 tokens, 12 layers x 6 heads) with random
@@ -32,6 +35,7 @@ from pathlib import Path
 import av
 import numpy as np
 import torch
+from PIL import Image
 
 import vit
 from bench.fake_camera import clip_frames, write_y4m
@@ -138,6 +142,44 @@ def summary(samples: list[list], status: str) -> dict:
     }
 
 
+def frame_costs(model: Path, camera_frame: np.ndarray, repeats: int) -> dict[str, float]:
+    """Median CPU milliseconds per stage of one live frame, in this process, one torch thread."""
+    from explorer import live, views
+    from explorer.explain import explain
+    from ui.live_handlers import pictures_html
+
+    torch.set_num_threads(1)
+    net, meta = vit.load_checkpoint(model)
+    loaded = LoadedModel("bench", model.stem, net.eval(), meta)
+    url = live.data_url(Image.fromarray(np.repeat(camera_frame[..., None], 3, axis=2)))
+    style, depth = MapStyle(), net.config.depth
+    stages = {
+        "decode": lambda: live.decode_frame(url),
+        "model": lambda: explain(net, meta.class_names, loaded.preprocessing, live.decode_frame(url), top_k=3),
+    }
+    ex = stages["model"]()
+    shown = live.live_frame(loaded, live.decode_frame(url), None, depth, style)
+    stages |= {
+        "drawing": lambda: (
+            views.input_view(ex),
+            views.heads(ex, None, depth, style),
+            views.rollout(ex, "mean", 0, style),
+        ),
+        "JPEG + HTML": lambda: pictures_html(shown),
+    }
+    costs = {}
+    for name, fn in stages.items():
+        fn()
+        samples = []
+        for _ in range(repeats):
+            started = time.thread_time()
+            fn()
+            samples.append(1000 * (time.thread_time() - started))
+        costs[name] = statistics.median(samples)
+    costs["model"] -= costs["decode"]
+    return costs
+
+
 def write_mp4(path: Path, planes: list[np.ndarray], fps: int) -> Path:
     height, width = planes[0].shape
     with av.open(str(path), "w", format="mp4") as out:
@@ -166,6 +208,8 @@ def main() -> None:
     p.add_argument("--torch-threads", type=int, nargs="+", default=[1], help="the app's --torch-threads")
     p.add_argument("--skip-browser", action="store_true")
     p.add_argument("--skip-video", action="store_true")
+    p.add_argument("--skip-costs", action="store_true")
+    p.add_argument("--repeats", type=int, default=20, help="frames timed per stage (server side)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -187,6 +231,18 @@ def main() -> None:
                         f"{r['latency_p90']:.0f} ms | {before} → {uptime()} |"
                     )
                     print(f"<!-- status: {r['status']}; unreadable frames: {r['unreadable']} -->", flush=True)
+        if not args.skip_costs:
+            print(
+                "\n| model | decode | model | drawing | JPEG + HTML | total CPU per frame | at most "
+                "| load before → after |"
+            )
+            print("|---|---|---|---|---|---|---|---|")
+            for name in args.models:
+                before = uptime()
+                c = frame_costs(models[name], clip_frames(CLIP_FRAMES, 480, 640)[5], args.repeats)
+                total = sum(c.values())
+                cells = " | ".join(f"{v:.1f} ms" for v in c.values())
+                print(f"| {name} | {cells} | {total:.1f} ms | {1000 / total:.1f} frames/s | {before} → {uptime()} |")
         if not args.skip_video:
             limits = VideoLimits()
             loop = clip_frames(CLIP_FRAMES, 480, 640)
