@@ -17,6 +17,7 @@ import gradio as gr
 from explorer import live, video, views
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import ExplanationTooLarge
+from explorer.render import MapStyle
 from explorer.streams import Admission, StreamSlots
 from vit.analysis import Query
 
@@ -29,7 +30,12 @@ if TYPE_CHECKING:
     from .live import LiveView
 
 WAIT_POLL_S = 1.0  # a stream waiting for a slot asks once a second, not at the webcam's frame rate
-DEFAULT_STYLE = {"opacity": 0.6, "upsampling": "nearest", "display": "overlay"}  # Explore's defaults
+
+
+def live_style(cmap: str, scale: str) -> MapStyle:
+    """The Live tab's MapStyle: its colour map and scale, Explore's defaults for the rest
+    (overlay at opacity 0.6, nearest upsampling: honest patch blocks)."""
+    return map_style(cmap, 0.6, "nearest", "overlay", scale)
 
 
 def check_query(loaded: LoadedModel, token: str, row: object, column: object) -> Query:
@@ -48,12 +54,7 @@ def pictures_html(frame: live.LiveFrame) -> str:
     """The frame's three pictures as `<img>` elements carrying JPEG `data:` URLs: the head maps
     first (the first screen shows them), the model input and rollout side by side under them."""
     parts = (
-        (
-            "live-heads",
-            frame.heads,
-            "Attention of the query in every head of the chosen layer, with its colour bar",
-            100,
-        ),
+        ("live-heads", frame.heads, "Attention of the query in every head of the chosen layer, with colour bar", 100),
         ("live-input", frame.input, "The webcam frame as the model sees it (centre crop), with its patch grid", 40),
         ("live-rollout", frame.rollout, "Attention rollout through all layers, with its colour bar", 55),
     )
@@ -110,7 +111,7 @@ def live_frame(
         loaded = catalog.get(model_key)
         layer = check_layer(layer, loaded.model.config.depth)
         query = check_query(loaded, query_token, row, column)
-        style = map_style(cmap, DEFAULT_STYLE["opacity"], DEFAULT_STYLE["upsampling"], DEFAULT_STYLE["display"], scale)
+        style = live_style(cmap, scale)
         url = frame.get("url") if isinstance(frame, dict) else None
         pictures = live.live_frame(loaded, live.decode_frame(url), query, layer, style, STORE.max_bytes)
     except (gr.Error, live.FrameError, ModelUnavailable, ExplanationTooLarge) as e:
@@ -180,7 +181,7 @@ def attention_video(
         loaded = catalog.get(model_key)
         layer = check_layer(layer, loaded.model.config.depth)
         query = check_query(loaded, query_token, row, column)
-        style = map_style(cmap, DEFAULT_STYLE["opacity"], DEFAULT_STYLE["upsampling"], DEFAULT_STYLE["display"], scale)
+        style = live_style(cmap, scale)
         out = cache_path(f"{export_name(clip, model_key, catalog)}-layer{layer}-{query_name(query)}.mp4")
 
         def report(stage: str, done: int, total: int) -> None:
