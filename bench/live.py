@@ -86,6 +86,25 @@ def uptime() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and all its descendants (Linux /proc)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = [int(c) for c in children.read_text().split()] if children.exists() else []
+    return [pid] + [p for kid in kids for p in process_tree(kid)]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used so far."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # exited meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def vit_s_checkpoint(folder: Path) -> Path:
     """ViT-S/16 with random weights, 1000 classes and ImageNet preprocessing, as a checkpoint file."""
     torch.manual_seed(0)
@@ -117,15 +136,19 @@ def browser_fps(model: Path, clip: Path, seconds: float, threads: int) -> dict:
             page.locator("#open-live").click()
             page.wait_for_selector("#live-input")
             time.sleep(5)  # warm-up: the first frames pay for imports and caches
+            app = process_tree(server.pid)
+            chromium = [p for p in process_tree(os.getpid()) if p != os.getpid() and p not in app]
+            cpu = cpu_seconds(app), cpu_seconds(chromium)
             page.evaluate(RECORDER)
             time.sleep(seconds)
             samples = page.evaluate("() => window.__live")
+            cpu = (cpu_seconds(app) - cpu[0]) / seconds, (cpu_seconds(chromium) - cpu[1]) / seconds
             status = page.locator("#live-status").inner_text()
             browser.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
-    return summary(samples, status)
+    return summary(samples, status) | {"app_cores": cpu[0], "browser_cores": cpu[1]}
 
 
 def summary(samples: list[list], status: str) -> dict:
@@ -219,16 +242,17 @@ def main() -> None:
         if not args.skip_browser:
             print(
                 "| model | app torch threads | frames shown | frames/s shown | latency p50 | latency p90 "
-                "| load before → after |"
+                "| CPU: app, browser (cores) | load before → after |"
             )
-            print("|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|")
             for name in args.models:
                 for threads in args.torch_threads:
                     before = uptime()
                     r = browser_fps(models[name], camera, args.seconds, threads)
                     print(
                         f"| {name} | {threads} | {r['shown']} | **{r['fps']:.1f}** | {r['latency_p50']:.0f} ms | "
-                        f"{r['latency_p90']:.0f} ms | {before} → {uptime()} |"
+                        f"{r['latency_p90']:.0f} ms | {r['app_cores']:.2f}, {r['browser_cores']:.2f} | "
+                        f"{before} → {uptime()} |"
                     )
                     print(f"<!-- status: {r['status']}; unreadable frames: {r['unreadable']} -->", flush=True)
         if not args.skip_costs:
