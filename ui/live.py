@@ -51,7 +51,8 @@ ABOUT = """**Live attention.** Hold an object up to the camera: each tile shows 
 one head of the chosen layer, frame by frame, and rollout combines all layers. The model sees the centre
 square of the frame (its own preprocessing), shown with its patch grid. The readout says how many frames
 per second reach you and where each frame's time goes; frames that arrive while one is drawn are
-dropped, so the maps lag by one frame at most. Each frame has its own colour scale (the bar under the maps).
+dropped, so the maps lag the camera by about one frame's drawing time. Each frame has its own
+colour scale (the bar under the maps).
 """
 
 
@@ -123,7 +124,9 @@ def _video(limits: VideoLimits) -> dict[str, Any]:
         clip = gr.Video(sources=["upload"], label="Clip", elem_id="live-clip", height=240)
         with gr.Column():
             make_video = gr.Button("Make the attention video", variant="primary", elem_id="make-video")
-            video_out = gr.Video(label="Attention video (download: the button on the player)", interactive=False)
+            # the caption above the player, not in Gradio's corner badge, which would cover the frame's title
+            gr.Markdown("**Attention video** (download: the button on the player)")
+            video_out = gr.Video(label="Attention video", show_label=False, interactive=False)
             video_note = gr.Markdown(elem_id="video-note")
     return {"clip": clip, "make_video": make_video, "video_out": video_out, "video_note": video_note}
 
