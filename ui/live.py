@@ -90,7 +90,11 @@ def _stream(start: LoadedModel) -> dict[str, Any]:
                 elem_id="live-camera",
                 height=240,
             )
-            status = gr.Markdown("Press Record under the camera to start.", elem_id="live-status")
+            status = gr.Markdown(
+                "Press Record under the camera to start.",
+                label="Frames per second and top classes",
+                elem_id="live-status",
+            )
         with gr.Column(scale=5, min_width=400):
             pictures = gr.HTML(elem_id="live-pictures", label="Live pictures: model input, head maps, rollout")
     return {"camera": camera, "status": status, "pictures": pictures}
@@ -127,7 +131,7 @@ def _video(limits: VideoLimits) -> dict[str, Any]:
             # the caption above the player, not in Gradio's corner badge, which would cover the frame's title
             gr.Markdown("**Attention video** (download: the button on the player)")
             video_out = gr.Video(label="Attention video", show_label=False, interactive=False)
-            video_note = gr.Markdown(elem_id="video-note")
+            video_note = gr.Markdown(label="How the video was made", elem_id="video-note")
     return {"clip": clip, "make_video": make_video, "video_out": video_out, "video_note": video_note}
 
 
