@@ -4,7 +4,8 @@
 
 Starts `python app.py` on a free port with the bundled model, opens it at 1280x720, uploads
 the CIFAR-10 cat example and saves docs/app-first-screen.png; then clicks a patch and saves
-docs/app-patch-query.png. Run it after any change to the page.
+docs/app-patch-query.png. Last, a new visitor whose (fake) webcam films a cheetah photo
+sliding by presses the Live button: docs/app-live.png. Run it after any change to the page.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.serving import free_port, wait_until_served  # noqa: E402  (after the path: runs from anywhere)
+from bench.fake_camera import write_y4m  # noqa: E402  (after the path: runs from anywhere)
+from bench.serving import free_port, wait_until_served  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run", "--disable-sync"]
@@ -44,6 +47,34 @@ def shoot(url: str) -> None:
         browser.close()
 
 
+def camera_clip(path: Path) -> Path:
+    """A 640 x 480 clip of Gradio's cheetah photo sliding slowly left, for the fake webcam."""
+    import gradio
+    import numpy as np
+    from PIL import Image
+
+    photo = Image.open(gradio.media.get_image("cheetah1.jpg")).convert("RGB")
+    photo = np.asarray(photo.resize((800, round(800 * photo.height / photo.width))))
+    return write_y4m(path, [photo[:480, 4 * n : 4 * n + 640] for n in range(40)], 10)
+
+
+def shoot_live(url: str, clip: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    camera = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
+    with sync_playwright() as p:
+        args = [*ARGS, *camera, f"--use-file-for-fake-video-capture={clip}"]
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.set_default_timeout(60_000)
+        page.goto(url)
+        page.locator("#open-live").click()
+        expect(page.locator("#live-status")).to_contain_text("frames/s", timeout=60_000)
+        page.wait_for_timeout(3000)
+        page.screenshot(path=str(ROOT / "docs" / "app-live.png"))
+        browser.close()
+
+
 def main() -> None:
     port = free_port()
     server = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT)
@@ -51,10 +82,12 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}/"
         wait_until_served(url, server)
         shoot(url)
+        with tempfile.TemporaryDirectory() as folder:
+            shoot_live(url, camera_clip(Path(folder) / "camera.y4m"))
     finally:
         server.terminate()
         server.wait(timeout=30)
-    print("wrote docs/app-first-screen.png and docs/app-patch-query.png")
+    print("wrote docs/app-first-screen.png, docs/app-patch-query.png and docs/app-live.png")
 
 
 if __name__ == "__main__":

@@ -398,14 +398,17 @@ def head_grid(
     prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
     layers_top: tuple[float, int] | None = None,
+    tops: np.ndarray | None = None,
+    scope: str = "this layer",
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
     input, `prefix` (heads, prefix_tokens) each head's attention to the tokens the maps
     leave out (printed under its tile, by `prefix_names`), `mark` the query patch, outlined
-    in every tile. A colour bar and `note` go underneath. `layers_top` = (top, layers): on the
-    "layer" scale, colour up to `top`, the largest weight of that many layers, instead."""
-    tops = scale_tops(maps, style.scale)
-    scope = "this layer"
+    in every tile. A colour bar and `note` go underneath. `tops` (heads,) is the value drawn
+    in each head's top colour, by default `scale_tops` of these maps; a video passes its
+    whole clip's, and `scope` says what the shared top covers. `layers_top` = (top, layers):
+    on the "layer" scale, colour up to `top`, the largest weight of that many layers, instead."""
+    tops = scale_tops(maps, style.scale) if tops is None else tops
     if layers_top is not None and style.scale == "layer":
         tops, scope = np.full_like(tops, layers_top[0]), f"all {layers_top[1]} layers (one scale for every frame)"
     grid = maps.shape[-2:]

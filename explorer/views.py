@@ -126,7 +126,8 @@ def describe_query(query: Query, has_cls: bool = True) -> str:
     return f"Query: **the patch at row {row + 1}, column {col + 1}** (outlined). Reset to go back to the default."
 
 
-def _who(ex: Explanation, query: Query) -> str:
+def query_label(ex: Explanation, query: Query) -> str:
+    """The query as pictures name it: "CLS", "reg1", "patch (3, 7)" (1-based), "mean of patches"."""
     if isinstance(query, str):
         return render.short_token_name(query)
     if query is None:
@@ -165,7 +166,7 @@ def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: i
     (see `head_layout`)."""
     cols, tile = head_layout(ex, columns)
     base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
-    title = f"layer {layer} of {ex.depth}, query: {_who(ex, query)}"
+    title = f"layer {layer} of {ex.depth}, query: {query_label(ex, query)}"
     i = layer - 1
     maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
     return render.head_grid(
@@ -186,7 +187,7 @@ def layer_frames(ex: Explanation, query: Query, style: MapStyle, columns: int | 
     cols, tile = head_layout(ex, columns)
     base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
     maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
-    note = f"query: {_who(ex, query)}. {left_out(ex)}"
+    note = f"query: {query_label(ex, query)}. {left_out(ex)}"
     return render.layer_frames(
         base, maps, style, cols, prefix=prefix, note=note, prefix_names=ex.prefix_names, mark=patch_of(query)
     )
@@ -195,7 +196,7 @@ def layer_frames(ex: Explanation, query: Query, style: MapStyle, columns: int | 
 def overview(ex: Explanation, style: MapStyle) -> Image.Image:
     """The default query's attention (CLS) in every head of every layer."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
-    title = f"query: {_who(ex, None)}, every layer and head"
+    title = f"query: {query_label(ex, None)}, every layer and head"
     return render.layers_by_heads(
         base,
         ex.query_maps(None),
@@ -242,7 +243,7 @@ def rollout(
     """Attention rollout of the CLS token (or the mean patch) through all layers, drawn as
     `show` says (one of SHOWS; `keep` for "top mass")."""
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
-    title = f"attention rollout, query: {_who(ex, None)}"
+    title = f"attention rollout, query: {query_label(ex, None)}"
     note = describe_rollout(ex, head_fusion, discard_ratio)
     amap = ex.rollout(head_fusion, discard_ratio)
     return one_map(base, amap, style, title, "rollout weight", note, show, keep)
@@ -298,11 +299,11 @@ def relevance(
     name = class_names[int(chosen[0])] if int(chosen[0]) < len(class_names) else f"class {int(chosen[0])}"
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     which = "the predicted class" if target is None else "the chosen class"
-    title = f"relevance for {which} '{name}' (Chefer et al. 2021), query: {_who(ex, None)}"
+    title = f"relevance for {which} '{name}' (Chefer et al. 2021), query: {query_label(ex, None)}"
     note = (
         "Per layer, each head's attention A is weighted by the gradient of the class score, Ā = mean over heads "
-        f"of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the {_who(ex, None)} "
-        "row of R over the patches. Unlike rollout, it changes with the class."
+        "of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the "
+        f"{query_label(ex, None)} row of R over the patches. Unlike rollout, it changes with the class."
     )
     return one_map(base, amap[0].numpy(), style, title, "relevance (a.u.)", note, show, keep)
 
@@ -318,7 +319,7 @@ def _on(ex: Explanation, model: str) -> str:
 
 def input_alt(ex: Explanation, query: Query, model: str) -> str:
     """The clickable model input."""
-    (h, w, _), who = ex.input.pixels.shape, _who(ex, query)
+    (h, w, _), who = ex.input.pixels.shape, query_label(ex, query)
     marked = f"; the query, {who}, is outlined" if isinstance(query, tuple) else f"; the query is {who}"
     return f"The model input, {h} × {w} pixels, with its patch grid drawn over it{marked}. {_on(ex, model)}."
 
@@ -327,14 +328,14 @@ def heads_alt(ex: Explanation, query: Query, layer: int, model: str) -> str:
     """The head maps of one layer (1-based), and the PNG export."""
     return (
         f"Attention maps of the {ex.heads} heads of layer {layer} of {ex.depth}, one tile each, for the query "
-        f"{_who(ex, query)}: where it looks over the image, with a colour bar; {_on(ex, model)}."
+        f"{query_label(ex, query)}: where it looks over the image, with a colour bar; {_on(ex, model)}."
     )
 
 
 def overview_alt(ex: Explanation, model: str) -> str:
     """The layers × heads overview."""
     return (
-        f"Attention of the query {_who(ex, None)} in every head of every layer: {ex.depth} rows (layers 1 to "
+        f"Attention of the query {query_label(ex, None)} in every head of every layer: {ex.depth} rows (layers 1 to "
         f"{ex.depth}) of {ex.heads} tiles (heads 1 to {ex.heads}), each row with its colour bar; {_on(ex, model)}."
     )
 
@@ -342,7 +343,7 @@ def overview_alt(ex: Explanation, model: str) -> str:
 def rollout_alt(ex: Explanation, head_fusion: str, show: str, model: str) -> str:
     """The rollout map."""
     return (
-        f"Attention rollout of the query {_who(ex, None)} through all {ex.depth} layers ({head_fusion} over "
+        f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers ({head_fusion} over "
         f"heads), drawn as {_shown(show)}; {_on(ex, model)}."
     )
 
@@ -351,7 +352,7 @@ def relevance_alt(ex: Explanation, class_name: str, show: str, model: str) -> st
     """The class-relevance map."""
     return (
         f"Relevance of each patch for the class '{class_name}' (Chefer et al. 2021), query "
-        f"{_who(ex, None)}, drawn as {_shown(show)}; {_on(ex, model)}."
+        f"{query_label(ex, None)}, drawn as {_shown(show)}; {_on(ex, model)}."
     )
 
 

@@ -59,3 +59,15 @@ def test_a_model_that_is_neither_a_file_nor_a_pretrained_name_is_refused(capsys)
     with pytest.raises(SystemExit):
         app.parse_args(["--model", "deit_smal_patch16_224"])
     assert "no such file, and not a pretrained name" in capsys.readouterr().err
+
+
+def test_the_live_stream_limits_come_from_the_command_line(capsys):
+    from ui.settings import ServerSettings
+
+    settings = ServerSettings.from_args(app.parse_args(["--live-streams", "2", "--live-seconds", "300"]))
+    assert (settings.live_streams, settings.live_turn_s) == (2, 300.0)
+    assert ServerSettings.from_args(app.parse_args([])).live_streams == 1  # a free Space's two vCPUs
+    for bad in (["--live-streams", "0"], ["--live-seconds", "nan"]):
+        with pytest.raises(SystemExit, match="2"):
+            app.parse_args(bad)
+        assert "must be a number of at least 1" in capsys.readouterr().err

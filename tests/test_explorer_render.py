@@ -135,6 +135,18 @@ def test_patch_grid_lines_and_mark_sit_on_patch_boundaries():
     assert tuple(out[4, 1]) == (0, 0, 0)  # patch (0, 0) interior untouched
 
 
+def test_head_grid_draws_at_given_tops_and_says_what_they_cover():
+    """A video's frame: the top colour is the whole clip's largest weight, not this frame's."""
+    size, maps = (16, 16), np.full((2, 2, 2), 0.25)
+    style = MapStyle(cmap="gray", raw=True)
+    own = np.asarray(render.head_grid(np.zeros((*size, 3), np.uint8), maps, style))
+    clip = np.asarray(
+        render.head_grid(np.zeros((*size, 3), np.uint8), maps, style, tops=np.full(2, 0.5), scope="the whole clip")
+    )
+    assert first_tile(own, "gray", size)[0, 0, 0] == 255  # this frame alone: its weight is the top
+    assert abs(int(first_tile(clip, "gray", size)[0, 0, 0]) - 128) <= 1  # half the clip's top
+
+
 def test_head_grid_wraps_heads_into_rows_and_carries_a_colour_bar():
     image = np.zeros((64, 64, 3), np.uint8)
     maps = np.random.default_rng(0).random((12, 4, 4))

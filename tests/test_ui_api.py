@@ -34,8 +34,9 @@ def test_every_view_has_an_api_name(client):
     expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
     expected |= {"lesson_norms_models", "lesson_heads_model"}  # the lessons' controls follow their models
     train = {"train_start", "train_status", "train_stop", "train_open_in_explore"}
+    live = {"live_frame", "live_model", "attention_video"}
     # Exactly these: no internal helper (e.g. a per-session cache's initialiser) leaks into the API.
-    assert names == {f"/{n}" for n in expected | train | {"load_model", "upload_checkpoint"}}
+    assert names == {f"/{n}" for n in expected | train | live | {"load_model", "upload_checkpoint"}}
 
 
 def test_one_upload_drives_every_view(client):

@@ -12,6 +12,7 @@ from explorer.catalog import ModelCatalog
 from . import explore_handlers
 from .explore import KEYBOARD_JS, build_explore_tab
 from .lessons import build_lessons_tab
+from .live import build_live_tab
 from .outputs import UPLOADS
 from .settings import ServerSettings
 from .train import build_train_tab
@@ -27,13 +28,20 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
-        gr.Markdown("## ViT attention explorer: what does each head of a Vision Transformer look at?")
-        with gr.Tab("Explore"):
-            explore = build_explore_tab(catalog)
-        with gr.Tab("Train") as train:
-            build_train_tab(catalog, settings, explore.model_key, train)
-        with gr.Tab("Lessons"):
-            build_lessons_tab(catalog)
+        with gr.Row(equal_height=True):
+            gr.Markdown("## ViT attention explorer: what does each head of a Vision Transformer look at?")
+            open_live = gr.Button(
+                "▶ Live: webcam attention", variant="primary", size="sm", scale=0, min_width=200, elem_id="open-live"
+            )
+        with gr.Tabs() as tabs:
+            with gr.Tab("Explore", id="explore"):
+                explore = build_explore_tab(catalog)
+            with gr.Tab("Live", id="live") as live:
+                build_live_tab(catalog, settings, live, tabs, open_live, explore.model_key)
+            with gr.Tab("Train") as train:
+                build_train_tab(catalog, settings, explore.model_key, train)
+            with gr.Tab("Lessons"):
+                build_lessons_tab(catalog)
     # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
     # requests wait, then new ones are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)

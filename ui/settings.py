@@ -7,7 +7,7 @@ import argparse
 import html
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +38,8 @@ class ServerSettings:
     serving: ServingLimits = field(default_factory=ServingLimits)  # what one request may compute
     cache_bytes: int = 2 * 1024 * MIB  # all explanations of all visitors
     uploads_bytes: int = 2 * 1024 * MIB  # Gradio's upload folder: uploads and rendered views
+    live_streams: int = 1  # webcam streams drawn at once (the Live tab); the others are told to wait
+    live_turn_s: float = 180.0  # one visitor's turn at the webcam stream while others wait
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServerSettings:
@@ -50,6 +52,8 @@ class ServerSettings:
             serving=ServingLimits(request_bytes=args.request_mb * MIB),
             cache_bytes=args.cache_mb * MIB,
             uploads_bytes=args.uploads_budget_mb * MIB,
+            live_streams=args.live_streams,
+            live_turn_s=args.live_seconds,
         )
 
 
@@ -64,6 +68,8 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
     p.add_argument("--request-mb", type=int, default=1024, help="memory one request may compute")
+    p.add_argument("--live-streams", type=_at_least_one(int), default=1, help="webcam streams drawn at once")
+    p.add_argument("--live-seconds", type=_at_least_one(float), default=180.0, help="one turn at the webcam, s")
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
 
 
@@ -85,6 +91,21 @@ def start_model(value: str | None) -> tuple[str | None, str]:
     if value and value != BUNDLED_NAME and value in vit.list_pretrained():
         return None, f"pretrained:{value}"
     return (value if value and value != BUNDLED_NAME else None), BUNDLED_NAME
+
+
+def _at_least_one(kind: type) -> Callable[[str], int | float]:
+    """An argparse type: a number of `kind` that is at least 1, or a usage error."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value >= 1:  # also refuses NaN
+            raise argparse.ArgumentTypeError(f"must be a number of at least 1, got {text!r}")
+        return value
+
+    return parse
 
 
 def model_problem(path: str | None, max_parameters: int) -> str | None:

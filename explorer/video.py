@@ -1,0 +1,325 @@
+"""A short clip in, an attention video out: every frame beside the chosen layer's head maps,
+on one colour scale for the whole clip. No Gradio; PyAV (FFmpeg) decodes and encodes.
+
+The clip is checked before a frame is decoded, from its container's header: its size in
+pixels and, where the header says them, its length and frame count (`VideoLimits`). A header
+that does not say (a browser's WebM recording often does not) is held to the frame limit while
+decoding, so the work stays bounded either way. Only the MP4/MOV and Matroska/WebM demuxers are
+used: a file that is really a playlist (HLS, concat) could make FFmpeg read other files.
+
+Two passes, so the colour scale is known before the first frame is drawn: (1) decode each
+frame, preprocess it as the model's own `Preprocessing` says (centre crop), run the model in
+batches, keep the model input and the chosen layer's maps; (2) draw each frame with
+`render.head_grid` at the clip's scale and encode it as H.264 (yuv420p, plays everywhere).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+import torch
+from PIL import Image
+
+from vit.analysis import Query, query_attention, query_prefix_attention
+
+from . import render, views
+from .catalog import LoadedModel
+from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_input
+from .render import MapStyle
+
+DEMUXERS = ("mov", "matroska")  # MP4, MOV, M4V; MKV, WebM: containers that never name other files
+BATCH_BYTES = 256 * 2**20  # attention maps of one batch of frames
+MAX_BATCH = 16
+INPUT_PX = 2 * views.HEAD_PX  # height of the model input drawn beside the head tiles
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+class VideoError(ValueError):
+    """A clip this app cannot or will not use; the message says why."""
+
+
+@dataclass(frozen=True)
+class VideoLimits:
+    """The largest clip accepted (docs/security.md): decoding and the model cost grow with each."""
+
+    max_seconds: float = 20.0
+    max_frames: int = 300  # 10 s at 30 frames per second
+    max_pixels: int = 1920 * 1080  # per frame
+    max_side: int = 3840
+
+
+@dataclass(frozen=True)
+class ClipInfo:
+    """What the container's header says: frames (0 if it does not say), frames per second,
+    seconds (0 if it does not say), width and height in pixels."""
+
+    frames: int
+    fps: float
+    seconds: float
+    width: int
+    height: int
+
+
+@dataclass
+class ClipMaps:
+    """Pass 1's result: per frame the model input (H, W, 3) uint8 and the chosen layer's maps
+    (heads, gh, gw) and attention to the prefix tokens (heads, prefix)."""
+
+    pixels: list[np.ndarray] = field(default_factory=list)
+    maps: list[np.ndarray] = field(default_factory=list)
+    prefix: list[np.ndarray] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=lambda: {"decode": 0.0, "preprocess": 0.0, "model": 0.0})
+
+
+def _open(path: str | Path) -> av.container.InputContainer:
+    for demuxer in DEMUXERS:
+        try:
+            return av.open(str(path), format=demuxer, options={"enable_drefs": "0"})
+        except (av.error.FFmpegError, OSError):
+            continue
+    raise VideoError("the file is not a video this app can read: upload an MP4, MOV or WebM clip")
+
+
+def probe(path: str | Path, limits: VideoLimits = VideoLimits()) -> ClipInfo:
+    """The clip's header, checked against `limits` before any frame is decoded."""
+    with _open(path) as container:
+        if not container.streams.video:
+            raise VideoError("the file has no video track")
+        stream = container.streams.video[0]
+        width, height = stream.codec_context.width, stream.codec_context.height
+        fps = float(stream.average_rate or stream.guessed_rate or 0)
+        if stream.duration is not None and stream.time_base is not None:
+            seconds = float(stream.duration * stream.time_base)
+        else:
+            seconds = container.duration / av.time_base if container.duration else 0.0
+        frames = stream.frames or (round(seconds * fps) if seconds and fps else 0)
+    info = ClipInfo(frames, fps, seconds, width, height)
+    _check(info, limits)
+    return info
+
+
+def _check(info: ClipInfo, limits: VideoLimits) -> None:
+    if info.width < 1 or info.height < 1 or info.fps <= 0:
+        raise VideoError("the clip's header gives no frame size or frame rate: re-encode it as MP4 (H.264)")
+    if info.width * info.height > limits.max_pixels or max(info.width, info.height) > limits.max_side:
+        raise VideoError(
+            f"the clip is {info.width} × {info.height} px; at most {limits.max_pixels:,} pixels per frame "
+            f"and {limits.max_side} px a side are accepted: scale it down"
+        )
+    if info.seconds > limits.max_seconds:
+        raise VideoError(f"the clip lasts {info.seconds:.1f} s; at most {limits.max_seconds:g} s are accepted: trim it")
+    if info.frames > limits.max_frames:
+        raise VideoError(
+            f"the clip has {info.frames} frames; at most {limits.max_frames} are accepted "
+            f"({limits.max_frames // 30} s at 30 frames per second): trim it or lower its frame rate"
+        )
+
+
+def _frames(path: str | Path, limits: VideoLimits) -> Iterator[Image.Image]:
+    """The clip's frames as RGB images, refusing a clip with more than `limits.max_frames`."""
+    with _open(path) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"  # FFmpeg's own decoding threads
+        decoded = container.decode(stream)
+        for index in range(limits.max_frames + 1):
+            try:
+                frame = next(decoded, None)
+            except av.error.FFmpegError as e:
+                raise VideoError(f"the clip is corrupt after frame {index}: re-encode it as MP4 (H.264)") from e
+            if frame is None:
+                return
+            if index >= limits.max_frames:
+                raise VideoError(f"the clip has more than {limits.max_frames} frames: trim it")
+            if frame.width * frame.height > limits.max_pixels:
+                raise VideoError(f"a frame of the clip is {frame.width} × {frame.height} px: scale the clip down")
+            yield frame.to_image()
+
+
+def _timed(frames: Iterator[Image.Image], seconds: dict[str, float]) -> Iterator[Image.Image]:
+    """`frames`, adding the time spent decoding each to seconds["decode"]."""
+    while True:
+        started = time.perf_counter()
+        image = next(frames, None)
+        seconds["decode"] += time.perf_counter() - started
+        if image is None:
+            return
+        yield image
+
+
+def _batch_size(loaded: LoadedModel, max_bytes: int | None) -> int:
+    """Frames per forward pass: as many as fit BATCH_BYTES of attention maps (at most MAX_BATCH).
+    A model whose maps for one frame exceed `max_bytes` is refused, as explain() refuses it."""
+    crop = loaded.preprocessing.crop_size
+    one = attention_bytes(loaded.model, (crop, crop))
+    if max_bytes is not None and one > max_bytes:
+        raise ExplanationTooLarge(
+            f"one frame's attention maps would take {one / 2**20:,.0f} MiB, more than this server's "
+            f"{max_bytes / 2**20:,.0f} MiB budget: use a smaller model"
+        )
+    return max(1, min(MAX_BATCH, BATCH_BYTES // one))
+
+
+def clip_maps(
+    loaded: LoadedModel,
+    path: str | Path,
+    query: Query,
+    layer: int,
+    limits: VideoLimits = VideoLimits(),
+    progress: Progress | None = None,
+    total: int = 0,
+    max_bytes: int | None = None,
+) -> tuple[ClipMaps, Explanation]:
+    """Pass 1: the model input and `layer`'s (1-based) maps of every frame for `query`, and
+    the first frame's Explanation (what the captions say about the model and the query)."""
+    model, pre = loaded.model, loaded.preprocessing
+    size, out, batch = _batch_size(loaded, max_bytes), ClipMaps(), []
+    first: Explanation | None = None
+    for image in _timed(_frames(path, limits), out.seconds):
+        started = time.perf_counter()
+        batch.append(model_input(image, pre, model.config.patch_size, "crop"))
+        out.seconds["preprocess"] += time.perf_counter() - started
+        if len(batch) == size:
+            explained = _run(model, batch, query, layer, out, image.size)
+            first, batch = first or explained, []
+            if progress:
+                progress("model", len(out.maps), total)
+    if batch:
+        explained = _run(model, batch, query, layer, out, image.size)
+        first = first or explained
+    if first is None:
+        raise VideoError("the clip has no frames")
+    return out, first
+
+
+def _run(
+    model: torch.nn.Module, batch: list, query: Query, layer: int, out: ClipMaps, size: tuple[int, int]
+) -> Explanation:
+    """One forward pass over a batch of model inputs, appending their maps to `out`; returns
+    the batch's first frame as an Explanation (for the captions)."""
+    started = time.perf_counter()
+    with torch.inference_mode():
+        _, attention = model(torch.cat([inp.tensor for inp in batch]), need_weights=True)  # (B, 3, H, W) in
+    out.maps += list(query_attention(attention, query)[:, layer - 1].float().numpy())  # B x (heads, gh, gw)
+    out.prefix += list(query_prefix_attention(attention, query)[:, layer - 1].float().numpy())  # B x (heads, prefix)
+    out.pixels += [inp.pixels for inp in batch]
+    out.seconds["model"] += time.perf_counter() - started
+    first = attention.apply(lambda a: a[:1].float())
+    return Explanation(batch[0], (size[1], size[0]), model.config.patch_size, {}, first)
+
+
+def clip_tops(maps: np.ndarray, scale: str) -> np.ndarray:
+    """(heads,) the value of each head's top colour over a whole clip's (frames, heads, gh, gw)
+    maps: the largest of all ("layer"), each head's own largest ("head"), or 1 ("fixed")."""
+    if scale == "fixed":
+        return np.ones(maps.shape[1])
+    if scale == "head":
+        return maps.max(axis=(0, 2, 3))
+    return np.full(maps.shape[1], maps.max())
+
+
+@dataclass(frozen=True)
+class VideoReport:
+    """What was made: the clip's header, the frames drawn, and seconds per stage
+    (decode, preprocess, model, draw, encode)."""
+
+    info: ClipInfo
+    frames: int
+    seconds: dict[str, float]
+
+
+def frame_picture(
+    first: Explanation, clip: ClipMaps, i: int, fps: float, query: Query, layer: int, style: MapStyle, tops: np.ndarray
+) -> Image.Image:
+    """Frame `i` (0-based) of the attention video: the model input beside the head maps."""
+    pixels = clip.pixels[i]
+    base = render.fit_to_grid(pixels, first.grid, views.HEAD_PX)
+    title = (
+        f"frame {i + 1} of {len(clip.maps)} ({i / fps:.1f} s) · layer {layer} of {first.depth}, "
+        f"query: {views.query_label(first, query)}"
+    )
+    heads = render.head_grid(
+        base,
+        clip.maps[i],
+        style,
+        title,
+        prefix=clip.prefix[i],
+        note=views.left_out(first),
+        prefix_names=first.prefix_names,
+        mark=views.patch_of(query),
+        tops=tops,
+        scope="this layer over the whole clip",
+    )
+    frame = render.enlarge(pixels, render.scale_for(pixels.shape[:2], INPUT_PX))
+    return render.mosaic([[frame, np.asarray(heads)]])
+
+
+def _even(picture: Image.Image, size: tuple[int, int]) -> Image.Image:
+    """`picture` on a background canvas of `size` (yuv420p needs even sides); a picture larger
+    than the first frame (it never is: every frame has the same layout) would be cut."""
+    if picture.size == size:
+        return picture
+    canvas = Image.new("RGB", size, render.BACKGROUND)
+    canvas.paste(picture, (0, 0))
+    return canvas
+
+
+def encode(pictures: Iterator[Image.Image], path: str | Path, fps: float, seconds: dict[str, float]) -> int:
+    """Write `pictures` as an H.264 MP4 at `fps`, the size of the first (rounded up to even
+    sides); returns the frames written and adds the time spent drawing and encoding to `seconds`."""
+    written = 0
+    started = time.perf_counter()
+    first = next(pictures)
+    seconds["draw"] += time.perf_counter() - started
+    size = (first.width + first.width % 2, first.height + first.height % 2)
+    with av.open(str(path), "w", format="mp4", options={"movflags": "+faststart"}) as out:
+        stream = out.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
+        stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
+        stream.options = {"crf": "23", "preset": "veryfast"}
+        picture: Image.Image | None = first
+        while picture is not None:
+            started = time.perf_counter()
+            out.mux(stream.encode(av.VideoFrame.from_image(_even(picture, size))))
+            written += 1
+            seconds["encode"] += time.perf_counter() - started
+            started = time.perf_counter()
+            picture = next(pictures, None)
+            seconds["draw"] += time.perf_counter() - started
+        started = time.perf_counter()
+        out.mux(stream.encode())  # flush the encoder's delayed frames
+    seconds["encode"] += time.perf_counter() - started
+    return written
+
+
+def attention_video(
+    loaded: LoadedModel,
+    path: str | Path,
+    out_path: str | Path,
+    query: Query,
+    layer: int,
+    style: MapStyle,
+    limits: VideoLimits = VideoLimits(),
+    progress: Progress | None = None,
+    max_bytes: int | None = None,
+) -> VideoReport:
+    """The attention video of the clip at `path`, written to `out_path` (MP4): `layer`'s
+    (1-based) head maps for `query`, both checked by the caller against the model, on one
+    colour scale over the whole clip (`style.scale`: "layer", "head" or "fixed")."""
+    info = probe(path, limits)
+    clip, first = clip_maps(loaded, path, query, layer, limits, progress, info.frames, max_bytes)
+    tops = clip_tops(np.stack(clip.maps), style.scale)
+    total = len(clip.maps)
+    seconds = clip.seconds | {"draw": 0.0, "encode": 0.0}
+
+    def pictures() -> Iterator[Image.Image]:
+        for i in range(total):
+            if progress:
+                progress("drawing and encoding", i, total)
+            yield frame_picture(first, clip, i, info.fps, query, layer, style, tops)
+
+    return VideoReport(info, encode(pictures(), out_path, info.fps, seconds), seconds)

@@ -1,0 +1,121 @@
+"""explorer/video.py: clips checked from their header, decoded, and made into an attention video."""
+
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+import vit
+from explorer import video
+from explorer.catalog import LoadedModel
+from explorer.render import MapStyle
+from explorer.video import VideoError, VideoLimits, attention_video, clip_tops, probe
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
+
+
+def write_clip(path: Path, frames: int, width: int = 64, height: int = 48, fps: int = 10, fmt: str = "mp4") -> Path:
+    """A clip of a bright square moving right over a dark background."""
+    codec = "libx264" if fmt == "mp4" else "libvpx-vp9"
+    with av.open(str(path), "w", format=fmt) as out:
+        stream = out.add_stream(codec, rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for n in range(frames):
+            pixels = np.full((height, width, 3), 20, np.uint8)
+            pixels[8:24, 2 * n : 2 * n + 16] = 230
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(pixels, format="rgb24")))
+        out.mux(stream.encode())
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny() -> LoadedModel:
+    model = vit.create_model("vit_cifar_nano").eval()
+    return LoadedModel("bundled", "tiny", model, vit.ModelMeta(list(CIFAR10_CLASSES), CIFAR10, {}))
+
+
+def test_the_header_says_length_size_and_frames(tmp_path):
+    info = probe(write_clip(tmp_path / "c.mp4", 12, fps=10))
+    assert (info.frames, info.fps, info.width, info.height) == (12, 10.0, 64, 48)
+    assert info.seconds == pytest.approx(1.2)
+    assert probe(write_clip(tmp_path / "c.webm", 5, fmt="webm")).width == 64  # WebM, as browsers record
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        (VideoLimits(max_frames=10), "has 12 frames; at most 10"),
+        (VideoLimits(max_seconds=1.0), "lasts 1.2 s; at most 1 s"),
+        (VideoLimits(max_pixels=32 * 32), "64 × 48 px; at most 1,024 pixels"),
+    ],
+)
+def test_a_clip_over_the_limits_is_refused_before_a_frame_is_decoded(tmp_path, monkeypatch, tiny, limits, message):
+    clip = write_clip(tmp_path / "c.mp4", 12, fps=10)
+
+    def no_decoding(*args, **kwargs):
+        raise AssertionError("decoded a frame")
+
+    monkeypatch.setattr(video, "_frames", no_decoding)
+    with pytest.raises(VideoError, match=message):
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle(), limits)
+
+
+def test_a_clip_whose_header_hides_its_length_is_held_to_the_frame_limit_while_decoding(tmp_path):
+    clip = write_clip(tmp_path / "c.mp4", 6)
+    with pytest.raises(VideoError, match="more than 4 frames"):
+        list(video._frames(clip, VideoLimits(max_frames=4)))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"just some text, not a video",
+        b"#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n/etc/hostname\n#EXT-X-ENDLIST\n",  # a playlist naming a file
+        b"ffconcat version 1.0\nfile /etc/hostname\n",
+    ],
+)
+def test_what_is_not_an_mp4_or_webm_clip_is_refused_and_names_no_other_file(tmp_path, content):
+    path = tmp_path / "clip.mp4"
+    path.write_bytes(content)
+    with pytest.raises(VideoError, match="not a video this app can read"):
+        probe(path)
+
+
+def test_one_colour_scale_over_the_whole_clip():
+    maps = np.full((3, 2, 2, 2), 0.1)  # (frames, heads, gh, gw)
+    maps[1, 0, 0, 0], maps[2, 1, 1, 1] = 0.8, 0.4
+    assert clip_tops(maps, "layer").tolist() == [0.8, 0.8]  # the clip's largest, for every head
+    assert clip_tops(maps, "head").tolist() == [0.8, 0.4]  # each head's largest over the clip
+    assert clip_tops(maps, "fixed").tolist() == [1.0, 1.0]
+
+
+def test_the_attention_video_has_every_frame_beside_its_maps(tmp_path, tiny):
+    clip = write_clip(tmp_path / "c.mp4", 7, fps=10)
+    seen = []
+    made = attention_video(
+        tiny, clip, tmp_path / "out.mp4", (1, 2), 6, MapStyle(), progress=lambda *stage: seen.append(stage)
+    )
+    assert made.frames == 7 and set(made.seconds) == {"decode", "preprocess", "model", "draw", "encode"}
+    assert ("drawing and encoding", 6, 7) in seen  # the progress bar counts frames
+    with av.open(str(tmp_path / "out.mp4")) as out:
+        stream = out.streams.video[0]
+        assert stream.codec_context.name == "h264" and float(stream.average_rate) == 10.0
+        frames = [f.to_ndarray(format="rgb24") for f in out.decode(stream)]
+    assert len(frames) == 7
+    height, width, _ = frames[0].shape
+    assert width % 2 == 0 and height % 2 == 0 and width > 320 + 4 * 160  # the frame, then four head tiles
+    left = [f[:320, :320].astype(int) for f in frames]  # the model input, enlarged 10 times
+    assert np.abs(left[0] - left[-1]).mean() > 5  # the square has moved
+
+
+def test_a_corrupt_clip_gets_a_clear_error_not_a_traceback(tmp_path):
+    clip = write_clip(tmp_path / "c.mp4", 30, 160, 120)
+    with av.open(str(clip)) as container:
+        packets = [(p.pos, p.size) for p in container.demux(container.streams.video[0]) if p.size]
+    data = bytearray(clip.read_bytes())
+    pos, size = packets[1]
+    data[pos : pos + size] = b"\xff" * size  # the second frame's H.264 data
+    clip.write_bytes(data)
+    with pytest.raises(VideoError, match="the clip is corrupt after frame"):
+        list(video._frames(clip, VideoLimits()))

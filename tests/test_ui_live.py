@@ -1,0 +1,137 @@
+"""The Live tab against the real app: in a real browser, Chromium's fake webcam plays a clip
+that says which frame it is (bench/fake_camera.py), and the test reads the frame number and the
+square's position back from the model input the page shows; the video export through the API."""
+
+import base64
+import io
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bench.fake_camera import clip_frames, read_frame, square_left, write_y4m
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+SCREEN = {"width": 1280, "height": 720}
+FRAMES, FPS = 48, 6  # an 8 s loop (a page drawing one frame in 4 s still reads in order); 1/8 cell a frame
+MODEL_PX = 32  # the test server's model (conftest.tiny_checkpoint) sees 32 x 32 px
+SAMPLES = 10
+
+needs_chromium = pytest.mark.skipif(
+    not shutil.which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
+)
+
+
+def launch(playwright, clip):
+    args = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+        "--use-fake-device-for-media-stream",  # a camera that plays `clip`
+        "--use-fake-ui-for-media-stream",  # and no permission prompt
+        f"--use-file-for-fake-video-capture={clip}",
+    ]
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+
+
+def data_url_pixels(src: str) -> np.ndarray:
+    header, _, body = src.partition(",")
+    assert header == "data:image/jpeg;base64", header[:40]  # shown from memory, not from a file
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(body))).convert("RGB"))
+
+
+def model_pixels(input_view: np.ndarray) -> np.ndarray:
+    """The 32 x 32 model input inside the input view (enlarged by a whole factor, grid lines
+    on the block edges): the centre pixel of each block."""
+    scale = input_view.shape[0] // MODEL_PX
+    return input_view[scale // 2 :: scale, scale // 2 :: scale][:MODEL_PX, :MODEL_PX]
+
+
+def start_live(browser, server):
+    """A new visitor opens the page and presses the Live button on the first screen."""
+    page = browser.new_context(viewport=SCREEN).new_page()
+    page.set_default_timeout(60_000)
+    page.goto(server)
+    button = page.locator("#open-live")
+    box = button.bounding_box()
+    assert box["y"] + box["height"] <= SCREEN["height"]  # one click from the first screen
+    button.click()
+    return page
+
+
+def shown_frames(page, count: int) -> list[tuple[str, str]]:
+    """(model input, head maps) `data:` URLs of `count` successive pictures the page shows."""
+    page.wait_for_selector("#live-input")
+    shown, last = [], None
+    for _ in range(count):
+        page.wait_for_function(
+            "old => { const i = document.querySelector('#live-input'); return i && i.src !== old; }", arg=last
+        )
+        both = page.evaluate("() => ['#live-input', '#live-heads'].map(s => document.querySelector(s).src)")
+        shown.append(tuple(both))
+        last = both[0]
+    return shown
+
+
+@needs_chromium
+def test_the_live_view_follows_the_camera_frame_by_frame_and_a_second_stream_waits(server, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    clip = write_y4m(tmp_path / "clip.y4m", clip_frames(FRAMES, 192, 256), FPS)  # 4:3, as webcams are
+    with sync_playwright() as p:
+        browser = launch(p, clip)
+        first = start_live(browser, server)
+        shown = shown_frames(first, SAMPLES)
+
+        numbers = []
+        for input_src, _ in shown:
+            number, centre = read_frame(model_pixels(data_url_pixels(input_src)))
+            assert number is not None, "the model input is not a frame of the clip"
+            # the square is where the clip put it in that very frame (a cell is 4 model pixels)
+            assert abs(centre - (square_left(number, FRAMES) + 1)) <= 1 / 4, (number, centre)
+            numbers.append(number)
+        steps = [(b - a) % FRAMES for a, b in zip(numbers, numbers[1:], strict=False)]
+        assert all(step < FRAMES // 2 for step in steps), numbers  # never an older frame after a newer one
+        assert len(set(numbers)) >= SAMPLES // 2, numbers  # the pictures follow the clip
+        heads = [data_url_pixels(h).astype(int) for _, h in shown]
+        changed = [np.abs(a - b).mean() > 0.5 for a, b, s in zip(heads, heads[1:], steps, strict=False) if s]
+        assert changed and all(changed)  # each new frame, new maps
+        expect(first.locator("#live-status")).to_contain_text("frames/s")
+
+        second = start_live(browser, server)  # another visitor, while the one stream is drawn
+        expect(second.locator("#live-status")).to_contain_text("Live view busy, try again in")
+        assert second.locator("#live-input").count() == 0
+        first.locator("#live-camera .capture-button").click()  # the first visitor stops
+        second.wait_for_selector("#live-input")  # the second's stream starts by itself
+        number, _ = read_frame(model_pixels(data_url_pixels(shown_frames(second, 1)[0][0])))
+        assert number is not None
+        browser.close()
+
+
+def test_the_attention_video_is_named_by_its_content(client, tmp_path):
+    from gradio_client import handle_file
+    from test_explorer_video import write_clip
+
+    clip = write_clip(tmp_path / "clip.mp4", 6)
+    made, note = client.predict(
+        handle_file(str(clip)), "bundled", 3, "patch", 2, 7, "viridis", "head", api_name="/attention_video"
+    )
+    path = made["video"] if isinstance(made, dict) else made
+    assert Path(path).name == "clip-tiny-layer3-row2-col7.mp4"  # the server's default model is tiny.safetensors
+    assert "6 frames at 10 frames/s" in note and "real time" in note
+
+
+def test_a_clip_over_the_limits_is_refused_by_name(client, tmp_path):
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    text = tmp_path / "notes.mp4"
+    text.write_text("not a video")
+    with pytest.raises(AppError, match="not a video this app can read"):
+        client.predict(
+            handle_file(str(text)), "bundled", 6, "cls", 1, 1, "inferno", "layer", api_name="/attention_video"
+        )

@@ -1,0 +1,205 @@
+"""The Live tab: a webcam stream or an uploaded clip, with every head's map moving. Its
+components (`LiveView`), layout, and which event runs which handler of ui/live_handlers.py.
+
+The webcam stream is Gradio's (`gr.Image(streaming=True)` with `.stream`): the browser sends a
+JPEG frame every STREAM_EVERY_S seconds and Gradio keeps only the newest one while the
+previous frame is drawn, so frames are dropped rather than queued. The stream has its own
+queue (`concurrency_id="live"`), so it never takes the Explore tab's slots; how many streams
+draw at once is `explorer.streams.StreamSlots`' business (a busy message for the others).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from explorer import views
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
+from explorer.render import COLORMAPS
+from explorer.streams import StreamSlots
+from explorer.video import VideoLimits
+
+from . import live_handlers as h
+from .binding import ComponentView, bound
+from .explore import SCALE_CHOICES
+from .explore_handlers import keep_model
+from .settings import ServerSettings
+
+STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server draws the newest
+WAITING_ROOM = 4  # streams beyond the drawing ones that get the busy message at once (the rest queue)
+CONTROLS = ("model_key", "layer", "query_token", "row", "column", "cmap", "scale")
+# The header's Live button: after the tab opens, grant the webcam and press Record (as a
+# teacher would), unless the stream already runs. Gradio's webcam has no API for this.
+START_CAMERA_JS = """async () => {
+  const root = () => document.getElementById("live-camera");
+  const wait = async (find) => {
+    for (let i = 0; i < 100; i++) {
+      const found = root() && find(root());
+      if (found) return found;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return null;
+  };
+  const ready = await wait(r => r.querySelector(".capture-button") || r.querySelector("div[title] > button"));
+  if (ready && !ready.classList.contains("capture-button")) ready.click();
+  const record = await wait(r => r.querySelector(".capture-button"));
+  if (record && record.querySelector("svg.feather-circle")) record.click();
+}"""
+ABOUT = """**Live attention.** Hold an object up to the camera: each tile shows where the query looks in
+one head of the chosen layer, frame by frame, and rollout combines all layers. The model sees the centre
+square of the frame (its own preprocessing), shown with its patch grid. The readout says how many frames
+per second reach you and where each frame's time goes; frames that arrive while one is drawn are
+dropped, so the maps lag the camera by about one frame's drawing time. Each frame has its own
+colour scale (the bar under the maps).
+"""
+
+
+@dataclass(frozen=True)
+class LiveView(ComponentView):
+    """Every component of the Live tab, by name."""
+
+    current_model: gr.State
+    model_key: gr.Dropdown
+    model_info: gr.Markdown
+    camera: gr.Image
+    status: gr.Markdown
+    pictures: gr.HTML
+    layer: gr.Slider
+    query_token: gr.Dropdown
+    row: gr.Slider
+    column: gr.Slider
+    cmap: gr.Dropdown
+    scale: gr.Radio
+    clip: gr.Video
+    make_video: gr.Button
+    video_out: gr.Video
+    video_note: gr.Markdown
+
+
+def _stream(start: LoadedModel) -> dict[str, Any]:
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2, min_width=240):
+            camera = gr.Image(
+                sources=["webcam"],
+                streaming=True,
+                # not mirrored: the model sees what the camera sees, and so does the class
+                webcam_options=gr.WebcamOptions(mirror=False),
+                label="Webcam (press Record to start, Stop to end)",
+                elem_id="live-camera",
+                height=240,
+            )
+            status = gr.Markdown(
+                "Press Record under the camera to start.",
+                label="Frames per second and top classes",
+                elem_id="live-status",
+            )
+        with gr.Column(scale=5, min_width=400):
+            pictures = gr.HTML(elem_id="live-pictures", label="Live pictures: model input, head maps, rollout")
+    return {"camera": camera, "status": status, "pictures": pictures}
+
+
+def _controls(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
+    config, crop = start.model.config, start.preprocessing.crop_size
+    rows, columns = start.model.patch_grid(crop, crop)
+    names = config.prefix_names
+    with gr.Row():
+        model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model", scale=2)
+        layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer (1 = first)", scale=2)
+        query_token = gr.Dropdown(views.query_choices(names), value=views.query_token(None, names), label="Query token")
+        row = gr.Slider(1, rows, value=(rows + 1) // 2, step=1, label="Query patch row (1 = top)")
+        column = gr.Slider(1, columns, value=(columns + 1) // 2, step=1, label="Query patch column (1 = left)")
+    with gr.Row():
+        cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map")
+        scale = gr.Radio(SCALE_CHOICES, value="layer", label="Colour scale (from 0)", scale=2)
+        model_info = gr.Markdown(start.describe(), label="Model description")
+    controls = {"model_key": model_key, "layer": layer, "query_token": query_token, "row": row, "column": column}
+    return controls | {"cmap": cmap, "scale": scale, "model_info": model_info}
+
+
+def _video(limits: VideoLimits) -> dict[str, Any]:
+    gr.Markdown(
+        f"### Video in, attention video out\nUpload a short clip (MP4, MOV or WebM; at most {limits.max_seconds:g} s, "
+        f"{limits.max_frames} frames and 1920 × 1080 px): you get an MP4 of every frame beside the chosen layer's head "
+        "maps, with one colour scale for the whole clip, so the colours compare from frame to frame."
+    )
+    with gr.Row(equal_height=False):
+        clip = gr.Video(sources=["upload"], label="Clip", elem_id="live-clip", height=240)
+        with gr.Column():
+            make_video = gr.Button("Make the attention video", variant="primary", elem_id="make-video")
+            # the caption above the player, not in Gradio's corner badge, which would cover the frame's title
+            gr.Markdown("**Attention video** (download: the button on the player)")
+            video_out = gr.Video(label="Attention video", show_label=False, interactive=False)
+            video_note = gr.Markdown(label="How the video was made", elem_id="video-note")
+    return {"clip": clip, "make_video": make_video, "video_out": video_out, "video_note": video_note}
+
+
+def layout(catalog: ModelCatalog, limits: VideoLimits) -> LiveView:
+    """Place the tab's components inside the current Blocks and name them."""
+    start = catalog.get(BUNDLED)
+    parts = {"current_model": gr.State(BUNDLED)} | _stream(start) | _controls(catalog, start)
+    gr.Markdown(ABOUT)
+    return LiveView(**parts, **_video(limits))
+
+
+def _wire_stream(view: LiveView, catalog: ModelCatalog, slots: StreamSlots) -> None:
+    view.camera.stream(
+        bound(h.live_frame, view, catalog, slots),
+        view.pick("camera", *CONTROLS),
+        view.pick("pictures", "status"),
+        api_name="live_frame",
+        stream_every=STREAM_EVERY_S,
+        time_limit=slots.turn_s,  # Gradio ends the stream after a turn; the webcam starts the next
+        concurrency_id="live",
+        concurrency_limit=slots.limit + WAITING_ROOM,
+        preprocess=False,  # the frame arrives as the browser's data: URL, decoded by explorer.live
+        show_progress="hidden",
+    )
+
+
+def _wire_models(view: LiveView, catalog: ModelCatalog, tab: gr.Tab) -> None:
+    switched = view.model_key.change(
+        bound(h.live_model, view, catalog),
+        view.model_key,
+        view.pick("current_model", "model_info", "layer", "query_token", "row", "column"),
+        api_name="live_model",
+        show_progress="full",
+    )
+    switched.failure(keep_model, view.current_model, view.model_key, api_visibility="private")
+    tab.select(bound(h.live_choices, catalog), None, view.model_key, api_visibility="private")
+
+
+def _wire_video(view: LiveView, catalog: ModelCatalog, limits: VideoLimits) -> None:
+    view.make_video.click(
+        bound(h.attention_video, view, catalog, limits),
+        view.pick("clip", *CONTROLS),
+        view.pick("video_out", "video_note"),
+        api_name="attention_video",
+        preprocess=False,  # the clip's upload payload, checked by ui.explore_handlers.uploaded_path
+        concurrency_id="video",
+        concurrency_limit=1,  # one clip at a time: it keeps a core busy for seconds
+    )
+
+
+def build_live_tab(
+    catalog: ModelCatalog,
+    settings: ServerSettings,
+    tab: gr.Tab,
+    tabs: gr.Tabs,
+    open_button: gr.Button,
+    explore_model: gr.Dropdown,
+) -> LiveView:
+    """The Live tab inside `tab`, the current Blocks' context. `open_button` (on the first
+    screen) opens it on `explore_model`'s model and starts the webcam."""
+    limits = VideoLimits()
+    view = layout(catalog, limits)
+    slots = StreamSlots(limit=settings.live_streams, turn_s=settings.live_turn_s)
+    _wire_stream(view, catalog, slots)
+    _wire_models(view, catalog, tab)
+    _wire_video(view, catalog, limits)
+    opened = open_button.click(
+        bound(h.open_live, catalog), explore_model, [tabs, view.model_key], api_visibility="private"
+    )
+    opened.then(None, js=START_CAMERA_JS, api_visibility="private")
+    return view

@@ -1,0 +1,204 @@
+"""Handlers of the Live tab: module-level functions from named inputs to `{component: value}`.
+
+ui/live.py binds each to the tab's `LiveView`, the model catalogue and the server's
+`explorer.streams.StreamSlots`. The pictures come from explorer/live.py (a webcam frame) and
+explorer/video.py (a clip); these handlers check the controls, turn a frame's pictures into
+HTML that carries them as `data:` URLs (never a file on disk), and write the readouts.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import TYPE_CHECKING
+
+import gradio as gr
+
+from explorer import live, video, views
+from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.explain import ExplanationTooLarge
+from explorer.render import MapStyle
+from explorer.streams import Admission, StreamSlots
+from vit.analysis import Query
+
+from .checks import one_of, whole_number
+from .explore_handlers import STORE, check_layer, export_name, map_style, owner, query_name, uploaded_path
+from .outputs import cache_path
+from .settings import for_visitors
+
+if TYPE_CHECKING:
+    from .live import LiveView
+
+WAIT_POLL_S = 1.0  # a stream waiting for a slot asks once a second, not at the webcam's frame rate
+
+
+def live_style(cmap: str, scale: str) -> MapStyle:
+    """The Live tab's MapStyle: its colour map and scale, Explore's defaults for the rest
+    (overlay at opacity 0.6, nearest upsampling: honest patch blocks)."""
+    return map_style(cmap, 0.6, "nearest", "overlay", scale)
+
+
+def check_query(loaded: LoadedModel, token: str, row: object, column: object) -> Query:
+    """The query the controls describe: a prefix token of the model ('cls', 'reg1', ...), the
+    mean of the patches (a model without CLS), or the patch at (row, column), both 1-based."""
+    names = loaded.model.config.prefix_names
+    token = one_of("query token", token, [value for _, value in views.query_choices(names)])
+    if token == views.PATCH:
+        crop = loaded.preprocessing.crop_size
+        rows, columns = loaded.model.patch_grid(crop, crop)
+        return whole_number("row", row, 1, rows) - 1, whole_number("column", column, 1, columns) - 1
+    return None if token in ("cls", views.MEAN) else token
+
+
+def pictures_html(frame: live.LiveFrame) -> str:
+    """The frame's three pictures as `<img>` elements carrying JPEG `data:` URLs: the head maps
+    first (the first screen shows them), the model input and rollout side by side under them."""
+    parts = (
+        ("live-heads", frame.heads, "Attention of the query in every head of the chosen layer, with colour bar", 100),
+        ("live-input", frame.input, "The webcam frame as the model sees it (centre crop), with its patch grid", 40),
+        ("live-rollout", frame.rollout, "Attention rollout through all layers, with its colour bar", 55),
+    )
+    images = "".join(
+        f'<img id="{elem}" src="{live.data_url(picture)}" alt="{html.escape(alt)}" '
+        f'style="max-width:{width}%;height:auto">'
+        for elem, picture, alt, width in parts
+    )
+    return f'<div style="display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start">{images}</div>'
+
+
+def status_text(frame: live.LiveFrame, fps: float | None, seconds_left: int) -> str:
+    """Markdown: frames per second shown, where each frame's time goes, the turn, the top classes."""
+    rate = f"**{fps:.1f} frames/s** shown" if fps else "first frame shown"
+    cost = f"model {frame.model_ms:.0f} ms + drawing {frame.drawing_ms:.0f} ms per frame"
+    top = " · ".join(f"{name} {p:.0%}" for name, p in frame.predictions.items())
+    return f"{rate} · {cost} · your turn ends in {seconds_left} s" + (f"\n\nTop classes: {top}" if top else "")
+
+
+def busy_text(admission: Admission, limit: int) -> str:
+    streams = "one live stream" if limit == 1 else f"{limit} live streams"
+    return (
+        f"**Live view busy, try again in {admission.wait_s} s**: this server draws {streams} at a time. "
+        f"You are number {admission.position} in line; keep the camera on and your stream starts by itself."
+    )
+
+
+def live_frame(
+    view: LiveView,
+    catalog: ModelCatalog,
+    slots: StreamSlots,
+    frame: dict | None,
+    model_key: str,
+    layer: float,
+    query_token: str,
+    row: float,
+    column: float,
+    cmap: str,
+    scale: str,
+    request: gr.Request,
+) -> dict:
+    """One webcam frame: the chosen layer's head maps and rollout, or a busy message. A frame
+    arriving while this visitor's previous one is drawn is skipped, never queued."""
+    if not frame:
+        return gr.skip()
+    visitor = owner(request)
+    admission = slots.begin(visitor)
+    if admission.skip:
+        return gr.skip()
+    if not admission.admitted:
+        time.sleep(WAIT_POLL_S)
+        return view.update(status=busy_text(admission, slots.limit))
+    try:
+        loaded = catalog.get(model_key)
+        layer = check_layer(layer, loaded.model.config.depth)
+        query = check_query(loaded, query_token, row, column)
+        style = live_style(cmap, scale)
+        url = frame.get("url") if isinstance(frame, dict) else None
+        pictures = live.live_frame(loaded, live.decode_frame(url), query, layer, style, STORE.max_bytes)
+    except (gr.Error, live.FrameError, ModelUnavailable, ExplanationTooLarge) as e:
+        # In the status line, not as an error: an error ends the stream, and the webcam starts
+        # a new one with the next frame, so the visitor would see the same error 25 times a second.
+        return view.update(status=f"**Cannot draw this frame:** {for_visitors(getattr(e, 'message', str(e)))}")
+    finally:
+        fps = slots.end(visitor)
+    return view.update(pictures=pictures_html(pictures), status=status_text(pictures, fps, slots.seconds_left(visitor)))
+
+
+def live_model(
+    view: LiveView,
+    catalog: ModelCatalog,
+    model_key: str,
+    progress: gr.Progress = gr.Progress(track_tqdm=True),  # noqa: B008 - Gradio's way to show download bars
+) -> dict:
+    """Switch the Live tab to another model (downloading pretrained weights once): its layers,
+    its query tokens and its patch grid."""
+    try:
+        loaded = catalog.get(model_key)
+    except ModelUnavailable as e:
+        raise gr.Error(for_visitors(str(e)), duration=None) from e
+    depth, names = loaded.model.config.depth, loaded.model.config.prefix_names
+    crop = loaded.preprocessing.crop_size
+    rows, columns = loaded.model.patch_grid(crop, crop)
+    return view.update(
+        current_model=model_key,
+        model_info=loaded.describe(),
+        layer=gr.Slider(maximum=depth, value=depth),
+        query_token=gr.Dropdown(choices=views.query_choices(names), value=views.query_token(None, names)),
+        row=gr.Slider(maximum=rows, value=(rows + 1) // 2),
+        column=gr.Slider(maximum=columns, value=(columns + 1) // 2),
+    )
+
+
+def open_live(catalog: ModelCatalog, explore_model: str, request: gr.Request) -> tuple[gr.Tabs, gr.Dropdown]:
+    """The header's Live button: open the Live tab on the model Explore shows."""
+    return gr.Tabs(selected="live"), gr.Dropdown(choices=catalog.choices(owner(request)), value=explore_model)
+
+
+def live_choices(catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:
+    """Opening the tab: the picker lists this visitor's own checkpoints too."""
+    return gr.Dropdown(choices=catalog.choices(owner(request)))
+
+
+def attention_video(
+    view: LiveView,
+    catalog: ModelCatalog,
+    limits: video.VideoLimits,
+    clip: dict | None,
+    model_key: str,
+    layer: float,
+    query_token: str,
+    row: float,
+    column: float,
+    cmap: str,
+    scale: str,
+    progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to show a progress bar
+) -> dict:
+    """An MP4 of the clip beside the chosen layer's head maps, one colour scale for the whole
+    clip, named by clip, model, layer and query (e.g. `clip-vit_cifar10_nano-layer6-cls.mp4`)."""
+    if not clip:
+        raise gr.Error("Upload a short video clip first (MP4, MOV or WebM).")
+    path = uploaded_path(clip)
+    try:
+        loaded = catalog.get(model_key)
+        layer = check_layer(layer, loaded.model.config.depth)
+        query = check_query(loaded, query_token, row, column)
+        style = live_style(cmap, scale)
+        out = cache_path(f"{export_name(clip, model_key, catalog)}-layer{layer}-{query_name(query)}.mp4")
+
+        def report(stage: str, done: int, total: int) -> None:
+            progress((done, total or None), desc=stage, unit="frames")
+
+        started = time.perf_counter()
+        made = video.attention_video(loaded, path, out, query, layer, style, limits, report, STORE.max_bytes)
+    except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
+        raise gr.Error(for_visitors(str(e))) from e
+    return view.update(video_out=str(out), video_note=video_text(made, time.perf_counter() - started))
+
+
+def video_text(made: video.VideoReport, seconds: float) -> str:
+    """Markdown: what the video holds and where its making time went."""
+    clip = made.frames / made.info.fps
+    stages = ", ".join(f"{stage} {s:.1f} s" for stage, s in made.seconds.items())
+    return (
+        f"{made.frames} frames at {made.info.fps:.3g} frames/s ({clip:.1f} s of video) made in {seconds:.1f} s "
+        f"({seconds / clip:.1f}× real time): {stages}. One colour scale for the whole clip (the colour bar)."
+    )
