@@ -21,6 +21,7 @@ from explorer.render import COLORMAPS
 from explorer.streams import StreamSlots
 from explorer.video import VideoLimits
 
+from . import concurrency
 from . import live_handlers as h
 from .binding import ComponentView, bound
 from .explore import SCALE_CHOICES
@@ -177,8 +178,7 @@ def _wire_video(view: LiveView, catalog: ModelCatalog, limits: VideoLimits) -> N
         view.pick("video_out", "video_note"),
         api_name="attention_video",
         preprocess=False,  # the clip's upload payload, checked by ui.explore_handlers.uploaded_path
-        concurrency_id="video",
-        concurrency_limit=1,  # one clip at a time: it keeps a core busy for seconds
+        **concurrency.HEAVY,  # a clip keeps a core busy for seconds: one of the server's heavy slots
     )
 
 

@@ -21,7 +21,7 @@ from explorer.render import MapStyle
 from explorer.streams import Admission, StreamSlots
 from vit.analysis import Query
 
-from .checks import one_of, whole_number
+from .checks import one_of, visitor_error, whole_number
 from .explore_handlers import STORE, check_layer, export_name, map_style, owner, query_name, uploaded_path
 from .outputs import cache_path
 from .settings import for_visitors
@@ -134,7 +134,7 @@ def live_model(
     try:
         loaded = catalog.get(model_key)
     except ModelUnavailable as e:
-        raise gr.Error(for_visitors(str(e)), duration=None) from e
+        raise visitor_error(str(e), duration=None) from e
     depth, names = loaded.model.config.depth, loaded.model.config.prefix_names
     crop = loaded.preprocessing.crop_size
     rows, columns = loaded.model.patch_grid(crop, crop)
@@ -175,7 +175,7 @@ def attention_video(
     """An MP4 of the clip beside the chosen layer's head maps, one colour scale for the whole
     clip, named by clip, model, layer and query (e.g. `clip-vit_cifar10_nano-layer6-cls.mp4`)."""
     if not clip:
-        raise gr.Error("Upload a short video clip first (MP4, MOV or WebM).")
+        raise visitor_error("Upload a short video clip first (MP4, MOV or WebM).")
     path = uploaded_path(clip)
     try:
         loaded = catalog.get(model_key)
@@ -190,7 +190,7 @@ def attention_video(
         started = time.perf_counter()
         made = video.attention_video(loaded, path, out, query, layer, style, limits, report, STORE.max_bytes)
     except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
-        raise gr.Error(for_visitors(str(e))) from e
+        raise visitor_error(str(e)) from e
     return view.update(video_out=str(out), video_note=video_text(made, time.perf_counter() - started))
 
 
