@@ -23,11 +23,27 @@ HEAVY_EVENTS = {
     "lesson_compare",
     "lesson_token_norms",
     "lesson_heads_off",
+    "lesson_norms_models",  # a lesson's model pickers load the models they name
+    "lesson_heads_model",
+    "live_model",
+    "attention_video",
 }
 # Events with their own slots, each for a reason: Gradio's example loader and the picker's
 # rollback do no work; "play" mostly sleeps between frames; the Train tab's events start,
 # poll and stop a run whose training runs in its own thread, bounded by --max-runs.
-OWN_SLOTS = {"load_example", "play_layers", "keep_model", "train_start", "train_status", "train_stop"}
+# Live webcam frames have their own slots (explorer.streams.StreamSlots bounds the streams);
+# opening the Live tab and listing its models run nothing heavy.
+OWN_SLOTS = {
+    "live_frame",
+    "open_live",
+    "live_choices",
+    "load_example",
+    "play_layers",
+    "keep_model",
+    "train_start",
+    "train_status",
+    "train_stop",
+}
 
 
 def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_path):

@@ -166,6 +166,7 @@ def _wire_models(view: LiveView, catalog: ModelCatalog, tab: gr.Tab) -> None:
         view.pick("current_model", "model_info", "layer", "query_token", "row", "column"),
         api_name="live_model",
         show_progress="full",
+        **concurrency.HEAVY,  # loads a model, maybe downloading it
     )
     switched.failure(keep_model, view.current_model, view.model_key, api_visibility="private")
     tab.select(bound(h.live_choices, catalog), None, view.model_key, api_visibility="private")
