@@ -53,6 +53,7 @@ ANALYSIS_OUTPUTS = (
     "distance",
     "query_token",
     "relevance",
+    "query_md",
 )
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
@@ -172,7 +173,8 @@ def full_analysis(
     ex = store.get(key, forward_pass) if store else forward_pass()
     return {
         "explanation": key,
-        "query": None,  # the query goes back to the CLS token
+        "query": None,  # the query goes back to the CLS token, and the caption says so
+        "query_md": views.describe_query(None, ex.has_cls),
         "input_img": saved(views.input_view(ex)),
         "numbers": views.describe_input(ex),
         "label": ex.probabilities,
