@@ -27,6 +27,7 @@ from vit.analysis import Query
 
 from .checks import number, one_of, whole_number
 from .outputs import cache_path, saved, upload_folder
+from .pictures import shown
 
 if TYPE_CHECKING:
     from .explore import ExploreView
@@ -146,6 +147,50 @@ def owner(request: gr.Request | None) -> str:
     return owner_id(request.session_hash if request is not None and request.session_hash else "anonymous")
 
 
+def model_name(model_key: str) -> str:
+    """The model as an alt text names it: pretrained weights by name, never a server path."""
+    kind, _, name = model_key.partition(":")
+    return {"bundled": "the bundled model", "checkpoint": "a checkpoint"}.get(kind, name or model_key)
+
+
+def query_words(ex: Explanation, query: Query) -> str:
+    """The query in words, 1-based as the caption says it."""
+    if isinstance(query, tuple):
+        return f"the patch at row {query[0] + 1}, column {query[1] + 1}"
+    if isinstance(query, str):
+        return f"the {views.token_label(query)}"
+    return "the CLS token" if ex.has_cls else "the mean of all patches"
+
+
+# Each view with an alt text saying what it shows (view, layer, query, model), as its component's value.
+def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> gr.Image:
+    gh, gw = ex.grid
+    marked = f", {query_words(ex, query)} outlined" if isinstance(query, tuple) else ""
+    alt = f"The input of {model_name(key[1])} with its patch grid of {gh} rows and {gw} columns{marked}"
+    return shown(views.input_view(ex, query), alt)
+
+
+def heads_picture(ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle) -> gr.Image:
+    alt = (
+        f"Attention of each of the {ex.heads} heads in layer {layer} of {ex.depth}, query: {query_words(ex, query)}, "
+        f"model: {model_name(key[1])}"
+    )
+    return shown(views.heads(ex, query, layer, style), alt)
+
+
+def overview_picture(ex: Explanation, key: ExplanationKey, style: MapStyle) -> gr.Image:
+    alt = f"Attention of {query_words(ex, None)} in every head of all {ex.depth} layers, model: {model_name(key[1])}"
+    return shown(views.overview(ex, style), alt)
+
+
+def rollout_picture(ex: Explanation, key: ExplanationKey, fusion: str, discard: float, style: MapStyle) -> gr.Image:
+    alt = (
+        f"Attention rollout of {query_words(ex, None)} through all {ex.depth} layers ({fusion} head fusion, "
+        f"discard ratio {discard:.2f}), model: {model_name(key[1])}"
+    )
+    return shown(views.rollout(ex, fusion, discard, style), alt)
+
+
 def full_analysis(
     loaded: LoadedModel,
     path: str,
@@ -171,18 +216,19 @@ def full_analysis(
     # (not just its key) tells apart two catalogues' "bundled" models in one process.
     key = (path, loaded.key, id(loaded.model), mode)
     ex = store.get(key, forward_pass) if store else forward_pass()
+    model = model_name(loaded.key)
     return {
         "explanation": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
         "query_md": views.describe_query(None, ex.has_cls),
-        "input_img": saved(views.input_view(ex)),
+        "input_img": input_picture(ex, key),
         "numbers": views.describe_input(ex),
         "label": ex.probabilities,
         "layer": gr.Slider(maximum=ex.depth, value=layer),
-        "heads": saved(views.heads(ex, None, layer, style)),
-        "overview": saved(views.overview(ex, style)),
-        "rollout": saved(views.rollout(ex, fusion, discard, style)),
-        "distance": saved(views.distance_chart(ex)),
+        "heads": heads_picture(ex, key, None, layer, style),
+        "overview": overview_picture(ex, key, style),
+        "rollout": rollout_picture(ex, key, fusion, discard, style),
+        "distance": shown(views.distance_chart(ex), f"Mean attention distance of every head and layer, model: {model}"),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
@@ -233,7 +279,7 @@ def show_heads(
 ) -> dict:
     """Every head's attention map for the current query in one layer (1-based)."""
     ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
-    return view.update(heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)))
+    return view.update(heads=heads_picture(ex, explanation, query, check_layer(layer, ex.depth), style))
 
 
 def restyle(
@@ -254,9 +300,9 @@ def restyle(
     layer = check_layer(layer, ex.depth)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
     return view.update(
-        heads=saved(views.heads(ex, query, layer, style)),
-        overview=saved(views.overview(ex, style)),
-        rollout=saved(views.rollout(ex, fusion, discard, style)),
+        heads=heads_picture(ex, explanation, query, layer, style),
+        overview=overview_picture(ex, explanation, style),
+        rollout=rollout_picture(ex, explanation, fusion, discard, style),
     )
 
 
@@ -274,15 +320,16 @@ def show_rollout(
     """Attention rollout through all layers with a head fusion and discard ratio."""
     ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
-    return view.update(rollout=saved(views.rollout(ex, fusion, discard, style)))
+    return view.update(rollout=rollout_picture(ex, explanation, fusion, discard, style))
 
 
-def show_query(view: ExploreView, ex: Explanation, query: Query, layer: object, style: MapStyle) -> dict:
+def show_query(view: ExploreView, key: ExplanationKey, query: Query, layer: object, style: MapStyle) -> dict:
     """QUERY_OUTPUTS after the query changes: the query, the marked input, the head maps, the caption."""
+    ex = require(key)
     return view.update(
         query=query,
-        input_img=saved(views.input_view(ex, query)),
-        heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)),
+        input_img=input_picture(ex, key, query),
+        heads=heads_picture(ex, key, query, check_layer(layer, ex.depth), style),
         query_md=views.describe_query(query, ex.has_cls),
         query_token=views.query_token(query, ex.prefix_names),
     )
@@ -305,7 +352,7 @@ def query_patch(
     ex = require(explanation)
     gh, gw = ex.grid
     patch = whole_number("row", row, 1, gh) - 1, whole_number("column", column, 1, gw) - 1
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def query_token(
@@ -331,7 +378,7 @@ def query_token(
         chosen: Query = query if isinstance(query, tuple) else (gh // 2, gw // 2)
     else:
         chosen = None if token in ("cls", views.MEAN) else token
-    return show_query(view, ex, chosen, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation, chosen, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def show_relevance(
@@ -362,7 +409,9 @@ def show_relevance(
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else names.index(target)
     picture = views.relevance(loaded.model, names, ex, index, style)
-    return view.update(relevance=saved(picture, f"{name or 'attention'}_relevance_{slug(target)}.png"))
+    which = "the predicted class" if index is None else f"the class {target}"
+    alt = f"Relevance of every patch for {which} (Chefer et al. 2021), model: {model_name(loaded.key)}"
+    return view.update(relevance=shown(picture, alt, f"{name or 'attention'}_relevance_{slug(target)}.png"))
 
 
 def click_patch(
@@ -379,7 +428,7 @@ def click_patch(
     """A click on the input view: the patch under it becomes the query."""
     ex = require(explanation)
     patch = views.clicked_patch(ex, *evt.index)  # evt.index: (x, y) in image pixels
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def move_query(
@@ -402,7 +451,7 @@ def move_query(
         patch = gh // 2, gw // 2
     else:
         patch = min(max(query[0] + step[0], 0), gh - 1), min(max(query[1] + step[1], 0), gw - 1)
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def reset_query(
@@ -416,7 +465,7 @@ def reset_query(
     scale: str,
 ) -> dict:
     """Back to the default query (the CLS token)."""
-    return show_query(view, require(explanation), None, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation, None, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def play_layers(
@@ -432,7 +481,7 @@ def play_layers(
     """Step the layer slider from the first layer to the last, redrawing the head maps."""
     ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     for layer in range(1, ex.depth + 1):
-        yield view.update(layer=layer, heads=saved(views.heads(ex, query, layer, style)))
+        yield view.update(layer=layer, heads=heads_picture(ex, explanation, query, layer, style))
         time.sleep(PLAY_STEP_S)
 
 
@@ -490,7 +539,10 @@ def load_model(
         model_info=loaded.describe(),
         classes=classes_note(loaded),
         layer=gr.Slider(maximum=depth, value=depth),  # the analysis that follows starts at the last layer
-        similarity=saved(render.position_similarity_tiles(loaded.position_similarity())),
+        similarity=shown(
+            render.position_similarity_tiles(loaded.position_similarity()),
+            f"Position-embedding similarity of every patch slot, model: {model_name(model_key)}",
+        ),
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
     )
 

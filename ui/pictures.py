@@ -7,6 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import gradio as gr
+from PIL import Image
+
+from .outputs import saved
 
 
 def picture(caption: str, alt: str, **kwargs: Any) -> gr.Image:
@@ -14,3 +17,9 @@ def picture(caption: str, alt: str, **kwargs: Any) -> gr.Image:
     The label (the caption in plain text) still names it in the API."""
     gr.Markdown(caption)
     return gr.Image(label=caption.replace("*", ""), show_label=False, buttons=[], alt_text=alt, **kwargs)
+
+
+def shown(image: Image.Image, alt: str, name: str = "view.png") -> gr.Image:
+    """A rendered view as its component's new value: the file (ui.outputs.saved) and an alt
+    text saying what it shows, for screen readers and when the picture does not load."""
+    return gr.Image(value=saved(image, name), alt_text=alt)
