@@ -13,6 +13,7 @@ from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.render import COLORMAPS
 
 from . import lessons_handlers as h
+from . import pictures
 from .binding import bound
 
 # The models each lesson is about, when the catalogue offers them (downloaded on first use).
@@ -67,7 +68,15 @@ def _offered(keys: tuple[str, ...], offered: set[str], fallback: str) -> list[st
 def _common() -> dict[str, Any]:
     with gr.Row():
         image = gr.Image(
-            type="filepath", label="Lesson image (upload, paste or webcam)", height=200, scale=3, elem_id="lesson-image"
+            type="filepath",
+            label="Lesson image (upload, paste or webcam)",
+            show_label=False,  # the badge covered the preview; the placeholder says what to drop here
+            placeholder="**Lesson image**: drop, upload, paste or take one with the webcam",
+            buttons=[],
+            alt_text="The lesson image",
+            height=200,
+            scale=3,
+            elem_id="lesson-image",
         )
         cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map", scale=1)
     return {"image": image, "cmap": cmap}
@@ -86,7 +95,11 @@ def _compare(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any
         )
         button = gr.Button("Compare", scale=1)
     note = gr.Markdown(label="Models not available here")
-    picture = gr.Image(label="Last-layer CLS heads, one row per model, one colour scale")
+    picture = pictures.picture(
+        "**Last-layer CLS heads**, one row per model, one colour scale",
+        "Last-layer CLS attention of every head, one row per compared model",
+        elem_id="lesson-compare",
+    )
     return {"compare_models": models, "compare_button": button, "compare_note": note, "compare_picture": picture}
 
 
@@ -97,7 +110,11 @@ def _norms(choices: list[tuple[str, str]], offered: set[str]) -> dict[str, Any]:
         without = gr.Dropdown(choices, value=_offered((WITHOUT_REGISTERS,), offered, BUNDLED)[0], label="Without")
         layer = gr.Slider(1, MAX_LAYER, value=24, step=1, label="Layer (1 = first; up to the shallower model's depth)")
         button = gr.Button("Show token norms")
-    picture = gr.Image(label="Token norms after the chosen layer, high-norm patches outlined")
+    picture = pictures.picture(
+        "**Token norms** after the chosen layer, high-norm patches outlined",
+        "Token norms of every patch after the chosen layer, with and without registers",
+        elem_id="lesson-norms",
+    )
     table = gr.Markdown(label="High-norm patches: norm and share of CLS attention")
     return {
         "with_registers": with_reg,

@@ -19,7 +19,7 @@ from explorer.render import COLORMAPS, MapStyle
 
 from .checks import one_of, whole_number
 from .explore_handlers import uploaded_path
-from .outputs import saved
+from .pictures import shown
 
 if TYPE_CHECKING:
     from .lessons import LessonsView
@@ -77,7 +77,8 @@ def compare_models(
         else ""
     )
     drawn = lessons.compare_cls_heads(loaded, picture, style)
-    return view.update(compare_picture=saved(drawn, "lesson-supervised-vs-self-supervised.png"), compare_note=note)
+    alt = "Last-layer CLS attention of every head, one row per model: " + ", ".join(m.label for m in loaded)
+    return view.update(compare_picture=shown(drawn, alt, "lesson-supervised-vs-self-supervised.png"), compare_note=note)
 
 
 def token_norms(
@@ -99,7 +100,11 @@ def token_norms(
     reports = [lessons.norm_report(m, picture, index) for m in models]
     drawn = lessons.token_norm_maps(reports, index, style)
     return view.update(
-        norms_picture=saved(drawn, f"lesson-token-norms-layer{index + 1}.png"),
+        norms_picture=shown(
+            drawn,
+            f"Token norms of every patch after layer {index + 1}: " + " and ".join(m.label for m in models),
+            f"lesson-token-norms-layer{index + 1}.png",
+        ),
         norms_table=lessons.describe_norms(reports),
     )
 

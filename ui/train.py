@@ -25,6 +25,7 @@ from .binding import ComponentView, bound
 from .checks import number, one_of, whole_number
 from .explore_handlers import owner
 from .outputs import saved
+from .pictures import picture
 from .settings import ServerSettings, for_visitors
 
 POLL_S = 1.0
@@ -167,8 +168,14 @@ def _monitor() -> dict[str, Any]:
     status = gr.Markdown(label="Training status")
     progress = gr.HTML(progress_html(0, 1, "no run yet"), label="Progress", elem_id="train-progress")
     with gr.Row():
-        curves = gr.Image(label="Loss and accuracy", format="png")
-        probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")
+        with gr.Column():
+            curves = picture("**Loss and accuracy**", "Training loss and accuracy: no run yet", elem_id="curves")
+        with gr.Column():
+            probe = picture(
+                "**Probe image**: per-head CLS attention (last layer), before training and after each epoch",
+                "Probe image: no run yet",
+                elem_id="probe",
+            )
     with gr.Row():
         checkpoint = gr.File(label="Checkpoint of your run (download)", height=70)
         open_in_explore = gr.Button("Open this checkpoint in Explore")
