@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import shutil
 
 import gradio
@@ -26,6 +27,50 @@ FIRST_SCREEN = ("#upload", "#predictions", "#input-view img", "#heads img")
 pytestmark = pytest.mark.skipif(
     not shutil.which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
 )
+
+
+PHONE = {"width": 390, "height": 844}
+LAYER = "Layer (1 = first)"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One chromium for the module's tests (each opens its own page, a fresh Gradio session)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)  # a shared 2-core machine: answers take seconds, not milliseconds
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+def open_page(browser, server, viewport=SCREEN):
+    page = browser.new_page(viewport=viewport)
+    page.set_default_timeout(60_000)
+    page.goto(server)
+    return page
+
+
+def pick_example(page, name: str) -> None:
+    """Click the example of class `name` (named by its class) and wait for its analysis."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name=f"example: {name}").click()
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("query: the CLS token"))
+    expect(page.locator("#predictions")).to_contain_text("%")
+
+
+def click_patch(page, row: int, col: int, grid: int = 8) -> None:
+    """Click the centre of the patch at (row, col), 1-based, of the input view's square grid."""
+    page.wait_for_function("() => { const i = document.querySelector('#input-view img'); return i && i.complete; }")
+    page.locator("#input-view img").scroll_into_view_if_needed()
+    box = page.locator("#input-view img").bounding_box()
+    page.mouse.click(box["x"] + box["width"] * (col - 0.5) / grid, box["y"] + box["height"] * (row - 0.5) / grid)
+
+
+def heads_alt(page) -> str:
+    return page.locator("#heads img").get_attribute("alt")
 
 
 def image_src(page, elem_id: str) -> str | None:
@@ -101,3 +146,182 @@ def test_the_train_tab_shows_progress_until_the_run_ends(server, tmp_path):
         page.get_by_role("button", name="Start").click()
         expect(page.locator("#train-progress")).to_contain_text("finished 2 epochs", timeout=150_000)
         browser.close()
+
+
+def test_the_caption_picker_and_outline_reset_with_every_new_image(server, browser):
+    """Issue 19, 1: after another example, an upload or a resize policy the query is CLS again,
+    and the caption, the picker and the input view's outline all say so."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    query, picker, grid = page.locator("#query"), page.locator("#query-token input"), page.locator("#input-view img")
+    for new_image in (
+        lambda: pick_example(page, "dog"),
+        lambda: page.get_by_label("Whole image (non-square grid)").check(),
+        lambda: page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg")),
+    ):
+        click_patch(page, 3, 5)
+        expect(query).to_contain_text("row 3, column 5")
+        expect(grid).to_have_attribute("alt", re.compile("row 3, column 5 outlined"))
+        new_image()
+        expect(query).to_contain_text("the CLS token")
+        expect(picker).to_have_value("CLS token")
+        expect(grid).not_to_have_attribute("alt", re.compile("outlined"))
+        expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("query: the CLS token"))
+    page.close()
+
+
+def test_the_layer_redraws_by_keys_and_typed_number_and_exports_match_the_screen(server, browser):
+    """Issue 19, 2: Gradio's slider sends "release" only on pointer-up; keys and a typed number
+    must redraw the maps too, and the PNG export is the picture on the screen."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    heads = page.locator("#heads img")
+    page.get_by_label(f"range slider for {LAYER}").press("ArrowLeft")
+    page.get_by_label(f"range slider for {LAYER}").press("ArrowLeft")
+    expect(heads).to_have_attribute("alt", re.compile("layer 4 of 6"))
+    typed = page.get_by_label(f"number input for {LAYER}")
+    typed.fill("2")
+    typed.press("Enter")
+    expect(heads).to_have_attribute("alt", re.compile("layer 2 of 6"))
+    page.get_by_role("button", name="Export PNG").click()
+    link = page.locator("#export a").first
+    expect(link).to_have_attribute("download", re.compile(r"^cat-\w+_layer2_cls\.png$"))
+    exported = Image.open(io.BytesIO(page.request.get(link.get_attribute("href")).body())).convert("RGB")
+    on_screen = Image.open(io.BytesIO(page.request.get(heads.get_attribute("src")).body())).convert("RGB")
+    assert exported.tobytes() == on_screen.tobytes()
+    page.close()
+
+
+def compare_with_the_bundled_model(page) -> None:
+    """Lesson 1 with the bundled (default) model alone: the pretrained defaults cannot download offline."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name="Clear").first.click()
+    page.get_by_role("combobox", name="Models to compare (up to 3)").click()
+    page.get_by_role("option", name=re.compile(r"\((bundled|default)\)")).click()
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(page.locator("#lesson-compare img")).to_have_attribute("alt", re.compile("one row per model: .+"))
+
+
+def covered(page, selector: str) -> list:
+    """Points of the pictures under `selector` (a 9 x 9 grid each) where something else is on top."""
+    return page.evaluate(
+        """(selector) => {
+        const hits = [];
+        for (const img of document.querySelectorAll(selector)) {
+          const r = img.getBoundingClientRect();
+          if (!r.width) continue;
+          for (let i = 0; i < 9; i++) for (let j = 0; j < 9; j++) {
+            const x = r.left + r.width * (i + 0.5) / 9, y = r.top + r.height * (j + 0.5) / 9;
+            const top = document.elementFromPoint(x, y);
+            if (top !== img) hits.push([img.alt, i, j, top && top.outerHTML.slice(0, 80)]);
+          }
+        }
+        return hits;
+      }""",
+        selector,
+    )
+
+
+def test_no_toolbar_or_badge_covers_a_picture_and_every_patch_of_row_1_is_clickable(server, browser, tmp_path):
+    """Issue 19, 3: Gradio's toolbar sat on row 1, columns 7-8 of the grid; badges hid titles."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    for col in range(1, 9):
+        click_patch(page, 1, col)
+        expect(page.locator("#query")).to_contain_text(f"row 1, column {col}")
+    for picture in ("#upload img", "#input-view img", "#heads img"):
+        page.hover(picture)  # Gradio shows some toolbars only under the mouse
+        assert covered(page, "#upload img, #input-view img, #heads img") == []
+    page.get_by_role("tab", name="Lessons").click()
+    page.locator("#lesson-image input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
+    compare_with_the_bundled_model(page)
+    assert covered(page, "#lesson-image img, #lesson-compare img") == []
+    page.close()
+
+
+def own_text_sizes(page) -> list:
+    """(text, font size x device pixel ratio) of every visible element that draws text itself."""
+    return page.evaluate(
+        """() => {
+        const out = [];
+        for (const el of document.querySelectorAll(".gradio-container *")) {
+          const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+          const r = el.getBoundingClientRect();
+          if (!own || !r.width || !el.checkVisibility()) continue;
+          out.push([el.textContent.trim().slice(0, 30), parseFloat(getComputedStyle(el).fontSize) * devicePixelRatio]);
+        }
+        return out;
+      }"""
+    )
+
+
+def test_text_is_at_least_12_px_and_phone_head_maps_at_least_150_px(server, browser):
+    """Issue 19, 4: every button and label at 1280x720 draws text of 12 px or more (arrow glyphs
+    larger); on a 390 x 844 phone each head map keeps at least 150 px of width."""
+    from explorer.views import HEAD_PX
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    sizes = own_text_sizes(page)
+    assert len(sizes) > 50 and [s for s in sizes if s[1] < 12] == []
+    for name in ("up", "down", "left", "right"):
+        arrow = page.get_by_role("button", name=f"move the query {name}")
+        assert arrow.evaluate("(b) => parseFloat(getComputedStyle(b).fontSize)") >= 18
+    page.close()
+    phone = open_page(browser, server, PHONE)
+    pick_example(phone, "cat")
+    heads = phone.locator("#heads img")
+    natural = heads.evaluate("(img) => img.naturalWidth")
+    assert heads.bounding_box()["width"] * HEAD_PX / natural >= 150  # one tile, as drawn on the phone
+    phone.close()
+
+
+def test_examples_and_how_to_read_this_are_on_the_first_screen(server, browser):
+    """Issue 19, 8: after an image loads, at 1280x720, a whole row of examples and the way into
+    "How to read this" are visible without scrolling."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    examples = page.locator("#examples button")
+    first_row = [examples.nth(i).bounding_box() for i in range(examples.count())]
+    first_row = [b for b in first_row if b["y"] == first_row[0]["y"]]
+    assert len(first_row) >= 3 and all(b["y"] + b["height"] <= SCREEN["height"] for b in first_row)
+    how = page.get_by_role("button", name=re.compile("How to read this"))
+    box = how.bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= SCREEN["height"]
+    how.click()
+    expect(page.get_by_text("A ViT cuts the image into square")).to_be_visible()
+    page.close()
+
+
+def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, browser):
+    """Issue 19, 9: pictures say what they show, examples and arrows are named, one h1."""
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    click_patch(page, 2, 3)
+    page.get_by_role("button", name="move the query right").click()
+    tree = page.locator("body").aria_snapshot()
+    assert len(re.findall(r"\[level=1\]", tree)) == 1
+    for name in ("airplane", "cat", "truck"):
+        assert f'button "example: {name}"' in tree
+    for name in ("up", "down", "left", "right"):
+        assert f'button "move the query {name}"' in tree
+    assert (
+        'img "Attention of each of the 4 heads in layer 6 of 6, query: the patch at row 2, column 4, '
+        'model: the bundled model"' in tree
+    )
+    assert 'img "The input of the bundled model with its patch grid of 8 rows and 8 columns, the patch at row 2' in tree
+    unnamed = page.evaluate(
+        """() => [...document.querySelectorAll(".gradio-container img")]
+          .filter((i) => i.getBoundingClientRect().width > 24 && !i.alt).map((i) => i.src.slice(-40))"""
+    )
+    assert unnamed == []  # every picture larger than an icon has an alt text
+    page.close()
