@@ -304,10 +304,13 @@ def test_examples_and_how_to_read_this_are_on_the_first_screen(server, browser):
 
 def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, browser):
     """Issue 19, 9: pictures say what they show, examples and arrows are named, one h1."""
+    from playwright.sync_api import expect
+
     page = open_page(browser, server)
     pick_example(page, "cat")
     click_patch(page, 2, 3)
     page.get_by_role("button", name="move the query right").click()
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("row 2, column 4"))
     tree = page.locator("body").aria_snapshot()
     assert len(re.findall(r"\[level=1\]", tree)) == 1
     for name in ("airplane", "cat", "truck"):
