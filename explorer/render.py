@@ -640,7 +640,7 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
         _scaled_row(image, maps[-1], style, share if has_cls else None)
         for (_, maps), share in zip(probes, left_out, strict=True)
     ]
-    labels = [f"epoch {epoch}" for epoch, _ in probes]
+    labels = ["before training" if epoch == 0 else f"after epoch {epoch}" for epoch, _ in probes]
     cols = [f"head {j + 1}" for j in range(probes[0][1].shape[1])]
     note = (
         "Maps show attention to the patches; attention to CLS (printed under each tile) is left out." if has_cls else ""

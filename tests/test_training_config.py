@@ -76,3 +76,18 @@ def test_auto_device_is_the_gpu_when_there_is_one():
         assert "no GPU found" in describe_device(torch.device("cpu"))
         with pytest.raises(ValueError, match="no CUDA GPU is available"):
             resolve_device("cuda")
+
+
+def test_warm_up_defaults_to_a_tenth_of_the_run_and_at_least_one_step():
+    from training.optim import warmup_steps
+
+    assert TrainConfig().warmup_epochs is None
+    assert warmup_steps(None, steps_per_epoch=352, total_steps=5 * 352) == 176  # 10% of 5 epochs
+    assert warmup_steps(None, steps_per_epoch=2, total_steps=4) == 1  # never zero steps
+    assert warmup_steps(0.5, steps_per_epoch=10, total_steps=100) == 5  # an explicit length in epochs
+
+
+@pytest.mark.parametrize("warmup", [5.0, 7.5])
+def test_a_warm_up_as_long_as_the_run_is_refused(warmup):
+    with pytest.raises(ValueError, match=rf"warmup_epochs \({warmup:g}\) must be shorter than the run \(5 epochs\)"):
+        TrainConfig(epochs=5, warmup_epochs=warmup)

@@ -23,7 +23,9 @@ STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, 
 CHEETAH = gradio.media.get_image("cheetah1.jpg")
 
 
-def pixels(path) -> np.ndarray:
+def pixels(picture) -> np.ndarray:
+    """The pixels of an image output: a file path, or an update carrying the file and its alt text."""
+    path = picture["value"] if isinstance(picture, dict) else picture
     return np.asarray(Image.open(path).convert("RGB"))
 
 

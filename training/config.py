@@ -25,7 +25,7 @@ class TrainConfig:
     batch_size: int = 128  # per process
     lr: float = 1e-3
     weight_decay: float = 0.05
-    warmup_epochs: float = 5.0
+    warmup_epochs: float | None = None  # None: 10% of the run, at least one step (optim.warmup_steps)
     label_smoothing: float = 0.1
     clip_grad: float = 1.0  # max gradient norm (0: off)
     drop_path: float | None = None  # None: the model's own rate
@@ -65,8 +65,13 @@ class TrainConfig:
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
         for name in ("weight_decay", "warmup_epochs", "clip_grad"):
-            if getattr(self, name) < 0:
+            if (getattr(self, name) or 0) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)!r}")
+        if self.warmup_epochs is not None and self.warmup_epochs >= self.epochs:
+            raise ValueError(
+                f"warmup_epochs ({self.warmup_epochs:g}) must be shorter than the run ({self.epochs} epochs): the "
+                "learning rate would never decay; leave it out for 10% of the run"
+            )
         if not 0 <= self.label_smoothing < 1:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
         if self.drop_path is not None and not 0 <= self.drop_path < 1:
