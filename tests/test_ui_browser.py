@@ -11,6 +11,8 @@ from picture_helpers import gradient_runs
 from PIL import Image
 from training_helpers import write_image_folder
 
+from ui.explore import EXAMPLES_DIR as EXAMPLES
+
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = [
     "--no-sandbox",
@@ -327,4 +329,61 @@ def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, br
           .filter((i) => i.getBoundingClientRect().width > 24 && !i.alt).map((i) => i.src.slice(-40))"""
     )
     assert unnamed == []  # every picture larger than an icon has an alt text
+    page.close()
+
+
+def test_the_classroom_run_through_in_order(server, browser, tmp_path):
+    """Issue 19, 10: what a teacher does in ten minutes, in order, checking what the screen says."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    heads, query = page.locator("#heads img"), page.locator("#query")
+    pick_example(page, "cat")  # 1. an example
+    expect(page.locator("#predictions")).to_contain_text("%")
+    click_patch(page, 4, 4)  # 2. a patch
+    expect(query).to_contain_text("row 4, column 4")
+    page.locator("body").click(position={"x": 5, "y": 5})  # 3. arrows, from the keyboard and the buttons
+    page.keyboard.press("ArrowDown")
+    expect(query).to_contain_text("row 5, column 4")
+    page.get_by_role("button", name="move the query left").click()
+    expect(heads).to_have_attribute("alt", re.compile("layer 6 of 6, query: the patch at row 5, column 3"))
+    page.get_by_label(f"range slider for {LAYER}").press("Home")  # 4. the layer, by keyboard
+    expect(heads).to_have_attribute("alt", re.compile("layer 1 of 6"))
+    page.locator("#play").click()  # 5. play through the layers: it ends on the last
+    expect(page.get_by_label(f"number input for {LAYER}")).to_have_value("6", timeout=60_000)
+    expect(heads).to_have_attribute("alt", re.compile("layer 6 of 6, query: the patch at row 5, column 3"))
+    before = heads.get_attribute("src")
+    page.get_by_label("each head stretched to its own max").check()  # 6. scale modes redraw the maps
+    wait_for_new_src(page, "heads", before)
+    page.get_by_label("fixed 0 to 1").check()
+    page.get_by_role("tab", name="Rollout").click()  # 7. rollout and relevance
+    expect(page.locator("img[alt^='Attention rollout']")).to_be_visible()
+    page.get_by_role("tab", name="Relevance (Chefer et al. 2021)").click()
+    page.get_by_role("button", name="Explain this class").click()
+    expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile("for the predicted class"))
+    page.get_by_role("button", name="Export GIF through the layers").click()  # 8. exports, named by content
+    expect(page.locator("#export a").first).to_have_attribute("download", re.compile(r"_layers1-6_row5-col3\.gif$"))
+    page.get_by_role("button", name="Export PNG").click()
+    expect(page.locator("#export a").first).to_have_attribute("download", re.compile(r"_layer6_row5-col3\.png$"))
+    pick_example(page, "ship")  # 9. another example: back to CLS, the caption agrees
+    expect(query).to_contain_text("the CLS token")
+    page.get_by_role("tab", name="Lessons").click()  # 10. a lesson with the bundled model
+    page.locator("#lesson-image input[type=file]").set_input_files(str(EXAMPLES / "cat.jpg"))
+    compare_with_the_bundled_model(page)
+    page.get_by_role("tab", name="Train").click()  # 11. train on a tiny folder, then stop
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
+    page.get_by_label("Local folder").check()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("200")
+    page.get_by_label("Batch size").fill("4")
+    page.get_by_role("button", name="Start").click()
+    progress = page.locator("#train-progress")
+    expect(progress).to_contain_text("running")
+    expect(page.locator("#curves img")).to_have_attribute("alt", re.compile("loss readings"))
+    page.get_by_role("button", name="Stop (saves a checkpoint)").click()
+    page.get_by_role("button", name="Yes, stop my run").click()
+    expect(progress).to_contain_text("stopped", timeout=120_000)
+    expect(page.locator("#train-checkpoint a").first).to_have_attribute(
+        "download", re.compile(r"^vit_cifar_nano_\d+epochs.*\.safetensors$")
+    )
     page.close()

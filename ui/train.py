@@ -196,7 +196,7 @@ def _monitor() -> dict[str, Any]:
                 elem_id="probe",
             )
     with gr.Row():
-        checkpoint = gr.File(label="Checkpoint of your run (download)", height=70)
+        checkpoint = gr.File(label="Checkpoint of your run (download)", height=70, elem_id="train-checkpoint")
         open_in_explore = gr.Button("Open this checkpoint in Explore")
     return {
         "status": status,
