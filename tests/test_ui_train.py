@@ -154,3 +154,15 @@ def test_layout_messages_keep_their_slashes_for_visitors(tmp_path):
         load_cifar10(tmp_path, train=True, download=False)
     shown = for_visitors(str(info.value))
     assert "train/&lt;class&gt;/ and test/&lt;class&gt;/ image folders" in shown and str(tmp_path) not in shown
+
+
+def test_polling_goes_on_until_the_page_has_drawn_the_end_of_the_run(tmp_path):
+    """A run that ends between a poll and the timer's check still gets its final state drawn."""
+    from types import SimpleNamespace
+
+    from training.registry import JobRegistry, TrainLimits
+    from ui.train import keep_polling
+
+    runs, visitor = JobRegistry(tmp_path / "runs", TrainLimits()), SimpleNamespace(session_hash="alice")
+    assert keep_polling(runs, (1, 2, 3, "", True), visitor).active  # the page still shows "running"
+    assert not keep_polling(runs, (1, 2, 3, "", False), visitor).active  # it shows the end: stop polling

@@ -30,7 +30,8 @@ from .settings import ServerSettings, for_visitors
 
 POLL_S = 1.0
 PROBE_PX = 64
-NOTHING_SHOWN = (-1, -1, -1, "")  # (epochs, probes, loss readings, checkpoint listed) this browser shows
+# (epochs, probes, loss readings, checkpoint listed, shown as running) this browser shows
+NOTHING_SHOWN = (-1, -1, -1, "", False)
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model")
 STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626", "finished": "#16a34a"}
@@ -280,7 +281,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
     visitor = owner(request)
     snap = runs.snapshot(visitor)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
-    now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3])
+    now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], snap.running)
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
     listed = gr.skip()
     if not snap.running and snap.checkpoint and seen[3] != snap.checkpoint:
@@ -289,7 +290,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
             listed = gr.Dropdown(choices=model_choices(catalog, visitor))
         except ModelUnavailable:
             pass  # a run stopped before its first checkpoint: nothing to list
-        now = (*now[:3], snap.checkpoint)
+        now = (*now[:3], snap.checkpoint, now[4])
     drawable = snap.history or snap.step_losses
     curves = (
         shown(
@@ -316,9 +317,12 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
     )
 
 
-def keep_polling(runs: JobRegistry, request: gr.Request) -> gr.Timer:
-    """The timer runs while the visitor's run does (kept out of the API: it only drives the page)."""
-    return gr.Timer(active=runs.snapshot(owner(request)).running)
+def keep_polling(runs: JobRegistry, seen: tuple, request: gr.Request) -> gr.Timer:
+    """The timer runs while the visitor's run does, and once more if the page still shows it
+    running: a run that ended between a poll and this check still gets its final state drawn
+    (kept out of the API: it only drives the page)."""
+    shown_running = bool(seen) and len(seen) == len(NOTHING_SHOWN) and bool(seen[-1])
+    return gr.Timer(active=runs.snapshot(owner(request)).running or shown_running)
 
 
 def ask_to_stop(view: TrainView) -> dict:
@@ -352,7 +356,7 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
 
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tab) -> None:
     options = view.pick("model", "source", "folder", "epochs", "lr", "batch", "warmup")
-    polling = {"fn": bound(keep_polling, runs), "inputs": None, "outputs": view.timer, "api_visibility": "private"}
+    polling = {"fn": bound(keep_polling, runs), "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
     # preprocess=False: train_start checks its numbers itself (ui.checks) and names the field.
     started = view.start.click(
         bound(train_start, view, runs, catalog, settings),
