@@ -372,7 +372,8 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
     compare_with_the_bundled_model(page)
     page.get_by_role("tab", name="Train").click()  # 11. train on a tiny folder, then stop
     data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
-    page.get_by_label("Local folder").check()
+    expect(page.get_by_label("Local folder")).to_be_checked()  # offline, the default source is one that works
+    expect(page.get_by_text("First step:")).to_be_visible()
     page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
     page.get_by_label("Epochs", exact=True).fill("200")
     page.get_by_label("Batch size").fill("4")

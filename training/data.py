@@ -73,11 +73,11 @@ def list_image_folder(split_dir: Path) -> tuple[list[str], list[tuple[Path, int]
     if not split_dir.is_dir():
         raise DataError(f"{split_dir}: no such folder (expected {IMAGE_FOLDER_LAYOUT})")
     class_names = sorted(d.name for d in split_dir.iterdir() if d.is_dir() and not d.name.startswith("."))
-    files = [
-        (path, label)
+    files = [  # file names sorted as strings: sorting Path objects took seconds for CIFAR-10's 50,000
+        (split_dir / name / file, label)
         for label, name in enumerate(class_names)
-        for path in sorted((split_dir / name).iterdir())
-        if path.suffix.lower() in IMAGE_SUFFIXES
+        for file in sorted(os.listdir(split_dir / name))
+        if os.path.splitext(file)[1].lower() in IMAGE_SUFFIXES
     ]
     if not files:
         raise DataError(
