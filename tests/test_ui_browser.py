@@ -143,7 +143,7 @@ def test_the_train_tab_shows_progress_until_the_run_ends(server, tmp_path):
         page.get_by_role("tab", name="Train").click()
         page.get_by_label("Local folder").check()
         page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
-        page.get_by_label("Epochs").fill("2")
+        page.get_by_label("Epochs", exact=True).fill("2")
         page.get_by_label("Batch size").fill("8")
         page.get_by_role("button", name="Start").click()
         expect(page.locator("#train-progress")).to_contain_text("finished 2 epochs", timeout=150_000)
@@ -220,10 +220,12 @@ def covered(page, selector: str) -> list:
         """(selector) => {
         const hits = [];
         for (const img of document.querySelectorAll(selector)) {
+          img.scrollIntoView({block: "start"});
           const r = img.getBoundingClientRect();
           if (!r.width) continue;
           for (let i = 0; i < 9; i++) for (let j = 0; j < 9; j++) {
             const x = r.left + r.width * (i + 0.5) / 9, y = r.top + r.height * (j + 0.5) / 9;
+            if (y > window.innerHeight) continue;  // below the screen: elementFromPoint sees nothing there
             const top = document.elementFromPoint(x, y);
             if (top !== img) hits.push([img.alt, i, j, top && top.outerHTML.slice(0, 80)]);
           }
