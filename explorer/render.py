@@ -781,7 +781,7 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
         *tiles, bar = _scaled_row(image, maps[-1], style, share if has_prefix else None, named=wrapped)
         for start in range(0, len(tiles), PROBE_COLUMNS):
             rows.append([*tiles[start : start + PROBE_COLUMNS], bar])
-            labels.append(f"epoch {epoch}" if start == 0 else "")
+            labels.append(("before training" if epoch == 0 else f"after epoch {epoch}") if start == 0 else "")
     cols = [] if wrapped else [f"head {j + 1}" for j in range(heads)]
     left = "Maps show attention to the patches; attention to CLS (printed under each tile) is left out."
     note = left if has_prefix else ""

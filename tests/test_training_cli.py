@@ -38,6 +38,11 @@ def test_resume_refuses_options_it_would_ignore(capsys):
     assert "drop ['--lr']" in capsys.readouterr().out
 
 
+def test_a_warm_up_as_long_as_the_run_is_refused_with_one_line(tmp_path, capsys):
+    assert main(["--epochs", "5", "--warmup-epochs", "5", "--out", str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err.startswith("error: warmup_epochs (5) must be shorter than the run (5 epochs)")
+
+
 def test_bad_data_is_a_clear_error_and_exit_code(tmp_path, capsys):
     write_image_folder(tmp_path / "one", per_class=2, size=8, classes=("only",))
     assert main(["--data", str(tmp_path / "one"), "--out", str(tmp_path / "out")]) == 1

@@ -101,3 +101,18 @@ def test_the_learning_rate_has_one_rule_everywhere():
         with pytest.raises(ValueError, match="learning rate must be a number above 0 and at most 1"):
             TrainLimits().check(epochs=1, batch_size=8, lr=lr)
     assert TrainConfig(lr=5.0).lr == 5.0 and TrainLimits(max_lr=10).check(epochs=1, batch_size=8, lr=5)[2] == 5.0
+
+
+def test_warm_up_defaults_to_a_tenth_of_the_run_and_at_least_one_step():
+    from training.optim import warmup_steps
+
+    assert TrainConfig().warmup_epochs is None
+    assert warmup_steps(None, steps_per_epoch=352, total_steps=5 * 352) == 176  # 10% of 5 epochs
+    assert warmup_steps(None, steps_per_epoch=2, total_steps=4) == 1  # never zero steps
+    assert warmup_steps(0.5, steps_per_epoch=10, total_steps=100) == 5  # an explicit length in epochs
+
+
+@pytest.mark.parametrize("warmup", [5.0, 7.5])
+def test_a_warm_up_as_long_as_the_run_is_refused(warmup):
+    with pytest.raises(ValueError, match=rf"warmup_epochs \({warmup:g}\) must be shorter than the run \(5 epochs\)"):
+        TrainConfig(epochs=5, warmup_epochs=warmup)

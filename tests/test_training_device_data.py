@@ -53,6 +53,14 @@ def test_channel_stats_are_the_per_channel_moments():
     assert mean == (0.0, 1.0, 0.5) and std[0] == 0.0 and std[1] == 0.0 and std[2] > 0.5
 
 
+def test_channel_stats_from_histograms_equal_the_moments_of_the_pixels():
+    images = torch.randint(0, 256, (50, 3, 8, 8), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    x = images.double() / 255
+    mean, std = channel_stats(ImageSet(images, torch.zeros(50, dtype=torch.long), ["a"]))
+    assert mean == tuple(round(v, 4) for v in x.mean(dim=(0, 2, 3)).tolist())
+    assert std == tuple(round(v, 4) for v in x.std(dim=(0, 2, 3)).tolist())
+
+
 def test_predict_equals_a_batched_forward_in_eval_mode():
     model = vit.create_model("vit_cifar_nano", depth=1).train()
     images = _images(5, 32)

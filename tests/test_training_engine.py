@@ -85,7 +85,7 @@ def test_resume_without_a_training_state_says_so(tmp_path):
 
 def test_resume_of_a_state_with_a_bad_config_names_the_field(tiny_data, tmp_path):
     out = tmp_path / "run"
-    Trainer(tiny_config(tiny_data, out, epochs=1), progress=False).run()
+    Trainer(tiny_config(tiny_data, out, epochs=1, warmup_epochs=0.5), progress=False).run()
     model, meta = vit.load_checkpoint(out / LAST)
     bad = {**meta.info, "train_config": {**meta.info["train_config"], "batch_size": "eight"}}
     vit.save_checkpoint(

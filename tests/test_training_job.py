@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -49,6 +50,8 @@ def test_job_trains_reports_and_refuses_a_second_start(data, tmp_path):
     assert s.probe_image.shape == (3, 16, 16) and s.probe_image.dtype == torch.uint8
     model, meta = vit.load_checkpoint(s.checkpoint)
     assert meta.class_names == list(CLASSES) and model.config.image_size == 16
+    assert Path(s.checkpoint).name == f"vit_cifar_nano_2epochs_acc{round(100 * s.history[-1]['val_acc'])}.safetensors"
+    assert s.step_losses[0][0] == 1 / 5  # the first loss reading comes after the first step (of 5 per epoch)
     assert not (tmp_path / "b").exists()
     assert [epoch for epoch, _ in s.probe] == [0, 1, 2]
     assert all(maps.shape == (6, 4, 4, 4) for _, maps in s.probe)  # (L, H, gh, gw)

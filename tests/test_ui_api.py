@@ -23,8 +23,13 @@ STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, 
 CHEETAH = gradio.media.get_image("cheetah1.jpg")
 
 
-def pixels(path) -> np.ndarray:
-    return np.asarray(Image.open(path).convert("RGB"))
+def pixels(picture) -> np.ndarray:
+    """The pixels of an image output: a file path, or an update carrying the file and its alt text."""
+    return np.asarray(Image.open(file_of(picture)).convert("RGB"))
+
+
+def file_of(picture) -> str:
+    return picture["value"] if isinstance(picture, dict) else picture
 
 
 def test_every_view_has_an_api_name(client):
@@ -40,7 +45,8 @@ def test_every_view_has_an_api_name(client):
 
 
 def test_one_upload_drives_every_view(client):
-    input_view, numbers, label, layer, heads, overview, rollout, distance, token, relevance = analyze(client, CHEETAH)
+    outputs = analyze(client, CHEETAH)
+    input_view, numbers, label, layer, heads, overview, rollout, distance, token, relevance, caption = outputs
     assert "grid **8 rows × 8 columns**" in numbers and "**65 tokens**" in numbers and "256 × 256" in numbers
     assert len(label["confidences"]) == 3 and label["label"] == label["confidences"][0]["label"]
     assert layer["maximum"] == 6
@@ -51,6 +57,7 @@ def test_one_upload_drives_every_view(client):
     assert pixels(distance).std() > 10
     assert token["value"] == "cls" and [v for _, v in token["choices"]] == ["cls", "patch"]
     assert relevance is None  # drawn on request only
+    assert "CLS token" in caption  # a new image starts at the default query, and the caption says so
 
 
 def test_controls_change_only_what_they_should(client):
@@ -82,7 +89,7 @@ def test_query_token_and_relevance_through_the_api(client):
     _, heads_again, text, token = client.predict("cls", 6, *STYLE, api_name="/query_token")
     assert token == "cls" and np.array_equal(pixels(heads_again), pixels(heads_cls))
     relevance = client.predict("cat", *STYLE, api_name="/relevance")
-    assert Path(relevance).name == "cheetah1-tiny_relevance_cat.png" and pixels(relevance).shape[1] == 320
+    assert Path(file_of(relevance)).name == "cheetah1-tiny_relevance_cat.png" and pixels(relevance).shape[1] == 320
 
 
 def test_exports_png_of_the_grid_and_gif_through_the_layers(client):
@@ -103,7 +110,7 @@ def test_the_three_lessons_through_the_api(client):
     picture, note = client.predict(image, ["bundled", "pretrained:nonexistent"], "inferno", api_name="/lesson_compare")
     assert pixels(picture).shape[1] > 4 * 100 and "pretrained:nonexistent" in note
     norms, table = client.predict(image, "bundled", "bundled", 6, "inferno", api_name="/lesson_token_norms")
-    assert Path(norms).name == "lesson-token-norms-layer6.png" and "median patch norm" in table
+    assert Path(file_of(norms)).name == "lesson-token-norms-layer6.png" and "median patch norm" in table
     top5, note = client.predict(image, "bundled", "1.1, 6.4", api_name="/lesson_heads_off")
     assert len(top5["confidences"]) == 5 and "Heads off: **1.1, 6.4**" in note
     ranking, note = client.predict(image, "bundled", api_name="/lesson_head_ranking")

@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import shutil
 
 import gradio
@@ -9,6 +10,8 @@ import pytest
 from picture_helpers import gradient_runs
 from PIL import Image
 from training_helpers import write_image_folder
+
+from ui.explore import EXAMPLES_DIR as EXAMPLES
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -26,6 +29,50 @@ FIRST_SCREEN = ("#upload", "#predictions", "#input-view img", "#heads img")
 pytestmark = pytest.mark.skipif(
     not shutil.which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
 )
+
+
+PHONE = {"width": 390, "height": 844}
+LAYER = "Layer (1 = first)"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One chromium for the module's tests (each opens its own page, a fresh Gradio session)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)  # a shared 2-core machine: answers take seconds, not milliseconds
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+def open_page(browser, server, viewport=SCREEN):
+    page = browser.new_page(viewport=viewport)
+    page.set_default_timeout(60_000)
+    page.goto(server)
+    return page
+
+
+def pick_example(page, name: str) -> None:
+    """Click the example of class `name` (named by its class) and wait for its analysis."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name=f"example: {name}").click()
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("query: the CLS token"))
+    expect(page.locator("#predictions")).to_contain_text("%")
+
+
+def click_patch(page, row: int, col: int, grid: int = 8) -> None:
+    """Click the centre of the patch at (row, col), 1-based, of the input view's square grid."""
+    page.wait_for_function("() => { const i = document.querySelector('#input-view img'); return i && i.complete; }")
+    page.locator("#input-view img").scroll_into_view_if_needed()
+    box = page.locator("#input-view img").bounding_box()
+    page.mouse.click(box["x"] + box["width"] * (col - 0.5) / grid, box["y"] + box["height"] * (row - 0.5) / grid)
+
+
+def heads_alt(page) -> str:
+    return page.locator("#heads img").get_attribute("alt")
 
 
 def image_src(page, elem_id: str) -> str | None:
@@ -96,7 +143,7 @@ def test_the_train_tab_shows_progress_until_the_run_ends(server, tmp_path):
         page.get_by_role("tab", name="Train").click()
         page.get_by_label("Local folder").check()
         page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
-        page.get_by_label("Epochs").fill("2")
+        page.get_by_label("Epochs", exact=True).fill("2")
         page.get_by_label("Batch size").fill("8")
         page.get_by_role("button", name="Start").click()
         expect(page.locator("#train-progress")).to_contain_text("finished 2 epochs", timeout=150_000)
@@ -132,3 +179,250 @@ def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_th
             picture = Image.open(io.BytesIO(page.request.get(rollout.get_attribute("src")).body())).convert("RGB")
             assert gradient_runs(picture, cmap)  # relative: the diverging colour bar; top mass: the weights' bar
         browser.close()
+
+
+def test_the_caption_picker_and_outline_reset_with_every_new_image(server, browser):
+    """Issue 19, 1: after another example, an upload or a resize policy the query is CLS again,
+    and the caption, the picker and the input view's outline all say so."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    query, picker, grid = page.locator("#query"), page.locator("#query-token input"), page.locator("#input-view img")
+    for new_image in (
+        lambda: pick_example(page, "dog"),
+        lambda: page.get_by_label("Whole image (non-square grid)").check(),
+        lambda: page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg")),
+    ):
+        click_patch(page, 3, 5)
+        expect(query).to_contain_text("row 3, column 5")
+        expect(picker).to_have_value("a patch (click the grid)")
+        new_image()
+        expect(query).to_contain_text("the CLS token")
+        expect(picker).to_have_value("CLS token")
+        expect(grid).to_have_attribute("alt", re.compile("patch grid of"))
+        expect(grid).not_to_have_attribute("alt", re.compile("outlined"))
+        expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("query: the CLS token"))
+    page.close()
+
+
+def test_the_layer_redraws_by_keys_and_typed_number_and_exports_match_the_screen(server, browser):
+    """Issue 19, 2: Gradio's slider sends "release" only on pointer-up; keys and a typed number
+    must redraw the maps too, and the PNG export is the picture on the screen."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    heads = page.locator("#heads img")
+    before = heads.get_attribute("src")
+    page.get_by_label(f"range slider for {LAYER}").press("ArrowLeft")
+    page.get_by_label(f"range slider for {LAYER}").press("ArrowLeft")
+    wait_for_new_src(page, "heads", before)  # redrawn (on the old page, never)
+    expect(heads).to_have_attribute("alt", re.compile("layer 4 of 6"))
+    before = heads.get_attribute("src")
+    typed = page.get_by_label(f"number input for {LAYER}")
+    typed.fill("2")
+    typed.press("Enter")
+    wait_for_new_src(page, "heads", before)
+    expect(heads).to_have_attribute("alt", re.compile("layer 2 of 6"))
+    page.get_by_role("button", name="Export PNG").click()
+    link = page.locator("#export a").first
+    expect(link).to_have_attribute("download", re.compile(r"^cat-\w+_layer2_cls\.png$"))
+    exported = Image.open(io.BytesIO(page.request.get(link.get_attribute("href")).body())).convert("RGB")
+    on_screen = Image.open(io.BytesIO(page.request.get(heads.get_attribute("src")).body())).convert("RGB")
+    assert exported.tobytes() == on_screen.tobytes()
+    page.close()
+
+
+def compare_with_the_bundled_model(page) -> None:
+    """Lesson 1 with the bundled (default) model alone: the pretrained defaults cannot download offline."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name="Clear").first.click()
+    page.get_by_role("combobox", name="Models to compare (up to 3)").click()
+    page.get_by_role("option", name=re.compile(r"\((bundled|default)\)")).click()
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(page.locator("#lesson-compare img")).to_have_attribute("alt", re.compile("one row per model: .+"))
+
+
+def covered(page, selector: str) -> list:
+    """Points of the pictures under `selector` (a 9 x 9 grid each) where something else is on top."""
+    return page.evaluate(
+        """(selector) => {
+        const hits = [];
+        for (const img of document.querySelectorAll(selector)) {
+          img.scrollIntoView({block: "start"});
+          const r = img.getBoundingClientRect();
+          if (!r.width) continue;
+          for (let i = 0; i < 9; i++) for (let j = 0; j < 9; j++) {
+            const x = r.left + r.width * (i + 0.5) / 9, y = r.top + r.height * (j + 0.5) / 9;
+            if (y > window.innerHeight) continue;  // below the screen: elementFromPoint sees nothing there
+            const top = document.elementFromPoint(x, y);
+            if (top !== img) hits.push([img.alt, i, j, top && top.outerHTML.slice(0, 80)]);
+          }
+        }
+        return hits;
+      }""",
+        selector,
+    )
+
+
+def test_no_toolbar_or_badge_covers_a_picture_and_every_patch_of_row_1_is_clickable(server, browser, tmp_path):
+    """Issue 19, 3: Gradio's toolbar sat on row 1, columns 7-8 of the grid; badges hid titles."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    for col in range(1, 9):
+        click_patch(page, 1, col)
+        expect(page.locator("#query")).to_contain_text(f"row 1, column {col}")
+    for picture in ("#upload img", "#input-view img", "#heads img"):
+        page.hover(picture)  # Gradio shows some toolbars only under the mouse
+        assert covered(page, "#upload img, #input-view img, #heads img") == []
+    page.get_by_role("tab", name="Lessons").click()
+    page.locator("#lesson-image input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
+    compare_with_the_bundled_model(page)
+    assert covered(page, "#lesson-image img, #lesson-compare img") == []
+    page.close()
+
+
+def own_text_sizes(page) -> list:
+    """(text, font size x device pixel ratio) of every visible element that draws text itself."""
+    return page.evaluate(
+        """() => {
+        const out = [];
+        for (const el of document.querySelectorAll(".gradio-container *")) {
+          const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+          const r = el.getBoundingClientRect();
+          if (!own || !r.width || !el.checkVisibility()) continue;
+          out.push([el.textContent.trim().slice(0, 30), parseFloat(getComputedStyle(el).fontSize) * devicePixelRatio]);
+        }
+        return out;
+      }"""
+    )
+
+
+def test_text_is_at_least_12_px_and_phone_head_maps_at_least_150_px(server, browser):
+    """Issue 19, 4: every button and label at 1280x720 draws text of 12 px or more (arrow glyphs
+    larger); on a 390 x 844 phone each head map keeps at least 150 px of width."""
+    from explorer.views import HEAD_PX
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    sizes = own_text_sizes(page)
+    assert len(sizes) > 50 and [s for s in sizes if s[1] < 12] == []
+    for name in ("up", "down", "left", "right"):
+        arrow = page.get_by_role("button", name=f"move the query {name}")
+        assert arrow.evaluate("(b) => parseFloat(getComputedStyle(b).fontSize)") >= 18
+    page.close()
+    phone = open_page(browser, server, PHONE)
+    pick_example(phone, "cat")
+    heads = phone.locator("#heads img")
+    natural = heads.evaluate("(img) => img.naturalWidth")
+    assert heads.bounding_box()["width"] * HEAD_PX / natural >= 150  # one tile, as drawn on the phone
+    phone.close()
+
+
+def test_examples_and_how_to_read_this_are_on_the_first_screen(server, browser):
+    """Issue 19, 8: after an image loads, at 1280x720, a whole row of examples and the way into
+    "How to read this" are visible without scrolling."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    examples = page.locator("#examples button")
+    first_row = [examples.nth(i).bounding_box() for i in range(examples.count())]
+    first_row = [b for b in first_row if b["y"] == first_row[0]["y"]]
+    assert len(first_row) >= 3 and all(b["y"] + b["height"] <= SCREEN["height"] for b in first_row)
+    how = page.get_by_role("button", name=re.compile("How to read this"))
+    box = how.bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= SCREEN["height"]
+    how.click()
+    expect(page.get_by_text("A ViT cuts the image into square")).to_be_visible()
+    page.close()
+
+
+def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, browser):
+    """Issue 19, 9: pictures say what they show, examples and arrows are named, one h1."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    click_patch(page, 2, 3)
+    page.get_by_role("button", name="move the query right").click()
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("row 2, column 4"))
+    tree = page.locator("body").aria_snapshot()
+    assert len(re.findall(r"\[level=1\]", tree)) == 1
+    for name in ("airplane", "cat", "truck"):
+        assert f'button "example: {name}"' in tree
+    for name in ("up", "down", "left", "right"):
+        assert f'button "move the query {name}"' in tree
+    assert (
+        'img "Attention of each of the 4 heads in layer 6 of 6, query: the patch at row 2, column 4, '
+        'model: the bundled model"' in tree
+    )
+    assert 'img "The input of the bundled model with its patch grid of 8 rows and 8 columns, the patch at row 2' in tree
+    unnamed = page.evaluate(
+        """() => [...document.querySelectorAll(".gradio-container img")]
+          .filter((i) => i.getBoundingClientRect().width > 24 && !i.alt).map((i) => i.src.slice(-40))"""
+    )
+    assert unnamed == []  # every picture larger than an icon has an alt text
+    page.close()
+
+
+def test_the_classroom_run_through_in_order(server, browser, tmp_path):
+    """Issue 19, 10: what a teacher does in ten minutes, in order, checking what the screen says."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    heads, query = page.locator("#heads img"), page.locator("#query")
+    pick_example(page, "cat")  # 1. an example
+    expect(page.locator("#predictions")).to_contain_text("%")
+    click_patch(page, 4, 4)  # 2. a patch
+    expect(query).to_contain_text("row 4, column 4")
+    page.locator("body").click(position={"x": 5, "y": 5})  # 3. arrows, from the keyboard and the buttons
+    page.keyboard.press("ArrowDown")
+    expect(query).to_contain_text("row 5, column 4")
+    page.get_by_role("button", name="move the query left").click()
+    expect(heads).to_have_attribute("alt", re.compile("layer 6 of 6, query: the patch at row 5, column 3"))
+    page.get_by_label(f"range slider for {LAYER}").press("Home")  # 4. the layer, by keyboard
+    expect(heads).to_have_attribute("alt", re.compile("layer 1 of 6"))
+    page.locator("#play").click()  # 5. play through the layers: it ends on the last
+    expect(page.get_by_label(f"number input for {LAYER}")).to_have_value("6", timeout=60_000)
+    expect(heads).to_have_attribute("alt", re.compile("layer 6 of 6, query: the patch at row 5, column 3"))
+    before = heads.get_attribute("src")
+    page.get_by_label("each head stretched to its own max").check()  # 6. scale modes redraw the maps
+    wait_for_new_src(page, "heads", before)
+    page.get_by_label("fixed 0 to 1").check()
+    page.get_by_role("tab", name="Rollout").click()  # 7. rollout and relevance
+    expect(page.locator("img[alt^='Attention rollout']")).to_be_visible()
+    page.get_by_role("tab", name="Relevance (Chefer et al. 2021)").click()
+    page.get_by_role("button", name="Explain this class").click()
+    expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile("for the predicted class"))
+    page.get_by_role("button", name="Export GIF through the layers").click()  # 8. exports, named by content
+    expect(page.locator("#export a").first).to_have_attribute("download", re.compile(r"_layers1-6_row5-col3\.gif$"))
+    page.get_by_role("button", name="Export PNG").click()
+    expect(page.locator("#export a").first).to_have_attribute("download", re.compile(r"_layer6_row5-col3\.png$"))
+    pick_example(page, "ship")  # 9. another example: back to CLS, the caption agrees
+    expect(query).to_contain_text("the CLS token")
+    page.get_by_role("tab", name="Lessons").click()  # 10. a lesson with the bundled model
+    page.locator("#lesson-image input[type=file]").set_input_files(str(EXAMPLES / "cat.jpg"))
+    compare_with_the_bundled_model(page)
+    page.get_by_role("tab", name="Train").click()  # 11. train on a tiny folder, then stop
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
+    expect(page.get_by_label("Local folder")).to_be_checked()  # offline, the default source is one that works
+    expect(page.get_by_text("First step:")).to_be_visible()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("200")
+    page.get_by_label("Batch size").fill("4")
+    page.get_by_role("button", name="Start").click()
+    progress = page.locator("#train-progress")
+    expect(progress).to_contain_text("running")
+    expect(page.locator("#curves img")).to_have_attribute("alt", re.compile("loss readings"))
+    page.get_by_role("button", name="Stop (saves a checkpoint)").click()
+    page.get_by_role("button", name="Yes, stop my run").click()
+    expect(progress).to_contain_text("stopped", timeout=120_000)
+    expect(page.locator("#train-checkpoint a").first).to_have_attribute(
+        "download", re.compile(r"^vit_cifar_nano_\d+epochs.*\.safetensors$")
+    )
+    page.close()

@@ -46,7 +46,24 @@ def test_a_handler_returns_its_pictures_by_component(tab, explanation_key):
     view, _ = tab
     out = h.restyle(view, explanation_key, None, 3, "max", 0.5, *STYLE)
     assert set(out) == {view.heads, view.overview, view.rollout}
-    assert all(Image.open(path).width > 0 for path in out.values())
+    assert all(Image.open(opened(picture)).width > 0 for picture in out.values())
+
+
+def opened(picture: gr.Image) -> str:
+    """The file of a picture a handler returned (with its alt text) as its component's value."""
+    return picture.value["path"]
+
+
+def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explanation):
+    view, _ = tab
+    out = h.query_patch(view, explanation, 3, 5, 4, *STYLE)
+    assert out[view.heads].alt_text == (
+        "Attention of each of the 4 heads in layer 4 of 6, query: the patch at row 3, column 5, "
+        "model: the bundled model"
+    )
+    assert "patch grid of 8 rows and 8 columns, the patch at row 3, column 5 outlined" in out[view.input_img].alt_text
+    rollout = h.show_rollout(view, explanation, "max", 0.5, *STYLE)[view.rollout].alt_text
+    assert "rollout of the CLS token" in rollout and "max head fusion" in rollout and "0.50" in rollout
 
 
 def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation_key):
@@ -63,7 +80,7 @@ def test_play_steps_the_layer_slider_through_every_layer(tab, explanation_key, m
     monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
     frames = list(h.play_layers(view, explanation_key, None, *STYLE))
     assert [f[view.layer] for f in frames] == [1, 2, 3, 4, 5, 6]
-    pictures = [np.asarray(Image.open(f[view.heads])) for f in frames]
+    pictures = [np.asarray(Image.open(opened(f[view.heads]))) for f in frames]
     assert not np.array_equal(pictures[0], pictures[-1])
 
 
@@ -123,7 +140,7 @@ def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(
     image = tmp_path / "green.png"
     Image.new("RGB", (32, 32), (10, 200, 30)).save(image)
     pictures = h.full_analysis(loaded, str(image), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
-    assert pictures["label"] == {} and Image.open(pictures["heads"]).width > 0
+    assert pictures["label"] == {} and Image.open(opened(pictures["heads"])).width > 0
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +173,9 @@ def test_each_prefix_token_can_be_the_query(prefixed):
     reg2 = h.query_token(view, key, "reg2", None, 6, *STYLE)
     assert cls[view.query] is None and reg2[view.query] == "reg2" and reg2[view.query_token] == "reg2"
     assert "register 2" in reg2[view.query_md]
-    assert not np.array_equal(np.asarray(Image.open(cls[view.heads])), np.asarray(Image.open(reg2[view.heads])))
+    assert not np.array_equal(
+        np.asarray(Image.open(opened(cls[view.heads]))), np.asarray(Image.open(opened(reg2[view.heads])))
+    )
     assert h.query_name("reg2") == "reg2"
 
 
@@ -195,10 +214,10 @@ def test_relevance_follows_the_chosen_class(tab, explanation_key):
     same = h.show_relevance(view, catalog, explanation_key, "cat-bundled", top, *STYLE)[view.relevance]
     other = next(c for c in CIFAR10_CLASSES if c != top)
     different = h.show_relevance(view, catalog, explanation_key, "cat-bundled", other, *STYLE)[view.relevance]
-    pixels = [np.asarray(Image.open(p)) for p in (predicted, same, different)]
+    pixels = [np.asarray(Image.open(opened(p))) for p in (predicted, same, different)]
     assert np.array_equal(pixels[0][80:], pixels[1][80:])  # the same map (titles differ: "predicted" or "chosen")
     assert not np.array_equal(pixels[0][80:], pixels[2][80:])
-    assert Path(different).name == f"cat-bundled_relevance_{other}.png"  # image, model, what, class
+    assert Path(opened(different)).name == f"cat-bundled_relevance_{other}.png"  # image, model, what, class
 
 
 def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explanation_key, tmp_path):

@@ -48,7 +48,8 @@ def image() -> dict:
 def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, registers, image):
     view, catalog = tab
     out = h.compare_models(view, catalog, image, [BUNDLED, registers, "pretrained:nonexistent"], "viridis")
-    assert Image.open(out[view.compare_picture]).width > 0
+    assert Image.open(out[view.compare_picture].value["path"]).width > 0
+    assert out[view.compare_picture].alt_text.startswith("Last-layer CLS attention of every head, one row per model: ")
     assert "Not available here" in out[view.compare_note] and "pretrained:nonexistent" in out[view.compare_note]
     clean = h.compare_models(view, catalog, image, [BUNDLED], "viridis")
     assert clean[view.compare_note] == ""
@@ -69,7 +70,7 @@ def test_the_comparison_refuses_no_models_too_many_or_none_loadable(tab, image):
 def test_token_norms_of_a_model_with_and_without_registers(tab, registers, image):
     view, catalog = tab
     out = h.compare_token_norms(view, catalog, image, registers, BUNDLED, 3, "inferno")
-    assert Image.open(out[view.norms_picture]).width > 0
+    assert Image.open(out[view.norms_picture].value["path"]).width > 0
     table = out[view.norms_table]
     assert "median patch norm" in table and "reg4" in table  # the registers' norms are listed by name
     with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):

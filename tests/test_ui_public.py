@@ -32,7 +32,8 @@ def public(tiny_checkpoint, tmp_path_factory):
 
 def test_a_visitor_cannot_type_a_server_path(public, tmp_path):
     client = Client(public, verbose=False)
-    with pytest.raises(AppError, match="unknown data source 'folder'; choose one of 'cifar10', 'operator'"):
+    # the operator's folder first: it is the default, the source that works offline
+    with pytest.raises(AppError, match="unknown data source 'folder'; choose one of 'operator', 'cifar10'"):
         client.predict("vit_cifar_nano", "folder", str(tmp_path), 1, 1e-3, 8, api_name="/train_start")
     with pytest.raises(AppError, match="pick a model from the list"):  # no typed weights file
         client.predict(str(tmp_path / "weights.pth"), "operator", "", 1, 1e-3, 8, api_name="/train_start")

@@ -41,8 +41,9 @@ def wait_for_job(client, timeout_s: float = 150) -> dict:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         status = dict(zip(NAMES, client.predict(api_name="/train_status"), strict=True))
-        # A skipped output (an unchanged picture or list) arrives as None or an update without a value.
-        pictures = {k: status[k] for k in ("curves", "probe") if isinstance(status[k], str)}
+        # A picture arrives as an update with its file and alt text; a skipped output (an unchanged
+        # picture or list) as None or an update without a value.
+        pictures = {k: status[k]["value"] for k in ("curves", "probe") if (status[k] or {}).get("value")}
         listed = (
             {"model": status["model"]} if isinstance(status["model"], dict) and "choices" in status["model"] else {}
         )
@@ -79,6 +80,8 @@ def test_train_watch_and_explore_the_checkpoint(client, tmp_path):
 
 def test_stop_ends_the_run_early_and_keeps_a_checkpoint(client, tmp_path):
     data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=CLASSES, test_per_class=2)
+    with pytest.raises(AppError, match=re.escape("warmup_epochs (3) must be shorter than the run (3 epochs)")):
+        client.predict("vit_cifar_nano", "folder", str(data), 3, 1e-3, 4, 3, api_name="/train_start")
     client.predict("vit_cifar_nano", "folder", str(data), 200, 1e-3, 4, api_name="/train_start")
     # A run of 200 epochs is surely still going (a 2-epoch one may end before a loaded server
     # answers the next request): a second start is refused.
@@ -87,6 +90,7 @@ def test_stop_ends_the_run_early_and_keeps_a_checkpoint(client, tmp_path):
     assert "stopping" in client.predict(api_name="/train_stop")
     shown = wait_for_job(client)
     assert "stopped" in shown["progress"] and "error" not in shown["status"].lower()
+    assert "width:100.0%" not in shown["progress"]  # the bar stops where the run did, early in epoch 1
     assert vit.load_checkpoint(shown["checkpoint"])[1].class_names == list(CLASSES)
 
 
@@ -109,7 +113,7 @@ def test_bad_training_arguments_are_reported_before_any_work(client, tmp_path):
         client.predict("vit_cifar_nano", "cifar10", "", 1, 0, 8, api_name="/train_start")
 
     checks = [
-        (("ftp", "x", 1, 1e-3, 8), "unknown data source 'ftp'; choose one of 'cifar10', 'folder'"),
+        (("ftp", "x", 1, 1e-3, 8), "unknown data source 'ftp'; choose one of 'folder', 'cifar10'"),
         (("folder", "x", 1, -1.0, 8), "learning rate must be a number above 0 and at most 1, got -1.0"),
         (("folder", "x", 1, 1e-3, 2.5), "batch size must be a whole number from 1 to 1024, got 2.5"),
     ]
@@ -190,3 +194,26 @@ def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny
     last = train.train_status(view, runs, catalog, shown[view.seen], request)
     assert ">finished</b>" in last[view.progress]
     assert not train.keep_polling(last[view.seen]).active  # the end is on the page: stop
+
+
+def test_the_default_data_source_is_one_that_works_offline(tmp_path, monkeypatch):
+    from training.data import default_cache_dir
+    from ui.settings import ServerSettings
+    from ui.train import data_choices, data_note
+
+    local = ServerSettings()
+    assert data_choices(local)[0][1] == "folder" and "needs the internet" in data_choices(local)[-1][0]
+    assert "First step" in data_note(local)
+    assert data_choices(ServerSettings(data_folder=tmp_path))[0][1] == "operator"
+    (default_cache_dir() / "torchvision" / "cifar-10-batches-py").mkdir(parents=True)  # downloaded once before
+    assert data_choices(local)[0] == ("CIFAR-10 (downloaded)", "cifar10") and data_note(local) == ""
+
+
+def test_layout_messages_keep_their_slashes_for_visitors(tmp_path):
+    from training.data import DataError, load_cifar10
+    from ui.settings import for_visitors
+
+    with pytest.raises(DataError) as info:
+        load_cifar10(tmp_path, train=True, download=False)
+    shown = for_visitors(str(info.value))
+    assert "train/&lt;class&gt;/ and test/&lt;class&gt;/ image folders" in shown and str(tmp_path) not in shown

@@ -22,7 +22,11 @@ _TRAIN_OPTIONS = {
     "batch_size": (int, "images per step and process"),
     "lr": (float, "peak AdamW learning rate"),
     "weight_decay": (float, "AdamW weight decay (not on norms, biases, pos_embed, cls_token)"),
-    "warmup_epochs": (float, "linear warmup length before the cosine decay"),
+    "warmup_epochs": (
+        float,
+        "linear warm-up in epochs before the cosine decay, shorter than --epochs (None: 10%% "
+        "of the run, at least one step)",
+    ),
     "label_smoothing": (float, "label smoothing"),
     "clip_grad": (float, "max gradient norm, 0 for none"),
     "drop_path": (float, "stochastic depth rate (default: the model's own)"),

@@ -25,7 +25,7 @@ class TrainConfig:
     batch_size: int = 128  # per process
     lr: float = 1e-3
     weight_decay: float = 0.05
-    warmup_epochs: float = 5.0
+    warmup_epochs: float | None = None  # None: 10% of the run, at least one step (optim.warmup_steps)
     label_smoothing: float = 0.1
     clip_grad: float = 1.0  # max gradient norm (0: off)
     drop_path: float | None = None  # None: the model's own rate
@@ -67,8 +67,14 @@ class TrainConfig:
                 check_whole(name, getattr(self, name), 1)
         check_lr(self.lr)
         for name in ("weight_decay", "warmup_epochs", "clip_grad"):
-            if not (is_real(getattr(self, name)) and getattr(self, name) >= 0):
-                raise ValueError(f"{name} must be a finite number of at least 0, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if (value is not None or name != "warmup_epochs") and not (is_real(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number of at least 0, got {value!r}")
+        if self.warmup_epochs is not None and self.warmup_epochs >= self.epochs:
+            raise ValueError(
+                f"warmup_epochs ({self.warmup_epochs:g}) must be shorter than the run ({self.epochs} epochs): the "
+                "learning rate would never decay; leave it out for 10% of the run"
+            )
         for name in ("label_smoothing", "drop_path"):
             value = getattr(self, name)
             if (value is not None or name == "label_smoothing") and not (is_real(value) and 0 <= value < 1):

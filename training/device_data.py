@@ -40,11 +40,18 @@ class Normalizer:
 
 
 def channel_stats(data: ImageSet) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per-channel mean and std of a data set in [0, 1]: how models trained from scratch standardise."""
-    x = data.images.float() / 255  # (N, 3, H, W)
-    mean = tuple(round(v, 4) for v in x.mean(dim=(0, 2, 3)).tolist())
-    std = tuple(round(v, 4) for v in x.std(dim=(0, 2, 3)).tolist())
-    return mean, std
+    """Per-channel mean and (unbiased) std of a data set in [0, 1]: how models trained from
+    scratch standardise. Exact, from each channel's histogram of its 256 byte values: no float
+    copy of the data set (a float copy of CIFAR-10 took ~8 s of the Train tab's start)."""
+    levels = torch.arange(256, dtype=torch.float64, device=data.images.device) / 255
+    mean, std = [], []
+    for c in range(data.images.shape[1]):
+        counts = torch.bincount(data.images[:, c].reshape(-1), minlength=256).double()  # (256,)
+        n = counts.sum()
+        m = (counts * levels).sum() / n
+        mean.append(round(float(m), 4))
+        std.append(round(float(((counts * (levels - m) ** 2).sum() / (n - 1)).sqrt()), 4))
+    return tuple(mean), tuple(std)
 
 
 def epoch_seed(seed: int, epoch: int, rank: int) -> int:

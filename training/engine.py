@@ -26,7 +26,7 @@ import vit
 from .config import TrainConfig, describe_device, resolve_device
 from .data import ImageSet, holdout_split, load_split
 from .device_data import Normalizer, channel_stats, epoch_seed, epoch_shard, predict
-from .optim import lr_at, make_optimizer
+from .optim import lr_at, make_optimizer, warmup_steps
 from .provenance import Provenance, command_line, config_argv, public_info
 from .run_files import LAST, METRICS, MODEL, append_metrics, write_metrics
 from .sources import adapt, load_source
@@ -152,7 +152,7 @@ class Trainer:
         self.optimizer = make_optimizer(self.model, c.lr, c.weight_decay, self.device)
         self.steps_per_epoch = math.ceil(len(self.train_set) // self.world / c.batch_size)
         self.total_steps = self.steps_per_epoch * c.epochs
-        self.warmup_steps = round(c.warmup_epochs * self.steps_per_epoch)
+        self.warmup_steps = warmup_steps(c.warmup_epochs, self.steps_per_epoch, self.total_steps)
         self.train_step = TrainStep(
             self.forward,
             self.optimizer,
@@ -271,7 +271,8 @@ class Trainer:
             lr = lr_at(self.step, self.total_steps, self.warmup_steps, c.lr)
             totals += self.train_step(self.train_set.images[index], self.train_set.labels[index], gen, lr)
             self.step += 1
-            if i % LOG_EVERY == LOG_EVERY - 1 or i == self.steps_per_epoch - 1:
+            # After the first step too: a live curve shows its first point within seconds of Start.
+            if i % LOG_EVERY == LOG_EVERY - 1 or i in (0, self.steps_per_epoch - 1):
                 self._report(bar, totals, time.perf_counter() - started)
             bar.update(1)
             if self.hooks.on_step:

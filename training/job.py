@@ -7,6 +7,7 @@ progress, per-epoch metrics, and the attention of a fixed probe image at every e
 from __future__ import annotations
 
 import copy
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,19 @@ def _job_config(
     return config
 
 
+def named_checkpoint(out: Path, model: str, history: list[dict]) -> Path:
+    """Rename the run's OUT/model.safetensors after what it holds, e.g.
+    `vit_cifar_nano_5epochs_acc41.safetensors` (model, finished epochs, last validation
+    accuracy in %): a visitor's downloads folder fills with runs, not with model.safetensors."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model).stem).strip("-.") or "model"
+    accuracy = (
+        f"_acc{round(100 * history[-1]['val_acc'])}" if history and history[-1].get("val_acc") is not None else ""
+    )
+    named = out / f"{stem}_{len(history)}epochs{accuracy}.safetensors"
+    (out / MODEL).replace(named)
+    return named
+
+
 class TrainingJob:
     """Start / stop / observe one training run in a background thread."""
 
@@ -146,7 +160,7 @@ class TrainingJob:
         except Exception as e:  # noqa: BLE001 - any failure must reach the UI, not die with the thread
             self._update(running=False, error=f"{type(e).__name__}: {e}", message="training failed")
             return
-        checkpoint = str(Path(config.out) / MODEL)
+        checkpoint = str(named_checkpoint(Path(config.out), config.model, self.snapshot().history))
         if summary["stopped"]:
             message = f"stopped during epoch {summary['epochs_done'] + 1}; model saved to {checkpoint}"
         else:

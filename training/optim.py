@@ -19,6 +19,17 @@ def lr_at(step: int, total_steps: int, warmup_steps: int, base_lr: float) -> flo
     return base_lr * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
+WARMUP_SHARE = 0.1  # the default warm-up: this share of the run, at least one step
+
+
+def warmup_steps(warmup_epochs: float | None, steps_per_epoch: int, total_steps: int) -> int:
+    """Steps of linear warm-up: `warmup_epochs` of them, or by default (None) WARMUP_SHARE of the
+    run and at least one step, so the learning rate peaks early and then decays."""
+    if warmup_epochs is None:
+        return max(1, round(WARMUP_SHARE * total_steps))
+    return round(warmup_epochs * steps_per_epoch)
+
+
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """Decay matrices only: norms, biases, position embeddings and the CLS token are
     offsets and scales whose shrinking toward 0 only hurts."""

@@ -85,9 +85,20 @@ class JobRegistry:
     def running(self) -> int:
         return sum(job.snapshot().running for job in self._jobs.values())
 
-    def start(self, session: str, *, model: str, data: str, epochs: object, batch_size: object, lr: object) -> Path:
+    def start(
+        self,
+        session: str,
+        *,
+        model: str,
+        data: str,
+        epochs: object,
+        batch_size: object,
+        lr: object,
+        warmup_epochs: float | None = None,
+    ) -> Path:
         """Start `session`'s run in a fresh private folder and return that folder. Raises
-        ValueError (bad arguments), JobBusy (own run or the server's limit)."""
+        ValueError (bad arguments, e.g. a warm-up as long as the run), JobBusy (own run or the
+        server's limit). `warmup_epochs` None: TrainConfig's default, 10% of the run."""
         epochs_i, batch_i, rate = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
         key = self._key(session)
         with self._lock:
@@ -105,7 +116,15 @@ class JobRegistry:
             (out / APP_RUN_MARKER).write_text(MARKER_TEXT)
             job = self._jobs[key] = TrainingJob()
             self._starters[key], self._folders[key] = session, out
-            job.start(model=model, data=data, epochs=epochs_i, lr=rate, batch_size=batch_i, out_dir=str(out))
+            job.start(
+                model=model,
+                data=data,
+                epochs=epochs_i,
+                lr=rate,
+                batch_size=batch_i,
+                out_dir=str(out),
+                warmup_epochs=warmup_epochs,
+            )
         return out
 
     def snapshot(self, session: str) -> JobSnapshot:

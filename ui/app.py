@@ -10,7 +10,7 @@ import gradio as gr
 from explorer.catalog import ModelCatalog
 
 from . import explore_handlers
-from .explore import KEYBOARD_JS, build_explore_tab
+from .explore import HEAD_JS, build_explore_tab
 from .lessons import build_lessons_tab
 from .live import build_live_tab
 from .outputs import UPLOADS
@@ -18,6 +18,21 @@ from .settings import ServerSettings
 from .train import build_train_tab
 
 MAX_UPLOAD = "20mb"
+# Legible on a projector: no text under 12 px (Gradio draws small buttons, slider ends and
+# captions at 10-12 px), arrow glyphs large, a one-line title. On a phone the head maps keep
+# their drawn size (each tile >= 150 px) and scroll sideways instead of shrinking to ~85 px.
+CSS = """
+#title h1 { font-size: 24px; margin: 0; }
+.arrow { font-size: 22px !important; line-height: 1; }
+.gradio-container button, .gradio-container span, .gradio-container label { font-size: max(12px, 1em); }
+#examples .gallery { gap: 6px; }
+#examples .gallery-item .container { width: 46px; height: 46px; }
+#examples .gallery-item img { width: 100%; height: 100%; object-fit: cover; }
+@media (max-width: 640px) {
+  #heads .image-frame { overflow-x: auto; justify-content: flex-start; }
+  #heads img { max-width: none; width: auto; height: auto; }
+}
+"""
 PRUNE_EVERY_S = 60
 
 
@@ -29,7 +44,9 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
         with gr.Row(equal_height=True):
-            gr.Markdown("## ViT attention explorer: what does each head of a Vision Transformer look at?")
+            gr.Markdown(
+                "# ViT attention explorer: what does each head of a Vision Transformer look at?", elem_id="title"
+            )
             open_live = gr.Button(
                 "▶ Live: webcam attention", variant="primary", size="sm", scale=0, min_width=200, elem_id="open-live"
             )
@@ -74,7 +91,8 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, uploads_b
         share=share,
         max_file_size=MAX_UPLOAD,
         theme=gr.themes.Soft(),
-        head=KEYBOARD_JS,
+        head=HEAD_JS,
+        css=CSS,
         prevent_thread_lock=True,
     )
     if uploads_budget is not None:

@@ -3,6 +3,7 @@ handler of ui/explore_handlers.py under which API name."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,10 @@ from vit.preprocessing import CIFAR10_CLASSES
 from . import concurrency
 from . import explore_handlers as h
 from .binding import ComponentView, bound
+from .pictures import picture
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
+EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
 STYLE = ("cmap", "opacity", "upsampling", "display", "scale")  # the controls one MapStyle is built from
 SHOW = ("show", "keep_percent")  # how rollout and relevance are drawn (views.one_map)
@@ -33,6 +36,8 @@ SHOW_CHOICES = [
     ("only the top X % of the mass", "top mass"),
 ]
 PICTURE_PX = 330  # height of the input and head views: both fit a 1280x720 screen with the upload
+MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
+ARROWS = {"up": "↑", "down": "↓", "left": "←", "right": "→"}
 # Arrow keys move the query patch, Escape resets it (unless a text field or slider has the focus).
 KEYBOARD_JS = """<script>
 document.addEventListener("keydown", (event) => {
@@ -46,10 +51,27 @@ document.addEventListener("keydown", (event) => {
   button.click();
 });
 </script>"""
-MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
-ARROWS = {"up": "↑", "down": "↓", "left": "←", "right": "→"}
+# Names for screen readers that Gradio cannot give: gr.Examples draws each example as an unnamed
+# button around an image with alt="" (named here by its class, the file name of
+# examples/cifar10/<class>.jpg), and gr.Button has no aria-label (the arrows' text is a glyph).
+ACCESSIBLE_NAMES_JS = """<script>
+const BUTTON_NAMES = BUTTON_NAMES_JSON;
+new MutationObserver(() => {
+  for (const img of document.querySelectorAll("#examples button img:not([data-named])")) {
+    const name = decodeURIComponent(img.src.split("/").pop()).replace(/[.][^.]*$/, "");
+    img.alt = `${name} (example image)`;
+    img.dataset.named = "1";
+    img.closest("button").setAttribute("aria-label", `example: ${name}`);
+  }
+  for (const [id, name] of Object.entries(BUTTON_NAMES)) {
+    const button = document.getElementById(id);
+    if (button && button.getAttribute("aria-label") !== name) button.setAttribute("aria-label", name);
+  }
+}).observe(document.documentElement, {childList: true, subtree: true});
+</script>""".replace("BUTTON_NAMES_JSON", json.dumps({f"query-{name}": f"move the query {name}" for name in MOVES}))
+HEAD_JS = KEYBOARD_JS + ACCESSIBLE_NAMES_JS
 
-CLASSROOM = """**How to read this.** A ViT cuts the image into square **patches** (the grid drawn over the
+CLASSROOM = """A ViT cuts the image into square **patches** (the grid drawn over the
 model input) and turns each into a token. An extra **CLS token** has no pixels of its own: it gathers
 information from the patches through attention, and the classifier reads only it. Each map shows,
 for one attention **head**, how strongly the query (CLS by default; click a patch, or use the arrow
@@ -130,38 +152,60 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
         elem_id="upload",
         sources=["upload", "clipboard", "webcam"],
         label="Image (upload, paste or webcam)",
-        height=190,
+        show_label=False,  # its badge covered the preview; the placeholder says what to do
+        placeholder="**Your image**: drop, upload, paste or take one with the webcam, or pick an example below",
+        buttons=[],
+        alt_text="The image being explained",
+        height=150,
+    )
+    # Named by class for screen readers by ACCESSIBLE_NAMES_JS.
+    gr.Examples(
+        [[str(path)] for path in EXAMPLES],
+        inputs=image,
+        label="CIFAR-10 test images, one per class",
+        examples_per_page=10,
+        elem_id="examples",
     )
     label = gr.Label(num_top_classes=3, label="Top predictions", elem_id="predictions")
     classes = gr.Markdown(h.classes_note(start), label="Classes of the model", elem_id="classes")
-    examples = [[str(EXAMPLES_DIR / f"{name}.jpg")] for name in CIFAR10_CLASSES]
-    gr.Examples(examples, inputs=image, label="CIFAR-10 test images, one per class", examples_per_page=10)
     return {"image": image, "label": label, "classes": classes}
 
 
 def _query_column(start: LoadedModel) -> dict[str, Any]:
     caption = "**Model input with its patch grid**: click a patch to make it the query (or use the arrow keys)"
-    input_img = _picture(caption, height=PICTURE_PX, elem_id="input-view")
+    input_img = picture(caption, "The model input with its patch grid", height=PICTURE_PX, elem_id="input-view")
+    query_md = gr.Markdown(views.describe_query(None), label="Query", elem_id="query")
     names = start.model.config.prefix_names
     query_md = gr.Markdown(views.describe_query(None, "cls" in names), label="Query", elem_id="query")
     query_token = gr.Dropdown(
         views.query_choices(names), value=views.query_token(None, names), label="Query token", elem_id="query-token"
     )
     with gr.Row():
-        moves = {name: gr.Button(ARROWS[name], size="sm", min_width=40, elem_id=f"query-{name}") for name in MOVES}
+        moves = {
+            name: gr.Button(arrow, size="sm", min_width=40, elem_id=f"query-{name}", elem_classes="arrow")
+            for name, arrow in ARROWS.items()
+        }
         reset = gr.Button("Reset (CLS)", size="sm", min_width=90, elem_id="query-reset")
     return {"input_img": input_img, "query_md": query_md, "query_token": query_token, "reset": reset, **moves}
 
 
 def _heads_column(depth: int) -> dict[str, Any]:
-    heads = _picture("**Attention per head** in the chosen layer, for the query", height=PICTURE_PX, elem_id="heads")
+    heads = picture(
+        "**Attention per head** in the chosen layer, for the query",
+        "Attention of every head in the chosen layer, for the query",
+        height=PICTURE_PX,
+        elem_id="heads",
+    )
     with gr.Row():
-        layer = h.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4)
+        layer = h.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
+    # On the first screen, beside the maps it explains (a teacher opens it while they look at them).
+    with gr.Accordion("How to read this", open=False, elem_id="how-to-read"):
+        gr.Markdown(CLASSROOM)
     with gr.Row():
         export_png = gr.Button("Export PNG", size="sm")
         export_gif = gr.Button("Export GIF through the layers", size="sm")
-    export_file = gr.File(label="Export", interactive=False, height=60)
+    export_file = gr.File(label="Export", interactive=False, height=60, elem_id="export")
     return {
         "heads": heads,
         "layer": layer,
@@ -201,13 +245,6 @@ def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
     return {"model_key": model_key, "checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}
 
 
-def _picture(caption: str, **kwargs: Any) -> gr.Image:
-    """A picture with its caption above it, not in Gradio's corner badge, which would cover
-    the title drawn on the picture. The label still names it in the API."""
-    gr.Markdown(caption)
-    return gr.Image(label=caption.replace("*", ""), show_label=False, **kwargs)
-
-
 def _map_display() -> dict[str, Any]:
     """How rollout and relevance are drawn: from 0 with uniform marked, relative to uniform,
     or the patches holding the top X % of the mass (docs/pictures.md)."""
@@ -223,19 +260,28 @@ def _map_display() -> dict[str, Any]:
 def _more_views(start: LoadedModel) -> dict[str, Any]:
     display = _map_display()
     with gr.Tab("Layers x heads"):
-        overview = _picture("**Attention of the default query (CLS)** in every head of every layer")
+        overview = picture(
+            "**Attention of the default query (CLS)** in every head of every layer",
+            "Attention of the default query in every head of every layer",
+        )
     with gr.Tab("Rollout"):
         with gr.Row():
             fusion = gr.Radio(list(h.FUSIONS), value="mean", label="Head fusion")
             discard = gr.Slider(
                 0.0, h.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
             )
-        rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)", elem_id="rollout")
+        rollout = picture(
+            "**Attention rollout** (Abnar & Zuidema, 2020)", "Attention rollout through all layers", elem_id="rollout"
+        )
     with gr.Tab("Mean attention distance"):
-        distance = _picture("**How far each head looks** (ViT paper Fig. 7, right)")
+        distance = picture("**How far each head looks** (ViT paper Fig. 7, right)", "Mean attention distance per head")
     with gr.Tab("Position embeddings"):
         tiles = render.position_similarity_tiles(start.position_similarity())
-        similarity = _picture("**Position-embedding similarity** (ViT paper Fig. 7, centre)", value=tiles)
+        similarity = picture(
+            "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
+            f"Position-embedding similarity of every patch slot, model: {h.model_name(start.key)}",
+            value=tiles,
+        )
     return {
         **display,
         **_relevance_view(start),
@@ -254,7 +300,11 @@ def _relevance_view(start: LoadedModel) -> dict[str, Any]:
             classes = h.relevance_classes(start)
             relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
             relevance_button = gr.Button("Explain this class", size="sm")
-        relevance = _picture("**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class")
+        relevance = picture(
+            "**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class",
+            "Class-specific relevance of every patch",
+            elem_id="relevance",
+        )
     return {"relevance_class": relevance_class, "relevance_button": relevance_button, "relevance": relevance}
 
 
@@ -280,7 +330,6 @@ def layout(catalog: ModelCatalog) -> ExploreView:
         with gr.Column(scale=6, min_width=400):
             parts |= _heads_column(start.model.config.depth)
     parts |= _style_controls() | _model_picker(catalog, start) | _more_views(start) | _api_only_inputs()
-    gr.Markdown(CLASSROOM)
     return ExploreView(**parts)  # a TypeError names any field left out or misspelt
 
 
@@ -306,27 +355,33 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
 
 def _wire_views(view: ExploreView) -> None:
     """Redraw on slider and style changes (never a new forward pass)."""
-    view.layer.release(
+    # .input, not .release: Gradio's slider sends "release" only on pointer-up (and on leaving its
+    # number box), so arrow keys and a typed number never redrew; "input" follows every way of
+    # changing it, and always_last draws the layer it stops at after a quick run of changes.
+    view.layer.input(
         bound(h.show_heads, view),
         view.pick("explanation_key", "query", "layer", *STYLE),
         view.heads,
         api_name="heads",
+        trigger_mode="always_last",
         **CHEAP,
     )
     gr.on(
-        [view.cmap.input, view.opacity.release, view.upsampling.input, view.display.input, view.scale.input],
+        [view.cmap.input, view.opacity.input, view.upsampling.input, view.display.input, view.scale.input],
         bound(h.restyle, view),
         view.pick("explanation_key", "query", "layer", "fusion", "discard", *STYLE, *SHOW),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
+        trigger_mode="always_last",
         **CHEAP,
     )
     gr.on(
-        [view.fusion.input, view.discard.release, view.show.input, view.keep_percent.release],
+        [view.fusion.input, view.discard.input, view.show.input, view.keep_percent.input],
         bound(h.show_rollout, view),
         view.pick("explanation_key", "fusion", "discard", *STYLE, *SHOW),
         view.rollout,
         api_name="rollout",
+        trigger_mode="always_last",
         **CHEAP,
     )
     view.play.click(

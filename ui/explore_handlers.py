@@ -28,6 +28,7 @@ from vit.analysis import Query
 from . import downloads
 from .checks import number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, cache_path, saved, upload_folder
+from .pictures import with_alt
 
 if TYPE_CHECKING:
     from .explore import ExploreView
@@ -54,6 +55,7 @@ ANALYSIS_OUTPUTS = (
     "distance",
     "query_token",
     "relevance",
+    "query_md",
 )
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
@@ -160,6 +162,58 @@ def owner(request: gr.Request | None) -> str:
     return owner_id(request.session_hash if request is not None and request.session_hash else "anonymous")
 
 
+def model_name(model_key: str) -> str:
+    """The model as an alt text names it: pretrained weights by name, never a server path."""
+    kind, _, name = model_key.partition(":")
+    return {"bundled": "the bundled model", "checkpoint": "a checkpoint"}.get(kind, name or model_key)
+
+
+def query_words(ex: Explanation, query: Query) -> str:
+    """The query in words, 1-based as the caption says it."""
+    if isinstance(query, tuple):
+        return f"the patch at row {query[0] + 1}, column {query[1] + 1}"
+    if isinstance(query, str):
+        return f"the {views.token_label(query)}"
+    return "the CLS token" if ex.has_cls else "the mean of all patches"
+
+
+# Each view with an alt text saying what it shows (view, layer, query, model), as its component's value.
+def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> gr.Image:
+    gh, gw = ex.grid
+    marked = f", {query_words(ex, query)} outlined" if isinstance(query, tuple) else ""
+    alt = f"The input of {model_name(key[1])} with its patch grid of {gh} rows and {gw} columns{marked}"
+    return with_alt(views.input_view(ex, query), alt)
+
+
+def heads_picture(ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle) -> gr.Image:
+    alt = (
+        f"Attention of each of the {ex.heads} heads in layer {layer} of {ex.depth}, query: {query_words(ex, query)}, "
+        f"model: {model_name(key[1])}"
+    )
+    return with_alt(views.heads(ex, query, layer, style), alt)
+
+
+def overview_picture(ex: Explanation, key: ExplanationKey, style: MapStyle) -> gr.Image:
+    alt = f"Attention of {query_words(ex, None)} in every head of all {ex.depth} layers, model: {model_name(key[1])}"
+    return with_alt(views.overview(ex, style), alt)
+
+
+def rollout_picture(
+    ex: Explanation,
+    key: ExplanationKey,
+    fusion: str,
+    discard: float,
+    style: MapStyle,
+    show: str = "weights",
+    keep: float = views.KEEP,
+) -> gr.Image:
+    alt = (
+        f"Attention rollout of {query_words(ex, None)} through all {ex.depth} layers ({fusion} head fusion, "
+        f"discard ratio {discard:.2f}), drawn as {show}, model: {model_name(key[1])}"
+    )
+    return with_alt(views.rollout(ex, fusion, discard, style, show, keep), alt)
+
+
 def full_analysis(
     loaded: LoadedModel,
     path: str,
@@ -192,17 +246,21 @@ def full_analysis(
     # (not just its key) tells apart two catalogues' "bundled" models in one process.
     key = (path, loaded.key, id(loaded.model), mode)
     ex = store.get(key, forward_pass) if store else forward_pass()
+    model = model_name(loaded.key)
     return {
         "explanation_key": key,
-        "query": None,  # the query goes back to the CLS token
-        "input_img": saved(views.input_view(ex)),
+        "query": None,  # the query goes back to the CLS token, and the caption says so
+        "query_md": views.describe_query(None, ex.has_cls),
+        "input_img": input_picture(ex, key),
         "numbers": views.describe_input(ex),
         "label": ex.probabilities,
         "layer": layer_slider(ex.depth, layer),
-        "heads": saved(views.heads(ex, None, layer, style)),
-        "overview": saved(views.overview(ex, style)),
-        "rollout": saved(views.rollout(ex, fusion, discard, style, show, keep)),
-        "distance": saved(views.distance_chart(ex)),
+        "heads": heads_picture(ex, key, None, layer, style),
+        "overview": overview_picture(ex, key, style),
+        "rollout": rollout_picture(ex, key, fusion, discard, style, show, keep),
+        "distance": with_alt(
+            views.distance_chart(ex), f"Mean attention distance of every head and layer, model: {model}"
+        ),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
@@ -236,10 +294,10 @@ def analyze(
     try:
         loaded = catalog.get(model_key)
         layer = check_layer(layer, loaded.model.config.depth)
-        shown = map_show(show, keep_percent)
+        display = map_show(show, keep_percent)
         path, limit = uploaded_path(image), catalog.serving.request_bytes
         pictures = full_analysis(
-            loaded, path, mode, layer, fusion, discard, style, show=shown[0], keep=shown[1], max_request_bytes=limit
+            loaded, path, mode, layer, fusion, discard, style, show=display[0], keep=display[1], max_request_bytes=limit
         )
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
@@ -259,7 +317,7 @@ def show_heads(
 ) -> dict:
     """Every head's attention map for the current query in one layer (1-based)."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
-    return view.update(heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)))
+    return view.update(heads=heads_picture(ex, explanation_key, query, check_layer(layer, ex.depth), style))
 
 
 def restyle(
@@ -282,9 +340,9 @@ def restyle(
     layer = check_layer(layer, ex.depth)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
     return view.update(
-        heads=saved(views.heads(ex, query, layer, style)),
-        overview=saved(views.overview(ex, style)),
-        rollout=saved(views.rollout(ex, fusion, discard, style, *map_show(show, keep_percent))),
+        heads=heads_picture(ex, explanation_key, query, layer, style),
+        overview=overview_picture(ex, explanation_key, style),
+        rollout=rollout_picture(ex, explanation_key, fusion, discard, style, *map_show(show, keep_percent)),
     )
 
 
@@ -305,15 +363,18 @@ def show_rollout(
     `show` says (views.SHOWS; `keep_percent` of the mass for "top mass")."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
-    return view.update(rollout=saved(views.rollout(ex, fusion, discard, style, *map_show(show, keep_percent))))
+    return view.update(
+        rollout=rollout_picture(ex, explanation_key, fusion, discard, style, *map_show(show, keep_percent))
+    )
 
 
-def show_query(view: ExploreView, ex: Explanation, query: Query, layer: object, style: MapStyle) -> dict:
+def show_query(view: ExploreView, key: ExplanationKey, query: Query, layer: object, style: MapStyle) -> dict:
     """QUERY_OUTPUTS after the query changes: the query, the marked input, the head maps, the caption."""
+    ex = require(key)
     return view.update(
         query=query,
-        input_img=saved(views.input_view(ex, query)),
-        heads=saved(views.heads(ex, query, check_layer(layer, ex.depth), style)),
+        input_img=input_picture(ex, key, query),
+        heads=heads_picture(ex, key, query, check_layer(layer, ex.depth), style),
         query_md=views.describe_query(query, ex.has_cls),
         query_token=views.query_token(query, ex.prefix_names),
     )
@@ -336,7 +397,7 @@ def query_patch(
     ex = require(explanation_key)
     gh, gw = ex.grid
     patch = whole_number("row", row, 1, gh) - 1, whole_number("column", column, 1, gw) - 1
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation_key, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def query_token(
@@ -362,7 +423,7 @@ def query_token(
         chosen: Query = query if isinstance(query, tuple) else (gh // 2, gw // 2)
     else:
         chosen = None if token in ("cls", views.MEAN) else token
-    return show_query(view, ex, chosen, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation_key, chosen, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def show_relevance(
@@ -395,7 +456,9 @@ def show_relevance(
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else names.index(target)
     picture = views.relevance(loaded.model, names, ex, index, style, *map_show(show, keep_percent))
-    return view.update(relevance=saved(picture, f"{name or 'attention'}_relevance_{slug(target)}.png"))
+    which = "the predicted class" if index is None else f"the class {target}"
+    alt = f"Relevance of every patch for {which} (Chefer et al. 2021), model: {model_name(loaded.key)}"
+    return view.update(relevance=with_alt(picture, alt, f"{name or 'attention'}_relevance_{slug(target)}.png"))
 
 
 def click_patch(
@@ -412,7 +475,7 @@ def click_patch(
     """A click on the input view: the patch under it becomes the query."""
     ex = require(explanation_key)
     patch = views.clicked_patch(ex, *evt.index)  # evt.index: (x, y) in image pixels
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation_key, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def move_query(
@@ -435,7 +498,7 @@ def move_query(
         patch = gh // 2, gw // 2
     else:
         patch = min(max(query[0] + step[0], 0), gh - 1), min(max(query[1] + step[1], 0), gw - 1)
-    return show_query(view, ex, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation_key, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def reset_query(
@@ -449,7 +512,7 @@ def reset_query(
     scale: str,
 ) -> dict:
     """Back to the default query (the CLS token)."""
-    return show_query(view, require(explanation_key), None, layer, map_style(cmap, opacity, upsampling, display, scale))
+    return show_query(view, explanation_key, None, layer, map_style(cmap, opacity, upsampling, display, scale))
 
 
 def play_layers(
@@ -465,7 +528,7 @@ def play_layers(
     """Step the layer slider from the first layer to the last, redrawing the head maps."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     for layer in range(1, ex.depth + 1):
-        yield view.update(layer=layer, heads=saved(views.heads(ex, query, layer, style)))
+        yield view.update(layer=layer, heads=heads_picture(ex, explanation_key, query, layer, style))
         time.sleep(PLAY_STEP_S)
 
 
@@ -525,7 +588,10 @@ def load_model(
         model_info=loaded.describe(),
         classes=classes_note(loaded),
         layer=layer_slider(depth, depth),  # the analysis that follows starts at the last layer
-        similarity=saved(render.position_similarity_tiles(loaded.position_similarity())),
+        similarity=with_alt(
+            render.position_similarity_tiles(loaded.position_similarity()),
+            f"Position-embedding similarity of every patch slot, model: {model_name(model_key)}",
+        ),
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
     )
 

@@ -12,7 +12,7 @@ from explorer import lessons
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.render import COLORMAPS
 
-from . import concurrency
+from . import concurrency, pictures
 from . import lessons_handlers as h
 from .binding import bound
 
@@ -69,7 +69,15 @@ def _opening(catalog: ModelCatalog, key: str) -> LoadedModel:
 def _common() -> dict[str, Any]:
     with gr.Row():
         image = gr.Image(
-            type="filepath", label="Lesson image (upload, paste or webcam)", height=200, scale=3, elem_id="lesson-image"
+            type="filepath",
+            label="Lesson image (upload, paste or webcam)",
+            show_label=False,  # the badge covered the preview; the placeholder says what to drop here
+            placeholder="**Lesson image**: drop, upload, paste or take one with the webcam",
+            buttons=[],
+            alt_text="The lesson image",
+            height=200,
+            scale=3,
+            elem_id="lesson-image",
         )
         cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map", scale=1)
     return {"image": image, "cmap": cmap}
@@ -88,7 +96,11 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
         )
         button = gr.Button("Compare", scale=1)
     note = gr.Markdown(label="Models not available here")
-    picture = gr.Image(label="Last-layer CLS heads, one row per model, one colour scale")
+    picture = pictures.picture(
+        "**Last-layer CLS heads**, one row per model, one colour scale",
+        "Last-layer CLS attention of every head, one row per compared model",
+        elem_id="lesson-compare",
+    )
     return {
         "compare_models": models,
         "compare_better": gr.Markdown(better, label="Better models for this lesson"),
@@ -106,7 +118,11 @@ def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel]
         without = gr.Dropdown(choices, value=pair[1].key, label="Without")
         layer = gr.Slider(1, depth, value=depth, step=1, label=h.NORMS_LAYER_LABEL)
         button = gr.Button("Show token norms")
-    picture = gr.Image(label="Token norms after the chosen layer, high-norm patches outlined")
+    picture = pictures.picture(
+        "**Token norms** after the chosen layer, high-norm patches outlined",
+        "Token norms of every patch after the chosen layer, with and without registers",
+        elem_id="lesson-norms",
+    )
     table = gr.Markdown(label="High-norm patches: norm and share of CLS attention")
     return {
         "with_registers": with_reg,

@@ -25,7 +25,7 @@ from explorer.render import COLORMAPS, MapStyle
 from . import downloads
 from .checks import one_of, visitor_error, whole_number
 from .explore_handlers import owner, uploaded_path
-from .outputs import saved
+from .pictures import with_alt
 
 if TYPE_CHECKING:
     from .lessons import LessonsView
@@ -120,7 +120,10 @@ def compare_models(
         drawn = lessons.compare_cls_heads(loaded, picture, style)
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
-    return view.update(compare_picture=saved(drawn, "lesson-supervised-vs-self-supervised.png"), compare_note=note)
+    alt = "Last-layer CLS attention of every head, one row per model: " + ", ".join(m.label for m in loaded)
+    return view.update(
+        compare_picture=with_alt(drawn, alt, "lesson-supervised-vs-self-supervised.png"), compare_note=note
+    )
 
 
 def compare_token_norms(
@@ -146,7 +149,11 @@ def compare_token_norms(
         raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
     return view.update(
-        norms_picture=saved(drawn, f"lesson-token-norms-layer{index + 1}.png"),
+        norms_picture=with_alt(
+            drawn,
+            f"Token norms of every patch after layer {index + 1}: " + " and ".join(m.label for m in models),
+            f"lesson-token-norms-layer{index + 1}.png",
+        ),
         norms_table=lessons.describe_norms(reports),
     )
 

@@ -19,14 +19,15 @@ import vit
 from explorer import render
 from explorer.catalog import ModelCatalog, ModelUnavailable, shown
 from explorer.render import MapStyle
+from training.data import cifar10_downloaded
 from training.job import JobBusy, JobSnapshot
 from training.registry import JobRegistry
 
 from . import concurrency
 from .binding import ComponentView, bound
-from .checks import one_of, visitor_error
+from .checks import number, one_of, visitor_error
 from .explore_handlers import owner
-from .outputs import saved
+from .pictures import picture, with_alt
 from .settings import ServerSettings, for_visitors
 
 POLL_S = 1.0
@@ -49,6 +50,7 @@ class TrainView(ComponentView):
     epochs: gr.Number
     lr: gr.Number
     batch: gr.Number
+    warmup: gr.Number
     start: gr.Button
     stop: gr.Button
     confirm: gr.Row  # "really stop?", shown by Stop
@@ -90,9 +92,9 @@ def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
     """(done, total, text) of the bar: epochs count from 1, as people do."""
     steps = max(snap.steps_per_epoch, 1)
     total = max(snap.epochs, 1) * steps
-    if not snap.running:
-        return total if snap.checkpoint else 0, total, "" if snap.error else snap.message
     done = min(snap.epoch * steps + snap.step, total)
+    if not snap.running:  # a stopped or failed run's bar stops where the run did
+        return total if run_state(snap) == "finished" else done, total, "" if snap.error else snap.message
     return done, total, f"epoch {min(snap.epoch + 1, snap.epochs)} of {snap.epochs}, step {snap.step} of {steps}"
 
 
@@ -129,12 +131,26 @@ def model_choices(catalog: ModelCatalog, visitor: str) -> list[tuple[str, str]]:
 
 
 def data_choices(settings: ServerSettings) -> list[tuple[str, str]]:
-    choices = [("CIFAR-10 (downloads)", "cifar10")]
-    if settings.data_folder is not None:
-        choices.append((f"{settings.data_folder.name} (this server's folder)", "operator"))
-    if not settings.public:
-        choices.append(("Local folder", "folder"))
-    return choices
+    """The data sources, the one that works here first: the operator's folder, CIFAR-10 once
+    downloaded, a typed folder on a local server; CIFAR-10 still to download comes last."""
+    operator = [(f"{settings.data_folder.name} (this server's folder)", "operator")] if settings.data_folder else []
+    typed = [] if settings.public else [("Local folder", "folder")]
+    if cifar10_downloaded():
+        return [("CIFAR-10 (downloaded)", "cifar10"), *operator, *typed]
+    return [*operator, *typed, ("CIFAR-10 (downloads once: needs the internet)", "cifar10")]
+
+
+def data_note(settings: ServerSettings) -> str:
+    """What to do first when no data is on the server: the default must work offline."""
+    if settings.data_folder or cifar10_downloaded():
+        return ""
+    if settings.public:
+        return "**First step:** CIFAR-10 downloads on the first run; this server needs the internet for that."
+    return (
+        "**First step:** no training data on this server yet. Type a folder holding `train/<class>/` and "
+        "`test/<class>/` image folders (e.g. the unpacked cifar10-jpeg.tar.gz), or pick CIFAR-10 if this machine "
+        "is online."
+    )
 
 
 def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
@@ -145,25 +161,29 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
             allow_custom_value=not settings.public,  # a local user may type a weights file
             label="Model: a preset (from scratch), pretrained weights (fine-tune) or a checkpoint",
         )
-        source = gr.Radio(data_choices(settings), value="cifar10", label="Data")
+        choices = data_choices(settings)
+        source = gr.Radio(choices, value=choices[0][1], label="Data")
         folder = gr.Textbox(
             label="Folder with train/<class>/ and test/<class>/ images",
             placeholder="/path/to/data",
             visible=not settings.public,
         )
+    gr.Markdown(data_note(settings))
     limits = settings.train
     with gr.Row():
         epochs = gr.Number(5, precision=0, minimum=1, maximum=limits.max_epochs, label="Epochs")
         lr = gr.Number(1e-3, minimum=0, maximum=limits.max_lr, label="Learning rate")
         batch = gr.Number(128, precision=0, minimum=1, maximum=limits.max_batch_size, label="Batch size")
+        warmup = gr.Number(None, minimum=0, label="Warm-up epochs (empty: 10% of the run; shorter than the run)")
     with gr.Row():
         start = gr.Button("Start", variant="primary")
         stop = gr.Button("Stop (saves a checkpoint)", variant="stop")
     with gr.Row(visible=False) as confirm:
         confirm_stop = gr.Button("Yes, stop my run", variant="stop", size="sm")
         keep_training = gr.Button("No, keep training", size="sm")
-    names = ("model", "source", "folder", "epochs", "lr", "batch", "start", "stop", "confirm_stop", "keep_training")
-    values = (model, source, folder, epochs, lr, batch, start, stop, confirm_stop, keep_training)
+    names = ("model", "source", "folder", "epochs", "lr", "batch", "warmup", "start", "stop")
+    values = (model, source, folder, epochs, lr, batch, warmup, start, stop)
+    names, values = (*names, "confirm_stop", "keep_training"), (*values, confirm_stop, keep_training)
     return dict(zip(names, values, strict=True)) | {"confirm": confirm}
 
 
@@ -171,10 +191,16 @@ def _monitor() -> dict[str, Any]:
     status = gr.Markdown(label="Training status")
     progress = gr.HTML(progress_html(0, 1, "no run yet"), label="Progress", elem_id="train-progress")
     with gr.Row():
-        curves = gr.Image(label="Loss and accuracy", format="png")
-        probe = gr.Image(label="Probe image: per-head CLS attention, epoch by epoch", format="png")
+        with gr.Column():
+            curves = picture("**Loss and accuracy**", "Training loss and accuracy: no run yet", elem_id="curves")
+        with gr.Column():
+            probe = picture(
+                "**Probe image**: per-head CLS attention (last layer), before training and after each epoch",
+                "Probe image: no run yet",
+                elem_id="probe",
+            )
     with gr.Row():
-        checkpoint = gr.File(label="Checkpoint of your run (download)", height=70)
+        checkpoint = gr.File(label="Checkpoint of your run (download)", height=70, elem_id="train-checkpoint")
         open_in_explore = gr.Button("Open this checkpoint in Explore")
     return {
         "status": status,
@@ -226,13 +252,16 @@ def train_start(
     lr: float,
     batch: float,
     request: gr.Request,
+    warmup: float | None = None,  # optional for API clients (the tab sends its box, maybe empty)
 ) -> dict:
-    """Start this visitor's training run in the background (the old run's pictures are cleared)."""
+    """Start this visitor's training run in the background (the old run's pictures are cleared).
+    `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run."""
     visitor = owner(request)
     source = one_of("data source", source, [value for _, value in data_choices(settings)])
+    warmup = None if warmup in (None, "") else number("warm-up epochs", warmup, 0.0, float(settings.train.max_epochs))
     spec, data = training_source(catalog, settings, visitor, str(model)), training_data(settings, source, folder)
     try:
-        runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr)
+        runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr, warmup_epochs=warmup)
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
     snap = runs.snapshot(visitor)
@@ -265,13 +294,26 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
             refused = f"\n\n**The run's checkpoint was not added to your models:** {for_visitors(str(e))}"
         now = (*now[:3], snap.checkpoint, now[4])
     drawable = snap.history or snap.step_losses
-    curves = saved(render.training_curves(snap.history, snap.step_losses)) if curves_fresh and drawable else gr.skip()
+    curves = (
+        with_alt(
+            render.training_curves(snap.history, snap.step_losses),
+            f"Training loss and accuracy: {len(snap.history)} epochs done, {len(snap.step_losses)} loss readings",
+        )
+        if curves_fresh and drawable
+        else gr.skip()
+    )
     return view.update(
         seen=now,
         status=describe(snap) + refused,
         progress=progress_html(*progress_text(snap), run_state(snap)),
         curves=curves,
-        probe=saved(probe_picture(snap)) if probe_fresh and snap.probe and snap.probe_image is not None else gr.skip(),
+        probe=with_alt(
+            probe_picture(snap),
+            f"CLS attention of the probe image in every head of the last layer, before "
+            f"training and after each of {len(snap.probe) - 1} epochs",
+        )
+        if probe_fresh and snap.probe and snap.probe_image is not None
+        else gr.skip(),
         checkpoint=str(runs.checkpoint(visitor) or "") or None,
         model=listed,
     )
@@ -315,7 +357,7 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
 
 
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tab) -> None:
-    options = view.pick("model", "source", "folder", "epochs", "lr", "batch")
+    options = view.pick("model", "source", "folder", "epochs", "lr", "batch", "warmup")
     polling = {"fn": keep_polling, "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
     started = view.start.click(
