@@ -175,6 +175,17 @@ def compare_cls_heads(models: Sequence[LoadedModel], image: Image.Image, style: 
     return render.shared_scale_rows(rows, style, title, "attention weight")
 
 
+def compare_alt(models: Sequence[LoadedModel]) -> str:
+    """The alt text of `compare_cls_heads`' picture (docs/pictures.md): view, layer, query and
+    model of each row, 1-based."""
+    rows = ", ".join(
+        f"{m.label} (query {_who(m)}, layer {m.model.config.depth} of {m.model.config.depth}, "
+        f"{m.model.config.heads} heads)"
+        for m in models
+    )
+    return f"Last-layer attention of every head on one colour scale, one row per model: {rows}."
+
+
 @dataclass(frozen=True)
 class NormReport:
     """One model's token norms after a layer: the patch norms (gh, gw), the prefix tokens'
@@ -219,6 +230,13 @@ def token_norm_maps(reports: Sequence[NormReport], layer: int, style: MapStyle) 
         rows.append(MapRow(r.label, base, r.norms[None], [caption], r.high))
     title = f"Norm of each patch token after layer {layer + 1}, high-norm patches outlined"
     return render.shared_scale_rows(rows, style, title, "token norm (L2)")
+
+
+def norms_alt(reports: Sequence[NormReport], layer: int) -> str:
+    """The alt text of `token_norm_maps`' picture: the layer (`layer` 0-based, said 1-based)
+    and each model's number of outlined high-norm patches."""
+    rows = " and ".join(f"{r.label} ({len(r.high)} high-norm patches outlined)" for r in reports)
+    return f"Norm of each patch token after layer {layer + 1} on one colour scale, one row per model: {rows}."
 
 
 def describe_norms(reports: Sequence[NormReport]) -> str:

@@ -314,14 +314,14 @@ def relevance(
 
 def _on(ex: Explanation, model: str) -> str:
     gh, gw = ex.grid
-    return f"model {model}, on the {gh} × {gw} patch grid (rows × columns)"
+    return f"model: {model}, on the {gh} × {gw} patch grid (rows × columns)"
 
 
 def input_alt(ex: Explanation, query: Query, model: str) -> str:
     """The clickable model input."""
     (h, w, _), who = ex.input.pixels.shape, query_label(ex, query)
     marked = f"; the query, {who}, is outlined" if isinstance(query, tuple) else f"; the query is {who}"
-    return f"The model input, {h} × {w} pixels, with its patch grid drawn over it{marked}. {_on(ex, model)}."
+    return f"The model input, {h} × {w} pixels, with its patch grid drawn over it{marked}; {_on(ex, model)}."
 
 
 def heads_alt(ex: Explanation, query: Query, layer: int, model: str) -> str:
@@ -340,27 +340,31 @@ def overview_alt(ex: Explanation, model: str) -> str:
     )
 
 
-def rollout_alt(ex: Explanation, head_fusion: str, show: str, model: str) -> str:
-    """The rollout map."""
+def rollout_alt(ex: Explanation, head_fusion: str, discard_ratio: float, show: str, keep: float, model: str) -> str:
+    """The rollout map, drawn as `show` says (`keep` for "top mass")."""
     return (
         f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers ({head_fusion} over "
-        f"heads), drawn as {_shown(show)}; {_on(ex, model)}."
+        f"heads, discard ratio {discard_ratio:.2f}), drawn as {_shown(show, keep)}; {_on(ex, model)}."
     )
 
 
-def relevance_alt(ex: Explanation, class_name: str, show: str, model: str) -> str:
-    """The class-relevance map."""
+def relevance_alt(ex: Explanation, class_name: str | None, show: str, keep: float, model: str) -> str:
+    """The class-relevance map for `class_name` (None: the predicted class, the explanation's
+    top class, as `relevance` picks it), drawn as `show` says."""
+    which = (
+        f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
+    )
     return (
-        f"Relevance of each patch for the class '{class_name}' (Chefer et al. 2021), query "
-        f"{query_label(ex, None)}, drawn as {_shown(show)}; {_on(ex, model)}."
+        f"Relevance of each patch for {which} (Chefer et al. 2021), query {query_label(ex, None)}, "
+        f"drawn as {_shown(show, keep)}; {_on(ex, model)}."
     )
 
 
-def _shown(show: str) -> str:
+def _shown(show: str, keep: float) -> str:
     return {
         "weights": "weights from 0 with uniform marked on the colour bar",
         "relative": "multiples of uniform (blue below, white at, red above)",
-        "top mass": "only the patches holding the top of its mass, the rest dimmed",
+        "top mass": f"only the patches holding the top {keep:.0%} of its mass, the rest dimmed",
     }[show]
 
 
@@ -376,6 +380,6 @@ def similarity_alt(grid: tuple[int, int], model: str) -> str:
     """The position-embedding similarity tiles (they do not depend on the image)."""
     gh, gw = grid
     return (
-        f"Cosine similarity of the position embeddings of model {model}: {gh} × {gw} tiles (rows × columns), "
-        "tile (i, j) comparing slot (i, j) with every slot, from −1 to 1."
+        f"Cosine similarity of the position embeddings: {gh} × {gw} tiles (rows × columns), tile (i, j) comparing "
+        f"slot (i, j) with every slot, from −1 to 1; model: {model}."
     )

@@ -30,6 +30,10 @@ def test_the_comparison_has_one_row_per_model_on_one_colour_bar():
     one = lessons.compare_cls_heads(models[:1], photo(), MapStyle())
     three = lessons.compare_cls_heads(models, photo(), MapStyle())
     assert three.height > one.height + 2 * lessons.TILE_PX  # two more rows of tiles, not two more colour bars
+    assert lessons.compare_alt(models) == (
+        "Last-layer attention of every head on one colour scale, one row per model: plain (query CLS, layer 6 of 6, "
+        "4 heads), registers (query CLS, layer 6 of 6, 4 heads), two heads (query CLS, layer 6 of 6, 2 heads)."
+    )
 
 
 def test_high_norm_patches_follow_the_stated_rule():
@@ -48,6 +52,10 @@ def test_high_norm_patches_follow_the_stated_rule():
     assert "| 3 | 6 |" in text and "1 high-norm patches (> 2 × median)" in text  # 1-based for people
     picture = lessons.token_norm_maps([report, lessons.norm_report(loaded("plain"), photo(), 5)], 0, MapStyle())
     assert picture.width > 2 * lessons.TILE_PX
+    assert lessons.norms_alt([report], 0) == (
+        "Norm of each patch token after layer 1 on one colour scale, one row per model: "
+        "bright (1 high-norm patches outlined)."
+    )
 
 
 def test_a_layer_past_the_models_depth_is_refused():

@@ -157,21 +157,26 @@ def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform
         "input": views.input_alt(uniform, (2, 4), model),
         "heads": views.heads_alt(uniform, (2, 4), 3, model),
         "overview": views.overview_alt(uniform, model),
-        "rollout": views.rollout_alt(uniform, "max", "relative", model),
-        "relevance": views.relevance_alt(uniform, "cat", "top mass", model),
+        "rollout": views.rollout_alt(uniform, "max", 0.25, "relative", 0.6, model),
+        "relevance": views.relevance_alt(uniform, "cat", "top mass", 0.4, model),
         "distance": views.distance_alt(uniform, model),
         "similarity": views.similarity_alt(uniform.grid, model),
     }
-    assert all(model in text and "8 × 8" in text for text in texts.values())
-    assert "patch (3, 5)" in texts["input"] and "outlined" in texts["input"]
+    assert all(f"model: {model}" in text and "8 × 8" in text for text in texts.values())
+    assert "the query, patch (3, 5), is outlined" in texts["input"]
+    assert "the query is CLS" in views.input_alt(uniform, None, model)
+    assert "outlined" not in views.input_alt(uniform, None, model)
     assert "4 heads of layer 3 of 6" in texts["heads"] and "query patch (3, 5)" in texts["heads"]
     assert "query CLS" in texts["overview"] and "layers 1 to 6" in texts["overview"]
+    assert "rollout of the query CLS" in texts["rollout"] and "max over heads, discard ratio 0.25" in texts["rollout"]
+    assert "drawn as multiples of uniform" in texts["rollout"]
     assert (
-        "rollout" in texts["rollout"]
-        and "max over heads" in texts["rollout"]
-        and "multiples of uniform" in texts["rollout"]
+        "the chosen class 'cat'" in texts["relevance"] and "top 40% of its mass, the rest dimmed" in texts["relevance"]
     )
-    assert "'cat'" in texts["relevance"] and "dimmed" in texts["relevance"]
+    predicted = views.relevance_alt(uniform, None, "weights", 0.6, model)
+    top = max(uniform.probabilities, key=uniform.probabilities.get)  # the class the model predicts
+    assert f"the predicted class '{top}'" in predicted
+    assert "weights from 0 with uniform marked" in predicted
     assert "mean attention distance" in texts["distance"]
     assert "position embeddings" in texts["similarity"]
 

@@ -67,7 +67,7 @@ def pick_example(page, name: str) -> None:
     from playwright.sync_api import expect
 
     page.get_by_role("button", name=f"example: {name}").click()
-    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("query: the CLS token"))
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS:"))
     expect(page.locator("#predictions")).to_contain_text("%")
 
 
@@ -77,10 +77,6 @@ def click_patch(page, row: int, col: int, grid: int = 8) -> None:
     page.locator("#input-view img").scroll_into_view_if_needed()
     box = page.locator("#input-view img").bounding_box()
     page.mouse.click(box["x"] + box["width"] * (col - 0.5) / grid, box["y"] + box["height"] * (row - 0.5) / grid)
-
-
-def heads_alt(page) -> str:
-    return page.locator("#heads img").get_attribute("alt")
 
 
 def image_src(page, elem_id: str) -> str | None:
@@ -208,9 +204,9 @@ def test_the_caption_picker_and_outline_reset_with_every_new_image(server, brows
         new_image()
         expect(query).to_contain_text("the CLS token")
         expect(picker).to_have_value("CLS token")
-        expect(grid).to_have_attribute("alt", re.compile("patch grid of"))
+        expect(grid).to_have_attribute("alt", re.compile("with its patch grid drawn over it; the query is CLS;"))
         expect(grid).not_to_have_attribute("alt", re.compile("outlined"))
-        expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("query: the CLS token"))
+        expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS:"))
     page.close()
 
 
@@ -358,7 +354,7 @@ def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, br
     pick_example(page, "cat")
     click_patch(page, 2, 3)
     page.get_by_role("button", name="move the query right").click()
-    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("row 2, column 4"))
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile(r"for the query patch \(2, 4\):"))
     tree = page.locator("body").aria_snapshot()
     assert len(re.findall(r"\[level=1\]", tree)) == 1
     for name in ("airplane", "cat", "truck"):
@@ -366,10 +362,14 @@ def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, br
     for name in ("up", "down", "left", "right"):
         assert f'button "move the query {name}"' in tree
     assert (
-        'img "Attention of each of the 4 heads in layer 6 of 6, query: the patch at row 2, column 4, '
-        'model: the bundled model"' in tree
+        'img "Attention maps of the 4 heads of layer 6 of 6, one tile each, for the query patch (2, 4): where it '
+        'looks over the image, with a colour bar; model: the bundled model, on the 8 × 8 patch grid (rows × columns)."'
+        in tree
     )
-    assert 'img "The input of the bundled model with its patch grid of 8 rows and 8 columns, the patch at row 2' in tree
+    assert (
+        'img "The model input, 32 × 32 pixels, with its patch grid drawn over it; the query, patch (2, 4), is '
+        "outlined; model: the bundled model" in tree
+    )
     unnamed = page.evaluate(
         """() => [...document.querySelectorAll(".gradio-container img")]
           .filter((i) => i.getBoundingClientRect().width > 24 && !i.alt).map((i) => i.src.slice(-40))"""
@@ -392,12 +392,12 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
     page.keyboard.press("ArrowDown")
     expect(query).to_contain_text("row 5, column 4")
     page.get_by_role("button", name="move the query left").click()
-    expect(heads).to_have_attribute("alt", re.compile("layer 6 of 6, query: the patch at row 5, column 3"))
+    expect(heads).to_have_attribute("alt", re.compile(r"layer 6 of 6, one tile each, for the query patch \(5, 3\):"))
     page.get_by_label(f"range slider for {LAYER}").press("Home")  # 4. the layer, by keyboard
     expect(heads).to_have_attribute("alt", re.compile("layer 1 of 6"))
     page.locator("#play").click()  # 5. play through the layers: it ends on the last
     expect(page.get_by_label(f"number input for {LAYER}")).to_have_value("6", timeout=60_000)
-    expect(heads).to_have_attribute("alt", re.compile("layer 6 of 6, query: the patch at row 5, column 3"))
+    expect(heads).to_have_attribute("alt", re.compile(r"layer 6 of 6, one tile each, for the query patch \(5, 3\):"))
     before = heads.get_attribute("src")
     page.get_by_label("each head stretched to its own max").check()  # 6. scale modes redraw the maps
     wait_for_new_src(page, "heads", before)
@@ -406,7 +406,7 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
     expect(page.locator("img[alt^='Attention rollout']")).to_be_visible()
     page.get_by_role("tab", name="Relevance (Chefer et al. 2021)").click()
     page.get_by_role("button", name="Explain this class").click()
-    expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile("for the predicted class"))
+    expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile(r"for the predicted class '\w+'"))
     page.get_by_role("button", name="Export GIF through the layers").click()  # 8. exports, named by content
     expect(page.locator("#export a").first).to_have_attribute("download", re.compile(r"_layers1-6_row5-col3\.gif$"))
     page.get_by_role("button", name="Export PNG").click()

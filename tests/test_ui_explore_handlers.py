@@ -58,12 +58,13 @@ def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explan
     view, _ = tab
     out = h.query_patch(view, explanation_key, 3, 5, 4, *STYLE)
     assert out[view.heads].alt_text == (
-        "Attention of each of the 4 heads in layer 4 of 6, query: the patch at row 3, column 5, "
-        "model: the bundled model"
+        "Attention maps of the 4 heads of layer 4 of 6, one tile each, for the query patch (3, 5): where it looks "
+        "over the image, with a colour bar; model: the bundled model, on the 8 × 8 patch grid (rows × columns)."
     )
-    assert "patch grid of 8 rows and 8 columns, the patch at row 3, column 5 outlined" in out[view.input_img].alt_text
-    rollout = h.show_rollout(view, explanation_key, "max", 0.5, *STYLE)[view.rollout].alt_text
-    assert "rollout of the CLS token" in rollout and "max head fusion" in rollout and "0.50" in rollout
+    assert "the query, patch (3, 5), is outlined; model: the bundled model" in out[view.input_img].alt_text
+    rollout = h.show_rollout(view, explanation_key, "max", 0.5, *STYLE, "top mass", 30)[view.rollout].alt_text
+    assert "rollout of the query CLS" in rollout and "max over heads, discard ratio 0.50" in rollout
+    assert "top 30% of its mass" in rollout and "model: the bundled model" in rollout
 
 
 def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation_key):
@@ -218,6 +219,8 @@ def test_relevance_follows_the_chosen_class(tab, explanation_key):
     assert np.array_equal(pixels[0][80:], pixels[1][80:])  # the same map (titles differ: "predicted" or "chosen")
     assert not np.array_equal(pixels[0][80:], pixels[2][80:])
     assert Path(opened(different)).name == f"cat-bundled_relevance_{other}.png"  # image, model, what, class
+    assert f"for the predicted class '{top}'" in predicted.alt_text  # the alt names the class the map explains
+    assert f"for the chosen class '{other}'" in different.alt_text and "model: the bundled model" in different.alt_text
 
 
 def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explanation_key, tmp_path):

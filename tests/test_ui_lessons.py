@@ -11,6 +11,7 @@ from PIL import Image
 
 import ui
 import vit
+from explorer import lessons
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import lessons_handlers as h
 from ui.lessons import LessonsView, layout
@@ -49,7 +50,7 @@ def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, r
     view, catalog = tab
     out = h.compare_models(view, catalog, image, [BUNDLED, registers, "pretrained:nonexistent"], "viridis")
     assert Image.open(out[view.compare_picture].value["path"]).width > 0
-    assert out[view.compare_picture].alt_text.startswith("Last-layer CLS attention of every head, one row per model: ")
+    assert out[view.compare_picture].alt_text == lessons.compare_alt([catalog.get(BUNDLED), catalog.get(registers)])
     assert "Not available here" in out[view.compare_note] and "pretrained:nonexistent" in out[view.compare_note]
     clean = h.compare_models(view, catalog, image, [BUNDLED], "viridis")
     assert clean[view.compare_note] == ""

@@ -278,7 +278,7 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
         tiles = render.position_similarity_tiles(start.position_similarity())
         similarity = picture(
             "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
-            f"Position-embedding similarity of every patch slot, model: {h.model_name(start.key)}",
+            views.similarity_alt(start.model.config.grid, h.model_name(start.key)),
             value=tiles,
         )
     return {

@@ -168,34 +168,18 @@ def model_name(model_key: str) -> str:
     return {"bundled": "the bundled model", "checkpoint": "a checkpoint"}.get(kind, name or model_key)
 
 
-def query_words(ex: Explanation, query: Query) -> str:
-    """The query in words, 1-based as the caption says it."""
-    if isinstance(query, tuple):
-        return f"the patch at row {query[0] + 1}, column {query[1] + 1}"
-    if isinstance(query, str):
-        return f"the {views.token_label(query)}"
-    return "the CLS token" if ex.has_cls else "the mean of all patches"
-
-
-# Each view with an alt text saying what it shows (view, layer, query, model), as its component's value.
+# Each view as its component's value, with the alt text explorer.views writes for it.
 def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> gr.Image:
-    gh, gw = ex.grid
-    marked = f", {query_words(ex, query)} outlined" if isinstance(query, tuple) else ""
-    alt = f"The input of {model_name(key[1])} with its patch grid of {gh} rows and {gw} columns{marked}"
-    return with_alt(views.input_view(ex, query), alt)
+    return with_alt(views.input_view(ex, query), views.input_alt(ex, query, model_name(key[1])))
 
 
 def heads_picture(ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle) -> gr.Image:
-    alt = (
-        f"Attention of each of the {ex.heads} heads in layer {layer} of {ex.depth}, query: {query_words(ex, query)}, "
-        f"model: {model_name(key[1])}"
-    )
+    alt = views.heads_alt(ex, query, layer, model_name(key[1]))
     return with_alt(views.heads(ex, query, layer, style), alt)
 
 
 def overview_picture(ex: Explanation, key: ExplanationKey, style: MapStyle) -> gr.Image:
-    alt = f"Attention of {query_words(ex, None)} in every head of all {ex.depth} layers, model: {model_name(key[1])}"
-    return with_alt(views.overview(ex, style), alt)
+    return with_alt(views.overview(ex, style), views.overview_alt(ex, model_name(key[1])))
 
 
 def rollout_picture(
@@ -207,10 +191,7 @@ def rollout_picture(
     show: str = "weights",
     keep: float = views.KEEP,
 ) -> gr.Image:
-    alt = (
-        f"Attention rollout of {query_words(ex, None)} through all {ex.depth} layers ({fusion} head fusion, "
-        f"discard ratio {discard:.2f}), drawn as {show}, model: {model_name(key[1])}"
-    )
+    alt = views.rollout_alt(ex, fusion, discard, show, keep, model_name(key[1]))
     return with_alt(views.rollout(ex, fusion, discard, style, show, keep), alt)
 
 
@@ -246,7 +227,6 @@ def full_analysis(
     # (not just its key) tells apart two catalogues' "bundled" models in one process.
     key = (path, loaded.key, id(loaded.model), mode)
     ex = store.get(key, forward_pass) if store else forward_pass()
-    model = model_name(loaded.key)
     return {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
@@ -258,9 +238,7 @@ def full_analysis(
         "heads": heads_picture(ex, key, None, layer, style),
         "overview": overview_picture(ex, key, style),
         "rollout": rollout_picture(ex, key, fusion, discard, style, show, keep),
-        "distance": with_alt(
-            views.distance_chart(ex), f"Mean attention distance of every head and layer, model: {model}"
-        ),
+        "distance": with_alt(views.distance_chart(ex), views.distance_alt(ex, model_name(loaded.key))),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
@@ -455,9 +433,9 @@ def show_relevance(
         )
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else names.index(target)
-    picture = views.relevance(loaded.model, names, ex, index, style, *map_show(show, keep_percent))
-    which = "the predicted class" if index is None else f"the class {target}"
-    alt = f"Relevance of every patch for {which} (Chefer et al. 2021), model: {model_name(loaded.key)}"
+    drawn = map_show(show, keep_percent)
+    picture = views.relevance(loaded.model, names, ex, index, style, *drawn)
+    alt = views.relevance_alt(ex, None if index is None else target, *drawn, model_name(loaded.key))
     return view.update(relevance=with_alt(picture, alt, f"{name or 'attention'}_relevance_{slug(target)}.png"))
 
 
@@ -590,7 +568,7 @@ def load_model(
         layer=layer_slider(depth, depth),  # the analysis that follows starts at the last layer
         similarity=with_alt(
             render.position_similarity_tiles(loaded.position_similarity()),
-            f"Position-embedding similarity of every patch slot, model: {model_name(model_key)}",
+            views.similarity_alt(loaded.model.config.grid, model_name(model_key)),
         ),
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
     )

@@ -120,9 +120,9 @@ def compare_models(
         drawn = lessons.compare_cls_heads(loaded, picture, style)
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
-    alt = "Last-layer CLS attention of every head, one row per model: " + ", ".join(m.label for m in loaded)
     return view.update(
-        compare_picture=with_alt(drawn, alt, "lesson-supervised-vs-self-supervised.png"), compare_note=note
+        compare_picture=with_alt(drawn, lessons.compare_alt(loaded), "lesson-supervised-vs-self-supervised.png"),
+        compare_note=note,
     )
 
 
@@ -151,7 +151,7 @@ def compare_token_norms(
     return view.update(
         norms_picture=with_alt(
             drawn,
-            f"Token norms of every patch after layer {index + 1}: " + " and ".join(m.label for m in models),
+            lessons.norms_alt(reports, index),
             f"lesson-token-norms-layer{index + 1}.png",
         ),
         norms_table=lessons.describe_norms(reports),
