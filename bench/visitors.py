@@ -175,13 +175,16 @@ class Visitor:
 
 
 class Server:
-    """`python app.py` with the bundled model on a free loopback port, its log in `folder`."""
+    """`python app.py` with `model` (app.py --model; None: the bundled one) on a free loopback
+    port, its log in `folder`. `module`: a module whose `--serve` runs app.py's main in-process
+    (e.g. with a stand-in for downloads) instead of app.py itself."""
 
-    def __init__(self, folder: Path, cache_mb: int) -> None:
+    def __init__(self, folder: Path, cache_mb: int, model: str | None = None, module: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
-        self.command = [sys.executable, "app.py", "--port", str(self.port), "--runs-dir", str(folder / "runs")]
-        self.command += ["--cache-mb", str(cache_mb)]
+        start = ["-m", module, "--serve"] if module else ["app.py"]
+        self.command = [sys.executable, *start, "--port", str(self.port), "--runs-dir", str(folder / "runs")]
+        self.command += ["--cache-mb", str(cache_mb), *(["--model", model] if model else [])]
         self.log_path = folder / "app.log"
         self.log = self.log_path.open("w")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
