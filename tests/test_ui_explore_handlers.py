@@ -44,9 +44,10 @@ def explanation(tab):
 
 def test_a_handler_returns_its_pictures_by_component(tab, explanation):
     view, _ = tab
-    out = h.restyle(view, explanation, None, 3, "max", 0.5, *STYLE)
+    out = h.restyle(view, explanation, "rollout", None, 3, "max", 0.5, *STYLE)
     assert set(out) == {view.heads, view.overview, view.rollout}
-    assert all(Image.open(path).width > 0 for path in out.values())
+    assert out[view.overview] is None  # closed: drawn when opened (tests/test_ui_explore_lazy.py)
+    assert Image.open(out[view.heads]).width > 0 and Image.open(out[view.rollout]).width > 0
 
 
 def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation):
@@ -227,5 +228,5 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     picker = out["query_token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(view, catalog, BUNDLED)[view.relevance_class]
+    classes = h.load_model(view, catalog, BUNDLED, None)[view.relevance_class]
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]

@@ -9,7 +9,7 @@ from typing import Any
 
 import gradio as gr
 
-from explorer import render, views
+from explorer import views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
@@ -61,6 +61,8 @@ class ExploreView(ComponentView):
     export_name: gr.State  # "<image>-<model>", how export files begin
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
+    on_screen: gr.State  # the "More views" tab on screen (explore_handlers.MORE_VIEWS), None while closed
+    more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
     # model and image
     model_key: gr.Dropdown
     checkpoint: gr.File
@@ -86,7 +88,9 @@ class ExploreView(ComponentView):
     left: gr.Button
     right: gr.Button
     play: gr.Button
-    # views and exports
+    # views and exports; "More views" (an accordion of tabs) is drawn only when opened
+    more: gr.Accordion
+    more_tabs: dict[str, gr.Tab]  # by MORE_VIEWS name
     heads: gr.Image
     export_png: gr.Button
     export_gif: gr.Button
@@ -112,6 +116,8 @@ def _session_state() -> dict[str, gr.State]:
         "export_name": gr.State(None),
         "query": gr.State(None),
         "current_model": gr.State(BUNDLED),
+        "on_screen": gr.State(None),
+        "more_tab": gr.State(h.MORE_VIEWS[0]),
     }
 
 
@@ -199,22 +205,33 @@ def _picture(caption: str, **kwargs: Any) -> gr.Image:
 
 
 def _more_views(start: LoadedModel) -> dict[str, Any]:
-    with gr.Tab("Layers x heads"):
+    more = gr.Accordion(
+        "More views: layers x heads, rollout, distance, position embeddings, relevance", open=False, elem_id="more"
+    )
+    with more, gr.Tabs():
+        return {"more": more, **_more_tabs(start)}
+
+
+def _more_tabs(start: LoadedModel) -> dict[str, Any]:
+    tabs = {}
+    with gr.Tab("Layers x heads") as tabs["overview"]:
         overview = _picture("**Attention of the default query (CLS)** in every head of every layer")
-    with gr.Tab("Rollout"):
+    with gr.Tab("Rollout") as tabs["rollout"]:
         with gr.Row():
             fusion = gr.Radio(list(h.FUSIONS), value="mean", label="Head fusion")
             discard = gr.Slider(
                 0.0, h.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
             )
         rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)")
-    with gr.Tab("Mean attention distance"):
+    with gr.Tab("Mean attention distance") as tabs["distance"]:
         distance = _picture("**How far each head looks** (ViT paper Fig. 7, right)")
-    with gr.Tab("Position embeddings"):
-        tiles = render.position_similarity_tiles(start.position_similarity())
-        similarity = _picture("**Position-embedding similarity** (ViT paper Fig. 7, centre)", value=tiles)
+    with gr.Tab("Position embeddings") as tabs["similarity"]:
+        similarity = _picture("**Position-embedding similarity** (ViT paper Fig. 7, centre)")
+    with gr.Tab("Relevance (Chefer et al. 2021)") as tabs["relevance"]:
+        relevance = _relevance_view(start)
     return {
-        **_relevance_view(start),
+        **relevance,
+        "more_tabs": tabs,
         "overview": overview,
         "fusion": fusion,
         "discard": discard,
@@ -225,12 +242,11 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
 
 
 def _relevance_view(start: LoadedModel) -> dict[str, Any]:
-    with gr.Tab("Relevance (Chefer et al. 2021)"):
-        with gr.Row():
-            classes = h.relevance_classes(start)
-            relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
-            relevance_button = gr.Button("Explain this class", size="sm")
-        relevance = _picture("**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class")
+    with gr.Row():
+        classes = h.relevance_classes(start)
+        relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
+        relevance_button = gr.Button("Explain this class", size="sm")
+    relevance = _picture("**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class")
     return {"relevance_class": relevance_class, "relevance_button": relevance_button, "relevance": relevance}
 
 
@@ -276,7 +292,7 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     """/analyze on a new image or resize policy; returns its event arguments for reuse."""
     analysis = {
         "fn": bound(h.analyze, view, catalog),
-        "inputs": view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE),
+        "inputs": view.pick("image", "on_screen", "model_key", "mode", "layer", "fusion", "discard", *STYLE),
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
         **RAW,
     }
@@ -296,7 +312,7 @@ def _wire_views(view: ExploreView) -> None:
     gr.on(
         [view.cmap.input, view.opacity.release, view.upsampling.input, view.display.input, view.scale.input],
         bound(h.restyle, view),
-        view.pick("explanation", "query", "layer", "fusion", "discard", *STYLE),
+        view.pick("explanation", "on_screen", "query", "layer", "fusion", "discard", *STYLE),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
         **CHEAP,
@@ -316,6 +332,25 @@ def _wire_views(view: ExploreView) -> None:
         api_visibility="private",
         **RAW,
     )
+
+
+def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
+    """The "More views" tabs: a view is drawn when it comes on screen (its tab picked, or the
+    accordion opened on it). API clients ask for one by name: /overview, /distance, /similarity
+    (and /rollout, /relevance with their own controls)."""
+    inputs = ("explanation", "current_model", "fusion", "discard", *STYLE)
+    for name, tab in view.more_tabs.items():
+        api = {"api_name": name} if name in ("overview", "distance", "similarity") else {"api_visibility": "private"}
+        outputs = view.pick("on_screen", "more_tab", *([name] if name != "relevance" else []))
+        tab.select(bound(h.show_more, view, catalog, name), view.pick(*inputs), outputs, **api, **CHEAP)
+    view.more.expand(
+        bound(h.show_more, view, catalog),
+        view.pick("more_tab", *inputs),
+        view.pick("on_screen", "more_tab", *h.MORE_VIEWS[:-1]),
+        api_visibility="private",
+        **CHEAP,
+    )
+    view.more.collapse(bound(h.hide_more, view), None, view.on_screen, api_visibility="private", queue=False)
 
 
 def _wire_query(view: ExploreView) -> None:
@@ -378,7 +413,7 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
     # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
     switched = view.model_key.change(
         bound(h.load_model, view, catalog),
-        view.model_key,
+        view.pick("model_key", "on_screen"),
         view.pick("current_model", "model_info", "classes", "layer", "similarity", "relevance_class"),
         api_name="load_model",
         show_progress="full",
@@ -398,5 +433,6 @@ def build_explore_tab(catalog: ModelCatalog) -> ExploreView:
     _wire_query(view)
     _wire_exports(view)
     _wire_relevance(view, catalog)
+    _wire_more(view, catalog)
     _wire_models(view, catalog, analysis)
     return view

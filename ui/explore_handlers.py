@@ -54,6 +54,11 @@ ANALYSIS_OUTPUTS = (
     "query_token",
     "relevance",
 )
+# The views under "More views", by ExploreView field: each is drawn only while on screen (the
+# accordion open on its tab), when its tab or the accordion opens, so an analysis costs what the
+# visitor sees (a ViT-S's 12 x 6 overview cost more than its forward pass: docs/benchmarks-app.md).
+MORE_VIEWS = ("overview", "rollout", "distance", "similarity", "relevance")
+IMAGE_VIEWS = ("overview", "rollout", "distance")  # those that change with the image
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
 
@@ -154,9 +159,11 @@ def full_analysis(
     discard: float,
     style: MapStyle,
     store: ExplanationStore | None = STORE,
+    on_screen: str | None = None,
 ) -> dict[str, Any]:
-    """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name
-    (all but export_name, which needs the upload's name).
+    """Decode an image, run the model once, and draw the views a visitor sees: ANALYSIS_OUTPUTS
+    by name (all but export_name, which needs the upload's name); of IMAGE_VIEWS only the one
+    `on_screen` (a MORE_VIEWS name or None), the others None until opened (`show_more`).
     A (file, model, mode) any session has seen recently is not run again (`store`; None: no
     caching, as the benchmark measures). Raises ImageError for unusable files,
     ExplanationTooLarge past the store's memory budget."""
@@ -178,9 +185,7 @@ def full_analysis(
         "label": ex.probabilities,
         "layer": gr.Slider(maximum=ex.depth, value=layer),
         "heads": saved(views.heads(ex, None, layer, style)),
-        "overview": saved(views.overview(ex, style)),
-        "rollout": saved(views.rollout(ex, fusion, discard, style)),
-        "distance": saved(views.distance_chart(ex)),
+        **image_views(on_screen, ex, fusion, discard, style),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
@@ -188,10 +193,29 @@ def full_analysis(
     }
 
 
+def image_views(
+    on_screen: str | None,
+    ex: Explanation,
+    fusion: str,
+    discard: float,
+    style: MapStyle,
+    names: tuple[str, ...] = IMAGE_VIEWS,
+) -> dict[str, str | None]:
+    """`names` (of IMAGE_VIEWS) by field: the one `on_screen` drawn, the others None (so no
+    picture of an earlier image or style is left in a closed tab; opening it draws it)."""
+    draw = {
+        "overview": lambda: views.overview(ex, style),
+        "rollout": lambda: views.rollout(ex, fusion, discard, style),
+        "distance": lambda: views.distance_chart(ex),
+    }
+    return {name: saved(draw[name]()) if name == on_screen else None for name in names}
+
+
 def analyze(
     view: ExploreView,
     catalog: ModelCatalog,
     image: dict | None,
+    on_screen: str | None,
     model_key: str,
     mode: str,
     layer: float,
@@ -203,7 +227,7 @@ def analyze(
     display: str,
     scale: str,
 ) -> dict:
-    """Analyse an uploaded image with the chosen model and draw every view."""
+    """Analyse an uploaded image with the chosen model and draw the views on screen."""
     if image is None:
         return gr.skip()
     mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
@@ -212,7 +236,7 @@ def analyze(
     try:
         loaded = catalog.get(model_key)
         layer = check_layer(layer, loaded.model.config.depth)
-        pictures = full_analysis(loaded, uploaded_path(image), mode, layer, fusion, discard, style)
+        pictures = full_analysis(loaded, uploaded_path(image), mode, layer, fusion, discard, style, on_screen=on_screen)
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise gr.Error(str(e)) from e
     return view.update(**pictures, export_name=export_name(image, model_key, catalog))
@@ -237,6 +261,7 @@ def show_heads(
 def restyle(
     view: ExploreView,
     explanation: Explanation | None,
+    on_screen: str | None,
     query: Query,
     layer: float,
     fusion: str,
@@ -247,15 +272,13 @@ def restyle(
     display: str,
     scale: str,
 ) -> dict:
-    """Redraw the head maps, the layers x heads overview and rollout in a new style."""
+    """Redraw the head maps in a new style, and the layers x heads overview or rollout if on
+    screen (the other None: drawn in the new style when opened)."""
     ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     layer = check_layer(layer, ex.depth)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
-    return view.update(
-        heads=saved(views.heads(ex, query, layer, style)),
-        overview=saved(views.overview(ex, style)),
-        rollout=saved(views.rollout(ex, fusion, discard, style)),
-    )
+    shown = image_views(on_screen, ex, fusion, discard, style, ("overview", "rollout"))
+    return view.update(heads=saved(views.heads(ex, query, layer, style)), **shown)
 
 
 def show_rollout(
@@ -273,6 +296,48 @@ def show_rollout(
     ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
     return view.update(rollout=saved(views.rollout(ex, fusion, discard, style)))
+
+
+def show_more(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    name: str,
+    explanation: Explanation | None,
+    current_model: str,
+    fusion: str,
+    discard: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+) -> dict:
+    """The "More views" tab `name` comes on screen (its tab picked, or the accordion opened on
+    it): remember it, and draw its view (position similarity for the current model; an image's
+    view once there is one; relevance waits for its button, as it costs a backward pass)."""
+    name = one_of("view", name, MORE_VIEWS)
+    shown = view.update(on_screen=name, more_tab=name)
+    if name == "similarity":
+        loaded = load_or_error(catalog, current_model)
+        return shown | view.update(similarity=saved(render.position_similarity_tiles(loaded.position_similarity())))
+    if name not in IMAGE_VIEWS or explanation is None:
+        return shown
+    ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
+    fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
+    return shown | view.update(**image_views(name, ex, fusion, discard, style, (name,)))
+
+
+def hide_more(view: ExploreView) -> dict:
+    """The "More views" accordion closed: nothing of it is on screen, so analyses draw none of it."""
+    return view.update(on_screen=None)
+
+
+def load_or_error(catalog: ModelCatalog, key: str) -> LoadedModel:
+    """The catalogue's model for `key`, or gr.Error with its message."""
+    try:
+        return catalog.get(key)
+    except ModelUnavailable as e:
+        raise gr.Error(str(e)) from e
 
 
 def show_query(view: ExploreView, ex: Explanation, query: Query, layer: object, style: MapStyle) -> dict:
@@ -347,10 +412,7 @@ def show_relevance(
     """Class-specific relevance (Chefer et al. 2021) of every patch for `target`: "predicted
     class" or one of the model's class names. Refused for a model without a classifier head."""
     ex, style = require(explanation), map_style(cmap, opacity, upsampling, display, scale)
-    try:
-        loaded = catalog.get(explanation[1])
-    except ModelUnavailable as e:
-        raise gr.Error(str(e)) from e
+    loaded = load_or_error(catalog, explanation[1])
     names = loaded.meta.class_names
     if loaded.model.config.num_classes < 1:
         raise gr.Error(
@@ -475,6 +537,7 @@ def load_model(
     view: ExploreView,
     catalog: ModelCatalog,
     model_key: str,
+    on_screen: str | None,
     progress: gr.Progress = gr.Progress(track_tqdm=True),  # noqa: B008 - Gradio's way to show download bars
 ) -> dict:
     """Switch the Explore tab to another model (downloading pretrained weights once)."""
@@ -488,7 +551,10 @@ def load_model(
         model_info=loaded.describe(),
         classes=classes_note(loaded),
         layer=gr.Slider(maximum=depth, value=depth),  # the analysis that follows starts at the last layer
-        similarity=saved(render.position_similarity_tiles(loaded.position_similarity())),
+        # drawn now only if on screen; else None, drawn for this model when opened (show_more)
+        similarity=saved(render.position_similarity_tiles(loaded.position_similarity()))
+        if on_screen == "similarity"
+        else None,
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
     )
 
