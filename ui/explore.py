@@ -215,14 +215,14 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
 def _more_tabs(start: LoadedModel) -> dict[str, Any]:
     tabs = {}
     with gr.Tab("Layers x heads") as tabs["overview"]:
-        overview = _picture("**Attention of the default query (CLS)** in every head of every layer")
+        overview = _picture("**Attention of the default query (CLS)** in every head of every layer", elem_id="overview")
     with gr.Tab("Rollout") as tabs["rollout"]:
         with gr.Row():
             fusion = gr.Radio(list(h.FUSIONS), value="mean", label="Head fusion")
             discard = gr.Slider(
                 0.0, h.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
             )
-        rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)")
+        rollout = _picture("**Attention rollout** (Abnar & Zuidema, 2020)", elem_id="rollout")
     with gr.Tab("Mean attention distance") as tabs["distance"]:
         distance = _picture("**How far each head looks** (ViT paper Fig. 7, right)")
     with gr.Tab("Position embeddings") as tabs["similarity"]:
