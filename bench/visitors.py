@@ -185,11 +185,14 @@ class Visitor:
 
 
 class Server:
-    """`python app.py` with `model` (app.py --model; None: the bundled one) on a free loopback
-    port, its log in `folder`. `module`: a module whose `--serve` runs app.py's main in-process
-    (e.g. with a stand-in for downloads) instead of app.py itself."""
+    """`python app.py` in `app_dir` (another checkout, to compare versions) with `model`
+    (app.py --model; None: the bundled one) on a free loopback port, its log in `folder`.
+    `module`: a module whose `--serve` runs app.py's main in-process (e.g. with a stand-in
+    for downloads) instead of app.py itself."""
 
-    def __init__(self, folder: Path, cache_mb: int, model: str | None = None, module: str | None = None) -> None:
+    def __init__(
+        self, folder: Path, cache_mb: int, model: str | None = None, module: str | None = None, app_dir: Path = ROOT
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         start = ["-m", module, "--serve"] if module else ["app.py"]
@@ -198,7 +201,7 @@ class Server:
         self.log_path = folder / "app.log"
         self.log = self.log_path.open("w")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-        self.proc = subprocess.Popen(self.command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.command, cwd=app_dir, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait(self) -> float:
         try:
@@ -316,6 +319,7 @@ class Run:
     """One class on one server: what the visitors saw and what the server spent."""
 
     model: str
+    app_dir: Path
     command: list[str]
     tally: Tally
     elapsed: float
@@ -326,9 +330,9 @@ class Run:
     cpu: dict[str, float]  # server CPU seconds per request of each kind, asked alone
 
 
-def one_run(args: argparse.Namespace, model: str, folder: Path) -> Run:
-    """Start a server with `model`, warm it up, run the class, sample CPU per request, stop it."""
-    server = Server(folder, args.cache_mb, None if model == BUNDLED else model)
+def one_run(args: argparse.Namespace, app_dir: Path, model: str, folder: Path) -> Run:
+    """Start `app_dir`'s server with `model`, warm it up, run the class, sample CPU per request, stop it."""
+    server = Server(folder, args.cache_mb, None if model == BUNDLED else model, app_dir=app_dir)
     try:
         server.wait()
         grid, depth = warm_up(server.url, folder)
@@ -344,7 +348,9 @@ def one_run(args: argparse.Namespace, model: str, folder: Path) -> Run:
             raise RuntimeError(f"the server exited with code {server.proc.returncode} during the class: see its log")
         sampler = Visitor(args.visitors, images[0], [], 0.0, grid, depth)
         cpu = cpu_per_request(server, sampler, folder, args.cpu_samples) if args.cpu_samples else {}
-        return Run(model, server.command, tally, elapsed, loads, startup_hwm, server.peak_bytes(), class_cpu, cpu)
+        return Run(
+            model, app_dir, server.command, tally, elapsed, loads, startup_hwm, server.peak_bytes(), class_cpu, cpu
+        )
     finally:
         server.stop()
 
@@ -375,7 +381,11 @@ def p95s(tally: Tally) -> tuple[float, float, int]:
 def model_report(args: argparse.Namespace, runs: list[Run]) -> list[str]:
     """One model's rounds: each round's load, the pooled table, memory and CPU per request."""
     tally = merged(runs)
-    lines = [f"### model `{runs[0].model}`", "", f"server: `{shlex.join(['python', *runs[0].command[1:]])}`"]
+    lines = [
+        f"### {label(runs[0])}",
+        "",
+        f"server: `{shlex.join(['python', *runs[0].command[1:]])}` in {runs[0].app_dir}",
+    ]
     for i, run in enumerate(runs):
         a, c, e = p95s(run.tally)
         lines.append(
@@ -400,23 +410,29 @@ def model_report(args: argparse.Namespace, runs: list[Run]) -> list[str]:
     return lines
 
 
-def ratios(by_model: dict[str, list[Run]]) -> list[str]:
-    """Each model's p95s as ratios to the first model's, pooled over the rounds."""
-    anchor, *_ = by_model
-    a0, c0, _ = p95s(merged(by_model[anchor]))
+def label(run: Run) -> str:
+    """`model` (and the checkout, if not this one) as the report names a run."""
+    where = "" if run.app_dir == ROOT else f" (app in {run.app_dir})"
+    return f"`{Path(run.model).name}`{where}"
+
+
+def ratios(by_model: dict[tuple[Path, str], list[Run]]) -> list[str]:
+    """Each model's p95s as ratios to the first model's of the same checkout, pooled over rounds."""
     rows = [
-        f"p95 against `{anchor}` (pooled over rounds):",
+        "p95 against the first model of the same checkout (pooled over rounds):",
         "",
         "| model | analyze p95 s | x anchor | click or slider p95 s | x anchor | errors |",
         "|---|---|---|---|---|---|",
     ]
-    for model, runs in by_model.items():
+    anchors: dict[Path, tuple[float, float, int]] = {}
+    for (app_dir, _), runs in by_model.items():
         a, c, e = p95s(merged(runs))
-        rows.append(f"| `{Path(model).name}` | {a:.2f} | {a / a0:.2f} | {c:.2f} | {c / c0:.2f} | {e} |")
+        a0, c0, _ = anchors.setdefault(app_dir, (a, c, e))
+        rows.append(f"| {label(runs[0])} | {a:.2f} | {a / a0:.2f} | {c:.2f} | {c / c0:.2f} | {e} |")
     return rows
 
 
-def report(args: argparse.Namespace, by_model: dict[str, list[Run]]) -> str:
+def report(args: argparse.Namespace, by_model: dict[tuple[Path, str], list[Run]]) -> str:
     own_cpu = resource.getrusage(resource.RUSAGE_SELF)
     lines = [
         f"command: `{shlex.join([Path(sys.executable).name, '-m', 'bench.visitors', *sys.argv[1:]])}`",
@@ -451,18 +467,21 @@ def main(argv: list[str] | None = None) -> None:
         "--model", action="append", help=f"app.py --model (repeatable; {BUNDLED!r}: the bundled one, the default)"
     )
     p.add_argument("--rounds", type=int, default=1, help="times every model runs, in turn")
+    p.add_argument(
+        "--app-dir", action="append", type=Path, help="a checkout whose app.py to serve (repeatable; default: this one)"
+    )
     p.add_argument("--cpu-samples", type=int, default=5, help="requests of each kind for the CPU table (0: none)")
     args = p.parse_args(argv)
     if args.visitors < 1 or args.actions < 0 or args.think < 0 or args.max_seconds <= 0:
         p.error("--visitors must be at least 1, --actions and --think at least 0, --max-seconds above 0")
     if args.rounds < 1 or args.cpu_samples < 0:
         p.error("--rounds must be at least 1 and --cpu-samples at least 0")
-    models = args.model or [BUNDLED]
-    by_model: dict[str, list[Run]] = {m: [] for m in models}
+    runs = [(d.resolve(), m) for d in args.app_dir or [ROOT] for m in args.model or [BUNDLED]]
+    by_model: dict[tuple[Path, str], list[Run]] = {run: [] for run in runs}
     for _ in range(args.rounds):
-        for model in models:
+        for app_dir, model in runs:
             with tempfile.TemporaryDirectory() as tmp:
-                by_model[model].append(one_run(args, model, Path(tmp)))
+                by_model[app_dir, model].append(one_run(args, app_dir, model, Path(tmp)))
     print(report(args, by_model))
 
 
