@@ -58,15 +58,20 @@ def query_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
     """Attention from one query token to every patch, for every layer and head:
     (B, L, H, gh, gw): M[l, h] = A[l][h, q, prefix:] on the grid (docs/analysis.md, query maps).
     The default query is the CLS token, whose map is the ViT paper's Fig. 6."""
-    stacked = torch.stack(tuple(maps), dim=1)  # (B, L, H, T, T)
-    return query_rows(stacked, maps, query)
+    rows = _stacked_query_tokens(maps, query)[..., maps.prefix_tokens :]  # (B, L, H, gh*gw)
+    return rows.reshape(*rows.shape[:-1], *maps.grid)  # -> (B, L, H, gh, gw) row-major
 
 
 def query_prefix_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
     """What the patch maps leave out: the query's attention to each prefix token (CLS),
     (B, L, H, prefix_tokens). With the patch map it sums to 1 per head (softmax rows)."""
-    stacked = torch.stack(tuple(maps), dim=1)  # (B, L, H, T, T)
-    return _query_tokens(stacked, maps, query)[..., : maps.prefix_tokens]
+    return _stacked_query_tokens(maps, query)[..., : maps.prefix_tokens]
+
+
+def _stacked_query_tokens(maps: AttentionMaps, query: Query) -> Tensor:
+    """The query's row of every layer, (B, L, H, T). Each layer's row is taken before stacking:
+    stacking the whole (B, L, H, T, T) maps first copied 11 MB for a ViT-S on every click."""
+    return torch.stack([_query_tokens(layer, maps, query) for layer in maps], dim=1)
 
 
 def rollout_matrix(maps: AttentionMaps, head_fusion: HeadFusion = "mean", discard_ratio: float = 0.0) -> Tensor:
