@@ -15,7 +15,7 @@ uploads an image of its own. Reports p50/p95 per action, errors, the server's pe
 memory (VmHWM) against its explanation budget (--cache-mb, docs/security.md), the machine,
 its load, and the command; then the server's CPU per request of each kind, measured with one
 client asking `--cpu-samples` times in a row after the class. Several `--model`s run in turn,
-`--rounds` times (A, B, A, B: the machine's load moves both alike), and the report ends with
+`--rounds` times (A, B, B, A: the machine's load moves both alike), and the report ends with
 each model's p95 as a ratio to the first's. Bounded: a fixed number of actions per visitor and
 a deadline after which no visitor starts another action (`--max-seconds`).
 """
@@ -476,10 +476,10 @@ def main(argv: list[str] | None = None) -> None:
         p.error("--visitors must be at least 1, --actions and --think at least 0, --max-seconds above 0")
     if args.rounds < 1 or args.cpu_samples < 0:
         p.error("--rounds must be at least 1 and --cpu-samples at least 0")
-    runs = [(d.resolve(), m) for d in args.app_dir or [ROOT] for m in args.model or [BUNDLED]]
+    runs = [(d.resolve(), m) for m in args.model or [BUNDLED] for d in args.app_dir or [ROOT]]
     by_model: dict[tuple[Path, str], list[Run]] = {run: [] for run in runs}
-    for _ in range(args.rounds):
-        for app_dir, model in runs:
+    for r in range(args.rounds):
+        for app_dir, model in runs if r % 2 == 0 else runs[::-1]:  # A B B A: a drifting load weighs alike
             with tempfile.TemporaryDirectory() as tmp:
                 by_model[app_dir, model].append(one_run(args, app_dir, model, Path(tmp)))
     print(report(args, by_model))
