@@ -6,9 +6,10 @@ In-process with one torch thread (the app's default), CPU time of this thread
 (`time.thread_time`), median of `--repeats`, for each stage: decoding the upload; the forward
 pass with every attention map (`explorer.explain.explain`: preprocessing, forward, maps,
 probabilities); each view's drawing; writing each view (`ui.outputs.saved`, the encoding the app
-uses) and other encodings for comparison. Then the whole of an analysis as main drew it (every
-view at once) and as the app draws it now (what the first screen shows), a click and a slider
-move, each as a ratio to the forward pass. With `--server`, the same model served by app.py:
+uses) and other encodings for comparison. Then the whole of an analysis drawing every view
+main drew at once (this checkout's stages: main's own cost needs main's code, e.g. this script
+copied into a checkout of main) and as the app draws it now (what the first screen shows), a
+click and a slider move, each as a ratio to the forward pass. With `--server`, the same model served by app.py:
 the server's CPU per request, one client asking in a row, so that what the in-process stages
 leave out (Gradio's queue, HTTP, JSON; "transport") shows as the difference.
 `bench.checkpoints` writes checkpoints of ViT-S/16 and ViT-B/16 shape with random weights.
@@ -34,16 +35,18 @@ from explorer.catalog import BUNDLED_PATH, LoadedModel, ModelCatalog
 from explorer.explain import explain
 from explorer.images import load_image
 from explorer.render import MapStyle
+from ui.outputs import ENCODINGS as OUTPUT_ENCODINGS
 from ui.outputs import saved
 
 IMAGE = gradio.media.get_image("cheetah1.jpg")
-# Encodings compared for the views (PIL's options); the first is what ui.outputs.saved writes.
+# Encodings compared for the views (PIL's options): the app's two first (ui.outputs.ENCODINGS).
 ENCODINGS: dict[str, dict] = {
-    "PNG level 1": {"format": "PNG", "compress_level": 1},
+    "WebP lossless, effort 0 (views)": OUTPUT_ENCODINGS[".webp"],
+    "PNG level 1 (exports; main's views)": OUTPUT_ENCODINGS[".png"],
     "PNG level 0": {"format": "PNG", "compress_level": 0},
     "PNG level 6": {"format": "PNG", "compress_level": 6},
-    "WebP lossless, method 0": {"format": "WEBP", "lossless": True, "method": 0},
-    "JPEG q90": {"format": "JPEG", "quality": 90},
+    "WebP lossless, method 0, quality 80": {"format": "WEBP", "lossless": True, "method": 0},
+    "JPEG q90 (lossy)": {"format": "JPEG", "quality": 90},
 }
 
 
@@ -105,7 +108,7 @@ def totals(ms: dict[str, float]) -> dict[str, float]:
     first = ms["decode the upload"] + ms["forward pass with maps"]
     eager = ("input view", "head maps (CLS)", "layers x heads overview", "rollout", "distance chart")
     return {
-        "analysis as main drew it (every view)": first + views_of(*eager),
+        "analysis drawing every view (main's set)": first + views_of(*eager),
         "analysis now (input view + head maps)": first + views_of("input view", "head maps (CLS)"),
         "click a patch (input view + head maps)": views_of("input view, patch outlined", "head maps (a patch)"),
         "slider move (head maps)": views_of("head maps (CLS)"),
