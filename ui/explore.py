@@ -346,7 +346,7 @@ def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
     view.more.expand(
         bound(h.show_more, view, catalog),
         view.pick("more_tab", *inputs),
-        view.pick("on_screen", "more_tab", *h.MORE_VIEWS[:-1]),
+        view.pick("on_screen", "more_tab", *h.IMAGE_VIEWS, "similarity"),  # relevance waits for its button
         api_visibility="private",
         **CHEAP,
     )
