@@ -63,8 +63,10 @@ def drawn(monkeypatch) -> Counter:
     return counts
 
 
-def pixels(path: str) -> np.ndarray:
-    return np.asarray(Image.open(path).convert("RGB"))
+def pixels(picture: gr.Image) -> np.ndarray:
+    """The pixels of a view a handler returned with its alt text (ui.pictures.with_alt)."""
+    assert picture.alt_text  # lazy or not, a drawn view says what it shows
+    return np.asarray(Image.open(picture.value["path"]).convert("RGB"))
 
 
 def test_an_analysis_draws_no_view_of_the_closed_accordion(tab, image, drawn):
@@ -128,9 +130,9 @@ def test_a_restyle_redraws_the_open_view_and_clears_the_closed_one(tab, explanat
 
 def test_a_model_switch_draws_position_similarity_only_on_screen(tab, drawn):
     view, catalog, _ = tab
-    assert h.load_model(view, catalog, BUNDLED, None)[view.similarity] is None
+    assert h.load_model(view, catalog, BUNDLED, None, None)[view.similarity] is None
     assert drawn == Counter()
-    assert pixels(h.load_model(view, catalog, BUNDLED, "similarity")[view.similarity]).size
+    assert pixels(h.load_model(view, catalog, BUNDLED, "similarity", None)[view.similarity]).size
     assert drawn == Counter(similarity=1)
 
 
