@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
-from app_helpers import analyze
+from app_helpers import analyze, file_of
 from gradio_client.exceptions import AppError
 from PIL import Image
 
@@ -25,7 +25,7 @@ def png_with_header_only(path, width: int, height: int):
 def input_view(client, path, mode="crop"):
     """(model-input view pixels, numbers markdown) after analysing `path`."""
     view, numbers, *_ = analyze(client, path, mode)
-    return np.asarray(Image.open(view).convert("RGB")).astype(int), numbers
+    return np.asarray(Image.open(file_of(view)).convert("RGB")).astype(int), numbers
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,8 @@ def test_cli_and_train_tab_checkpoints_hold_no_machine_path(tmp_path, monkeypatc
     job = TrainingJob()
     job.start(model="vit_cifar_nano", data=str(data), epochs=1, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "tab"))
     assert job.wait(120) and job.snapshot().error is None
-    header, _ = read_header(tmp_path / "tab" / "model.safetensors")
+    (final,) = [p for p in (tmp_path / "tab").glob("*.safetensors") if p.name != "last.safetensors"]
+    header, _ = read_header(final)  # named after model, epochs and accuracy
     assert machine_paths(header, tmp_path) == []
     assert header["info"]["command"].startswith("python") and "--data data --out tab" in header["info"]["command"]
 

@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 import torch
-from app_helpers import analyze, save_rgb
+from app_helpers import analyze, file_of, save_rgb
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from PIL import Image
@@ -26,10 +26,6 @@ CHEETAH = gradio.media.get_image("cheetah1.jpg")
 def pixels(picture) -> np.ndarray:
     """The pixels of an image output: a file path, or an update carrying the file and its alt text."""
     return np.asarray(Image.open(file_of(picture)).convert("RGB"))
-
-
-def file_of(picture) -> str:
-    return picture["value"] if isinstance(picture, dict) else picture
 
 
 def test_every_view_has_an_api_name(client):

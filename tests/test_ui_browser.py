@@ -35,12 +35,20 @@ PHONE = {"width": 390, "height": 844}
 LAYER = "Layer (1 = first)"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def patient_expect():
+    """Every test's `expect` waits up to 60 s: on a shared 2-core machine an analysis takes
+    seconds, not milliseconds (Playwright's default is 5 s)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+
+
 @pytest.fixture(scope="module")
 def browser():
     """One chromium for the module's tests (each opens its own page, a fresh Gradio session)."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import sync_playwright
 
-    expect.set_options(timeout=30_000)  # a shared 2-core machine: answers take seconds, not milliseconds
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield browser

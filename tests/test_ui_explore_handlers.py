@@ -55,15 +55,15 @@ def opened(picture: gr.Image) -> str:
     return picture.value["path"]
 
 
-def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explanation):
+def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explanation_key):
     view, _ = tab
-    out = h.query_patch(view, explanation, 3, 5, 4, *STYLE)
+    out = h.query_patch(view, explanation_key, 3, 5, 4, *STYLE)
     assert out[view.heads].alt_text == (
         "Attention of each of the 4 heads in layer 4 of 6, query: the patch at row 3, column 5, "
         "model: the bundled model"
     )
     assert "patch grid of 8 rows and 8 columns, the patch at row 3, column 5 outlined" in out[view.input_img].alt_text
-    rollout = h.show_rollout(view, explanation, "max", 0.5, *STYLE)[view.rollout].alt_text
+    rollout = h.show_rollout(view, explanation_key, "max", 0.5, *STYLE)[view.rollout].alt_text
     assert "rollout of the CLS token" in rollout and "max head fusion" in rollout and "0.50" in rollout
 
 

@@ -5,6 +5,14 @@ from __future__ import annotations
 
 import math
 
+SHOWN_CHARS = 40  # at most this much of a value a visitor typed is echoed back in a message
+
+
+def shown(value: object) -> str:
+    """`value` quoted for a message, cut to SHOWN_CHARS: a 1,000-digit number is not echoed whole."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 1]}…"
+
 
 def is_real(value: object) -> bool:
     """A finite int or float; a bool is not a number here (True would train for 1 epoch)."""
@@ -14,7 +22,7 @@ def is_real(value: object) -> bool:
 def check_whole(name: str, value: object, low: int) -> int:
     """`value` if it is an int (not a bool) of at least `low`, else ValueError."""
     if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
-        raise ValueError(f"{name} must be a whole number of at least {low}, got {value!r}")
+        raise ValueError(f"{name} must be a whole number of at least {low}, got {shown(value)}")
     return value
 
 
@@ -23,5 +31,5 @@ def check_lr(value: object, high: float = math.inf, name: str = "lr") -> float:
     0, and at most `high` where a server caps it (TrainLimits.max_lr)."""
     if not (is_real(value) and 0 < value <= high):
         cap = f" and at most {high:g}" if math.isfinite(high) else ""
-        raise ValueError(f"{name} must be a number above 0{cap}, got {value!r}")
+        raise ValueError(f"{name} must be a number above 0{cap}, got {shown(value)}")
     return float(value)

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checks import check_lr
+from .checks import check_lr, shown
 from .job import JobBusy, JobSnapshot, TrainingJob
 
 SHARED_OWNER = "shared"
@@ -54,7 +54,7 @@ def _whole(value: object, name: str, low: int, high: int) -> int:
     except (TypeError, ValueError):
         number = math.nan
     if not (math.isfinite(number) and number == int(number) and low <= number <= high):
-        raise ValueError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, got {shown(value)}")
     return int(number)
 
 

@@ -180,7 +180,6 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
 def _query_column(start: LoadedModel) -> dict[str, Any]:
     caption = "**Model input with its patch grid**: click a patch to make it the query (or use the arrow keys)"
     input_img = picture(caption, "The model input with its patch grid", height=PICTURE_PX, elem_id="input-view")
-    query_md = gr.Markdown(views.describe_query(None), label="Query", elem_id="query")
     names = start.model.config.prefix_names
     query_md = gr.Markdown(views.describe_query(None, "cls" in names), label="Query", elem_id="query")
     query_token = gr.Dropdown(

@@ -25,7 +25,7 @@ from . import concurrency
 from . import live_handlers as h
 from .binding import ComponentView, bound
 from .explore import SCALE_CHOICES
-from .explore_handlers import keep_model
+from .explore_handlers import keep_model, layer_slider
 from .settings import ServerSettings
 
 STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server draws the newest
@@ -107,7 +107,7 @@ def _controls(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
     names = config.prefix_names
     with gr.Row():
         model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model", scale=2)
-        layer = gr.Slider(1, config.depth, value=config.depth, step=1, label="Layer (1 = first)", scale=2)
+        layer = layer_slider(config.depth, config.depth, step=1, label="Layer (1 = first)", scale=2)
         query_token = gr.Dropdown(views.query_choices(names), value=views.query_token(None, names), label="Query token")
         row = gr.Slider(1, rows, value=(rows + 1) // 2, step=1, label="Query patch row (1 = top)")
         column = gr.Slider(1, columns, value=(columns + 1) // 2, step=1, label="Query patch column (1 = left)")

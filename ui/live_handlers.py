@@ -22,7 +22,7 @@ from explorer.streams import Admission, StreamSlots
 from vit.analysis import Query
 
 from .checks import one_of, visitor_error, whole_number
-from .explore_handlers import STORE, check_layer, export_name, map_style, owner, query_name, uploaded_path
+from .explore_handlers import STORE, check_layer, export_name, layer_slider, map_style, owner, query_name, uploaded_path
 from .outputs import cache_path
 from .settings import for_visitors
 
@@ -141,7 +141,7 @@ def live_model(
     return view.update(
         current_model=model_key,
         model_info=loaded.describe(),
-        layer=gr.Slider(maximum=depth, value=depth),
+        layer=layer_slider(depth, depth),
         query_token=gr.Dropdown(choices=views.query_choices(names), value=views.query_token(None, names)),
         row=gr.Slider(maximum=rows, value=(rows + 1) // 2),
         column=gr.Slider(maximum=columns, value=(columns + 1) // 2),
