@@ -247,7 +247,7 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     picker = out["query_token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(view, catalog, BUNDLED, None)[view.relevance_class]
+    classes = h.load_model(view, catalog, BUNDLED, None, None)[view.relevance_class]  # closed; no request
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
 
 
