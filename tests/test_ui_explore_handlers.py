@@ -254,7 +254,9 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
 def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_values(tab, explanation_key):
     view, _ = tab
     pictures = {
-        show: np.asarray(Image.open(h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, show, 60)[view.rollout]))
+        show: np.asarray(
+            Image.open(opened(h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, show, 60)[view.rollout]))
+        )
         for show in views.SHOWS
     }
     assert len({p.tobytes() for p in pictures.values()}) == 3  # three different pictures

@@ -15,6 +15,7 @@ from explorer.render import COLORMAPS
 from . import concurrency, pictures
 from . import lessons_handlers as h
 from .binding import bound
+from .explore_handlers import layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
 # so all four share the server's heavy slots (ui/concurrency.py)
@@ -116,7 +117,7 @@ def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel]
     with gr.Row():
         with_reg = gr.Dropdown(choices, value=pair[0].key, label="With registers")
         without = gr.Dropdown(choices, value=pair[1].key, label="Without")
-        layer = gr.Slider(1, depth, value=depth, step=1, label=h.NORMS_LAYER_LABEL)
+        layer = layer_slider(depth, depth, step=1, label=h.NORMS_LAYER_LABEL)
         button = gr.Button("Show token norms")
     picture = pictures.picture(
         "**Token norms** after the chosen layer, high-norm patches outlined",

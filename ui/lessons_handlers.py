@@ -24,7 +24,7 @@ from explorer.render import COLORMAPS, MapStyle
 
 from . import downloads
 from .checks import one_of, visitor_error, whole_number
-from .explore_handlers import owner, uploaded_path
+from .explore_handlers import layer_slider, owner, uploaded_path
 from .pictures import with_alt
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def norms_models(
     set to its last layer (the pair is loaded, downloading if needed, progress shown)."""
     pair = [downloads.load(catalog, key, progress) for key in (with_registers, without_registers)]
     depth = min(m.model.config.depth for m in pair)
-    return view.update(norms_layer=gr.Slider(minimum=1, maximum=depth, value=depth))
+    return view.update(norms_layer=layer_slider(depth, depth))
 
 
 def heads_model(view: LessonsView, catalog: ModelCatalog, model_key: str, progress: gr.Progress = PROGRESS) -> dict:
