@@ -145,22 +145,26 @@ def test_upload_predict_click_a_patch_and_move_it_with_the_keys(server, tmp_path
     assert (tmp_path / "first-screen.png").stat().st_size > 10_000
 
 
-def test_more_views_are_drawn_when_opened_and_redrawn_while_open(server, browser):
-    from playwright.sync_api import expect
+def test_more_views_are_drawn_when_opened_and_redrawn_while_open(server):
+    from playwright.sync_api import expect, sync_playwright
 
-    page = open_page(browser, server)
-    page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
-    expect(page.locator("#predictions")).to_contain_text("%")
-    assert image_src(page, "overview") is None  # the analysis drew nothing of the closed "More views"
-    page.locator("#more").get_by_text("More views").click()
-    expect(page.locator("#overview img")).to_be_visible()  # opened on its first tab: drawn now
-    expect(page.locator("#overview img")).to_have_attribute("alt", re.compile("in every head of all 6 layers"))
-    page.get_by_role("tab", name="Rollout").click()
-    expect(page.locator("#rollout img")).to_be_visible()
-    before = image_src(page, "rollout")
-    page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("lion.jpg"))
-    wait_for_new_src(page, "rollout", before)  # on screen: a new image redraws it
-    page.close()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport=SCREEN)
+        page.set_default_timeout(60_000)
+        page.goto(server)
+        page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
+        expect(page.locator("#predictions")).to_contain_text("%")
+        assert image_src(page, "overview") is None  # the analysis drew nothing of the closed "More views"
+        page.locator("#more").get_by_text("More views").click()
+        expect(page.locator("#overview img")).to_be_visible()  # opened on its first tab: drawn now
+        expect(page.locator("#overview img")).to_have_attribute("alt", re.compile("in every head of all 6 layers"))
+        page.get_by_role("tab", name="Rollout").click()
+        expect(page.locator("#rollout img")).to_be_visible()
+        before = image_src(page, "rollout")
+        page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("lion.jpg"))
+        wait_for_new_src(page, "rollout", before)  # on screen: a new image redraws it
+        browser.close()
 
 
 def test_the_train_tab_shows_progress_until_the_run_ends(server, tmp_path):
