@@ -4,7 +4,8 @@
     python -m bench.app_latency --skip-cold-start
 
 1. Server-side latency of one full analysis (`ui.explore_handlers.full_analysis`: decode, one forward pass with
-   attention, every view rendered and written as PNG), with the bundled model and with ViT-B/16.
+   attention, the views of the first screen rendered and written as PNG; the "More views" are drawn
+   when opened, see bench/profile_analysis.py), with the bundled model and with ViT-B/16.
    For ViT-B/16 the reference is torchvision's bare forward pass (fused attention, no maps, no
    views) on the same preprocessed input; weights are random (latency does not depend on them).
 2. Cold start: seconds from launching `python app.py` to the first page served, against a bare

@@ -1,9 +1,11 @@
 """A class at once: N `gradio_client` visitors on one app server, printed as a Markdown report.
 
-    python -m bench.visitors                     # 30 visitors, 12 actions each
+    python -m bench.visitors                     # 30 visitors, 12 actions each, the bundled model
     python -m bench.visitors --visitors 10 --actions 12
+    python -m bench.visitors --model bundled --model vit_s16.safetensors --rounds 2   # ratios to the first
 
-Starts `python app.py` (the bundled model) on a free loopback port, then every visitor, each
+Starts `python app.py --model MODEL` (`bundled`: the bundled model; else any checkpoint or
+pretrained name app.py takes) on a free loopback port, then every visitor, each
 in its own thread with its own `gradio_client.Client` (its own session), at the same moment:
 uploads an image (/analyze), then clicks patches (/query_patch, 1-based row and column), moves
 the layer slider (/heads), changes the colour map (/restyle) or goes back to CLS
@@ -11,8 +13,11 @@ the layer slider (/heads), changes the colour map (/restyle) or goes back to CLS
 CIFAR-10 examples (examples/cifar10/), as a class told "click the cat" would; every third
 uploads an image of its own. Reports p50/p95 per action, errors, the server's peak resident
 memory (VmHWM) against its explanation budget (--cache-mb, docs/security.md), the machine,
-its load, and the command. Bounded: a fixed number of actions per visitor and a deadline
-after which no visitor starts another action (`--max-seconds`).
+its load, and the command; then the server's CPU per request of each kind, measured with one
+client asking `--cpu-samples` times in a row after the class. Several `--model`s run in turn,
+`--rounds` times (A, B, B, A: the machine's load moves both alike), and the report ends with
+each model's p95 as a ratio to the first's. Bounded: a fixed number of actions per visitor and
+a deadline after which no visitor starts another action (`--max-seconds`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import resource
 import shlex
 import subprocess
@@ -39,7 +45,7 @@ from vit.preprocessing import CIFAR10_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "cifar10"
-GRID, DEPTH = 8, 6  # the bundled model: 32x32 input, 4x4 patches, 6 layers
+BUNDLED = "bundled"  # --model value for the app's bundled model
 CMAPS = ("inferno", "viridis", "magma", "plasma")
 # How often each kind of action follows the upload (a click is what people do most).
 ACTION_WEIGHTS = {"query_patch": 5, "heads": 3, "restyle": 1, "reset_query": 1}
@@ -134,16 +140,19 @@ class Visitor:
     image: Path
     steps: list[str]
     think_s: float
+    grid: tuple[int, int]  # the model's patch grid (rows, columns)
+    depth: int
     cmap: str = "inferno"
-    layer: int = DEPTH
+    layer: int = 1
 
     def arguments(self, action: str, rng: random.Random) -> dict:
         """The keyword arguments of `action` (1-based rows, columns and layers)."""
         style = {"cmap": self.cmap, "opacity": 0.6, "upsampling": "nearest", "display": "overlay"}
         if action == "query_patch":
-            return {"row": rng.randint(1, GRID), "column": rng.randint(1, GRID), "layer": self.layer, **style}
+            row, column = rng.randint(1, self.grid[0]), rng.randint(1, self.grid[1])
+            return {"row": row, "column": column, "layer": self.layer, **style}
         if action == "heads":
-            self.layer = rng.randint(1, DEPTH)
+            self.layer = rng.randint(1, self.depth)
             return {"layer": self.layer, **style}
         if action == "restyle":
             self.cmap = rng.choice([c for c in CMAPS if c != self.cmap])
@@ -155,6 +164,7 @@ class Visitor:
         from gradio_client import handle_file
 
         rng = random.Random(self.index)
+        self.layer = self.depth  # where the page starts
         calls = [("analyze", {"image": handle_file(str(self.image)), "model_key": "bundled", "mode": "crop"})]
         start.wait()
         for i, action in enumerate(["analyze", *self.steps]):
@@ -175,17 +185,23 @@ class Visitor:
 
 
 class Server:
-    """`python app.py` with the bundled model on a free loopback port, its log in `folder`."""
+    """`python app.py` in `app_dir` (another checkout, to compare versions) with `model`
+    (app.py --model; None: the bundled one) on a free loopback port, its log in `folder`.
+    `module`: a module whose `--serve` runs app.py's main in-process (e.g. with a stand-in
+    for downloads) instead of app.py itself."""
 
-    def __init__(self, folder: Path, cache_mb: int) -> None:
+    def __init__(
+        self, folder: Path, cache_mb: int, model: str | None = None, module: str | None = None, app_dir: Path = ROOT
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
-        self.command = [sys.executable, "app.py", "--port", str(self.port), "--runs-dir", str(folder / "runs")]
-        self.command += ["--cache-mb", str(cache_mb)]
+        start = ["-m", module, "--serve"] if module else ["app.py"]
+        self.command = [sys.executable, *start, "--port", str(self.port), "--runs-dir", str(folder / "runs")]
+        self.command += ["--cache-mb", str(cache_mb), *(["--model", model] if model else [])]
         self.log_path = folder / "app.log"
         self.log = self.log_path.open("w")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-        self.proc = subprocess.Popen(self.command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.command, cwd=app_dir, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait(self) -> float:
         try:
@@ -213,16 +229,49 @@ class Server:
         self.log.close()
 
 
-def warm_up(url: str, folder: Path) -> None:
+def model_shape(numbers: str, slider: dict) -> tuple[tuple[int, int], int]:
+    """((rows, columns), layers) of the served model, from /analyze's sizes text and layer slider."""
+    found = re.search(r"grid \*\*(\d+) rows × (\d+) columns\*\*", numbers)
+    if found is None:
+        raise ValueError(f"no patch grid in {numbers[:200]!r}")
+    return (int(found[1]), int(found[2])), int(slider["maximum"])
+
+
+def warm_up(url: str, folder: Path) -> tuple[tuple[int, int], int]:
     """One analysis of an image no visitor uploads: the server's first request pays for lazy
-    imports (torchvision), which a class arriving minutes after start-up would not see."""
+    imports (torchvision), which a class arriving minutes after start-up would not see.
+    Returns the model's grid and depth (model_shape)."""
     from gradio_client import Client, handle_file
 
     image = folder / "warm-up.png"
     Image.fromarray(np.full((32, 32, 3), 128, np.uint8)).save(image)
     client = Client(url, verbose=False, download_files=False)
-    client.predict(image=handle_file(str(image)), model_key="bundled", mode="crop", api_name="/analyze")
+    out = client.predict(image=handle_file(str(image)), model_key="bundled", mode="crop", api_name="/analyze")
     client.close()
+    return model_shape(out[1], out[3])
+
+
+def cpu_per_request(server: Server, visitor: Visitor, folder: Path, samples: int) -> dict[str, float]:
+    """Server CPU seconds per request of each kind, from one client asking `samples` times in a
+    row (nothing else running on the server); the analyses use images the cache has not seen."""
+    from gradio_client import Client, handle_file
+
+    client = Client(server.url, verbose=False, download_files=False)
+    rng, cost = random.Random(1), {}
+    pixels = np.asarray(Image.open(visitor.image).convert("RGB"))
+    for action in ("analyze", *ACTION_WEIGHTS):
+        before = server.cpu_seconds()
+        for i in range(samples):
+            if action == "analyze":
+                path = folder / f"cpu-{i}.png"
+                Image.fromarray((pixels.astype(int) + i + 1).clip(0, 255).astype(np.uint8)).save(path)
+                kwargs = {"image": handle_file(str(path)), "model_key": "bundled", "mode": "crop"}
+            else:
+                kwargs = visitor.arguments(action, rng)
+            client.predict(**kwargs, api_name=f"/{action}")
+        cost[action] = (server.cpu_seconds() - before) / samples
+    client.close()
+    return cost
 
 
 def run_class(url: str, visitors: list[Visitor], max_seconds: float) -> tuple[Tally, float]:
@@ -265,33 +314,145 @@ def table(tally: Tally) -> list[str]:
     return rows
 
 
-def report(args: argparse.Namespace, tally: Tally, elapsed: float, server: Server, loads: tuple[str, str]) -> str:
-    if server.proc.poll() is not None:
-        raise RuntimeError(f"the server exited with code {server.proc.returncode} during the class: see its log")
+@dataclass
+class Run:
+    """One class on one server: what the visitors saw and what the server spent."""
+
+    model: str
+    app_dir: Path
+    command: list[str]
+    tally: Tally
+    elapsed: float
+    loads: tuple[str, str]  # before and after the class
+    startup_hwm: int  # bytes, after start-up and one analysis
+    peak: int  # bytes, after the class and the CPU samples
+    class_cpu: float  # server CPU seconds during the class
+    cpu: dict[str, float]  # server CPU seconds per request of each kind, asked alone
+
+
+def one_run(args: argparse.Namespace, app_dir: Path, model: str, folder: Path) -> Run:
+    """Start `app_dir`'s server with `model`, warm it up, run the class, sample CPU per request, stop it."""
+    server = Server(folder, args.cache_mb, None if model == BUNDLED else model, app_dir=app_dir)
+    try:
+        server.wait()
+        grid, depth = warm_up(server.url, folder)
+        images = images_for(args.visitors, folder)
+        visitors = [
+            Visitor(i, images[i], plan(i, args.actions, args.seed), args.think, grid, depth)
+            for i in range(args.visitors)
+        ]
+        startup_hwm, startup_cpu, before = server.peak_bytes(), server.cpu_seconds(), load_average()
+        tally, elapsed = run_class(server.url, visitors, args.max_seconds)
+        loads, class_cpu = (before, load_average()), server.cpu_seconds() - startup_cpu
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"the server exited with code {server.proc.returncode} during the class: see its log")
+        sampler = Visitor(args.visitors, images[0], [], 0.0, grid, depth)
+        cpu = cpu_per_request(server, sampler, folder, args.cpu_samples) if args.cpu_samples else {}
+        return Run(
+            model, app_dir, server.command, tally, elapsed, loads, startup_hwm, server.peak_bytes(), class_cpu, cpu
+        )
+    finally:
+        server.stop()
+
+
+def merged(runs: list[Run]) -> Tally:
+    """The rounds of one model as one tally."""
+    tally = Tally()
+    for run in runs:
+        for action, seconds in run.tally.seconds.items():
+            tally.seconds[action] += seconds
+        for action, errors in run.tally.errors.items():
+            tally.errors[action] += errors
+        tally.skipped += run.tally.skipped
+    return tally
+
+
+def p95s(tally: Tally) -> tuple[float, float, int]:
+    """(analyze p95, click or slider p95, errors) of a tally (NaN where there are no samples)."""
     cheap = [s for m in CHEAP for s in tally.seconds.get(m, [])]
-    errors = sum(len(e) for e in tally.errors.values())
-    p95 = percentile(cheap, 95) if cheap else float("nan")
+    analyses = tally.seconds.get("analyze", [])
+    return (
+        percentile(analyses, 95) if analyses else float("nan"),
+        percentile(cheap, 95) if cheap else float("nan"),
+        sum(len(e) for e in tally.errors.values()),
+    )
+
+
+def model_report(args: argparse.Namespace, runs: list[Run]) -> list[str]:
+    """One model's rounds: each round's load, the pooled table, memory and CPU per request."""
+    tally = merged(runs)
+    lines = [
+        f"### {label(runs[0])}",
+        "",
+        f"server: `{shlex.join(['python', *runs[0].command[1:]])}` in {runs[0].app_dir}",
+    ]
+    for i, run in enumerate(runs):
+        a, c, e = p95s(run.tally)
+        lines.append(
+            f"- round {i + 1}: before: {run.loads[0]}; after: {run.loads[1]}; done in {run.elapsed:.1f} s; "
+            f"analyze p95 {a:.2f} s, click or slider p95 {c:.2f} s, {e} errors; peak {run.peak / 2**20:.0f} MiB "
+            f"(after start-up {run.startup_hwm / 2**20:.0f} MiB); server CPU {run.class_cpu:.1f} s during the class; "
+            f"{run.tally.skipped} actions skipped at the deadline"
+        )
+    lines += ["", *table(tally), ""]
+    if runs[0].cpu:
+        cells = " | ".join(f"{1e3 * sum(r.cpu[a] for r in runs) / len(runs):.0f}" for a in runs[0].cpu)
+        lines += [
+            f"server CPU per request, ms (one client, {args.cpu_samples} in a row, after the class; mean of rounds):",
+            "",
+            "| " + " | ".join(runs[0].cpu) + " |",
+            "|" + "---|" * len(runs[0].cpu),
+            f"| {cells} |",
+            "",
+        ]
+    for action, messages in tally.errors.items():
+        lines.append(f"- {action}: {len(messages)} errors, first: {messages[0]}")
+    return lines
+
+
+def label(run: Run) -> str:
+    """`model` (and the checkout, if not this one) as the report names a run."""
+    where = "" if run.app_dir == ROOT else f" (app in {run.app_dir})"
+    return f"`{Path(run.model).name}`{where}"
+
+
+def ratios(by_model: dict[tuple[Path, str], list[Run]]) -> list[str]:
+    """Each model's p95s as ratios to the first model's of the same checkout, pooled over rounds."""
+    rows = [
+        "p95 against the first model of the same checkout (pooled over rounds):",
+        "",
+        "| model | analyze p95 s | x anchor | click or slider p95 s | x anchor | errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    anchors: dict[Path, tuple[float, float, int]] = {}
+    for (app_dir, _), runs in by_model.items():
+        a, c, e = p95s(merged(runs))
+        a0, c0, _ = anchors.setdefault(app_dir, (a, c, e))
+        rows.append(f"| {label(runs[0])} | {a:.2f} | {a / a0:.2f} | {c:.2f} | {c / c0:.2f} | {e} |")
+    return rows
+
+
+def report(args: argparse.Namespace, by_model: dict[tuple[Path, str], list[Run]]) -> str:
     own_cpu = resource.getrusage(resource.RUSAGE_SELF)
     lines = [
         f"command: `{shlex.join([Path(sys.executable).name, '-m', 'bench.visitors', *sys.argv[1:]])}`",
-        f"server: `{shlex.join(['python', *server.command[1:]])}`",
-        f"machine: {machine()}; before: {loads[0]}; after: {loads[1]}",
+        f"machine: {machine()}",
         f"{args.visitors} visitors x (1 upload + {args.actions} actions), pause {args.think:.1f} s (x0.5..1.5) "
-        f"between actions; all done in {elapsed:.1f} s; {tally.skipped} actions skipped at the deadline",
-        "",
-        *table(tally),
-        "",
-        f"server peak memory (VmHWM): {server.peak_bytes() / 2**20:.0f} MiB "
-        f"(after start-up and one analysis: {args.startup_hwm / 2**20:.0f} MiB; "
-        f"explanation budget --cache-mb {args.cache_mb}); "
-        f"server CPU {server.cpu_seconds() - args.startup_cpu:.1f} s during the class; "
+        f"between actions; models in turn, {args.rounds} round(s); explanation budget --cache-mb {args.cache_mb}; "
         f"this script's CPU {own_cpu.ru_utime + own_cpu.ru_stime:.1f} s (same cores)",
-        f"goal: click or slider p95 <= {GOAL_S:.0f} s with no errors: "
-        + ("met" if p95 <= GOAL_S and errors == 0 else f"missed (p95 {p95:.2f} s, {errors} errors)"),
+        "",
     ]
-    for action, messages in tally.errors.items():
-        lines.append(f"- {action}: {len(messages)} errors, first: {messages[0]}")
-    return "\n".join(lines)
+    for runs in by_model.values():
+        lines += model_report(args, runs)
+    cheap, errors = (
+        max(p95s(merged(r))[1] for r in by_model.values()),
+        sum(p95s(merged(r))[2] for r in by_model.values()),
+    )
+    lines.append(
+        f"goal: click or slider p95 <= {GOAL_S:.0f} s with no errors: "
+        + ("met" if cheap <= GOAL_S and errors == 0 else f"missed (p95 {cheap:.2f} s, {errors} errors)")
+    )
+    return "\n".join(lines + ([""] + ratios(by_model) if len(by_model) > 1 else []))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -302,23 +463,26 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-seconds", type=float, default=300, help="no action starts after this")
     p.add_argument("--cache-mb", type=int, default=2048, help="the server's explanation budget")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--model", action="append", help=f"app.py --model (repeatable; {BUNDLED!r}: the bundled one, the default)"
+    )
+    p.add_argument("--rounds", type=int, default=1, help="times every model runs, in turn")
+    p.add_argument(
+        "--app-dir", action="append", type=Path, help="a checkout whose app.py to serve (repeatable; default: this one)"
+    )
+    p.add_argument("--cpu-samples", type=int, default=5, help="requests of each kind for the CPU table (0: none)")
     args = p.parse_args(argv)
     if args.visitors < 1 or args.actions < 0 or args.think < 0 or args.max_seconds <= 0:
         p.error("--visitors must be at least 1, --actions and --think at least 0, --max-seconds above 0")
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        images = images_for(args.visitors, folder)
-        visitors = [Visitor(i, images[i], plan(i, args.actions, args.seed), args.think) for i in range(args.visitors)]
-        server = Server(folder, args.cache_mb)
-        try:
-            server.wait()
-            warm_up(server.url, folder)
-            args.startup_hwm, args.startup_cpu = server.peak_bytes(), server.cpu_seconds()
-            before = load_average()
-            tally, elapsed = run_class(server.url, visitors, args.max_seconds)
-            print(report(args, tally, elapsed, server, (before, load_average())))
-        finally:
-            server.stop()
+    if args.rounds < 1 or args.cpu_samples < 0:
+        p.error("--rounds must be at least 1 and --cpu-samples at least 0")
+    runs = [(d.resolve(), m) for m in args.model or [BUNDLED] for d in args.app_dir or [ROOT]]
+    by_model: dict[tuple[Path, str], list[Run]] = {run: [] for run in runs}
+    for r in range(args.rounds):
+        for app_dir, model in runs if r % 2 == 0 else runs[::-1]:  # A B B A: a drifting load weighs alike
+            with tempfile.TemporaryDirectory() as tmp:
+                by_model[app_dir, model].append(one_run(args, app_dir, model, Path(tmp)))
+    print(report(args, by_model))
 
 
 if __name__ == "__main__":

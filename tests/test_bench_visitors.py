@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bench.visitors import ACTION_WEIGHTS, images_for, percentile, plan, vm_hwm_bytes
+from bench.visitors import ACTION_WEIGHTS, images_for, model_shape, percentile, plan, vm_hwm_bytes
 
 STATUS = """Name:\tpython
 VmPeak:\t 2000000 kB
@@ -47,3 +47,10 @@ def test_visitors_share_examples_and_every_third_brings_its_own(tmp_path):
     assert len(own) == 4 and len(set(own)) == 4
     shared = [p for p in images if p.parent != tmp_path]
     assert len(set(shared)) < len(shared)  # several visitors upload the same example
+
+
+def test_the_served_models_grid_and_depth_are_read_from_the_analysis():
+    numbers = "uploaded **256 × 320** px → model input **224 × 224** px · grid **14 rows × 14 columns** = 196"
+    assert model_shape(numbers, {"maximum": 12, "value": 12}) == ((14, 14), 12)
+    with pytest.raises(ValueError, match="no patch grid"):
+        model_shape("an error page", {"maximum": 12})

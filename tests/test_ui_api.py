@@ -31,7 +31,7 @@ def pixels(picture) -> np.ndarray:
 def test_every_view_has_an_api_name(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     expected = {"analyze", "heads", "restyle", "rollout", "query_patch", "reset_query", "export_png", "export_gif"}
-    expected |= {"query_token", "relevance"}
+    expected |= {"query_token", "relevance", "overview", "distance", "similarity"}
     expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
     expected |= {"lesson_norms_models", "lesson_heads_model"}  # the lessons' controls follow their models
     train = {"train_start", "train_status", "train_stop", "train_open_in_explore"}
@@ -48,20 +48,31 @@ def test_one_upload_drives_every_view(client):
     assert layer["maximum"] == 6
     assert pixels(input_view).shape == (384, 384, 3)  # 32 px input x 12
     assert pixels(heads).shape[1] > 4 * 128  # four head tiles side by side (sized to fit the 546-px column)
-    assert pixels(overview).shape[0] > 6 * 64  # six layer rows
+    assert overview is rollout is distance is None  # in the closed "More views": drawn when asked for
+    more = ("mean", 0.0, *STYLE)  # head fusion, discard ratio and the style controls
+    assert pixels(client.predict(*more, api_name="/overview")).shape[0] > 6 * 64  # six layer rows
+    rollout = client.predict(*more, api_name="/rollout")
     assert pixels(rollout).shape[1] == 320 and pixels(rollout).shape[0] > 320  # the map, its colour bar, the rule
-    assert pixels(distance).std() > 10
+    assert pixels(client.predict(*more, api_name="/distance")).std() > 10
+    assert pixels(client.predict(*more, api_name="/similarity")).std() > 10
     assert token["value"] == "cls" and [v for _, v in token["choices"]] == ["cls", "patch"]
     assert relevance is None  # drawn on request only
     assert "CLS token" in caption  # a new image starts at the default query, and the caption says so
 
 
 def test_controls_change_only_what_they_should(client):
-    _, _, _, _, heads_cls, overview, rollout_mean, *_ = analyze(client, CHEETAH)
+    _, _, _, _, heads_cls, *_ = analyze(client, CHEETAH)
+    overview = client.predict("mean", 0.0, *STYLE, api_name="/overview")
+    rollout_mean = client.predict("mean", 0.0, *STYLE, api_name="/rollout")
     layer1 = client.predict(1, *STYLE, api_name="/heads")
     assert not np.array_equal(pixels(layer1), pixels(heads_cls))
-    raw = client.predict(6, "mean", 0.0, "viridis", 0.6, "smooth", "raw", api_name="/restyle")
-    for restyled, before in zip(raw, (heads_cls, overview, rollout_mean), strict=True):
+    raw_style = ("viridis", 0.6, "smooth", "raw")
+    heads_raw, *_ = client.predict(6, "mean", 0.0, *raw_style, api_name="/restyle")
+    overview_raw = client.predict("mean", 0.0, *raw_style, api_name="/overview")
+    rollout_raw = client.predict("mean", 0.0, *raw_style, api_name="/rollout")
+    for restyled, before in zip(
+        (heads_raw, overview_raw, rollout_raw), (heads_cls, overview, rollout_mean), strict=True
+    ):
         assert not np.array_equal(pixels(restyled), pixels(before))
     rollout_max = client.predict("max", 0.5, *STYLE, api_name="/rollout")
     assert not np.array_equal(pixels(rollout_max), pixels(rollout_mean))

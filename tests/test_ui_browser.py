@@ -79,6 +79,13 @@ def click_patch(page, row: int, col: int, grid: int = 8) -> None:
     page.mouse.click(box["x"] + box["width"] * (col - 0.5) / grid, box["y"] + box["height"] * (row - 0.5) / grid)
 
 
+def open_more_views(page, tab: str) -> None:
+    """Open the "More views" accordion (closed at first: its views are drawn only when opened)
+    and pick its tab `tab`."""
+    page.locator("#more").get_by_text("More views").click()
+    page.get_by_role("tab", name=tab).click()
+
+
 def image_src(page, elem_id: str) -> str | None:
     img = page.locator(f"#{elem_id} img")
     return img.first.get_attribute("src") if img.count() else None
@@ -134,6 +141,28 @@ def test_upload_predict_click_a_patch_and_move_it_with_the_keys(server, tmp_path
     assert (tmp_path / "first-screen.png").stat().st_size > 10_000
 
 
+def test_more_views_are_drawn_when_opened_and_redrawn_while_open(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport=SCREEN)
+        page.set_default_timeout(60_000)
+        page.goto(server)
+        page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
+        expect(page.locator("#predictions")).to_contain_text("%")
+        assert image_src(page, "overview") is None  # the analysis drew nothing of the closed "More views"
+        page.locator("#more").get_by_text("More views").click()
+        expect(page.locator("#overview img")).to_be_visible()  # opened on its first tab: drawn now
+        expect(page.locator("#overview img")).to_have_attribute("alt", re.compile("in every head of all 6 layers"))
+        page.get_by_role("tab", name="Rollout").click()
+        expect(page.locator("#rollout img")).to_be_visible()
+        before = image_src(page, "rollout")
+        page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("lion.jpg"))
+        wait_for_new_src(page, "rollout", before)  # on screen: a new image redraws it
+        browser.close()
+
+
 def test_the_train_tab_shows_progress_until_the_run_ends(server, tmp_path):
     """Start in the page: the timer that polls /train_status must start (and stop) by itself."""
     from playwright.sync_api import expect, sync_playwright
@@ -170,7 +199,7 @@ def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_th
         assert render.TEXT_PX * page.locator("#heads img").evaluate(shown) >= 12  # the head maps' text
         assert page.locator("#heads").bounding_box()["width"] >= views.DISPLAY_WIDTH["heads"] - 1
 
-        page.get_by_role("tab", name="Rollout").click()
+        open_more_views(page, "Rollout")
         rollout = page.locator("#rollout img")
         expect(rollout).to_be_visible()
         assert render.TEXT_PX * rollout.evaluate(shown) >= 12
@@ -402,7 +431,7 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
     page.get_by_label("each head stretched to its own max").check()  # 6. scale modes redraw the maps
     wait_for_new_src(page, "heads", before)
     page.get_by_label("fixed 0 to 1").check()
-    page.get_by_role("tab", name="Rollout").click()  # 7. rollout and relevance
+    open_more_views(page, "Rollout")  # 7. rollout and relevance, under "More views"
     expect(page.locator("img[alt^='Attention rollout']")).to_be_visible()
     page.get_by_role("tab", name="Relevance (Chefer et al. 2021)").click()
     page.get_by_role("button", name="Explain this class").click()

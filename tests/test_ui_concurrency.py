@@ -32,7 +32,8 @@ HEAVY_EVENTS = {
 # rollback do no work; "play" mostly sleeps between frames; the Train tab's events start,
 # poll and stop a run whose training runs in its own thread, bounded by --max-runs.
 # Live webcam frames have their own slots (explorer.streams.StreamSlots bounds the streams);
-# opening the Live tab and listing its models run nothing heavy.
+# opening the Live tab and listing its models run nothing heavy; closing "More views" only
+# forgets which of its tabs is on screen.
 OWN_SLOTS = {
     "live_frame",
     "open_live",
@@ -43,6 +44,7 @@ OWN_SLOTS = {
     "train_start",
     "train_status",
     "train_stop",
+    "hide_more",
 }
 
 
@@ -65,6 +67,8 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
     assert heavy == HEAVY_EVENTS and ranking == {"lesson_head_ranking"}
     assert other <= OWN_SLOTS | {"keep_polling", "ask_to_stop", "keep_training"}, other - OWN_SLOTS
     assert {"heads", "query_patch", "query_token", "click_patch"} <= views
+    # "More views" draws from the cached forward pass when a tab opens: redraws, not analyses.
+    assert {"overview", "distance", "similarity", "show_more"} <= views
 
 
 def test_a_shared_concurrency_id_bounds_all_its_events_together():

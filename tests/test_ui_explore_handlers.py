@@ -44,9 +44,10 @@ def explanation_key(tab):
 
 def test_a_handler_returns_its_pictures_by_component(tab, explanation_key):
     view, _ = tab
-    out = h.restyle(view, explanation_key, None, 3, "max", 0.5, *STYLE)
+    out = h.restyle(view, explanation_key, "rollout", None, 3, "max", 0.5, *STYLE)
     assert set(out) == {view.heads, view.overview, view.rollout}
-    assert all(Image.open(opened(picture)).width > 0 for picture in out.values())
+    assert out[view.overview] is None  # closed: drawn when opened (tests/test_ui_explore_lazy.py)
+    assert Image.open(opened(out[view.heads])).width > 0 and Image.open(opened(out[view.rollout])).width > 0
 
 
 def opened(picture: gr.Image) -> str:
@@ -249,7 +250,7 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     picker = out["query_token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(view, catalog, BUNDLED, None)[view.relevance_class]
+    classes = h.load_model(view, catalog, BUNDLED, None, None)[view.relevance_class]  # closed; no request
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import gradio as gr
 
-from explorer import render, views
+from explorer import views
 from explorer.catalog import LoadedModel, ModelCatalog
 from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
@@ -90,6 +90,8 @@ class ExploreView(ComponentView):
     export_name: gr.State  # "<image>-<model>", how export files begin
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
+    on_screen: gr.State  # the "More views" tab on screen (explore_handlers.MORE_VIEWS), None while closed
+    more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
     # model and image
     model_key: gr.Dropdown
     checkpoint: gr.File
@@ -115,7 +117,9 @@ class ExploreView(ComponentView):
     left: gr.Button
     right: gr.Button
     play: gr.Button
-    # views and exports
+    # views and exports; "More views" (an accordion of tabs) is drawn only when opened
+    more: gr.Accordion
+    more_tabs: dict[str, gr.Tab]  # by MORE_VIEWS name
     heads: gr.Image
     export_png: gr.Button
     export_gif: gr.Button
@@ -143,6 +147,8 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
         "export_name": gr.State(None),
         "query": gr.State(None),
         "current_model": gr.State(start.key),
+        "on_screen": gr.State(None),
+        "more_tab": gr.State(h.MORE_VIEWS[0]),
     }
 
 
@@ -257,13 +263,24 @@ def _map_display() -> dict[str, Any]:
 
 
 def _more_views(start: LoadedModel) -> dict[str, Any]:
-    display = _map_display()
-    with gr.Tab("Layers x heads"):
+    more = gr.Accordion(
+        "More views: layers x heads, rollout, distance, position embeddings, relevance", open=False, elem_id="more"
+    )
+    with more:
+        display = _map_display()
+        with gr.Tabs():
+            return {"more": more, **display, **_more_tabs(start)}
+
+
+def _more_tabs(start: LoadedModel) -> dict[str, Any]:
+    tabs = {}
+    with gr.Tab("Layers x heads") as tabs["overview"]:
         overview = picture(
             "**Attention of the default query (CLS)** in every head of every layer",
             "Attention of the default query in every head of every layer",
+            elem_id="overview",
         )
-    with gr.Tab("Rollout"):
+    with gr.Tab("Rollout") as tabs["rollout"]:
         with gr.Row():
             fusion = gr.Radio(list(h.FUSIONS), value="mean", label="Head fusion")
             discard = gr.Slider(
@@ -272,18 +289,18 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
         rollout = picture(
             "**Attention rollout** (Abnar & Zuidema, 2020)", "Attention rollout through all layers", elem_id="rollout"
         )
-    with gr.Tab("Mean attention distance"):
+    with gr.Tab("Mean attention distance") as tabs["distance"]:
         distance = picture("**How far each head looks** (ViT paper Fig. 7, right)", "Mean attention distance per head")
-    with gr.Tab("Position embeddings"):
-        tiles = render.position_similarity_tiles(start.position_similarity())
+    with gr.Tab("Position embeddings") as tabs["similarity"]:
         similarity = picture(
             "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
-            views.similarity_alt(start.model.config.grid, h.model_name(start.key)),
-            value=tiles,
+            "Position-embedding similarity of every patch slot",
         )
+    with gr.Tab("Relevance (Chefer et al. 2021)") as tabs["relevance"]:
+        relevance = _relevance_view(start)
     return {
-        **display,
-        **_relevance_view(start),
+        **relevance,
+        "more_tabs": tabs,
         "overview": overview,
         "fusion": fusion,
         "discard": discard,
@@ -294,16 +311,15 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
 
 
 def _relevance_view(start: LoadedModel) -> dict[str, Any]:
-    with gr.Tab("Relevance (Chefer et al. 2021)"):
-        with gr.Row():
-            classes = h.relevance_classes(start)
-            relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
-            relevance_button = gr.Button("Explain this class", size="sm")
-        relevance = picture(
-            "**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class",
-            "Class-specific relevance of every patch",
-            elem_id="relevance",
-        )
+    with gr.Row():
+        classes = h.relevance_classes(start)
+        relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
+        relevance_button = gr.Button("Explain this class", size="sm")
+    relevance = picture(
+        "**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class",
+        "Class-specific relevance of every patch",
+        elem_id="relevance",
+    )
     return {"relevance_class": relevance_class, "relevance_button": relevance_button, "relevance": relevance}
 
 
@@ -344,7 +360,7 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     """/analyze on a new image or resize policy; returns its event arguments for reuse."""
     analysis = {
         "fn": bound(h.analyze, view, catalog),
-        "inputs": view.pick("image", "model_key", "mode", "layer", "fusion", "discard", *STYLE, *SHOW),
+        "inputs": view.pick("image", "on_screen", "model_key", "mode", "layer", "fusion", "discard", *STYLE, *SHOW),
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
         **HEAVY,
     }
@@ -368,7 +384,7 @@ def _wire_views(view: ExploreView) -> None:
     gr.on(
         [view.cmap.input, view.opacity.input, view.upsampling.input, view.display.input, view.scale.input],
         bound(h.restyle, view),
-        view.pick("explanation_key", "query", "layer", "fusion", "discard", *STYLE, *SHOW),
+        view.pick("explanation_key", "on_screen", "query", "layer", "fusion", "discard", *STYLE, *SHOW),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
         trigger_mode="always_last",
@@ -390,6 +406,25 @@ def _wire_views(view: ExploreView) -> None:
         api_visibility="private",
         **RAW,
     )
+
+
+def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
+    """The "More views" tabs: a view is drawn when it comes on screen (its tab picked, or the
+    accordion opened on it). API clients ask for one by name: /overview, /distance, /similarity
+    (and /rollout, /relevance with their own controls)."""
+    inputs = ("explanation_key", "current_model", "fusion", "discard", *STYLE, *SHOW)
+    for name, tab in view.more_tabs.items():
+        api = {"api_name": name} if name in ("overview", "distance", "similarity") else {"api_visibility": "private"}
+        outputs = view.pick("on_screen", "more_tab", *([name] if name != "relevance" else []))
+        tab.select(bound(h.show_more, view, catalog, name), view.pick(*inputs), outputs, **api, **CHEAP)
+    view.more.expand(
+        bound(h.show_more, view, catalog),
+        view.pick("more_tab", *inputs),
+        view.pick("on_screen", "more_tab", *h.IMAGE_VIEWS, "similarity"),  # relevance waits for its button
+        api_visibility="private",
+        **CHEAP,
+    )
+    view.more.collapse(bound(h.hide_more, view), None, view.on_screen, api_visibility="private", queue=False)
 
 
 def _wire_query(view: ExploreView) -> None:
@@ -452,7 +487,7 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
     # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
     switched = view.model_key.change(
         bound(h.load_model, view, catalog),
-        view.model_key,
+        view.pick("model_key", "on_screen"),
         view.pick("current_model", "model_info", "classes", "layer", "similarity", "relevance_class"),
         api_name="load_model",
         show_progress="full",
@@ -477,5 +512,6 @@ def build_explore_tab(catalog: ModelCatalog) -> ExploreView:
     _wire_query(view)
     _wire_exports(view)
     _wire_relevance(view, catalog)
+    _wire_more(view, catalog)
     _wire_models(view, catalog, analysis)
     return view

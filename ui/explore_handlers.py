@@ -57,6 +57,11 @@ ANALYSIS_OUTPUTS = (
     "relevance",
     "query_md",
 )
+# The views under "More views", by ExploreView field: each is drawn only while on screen (the
+# accordion open on its tab), when its tab or the accordion opens, so an analysis costs what the
+# visitor sees (a ViT-S's 12 x 6 overview cost more than its forward pass: docs/benchmarks-app.md).
+MORE_VIEWS = ("overview", "rollout", "distance", "similarity", "relevance")
+IMAGE_VIEWS = ("overview", "rollout", "distance")  # those that change with the image
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
 
@@ -195,6 +200,15 @@ def rollout_picture(
     return with_alt(views.rollout(ex, fusion, discard, style, show, keep), alt)
 
 
+def distance_picture(ex: Explanation, key: ExplanationKey) -> gr.Image:
+    return with_alt(views.distance_chart(ex), views.distance_alt(ex, model_name(key[1])))
+
+
+def similarity_picture(loaded: LoadedModel) -> gr.Image:
+    alt = views.similarity_alt(loaded.model.config.grid, model_name(loaded.key))
+    return with_alt(render.position_similarity_tiles(loaded.position_similarity()), alt)
+
+
 def full_analysis(
     loaded: LoadedModel,
     path: str,
@@ -207,9 +221,11 @@ def full_analysis(
     show: str = "weights",
     keep: float = views.KEEP,
     max_request_bytes: int | None = None,
+    on_screen: str | None = None,
 ) -> dict[str, Any]:
-    """Decode an image, run the model once, and draw every view: ANALYSIS_OUTPUTS by name
-    (all but export_name, which needs the upload's name).
+    """Decode an image, run the model once, and draw the views a visitor sees: ANALYSIS_OUTPUTS
+    by name (all but export_name, which needs the upload's name); of IMAGE_VIEWS only the one
+    `on_screen` (a MORE_VIEWS name or None), the others None until opened (`show_more`).
     A (file, model, mode) any session has seen recently is not run again (`store`; None: no
     caching, as the benchmark measures). Raises ImageError for unusable files,
     ExplanationTooLarge past the store's memory budget or when the request would compute more
@@ -236,9 +252,7 @@ def full_analysis(
         "label": ex.probabilities,
         "layer": layer_slider(ex.depth, layer),
         "heads": heads_picture(ex, key, None, layer, style),
-        "overview": overview_picture(ex, key, style),
-        "rollout": rollout_picture(ex, key, fusion, discard, style, show, keep),
-        "distance": with_alt(views.distance_chart(ex), views.distance_alt(ex, model_name(loaded.key))),
+        **image_views(on_screen, ex, key, fusion, discard, style, show, keep),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
@@ -246,10 +260,32 @@ def full_analysis(
     }
 
 
+def image_views(
+    on_screen: str | None,
+    ex: Explanation,
+    key: ExplanationKey,
+    fusion: str,
+    discard: float,
+    style: MapStyle,
+    show: str = "weights",
+    keep: float = views.KEEP,
+    names: tuple[str, ...] = IMAGE_VIEWS,
+) -> dict[str, gr.Image | None]:
+    """`names` (of IMAGE_VIEWS) by field: the one `on_screen` drawn with its alt text, the others
+    None (so no picture of an earlier image or style is left in a closed tab; opening it draws it)."""
+    draw = {
+        "overview": lambda: overview_picture(ex, key, style),
+        "rollout": lambda: rollout_picture(ex, key, fusion, discard, style, show, keep),
+        "distance": lambda: distance_picture(ex, key),
+    }
+    return {name: draw[name]() if name == on_screen else None for name in names}
+
+
 def analyze(
     view: ExploreView,
     catalog: ModelCatalog,
     image: dict | None,
+    on_screen: str | None,
     model_key: str,
     mode: str,
     layer: float,
@@ -263,7 +299,7 @@ def analyze(
     show: str = "weights",
     keep_percent: float = 100 * views.KEEP,
 ) -> dict:
-    """Analyse an uploaded image with the chosen model and draw every view."""
+    """Analyse an uploaded image with the chosen model and draw the views on screen."""
     if image is None:
         return gr.skip()
     mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
@@ -275,7 +311,17 @@ def analyze(
         display = map_show(show, keep_percent)
         path, limit = uploaded_path(image), catalog.serving.request_bytes
         pictures = full_analysis(
-            loaded, path, mode, layer, fusion, discard, style, show=display[0], keep=display[1], max_request_bytes=limit
+            loaded,
+            path,
+            mode,
+            layer,
+            fusion,
+            discard,
+            style,
+            show=display[0],
+            keep=display[1],
+            max_request_bytes=limit,
+            on_screen=on_screen,
         )
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
@@ -301,6 +347,7 @@ def show_heads(
 def restyle(
     view: ExploreView,
     explanation_key: ExplanationKey | None,
+    on_screen: str | None,
     query: Query,
     layer: float,
     fusion: str,
@@ -313,15 +360,15 @@ def restyle(
     show: str = "weights",
     keep_percent: float = 100 * views.KEEP,
 ) -> dict:
-    """Redraw the head maps, the layers x heads overview and rollout in a new style."""
+    """Redraw the head maps in a new style, and the layers x heads overview or rollout if on
+    screen (the other None: drawn in the new style when opened)."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     layer = check_layer(layer, ex.depth)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
-    return view.update(
-        heads=heads_picture(ex, explanation_key, query, layer, style),
-        overview=overview_picture(ex, explanation_key, style),
-        rollout=rollout_picture(ex, explanation_key, fusion, discard, style, *map_show(show, keep_percent)),
+    shown = image_views(
+        on_screen, ex, explanation_key, fusion, discard, style, *map_show(show, keep_percent), ("overview", "rollout")
     )
+    return view.update(heads=heads_picture(ex, explanation_key, query, layer, style), **shown)
 
 
 def show_rollout(
@@ -344,6 +391,50 @@ def show_rollout(
     return view.update(
         rollout=rollout_picture(ex, explanation_key, fusion, discard, style, *map_show(show, keep_percent))
     )
+
+
+def show_more(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    name: str,
+    explanation_key: ExplanationKey | None,
+    current_model: str,
+    fusion: str,
+    discard: float,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
+) -> dict:
+    """The "More views" tab `name` comes on screen (its tab picked, or the accordion opened on
+    it): remember it, and draw its view (position similarity for the current model; an image's
+    view once there is one; relevance waits for its button, as it costs a backward pass)."""
+    name = one_of("view", name, MORE_VIEWS)
+    on_screen = view.update(on_screen=name, more_tab=name)
+    if name == "similarity":
+        return on_screen | view.update(similarity=similarity_picture(load_or_error(catalog, current_model)))
+    if name not in IMAGE_VIEWS or explanation_key is None:
+        return on_screen
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
+    fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
+    drawn = image_views(name, ex, explanation_key, fusion, discard, style, *map_show(show, keep_percent), (name,))
+    return on_screen | view.update(**drawn)
+
+
+def hide_more(view: ExploreView) -> dict:
+    """The "More views" accordion closed: nothing of it is on screen, so analyses draw none of it."""
+    return view.update(on_screen=None)
+
+
+def load_or_error(catalog: ModelCatalog, key: str) -> LoadedModel:
+    """The catalogue's model for `key`, or a visitor's error with its message."""
+    try:
+        return catalog.get(key)
+    except ModelUnavailable as e:
+        raise visitor_error(str(e)) from e
 
 
 def show_query(view: ExploreView, key: ExplanationKey, query: Query, layer: object, style: MapStyle) -> dict:
@@ -421,10 +512,7 @@ def show_relevance(
     """Class-specific relevance (Chefer et al. 2021) of every patch for `target`: "predicted
     class" or one of the model's class names. Refused for a model without a classifier head."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
-    try:
-        loaded = catalog.get(explanation_key[1])
-    except ModelUnavailable as e:
-        raise visitor_error(str(e)) from e
+    loaded = load_or_error(catalog, explanation_key[1])
     names = loaded.meta.class_names
     if loaded.model.config.num_classes < 1:
         raise visitor_error(
@@ -551,6 +639,7 @@ def load_model(
     view: ExploreView,
     catalog: ModelCatalog,
     model_key: str,
+    on_screen: str | None,
     request: gr.Request,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to show a download's bytes
 ) -> dict:
@@ -566,10 +655,8 @@ def load_model(
         model_info=loaded.describe(),
         classes=classes_note(loaded),
         layer=layer_slider(depth, depth),  # the analysis that follows starts at the last layer
-        similarity=with_alt(
-            render.position_similarity_tiles(loaded.position_similarity()),
-            views.similarity_alt(loaded.model.config.grid, model_name(model_key)),
-        ),
+        # drawn now only if on screen; else None, drawn for this model when opened (show_more)
+        similarity=similarity_picture(loaded) if on_screen == "similarity" else None,
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
     )
 

@@ -27,15 +27,26 @@ def cache_path(name: str) -> Path:
     return path
 
 
-def saved(image: Image.Image, name: str = "view.png") -> str:
-    """Write a rendered view under a unique name and return its path.
+# How each kind of file is written: both lossless, so every colour a visitor reads is the
+# colour drawn (docs/pictures.md). Views shown on the page are WebP at libwebp's fastest effort:
+# 20 to 40% less CPU than PNG at zlib level 1, and smaller (bench/profile_analysis.py --encodings,
+# docs/benchmarks-app.md); files people download by name (exports) stay PNG.
+ENCODINGS = {
+    ".webp": {"format": "WEBP", "lossless": True, "quality": 0, "method": 0},
+    ".png": {"format": "PNG", "compress_level": 1},
+}
+
+
+def saved(image: Image.Image, name: str = "view.webp") -> str:
+    """Write a rendered view under a unique name and return its path; the name's suffix
+    (.webp or .png) picks the encoding (ENCODINGS).
 
     Why not return the PIL image: Gradio then writes it to a path derived from its content,
     non-atomically, so two sessions rendering the identical picture at the same moment (a
     class clicking the same example) can be served a half-written file. Unique paths avoid
-    that race; compress_level=1 keeps PNG encoding cheap."""
+    that race."""
     path = cache_path(name)
-    image.save(path, compress_level=1)
+    image.save(path, **ENCODINGS[path.suffix.lower()])
     return str(path)
 
 

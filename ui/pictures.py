@@ -19,7 +19,8 @@ def picture(caption: str, alt: str, **kwargs: Any) -> gr.Image:
     return gr.Image(label=caption.replace("*", ""), show_label=False, buttons=[], alt_text=alt, **kwargs)
 
 
-def with_alt(image: Image.Image, alt: str, name: str = "view.png") -> gr.Image:
-    """A rendered view as its component's new value: the file (ui.outputs.saved) and an alt
-    text saying what it shows, for screen readers and when the picture does not load."""
+def with_alt(image: Image.Image, alt: str, name: str = "view.webp") -> gr.Image:
+    """A rendered view as its component's new value: the file (ui.outputs.saved: WebP, or PNG
+    for a name ending .png) and an alt text saying what it shows, for screen readers and when
+    the picture does not load."""
     return gr.Image(value=saved(image, name), alt_text=alt)

@@ -50,7 +50,12 @@ def _query_tokens(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
 def query_rows(matrix: Tensor, maps: AttentionMaps, query: Query) -> Tensor:
     """The query's row of a (..., T, T) matrix, patch columns only, as (..., gh, gw)
     (docs/analysis.md, query maps)."""
-    rows = _query_tokens(matrix, maps, query)[..., maps.prefix_tokens :]
+    return _on_grid(_query_tokens(matrix, maps, query), maps)
+
+
+def _on_grid(tokens: Tensor, maps: AttentionMaps) -> Tensor:
+    """The patch columns of (..., T) token values on the grid: (..., gh, gw)."""
+    rows = tokens[..., maps.prefix_tokens :]
     return rows.reshape(*rows.shape[:-1], *maps.grid)  # (..., gh*gw) -> (..., gh, gw) row-major
 
 
@@ -58,15 +63,19 @@ def query_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
     """Attention from one query token to every patch, for every layer and head:
     (B, L, H, gh, gw): M[l, h] = A[l][h, q, prefix:] on the grid (docs/analysis.md, query maps).
     The default query is the CLS token, whose map is the ViT paper's Fig. 6."""
-    stacked = torch.stack(tuple(maps), dim=1)  # (B, L, H, T, T)
-    return query_rows(stacked, maps, query)
+    return _on_grid(_stacked_query_tokens(maps, query), maps)  # (B, L, H, T) -> (B, L, H, gh, gw)
 
 
 def query_prefix_attention(maps: AttentionMaps, query: Query = None) -> Tensor:
     """What the patch maps leave out: the query's attention to each prefix token (CLS),
     (B, L, H, prefix_tokens). With the patch map it sums to 1 per head (softmax rows)."""
-    stacked = torch.stack(tuple(maps), dim=1)  # (B, L, H, T, T)
-    return _query_tokens(stacked, maps, query)[..., : maps.prefix_tokens]
+    return _stacked_query_tokens(maps, query)[..., : maps.prefix_tokens]
+
+
+def _stacked_query_tokens(maps: AttentionMaps, query: Query) -> Tensor:
+    """The query's row of every layer, (B, L, H, T). Each layer's row is taken before stacking:
+    stacking the whole (B, L, H, T, T) maps first copied 11 MB for a ViT-S on every click."""
+    return torch.stack([_query_tokens(layer, maps, query) for layer in maps], dim=1)
 
 
 def rollout_matrix(maps: AttentionMaps, head_fusion: HeadFusion = "mean", discard_ratio: float = 0.0) -> Tensor:

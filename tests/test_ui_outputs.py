@@ -1,0 +1,30 @@
+"""Views written for Gradio to serve: lossless (WebP on the page, PNG for exports), so the colours a
+visitor reads are the colours drawn."""
+
+import numpy as np
+import pytest
+from picture_helpers import gradient_runs
+from PIL import Image
+
+from explorer import render
+from explorer.render import MapStyle
+from ui.outputs import saved
+
+
+def head_maps() -> Image.Image:
+    maps = np.random.default_rng(0).random((3, 8, 8))
+    maps /= maps.sum(axis=(1, 2), keepdims=True)  # softmax-like rows over 64 patches
+    return render.head_grid(np.full((160, 160, 3), 128, np.uint8), maps, MapStyle(), "layer 1")
+
+
+@pytest.mark.parametrize(("name", "encoding"), [("view.webp", "WEBP"), ("cat_layer6_cls.png", "PNG")])
+def test_a_written_view_reads_back_pixel_for_pixel_with_its_colour_bar(name, encoding):
+    picture = head_maps()
+    read = Image.open(saved(picture, name))
+    assert read.format == encoding  # views on the page: WebP; exports: PNG; both lossless
+    assert np.array_equal(np.asarray(read.convert("RGB")), np.asarray(picture))  # tolerance 0
+    assert gradient_runs(read.convert("RGB"), "inferno")  # the colour bar reads back colour for colour
+
+
+def test_views_are_webp_unless_named_as_a_png_export():
+    assert Image.open(saved(head_maps())).format == "WEBP"
