@@ -154,7 +154,9 @@ def test_more_views_are_drawn_when_opened_and_redrawn_while_open(server):
         assert image_src(page, "overview") is None  # the analysis drew nothing of the closed "More views"
         page.locator("#more").get_by_text("More views").click()
         expect(page.locator("#overview img")).to_be_visible()  # opened on its first tab: drawn now
-        expect(page.locator("#overview img")).to_have_attribute("alt", re.compile("in every head of all 6 layers"))
+        expect(page.locator("#overview img")).to_have_attribute(
+            "alt", re.compile(r"in every head of every layer: 6 rows \(layers 1 to 6\)")
+        )
         page.get_by_role("tab", name="Rollout").click()
         expect(page.locator("#rollout img")).to_be_visible()
         before = image_src(page, "rollout")
