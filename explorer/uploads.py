@@ -8,8 +8,11 @@ visitor learns nothing about the server's files, and messages never print server
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Collection
+import threading
+import time
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 REFUSED = "this file is not an upload of this app: upload the file again"
@@ -42,41 +45,114 @@ class UploadSpaceFull(UploadRefused):
 
 
 def _files(root: str | os.PathLike) -> list[tuple[float, int, Path]]:
-    """(mtime, bytes, path) of every regular file under `root`."""
-    files = []
-    for path in Path(root).resolve().rglob("*"):  # resolved, as the paths in `keep` are
+    """(mtime, bytes, path) of every regular file under `root` (symlinks neither followed nor
+    counted). os.scandir reads each entry's type with the directory, so a folder of tens of
+    thousands of rendered views costs one stat per file."""
+    files, folders = [], [Path(root).resolve()]  # resolved, as the paths in `keep` are
+    while folders:
         try:
-            if path.is_file() and not path.is_symlink():
-                stat = path.stat()
-                files.append((stat.st_mtime, stat.st_size, path))
+            entries = list(os.scandir(folders.pop()))
         except OSError:  # deleted meanwhile by Gradio's own hourly clean-up
             continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    stat = entry.stat(follow_symlinks=False)
+                    files.append((stat.st_mtime, stat.st_size, Path(entry.path)))
+            except OSError:
+                continue
     return files
 
 
-def prune_oldest(root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
-    """Delete the oldest files under `root` until what is left fits `budget_bytes`; returns
-    the bytes freed. Files in `keep` (the app's own files, such as its examples' cached
-    copies) are never deleted; the newest files (a fresh upload, a view just drawn) go last."""
-    files = _files(root)
+def _delete(path: Path, root: Path) -> None:
+    """Delete `path`, and its folder when that is left empty (the app writes each view into a
+    folder of its own, ui.outputs.cache_path): empty folders would make every walk longer."""
+    path.unlink(missing_ok=True)
+    if path.parent != root:
+        try:
+            path.parent.rmdir()
+        except OSError:  # not empty, or already gone
+            pass
+
+
+def _prune(files: list[tuple[float, int, Path]], root: Path, budget_bytes: int, keep: Collection[Path]) -> int:
+    """Delete the oldest of `files` (never `keep`) until the rest fit `budget_bytes`; the bytes freed."""
     used, freed = sum(size for _, size, _ in files), 0
     for _, size, path in sorted(files, key=lambda f: f[0]):
         if used - freed <= budget_bytes:
             break
         if path in keep:
             continue
-        path.unlink(missing_ok=True)
+        _delete(path, root)
         freed += size
     return freed
 
 
-def admit(path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> None:
+def prune_oldest(root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
+    """Delete the oldest files under `root` until what is left fits `budget_bytes`; returns
+    the bytes freed. Files in `keep` (the app's own files, such as its examples' cached
+    copies) are never deleted; the newest files (a fresh upload, a view just drawn) go last."""
+    return _prune(_files(root), Path(root).resolve(), budget_bytes, keep)
+
+
+def admit(path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
     """Make room for `path`, a file that just arrived under `root`: older files go first (never
-    `keep`). A file that would not fit even then is deleted and refused, and frees nothing."""
+    `keep`). A file that would not fit even then is deleted and refused, and frees nothing.
+    Returns the bytes under `root` afterwards."""
+    files = _files(root)
+    used = sum(size for _, size, _ in files)
     if path in keep:  # one of the app's own files (an example): already there, always allowed
-        return
-    kept = sum(size for _, size, p in _files(root) if p in keep)
+        return used
+    kept = sum(size for _, size, p in files if p in keep)
     if kept + path.stat().st_size > budget_bytes:
         path.unlink(missing_ok=True)
         raise UploadSpaceFull(SPACE_FULL)
-    prune_oldest(root, budget_bytes, {*keep, path})
+    return used - _prune(files, Path(root).resolve(), budget_bytes, {*keep, path})
+
+
+class UploadBudget:
+    """A folder's disk budget, held when each file arrives without walking the folder for each
+    one: the folder is walked (and pruned, `admit`) only when the files counted since the last
+    walk could exceed the budget, or when that walk is older than `recount_s` (files that came
+    some other way are then counted). A class of 30 leaves tens of thousands of rendered views
+    in the folder within Gradio's one-hour clean-up; one walk per upload cost seconds of CPU."""
+
+    def __init__(
+        self, folder: Callable[[], Path], budget_bytes: int, keep: Collection[Path] = (), recount_s: float = 60.0
+    ) -> None:
+        self.folder = folder  # asked each time: Gradio's folder follows GRADIO_TEMP_DIR
+        self.budget_bytes, self.keep, self.recount_s = budget_bytes, frozenset(keep), recount_s
+        self._lock = threading.Lock()
+        self._used: int | None = None  # bytes under the folder at the last walk, plus arrivals since
+        self._walked: tuple[Path | None, float] = (None, -math.inf)  # which folder, when
+
+    def added(self, size: int) -> None:
+        """Count a file the app itself just wrote (a rendered view)."""
+        with self._lock:
+            if self._used is not None:
+                self._used += size
+
+    def admit(self, path: Path) -> None:
+        """`admit`, walking the folder only when the count since the last walk says it must."""
+        if path in self.keep:
+            return
+        size, root = path.stat().st_size, Path(self.folder()).resolve()
+        with self._lock:
+            walked, at = self._walked
+            fresh = self._used is not None and walked == root and time.monotonic() - at < self.recount_s
+            if fresh and self._used + size <= self.budget_bytes:
+                self._used += size
+                return
+            self._used = None  # stays unknown if the walk refuses the file
+            self._used, self._walked = admit(path, root, self.budget_bytes, self.keep), (root, time.monotonic())
+
+    def prune(self) -> int:
+        """Walk and prune the folder (the periodic check); the bytes freed."""
+        with self._lock:
+            root = Path(self.folder()).resolve()
+            files = _files(root)
+            freed = _prune(files, root, self.budget_bytes, self.keep)
+            self._used, self._walked = sum(size for _, size, _ in files) - freed, (root, time.monotonic())
+            return freed

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from explorer.uploads import REFUSED, UploadRefused, UploadSpaceFull, admit, checked_upload, prune_oldest
+import explorer.uploads
+from explorer.uploads import (
+    REFUSED,
+    UploadBudget,
+    UploadRefused,
+    UploadSpaceFull,
+    admit,
+    checked_upload,
+    prune_oldest,
+)
 
 
 @pytest.fixture
@@ -54,6 +63,7 @@ def test_pruning_deletes_the_oldest_files_until_the_folder_fits(tmp_path: Path) 
     assert not (tmp_path / "a/old.png").exists() and (tmp_path / "b/middle.png").exists()
     assert prune_oldest(tmp_path, 2000) == 0  # already within the budget
     assert prune_oldest(tmp_path, 0) == 2000 and not any(p.is_file() for p in tmp_path.rglob("*"))
+    assert not any(tmp_path.iterdir())  # each file's own folder went with it: no walk meets empty folders
 
 
 def test_a_file_is_admitted_or_refused_when_it_arrives_and_kept_files_stay(tmp_path: Path) -> None:
@@ -77,3 +87,53 @@ def test_a_file_is_admitted_or_refused_when_it_arrives_and_kept_files_stay(tmp_p
         admit(huge, tmp_path, 1200, keep={example})
     assert not huge.exists() and example.exists() and fresh.exists()  # a refused file frees nothing
     assert prune_oldest(tmp_path, 0, keep={example}) == 600 and example.exists()
+
+
+@pytest.fixture
+def walks(monkeypatch) -> list[int]:
+    """Counts the walks of the upload folder."""
+    counted, walk = [], explorer.uploads._files
+    monkeypatch.setattr(explorer.uploads, "_files", lambda root: counted.append(1) or walk(root))
+    return counted
+
+
+def arrive(root: Path, name: str, size: int) -> Path:
+    """A file of `size` bytes, newer than every file before it."""
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    age = 1000 + sum(1 for p in root.rglob("*") if p.is_file())
+    os.utime(path, (age, age))
+    return path
+
+
+def test_uploads_within_the_budget_are_counted_without_walking_the_folder(tmp_path: Path, walks) -> None:
+    """A class leaves tens of thousands of views in the folder: a walk per upload cost seconds."""
+    budget = UploadBudget(lambda: tmp_path, 3000)
+    budget.admit(arrive(tmp_path, "a/first.png", 1000))
+    assert len(walks) == 1  # nothing counted yet: the first arrival walks
+    budget.admit(arrive(tmp_path, "b/second.png", 1000))
+    budget.added(arrive(tmp_path, "v/view.webp", 500).stat().st_size)  # a view the app drew
+    assert len(walks) == 1
+    third = arrive(tmp_path, "c/third.png", 1000)  # 3500 bytes counted: over the budget, so walk and prune
+    budget.admit(third)
+    assert len(walks) == 2 and not (tmp_path / "a/first.png").exists() and third.exists()
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 3000
+
+
+def test_files_that_came_another_way_are_counted_at_the_next_walk(tmp_path: Path, walks, monkeypatch) -> None:
+    budget = UploadBudget(lambda: tmp_path, 3000, recount_s=60.0)
+    budget.admit(arrive(tmp_path, "a/first.png", 1000))
+    arrive(tmp_path, "gradio/direct.png", 1500)  # not through a handler: the count does not know it
+    clock = explorer.uploads.time.monotonic() + 61.0
+    monkeypatch.setattr(explorer.uploads.time, "monotonic", lambda: clock)
+    budget.admit(arrive(tmp_path, "b/second.png", 1000))  # the count is stale: walk, see 3500, prune
+    assert len(walks) == 2 and not (tmp_path / "a/first.png").exists()
+
+
+def test_a_refused_upload_leaves_the_count_unknown_and_the_next_arrival_walks(tmp_path: Path, walks) -> None:
+    budget = UploadBudget(lambda: tmp_path, 1000)
+    with pytest.raises(UploadSpaceFull):
+        budget.admit(arrive(tmp_path, "a/huge.png", 5000))
+    budget.admit(arrive(tmp_path, "b/small.png", 10))
+    assert len(walks) == 2 and budget.prune() == 0

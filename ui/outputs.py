@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
 from gradio.utils import get_upload_folder
 from PIL import Image
 
-from explorer.uploads import admit, prune_oldest
+from explorer.uploads import UploadBudget
 
 
 def upload_folder() -> Path:
@@ -47,28 +46,21 @@ def saved(image: Image.Image, name: str = "view.webp") -> str:
     that race."""
     path = cache_path(name)
     image.save(path, **ENCODINGS[path.suffix.lower()])
+    UPLOADS.added(path.stat().st_size)
     return str(path)
 
 
-@dataclass
-class UploadSpace:
-    """The upload folder's disk budget (docs/security.md): enforced when a file arrives and by
-    a periodic prune; the app's own files in the folder (its examples' cached copies, the
-    pictures the page starts with) are never deleted."""
+class UploadSpace(UploadBudget):
+    """Gradio's upload folder under its disk budget (docs/security.md): held when a file
+    arrives and by a periodic prune; the app's own files in the folder (its examples' cached
+    copies, the pictures the page starts with) are never deleted."""
 
-    budget_bytes: int = 2 * 1024**3
-    keep: frozenset[Path] = field(default_factory=frozenset)
+    def __init__(self) -> None:
+        super().__init__(upload_folder, 2 * 1024**3)
 
     def protect(self, blocks: Iterable[gr.blocks.Block]) -> None:
         """Keep every file Gradio cached for these blocks while the page was built."""
         self.keep = frozenset(Path(f).resolve() for block in blocks for f in getattr(block, "temp_files", ()))
-
-    def admit(self, path: Path) -> None:
-        """Make room for a file a visitor just sent, or refuse it (explorer.uploads.UploadSpaceFull)."""
-        admit(path, upload_folder(), self.budget_bytes, self.keep)
-
-    def prune(self) -> int:
-        return prune_oldest(upload_folder(), self.budget_bytes, self.keep)
 
 
 UPLOADS = UploadSpace()  # ui.app sets the budget and what to keep
