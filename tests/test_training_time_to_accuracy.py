@@ -35,11 +35,13 @@ def test_curves_use_cumulative_seconds_and_validation_accuracy(two_runs):
     assert slow.label == "old recipe" and slow.seconds == [25.0, 50.0] and slow.test_accuracy is None
 
 
-def test_final_test_accuracy_comes_from_the_model_checkpoint(two_runs):
+@pytest.mark.parametrize(
+    "name",
+    ["model.safetensors", "vit_cifar_nano_3epochs_acc90.safetensors"],  # as the CLI and the Train tab name it
+)
+def test_final_test_accuracy_comes_from_the_model_checkpoint(two_runs, name):
     model = vit.create_model("vit_cifar_nano", depth=1)
-    vit.save_checkpoint(
-        model, two_runs[0] / "model.safetensors", class_names=[str(i) for i in range(10)], final={"test_acc": 0.85}
-    )
+    vit.save_checkpoint(model, two_runs[0] / name, class_names=[str(i) for i in range(10)], final={"test_acc": 0.85})
     assert read_curve(two_runs[0]).test_accuracy == 0.85
 
 

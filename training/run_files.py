@@ -10,6 +10,16 @@ MODEL = "model.safetensors"  # model only: what the app and `vit.load_checkpoint
 METRICS = "metrics.jsonl"  # one JSON line per finished epoch
 
 
+def model_file(folder: Path) -> Path | None:
+    """The run's model file: MODEL as `python -m training` writes it, or the name the Train tab
+    gives it when the run ends (`training.job.named_checkpoint`, e.g.
+    `vit_cifar_nano_5epochs_acc41.safetensors`); None while the run has none."""
+    if (folder / MODEL).is_file():
+        return folder / MODEL
+    named = [p for p in folder.glob("*_*epochs*.safetensors") if p.is_file()]
+    return max(named, key=lambda p: p.stat().st_mtime) if named else None
+
+
 def append_metrics(out: Path, record: dict) -> None:
     with open(out / METRICS, "a") as f:
         f.write(json.dumps(record) + "\n")

@@ -4,8 +4,8 @@ wall-clock seconds for several training runs, one line per run.
 A RUN is a run folder (`--out` of `python -m training`) or its metrics.jsonl. Each epoch's
 held-out (validation) accuracy is plotted at the run's cumulative wall-clock seconds
 (`elapsed_seconds`; for logs written before that field existed, the running sum of each
-epoch's `seconds`). When the folder holds model.safetensors with a final test accuracy, a
-star marks it at the end of the line.
+epoch's `seconds`). When the folder holds the run's model (model.safetensors, or the name the Train tab gives
+it) with a final test accuracy, a star marks it at the end of the line.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import vit
 
-from .run_files import METRICS, MODEL, read_metrics
+from .run_files import METRICS, model_file, read_metrics
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -43,9 +43,10 @@ def _cumulative(records: list[dict]) -> list[float]:
 
 
 def _final_test_accuracy(folder: Path) -> float | None:
-    if not (folder / MODEL).is_file():
+    model = model_file(folder)
+    if model is None:
         return None
-    final = vit.load_checkpoint(folder / MODEL)[1].info.get("final") or {}
+    final = vit.load_checkpoint(model)[1].info.get("final") or {}
     return final.get("test_acc")
 
 
