@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-from PIL import Image
 
 import vit
-from explorer import render
-from explorer.catalog import ModelCatalog, ModelUnavailable, shown
-from explorer.render import MapStyle
+from explorer import run_views
+from explorer.catalog import ModelCatalog, ModelUnavailable
 from training.data import cifar10_downloaded
 from training.job import JobBusy, JobSnapshot
 from training.registry import JobRegistry
+from vit.messages import shown
 
 from . import concurrency
 from .binding import ComponentView, bound
@@ -31,7 +30,6 @@ from .pictures import picture, with_alt
 from .settings import ServerSettings, for_visitors
 
 POLL_S = 1.0
-PROBE_PX = 64
 # What this browser shows: (epochs, probes, loss readings, checkpoint listed, a running run). A
 # fresh page or a just-started run counts as running: a poll must follow and show its end.
 NOTHING_SHOWN = (-1, -1, -1, "", True)
@@ -114,14 +112,6 @@ def describe(snap: JobSnapshot) -> str:
         val = "n/a" if last.get("val_acc") is None else f"{last['val_acc']:.1%}"
         lines.append(f"epoch {last['epoch']}: train loss {last['train_loss']:.3f}, validation accuracy {val}")
     return "\n\n".join(lines)
-
-
-def probe_picture(snap: JobSnapshot) -> Image.Image:
-    """The probe image's per-head CLS attention (last layer), one row per epoch."""
-    image = snap.probe_image.permute(1, 2, 0).numpy()
-    grid = tuple(snap.probe[0][1].shape[-2:])
-    base = render.fit_to_grid(image, grid, PROBE_PX)
-    return render.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in snap.probe], MapStyle())
 
 
 def model_choices(catalog: ModelCatalog, visitor: str) -> list[tuple[str, str]]:
@@ -295,10 +285,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
         now = (*now[:3], snap.checkpoint, now[4])
     drawable = snap.history or snap.step_losses
     curves = (
-        with_alt(
-            render.training_curves(snap.history, snap.step_losses),
-            f"Training loss and accuracy: {len(snap.history)} epochs done, {len(snap.step_losses)} loss readings",
-        )
+        with_alt(run_views.curves(snap.history, snap.step_losses), run_views.curves_alt(snap.history, snap.step_losses))
         if curves_fresh and drawable
         else gr.skip()
     )
@@ -307,11 +294,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
         status=describe(snap) + refused,
         progress=progress_html(*progress_text(snap), run_state(snap)),
         curves=curves,
-        probe=with_alt(
-            probe_picture(snap),
-            f"CLS attention of the probe image in every head of the last layer, before "
-            f"training and after each of {len(snap.probe) - 1} epochs",
-        )
+        probe=with_alt(run_views.probe(snap.probe_image, snap.probe), run_views.probe_alt(snap.probe))
         if probe_fresh and snap.probe and snap.probe_image is not None
         else gr.skip(),
         checkpoint=str(runs.checkpoint(visitor) or "") or None,

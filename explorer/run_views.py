@@ -1,0 +1,40 @@
+"""What the Train tab shows of a run: the training curves and the probe image's attention, each
+with its alt text (docs/pictures.md). PIL images and strings from plain data, no Gradio: the
+training layer knows nothing of pictures, and the Train tab only wires these to components."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from PIL import Image
+
+from . import render
+from .render import MapStyle
+
+PROBE_PX = 64  # display size of the probe image's longer side, per tile
+
+
+def curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]]) -> Image.Image:
+    return render.training_curves(history, step_losses)
+
+
+def curves_alt(history: Sequence[dict], step_losses: Sequence[tuple[float, float]]) -> str:
+    return f"Training loss and accuracy: {len(history)} epochs done, {len(step_losses)} loss readings"
+
+
+def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]]) -> Image.Image:
+    """The probe image (3, H, W in 0..1) beside its per-head CLS attention of the last layer,
+    one row per (epoch, (layers, heads, gh, gw) maps) reading."""
+    pixels = image.permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
+    grid = tuple(probes[0][1].shape[-2:])
+    base = render.fit_to_grid(pixels, grid, PROBE_PX)
+    return render.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in probes], MapStyle())
+
+
+def probe_alt(probes: Sequence[tuple[int, torch.Tensor]]) -> str:
+    """The first reading is taken before training; one follows each epoch."""
+    return (
+        "CLS attention of the probe image in every head of the last layer, before training "
+        f"and after each of {len(probes) - 1} epochs"
+    )
