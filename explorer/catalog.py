@@ -28,6 +28,7 @@ import torch
 
 import vit
 from vit.analysis import position_embedding_similarity
+from vit.messages import shown
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 from .explain import REQUEST_FACTOR, attention_bytes
@@ -39,13 +40,6 @@ PRETRAINED_PREFIX = "pretrained:"
 EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
 BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_nano.safetensors"
 MAX_KEY_CHARS = 200  # longer than any key the catalogue hands out ("checkpoint:" + 16 characters, pretrained names)
-SHOWN_CHARS = 40  # at most this much of a key a visitor sent is echoed back
-
-
-def shown(value: object, limit: int = SHOWN_CHARS) -> str:
-    """`value` as a short quoted text for a message: a visitor's 1 MB key is not echoed back."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 Progress = Callable[[int, int | None], None]  # (bytes downloaded, total bytes or None)

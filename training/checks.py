@@ -5,13 +5,7 @@ from __future__ import annotations
 
 import math
 
-SHOWN_CHARS = 40  # at most this much of a value a visitor typed is echoed back in a message
-
-
-def shown(value: object) -> str:
-    """`value` quoted for a message, cut to SHOWN_CHARS: a 1,000-digit number is not echoed whole."""
-    text = repr(value)
-    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 1]}…"
+from vit.messages import shown
 
 
 def is_real(value: object) -> bool:

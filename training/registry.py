@@ -21,7 +21,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checks import check_lr, shown
+from vit.messages import shown
+
+from .checks import check_lr
 from .job import JobBusy, JobSnapshot, TrainingJob
 
 SHARED_OWNER = "shared"

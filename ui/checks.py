@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import gradio as gr
 
-from explorer.catalog import shown
+from vit.messages import shown
 
 from .settings import for_visitors
 

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from explorer import render, views
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable, shown
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import REQUEST_FACTOR, Explanation, ExplanationStore, ExplanationTooLarge, explain
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
 from vit.analysis import Query
+from vit.messages import shown
 
 from . import downloads
 from .checks import number, one_of, visitor_error, whole_number

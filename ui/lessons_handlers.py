@@ -18,9 +18,10 @@ import gradio as gr
 from PIL import Image
 
 from explorer import lessons
-from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, shown
+from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
+from vit.messages import shown
 
 from . import downloads
 from .checks import one_of, visitor_error, whole_number
