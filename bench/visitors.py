@@ -188,7 +188,9 @@ class Server:
     """`python app.py` in `app_dir` (another checkout, to compare versions) with `model`
     (app.py --model; None: the bundled one) on a free loopback port, its log in `folder`.
     `module`: a module whose `--serve` runs app.py's main in-process (e.g. with a stand-in
-    for downloads) instead of app.py itself."""
+    for downloads) instead of app.py itself. Its Gradio folder (uploads, drawn views) starts
+    empty in `folder`, as on a fresh Space: not the machine's shared one, which earlier servers
+    may have left full of files."""
 
     def __init__(
         self, folder: Path, cache_mb: int, model: str | None = None, module: str | None = None, app_dir: Path = ROOT
@@ -201,6 +203,7 @@ class Server:
         self.log_path = folder / "app.log"
         self.log = self.log_path.open("w")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+        env["GRADIO_TEMP_DIR"] = str(folder / "gradio")
         self.proc = subprocess.Popen(self.command, cwd=app_dir, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait(self) -> float:
