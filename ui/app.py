@@ -97,8 +97,11 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, uploads_b
     )
     if uploads_budget is not None:
         keep_uploads_within(uploads_budget)
-    # The page is served; now pay for torchvision's slow import (preprocessing needs it)
-    # before the first upload arrives instead of during it.
+    # The page is served; now pay for the slow imports before a visitor's first request
+    # instead of during it: torchvision (preprocessing), and torch._dynamo, which the first
+    # optimizer built imports (torch.optim's constructors do): 3 s on the 2-core machine that
+    # the first Start of the Train tab used to wait for.
+    import torch._dynamo  # noqa: F401
     import torchvision  # noqa: F401
 
     demo.block_thread()
