@@ -29,3 +29,9 @@ def wait_until_served(url: str, proc: subprocess.Popen | None = None, timeout: f
         except OSError:
             time.sleep(0.05)
     raise TimeoutError(f"{url} not served within {timeout} s")
+
+
+def file_of(picture: str | dict) -> str:
+    """The file of an image output as gradio_client returns it: a path, or an update carrying
+    the file and its alt text ({"value": path, "alt_text": ...})."""
+    return picture["value"] if isinstance(picture, dict) else picture

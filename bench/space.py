@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import vit
-from bench.serving import free_port, wait_until_served
+from bench.serving import file_of, free_port, wait_until_served
 from explorer.catalog import pretrained_key
 from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS
 from ui.settings import SPACE_MODEL, space_weights
@@ -209,7 +209,7 @@ def explore(client: Any, key: str) -> str:
 
     info = client.predict(key, api_name="/load_model")[0]  # the model description (gr.State outputs are not sent)
     outputs = client.predict(image=handle_file(str(IMAGE)), model_key=key, mode="crop", api_name="/analyze")
-    heads, label = Path(outputs[4]), outputs[2]
+    heads, label = Path(file_of(outputs[4])), outputs[2]
     if not heads.is_file():
         raise StepFailed("/analyze drew no head maps")
     said = f"top class {label['label']!r}" if label and label.get("label") else "no classifier: maps only"

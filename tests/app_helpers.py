@@ -47,8 +47,3 @@ def analyze(client, path, mode: str = "crop", model: str = "bundled", **settings
 def save_rgb(path: Path, array: np.ndarray, **kwargs) -> Path:
     Image.fromarray(array).save(path, **kwargs)
     return path
-
-
-def file_of(picture) -> str:
-    """The file of an image output: a path, or an update carrying the file and its alt text."""
-    return picture["value"] if isinstance(picture, dict) else picture

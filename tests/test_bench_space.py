@@ -4,7 +4,18 @@ import pytest
 
 import ui
 import vit
-from bench.space import LESSON_1, OPENING, StepFailed, Steps, component_values, opening_models
+from bench.space import (
+    IMAGE,
+    LESSON_1,
+    OPENING,
+    StepFailed,
+    Steps,
+    component_values,
+    explore,
+    lesson_compare,
+    lesson_norms,
+    opening_models,
+)
 from explorer.catalog import ModelCatalog
 
 
@@ -28,3 +39,20 @@ def test_steps_print_one_line_each_and_stop_at_the_first_failure(capsys):
     assert out[0].startswith("[ ok ] first (") and out[0].endswith(": fine")
     assert out[1].startswith("[FAIL] second (") and out[1].endswith("ZeroDivisionError: division by zero")
     assert steps.verdict().startswith("VERDICT: FAIL at 'second' after 2 steps")
+
+
+def test_the_rehearsal_reads_what_the_served_app_answers(client):
+    """The steps' client code against the real API (the app serving the tiny model): the
+    rehearsal itself is too slow for CI, and its reading of /analyze once broke unseen when
+    the pictures began to carry alt texts."""
+    from gradio_client import handle_file
+
+    image = handle_file(str(IMAGE))
+    assert "top class" in explore(client, "bundled")
+    assert lesson_compare(client, image, ["bundled"]) == "1 models side by side"
+    values = {
+        "Layer (1 = first; up to the shallower model's depth)": 1,
+        "With registers": "bundled",
+        "Without": "bundled",
+    }
+    assert lesson_norms(client, image, values) == "layer 1 of bundled and bundled: 2 norm tables"

@@ -6,9 +6,11 @@ import zlib
 
 import numpy as np
 import pytest
-from app_helpers import analyze, file_of
+from app_helpers import analyze
 from gradio_client.exceptions import AppError
 from PIL import Image
+
+from bench.serving import file_of
 
 
 def png_with_header_only(path, width: int, height: int):

@@ -11,12 +11,13 @@ import httpx
 import numpy as np
 import pytest
 import torch
-from app_helpers import analyze, file_of, save_rgb
+from app_helpers import analyze, save_rgb
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from PIL import Image
 
 import vit
+from bench.serving import file_of
 from vit.preprocessing import CIFAR10
 
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
