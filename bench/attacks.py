@@ -29,7 +29,18 @@ from bench.serving import free_port, wait_until_served
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
 REPO = Path(__file__).resolve().parent.parent
-VIEWS = (6, "mean", 0.0, "inferno", 0.6, "nearest", "overlay", "layer")  # /analyze after image, model, mode
+VIEWS = (
+    6,
+    "mean",
+    0.0,
+    "inferno",
+    0.6,
+    "nearest",
+    "overlay",
+    "layer",
+    "weights",
+    60,
+)  # /analyze after image, model, mode
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")
 
 
@@ -193,7 +204,10 @@ def raw_analyze(url: str, payload: dict) -> str:
     import httpx
 
     base = f"{url}gradio_api/call/analyze"
-    event = httpx.post(base, json={"data": [payload, "bundled", "crop", *VIEWS]}, timeout=60).json()["event_id"]
+    # The REST API takes every input, the page's state included: None for which "More views"
+    # tab is on screen (gradio_client fills it in by itself).
+    data = [payload, None, "bundled", "crop", *VIEWS]
+    event = httpx.post(base, json={"data": data}, timeout=60).json()["event_id"]
     reply = httpx.get(f"{base}/{event}", timeout=120).text
     return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
 

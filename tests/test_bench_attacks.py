@@ -1,10 +1,11 @@
 """bench/attacks.py's hostile files are what they claim to be (the run itself is a benchmark)."""
 
+import httpx
 import numpy as np
 from PIL import Image
 
 import vit
-from bench.attacks import checkpoint, thin_png
+from bench.attacks import checkpoint, raw_analyze, thin_png
 from vit.preprocessing import Preprocessing
 
 
@@ -19,3 +20,13 @@ def test_the_costly_checkpoints_are_valid_and_small(tmp_path):
     path = checkpoint(tmp_path / "resize.safetensors", Preprocessing(16000, 32))
     model, meta = vit.load_checkpoint(path)
     assert meta.preprocessing.resize_size == 16000 and model.config.depth == 1 and path.stat().st_size < 20_000
+
+
+def test_the_browser_style_analyze_call_sends_every_input_the_served_endpoint_takes(server, tmp_path):
+    """The disk attack ends with /analyze called as the browser calls it; the call once missed
+    inputs /analyze had gained, so the attack reported a refusal that was not the app's."""
+    image = tmp_path / "cat.png"
+    Image.new("RGB", (32, 32), (200, 120, 40)).save(image)
+    with image.open("rb") as f:
+        uploaded = httpx.post(f"{server}gradio_api/upload", files={"files": f}, timeout=30).json()[0]
+    assert raw_analyze(server, {"path": uploaded, "meta": {"_type": "gradio.FileData"}}) == "ok"
