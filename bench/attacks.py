@@ -11,6 +11,7 @@ holds after.
 
 from __future__ import annotations
 
+import argparse
 import os
 import struct
 import subprocess
@@ -212,8 +213,10 @@ def raw_analyze(url: str, payload: dict) -> str:
     return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from gradio_client import Client
+
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
