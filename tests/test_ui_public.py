@@ -63,8 +63,8 @@ def test_messages_echo_a_visitors_input_escaped_and_short(public):
     client = Client(public, verbose=False)
     with pytest.raises(AppError) as refused:
         client.predict("vit_cifar_nano", "<script>alert(1)</script>", "", 1, 1e-3, 8, api_name="/train_start")
-    message = str(refused.value)  # "/script" reads as a path, cut to its last part: harmless here
-    assert "unknown data source '&lt;script&gt;alert(1)&lt;" in message and "<" not in message
+    message = str(refused.value)  # quoted back as typed, escaped (a closing tag is not a path to cut)
+    assert "unknown data source '&lt;script&gt;alert(1)&lt;/script&gt;'" in message and "<" not in message
     with pytest.raises(AppError) as refused:
         client.predict("vit_cifar_nano", "cifar10", "", "9" * 100_000, 1e-3, 8, api_name="/train_start")
     assert "epochs must be a whole number" in str(refused.value) and len(str(refused.value)) < 300

@@ -24,8 +24,9 @@ BUNDLED_NAME = "bundled"  # `--model bundled`: the CIFAR-10 model shipped in che
 # (88 MB, ~0.1 s a forward pass on a CPU), and the weights lessons 1 and 3 are about, so one
 # preloaded file serves Explore and two lessons (docs/space.md).
 SPACE_MODEL = "deit_small_patch16_224.fb_in1k"
-# Anything that looks like an absolute path: shown to visitors as its last part only.
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`<>()\[\]]+)+[/\\]?")
+# Anything that looks like an absolute path: shown to visitors as its last part only. Not
+# after "<": "</script>" is a closing tag a visitor typed, quoted back as typed (escaped).
+_PATH = re.compile(r"(?<!<)(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`<>()\[\]]+)+[/\\]?")
 
 
 @dataclass(frozen=True)
