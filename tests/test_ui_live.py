@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from test_ui_browser import covered
 
 from bench.fake_camera import clip_frames, read_frame, square_left, write_y4m
 
@@ -101,11 +102,17 @@ def test_the_live_view_follows_the_camera_frame_by_frame_and_a_second_stream_wai
         changed = [np.abs(a - b).mean() > 0.5 for a, b, s in zip(heads, heads[1:], steps, strict=False) if s]
         assert changed and all(changed)  # each new frame, new maps
         expect(first.locator("#live-status")).to_contain_text("frames/s")
+        # No badge on the pictures; on the camera's preview only its own Record/Stop button, low in the frame.
+        expect(first.locator("#live-camera [data-testid='block-label']")).to_be_hidden()
+        hits = covered(first, "#live-camera video, #live-input, #live-heads")
+        assert [hit for hit in hits if hit[0] or hit[2] < 6] == [], hits
+        expect(first.get_by_text("Query patch row (1 = top)")).to_be_hidden()  # the query is CLS
 
         second = start_live(browser, server)  # another visitor, while the one stream is drawn
         expect(second.locator("#live-status")).to_contain_text("Live view busy, try again in")
         assert second.locator("#live-input").count() == 0
         first.locator("#live-camera .capture-button").click()  # the first visitor stops
+        expect(first.locator("#live-status")).to_contain_text("Stopped")  # not the last frame's readout
         second.wait_for_selector("#live-input")  # the second's stream starts by itself
         number, _ = read_frame(model_pixels(data_url_pixels(shown_frames(second, 1)[0][0])))
         assert number is not None

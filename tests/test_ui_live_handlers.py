@@ -94,3 +94,9 @@ def test_the_query_controls_name_a_token_or_a_patch(tab):
     assert h.check_query(loaded, "patch", 3, 4) == (2, 3)  # 1-based on the page, 0-based for tensors
     with pytest.raises(gr.Error, match="column must be a whole number from 1 to 8, got 0"):
         h.check_query(loaded, "patch", 3, 0)
+
+
+def test_the_row_and_column_sliders_show_only_for_a_patch_query():
+    """Beside the CLS query, sliders at row 4, column 4 named a patch the maps did not show."""
+    assert [s.visible for s in h.patch_sliders("patch")] == [True, True]
+    assert [s.visible for s in h.patch_sliders("cls")] == [False, False]

@@ -12,7 +12,7 @@ from explorer.catalog import ModelCatalog
 from . import explore_handlers
 from .explore import HEAD_JS, build_explore_tab
 from .lessons import build_lessons_tab
-from .live import build_live_tab
+from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS
 from .settings import ServerSettings
 from .train import build_train_tab
@@ -91,7 +91,7 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, uploads_b
         share=share,
         max_file_size=MAX_UPLOAD,
         theme=gr.themes.Soft(),
-        head=HEAD_JS,
+        head=HEAD_JS + STOPPED_JS,
         css=CSS,
         prevent_thread_lock=True,
     )

@@ -48,6 +48,18 @@ START_CAMERA_JS = """async () => {
   const record = await wait(r => r.querySelector(".capture-button"));
   if (record && record.querySelector("svg.feather-circle")) record.click();
 }"""
+# Gradio's webcam sends no event when Stop is pressed: without this, the last frame's readout
+# ("5.8 frames/s ... your turn ends in 71 s") would stay as if the stream still ran.
+STOPPED_JS = """<script>
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("#live-camera .capture-button");
+  if (!button || button.querySelector("svg.feather-circle")) return;  // Record, not Stop
+  setTimeout(() => {
+    const status = document.querySelector("#live-status .prose") || document.getElementById("live-status");
+    if (status) status.textContent = "Stopped. Press Record under the camera to start again.";
+  }, 500);  // after the last frame in flight
+}, true);
+</script>"""
 ABOUT = """**Live attention.** Hold an object up to the camera: each tile shows where the query looks in
 one head of the chosen layer, frame by frame, and rollout combines all layers. The model sees the centre
 square of the frame (its own preprocessing), shown with its patch grid. The readout says how many frames
@@ -82,12 +94,15 @@ class LiveView(ComponentView):
 def _stream(start: LoadedModel) -> dict[str, Any]:
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=240):
+            # the caption above the preview, not in Gradio's corner badge, which covered its top
+            gr.Markdown("**Webcam**: the ▶ Live button above starts it; Stop ends your turn, Record starts again")
             camera = gr.Image(
                 sources=["webcam"],
                 streaming=True,
                 # not mirrored: the model sees what the camera sees, and so does the class
                 webcam_options=gr.WebcamOptions(mirror=False),
-                label="Webcam (press Record to start, Stop to end)",
+                label="Webcam",
+                show_label=False,
                 elem_id="live-camera",
                 height=240,
             )
@@ -109,8 +124,11 @@ def _controls(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
         model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model", scale=2)
         layer = layer_slider(config.depth, config.depth, step=1, label="Layer (1 = first)", scale=2)
         query_token = gr.Dropdown(views.query_choices(names), value=views.query_token(None, names), label="Query token")
-        row = gr.Slider(1, rows, value=(rows + 1) // 2, step=1, label="Query patch row (1 = top)")
-        column = gr.Slider(1, columns, value=(columns + 1) // 2, step=1, label="Query patch column (1 = left)")
+        # shown only while the query is a patch: beside the CLS query they would name a patch not drawn
+        row = gr.Slider(1, rows, value=(rows + 1) // 2, step=1, label="Query patch row (1 = top)", visible=False)
+        column = gr.Slider(
+            1, columns, value=(columns + 1) // 2, step=1, label="Query patch column (1 = left)", visible=False
+        )
     with gr.Row():
         cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map")
         scale = gr.Radio(SCALE_CHOICES, value="layer", label="Colour scale (from 0)", scale=2)
@@ -169,6 +187,7 @@ def _wire_models(view: LiveView, catalog: ModelCatalog, tab: gr.Tab) -> None:
         **concurrency.HEAVY,  # loads a model, maybe downloading it
     )
     switched.failure(keep_model, view.current_model, view.model_key, api_visibility="private")
+    view.query_token.change(h.patch_sliders, view.query_token, [view.row, view.column], api_visibility="private")
     tab.select(bound(h.live_choices, catalog), None, view.model_key, api_visibility="private")
 
 

@@ -143,9 +143,15 @@ def live_model(
         model_info=loaded.describe(),
         layer=layer_slider(depth, depth),
         query_token=gr.Dropdown(choices=views.query_choices(names), value=views.query_token(None, names)),
-        row=gr.Slider(maximum=rows, value=(rows + 1) // 2),
-        column=gr.Slider(maximum=columns, value=(columns + 1) // 2),
+        row=gr.Slider(maximum=rows, value=(rows + 1) // 2, visible=False),  # the query is back to its start
+        column=gr.Slider(maximum=columns, value=(columns + 1) // 2, visible=False),
     )
+
+
+def patch_sliders(query_token: str) -> tuple[gr.Slider, gr.Slider]:
+    """The row and column sliders are shown only while the query is a patch."""
+    shown = query_token == views.PATCH
+    return gr.Slider(visible=shown), gr.Slider(visible=shown)
 
 
 def open_live(catalog: ModelCatalog, explore_model: str, request: gr.Request) -> tuple[gr.Tabs, gr.Dropdown]:
