@@ -241,10 +241,24 @@ def number(value: float) -> str:
     return f"{value:.3g}".replace("-", "−")
 
 
-def _ticks(low: float, high: float, nbins: int = 4) -> list[float]:
-    """Round values from `low` to `high` (both ends within rounding)."""
-    values = MaxNLocator(nbins=nbins).tick_values(low, high)
+def _ticks(low: float, high: float, nbins: int = 4, steps: Sequence[float] | None = None) -> list[float]:
+    """Round values from `low` to `high` (both ends within rounding), `steps` as MaxNLocator's."""
+    values = MaxNLocator(nbins=nbins, steps=steps).tick_values(low, high)
     return [float(t) for t in values if low - 1e-9 * abs(low) <= t <= high + 1e-9 * abs(high)]
+
+
+HALF_STEPS = (1, 2, 5, 10)  # 0.5, 1, 2, 5 away from the centre, never 0.4 or 2.5 (the top is then a tick)
+
+
+def bar_ticks(low: float, high: float, centre: float | None = None) -> list[float]:
+    """The ticks of a colour bar from `low` to `high`. With a `centre` (a two-slope bar, each
+    half linear) the centre is a tick and each half steps evenly away from it by a round
+    amount ("0, 0.5, 1, 1.5, 2"), so no tick crowds the centre and none is skipped."""
+    if centre is None:
+        return _ticks(low, high)
+    below = [centre - t for t in _ticks(0.0, centre - low, 2, HALF_STEPS)]
+    above = [centre + t for t in _ticks(0.0, high - centre, 3, HALF_STEPS)]
+    return sorted({round(t, 12) for t in below + above})
 
 
 def colour_bar(
@@ -263,10 +277,8 @@ def colour_bar(
     the bar ("▼ uniform 0.0156")."""
     pad = GAP + int(_text_width(number(low))) // 2
     length = max(width - pad - int(_text_width(number(high))) // 2 - GAP, 2)
-    if centre is None:
-        ticks, position = _ticks(low, high), Normalize(low, high)
-    else:
-        ticks, position = sorted({*_ticks(low, centre, 2), *_ticks(centre, high, 3)}), TwoSlopeNorm(centre, low, high)
+    ticks = bar_ticks(low, high, centre)
+    position = Normalize(low, high) if centre is None else TwoSlopeNorm(centre, low, high)
     top = _LINE if mark else 0
     bar = Image.new("RGB", (width, top + BAR_PX + 4 + _LINE), BACKGROUND)
     bar.paste(Image.fromarray(np.repeat(_gradient(cmap, length)[None], BAR_PX, axis=0)), (pad, top))

@@ -403,3 +403,16 @@ def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tm
     # in the labels would move some pixels from ink (30) to paper (255)
     assert all(np.abs(t - text[0]).max() <= 16 for t in text)
     assert (text[0] < 128).any()
+
+
+def test_relative_colour_bar_ticks_step_evenly_on_each_side_of_uniform():
+    """Issue 19: the "relative to uniform" bar read "0, 0.5, 1, 1.2, 1.6, 2" (1 and 1.2 crowded)."""
+    assert render.bar_ticks(0.0, 2.0, centre=1.0) == [0.0, 0.5, 1.0, 1.5, 2.0]
+    for top in (1.05, 2.0, 2.3, 3.7, 5.2, 12.0):
+        ticks = np.array(render.bar_ticks(0.0, top, centre=1.0))
+        below, above = ticks[ticks <= 1.0], ticks[ticks >= 1.0]
+        assert below[-1] == 1.0 and above[0] == 1.0 and ticks[0] == 0.0 and ticks[-1] <= top
+        for side in (below, above):
+            steps = np.diff(side)
+            np.testing.assert_allclose(steps, steps[0], rtol=1e-9)
+        assert len(above) >= 2
