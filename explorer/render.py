@@ -318,14 +318,16 @@ def _row_bar(cmap: str, top_text: str, height: int) -> np.ndarray:
     return np.asarray(bar)
 
 
-def _scale_legend(style: MapStyle, top: float, unit: str, scope: str) -> tuple[float, str]:
+def _scale_legend(
+    style: MapStyle, top: float, unit: str, scope: str, shared: str = "all its maps"
+) -> tuple[float, str]:
     """The top of a colour bar for `style.scale` and its label. `scope` names what one
-    shared top covers ("this layer", "this map")."""
+    shared top covers ("this layer", "this map"), `shared` what shares it ("every frame")."""
     if style.scale == "head":
         return 1.0, f"colour: {unit} as a share of each head's own maximum (per-head stretch, printed under each tile)"
     if style.scale == "fixed":
         return 1.0, f"colour: {unit}, fixed scale from 0 to 1"
-    return top, f"colour: {unit} from 0 to {number(top)}, the largest in {scope} (one scale for all its maps)"
+    return top, f"colour: {unit} from 0 to {number(top)}, the largest in {scope} (one scale for {shared})"
 
 
 def _label_width(labels: Sequence[str]) -> int:
@@ -420,9 +422,9 @@ def head_grid(
     in each head's top colour, by default `scale_tops` of these maps; a video passes its
     whole clip's, and `scope` says what the shared top covers. `layers_top` = (top, layers):
     on the "layer" scale, colour up to `top`, the largest weight of that many layers, instead."""
-    tops = scale_tops(maps, style.scale) if tops is None else tops
+    tops, shared = scale_tops(maps, style.scale) if tops is None else tops, "all its maps"
     if layers_top is not None and style.scale == "layer":
-        tops, scope = np.full_like(tops, layers_top[0]), f"all {layers_top[1]} layers (one scale for every frame)"
+        tops, scope, shared = np.full_like(tops, layers_top[0]), f"all {layers_top[1]} layers", "every frame"
     grid = maps.shape[-2:]
     tiles = [
         _caption(
@@ -432,7 +434,7 @@ def head_grid(
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
     grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)])
-    high, label = _scale_legend(style, float(tops.max()), "attention weight", scope)
+    high, label = _scale_legend(style, float(tops.max()), "attention weight", scope, shared)
     return _titled(title, grid, [colour_bar(style.cmap, 0.0, high, label, max(grid.width, 320))], note)
 
 

@@ -416,3 +416,17 @@ def test_relative_colour_bar_ticks_step_evenly_on_each_side_of_uniform():
             steps = np.diff(side)
             np.testing.assert_allclose(steps, steps[0], rtol=1e-9)
         assert len(above) >= 2
+
+
+def test_the_gif_colour_bar_says_one_scale_once(monkeypatch):
+    """Issue 19: the label read "(one scale for every frame) (one scale for all its maps)"."""
+    labels = []
+    real = render.colour_bar
+    monkeypatch.setattr(render, "colour_bar", lambda *a, **k: labels.append(a[3]) or real(*a, **k))
+    maps = np.random.default_rng(0).random((3, 2, 4, 4))
+    render.layer_frames(np.zeros((32, 32, 3), np.uint8), maps, MapStyle())
+    render.head_grid(np.zeros((32, 32, 3), np.uint8), maps[0], MapStyle())  # one layer on screen
+    assert len(labels) == 4
+    assert all(label.count("one scale") == 1 for label in labels), labels
+    assert "the largest in all 3 layers (one scale for every frame)" in labels[0]
+    assert "the largest in this layer (one scale for all its maps)" in labels[-1]
