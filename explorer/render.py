@@ -534,12 +534,13 @@ def map_picture(
 ) -> Image.Image:
     """One (gh, gw) map over `image` with a title, a colour bar in `unit` and a note.
     `uniform` (the value of every patch were the map's total spread evenly) is marked on the
-    colour bar; `keep`, a (gh, gw) bool mask, dims every patch outside it."""
+    colour bar; `keep`, a (gh, gw) bool mask, draws every patch outside it as the photo in a
+    light tint without the map (`dim_outside`)."""
     top = float(scale_tops(amap, style.scale))
     high, label = _scale_legend(style, top, unit, "this map")
     drawn = overlay(image, amap, style, top)
     if keep is not None:
-        drawn = dim_outside(drawn, keep)
+        drawn = dim_outside(drawn, keep, image, style.cmap)
     mark = None
     if uniform is not None:  # on the per-map stretch the bar runs in shares of the map's maximum
         mark = (uniform / top if style.scale == "head" and top > 0 else uniform, f"uniform {number(uniform)}")
@@ -570,16 +571,41 @@ def relative_picture(
     return _titled(title, Image.fromarray(drawn), [bar], note)
 
 
-DIMMED = 0.25  # brightness left to the patches outside a mask
+# Patches outside a mask are drawn as the photo in light grey (DIM_LEVELS), without the map's
+# colour: dimming them darker read as the bar's bottom colour, "no attention". A colour map made
+# of greys gets the pale blue tint instead (DIM_TINTS), so no dimmed pixel is a colour of the bar.
+DIM_LEVELS = (150, 230)  # the photo's darkest and lightest grey levels once dimmed
+DIM_TINTS = {"light grey": (1.0, 1.0, 1.0), "pale blue": (0.6, 0.78, 1.0)}
+DIM_GAP = 40  # the least RGB distance from every colour of the bar a dimmed pixel keeps
 
 
-def dim_outside(picture: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """`picture` (H, W, 3), which covers the (gh, gw) grid of `keep` in whole cells, with
-    every patch where `keep` is False darkened to DIMMED of its brightness."""
+def _gap_to_bar(tint: tuple[float, float, float], cmap: str) -> float:
+    """The least RGB distance between the dimmed greys in `tint` and the colours of `cmap`."""
+    shades = np.linspace(*DIM_LEVELS, 9)[:, None] * np.asarray(tint)  # (9, 3)
+    bar = _gradient(cmap, 256).astype(float)  # (256, 3)
+    return float(np.linalg.norm(shades[:, None] - bar[None], axis=-1).min())
+
+
+@functools.lru_cache(maxsize=16)
+def dim_tint(cmap: str) -> str:
+    """The name of the DIM_TINTS tint for masks over `cmap`: light grey unless the bar holds
+    colours within DIM_GAP of it (a map of greys), then the one farthest from the bar."""
+    if _gap_to_bar(DIM_TINTS["light grey"], cmap) >= DIM_GAP:
+        return "light grey"
+    return max(DIM_TINTS, key=lambda name: _gap_to_bar(DIM_TINTS[name], cmap))
+
+
+def dim_outside(picture: np.ndarray, keep: np.ndarray, photo: np.ndarray, cmap: str) -> np.ndarray:
+    """`picture` (H, W, 3), which covers the (gh, gw) grid of `keep` in whole cells, with every
+    patch where `keep` is False drawn as `photo` (the same size, without the map) in the light
+    `dim_tint(cmap)`: the photo stays recognisable and no dimmed pixel reads as a value."""
     ch, cw = picture.shape[0] // keep.shape[0], picture.shape[1] // keep.shape[1]
     pixels = np.repeat(np.repeat(keep, ch, axis=0), cw, axis=1)  # (gh, gw) -> (H, W)
-    factor = np.where(pixels, 1.0, DIMMED)[..., None]
-    return (picture * factor + 0.5).astype(np.uint8)
+    luma = photo.astype(float) @ np.array([0.299, 0.587, 0.114])  # (H, W), ITU-R BT.601 grey
+    low, high = DIM_LEVELS
+    light = low + (high - low) * luma / 255.0
+    dimmed = (light[..., None] * np.asarray(DIM_TINTS[dim_tint(cmap)]) + 0.5).astype(np.uint8)
+    return np.where(pixels[..., None], picture, dimmed)
 
 
 def outline_patches(picture: np.ndarray, grid: tuple[int, int], patches: Sequence[tuple[int, int]]) -> np.ndarray:

@@ -273,7 +273,8 @@ def one_map(
     mask = top_mass_mask(torch.from_numpy(amap), keep).numpy()
     kept = (
         f"Shown: the {int(mask.sum())} of {n} patches that hold the top {keep:.0%} of the map's mass (largest first, "
-        "as DINO's visualize_attention, Caron et al. 2021); the others are dimmed."
+        "as DINO's visualize_attention, Caron et al. 2021); the others show the photo in "
+        f"{render.dim_tint(style.cmap)} without the colour map (no value of the colour bar)."
     )
     return render.map_picture(base, amap, style, title, unit, f"{note} {even} {kept}", uniform=uniform, keep=mask)
 
@@ -364,7 +365,7 @@ def _shown(show: str, keep: float) -> str:
     return {
         "weights": "weights from 0 with uniform marked on the colour bar",
         "relative": "multiples of uniform (blue below, white at, red above)",
-        "top mass": f"only the patches holding the top {keep:.0%} of its mass, the rest dimmed",
+        "top mass": f"only the patches holding the top {keep:.0%} of its mass, the rest as the photo in a light tint",
     }[show]
 
 

@@ -379,11 +379,28 @@ def test_a_near_uniform_map_is_white_in_the_relative_display():
 
 
 def test_a_mask_dims_exactly_the_patches_outside_it():
-    picture = np.full((30, 20, 3), 200, np.uint8)  # a 3 x 2 grid in 10-pixel cells
+    picture = np.full((30, 20, 3), 7, np.uint8)  # a 3 x 2 grid in 10-pixel cells
+    photo = np.full((30, 20, 3), 255, np.uint8)
     keep = np.array([[True, False], [False, False], [False, True]])
-    out = render.dim_outside(picture, keep)
-    assert (out[:10, :10] == 200).all() and (out[20:, 10:] == 200).all()
-    assert (out[:10, 10:] == 50).all() and (out[10:20] == 50).all()  # 200 × DIMMED
+    out = render.dim_outside(picture, keep, photo, "inferno")
+    assert (out[:10, :10] == 7).all() and (out[20:, 10:] == 7).all()
+    assert (out[:10, 10:] == render.DIM_LEVELS[1]).all() and (out[10:20] == render.DIM_LEVELS[1]).all()
+
+
+@pytest.mark.parametrize("cmap", render.COLORMAPS)
+def test_dimmed_patches_are_no_colour_of_the_colour_bar(cmap):
+    """Issue 19: outside the top mass, patches were darkened to near-black, inferno's 0."""
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (40, 40, 3), np.uint8)  # a 4 x 4 grid in 10-pixel cells
+    amap = rng.random((4, 4))
+    keep = amap > np.median(amap)
+    picture = np.asarray(render.map_picture(image, amap, MapStyle(cmap=cmap), "t", "u", keep=keep))
+    top = render.text_block("t", 320).height + render.GAP  # the body starts under the one-line title
+    body = picture[top : top + 40, :40].astype(float)
+    outside = body[np.repeat(np.repeat(~keep, 10, 0), 10, 1)]  # (pixels, 3)
+    bar = colormaps[cmap](np.linspace(0.0, 1.0, 1024), bytes=True)[:, :3].astype(float)
+    nearest = np.linalg.norm(outside[:, None] - bar[None], axis=-1).min()
+    assert nearest >= 30, f"a dimmed pixel is {nearest:.0f} from a colour of {cmap}"
 
 
 def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tmp_path):
