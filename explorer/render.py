@@ -720,12 +720,16 @@ def distance_figure(layers: int, heads: int, image_size: tuple[int, int]) -> Fig
 
 
 def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) -> Image.Image:
-    """The ViT paper's Fig. 7 (right): `distance` is (layers, heads) in pixels; one dot per
-    head at each layer, coloured by head (legend). The y axis runs from 0 to the image
+    """The ViT paper's Fig. 7 (right) for one image (the paper averages over many): `distance`
+    is (layers, heads) in pixels; one ring per head at each layer, coloured by head (legend) and
+    shifted sideways by head, so heads at equal distance do not hide each other. The y axis runs from 0 to the image
     diagonal (no distance can be larger), so charts of different images compare at a
     glance; the dashed line, half the diagonal, is labelled in the legend."""
     layers, heads = distance.shape
     return _distance_axes(layers, heads, tuple(image_size)).draw(distance)
+
+
+DOT_SPREAD = 0.3  # how far (in layers) a distance chart's dots sit either side of their layer
 
 
 class _DistanceAxes:
@@ -740,22 +744,44 @@ class _DistanceAxes:
         ax = fig.add_subplot()
         diagonal = math.hypot(*image_size)
         ax.axhline(diagonal / 2, color="grey", linestyle="--", linewidth=1)
-        ax.set(xlabel="layer (one dot per head)", ylabel="mean attention distance (pixels)")
+        ax.set_title("for this image (the ViT paper averages many images)", fontsize=CHART_PT)
+        ax.set(xlabel="layer (one dot per head, heads side by side)", ylabel="mean attention distance (pixels)")
         ax.set(xlim=(0.5, layers + 0.5), ylim=(0, diagonal))
         ax.set_xticks(range(1, layers + 1))
         ax.grid(alpha=0.3)
         # tab20's dark colours first, then its light twins: neighbouring heads stay distinct
         colours = [colormaps["tab20"](2 * (j % 10) + (j // 10) % 2) for j in range(heads)]
         handles = [
-            Line2D([], [], color=c, marker="o", linestyle="", label=f"head {j + 1}") for j, c in enumerate(colours)
+            Line2D(
+                [],
+                [],
+                color=c,
+                marker="o",
+                markerfacecolor="none",
+                markeredgewidth=1.5,
+                linestyle="",
+                label=f"head {j + 1}",
+            )
+            for j, c in enumerate(colours)
         ]
         handles.append(Line2D([], [], color="grey", linestyle="--", label="½ image diagonal"))
         ax.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=CHART_PT, ncols=1 + heads // 13
         )
-        self.layers = np.repeat(np.arange(1, layers + 1), heads)
+        # each layer's heads side by side within ±DOT_SPREAD of it, head 1 leftmost: (layers * heads,)
+        side = np.linspace(-DOT_SPREAD, DOT_SPREAD, heads) if heads > 1 else np.zeros(1)
+        self.layers = (np.arange(1, layers + 1)[:, None] + side[None, :]).reshape(-1)
         # animated=True: left out of canvas.draw(), so the saved background has no dots
-        self.dots = ax.scatter(self.layers, self.layers * 0.0, c=colours * layers, s=22, animated=True)
+        # hollow rings: where many heads crowd a layer and dots overlap, each ring still shows
+        self.dots = ax.scatter(
+            self.layers,
+            self.layers * 0.0,
+            s=28,
+            facecolors="none",
+            edgecolors=colours * layers,
+            linewidths=1.5,
+            animated=True,
+        )
         self.canvas = FigureCanvasAgg(fig)
         self.canvas.draw()
         self.background = self.canvas.copy_from_bbox(fig.bbox)

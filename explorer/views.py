@@ -373,7 +373,7 @@ def distance_alt(ex: Explanation, model: str) -> str:
     """The mean attention distance chart."""
     return (
         f"Chart of the mean attention distance in pixels (y) of each of the {ex.heads} heads in each of the "
-        f"{ex.depth} layers (x), one dot per head; {_on(ex, model)}."
+        f"{ex.depth} layers (x) for this image, one dot per head, side by side; {_on(ex, model)}."
     )
 
 

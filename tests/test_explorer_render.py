@@ -447,3 +447,20 @@ def test_the_gif_colour_bar_says_one_scale_once(monkeypatch):
     assert all(label.count("one scale") == 1 for label in labels), labels
     assert "the largest in all 3 layers (one scale for every frame)" in labels[0]
     assert "the largest in this layer (one scale for all its maps)" in labels[-1]
+
+
+@pytest.mark.parametrize("heads, apart", [(4, 1.0), (12, 0.5)])
+def test_distance_chart_heads_at_equal_distance_do_not_hide_each_other(heads, apart):
+    """Issue 19: layer 1 showed 3 of its 4 heads (two dots on one spot); the title says it is
+    one image. Four heads sit a whole ring apart; twelve overlap by at most half a ring, and the
+    rings are hollow, so each still shows."""
+    render._distance_axes.cache_clear()
+    render.attention_distance_chart(np.full((6, heads), 20.0), (32, 32))  # every head at the same distance
+    axes = render._distance_axes(6, heads, (32, 32))
+    centres = axes.dots.axes.transData.transform(axes.dots.get_offsets())[:, 0].reshape(6, heads)  # pixels
+    diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72  # marker size is in points²
+    assert np.diff(np.sort(centres, axis=1), axis=1).min() >= apart * diameter
+    assert (axes.dots.get_facecolors()[:, 3] == 0).all()  # hollow
+    layers = axes.dots.axes.transData.transform(np.column_stack([np.arange(1, 7), np.zeros(6)]))[:, 0]
+    assert (np.abs(centres - layers[:, None]) < np.diff(layers)[0] / 2).all()  # each nearest its own layer
+    assert "this image" in axes.dots.axes.get_title()

@@ -290,7 +290,10 @@ def _more_tabs(start: LoadedModel) -> dict[str, Any]:
             "**Attention rollout** (Abnar & Zuidema, 2020)", "Attention rollout through all layers", elem_id="rollout"
         )
     with gr.Tab("Mean attention distance") as tabs["distance"]:
-        distance = picture("**How far each head looks** (ViT paper Fig. 7, right)", "Mean attention distance per head")
+        distance = picture(
+            "**How far each head looks, in this image** (the ViT paper's Fig. 7, right, averages over many images)",
+            "Mean attention distance per head, for this image",
+        )
     with gr.Tab("Position embeddings") as tabs["similarity"]:
         similarity = picture(
             "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
