@@ -325,3 +325,10 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
     assert view.model_key.value == view.current_model.value == BUNDLED
     assert view.model_info.value.startswith(f"⚠️ The default model `pretrained:{name}` is not available here")
     assert "10 classes" in view.model_info.value
+
+
+def test_the_upload_placeholder_is_plain_text(tab):
+    """Issue 19: Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""
+    view, _ = tab
+    assert view.image.placeholder.startswith("Your image: drop, upload")
+    assert not set("*_`#") & set(view.image.placeholder)  # no Markdown that would show as typed
