@@ -300,7 +300,7 @@ def relevance(
     name = class_names[int(chosen[0])] if int(chosen[0]) < len(class_names) else f"class {int(chosen[0])}"
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     which = "the predicted class" if target is None else "the chosen class"
-    title = f"relevance for {which} '{name}' (Chefer et al. 2021), query: {query_label(ex, None)}"
+    title = f"relevance for {which} '{name}' (Chefer et al. 2021)"  # the class, not the query: no query changes it
     note = (
         "Per layer, each head's attention A is weighted by the gradient of the class score, Ā = mean over heads "
         "of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the "
@@ -355,10 +355,7 @@ def relevance_alt(ex: Explanation, class_name: str | None, show: str, keep: floa
     which = (
         f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
     )
-    return (
-        f"Relevance of each patch for {which} (Chefer et al. 2021), query {query_label(ex, None)}, "
-        f"drawn as {_shown(show, keep)}; {_on(ex, model)}."
-    )
+    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(show, keep)}; {_on(ex, model)}."
 
 
 def _shown(show: str, keep: float) -> str:

@@ -261,3 +261,13 @@ def test_on_a_phone_two_columns_keep_head_maps_at_least_150_px_wide(uniform):
     cols, tile = views.head_layout(uniform, columns=2)
     picture = views.heads(uniform, None, 6, MapStyle(), columns=2)
     assert cols == 2 and tile * min(1.0, phone_column / picture.width) >= 150
+
+
+def test_the_relevance_picture_is_titled_by_its_class_not_by_a_query(monkeypatch):
+    """Issue 19: it read "query: CLS" although no query changes relevance."""
+    model, ex = twelve_heads()
+    titles = []
+    monkeypatch.setattr(views, "one_map", lambda base, amap, style, title, *rest: titles.append(title))
+    views.relevance(model, [f"c{i}" for i in range(10)], ex, 3, MapStyle())
+    assert titles == ["relevance for the chosen class 'c3' (Chefer et al. 2021)"]
+    assert "query" not in views.relevance_alt(ex, "c3", "weights", 0.6, "m")

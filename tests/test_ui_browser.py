@@ -449,3 +449,22 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
         "download", re.compile(r"^vit_cifar_nano_\d+epochs.*\.safetensors$")
     )
     page.close()
+
+
+def test_the_relevance_tab_says_to_press_its_button_before_and_after_a_new_image(server, browser):
+    """Issue 19: the tab drew nothing when opened, with no hint, and went blank after each image."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    open_more_views(page, "Relevance (Chefer et al. 2021)")
+    hint = page.locator("#relevance-hint")
+    expect(hint).to_be_visible()
+    expect(hint).to_contain_text("Press Explain this class to draw the map")
+    page.get_by_role("button", name="Explain this class").click()
+    expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile(r"for the predicted class '\w+'"))
+    pick_example(page, "dog")
+    expect(page.locator("#relevance img")).to_have_count(0)  # cleared by the new image ...
+    expect(hint).to_be_visible()  # ... and the hint still says what to do
+    page.close()
+

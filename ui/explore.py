@@ -79,6 +79,10 @@ keys, to change it) attends to every patch. Rows, columns, layers and heads coun
 Supervised ViTs spread attention over many patches, including the background, so single-head maps
 look noisy; **rollout** combines all layers into one smoother map.
 """
+RELEVANCE_HINT = (
+    "Press **Explain this class** to draw the map (one forward and one backward pass); "
+    "a new image or model clears it until you press it again."
+)
 
 
 @dataclass(frozen=True)
@@ -319,6 +323,8 @@ def _relevance_view(start: LoadedModel) -> dict[str, Any]:
         classes = h.relevance_classes(start)
         relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
         relevance_button = gr.Button("Explain this class", size="sm")
+    # The picture stays empty until the button is pressed (a backward pass), and after each new image.
+    gr.Markdown(RELEVANCE_HINT, elem_id="relevance-hint")
     relevance = picture(
         "**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class",
         "Class-specific relevance of every patch",
