@@ -468,3 +468,19 @@ def test_the_relevance_tab_says_to_press_its_button_before_and_after_a_new_image
     expect(hint).to_be_visible()  # ... and the hint still says what to do
     page.close()
 
+
+def test_the_keep_slider_shows_only_while_the_top_mass_is_chosen(server, browser):
+    """Issue 19: "Keep the top X %" was visible and movable under "weights from 0" and "relative"."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    open_more_views(page, "Rollout")
+    keep = page.get_by_text("Keep the top X % of the attention mass")
+    expect(page.get_by_label("weights from 0 (▼ marks uniform)")).to_be_checked()
+    expect(keep).to_be_hidden()
+    page.get_by_label("only the top X % of the mass").check()
+    expect(keep).to_be_visible()
+    page.get_by_label("relative to uniform (× 1/N)").check()
+    expect(keep).to_be_hidden()
+    page.close()

@@ -261,8 +261,8 @@ def _map_display() -> dict[str, Any]:
     with gr.Row():
         return {
             "show": gr.Radio(SHOW_CHOICES, value="weights", label="Rollout and relevance show"),
-            "keep_percent": gr.Slider(
-                5, 100, value=100 * views.KEEP, step=5, label="Keep the top X % of the attention mass"
+            "keep_percent": gr.Slider(  # shown only for the top-mass choice, the one it changes
+                5, 100, value=100 * views.KEEP, step=5, label="Keep the top X % of the attention mass", visible=False
             ),
         }
 
@@ -409,6 +409,7 @@ def _wire_views(view: ExploreView) -> None:
         trigger_mode="always_last",
         **CHEAP,
     )
+    view.show.change(bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False)
     view.play.click(
         bound(h.play_layers, view),
         view.pick("explanation_key", "query", *STYLE),

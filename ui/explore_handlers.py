@@ -372,6 +372,11 @@ def restyle(
     return view.update(heads=heads_picture(ex, explanation_key, query, layer, style), **shown)
 
 
+def keep_slider(view: ExploreView, show: str) -> dict:
+    """The "keep the top X %" slider, shown only for the "top mass" choice: the only one it changes."""
+    return view.update(keep_percent=gr.Slider(visible=show == "top mass"))
+
+
 def show_rollout(
     view: ExploreView,
     explanation_key: ExplanationKey | None,
