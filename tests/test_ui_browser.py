@@ -469,6 +469,31 @@ def test_the_relevance_tab_says_to_press_its_button_before_and_after_a_new_image
     page.close()
 
 
+def test_removing_or_replacing_the_image_clears_its_outputs_and_export(server, browser):
+    """Issue 19: after another image the Export box offered the previous image's file; after the
+    upload box's × the predictions, pictures, caption and export all stayed."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    export = page.locator("#export a")
+    page.get_by_role("button", name="Export PNG").click()
+    expect(export.first).to_have_attribute("download", re.compile(r"^cat-"))
+    pick_example(page, "dog")
+    expect(export).to_have_count(0)  # the cat's file is gone
+    click_patch(page, 2, 2)
+    expect(page.locator("#query")).to_contain_text("row 2, column 2")
+    page.get_by_role("button", name="Export PNG").click()
+    expect(export.first).to_have_attribute("download", re.compile(r"^dog-"))
+    page.locator("#upload").get_by_role("button", name="Remove image").click()
+    expect(page.locator("#query")).to_contain_text("Query: the CLS token")
+    for picture in ("#input-view img", "#heads img"):
+        expect(page.locator(picture)).to_have_count(0)
+    expect(page.locator("#predictions")).not_to_contain_text("%")
+    expect(export).to_have_count(0)
+    page.close()
+
+
 def test_the_keep_slider_shows_only_while_the_top_mass_is_chosen(server, browser):
     """Issue 19: "Keep the top X %" was visible and movable under "weights from 0" and "relative"."""
     from playwright.sync_api import expect

@@ -332,3 +332,24 @@ def test_the_upload_placeholder_is_plain_text(tab):
     view, _ = tab
     assert view.image.placeholder.startswith("Your image: drop, upload")
     assert not set("*_`#") & set(view.image.placeholder)  # no Markdown that would show as typed
+
+
+def test_removing_the_image_clears_everything_that_described_it(tab):
+    """Issue 19: after the upload box's ×, the predictions, pictures, caption and export stayed."""
+    view, catalog = tab
+    out = h.analyze(view, catalog, None, "rollout", BUNDLED, "crop", 6, "mean", 0.0, *STYLE)
+    gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance", "export_file")
+    assert all(out[getattr(view, name)] is None for name in (*gone, *h.IMAGE_VIEWS))
+    assert out[view.numbers] == ""
+    assert out[view.query_md] == views.describe_query(None, True)  # the start text: "Query: the CLS token"
+    assert out[view.query_token].value == "cls"
+    assert view.layer not in out  # the slider keeps its layer for the next image
+
+
+def test_a_new_image_clears_the_previous_images_export(tab, tmp_path):
+    """Issue 19: after another image the Export box still offered the previous image's file."""
+    view, catalog = tab
+    path = tmp_path / "dog.png"
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(path)
+    out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
+    assert "export_file" in h.ANALYSIS_OUTPUTS and out["export_file"] is None

@@ -57,6 +57,7 @@ ANALYSIS_OUTPUTS = (
     "query_token",
     "relevance",
     "query_md",
+    "export_file",  # an export of the previous image is cleared
 )
 # The views under "More views", by ExploreView field: each is drawn only while on screen (the
 # accordion open on its tab), when its tab or the accordion opens, so an analysis costs what the
@@ -258,6 +259,21 @@ def full_analysis(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
         "relevance": None,  # drawn on request: it costs a forward and a backward pass
+        "export_file": None,
+    }
+
+
+def cleared(prefix_names: tuple[str, ...]) -> dict[str, Any]:
+    """ANALYSIS_OUTPUTS (but the layer slider) once the image is removed: no picture, prediction,
+    export or explanation of it is left, and the caption is back at its start text."""
+    return {
+        **dict.fromkeys(("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance")),
+        **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
+        "numbers": "",
+        "query_md": views.describe_query(None, "cls" in prefix_names),
+        "query_token": gr.Dropdown(
+            choices=views.query_choices(prefix_names), value=views.query_token(None, prefix_names)
+        ),
     }
 
 
@@ -300,9 +316,10 @@ def analyze(
     show: str = "weights",
     keep_percent: float = 100 * views.KEEP,
 ) -> dict:
-    """Analyse an uploaded image with the chosen model and draw the views on screen."""
+    """Analyse an uploaded image with the chosen model and draw the views on screen; with no
+    image (removed with its ×), clear every output that described the last one."""
     if image is None:
-        return gr.skip()
+        return view.update(**cleared(load_or_error(catalog, model_key).model.config.prefix_names))
     mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
     discard = number("discard ratio", discard, 0.0, DISCARD_MAX)
     style = map_style(cmap, opacity, upsampling, display, scale)
