@@ -509,3 +509,26 @@ def test_the_keep_slider_shows_only_while_the_top_mass_is_chosen(server, browser
     page.get_by_label("relative to uniform (× 1/N)").check()
     expect(keep).to_be_hidden()
     page.close()
+
+
+def test_a_file_that_is_not_an_image_gets_one_message_and_the_last_image_stays(server, browser, tmp_path):
+    """Issue 19: the message showed twice ("Error (2)": the upload was analysed twice) and red
+    "Error" badges replaced every output, the layer slider and the query caption included."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    click_patch(page, 2, 3)
+    expect(page.locator("#query")).to_contain_text("row 2, column 3")
+    bad = tmp_path / "notes.png"
+    bad.write_text("not an image")
+    page.locator("#upload input[type=file]").set_input_files(str(bad))
+    toast = page.locator(".toast-body")
+    expect(toast).to_contain_text("not an image format")
+    expect(page.locator("[data-testid=status-tracker] .error")).to_have_count(0)  # no "Error" badge on any output
+    expect(page.locator("#query")).to_contain_text("row 2, column 3")  # the caption, maps and slider stay
+    expect(page.locator("#heads img")).to_be_visible()
+    expect(page.get_by_label(f"number input for {LAYER}")).to_have_value("6")
+    pick_example(page, "dog")  # queued after any second run of the bad file
+    assert toast.count() == 1 and toast.inner_text().count("not an image format") == 1, toast.all_inner_texts()
+    page.close()

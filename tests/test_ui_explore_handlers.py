@@ -353,3 +353,17 @@ def test_a_new_image_clears_the_previous_images_export(tab, tmp_path):
     Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(path)
     out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
     assert "export_file" in h.ANALYSIS_OUTPUTS and out["export_file"] is None
+
+
+def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
+    """Issue 19: Gradio's image fires .change twice per upload; the second must not analyse again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    shown = h.ShownImages(size=2)
+    assert shown.is_new("a", "/up/x.png") and not shown.is_new("a", "/up/x.png")
+    assert shown.is_new("b", "/up/x.png")  # another visitor's session
+    assert shown.is_new("a", None) and shown.is_new("a", "/up/x.png")  # removed, then the same file again
+    assert shown.is_new("c", "/up/y.png") and list(shown.paths) == ["a", "c"]  # the oldest session forgotten
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: shown.is_new("d", "/up/z.png"), range(8)))
+    assert sorted(answers) == [False] * 7 + [True]

@@ -374,7 +374,12 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
         **HEAVY,
     }
-    gr.on([view.image.change, view.mode.input], **analysis, api_name="analyze")
+    view.mode.input(**analysis, api_name="analyze")
+    # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
+    # image refused before the analysis, whose error would mark every output (explore_handlers).
+    noted = view.image.change(h.note_image, view.image, None, api_visibility="private", queue=False, **RAW)
+    checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
+    checked.success(**analysis, api_visibility="private")
     return analysis
 
 

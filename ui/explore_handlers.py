@@ -9,7 +9,9 @@ through `ExploreView.update`, so a new view is one more name, not one more tuple
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +21,7 @@ import gradio as gr
 from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import REQUEST_FACTOR, Explanation, ExplanationStore, ExplanationTooLarge, explain
-from explorer.images import ImageError, load_image
+from explorer.images import ImageError, check_image, load_image
 from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
@@ -344,6 +346,51 @@ def analyze(
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return view.update(**pictures, export_name=export_name(image, model_key, catalog))
+
+
+class ShownImages:
+    """The image path each browser session last took up (the `size` most recent sessions), so
+    that Gradio's two .change events for one upload (it sets the value twice, a few
+    milliseconds apart, so a session state read by the second may not hold the first's write
+    yet) start one analysis. The lock makes exactly one of two concurrent requests the new one."""
+
+    def __init__(self, size: int = 4096):
+        self.paths: OrderedDict[str, str | None] = OrderedDict()
+        self.size, self.lock = size, threading.Lock()
+
+    def is_new(self, session: str, path: str | None) -> bool:
+        """Whether `path` is not the session's last image; it is from now on."""
+        with self.lock:
+            new = self.paths.get(session, "") != path  # "" matches no path and no removal (None)
+            self.paths[session] = path
+            self.paths.move_to_end(session)
+            while len(self.paths) > self.size:
+                self.paths.popitem(last=False)
+            return new
+
+
+SHOWN = ShownImages()
+
+
+def note_image(image: dict | None, request: gr.Request) -> None:
+    """The first step of an analysis on the image's .change: the same upload path as this
+    session's last (Gradio's second .change for one upload) stops here silently, so an image
+    is analysed, and a bad file's message shown, once."""
+    path = image.get("path") if isinstance(image, dict) else None
+    if not SHOWN.is_new(owner(request), path if isinstance(path, str) else None):
+        raise gr.Error("this image is already shown", visible=False, print_exception=False)
+
+
+def check_new_image(image: dict | None) -> None:
+    """The second step: a file that is no image (or of refused sides) gets its message here,
+    from its header, so the views and controls of the last image stay as they were (an error
+    in `analyze` marks each of its outputs)."""
+    if image is None:
+        return
+    try:
+        check_image(uploaded_path(image))
+    except ImageError as e:
+        raise visitor_error(str(e)) from e
 
 
 def show_heads(
