@@ -37,6 +37,16 @@ def load_image(path: str | os.PathLike) -> Image.Image:
     EXIF orientation is applied, transparency is composited onto white, and 16-bit
     images are scaled down to 8 bits rather than clipped.
     """
+    return _read(path, decode=True)
+
+
+def check_image(path: str | os.PathLike) -> None:
+    """Refuse, from the header alone (nothing is decoded), a file that is no image this app
+    reads or whose sides it refuses: `load_image`'s cheap checks, with its messages."""
+    _read(path, decode=False)
+
+
+def _read(path: str | os.PathLike, decode: bool) -> Image.Image | None:
     if os.path.getsize(path) == 0:
         raise ImageError("the uploaded file is empty (0 bytes)")
     try:
@@ -44,6 +54,8 @@ def load_image(path: str | os.PathLike) -> Image.Image:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as im:  # reads the header only: nothing is decoded yet
                 check_sides(*im.size)
+                if not decode:
+                    return None
                 im.seek(0)  # first frame of an animated GIF/WebP/APNG
                 im.load()  # decode now, inside the try: truncation shows up here
                 return to_rgb(ImageOps.exif_transpose(im))

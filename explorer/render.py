@@ -241,10 +241,24 @@ def number(value: float) -> str:
     return f"{value:.3g}".replace("-", "−")
 
 
-def _ticks(low: float, high: float, nbins: int = 4) -> list[float]:
-    """Round values from `low` to `high` (both ends within rounding)."""
-    values = MaxNLocator(nbins=nbins).tick_values(low, high)
+def _ticks(low: float, high: float, nbins: int = 4, steps: Sequence[float] | None = None) -> list[float]:
+    """Round values from `low` to `high` (both ends within rounding), `steps` as MaxNLocator's."""
+    values = MaxNLocator(nbins=nbins, steps=steps).tick_values(low, high)
     return [float(t) for t in values if low - 1e-9 * abs(low) <= t <= high + 1e-9 * abs(high)]
+
+
+HALF_STEPS = (1, 2, 5, 10)  # 0.5, 1, 2, 5 away from the centre, never 0.4 or 2.5 (the top is then a tick)
+
+
+def bar_ticks(low: float, high: float, centre: float | None = None) -> list[float]:
+    """The ticks of a colour bar from `low` to `high`. With a `centre` (a two-slope bar, each
+    half linear) the centre is a tick and each half steps evenly away from it by a round
+    amount ("0, 0.5, 1, 1.5, 2"), so no tick crowds the centre and none is skipped."""
+    if centre is None:
+        return _ticks(low, high)
+    below = [centre - t for t in _ticks(0.0, centre - low, 2, HALF_STEPS)]
+    above = [centre + t for t in _ticks(0.0, high - centre, 3, HALF_STEPS)]
+    return sorted({round(t, 12) for t in below + above})
 
 
 def colour_bar(
@@ -263,10 +277,8 @@ def colour_bar(
     the bar ("▼ uniform 0.0156")."""
     pad = GAP + int(_text_width(number(low))) // 2
     length = max(width - pad - int(_text_width(number(high))) // 2 - GAP, 2)
-    if centre is None:
-        ticks, position = _ticks(low, high), Normalize(low, high)
-    else:
-        ticks, position = sorted({*_ticks(low, centre, 2), *_ticks(centre, high, 3)}), TwoSlopeNorm(centre, low, high)
+    ticks = bar_ticks(low, high, centre)
+    position = Normalize(low, high) if centre is None else TwoSlopeNorm(centre, low, high)
     top = _LINE if mark else 0
     bar = Image.new("RGB", (width, top + BAR_PX + 4 + _LINE), BACKGROUND)
     bar.paste(Image.fromarray(np.repeat(_gradient(cmap, length)[None], BAR_PX, axis=0)), (pad, top))
@@ -306,14 +318,16 @@ def _row_bar(cmap: str, top_text: str, height: int) -> np.ndarray:
     return np.asarray(bar)
 
 
-def _scale_legend(style: MapStyle, top: float, unit: str, scope: str) -> tuple[float, str]:
+def _scale_legend(
+    style: MapStyle, top: float, unit: str, scope: str, shared: str = "all its maps"
+) -> tuple[float, str]:
     """The top of a colour bar for `style.scale` and its label. `scope` names what one
-    shared top covers ("this layer", "this map")."""
+    shared top covers ("this layer", "this map"), `shared` what shares it ("every frame")."""
     if style.scale == "head":
         return 1.0, f"colour: {unit} as a share of each head's own maximum (per-head stretch, printed under each tile)"
     if style.scale == "fixed":
         return 1.0, f"colour: {unit}, fixed scale from 0 to 1"
-    return top, f"colour: {unit} from 0 to {number(top)}, the largest in {scope} (one scale for all its maps)"
+    return top, f"colour: {unit} from 0 to {number(top)}, the largest in {scope} (one scale for {shared})"
 
 
 def _label_width(labels: Sequence[str]) -> int:
@@ -408,9 +422,9 @@ def head_grid(
     in each head's top colour, by default `scale_tops` of these maps; a video passes its
     whole clip's, and `scope` says what the shared top covers. `layers_top` = (top, layers):
     on the "layer" scale, colour up to `top`, the largest weight of that many layers, instead."""
-    tops = scale_tops(maps, style.scale) if tops is None else tops
+    tops, shared = scale_tops(maps, style.scale) if tops is None else tops, "all its maps"
     if layers_top is not None and style.scale == "layer":
-        tops, scope = np.full_like(tops, layers_top[0]), f"all {layers_top[1]} layers (one scale for every frame)"
+        tops, scope, shared = np.full_like(tops, layers_top[0]), f"all {layers_top[1]} layers", "every frame"
     grid = maps.shape[-2:]
     tiles = [
         _caption(
@@ -420,7 +434,7 @@ def head_grid(
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
     grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)])
-    high, label = _scale_legend(style, float(tops.max()), "attention weight", scope)
+    high, label = _scale_legend(style, float(tops.max()), "attention weight", scope, shared)
     return _titled(title, grid, [colour_bar(style.cmap, 0.0, high, label, max(grid.width, 320))], note)
 
 
@@ -520,12 +534,13 @@ def map_picture(
 ) -> Image.Image:
     """One (gh, gw) map over `image` with a title, a colour bar in `unit` and a note.
     `uniform` (the value of every patch were the map's total spread evenly) is marked on the
-    colour bar; `keep`, a (gh, gw) bool mask, dims every patch outside it."""
+    colour bar; `keep`, a (gh, gw) bool mask, draws every patch outside it as the photo in a
+    light tint without the map (`dim_outside`)."""
     top = float(scale_tops(amap, style.scale))
     high, label = _scale_legend(style, top, unit, "this map")
     drawn = overlay(image, amap, style, top)
     if keep is not None:
-        drawn = dim_outside(drawn, keep)
+        drawn = dim_outside(drawn, keep, image, style.cmap)
     mark = None
     if uniform is not None:  # on the per-map stretch the bar runs in shares of the map's maximum
         mark = (uniform / top if style.scale == "head" and top > 0 else uniform, f"uniform {number(uniform)}")
@@ -556,16 +571,41 @@ def relative_picture(
     return _titled(title, Image.fromarray(drawn), [bar], note)
 
 
-DIMMED = 0.25  # brightness left to the patches outside a mask
+# Patches outside a mask are drawn as the photo in light grey (DIM_LEVELS), without the map's
+# colour: dimming them darker read as the bar's bottom colour, "no attention". A colour map made
+# of greys gets the pale blue tint instead (DIM_TINTS), so no dimmed pixel is a colour of the bar.
+DIM_LEVELS = (150, 230)  # the photo's darkest and lightest grey levels once dimmed
+DIM_TINTS = {"light grey": (1.0, 1.0, 1.0), "pale blue": (0.6, 0.78, 1.0)}
+DIM_GAP = 40  # the least RGB distance from every colour of the bar a dimmed pixel keeps
 
 
-def dim_outside(picture: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """`picture` (H, W, 3), which covers the (gh, gw) grid of `keep` in whole cells, with
-    every patch where `keep` is False darkened to DIMMED of its brightness."""
+def _gap_to_bar(tint: tuple[float, float, float], cmap: str) -> float:
+    """The least RGB distance between the dimmed greys in `tint` and the colours of `cmap`."""
+    shades = np.linspace(*DIM_LEVELS, 9)[:, None] * np.asarray(tint)  # (9, 3)
+    bar = _gradient(cmap, 256).astype(float)  # (256, 3)
+    return float(np.linalg.norm(shades[:, None] - bar[None], axis=-1).min())
+
+
+@functools.lru_cache(maxsize=16)
+def dim_tint(cmap: str) -> str:
+    """The name of the DIM_TINTS tint for masks over `cmap`: light grey unless the bar holds
+    colours within DIM_GAP of it (a map of greys), then the one farthest from the bar."""
+    if _gap_to_bar(DIM_TINTS["light grey"], cmap) >= DIM_GAP:
+        return "light grey"
+    return max(DIM_TINTS, key=lambda name: _gap_to_bar(DIM_TINTS[name], cmap))
+
+
+def dim_outside(picture: np.ndarray, keep: np.ndarray, photo: np.ndarray, cmap: str) -> np.ndarray:
+    """`picture` (H, W, 3), which covers the (gh, gw) grid of `keep` in whole cells, with every
+    patch where `keep` is False drawn as `photo` (the same size, without the map) in the light
+    `dim_tint(cmap)`: the photo stays recognisable and no dimmed pixel reads as a value."""
     ch, cw = picture.shape[0] // keep.shape[0], picture.shape[1] // keep.shape[1]
     pixels = np.repeat(np.repeat(keep, ch, axis=0), cw, axis=1)  # (gh, gw) -> (H, W)
-    factor = np.where(pixels, 1.0, DIMMED)[..., None]
-    return (picture * factor + 0.5).astype(np.uint8)
+    luma = photo.astype(float) @ np.array([0.299, 0.587, 0.114])  # (H, W), ITU-R BT.601 grey
+    low, high = DIM_LEVELS
+    light = low + (high - low) * luma / 255.0
+    dimmed = (light[..., None] * np.asarray(DIM_TINTS[dim_tint(cmap)]) + 0.5).astype(np.uint8)
+    return np.where(pixels[..., None], picture, dimmed)
 
 
 def outline_patches(picture: np.ndarray, grid: tuple[int, int], patches: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -680,12 +720,16 @@ def distance_figure(layers: int, heads: int, image_size: tuple[int, int]) -> Fig
 
 
 def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) -> Image.Image:
-    """The ViT paper's Fig. 7 (right): `distance` is (layers, heads) in pixels; one dot per
-    head at each layer, coloured by head (legend). The y axis runs from 0 to the image
+    """The ViT paper's Fig. 7 (right) for one image (the paper averages over many): `distance`
+    is (layers, heads) in pixels; one ring per head at each layer, coloured by head (legend) and
+    shifted sideways by head, so heads at equal distance do not hide each other. The y axis runs from 0 to the image
     diagonal (no distance can be larger), so charts of different images compare at a
     glance; the dashed line, half the diagonal, is labelled in the legend."""
     layers, heads = distance.shape
     return _distance_axes(layers, heads, tuple(image_size)).draw(distance)
+
+
+DOT_SPREAD = 0.3  # how far (in layers) a distance chart's dots sit either side of their layer
 
 
 class _DistanceAxes:
@@ -700,22 +744,44 @@ class _DistanceAxes:
         ax = fig.add_subplot()
         diagonal = math.hypot(*image_size)
         ax.axhline(diagonal / 2, color="grey", linestyle="--", linewidth=1)
-        ax.set(xlabel="layer (one dot per head)", ylabel="mean attention distance (pixels)")
+        ax.set_title("for this image (the ViT paper averages many images)", fontsize=CHART_PT)
+        ax.set(xlabel="layer (one dot per head, heads side by side)", ylabel="mean attention distance (pixels)")
         ax.set(xlim=(0.5, layers + 0.5), ylim=(0, diagonal))
         ax.set_xticks(range(1, layers + 1))
         ax.grid(alpha=0.3)
         # tab20's dark colours first, then its light twins: neighbouring heads stay distinct
         colours = [colormaps["tab20"](2 * (j % 10) + (j // 10) % 2) for j in range(heads)]
         handles = [
-            Line2D([], [], color=c, marker="o", linestyle="", label=f"head {j + 1}") for j, c in enumerate(colours)
+            Line2D(
+                [],
+                [],
+                color=c,
+                marker="o",
+                markerfacecolor="none",
+                markeredgewidth=1.5,
+                linestyle="",
+                label=f"head {j + 1}",
+            )
+            for j, c in enumerate(colours)
         ]
         handles.append(Line2D([], [], color="grey", linestyle="--", label="½ image diagonal"))
         ax.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=CHART_PT, ncols=1 + heads // 13
         )
-        self.layers = np.repeat(np.arange(1, layers + 1), heads)
+        # each layer's heads side by side within ±DOT_SPREAD of it, head 1 leftmost: (layers * heads,)
+        side = np.linspace(-DOT_SPREAD, DOT_SPREAD, heads) if heads > 1 else np.zeros(1)
+        self.layers = (np.arange(1, layers + 1)[:, None] + side[None, :]).reshape(-1)
         # animated=True: left out of canvas.draw(), so the saved background has no dots
-        self.dots = ax.scatter(self.layers, self.layers * 0.0, c=colours * layers, s=22, animated=True)
+        # hollow rings: where many heads crowd a layer and dots overlap, each ring still shows
+        self.dots = ax.scatter(
+            self.layers,
+            self.layers * 0.0,
+            s=28,
+            facecolors="none",
+            edgecolors=colours * layers,
+            linewidths=1.5,
+            animated=True,
+        )
         self.canvas = FigureCanvasAgg(fig)
         self.canvas.draw()
         self.background = self.canvas.copy_from_bbox(fig.bbox)

@@ -273,7 +273,8 @@ def one_map(
     mask = top_mass_mask(torch.from_numpy(amap), keep).numpy()
     kept = (
         f"Shown: the {int(mask.sum())} of {n} patches that hold the top {keep:.0%} of the map's mass (largest first, "
-        "as DINO's visualize_attention, Caron et al. 2021); the others are dimmed."
+        "as DINO's visualize_attention, Caron et al. 2021); the others show the photo in "
+        f"{render.dim_tint(style.cmap)} without the colour map (no value of the colour bar)."
     )
     return render.map_picture(base, amap, style, title, unit, f"{note} {even} {kept}", uniform=uniform, keep=mask)
 
@@ -299,7 +300,7 @@ def relevance(
     name = class_names[int(chosen[0])] if int(chosen[0]) < len(class_names) else f"class {int(chosen[0])}"
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     which = "the predicted class" if target is None else "the chosen class"
-    title = f"relevance for {which} '{name}' (Chefer et al. 2021), query: {query_label(ex, None)}"
+    title = f"relevance for {which} '{name}' (Chefer et al. 2021)"  # the class, not the query: no query changes it
     note = (
         "Per layer, each head's attention A is weighted by the gradient of the class score, Ā = mean over heads "
         "of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the "
@@ -354,17 +355,14 @@ def relevance_alt(ex: Explanation, class_name: str | None, show: str, keep: floa
     which = (
         f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
     )
-    return (
-        f"Relevance of each patch for {which} (Chefer et al. 2021), query {query_label(ex, None)}, "
-        f"drawn as {_shown(show, keep)}; {_on(ex, model)}."
-    )
+    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(show, keep)}; {_on(ex, model)}."
 
 
 def _shown(show: str, keep: float) -> str:
     return {
         "weights": "weights from 0 with uniform marked on the colour bar",
         "relative": "multiples of uniform (blue below, white at, red above)",
-        "top mass": f"only the patches holding the top {keep:.0%} of its mass, the rest dimmed",
+        "top mass": f"only the patches holding the top {keep:.0%} of its mass, the rest as the photo in a light tint",
     }[show]
 
 
@@ -372,7 +370,7 @@ def distance_alt(ex: Explanation, model: str) -> str:
     """The mean attention distance chart."""
     return (
         f"Chart of the mean attention distance in pixels (y) of each of the {ex.heads} heads in each of the "
-        f"{ex.depth} layers (x), one dot per head; {_on(ex, model)}."
+        f"{ex.depth} layers (x) for this image, one dot per head, side by side; {_on(ex, model)}."
     )
 
 

@@ -379,11 +379,28 @@ def test_a_near_uniform_map_is_white_in_the_relative_display():
 
 
 def test_a_mask_dims_exactly_the_patches_outside_it():
-    picture = np.full((30, 20, 3), 200, np.uint8)  # a 3 x 2 grid in 10-pixel cells
+    picture = np.full((30, 20, 3), 7, np.uint8)  # a 3 x 2 grid in 10-pixel cells
+    photo = np.full((30, 20, 3), 255, np.uint8)
     keep = np.array([[True, False], [False, False], [False, True]])
-    out = render.dim_outside(picture, keep)
-    assert (out[:10, :10] == 200).all() and (out[20:, 10:] == 200).all()
-    assert (out[:10, 10:] == 50).all() and (out[10:20] == 50).all()  # 200 × DIMMED
+    out = render.dim_outside(picture, keep, photo, "inferno")
+    assert (out[:10, :10] == 7).all() and (out[20:, 10:] == 7).all()
+    assert (out[:10, 10:] == render.DIM_LEVELS[1]).all() and (out[10:20] == render.DIM_LEVELS[1]).all()
+
+
+@pytest.mark.parametrize("cmap", render.COLORMAPS)
+def test_dimmed_patches_are_no_colour_of_the_colour_bar(cmap):
+    """Issue 19: outside the top mass, patches were darkened to near-black, inferno's 0."""
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (40, 40, 3), np.uint8)  # a 4 x 4 grid in 10-pixel cells
+    amap = rng.random((4, 4))
+    keep = amap > np.median(amap)
+    picture = np.asarray(render.map_picture(image, amap, MapStyle(cmap=cmap), "t", "u", keep=keep))
+    top = render.text_block("t", 320).height + render.GAP  # the body starts under the one-line title
+    body = picture[top : top + 40, :40].astype(float)
+    outside = body[np.repeat(np.repeat(~keep, 10, 0), 10, 1)]  # (pixels, 3)
+    bar = colormaps[cmap](np.linspace(0.0, 1.0, 1024), bytes=True)[:, :3].astype(float)
+    nearest = np.linalg.norm(outside[:, None] - bar[None], axis=-1).min()
+    assert nearest >= 30, f"a dimmed pixel is {nearest:.0f} from a colour of {cmap}"
 
 
 def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tmp_path):
@@ -403,3 +420,47 @@ def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tm
     # in the labels would move some pixels from ink (30) to paper (255)
     assert all(np.abs(t - text[0]).max() <= 16 for t in text)
     assert (text[0] < 128).any()
+
+
+def test_relative_colour_bar_ticks_step_evenly_on_each_side_of_uniform():
+    """Issue 19: the "relative to uniform" bar read "0, 0.5, 1, 1.2, 1.6, 2" (1 and 1.2 crowded)."""
+    assert render.bar_ticks(0.0, 2.0, centre=1.0) == [0.0, 0.5, 1.0, 1.5, 2.0]
+    for top in (1.05, 2.0, 2.3, 3.7, 5.2, 12.0):
+        ticks = np.array(render.bar_ticks(0.0, top, centre=1.0))
+        below, above = ticks[ticks <= 1.0], ticks[ticks >= 1.0]
+        assert below[-1] == 1.0 and above[0] == 1.0 and ticks[0] == 0.0 and ticks[-1] <= top
+        for side in (below, above):
+            steps = np.diff(side)
+            np.testing.assert_allclose(steps, steps[0], rtol=1e-9)
+        assert len(above) >= 2
+
+
+def test_the_gif_colour_bar_says_one_scale_once(monkeypatch):
+    """Issue 19: the label read "(one scale for every frame) (one scale for all its maps)"."""
+    labels = []
+    real = render.colour_bar
+    monkeypatch.setattr(render, "colour_bar", lambda *a, **k: labels.append(a[3]) or real(*a, **k))
+    maps = np.random.default_rng(0).random((3, 2, 4, 4))
+    render.layer_frames(np.zeros((32, 32, 3), np.uint8), maps, MapStyle())
+    render.head_grid(np.zeros((32, 32, 3), np.uint8), maps[0], MapStyle())  # one layer on screen
+    assert len(labels) == 4
+    assert all(label.count("one scale") == 1 for label in labels), labels
+    assert "the largest in all 3 layers (one scale for every frame)" in labels[0]
+    assert "the largest in this layer (one scale for all its maps)" in labels[-1]
+
+
+@pytest.mark.parametrize("heads, apart", [(4, 1.0), (12, 0.5)])
+def test_distance_chart_heads_at_equal_distance_do_not_hide_each_other(heads, apart):
+    """Issue 19: layer 1 showed 3 of its 4 heads (two dots on one spot); the title says it is
+    one image. Four heads sit a whole ring apart; twelve overlap by at most half a ring, and the
+    rings are hollow, so each still shows."""
+    render._distance_axes.cache_clear()
+    render.attention_distance_chart(np.full((6, heads), 20.0), (32, 32))  # every head at the same distance
+    axes = render._distance_axes(6, heads, (32, 32))
+    centres = axes.dots.axes.transData.transform(axes.dots.get_offsets())[:, 0].reshape(6, heads)  # pixels
+    diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72  # marker size is in points²
+    assert np.diff(np.sort(centres, axis=1), axis=1).min() >= apart * diameter
+    assert (axes.dots.get_facecolors()[:, 3] == 0).all()  # hollow
+    layers = axes.dots.axes.transData.transform(np.column_stack([np.arange(1, 7), np.zeros(6)]))[:, 0]
+    assert (np.abs(centres - layers[:, None]) < np.diff(layers)[0] / 2).all()  # each nearest its own layer
+    assert "this image" in axes.dots.axes.get_title()

@@ -148,7 +148,9 @@ def test_one_map_keeps_the_top_mass_and_dims_the_rest():
     kept = np.zeros((4, 4), bool)
     kept[0, :3] = True
     assert (masked[kept] == weights[kept]).all()
-    assert (np.abs(masked[~kept] - weights[~kept] * render.DIMMED) <= 1).all()
+    # outside: the white photo in the light tint, without the map (red channel of the pale blue)
+    tint = render.DIM_TINTS[render.dim_tint("gray")][0]
+    assert (np.abs(masked[~kept] - render.DIM_LEVELS[1] * tint) <= 1).all()
 
 
 def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform):
@@ -171,7 +173,8 @@ def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform
     assert "rollout of the query CLS" in texts["rollout"] and "max over heads, discard ratio 0.25" in texts["rollout"]
     assert "drawn as multiples of uniform" in texts["rollout"]
     assert (
-        "the chosen class 'cat'" in texts["relevance"] and "top 40% of its mass, the rest dimmed" in texts["relevance"]
+        "the chosen class 'cat'" in texts["relevance"]
+        and "top 40% of its mass, the rest as the photo in a light tint" in texts["relevance"]
     )
     predicted = views.relevance_alt(uniform, None, "weights", 0.6, model)
     top = max(uniform.probabilities, key=uniform.probabilities.get)  # the class the model predicts
@@ -258,3 +261,13 @@ def test_on_a_phone_two_columns_keep_head_maps_at_least_150_px_wide(uniform):
     cols, tile = views.head_layout(uniform, columns=2)
     picture = views.heads(uniform, None, 6, MapStyle(), columns=2)
     assert cols == 2 and tile * min(1.0, phone_column / picture.width) >= 150
+
+
+def test_the_relevance_picture_is_titled_by_its_class_not_by_a_query(monkeypatch):
+    """Issue 19: it read "query: CLS" although no query changes relevance."""
+    model, ex = twelve_heads()
+    titles = []
+    monkeypatch.setattr(views, "one_map", lambda base, amap, style, title, *rest: titles.append(title))
+    views.relevance(model, [f"c{i}" for i in range(10)], ex, 3, MapStyle())
+    assert titles == ["relevance for the chosen class 'c3' (Chefer et al. 2021)"]
+    assert "query" not in views.relevance_alt(ex, "c3", "weights", 0.6, "m")

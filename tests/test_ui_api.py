@@ -43,7 +43,7 @@ def test_every_view_has_an_api_name(client):
 
 def test_one_upload_drives_every_view(client):
     outputs = analyze(client, CHEETAH)
-    input_view, numbers, label, layer, heads, overview, rollout, distance, token, relevance, caption = outputs
+    input_view, numbers, label, layer, heads, overview, rollout, distance, token, relevance, caption, export = outputs
     assert "grid **8 rows × 8 columns**" in numbers and "**65 tokens**" in numbers and "256 × 256" in numbers
     assert len(label["confidences"]) == 3 and label["label"] == label["confidences"][0]["label"]
     assert layer["maximum"] == 6
@@ -59,6 +59,7 @@ def test_one_upload_drives_every_view(client):
     assert token["value"] == "cls" and [v for _, v in token["choices"]] == ["cls", "patch"]
     assert relevance is None  # drawn on request only
     assert "CLS token" in caption  # a new image starts at the default query, and the caption says so
+    assert export is None  # no export of an earlier image is offered
 
 
 def test_controls_change_only_what_they_should(client):

@@ -449,3 +449,86 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
         "download", re.compile(r"^vit_cifar_nano_\d+epochs.*\.safetensors$")
     )
     page.close()
+
+
+def test_the_relevance_tab_says_to_press_its_button_before_and_after_a_new_image(server, browser):
+    """Issue 19: the tab drew nothing when opened, with no hint, and went blank after each image."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    open_more_views(page, "Relevance (Chefer et al. 2021)")
+    hint = page.locator("#relevance-hint")
+    expect(hint).to_be_visible()
+    expect(hint).to_contain_text("Press Explain this class to draw the map")
+    page.get_by_role("button", name="Explain this class").click()
+    expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile(r"for the predicted class '\w+'"))
+    pick_example(page, "dog")
+    expect(page.locator("#relevance img")).to_have_count(0)  # cleared by the new image ...
+    expect(hint).to_be_visible()  # ... and the hint still says what to do
+    page.close()
+
+
+def test_removing_or_replacing_the_image_clears_its_outputs_and_export(server, browser):
+    """Issue 19: after another image the Export box offered the previous image's file; after the
+    upload box's × the predictions, pictures, caption and export all stayed."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    export = page.locator("#export a")
+    page.get_by_role("button", name="Export PNG").click()
+    expect(export.first).to_have_attribute("download", re.compile(r"^cat-"))
+    pick_example(page, "dog")
+    expect(export).to_have_count(0)  # the cat's file is gone
+    click_patch(page, 2, 2)
+    expect(page.locator("#query")).to_contain_text("row 2, column 2")
+    page.get_by_role("button", name="Export PNG").click()
+    expect(export.first).to_have_attribute("download", re.compile(r"^dog-"))
+    page.locator("#upload").get_by_role("button", name="Remove image").click()
+    expect(page.locator("#query")).to_contain_text("Query: the CLS token")
+    for picture in ("#input-view img", "#heads img"):
+        expect(page.locator(picture)).to_have_count(0)
+    expect(page.locator("#predictions")).not_to_contain_text("%")
+    expect(export).to_have_count(0)
+    page.close()
+
+
+def test_the_keep_slider_shows_only_while_the_top_mass_is_chosen(server, browser):
+    """Issue 19: "Keep the top X %" was visible and movable under "weights from 0" and "relative"."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    open_more_views(page, "Rollout")
+    keep = page.get_by_text("Keep the top X % of the attention mass")
+    expect(page.get_by_label("weights from 0 (▼ marks uniform)")).to_be_checked()
+    expect(keep).to_be_hidden()
+    page.get_by_label("only the top X % of the mass").check()
+    expect(keep).to_be_visible()
+    page.get_by_label("relative to uniform (× 1/N)").check()
+    expect(keep).to_be_hidden()
+    page.close()
+
+
+def test_a_file_that_is_not_an_image_gets_one_message_and_the_last_image_stays(server, browser, tmp_path):
+    """Issue 19: the message showed twice ("Error (2)": the upload was analysed twice) and red
+    "Error" badges replaced every output, the layer slider and the query caption included."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    click_patch(page, 2, 3)
+    expect(page.locator("#query")).to_contain_text("row 2, column 3")
+    bad = tmp_path / "notes.png"
+    bad.write_text("not an image")
+    page.locator("#upload input[type=file]").set_input_files(str(bad))
+    toast = page.locator(".toast-body")
+    expect(toast).to_contain_text("not an image format")
+    expect(page.locator("[data-testid=status-tracker] .error")).to_have_count(0)  # no "Error" badge on any output
+    expect(page.locator("#query")).to_contain_text("row 2, column 3")  # the caption, maps and slider stay
+    expect(page.locator("#heads img")).to_be_visible()
+    expect(page.get_by_label(f"number input for {LAYER}")).to_have_value("6")
+    pick_example(page, "dog")  # queued after any second run of the bad file
+    assert toast.count() == 1 and toast.inner_text().count("not an image format") == 1, toast.all_inner_texts()
+    page.close()

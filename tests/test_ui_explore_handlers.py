@@ -325,3 +325,45 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
     assert view.model_key.value == view.current_model.value == BUNDLED
     assert view.model_info.value.startswith(f"⚠️ The default model `pretrained:{name}` is not available here")
     assert "10 classes" in view.model_info.value
+
+
+def test_the_upload_placeholder_is_plain_text(tab):
+    """Issue 19: Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""
+    view, _ = tab
+    assert view.image.placeholder.startswith("Your image: drop, upload")
+    assert not set("*_`#") & set(view.image.placeholder)  # no Markdown that would show as typed
+
+
+def test_removing_the_image_clears_everything_that_described_it(tab):
+    """Issue 19: after the upload box's ×, the predictions, pictures, caption and export stayed."""
+    view, catalog = tab
+    out = h.analyze(view, catalog, None, "rollout", BUNDLED, "crop", 6, "mean", 0.0, *STYLE)
+    gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance", "export_file")
+    assert all(out[getattr(view, name)] is None for name in (*gone, *h.IMAGE_VIEWS))
+    assert out[view.numbers] == ""
+    assert out[view.query_md] == views.describe_query(None, True)  # the start text: "Query: the CLS token"
+    assert out[view.query_token].value == "cls"
+    assert view.layer not in out  # the slider keeps its layer for the next image
+
+
+def test_a_new_image_clears_the_previous_images_export(tab, tmp_path):
+    """Issue 19: after another image the Export box still offered the previous image's file."""
+    view, catalog = tab
+    path = tmp_path / "dog.png"
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(path)
+    out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
+    assert "export_file" in h.ANALYSIS_OUTPUTS and out["export_file"] is None
+
+
+def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
+    """Issue 19: Gradio's image fires .change twice per upload; the second must not analyse again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    shown = h.ShownImages(size=2)
+    assert shown.is_new("a", "/up/x.png") and not shown.is_new("a", "/up/x.png")
+    assert shown.is_new("b", "/up/x.png")  # another visitor's session
+    assert shown.is_new("a", None) and shown.is_new("a", "/up/x.png")  # removed, then the same file again
+    assert shown.is_new("c", "/up/y.png") and list(shown.paths) == ["a", "c"]  # the oldest session forgotten
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: shown.is_new("d", "/up/z.png"), range(8)))
+    assert sorted(answers) == [False] * 7 + [True]

@@ -79,6 +79,10 @@ keys, to change it) attends to every patch. Rows, columns, layers and heads coun
 Supervised ViTs spread attention over many patches, including the background, so single-head maps
 look noisy; **rollout** combines all layers into one smoother map.
 """
+RELEVANCE_HINT = (
+    "Press **Explain this class** to draw the map (one forward and one backward pass); "
+    "a new image or model clears it until you press it again."
+)
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,8 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
         sources=["upload", "clipboard", "webcam"],
         label="Image (upload, paste or webcam)",
         show_label=False,  # its badge covered the preview; the placeholder says what to do
-        placeholder="**Your image**: drop, upload, paste or take one with the webcam, or pick an example below",
+        # plain text: Gradio shows an image's placeholder as typed, Markdown and all
+        placeholder="Your image: drop, upload, paste or take one with the webcam, or pick an example below",
         buttons=[],
         alt_text="The image being explained",
         height=150,
@@ -256,8 +261,8 @@ def _map_display() -> dict[str, Any]:
     with gr.Row():
         return {
             "show": gr.Radio(SHOW_CHOICES, value="weights", label="Rollout and relevance show"),
-            "keep_percent": gr.Slider(
-                5, 100, value=100 * views.KEEP, step=5, label="Keep the top X % of the attention mass"
+            "keep_percent": gr.Slider(  # shown only for the top-mass choice, the one it changes
+                5, 100, value=100 * views.KEEP, step=5, label="Keep the top X % of the attention mass", visible=False
             ),
         }
 
@@ -290,7 +295,10 @@ def _more_tabs(start: LoadedModel) -> dict[str, Any]:
             "**Attention rollout** (Abnar & Zuidema, 2020)", "Attention rollout through all layers", elem_id="rollout"
         )
     with gr.Tab("Mean attention distance") as tabs["distance"]:
-        distance = picture("**How far each head looks** (ViT paper Fig. 7, right)", "Mean attention distance per head")
+        distance = picture(
+            "**How far each head looks, in this image** (the ViT paper's Fig. 7, right, averages over many images)",
+            "Mean attention distance per head, for this image",
+        )
     with gr.Tab("Position embeddings") as tabs["similarity"]:
         similarity = picture(
             "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
@@ -315,6 +323,8 @@ def _relevance_view(start: LoadedModel) -> dict[str, Any]:
         classes = h.relevance_classes(start)
         relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
         relevance_button = gr.Button("Explain this class", size="sm")
+    # The picture stays empty until the button is pressed (a backward pass), and after each new image.
+    gr.Markdown(RELEVANCE_HINT, elem_id="relevance-hint")
     relevance = picture(
         "**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class",
         "Class-specific relevance of every patch",
@@ -364,7 +374,12 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
         **HEAVY,
     }
-    gr.on([view.image.change, view.mode.input], **analysis, api_name="analyze")
+    view.mode.input(**analysis, api_name="analyze")
+    # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
+    # image refused before the analysis, whose error would mark every output (explore_handlers).
+    noted = view.image.change(h.note_image, view.image, None, api_visibility="private", queue=False, **RAW)
+    checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
+    checked.success(**analysis, api_visibility="private")
     return analysis
 
 
@@ -399,6 +414,7 @@ def _wire_views(view: ExploreView) -> None:
         trigger_mode="always_last",
         **CHEAP,
     )
+    view.show.change(bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False)
     view.play.click(
         bound(h.play_layers, view),
         view.pick("explanation_key", "query", *STYLE),

@@ -9,7 +9,9 @@ through `ExploreView.update`, so a new view is one more name, not one more tuple
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +21,7 @@ import gradio as gr
 from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import REQUEST_FACTOR, Explanation, ExplanationStore, ExplanationTooLarge, explain
-from explorer.images import ImageError, load_image
+from explorer.images import ImageError, check_image, load_image
 from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
@@ -57,6 +59,7 @@ ANALYSIS_OUTPUTS = (
     "query_token",
     "relevance",
     "query_md",
+    "export_file",  # an export of the previous image is cleared
 )
 # The views under "More views", by ExploreView field: each is drawn only while on screen (the
 # accordion open on its tab), when its tab or the accordion opens, so an analysis costs what the
@@ -258,6 +261,21 @@ def full_analysis(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
         "relevance": None,  # drawn on request: it costs a forward and a backward pass
+        "export_file": None,
+    }
+
+
+def cleared(prefix_names: tuple[str, ...]) -> dict[str, Any]:
+    """ANALYSIS_OUTPUTS (but the layer slider) once the image is removed: no picture, prediction,
+    export or explanation of it is left, and the caption is back at its start text."""
+    return {
+        **dict.fromkeys(("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance")),
+        **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
+        "numbers": "",
+        "query_md": views.describe_query(None, "cls" in prefix_names),
+        "query_token": gr.Dropdown(
+            choices=views.query_choices(prefix_names), value=views.query_token(None, prefix_names)
+        ),
     }
 
 
@@ -300,9 +318,10 @@ def analyze(
     show: str = "weights",
     keep_percent: float = 100 * views.KEEP,
 ) -> dict:
-    """Analyse an uploaded image with the chosen model and draw the views on screen."""
+    """Analyse an uploaded image with the chosen model and draw the views on screen; with no
+    image (removed with its ×), clear every output that described the last one."""
     if image is None:
-        return gr.skip()
+        return view.update(**cleared(load_or_error(catalog, model_key).model.config.prefix_names))
     mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
     discard = number("discard ratio", discard, 0.0, DISCARD_MAX)
     style = map_style(cmap, opacity, upsampling, display, scale)
@@ -327,6 +346,51 @@ def analyze(
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return view.update(**pictures, export_name=export_name(image, model_key, catalog))
+
+
+class ShownImages:
+    """The image path each browser session last took up (the `size` most recent sessions), so
+    that Gradio's two .change events for one upload (it sets the value twice, a few
+    milliseconds apart, so a session state read by the second may not hold the first's write
+    yet) start one analysis. The lock makes exactly one of two concurrent requests the new one."""
+
+    def __init__(self, size: int = 4096):
+        self.paths: OrderedDict[str, str | None] = OrderedDict()
+        self.size, self.lock = size, threading.Lock()
+
+    def is_new(self, session: str, path: str | None) -> bool:
+        """Whether `path` is not the session's last image; it is from now on."""
+        with self.lock:
+            new = self.paths.get(session, "") != path  # "" matches no path and no removal (None)
+            self.paths[session] = path
+            self.paths.move_to_end(session)
+            while len(self.paths) > self.size:
+                self.paths.popitem(last=False)
+            return new
+
+
+SHOWN = ShownImages()
+
+
+def note_image(image: dict | None, request: gr.Request) -> None:
+    """The first step of an analysis on the image's .change: the same upload path as this
+    session's last (Gradio's second .change for one upload) stops here silently, so an image
+    is analysed, and a bad file's message shown, once."""
+    path = image.get("path") if isinstance(image, dict) else None
+    if not SHOWN.is_new(owner(request), path if isinstance(path, str) else None):
+        raise gr.Error("this image is already shown", visible=False, print_exception=False)
+
+
+def check_new_image(image: dict | None) -> None:
+    """The second step: a file that is no image (or of refused sides) gets its message here,
+    from its header, so the views and controls of the last image stay as they were (an error
+    in `analyze` marks each of its outputs)."""
+    if image is None:
+        return
+    try:
+        check_image(uploaded_path(image))
+    except ImageError as e:
+        raise visitor_error(str(e)) from e
 
 
 def show_heads(
@@ -370,6 +434,11 @@ def restyle(
         on_screen, ex, explanation_key, fusion, discard, style, *map_show(show, keep_percent), ("overview", "rollout")
     )
     return view.update(heads=heads_picture(ex, explanation_key, query, layer, style), **shown)
+
+
+def keep_slider(view: ExploreView, show: str) -> dict:
+    """The "keep the top X %" slider, shown only for the "top mass" choice: the only one it changes."""
+    return view.update(keep_percent=gr.Slider(visible=show == "top mass"))
 
 
 def show_rollout(
