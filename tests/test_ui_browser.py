@@ -449,3 +449,24 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
         "download", re.compile(r"^vit_cifar_nano_\d+epochs.*\.safetensors$")
     )
     page.close()
+
+
+def test_the_warm_up_field_shows_sends_and_runs_the_same_warm_up(server, browser, tmp_path):
+    """Issue 19, Train: the warm-up box says "10% of the run" when empty; it must be empty on the
+    page (not a 0 that the page would send as "no warm-up") and send nothing, which the run
+    reads as 10% of the run (ui.train.warmup_epochs)."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    warmup = page.get_by_label("Warm-up epochs (empty")
+    expect(warmup).to_have_value("")
+    page.get_by_label("Local folder").check()
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("1")
+    with page.expect_request(lambda r: r.method == "POST" and "queue/join" in r.url) as sent:
+        page.get_by_role("button", name="Start").click()
+    assert sent.value.post_data_json["data"][-1] in (None, "")  # the run's default: 10% of the run
+    expect(page.locator("#train-progress")).to_contain_text("finished 1 epoch", timeout=150_000)
+    page.close()

@@ -78,6 +78,14 @@ def test_train_watch_and_explore_the_checkpoint(client, tmp_path):
     assert {c["label"] for c in label["confidences"]} == set(CLASSES)
 
 
+def test_an_empty_warm_up_box_means_the_default_and_0_means_none():
+    assert train.warmup_epochs("", 200) is None and train.warmup_epochs(None, 200) is None
+    assert train.warmup_epochs(" 0 ", 200) == 0.0 and train.warmup_epochs(0.5, 200) == 0.5
+    for bad in ("ten", "nan", "-1", "201"):
+        with pytest.raises(gr.Error, match="warm-up epochs must be a number from 0.0 to 200.0"):
+            train.warmup_epochs(bad, 200)
+
+
 def test_stop_ends_the_run_early_and_keeps_a_checkpoint(client, tmp_path):
     data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=CLASSES, test_per_class=2)
     with pytest.raises(AppError, match=re.escape("warmup_epochs (3) must be shorter than the run (3 epochs)")):

@@ -48,7 +48,7 @@ class TrainView(ComponentView):
     epochs: gr.Number
     lr: gr.Number
     batch: gr.Number
-    warmup: gr.Number
+    warmup: gr.Textbox  # a Number cannot be empty: Gradio draws None as 0, which means "no warm-up"
     start: gr.Button
     stop: gr.Button
     confirm: gr.Row  # "really stop?", shown by Stop
@@ -164,7 +164,11 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
         epochs = gr.Number(5, precision=0, minimum=1, maximum=limits.max_epochs, label="Epochs")
         lr = gr.Number(1e-3, minimum=0, maximum=limits.max_lr, label="Learning rate")
         batch = gr.Number(128, precision=0, minimum=1, maximum=limits.max_batch_size, label="Batch size")
-        warmup = gr.Number(None, minimum=0, label="Warm-up epochs (empty: 10% of the run; shorter than the run)")
+        warmup = gr.Textbox(
+            "",
+            placeholder="10% of the run",
+            label="Warm-up epochs (empty: 10% of the run; 0: none; shorter than the run)",
+        )
     with gr.Row():
         start = gr.Button("Start", variant="primary")
         stop = gr.Button("Stop (saves a checkpoint)", variant="stop")
@@ -218,6 +222,19 @@ def training_source(catalog: ModelCatalog, settings: ServerSettings, visitor: st
     return model
 
 
+def warmup_epochs(value: float | str | None, most: int) -> float | None:
+    """The warm-up box's epochs: a number (typed text or sent by an API client) from 0 to `most`;
+    empty or None for the run's default, 10% of the run."""
+    text = value.strip() if isinstance(value, str) else value
+    if text in (None, ""):
+        return None
+    try:
+        epochs = float(text) if isinstance(text, str) else text
+    except ValueError:
+        epochs = text  # `number` names the field and the typed text
+    return number("warm-up epochs", epochs, 0.0, float(most))
+
+
 def training_data(settings: ServerSettings, source: str, folder: str) -> str:
     if source == "cifar10":
         return "cifar10"
@@ -242,13 +259,13 @@ def train_start(
     lr: float,
     batch: float,
     request: gr.Request,
-    warmup: float | None = None,  # optional for API clients (the tab sends its box, maybe empty)
+    warmup: float | str | None = None,  # optional for API clients (the tab sends its box's text, maybe empty)
 ) -> dict:
     """Start this visitor's training run in the background (the old run's pictures are cleared).
     `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run."""
     visitor = owner(request)
     source = one_of("data source", source, [value for _, value in data_choices(settings)])
-    warmup = None if warmup in (None, "") else number("warm-up epochs", warmup, 0.0, float(settings.train.max_epochs))
+    warmup = warmup_epochs(warmup, settings.train.max_epochs)
     spec, data = training_source(catalog, settings, visitor, str(model)), training_data(settings, source, folder)
     try:
         runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr, warmup_epochs=warmup)
