@@ -204,6 +204,16 @@ def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny
     assert not train.keep_polling(last[view.seen]).active  # the end is on the page: stop
 
 
+def test_the_status_is_said_once_and_steps_are_not_guessed_before_the_first():
+    loading = JobSnapshot(running=True, device="cpu", epochs=5, message="loading data and model")
+    assert train.progress_text(loading)[2] == "epoch 1 of 5, preparing…"  # not "step 0 of 1"
+    going = JobSnapshot(running=True, device="cpu", epochs=5, steps_per_epoch=352, step=8, message="training on 9")
+    assert train.progress_text(going)[2] == "epoch 1 of 5, step 8 of 352" and "training on 9" in train.describe(going)
+    stopped = JobSnapshot(epoch=1, epochs=5, steps_per_epoch=352, checkpoint="m.safetensors", message="stopped early")
+    shown = train.describe(stopped) + train.progress_html(*train.progress_text(stopped), train.run_state(stopped))
+    assert shown.count("stopped early") == 1
+
+
 def test_the_default_data_source_is_one_that_works_offline(tmp_path, monkeypatch):
     from training.data import default_cache_dir
     from ui.settings import ServerSettings

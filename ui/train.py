@@ -93,11 +93,15 @@ def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
     done = min(snap.epoch * steps + snap.step, total)
     if not snap.running:  # a stopped or failed run's bar stops where the run did
         return total if run_state(snap) == "finished" else done, total, "" if snap.error else snap.message
-    return done, total, f"epoch {min(snap.epoch + 1, snap.epochs)} of {snap.epochs}, step {snap.step} of {steps}"
+    epoch = f"epoch {min(snap.epoch + 1, snap.epochs)} of {snap.epochs}"
+    if not snap.steps_per_epoch:  # data and model still loading: the number of steps is not known yet
+        return done, total, f"{epoch}, preparing…"
+    return done, total, f"{epoch}, step {snap.step} of {steps}"
 
 
 def describe(snap: JobSnapshot) -> str:
-    """Markdown status of the run: device, message or error (once, escaped), last epoch."""
+    """Markdown status of the run: device, error (escaped), last epoch; the running run's message.
+    An ended run's message is on its progress bar (`progress_text`), so it is not said twice."""
     lines = []
     if snap.device:
         lines.append(f"**device:** {for_visitors(snap.device)}")
@@ -105,7 +109,7 @@ def describe(snap: JobSnapshot) -> str:
             lines.append("Only a CPU is available: training is slow here, so keep models and data small.")
     if snap.error:
         lines.append(f"**error:** {for_visitors(snap.error)}")
-    elif snap.message:
+    elif snap.message and snap.running:
         lines.append(for_visitors(snap.message))
     if snap.history:
         last = snap.history[-1]
