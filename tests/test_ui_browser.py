@@ -470,3 +470,17 @@ def test_the_warm_up_field_shows_sends_and_runs_the_same_warm_up(server, browser
     assert sent.value.post_data_json["data"][-1] in (None, "")  # the run's default: 10% of the run
     expect(page.locator("#train-progress")).to_contain_text("finished 1 epoch", timeout=150_000)
     page.close()
+
+
+def test_the_first_step_note_goes_once_a_folder_is_typed(server, browser, tmp_path):
+    """Issue 19, Train: "First step: no training data … type a folder" stayed on screen during and
+    after a run on a typed folder."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    note = page.get_by_text("First step:")
+    expect(note).to_be_visible()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(tmp_path))
+    expect(note).to_be_hidden()
+    page.close()

@@ -45,6 +45,7 @@ class TrainView(ComponentView):
     model: gr.Dropdown
     source: gr.Radio
     folder: gr.Textbox
+    note: gr.Markdown  # the "First step" note: hidden once a folder is typed or a run starts
     epochs: gr.Number
     lr: gr.Number
     batch: gr.Number
@@ -162,7 +163,7 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
             placeholder="/path/to/data",
             visible=not settings.public,
         )
-    gr.Markdown(data_note(settings))
+    note = gr.Markdown(data_note(settings))
     limits = settings.train
     with gr.Row():
         epochs = gr.Number(5, precision=0, minimum=1, maximum=limits.max_epochs, label="Epochs")
@@ -181,7 +182,7 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
         keep_training = gr.Button("No, keep training", size="sm")
     names = ("model", "source", "folder", "epochs", "lr", "batch", "warmup", "start", "stop")
     values = (model, source, folder, epochs, lr, batch, warmup, start, stop)
-    names, values = (*names, "confirm_stop", "keep_training"), (*values, confirm_stop, keep_training)
+    names, values = (*names, "note", "confirm_stop", "keep_training"), (*values, note, confirm_stop, keep_training)
     return dict(zip(names, values, strict=True)) | {"confirm": confirm}
 
 
@@ -283,7 +284,13 @@ def train_start(
         curves=None,
         probe=None,
         checkpoint=None,
+        note=gr.Markdown(visible=False),
     )
+
+
+def first_step(view: TrainView, folder: str) -> dict:
+    """The "First step" note says to type a folder: hidden once one is typed."""
+    return view.update(note=gr.Markdown(visible=not (folder or "").strip()))
 
 
 def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request) -> dict:
@@ -367,7 +374,7 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     started = view.start.click(
         bound(train_start, view, runs, catalog, settings),
         options,
-        view.pick("status", "progress", "seen", "curves", "probe", "checkpoint"),
+        view.pick("status", "progress", "seen", "curves", "probe", "checkpoint", "note"),
         api_name="train_start",
         preprocess=False,
     )
@@ -382,6 +389,7 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     }
     view.timer.tick(**watch, api_name="train_status").then(**polling)
     tab.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
+    view.folder.change(bound(first_step, view), view.folder, view.note, api_visibility="private")
     view.stop.click(bound(ask_to_stop, view), None, view.confirm, api_visibility="private")
     view.keep_training.click(bound(keep_training, view), None, view.confirm, api_visibility="private")
     view.confirm_stop.click(bound(train_stop, view, runs), None, view.pick("status", "confirm"), api_name="train_stop")
