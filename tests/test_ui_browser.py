@@ -484,3 +484,21 @@ def test_the_first_step_note_goes_once_a_folder_is_typed(server, browser, tmp_pa
     page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(tmp_path))
     expect(note).to_be_hidden()
     page.close()
+
+
+def test_open_this_checkpoint_in_explore_goes_to_the_explore_tab(server, browser, tmp_path):
+    """Issue 19, Train: the button loaded the checkpoint into Explore but left the page on Train."""
+    from playwright.sync_api import expect
+
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    page.get_by_label("Local folder").check()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("1")
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator("#train-progress")).to_contain_text("finished 1 epoch", timeout=150_000)
+    page.get_by_role("button", name="Open this checkpoint in Explore").click()
+    expect(page.get_by_role("tab", name="Explore")).to_have_attribute("aria-selected", "true")
+    expect(page.get_by_role("combobox", name=re.compile("^Model"))).to_have_value(re.compile("my run"))
+    page.close()

@@ -35,6 +35,7 @@ POLL_S = 1.0
 NOTHING_SHOWN = (-1, -1, -1, "", True)
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model")
+EXPLORE_TAB = "explore"  # the Explore tab's id in ui/app.py
 STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626", "finished": "#16a34a"}
 
 
@@ -367,7 +368,12 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
     return gr.Dropdown(choices=catalog.choices(visitor), value=key)
 
 
-def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tab) -> None:
+def show_explore() -> gr.Tabs:
+    """After "Open this checkpoint in Explore": go there (kept out of the API: it only moves the page)."""
+    return gr.Tabs(selected=EXPLORE_TAB)
+
+
+def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tabs) -> None:
     options = view.pick("model", "source", "folder", "epochs", "lr", "batch", "warmup")
     polling = {"fn": keep_polling, "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
@@ -388,22 +394,31 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
         "concurrency_id": "train_status",
     }
     view.timer.tick(**watch, api_name="train_status").then(**polling)
-    tab.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
+    tabs.train.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
     view.folder.change(bound(first_step, view), view.folder, view.note, api_visibility="private")
     view.stop.click(bound(ask_to_stop, view), None, view.confirm, api_visibility="private")
     view.keep_training.click(bound(keep_training, view), None, view.confirm, api_visibility="private")
     view.confirm_stop.click(bound(train_stop, view, runs), None, view.pick("status", "confirm"), api_name="train_stop")
     to_explore = bound(train_open_in_explore, runs, catalog)
-    view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore", **concurrency.HEAVY)
+    opened = view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore", **concurrency.HEAVY)
+    opened.success(show_explore, None, tabs.all, api_visibility="private")
+
+
+@dataclass(frozen=True)
+class PageTabs:
+    """The page's tabs (`all`, whose Explore tab has the id EXPLORE_TAB) and the Train tab in them."""
+
+    all: gr.Tabs
+    train: gr.Tab
 
 
 def build_train_tab(
-    catalog: ModelCatalog, settings: ServerSettings, explore_picker: gr.Dropdown, tab: gr.Tab
+    catalog: ModelCatalog, settings: ServerSettings, explore_picker: gr.Dropdown, tabs: PageTabs
 ) -> TrainView:
     """Build the tab inside the current Blocks. `explore_picker` is the Explore tab's model
-    dropdown: "Open in Explore" points it at the visitor's checkpoint. Opening `tab` shows
-    the visitor's run (in shared mode, the one run)."""
+    dropdown: "Open in Explore" points it at the visitor's checkpoint and shows that tab.
+    Opening the Train tab shows the visitor's run (in shared mode, the one run)."""
     view = TrainView(**_options(catalog, settings), **_monitor())
     runs = JobRegistry(catalog.runs_dir, settings.train, shared=settings.shared_runs)
-    _wire(view, runs, catalog, settings, explore_picker, tab)
+    _wire(view, runs, catalog, settings, explore_picker, tabs)
     return view
