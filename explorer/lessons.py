@@ -48,6 +48,7 @@ WITH_REGISTERS = ("vit_large_patch14_reg4_dinov2.lvd142m", "vit_small_patch14_re
 WITHOUT_REGISTERS = ("vit_large_patch14_dinov2.lvd142m", "vit_small_patch14_dinov2.lvd142m")
 RANKED = ("deit_small_patch16_224.fb_in1k",)
 
+RANKING_ROWS = 10  # heads listed by the head ranking, largest drop first
 TILE_PX = 112  # each map's longer side in the lessons' pictures
 ROW_TILES = 6  # head tiles per row: 12 heads of 112 px would be wider than the tab (views.DISPLAY_WIDTH)
 HIGH_NORM_FACTOR = 2.0  # a patch is "high-norm" above this many times the median patch norm
@@ -171,8 +172,15 @@ def compare_cls_heads(models: Sequence[LoadedModel], image: Image.Image, style: 
             label = f"{loaded.label} ({_who(loaded)})" if start == 0 else ""
             end = start + ROW_TILES
             rows.append(MapRow(label, base, heads[start:end], captions[start:end]))
-    title = "Last layer: where the CLS token looks, one tile per head, each model's heads in rows of 6"
-    return render.shared_scale_rows(rows, style, title, "attention weight")
+    return render.shared_scale_rows(rows, style, compare_title(models), "attention weight")
+
+
+def compare_title(models: Sequence[LoadedModel]) -> str:
+    """The comparison's title, with the models' real head counts ("4 heads per model, one row each")."""
+    counts = sorted({m.model.config.heads for m in models})
+    rows = "one row each" if counts[-1] <= ROW_TILES else f"in rows of {ROW_TILES}"
+    heads = " or ".join(map(str, counts))
+    return f"Last layer: where the CLS token looks, one tile per head, {heads} heads per model, {rows}"
 
 
 def compare_alt(models: Sequence[LoadedModel]) -> str:
@@ -347,13 +355,15 @@ class Ranking:
     total: int
 
 
-def head_ranking(loaded: LoadedModel, image: Image.Image, shown: int = 10, seconds: float = MAX_RANKING_S) -> Ranking:
+def head_ranking(
+    loaded: LoadedModel, image: Image.Image, shown: int = RANKING_ROWS, seconds: float = MAX_RANKING_S
+) -> Ranking:
     """The `shown` heads whose removal lowers the predicted class's probability most."""
     return list(head_ranking_steps(loaded, image, shown, seconds))[-1]
 
 
 def head_ranking_steps(
-    loaded: LoadedModel, image: Image.Image, shown: int = 10, seconds: float = MAX_RANKING_S
+    loaded: LoadedModel, image: Image.Image, shown: int = RANKING_ROWS, seconds: float = MAX_RANKING_S
 ) -> Iterator[Ranking]:
     """The ranking after each layer's heads, then once more at the end (`done == total`, or
     fewer when `seconds` ran out first). Refused past MAX_RANKING_FLOPS before any pass."""

@@ -502,3 +502,16 @@ def test_open_this_checkpoint_in_explore_goes_to_the_explore_tab(server, browser
     expect(page.get_by_role("tab", name="Explore")).to_have_attribute("aria-selected", "true")
     expect(page.get_by_role("combobox", name=re.compile("^Model"))).to_have_value(re.compile("my run"))
     page.close()
+
+
+def test_lesson_3s_model_picker_shows_the_whole_name(server, browser):
+    """Issue 19, Lessons: "CIFAR-10 nano (bundl" — the picker was too narrow for its model's name."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Lessons").click()
+    page.get_by_role("tab", name="Which heads matter").click()
+    picker = page.get_by_role("combobox", name="Model (with classes)")
+    expect(picker).to_be_visible()
+    assert picker.evaluate("e => e.scrollWidth <= e.clientWidth"), picker.input_value()
+    page.close()

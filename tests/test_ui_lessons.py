@@ -97,6 +97,7 @@ def test_the_ranking_and_its_refusal_for_a_model_without_a_head(tab, registers, 
     out = list(h.rank_heads(view, catalog, image, BUNDLED, None))[-1]
     rows = out[view.ranking]
     assert [r[0] for r in rows] == list(range(1, 11)) and "6 × 4 = 24 forward passes" in out[view.heads_note]
+    assert "The table shows the top 10 of the 24 heads ranked." in out[view.heads_note]
     with pytest.raises(gr.Error, match="has no classifier head, so it makes no predictions"):
         next(h.rank_heads(view, catalog, image, registers, None))
     with pytest.raises(gr.Error, match="pretrained:nonexistent"):

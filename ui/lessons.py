@@ -139,7 +139,8 @@ def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel]
 def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> dict[str, Any]:
     gr.Markdown(lessons.WHICH_HEADS)
     with gr.Row():
-        model = gr.Dropdown(choices, value=start.key, label="Model (with classes)")
+        # room for a model's whole name ("CIFAR-10 nano (bundled)" was cut at 1280 px)
+        model = gr.Dropdown(choices, value=start.key, label="Model (with classes)", scale=2, min_width=300)
         off = gr.Textbox(**h.heads_box(start))
         button = gr.Button("Switch these heads off")
         rank = gr.Button("Rank every head (one forward pass per head)")
@@ -149,7 +150,9 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
         with gr.Column():
             note = gr.Markdown(label="What changed")
             ranking = gr.Dataframe(
-                headers=["rank", "layer.head", "drop in probability"], label="Most important heads", interactive=False
+                headers=["rank", "layer.head", "drop in probability"],
+                label=f"Most important heads (the top {lessons.RANKING_ROWS})",
+                interactive=False,
             )
     return {
         "heads_model": model,

@@ -239,7 +239,8 @@ def ranking_note(ranking: lessons.Ranking, depth: int, heads: int) -> str:
     """Markdown: what the ranking measured, and how far it got."""
     note = (
         f"Predicted class **{ranking.predicted}**. Ranked by the drop of its probability when each head alone is "
-        f"switched off ({depth} × {heads} = {ranking.total} forward passes)."
+        f"switched off ({depth} × {heads} = {ranking.total} forward passes). The table shows the top "
+        f"{len(ranking.rows)} of the {ranking.done} heads ranked."
     )
     if ranking.done < ranking.total:
         note += f" **{ranking.done} of {ranking.total} heads ranked so far.**"
