@@ -138,6 +138,23 @@ def better_models(names: Sequence[str]) -> str:
     )
 
 
+NORM_ROLES = ("with registers", "without registers")  # lesson 2's two rows, named by role
+
+
+def registers_note(with_registers: LoadedModel, without: LoadedModel, missing: Sequence[str]) -> str:
+    """Lesson 2's warning when its two rows cannot differ: the same model twice, or a "with
+    registers" model that has none; then which weights the operator can add (`missing`,
+    as `better_models`). "" when the pair can show the registers' effect."""
+    if with_registers.key == without.key:
+        head = f"**Both rows show the same model** ({with_registers.label}), so they cannot differ."
+    elif not with_registers.model.config.register_tokens:
+        head = f"**Neither row has registers**: {with_registers.label} has none, so the rows cannot show their effect."
+    else:
+        return ""
+    fix = better_models(missing) if missing else "Pick a model with registers (“reg” in its name) as *With registers*."
+    return f"{head} {fix}"
+
+
 class LessonError(ValueError):
     """A lesson cannot run with these models or this input; the message says why and what to do."""
 
@@ -209,9 +226,9 @@ class NormReport:
     cls_share: np.ndarray
 
 
-def norm_report(loaded: LoadedModel, image: Image.Image, layer: int) -> NormReport:
+def norm_report(loaded: LoadedModel, image: Image.Image, layer: int, role: str = "") -> NormReport:
     """Token norms after block `layer` (0-based) and the high-norm patches (> HIGH_NORM_FACTOR
-    x the median patch norm)."""
+    x the median patch norm), labelled "`role`: model" (e.g. "with registers: DINOv2")."""
     depth = loaded.model.config.depth
     if not 0 <= layer < depth:
         raise LessonError(f"layer must be from 1 to {depth} for {loaded.label}, got {layer + 1}")
@@ -226,7 +243,8 @@ def norm_report(loaded: LoadedModel, image: Image.Image, layer: int) -> NormRepo
     high = [divmod(int(i), grid[1]) for i in order if patches.flat[i] > HIGH_NORM_FACTOR * median]
     cls_share = query_attention(maps)[0, -1].float().mean(0).numpy()  # (gh, gw)
     prefix = {name: float(n) for name, n in zip(maps.prefix_names, norms[:p], strict=True)}
-    return NormReport(loaded.label, inp.pixels, patches, prefix, median, high, cls_share)
+    label = f"{role}: {loaded.label}" if role else loaded.label
+    return NormReport(label, inp.pixels, patches, prefix, median, high, cls_share)
 
 
 def token_norm_maps(reports: Sequence[NormReport], layer: int, style: MapStyle) -> Image.Image:

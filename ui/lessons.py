@@ -40,6 +40,7 @@ class LessonsView:
     norms_better: gr.Markdown
     norms_layer: gr.Slider
     norms_button: gr.Button
+    norms_note: gr.Markdown  # when the two rows cannot differ (the same model, no registers)
     norms_picture: gr.Image
     norms_table: gr.Markdown
     # which heads matter
@@ -111,7 +112,9 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
     }
 
 
-def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel], better: str) -> dict[str, Any]:
+def _norms(
+    choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel], better: str, note: str
+) -> dict[str, Any]:
     gr.Markdown(lessons.ARTEFACTS)
     depth = min(m.model.config.depth for m in pair)
     with gr.Row():
@@ -119,6 +122,7 @@ def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel]
         without = gr.Dropdown(choices, value=pair[1].key, label="Without")
         layer = layer_slider(depth, depth, step=1, label=h.NORMS_LAYER_LABEL)
         button = gr.Button("Show token norms")
+    warning = gr.Markdown(note, label="Why the rows look the same")
     picture = pictures.picture(
         "**Token norms** after the chosen layer, high-norm patches outlined",
         "Token norms of every patch after the chosen layer, with and without registers",
@@ -131,6 +135,7 @@ def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel]
         "norms_better": gr.Markdown(better, label="Better models for this lesson"),
         "norms_layer": layer,
         "norms_button": button,
+        "norms_note": warning,
         "norms_picture": picture,
         "norms_table": table,
     }
@@ -179,7 +184,8 @@ def layout(catalog: ModelCatalog) -> LessonsView:
     with gr.Tab("Supervised vs self-supervised"):
         parts |= _compare(choices, opening.compare, better["compare"])
     with gr.Tab("Artefacts and registers"):
-        parts |= _norms(choices, pair, better["norms"])
+        note = lessons.registers_note(*pair, opening.missing["norms"])
+        parts |= _norms(choices, pair, better["norms"], note)
     with gr.Tab("Which heads matter"):
         parts |= _heads(choices, _opening(catalog, opening.heads), better["heads"])
     return LessonsView(**parts)
@@ -199,7 +205,7 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         [v.with_registers.change, v.without_registers.change],
         bound(h.norms_models, v, catalog),
         [v.with_registers, v.without_registers],
-        v.norms_layer,
+        [v.norms_layer, v.norms_note],
         api_name="lesson_norms_models",
         **RAW,
     )
