@@ -515,3 +515,20 @@ def test_lesson_3s_model_picker_shows_the_whole_name(server, browser):
     expect(picker).to_be_visible()
     assert picker.evaluate("e => e.scrollWidth <= e.clientWidth"), picker.input_value()
     page.close()
+
+
+def test_lessons_open_on_an_image_and_a_new_image_clears_an_old_error(server, browser):
+    """Issue 18/19, Lessons: they opened empty, so the first Compare gave an Error badge, and a
+    new image left that badge until Compare was pressed again."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Lessons").click()
+    compare_with_the_bundled_model(page)  # no upload: the lesson's own opening image
+    picture = page.locator("#lesson-compare")
+    page.get_by_role("button", name="Clear").first.click()  # no model to compare: an error
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(picture).to_contain_text("Error")
+    page.locator("#lesson-image input[type=file]").set_input_files(str(EXAMPLES / "dog.jpg"))
+    expect(picture).not_to_contain_text("Error")
+    page.close()

@@ -15,11 +15,14 @@ from explorer.render import COLORMAPS
 from . import concurrency, pictures
 from . import lessons_handlers as h
 from .binding import bound
+from .explore import EXAMPLES_DIR
 from .explore_handlers import layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
 # so all four share the server's heavy slots (ui/concurrency.py)
 RAW = {"preprocess": False, **concurrency.HEAVY}
+# Every lesson opens on this picture (one of the Explore tab's examples), so its first press works.
+OPENING_IMAGE = EXAMPLES_DIR / "cat.jpg"
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ def _opening(catalog: ModelCatalog, key: str) -> LoadedModel:
 def _common() -> dict[str, Any]:
     with gr.Row():
         image = gr.Image(
+            str(OPENING_IMAGE),
             type="filepath",
             label="Lesson image (upload, paste or webcam)",
             show_label=False,  # the badge covered the preview; the placeholder says what to drop here
@@ -194,6 +198,9 @@ def layout(catalog: ModelCatalog) -> LessonsView:
 def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
     """The Lessons tab inside the current Blocks, wired to its API endpoints."""
     v = layout(catalog)
+    # A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
+    results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
+    v.image.change(bound(h.new_image, v), None, results, api_visibility="private")
     v.compare_button.click(
         bound(h.compare_models, v, catalog),
         [v.image, v.compare_models, v.cmap],

@@ -46,6 +46,19 @@ def lesson_image(image: dict | None) -> Image.Image:
         raise visitor_error(str(e)) from e
 
 
+def new_image(view: LessonsView) -> dict:
+    """A new lesson image: the lessons' pictures and tables of the old one (or their errors) go."""
+    return view.update(
+        compare_picture=None,
+        compare_note="",
+        norms_picture=None,
+        norms_table="",
+        top5=None,
+        ranking=None,
+        heads_note=gr.skip(),  # keeps "this model has no classifier"; its old error badge still goes
+    )
+
+
 def lesson_style(cmap: str) -> MapStyle:
     return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6)
 
