@@ -164,7 +164,7 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
             placeholder="/path/to/data",
             visible=not settings.public,
         )
-    note = gr.Markdown(data_note(settings))
+    note = gr.Markdown(data_note(settings), label="First step")
     limits = settings.train
     with gr.Row():
         epochs = gr.Number(5, precision=0, minimum=1, maximum=limits.max_epochs, label="Epochs")
