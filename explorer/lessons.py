@@ -48,6 +48,7 @@ WITH_REGISTERS = ("vit_large_patch14_reg4_dinov2.lvd142m", "vit_small_patch14_re
 WITHOUT_REGISTERS = ("vit_large_patch14_dinov2.lvd142m", "vit_small_patch14_dinov2.lvd142m")
 RANKED = ("deit_small_patch16_224.fb_in1k",)
 
+RANKING_ROWS = 10  # heads listed by the head ranking, largest drop first
 TILE_PX = 112  # each map's longer side in the lessons' pictures
 ROW_TILES = 6  # head tiles per row: 12 heads of 112 px would be wider than the tab (views.DISPLAY_WIDTH)
 HIGH_NORM_FACTOR = 2.0  # a patch is "high-norm" above this many times the median patch norm
@@ -137,6 +138,23 @@ def better_models(names: Sequence[str]) -> str:
     )
 
 
+NORM_ROLES = ("with registers", "without registers")  # lesson 2's two rows, named by role
+
+
+def registers_note(with_registers: LoadedModel, without: LoadedModel, missing: Sequence[str]) -> str:
+    """Lesson 2's warning when its two rows cannot differ: the same model twice, or a "with
+    registers" model that has none; then which weights the operator can add (`missing`,
+    as `better_models`). "" when the pair can show the registers' effect."""
+    if with_registers.key == without.key:
+        head = f"**Both rows show the same model** ({with_registers.label}), so they cannot differ."
+    elif not with_registers.model.config.register_tokens:
+        head = f"**Neither row has registers**: {with_registers.label} has none, so the rows cannot show their effect."
+    else:
+        return ""
+    fix = better_models(missing) if missing else "Pick a model with registers (“reg” in its name) as *With registers*."
+    return f"{head} {fix}"
+
+
 class LessonError(ValueError):
     """A lesson cannot run with these models or this input; the message says why and what to do."""
 
@@ -171,8 +189,15 @@ def compare_cls_heads(models: Sequence[LoadedModel], image: Image.Image, style: 
             label = f"{loaded.label} ({_who(loaded)})" if start == 0 else ""
             end = start + ROW_TILES
             rows.append(MapRow(label, base, heads[start:end], captions[start:end]))
-    title = "Last layer: where the CLS token looks, one tile per head, each model's heads in rows of 6"
-    return render.shared_scale_rows(rows, style, title, "attention weight")
+    return render.shared_scale_rows(rows, style, compare_title(models), "attention weight")
+
+
+def compare_title(models: Sequence[LoadedModel]) -> str:
+    """The comparison's title, with the models' real head counts ("4 heads per model, one row each")."""
+    counts = sorted({m.model.config.heads for m in models})
+    rows = "one row each" if counts[-1] <= ROW_TILES else f"in rows of {ROW_TILES}"
+    heads = " or ".join(map(str, counts))
+    return f"Last layer: where the CLS token looks, one tile per head, {heads} heads per model, {rows}"
 
 
 def compare_alt(models: Sequence[LoadedModel]) -> str:
@@ -201,9 +226,9 @@ class NormReport:
     cls_share: np.ndarray
 
 
-def norm_report(loaded: LoadedModel, image: Image.Image, layer: int) -> NormReport:
+def norm_report(loaded: LoadedModel, image: Image.Image, layer: int, role: str = "") -> NormReport:
     """Token norms after block `layer` (0-based) and the high-norm patches (> HIGH_NORM_FACTOR
-    x the median patch norm)."""
+    x the median patch norm), labelled "`role`: model" (e.g. "with registers: DINOv2")."""
     depth = loaded.model.config.depth
     if not 0 <= layer < depth:
         raise LessonError(f"layer must be from 1 to {depth} for {loaded.label}, got {layer + 1}")
@@ -218,7 +243,8 @@ def norm_report(loaded: LoadedModel, image: Image.Image, layer: int) -> NormRepo
     high = [divmod(int(i), grid[1]) for i in order if patches.flat[i] > HIGH_NORM_FACTOR * median]
     cls_share = query_attention(maps)[0, -1].float().mean(0).numpy()  # (gh, gw)
     prefix = {name: float(n) for name, n in zip(maps.prefix_names, norms[:p], strict=True)}
-    return NormReport(loaded.label, inp.pixels, patches, prefix, median, high, cls_share)
+    label = f"{role}: {loaded.label}" if role else loaded.label
+    return NormReport(label, inp.pixels, patches, prefix, median, high, cls_share)
 
 
 def token_norm_maps(reports: Sequence[NormReport], layer: int, style: MapStyle) -> Image.Image:
@@ -347,13 +373,15 @@ class Ranking:
     total: int
 
 
-def head_ranking(loaded: LoadedModel, image: Image.Image, shown: int = 10, seconds: float = MAX_RANKING_S) -> Ranking:
+def head_ranking(
+    loaded: LoadedModel, image: Image.Image, shown: int = RANKING_ROWS, seconds: float = MAX_RANKING_S
+) -> Ranking:
     """The `shown` heads whose removal lowers the predicted class's probability most."""
     return list(head_ranking_steps(loaded, image, shown, seconds))[-1]
 
 
 def head_ranking_steps(
-    loaded: LoadedModel, image: Image.Image, shown: int = 10, seconds: float = MAX_RANKING_S
+    loaded: LoadedModel, image: Image.Image, shown: int = RANKING_ROWS, seconds: float = MAX_RANKING_S
 ) -> Iterator[Ranking]:
     """The ranking after each layer's heads, then once more at the end (`done == total`, or
     fewer when `seconds` ran out first). Refused past MAX_RANKING_FLOPS before any pass."""

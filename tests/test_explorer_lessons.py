@@ -36,6 +36,15 @@ def test_the_comparison_has_one_row_per_model_on_one_colour_bar():
     )
 
 
+def test_the_comparison_title_says_the_models_real_head_count(monkeypatch):
+    titles = []
+    monkeypatch.setattr(lessons.render, "shared_scale_rows", lambda _rows, _style, title, _unit: titles.append(title))
+    lessons.compare_cls_heads([loaded("four")], photo(), MapStyle())  # 4 heads: one row, not "rows of 6"
+    assert titles[-1].endswith("4 heads per model, one row each")
+    lessons.compare_cls_heads([loaded("four"), loaded("eight", heads=8)], photo(), MapStyle())
+    assert titles[-1].endswith("4 or 8 heads per model, in rows of 6")
+
+
 def test_high_norm_patches_follow_the_stated_rule():
     model = loaded("bright", register_tokens=2, pos_embed_prefix=False)
     with torch.no_grad():

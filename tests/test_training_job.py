@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from conftest import flip_byte
 from training_helpers import CLASSES, write_image_folder
 
 import vit
+from training import job as job_module
 from training.config import describe_device, resolve_device
 from training.job import JobBusy, TrainingJob
 
@@ -56,6 +58,20 @@ def test_job_trains_reports_and_refuses_a_second_start(data, tmp_path):
     assert [epoch for epoch, _ in s.probe] == [0, 1, 2]
     assert all(maps.shape == (6, 4, 4, 4) for _, maps in s.probe)  # (L, H, gh, gw)
     assert not torch.equal(s.probe[0][1], s.probe[-1][1])  # attention changed with training
+
+
+class Images(list):
+    """A stand-in image set: its length, and one probe image."""
+
+    images = torch.zeros(1, 3, 4, 4, dtype=torch.uint8)
+
+
+def test_the_start_message_says_how_many_images_are_held_out_for_validation(monkeypatch):
+    monkeypatch.setattr(job_module, "probe_attention", lambda _trainer, _image: torch.zeros(1, 1, 1, 1))
+    trainer = SimpleNamespace(train_set=Images([0] * 45_000), val_set=Images([0] * 5_000), steps_per_epoch=352, epoch=0)
+    job = TrainingJob()
+    job._on_start(trainer)
+    assert job.snapshot().message == "training on 45,000 images (5,000 held out for validation)"
 
 
 def test_stop_ends_the_job_early_with_a_saved_model(data, tmp_path):

@@ -531,4 +531,86 @@ def test_a_file_that_is_not_an_image_gets_one_message_and_the_last_image_stays(s
     expect(page.get_by_label(f"number input for {LAYER}")).to_have_value("6")
     pick_example(page, "dog")  # queued after any second run of the bad file
     assert toast.count() == 1 and toast.inner_text().count("not an image format") == 1, toast.all_inner_texts()
+
+
+def test_the_warm_up_field_shows_sends_and_runs_the_same_warm_up(server, browser, tmp_path):
+    """Issue 19, Train: the warm-up box says "10% of the run" when empty; it must be empty on the
+    page (not a 0 that the page would send as "no warm-up") and send nothing, which the run
+    reads as 10% of the run (ui.train.warmup_epochs)."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    warmup = page.get_by_label("Warm-up epochs (empty")
+    expect(warmup).to_have_value("")
+    page.get_by_label("Local folder").check()
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("1")
+    with page.expect_request(lambda r: r.method == "POST" and "queue/join" in r.url) as sent:
+        page.get_by_role("button", name="Start").click()
+    assert sent.value.post_data_json["data"][-1] in (None, "")  # the run's default: 10% of the run
+    expect(page.locator("#train-progress")).to_contain_text("finished 1 epoch", timeout=150_000)
+    page.close()
+
+
+def test_the_first_step_note_goes_once_a_folder_is_typed(server, browser, tmp_path):
+    """Issue 19, Train: "First step: no training data … type a folder" stayed on screen during and
+    after a run on a typed folder."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    note = page.get_by_text("First step:")
+    expect(note).to_be_visible()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(tmp_path))
+    expect(note).to_be_hidden()
+    page.close()
+
+
+def test_open_this_checkpoint_in_explore_goes_to_the_explore_tab(server, browser, tmp_path):
+    """Issue 19, Train: the button loaded the checkpoint into Explore but left the page on Train."""
+    from playwright.sync_api import expect
+
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    page.get_by_label("Local folder").check()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("1")
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator("#train-progress")).to_contain_text("finished 1 epoch", timeout=150_000)
+    page.get_by_role("button", name="Open this checkpoint in Explore").click()
+    expect(page.get_by_role("tab", name="Explore")).to_have_attribute("aria-selected", "true")
+    expect(page.get_by_role("combobox", name=re.compile("^Model"))).to_have_value(re.compile("my run"))
+    page.close()
+
+
+def test_lesson_3s_model_picker_shows_the_whole_name(server, browser):
+    """Issue 19, Lessons: "CIFAR-10 nano (bundl" — the picker was too narrow for its model's name."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Lessons").click()
+    page.get_by_role("tab", name="Which heads matter").click()
+    picker = page.get_by_role("combobox", name="Model (with classes)")
+    expect(picker).to_be_visible()
+    assert picker.evaluate("e => e.scrollWidth <= e.clientWidth"), picker.input_value()
+    page.close()
+
+
+def test_lessons_open_on_an_image_and_a_new_image_clears_an_old_error(server, browser):
+    """Issue 18/19, Lessons: they opened empty, so the first Compare gave an Error badge, and a
+    new image left that badge until Compare was pressed again."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Lessons").click()
+    compare_with_the_bundled_model(page)  # no upload: the lesson's own opening image
+    picture = page.locator("#lesson-compare")
+    page.get_by_role("button", name="Clear").first.click()  # no model to compare: an error
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(picture).to_contain_text("Error")
+    page.locator("#lesson-image input[type=file]").set_input_files(str(EXAMPLES / "dog.jpg"))
+    expect(picture).not_to_contain_text("Error")
     page.close()

@@ -14,6 +14,7 @@ from ui.concurrency import HEAVY, HEAVY_LIMIT
 HEAVY_EVENTS = {
     "analyze",
     "analyze_1",  # the analysis after a model switch
+    "analyze_2",  # the analysis of a new image, after its header is checked (page only)
     "load_model",
     "upload_checkpoint",
     "relevance",
@@ -65,7 +66,12 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
         else:
             other.add(fn.api_name.rstrip("_0123456789"))
     assert heavy == HEAVY_EVENTS and ranking == {"lesson_head_ranking"}
-    assert other <= OWN_SLOTS | {"keep_polling", "ask_to_stop", "keep_training"}, other - OWN_SLOTS
+    # Page-only events that run no model: the Train tab's timer, Stop's confirmation, its "First
+    # step" note and its jump to Explore, the Lessons tab's clearing of old results, Explore's
+    # once-per-upload note and its keep slider's visibility, and the Live tab's patch sliders'.
+    page_only = {"keep_polling", "ask_to_stop", "keep_training", "first_step", "show_explore", "new_image"}
+    page_only |= {"note_image", "keep_slider", "patch_sliders"}
+    assert other <= OWN_SLOTS | page_only, other - OWN_SLOTS
     assert {"heads", "query_patch", "query_token", "click_patch"} <= views
     # "More views" draws from the cached forward pass when a tab opens: redraws, not analyses.
     assert {"overview", "distance", "similarity", "show_more"} <= views

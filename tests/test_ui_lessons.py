@@ -78,6 +78,20 @@ def test_token_norms_of_a_model_with_and_without_registers(tab, registers, image
         h.compare_token_norms(view, catalog, image, registers, BUNDLED, 7, "inferno")
 
 
+def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(tab, registers, image):
+    view, catalog = tab
+    out = h.compare_token_norms(view, catalog, image, BUNDLED, BUNDLED, 6, "inferno")
+    label = catalog.get(BUNDLED).label
+    assert f"**with registers: {label}**" in out[view.norms_table]
+    assert f"**without registers: {label}**" in out[view.norms_table]
+    assert f"with registers: {label} (" in out[view.norms_picture].alt_text
+    same = h.norms_models(view, catalog, BUNDLED, BUNDLED)[view.norms_note]
+    assert same.startswith("**Both rows show the same model**") and "python -m vit.download" in same
+    assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
+    assert "**Neither row has registers**" in h.norms_models(view, catalog, BUNDLED, registers)[view.norms_note]
+    assert h.norms_models(view, catalog, registers, BUNDLED)[view.norms_note] == ""
+
+
 def test_heads_off_by_1_based_layer_dot_head(tab, image):
     view, catalog = tab
     on = h.switch_heads_off(view, catalog, image, BUNDLED, "")
@@ -97,6 +111,7 @@ def test_the_ranking_and_its_refusal_for_a_model_without_a_head(tab, registers, 
     out = list(h.rank_heads(view, catalog, image, BUNDLED, None))[-1]
     rows = out[view.ranking]
     assert [r[0] for r in rows] == list(range(1, 11)) and "6 × 4 = 24 forward passes" in out[view.heads_note]
+    assert "The table shows the top 10 of the 24 heads ranked." in out[view.heads_note]
     with pytest.raises(gr.Error, match="has no classifier head, so it makes no predictions"):
         next(h.rank_heads(view, catalog, image, registers, None))
     with pytest.raises(gr.Error, match="pretrained:nonexistent"):

@@ -78,6 +78,14 @@ def test_train_watch_and_explore_the_checkpoint(client, tmp_path):
     assert {c["label"] for c in label["confidences"]} == set(CLASSES)
 
 
+def test_an_empty_warm_up_box_means_the_default_and_0_means_none():
+    assert train.warmup_epochs("", 200) is None and train.warmup_epochs(None, 200) is None
+    assert train.warmup_epochs(" 0 ", 200) == 0.0 and train.warmup_epochs(0.5, 200) == 0.5
+    for bad in ("ten", "nan", "-1", "201"):
+        with pytest.raises(gr.Error, match="warm-up epochs must be a number from 0.0 to 200.0"):
+            train.warmup_epochs(bad, 200)
+
+
 def test_stop_ends_the_run_early_and_keeps_a_checkpoint(client, tmp_path):
     data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=CLASSES, test_per_class=2)
     with pytest.raises(AppError, match=re.escape("warmup_epochs (3) must be shorter than the run (3 epochs)")):
@@ -194,6 +202,16 @@ def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny
     last = train.train_status(view, runs, catalog, shown[view.seen], request)
     assert ">finished</b>" in last[view.progress]
     assert not train.keep_polling(last[view.seen]).active  # the end is on the page: stop
+
+
+def test_the_status_is_said_once_and_steps_are_not_guessed_before_the_first():
+    loading = JobSnapshot(running=True, device="cpu", epochs=5, message="loading data and model")
+    assert train.progress_text(loading)[2] == "epoch 1 of 5, preparing…"  # not "step 0 of 1"
+    going = JobSnapshot(running=True, device="cpu", epochs=5, steps_per_epoch=352, step=8, message="training on 9")
+    assert train.progress_text(going)[2] == "epoch 1 of 5, step 8 of 352" and "training on 9" in train.describe(going)
+    stopped = JobSnapshot(epoch=1, epochs=5, steps_per_epoch=352, checkpoint="m.safetensors", message="stopped early")
+    shown = train.describe(stopped) + train.progress_html(*train.progress_text(stopped), train.run_state(stopped))
+    assert shown.count("stopped early") == 1
 
 
 def test_the_default_data_source_is_one_that_works_offline(tmp_path, monkeypatch):

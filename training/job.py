@@ -184,7 +184,7 @@ class TrainingJob:
             epoch=trainer.epoch,
             probe_image=image,
             probe=[(trainer.epoch, attention)],
-            message=f"training on {len(trainer.train_set)} images",
+            message=f"training on {len(trainer.train_set):,} images ({len(trainer.val_set):,} held out for validation)",
         )
 
     def _on_epoch(self, trainer: Trainer, record: dict) -> None:

@@ -15,7 +15,7 @@ from .lessons import build_lessons_tab
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS
 from .settings import ServerSettings
-from .train import build_train_tab
+from .train import EXPLORE_TAB, PageTabs, build_train_tab
 
 MAX_UPLOAD = "20mb"
 # Legible on a projector: no text under 12 px (Gradio draws small buttons, slider ends and
@@ -51,12 +51,12 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
                 "▶ Live: webcam attention", variant="primary", size="sm", scale=0, min_width=200, elem_id="open-live"
             )
         with gr.Tabs() as tabs:
-            with gr.Tab("Explore", id="explore"):
+            with gr.Tab("Explore", id=EXPLORE_TAB):
                 explore = build_explore_tab(catalog)
             with gr.Tab("Live", id="live") as live:
                 build_live_tab(catalog, settings, live, tabs, open_live, explore.model_key)
             with gr.Tab("Train") as train:
-                build_train_tab(catalog, settings, explore.model_key, train)
+                build_train_tab(catalog, settings, explore.model_key, PageTabs(tabs, train))
             with gr.Tab("Lessons"):
                 build_lessons_tab(catalog)
     # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64

@@ -15,11 +15,14 @@ from explorer.render import COLORMAPS
 from . import concurrency, pictures
 from . import lessons_handlers as h
 from .binding import bound
+from .explore import EXAMPLES_DIR
 from .explore_handlers import layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
 # so all four share the server's heavy slots (ui/concurrency.py)
 RAW = {"preprocess": False, **concurrency.HEAVY}
+# Every lesson opens on this picture (one of the Explore tab's examples), so its first press works.
+OPENING_IMAGE = EXAMPLES_DIR / "cat.jpg"
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class LessonsView:
     norms_better: gr.Markdown
     norms_layer: gr.Slider
     norms_button: gr.Button
+    norms_note: gr.Markdown  # when the two rows cannot differ (the same model, no registers)
     norms_picture: gr.Image
     norms_table: gr.Markdown
     # which heads matter
@@ -70,6 +74,7 @@ def _opening(catalog: ModelCatalog, key: str) -> LoadedModel:
 def _common() -> dict[str, Any]:
     with gr.Row():
         image = gr.Image(
+            str(OPENING_IMAGE),
             type="filepath",
             label="Lesson image (upload, paste or webcam)",
             show_label=False,  # the badge covered the preview; the placeholder says what to drop here
@@ -111,7 +116,9 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
     }
 
 
-def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel], better: str) -> dict[str, Any]:
+def _norms(
+    choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel], better: str, note: str
+) -> dict[str, Any]:
     gr.Markdown(lessons.ARTEFACTS)
     depth = min(m.model.config.depth for m in pair)
     with gr.Row():
@@ -119,6 +126,7 @@ def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel]
         without = gr.Dropdown(choices, value=pair[1].key, label="Without")
         layer = layer_slider(depth, depth, step=1, label=h.NORMS_LAYER_LABEL)
         button = gr.Button("Show token norms")
+    warning = gr.Markdown(note, label="Why the rows look the same")
     picture = pictures.picture(
         "**Token norms** after the chosen layer, high-norm patches outlined",
         "Token norms of every patch after the chosen layer, with and without registers",
@@ -131,6 +139,7 @@ def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel]
         "norms_better": gr.Markdown(better, label="Better models for this lesson"),
         "norms_layer": layer,
         "norms_button": button,
+        "norms_note": warning,
         "norms_picture": picture,
         "norms_table": table,
     }
@@ -139,7 +148,8 @@ def _norms(choices: list[tuple[str, str]], pair: tuple[LoadedModel, LoadedModel]
 def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> dict[str, Any]:
     gr.Markdown(lessons.WHICH_HEADS)
     with gr.Row():
-        model = gr.Dropdown(choices, value=start.key, label="Model (with classes)")
+        # room for a model's whole name ("CIFAR-10 nano (bundled)" was cut at 1280 px)
+        model = gr.Dropdown(choices, value=start.key, label="Model (with classes)", scale=2, min_width=300)
         off = gr.Textbox(**h.heads_box(start))
         button = gr.Button("Switch these heads off")
         rank = gr.Button("Rank every head (one forward pass per head)")
@@ -149,7 +159,9 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
         with gr.Column():
             note = gr.Markdown(label="What changed")
             ranking = gr.Dataframe(
-                headers=["rank", "layer.head", "drop in probability"], label="Most important heads", interactive=False
+                headers=["rank", "layer.head", "drop in probability"],
+                label=f"Most important heads (the top {lessons.RANKING_ROWS})",
+                interactive=False,
             )
     return {
         "heads_model": model,
@@ -176,7 +188,8 @@ def layout(catalog: ModelCatalog) -> LessonsView:
     with gr.Tab("Supervised vs self-supervised"):
         parts |= _compare(choices, opening.compare, better["compare"])
     with gr.Tab("Artefacts and registers"):
-        parts |= _norms(choices, pair, better["norms"])
+        note = lessons.registers_note(*pair, opening.missing["norms"])
+        parts |= _norms(choices, pair, better["norms"], note)
     with gr.Tab("Which heads matter"):
         parts |= _heads(choices, _opening(catalog, opening.heads), better["heads"])
     return LessonsView(**parts)
@@ -185,6 +198,9 @@ def layout(catalog: ModelCatalog) -> LessonsView:
 def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
     """The Lessons tab inside the current Blocks, wired to its API endpoints."""
     v = layout(catalog)
+    # A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
+    results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
+    v.image.change(bound(h.new_image, v), None, results, api_visibility="private")
     v.compare_button.click(
         bound(h.compare_models, v, catalog),
         [v.image, v.compare_models, v.cmap],
@@ -196,7 +212,7 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         [v.with_registers.change, v.without_registers.change],
         bound(h.norms_models, v, catalog),
         [v.with_registers, v.without_registers],
-        v.norms_layer,
+        [v.norms_layer, v.norms_note],
         api_name="lesson_norms_models",
         **RAW,
     )

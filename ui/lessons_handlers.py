@@ -46,6 +46,19 @@ def lesson_image(image: dict | None) -> Image.Image:
         raise visitor_error(str(e)) from e
 
 
+def new_image(view: LessonsView) -> dict:
+    """A new lesson image: the lessons' pictures and tables of the old one (or their errors) go."""
+    return view.update(
+        compare_picture=None,
+        compare_note="",
+        norms_picture=None,
+        norms_table="",
+        top5=None,
+        ranking=None,
+        heads_note=gr.skip(),  # keeps "this model has no classifier"; its old error badge still goes
+    )
+
+
 def lesson_style(cmap: str) -> MapStyle:
     return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6)
 
@@ -67,10 +80,17 @@ def norms_models(
     progress: gr.Progress = PROGRESS,
 ) -> dict:
     """The layer slider for a newly chosen pair: layers 1 to the shallower model's depth,
-    set to its last layer (the pair is loaded, downloading if needed, progress shown)."""
+    set to its last layer (the pair is loaded, downloading if needed, progress shown), and the
+    note saying when the pair cannot differ."""
     pair = [downloads.load(catalog, key, progress) for key in (with_registers, without_registers)]
     depth = min(m.model.config.depth for m in pair)
-    return view.update(norms_layer=layer_slider(depth, depth))
+    return view.update(norms_layer=layer_slider(depth, depth), norms_note=norms_note(catalog, *pair))
+
+
+def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: LoadedModel) -> str:
+    """Said above lesson 2's picture when its two rows cannot differ (explorer.lessons.registers_note)."""
+    missing = lessons.opening_models(catalog.available).missing["norms"]
+    return lessons.registers_note(with_registers, without, missing)
 
 
 def heads_model(view: LessonsView, catalog: ModelCatalog, model_key: str, progress: gr.Progress = PROGRESS) -> dict:
@@ -145,7 +165,9 @@ def compare_token_norms(
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
-        reports = [lessons.norm_report(m, picture, index) for m in models]
+        reports = [
+            lessons.norm_report(m, picture, index, role) for m, role in zip(models, lessons.NORM_ROLES, strict=True)
+        ]
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
@@ -239,7 +261,8 @@ def ranking_note(ranking: lessons.Ranking, depth: int, heads: int) -> str:
     """Markdown: what the ranking measured, and how far it got."""
     note = (
         f"Predicted class **{ranking.predicted}**. Ranked by the drop of its probability when each head alone is "
-        f"switched off ({depth} × {heads} = {ranking.total} forward passes)."
+        f"switched off ({depth} × {heads} = {ranking.total} forward passes). The table shows the top "
+        f"{len(ranking.rows)} of the {ranking.done} heads ranked."
     )
     if ranking.done < ranking.total:
         note += f" **{ranking.done} of {ranking.total} heads ranked so far.**"

@@ -35,6 +35,7 @@ POLL_S = 1.0
 NOTHING_SHOWN = (-1, -1, -1, "", True)
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model")
+EXPLORE_TAB = "explore"  # the Explore tab's id in ui/app.py
 STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626", "finished": "#16a34a"}
 
 
@@ -45,10 +46,11 @@ class TrainView(ComponentView):
     model: gr.Dropdown
     source: gr.Radio
     folder: gr.Textbox
+    note: gr.Markdown  # the "First step" note: hidden once a folder is typed or a run starts
     epochs: gr.Number
     lr: gr.Number
     batch: gr.Number
-    warmup: gr.Number
+    warmup: gr.Textbox  # a Number cannot be empty: Gradio draws None as 0, which means "no warm-up"
     start: gr.Button
     stop: gr.Button
     confirm: gr.Row  # "really stop?", shown by Stop
@@ -93,11 +95,15 @@ def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
     done = min(snap.epoch * steps + snap.step, total)
     if not snap.running:  # a stopped or failed run's bar stops where the run did
         return total if run_state(snap) == "finished" else done, total, "" if snap.error else snap.message
-    return done, total, f"epoch {min(snap.epoch + 1, snap.epochs)} of {snap.epochs}, step {snap.step} of {steps}"
+    epoch = f"epoch {min(snap.epoch + 1, snap.epochs)} of {snap.epochs}"
+    if not snap.steps_per_epoch:  # data and model still loading: the number of steps is not known yet
+        return done, total, f"{epoch}, preparing…"
+    return done, total, f"{epoch}, step {snap.step} of {steps}"
 
 
 def describe(snap: JobSnapshot) -> str:
-    """Markdown status of the run: device, message or error (once, escaped), last epoch."""
+    """Markdown status of the run: device, error (escaped), last epoch; the running run's message.
+    An ended run's message is on its progress bar (`progress_text`), so it is not said twice."""
     lines = []
     if snap.device:
         lines.append(f"**device:** {for_visitors(snap.device)}")
@@ -105,7 +111,7 @@ def describe(snap: JobSnapshot) -> str:
             lines.append("Only a CPU is available: training is slow here, so keep models and data small.")
     if snap.error:
         lines.append(f"**error:** {for_visitors(snap.error)}")
-    elif snap.message:
+    elif snap.message and snap.running:
         lines.append(for_visitors(snap.message))
     if snap.history:
         last = snap.history[-1]
@@ -158,13 +164,17 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
             placeholder="/path/to/data",
             visible=not settings.public,
         )
-    gr.Markdown(data_note(settings))
+    note = gr.Markdown(data_note(settings), label="First step")
     limits = settings.train
     with gr.Row():
         epochs = gr.Number(5, precision=0, minimum=1, maximum=limits.max_epochs, label="Epochs")
         lr = gr.Number(1e-3, minimum=0, maximum=limits.max_lr, label="Learning rate")
         batch = gr.Number(128, precision=0, minimum=1, maximum=limits.max_batch_size, label="Batch size")
-        warmup = gr.Number(None, minimum=0, label="Warm-up epochs (empty: 10% of the run; shorter than the run)")
+        warmup = gr.Textbox(
+            "",
+            placeholder="10% of the run",
+            label="Warm-up epochs (empty: 10% of the run; 0: none; shorter than the run)",
+        )
     with gr.Row():
         start = gr.Button("Start", variant="primary")
         stop = gr.Button("Stop (saves a checkpoint)", variant="stop")
@@ -173,7 +183,7 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
         keep_training = gr.Button("No, keep training", size="sm")
     names = ("model", "source", "folder", "epochs", "lr", "batch", "warmup", "start", "stop")
     values = (model, source, folder, epochs, lr, batch, warmup, start, stop)
-    names, values = (*names, "confirm_stop", "keep_training"), (*values, confirm_stop, keep_training)
+    names, values = (*names, "note", "confirm_stop", "keep_training"), (*values, note, confirm_stop, keep_training)
     return dict(zip(names, values, strict=True)) | {"confirm": confirm}
 
 
@@ -218,6 +228,19 @@ def training_source(catalog: ModelCatalog, settings: ServerSettings, visitor: st
     return model
 
 
+def warmup_epochs(value: float | str | None, most: int) -> float | None:
+    """The warm-up box's epochs: a number (typed text or sent by an API client) from 0 to `most`;
+    empty or None for the run's default, 10% of the run."""
+    text = value.strip() if isinstance(value, str) else value
+    if text in (None, ""):
+        return None
+    try:
+        epochs = float(text) if isinstance(text, str) else text
+    except ValueError:
+        epochs = text  # `number` names the field and the typed text
+    return number("warm-up epochs", epochs, 0.0, float(most))
+
+
 def training_data(settings: ServerSettings, source: str, folder: str) -> str:
     if source == "cifar10":
         return "cifar10"
@@ -242,13 +265,13 @@ def train_start(
     lr: float,
     batch: float,
     request: gr.Request,
-    warmup: float | None = None,  # optional for API clients (the tab sends its box, maybe empty)
+    warmup: float | str | None = None,  # optional for API clients (the tab sends its box's text, maybe empty)
 ) -> dict:
     """Start this visitor's training run in the background (the old run's pictures are cleared).
     `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run."""
     visitor = owner(request)
     source = one_of("data source", source, [value for _, value in data_choices(settings)])
-    warmup = None if warmup in (None, "") else number("warm-up epochs", warmup, 0.0, float(settings.train.max_epochs))
+    warmup = warmup_epochs(warmup, settings.train.max_epochs)
     spec, data = training_source(catalog, settings, visitor, str(model)), training_data(settings, source, folder)
     try:
         runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr, warmup_epochs=warmup)
@@ -262,7 +285,13 @@ def train_start(
         curves=None,
         probe=None,
         checkpoint=None,
+        note=gr.Markdown(visible=False),
     )
+
+
+def first_step(view: TrainView, folder: str) -> dict:
+    """The "First step" note says to type a folder: hidden once one is typed."""
+    return view.update(note=gr.Markdown(visible=not (folder or "").strip()))
 
 
 def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request) -> dict:
@@ -339,14 +368,19 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
     return gr.Dropdown(choices=catalog.choices(visitor), value=key)
 
 
-def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tab) -> None:
+def show_explore() -> gr.Tabs:
+    """After "Open this checkpoint in Explore": go there (kept out of the API: it only moves the page)."""
+    return gr.Tabs(selected=EXPLORE_TAB)
+
+
+def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tabs) -> None:
     options = view.pick("model", "source", "folder", "epochs", "lr", "batch", "warmup")
     polling = {"fn": keep_polling, "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
     started = view.start.click(
         bound(train_start, view, runs, catalog, settings),
         options,
-        view.pick("status", "progress", "seen", "curves", "probe", "checkpoint"),
+        view.pick("status", "progress", "seen", "curves", "probe", "checkpoint", "note"),
         api_name="train_start",
         preprocess=False,
     )
@@ -360,21 +394,31 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
         "concurrency_id": "train_status",
     }
     view.timer.tick(**watch, api_name="train_status").then(**polling)
-    tab.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
+    tabs.train.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
+    view.folder.change(bound(first_step, view), view.folder, view.note, api_visibility="private")
     view.stop.click(bound(ask_to_stop, view), None, view.confirm, api_visibility="private")
     view.keep_training.click(bound(keep_training, view), None, view.confirm, api_visibility="private")
     view.confirm_stop.click(bound(train_stop, view, runs), None, view.pick("status", "confirm"), api_name="train_stop")
     to_explore = bound(train_open_in_explore, runs, catalog)
-    view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore", **concurrency.HEAVY)
+    opened = view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore", **concurrency.HEAVY)
+    opened.success(show_explore, None, tabs.all, api_visibility="private")
+
+
+@dataclass(frozen=True)
+class PageTabs:
+    """The page's tabs (`all`, whose Explore tab has the id EXPLORE_TAB) and the Train tab in them."""
+
+    all: gr.Tabs
+    train: gr.Tab
 
 
 def build_train_tab(
-    catalog: ModelCatalog, settings: ServerSettings, explore_picker: gr.Dropdown, tab: gr.Tab
+    catalog: ModelCatalog, settings: ServerSettings, explore_picker: gr.Dropdown, tabs: PageTabs
 ) -> TrainView:
     """Build the tab inside the current Blocks. `explore_picker` is the Explore tab's model
-    dropdown: "Open in Explore" points it at the visitor's checkpoint. Opening `tab` shows
-    the visitor's run (in shared mode, the one run)."""
+    dropdown: "Open in Explore" points it at the visitor's checkpoint and shows that tab.
+    Opening the Train tab shows the visitor's run (in shared mode, the one run)."""
     view = TrainView(**_options(catalog, settings), **_monitor())
     runs = JobRegistry(catalog.runs_dir, settings.train, shared=settings.shared_runs)
-    _wire(view, runs, catalog, settings, explore_picker, tab)
+    _wire(view, runs, catalog, settings, explore_picker, tabs)
     return view
