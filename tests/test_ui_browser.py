@@ -157,19 +157,25 @@ def test_more_views_are_drawn_when_opened_and_redrawn_while_open(server, browser
     page.close()
 
 
-def test_the_train_tab_shows_progress_until_the_run_ends(server, browser, tmp_path):
-    """Start in the page: the timer that polls /train_status must start (and stop) by itself."""
+def train_in_the_page(page, tmp_path, epochs: int) -> None:
+    """Start a tiny run (2 classes of 8 images, 16 px) from the Train tab; wait for its end."""
     from playwright.sync_api import expect
 
     data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
-    page = open_page(browser, server)
     page.get_by_role("tab", name="Train").click()
     page.get_by_label("Local folder").check()
     page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
-    page.get_by_label("Epochs", exact=True).fill("2")
+    page.get_by_label("Epochs", exact=True).fill(str(epochs))
     page.get_by_label("Batch size").fill("8")
     page.get_by_role("button", name="Start").click()
-    expect(page.locator("#train-progress")).to_contain_text("finished 2 epochs", timeout=150_000)
+    expect(page.locator("#train-progress")).to_contain_text(f"finished {epochs} epoch", timeout=150_000)
+
+
+def test_the_train_tab_shows_progress_until_the_run_ends(server, browser, tmp_path):
+    """Start in the page: the timer that polls /train_status must start (and stop) by itself."""
+
+    page = open_page(browser, server)
+    train_in_the_page(page, tmp_path, epochs=2)
     page.close()
 
 
@@ -572,14 +578,8 @@ def test_open_this_checkpoint_in_explore_goes_to_the_explore_tab(server, browser
     """Issue 19, Train: the button loaded the checkpoint into Explore but left the page on Train."""
     from playwright.sync_api import expect
 
-    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
     page = open_page(browser, server)
-    page.get_by_role("tab", name="Train").click()
-    page.get_by_label("Local folder").check()
-    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
-    page.get_by_label("Epochs", exact=True).fill("1")
-    page.get_by_role("button", name="Start").click()
-    expect(page.locator("#train-progress")).to_contain_text("finished 1 epoch", timeout=150_000)
+    train_in_the_page(page, tmp_path, epochs=1)
     page.get_by_role("button", name="Open this checkpoint in Explore").click()
     expect(page.get_by_role("tab", name="Explore")).to_have_attribute("aria-selected", "true")
     expect(page.get_by_role("combobox", name=re.compile("^Model"))).to_have_value(re.compile("my run"))
