@@ -378,7 +378,7 @@ def note_image(image: dict | None, request: gr.Request) -> None:
     is analysed, and a bad file's message shown, once."""
     path = image.get("path") if isinstance(image, dict) else None
     if not SHOWN.is_new(owner(request), path if isinstance(path, str) else None):
-        raise gr.Error("this image is already shown", visible=False, print_exception=False)
+        raise visitor_error("this image is already shown", visible=False, print_exception=False)
 
 
 def check_new_image(image: dict | None) -> None:
