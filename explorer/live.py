@@ -33,6 +33,10 @@ MAX_URL_CHARS = 16 * 2**20  # base64 text of one frame, checked before decoding 
 _DATA_URL = re.compile(r"data:image/(jpeg|png|webp);base64")
 FORMATS = {"JPEG", "PNG", "WEBP"}
 ROLLOUT_FUSION, ROLLOUT_DISCARD = "mean", 0.0  # rollout as Abnar & Zuidema define it, no options live
+# Relative to uniform (a diverging map centred on 1/N): a rollout spans a narrow band around
+# uniform, so coloured from 0 every patch looked alike and the object held up to the camera
+# vanished (what issue 19 found in Explore, whose default stays "weights" beside the choice).
+ROLLOUT_SHOW = "relative"
 JPEG_QUALITY = 90  # the pictures sent back: JPEG encodes ~20x faster than PNG here, text stays legible
 
 
@@ -90,7 +94,7 @@ def live_frame(
     pictures = (
         views.input_view(ex, query),
         views.heads(ex, query, layer, style),
-        views.rollout(ex, ROLLOUT_FUSION, ROLLOUT_DISCARD, style),
+        views.rollout(ex, ROLLOUT_FUSION, ROLLOUT_DISCARD, style, ROLLOUT_SHOW),
     )
     drawn = time.perf_counter()
     return LiveFrame(*pictures, ex.probabilities, 1000 * (computed - started), 1000 * (drawn - computed))

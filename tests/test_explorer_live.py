@@ -7,9 +7,11 @@ import zlib
 
 import numpy as np
 import pytest
+from picture_helpers import gradient_runs
 from PIL import Image
 
 import vit
+from explorer import render
 from explorer.catalog import LoadedModel
 from explorer.live import MAX_FRAME_PIXELS, FrameError, data_url, decode_frame, live_frame
 from explorer.render import MapStyle
@@ -75,6 +77,7 @@ def test_one_frame_gives_the_input_every_head_and_rollout(tiny):
     assert shown.input.size == (384, 384)  # 32 px, enlarged 12 times, the query patch outlined
     assert shown.heads.width > 4 * 128  # 4 head tiles, each fit to the heads column
     assert shown.rollout.width == 320
+    assert gradient_runs(shown.rollout, render.RELATIVE_CMAP)  # relative to uniform: the object stands out
     assert len(shown.predictions) == 3 and set(shown.predictions) <= set(CIFAR10_CLASSES)
     assert shown.model_ms > 0 and shown.drawing_ms > 0
     other = live_frame(tiny, frame, None, 4, MapStyle())
