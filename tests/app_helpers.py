@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from bench.serving import free_port
 
 VIEW_DEFAULTS = {
     "layer": 6,
@@ -47,3 +51,14 @@ def analyze(client, path, mode: str = "crop", model: str = "bundled", **settings
 def save_rgb(path: Path, array: np.ndarray, **kwargs) -> Path:
     Image.fromarray(array).save(path, **kwargs)
     return path
+
+
+@contextmanager
+def served(demo) -> Iterator[str]:
+    """`demo` launched in this process on a free loopback port; yields its URL and closes it after."""
+    port = free_port()
+    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()

@@ -4,10 +4,10 @@ import threading
 import time
 
 import gradio as gr
+from app_helpers import served
 from gradio_client import Client
 
 import ui
-from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from ui.concurrency import HEAVY, HEAVY_LIMIT
 
@@ -96,14 +96,10 @@ def test_a_shared_concurrency_id_bounds_all_its_events_together():
         for name in ("first", "second", "third"):
             gr.Button().click(work, number, number, api_name=name, **HEAVY)
     demo.queue(default_concurrency_limit=HEAVY_LIMIT)
-    port = free_port()
-    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+    with served(demo) as url:
+        client = Client(url, verbose=False)
         jobs = [client.submit(1, api_name=f"/{name}") for name in ("first", "second", "third") * 3]
         assert [job.result() for job in jobs] == [1] * 9
-    finally:
-        demo.close()
     assert most[0] == HEAVY_LIMIT
 
 

@@ -5,12 +5,11 @@ Runs the app in-process (the only way to count the model's forward calls) on a f
 
 import gradio
 import pytest
-from app_helpers import analyze
+from app_helpers import analyze, served
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 import ui
-from bench.serving import free_port
 from explorer.catalog import BUNDLED, ModelCatalog
 
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
@@ -25,10 +24,8 @@ def counted(tiny_checkpoint, tmp_path_factory):
     calls = []
     catalog.get(BUNDLED).model.register_forward_pre_hook(lambda module, args: calls.append(args[0].shape))
     demo = ui.build_demo(catalog)
-    port = free_port()
-    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
-    yield Client(f"http://127.0.0.1:{port}/", verbose=False), calls
-    demo.close()
+    with served(demo) as url:
+        yield Client(url, verbose=False), calls
 
 
 def test_sliders_and_clicks_never_rerun_the_model(counted):

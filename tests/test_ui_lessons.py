@@ -147,9 +147,9 @@ def test_a_cancelled_ranking_stops_between_steps_and_frees_its_visitor(tiny_chec
     import threading
     import time
 
+    from app_helpers import served
     from gradio_client import Client, handle_file
 
-    from bench.serving import free_port
     from explorer import lessons
 
     steps, release = [], threading.Event()
@@ -162,29 +162,27 @@ def test_a_cancelled_ranking_stops_between_steps_and_frees_its_visitor(tiny_chec
 
     monkeypatch.setattr(lessons, "head_ranking_steps", endless)
     demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path))
-    port = free_port()
-    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
-        job = client.submit(handle_file(image["path"]), BUNDLED, api_name="/lesson_head_ranking")
-        deadline = time.monotonic() + 60
-        while len(steps) < 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(steps) >= 5
-        job.cancel()
-        counts = [len(steps)]
-        while time.monotonic() < deadline and (len(counts) < 3 or counts[-1] != counts[-3]):
-            time.sleep(0.5)  # until no step ran for a second (under load the cancel takes a moment)
-            counts.append(len(steps))
-        assert counts[-1] == counts[-3] and counts[-1] < 1000  # stopped, long before the budget
-        again = client.submit(handle_file(image["path"]), BUNDLED, api_name="/lesson_head_ranking")
-        while len(steps) == counts[-1] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(steps) > counts[-1]  # the same visitor may rank again: the cancel freed them
-        again.cancel()
-    finally:
-        release.set()
-        demo.close()
+    with served(demo) as url:
+        try:
+            client = Client(url, verbose=False)
+            job = client.submit(handle_file(image["path"]), BUNDLED, api_name="/lesson_head_ranking")
+            deadline = time.monotonic() + 60
+            while len(steps) < 5 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(steps) >= 5
+            job.cancel()
+            counts = [len(steps)]
+            while time.monotonic() < deadline and (len(counts) < 3 or counts[-1] != counts[-3]):
+                time.sleep(0.5)  # until no step ran for a second (under load the cancel takes a moment)
+                counts.append(len(steps))
+            assert counts[-1] == counts[-3] and counts[-1] < 1000  # stopped, long before the budget
+            again = client.submit(handle_file(image["path"]), BUNDLED, api_name="/lesson_head_ranking")
+            while len(steps) == counts[-1] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(steps) > counts[-1]  # the same visitor may rank again: the cancel freed them
+            again.cancel()
+        finally:
+            release.set()
 
 
 def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_with_its_defaults(

@@ -5,12 +5,12 @@ import time
 from pathlib import Path
 
 import pytest
+from app_helpers import served
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 from training_helpers import write_image_folder
 
 import ui
-from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from ui.settings import ServerSettings, for_visitors
 
@@ -24,10 +24,8 @@ def public(tiny_checkpoint, tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     catalog = ModelCatalog(tiny_checkpoint, runs, scan_runs=False)
     demo = ui.build_demo(catalog, ServerSettings(public=True, shared_runs=True, data_folder=data))
-    port = free_port()
-    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
-    yield f"http://127.0.0.1:{port}/"
-    demo.close()
+    with served(demo) as url:
+        yield url
 
 
 def test_a_visitor_cannot_type_a_server_path(public, tmp_path):

@@ -4,12 +4,11 @@ is refused by Gradio, so the layer slider of a one-layer model is hidden)."""
 import dataclasses
 
 import pytest
-from app_helpers import analyze, save_rgb
+from app_helpers import analyze, save_rgb, served
 from gradio_client import Client, handle_file
 
 import ui
 import vit
-from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
@@ -25,10 +24,8 @@ def shallow(tmp_path_factory):
     path = folder / "one_layer_one_head.safetensors"
     vit.save_checkpoint(vit.VisionTransformer(config), path, class_names=CIFAR10_CLASSES, preprocessing=CIFAR10)
     demo = ui.build_demo(ModelCatalog(path, folder / "runs", scan_runs=False))  # a depth-1 page at start
-    port = free_port()
-    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
-    yield Client(f"http://127.0.0.1:{port}/", verbose=False), folder
-    demo.close()
+    with served(demo) as url:
+        yield Client(url, verbose=False), folder
 
 
 def test_every_view_of_a_one_layer_one_head_model(shallow):
