@@ -18,11 +18,9 @@ HEAVY = AugmentConfig(randaug_ops=2, mixup_alpha=0.8, cutmix_alpha=1.0, erase_pr
 OFF = AugmentConfig(crop_padding=0, flip=False, randaug_ops=0, mixup_alpha=0, cutmix_alpha=0, erase_prob=0)
 
 
-def _setup(augment: AugmentConfig, compile: bool = False, seed: int = 0):
-    torch.manual_seed(seed)
-    model = vit.create_model("vit_cifar_nano", depth=1, num_classes=3, image_size=16, drop_path=0.1)
-    optimizer = make_optimizer(model, 1e-3, 0.05, torch.device("cpu"))
-    step = TrainStep(
+def _step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, augment: AugmentConfig, compile: bool = False):
+    """The step every test trains with: 3 classes of 16-px images, label smoothing, clipping."""
+    return TrainStep(
         model,
         optimizer,
         augment=augment,
@@ -33,7 +31,13 @@ def _setup(augment: AugmentConfig, compile: bool = False, seed: int = 0):
         clip_grad=1.0,
         compile=compile,
     )
-    return model, optimizer, step
+
+
+def _setup(augment: AugmentConfig, compile: bool = False, seed: int = 0):
+    torch.manual_seed(seed)
+    model = vit.create_model("vit_cifar_nano", depth=1, num_classes=3, image_size=16, drop_path=0.1)
+    optimizer = make_optimizer(model, 1e-3, 0.05, torch.device("cpu"))
+    return model, optimizer, _step(model, optimizer, augment, compile)
 
 
 def _batch(n: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,16 +65,7 @@ def test_without_augmentation_it_is_the_model_only_step():
     model_b, _, _ = _setup(OFF)  # the same seed: the same initial weights
     before = [p.detach().clone() for p in model_a.parameters()]
     sgd_a, sgd_b = (torch.optim.SGD(m.parameters(), lr=1.0) for m in (model_a, model_b))
-    step = TrainStep(
-        model_a,
-        sgd_a,
-        augment=OFF,
-        normalize=Normalizer(CIFAR10, "cpu"),
-        num_classes=3,
-        image_size=16,
-        label_smoothing=0.1,
-        clip_grad=1.0,
-    )
+    step = _step(model_a, sgd_a, OFF)
     torch.manual_seed(7)  # the same drop-path draws in both
     step(images, labels, torch.Generator().manual_seed(0), 1.0)
     torch.manual_seed(7)
