@@ -50,6 +50,16 @@ def check_query(loaded: LoadedModel, token: str, row: object, column: object) ->
     return None if token in ("cls", views.MEAN) else token
 
 
+def live_request(
+    catalog: ModelCatalog, model_key: str, layer: float, token: str, row: float, column: float, cmap: str, scale: str
+) -> tuple[LoadedModel, int, Query, MapStyle]:
+    """What the Live controls ask for, checked: the model, its layer (1-based), the query and
+    the style; gr.Error (or ModelUnavailable) naming the first value out of range."""
+    loaded = catalog.get(model_key)
+    layer = check_layer(layer, loaded.model.config.depth)
+    return loaded, layer, check_query(loaded, token, row, column), live_style(cmap, scale)
+
+
 def pictures_html(frame: live.LiveFrame) -> str:
     """The frame's three pictures as `<img>` elements carrying JPEG `data:` URLs: the head maps
     first (the first screen shows them), the model input and rollout side by side under them."""
@@ -108,10 +118,7 @@ def live_frame(
         time.sleep(WAIT_POLL_S)
         return view.update(status=busy_text(admission, slots.limit))
     try:
-        loaded = catalog.get(model_key)
-        layer = check_layer(layer, loaded.model.config.depth)
-        query = check_query(loaded, query_token, row, column)
-        style = live_style(cmap, scale)
+        loaded, layer, query, style = live_request(catalog, model_key, layer, query_token, row, column, cmap, scale)
         url = frame.get("url") if isinstance(frame, dict) else None
         pictures = live.live_frame(loaded, live.decode_frame(url), query, layer, style, STORE.max_bytes)
     except (gr.Error, live.FrameError, ModelUnavailable, ExplanationTooLarge) as e:
@@ -184,10 +191,7 @@ def attention_video(
         raise visitor_error("Upload a short video clip first (MP4, MOV or WebM).")
     path = uploaded_path(clip)
     try:
-        loaded = catalog.get(model_key)
-        layer = check_layer(layer, loaded.model.config.depth)
-        query = check_query(loaded, query_token, row, column)
-        style = live_style(cmap, scale)
+        loaded, layer, query, style = live_request(catalog, model_key, layer, query_token, row, column, cmap, scale)
         out = cache_path(f"{export_name(clip, model_key, catalog)}-layer{layer}-{query_name(query)}.mp4")
 
         def report(stage: str, done: int, total: int) -> None:
