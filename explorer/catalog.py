@@ -18,6 +18,7 @@ import logging
 import os
 import secrets
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,6 +121,7 @@ class LoadedModel:
     model: vit.VisionTransformer
     meta: vit.ModelMeta
     untrained: bool = False
+    catalog_id: int | None = None  # the ModelCatalog that loaded it (`ref_of`)
 
     @property
     def preprocessing(self) -> vit.Preprocessing:
@@ -173,6 +175,36 @@ class _Load:
         return self.result
 
 
+@dataclass(frozen=True)
+class ModelRef:
+    """A model named across a fork (explorer/compute.py): its catalogue, by id (a forked GPU
+    worker holds the same object at the same address), its key, and for a checkpoint the
+    catalogue's entry, which a worker forked before the checkpoint was registered lacks."""
+
+    catalog: int
+    key: str
+    checkpoint: tuple[Path, str, str] | None = None  # (file, owner, label)
+
+
+_CATALOGS: weakref.WeakValueDictionary[int, ModelCatalog] = weakref.WeakValueDictionary()
+
+
+def ref_of(loaded: LoadedModel) -> ModelRef:
+    """`loaded` as a ModelRef that a forked worker resolves with `from_ref`."""
+    if loaded.catalog_id is None or loaded.catalog_id not in _CATALOGS:
+        raise ValueError(f"{loaded.label} was not loaded by a ModelCatalog, so no other process can name it")
+    return _CATALOGS[loaded.catalog_id].ref(loaded.key)
+
+
+def from_ref(ref: ModelRef) -> LoadedModel:
+    """The loaded model `ref` names, in this process (a forked worker: usually already loaded)."""
+    catalog = _CATALOGS[ref.catalog]
+    if ref.checkpoint is not None:
+        with catalog._lock:
+            catalog._checkpoints.setdefault(ref.key.partition(":")[2], ref.checkpoint)
+    return catalog.get(ref.key)
+
+
 class ModelCatalog:
     """Resolve model keys to loaded models: the pinned ones (bundled, the default model `default`,
     a key such as "pretrained:deit_small_patch16_224.fb_in1k") stay, and an LRU of `capacity` others.
@@ -203,6 +235,7 @@ class ModelCatalog:
         self.default_key = default
         self.pinned = {BUNDLED, default}  # kept loaded beyond `capacity` (ui pins the lessons' defaults too)
         self.note = ""  # why the start model is not the default one, if it is not
+        _CATALOGS[id(self)] = self
 
     def choices(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
         """(label, key) pairs for `owner`'s model picker: bundled, pretrained, their checkpoints."""
@@ -240,6 +273,11 @@ class ModelCatalog:
                 self._checkpoints.pop(key.partition(":")[2], None)
             raise
         return key
+
+    def ref(self, key: str) -> ModelRef:
+        """`key` as a ModelRef that a forked worker resolves with `from_ref`."""
+        entry = self._checkpoints.get(key.partition(":")[2]) if key.startswith("checkpoint:") else None
+        return ModelRef(id(self), key, entry)
 
     def checkpoint_file(self, key: str) -> Path:
         """The file behind a checkpoint key (for training from it). Raises ModelUnavailable."""
@@ -282,6 +320,7 @@ class ModelCatalog:
             loaded = self._load(key, lambda done, total: pending.report(done, total, progress))
             if key != BUNDLED:  # the operator's choice is trusted (docs/security.md)
                 self.serving.check(loaded)  # before any view uses it
+            loaded.catalog_id = id(self)
             pending.result = loaded
             with self._lock:
                 self._keep(key, pending.result)

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
@@ -30,7 +30,11 @@ from vit.analysis import (
     rollout_prefix_attention,
 )
 
+from .compute import forward_flops, to_model, work_seconds
 from .images import ImageError
+
+if TYPE_CHECKING:
+    from .catalog import LoadedModel
 
 Mode = Literal["crop", "whole"]
 MAX_ASPECT = 4  # "whole image" mode: longer side at most 4x the shorter, so token counts stay sane
@@ -194,6 +198,24 @@ class Explanation:
         return min(max(int(y // step), 0), gh - 1), min(max(int(x // step), 0), gw - 1)
 
 
+Forward = Callable[[Tensor], tuple[Tensor, AttentionMaps]]  # (1, 3, H, W) -> (logits, maps), on the CPU
+
+
+def forward_maps(loaded: LoadedModel, tensor: Tensor) -> tuple[Tensor, AttentionMaps]:
+    """Task (explorer/compute.py): one forward pass with attention over `tensor` (B, 3, H, W):
+    (logits (B, classes), the attention maps), float32 on the CPU."""
+    model = loaded.model
+    with torch.inference_mode():
+        logits, attention = model(to_model(model, tensor), need_weights=True)
+    return logits.float().cpu(), attention.apply(lambda a: a.float().cpu())
+
+
+def forward_cost(loaded: LoadedModel, tensor: Tensor) -> float:
+    """GPU seconds of `forward_maps` (explorer/compute.py's estimate)."""
+    gh, gw = loaded.model.patch_grid(*tensor.shape[-2:])
+    return work_seconds(forward_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw, tensor.shape[0]))
+
+
 def explain(
     model: VisionTransformer,
     class_names: list[str],
@@ -202,10 +224,12 @@ def explain(
     mode: Mode = "crop",
     top_k: int = 5,
     max_bytes: int | None = None,
+    forward: Forward | None = None,
 ) -> Explanation:
     """Run `model` once on `image` and keep everything the views need. With `max_bytes`, an
     input whose attention maps would take more is refused (ExplanationTooLarge) before the
-    forward pass."""
+    forward pass. `forward` runs the pass elsewhere (a ZeroGPU worker: ui/zerogpu.py); by
+    default `model` runs here."""
     inp = model_input(image, pre, model.config.patch_size, mode)
     needed = attention_bytes(model, tuple(inp.tensor.shape[-2:]))
     if max_bytes is not None and needed > max_bytes:
@@ -213,12 +237,15 @@ def explain(
             f"this image's attention maps would take {needed / 2**20:,.0f} MiB, more than this server's "
             f"{max_bytes / 2**20:,.0f} MiB budget: use the centre-crop mode or a smaller model"
         )
-    with torch.inference_mode():
-        logits, attention = model(inp.tensor, need_weights=True)
+    if forward is None:
+        with torch.inference_mode():
+            logits, attention = model(inp.tensor, need_weights=True)
+        attention = attention.apply(lambda a: a.float().cpu())
+    else:
+        logits, attention = forward(inp.tensor)
     # a model without a classifier (DINO, DINOv2) returns features: no predictions
     probabilities = top_classes(logits[0], class_names, top_k) if model.config.num_classes > 0 else {}
-    cpu = attention.apply(lambda a: a.float().cpu())
-    return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, cpu)
+    return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, attention)
 
 
 def top_classes(logits: Tensor, class_names: list[str], k: int) -> dict[str, float]:

@@ -33,6 +33,7 @@ from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
 from . import render
 from .catalog import BUNDLED, LoadedModel, pretrained_key
+from .compute import forward_flops, to_model, work_seconds
 from .explain import InputTooLarge, ModelInput, model_input, top_classes
 from .render import MapRow, MapStyle
 
@@ -60,7 +61,6 @@ LISTED = 8  # high-norm patches listed per model, largest first
 # server) and shows the heads ranked so far.
 MAX_RANKING_FLOPS = 6e12
 MAX_RANKING_S = 180.0
-SOFTMAX_FLOPS = 5  # per attention weight: scale, max, exp, sum, divide
 
 SUPERVISED_VS_SELF = """**Supervised vs self-supervised.** The same picture goes through each model. Every tile
 is one attention head of the last layer, showing where the CLS token looks. A supervised ViT learned
@@ -170,25 +170,54 @@ def _who(loaded: LoadedModel) -> str:
     return "CLS" if loaded.model.config.class_token else "mean of patches"
 
 
-def compare_cls_heads(models: Sequence[LoadedModel], image: Image.Image, style: MapStyle) -> Image.Image:
-    """Last-layer attention of the CLS token (the mean patch query without one), one row of
-    heads per model, all on one colour scale."""
+@dataclass(frozen=True)
+class ClsHeads:
+    """One model's last-layer heads for lesson 1: the model input's pixels, each head's map
+    (heads, gh, gw) and its attention to the prefix tokens (heads, prefix), with their names."""
+
+    pixels: np.ndarray
+    heads: np.ndarray
+    prefix: np.ndarray
+    prefix_names: tuple[str, ...]
+
+
+def cls_heads(loaded: LoadedModel, image: Image.Image) -> ClsHeads:
+    """Task (explorer/compute.py): the last layer's attention of the CLS token (the mean patch
+    query without one), per head, for `image` cropped as the model expects."""
+    inp = _input(loaded, image)
+    with torch.inference_mode():
+        _, maps = loaded.model(to_model(loaded.model, inp.tensor), need_weights=True)
+    heads = query_attention(maps)[0, -1].float().cpu().numpy()  # (H, gh, gw)
+    prefix = query_prefix_attention(maps)[0, -1].float().cpu().numpy()  # (H, prefix)
+    return ClsHeads(inp.pixels, heads, prefix, maps.prefix_names)
+
+
+def one_pass_cost(loaded: LoadedModel, *_: object) -> float:
+    """GPU seconds of a task making one forward pass at the model's crop size."""
+    crop = loaded.preprocessing.crop_size
+    gh, gw = loaded.model.patch_grid(crop, crop)
+    return work_seconds(forward_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw))
+
+
+def two_pass_cost(loaded: LoadedModel, *_: object) -> float:
+    """GPU seconds of a task making two forward passes (heads off: before and after)."""
+    return 2 * one_pass_cost(loaded)
+
+
+def compare_cls_heads(models: Sequence[LoadedModel], results: Sequence[ClsHeads], style: MapStyle) -> Image.Image:
+    """Lesson 1's picture: each model's `cls_heads`, one row of heads per model (rows of
+    ROW_TILES), all on one colour scale."""
     rows = []
-    for loaded in models:
-        inp = _input(loaded, image)
-        with torch.inference_mode():
-            _, maps = loaded.model(inp.tensor, need_weights=True)
-        heads = query_attention(maps)[0, -1].float().numpy()  # (H, gh, gw)
-        prefix = query_prefix_attention(maps)[0, -1].float().numpy()  # (H, prefix)
+    for loaded, r in zip(models, results, strict=True):
         captions = [
-            [f"head {i + 1}", *render.prefix_lines(p, maps.prefix_names)] if len(p) else [f"head {i + 1}"]
-            for i, p in enumerate(prefix)
+            [f"head {i + 1}", *render.prefix_lines(p, r.prefix_names)] if len(p) else [f"head {i + 1}"]
+            for i, p in enumerate(r.prefix)
         ]
-        base = render.fit_to_grid(inp.pixels, maps.grid, TILE_PX)
-        for start in range(0, len(heads), ROW_TILES):  # the model is named on its first row
+        base = render.fit_to_grid(r.pixels, r.heads.shape[1:], TILE_PX)
+        for start in range(0, len(r.heads), ROW_TILES):  # the model is named on its first row
             label = f"{loaded.label} ({_who(loaded)})" if start == 0 else ""
             end = start + ROW_TILES
-            rows.append(MapRow(label, base, heads[start:end], captions[start:end]))
+            rows.append(MapRow(label, base, r.heads[start:end], captions[start:end]))
     return render.shared_scale_rows(rows, style, compare_title(models), "attention weight")
 
 
@@ -227,21 +256,22 @@ class NormReport:
 
 
 def norm_report(loaded: LoadedModel, image: Image.Image, layer: int, role: str = "") -> NormReport:
-    """Token norms after block `layer` (0-based) and the high-norm patches (> HIGH_NORM_FACTOR
-    x the median patch norm), labelled "`role`: model" (e.g. "with registers: DINOv2")."""
+    """Task (explorer/compute.py): token norms after block `layer` (0-based) and the high-norm
+    patches (> HIGH_NORM_FACTOR x the median patch norm), labelled "`role`: model" (e.g. "with registers: DINOv2")."""
     depth = loaded.model.config.depth
     if not 0 <= layer < depth:
         raise LessonError(f"layer must be from 1 to {depth} for {loaded.label}, got {layer + 1}")
     inp = _input(loaded, image)
-    norms = token_norms(loaded.model, inp.tensor, layer)[0].numpy()  # (T,)
+    tensor = to_model(loaded.model, inp.tensor)
+    norms = token_norms(loaded.model, tensor, layer)[0].cpu().numpy()  # (T,)
     with torch.inference_mode():
-        _, maps = loaded.model(inp.tensor, need_weights=True)
+        _, maps = loaded.model(tensor, need_weights=True)
     p, grid = maps.prefix_tokens, maps.grid
     patches = norms[p:].reshape(grid)
     median = float(np.median(patches))
     order = np.argsort(-patches, axis=None)
     high = [divmod(int(i), grid[1]) for i in order if patches.flat[i] > HIGH_NORM_FACTOR * median]
-    cls_share = query_attention(maps)[0, -1].float().mean(0).numpy()  # (gh, gw)
+    cls_share = query_attention(maps)[0, -1].float().mean(0).cpu().numpy()  # (gh, gw)
     prefix = {name: float(n) for name, n in zip(maps.prefix_names, norms[:p], strict=True)}
     label = f"{role}: {loaded.label}" if role else loaded.label
     return NormReport(label, inp.pixels, patches, prefix, median, high, cls_share)
@@ -323,13 +353,14 @@ def parse_heads(text: str, depth: int, heads: int) -> list[Head]:
 
 def _top(loaded: LoadedModel, tensor: torch.Tensor, k: int) -> dict[str, float]:
     with torch.inference_mode():
-        return top_classes(loaded.model(tensor)[0], loaded.meta.class_names, k)
+        return top_classes(loaded.model(to_model(loaded.model, tensor))[0].cpu(), loaded.meta.class_names, k)
 
 
 def predictions_with_heads_off(
     loaded: LoadedModel, image: Image.Image, off: Sequence[Head], k: int = 5
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """(top-k with every head on, top-k with the heads `off` switched off), class -> probability."""
+    """Task (explorer/compute.py): (top-k with every head on, top-k with the heads `off`
+    switched off), class -> probability."""
     require_head(loaded)
     tensor = _input(loaded, image).tensor
     before = _top(loaded, tensor, k)
@@ -340,13 +371,8 @@ def predictions_with_heads_off(
 
 def ranking_flops(config: ViTConfig, tokens: int) -> float:
     """Estimated floating-point operations of a head ranking: (layers x heads + 1) forward
-    passes over `tokens` tokens. Per layer: the q, k, v and output projections (2·T·D·4D), the
-    MLP (2·T·D·2·mlp), QKᵀ and the weighted sum of values (4·T²·D) and the softmax."""
-    t, d = tokens, config.dim
-    per_layer = (
-        2 * t * d * 4 * d + 2 * t * d * 2 * config.mlp_dim + 4 * t * t * d + SOFTMAX_FLOPS * config.heads * t * t
-    )
-    return (config.depth * config.heads + 1) * config.depth * per_layer
+    passes over `tokens` tokens (`explorer.compute.forward_flops`)."""
+    return forward_flops(config, tokens, images=config.depth * config.heads + 1)
 
 
 def check_ranking_cost(loaded: LoadedModel) -> None:
@@ -383,15 +409,17 @@ def head_ranking(
 def head_ranking_steps(
     loaded: LoadedModel, image: Image.Image, shown: int = RANKING_ROWS, seconds: float = MAX_RANKING_S
 ) -> Iterator[Ranking]:
-    """The ranking after each layer's heads, then once more at the end (`done == total`, or
-    fewer when `seconds` ran out first). Refused past MAX_RANKING_FLOPS before any pass."""
+    """Task (explorer/compute.py, a generator): the ranking after each layer's heads, then once
+    more at the end (`done == total`, or fewer when `seconds` ran out first). Refused past
+    MAX_RANKING_FLOPS before any pass."""
     require_head(loaded)
     check_ranking_cost(loaded)
     c = loaded.model.config
     deadline = time.monotonic() + seconds
     ranking = None
-    for predicted, drops, done in head_importance_steps(loaded.model, _input(loaded, image).tensor):
-        flat = drops.flatten()[:done]  # (done,) the heads switched off so far, layer-major
+    tensor = to_model(loaded.model, _input(loaded, image).tensor)
+    for predicted, drops, done in head_importance_steps(loaded.model, tensor):
+        flat = drops.flatten().cpu()[:done]  # (done,) the heads switched off so far, layer-major
         order = flat.argsort(descending=True)[:shown]
         rows = [
             [rank + 1, f"{i // c.heads + 1}.{i % c.heads + 1}", round(float(flat[i]), 4)]
@@ -403,3 +431,10 @@ def head_ranking_steps(
         if done % c.heads == 0 and done < ranking.total:
             yield ranking
     yield ranking
+
+
+def ranking_cost(loaded: LoadedModel, *_: object) -> float:
+    """GPU seconds of `head_ranking_steps`: its estimated work, capped by its time limit."""
+    crop = loaded.preprocessing.crop_size
+    gh, gw = loaded.model.patch_grid(crop, crop)
+    return min(work_seconds(ranking_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw)), MAX_RANKING_S)

@@ -18,6 +18,8 @@ from vit.analysis import Query, top_mass_mask
 from vit.relevance import class_relevance
 
 from . import render
+from .catalog import LoadedModel
+from .compute import forward_flops, to_model, work_seconds
 from .explain import Explanation
 from .render import MapStyle
 
@@ -291,13 +293,15 @@ def relevance(
     style: MapStyle,
     show: str = "weights",
     keep: float = KEEP,
+    computed: tuple[np.ndarray, int] | None = None,
 ) -> Image.Image:
     """Class-specific relevance (Chefer, Gur & Wolf 2021, Eq. 5-6; docs/lessons.md) of every
     patch for class `target` (0-based; None: the predicted class), for the CLS token, drawn as
     `show` says (see `one_map`). One more forward and backward pass over the explanation's
-    model input. Raises ValueError for a model without a classifier head or a class out of range."""
-    amap, chosen = class_relevance(model, ex.input.tensor, target)
-    name = class_names[int(chosen[0])] if int(chosen[0]) < len(class_names) else f"class {int(chosen[0])}"
+    model input, unless `computed` brings `relevance_map`'s result (made on a GPU). Raises
+    ValueError for a model without a classifier head or a class out of range."""
+    amap, chosen = computed if computed is not None else _relevance(model, ex.input.tensor, target)
+    name = class_names[chosen] if chosen < len(class_names) else f"class {chosen}"
     base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     which = "the predicted class" if target is None else "the chosen class"
     title = f"relevance for {which} '{name}' (Chefer et al. 2021)"  # the class, not the query: no query changes it
@@ -306,7 +310,24 @@ def relevance(
         "of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the "
         f"{query_label(ex, None)} row of R over the patches. Unlike rollout, it changes with the class."
     )
-    return one_map(base, amap[0].numpy(), style, title, "relevance (a.u.)", note, show, keep)
+    return one_map(base, amap, style, title, "relevance (a.u.)", note, show, keep)
+
+
+def _relevance(model: VisionTransformer, tensor: torch.Tensor, target: int | None) -> tuple[np.ndarray, int]:
+    amap, chosen = class_relevance(model, to_model(model, tensor), target)
+    return amap[0].cpu().numpy(), int(chosen[0])  # (gh, gw), the class explained
+
+
+def relevance_map(loaded: LoadedModel, tensor: torch.Tensor, target: int | None) -> tuple[np.ndarray, int]:
+    """Task (explorer/compute.py): the relevance map (gh, gw) of `tensor` (1, 3, H, W) for class
+    `target` (None: the predicted one) and the class it explains."""
+    return _relevance(loaded.model, tensor, target)
+
+
+def relevance_cost(loaded: LoadedModel, tensor: torch.Tensor, target: int | None) -> float:
+    """GPU seconds of `relevance_map`: a forward pass and a backward pass (about twice its work)."""
+    gh, gw = loaded.model.patch_grid(*tensor.shape[-2:])
+    return 3 * work_seconds(forward_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw))
 
 
 # Alt texts (docs/pictures.md): what each picture shows, in words, for screen readers and for

@@ -25,10 +25,15 @@ def photo(seed: int = 0) -> Image.Image:
     return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (32, 32, 3), np.uint8))
 
 
+def compare(models: list[LoadedModel], image: Image.Image) -> Image.Image:
+    """Lesson 1's picture as the handler makes it: each model's task, then one drawing."""
+    return lessons.compare_cls_heads(models, [lessons.cls_heads(m, image) for m in models], MapStyle())
+
+
 def test_the_comparison_has_one_row_per_model_on_one_colour_bar():
     models = [loaded("plain"), loaded("registers", register_tokens=4, num_classes=0), loaded("two heads", heads=2)]
-    one = lessons.compare_cls_heads(models[:1], photo(), MapStyle())
-    three = lessons.compare_cls_heads(models, photo(), MapStyle())
+    one = compare(models[:1], photo())
+    three = compare(models, photo())
     assert three.height > one.height + 2 * lessons.TILE_PX  # two more rows of tiles, not two more colour bars
     assert lessons.compare_alt(models) == (
         "Last-layer attention of every head on one colour scale, one row per model: plain (query CLS, layer 6 of 6, "
@@ -39,9 +44,9 @@ def test_the_comparison_has_one_row_per_model_on_one_colour_bar():
 def test_the_comparison_title_says_the_models_real_head_count(monkeypatch):
     titles = []
     monkeypatch.setattr(lessons.render, "shared_scale_rows", lambda _rows, _style, title, _unit: titles.append(title))
-    lessons.compare_cls_heads([loaded("four")], photo(), MapStyle())  # 4 heads: one row, not "rows of 6"
+    compare([loaded("four")], photo())  # 4 heads: one row, not "rows of 6"
     assert titles[-1].endswith("4 heads per model, one row each")
-    lessons.compare_cls_heads([loaded("four"), loaded("eight", heads=8)], photo(), MapStyle())
+    compare([loaded("four"), loaded("eight", heads=8)], photo())
     assert titles[-1].endswith("4 or 8 heads per model, in rows of 6")
 
 

@@ -250,7 +250,8 @@ def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():
     twelve = LoadedModel(
         "b16", "ViT-B/16 sized, with a long name", model, vit.ModelMeta([], vit.Preprocessing(224, 224))
     )
-    compare = lessons.compare_cls_heads([twelve, twelve], Image.new("RGB", (240, 240)), MapStyle())
+    heads = lessons.cls_heads(twelve, Image.new("RGB", (240, 240)))
+    compare = lessons.compare_cls_heads([twelve, twelve], [heads, heads], MapStyle())
     assert shown_px(render.TEXT_PX, compare, "compare") >= MIN_TEXT_PX
     norms = lessons.token_norm_maps([lessons.norm_report(twelve, Image.new("RGB", (240, 240)), 1)] * 3, 1, MapStyle())
     assert shown_px(render.TEXT_PX, norms, "norms") >= MIN_TEXT_PX

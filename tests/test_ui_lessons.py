@@ -160,7 +160,9 @@ def test_a_cancelled_ranking_stops_between_steps_and_frees_its_visitor(tiny_chec
             time.sleep(0.05)
             yield lessons.Ranking("cat", [], len(steps), 10**6)
 
-    monkeypatch.setattr(lessons, "head_ranking_steps", endless)
+    from ui import zerogpu
+
+    monkeypatch.setattr(zerogpu.RANKING, "task", endless)  # the GPU task the handler runs
     demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path))
     with served(demo) as url:
         try:

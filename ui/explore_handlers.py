@@ -13,6 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from training.registry import owner_id
 from vit.analysis import Query
 from vit.messages import shown
 
-from . import downloads
+from . import downloads, zerogpu
 from .checks import number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import with_alt
@@ -241,7 +242,8 @@ def full_analysis(
 
     def forward_pass() -> Explanation:
         pre = loaded.preprocessing
-        return explain(loaded.model, loaded.meta.class_names, pre, load_image(path), mode, max_bytes=budget)
+        image, forward = load_image(path), partial(zerogpu.FORWARD, loaded)
+        return explain(loaded.model, loaded.meta.class_names, pre, image, mode, max_bytes=budget, forward=forward)
 
     # Gradio names uploads by content, so the path identifies the image; the model object
     # (not just its key) tells apart two catalogues' "bundled" models in one process.
@@ -592,7 +594,8 @@ def show_relevance(
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else names.index(target)
     drawn = map_show(show, keep_percent)
-    picture = views.relevance(loaded.model, names, ex, index, style, *drawn)
+    computed = zerogpu.RELEVANCE(loaded, ex.input.tensor, index)
+    picture = views.relevance(loaded.model, names, ex, index, style, *drawn, computed=computed)
     alt = views.relevance_alt(ex, None if index is None else target, *drawn, model_name(loaded.key))
     return view.update(relevance=with_alt(picture, alt, f"{name or 'attention'}_relevance_{slug(target)}.png"))
 

@@ -23,7 +23,7 @@ from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
 from vit.messages import shown
 
-from . import downloads
+from . import downloads, zerogpu
 from .checks import one_of, visitor_error, whole_number
 from .explore_handlers import layer_slider, owner, uploaded_path
 from .pictures import with_alt
@@ -138,7 +138,7 @@ def compare_models(
         else ""
     )
     try:
-        drawn = lessons.compare_cls_heads(loaded, picture, style)
+        drawn = lessons.compare_cls_heads(loaded, [zerogpu.CLS_HEADS(m, picture) for m in loaded], style)
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     return view.update(
@@ -165,9 +165,7 @@ def compare_token_norms(
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
-        reports = [
-            lessons.norm_report(m, picture, index, role) for m, role in zip(models, lessons.NORM_ROLES, strict=True)
-        ]
+        reports = [zerogpu.NORMS(m, picture, index, role) for m, role in zip(models, lessons.NORM_ROLES, strict=True)]
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
@@ -195,7 +193,7 @@ def switch_heads_off(
     c = loaded.model.config
     try:
         off = lessons.parse_heads(str(heads or ""), c.depth, c.heads)
-        before, after = lessons.predictions_with_heads_off(loaded, picture, off)
+        before, after = zerogpu.HEADS_OFF(loaded, picture, off)
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     top, p = next(iter(before.items()))
@@ -251,7 +249,7 @@ def rank_heads(
     c = loaded.model.config
     with RANKINGS.claim(owner(request), lessons.MAX_RANKING_S):
         try:
-            for ranking in lessons.head_ranking_steps(loaded, picture):
+            for ranking in zerogpu.RANKING(loaded, picture):
                 yield view.update(ranking=ranking.rows, heads_note=ranking_note(ranking, c.depth, c.heads))
         except lessons.LessonError as e:
             raise visitor_error(str(e)) from e

@@ -137,6 +137,10 @@ class AttentionMaps(tuple):
         """The same maps with `fn` applied to every layer (e.g. `.float().cpu()`), keeping the layout."""
         return AttentionMaps([fn(layer) for layer in self], self.grid, self.prefix_tokens, self.prefix_names)
 
+    def __reduce__(self) -> tuple:
+        # Pickled whole (a ZeroGPU worker sends them back across its fork): layers and layout.
+        return AttentionMaps, (list(self), self.grid, self.prefix_tokens, self.prefix_names)
+
 
 def resample_pos_embed(patch_pos: Tensor, old_grid: tuple[int, int], new_grid: tuple[int, int]) -> Tensor:
     """Resize patch position embeddings (1, gh*gw, D) from `old_grid` to `new_grid`.

@@ -1,0 +1,189 @@
+"""ZeroGPU: the model's arithmetic in the platform's GPU worker, and plain words when it cannot be.
+
+On a ZeroGPU Space (`SPACES_ZERO_GPU=true`) a GPU exists only inside a call to a function
+decorated with `spaces.GPU`, which the `spaces` package runs in a forked worker: arguments and
+results are pickled, a `gr.Error` comes back intact, anything else as its class name, and
+each call asks for a duration that is charged to the visitor's daily quota (docs/space.md).
+
+`GpuTask` wraps one task of `explorer.compute` (a model's arithmetic, CPU tensors in and out):
+- on ZeroGPU it is a decorated function of its own, asking for the seconds `cost` estimates
+  from its work; the model crosses by reference (`ModelRef`), the worker uses the copy this
+  process put on the GPU at start (`preload`) or moves its own once;
+- when the platform refuses (quota used up, no GPU free, the worker failed) a small model
+  runs on this process's CPU instead, and anything else is refused in a person's words: how
+  many GPU seconds it needed, how many are left, what to do;
+- everywhere else (a CPU machine, a paid CPU Space, a local GPU) the decorator does nothing
+  and the task runs in this process, exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import gradio as gr
+import spaces  # before torch touches CUDA (app.py imports this module first)
+import torch
+from spaces.config import Config as SpacesConfig
+
+from explorer import compute, explain, lessons, views
+from explorer.catalog import LoadedModel, ModelCatalog, from_ref, ref_of
+
+from .checks import visitor_error
+
+T = TypeVar("T")
+
+ON_ZEROGPU = SpacesConfig.zero_gpu
+# Models up to this many parameters run on the CPU when no GPU time is left (ViT-S/16: 22 M,
+# ~0.1 s a forward pass on a CPU); larger ones would keep a shared CPU busy for seconds.
+CPU_FALLBACK_PARAMS = 30_000_000
+# The `spaces` package's error titles (spaces/zero/client.py, wrappers.py; 0.51.3).
+_PLATFORM_TITLES = re.compile(r"^ZeroGPU ")
+_QUOTA = re.compile(r"\((?P<requested>\d+)s requested vs\. (?P<left>\d+)s left\)\. Try again in (?P<wait>[^.]+)\.")
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """An exception the task raised in the worker, carried back as a result so that its type
+    (ImageError, LessonError, ...) reaches the handler as on the CPU, not as a class name."""
+
+    error: BaseException
+
+
+def _worker_device() -> torch.device:
+    return compute.local_device()  # in the forked worker the `spaces` package has restored the real CUDA
+
+
+def _call_in_worker(task: Callable[..., T], seconds: int, ref: Any, args: tuple) -> T | _Raised:
+    del seconds  # asked for by the decorator's duration; the task does not need it
+    try:
+        loaded = from_ref(ref)
+        return task(compute.placed_loaded(loaded, _worker_device()), *args)
+    except Exception as e:  # noqa: BLE001 - carried back whole, re-raised in the handler
+        return _Raised(e)
+
+
+def _iterate_in_worker(task: Callable[..., Iterator[T]], seconds: int, ref: Any, args: tuple) -> Iterator[T | _Raised]:
+    del seconds
+    try:
+        loaded = from_ref(ref)
+        yield from task(compute.placed_loaded(loaded, _worker_device()), *args)
+    except Exception as e:  # noqa: BLE001
+        yield _Raised(e)
+
+
+def _requested(seconds: int, ref: Any, args: tuple) -> int:
+    """The decorator's duration: the seconds `GpuTask` estimated, passed as the first argument."""
+    return seconds
+
+
+def _unwrap(result: T | _Raised) -> T:
+    if isinstance(result, _Raised):
+        raise result.error
+    return result
+
+
+@dataclass(frozen=True)
+class GpuShortage:
+    """Why the platform gave no GPU: its own message, parsed where it says the numbers."""
+
+    message: str
+    requested: int | None = None
+    left: int | None = None
+    wait: str | None = None
+
+    @classmethod
+    def of(cls, error: gr.Error) -> GpuShortage:
+        found = _QUOTA.search(str(error.message))
+        if found is None:
+            return cls(str(error.message))
+        return cls(str(error.message), int(found["requested"]), int(found["left"]), found["wait"].strip())
+
+    def words(self, what: str, seconds: int) -> str:
+        """The visitor's message: what could not run, the seconds asked and left, what to do."""
+        if self.left is not None:
+            return (
+                f"{what} needs about {seconds} s of GPU time and your daily GPU time has {self.left} s left. "
+                f"Try again in {self.wait}, or log in to Hugging Face: a free account gets 5 minutes a day, "
+                "PRO 40 minutes."
+            )
+        if "No GPU was available" in self.message:
+            return f"{what} needs a GPU and every GPU of this Space is busy right now: try again in a minute."
+        if "reached its GPU limit" in self.message:
+            return (
+                f"{what} needs about {seconds} s of GPU time and this Space has used its GPU time for now: "
+                "log in to Hugging Face to use your own daily GPU time, or try again later."
+            )
+        return f"{what} needs a GPU and the GPU could not run it this time: try again in a minute."
+
+
+def is_platform_error(error: BaseException) -> bool:
+    """A refusal or failure of the ZeroGPU platform (quota, queue, worker), not of the task."""
+    return isinstance(error, gr.Error) and bool(_PLATFORM_TITLES.match(str(getattr(error, "title", ""))))
+
+
+def small_enough_for_cpu(loaded: LoadedModel) -> bool:
+    return sum(p.numel() for p in loaded.model.parameters()) <= CPU_FALLBACK_PARAMS
+
+
+class GpuTask(Generic[T]):
+    """One task of explorer.compute, run on the GPU where the platform lends one per call."""
+
+    def __init__(self, task: Callable[..., T], cost: Callable[..., float], what: str, iterate: bool = False):
+        self.task, self.cost, self.what, self.iterate = task, cost, what, iterate
+        entry = _iterate_in_worker if iterate else _call_in_worker
+
+        def in_worker(seconds: int, ref: Any, args: tuple) -> Any:
+            return entry(task, seconds, ref, args)
+
+        in_worker.__name__ = in_worker.__qualname__ = f"gpu_{task.__name__}"  # the name ZeroGPU's logs show
+        self._decorated = spaces.GPU(in_worker, duration=_requested)
+
+    def seconds(self, loaded: LoadedModel, *args: Any) -> int:
+        """The GPU seconds this call asks for (docs/space.md: work estimate plus fixed cost)."""
+        return compute.gpu_seconds(self.cost(loaded, *args))
+
+    def __call__(self, loaded: LoadedModel, *args: Any) -> T:
+        """Run the task on `loaded` with `args`: in the GPU worker on ZeroGPU, else here."""
+        if not ON_ZEROGPU:
+            return compute.run_here(self.task, loaded, *args)
+        seconds = self.seconds(loaded, *args)
+        try:
+            result = self._decorated(seconds, ref_of(loaded), args)
+        except gr.Error as e:
+            if not is_platform_error(e):
+                raise
+            return self._without_gpu(GpuShortage.of(e), loaded, seconds, args)
+        if self.iterate:
+            return map(_unwrap, result)  # type: ignore[return-value]
+        return _unwrap(result)
+
+    def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
+        if small_enough_for_cpu(loaded):
+            gr.Warning(f"No GPU time for this: {loaded.label} ran on the server's CPU instead (slower, same result).")
+            return compute.run_here(self.task, loaded, *args, device="cpu")
+        raise visitor_error(shortage.words(self.what, seconds), title="No GPU time left")
+
+
+def preload(catalog: ModelCatalog, keys: list[str]) -> list[str]:
+    """Put the models of `keys` on the GPU at start, in the main thread, where ZeroGPU emulates
+    CUDA and moves them to the real GPU in every worker it forks (docs/space.md). The
+    catalogue keeps its CPU models for the CPU fallback. Returns the keys placed."""
+    if not ON_ZEROGPU:
+        return []
+    placed = []
+    for key in dict.fromkeys(keys):
+        compute.place(catalog.get(key).model, "cuda")
+        placed.append(key)
+    return placed
+
+
+# The GPU work of every tab, one decorated function each (the names ZeroGPU's logs show).
+FORWARD = GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
+CLS_HEADS = GpuTask(lessons.cls_heads, lessons.one_pass_cost, "This comparison")
+NORMS = GpuTask(lessons.norm_report, lessons.two_pass_cost, "This lesson")
+HEADS_OFF = GpuTask(lessons.predictions_with_heads_off, lessons.two_pass_cost, "Switching heads off")
+RANKING = GpuTask(lessons.head_ranking_steps, lessons.ranking_cost, "The head ranking", iterate=True)
+RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance map")
