@@ -14,10 +14,13 @@ import argparse
 import os
 import time
 
+# First: on a ZeroGPU Space `spaces` must patch torch before anything touches CUDA (ui/zerogpu.py).
+import spaces  # noqa: F401
 import torch
 
 import ui
 from explorer.catalog import BUNDLED_PATH, ModelCatalog
+from ui import zerogpu
 from ui.settings import ServerSettings, add_server_options, default_model, model_problem, start_model
 
 
@@ -60,6 +63,9 @@ def main(argv: list[str] | None = None) -> None:
         checkpoint or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, default=start, **limits
     )
     demo = ui.build_demo(catalog, settings)
+    # ZeroGPU: the models the Space opens on go to the GPU here, in the main thread (docs/space.md).
+    if placed := zerogpu.preload(catalog, catalog.loaded_keys()):
+        print(f"on the GPU from the start: {', '.join(placed)}", flush=True)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
     ui.launch(demo, args.host, args.port, args.share, settings.uploads_bytes)
 

@@ -345,6 +345,11 @@ class ModelCatalog:
         while len(self._loaded) - len(self.pinned & self._loaded.keys()) > self.capacity and evictable:
             del self._loaded[evictable.pop(0)]
 
+    def loaded_keys(self) -> list[str]:
+        """The keys of the models held now, pinned ones included (oldest use first)."""
+        with self._lock:
+            return list(self._loaded)
+
     def available(self, key: str) -> bool:
         """Whether `key` loads now without a download: the bundled model, a registered
         checkpoint, a loaded model, or listed pretrained weights already in the local cache."""

@@ -34,3 +34,30 @@ def test_the_front_matter_preloads_every_file_those_weights_load_from():
 def test_a_space_opens_on_an_imagenet_model_the_lessons_use_too():
     assert space_weights()[0] == SPACE_MODEL and space_weights().count(SPACE_MODEL) == 1
     assert SPACE_MODEL in vit.list_pretrained()
+
+
+# ZeroGPU's supported versions (hub-docs docs/hub/spaces-zerogpu.md, "Supported Versions", as of
+# 2026-11; the PyTorch list grew by 2.12.1 and 2.13.0 in hub-docs PR #2763): a Space whose
+# Python or torch is not listed fails to build ("No candidate PyTorch version found for ZeroGPU").
+ZEROGPU_PYTHONS = ("3.12", "3.10")
+ZEROGPU_TORCH = ("2.8.0", "2.9.1", "2.10.0", "2.11.0", "2.12.1", "2.13.0")
+TORCHVISION_FOR = {"2.13.0": "0.28.0"}  # the pair released together, installed and imported together here
+
+
+def pins() -> dict[str, str]:
+    lines = (README.parent / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return dict(line.split("#")[0].strip().split("==") for line in lines if "==" in line.split("#")[0])
+
+
+def test_a_zerogpu_space_builds_with_these_pins():
+    assert str(front_matter()["python_version"]) in ZEROGPU_PYTHONS
+    assert pins()["torch"] in ZEROGPU_TORCH
+    assert pins()["torchvision"] == TORCHVISION_FOR[pins()["torch"]]  # the pair PyTorch releases together
+    assert "spaces" in pins()  # @spaces.GPU (ui/zerogpu.py); inert off ZeroGPU
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    readme = README.read_text(encoding="utf-8")
+    command = (README.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert f"```bash\n{command}\n```" in readme
+    assert "PIP_FIND_LINKS=$(mktemp -d)" in command  # PyPI's torch, not a local CPU-only wheel (README)
