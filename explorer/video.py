@@ -26,11 +26,12 @@ import numpy as np
 import torch
 from PIL import Image
 
+from vit import AttentionMaps
 from vit.analysis import Query, query_attention, query_prefix_attention
 
 from . import render, views
 from .catalog import LoadedModel
-from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_input
+from .explain import Explanation, ExplanationTooLarge, Forward, attention_bytes, model_input
 from .render import MapStyle
 
 DEMUXERS = ("mov", "matroska")  # MP4, MOV, M4V; MKV, WebM: containers that never name other files
@@ -174,9 +175,11 @@ def clip_maps(
     progress: Progress | None = None,
     total: int = 0,
     max_bytes: int | None = None,
+    forward: Forward | None = None,
 ) -> tuple[ClipMaps, Explanation]:
     """Pass 1: the model input and `layer`'s (1-based) maps of every frame for `query`, and
-    the first frame's Explanation (what the captions say about the model and the query)."""
+    the first frame's Explanation (what the captions say about the model and the query).
+    `forward` runs each batch's pass elsewhere (a ZeroGPU worker), as in `explain`."""
     model, pre = loaded.model, loaded.preprocessing
     size, out, batch = _batch_size(loaded, max_bytes), ClipMaps(), []
     first: Explanation | None = None
@@ -185,32 +188,43 @@ def clip_maps(
         batch.append(model_input(image, pre, model.config.patch_size, "crop"))
         out.seconds["preprocess"] += time.perf_counter() - started
         if len(batch) == size:
-            explained = _run(model, batch, query, layer, out, image.size)
+            explained = _run(forward or _here(model), batch, (query, layer, model.config.patch_size), out, image.size)
             first, batch = first or explained, []
             if progress:
                 progress("model", len(out.maps), total)
     if batch:
-        explained = _run(model, batch, query, layer, out, image.size)
+        explained = _run(forward or _here(model), batch, (query, layer, model.config.patch_size), out, image.size)
         first = first or explained
     if first is None:
         raise VideoError("the clip has no frames")
     return out, first
 
 
+def _here(model: torch.nn.Module) -> Forward:
+    """A Forward that runs `model` in this process."""
+
+    def forward(tensor: torch.Tensor) -> tuple[torch.Tensor, AttentionMaps]:
+        with torch.inference_mode():
+            return model(tensor, need_weights=True)
+
+    return forward
+
+
 def _run(
-    model: torch.nn.Module, batch: list, query: Query, layer: int, out: ClipMaps, size: tuple[int, int]
+    forward: Forward, batch: list, read: tuple[Query, int, int], out: ClipMaps, size: tuple[int, int]
 ) -> Explanation:
-    """One forward pass over a batch of model inputs, appending their maps to `out`; returns
-    the batch's first frame as an Explanation (for the captions)."""
+    """One forward pass over a batch of model inputs, appending the maps `read` names (query,
+    1-based layer, the model's patch size) to `out`; returns the batch's first frame as an
+    Explanation (for the captions)."""
+    query, layer, patch_size = read
     started = time.perf_counter()
-    with torch.inference_mode():
-        _, attention = model(torch.cat([inp.tensor for inp in batch]), need_weights=True)  # (B, 3, H, W) in
+    _, attention = forward(torch.cat([inp.tensor for inp in batch]))  # (B, 3, H, W) in
     out.maps += list(query_attention(attention, query)[:, layer - 1].float().numpy())  # B x (heads, gh, gw)
     out.prefix += list(query_prefix_attention(attention, query)[:, layer - 1].float().numpy())  # B x (heads, prefix)
     out.pixels += [inp.pixels for inp in batch]
     out.seconds["model"] += time.perf_counter() - started
     first = attention.apply(lambda a: a[:1].float())
-    return Explanation(batch[0], (size[1], size[0]), model.config.patch_size, {}, first)
+    return Explanation(batch[0], (size[1], size[0]), patch_size, {}, first)
 
 
 def clip_tops(maps: np.ndarray, scale: str) -> np.ndarray:
@@ -306,12 +320,13 @@ def attention_video(
     limits: VideoLimits = VideoLimits(),
     progress: Progress | None = None,
     max_bytes: int | None = None,
+    forward: Forward | None = None,
 ) -> VideoReport:
     """The attention video of the clip at `path`, written to `out_path` (MP4): `layer`'s
     (1-based) head maps for `query`, both checked by the caller against the model, on one
     colour scale over the whole clip (`style.scale`: "layer", "head" or "fixed")."""
     info = probe(path, limits)
-    clip, first = clip_maps(loaded, path, query, layer, limits, progress, info.frames, max_bytes)
+    clip, first = clip_maps(loaded, path, query, layer, limits, progress, info.frames, max_bytes, forward)
     tops = clip_tops(np.stack(clip.maps), style.scale)
     total = len(clip.maps)
     seconds = clip.seconds | {"draw": 0.0, "encode": 0.0}

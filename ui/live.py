@@ -21,7 +21,7 @@ from explorer.render import COLORMAPS
 from explorer.streams import StreamSlots
 from explorer.video import VideoLimits
 
-from . import concurrency
+from . import concurrency, zerogpu
 from . import live_handlers as h
 from .binding import ComponentView, bound
 from .explore import SCALE_CHOICES
@@ -159,6 +159,8 @@ def layout(catalog: ModelCatalog, limits: VideoLimits) -> LiveView:
     start = catalog.get(BUNDLED)
     parts = {"current_model": gr.State(BUNDLED)} | _stream(start) | _controls(catalog, start)
     gr.Markdown(ABOUT)
+    if zerogpu.ON_ZEROGPU:
+        gr.Markdown(zerogpu.LIVE_NOTE, elem_id="live-zerogpu")
     return LiveView(**parts, **_video(limits))
 
 

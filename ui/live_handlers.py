@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -21,6 +22,7 @@ from explorer.render import MapStyle
 from explorer.streams import Admission, StreamSlots
 from vit.analysis import Query
 
+from . import zerogpu
 from .checks import one_of, visitor_error, whole_number
 from .explore_handlers import STORE, check_layer, export_name, layer_slider, map_style, owner, query_name, uploaded_path
 from .outputs import cache_path
@@ -119,6 +121,8 @@ def live_frame(
         return view.update(status=busy_text(admission, slots.limit))
     try:
         loaded, layer, query, style = live_request(catalog, model_key, layer, query_token, row, column, cmap, scale)
+        if refusal := zerogpu.live_refusal(loaded):
+            raise visitor_error(refusal)
         url = frame.get("url") if isinstance(frame, dict) else None
         pictures = live.live_frame(loaded, live.decode_frame(url), query, layer, style, STORE.max_bytes)
     except (gr.Error, live.FrameError, ModelUnavailable, ExplanationTooLarge) as e:
@@ -142,6 +146,8 @@ def live_model(
         loaded = catalog.get(model_key)
     except ModelUnavailable as e:
         raise visitor_error(str(e), duration=None) from e
+    if refusal := zerogpu.live_refusal(loaded):
+        raise visitor_error(refusal, duration=None)
     depth, names = loaded.model.config.depth, loaded.model.config.prefix_names
     crop = loaded.preprocessing.crop_size
     rows, columns = loaded.model.patch_grid(crop, crop)
@@ -198,7 +204,8 @@ def attention_video(
             progress((done, total or None), desc=stage, unit="frames")
 
         started = time.perf_counter()
-        made = video.attention_video(loaded, path, out, query, layer, style, limits, report, STORE.max_bytes)
+        forward = partial(zerogpu.FORWARD, loaded)  # each batch of frames: one GPU call on ZeroGPU
+        made = video.attention_video(loaded, path, out, query, layer, style, limits, report, STORE.max_bytes, forward)
     except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return view.update(video_out=str(out), video_note=video_text(made, time.perf_counter() - started))

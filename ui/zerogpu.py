@@ -167,6 +167,29 @@ class GpuTask(Generic[T]):
         raise visitor_error(shortage.words(self.what, seconds), title="No GPU time left")
 
 
+# Live on ZeroGPU (docs/space.md): a webcam stream at 4 frames/s is 240 GPU calls a minute, each
+# asking for at least FIXED_GPU_S, so one minute would ask for 12 minutes of a visitor's daily 2 to 5.
+# The stream runs on the server's CPU instead, with models small enough for it.
+LIVE_NOTE = (
+    "**On this Space the live view runs on the server's CPU**, not the GPU: each frame would be a GPU call, and "
+    "a minute of streaming would ask for more GPU time than a visitor gets in a day. So it streams models of up "
+    f"to {CPU_FALLBACK_PARAMS // 1_000_000} M parameters (the bundled model, ViT-S/16 and smaller). "
+    "The attention video below does use the GPU."
+)
+
+
+def live_refusal(loaded: LoadedModel) -> str | None:
+    """Why the webcam stream cannot draw `loaded` here (ZeroGPU: too large for the CPU), or None."""
+    if not ON_ZEROGPU or small_enough_for_cpu(loaded):
+        return None
+    params = sum(p.numel() for p in loaded.model.parameters())
+    return (
+        f"{loaded.label} has {params / 1e6:.0f} M parameters: on this Space the live view runs on the CPU, which "
+        f"streams models of up to {CPU_FALLBACK_PARAMS // 1_000_000} M. Pick a smaller model, or make an attention "
+        "video of a clip (it uses the GPU)."
+    )
+
+
 def preload(catalog: ModelCatalog, keys: list[str]) -> list[str]:
     """Put the models of `keys` on the GPU at start, in the main thread, where ZeroGPU emulates
     CUDA and moves them to the real GPU in every worker it forks (docs/space.md). The

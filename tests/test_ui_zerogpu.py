@@ -1,0 +1,79 @@
+"""ui/zerogpu.py: the platform's refusals in a person's words, the CPU fallback's bound, the
+Live tab's rule, and the GPU tasks' estimates (docs/space.md). The forked worker itself is
+rehearsed in tests/test_zerogpu_space.py."""
+
+import gradio as gr
+import pytest
+import torch
+
+import vit
+from explorer import compute, explain
+from explorer.catalog import LoadedModel
+from ui import zerogpu
+from vit.preprocessing import CIFAR10
+
+# The `spaces` package's own messages (spaces/zero/client.py, 0.51.3), as its schedule() raises them.
+QUOTA = (
+    "You have exceeded your free ZeroGPU quota (12s requested vs. 7s left). Try again in 3:04:05. ",
+    "ZeroGPU quota exceeded",
+)
+NO_GPU = ("No GPU was available", "ZeroGPU client error")
+SPACE_LIMIT = ("Space app has reached its GPU limit. Try re-running outside of examples", "ZeroGPU quota exceeded")
+WORKER = ("RuntimeError", "ZeroGPU worker error")
+
+
+def loaded(name: str = "vit_cifar_nano", **overrides) -> LoadedModel:
+    model = vit.create_model(name, **overrides).eval()
+    return LoadedModel(name, name, model, vit.ModelMeta([f"c{i}" for i in range(10)], CIFAR10))
+
+
+@pytest.mark.parametrize("message, title", [QUOTA, NO_GPU, SPACE_LIMIT, WORKER])
+def test_every_platform_refusal_is_said_in_plain_words(message, title):
+    error = gr.Error(message, title=title)
+    assert zerogpu.is_platform_error(error)
+    words = zerogpu.GpuShortage.of(error).words("This analysis", 12)
+    assert words.startswith("This analysis needs")
+    assert "ZeroGPU" not in words and "Error" not in words and "RuntimeError" not in words
+
+
+def test_a_quota_refusal_says_the_seconds_needed_and_left_and_when_to_come_back():
+    shortage = zerogpu.GpuShortage.of(gr.Error(QUOTA[0], title=QUOTA[1]))
+    assert (shortage.requested, shortage.left, shortage.wait) == (12, 7, "3:04:05")
+    words = shortage.words("This analysis", 12)
+    assert "12 s of GPU time" in words and "7 s left" in words and "Try again in 3:04:05" in words
+    assert "log in to Hugging Face" in words
+
+
+def test_errors_of_the_task_itself_are_not_the_platform():
+    assert not zerogpu.is_platform_error(gr.Error("layer must be from 1 to 6", title="Error"))
+    assert not zerogpu.is_platform_error(ValueError("ZeroGPU quota exceeded"))
+
+
+def test_only_small_models_fall_back_to_the_cpu_and_stream_live(monkeypatch):
+    nano, base = loaded(), loaded("vit_b_16", num_classes=10)
+    assert zerogpu.small_enough_for_cpu(nano) and not zerogpu.small_enough_for_cpu(base)
+    assert zerogpu.live_refusal(base) is None  # off ZeroGPU the webcam streams any model, as before
+    monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
+    assert zerogpu.live_refusal(nano) is None
+    refusal = zerogpu.live_refusal(base)
+    assert "86 M parameters" in refusal and "runs on the CPU" in refusal
+
+
+def test_off_zerogpu_a_task_runs_here_exactly_as_the_model_does():
+    model = loaded()
+    x = torch.randn(1, 3, 32, 32)
+    logits, maps = zerogpu.FORWARD(model, x)
+    with torch.inference_mode():
+        want_logits, want_maps = model.model(x, need_weights=True)
+    assert torch.equal(logits, want_logits) and all(torch.equal(a, b) for a, b in zip(maps, want_maps, strict=True))
+
+
+def test_a_gpu_call_asks_for_its_work_plus_the_fixed_cost_and_grows_with_the_model():
+    x = torch.zeros(1, 3, 224, 224)
+    small = zerogpu.FORWARD.seconds(loaded("vit_small_patch16_224", num_classes=10), x)
+    large = zerogpu.FORWARD.seconds(loaded("vit_l_16", num_classes=10), x)
+    assert small == int(compute.FIXED_GPU_S) + 1  # ViT-S/16: 9.2 GFLOP, a few ms: the fixed cost dominates
+    assert small <= large
+    flops = compute.forward_flops(vit.create_model("vit_l_16").config, 197)
+    assert large == compute.gpu_seconds(flops / compute.GPU_FLOPS)
+    assert explain.forward_cost(loaded("vit_l_16", num_classes=10), x) == pytest.approx(flops / compute.GPU_FLOPS)
