@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 import av
@@ -31,12 +32,15 @@ from vit.analysis import Query, query_attention, query_prefix_attention
 
 from . import render, views
 from .catalog import LoadedModel
-from .explain import Explanation, ExplanationTooLarge, Forward, attention_bytes, model_input
+from .compute import forward_flops, run_here, to_model, work_seconds
+from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_input
 from .render import MapStyle
 
 DEMUXERS = ("mov", "matroska")  # MP4, MOV, M4V; MKV, WebM: containers that never name other files
 BATCH_BYTES = 256 * 2**20  # attention maps of one batch of frames
 MAX_BATCH = 16
+# Every frame's model input, kept for the clip's one forward pass (300 frames at 224 px: 172 MiB).
+CLIP_INPUT_BYTES = 512 * 2**20
 INPUT_PX = 2 * views.HEAD_PX  # height of the model input drawn beside the head tiles
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -166,6 +170,42 @@ def _batch_size(loaded: LoadedModel, max_bytes: int | None) -> int:
     return max(1, min(MAX_BATCH, BATCH_BYTES // one))
 
 
+def layer_maps(
+    loaded: LoadedModel, tensors: torch.Tensor, query: Query, layer: int, batch: int
+) -> tuple[np.ndarray, np.ndarray, AttentionMaps]:
+    """Task (explorer/compute.py): every frame's `layer` (1-based) maps for `query`, `batch`
+    frames per pass over `tensors` (frames, 3, H, W): (maps (frames, heads, gh, gw), attention
+    to the prefix tokens (frames, heads, prefix), the first frame's whole AttentionMaps, for
+    its captions), on the CPU. Only the chosen layer crosses back, not every layer's maps."""
+    maps, prefix, first = [], [], None
+    for start in range(0, len(tensors), batch):
+        with torch.inference_mode():
+            _, attention = loaded.model(to_model(loaded.model, tensors[start : start + batch]), need_weights=True)
+        maps.append(query_attention(attention, query)[:, layer - 1].float().cpu())  # (B, heads, gh, gw)
+        prefix.append(query_prefix_attention(attention, query)[:, layer - 1].float().cpu())  # (B, heads, prefix)
+        first = first or attention.apply(lambda a: a[:1].float().cpu())
+    assert first is not None, "layer_maps needs at least one frame"
+    return torch.cat(maps).numpy(), torch.cat(prefix).numpy(), first
+
+
+def layer_maps_cost(loaded: LoadedModel, tensors: torch.Tensor, *_: object) -> float:
+    """GPU seconds of `layer_maps`: one forward pass per frame (explorer/compute.py's estimate)."""
+    gh, gw = loaded.model.patch_grid(*tensors.shape[-2:])
+    return work_seconds(forward_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw, len(tensors)))
+
+
+def check_clip_inputs(loaded: LoadedModel, frames: int) -> None:
+    """Refuse, before decoding, a clip whose model inputs would take over CLIP_INPUT_BYTES
+    (every frame's input is kept for the one pass of `layer_maps`)."""
+    crop = loaded.preprocessing.crop_size
+    needed = frames * 3 * crop * crop * 4
+    if needed > CLIP_INPUT_BYTES:
+        raise VideoError(
+            f"{frames} frames at this model's {crop} × {crop} px input would take {needed / 2**20:,.0f} MiB, more "
+            f"than this server's {CLIP_INPUT_BYTES / 2**20:,.0f} MiB: trim the clip or use a smaller model"
+        )
+
+
 def clip_maps(
     loaded: LoadedModel,
     path: str | Path,
@@ -175,56 +215,30 @@ def clip_maps(
     progress: Progress | None = None,
     total: int = 0,
     max_bytes: int | None = None,
-    forward: Forward | None = None,
+    run: Callable[..., tuple[np.ndarray, np.ndarray, AttentionMaps]] | None = None,
 ) -> tuple[ClipMaps, Explanation]:
     """Pass 1: the model input and `layer`'s (1-based) maps of every frame for `query`, and
     the first frame's Explanation (what the captions say about the model and the query).
-    `forward` runs each batch's pass elsewhere (a ZeroGPU worker), as in `explain`."""
-    model, pre = loaded.model, loaded.preprocessing
-    size, out, batch = _batch_size(loaded, max_bytes), ClipMaps(), []
-    first: Explanation | None = None
+    `run(loaded, ...)` runs `layer_maps` (a ZeroGPU worker: one GPU call for the whole clip);
+    by default it runs here."""
+    size, out, inputs = _batch_size(loaded, max_bytes), ClipMaps(), []
+    check_clip_inputs(loaded, max(total, 1))
     for image in _timed(_frames(path, limits), out.seconds):
         started = time.perf_counter()
-        batch.append(model_input(image, pre, model.config.patch_size, "crop"))
+        inputs.append(model_input(image, loaded.preprocessing, loaded.model.config.patch_size, "crop"))
         out.seconds["preprocess"] += time.perf_counter() - started
-        if len(batch) == size:
-            explained = _run(forward or _here(model), batch, (query, layer, model.config.patch_size), out, image.size)
-            first, batch = first or explained, []
-            if progress:
-                progress("model", len(out.maps), total)
-    if batch:
-        explained = _run(forward or _here(model), batch, (query, layer, model.config.patch_size), out, image.size)
-        first = first or explained
-    if first is None:
+        check_clip_inputs(loaded, len(inputs))  # a header may under-count frames
+    if not inputs:
         raise VideoError("the clip has no frames")
-    return out, first
-
-
-def _here(model: torch.nn.Module) -> Forward:
-    """A Forward that runs `model` in this process."""
-
-    def forward(tensor: torch.Tensor) -> tuple[torch.Tensor, AttentionMaps]:
-        with torch.inference_mode():
-            return model(tensor, need_weights=True)
-
-    return forward
-
-
-def _run(
-    forward: Forward, batch: list, read: tuple[Query, int, int], out: ClipMaps, size: tuple[int, int]
-) -> Explanation:
-    """One forward pass over a batch of model inputs, appending the maps `read` names (query,
-    1-based layer, the model's patch size) to `out`; returns the batch's first frame as an
-    Explanation (for the captions)."""
-    query, layer, patch_size = read
+    if progress:
+        progress("model", 0, len(inputs))
     started = time.perf_counter()
-    _, attention = forward(torch.cat([inp.tensor for inp in batch]))  # (B, 3, H, W) in
-    out.maps += list(query_attention(attention, query)[:, layer - 1].float().numpy())  # B x (heads, gh, gw)
-    out.prefix += list(query_prefix_attention(attention, query)[:, layer - 1].float().numpy())  # B x (heads, prefix)
-    out.pixels += [inp.pixels for inp in batch]
+    tensors = torch.cat([inp.tensor for inp in inputs])  # (frames, 3, H, W)
+    maps, prefix, first = (run or partial(run_here, layer_maps))(loaded, tensors, query, layer, size)
     out.seconds["model"] += time.perf_counter() - started
-    first = attention.apply(lambda a: a[:1].float())
-    return Explanation(batch[0], (size[1], size[0]), patch_size, {}, first)
+    out.maps, out.prefix, out.pixels = list(maps), list(prefix), [inp.pixels for inp in inputs]
+    size_hw = (image.height, image.width)
+    return out, Explanation(inputs[0], size_hw, loaded.model.config.patch_size, {}, first)
 
 
 def clip_tops(maps: np.ndarray, scale: str) -> np.ndarray:
@@ -320,13 +334,13 @@ def attention_video(
     limits: VideoLimits = VideoLimits(),
     progress: Progress | None = None,
     max_bytes: int | None = None,
-    forward: Forward | None = None,
+    run: Callable[..., tuple[np.ndarray, np.ndarray, AttentionMaps]] | None = None,
 ) -> VideoReport:
     """The attention video of the clip at `path`, written to `out_path` (MP4): `layer`'s
     (1-based) head maps for `query`, both checked by the caller against the model, on one
     colour scale over the whole clip (`style.scale`: "layer", "head" or "fixed")."""
     info = probe(path, limits)
-    clip, first = clip_maps(loaded, path, query, layer, limits, progress, info.frames, max_bytes, forward)
+    clip, first = clip_maps(loaded, path, query, layer, limits, progress, info.frames, max_bytes, run)
     tops = clip_tops(np.stack(clip.maps), style.scale)
     total = len(clip.maps)
     seconds = clip.seconds | {"draw": 0.0, "encode": 0.0}

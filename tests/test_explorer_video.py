@@ -119,3 +119,30 @@ def test_a_corrupt_clip_gets_a_clear_error_not_a_traceback(tmp_path):
     clip.write_bytes(data)
     with pytest.raises(VideoError, match="the clip is corrupt after frame"):
         list(video._frames(clip, VideoLimits()))
+
+
+def test_one_pass_over_the_clip_gives_each_frame_the_maps_of_its_own_pass(tiny):
+    """layer_maps (the clip's one GPU call on ZeroGPU) batches frames; every frame's maps equal
+    those of a forward pass over that frame alone, to float32 rounding of a batched matmul."""
+    import torch
+    from tolerance import assert_close_up_to_rounding
+
+    from vit.analysis import query_attention
+
+    frames = torch.randn(5, 3, 32, 32)
+    maps, prefix, first = video.layer_maps(tiny, frames, None, 3, 2)  # batches of 2, 2, 1
+    assert maps.shape == (5, 4, 8, 8) and prefix.shape == (5, 4, 1) and first[0].shape[0] == 1
+    for i in range(5):
+        with torch.inference_mode():
+            _, alone = tiny.model(frames[i : i + 1], need_weights=True)
+        want = query_attention(alone)[0, 2]
+        # 3 blocks of 128-wide sums (dim 128) before the layer-3 softmax, each ~4 reductions
+        assert_close_up_to_rounding(torch.from_numpy(maps[i]), want, reduction=128, magnitude=1.0, steps=12)
+
+
+def test_a_clip_whose_inputs_would_not_fit_is_refused_before_decoding(tmp_path, monkeypatch, tiny):
+    monkeypatch.setattr(video, "CLIP_INPUT_BYTES", 11 * 3 * 32 * 32 * 4)  # room for 11 frames of 32 px
+    clip = write_clip(tmp_path / "c.mp4", 12, fps=10)
+    monkeypatch.setattr(video, "_frames", lambda *a: (_ for _ in ()).throw(AssertionError("decoded a frame")))
+    with pytest.raises(VideoError, match="12 frames at this model's 32 × 32 px input would take 0 MiB"):
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle())

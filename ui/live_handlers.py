@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import time
-from functools import partial
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -204,8 +203,9 @@ def attention_video(
             progress((done, total or None), desc=stage, unit="frames")
 
         started = time.perf_counter()
-        forward = partial(zerogpu.FORWARD, loaded)  # each batch of frames: one GPU call on ZeroGPU
-        made = video.attention_video(loaded, path, out, query, layer, style, limits, report, STORE.max_bytes, forward)
+        made = video.attention_video(
+            loaded, path, out, query, layer, style, limits, report, STORE.max_bytes, zerogpu.CLIP
+        )
     except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return view.update(video_out=str(out), video_note=video_text(made, time.perf_counter() - started))

@@ -28,7 +28,7 @@ import spaces  # before torch touches CUDA (app.py imports this module first)
 import torch
 from spaces.config import Config as SpacesConfig
 
-from explorer import compute, explain, lessons, views
+from explorer import compute, explain, lessons, video, views
 from explorer.catalog import LoadedModel, ModelCatalog, from_ref, ref_of
 
 from .checks import visitor_error
@@ -167,8 +167,8 @@ class GpuTask(Generic[T]):
         raise visitor_error(shortage.words(self.what, seconds), title="No GPU time left")
 
 
-# Live on ZeroGPU (docs/space.md): a webcam stream at 4 frames/s is 240 GPU calls a minute, each
-# asking for at least FIXED_GPU_S, so one minute would ask for 12 minutes of a visitor's daily 2 to 5.
+# Live on ZeroGPU (docs/space.md): a webcam stream of up to 25 frames/s would be hundreds of GPU calls a
+# minute, each asking for at least FIXED_GPU_S: more in one minute than a visitor's whole day (2 to 5 min).
 # The stream runs on the server's CPU instead, with models small enough for it.
 LIVE_NOTE = (
     "**On this Space the live view runs on the server's CPU**, not the GPU: each frame would be a GPU call, and "
@@ -209,4 +209,5 @@ CLS_HEADS = GpuTask(lessons.cls_heads, lessons.one_pass_cost, "This comparison")
 NORMS = GpuTask(lessons.norm_report, lessons.two_pass_cost, "This lesson")
 HEADS_OFF = GpuTask(lessons.predictions_with_heads_off, lessons.two_pass_cost, "Switching heads off")
 RANKING = GpuTask(lessons.head_ranking_steps, lessons.ranking_cost, "The head ranking", iterate=True)
+CLIP = GpuTask(video.layer_maps, video.layer_maps_cost, "The attention video")
 RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance map")

@@ -1,0 +1,90 @@
+"""What a lesson costs in ZeroGPU time: `python -m bench.zerogpu_quota` (docs/space.md).
+
+Every GPU call asks the platform for a duration, charged to the visitor's daily quota, and the
+platform refuses a call that asks for more than is left. This prints, for the Space's own
+models at their real shapes (random weights: only shapes matter here), the seconds each action
+asks for (`ui.zerogpu.GpuTask.seconds`: estimated work plus `explorer.compute.FIXED_GPU_S`),
+then one student's 10-minute lesson and a class of 30 against the quotas. Arithmetic, not a
+measurement on a GPU: the estimates' assumptions are `explorer.compute`'s constants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import torch
+from PIL import Image
+
+import vit
+from explorer.catalog import LoadedModel
+from explorer.explain import attention_bytes
+from explorer.video import BATCH_BYTES, MAX_BATCH
+from ui import zerogpu
+from ui.live import STREAM_EVERY_S
+
+# Daily quotas (hub-docs spaces-zerogpu.md, 2026-11) in seconds; anonymous visitors are counted
+# by IP address (the package falls back to "IP-based quotas"), so a class behind one school
+# router shares one anonymous quota.
+QUOTAS = {"anonymous (per IP address)": 120, "free account": 300, "PRO": 2400}
+HARDWARE_FACTORS = (1.0, 1.5)  # spaces/zero/configs.json: H200 1.0, RTX PRO 6000 1.5
+CLIP_FRAMES = 300  # a 10 s clip at 30 frames/s, the attention video's limit
+
+
+def model(name: str, classes: int, crop: int = 224) -> LoadedModel:
+    net = vit.create_model(name, num_classes=classes).eval()
+    return LoadedModel(name, name, net, vit.ModelMeta([f"c{i}" for i in range(classes)], vit.Preprocessing(crop, crop)))
+
+
+def action_seconds() -> dict[str, int]:
+    """Seconds one call of each action asks for, on the Space's opening models."""
+    deit = model("vit_small_patch16_224", 1000)  # DeiT-S's architecture
+    large = model("vit_large_patch14_reg4_dinov2", 0)
+    x = torch.zeros(1, 3, 224, 224)
+    photo = Image.new("RGB", (224, 224))
+    frames = max(1, min(MAX_BATCH, BATCH_BYTES // attention_bytes(deit.model, (224, 224))))
+    clip = torch.zeros(CLIP_FRAMES, 3, 224, 224)
+    return {
+        "Explore: an upload or a new model (DeiT-S)": zerogpu.FORWARD.seconds(deit, x),
+        "Explore: a click, a slider, a style (drawn from the stored pass)": 0,
+        "Explore: relevance": zerogpu.RELEVANCE.seconds(deit, x, None),
+        "Lesson 1: three ViT-S side by side (3 calls)": 3 * zerogpu.CLS_HEADS.seconds(deit, photo),
+        "Lesson 2: two ViT-L/14 (2 calls)": 2 * zerogpu.NORMS.seconds(large, photo, 23, ""),
+        "Lesson 3: heads off": zerogpu.HEADS_OFF.seconds(deit, photo, []),
+        "Lesson 3: rank every head (72 passes)": zerogpu.RANKING.seconds(deit, photo),
+        f"Live: a minute of webcam ({60 / STREAM_EVERY_S:.0f} frames, on the CPU)": 0,
+        f"Attention video: {CLIP_FRAMES} frames (one call)": zerogpu.CLIP.seconds(deit, clip, None, 12, frames),
+    }
+
+
+# One student's 10-minute lesson: how many times each action is done.
+LESSON = {
+    "Explore: an upload or a new model (DeiT-S)": 6,
+    "Explore: a click, a slider, a style (drawn from the stored pass)": 40,
+    "Explore: relevance": 2,
+    "Lesson 1: three ViT-S side by side (3 calls)": 1,
+    "Lesson 2: two ViT-L/14 (2 calls)": 1,
+    "Lesson 3: heads off": 3,
+    "Lesson 3: rank every head (72 passes)": 1,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    seconds = action_seconds()
+    print("| action | GPU seconds asked (× 1.0 / × 1.5 hardware factor) | times in a lesson | lesson total |")
+    print("|---|---|---|---|")
+    for action, s in seconds.items():
+        n = LESSON.get(action, 0)
+        print(f"| {action} | {s} / {math.ceil(1.5 * s)} | {n} | {n * s} / {n * math.ceil(1.5 * s)} |")
+    for factor in HARDWARE_FACTORS:
+        one = sum(n * math.ceil(factor * seconds[a]) for a, n in LESSON.items())
+        print(f"\nHardware factor {factor:g}: one student's lesson asks for {one} s; a class of 30: {30 * one} s.")
+        for who, quota in QUOTAS.items():
+            shared = "the whole class" if "IP" in who else "each student"
+            lessons = quota // (30 * one if "IP" in who else one)
+            print(f"- {who}, {quota} s a day for {shared}: {lessons} such lesson(s)")
+
+
+if __name__ == "__main__":
+    main()
