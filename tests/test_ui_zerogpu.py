@@ -2,6 +2,8 @@
 Live tab's rule, and the GPU tasks' estimates (docs/space.md). The forked worker itself is
 rehearsed in tests/test_zerogpu_space.py."""
 
+import functools
+
 import gradio as gr
 import pytest
 import torch
@@ -22,6 +24,7 @@ SPACE_LIMIT = ("Space app has reached its GPU limit. Try re-running outside of e
 WORKER = ("RuntimeError", "ZeroGPU worker error")
 
 
+@functools.cache  # ViT-L takes seconds to initialise; the tests only read these
 def loaded(name: str = "vit_cifar_nano", **overrides) -> LoadedModel:
     model = vit.create_model(name, **overrides).eval()
     return LoadedModel(name, name, model, vit.ModelMeta([f"c{i}" for i in range(10)], CIFAR10))
@@ -74,6 +77,81 @@ def test_a_gpu_call_asks_for_its_work_plus_the_fixed_cost_and_grows_with_the_mod
     large = zerogpu.FORWARD.seconds(loaded("vit_l_16", num_classes=10), x)
     assert small == int(compute.FIXED_GPU_S) + 1  # ViT-S/16: 9.2 GFLOP, a few ms: the fixed cost dominates
     assert small <= large
-    flops = compute.forward_flops(vit.create_model("vit_l_16").config, 197)
+    flops = compute.forward_flops(loaded("vit_l_16", num_classes=10).model.config, 197)
     assert large == compute.gpu_seconds(flops / compute.GPU_FLOPS)
     assert explain.forward_cost(loaded("vit_l_16", num_classes=10), x) == pytest.approx(flops / compute.GPU_FLOPS)
+
+
+def platform(behaviour):
+    """A stand-in of `spaces.GPU` for one GpuTask: `behaviour(fn, duration, *args)` decides."""
+
+    def decorate(fn, duration):
+        return lambda *args: behaviour(fn, duration, *args)
+
+    return decorate
+
+
+def refuse(fn, duration, *args):
+    raise gr.Error(QUOTA[0], title=QUOTA[1])
+
+
+def refuse_steps(fn, duration, *args):  # the platform schedules a generator on its first step
+    raise gr.Error(QUOTA[0], title=QUOTA[1])
+    yield
+
+
+@pytest.fixture
+def on_zerogpu(monkeypatch):
+    monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
+    return monkeypatch
+
+
+@pytest.fixture
+def catalog(tmp_path):
+    """The server's catalogue: a model crosses into the GPU worker as a reference into it."""
+    from explorer.catalog import ModelCatalog
+
+    return ModelCatalog(runs_dir=tmp_path, scan_runs=False)
+
+
+def test_a_granted_call_resolves_the_model_by_reference_and_returns_the_tasks_result(on_zerogpu, catalog):
+    seen = []
+
+    def grant(fn, duration, *args):
+        seen.append((duration(*args), args[1]))  # what the platform is asked for, and the model's reference
+        return fn(*args)
+
+    on_zerogpu.setattr(zerogpu.spaces, "GPU", platform(grant))
+    task = zerogpu.GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
+    model = catalog.get("bundled")
+    x = torch.randn(1, 3, 32, 32)
+    logits, _ = task(model, x)
+    assert torch.equal(logits, compute.run_here(explain.forward_maps, model, x)[0])
+    ((seconds, ref),) = seen
+    assert seconds == task.seconds(model, x) and ref.key == "bundled"  # a key crosses the fork, not the model
+
+
+def test_without_gpu_time_a_small_model_runs_on_the_cpu_and_a_large_one_is_refused_in_words(on_zerogpu, catalog):
+    on_zerogpu.setattr(zerogpu.spaces, "GPU", platform(refuse))
+    task = zerogpu.GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
+    small, x = catalog.get("bundled"), torch.randn(1, 3, 32, 32)
+    with pytest.warns(UserWarning, match="ran on the server's CPU instead"):
+        logits, _ = task(small, x)
+    assert torch.equal(logits, compute.run_here(explain.forward_maps, small, x, device="cpu")[0])
+    on_zerogpu.setattr(zerogpu, "CPU_FALLBACK_PARAMS", 0)
+    with pytest.raises(gr.Error, match="This analysis needs about 4 s of GPU time .* 7 s left"):
+        task(small, x)
+
+
+def test_a_generator_task_refused_on_its_first_step_falls_back_too(on_zerogpu, catalog):
+    on_zerogpu.setattr(zerogpu.spaces, "GPU", platform(refuse_steps))
+
+    def count(loaded, n):
+        yield from range(n)
+
+    task = zerogpu.GpuTask(count, lambda *_: 0.0, "The head ranking", iterate=True)
+    with pytest.warns(UserWarning):
+        assert list(task(catalog.get("bundled"), 3)) == [0, 1, 2]
+    on_zerogpu.setattr(zerogpu, "CPU_FALLBACK_PARAMS", 0)
+    with pytest.raises(gr.Error, match="The head ranking needs about"):
+        list(task(catalog.get("bundled"), 3))

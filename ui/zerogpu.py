@@ -150,15 +150,23 @@ class GpuTask(Generic[T]):
         if not ON_ZEROGPU:
             return compute.run_here(self.task, loaded, *args)
         seconds = self.seconds(loaded, *args)
+        if self.iterate:  # the platform schedules a generator on its first step, so refusals come later
+            return self._steps(loaded, seconds, args)  # type: ignore[return-value]
         try:
-            result = self._decorated(seconds, ref_of(loaded), args)
+            return _unwrap(self._decorated(seconds, ref_of(loaded), args))
         except gr.Error as e:
             if not is_platform_error(e):
                 raise
             return self._without_gpu(GpuShortage.of(e), loaded, seconds, args)
-        if self.iterate:
-            return map(_unwrap, result)  # type: ignore[return-value]
-        return _unwrap(result)
+
+    def _steps(self, loaded: LoadedModel, seconds: int, args: tuple) -> Iterator[Any]:
+        try:
+            for step in self._decorated(seconds, ref_of(loaded), args):
+                yield _unwrap(step)
+        except gr.Error as e:
+            if not is_platform_error(e):
+                raise
+            yield from self._without_gpu(GpuShortage.of(e), loaded, seconds, args)
 
     def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
         if small_enough_for_cpu(loaded):
