@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import pickle
+import time
 
 import torch
 from PIL import Image
 
 import vit
+from explorer import explain
 from explorer.catalog import LoadedModel
 from explorer.explain import attention_bytes
 from explorer.video import BATCH_BYTES, MAX_BATCH
@@ -69,6 +72,22 @@ LESSON = {
 }
 
 
+def crossing() -> str:
+    """What the largest opening model's forward pass sends back across the fork: pickled bytes
+    (ViT-L/14 at 224 px, every layer's maps) and the seconds to pickle and unpickle them here."""
+    large = model("vit_large_patch14_reg4_dinov2", 0)
+    result = explain.forward_maps(large, torch.zeros(1, 3, 224, 224))
+    started = time.perf_counter()
+    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    pickle.loads(data)
+    seconds = time.perf_counter() - started
+    maps = attention_bytes(large.model, (224, 224))
+    return (
+        f"ViT-L/14 at 224 px: the forward pass sends back {len(data) / 2**20:.1f} MiB pickled "
+        f"({maps / 2**20:.1f} MiB of maps), pickled and unpickled in {seconds:.2f} s on this machine."
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     seconds = action_seconds()
@@ -84,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
             shared = "the whole class" if "IP" in who else "each student"
             lessons = quota // (30 * one if "IP" in who else one)
             print(f"- {who}, {quota} s a day for {shared}: {lessons} such lesson(s)")
+    print(f"\n{crossing()}")
 
 
 if __name__ == "__main__":
