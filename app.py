@@ -14,6 +14,8 @@ import argparse
 import os
 import time
 
+# Before torch: on a ZeroGPU Space `spaces` patches torch before anything touches CUDA (docs/space.md).
+import spaces  # noqa: F401
 import torch
 
 import ui
