@@ -41,6 +41,9 @@ ON_ZEROGPU = SpacesConfig.zero_gpu
 CPU_FALLBACK_PARAMS = 30_000_000
 # The `spaces` package's error titles (spaces/zero/client.py, wrappers.py; 0.51.3).
 _PLATFORM_TITLES = re.compile(r"^ZeroGPU ")
+# What GpuTask decorates its worker functions with: inert off ZeroGPU. Tests put the contract's
+# stand-in here (tests/zerogpu_fake.py) and rebuild the tasks.
+_decorate: Callable[..., Any] = spaces.GPU
 _QUOTA = re.compile(r"\((?P<requested>\d+)s requested vs\. (?P<left>\d+)s left\)\. Try again in (?P<wait>[^.]+)\.")
 
 
@@ -72,6 +75,24 @@ def _iterate_in_worker(task: Callable[..., Iterator[T]], seconds: int, ref: Any,
         yield from task(compute.placed_loaded(loaded, _worker_device()), *args)
     except Exception as e:  # noqa: BLE001
         yield _Raised(e)
+
+
+def _function_entry(task: Callable[..., T]) -> Callable[..., T | _Raised]:
+    def in_worker(seconds: int, ref: Any, args: tuple) -> T | _Raised:
+        return _call_in_worker(task, seconds, ref, args)
+
+    return in_worker
+
+
+def _generator_entry(task: Callable[..., Iterator[T]]) -> Callable[..., Iterator[T | _Raised]]:
+    """A generator function of its own: the package streams the items of a function it sees
+    is a generator function (inspect.isgeneratorfunction), and would try to pickle the
+    generator object a plain function returns, which fails in the worker."""
+
+    def in_worker(seconds: int, ref: Any, args: tuple) -> Iterator[T | _Raised]:
+        yield from _iterate_in_worker(task, seconds, ref, args)
+
+    return in_worker
 
 
 def _requested(seconds: int, ref: Any, args: tuple) -> int:
@@ -133,13 +154,9 @@ class GpuTask(Generic[T]):
 
     def __init__(self, task: Callable[..., T], cost: Callable[..., float], what: str, iterate: bool = False):
         self.task, self.cost, self.what, self.iterate = task, cost, what, iterate
-        entry = _iterate_in_worker if iterate else _call_in_worker
-
-        def in_worker(seconds: int, ref: Any, args: tuple) -> Any:
-            return entry(task, seconds, ref, args)
-
+        in_worker = _generator_entry(task) if iterate else _function_entry(task)
         in_worker.__name__ = in_worker.__qualname__ = f"gpu_{task.__name__}"  # the name ZeroGPU's logs show
-        self._decorated = spaces.GPU(in_worker, duration=_requested)
+        self._decorated = _decorate(in_worker, duration=_requested)
 
     def seconds(self, loaded: LoadedModel, *args: Any) -> int:
         """The GPU seconds this call asks for (docs/space.md: work estimate plus fixed cost)."""
@@ -150,15 +167,30 @@ class GpuTask(Generic[T]):
         if not ON_ZEROGPU:
             return compute.run_here(self.task, loaded, *args)
         seconds = self.seconds(loaded, *args)
+        if self.iterate:
+            return self._iterate(loaded, seconds, args)  # type: ignore[return-value]
         try:
             result = self._decorated(seconds, ref_of(loaded), args)
         except gr.Error as e:
             if not is_platform_error(e):
                 raise
             return self._without_gpu(GpuShortage.of(e), loaded, seconds, args)
-        if self.iterate:
-            return map(_unwrap, result)  # type: ignore[return-value]
         return _unwrap(result)
+
+    def _iterate(self, loaded: LoadedModel, seconds: int, args: tuple) -> Iterator[Any]:
+        """A generator task's items. The package asks for the GPU at the first item, not at the
+        call, so a refusal is met here; one after items were shown ends it in plain words."""
+        started = False
+        try:
+            for item in self._decorated(seconds, ref_of(loaded), args):
+                started = True
+                yield _unwrap(item)
+        except gr.Error as e:
+            if not is_platform_error(e):
+                raise
+            if started:
+                raise visitor_error(GpuShortage.of(e).words(self.what, seconds), title="No GPU time left") from e
+            yield from self._without_gpu(GpuShortage.of(e), loaded, seconds, args)  # type: ignore[misc]
 
     def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
         if small_enough_for_cpu(loaded):
