@@ -120,7 +120,7 @@ def test_the_fake_charges_each_call_and_refuses_in_the_platforms_words():
         "You have exceeded your free ZeroGPU quota (100s requested vs. 50s left). Try again in 1:00:00."
     )
     shortage = zerogpu.GpuShortage.of(raised.value)
-    assert (shortage.requested, shortage.left, shortage.wait) == (100, 50, "1:00:00")
+    assert (shortage.requested, shortage.left, shortage.wait, shortage.account) == (100, 50, "1:00:00", "free")
 
 
 # -- every tab's GPU task through the fake: the CPU's results --
@@ -224,7 +224,7 @@ def test_without_gpu_time_a_large_model_gets_the_seconds_it_needs_and_has(fake, 
         assert raised.value.title == "No GPU time left"
         assert raised.value.message.startswith(
             f"This analysis needs about {seconds} s of GPU time and your daily GPU time has 2 s left. "
-            "Try again in 1:00:00, or log in to Hugging Face"
+            "Try again in 1:00:00, or subscribe to Hugging Face PRO for 40 minutes a day."
         )
         with pytest.raises(gr.Error, match="The head ranking needs about .* has 2 s left"):
             list(zerogpu.RANKING(loaded, picture))

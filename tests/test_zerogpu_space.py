@@ -159,26 +159,34 @@ def _as_visitor(token: str | None):
 
 
 @pytest.mark.parametrize(
-    ("token", "busy", "words"),
+    ("token", "auth", "words"),
     [
-        (visitor_token("ada"), False, "your daily GPU time has 2 s left. Try again in 1:00:00, or log in"),
-        (None, False, "this Space has used its GPU time for now: log in to Hugging Face"),
-        (None, True, "needs a GPU and every GPU of this Space is busy right now: try again in a minute."),
+        (
+            "ada",
+            "regular",
+            "has 2 s left. Try again in 1:00:00, or subscribe to Hugging Face PRO for 40 minutes a day.",
+        ),
+        ("ada", "pro", "your daily GPU time has 2 s left. Try again in 1:00:00."),
+        ("ada", None, "has 2 s left. Try again in 1:00:00, or log in to Hugging Face: a free account gets 5 minutes"),
+        (None, None, "this Space has used its GPU time for now: log in to Hugging Face to use your own daily GPU time"),
+        (None, "busy", "needs a GPU and every GPU of this Space is busy right now: try again in a minute."),
     ],
-    ids=["visitor-quota-used", "space-quota-used", "no-gpu-free"],
+    ids=["logged-in", "pro", "not-logged-in", "space-quota-used", "no-gpu-free"],
 )
 def test_a_model_too_large_for_the_cpu_gets_the_platforms_refusal_in_plain_words(
-    real_package, tmp_path, token, busy, words
+    real_package, tmp_path, token, auth, words
 ):
+    """The real package's refusal for each kind of visitor (the stand-in's 429 and 503),
+    worded by GpuShortage: the seconds asked and left, and what this visitor can do."""
     from gradio.context import LocalContext
 
     gpu, task = real_package
-    gpu.busy = busy
+    gpu.busy, gpu.auth = auth == "busy", auth
     catalog = ModelCatalog(BUNDLED_PATH, tmp_path)  # kept: the worker names the model by its catalogue
     loaded = catalog.get(BUNDLED)
     tensor = torch.zeros(1, 3, 32, 32)
     seconds = task.seconds(loaded, tensor)
-    reset = _as_visitor(token)
+    reset = _as_visitor(token and visitor_token(token))
     try:
         with pytest.raises(gr.Error) as raised:
             task(loaded, tensor)
@@ -187,6 +195,6 @@ def test_a_model_too_large_for_the_cpu_gets_the_platforms_refusal_in_plain_words
     assert raised.value.title == "No GPU time left"
     assert raised.value.message.startswith("This analysis needs ")
     assert words in raised.value.message
-    if not busy:
+    if auth != "busy":
         assert f"needs about {seconds} s of GPU time" in raised.value.message
     assert gpu.paths() == ["/schedule"]  # refused before any worker

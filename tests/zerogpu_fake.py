@@ -55,6 +55,7 @@ class Call:
 class FakeZeroGpu:
     quota_s: int = FREE_QUOTA_S
     exceeded: bool = False  # refuse everyone, whatever they have left
+    account: str = "free"  # how the platform names the visitor's quota: "free", "Pro" or "" (not logged in)
     used: dict[str, int] = field(default_factory=dict)  # visitor -> seconds charged
     calls: list[Call] = field(default_factory=list)
 
@@ -89,7 +90,8 @@ class FakeZeroGpu:
         if self.exceeded or requested > self.left(visitor):
             left = 0 if self.exceeded else self.left(visitor)
             raise gr.Error(
-                f"You have exceeded your free ZeroGPU quota ({requested}s requested vs. {left}s left). "
+                f"You have exceeded your {self.account + ' ' if self.account else ''}ZeroGPU quota "
+                f"({requested}s requested vs. {left}s left). "
                 f"Try again in {timedelta(seconds=WAIT_S)}.",
                 title="ZeroGPU quota exceeded",
             )

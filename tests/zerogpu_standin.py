@@ -50,6 +50,7 @@ class ZeroGpuStandIn:
     quota_s: int = FREE_QUOTA_S  # every visitor's daily seconds
     exceeded: bool = False  # answer "quota exceeded" to everyone, whatever they have left
     busy: bool = False  # answer "no GPU was available" (503) to everyone
+    auth: str | None = "regular"  # what a visitor with a token is: None (not logged in), "regular", "pro"
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, parameters)
     used: dict[str, int] = field(default_factory=dict)  # visitor -> seconds charged
     _tokens: int = 0
@@ -106,7 +107,7 @@ def _handler(gpu: ZeroGpuStandIn, lock: threading.Lock) -> type[BaseHTTPRequestH
                 gpu.requests.append((url.path, params))
                 if url.path == "/schedule":
                     status, body = gpu.schedule(params)
-                    auth = {"X-Authenticated": "regular"} if params.get("token") else {}
+                    auth = {"X-Authenticated": gpu.auth} if params.get("token") and gpu.auth else {}
                     return self._send(status, body, auth)
             if url.path in ("/startup-report", "/allow", "/release"):
                 return self._send(200)

@@ -45,6 +45,14 @@ _PLATFORM_TITLES = re.compile(r"^ZeroGPU ")
 # stand-in here (tests/zerogpu_fake.py) and rebuild the tasks.
 _decorate: Callable[..., Any] = spaces.GPU
 _QUOTA = re.compile(r"\((?P<requested>\d+)s requested vs\. (?P<left>\d+)s left\)\. Try again in (?P<wait>[^.]+)\.")
+# The package names the visitor's account in its quota message: "your free ZeroGPU quota" (logged
+# in), "your Pro ZeroGPU quota", "your ZeroGPU quota" (not logged in); what each can do for more.
+_ACCOUNT = re.compile(r"your (?P<account>free |Pro )?ZeroGPU quota")
+_MORE_TIME = {
+    "": ", or log in to Hugging Face: a free account gets 5 minutes a day, PRO 40 minutes.",
+    "free": ", or subscribe to Hugging Face PRO for 40 minutes a day.",
+    "Pro": ".",
+}
 
 
 @dataclass(frozen=True)
@@ -114,21 +122,23 @@ class GpuShortage:
     requested: int | None = None
     left: int | None = None
     wait: str | None = None
+    account: str = ""  # "free", "Pro" or "" (not logged in), as the message says
 
     @classmethod
     def of(cls, error: gr.Error) -> GpuShortage:
         found = _QUOTA.search(str(error.message))
         if found is None:
             return cls(str(error.message))
-        return cls(str(error.message), int(found["requested"]), int(found["left"]), found["wait"].strip())
+        account = _ACCOUNT.search(str(error.message))
+        named = (account["account"] or "").strip() if account else ""
+        return cls(str(error.message), int(found["requested"]), int(found["left"]), found["wait"].strip(), named)
 
     def words(self, what: str, seconds: int) -> str:
         """The visitor's message: what could not run, the seconds asked and left, what to do."""
         if self.left is not None:
             return (
                 f"{what} needs about {seconds} s of GPU time and your daily GPU time has {self.left} s left. "
-                f"Try again in {self.wait}, or log in to Hugging Face: a free account gets 5 minutes a day, "
-                "PRO 40 minutes."
+                f"Try again in {self.wait}{_MORE_TIME.get(self.account, '.')}"
             )
         if "No GPU was available" in self.message:
             return f"{what} needs a GPU and every GPU of this Space is busy right now: try again in a minute."
