@@ -1,12 +1,14 @@
 """bench/space.py's cheap pieces (the rehearsal itself takes minutes: python -m bench.space)."""
 
 import pytest
+from zerogpu_standin import serve
 
 import ui
 import vit
 from bench.space import (
     IMAGE,
     LESSON_1,
+    NO_DRIVER,
     OPENING,
     StepFailed,
     Steps,
@@ -14,7 +16,10 @@ from bench.space import (
     explore,
     lesson_compare,
     lesson_norms,
+    no_traceback,
     opening_models,
+    out_of_gpu_time,
+    workers_failed_and_cpu_answered,
 )
 from explorer.catalog import ModelCatalog
 
@@ -56,3 +61,35 @@ def test_the_rehearsal_reads_what_the_served_app_answers(client):
         "Without": "bundled",
     }
     assert lesson_norms(client, image, values) == "layer 1 of bundled and bundled: 2 norm tables"
+
+
+def test_the_zerogpu_rehearsal_tells_failed_workers_and_refusals_from_anything_else(tmp_path):
+    """bench.space --zerogpu's checks, against the device API stand-in: every worker failing here
+    is expected (no GPU), a traceback that is not one of theirs is not, and a quota-out step sees
+    only refused requests."""
+    log = tmp_path / "app.log"
+    log.write_text(f"built in 1.0 s\nTraceback (most recent call last):\n  ...\n{NO_DRIVER}. Please check\n")
+    assert no_traceback(log, workers_failed=1).endswith("1 tracebacks, each a GPU worker finding no CUDA driver")
+    with pytest.raises(StepFailed, match="1 tracebacks in the app's log, 0 GPU workers failed"):
+        no_traceback(log)
+    log.write_text(log.read_text() + "Traceback (most recent call last):\nValueError: boom\n")
+    with pytest.raises(StepFailed, match="2 tracebacks"):
+        no_traceback(log, workers_failed=1)
+
+    with serve() as gpu:
+        with pytest.raises(StepFailed, match="expected each /schedule to start a worker"):
+            workers_failed_and_cpu_answered(gpu)  # no GPU call at all: nothing was rehearsed
+        gpu.requests += [("/schedule", {}), ("/allow", {}), ("/release", {"fail": "true"})]
+        assert workers_failed_and_cpu_answered(gpu).startswith("1 GPU calls")
+        gpu.requests.append(("/schedule", {}))
+        with pytest.raises(StepFailed):
+            workers_failed_and_cpu_answered(gpu)  # a call that never reached a worker
+
+        def visit() -> str:
+            assert gpu.exceeded
+            gpu.requests.append(("/schedule", {}))
+            return "ran on the CPU"
+
+        assert out_of_gpu_time(gpu, visit) == "1 refused; ran on the CPU" and not gpu.exceeded
+        with pytest.raises(StepFailed, match="expected only refused /schedule requests, got"):
+            out_of_gpu_time(gpu, lambda: "asked nothing")
