@@ -170,18 +170,21 @@ def _as_visitor(token: str | None):
         ("ada", None, "has 2 s left. Try again in 1:00:00, or log in to Hugging Face: a free account gets 5 minutes"),
         (None, None, "this Space has used its GPU time for now: log in to Hugging Face to use your own daily GPU time"),
         (None, "busy", "needs a GPU and every GPU of this Space is busy right now: try again in a minute."),
+        ("ada", "too-long", "s of GPU time, more than ZeroGPU gives one call: pick a smaller model or a smaller"),
     ],
-    ids=["logged-in", "pro", "not-logged-in", "space-quota-used", "no-gpu-free"],
+    ids=["logged-in", "pro", "not-logged-in", "space-quota-used", "no-gpu-free", "longer-than-allowed"],
 )
 def test_a_model_too_large_for_the_cpu_gets_the_platforms_refusal_in_plain_words(
     real_package, tmp_path, token, auth, words
 ):
-    """The real package's refusal for each kind of visitor (the stand-in's 429 and 503),
-    worded by GpuShortage: the seconds asked and left, and what this visitor can do."""
+    """The real package's refusal for each kind of visitor and each reason (the stand-in's 429s
+    and 503), worded by GpuShortage: the seconds asked and left, and what this visitor can do."""
     from gradio.context import LocalContext
 
     gpu, task = real_package
     gpu.busy, gpu.auth = auth == "busy", auth
+    if auth == "too-long":
+        gpu.quota_s, gpu.max_duration_s, gpu.auth = 10**6, 1, "regular"
     catalog = ModelCatalog(BUNDLED_PATH, tmp_path)  # kept: the worker names the model by its catalogue
     loaded = catalog.get(BUNDLED)
     tensor = torch.zeros(1, 3, 32, 32)
@@ -197,4 +200,5 @@ def test_a_model_too_large_for_the_cpu_gets_the_platforms_refusal_in_plain_words
     assert words in raised.value.message
     if auth != "busy":
         assert f"needs about {seconds} s of GPU time" in raised.value.message
+    assert "try again in a minute" not in raised.value.message or auth == "busy"  # a retry would not help
     assert gpu.paths() == ["/schedule"]  # refused before any worker

@@ -9,7 +9,8 @@ What the package sends (spaces/zero/api.py, client.py), all POSTs with query par
   visitor's quota cannot pay durationSeconds (the package words it "You have exceeded your ...
   quota (Ns requested vs. Ms left). Try again in H:MM:SS." for a visitor with a token, "Space app
   has reached its GPU limit" for one without); 503 when no GPU is free. Both JSON answers
-  need a Content-Type: the package reads it to tell them from a queue's event stream;
+  need a Content-Type: the package reads it to tell them from a queue's event stream; a 429
+  with a negative wait means the call asks for more than any call may have;
 - `/allow` (allowToken, pid) from the forked worker, which must get 200 (the package asserts it);
 - `/release` (allowToken, fail) when the call ends.
 
@@ -50,6 +51,7 @@ class ZeroGpuStandIn:
     quota_s: int = FREE_QUOTA_S  # every visitor's daily seconds
     exceeded: bool = False  # answer "quota exceeded" to everyone, whatever they have left
     busy: bool = False  # answer "no GPU was available" (503) to everyone
+    max_duration_s: int | None = None  # the longest call allowed (longer: 429 with a negative wait)
     auth: str | None = "regular"  # what a visitor with a token is: None (not logged in), "regular", "pro"
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, parameters)
     used: dict[str, int] = field(default_factory=dict)  # visitor -> seconds charged
@@ -68,6 +70,8 @@ class ZeroGpuStandIn:
             return 503, {"detail": "No GPU available"}
         visitor = _visitor(params.get("token"))
         requested = int(params.get("durationSeconds", 60))
+        if self.max_duration_s is not None and requested > self.max_duration_s:
+            return 429, {"left": self.left(visitor), "wait": -1}  # the package: "illegal duration"
         if self.exceeded or requested > self.left(visitor):
             return 429, {"left": 0 if self.exceeded else self.left(visitor), "wait": WAIT_S}
         self.used[visitor] = self.used.get(visitor, 0) + requested

@@ -140,6 +140,11 @@ class GpuShortage:
                 f"{what} needs about {seconds} s of GPU time and your daily GPU time has {self.left} s left. "
                 f"Try again in {self.wait}{_MORE_TIME.get(self.account, '.')}"
             )
+        if "larger than the maximum allowed" in self.message:
+            return (
+                f"{what} needs about {seconds} s of GPU time, more than ZeroGPU gives one call: "
+                "pick a smaller model or a smaller image."
+            )
         if "No GPU was available" in self.message:
             return f"{what} needs a GPU and every GPU of this Space is busy right now: try again in a minute."
         if "reached its GPU limit" in self.message:
