@@ -5,6 +5,8 @@ and a visitor without GPU time gets the CPU or plain words."""
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import os
 import threading
 import warnings
 
@@ -92,6 +94,10 @@ def _wait_forever() -> None:
     threading.Event().wait()
 
 
+def _die() -> None:
+    os._exit(1)
+
+
 def test_the_fake_runs_in_a_fork_with_pickled_arguments_and_reports_errors_as_the_platform_does():
     fake = FakeZeroGpu()
     box: list = ["caller"]
@@ -105,8 +111,11 @@ def test_the_fake_runs_in_a_fork_with_pickled_arguments_and_reports_errors_as_th
     with pytest.raises(gr.Error, match="PicklingError"):
         fake(_generator_object, duration=1)()  # what a plain function returning a generator meets
     with pytest.raises(gr.Error, match="GPU task aborted"):
-        fake(_wait_forever, duration=1)()
+        FakeZeroGpu(grace_s=0)(_wait_forever, duration=1)()  # killed when its second is up
+    with pytest.raises(gr.Error, match="GPU task aborted"):
+        fake(_die)()  # the worker gone without a word
     assert [c.outcome for c in fake.calls] == ["ok", "error", "error", "error", "aborted"]
+    assert [c.requested for c in fake.calls] == [1, 1, 1, 1, 60]  # no duration: the package's 60 s
 
 
 def test_the_fake_charges_each_call_and_refuses_in_the_platforms_words():
@@ -234,12 +243,12 @@ def test_a_ranking_cut_off_midway_ends_in_plain_words(fake, loaded, picture, mon
     """The worker killed after the first rankings (its time was up): the visitor keeps what was
     shown and reads why the rest is missing, not "ZeroGPU worker error"."""
 
-    def slow_after_one(loaded, image):
+    def killed_after_one(loaded, image):
         yield lessons.Ranking("cat", [], 1, 2)
-        threading.Event().wait()
+        if multiprocessing.parent_process() is not None:  # in the worker only, never in pytest
+            os._exit(1)  # the platform's kill, without waiting for a clock
 
-    monkeypatch.setattr(zerogpu, "RANKING", zerogpu.GpuTask(slow_after_one, lambda *a: 0.0, "The head ranking", True))
-    monkeypatch.setattr(zerogpu.compute, "FIXED_GPU_S", 1.0)
+    monkeypatch.setattr(zerogpu, "RANKING", zerogpu.GpuTask(killed_after_one, lambda *a: 0.0, "The head ranking", True))
     shown = []
     with pytest.raises(gr.Error, match="The head ranking needs a GPU and the GPU could not run it this time"):
         for ranking in zerogpu.RANKING(loaded, picture):
