@@ -108,7 +108,19 @@ def fresh_venv(folder: Path) -> str:
     venv.EnvBuilder(with_pip=True, clear=True).create(folder)
     python = folder / "bin" / "python"
     run([str(python), "-m", "pip", "install", "-q", "-r", str(REPO / "requirements.txt")])
-    return f"{python}: {requirements_line(python)}"
+    return f"{python}: {requirements_line(python)}; {torch_pair(python)}"
+
+
+def torch_pair(python: Path) -> str:
+    """torch and torchvision load together: a machine whose local wheels hold a CPU build of
+    the pinned torch gets it beside PyPI's CUDA torchvision, which then cannot register its
+    operators (seen here: torch 2.13.0+cpu from /opt/wheels, "operator torchvision::nms does not
+    exist" at the build's first model load). A Space installs both from PyPI."""
+    check = "import torch, torchvision.ops; print(torch.__version__, torchvision.__version__)"
+    try:
+        return "torch {} and torchvision {} load together".format(*run([str(python), "-c", check]).split())
+    except StepFailed as e:
+        raise StepFailed(f"torch and torchvision in the venv do not load together: {e}") from e
 
 
 def requirements_line(python: Path) -> str:

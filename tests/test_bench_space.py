@@ -1,5 +1,8 @@
 """bench/space.py's cheap pieces (the rehearsal itself takes minutes: python -m bench.space)."""
 
+import sys
+from pathlib import Path
+
 import pytest
 from zerogpu_standin import serve
 
@@ -19,6 +22,7 @@ from bench.space import (
     no_traceback,
     opening_models,
     out_of_gpu_time,
+    torch_pair,
     workers_failed_and_cpu_answered,
 )
 from explorer.catalog import ModelCatalog
@@ -93,3 +97,12 @@ def test_the_zerogpu_rehearsal_tells_failed_workers_and_refusals_from_anything_e
         assert out_of_gpu_time(gpu, visit) == "1 refused; ran on the CPU" and not gpu.exceeded
         with pytest.raises(StepFailed, match="expected only refused /schedule requests, got"):
             out_of_gpu_time(gpu, lambda: "asked nothing")
+
+
+def test_the_venv_step_names_a_torch_and_torchvision_that_do_not_load_together(tmp_path):
+    assert torch_pair(Path(sys.executable)).endswith("load together")
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'RuntimeError: operator torchvision::nms does not exist' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(StepFailed, match="do not load together: .* operator torchvision::nms does not exist"):
+        torch_pair(broken)
