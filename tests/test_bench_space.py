@@ -22,6 +22,7 @@ from bench.space import (
     no_traceback,
     opening_models,
     out_of_gpu_time,
+    refused_in_plain_words,
     torch_pair,
     workers_failed_and_cpu_answered,
 )
@@ -106,3 +107,20 @@ def test_the_venv_step_names_a_torch_and_torchvision_that_do_not_load_together(t
     broken.chmod(0o755)
     with pytest.raises(StepFailed, match="do not load together: .* operator torchvision::nms does not exist"):
         torch_pair(broken)
+
+
+def test_a_refusal_counts_only_in_the_apps_own_words():
+    from gradio_client.exceptions import AppError
+
+    def refused(message: str):
+        def visit():
+            raise AppError(message)
+
+        return visit
+
+    plain = "This lesson needs about 9 s of GPU time and this Space has used its GPU time for now: log in ..."
+    assert refused_in_plain_words(refused(plain)) == plain
+    with pytest.raises(StepFailed, match="not the plain message"):
+        refused_in_plain_words(refused("ZeroGPU worker error: RuntimeError"))
+    with pytest.raises(StepFailed, match="should have been refused"):
+        refused_in_plain_words(lambda: "a result")

@@ -18,6 +18,7 @@ each call asks for a duration that is charged to the visitor's daily quota (docs
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from explorer.catalog import LoadedModel, ModelCatalog, from_ref, ref_of
 from .checks import visitor_error
 
 T = TypeVar("T")
+LOG = logging.getLogger(__name__)
 
 ON_ZEROGPU = SpacesConfig.zero_gpu
 # Models up to this many parameters run on the CPU when no GPU time is left (ViT-S/16: 22 M,
@@ -204,14 +206,21 @@ class GpuTask(Generic[T]):
             if not is_platform_error(e):
                 raise
             if started:
-                raise visitor_error(GpuShortage.of(e).words(self.what, seconds), title="No GPU time left") from e
+                raise _refused(GpuShortage.of(e), self.what, seconds) from e
             yield from self._without_gpu(GpuShortage.of(e), loaded, seconds, args)  # type: ignore[misc]
 
     def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
         if small_enough_for_cpu(loaded):
             gr.Warning(f"No GPU time for this: {loaded.label} ran on the server's CPU instead (slower, same result).")
             return compute.run_here(self.task, loaded, *args, device="cpu")
-        raise visitor_error(shortage.words(self.what, seconds), title="No GPU time left")
+        raise _refused(shortage, self.what, seconds)
+
+
+def _refused(shortage: GpuShortage, what: str, seconds: int) -> gr.Error:
+    """The visitor's error, and one line in the log: a refusal is the platform's answer, not a
+    fault of this server, so no traceback (Gradio prints one for every gr.Error by default)."""
+    LOG.warning("no GPU for %r (%d s): %s", what, seconds, shortage.message)
+    return visitor_error(shortage.words(what, seconds), title="No GPU time left", print_exception=False)
 
 
 def preload(catalog: ModelCatalog, keys: list[str]) -> list[str]:
