@@ -255,3 +255,17 @@ def test_a_ranking_cut_off_midway_ends_in_plain_words(fake, loaded, picture, mon
             shown.append(ranking)
     assert shown == [lessons.Ranking("cat", [], 1, 2)]
     assert fake.calls[-1].outcome == "aborted"
+
+
+def test_a_visitor_who_stops_the_ranking_stops_its_worker(fake, loaded, picture, monkeypatch):
+    def endless(loaded, image):
+        while True:
+            yield lessons.Ranking("cat", [], 1, 2)
+
+    monkeypatch.setattr(zerogpu, "RANKING", zerogpu.GpuTask(endless, lambda *a: 0.0, "The head ranking", True))
+    rankings = zerogpu.RANKING(loaded, picture)
+    assert next(rankings) == lessons.Ranking("cat", [], 1, 2)
+    rankings.close()  # what Gradio does when the visitor cancels
+    (call,) = fake.calls
+    with pytest.raises(ProcessLookupError):
+        os.kill(call.pid, 0)  # killed and reaped, not left computing

@@ -50,6 +50,7 @@ class Call:
     visitor: str
     requested: int
     result_bytes: int = 0  # the pickled results that came back from the worker
+    pid: int | None = None  # the worker's process
     outcome: str = "refused"  # refused, running, ok, error, aborted
 
 
@@ -158,6 +159,7 @@ def _run_forked(fn: Callable[..., Any], payload: bytes, call: Call, generator: b
     receive, send = _FORK.Pipe(duplex=False)
     worker = _FORK.Process(target=_worker, args=(fn, payload, generator, send), daemon=True)
     worker.start()
+    call.pid = worker.pid
     send.close()
     deadline = time.monotonic() + limit_s
     return _results(worker, receive, call, deadline)

@@ -197,9 +197,9 @@ class GpuTask(Generic[T]):
     def _iterate(self, loaded: LoadedModel, seconds: int, args: tuple) -> Iterator[Any]:
         """A generator task's items. The package asks for the GPU at the first item, not at the
         call, so a refusal is met here; one after items were shown ends it in plain words."""
-        started = False
+        started, items = False, self._decorated(seconds, ref_of(loaded), args)
         try:
-            for item in self._decorated(seconds, ref_of(loaded), args):
+            for item in items:
                 started = True
                 yield _unwrap(item)
         except gr.Error as e:
@@ -208,6 +208,8 @@ class GpuTask(Generic[T]):
             if started:
                 raise _refused(GpuShortage.of(e), self.what, seconds) from e
             yield from self._without_gpu(GpuShortage.of(e), loaded, seconds, args)  # type: ignore[misc]
+        finally:
+            items.close()  # a visitor who stops the ranking stops the worker (the package's stop event)
 
     def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
         if small_enough_for_cpu(loaded):
