@@ -14,7 +14,7 @@ import argparse
 import os
 import time
 
-# First: on a ZeroGPU Space `spaces` must patch torch before anything touches CUDA (ui/zerogpu.py).
+# Before torch: on a ZeroGPU Space `spaces` patches torch before anything touches CUDA (docs/space.md).
 import spaces  # noqa: F401
 import torch
 

@@ -12,6 +12,12 @@
 5. through gradio_client: the models every tab opens on, Explore on its default model and on
    DINO ViT-S/16, and every lesson with the models it opens on.
 
+With `--zerogpu` the Space is a ZeroGPU one: the app also gets the platform's environment
+(SPACES_ZERO_GPU, the device API: the stand-in of tests/zerogpu_standin.py), so the real
+`spaces` package patches torch, reports at start and asks for a GPU per call. This machine has
+no GPU: every GPU worker fails (no CUDA driver) and the visitor must get the CPU's answer; then
+a visitor out of GPU time gets the CPU for a small model and plain words for a ViT-L/14.
+
 One line per step, then a verdict; the exit code is 1 if any step failed. It takes minutes
 (the venv, two ViT-L/14 of 1.2 GB): not part of the test suite.
 """
@@ -30,6 +36,7 @@ import urllib.request
 import venv
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +107,23 @@ def fresh_venv(folder: Path) -> str:
     """A venv with requirements.txt installed and nothing else; its python's path."""
     venv.EnvBuilder(with_pip=True, clear=True).create(folder)
     python = folder / "bin" / "python"
-    run([str(python), "-m", "pip", "install", "-q", "-r", str(REPO / "requirements.txt")])
-    return f"{python}: {requirements_line(python)}"
+    with tempfile.TemporaryDirectory() as no_wheels:  # as README installs: PyPI's torch, not a local CPU wheel
+        env = {**os.environ, "PIP_FIND_LINKS": no_wheels}
+        run([str(python), "-m", "pip", "install", "-q", "-r", str(REPO / "requirements.txt")], env=env)
+    return f"{python}: {requirements_line(python)}; {torch_pair(python)}"
+
+
+def torch_pair(python: Path) -> str:
+    """torch and torchvision load together: a machine whose local wheels hold a CPU build of
+    the pinned torch gets it beside PyPI's CUDA torchvision, which then cannot register its
+    operators (seen here: torch 2.13.0+cpu from /opt/wheels, "operator torchvision::nms does not
+    exist" at the build's first model load): `fresh_venv` installs as README says, so this
+    names what went wrong if a machine still finds another wheel. A Space installs both from PyPI."""
+    check = "import torch, torchvision.ops; print(torch.__version__, torchvision.__version__)"
+    try:
+        return "torch {} and torchvision {} load together".format(*run([str(python), "-c", check]).split())
+    except StepFailed as e:
+        raise StepFailed(f"torch and torchvision in the venv do not load together: {e}") from e
 
 
 def requirements_line(python: Path) -> str:
@@ -203,12 +225,12 @@ def opening_models(values: dict[str, Any]) -> str:
     return f"Explore on {SPACE_MODEL}; lessons on {', '.join(space_weights()[1:])}"
 
 
-def explore(client: Any, key: str) -> str:
+def explore(client: Any, key: str, mode: str = "crop") -> str:
     """Pick `key` in the Explore tab, then analyse the example image with it."""
     from gradio_client import handle_file
 
     info = client.predict(key, api_name="/load_model")[0]  # the model description (gr.State outputs are not sent)
-    outputs = client.predict(image=handle_file(str(IMAGE)), model_key=key, mode="crop", api_name="/analyze")
+    outputs = client.predict(image=handle_file(str(IMAGE)), model_key=key, mode=mode, api_name="/analyze")
     heads, label = Path(file_of(outputs[4])), outputs[2]
     if not heads.is_file():
         raise StepFailed("/analyze drew no head maps")
@@ -261,14 +283,100 @@ def downloads_once(client: Any, hub: Any, key: str) -> str:
     return f"{len(fetched)} files fetched once; {said}"
 
 
-def no_traceback(log: Path) -> str:
+# What the `spaces` package prints when a GPU worker fails on this machine, which has no GPU.
+NO_DRIVER = "RuntimeError: Found no NVIDIA driver on your system"
+
+
+def no_traceback(log: Path, workers_failed: int = 0) -> str:
+    """No traceback in the app's log but, with `workers_failed`, the GPU workers' own (ZeroGPU
+    here: each prints why it found no GPU)."""
     text = log.read_text(errors="replace")
-    if "Traceback" in text:
-        raise StepFailed(f"the app's log holds a traceback: {log}")
+    tracebacks, expected = text.count("Traceback"), text.count(NO_DRIVER)
+    if tracebacks != expected or expected != workers_failed:
+        raise StepFailed(f"{tracebacks} tracebacks in the app's log, {workers_failed} GPU workers failed: {log}")
+    if expected:
+        return f"{len(text.splitlines())} lines; {expected} tracebacks, each a GPU worker finding no CUDA driver"
     return f"{len(text.splitlines())} lines, no traceback"
 
 
-def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None) -> None:
+@contextmanager
+def zerogpu_serving() -> Iterator[Any]:
+    """ZeroGPU's device API stand-in (tests/zerogpu_standin.py); yields it."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import zerogpu_standin
+
+    with zerogpu_standin.serve() as gpu:
+        yield gpu
+
+
+def zerogpu_env(url: str, work: Path) -> dict[str, str]:
+    """What a ZeroGPU Space adds to the environment (spaces/config.py reads it), pointed here."""
+    cgroup = work / "cgroup"
+    cgroup.write_text("0::/rehearsal/space\n")  # cgroup v2, as /proc/self/cgroup reads on a Space
+    return {
+        "SPACES_ZERO_GPU": "true",
+        "SPACES_ZERO_DEVICE_API_URL": url,
+        "ZEROGPU_PROC_SELF_CGROUP_PATH": str(cgroup),
+        "ZEROGPU_OFFLOAD_DIR": str(work / "zerogpu-offload"),
+        "HOME": str(work / "home"),  # the package keeps its cleanups under ~/.zerogpu
+    }
+
+
+def reported_at_start(gpu: Any) -> str:
+    if gpu.paths() != ["/startup-report"]:
+        raise StepFailed(f"the platform heard {gpu.paths()} before any visitor, not one /startup-report")
+    return "one /startup-report, before any visitor"
+
+
+def gpu_calls(gpu: Any) -> dict[str, int]:
+    """How many of each request the platform got."""
+    counts: dict[str, int] = {}
+    for path in gpu.paths():
+        counts[path] = counts.get(path, 0) + 1
+    return counts
+
+
+def workers_failed_and_cpu_answered(gpu: Any) -> str:
+    """Every GPU call was scheduled, started a worker that failed (no GPU here) and was released
+    as failed; the visitors' steps before passed: a small model answered on the CPU, a large
+    one in plain words."""
+    counts = gpu_calls(gpu)
+    failed = sum(1 for path, params in gpu.requests if path == "/release" and params.get("fail") == "true")
+    calls = counts.get("/schedule", 0)
+    if not calls or counts.get("/allow") != calls or failed != calls:
+        raise StepFailed(f"expected each /schedule to start a worker that fails here, got {counts}")
+    return f"{calls} GPU calls: each worker found no GPU and failed (the steps before: what visitors got then)"
+
+
+def out_of_gpu_time(gpu: Any, visit: Callable[[], str]) -> str:
+    """`visit` while the platform refuses every GPU call for quota ("quota exceeded", 429)."""
+    before = len(gpu.requests)
+    gpu.exceeded = True
+    try:
+        said = visit()
+    finally:
+        gpu.exceeded = False
+    asked = [path for path, _ in gpu.requests[before:]]
+    if not asked or set(asked) != {"/schedule"}:
+        raise StepFailed(f"expected only refused /schedule requests, got {asked}")
+    return f"{len(asked)} refused; {said}"
+
+
+def refused_in_plain_words(visit: Callable[[], Any], words: str = "s of GPU time") -> str:
+    """A model too large for the CPU fallback, without a GPU: the visitor reads ui/zerogpu.py's
+    message (holding `words`), not the platform's."""
+    from gradio_client.exceptions import AppError
+
+    try:
+        visit()
+    except AppError as e:
+        if words not in str(e) or "ZeroGPU" in str(e):
+            raise StepFailed(f"not the plain message: {e}") from e
+        return str(e)
+    raise StepFailed("ran without a GPU: the ViT-L/14 should have been refused")
+
+
+def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, zerogpu: bool = False) -> None:
     """Every step, in order; raises StepFailed at the first that fails."""
     python = reuse_venv or str(work / "venv" / "bin" / "python")
     if reuse_venv is None:
@@ -278,27 +386,57 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None) ->
     with ExitStack() as stack:
         serving = hub_serving([*space_weights(), NOT_PRELOADED], weights)
         hub = steps.run("Hub stand-in on 127.0.0.1 serving timm-format weights", stack.enter_context, serving)
-        env = space_env(hub.url, work / "hf-home", free_port())
+        env, gpu, started = space_env(hub.url, work / "hf-home", free_port()), None, "SPACE_ID, HF_ENDPOINT"
+        if zerogpu:
+            gpu = steps.run("ZeroGPU device API stand-in on 127.0.0.1", stack.enter_context, zerogpu_serving())
+            env, started = env | zerogpu_env(gpu.url, work), f"{started}, SPACES_ZERO_GPU"
         steps.run("the Space's build: preload_from_hub (python -m vit.download)", preload, python, app, env)
         built = len(weight_downloads(hub))
-        proc = steps.run("python app.py as a Space starts it (SPACE_ID, HF_ENDPOINT)", start_app, python, app, env, log)
+        proc = steps.run(f"python app.py as a Space starts it ({started})", start_app, python, app, env, log)
         stack.callback(stop, proc)
+        if gpu is not None:
+            steps.run("the app reported to ZeroGPU at start", reported_at_start, gpu)
         from gradio_client import Client, handle_file
 
         url = f"http://127.0.0.1:{env['GRADIO_SERVER_PORT']}/"
         client, image = Client(url, verbose=False), handle_file(str(IMAGE))
         values = steps.run("the page's /config", page_values, url)
-        steps.run("every tab opens on the Space's models", opening_models, values)
-        steps.run(f"Explore with {SPACE_MODEL}", explore, client, pretrained_key(SPACE_MODEL))
-        steps.run(f"Explore with DINO ViT-S/16 ({DINO})", explore, client, pretrained_key(DINO))
-        steps.run("Lesson 1, supervised vs self-supervised", lesson_compare, client, image, values[LESSON_1])
-        steps.run("Lesson 2, artefacts and registers", lesson_norms, client, image, values)
-        steps.run("Lesson 3, which heads matter", lesson_heads, client, image, values["Model (with classes)"])
+        visit_every_tab(steps, client, image, values, gpu is not None)
         steps.run("no visitor waited for a download", no_downloads_after_the_build, hub, built)
         steps.run(
             f"a model not preloaded ({NOT_PRELOADED})", downloads_once, client, hub, pretrained_key(NOT_PRELOADED)
         )
-        steps.run("the app's log", no_traceback, log)
+        workers_failed = 0 if gpu is None else without_a_gpu(steps, client, image, values, gpu)
+        steps.run("the app's log", no_traceback, log, workers_failed)
+
+
+def visit_every_tab(steps: Steps, client: Any, image: Any, values: dict[str, Any], zerogpu: bool) -> None:
+    """What a visitor does on each tab, on the models the page opens on. On ZeroGPU here every
+    GPU worker fails (no GPU): the small models answer on the CPU, lesson 2's ViT-L/14 pair,
+    too large for it, in plain words."""
+    steps.run("every tab opens on the Space's models", opening_models, values)
+    steps.run(f"Explore with {SPACE_MODEL}", explore, client, pretrained_key(SPACE_MODEL))
+    steps.run(f"Explore with DINO ViT-S/16 ({DINO})", explore, client, pretrained_key(DINO))
+    steps.run("Lesson 1, supervised vs self-supervised", lesson_compare, client, image, values[LESSON_1])
+    if zerogpu:
+        norms = partial(lesson_norms, client, image, values)
+        said = "the GPU could not run it this time"
+        steps.run("Lesson 2, its ViT-L/14 worker failed (no GPU here)", refused_in_plain_words, norms, said)
+    else:
+        steps.run("Lesson 2, artefacts and registers", lesson_norms, client, image, values)
+    steps.run("Lesson 3, which heads matter", lesson_heads, client, image, values["Model (with classes)"])
+
+
+def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any], gpu: Any) -> int:
+    """ZeroGPU's steps: the GPU calls so far (each worker failed here), then a visitor out of GPU
+    time on a small model (the CPU) and on a ViT-L/14 (plain words). Returns the workers started."""
+    steps.run("every GPU call on this GPU-less machine", workers_failed_and_cpu_answered, gpu)
+    workers = gpu_calls(gpu)["/allow"]
+    small = partial(explore, client, pretrained_key(SPACE_MODEL), "whole")  # not cached: a new forward pass
+    steps.run(f"out of GPU time, {SPACE_MODEL} runs on the CPU", out_of_gpu_time, gpu, small)
+    large = partial(refused_in_plain_words, partial(lesson_norms, client, image, values))
+    steps.run("out of GPU time, lesson 2's ViT-L/14 gets plain words", out_of_gpu_time, gpu, large)
+    return workers
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -318,13 +456,14 @@ def main(argv: list[str] | None = None) -> int:
         help="where the timm-format weights are made once and kept between runs",
     )
     p.add_argument("--reuse-venv", metavar="PYTHON", help="a venv's python from an earlier run (then not fresh)")
+    p.add_argument("--zerogpu", action="store_true", help="rehearse a ZeroGPU Space (the device API stood in for)")
     args = p.parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-space-"))
     work.mkdir(parents=True, exist_ok=True)
     steps = Steps()
-    print(f"Space rehearsal in {work}", flush=True)
+    print(f"{'ZeroGPU ' if args.zerogpu else ''}Space rehearsal in {work}", flush=True)
     try:
-        rehearse(steps, work, Path(args.weights), args.reuse_venv)
+        rehearse(steps, work, Path(args.weights), args.reuse_venv, args.zerogpu)
     except StepFailed:
         pass
     print(steps.verdict(), flush=True)

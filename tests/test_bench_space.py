@@ -1,12 +1,17 @@
 """bench/space.py's cheap pieces (the rehearsal itself takes minutes: python -m bench.space)."""
 
+import sys
+from pathlib import Path
+
 import pytest
+from zerogpu_standin import serve
 
 import ui
 import vit
 from bench.space import (
     IMAGE,
     LESSON_1,
+    NO_DRIVER,
     OPENING,
     StepFailed,
     Steps,
@@ -14,7 +19,12 @@ from bench.space import (
     explore,
     lesson_compare,
     lesson_norms,
+    no_traceback,
     opening_models,
+    out_of_gpu_time,
+    refused_in_plain_words,
+    torch_pair,
+    workers_failed_and_cpu_answered,
 )
 from explorer.catalog import ModelCatalog
 
@@ -56,3 +66,61 @@ def test_the_rehearsal_reads_what_the_served_app_answers(client):
         "Without": "bundled",
     }
     assert lesson_norms(client, image, values) == "layer 1 of bundled and bundled: 2 norm tables"
+
+
+def test_the_zerogpu_rehearsal_tells_failed_workers_and_refusals_from_anything_else(tmp_path):
+    """bench.space --zerogpu's checks, against the device API stand-in: every worker failing here
+    is expected (no GPU), a traceback that is not one of theirs is not, and a quota-out step sees
+    only refused requests."""
+    log = tmp_path / "app.log"
+    log.write_text(f"built in 1.0 s\nTraceback (most recent call last):\n  ...\n{NO_DRIVER}. Please check\n")
+    assert no_traceback(log, workers_failed=1).endswith("1 tracebacks, each a GPU worker finding no CUDA driver")
+    with pytest.raises(StepFailed, match="1 tracebacks in the app's log, 0 GPU workers failed"):
+        no_traceback(log)
+    log.write_text(log.read_text() + "Traceback (most recent call last):\nValueError: boom\n")
+    with pytest.raises(StepFailed, match="2 tracebacks"):
+        no_traceback(log, workers_failed=1)
+
+    with serve() as gpu:
+        with pytest.raises(StepFailed, match="expected each /schedule to start a worker"):
+            workers_failed_and_cpu_answered(gpu)  # no GPU call at all: nothing was rehearsed
+        gpu.requests += [("/schedule", {}), ("/allow", {}), ("/release", {"fail": "true"})]
+        assert workers_failed_and_cpu_answered(gpu).startswith("1 GPU calls")
+        gpu.requests.append(("/schedule", {}))
+        with pytest.raises(StepFailed):
+            workers_failed_and_cpu_answered(gpu)  # a call that never reached a worker
+
+        def visit() -> str:
+            assert gpu.exceeded
+            gpu.requests.append(("/schedule", {}))
+            return "ran on the CPU"
+
+        assert out_of_gpu_time(gpu, visit) == "1 refused; ran on the CPU" and not gpu.exceeded
+        with pytest.raises(StepFailed, match="expected only refused /schedule requests, got"):
+            out_of_gpu_time(gpu, lambda: "asked nothing")
+
+
+def test_the_venv_step_names_a_torch_and_torchvision_that_do_not_load_together(tmp_path):
+    assert torch_pair(Path(sys.executable)).endswith("load together")
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'RuntimeError: operator torchvision::nms does not exist' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(StepFailed, match="do not load together: .* operator torchvision::nms does not exist"):
+        torch_pair(broken)
+
+
+def test_a_refusal_counts_only_in_the_apps_own_words():
+    from gradio_client.exceptions import AppError
+
+    def refused(message: str):
+        def visit():
+            raise AppError(message)
+
+        return visit
+
+    plain = "This lesson needs about 9 s of GPU time and this Space has used its GPU time for now: log in ..."
+    assert refused_in_plain_words(refused(plain)) == plain
+    with pytest.raises(StepFailed, match="not the plain message"):
+        refused_in_plain_words(refused("ZeroGPU worker error: RuntimeError"))
+    with pytest.raises(StepFailed, match="should have been refused"):
+        refused_in_plain_words(lambda: "a result")

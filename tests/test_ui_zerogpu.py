@@ -44,7 +44,9 @@ def test_a_quota_refusal_says_the_seconds_needed_and_left_and_when_to_come_back(
     assert (shortage.requested, shortage.left, shortage.wait) == (12, 7, "3:04:05")
     words = shortage.words("This analysis", 12)
     assert "12 s of GPU time" in words and "7 s left" in words and "Try again in 3:04:05" in words
-    assert "log in to Hugging Face" in words
+    assert "PRO" in words  # "your free ZeroGPU quota": a logged-in free account; logging in again would not help
+    anonymous = QUOTA[0].replace("your free ZeroGPU", "your ZeroGPU")  # the package's wording without an account
+    assert "log in to Hugging Face" in zerogpu.GpuShortage.of(gr.Error(anonymous, title=QUOTA[1])).words("It", 12)
 
 
 def test_errors_of_the_task_itself_are_not_the_platform():
@@ -121,7 +123,7 @@ def test_a_granted_call_resolves_the_model_by_reference_and_returns_the_tasks_re
         seen.append((duration(*args), args[1]))  # what the platform is asked for, and the model's reference
         return fn(*args)
 
-    on_zerogpu.setattr(zerogpu.spaces, "GPU", platform(grant))
+    on_zerogpu.setattr(zerogpu, "_decorate", platform(grant))
     task = zerogpu.GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
     model = catalog.get("bundled")
     x = torch.randn(1, 3, 32, 32)
@@ -132,7 +134,7 @@ def test_a_granted_call_resolves_the_model_by_reference_and_returns_the_tasks_re
 
 
 def test_without_gpu_time_a_small_model_runs_on_the_cpu_and_a_large_one_is_refused_in_words(on_zerogpu, catalog):
-    on_zerogpu.setattr(zerogpu.spaces, "GPU", platform(refuse))
+    on_zerogpu.setattr(zerogpu, "_decorate", platform(refuse))
     task = zerogpu.GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
     small, x = catalog.get("bundled"), torch.randn(1, 3, 32, 32)
     with pytest.warns(UserWarning, match="ran on the server's CPU instead"):
@@ -144,7 +146,7 @@ def test_without_gpu_time_a_small_model_runs_on_the_cpu_and_a_large_one_is_refus
 
 
 def test_a_generator_task_refused_on_its_first_step_falls_back_too(on_zerogpu, catalog):
-    on_zerogpu.setattr(zerogpu.spaces, "GPU", platform(refuse_steps))
+    on_zerogpu.setattr(zerogpu, "_decorate", platform(refuse_steps))
 
     def count(loaded, n):
         yield from range(n)

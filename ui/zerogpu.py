@@ -18,6 +18,7 @@ each call asks for a duration that is charged to the visitor's daily quota (docs
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from explorer.catalog import LoadedModel, ModelCatalog, from_ref, ref_of
 from .checks import visitor_error
 
 T = TypeVar("T")
+LOG = logging.getLogger(__name__)
 
 ON_ZEROGPU = SpacesConfig.zero_gpu
 # Models up to this many parameters run on the CPU when no GPU time is left (ViT-S/16: 22 M,
@@ -41,7 +43,18 @@ ON_ZEROGPU = SpacesConfig.zero_gpu
 CPU_FALLBACK_PARAMS = 30_000_000
 # The `spaces` package's error titles (spaces/zero/client.py, wrappers.py; 0.51.3).
 _PLATFORM_TITLES = re.compile(r"^ZeroGPU ")
+# What GpuTask decorates its worker functions with: inert off ZeroGPU. Tests put the contract's
+# stand-in here (tests/zerogpu_fake.py) and rebuild the tasks.
+_decorate: Callable[..., Any] = spaces.GPU
 _QUOTA = re.compile(r"\((?P<requested>\d+)s requested vs\. (?P<left>\d+)s left\)\. Try again in (?P<wait>[^.]+)\.")
+# The package names the visitor's account in its quota message: "your free ZeroGPU quota" (logged
+# in), "your Pro ZeroGPU quota", "your ZeroGPU quota" (not logged in); what each can do for more.
+_ACCOUNT = re.compile(r"your (?P<account>free |Pro )?ZeroGPU quota")
+_MORE_TIME = {
+    "": ", or log in to Hugging Face: a free account gets 5 minutes a day, PRO 40 minutes.",
+    "free": ", or subscribe to Hugging Face PRO for 40 minutes a day.",
+    "Pro": ".",
+}
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,24 @@ def _iterate_in_worker(task: Callable[..., Iterator[T]], seconds: int, ref: Any,
         yield _Raised(e)
 
 
+def _function_entry(task: Callable[..., T]) -> Callable[..., T | _Raised]:
+    def in_worker(seconds: int, ref: Any, args: tuple) -> T | _Raised:
+        return _call_in_worker(task, seconds, ref, args)
+
+    return in_worker
+
+
+def _generator_entry(task: Callable[..., Iterator[T]]) -> Callable[..., Iterator[T | _Raised]]:
+    """A generator function of its own: the package streams the items of a function it sees
+    is a generator function (inspect.isgeneratorfunction), and would try to pickle the
+    generator object a plain function returns, which fails in the worker."""
+
+    def in_worker(seconds: int, ref: Any, args: tuple) -> Iterator[T | _Raised]:
+        yield from _iterate_in_worker(task, seconds, ref, args)
+
+    return in_worker
+
+
 def _requested(seconds: int, ref: Any, args: tuple) -> int:
     """The decorator's duration: the seconds `GpuTask` estimated, passed as the first argument."""
     return seconds
@@ -93,21 +124,28 @@ class GpuShortage:
     requested: int | None = None
     left: int | None = None
     wait: str | None = None
+    account: str = ""  # "free", "Pro" or "" (not logged in), as the message says
 
     @classmethod
     def of(cls, error: gr.Error) -> GpuShortage:
         found = _QUOTA.search(str(error.message))
         if found is None:
             return cls(str(error.message))
-        return cls(str(error.message), int(found["requested"]), int(found["left"]), found["wait"].strip())
+        account = _ACCOUNT.search(str(error.message))
+        named = (account["account"] or "").strip() if account else ""
+        return cls(str(error.message), int(found["requested"]), int(found["left"]), found["wait"].strip(), named)
 
     def words(self, what: str, seconds: int) -> str:
         """The visitor's message: what could not run, the seconds asked and left, what to do."""
         if self.left is not None:
             return (
                 f"{what} needs about {seconds} s of GPU time and your daily GPU time has {self.left} s left. "
-                f"Try again in {self.wait}, or log in to Hugging Face: a free account gets 5 minutes a day, "
-                "PRO 40 minutes."
+                f"Try again in {self.wait}{_MORE_TIME.get(self.account, '.')}"
+            )
+        if "larger than the maximum allowed" in self.message:
+            return (
+                f"{what} needs about {seconds} s of GPU time, more than ZeroGPU gives one call: "
+                "pick a smaller model or a smaller image."
             )
         if "No GPU was available" in self.message:
             return f"{what} needs a GPU and every GPU of this Space is busy right now: try again in a minute."
@@ -133,13 +171,9 @@ class GpuTask(Generic[T]):
 
     def __init__(self, task: Callable[..., T], cost: Callable[..., float], what: str, iterate: bool = False):
         self.task, self.cost, self.what, self.iterate = task, cost, what, iterate
-        entry = _iterate_in_worker if iterate else _call_in_worker
-
-        def in_worker(seconds: int, ref: Any, args: tuple) -> Any:
-            return entry(task, seconds, ref, args)
-
+        in_worker = _generator_entry(task) if iterate else _function_entry(task)
         in_worker.__name__ = in_worker.__qualname__ = f"gpu_{task.__name__}"  # the name ZeroGPU's logs show
-        self._decorated = spaces.GPU(in_worker, duration=_requested)
+        self._decorated = _decorate(in_worker, duration=_requested)
 
     def seconds(self, loaded: LoadedModel, *args: Any) -> int:
         """The GPU seconds this call asks for (docs/space.md: work estimate plus fixed cost)."""
@@ -150,8 +184,8 @@ class GpuTask(Generic[T]):
         if not ON_ZEROGPU:
             return compute.run_here(self.task, loaded, *args)
         seconds = self.seconds(loaded, *args)
-        if self.iterate:  # the platform schedules a generator on its first step, so refusals come later
-            return self._steps(loaded, seconds, args)  # type: ignore[return-value]
+        if self.iterate:
+            return self._iterate(loaded, seconds, args)  # type: ignore[return-value]
         try:
             return _unwrap(self._decorated(seconds, ref_of(loaded), args))
         except gr.Error as e:
@@ -159,20 +193,35 @@ class GpuTask(Generic[T]):
                 raise
             return self._without_gpu(GpuShortage.of(e), loaded, seconds, args)
 
-    def _steps(self, loaded: LoadedModel, seconds: int, args: tuple) -> Iterator[Any]:
+    def _iterate(self, loaded: LoadedModel, seconds: int, args: tuple) -> Iterator[Any]:
+        """A generator task's items. The package asks for the GPU at the first item, not at the
+        call, so a refusal is met here; one after items were shown ends it in plain words."""
+        started, items = False, self._decorated(seconds, ref_of(loaded), args)
         try:
-            for step in self._decorated(seconds, ref_of(loaded), args):
-                yield _unwrap(step)
+            for item in items:
+                started = True
+                yield _unwrap(item)
         except gr.Error as e:
             if not is_platform_error(e):
                 raise
-            yield from self._without_gpu(GpuShortage.of(e), loaded, seconds, args)
+            if started:
+                raise _refused(GpuShortage.of(e), self.what, seconds) from e
+            yield from self._without_gpu(GpuShortage.of(e), loaded, seconds, args)  # type: ignore[misc]
+        finally:
+            items.close()  # a visitor who stops the ranking stops the worker (the package's stop event)
 
     def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
         if small_enough_for_cpu(loaded):
             gr.Warning(f"No GPU time for this: {loaded.label} ran on the server's CPU instead (slower, same result).")
             return compute.run_here(self.task, loaded, *args, device="cpu")
-        raise visitor_error(shortage.words(self.what, seconds), title="No GPU time left")
+        raise _refused(shortage, self.what, seconds)
+
+
+def _refused(shortage: GpuShortage, what: str, seconds: int) -> gr.Error:
+    """The visitor's error, and one line in the log: a refusal is the platform's answer, not a
+    fault of this server, so no traceback (Gradio prints one for every gr.Error by default)."""
+    LOG.warning("no GPU for %r (%d s): %s", what, seconds, shortage.message)
+    return visitor_error(shortage.words(what, seconds), title="No GPU time left", print_exception=False)
 
 
 # Live on ZeroGPU (docs/space.md): a webcam stream of up to 25 frames/s would be hundreds of GPU calls a
