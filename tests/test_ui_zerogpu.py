@@ -157,3 +157,13 @@ def test_a_generator_task_refused_on_its_first_step_falls_back_too(on_zerogpu, c
     on_zerogpu.setattr(zerogpu, "CPU_FALLBACK_PARAMS", 0)
     with pytest.raises(gr.Error, match="The head ranking needs about"):
         list(task(catalog.get("bundled"), 3))
+
+
+def test_a_task_with_a_backward_pass_never_falls_back_to_the_apps_cpu(on_zerogpu, catalog):
+    """After one backward pass in the app's process, autograd fails in every process forked from
+    it later (the GPU workers, the Train tab's chunks): relevance is refused in words instead."""
+    on_zerogpu.setattr(zerogpu, "_decorate", platform(refuse))
+    task = zerogpu.GpuTask(lambda *_: pytest.fail("ran here"), lambda *_: 0.0, "The relevance map", backward=True)
+    with pytest.raises(gr.Error, match="The relevance map needs about"):
+        task(catalog.get("bundled"), torch.zeros(1, 3, 32, 32), None)
+    assert zerogpu.RELEVANCE.backward and not zerogpu.FORWARD.backward

@@ -201,7 +201,9 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeZeroGpu:
     monkeypatch.setattr(zerogpu, "_decorate", fake)
     for name, task in list(vars(zerogpu).items()):
         if isinstance(task, zerogpu.GpuTask):
-            monkeypatch.setattr(zerogpu, name, zerogpu.GpuTask(task.task, task.cost, task.what, task.iterate))
+            monkeypatch.setattr(
+                zerogpu, name, zerogpu.GpuTask(task.task, task.cost, task.what, task.iterate, task.backward)
+            )
     return fake
 
 

@@ -169,8 +169,13 @@ def small_enough_for_cpu(loaded: LoadedModel) -> bool:
 class GpuTask(Generic[T]):
     """One task of explorer.compute, run on the GPU where the platform lends one per call."""
 
-    def __init__(self, task: Callable[..., T], cost: Callable[..., float], what: str, iterate: bool = False):
-        self.task, self.cost, self.what, self.iterate = task, cost, what, iterate
+    def __init__(
+        self, task: Callable[..., T], cost: Callable[..., float], what: str, iterate: bool = False, backward: bool = False
+    ):
+        # `backward`: the task runs autograd's backward pass, so it never falls back to this
+        # process's CPU on ZeroGPU: after one backward pass here, PyTorch refuses autograd in every
+        # process forked later (each GPU call's worker, the Train tab's chunks; docs/space.md).
+        self.task, self.cost, self.what, self.iterate, self.backward = task, cost, what, iterate, backward
         in_worker = _generator_entry(task) if iterate else _function_entry(task)
         in_worker.__name__ = in_worker.__qualname__ = f"gpu_{task.__name__}"  # the name ZeroGPU's logs show
         self._decorated = _decorate(in_worker, duration=_requested)
@@ -211,7 +216,7 @@ class GpuTask(Generic[T]):
             items.close()  # a visitor who stops the ranking stops the worker (the package's stop event)
 
     def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
-        if small_enough_for_cpu(loaded):
+        if small_enough_for_cpu(loaded) and not self.backward:
             gr.Warning(f"No GPU time for this: {loaded.label} ran on the server's CPU instead (slower, same result).")
             return compute.run_here(self.task, loaded, *args, device="cpu")
         raise _refused(shortage, self.what, seconds)
@@ -267,4 +272,4 @@ NORMS = GpuTask(lessons.norm_report, lessons.two_pass_cost, "This lesson")
 HEADS_OFF = GpuTask(lessons.predictions_with_heads_off, lessons.two_pass_cost, "Switching heads off")
 RANKING = GpuTask(lessons.head_ranking_steps, lessons.ranking_cost, "The head ranking", iterate=True)
 CLIP = GpuTask(video.layer_maps, video.layer_maps_cost, "The attention video")
-RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance map")
+RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance map", backward=True)
