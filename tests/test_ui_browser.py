@@ -614,3 +614,40 @@ def test_lessons_open_on_an_image_and_a_new_image_clears_an_old_error(server, br
     page.locator("#lesson-image input[type=file]").set_input_files(str(EXAMPLES / "dog.jpg"))
     expect(picture).not_to_contain_text("Error")
     page.close()
+
+
+def test_arrow_keys_act_on_the_tab_in_view_only(server, browser):
+    """Issue 27, 7: on the Lessons or Train tab the arrow keys moved Explore's hidden query (and,
+    before any image, raised two toasts). A key there must send Explore nothing."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    expect(page.locator("#query-right")).to_be_visible()
+    # Every click on a query button, by id: a key that reaches one has clicked it by the time press() returns.
+    page.evaluate(
+        """() => { window.queryClicks = [];
+        document.addEventListener("click", (e) => { const b = e.target.closest("[id^=query-]");
+          if (b) window.queryClicks.push(b.id); }, true); }"""
+    )
+    keys = ("ArrowRight", "ArrowDown", "ArrowLeft", "ArrowUp", "Escape")
+
+    def press_on(tab: str) -> list:
+        page.get_by_role("tab", name=tab).click()
+        page.locator("body").click(position={"x": 5, "y": 5})
+        for key in keys:
+            page.keyboard.press(key)
+        page.get_by_role("tab", name="Explore").click()
+        return page.evaluate("() => window.queryClicks.splice(0)")
+
+    assert press_on("Lessons") == []  # no image yet: nothing sent, so no toast
+    expect(page.locator(".toast-body")).to_have_count(0)
+    pick_example(page, "cat")
+    click_patch(page, 2, 3)
+    expect(page.locator("#query")).to_contain_text("row 2, column 3")
+    assert press_on("Lessons") == [] and press_on("Train") == []
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("ArrowRight")  # on Explore the keys still move the query
+    expect(page.locator("#query")).to_contain_text("row 2, column 4")
+    assert page.evaluate("() => window.queryClicks") == ["query-right"]
+    expect(page.locator(".toast-body")).to_have_count(0)
+    page.close()

@@ -38,7 +38,10 @@ SHOW_CHOICES = [
 PICTURE_PX = 330  # height of the input and head views: both fit a 1280x720 screen with the upload
 MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 ARROWS = {"up": "↑", "down": "↓", "left": "←", "right": "→"}
-# Arrow keys move the query patch, Escape resets it (unless a text field or slider has the focus).
+# Arrow keys move the query patch, Escape resets it: only while the Explore tab is in view with
+# an image's grid on it (the buttons of a hidden tab stay in the page, and a key on another tab
+# moved Explore's query unseen), and not while a text field or slider has the focus. Otherwise
+# the keys keep their usual job (scrolling the page).
 KEYBOARD_JS = """<script>
 document.addEventListener("keydown", (event) => {
   const target = event.target;
@@ -46,7 +49,8 @@ document.addEventListener("keydown", (event) => {
   const ids = {ArrowUp: "query-up", ArrowDown: "query-down", ArrowLeft: "query-left", ArrowRight: "query-right",
                Escape: "query-reset"};
   const button = ids[event.key] && document.getElementById(ids[event.key]);
-  if (!button) return;
+  const grid = document.querySelector("#input-view img");
+  if (!button || !button.checkVisibility() || !grid || !grid.checkVisibility()) return;
   event.preventDefault();
   button.click();
 });
