@@ -121,6 +121,23 @@ def test_a_refused_upload_puts_back_the_image_the_views_belong_to(explanation_ke
     assert h.keep_image(None, request) is None  # no image before: the box is emptied
 
 
+def test_the_gif_offers_each_layers_own_scale_by_default_or_one_scale_for_all(tab, explanation_key, monkeypatch):
+    """Issue 27, 9: the GIF put every frame on one scale, so it did not look like the screen
+    (tests/test_explorer_render.py checks the frames themselves)."""
+    view, _ = tab
+    asked, real = [], h.views.layer_frames
+    monkeypatch.setattr(h.views, "layer_frames", lambda *a, **k: asked.append(k["one_scale"]) or real(*a, **k))
+    own = h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE)[view.export_file]
+    one = h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE, "all layers")[view.export_file]
+    assert asked == [False, True]  # the screen's choice by default
+    assert (
+        Path(own).name == "cat-bundled_layers1-6_cls.gif"
+        and Path(one).name == "cat-bundled_layers1-6_cls_one-scale.gif"
+    )
+    with pytest.raises(gr.Error, match="unknown GIF scale 'sideways'; choose one of 'each layer', 'all layers'"):
+        h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE, "sideways")
+
+
 def test_export_names_say_image_model_layer_and_query(tab):
     _, catalog = tab
     payload = {"path": "/tmp/gradio/abc/photo 1.jpg", "orig_name": "My cat (1).jpg"}

@@ -30,6 +30,10 @@ SCALE_CHOICES = [
     ("each head stretched to its own max", "head"),
     ("fixed 0 to 1", "fixed"),
 ]
+GIF_SCALE_CHOICES = [  # the first is the screen's: each layer on its own scale
+    ("each layer its own scale, as on screen", "each layer"),
+    ("one scale for all layers (brightness compares)", "all layers"),
+]
 SHOW_CHOICES = [
     ("weights from 0 (▼ marks uniform)", "weights"),
     ("relative to uniform (× 1/N)", "relative"),
@@ -118,6 +122,7 @@ class ExploreView(ComponentView):
     upsampling: gr.Radio
     display: gr.Radio
     scale: gr.Radio
+    gif_scale: gr.Radio  # the GIF export's frames: each layer's own scale, or one for all
     query_md: gr.Markdown
     query_token: gr.Dropdown
     reset: gr.Button
@@ -243,6 +248,9 @@ def _style_controls() -> dict[str, Any]:
             "upsampling": gr.Radio(list(h.UPSAMPLING), value="nearest", label="Upsampling (nearest = honest patches)"),
             "display": gr.Radio(list(h.DISPLAYS), value="overlay", label="Display"),
             "scale": gr.Radio(SCALE_CHOICES, value="layer", label="Colour scale (from 0)"),
+            "gif_scale": gr.Radio(
+                GIF_SCALE_CHOICES, value=h.GIF_SCALES[0], label="GIF through the layers: colour scale of its frames"
+            ),
             "mode": gr.Radio(
                 [("Centre crop (the model's own policy)", "crop"), ("Whole image (non-square grid)", "whole")],
                 value="crop",
@@ -544,7 +552,7 @@ def _wire_exports(view: ExploreView) -> None:
     )
     view.export_gif.click(
         bound(h.export_gif, view),
-        view.pick("explanation_key", "export_name", "query", *STYLE),
+        view.pick("explanation_key", "export_name", "query", *STYLE, "gif_scale"),
         view.export_file,
         api_name="export_gif",
         **HEAVY,

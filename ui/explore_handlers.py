@@ -46,6 +46,7 @@ UPSAMPLING = ("nearest", "smooth")
 DISPLAYS = ("overlay", "raw")
 DISCARD_MAX = 0.95
 PLAY_STEP_S = 0.8  # seconds per layer of "play through layers", as the GIF export
+GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or one scale for all layers
 
 # What /analyze redraws, by ExploreView field: the session's explanation key first.
 ANALYSIS_OUTPUTS = (
@@ -780,11 +781,16 @@ def export_gif(
     upsampling: str,
     display: str,
     scale: str,
+    gif_scale: str = GIF_SCALES[0],
 ) -> dict:
-    """The head maps of every layer as an animated GIF named by image, model, layers and query."""
+    """The head maps of every layer as an animated GIF named by image, model, layers and query:
+    each frame as the screen draws its layer ("each layer"), or all on one scale, the largest
+    weight of all layers ("all layers"), every frame with the colour bar of its scale."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
-    path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}.gif")
-    render.save_gif(views.layer_frames(ex, query, style), path)
+    one_scale = one_of("GIF scale", gif_scale, GIF_SCALES) == "all layers"
+    scaled = "_one-scale" if one_scale else ""
+    path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}{scaled}.gif")
+    render.save_gif(views.layer_frames(ex, query, style, one_scale=one_scale), path, cmap=style.cmap)
     return view.update(export_file=str(path))
 
 
