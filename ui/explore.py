@@ -412,7 +412,7 @@ def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
         bound(h.fit_layer, view, catalog),
         view.pick("current_model", "layer"),
         view.layer,
-        api_visibility="private",  # queued (its own slots, ~1 ms each): Gradio shows no warning of an unqueued event
+        api_visibility="private",  # queued: Gradio shows no warning (its message) from an unqueued event
         trigger_mode="always_last",
         **RAW,
     )
@@ -470,11 +470,10 @@ def _wire_play(view: ExploreView) -> None:
         api_visibility="private",
         **RAW,
     )
-    moves = [getattr(view, name).click for name in MOVES]
-    query = [view.input_img.select, view.reset.click, view.query_token.input, *moves]
+    query = [view.input_img.select, view.reset.click, view.query_token.input, *(getattr(view, m).click for m in MOVES)]
+    image = [view.image.change, view.mode.input, view.model_key.change]
     gr.on(
-        [view.pause.click, view.layer.input, *query, *_style_inputs(view), view.image.change, view.mode.input]
-        + [view.model_key.change],
+        [view.pause.click, view.layer.input, *query, *_style_inputs(view), *image],
         bound(h.stop_playing, view),
         None,
         view.pick("play", "pause"),
