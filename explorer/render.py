@@ -41,6 +41,7 @@ BACKGROUND = (255, 255, 255)
 TEXT = (30, 30, 30)
 GAP = 4  # pixels between tiles
 BAR_PX = 12  # thickness of a colour bar
+GIF_MAP_COLOURS = 128  # of a GIF frame's 256 palette entries, those kept for the colour map (render.gif_frame)
 # DejaVu Sans, the font matplotlib ships and the charts use: unlike PIL's built-in font it
 # has ×, → and · . TEXT_PX: the size of every word drawn on a picture; shown at its own size
 # or at most 8 % smaller (explorer.views.DISPLAY_WIDTH), it stays at least 12 px on screen.
@@ -500,11 +501,14 @@ def layer_frames(
     note: str = "",
     prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
+    one_scale: bool = False,
 ) -> list[Image.Image]:
-    """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw). On the
-    "layer" scale every frame shares one top, the largest weight of all layers, so brightness
-    compares across frames and every frame carries the same colour bar."""
-    layers_top = float(maps.max()), len(maps)
+    """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw), each
+    frame with the colour bar of its own scale. On the "layer" scale each frame is coloured up
+    to its own layer's largest weight, as the screen shows it; with `one_scale`, every frame up
+    to the largest weight of all layers, so brightness compares across frames (and the early,
+    spread-out layers come out dark)."""
+    layers_top = (float(maps.max()), len(maps)) if one_scale else None
     return [
         head_grid(
             image,
@@ -646,13 +650,34 @@ def shared_scale_rows(rows: Sequence[MapRow], style: MapStyle, title: str, unit:
     return _titled(title, grid, [colour_bar(style.cmap, 0.0, top, label, max(grid.width, 320))], note)
 
 
-def save_gif(frames: Sequence[Image.Image], path: str | os.PathLike, seconds_per_frame: float = 0.8) -> None:
+def save_gif(
+    frames: Sequence[Image.Image],
+    path: str | os.PathLike,
+    seconds_per_frame: float = 0.8,
+    cmap: str | None = None,
+) -> None:
     """Write frames as an animated GIF that loops forever. Frames are padded to a common
     size (a GIF has one canvas; a taller frame, e.g. one whose colour-bar label wraps onto
-    another line, would otherwise be cut off)."""
+    another line, would otherwise be cut off). With `cmap`, each frame's palette keeps that
+    colour map's gradient (`gif_frame`), so its colour bar shows no bands."""
     size = (max(f.width for f in frames), max(f.height for f in frames))
-    first, *rest = (_padded(f, size) for f in frames)
+    first, *rest = (gif_frame(_padded(f, size), cmap) for f in frames)
     first.save(path, save_all=True, append_images=rest, duration=int(seconds_per_frame * 1000), loop=0)
+
+
+def gif_frame(frame: Image.Image, cmap: str | None) -> Image.Image:
+    """`frame` on a GIF's 256-colour palette. Left to Pillow, a median cut gave a colour bar
+    of 256 shades about 20 bands; here GIF_MAP_COLOURS entries are the colour map itself, evenly
+    spaced, the others adapt to the frame (median cut), and each pixel takes its nearest entry,
+    undithered (no speckles on flat tiles)."""
+    if cmap is None:
+        return frame
+    adaptive = 256 - GIF_MAP_COLOURS
+    own = frame.quantize(adaptive, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).getpalette()
+    gradient = colormaps[cmap](np.linspace(0.0, 1.0, GIF_MAP_COLOURS), bytes=True)[:, :3]
+    palette = Image.new("P", (1, 1))
+    palette.putpalette(own[: 3 * adaptive] + gradient.ravel().tolist())
+    return frame.quantize(palette=palette, dither=Image.Dither.NONE)
 
 
 def _padded(image: Image.Image, size: tuple[int, int]) -> Image.Image:

@@ -184,14 +184,25 @@ def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: i
     )
 
 
-def layer_frames(ex: Explanation, query: Query, style: MapStyle, columns: int | None = None) -> list[Image.Image]:
-    """The `heads` view of every layer, for the animated GIF."""
+def layer_frames(
+    ex: Explanation, query: Query, style: MapStyle, columns: int | None = None, one_scale: bool = False
+) -> list[Image.Image]:
+    """The `heads` view of every layer, for the animated GIF: each frame as the screen draws
+    that layer, or with `one_scale` all on the scale of the largest weight of all layers."""
     cols, tile = head_layout(ex, columns)
     base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
     maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
     note = f"query: {query_label(ex, query)}. {left_out(ex)}"
     return render.layer_frames(
-        base, maps, style, cols, prefix=prefix, note=note, prefix_names=ex.prefix_names, mark=patch_of(query)
+        base,
+        maps,
+        style,
+        cols,
+        prefix=prefix,
+        note=note,
+        prefix_names=ex.prefix_names,
+        mark=patch_of(query),
+        one_scale=one_scale,
     )
 
 

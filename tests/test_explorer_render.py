@@ -1,5 +1,7 @@
 """Rendering: every picture is checked against hand-made maps where the right answer is known."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from matplotlib import colormaps
@@ -406,7 +408,7 @@ def test_dimmed_patches_are_no_colour_of_the_colour_bar(cmap):
 def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tmp_path):
     image = np.zeros((32, 32, 3), np.uint8)
     maps = np.random.default_rng(0).random((4, 2, 4, 4)) * np.array([0.2, 0.5, 0.3, 0.9])[:, None, None, None]
-    frames = render.layer_frames(image, maps, MapStyle())
+    frames = render.layer_frames(image, maps, MapStyle(), one_scale=True)
     (top,) = {_top_of_bar(frame, "inferno") for frame in frames}  # one layout: the bar sits alike in each
     below = top + render.BAR_PX  # the tick values (0 to the shared top), the bar's label and the note
     assert all(np.array_equal(np.asarray(f)[top:], np.asarray(frames[0])[top:]) for f in frames)
@@ -420,6 +422,43 @@ def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tm
     # in the labels would move some pixels from ink (30) to paper (255)
     assert all(np.abs(t - text[0]).max() <= 16 for t in text)
     assert (text[0] < 128).any()
+
+
+def test_gif_frames_are_drawn_as_the_screen_draws_each_layer_unless_one_scale_is_asked(monkeypatch):
+    """Issue 27, 9: one scale for every frame made the early layers nearly black (on screen
+    layer 3 ran 0 to 0.058). By default each frame has its own layer's scale and colour bar."""
+    labels = []
+    real = render.colour_bar
+    monkeypatch.setattr(render, "colour_bar", lambda *a, **k: labels.append(a[3]) or real(*a, **k))
+    image = np.zeros((32, 32, 3), np.uint8)
+    maps = np.random.default_rng(0).random((3, 2, 4, 4)) * np.array([0.058, 0.2, 0.9])[:, None, None, None]
+    own = render.layer_frames(image, maps, MapStyle())
+    screen = [render.head_grid(image, m, MapStyle(), f"layer {i + 1} of 3") for i, m in enumerate(maps)]
+    assert [f.tobytes() for f in own] == [s.tobytes() for s in screen]  # each frame is the screen's picture
+    tops = [f"from 0 to {render.number(m.max())}, the largest in this layer" for m in maps]
+    assert all(top in label for top, label in zip(tops, labels[:3], strict=True))
+    labels.clear()
+    shared = render.layer_frames(image, maps, MapStyle(), one_scale=True)
+    assert len(set(labels)) == 1 and f"from 0 to {render.number(maps.max())}, the largest in all 3" in labels[0]
+    top = render.text_block("layer 1 of 3", 320).height + render.GAP  # the tiles start under the title
+    tile = [np.asarray(frame)[top : top + 32, :32].astype(float) for frame in (own[0], shared[0])]
+    assert tile[1].mean() < tile[0].mean() / 2  # layer 1's first head: much darker on the shared scale
+
+
+def test_the_gif_colour_bar_keeps_its_gradient(tmp_path):
+    """Issue 27, 9: GIF's 256-colour palette cut the colour bar of 256 shades into about 20 bands."""
+    photo = Path(__file__).resolve().parents[1] / "examples" / "cifar10" / "cat.jpg"  # a photo's many colours
+    image = np.asarray(Image.open(photo).convert("RGB").resize((128, 128)))
+    maps = np.random.default_rng(0).random((3, 4, 8, 8)) ** 4
+    frames = render.layer_frames(image, maps, MapStyle())
+    top = _top_of_bar(frames[0], "inferno")
+    ((_, start, end),) = {run for run in gradient_runs(frames[0], "inferno") if run[0] == "across"}
+    render.save_gif(frames, tmp_path / "layers.gif", cmap="inferno")
+    with Image.open(tmp_path / "layers.gif") as gif:
+        for i in range(gif.n_frames):
+            gif.seek(i)
+            bar = np.asarray(gif.convert("RGB"))[top + render.BAR_PX // 2, start:end]
+            assert len({tuple(p) for p in bar.tolist()}) >= 100, i  # of 128 kept: no bands
 
 
 def test_relative_colour_bar_ticks_step_evenly_on_each_side_of_uniform():
@@ -441,7 +480,7 @@ def test_the_gif_colour_bar_says_one_scale_once(monkeypatch):
     real = render.colour_bar
     monkeypatch.setattr(render, "colour_bar", lambda *a, **k: labels.append(a[3]) or real(*a, **k))
     maps = np.random.default_rng(0).random((3, 2, 4, 4))
-    render.layer_frames(np.zeros((32, 32, 3), np.uint8), maps, MapStyle())
+    render.layer_frames(np.zeros((32, 32, 3), np.uint8), maps, MapStyle(), one_scale=True)
     render.head_grid(np.zeros((32, 32, 3), np.uint8), maps[0], MapStyle())  # one layer on screen
     assert len(labels) == 4
     assert all(label.count("one scale") == 1 for label in labels), labels

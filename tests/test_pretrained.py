@@ -326,8 +326,16 @@ def test_offline_pretrained_download_fails_at_once_with_one_sentence(offline, na
     with pytest.raises(vit.PretrainedUnavailable, match=rf"cannot load {re.escape(name)}: .* cannot be reached") as e:
         vit.load_pretrained(name)
     assert_one_clear_line(e.value)
+    assert str(offline.home) not in str(e.value)  # no folder of the server: visitors read it
     assert len(offline.attempts) == 1
     assert not vit.is_pretrained_cached(name)
+
+
+def test_offline_mode_names_no_cache_folder(offline, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(vit.PretrainedUnavailable, match="not in the Hugging Face cache and HF_HUB_OFFLINE") as e:
+        vit.load_pretrained("facebook/dinov2-small")
+    assert str(offline.home) not in str(e.value) and offline.attempts == []
 
 
 def test_unknown_pretrained_name() -> None:

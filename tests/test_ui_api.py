@@ -267,7 +267,8 @@ def test_unknown_model_keys_are_refused(client):
     # The handler checks the value against this visitor's picker choices.
     with pytest.raises(AppError, match="unknown model 'resnet': pick one from the list"):
         client.predict("resnet", api_name="/load_model")
-    with pytest.raises(AppError, match="unknown model 'checkpoinpasswd'"):  # no server path in a message
+    # The visitor's own key quoted back as typed (the path filter once made it 'checkpoinpasswd').
+    with pytest.raises(AppError, match="unknown model 'checkpoint:/etc/passwd': pick one from the list"):
         client.predict("checkpoint:/etc/passwd", api_name="/load_model")
     with pytest.raises(AppError, match="unknown model"):  # not a text at all
         client.predict({"path": "/etc/passwd"}, api_name="/load_model")

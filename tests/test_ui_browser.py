@@ -614,3 +614,120 @@ def test_lessons_open_on_an_image_and_a_new_image_clears_an_old_error(server, br
     page.locator("#lesson-image input[type=file]").set_input_files(str(EXAMPLES / "dog.jpg"))
     expect(picture).not_to_contain_text("Error")
     page.close()
+
+
+def test_arrow_keys_act_on_the_tab_in_view_only(server, browser):
+    """Issue 27, 7: on the Lessons or Train tab the arrow keys moved Explore's hidden query (and,
+    before any image, raised two toasts). A key there must send Explore nothing."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    expect(page.locator("#query-right")).to_be_visible()
+    # Every click on a query button, by id: a key that reaches one has clicked it by the time press() returns.
+    page.evaluate(
+        """() => { window.queryClicks = [];
+        document.addEventListener("click", (e) => { const b = e.target.closest("[id^=query-]");
+          if (b) window.queryClicks.push(b.id); }, true); }"""
+    )
+    keys = ("ArrowRight", "ArrowDown", "ArrowLeft", "ArrowUp", "Escape")
+
+    def press_on(tab: str) -> list:
+        page.get_by_role("tab", name=tab).click()
+        page.locator("body").click(position={"x": 5, "y": 5})
+        for key in keys:
+            page.keyboard.press(key)
+        page.get_by_role("tab", name="Explore").click()
+        return page.evaluate("() => window.queryClicks.splice(0)")
+
+    assert press_on("Lessons") == []  # no image yet: nothing sent, so no toast
+    expect(page.locator(".toast-body")).to_have_count(0)
+    pick_example(page, "cat")
+    click_patch(page, 2, 3)
+    expect(page.locator("#query")).to_contain_text("row 2, column 3")
+    assert press_on("Lessons") == [] and press_on("Train") == []
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("ArrowRight")  # on Explore the keys still move the query
+    expect(page.locator("#query")).to_contain_text("row 2, column 4")
+    assert page.evaluate("() => window.queryClicks") == ["query-right"]
+    expect(page.locator(".toast-body")).to_have_count(0)
+    page.close()
+
+
+@pytest.mark.parametrize("refused", ["strip", "pdf"])
+def test_a_refused_upload_leaves_the_box_on_the_image_the_maps_belong_to(server, browser, tmp_path, refused):
+    """Issue 27, 8: after a 9000 x 300 strip or a PDF named .png the upload box showed the refused
+    file (or a broken icon) beside the previous image's predictions and maps."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    shown = page.locator("#upload img")
+    cat = shown.get_attribute("src")
+    bad = tmp_path / f"{refused}.png"
+    if refused == "strip":
+        Image.new("RGB", (9000, 300), "white").save(bad)
+    else:
+        bad.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n")
+    page.locator("#upload input[type=file]").set_input_files(str(bad))
+    expect(page.locator(".toast-body")).to_contain_text("more elongated" if refused == "strip" else "not an image")
+    expect(shown).to_have_attribute("src", cat)  # the cat again, the image the maps belong to
+    assert shown.evaluate("i => i.complete && i.naturalWidth > 0")  # a picture, not a broken icon
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS:"))
+    expect(page.locator("[data-testid=status-tracker] .error")).to_have_count(0)
+    page.close()
+
+
+def test_a_typed_layer_past_the_model_comes_back_with_a_message_and_no_error_badge(server, browser):
+    """Issue 27, 8: typing 9 for a 6-layer model left 9 in the box, the slider at 6 and an Error
+    badge over the maps."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    typed = page.get_by_label(f"number input for {LAYER}")
+    typed.fill("3")
+    typed.press("Enter")
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("layer 3 of 6"))
+    typed.fill("9")
+    typed.press("Enter")
+    expect(page.locator(".toast-body")).to_contain_text("There is no layer 9: this model has layers 1 to 6.")
+    expect(typed).to_have_value("6")
+    expect(page.get_by_label(f"range slider for {LAYER}")).to_have_value("6")
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("layer 6 of 6"))
+    expect(page.locator("[data-testid=status-tracker] .error")).to_have_count(0)
+    page.close()
+
+
+def test_play_pauses_and_a_key_during_play_stops_it_with_slider_and_maps_on_one_layer(server, browser):
+    """Issue 27, 8: Play could not be paused, and End pressed mid-play left the slider and the
+    maps on different layers."""
+    from playwright.sync_api import expect
+
+    from ui.explore_handlers import PLAY_STEP_S
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    box, slider, heads = (
+        page.get_by_label(f"number input for {LAYER}"),
+        page.get_by_label(f"range slider for {LAYER}"),
+        page.locator("#heads img"),
+    )
+    play, pause = page.locator("#play"), page.locator("#pause")
+    play.click()
+    expect(box).to_have_value("2")
+    pause.click()
+    expect(play).to_be_visible()
+    expect(pause).to_be_hidden()
+    stopped = box.input_value()
+    page.wait_for_timeout(3 * PLAY_STEP_S * 1000)  # long enough for three more layers, had it gone on
+    expect(box).to_have_value(stopped)
+    expect(heads).to_have_attribute("alt", re.compile(f"layer {stopped} of 6"))
+    play.click()  # Play goes on from where it stopped
+    expect(box).to_have_value(str(int(stopped) + 1))
+    slider.press("Home")  # a key on the slider while it plays stops it there
+    expect(play).to_be_visible()
+    expect(box).to_have_value("1")
+    page.wait_for_timeout(3 * PLAY_STEP_S * 1000)
+    expect(box).to_have_value("1")
+    expect(heads).to_have_attribute("alt", re.compile("layer 1 of 6"))
+    page.close()

@@ -80,10 +80,62 @@ def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation_
 def test_play_steps_the_layer_slider_through_every_layer(tab, explanation_key, monkeypatch):
     view, _ = tab
     monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
-    frames = list(h.play_layers(view, explanation_key, None, *STYLE))
+    *frames, end = h.play_layers(view, explanation_key, None, 6, *STYLE)  # from the last layer: from 1
     assert [f[view.layer] for f in frames] == [1, 2, 3, 4, 5, 6]
     pictures = [np.asarray(Image.open(opened(f[view.heads]))) for f in frames]
     assert not np.array_equal(pictures[0], pictures[-1])
+    assert all(not f[view.play].visible and f[view.pause].visible for f in frames)  # Pause while playing
+    assert end == {view.play: end[view.play], view.pause: end[view.pause]} and end[view.play].visible
+
+
+def test_play_after_pause_goes_on_from_the_layer_it_stopped_at(tab, explanation_key, monkeypatch):
+    """Issue 27, 8: Play could not be paused; now Pause cancels it and Play goes on from there."""
+    view, _ = tab
+    monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
+    *frames, _ = h.play_layers(view, explanation_key, None, 3, *STYLE)
+    assert [f[view.layer] for f in frames] == [4, 5, 6]
+    stopped = h.stop_playing(view)
+    assert stopped[view.play].visible and not stopped[view.pause].visible
+
+
+def test_a_typed_layer_past_the_model_comes_back_to_the_nearest_layer_with_a_message(tab, monkeypatch):
+    """Issue 27, 8: typing 9 for a 6-layer model left 9 in the box and an Error badge on the maps."""
+    view, catalog = tab
+    said = []
+    monkeypatch.setattr(h.gr, "Warning", said.append)
+    assert h.fit_layer(view, catalog, BUNDLED, 9) == {view.layer: 6}
+    assert said == ["There is no layer 9: this model has layers 1 to 6. Showing layer 6."]
+    assert h.fit_layer(view, catalog, BUNDLED, 0) == {view.layer: 1}
+    assert h.fit_layer(view, catalog, BUNDLED, 2.6) == {view.layer: 3}
+    assert h.fit_layer(view, catalog, BUNDLED, None) == {view.layer: 6} and "no layer None" in said[-1]
+    assert h.fit_layer(view, catalog, BUNDLED, 4) == gr.skip() and len(said) == 4  # a layer of the model: as it is
+
+
+def test_a_refused_upload_puts_back_the_image_the_views_belong_to(explanation_key):
+    """Issue 27, 8: after a refused file the upload box showed it (or a broken icon) beside the
+    previous image's maps. It shows that image again, marked as shown so no analysis runs."""
+    request = gr.Request(session_hash="refused-upload")
+    h.SHOWN.is_new(h.owner(request), "/uploads/strip.png")  # the refused file, taken up
+    assert h.keep_image(explanation_key, request) == explanation_key[0]
+    assert not h.SHOWN.is_new(h.owner(request), explanation_key[0])  # putting it back is no new image
+    assert h.keep_image(None, request) is None  # no image before: the box is emptied
+
+
+def test_the_gif_offers_each_layers_own_scale_by_default_or_one_scale_for_all(tab, explanation_key, monkeypatch):
+    """Issue 27, 9: the GIF put every frame on one scale, so it did not look like the screen
+    (tests/test_explorer_render.py checks the frames themselves)."""
+    view, _ = tab
+    asked, real = [], h.views.layer_frames
+    monkeypatch.setattr(h.views, "layer_frames", lambda *a, **k: asked.append(k["one_scale"]) or real(*a, **k))
+    own = h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE)[view.export_file]
+    one = h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE, "all layers")[view.export_file]
+    assert asked == [False, True]  # the screen's choice by default
+    assert (
+        Path(own).name == "cat-bundled_layers1-6_cls.gif"
+        and Path(one).name == "cat-bundled_layers1-6_cls_one-scale.gif"
+    )
+    with pytest.raises(gr.Error, match="unknown GIF scale 'sideways'; choose one of 'each layer', 'all layers'"):
+        h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE, "sideways")
 
 
 def test_export_names_say_image_model_layer_and_query(tab):
@@ -224,6 +276,21 @@ def test_relevance_follows_the_chosen_class(tab, explanation_key):
     assert f"for the chosen class '{other}'" in different.alt_text and "model: the bundled model" in different.alt_text
 
 
+def test_relevance_follows_the_style_and_show_without_another_pass(tab, explanation_key, monkeypatch):
+    """Issue 27, 8: a new "Rollout and relevance show" redrew rollout and left relevance as it was."""
+    view, catalog = tab
+    out = h.show_relevance(view, catalog, explanation_key, "cat-bundled", h.PREDICTED, *STYLE, "weights", 60)
+    kept = out[view.relevance_map]
+    monkeypatch.setattr(h.zerogpu, "RELEVANCE", None)  # a redraw runs no model
+    redrawn = h.restyle_relevance(view, catalog, explanation_key, kept, "cat-bundled", *STYLE, "relative", 60)
+    picture = redrawn[view.relevance]
+    assert "drawn as multiples of uniform" in picture.alt_text and "weights from 0" in out[view.relevance].alt_text
+    assert Image.open(opened(out[view.relevance])).tobytes() != Image.open(opened(picture)).tobytes()
+    assert h.restyle_relevance(view, catalog, explanation_key, None, "cat-bundled", *STYLE, "relative", 60) == gr.skip()
+    other = ("other.png", *explanation_key[1:])  # kept for another image: nothing to redraw
+    assert h.restyle_relevance(view, catalog, other, kept, "cat-bundled", *STYLE, "relative", 60) == gr.skip()
+
+
 def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explanation_key, tmp_path):
     view, catalog = tab
     with pytest.raises(gr.Error, match=r"unknown class 'teapot'; choose one of 'predicted class', 'airplane'"):
@@ -338,7 +405,8 @@ def test_removing_the_image_clears_everything_that_described_it(tab):
     """Issue 19: after the upload box's ×, the predictions, pictures, caption and export stayed."""
     view, catalog = tab
     out = h.analyze(view, catalog, None, "rollout", BUNDLED, "crop", 6, "mean", 0.0, *STYLE)
-    gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance", "export_file")
+    gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance", "relevance_map")
+    gone += ("export_file",)
     assert all(out[getattr(view, name)] is None for name in (*gone, *h.IMAGE_VIEWS))
     assert out[view.numbers] == ""
     assert out[view.query_md] == views.describe_query(None, True)  # the start text: "Query: the CLS token"

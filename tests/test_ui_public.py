@@ -1,6 +1,7 @@
 """Public mode (a Space) and shared runs (a projector), in-process: what a visitor cannot type
 and who may stop the one shared run (docs/security.md)."""
 
+import html
 import time
 from pathlib import Path
 
@@ -55,6 +56,40 @@ def test_everyone_sees_the_shared_run_and_only_its_starter_stops_it(public):
 def test_messages_for_visitors_keep_only_the_last_part_of_paths_and_are_escaped():
     text = for_visitors("cannot read /srv/app/runs/abc/model.safetensors: <class 'OSError'>")
     assert text == "cannot read model.safetensors: &lt;class 'OSError'&gt;"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "epoch 15/30, step 1/65",
+        "cannot load timm/deit_small_patch16_224.fb_in1k: no file",
+        "pretrained:facebook/dinov2-small",
+        "see https://huggingface.co/timm/x/blob/main/config.json",
+        "unknown data source '</script>'",
+        "a folder with train/<class>/ and test/<class>/ images",
+        "/tmp alone is one part, not a path worth hiding",
+    ],
+)
+def test_messages_for_visitors_keep_fractions_model_names_and_urls_as_written(message):
+    """Issue 27: the path filter ate every slash ("epoch 1530", "timmdeit_small…")."""
+    assert for_visitors(message) == html.escape(message, quote=False)
+
+
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("cached in /root/.cache/huggingface/hub/models--timm--x/blobs/abc.", "cached in abc."),
+        ("cannot read /tmp/gradio/abc/cat.jpg: truncated", "cannot read cat.jpg: truncated"),
+        ("cannot read C:\\Users\\x\\y.png", "cannot read y.png"),
+        ("in ~/.cache/torch/hub (empty)", "in hub (empty)"),
+        (
+            "model saved to /srv/runs/abc/vit_5epochs.safetensors; epoch 5/30",
+            "model saved to vit_5epochs.safetensors; epoch 5/30",
+        ),
+    ],
+)
+def test_messages_for_visitors_cut_real_server_paths_to_their_last_part(message, shown):
+    assert for_visitors(message) == shown
 
 
 def test_messages_echo_a_visitors_input_escaped_and_short(public):

@@ -30,6 +30,10 @@ SCALE_CHOICES = [
     ("each head stretched to its own max", "head"),
     ("fixed 0 to 1", "fixed"),
 ]
+GIF_SCALE_CHOICES = [  # the first is the screen's: each layer on its own scale
+    ("each layer its own scale, as on screen", "each layer"),
+    ("one scale for all layers (brightness compares)", "all layers"),
+]
 SHOW_CHOICES = [
     ("weights from 0 (▼ marks uniform)", "weights"),
     ("relative to uniform (× 1/N)", "relative"),
@@ -38,7 +42,10 @@ SHOW_CHOICES = [
 PICTURE_PX = 330  # height of the input and head views: both fit a 1280x720 screen with the upload
 MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 ARROWS = {"up": "↑", "down": "↓", "left": "←", "right": "→"}
-# Arrow keys move the query patch, Escape resets it (unless a text field or slider has the focus).
+# Arrow keys move the query patch, Escape resets it: only while the Explore tab is in view with
+# an image's grid on it (the buttons of a hidden tab stay in the page, and a key on another tab
+# moved Explore's query unseen), and not while a text field or slider has the focus. Otherwise
+# the keys keep their usual job (scrolling the page).
 KEYBOARD_JS = """<script>
 document.addEventListener("keydown", (event) => {
   const target = event.target;
@@ -46,7 +53,8 @@ document.addEventListener("keydown", (event) => {
   const ids = {ArrowUp: "query-up", ArrowDown: "query-down", ArrowLeft: "query-left", ArrowRight: "query-right",
                Escape: "query-reset"};
   const button = ids[event.key] && document.getElementById(ids[event.key]);
-  if (!button) return;
+  const grid = document.querySelector("#input-view img");
+  if (!button || !button.checkVisibility() || !grid || !grid.checkVisibility()) return;
   event.preventDefault();
   button.click();
 });
@@ -96,6 +104,7 @@ class ExploreView(ComponentView):
     current_model: gr.State
     on_screen: gr.State  # the "More views" tab on screen (explore_handlers.MORE_VIEWS), None while closed
     more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
+    relevance_map: gr.State  # the relevance on screen, redrawn in a new style (explore_handlers.RelevanceMap)
     # model and image
     model_key: gr.Dropdown
     checkpoint: gr.File
@@ -113,6 +122,7 @@ class ExploreView(ComponentView):
     upsampling: gr.Radio
     display: gr.Radio
     scale: gr.Radio
+    gif_scale: gr.Radio  # the GIF export's frames: each layer's own scale, or one for all
     query_md: gr.Markdown
     query_token: gr.Dropdown
     reset: gr.Button
@@ -121,6 +131,7 @@ class ExploreView(ComponentView):
     left: gr.Button
     right: gr.Button
     play: gr.Button
+    pause: gr.Button  # in Play's place while the layers play
     # views and exports; "More views" (an accordion of tabs) is drawn only when opened
     more: gr.Accordion
     more_tabs: dict[str, gr.Tab]  # by MORE_VIEWS name
@@ -153,6 +164,7 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
         "current_model": gr.State(start.key),
         "on_screen": gr.State(None),
         "more_tab": gr.State(h.MORE_VIEWS[0]),
+        "relevance_map": gr.State(None),
     }
 
 
@@ -209,6 +221,7 @@ def _heads_column(depth: int) -> dict[str, Any]:
     with gr.Row():
         layer = h.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
+        pause = gr.Button("⏸ Pause", size="sm", scale=1, elem_id="pause", visible=False)
     # On the first screen, beside the maps it explains (a teacher opens it while they look at them).
     with gr.Accordion("How to read this", open=False, elem_id="how-to-read"):
         gr.Markdown(CLASSROOM)
@@ -220,6 +233,7 @@ def _heads_column(depth: int) -> dict[str, Any]:
         "heads": heads,
         "layer": layer,
         "play": play,
+        "pause": pause,
         "export_png": export_png,
         "export_gif": export_gif,
         "export_file": export_file,
@@ -234,6 +248,9 @@ def _style_controls() -> dict[str, Any]:
             "upsampling": gr.Radio(list(h.UPSAMPLING), value="nearest", label="Upsampling (nearest = honest patches)"),
             "display": gr.Radio(list(h.DISPLAYS), value="overlay", label="Display"),
             "scale": gr.Radio(SCALE_CHOICES, value="layer", label="Colour scale (from 0)"),
+            "gif_scale": gr.Radio(
+                GIF_SCALE_CHOICES, value=h.GIF_SCALES[0], label="GIF through the layers: colour scale of its frames"
+            ),
             "mode": gr.Radio(
                 [("Centre crop (the model's own policy)", "crop"), ("Whole image (non-square grid)", "whole")],
                 value="crop",
@@ -380,15 +397,26 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     noted = view.image.change(h.note_image, view.image, None, api_visibility="private", queue=False, **RAW)
     checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
     checked.success(**analysis, api_visibility="private")
+    # A refused file leaves the views of the last image: the upload box shows that image again.
+    checked.failure(h.keep_image, view.explanation_key, view.image, api_visibility="private", queue=False, **RAW)
     return analysis
 
 
-def _wire_views(view: ExploreView) -> None:
+def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
     """Redraw on slider and style changes (never a new forward pass)."""
     # .input, not .release: Gradio's slider sends "release" only on pointer-up (and on leaving its
     # number box), so arrow keys and a typed number never redrew; "input" follows every way of
     # changing it, and always_last draws the layer it stops at after a quick run of changes.
-    view.layer.input(
+    # A layer typed past the model's depth comes back to the nearest one first (explore_handlers.fit_layer).
+    fitted = view.layer.input(
+        bound(h.fit_layer, view, catalog),
+        view.pick("current_model", "layer"),
+        view.layer,
+        api_visibility="private",  # queued: Gradio shows no warning (its message) from an unqueued event
+        trigger_mode="always_last",
+        **RAW,
+    )
+    fitted.success(
         bound(h.show_heads, view),
         view.pick("explanation_key", "query", "layer", *STYLE),
         view.heads,
@@ -397,7 +425,7 @@ def _wire_views(view: ExploreView) -> None:
         **CHEAP,
     )
     gr.on(
-        [view.cmap.input, view.opacity.input, view.upsampling.input, view.display.input, view.scale.input],
+        _style_inputs(view),
         bound(h.restyle, view),
         view.pick("explanation_key", "on_screen", "query", "layer", "fusion", "discard", *STYLE, *SHOW),
         view.pick("heads", "overview", "rollout"),
@@ -415,12 +443,43 @@ def _wire_views(view: ExploreView) -> None:
         **CHEAP,
     )
     view.show.change(bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False)
-    view.play.click(
+    gr.on(  # relevance follows the style and "show" as rollout does, from its kept map
+        [*_style_inputs(view), view.show.input, view.keep_percent.input],
+        bound(h.restyle_relevance, view, catalog),
+        view.pick("explanation_key", "relevance_map", "export_name", *STYLE, *SHOW),
+        view.relevance,
+        api_visibility="private",
+        trigger_mode="always_last",
+        **CHEAP,
+    )
+
+
+def _style_inputs(view: ExploreView) -> list:
+    """The .input events of the style controls (STYLE)."""
+    return [getattr(view, name).input for name in STYLE]
+
+
+def _wire_play(view: ExploreView) -> None:
+    """Play steps through the layers; Pause, or any change of what the maps show (the layer
+    by slider, keys or box, the query, the style, the image), cancels it, so the slider and
+    the maps never show different layers."""
+    playing = view.play.click(
         bound(h.play_layers, view),
-        view.pick("explanation_key", "query", *STYLE),
-        view.pick("layer", "heads"),
+        view.pick("explanation_key", "query", "layer", *STYLE),
+        view.pick("layer", "heads", "play", "pause"),
         api_visibility="private",
         **RAW,
+    )
+    query = [view.input_img.select, view.reset.click, view.query_token.input, *(getattr(view, m).click for m in MOVES)]
+    image = [view.image.change, view.mode.input, view.model_key.change]
+    gr.on(
+        [view.pause.click, view.layer.input, *query, *_style_inputs(view), *image],
+        bound(h.stop_playing, view),
+        None,
+        view.pick("play", "pause"),
+        cancels=[playing],
+        api_visibility="private",
+        queue=False,
     )
 
 
@@ -476,7 +535,7 @@ def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
     view.relevance_button.click(
         bound(h.show_relevance, view, catalog),
         view.pick("explanation_key", "export_name", "relevance_class", *STYLE, *SHOW),
-        view.relevance,
+        view.pick("relevance", "relevance_map"),
         api_name="relevance",
         **HEAVY,
     )
@@ -492,7 +551,7 @@ def _wire_exports(view: ExploreView) -> None:
     )
     view.export_gif.click(
         bound(h.export_gif, view),
-        view.pick("explanation_key", "export_name", "query", *STYLE),
+        view.pick("explanation_key", "export_name", "query", *STYLE, "gif_scale"),
         view.export_file,
         api_name="export_gif",
         **HEAVY,
@@ -524,7 +583,8 @@ def build_explore_tab(catalog: ModelCatalog) -> ExploreView:
     """The Explore tab inside the current Blocks; the Train tab uses its model picker."""
     view = layout(catalog)
     analysis = _wire_analysis(view, catalog)
-    _wire_views(view)
+    _wire_views(view, catalog)
+    _wire_play(view)
     _wire_query(view)
     _wire_exports(view)
     _wire_relevance(view, catalog)

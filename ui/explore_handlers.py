@@ -8,6 +8,7 @@ through `ExploreView.update`, so a new view is one more name, not one more tuple
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
+import numpy as np
 
 from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
@@ -33,6 +35,7 @@ from . import downloads, zerogpu
 from .checks import number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import with_alt
+from .settings import for_visitors
 
 if TYPE_CHECKING:
     from .explore import ExploreView
@@ -43,6 +46,7 @@ UPSAMPLING = ("nearest", "smooth")
 DISPLAYS = ("overlay", "raw")
 DISCARD_MAX = 0.95
 PLAY_STEP_S = 0.8  # seconds per layer of "play through layers", as the GIF export
+GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or one scale for all layers
 
 # What /analyze redraws, by ExploreView field: the session's explanation key first.
 ANALYSIS_OUTPUTS = (
@@ -59,6 +63,7 @@ ANALYSIS_OUTPUTS = (
     "distance",
     "query_token",
     "relevance",
+    "relevance_map",
     "query_md",
     "export_file",  # an export of the previous image is cleared
 )
@@ -130,6 +135,9 @@ def relevance_classes(loaded: LoadedModel) -> list[str]:
 # session's state holds only the key of its current entry. ui.app sets the budget.
 STORE = ExplanationStore()
 ExplanationKey = tuple[str, str, int, str]  # (upload file, model key, model id, mode)
+# The relevance on screen, kept in the session so that a new style or "show" redraws it without
+# another backward pass: (its explanation's key, the class picked, (the map, the class explained)).
+RelevanceMap = tuple[ExplanationKey, str, tuple[np.ndarray, int]]
 
 
 def uploaded_path(payload: dict | None) -> str:
@@ -263,6 +271,7 @@ def full_analysis(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
         "relevance": None,  # drawn on request: it costs a forward and a backward pass
+        "relevance_map": None,
         "export_file": None,
     }
 
@@ -271,7 +280,8 @@ def cleared(prefix_names: tuple[str, ...]) -> dict[str, Any]:
     """ANALYSIS_OUTPUTS (but the layer slider) once the image is removed: no picture, prediction,
     export or explanation of it is left, and the caption is back at its start text."""
     return {
-        **dict.fromkeys(("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance")),
+        **dict.fromkeys(("explanation_key", "export_name", "query", "input_img", "label", "heads")),
+        **dict.fromkeys(("relevance", "relevance_map")),
         **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
         "numbers": "",
         "query_md": views.describe_query(None, "cls" in prefix_names),
@@ -585,19 +595,51 @@ def show_relevance(
     class" or one of the model's class names. Refused for a model without a classifier head."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     loaded = load_or_error(catalog, explanation_key[1])
-    names = loaded.meta.class_names
     if loaded.model.config.num_classes < 1:
         raise visitor_error(
             "this model has no classifier head, so it makes no predictions and there is no class to explain: "
             "relevance needs a supervised model (e.g. DeiT or ViT-B/16); rollout works for every model"
         )
     target = one_of("class", target, relevance_classes(loaded))
-    index = None if target == PREDICTED else names.index(target)
-    drawn = map_show(show, keep_percent)
-    computed = zerogpu.RELEVANCE(loaded, ex.input.tensor, index)
-    picture = views.relevance(loaded.model, names, ex, index, style, *drawn, computed=computed)
-    alt = views.relevance_alt(ex, None if index is None else target, *drawn, model_name(loaded.key))
-    return view.update(relevance=with_alt(picture, alt, f"{name or 'attention'}_relevance_{slug(target)}.png"))
+    index = None if target == PREDICTED else loaded.meta.class_names.index(target)
+    drawn: RelevanceMap = (explanation_key, target, zerogpu.RELEVANCE(loaded, ex.input.tensor, index))
+    picture = relevance_picture(loaded, ex, name, drawn, style, *map_show(show, keep_percent))
+    return view.update(relevance=picture, relevance_map=drawn)
+
+
+def relevance_picture(
+    loaded: LoadedModel, ex: Explanation, name: str | None, drawn: RelevanceMap, style: MapStyle, show: str, keep: float
+) -> gr.Image:
+    """The relevance map `drawn` computed, as `show` and `style` say, with its alt text and file name."""
+    _, target, computed = drawn
+    index = None if target == PREDICTED else loaded.meta.class_names.index(target)
+    picture = views.relevance(loaded.model, loaded.meta.class_names, ex, index, style, show, keep, computed=computed)
+    alt = views.relevance_alt(ex, None if index is None else target, show, keep, model_name(loaded.key))
+    return with_alt(picture, alt, f"{name or 'attention'}_relevance_{slug(target)}.png")
+
+
+def restyle_relevance(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    explanation_key: ExplanationKey | None,
+    relevance_map: RelevanceMap | None,
+    name: str | None,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
+) -> dict:
+    """The relevance on screen follows the style and "Rollout and relevance show" (as rollout
+    does), redrawn from its kept map; with none on screen, nothing changes."""
+    if relevance_map is None or explanation_key is None or relevance_map[0] != explanation_key:
+        return gr.skip()
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
+    loaded = load_or_error(catalog, explanation_key[1])
+    picture = relevance_picture(loaded, ex, name, relevance_map, style, *map_show(show, keep_percent))
+    return view.update(relevance=picture)
 
 
 def click_patch(
@@ -658,17 +700,56 @@ def play_layers(
     view: ExploreView,
     explanation_key: ExplanationKey | None,
     query: Query,
+    layer: float,
     cmap: str,
     opacity: float,
     upsampling: str,
     display: str,
     scale: str,
 ) -> Iterator[dict]:
-    """Step the layer slider from the first layer to the last, redrawing the head maps."""
+    """Step the layer slider to the last layer, redrawing the head maps, from the layer after
+    `layer` (from the first when `layer` is the last): Play after Pause goes on where it
+    stopped. Pause shows instead of Play while it plays."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
-    for layer in range(1, ex.depth + 1):
-        yield view.update(layer=layer, heads=heads_picture(ex, explanation_key, query, layer, style))
+    current = check_layer(layer, ex.depth)
+    for shown_layer in range(current + 1 if current < ex.depth else 1, ex.depth + 1):
+        heads = heads_picture(ex, explanation_key, query, shown_layer, style)
+        yield view.update(layer=shown_layer, heads=heads, **playing(True))
         time.sleep(PLAY_STEP_S)
+    yield view.update(**playing(False))
+
+
+def playing(on: bool) -> dict[str, gr.Button]:
+    """Play and Pause, one of them on the page: Pause while the layers play."""
+    return {"play": gr.Button(visible=not on), "pause": gr.Button(visible=on)}
+
+
+def stop_playing(view: ExploreView) -> dict:
+    """Pause pressed, or the layer, query, style or image changed while playing: the play is
+    cancelled (ui/explore.py) so the slider and the maps show the same layer; Play comes back."""
+    return view.update(**playing(False))
+
+
+def fit_layer(view: ExploreView, catalog: ModelCatalog, current_model: str, layer: object) -> dict:
+    """A layer typed in the slider's box outside 1 to the model's depth comes back to the
+    nearest layer, with a message, before the maps are drawn (which would refuse it). API
+    clients calling /heads still get the refusal."""
+    depth = load_or_error(catalog, current_model).model.config.depth
+    number = layer if isinstance(layer, int | float) and not isinstance(layer, bool) else math.nan
+    if math.isfinite(number) and number == int(number) and 1 <= number <= depth:
+        return gr.skip()
+    nearest = min(max(round(number), 1), depth) if math.isfinite(number) else depth
+    typed = f"{number:g}" if math.isfinite(number) else shown(layer)
+    gr.Warning(for_visitors(f"There is no layer {typed}: this model has layers 1 to {depth}. Showing layer {nearest}."))
+    return view.update(layer=nearest)
+
+
+def keep_image(explanation_key: ExplanationKey | None, request: gr.Request) -> str | None:
+    """After a refused upload, the upload box shows again the image the views on the page
+    belong to (empty if none): marked as shown, so putting it back starts no analysis."""
+    path = explanation_key[0] if explanation_key is not None else None
+    SHOWN.is_new(owner(request), path)
+    return path
 
 
 def export_png(
@@ -700,11 +781,16 @@ def export_gif(
     upsampling: str,
     display: str,
     scale: str,
+    gif_scale: str = GIF_SCALES[0],
 ) -> dict:
-    """The head maps of every layer as an animated GIF named by image, model, layers and query."""
+    """The head maps of every layer as an animated GIF named by image, model, layers and query:
+    each frame as the screen draws its layer ("each layer"), or all on one scale, the largest
+    weight of all layers ("all layers"), every frame with the colour bar of its scale."""
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
-    path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}.gif")
-    render.save_gif(views.layer_frames(ex, query, style), path)
+    one_scale = one_of("GIF scale", gif_scale, GIF_SCALES) == "all layers"
+    scaled = "_one-scale" if one_scale else ""
+    path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}{scaled}.gif")
+    render.save_gif(views.layer_frames(ex, query, style, one_scale=one_scale), path, cmap=style.cmap)
     return view.update(export_file=str(path))
 
 

@@ -24,9 +24,12 @@ BUNDLED_NAME = "bundled"  # `--model bundled`: the CIFAR-10 model shipped in che
 # (88 MB, ~0.1 s a forward pass on a CPU), and the weights lessons 1 and 3 are about, so one
 # preloaded file serves Explore and two lessons (docs/space.md).
 SPACE_MODEL = "deit_small_patch16_224.fb_in1k"
-# Anything that looks like an absolute path: shown to visitors as its last part only. Not
-# after "<": "</script>" is a closing tag a visitor typed, quoted back as typed (escaped).
-_PATH = re.compile(r"(?<!<)(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`<>()\[\]]+)+[/\\]?")
+# A server path, shown to visitors as its last part only: absolute (from /, ~, a drive letter
+# or a \\host share) with at least two parts. Never right after a letter, digit, ".", ":", "/",
+# "~" or "<", so fractions ("epoch 15/30"), model names ("timm/deit_small…"), URLs
+# ("https://huggingface.co/timm/x") and closing tags a visitor typed ("</script>") stay as written.
+_PART = r"[^\s/\\'\"`<>()\[\]]+"
+_PATH = re.compile(rf"(?<![\w.:/\\~<])(?:~|[A-Za-z]:|\\)?(?:[/\\]{_PART}){{2,}}[/\\]?")
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def model_problem(path: str | None, max_parameters: int) -> str | None:
 def for_visitors(message: str) -> str:
     """A message safe to show: server paths cut to their last part, at most MAX_MESSAGE_CHARS
     characters, HTML escaped."""
-    text = _PATH.sub(lambda m: Path(m.group(0).rstrip("/\\")).name, message)
+    text = _PATH.sub(lambda m: re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1], message)
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[: MAX_MESSAGE_CHARS - 1] + "…"
     return html.escape(text, quote=False)  # text, never an attribute: quotes stay readable for API clients

@@ -105,13 +105,14 @@ def download(repo: str, filenames: Sequence[str], progress: Progress | None = No
     missing = [f for f, path in paths.items() if path is None]
     if not missing:
         return paths
+    # The messages name no folder: they reach visitors (docs/models.md says where the cache is).
     endpoint, cache = hub_endpoint(), hub_cache_dir()
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        raise PretrainedUnavailable(f"{repo} is not in the Hugging Face cache ({cache}) and HF_HUB_OFFLINE is set")
+        raise PretrainedUnavailable(f"{repo} is not in the Hugging Face cache and HF_HUB_OFFLINE is set")
     if not reachable(endpoint):
         raise PretrainedUnavailable(
             f"the Hugging Face Hub ({urlsplit(endpoint).netloc}) cannot be reached from this machine "
-            f"and {repo} is not in its cache ({cache})"
+            f"and {repo} is not in its cache"
         )
     done = 0
 

@@ -199,7 +199,7 @@ def _path_source(path: Path) -> tuple[dict[str, Tensor], dict | None]:
         if not found:
             sharded = (path / "model.safetensors.index.json").is_file()
             raise CheckpointError(
-                f"{path} holds {'sharded weights (not supported)' if sharded else 'no model.safetensors'}"
+                f"{path.name} holds {'sharded weights (not supported)' if sharded else 'no model.safetensors'}"
             )
         path = found[0]
     config_file = folder / "config.json"
