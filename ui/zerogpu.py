@@ -170,7 +170,12 @@ class GpuTask(Generic[T]):
     """One task of explorer.compute, run on the GPU where the platform lends one per call."""
 
     def __init__(
-        self, task: Callable[..., T], cost: Callable[..., float], what: str, iterate: bool = False, backward: bool = False
+        self,
+        task: Callable[..., T],
+        cost: Callable[..., float],
+        what: str,
+        iterate: bool = False,
+        backward: bool = False,
     ):
         # `backward`: the task runs autograd's backward pass, so it never falls back to this
         # process's CPU on ZeroGPU: after one backward pass here, PyTorch refuses autograd in every
