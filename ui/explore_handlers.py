@@ -99,9 +99,13 @@ def layer_slider(depth: int, value: int, **kwargs: Any) -> gr.Slider:
     return gr.Slider(minimum=1 if depth > 1 else 0, maximum=depth, value=value, visible=depth > 1, **kwargs)
 
 
+SLUG_CHARS = 60  # of an upload's or a model's name in an export's name (ui.outputs bounds the whole)
+
+
 def slug(text: str) -> str:
-    """`text` as a safe piece of a file name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "x"
+    """`text` as a safe piece of a file name, at most SLUG_CHARS long: a 230-character upload
+    name made every export's name too long for the file system."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:SLUG_CHARS].strip("-.") or "x"
 
 
 def export_name(payload: dict, model_key: str, catalog: ModelCatalog) -> str:
