@@ -276,6 +276,34 @@ def test_unknown_model_keys_are_refused(client):
     assert len(str(refused.value)) < 200
 
 
+@pytest.mark.parametrize("api_name", ["/load_model", "/live_model"])
+def test_every_model_picker_refuses_a_bad_key_in_a_short_escaped_message(client, api_name):
+    """/live_model answered through Gradio's own choice check: a 10 MB key came back whole
+    (10,001,099 characters), and HTML in it unescaped."""
+    for key in ("k" * 10 * 2**20, "<img src=x onerror=alert(1)>"):
+        with pytest.raises(AppError, match="unknown model .*: pick one from the list") as refused:
+            client.predict(key, api_name=api_name)
+        assert len(str(refused.value)) < 300 and "<img" not in str(refused.value)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in str(refused.value)
+
+
+def test_no_event_with_a_choice_among_its_inputs_lets_gradio_check_it(tiny_checkpoint, tmp_path):
+    """Gradio's check of a Dropdown's, Radio's or CheckboxGroup's value echoes the value whole
+    and unescaped: every event taking one runs with preprocess=False and checks it itself."""
+    import ui
+    from explorer.catalog import ModelCatalog
+    from ui.settings import ServerSettings
+
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False), ServerSettings())
+    choices = (gradio.Dropdown, gradio.Radio, gradio.CheckboxGroup)
+    checked_by_gradio = [
+        fn.api_name or fn.name
+        for fn in demo.fns.values()
+        if fn.preprocess and any(isinstance(block, choices) for block in fn.inputs)
+    ]
+    assert checked_by_gradio == []
+
+
 def test_uploaded_checkpoint_brings_its_own_class_names(client, tmp_path):
     torch.manual_seed(1)
     names = ["cat", "dog", "teapot"]

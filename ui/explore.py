@@ -414,7 +414,9 @@ def _wire_views(view: ExploreView) -> None:
         trigger_mode="always_last",
         **CHEAP,
     )
-    view.show.change(bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False)
+    view.show.change(
+        bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
+    )
     view.play.click(
         bound(h.play_layers, view),
         view.pick("explanation_key", "query", *STYLE),

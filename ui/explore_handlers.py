@@ -712,6 +712,15 @@ def export_gif(
     return view.update(export_file=str(path))
 
 
+def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request | None) -> str:
+    """`model_key` if it is one of this visitor's picker choices, else an app message. The model
+    pickers' events run with preprocess=False: Gradio's own choice check echoed a 10 MB key
+    whole, and HTML in it unescaped."""
+    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
+        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
+    return model_key
+
+
 def load_model(
     view: ExploreView,
     catalog: ModelCatalog,
@@ -721,11 +730,8 @@ def load_model(
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to show a download's bytes
 ) -> dict:
     """Switch the Explore tab to another model (downloading pretrained weights once, its bytes
-    and percent shown while it downloads): one of this visitor's picker choices, checked here
-    (Gradio's own check echoes the whole value)."""
-    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
-        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
-    loaded = downloads.load(catalog, model_key, progress)
+    and percent shown while it downloads): one of this visitor's picker choices."""
+    loaded = downloads.load(catalog, picked_model(catalog, model_key, request), progress)
     depth = loaded.model.config.depth
     return view.update(
         current_model=model_key,
