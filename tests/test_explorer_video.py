@@ -1,6 +1,5 @@
 """explorer/video.py: clips checked from their header, decoded, and made into an attention video."""
 
-from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -8,6 +7,7 @@ import numpy as np
 import pytest
 
 import vit
+from bench.attacks import clip_that_grows
 from explorer import video
 from explorer.catalog import LoadedModel
 from explorer.render import MapStyle
@@ -60,31 +60,6 @@ def test_a_clip_over_the_limits_is_refused_before_a_frame_is_decoded(tmp_path, m
     monkeypatch.setattr(video, "_frames", no_decoding)
     with pytest.raises(VideoError, match=message):
         attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle(), limits)
-
-
-def clip_that_grows(path: Path, side: int, frames: int = 3) -> Path:
-    """A MOV whose header (and first two frames) say 64 × 64 px, then `frames` frames of side ×
-    side, each with its own in-band H.264 parameter sets: the header lies about the frame size."""
-    with av.open(str(path), "w", format="mov") as out:
-        stream = out.add_stream("libx264", rate=10)
-        stream.width = stream.height = 64
-        stream.pix_fmt, stream.options = "yuv420p", {"x264-params": "repeat-headers=1"}
-        for n in range(2):
-            frame = av.VideoFrame.from_ndarray(np.zeros((64, 64, 3), np.uint8), format="rgb24")
-            frame.pts = n
-            out.mux(stream.encode(frame))
-        out.mux(stream.encode())
-        big = av.CodecContext.create("libx264", "w")
-        big.width = big.height = side
-        big.pix_fmt, big.time_base = "yuv420p", Fraction(1, 10)
-        big.options = {"x264-params": "repeat-headers=1", "preset": "ultrafast", "tune": "zerolatency"}
-        for n in range(2, 2 + frames):
-            frame = av.VideoFrame.from_ndarray(np.full((side, side, 3), 90, np.uint8), format="rgb24")
-            frame.pts = n
-            for packet in big.encode(frame):
-                packet.stream, packet.pts, packet.dts, packet.time_base = stream, n, n, Fraction(1, 10)
-                out.mux(packet)
-    return path
 
 
 def test_a_clip_whose_frames_outgrow_its_header_is_refused_before_they_are_decoded(tmp_path):

@@ -34,6 +34,7 @@ from .explore_handlers import (
     query_name,
     uploaded_path,
 )
+from .limits import forget_frame
 from .outputs import cache_path
 from .settings import for_visitors
 
@@ -119,6 +120,7 @@ def live_frame(
 ) -> dict:
     """One webcam frame: the chosen layer's head maps and rollout, or a busy message. A frame
     arriving while this visitor's previous one is drawn is skipped, never queued."""
+    forget_frame(request, view.camera)  # `frame` holds it for this call; the session keeps none
     if not frame:
         return gr.skip()
     visitor = owner(request)
