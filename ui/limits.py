@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
 
 import gradio as gr
+from starlette.concurrency import run_in_threadpool
 
 from explorer.live import MAX_URL_CHARS
 from explorer.uploads import UploadBudget, UploadSpaceFull
@@ -74,7 +75,7 @@ class RequestLimits:
             return await _refuse(send, 411, "an upload must say its length (Content-Length)")
         size = int(length)
         try:
-            self.uploads.reserve(size)
+            await run_in_threadpool(self.uploads.reserve, size)  # it may walk the folder: not on the event loop
         except UploadSpaceFull as e:
             return await _refuse(send, 507, str(e))
         try:
