@@ -41,8 +41,8 @@ FRAME_API = "live_frame"
 
 class RequestLimits:
     """ASGI middleware: an event's request over its limit gets 413, an upload that does not fit
-    the upload folder's budget 507, an upload without a Content-Length 411, each before the
-    body is read; anything else passes untouched. `frame_fns` are the fn indices of the
+    the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
+    reads the body, and an empty session hash 400; anything else passes untouched. `frame_fns` are the fn indices of the
     webcam frame's event (ui.app finds them), whose requests may carry a frame."""
 
     def __init__(self, app: ASGIApp, uploads: UploadBudget, frame_fns: Collection[int] = ()) -> None:
