@@ -20,8 +20,10 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
+import av
 import numpy as np
 from PIL import Image
 
@@ -54,6 +56,40 @@ def thin_png(path: Path, width: int, height: int) -> Path:
     rows = zlib.compress(b"\0" * (height * (width + 1)), 9)
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
     path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", rows) + chunk(b"IEND", b""))
+    return path
+
+
+def clip_that_grows(path: Path, side: int, frames: int = 3) -> Path:
+    """A MOV whose header (and first two frames) say 64 × 64 px, then `frames` frames of side ×
+    side, each with its own in-band H.264 parameter sets: the header lies about the frame size."""
+    with av.open(str(path), "w", format="mov") as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.width = stream.height = 64
+        stream.pix_fmt, stream.options = "yuv420p", {"x264-params": "repeat-headers=1"}
+        for n in range(2):
+            frame = av.VideoFrame.from_ndarray(np.zeros((64, 64, 3), np.uint8), format="rgb24")
+            frame.pts = n
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode())
+        big = av.CodecContext.create("libx264", "w")
+        big.width = big.height = side
+        big.pix_fmt, big.time_base = "yuv420p", Fraction(1, 10)
+        big.options = {"x264-params": "repeat-headers=1", "preset": "ultrafast", "tune": "zerolatency"}
+        for n in range(2, 2 + frames):
+            frame = av.VideoFrame.from_ndarray(np.full((side, side, 3), 90, np.uint8), format="rgb24")
+            frame.pts = n
+            for packet in big.encode(frame):
+                packet.stream, packet.pts, packet.dts, packet.time_base = stream, n, n, Fraction(1, 10)
+                out.mux(packet)
+    return path
+
+
+def wide_image(path: Path, mode: str, side: int = 7999) -> Path:
+    """A side × side image of `mode` ("I" int32 TIFF or "I;16" PNG), all zeros: a few hundred KB
+    whose decoding used to cost gigabytes."""
+    dtype = {"I": np.int32, "I;16": np.uint16}[mode]
+    image = Image.fromarray(np.zeros((side, side), dtype))
+    image.save(path, **({"compression": "tiff_deflate"} if path.suffix == ".tif" else {"compress_level": 9}))
     return path
 
 
@@ -184,6 +220,87 @@ def key_attack(client) -> str:
     return f"300 refused, replies at most {max(lengths)} characters"
 
 
+def session_attack(url: str, sessions: int, chars: int, first: int = 0) -> str:
+    """`sessions` /analyze requests, each from a new browser session (sessions `first` on) and
+    carrying a `chars`-character resize mode: Gradio keeps every session's last inputs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    base = f"{url}gradio_api/call/analyze"
+
+    def one(i: int) -> int:
+        data = [None, None, "bundled", f"{i:07d}".ljust(chars, "m"), *VIEWS]
+        reply = httpx.post(base, json={"data": data, "session_hash": f"visitor{i:07d}"}, timeout=60)
+        if reply.status_code == 200:
+            httpx.get(f"{base}/{reply.json()['event_id']}", timeout=120).raise_for_status()
+        return reply.status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(one, range(first, first + sessions)))
+    answered = ", ".join(f"{codes.count(c)} × HTTP {c}" for c in sorted(set(codes)))
+    return f"{sessions} new sessions: {answered}"
+
+
+def session_rounds(server: Server, rounds: int, sessions: int, chars: int) -> str:
+    """`rounds` × `session_attack`, each from new sessions: what the server keeps after each round
+    (it stops growing once Gradio keeps as many sessions as it may)."""
+    before, kept = server.rss_mib(), []
+    for r in range(rounds):
+        session_attack(server.url, sessions, chars, first=1000 + r * sessions)
+        kept.append(f"{server.rss_mib() - before:+.0f}")
+    return f"kept after each {sessions} new sessions: {', '.join(kept)} MiB"
+
+
+def upload_flood(server: Server, count: int = 177, megabytes: int = 19) -> str:
+    """`count` raw uploads of `megabytes` MB to /gradio_api/upload, eight at a time, no event:
+    the replies and the most the upload folder held meanwhile (polled every 0.2 s)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    body, most, done = np.random.default_rng(2).bytes(megabytes * 10**6), [0.0], threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.2):
+            most[0] = max(most[0], server.disk_mb())
+
+    def one(i: int) -> str:
+        try:
+            return str(httpx.post(f"{server.url}gradio_api/upload", files={"files": (f"u{i}.bin", body)}).status_code)
+        except httpx.HTTPError as e:  # the server may close the connection before the body is sent
+            return type(e).__name__
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(one, range(count)))
+    done.set()
+    watcher.join()
+    answered = ", ".join(f"{replies.count(r)} × {r}" for r in sorted(set(replies)))
+    return f"{answered}; the upload folder held at most {max(most[0], server.disk_mb()):.0f} MB"
+
+
+def decoding_attacks(client, folder: Path) -> dict[str, Callable[[], str]]:
+    """Files whose header is small and whose decoding used to cost gigabytes."""
+    from gradio_client import handle_file
+
+    out = {}
+    for name, path in {
+        "7999 × 7999 int32 TIFF": wide_image(folder / "wide.tif", "I"),
+        "7999 × 7999 16-bit PNG": wide_image(folder / "wide16.png", "I;16"),
+    }.items():
+        out[f"{name} ({path.stat().st_size // 1024:,} KB), /analyze"] = lambda p=path: attempt(
+            lambda: client.predict(handle_file(str(p)), "bundled", "crop", *VIEWS, api_name="/analyze")[2]
+        )
+    clip = clip_that_grows(folder / "grows.mov", 8000)
+    controls = ("bundled", 6, "cls", 4, 4, "inferno", "layer")
+    out[f"MOV, header 64 × 64, frames 8000 × 8000 ({clip.stat().st_size // 1024:,} KB), /attention_video"] = lambda: (
+        attempt(lambda: client.predict(handle_file(str(clip)), *controls, api_name="/attention_video"))
+    )
+    return out
+
+
 def disk_attack(server: Server, client, folder: Path) -> str:
     """Ten 19 MB uploads with a 30 MB budget, then an example; the upload folder's size after each."""
     from gradio_client import handle_file
@@ -237,6 +354,20 @@ def main(argv: list[str] | None = None) -> None:
             )
         )
         attacks["ten 19 MB uploads, --uploads-budget-mb 30"] = lambda: disk_attack(server, client, folder)
+        attacks["177 raw 19 MB uploads (no event), eight at a time, --uploads-budget-mb 30"] = lambda: upload_flood(
+            server
+        )
+        attacks |= decoding_attacks(client, folder)
+        attacks["a 10 MB key and '<img src=x onerror=alert(1)>' on /live_model"] = lambda: " / ".join(
+            attempt(lambda k=key: client.predict(k, api_name="/live_model"))
+            for key in ("k" * 10 * 2**20, "<img src=x onerror=alert(1)>")
+        )
+        attacks["60 new sessions, each with a 1 MB resize mode, on /analyze"] = lambda: session_attack(
+            server.url, 60, 2**20
+        )
+        attacks["1,500 new sessions, each with a 7,000-character resize mode (under the limit)"] = lambda: (
+            session_rounds(server, 6, 250, 7000)
+        )
         try:
             print(f"server at rest: {server.rss_mib():.0f} MiB; load average {os.getloadavg()[0]:.1f}")
             print("| attack | reply | peak (MiB) | kept (MiB) |\n|---|---|---|---|")

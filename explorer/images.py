@@ -24,6 +24,19 @@ Image.MAX_IMAGE_PIXELS = MAX_PIXELS
 # mode would make is bounded again in explorer.explain (MAX_RESIZED_PIXELS).
 MAX_ELONGATION = 20
 
+# What decoding costs, by the header's mode: peak bytes per pixel of `load_image` (decoding,
+# turning upright, converting to 8-bit RGB; PIL keeps RGB, RGBA, LA, CMYK, I and F in 4 bytes a
+# pixel; a photo turned upright by its EXIF orientation is held twice for a moment), measured in
+# a fresh process and rounded up (test_decoding_costs_at_most_its_table_entry checks each against
+# a real decode). A palette image may carry transparency, composited like RGBA. Modes not listed
+# (I, F) are charged WIDE_BYTES_PER_PIXEL. An image whose decoding would cost more than
+# MAX_DECODE_BYTES is refused from its header (before: a 388 KB 64-megapixel int32 TIFF cost
+# +1.7 GB, a 16-bit PNG +1.5 GB). The budget lets a 64-megapixel photo through.
+DECODE_BYTES_PER_PIXEL = {"1": 6, "L": 6, "RGB": 9, "CMYK": 9, "I;16": 9, "I;16B": 9, "I;16L": 9}
+DECODE_BYTES_PER_PIXEL |= dict.fromkeys(("P", "LA", "PA", "RGBA"), 17)
+WIDE_BYTES_PER_PIXEL = 13
+MAX_DECODE_BYTES = 576 * 2**20  # 9 bytes × 64 Mpx (MAX_PIXELS)
+
 WHITE = (255, 255, 255)
 
 
@@ -54,11 +67,12 @@ def _read(path: str | os.PathLike, decode: bool) -> Image.Image | None:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as im:  # reads the header only: nothing is decoded yet
                 check_sides(*im.size)
+                check_decoding(im.mode, *im.size)
                 if not decode:
                     return None
                 im.seek(0)  # first frame of an animated GIF/WebP/APNG
                 im.load()  # decode now, inside the try: truncation shows up here
-                return to_rgb(ImageOps.exif_transpose(im))
+                return to_rgb(ImageOps.exif_transpose(im, in_place=True) or im)
     except ImageError:
         raise
     except UnidentifiedImageError as e:
@@ -80,16 +94,37 @@ def check_sides(width: int, height: int) -> None:
         )
 
 
+def check_decoding(mode: str, width: int, height: int) -> None:
+    """Refuse, from the header's mode and sides, an image whose decoding would allocate more
+    than MAX_DECODE_BYTES (DECODE_BYTES_PER_PIXEL)."""
+    cost = width * height * DECODE_BYTES_PER_PIXEL.get(mode, WIDE_BYTES_PER_PIXEL)
+    if cost > MAX_DECODE_BYTES:
+        raise ImageError(
+            f"the image is {width:,} × {height:,} px in mode {mode}: decoding it would take {cost / 2**20:,.0f} MiB, "
+            f"more than this server's {MAX_DECODE_BYTES / 2**20:,.0f} MiB: scale it down or save it as 8-bit"
+        )
+
+
+def _scaled(im: Image.Image, top: float | None) -> Image.Image:
+    """A 16/32-bit or float image as 8-bit grayscale: value / top × 255, rounded, clipped; in
+    float32, in place (a float64 copy per step cost 28 bytes a pixel). `top` None: 65535 if any
+    value is above 255, else 255."""
+    pixels = np.array(im, dtype=np.float32)  # a copy, written in place below
+    if top is None:
+        top = 65535.0 if pixels.max() > 255 else 255.0
+    pixels *= np.float32(255.0 / top)
+    pixels += np.float32(0.5)
+    np.clip(pixels, 0, 255, out=pixels)
+    return Image.fromarray(pixels.astype(np.uint8))
+
+
 def to_rgb(im: Image.Image) -> Image.Image:
     """Convert any PIL mode to 8-bit RGB the way a viewer would display it."""
     if im.mode in ("I;16", "I;16B", "I;16L", "I"):
-        # 16/32-bit grayscale: convert("L") would clip everything above 255 to white.
-        pixels = np.asarray(im, dtype=np.float64)
-        top = 65535.0 if pixels.max() > 255 else 255.0
-        im = Image.fromarray(np.clip(pixels / top * 255.0 + 0.5, 0, 255).astype(np.uint8))
+        im = _scaled(im, None)  # convert("L") would clip everything above 255 to white
     elif im.mode == "F":
-        im = Image.fromarray(np.clip(np.asarray(im) * 255.0 + 0.5, 0, 255).astype(np.uint8))
+        im = _scaled(im, 255.0)
     if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
         background = Image.new("RGBA", im.size, WHITE + (255,))
-        return Image.alpha_composite(background, im.convert("RGBA")).convert("RGB")
-    return im.convert("RGB")
+        return Image.alpha_composite(background, im if im.mode == "RGBA" else im.convert("RGBA")).convert("RGB")
+    return im if im.mode == "RGB" else im.convert("RGB")

@@ -126,6 +126,7 @@ class UploadBudget:
         self.budget_bytes, self.keep, self.recount_s = budget_bytes, frozenset(keep), recount_s
         self._lock = threading.Lock()
         self._used: int | None = None  # bytes under the folder at the last walk, plus arrivals since
+        self._arriving = 0  # bytes of uploads reserved and still arriving (`reserve`)
         self._walked: tuple[Path | None, float] = (None, -math.inf)  # which folder, when
 
     def added(self, size: int) -> None:
@@ -140,13 +141,44 @@ class UploadBudget:
             return
         size, root = path.stat().st_size, Path(self.folder()).resolve()
         with self._lock:
-            walked, at = self._walked
-            fresh = self._used is not None and walked == root and time.monotonic() - at < self.recount_s
-            if fresh and self._used + size <= self.budget_bytes:
+            if self._fresh(root) and self._used + self._arriving + size <= self.budget_bytes:
                 self._used += size
                 return
             self._used = None  # stays unknown if the walk refuses the file
             self._used, self._walked = admit(path, root, self.budget_bytes, self.keep), (root, time.monotonic())
+
+    def reserve(self, size: int) -> None:
+        """Hold `size` bytes for an upload before its body is read (Gradio's upload route needs no
+        event: 177 uploads of 19 MB went up in 6.2 s, 3,382 MB against a 30 MB budget until the
+        next prune). Counted with the uploads still arriving; when they could pass the budget the
+        folder is walked and its oldest files pruned; an upload that cannot fit even then is
+        refused (UploadSpaceFull) and nothing is deleted for it. `arrived` ends the hold."""
+        with self._lock:
+            root = Path(self.folder()).resolve()
+            if self._fresh(root) and self._used + self._arriving + size <= self.budget_bytes:
+                self._arriving += size
+                return
+            files = _files(root)
+            kept = sum(bytes_ for _, bytes_, p in files if p in self.keep)
+            if kept + self._arriving + size > self.budget_bytes:
+                raise UploadSpaceFull(SPACE_FULL)
+            room = self.budget_bytes - self._arriving - size
+            freed = _prune(files, root, room, self.keep)
+            self._used, self._walked = sum(bytes_ for _, bytes_, _ in files) - freed, (root, time.monotonic())
+            self._arriving += size
+
+    def arrived(self, size: int) -> None:
+        """An upload `reserve`d has been stored (or failed): its bytes now count as files; the
+        next walk counts what is really there."""
+        with self._lock:
+            self._arriving -= size
+            if self._used is not None:
+                self._used += size
+
+    def _fresh(self, root: Path) -> bool:
+        """Whether the count since the last walk of `root` can be trusted (younger than `recount_s`)."""
+        walked, at = self._walked
+        return self._used is not None and walked == root and time.monotonic() - at < self.recount_s
 
     def prune(self) -> int:
         """Walk and prune the folder (the periodic check); the bytes freed."""

@@ -29,6 +29,7 @@ from PIL import Image
 
 from vit import AttentionMaps
 from vit.analysis import Query, query_attention, query_prefix_attention
+from vit.messages import shown
 
 from . import render, views
 from .catalog import LoadedModel
@@ -37,6 +38,10 @@ from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_in
 from .render import MapStyle
 
 DEMUXERS = ("mov", "matroska")  # MP4, MOV, M4V; MKV, WebM: containers that never name other files
+# What cameras, phones and browsers record. Other codecs (PNG, QuickTime RLE, FFV1...) carry
+# 16-bit RGBA frames whose size the header need not tell: a 11.9 MB MOV whose header said
+# 64 × 64 held 16000 × 16000 frames (+5.5 GB for one request).
+CODECS = ("h264", "hevc", "vp8", "vp9", "av1", "mpeg4")
 BATCH_BYTES = 256 * 2**20  # attention maps of one batch of frames
 MAX_BATCH = 16
 # Every frame's model input, kept for the clip's one forward pass (300 frames at 224 px: 172 MiB).
@@ -57,6 +62,7 @@ class VideoLimits:
     max_frames: int = 300  # 10 s at 30 frames per second
     max_pixels: int = 1920 * 1080  # per frame
     max_side: int = 3840
+    min_fps: float = 1.0  # a clip at 10⁻⁶ frames/s with no duration made a video claiming 10,000,000 s
 
 
 @dataclass(frozen=True)
@@ -82,10 +88,13 @@ class ClipMaps:
     seconds: dict[str, float] = field(default_factory=lambda: {"decode": 0.0, "preprocess": 0.0, "model": 0.0})
 
 
-def _open(path: str | Path) -> av.container.InputContainer:
+def _open(path: str | Path, limits: VideoLimits) -> av.container.InputContainer:
+    """The clip, opened by an allowed demuxer. `max_pixels` bounds the frames FFmpeg may decode
+    while it reads the streams' parameters (avformat_find_stream_info decodes some)."""
+    options = {"enable_drefs": "0", "max_pixels": str(limits.max_pixels)}
     for demuxer in DEMUXERS:
         try:
-            return av.open(str(path), format=demuxer, options={"enable_drefs": "0"})
+            return av.open(str(path), format=demuxer, options=options)
         except (av.error.FFmpegError, OSError):
             continue
     raise VideoError("the file is not a video this app can read: upload an MP4, MOV or WebM clip")
@@ -93,10 +102,8 @@ def _open(path: str | Path) -> av.container.InputContainer:
 
 def probe(path: str | Path, limits: VideoLimits = VideoLimits()) -> ClipInfo:
     """The clip's header, checked against `limits` before any frame is decoded."""
-    with _open(path) as container:
-        if not container.streams.video:
-            raise VideoError("the file has no video track")
-        stream = container.streams.video[0]
+    with _open(path, limits) as container:
+        stream = _video_stream(container, limits)
         width, height = stream.codec_context.width, stream.codec_context.height
         fps = float(stream.average_rate or stream.guessed_rate or 0)
         if stream.duration is not None and stream.time_base is not None:
@@ -109,6 +116,21 @@ def probe(path: str | Path, limits: VideoLimits = VideoLimits()) -> ClipInfo:
     return info
 
 
+def _video_stream(container: av.container.InputContainer, limits: VideoLimits) -> av.VideoStream:
+    """The clip's video stream, its codec one of CODECS, its decoder bounded before a frame is
+    decoded: FFmpeg refuses a frame over `limits.max_pixels` before allocating it (whatever the
+    header said), and decodes one frame at a time (frame threads held several frames at once)."""
+    if not container.streams.video:
+        raise VideoError("the file has no video track")
+    stream = container.streams.video[0]
+    codec = stream.codec_context.codec.canonical_name
+    if codec not in CODECS:
+        raise VideoError(f"the clip's codec {shown(codec)} is not one this app decodes: re-encode it as MP4 (H.264)")
+    stream.codec_context.options = {"max_pixels": str(limits.max_pixels)}
+    stream.thread_type = "SLICE"  # threads within one frame, never frames in parallel
+    return stream
+
+
 def _check(info: ClipInfo, limits: VideoLimits) -> None:
     if info.width < 1 or info.height < 1 or info.fps <= 0:
         raise VideoError("the clip's header gives no frame size or frame rate: re-encode it as MP4 (H.264)")
@@ -116,6 +138,11 @@ def _check(info: ClipInfo, limits: VideoLimits) -> None:
         raise VideoError(
             f"the clip is {info.width} × {info.height} px; at most {limits.max_pixels:,} pixels per frame "
             f"and {limits.max_side} px a side are accepted: scale it down"
+        )
+    if info.fps < limits.min_fps:
+        raise VideoError(
+            f"the clip's header gives {info.fps:.3g} frames per second; at least {limits.min_fps:g} are accepted: "
+            "re-encode it as MP4 (H.264)"
         )
     if info.seconds > limits.max_seconds:
         raise VideoError(f"the clip lasts {info.seconds:.1f} s; at most {limits.max_seconds:g} s are accepted: trim it")
@@ -128,15 +155,17 @@ def _check(info: ClipInfo, limits: VideoLimits) -> None:
 
 def _frames(path: str | Path, limits: VideoLimits) -> Iterator[Image.Image]:
     """The clip's frames as RGB images, refusing a clip with more than `limits.max_frames`."""
-    with _open(path) as container:
-        stream = container.streams.video[0]
-        stream.thread_type = "AUTO"  # FFmpeg's own decoding threads
+    with _open(path, limits) as container:
+        stream = _video_stream(container, limits)
         decoded = container.decode(stream)
         for index in range(limits.max_frames + 1):
             try:
                 frame = next(decoded, None)
             except av.error.FFmpegError as e:
-                raise VideoError(f"the clip is corrupt after frame {index}: re-encode it as MP4 (H.264)") from e
+                raise VideoError(
+                    f"the clip is corrupt after frame {index}, or a frame has more than {limits.max_pixels:,} "
+                    "pixels: re-encode it as MP4 (H.264)"
+                ) from e
             if frame is None:
                 return
             if index >= limits.max_frames:

@@ -30,3 +30,12 @@ def test_the_browser_style_analyze_call_sends_every_input_the_served_endpoint_ta
     with image.open("rb") as f:
         uploaded = httpx.post(f"{server}gradio_api/upload", files={"files": f}, timeout=30).json()[0]
     assert raw_analyze(server, {"path": uploaded, "meta": {"_type": "gradio.FileData"}}) == "ok"
+
+
+def test_the_wide_images_are_small_files_of_the_stated_mode_and_size(tmp_path):
+    from bench.attacks import wide_image
+
+    for mode, name in (("I", "wide.tif"), ("I;16", "wide16.png")):
+        path = wide_image(tmp_path / name, mode, side=2000)
+        with Image.open(path) as im:
+            assert (im.mode, im.size) == (mode, (2000, 2000)) and path.stat().st_size < 100_000

@@ -171,3 +171,67 @@ def test_the_resize_each_mode_makes_is_bounded_before_it_is_made(monkeypatch):
     with pytest.raises(InputTooLarge, match=f"1,024 px for this model in crop mode, .*{MAX_RESIZED_PIXELS:,}"):
         model_input(image, big, 16, "crop")
     assert model_input(image, big, 16, "whole").pixels.shape == (1024, 4096, 3)  # squashed to 4:1: allowed
+
+
+def _photo(path, mode: str, side: int):
+    """A noise image of `mode` (side × side), saved in a format that keeps the mode; a JPEG
+    photo carries an EXIF orientation, so decoding turns it upright."""
+    rng = np.random.default_rng(0)
+    if mode in ("I;16", "I", "F"):
+        dtype = {"I;16": np.uint16, "I": np.int32, "F": np.float32}[mode]
+        Image.fromarray((rng.random((side, side)) * 60000).astype(dtype)).save(path)
+        return path
+    image = Image.fromarray(rng.integers(0, 256, (side, side, 4), np.uint8), "RGBA").convert(mode)
+    if mode == "RGB":
+        exif = Image.Exif()
+        exif[0x0112] = 6  # rotated 90°: exif_transpose makes a turned copy
+        image.save(path, exif=exif, quality=90)
+    else:
+        image.save(path, **({"transparency": 0} if mode == "P" else {}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mode", "suffix"),
+    [("RGB", ".jpg"), ("RGBA", ".png"), ("P", ".png"), ("L", ".png"), ("I;16", ".png"), ("I", ".tif"), ("F", ".tif")],
+)
+def test_decoding_costs_at_most_its_table_entry(tmp_path, mode, suffix):
+    """The bytes per pixel charged for a mode (DECODE_BYTES_PER_PIXEL) bound what load_image
+    allocates, measured in a fresh process (ru_maxrss, no other work in it)."""
+    import subprocess
+    import sys
+
+    from explorer.images import DECODE_BYTES_PER_PIXEL, WIDE_BYTES_PER_PIXEL
+
+    side = 3000
+    path = _photo(tmp_path / f"photo{suffix}", mode, side)
+    with Image.open(path) as im:
+        assert im.mode == mode
+    script = (
+        "import resource, sys\n"
+        "from explorer.images import load_image\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "load_image(sys.argv[1])\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
+    charged = DECODE_BYTES_PER_PIXEL.get(mode, WIDE_BYTES_PER_PIXEL) * side * side
+    assert int(run.stdout) <= charged, f"{mode}: {int(run.stdout) / side**2:.1f} bytes a pixel"
+
+
+def test_an_image_whose_decoding_would_pass_the_budget_is_refused_from_its_header(tmp_path, monkeypatch):
+    """A 64-megapixel int32 TIFF of 388 KB cost +1.7 GB: refused by mode × pixels, undecoded;
+    the same sides in 8-bit RGB still open."""
+    import explorer.images as images
+
+    budget = images.MAX_DECODE_BYTES
+    assert 7999 * 7999 * images.WIDE_BYTES_PER_PIXEL > budget  # the reported TIFF
+    assert 8000 * 8000 * images.DECODE_BYTES_PER_PIXEL["RGB"] <= budget  # a 64 Mpx photo
+    wide, narrow = _photo(tmp_path / "wide.tif", "I", 64), tmp_path / "narrow.png"
+    Image.new("RGB", (64, 64)).save(narrow)
+    monkeypatch.setattr(images, "MAX_DECODE_BYTES", 64 * 64 * 10)  # between RGB's 9 and I's 13 bytes a pixel
+    assert images.load_image(narrow).size == (64, 64)
+    monkeypatch.setattr(Image.Image, "load", lambda *_: pytest.fail("decoded anyway"))
+    with pytest.raises(images.ImageError, match="64 × 64 px in mode I: decoding it would take 0 MiB") as refused:
+        images.check_image(wide)
+    assert "\n" not in str(refused.value)

@@ -137,3 +137,20 @@ def test_a_refused_upload_leaves_the_count_unknown_and_the_next_arrival_walks(tm
         budget.admit(arrive(tmp_path, "a/huge.png", 5000))
     budget.admit(arrive(tmp_path, "b/small.png", 10))
     assert len(walks) == 2 and budget.prune() == 0
+
+
+def test_uploads_still_arriving_are_held_to_the_budget_together(tmp_path: Path, walks) -> None:
+    """Gradio's upload route needs no event: uploads are reserved by their length before their
+    bytes are read, and those still arriving count together (177 × 19 MB went up at once)."""
+    budget = UploadBudget(lambda: tmp_path, 3000)
+    old = arrive(tmp_path, "a/old.png", 1500)
+    budget.reserve(1000)  # walks once: 2500 of 3000
+    budget.reserve(1000)  # 3500: walks again, the old file makes room
+    assert len(walks) == 2 and not old.exists()
+    with pytest.raises(UploadSpaceFull):  # the folder is empty, but 2000 bytes are still arriving
+        budget.reserve(1500)
+    assert len(walks) == 3
+    budget.arrived(1000)
+    budget.arrived(1000)  # stored: counted as files now, 2000 of 3000
+    budget.reserve(900)
+    assert len(walks) == 3  # fits the count: no walk

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import vit
+from bench.attacks import clip_that_grows
 from explorer import video
 from explorer.catalog import LoadedModel
 from explorer.render import MapStyle
@@ -47,6 +48,7 @@ def test_the_header_says_length_size_and_frames(tmp_path):
         (VideoLimits(max_frames=10), "has 12 frames; at most 10"),
         (VideoLimits(max_seconds=1.0), "lasts 1.2 s; at most 1 s"),
         (VideoLimits(max_pixels=32 * 32), "64 × 48 px; at most 1,024 pixels"),
+        (VideoLimits(min_fps=20), "gives 10 frames per second; at least 20 are accepted"),
     ],
 )
 def test_a_clip_over_the_limits_is_refused_before_a_frame_is_decoded(tmp_path, monkeypatch, tiny, limits, message):
@@ -58,6 +60,44 @@ def test_a_clip_over_the_limits_is_refused_before_a_frame_is_decoded(tmp_path, m
     monkeypatch.setattr(video, "_frames", no_decoding)
     with pytest.raises(VideoError, match=message):
         attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle(), limits)
+
+
+def test_a_clip_whose_frames_outgrow_its_header_is_refused_before_they_are_decoded(tmp_path):
+    """Header 64 × 64, frames 6000 × 6000: FFmpeg's frame threads decoded several before the
+    per-frame check (an 8000 × 8000 clip of 190 KB: +444 MiB; 16000 × 16000 16-bit RGBA in the
+    issue: +5.5 GB). The decoder's own pixel limit refuses them; peak measured in a fresh process."""
+    import subprocess
+    import sys
+
+    clip = clip_that_grows(tmp_path / "grows.mov", 6000)
+    assert probe(clip).width == 64 and clip.stat().st_size < 200_000
+    script = (
+        "import resource, sys\n"
+        "from explorer import video\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    list(video._frames(sys.argv[1], video.VideoLimits()))\n"
+        "except video.VideoError as e:\n"
+        "    print(e)\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script, str(clip)], capture_output=True, text=True, check=True)
+    message, peak = run.stdout.splitlines()
+    assert int(peak) < 64, f"decoding grew the peak by {peak} MiB"  # one 6000 × 6000 frame alone: 51 MiB
+    assert "or a frame has more than 2,073,600 pixels" in message
+
+
+def test_only_the_codecs_cameras_and_browsers_record_are_decoded(tmp_path):
+    clip = tmp_path / "frames.mov"
+    with av.open(str(clip), "w", format="mov") as out:
+        stream = out.add_stream("png", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 64, "rgba64be"
+        out.mux(stream.encode(av.VideoFrame.from_ndarray(np.zeros((64, 64, 4), np.uint16), format="rgba64be")))
+        out.mux(stream.encode())
+    with pytest.raises(VideoError, match="the clip's codec 'png' is not one this app decodes"):
+        probe(clip)
+    with pytest.raises(VideoError, match="codec 'png'"):
+        list(video._frames(clip, VideoLimits()))
 
 
 def test_a_clip_whose_header_hides_its_length_is_held_to_the_frame_limit_while_decoding(tmp_path):

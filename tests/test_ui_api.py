@@ -272,9 +272,42 @@ def test_unknown_model_keys_are_refused(client):
         client.predict("checkpoint:/etc/passwd", api_name="/load_model")
     with pytest.raises(AppError, match="unknown model"):  # not a text at all
         client.predict({"path": "/etc/passwd"}, api_name="/load_model")
-    with pytest.raises(AppError) as refused:  # a 1 MB key is not echoed back (Gradio's own check did)
-        client.predict("k" * 2**20, api_name="/load_model")
+    with pytest.raises(AppError) as refused:  # a long key is not echoed back (Gradio's own check did)
+        client.predict("k" * 4000, api_name="/load_model")
     assert len(str(refused.value)) < 200
+    with pytest.raises(httpx.HTTPStatusError, match="413"):  # a 1 MB one is refused before the queue
+        client.predict("k" * 2**20, api_name="/load_model")
+
+
+@pytest.mark.parametrize("api_name", ["/load_model", "/live_model"])
+def test_every_model_picker_refuses_a_bad_key_in_a_short_escaped_message(client, api_name):
+    """/live_model answered through Gradio's own choice check: a 10 MB key came back whole
+    (10,001,099 characters), and HTML in it unescaped. Such a key is now refused before the
+    queue (ui/limits.py); one that fits a request gets the app's message."""
+    for key in ("k" * 6000, "<img src=x onerror=alert(1)>"):
+        with pytest.raises(AppError, match="unknown model .*: pick one from the list") as refused:
+            client.predict(key, api_name=api_name)
+        assert len(str(refused.value)) < 300 and "<img" not in str(refused.value)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in str(refused.value)
+    with pytest.raises(httpx.HTTPStatusError, match="413"):
+        client.predict("k" * 10 * 2**20, api_name=api_name)
+
+
+def test_no_event_with_a_choice_among_its_inputs_lets_gradio_check_it(tiny_checkpoint, tmp_path):
+    """Gradio's check of a Dropdown's, Radio's or CheckboxGroup's value echoes the value whole
+    and unescaped: every event taking one runs with preprocess=False and checks it itself."""
+    import ui
+    from explorer.catalog import ModelCatalog
+    from ui.settings import ServerSettings
+
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False), ServerSettings())
+    choices = (gradio.Dropdown, gradio.Radio, gradio.CheckboxGroup)
+    checked_by_gradio = [
+        fn.api_name or fn.name
+        for fn in demo.fns.values()
+        if fn.preprocess and any(isinstance(block, choices) for block in fn.inputs)
+    ]
+    assert checked_by_gradio == []
 
 
 def test_uploaded_checkpoint_brings_its_own_class_names(client, tmp_path):

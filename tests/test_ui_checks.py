@@ -37,3 +37,11 @@ def test_numbers_and_choices():
     assert one_of("fusion", "max", ("mean", "max")) == "max"
     with pytest.raises(gr.Error, match="unknown fusion 'sum'; choose one of 'mean', 'max'"):
         one_of("fusion", "sum", ("mean", "max"))
+
+
+def test_a_refusal_writes_no_traceback_to_the_log():
+    """Every refused request wrote a 2.4 KB traceback to the server's log; a refusal is the visitor's."""
+    from ui.checks import visitor_error
+
+    assert visitor_error("epochs must be a whole number").print_exception is False
+    assert visitor_error("busy", duration=None).print_exception is False

@@ -147,6 +147,24 @@ def test_export_names_say_image_model_layer_and_query(tab):
     assert h.query_name(None) == "cls" and h.query_name((0, 6)) == "row1-col7"
 
 
+def test_an_upload_with_a_long_name_still_exports(tab, explanation_key):
+    """A 240-character upload name: the analysis worked, but every export failed with a bare
+    "Error" (the file name was longer than the file system takes)."""
+    view, catalog = tab
+    name = h.export_name({"path": "/tmp/gradio/abc/x.png", "orig_name": "a" * 240 + ".png"}, BUNDLED, catalog)
+    assert name == f"{'a' * h.SLUG_CHARS}-tiny"
+    exports = [
+        h.export_png(view, explanation_key, name, (0, 6), 1, *STYLE)[view.export_file],
+        h.export_gif(view, explanation_key, name, None, *STYLE)[view.export_file],
+        opened(h.show_relevance(view, catalog, explanation_key, name, h.PREDICTED, *STYLE)[view.relevance]),
+    ]
+    assert [Path(p).name for p in exports] == [
+        f"{name}_layer1_row1-col7.png",
+        f"{name}_layers1-6_cls.gif",
+        f"{name}_relevance_predicted-class.png",
+    ]
+
+
 def test_the_page_lists_the_models_classes():
     model = vit.create_model("vit_cifar_nano", num_classes=30)
     names = [f"class{i}" for i in range(30)]

@@ -1,6 +1,8 @@
 """Views written for Gradio to serve: lossless (WebP on the page, PNG for exports), so the colours a
 visitor reads are the colours drawn."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from picture_helpers import gradient_runs
@@ -28,3 +30,13 @@ def test_a_written_view_reads_back_pixel_for_pixel_with_its_colour_bar(name, enc
 
 def test_views_are_webp_unless_named_as_a_png_export():
     assert Image.open(saved(head_maps())).format == "WEBP"
+
+
+def test_names_of_written_files_are_cut_to_what_a_file_system_takes():
+    """File systems refuse names over 255 bytes: a long name is cut, its suffix (the encoding) kept."""
+    from ui.outputs import MAX_NAME_BYTES, cache_path
+
+    path = Path(saved(head_maps(), "é" * 300 + "_layer6_cls.png"))  # 611 bytes
+    assert len(path.name.encode()) <= MAX_NAME_BYTES and path.name.endswith(".png") and path.name.startswith("é")
+    assert Image.open(path).format == "PNG"
+    assert cache_path("../../escape.gif").parent.parent.name == "vit-explorer"  # one name, never a folder

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from explorer.catalog import ModelCatalog
 
 from . import explore_handlers
 from .explore import HEAD_JS, build_explore_tab
 from .lessons import build_lessons_tab
+from .limits import SESSIONS, RequestLimits, frame_fns
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS
 from .settings import ServerSettings
@@ -83,9 +86,17 @@ def keep_uploads_within(budget_bytes: int) -> threading.Thread:
     return thread
 
 
+def served_limits(demo: gr.Blocks) -> dict[str, Any]:
+    """`demo.launch` arguments that bound what requests bring and sessions keep (ui/limits.py):
+    the request limits as middleware, before Gradio reads a byte, and the sessions Gradio keeps."""
+    middleware = Middleware(RequestLimits, uploads=UPLOADS, frame_fns=frame_fns(demo))
+    return {"app_kwargs": {"middleware": [middleware]}, "state_session_capacity": SESSIONS}
+
+
 def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, uploads_budget: int | None = None) -> None:
     """Serve `demo` and block; torchvision's slow import is paid after the page is up."""
     demo.launch(
+        **served_limits(demo),
         server_name=host,
         server_port=port,
         share=share,

@@ -22,8 +22,9 @@ from .settings import for_visitors
 def visitor_error(message: str, **kwargs: object) -> gr.Error:
     """The one way ui/ builds an error for a visitor: server paths cut to their last part, HTML
     escaped and length-capped (`ui.settings.for_visitors`). Values a visitor sent are quoted
-    with `shown`, which keeps a few dozen characters of them."""
-    return gr.Error(for_visitors(message), **kwargs)
+    with `shown`, which keeps a few dozen characters of them. A refusal is the visitor's, not
+    the server's: no traceback in the log (each one wrote 2.4 KB of it)."""
+    return gr.Error(for_visitors(message), **({"print_exception": False} | kwargs))
 
 
 def _is_number(value: object) -> bool:

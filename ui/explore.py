@@ -442,7 +442,9 @@ def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
         trigger_mode="always_last",
         **CHEAP,
     )
-    view.show.change(bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False)
+    view.show.change(
+        bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
+    )
     gr.on(  # relevance follows the style and "show" as rollout does, from its kept map
         [*_style_inputs(view), view.show.input, view.keep_percent.input],
         bound(h.restyle_relevance, view, catalog),

@@ -104,9 +104,13 @@ def layer_slider(depth: int, value: int, **kwargs: Any) -> gr.Slider:
     return gr.Slider(minimum=1 if depth > 1 else 0, maximum=depth, value=value, visible=depth > 1, **kwargs)
 
 
+SLUG_CHARS = 60  # of an upload's or a model's name in an export's name (ui.outputs bounds the whole)
+
+
 def slug(text: str) -> str:
-    """`text` as a safe piece of a file name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "x"
+    """`text` as a safe piece of a file name, at most SLUG_CHARS long: a 230-character upload
+    name made every export's name too long for the file system."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:SLUG_CHARS].strip("-.") or "x"
 
 
 def export_name(payload: dict, model_key: str, catalog: ModelCatalog) -> str:
@@ -794,6 +798,15 @@ def export_gif(
     return view.update(export_file=str(path))
 
 
+def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request | None) -> str:
+    """`model_key` if it is one of this visitor's picker choices, else an app message. The model
+    pickers' events run with preprocess=False: Gradio's own choice check echoed a 10 MB key
+    whole, and HTML in it unescaped."""
+    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
+        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
+    return model_key
+
+
 def load_model(
     view: ExploreView,
     catalog: ModelCatalog,
@@ -803,11 +816,8 @@ def load_model(
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to show a download's bytes
 ) -> dict:
     """Switch the Explore tab to another model (downloading pretrained weights once, its bytes
-    and percent shown while it downloads): one of this visitor's picker choices, checked here
-    (Gradio's own check echoes the whole value)."""
-    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
-        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
-    loaded = downloads.load(catalog, model_key, progress)
+    and percent shown while it downloads): one of this visitor's picker choices."""
+    loaded = downloads.load(catalog, picked_model(catalog, model_key, request), progress)
     depth = loaded.model.config.depth
     return view.update(
         current_model=model_key,

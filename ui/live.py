@@ -186,10 +186,15 @@ def _wire_models(view: LiveView, catalog: ModelCatalog, tab: gr.Tab) -> None:
         view.pick("current_model", "model_info", "layer", "query_token", "row", "column"),
         api_name="live_model",
         show_progress="full",
+        preprocess=False,  # the key is checked by the handler (Gradio's check echoed it whole)
         **concurrency.HEAVY,  # loads a model, maybe downloading it
     )
     switched.failure(keep_model, view.current_model, view.model_key, api_visibility="private")
-    view.query_token.change(h.patch_sliders, view.query_token, [view.row, view.column], api_visibility="private")
+    # preprocess=False on every event with a picker among its inputs: Gradio's own check of a
+    # choice echoes the value whole and unescaped; the handlers check what they use.
+    view.query_token.change(
+        h.patch_sliders, view.query_token, [view.row, view.column], api_visibility="private", preprocess=False
+    )
     tab.select(bound(h.live_choices, catalog), None, view.model_key, api_visibility="private")
 
 
@@ -221,7 +226,7 @@ def build_live_tab(
     _wire_models(view, catalog, tab)
     _wire_video(view, catalog, limits)
     opened = open_button.click(
-        bound(h.open_live, catalog), explore_model, [tabs, view.model_key], api_visibility="private"
+        bound(h.open_live, catalog), explore_model, [tabs, view.model_key], api_visibility="private", preprocess=False
     )
     opened.then(None, js=START_CAMERA_JS, api_visibility="private")
     return view

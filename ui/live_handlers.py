@@ -23,7 +23,18 @@ from vit.analysis import Query
 
 from . import zerogpu
 from .checks import one_of, visitor_error, whole_number
-from .explore_handlers import STORE, check_layer, export_name, layer_slider, map_style, owner, query_name, uploaded_path
+from .explore_handlers import (
+    STORE,
+    check_layer,
+    export_name,
+    layer_slider,
+    map_style,
+    owner,
+    picked_model,
+    query_name,
+    uploaded_path,
+)
+from .limits import forget_frame
 from .outputs import cache_path
 from .settings import for_visitors
 
@@ -109,6 +120,7 @@ def live_frame(
 ) -> dict:
     """One webcam frame: the chosen layer's head maps and rollout, or a busy message. A frame
     arriving while this visitor's previous one is drawn is skipped, never queued."""
+    forget_frame(request, view.camera)  # `frame` holds it for this call; the session keeps none
     if not frame:
         return gr.skip()
     visitor = owner(request)
@@ -137,12 +149,13 @@ def live_model(
     view: LiveView,
     catalog: ModelCatalog,
     model_key: str,
+    request: gr.Request,
     progress: gr.Progress = gr.Progress(track_tqdm=True),  # noqa: B008 - Gradio's way to show download bars
 ) -> dict:
     """Switch the Live tab to another model (downloading pretrained weights once): its layers,
-    its query tokens and its patch grid."""
+    its query tokens and its patch grid. The key is one of this visitor's picker choices."""
     try:
-        loaded = catalog.get(model_key)
+        loaded = catalog.get(picked_model(catalog, model_key, request))
     except ModelUnavailable as e:
         raise visitor_error(str(e), duration=None) from e
     if refusal := zerogpu.live_refusal(loaded):
@@ -168,7 +181,8 @@ def patch_sliders(query_token: str) -> tuple[gr.Slider, gr.Slider]:
 
 def open_live(catalog: ModelCatalog, explore_model: str, request: gr.Request) -> tuple[gr.Tabs, gr.Dropdown]:
     """The header's Live button: open the Live tab on the model Explore shows."""
-    return gr.Tabs(selected="live"), gr.Dropdown(choices=catalog.choices(owner(request)), value=explore_model)
+    model_key = picked_model(catalog, explore_model, request)
+    return gr.Tabs(selected="live"), gr.Dropdown(choices=catalog.choices(owner(request)), value=model_key)
 
 
 def live_choices(catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:

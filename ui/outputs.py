@@ -19,9 +19,23 @@ def upload_folder() -> Path:
     return Path(get_upload_folder())
 
 
+MAX_NAME_BYTES = 160  # of a file the app writes; file systems refuse names over 255 bytes
+
+
+def bounded_name(name: str) -> str:
+    """`name` cut to MAX_NAME_BYTES (UTF-8), its suffix kept, as one file name (no folders)."""
+    name = Path(name).name or "file"
+    if len(name.encode()) <= MAX_NAME_BYTES:
+        return name
+    suffix = Path(name).suffix[:16]
+    stem = name[: len(name) - len(Path(name).suffix)].encode()[: MAX_NAME_BYTES - len(suffix.encode())]
+    return stem.decode(errors="ignore") + suffix
+
+
 def cache_path(name: str) -> Path:
-    """A fresh path in Gradio's upload cache (so `delete_cache` cleans it up), unique per call."""
-    path = Path(get_upload_folder()) / "vit-explorer" / uuid.uuid4().hex / name
+    """A fresh path in Gradio's upload cache (so `delete_cache` cleans it up), unique per call,
+    named `name` cut to a length every file system takes (`bounded_name`)."""
+    path = Path(get_upload_folder()) / "vit-explorer" / uuid.uuid4().hex / bounded_name(name)
     path.parent.mkdir(parents=True)
     return path
 

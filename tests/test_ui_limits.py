@@ -1,0 +1,121 @@
+"""ui/limits.py: what one request may bring and what a session may keep, on a live public app
+launched with the app's own limits (ui.app.served_limits), in-process so its sessions can be read."""
+
+import base64
+import io
+
+import httpx
+import numpy as np
+import pytest
+from PIL import Image
+
+import ui
+from bench.attacks import VIEWS
+from bench.serving import free_port
+from explorer.catalog import ModelCatalog
+from ui.app import served_limits
+from ui.limits import MAX_EVENT_BYTES, SESSIONS
+from ui.outputs import UPLOADS, upload_folder
+from ui.settings import ServerSettings
+
+pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
+
+
+@pytest.fixture(scope="module")
+def app(tiny_checkpoint, tmp_path_factory):
+    """(URL, the launched Blocks) of the public app with the limits `ui.launch` gives it."""
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"), scan_runs=False)
+    demo = ui.build_demo(catalog, ServerSettings(public=True))
+    port = free_port()
+    demo.launch(**served_limits(demo), server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", demo
+    finally:
+        demo.close()
+
+
+def call(url: str, api: str, data: list, session: str) -> tuple[int, str]:
+    """(HTTP status of the request, the event's stream of replies when it was queued)."""
+    base = f"{url}gradio_api/call/{api}"
+    reply = httpx.post(base, json={"data": data, "session_hash": session}, timeout=60)
+    if reply.status_code != 200:
+        return reply.status_code, reply.text
+    return 200, httpx.get(f"{base}/{reply.json()['event_id']}", timeout=120).text
+
+
+def kept(demo, session: str) -> dict:
+    """The last value of each input Gradio keeps for `session`, by component: what it holds."""
+    state = demo.state_holder.session_data[session]
+    return {key: config.get("props", {}).get("value") for key, config in state.config_values.items()}
+
+
+def test_a_request_over_the_limit_is_refused_before_a_session_keeps_it(app):
+    """60 /analyze requests from new sessions, each with a 1 MB resize mode, kept +82 MiB: the
+    request is now refused before Gradio reads it, and no session is made for it."""
+    url, demo = app
+    status, text = call(url, "analyze", [None, None, "bundled", "m" * 2**20, *VIEWS], "big-mode")
+    assert status == 413 and f"larger than this server takes ({MAX_EVENT_BYTES:,} bytes)" in text
+    assert "big-mode" not in demo.state_holder.session_data
+    status, text = call(url, "analyze", [None, None, "bundled", "m" * 1000, *VIEWS], "small-mode")
+    assert status == 200 and "event: complete" in text  # no image: the views are cleared...
+    assert "m" * 1000 in kept(demo, "small-mode").values()  # ...and Gradio keeps what the session sent
+    join = {"data": [None, None, "bundled", "m" * 2**20, *VIEWS], "fn_index": 0, "session_hash": "joined"}
+    assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).status_code == 413
+
+
+def test_gradio_keeps_at_most_the_sessions_the_budget_allows(app):
+    _, demo = app
+    assert demo.state_holder.capacity == SESSIONS <= 500  # Gradio's default: 10,000 (~0.4 MiB each)
+
+
+def jpeg_data_url(side: int) -> str:
+    pixels = np.random.default_rng(0).integers(0, 256, (side, side, 3), np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=92)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_a_webcam_frame_may_be_large_and_the_session_does_not_keep_it(app):
+    url, demo = app
+    frame = jpeg_data_url(160)
+    assert len(frame) > MAX_EVENT_BYTES
+    controls = ["bundled", 6, "cls", 4, 4, "inferno", "layer"]
+    base = f"{url}gradio_api/call/live_frame"
+    event = httpx.post(base, json={"data": [{"url": frame}, *controls], "session_hash": "streamer"}, timeout=60)
+    event_id = event.raise_for_status().json()["event_id"]
+    with httpx.stream("GET", f"{base}/{event_id}", timeout=120) as replies:  # a stream: its first reply
+        assert any("live-heads" in line for line in replies.iter_lines())
+    httpx.post(f"{url}gradio_api/stream/{event_id}/close", timeout=60)
+    values = kept(demo, "streamer")
+    assert "bundled" in values.values()  # the model key is kept as Gradio keeps every input...
+    assert not any(isinstance(v, dict) and v.get("url") == frame for v in values.values())  # ...not the frame
+    live_frame = next(fn._id for fn in demo.fns.values() if fn.api_name == "live_frame")
+    join = {"data": [{"url": frame}, *controls], "fn_index": live_frame, "session_hash": "browser"}
+    assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).status_code == 200  # the browser's way
+    join["fn_index"] = 0  # the same bytes to another event
+    assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).status_code == 413
+
+
+def test_an_upload_that_does_not_fit_the_budget_is_refused_before_it_is_stored(app, monkeypatch):
+    """Gradio's upload route needs no event: 177 uploads of 19 MB went up in 6.2 s, the folder
+    held 3,382 MB against a 30 MB budget until the next prune."""
+    url, _ = app
+    monkeypatch.setattr(UPLOADS, "budget_bytes", sum(f.stat().st_size for f in UPLOADS.keep) + 100_000)
+    before = sorted(p for p in upload_folder().rglob("*") if p.is_file())
+    big = {"files": ("big.bin", b"\0" * 200_000)}
+    reply = httpx.post(f"{url}gradio_api/upload", files=big, timeout=60)
+    assert reply.status_code == 507 and "space for uploads is full" in reply.text
+    assert sorted(p for p in upload_folder().rglob("*") if p.is_file()) == before  # nothing stored
+    small = httpx.post(f"{url}gradio_api/upload", files={"files": ("small.bin", b"\1" * 1000)}, timeout=60)
+    assert small.status_code == 200
+    chunked = httpx.post(f"{url}gradio_api/upload", content=iter([b"--x\r\n"]), timeout=60)  # no Content-Length
+    assert chunked.status_code == 411
+
+
+def test_an_empty_session_hash_is_refused_in_one_line(app):
+    """Gradio answered an empty session hash with HTTP 500 and a KeyError's traceback."""
+    url, _ = app
+    data = [None, None, "bundled", "crop", *VIEWS]
+    for route, body in (("call/analyze", {"data": data}), ("queue/join", {"data": data, "fn_index": 0})):
+        reply = httpx.post(f"{url}gradio_api/{route}", json=body | {"session_hash": ""}, timeout=60)
+        assert (reply.status_code, reply.text) == (400, "session_hash must not be empty")

@@ -1,0 +1,148 @@
+"""What one HTTP request may bring and what a session may keep, held before Gradio reads a byte
+(docs/security.md, "Requests and sessions").
+
+Gradio keeps, for up to `state_session_capacity` sessions, the last value each session sent to
+every input (`SessionState.config_values`), and its raw upload route stores files no event has
+seen. So: an event's request is at most MAX_EVENT_BYTES (a webcam frame's MAX_FRAME_BYTES, and
+the frame is dropped from the session once drawn, `forget_frame`); an upload is counted against
+the upload folder's budget from its Content-Length before its body is read (`UploadBudget.reserve`);
+and at most SESSIONS sessions are kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from typing import Any
+
+import gradio as gr
+from starlette.concurrency import run_in_threadpool
+
+from explorer.live import MAX_URL_CHARS
+from explorer.uploads import UploadBudget, UploadSpaceFull
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# The app's largest ordinary request (/analyze: an upload's payload and 14 controls) is under
+# 2 KB; a session keeps at most one such value per input (43 inputs) besides Gradio's own ~0.3 MiB.
+MAX_EVENT_BYTES = 8 * 2**10
+MAX_FRAME_BYTES = MAX_URL_CHARS + MAX_EVENT_BYTES  # a webcam frame's data: URL and its controls
+# Sessions Gradio keeps (its default, 10,000, held ~0.3 MiB each with nothing sent: 3 GB): at most
+# SESSIONS × (0.3 MiB + 43 inputs × MAX_EVENT_BYTES) ≈ 0.3 GiB. The least recently used go first.
+SESSIONS = 500
+UPLOAD_ROUTES = ("/gradio_api/upload", "/gradio_api/process_recording")
+STREAM_ROUTE = "/gradio_api/stream/"  # a running stream's next frame
+FRAME_API = "live_frame"
+
+
+class RequestLimits:
+    """ASGI middleware: an event's request over its limit gets 413, an upload that does not fit
+    the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
+    reads the body, and an empty session hash 400; anything else passes untouched. `frame_fns` are the fn indices of the
+    webcam frame's event (ui.app finds them), whose requests may carry a frame."""
+
+    def __init__(self, app: ASGIApp, uploads: UploadBudget, frame_fns: Collection[int] = ()) -> None:
+        self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        path = scope["path"].removeprefix(scope.get("root_path", ""))
+        if path.rstrip("/") in UPLOAD_ROUTES:
+            return await self._upload(scope, receive, send)
+        body = await _body(receive, MAX_FRAME_BYTES)
+        if body is None or (len(body) > MAX_EVENT_BYTES and not self._is_frame(path, body)):
+            return await _refuse(
+                send, 413, f"this request is larger than this server takes ({MAX_EVENT_BYTES:,} bytes)"
+            )
+        if len(body) <= MAX_EVENT_BYTES and _fields(body).get("session_hash", None) == "":
+            return await _refuse(send, 400, "session_hash must not be empty")  # Gradio answered 500
+        return await self.app(scope, _replay(body, receive), send)
+
+    def _is_frame(self, path: str, body: bytes) -> bool:
+        """Whether a large request is a webcam frame: a running stream's, or its event's first."""
+        if path.startswith(STREAM_ROUTE) or path.rstrip("/").endswith(f"/call/{FRAME_API}"):
+            return True
+        return _fields(body).get("fn_index") in self.frame_fns
+
+    async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is None or not length.isdigit():
+            return await _refuse(send, 411, "an upload must say its length (Content-Length)")
+        size = int(length)
+        try:
+            await run_in_threadpool(self.uploads.reserve, size)  # it may walk the folder: not on the event loop
+        except UploadSpaceFull as e:
+            return await _refuse(send, 507, str(e))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.uploads.arrived(size)
+
+
+async def _body(receive: Receive, limit: int) -> bytes | None:
+    """The request's body, or None as soon as it passes `limit` bytes (the rest is never read)."""
+    chunks, size, more = [], 0, True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def _fields(body: bytes) -> dict[str, Any]:
+    """The top-level fields of a JSON request ({} if it is not a JSON object: Gradio answers it)."""
+    try:
+        fields = json.loads(body)
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the app the body already read, then the client's next message
+    (its disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+async def _refuse(send: Send, status: int, text: str) -> None:
+    """A one-line plain-text answer; the connection closes, so an unread body is not read."""
+    data = text.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": data})
+
+
+def frame_fns(demo: gr.Blocks) -> list[int]:
+    """The fn indices of the webcam frame's event: the only requests that may be large."""
+    return [fn._id for fn in demo.fns.values() if fn.api_name == FRAME_API]
+
+
+def forget_frame(request: gr.Request | None, camera: gr.components.Component) -> None:
+    """Drop the copy of the last frame Gradio keeps in the session (its value of `camera`, in
+    `SessionState.config_values`): each session that streamed would hold up to 16 MiB."""
+    app = getattr(getattr(request, "request", None), "app", None)
+    holder = getattr(app, "state_holder", None)
+    session = holder.session_data.get(request.session_hash) if holder is not None and request else None
+    props = session.config_values.get(camera._id, {}).get("props", {}) if session is not None else {}
+    if "value" in props:
+        props["value"] = None
