@@ -12,14 +12,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 from torch import Tensor
 
-from vit.analysis import query_attention
-
+from .chunks import new_reading, probe_attention
 from .config import TrainConfig, describe_device, resolve_device
 from .data import CIFAR10_NAME, list_image_folder
-from .device_data import eval_batch
 from .engine import Hooks, Trainer
 from .run_files import MODEL
 
@@ -46,18 +43,6 @@ class JobSnapshot:
     checkpoint: str | None = None  # latest model checkpoint, loadable by vit.load_checkpoint
     message: str = "no training job has run yet"
     error: str | None = None
-
-
-def probe_attention(trainer: Trainer, image: Tensor) -> Tensor:
-    """The CLS-token attention of `image` (3, H, W) uint8: (L, heads, gh, gw)."""
-    model = trainer.model
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        x = eval_batch(image[None].to(trainer.device), trainer.normalize, trainer.image_size)
-        _, maps = model(x, need_weights=True)
-    model.train(was_training)
-    return query_attention(maps)[0].float().cpu()  # (L, H, gh, gw)
 
 
 def _job_config(
@@ -169,11 +154,10 @@ class TrainingJob:
         self._update(running=False, checkpoint=checkpoint, message=message)
 
     def _on_step(self, trainer: Trainer, step: int) -> None:
-        reading = getattr(trainer, "running_loss", None)  # refreshed every few steps, with no extra sync
         with self._lock:
             s = self._snapshot
             s.step = step
-            if reading is not None and (not s.step_losses or s.step_losses[-1] != reading):
+            if (reading := new_reading(trainer, s.step_losses)) is not None:
                 s.step_losses = [*s.step_losses[-(MAX_STEP_LOSSES - 1) :], reading]
 
     def _on_start(self, trainer: Trainer) -> None:
