@@ -25,6 +25,7 @@ from torch import Tensor
 from vit.analysis import query_attention
 
 from .config import TrainConfig, describe_device
+from .data import load_split
 from .device_data import eval_batch
 from .engine import Hooks, Trainer
 from .run_files import LAST, MODEL, RUN_CONFIG, STOP, write_atomically
@@ -85,8 +86,10 @@ def new_reading(trainer: Trainer, readings: list[tuple[float, float]]) -> tuple[
 
 
 def start_run(config: TrainConfig) -> Path:
-    """Write the run's config into its folder for the first chunk: no data, no model, no GPU."""
+    """Write the run's config into its folder for the first chunk, and read its data once, on
+    the CPU (decoded and cached, `training.data`): no chunk spends GPU time on it. No model."""
     config.validate()
+    load_split(config.data, "train", download=config.download)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomically(out / RUN_CONFIG, json.dumps(config.to_dict()))
