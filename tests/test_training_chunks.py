@@ -6,6 +6,7 @@ import pickle
 
 import pytest
 import torch
+from conftest import flip_byte
 from training_helpers import tiny_config, write_image_folder
 
 import vit
@@ -14,6 +15,7 @@ from training.augment import AugmentConfig
 from training.chunks import Budget, request_stop, start_run, stop_requested, train_chunk
 from training.engine import Hooks, Trainer
 from training.run_files import LAST, MODEL
+from vit.checkpoint import CheckpointError
 
 # Every source of randomness on: RandAugment, MixUp/CutMix, erasing (the augmentation generator)
 # and stochastic depth (torch's global RNG).
@@ -88,3 +90,12 @@ def test_every_chunk_takes_at_least_one_step():
 def test_a_failed_chunk_reports_its_error_in_words(tmp_path):
     report = train_chunk(tmp_path / "no-run", max_steps=1)
     assert report.error.startswith("FileNotFoundError") and "run.json" in report.error
+
+
+def test_a_damaged_checkpoint_is_refused_at_the_start_not_in_a_chunk(tiny_data, tiny_checkpoint, tmp_path):
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(tiny_checkpoint.read_bytes())
+    flip_byte(damaged)
+    with pytest.raises(CheckpointError, match="corrupt"):
+        start_run(tiny_config(tiny_data, tmp_path / "run", model=str(damaged)))
+    assert not (tmp_path / "run" / "run.json").exists()

@@ -212,6 +212,19 @@ def test_a_refused_chunk_waits_for_gpu_time_and_goes_on_when_advanced(data, tmp_
     assert s.running and not s.paused and (s.epoch, s.step) == (1, 1)
 
 
+def test_a_chunked_run_that_cannot_load_its_model_fails_before_any_chunk(data, tiny_checkpoint, tmp_path):
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(tiny_checkpoint.read_bytes())
+    flip_byte(damaged)
+    runner = Chunks()
+    job = TrainingJob(ChunkPlan(runner, seconds=45))
+    job.start(model=str(damaged), data=data, epochs=1, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "run"), **FAST)
+    job.advance()
+    s = job.snapshot()
+    assert not s.running and s.message == "training failed" and "do not match the hash" in s.error
+    assert runner.calls == 0
+
+
 def test_a_stop_between_chunks_ends_the_run_at_the_next_chunk_with_a_model(data, tmp_path):
     job = chunked_job(data, tmp_path, Chunks())
     job.advance()

@@ -29,6 +29,7 @@ from .data import load_split
 from .device_data import eval_batch
 from .engine import Hooks, Trainer
 from .run_files import LAST, MODEL, RUN_CONFIG, STOP, write_atomically
+from .sources import load_source
 
 # Kept free at a chunk's end for what follows its last step: the epoch's validation, the probe
 # and two atomic saves (DeiT-S: 88 MB of weights and 176 MB of AdamW state), at most a quarter of
@@ -86,10 +87,12 @@ def new_reading(trainer: Trainer, readings: list[tuple[float, float]]) -> tuple[
 
 
 def start_run(config: TrainConfig) -> Path:
-    """Write the run's config into its folder for the first chunk, and read its data once, on
-    the CPU (decoded and cached, `training.data`): no chunk spends GPU time on it. No model."""
+    """Write the run's config into its folder for the first chunk, after reading its data and
+    model once here, on the CPU: the data decoded and cached (`training.data`), pretrained
+    weights downloaded, a checkpoint checked, so no chunk spends GPU time on them."""
     config.validate()
     load_split(config.data, "train", download=config.download)
+    load_source(config.model)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomically(out / RUN_CONFIG, json.dumps(config.to_dict()))

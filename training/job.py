@@ -82,6 +82,16 @@ def _job_config(
     return config
 
 
+def _prepared(config: TrainConfig) -> JobSnapshot:
+    """A chunked run's first state: its data and model read here, on the CPU (`start_run`), or
+    the reason they cannot be, as a threaded run reports a failure to load them."""
+    try:
+        start_run(config)
+    except Exception as e:  # noqa: BLE001 - any failure must reach the UI
+        return JobSnapshot(epochs=config.epochs, error=f"{type(e).__name__}: {e}", message="training failed")
+    return JobSnapshot(running=True, epochs=config.epochs, message="waiting for the GPU")
+
+
 def named_checkpoint(out: Path, model: str, history: list[dict]) -> Path:
     """Rename the run's OUT/model.safetensors after what it holds, e.g.
     `vit_cifar_nano_5epochs_acc41.safetensors` (model, finished epochs, last validation
@@ -118,8 +128,7 @@ class TrainingJob:
             config = self._config = _job_config(model, data, epochs, lr, batch_size, out_dir, options)
             self._stop.clear()
             if self._chunks is not None:
-                start_run(config)  # the data decoded here, on the CPU: no chunk spends GPU time on it
-                self._snapshot = JobSnapshot(running=True, epochs=config.epochs, message="waiting for the GPU")
+                self._snapshot = _prepared(config)
                 return
             self._snapshot = JobSnapshot(
                 running=True,
