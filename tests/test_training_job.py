@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,8 +14,9 @@ from training_helpers import CLASSES, write_image_folder
 
 import vit
 from training import job as job_module
+from training.chunks import ChunkRefused, train_chunk
 from training.config import describe_device, resolve_device
-from training.job import JobBusy, TrainingJob
+from training.job import ChunkPlan, JobBusy, TrainingJob
 
 FAST = {"threads": 1, "warmup_epochs": 0.0}
 
@@ -127,3 +129,108 @@ def test_a_damaged_checkpoint_fails_the_job_with_the_reason(data, tiny_checkpoin
     s = job.snapshot()
     assert s.message == "training failed" and "is corrupt: its tensors do not match the hash" in s.error
     assert s.checkpoint is None
+
+
+# -- chunked jobs (the Train tab on ZeroGPU): no thread, one chunk per advance() ----------
+
+
+class Chunks:
+    """A ChunkPlan's runner: 3-step chunks here, except the calls told to fail."""
+
+    def __init__(self, failures: dict[int, Exception] | None = None):
+        self.failures, self.calls = failures or {}, 0
+
+    def __call__(self, out_dir: str, seconds: float):
+        self.calls += 1
+        if self.calls in self.failures:
+            raise self.failures[self.calls]
+        return train_chunk(out_dir, max_steps=3)
+
+
+def chunked_job(data, tmp_path, runner: Chunks) -> TrainingJob:
+    job = TrainingJob(ChunkPlan(runner, seconds=45))
+    job.start(model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "run"), **FAST)
+    return job
+
+
+def test_a_chunked_job_trains_only_when_advanced_and_ends_as_the_threaded_one(data, tmp_path):
+    runner = Chunks()
+    threads = threading.active_count()
+    job = chunked_job(data, tmp_path, runner)
+    s = job.snapshot()
+    assert s.running and s.message == "waiting for the GPU" and runner.calls == 0
+    assert threading.active_count() == threads
+    job.advance()
+    s = job.snapshot()
+    assert s.running and (s.epoch, s.step, s.steps_per_epoch) == (0, 3, 5) and [e for e, _ in s.probe] == [0]
+    assert "3 steps" in s.message and "saved at epoch 1, step 3" in s.message
+    while job.snapshot().running:
+        job.advance()
+        assert runner.calls < 10
+    s = job.snapshot()
+    assert s.message.startswith("finished 2 epochs") and [r["epoch"] for r in s.history] == [1, 2]
+    assert [e for e, _ in s.probe] == [0, 1, 2] and s.probe_image.shape == (3, 16, 16) and s.step_losses
+    assert Path(s.checkpoint).name.startswith("vit_cifar_nano_2epochs_acc") and vit.load_checkpoint(s.checkpoint)
+    calls = runner.calls
+    job.advance()  # an ended run trains no more
+    assert runner.calls == calls
+
+
+def test_a_chunk_cut_short_loses_nothing_and_three_in_a_row_fail_the_run(data, tmp_path):
+    killed = RuntimeError("GPU task aborted")
+    runner = Chunks({2: killed, 4: killed, 5: killed, 6: killed})
+    job = chunked_job(data, tmp_path, runner)
+    job.advance()
+    job.advance()  # cut short: the state saved by the first chunk stays
+    s = job.snapshot()
+    assert s.running and s.error is None and (s.epoch, s.step) == (0, 3)
+    assert s.message == (
+        "the last chunk was cut short (GPU task aborted); nothing is lost, the next goes on from epoch 1 step 3"
+    )
+    job.advance()
+    assert (job.snapshot().epoch, job.snapshot().step) == (1, 1)  # 3 more steps: 5 an epoch
+    job.advance(), job.advance(), job.advance()
+    s = job.snapshot()
+    assert not s.running and s.message == "training failed"
+    assert s.error == (
+        "3 chunks in a row were cut short (the last: GPU task aborted); the run is saved at epoch 2 step 1"
+    )
+
+
+def test_a_refused_chunk_waits_for_gpu_time_and_goes_on_when_advanced(data, tmp_path):
+    advice = "log in to Hugging Face for 5 minutes a day, or continue tomorrow"
+    refusal = ChunkRefused("GPU time used up for today", advice)
+    runner = Chunks({2: refusal})
+    job = chunked_job(data, tmp_path, runner)
+    job.advance()
+    job.advance()
+    s = job.snapshot()
+    assert not s.running and s.paused and s.error is None
+    assert s.message == f"GPU time used up for today: the run is saved at epoch 1 step 3; {advice}"
+    job.advance()
+    s = job.snapshot()
+    assert s.running and not s.paused and (s.epoch, s.step) == (1, 1)
+
+
+def test_a_chunked_run_that_cannot_load_its_model_fails_before_any_chunk(data, tiny_checkpoint, tmp_path):
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(tiny_checkpoint.read_bytes())
+    flip_byte(damaged)
+    runner = Chunks()
+    job = TrainingJob(ChunkPlan(runner, seconds=45))
+    job.start(model=str(damaged), data=data, epochs=1, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "run"), **FAST)
+    job.advance()
+    s = job.snapshot()
+    assert not s.running and s.message == "training failed" and "do not match the hash" in s.error
+    assert runner.calls == 0
+
+
+def test_a_stop_between_chunks_ends_the_run_at_the_next_chunk_with_a_model(data, tmp_path):
+    job = chunked_job(data, tmp_path, Chunks())
+    job.advance()
+    job.stop()
+    assert (tmp_path / "run" / "STOP").is_file()
+    job.advance()
+    s = job.snapshot()
+    assert not s.running and s.message.startswith("stopped during epoch 1") and (s.epoch, s.step) == (0, 3)
+    assert vit.load_checkpoint(s.checkpoint)[1].info["stopped"] is True

@@ -158,6 +158,9 @@ class OneRun:
     def __init__(self, checkpoint: Path) -> None:
         self.snap = JobSnapshot(epoch=1, epochs=1, checkpoint=str(checkpoint), message="finished 1 epochs")
 
+    def advance(self, _visitor: str) -> None:
+        """An ended run trains no more."""
+
     def snapshot(self, _visitor: str) -> JobSnapshot:
         return self.snap
 

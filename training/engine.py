@@ -34,6 +34,7 @@ from .state import flatten_optimizer, unflatten_optimizer
 from .step import TrainStep
 
 LOG_EVERY = 10  # steps between reads of the loss on the host (each read waits for the GPU)
+POSITION_PREFIX = "position/"  # extra tensors of a training state saved inside an epoch
 
 
 class TrainingError(RuntimeError):
@@ -48,6 +49,36 @@ class Hooks:
     on_step: Callable[[Trainer, int], None] | None = None  # after each step, with the step in the epoch
     on_epoch: Callable[[Trainer, dict], None] | None = None  # after each epoch's checkpoint, with its record
     should_stop: Callable[[], bool] | None = None  # polled every step: True ends the run gracefully
+    # polled every step after should_stop: True saves the resumable state, in-epoch position included,
+    # and returns from run() without finishing (training/chunks.py: one chunk of a run)
+    should_pause: Callable[[], bool] | None = None
+
+
+@dataclass
+class EpochPosition:
+    """Where a run left an epoch: what continuing it bit for bit needs besides the model and
+    the optimizer (the shuffle is recomputed from the seed and the epoch)."""
+
+    step: int  # steps done in the epoch
+    seconds: float  # training seconds spent in it so far
+    totals: Tensor  # (3,) running loss sum, correct count, images
+    rng: dict[str, Tensor]  # torch's global RNG ("cpu", and "cuda" on a GPU), the augmentation generator ("augment")
+
+    def tensors(self) -> dict[str, Tensor]:
+        """The tensors a training state stores under `extra/`."""
+        return {
+            f"{POSITION_PREFIX}totals": self.totals,
+            **{f"{POSITION_PREFIX}rng/{k}": v for k, v in self.rng.items()},
+        }
+
+    @classmethod
+    def read(cls, info: dict | None, extra: dict[str, Tensor]) -> EpochPosition | None:
+        """The position saved with a training state, or None when it was saved at an epoch's end."""
+        if not info:
+            return None
+        prefix = f"{POSITION_PREFIX}rng/"
+        rng = {k[len(prefix) :]: v for k, v in extra.items() if k.startswith(prefix)}
+        return cls(info["step"], info["seconds"], extra[f"{POSITION_PREFIX}totals"], rng)
 
 
 def read_training_state(out: Path) -> tuple[vit.VisionTransformer, vit.ModelMeta]:
@@ -172,6 +203,8 @@ class Trainer:
         self.history: list[dict] = []
         self.elapsed = 0.0  # training wall-clock seconds over all sessions
         self.stopped = False
+        self.paused = False
+        self.position: EpochPosition | None = None  # inside the epoch to continue, if saved there
         self.final: dict | None = None  # the accuracies measured after the last epoch
         self.provenance = Provenance.now(self.config.data_archive, hash_archive=self.rank == 0, command=self.command)
         if saved is None:
@@ -182,6 +215,7 @@ class Trainer:
         self.epoch, self.step = info["epoch"], info["step"]
         self.history = info["history"]
         self.elapsed = info["train_seconds"]
+        self.position = EpochPosition.read(info.get("position"), meta.extra)
         self.provenance = self.provenance.after(info)
         if self.rank == 0:
             write_metrics(self.out, self.history)
@@ -193,10 +227,10 @@ class Trainer:
         self._announce()
         if self.hooks.on_start:
             self.hooks.on_start(self)
-        while self.epoch < self.config.epochs and not self.stopped:
-            started = time.perf_counter()
+        while self.epoch < self.config.epochs and not (self.stopped or self.paused):
+            started = time.perf_counter() - (self.position.seconds if self.position else 0.0)
             train_loss, train_acc, img_per_s = self._train_epoch()
-            if self.stopped:
+            if self.stopped or self.paused:
                 break
             val = self.evaluate(self.val_set)
             seconds = time.perf_counter() - started
@@ -214,6 +248,10 @@ class Trainer:
                 "elapsed_seconds": self.elapsed,  # cumulative, over all sessions: time-to-accuracy plots
             }
             self._end_epoch(record)
+        if self.paused:
+            if self.rank == 0:
+                self._save_last()
+            return {"epochs_done": self.epoch, "stopped": False, "paused": True}
         summary = self._finish()
         if self.world > 1:
             dist.barrier()
@@ -246,26 +284,51 @@ class Trainer:
         if self.hooks.on_epoch:
             self.hooks.on_epoch(self, record)
 
-    def _train_epoch(self) -> tuple[float, float, float]:
-        """One pass over this rank's shard: (mean loss, accuracy, images per second)."""
-        c = self.config
-        seed = epoch_seed(c.seed, self.epoch, self.rank)
+    def _epoch_start(self) -> tuple[torch.Generator, Tensor, int, float]:
+        """(augmentation generator, running totals, first step, seconds spent) of the epoch:
+        seeded from (seed, epoch, rank) at its start, or restored where a saved state left it."""
+        seed = epoch_seed(self.config.seed, self.epoch, self.rank)
         torch.manual_seed(seed)  # dropout and stochastic depth
         gen = torch.Generator(self.device).manual_seed(seed)  # augmentation
+        position, self.position = self.position, None
+        if position is None:
+            return gen, torch.zeros(3, device=self.device), 0, 0.0  # loss sum, correct, images: on the device
+        torch.set_rng_state(position.rng["cpu"])
+        if "cuda" in position.rng:
+            torch.cuda.set_rng_state(position.rng["cuda"], self.device)
+        gen.set_state(position.rng["augment"])
+        return gen, position.totals.to(self.device), position.step, position.seconds
+
+    def _interrupted(self) -> bool:
+        """Whether a hook ends (stop) or pauses (chunk budget used up) the run before the next step."""
+        self.stopped = bool(self.hooks.should_stop and self.hooks.should_stop())
+        self.paused = not self.stopped and bool(self.hooks.should_pause and self.hooks.should_pause())
+        return self.stopped or self.paused
+
+    def _rng_states(self, gen: torch.Generator) -> dict[str, Tensor]:
+        states = {"cpu": torch.get_rng_state(), "augment": gen.get_state()}
+        if self.device.type == "cuda":
+            states["cuda"] = torch.cuda.get_rng_state(self.device)
+        return states
+
+    def _train_epoch(self) -> tuple[float, float, float]:
+        """One pass over this rank's shard, or its rest: (mean loss, accuracy, images per second)."""
+        c = self.config
         shard = epoch_shard(len(self.train_set), c.seed, self.epoch, self.rank, self.world, self.device)
         self.forward.train()
-        totals = torch.zeros(3, device=self.device)  # loss sum, correct, images: summed on the device
-        started = time.perf_counter()
+        gen, totals, first, spent = self._epoch_start()
+        started = time.perf_counter() - spent
         bar = tqdm(
             total=self.steps_per_epoch,
+            initial=first,
             desc=f"epoch {self.epoch + 1}/{c.epochs}",
             disable=not self.progress,
             dynamic_ncols=True,
             leave=False,
         )
-        for i in range(self.steps_per_epoch):
-            if self.hooks.should_stop and self.hooks.should_stop():
-                self.stopped = True
+        for i in range(first, self.steps_per_epoch):
+            if self._interrupted():
+                self.position = EpochPosition(i, time.perf_counter() - started, totals.clone(), self._rng_states(gen))
                 break
             index = shard[i * c.batch_size : (i + 1) * c.batch_size]
             lr = lr_at(self.step, self.total_steps, self.warmup_steps, c.lr)
@@ -318,6 +381,7 @@ class Trainer:
         summary: dict = {"epochs_done": self.epoch, "stopped": self.stopped}
         if self.stopped:
             if self.rank == 0:
+                self._save_last()  # resumable at the step it stopped
                 self._save_model()
                 self._log(f"stopped in epoch {self.epoch + 1}; the model so far is in {self.out / MODEL}")
             return summary
@@ -379,16 +443,22 @@ class Trainer:
             "warmup_steps": self.warmup_steps,
             "total_steps": self.total_steps,
         }
-        rng = {"scheme": "torch.manual_seed(f(seed, epoch, rank)) at every epoch start", "seed": self.config.seed}
+        rng = {
+            "scheme": "torch.manual_seed(f(seed, epoch, rank)) at every epoch start; "
+            f"inside an epoch, the states under extra/{POSITION_PREFIX}rng/",
+            "seed": self.config.seed,
+        }
+        p = self.position
         vit.save_checkpoint(
             self.model,
             self.out / LAST,
             class_names=self.class_names,
             preprocessing=self.preprocessing,
-            extra=tensors,
+            extra={**tensors, **(p.tensors() if p else {})},
             optimizer=optimizer,
             scheduler=scheduler,
             rng=rng,
+            position={"step": p.step, "seconds": p.seconds} if p else None,
             **self._info(resumable=True),
         )
 

@@ -2,6 +2,11 @@
 
 The job runs `training.engine.Trainer` in a thread and keeps a snapshot the UI polls:
 progress, per-epoch metrics, and the attention of a fixed probe image at every epoch.
+
+A chunked job (`ChunkPlan`, for a ZeroGPU Space, where a GPU exists only inside one platform
+call) has no thread: each `advance()` (the UI calls it from its status poll) runs the next
+chunk of `training.chunks`, possibly in another process, and merges its report into the same
+snapshot. A chunk cut short loses nothing: the run's last saved state stays, the next continues.
 """
 
 from __future__ import annotations
@@ -9,21 +14,20 @@ from __future__ import annotations
 import copy
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 from torch import Tensor
 
-from vit.analysis import query_attention
-
+from .chunks import ChunkRefused, ChunkReport, new_reading, probe_attention, request_stop, start_run
 from .config import TrainConfig, describe_device, resolve_device
 from .data import CIFAR10_NAME, list_image_folder
-from .device_data import eval_batch
 from .engine import Hooks, Trainer
 from .run_files import MODEL
 
 MAX_STEP_LOSSES = 2000  # the live loss curve keeps its latest points
+MAX_LOST_CHUNKS = 3  # chunks cut short in a row before a chunked run is said to have failed
 
 
 class JobBusy(RuntimeError):
@@ -46,18 +50,17 @@ class JobSnapshot:
     checkpoint: str | None = None  # latest model checkpoint, loadable by vit.load_checkpoint
     message: str = "no training job has run yet"
     error: str | None = None
+    paused: bool = False  # a chunked run waiting for GPU time: saved, it goes on with the next chunk
 
 
-def probe_attention(trainer: Trainer, image: Tensor) -> Tensor:
-    """The CLS-token attention of `image` (3, H, W) uint8: (L, heads, gh, gw)."""
-    model = trainer.model
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        x = eval_batch(image[None].to(trainer.device), trainer.normalize, trainer.image_size)
-        _, maps = model(x, need_weights=True)
-    model.train(was_training)
-    return query_attention(maps)[0].float().cpu()  # (L, H, gh, gw)
+@dataclass(frozen=True)
+class ChunkPlan:
+    """How a chunked job trains: `run(run folder, seconds)` trains one chunk of at most
+    `seconds` and returns its report, here or in another process; it raises ChunkRefused when
+    the platform will not run one for a while."""
+
+    run: Callable[[str, float], ChunkReport]
+    seconds: float
 
 
 def _job_config(
@@ -79,6 +82,16 @@ def _job_config(
     return config
 
 
+def _prepared(config: TrainConfig) -> JobSnapshot:
+    """A chunked run's first state: its data and model read here, on the CPU (`start_run`), or
+    the reason they cannot be, as a threaded run reports a failure to load them."""
+    try:
+        start_run(config)
+    except Exception as e:  # noqa: BLE001 - any failure must reach the UI
+        return JobSnapshot(epochs=config.epochs, error=f"{type(e).__name__}: {e}", message="training failed")
+    return JobSnapshot(running=True, epochs=config.epochs, message="waiting for the GPU")
+
+
 def named_checkpoint(out: Path, model: str, history: list[dict]) -> Path:
     """Rename the run's OUT/model.safetensors after what it holds, e.g.
     `vit_cifar_nano_5epochs_acc41.safetensors` (model, finished epochs, last validation
@@ -93,22 +106,30 @@ def named_checkpoint(out: Path, model: str, history: list[dict]) -> Path:
 
 
 class TrainingJob:
-    """Start / stop / observe one training run in a background thread."""
+    """Start / stop / observe one training run: in a background thread, or in chunks (`chunks`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, chunks: ChunkPlan | None = None) -> None:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._snapshot = JobSnapshot()
+        self._config: TrainConfig | None = None
+        self._chunks = chunks
+        self._in_chunk = False  # a chunk of this run is training
+        self._lost = 0  # chunks cut short in a row
 
     def start(self, *, model: str, data: str, epochs: int, lr: float, batch_size: int, out_dir: str, **options) -> None:
-        """Validate the arguments (ValueError), then train in the background. JobBusy if a job runs."""
+        """Validate the arguments (ValueError), then train in the background, or, chunked,
+        prepare the run for its first chunk. JobBusy if a job runs."""
         with self._lock:
-            if self._thread is not None and self._thread.is_alive():
+            if self._snapshot.running or self._in_chunk:
                 s = self._snapshot
                 raise JobBusy(f"a training job is already running (epoch {s.epoch + 1}/{s.epochs}); stop it first")
-            config = _job_config(model, data, epochs, lr, batch_size, out_dir, options)
+            config = self._config = _job_config(model, data, epochs, lr, batch_size, out_dir, options)
             self._stop.clear()
+            if self._chunks is not None:
+                self._snapshot = _prepared(config)
+                return
             self._snapshot = JobSnapshot(
                 running=True,
                 device=describe_device(resolve_device(config.device)),
@@ -119,11 +140,14 @@ class TrainingJob:
             self._thread.start()
 
     def stop(self) -> None:
-        """Ask the job to end at the next step; it saves the model before it finishes."""
+        """Ask the job to end at the next step; it saves the model before it finishes (a
+        chunked run's STOP file reaches its chunk in whatever process trains it)."""
         self._stop.set()
         with self._lock:
             if self._snapshot.running:
                 self._snapshot.message = "stopping after the current step"
+                if self._chunks is not None and self._config is not None:
+                    request_stop(self._config.out)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job ends (or `timeout` seconds pass); True if it has ended."""
@@ -146,6 +170,76 @@ class TrainingJob:
             for name, value in changes.items():
                 setattr(self._snapshot, name, value)
 
+    def _end(self, summary: dict) -> None:
+        """The run ended (finished or stopped): name its model file after it and say so."""
+        config = self._config
+        checkpoint = str(named_checkpoint(Path(config.out), config.model, self.snapshot().history))
+        if summary["stopped"]:
+            message = f"stopped during epoch {summary['epochs_done'] + 1}; model saved to {checkpoint}"
+        else:
+            accuracies = ", ".join(f"{k} {v:.2%}" for k, v in summary.items() if k.endswith("_acc") and v is not None)
+            message = f"finished {summary['epochs_done']} epochs ({accuracies}); model saved to {checkpoint}"
+        self._update(running=False, checkpoint=checkpoint, message=message)
+
+    # -- chunks --------------------------------------------------------------------------
+
+    def advance(self) -> None:
+        """Train the next chunk of a chunked run, blocking until it returns; nothing when the
+        job has no chunks, its run is over, or one of its chunks is training already."""
+        with self._lock:
+            s = self._snapshot
+            if self._chunks is None or self._in_chunk or not (s.running or s.paused):
+                return
+            self._in_chunk, s.running, s.paused = True, True, False
+        try:
+            report = self._chunks.run(str(self._config.out), self._chunks.seconds)
+        except ChunkRefused as e:
+            self._waiting(e)
+        except Exception as e:  # noqa: BLE001 - the platform cut the chunk short; its last save stands
+            self._cut_short(e)
+        else:
+            self._merge(report)
+        finally:
+            with self._lock:
+                self._in_chunk = False
+
+    def _where(self) -> str:
+        s = self._snapshot
+        return f"epoch {s.epoch + 1} step {s.step}"
+
+    def _waiting(self, refusal: ChunkRefused) -> None:
+        with self._lock:
+            s = self._snapshot
+            s.running, s.paused = False, True
+            s.message = f"{refusal.reason}: the run is saved at {self._where()}; {refusal.advice}"
+
+    def _cut_short(self, error: Exception) -> None:
+        with self._lock:
+            self._lost += 1
+            s, where = self._snapshot, self._where()
+            if self._lost < MAX_LOST_CHUNKS:
+                s.message = f"the last chunk was cut short ({error}); nothing is lost, the next goes on from {where}"
+                return
+            s.running, s.message = False, "training failed"
+            s.error = f"{self._lost} chunks in a row were cut short (the last: {error}); the run is saved at {where}"
+
+    def _merge(self, report: ChunkReport) -> None:
+        """Add a chunk's report to the snapshot; end the run when the chunk ended it."""
+        if report.error:
+            self._update(running=False, error=report.error, message="training failed")
+            return
+        with self._lock:
+            self._lost = 0
+            s = self._snapshot
+            s.device, s.epoch, s.epochs, s.step = report.device, report.epoch, report.epochs, report.step
+            s.steps_per_epoch, s.history, s.checkpoint = report.steps_per_epoch, report.history, report.checkpoint
+            s.step_losses = [*s.step_losses, *report.step_losses][-MAX_STEP_LOSSES:]
+            s.probe_image = s.probe_image if report.probe_image is None else report.probe_image
+            s.probe = [*s.probe, *report.probe]
+            s.message = f"trained a chunk: {report.message}; the next chunk goes on from there"
+        if report.finished or report.stopped:
+            self._end(report.summary)
+
     # -- the thread ----------------------------------------------------------------------
 
     def _run(self, config: TrainConfig) -> None:
@@ -160,20 +254,13 @@ class TrainingJob:
         except Exception as e:  # noqa: BLE001 - any failure must reach the UI, not die with the thread
             self._update(running=False, error=f"{type(e).__name__}: {e}", message="training failed")
             return
-        checkpoint = str(named_checkpoint(Path(config.out), config.model, self.snapshot().history))
-        if summary["stopped"]:
-            message = f"stopped during epoch {summary['epochs_done'] + 1}; model saved to {checkpoint}"
-        else:
-            accuracies = ", ".join(f"{k} {v:.2%}" for k, v in summary.items() if k.endswith("_acc") and v is not None)
-            message = f"finished {summary['epochs_done']} epochs ({accuracies}); model saved to {checkpoint}"
-        self._update(running=False, checkpoint=checkpoint, message=message)
+        self._end(summary)
 
     def _on_step(self, trainer: Trainer, step: int) -> None:
-        reading = getattr(trainer, "running_loss", None)  # refreshed every few steps, with no extra sync
         with self._lock:
             s = self._snapshot
             s.step = step
-            if reading is not None and (not s.step_losses or s.step_losses[-1] != reading):
+            if (reading := new_reading(trainer, s.step_losses)) is not None:
                 s.step_losses = [*s.step_losses[-(MAX_STEP_LOSSES - 1) :], reading]
 
     def _on_start(self, trainer: Trainer) -> None:

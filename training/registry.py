@@ -24,7 +24,7 @@ from pathlib import Path
 from vit.messages import shown
 
 from .checks import check_lr
-from .job import JobBusy, JobSnapshot, TrainingJob
+from .job import ChunkPlan, JobBusy, JobSnapshot, TrainingJob
 
 SHARED_OWNER = "shared"
 # Written into every run folder the registry creates: only folders holding it may be pruned.
@@ -72,10 +72,17 @@ def folder_bytes(path: Path) -> int:
 class JobRegistry:
     """Per-visitor training jobs under one runs folder."""
 
-    def __init__(self, runs_dir: str | Path, limits: TrainLimits | None = None, shared: bool = False) -> None:
+    def __init__(
+        self,
+        runs_dir: str | Path,
+        limits: TrainLimits | None = None,
+        shared: bool = False,
+        chunks: ChunkPlan | None = None,
+    ) -> None:
         self.runs_dir = Path(runs_dir).resolve()
         self.limits = limits or TrainLimits()
         self.shared = shared
+        self.chunks = chunks  # runs train chunk by chunk, at each poll (`advance`), instead of in threads
         self._jobs: dict[str, TrainingJob] = {}
         self._starters: dict[str, str] = {}  # job owner -> the session that started it (shared mode)
         self._folders: dict[str, Path] = {}  # job owner -> its current run folder
@@ -116,7 +123,7 @@ class JobRegistry:
             out = self.runs_dir / f"{owner_id(session)}-{uuid.uuid4().hex[:12]}"
             out.mkdir(mode=0o700, parents=True)
             (out / APP_RUN_MARKER).write_text(MARKER_TEXT)
-            job = self._jobs[key] = TrainingJob()
+            job = self._jobs[key] = TrainingJob(self.chunks)
             self._starters[key], self._folders[key] = session, out
             job.start(
                 model=model,
@@ -132,6 +139,14 @@ class JobRegistry:
     def snapshot(self, session: str) -> JobSnapshot:
         job = self._jobs.get(self._key(session))
         return job.snapshot() if job else JobSnapshot()
+
+    def advance(self, session: str) -> None:
+        """Train the next chunk of `session`'s chunked run if one is due (blocks for it). A run
+        waiting for GPU time goes on only while the server's limit has room."""
+        job = self._jobs.get(self._key(session))
+        if job is None or (job.snapshot().paused and self.running() >= self.limits.max_concurrent):
+            return
+        job.advance()
 
     def stop(self, session: str) -> bool:
         """Stop `session`'s run; False if it has none running (or, shared, did not start it)."""
@@ -158,7 +173,7 @@ class JobRegistry:
         lock held, before a new run starts). Raises JobBusy when what cannot be deleted (running
         runs, or a failed delete) alone fills it."""
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        live = {self._folders[k] for k, job in self._jobs.items() if job.snapshot().running}
+        live = {self._folders[k] for k, job in self._jobs.items() if _live(job.snapshot())}
         folders = self._app_runs()
         used = sum(folder_bytes(p) for p in folders)
         for folder in folders:
@@ -168,6 +183,11 @@ class JobRegistry:
                 used -= _delete(folder)
         if used > self.limits.disk_budget_bytes:
             raise JobBusy("the server's disk budget for training runs is full; try again later")
+
+
+def _live(snap: JobSnapshot) -> bool:
+    """A run whose folder must stay: training, or waiting for GPU time to go on."""
+    return snap.running or snap.paused
 
 
 def _delete(folder: Path) -> int:

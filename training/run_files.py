@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 LAST = "last.safetensors"  # full training state, rewritten atomically after every epoch
 MODEL = "model.safetensors"  # model only: what the app and `vit.load_checkpoint` read
 METRICS = "metrics.jsonl"  # one JSON line per finished epoch
+RUN_CONFIG = "run.json"  # a chunked run's config, written before its first chunk (training/chunks.py)
+STOP = "STOP"  # a chunked run's stop request, written by the process that watches the run
 
 
 def model_file(folder: Path) -> Path | None:
@@ -46,3 +50,16 @@ def read_metrics(path: str | Path) -> list[dict]:
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}:{number}: not a JSON line ({e.msg})") from e
     return records
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to a temp file beside `path`, then rename it over `path`: a reader in
+    another process sees the old file or the whole new one, never a part."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

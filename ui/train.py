@@ -4,30 +4,40 @@ Each visitor (browser session or gradio_client) sees, stops and downloads only t
 run; a server-wide limit says "busy" when it is reached (docs/security.md). A timer polls
 the visitor's run once a second while it runs. Handlers are module-level functions bound
 to the tab's `TrainView`, the registry, the catalogue and the server settings.
+
+On a ZeroGPU Space no thread trains: runs go chunk by chunk (`training.chunks`), each in the
+platform's GPU worker through `spaces.GPU`, each started by a status poll of the visitor
+(docs/training.md, "Chunks on ZeroGPU"). Everywhere else a background thread trains, as ever.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import spaces
 
 import vit
-from explorer import run_views
+from explorer import compute, run_views
 from explorer.catalog import ModelCatalog, ModelUnavailable
+from training.chunks import ChunkRefused, ChunkReport, train_chunk
 from training.data import cifar10_downloaded
-from training.job import JobBusy, JobSnapshot
+from training.job import ChunkPlan, JobBusy, JobSnapshot
 from training.registry import JobRegistry
 from vit.messages import shown
+from vit.model import CONFIGS
+from vit.pretrained import PRETRAINED
 
-from . import concurrency
+from . import concurrency, zerogpu
 from .binding import ComponentView, bound
 from .checks import number, one_of, visitor_error
 from .explore_handlers import owner
 from .pictures import picture, with_alt
-from .settings import ServerSettings, for_visitors
+from .settings import SPACE_MODEL, ServerSettings, for_visitors
 
 POLL_S = 1.0
 # What this browser shows: (epochs, probes, loss readings, checkpoint listed, a running run). A
@@ -36,7 +46,82 @@ NOTHING_SHOWN = (-1, -1, -1, "", True)
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model")
 EXPLORE_TAB = "explore"  # the Explore tab's id in ui/app.py
-STATE_COLOURS = {"running": "#2563eb", "stopped": "#d97706", "failed": "#dc2626", "finished": "#16a34a"}
+STATE_COLOURS = {
+    "running": "#2563eb",
+    "waiting": "#7c3aed",
+    "stopped": "#d97706",
+    "failed": "#dc2626",
+    "finished": "#16a34a",
+}
+STATUS_SLOTS = 2  # polls at once on the whole server that only read a run (Gradio's default)
+
+# -- ZeroGPU: training in chunks, each one GPU call charged to the visitor's daily quota -------
+
+# One chunk's budget. Each chunk asks for CHUNK_S + FIXED_GPU_S = 48 s, and the platform runs a
+# call only if that much is left of the visitor's day: a free account's 5 minutes are 6 chunks,
+# an anonymous visitor's 2 minutes 2, PRO's 40 minutes 50. Longer chunks waste less on each
+# chunk's start (loading data and model, a few seconds) but strand more of the quota's rest.
+CHUNK_S = 45
+OUT_OF_GPU_TIME = ("GPU time used up for today", "log in to Hugging Face for 5 minutes a day, or continue tomorrow")
+
+
+def chunk_seconds(out_dir: str, seconds: float) -> int:
+    """The GPU seconds a chunk asks for (the decorator's duration): its budget and a call's fixed cost."""
+    return compute.gpu_seconds(seconds)
+
+
+def run_chunk(on_gpu: Callable[[str, float], ChunkReport], out_dir: str, seconds: float) -> ChunkReport:
+    """One chunk through the decorated function. The quota's refusal becomes ChunkRefused (the
+    run waits, saved); any other error reaches the job in its words, as a chunk cut short."""
+    try:
+        return on_gpu(out_dir, seconds)
+    except gr.Error as e:
+        if zerogpu.is_platform_error(e) and str(e.title).startswith("ZeroGPU quota"):
+            raise ChunkRefused(*OUT_OF_GPU_TIME) from e
+        raise RuntimeError(e.message) from e
+
+
+def gpu_chunks() -> ChunkPlan | None:
+    """On ZeroGPU, how runs train: CHUNK_S-second chunks in the platform's GPU worker (only
+    the run folder and the budget cross the fork, the report comes back); None elsewhere."""
+    if not zerogpu.ON_ZEROGPU:
+        return None
+    return ChunkPlan(partial(run_chunk, spaces.GPU(train_chunk, duration=chunk_seconds)), CHUNK_S)
+
+
+# What a ZeroGPU visitor's GPU time buys fine-tuning SPACE_MODEL on CIFAR-10: an estimate, until
+# measured on a Space. The arithmetic a ZeroGPU slice (half an H200: ~450 TFLOP/s of dense bf16
+# peak) sustains training ViT-S/16 here: about an eighth of its peak, half of the quarter that
+# tuned ViT-S training reaches on an A100, as this trainer runs without torch.compile and
+# upsamples and augments every batch on the same GPU.
+ASSUMED_FLOPS = 60e12
+CIFAR10_TRAIN = 45_000  # CIFAR-10's 50,000 training images less the 5,000 held out for validation
+CHUNK_OVERHEAD_S = 10  # of each chunk: loading data and model, and the save margin (assumed)
+
+
+def fine_tune_estimate(model: str = SPACE_MODEL, seconds: tuple[int, ...] = (60, 120)) -> str:
+    """Markdown: images a second and epochs of CIFAR-10 that GPU time buys, with the arithmetic."""
+    config = CONFIGS[PRETRAINED[model].config]
+    tokens = (config.image_size // config.patch_size) ** 2 + 1
+    forward = compute.forward_flops(config, tokens)
+    rate = ASSUMED_FLOPS / (3 * forward)  # backward ≈ twice the forward pass
+    chunk = compute.gpu_seconds(CHUNK_S)
+    chunks = 300 // chunk
+    trained = chunks * (CHUNK_S - CHUNK_OVERHEAD_S)
+    items = (
+        f"- {s} s of training ≈ {rate * s:,.0f} images ≈ {rate * s / CIFAR10_TRAIN:.1f} epochs "
+        f"of {CIFAR10_TRAIN:,} images"
+        for s in (*seconds, trained)
+    )
+    return (
+        f"**What your GPU time buys (an estimate, not a measurement).** {model} at {config.image_size} px "
+        f"({tokens} tokens): {forward / 1e9:.1f} GFLOP a forward pass, so ≈ 3 × {forward / 1e9:.1f} = "
+        f"{3 * forward / 1e9:.1f} GFLOP to train on one image. At an assumed {ASSUMED_FLOPS / 1e12:.0f} TFLOP/s "
+        f"sustained: ≈ {rate:,.0f} images a second.\n\n" + "\n".join(items) + "\n\n"
+        f"A free account's 5 minutes a day are {chunks} chunks of {chunk} s ({CHUNK_S} s of training time "
+        f"and {compute.FIXED_GPU_S:.0f} s to start the GPU); about {CHUNK_OVERHEAD_S} s of each go to loading "
+        f"and saving, which leaves the {trained} s of the last line."
+    )
 
 
 @dataclass(frozen=True)
@@ -47,6 +132,7 @@ class TrainView(ComponentView):
     source: gr.Radio
     folder: gr.Textbox
     note: gr.Markdown  # the "First step" note: hidden once a folder is typed or a run starts
+    gpu_time: gr.Markdown  # on ZeroGPU, what a visitor's GPU time buys (an estimate)
     epochs: gr.Number
     lr: gr.Number
     batch: gr.Number
@@ -67,9 +153,11 @@ class TrainView(ComponentView):
 
 
 def run_state(snap: JobSnapshot) -> str:
-    """One word for the run: idle, running, stopped, failed or finished."""
+    """One word for the run: idle, running, waiting (for GPU time), stopped, failed or finished."""
     if snap.running:
         return "running"
+    if snap.paused:
+        return "waiting"
     if snap.error:
         return "failed"
     if snap.checkpoint:
@@ -149,26 +237,43 @@ def data_note(settings: ServerSettings) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Defaults:
+    """What the tab offers first: a small model from scratch; on ZeroGPU, fine-tuning the
+    Space's ImageNet model on CIFAR-10 for as long as a free visitor's GPU time lasts."""
+
+    model: str = "vit_cifar_nano"
+    source: str | None = None  # None: the first data source that works here
+    epochs: int = 5
+    lr: float = 1e-3
+
+    @classmethod
+    def here(cls) -> Defaults:
+        return cls(SPACE_MODEL, "cifar10", 2, 1e-4) if zerogpu.ON_ZEROGPU else cls()
+
+
 def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
+    first = Defaults.here()
     with gr.Row():
         model = gr.Dropdown(
             model_choices(catalog, "*"),
-            value="vit_cifar_nano",
+            value=first.model,
             allow_custom_value=not settings.public,  # a local user may type a weights file
             label="Model: a preset (from scratch), pretrained weights (fine-tune) or a checkpoint",
         )
         choices = data_choices(settings)
-        source = gr.Radio(choices, value=choices[0][1], label="Data")
+        source = gr.Radio(choices, value=first.source or choices[0][1], label="Data")
         folder = gr.Textbox(
             label="Folder with train/<class>/ and test/<class>/ images",
             placeholder="/path/to/data",
             visible=not settings.public,
         )
     note = gr.Markdown(data_note(settings), label="First step")
+    gpu_time = gr.Markdown(fine_tune_estimate() if zerogpu.ON_ZEROGPU else "", visible=zerogpu.ON_ZEROGPU)
     limits = settings.train
     with gr.Row():
-        epochs = gr.Number(5, precision=0, minimum=1, maximum=limits.max_epochs, label="Epochs")
-        lr = gr.Number(1e-3, minimum=0, maximum=limits.max_lr, label="Learning rate")
+        epochs = gr.Number(first.epochs, precision=0, minimum=1, maximum=limits.max_epochs, label="Epochs")
+        lr = gr.Number(first.lr, minimum=0, maximum=limits.max_lr, label="Learning rate")
         batch = gr.Number(128, precision=0, minimum=1, maximum=limits.max_batch_size, label="Batch size")
         warmup = gr.Textbox(
             "",
@@ -183,7 +288,8 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
         keep_training = gr.Button("No, keep training", size="sm")
     names = ("model", "source", "folder", "epochs", "lr", "batch", "warmup", "start", "stop")
     values = (model, source, folder, epochs, lr, batch, warmup, start, stop)
-    names, values = (*names, "note", "confirm_stop", "keep_training"), (*values, note, confirm_stop, keep_training)
+    names, values = (*names, "note", "gpu_time"), (*values, note, gpu_time)
+    names, values = (*names, "confirm_stop", "keep_training"), (*values, confirm_stop, keep_training)
     return dict(zip(names, values, strict=True)) | {"confirm": confirm}
 
 
@@ -296,8 +402,10 @@ def first_step(view: TrainView, folder: str) -> dict:
 
 def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request) -> dict:
     """This visitor's run; the curves and probe only when they changed since `seen`; a
-    finished run's checkpoint joins the visitor's model list."""
+    finished run's checkpoint joins the visitor's model list. On ZeroGPU the poll first trains
+    the run's next chunk, if one is due (it returns after the chunk, up to CHUNK_S + 3 s later)."""
     visitor = owner(request)
+    runs.advance(visitor)
     snap = runs.snapshot(visitor)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
     now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], snap.running)
@@ -392,6 +500,8 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
         "outputs": view.pick(*STATUS_OUTPUTS),
         "show_progress": "hidden",
         "concurrency_id": "train_status",
+        # On ZeroGPU a poll may hold a slot for a whole chunk: one more slot per run allowed at once.
+        "concurrency_limit": STATUS_SLOTS + (settings.train.max_concurrent if runs.chunks else 0),
     }
     view.timer.tick(**watch, api_name="train_status").then(**polling)
     tabs.train.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
@@ -419,6 +529,6 @@ def build_train_tab(
     dropdown: "Open in Explore" points it at the visitor's checkpoint and shows that tab.
     Opening the Train tab shows the visitor's run (in shared mode, the one run)."""
     view = TrainView(**_options(catalog, settings), **_monitor())
-    runs = JobRegistry(catalog.runs_dir, settings.train, shared=settings.shared_runs)
+    runs = JobRegistry(catalog.runs_dir, settings.train, shared=settings.shared_runs, chunks=gpu_chunks())
     _wire(view, runs, catalog, settings, explore_picker, tabs)
     return view

@@ -1,0 +1,200 @@
+"""The Train tab on a ZeroGPU Space, without the platform: runs train chunk by chunk in forked
+workers started by the visitor's status polls; a quota refusal or a killed chunk loses nothing.
+
+The platform forks the app's process, which never trained. This process has run backward
+passes in other tests, and autograd refuses to run in a fork of such a process ("Unable to
+handle autograd's threading in combination with fork-based multiprocessing"): the stand-in
+forks its workers from a fork server, a clean process with torch, gradio and training loaded.
+So only what the chunk's arguments and files carry reaches the worker, as on the platform."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import re
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+import spaces
+from training_helpers import write_image_folder
+
+import vit
+from explorer import compute
+from explorer.catalog import ModelCatalog
+from training.chunks import train_chunk
+from training.registry import JobRegistry
+from ui import train, zerogpu
+from ui.settings import ServerSettings
+from ui.train import TrainView
+
+FORK = multiprocessing.get_context("forkserver")
+FORK.set_forkserver_preload(["ui.train"])  # each worker starts with torch, gradio and training loaded
+
+
+def _in_child(task: Callable, args: tuple, writer) -> None:
+    try:
+        result = ("ok", task(*args))
+    except Exception as e:  # noqa: BLE001 - the platform sends back only the class name
+        result = ("error", type(e).__name__)
+    writer.send_bytes(pickle.dumps(result))
+
+
+class ForkingGpu:
+    """A stand-in for `spaces.GPU` on ZeroGPU: the quota check on the requested duration, then a
+    forked worker with pickled arguments and result, killed when its duration is up (or after
+    `kill_after` seconds, as when the platform loses a worker)."""
+
+    def __init__(self, quota_s: float = 10_000):
+        self.left, self.pids = quota_s, []
+        self.kill_after: float | None = None
+
+    def __call__(self, task: Callable, duration: Callable[..., int]) -> Callable:
+        def call(*args):
+            seconds = duration(*args)
+            if seconds > self.left:
+                message = f"You have exceeded your free ZeroGPU quota ({seconds}s requested vs. {self.left}s left). "
+                raise gr.Error(message + "Try again in 23:59:00.", title="ZeroGPU quota exceeded")
+            self.left -= seconds
+            reader, writer = FORK.Pipe(duplex=False)
+            child = FORK.Process(target=_in_child, args=(task, pickle.loads(pickle.dumps(args)), writer))
+            child.start()
+            writer.close()
+            self.pids.append(child.pid)
+            try:
+                if not reader.poll(min(seconds, self.kill_after or seconds)):
+                    child.kill()
+                    raise gr.Error("GPU task aborted", title="ZeroGPU worker error")
+                kind, value = pickle.loads(reader.recv_bytes())
+            finally:
+                child.join()
+            if kind == "error":
+                raise gr.Error(value, title="ZeroGPU worker error")
+            return value
+
+        return call
+
+
+def three_steps(out_dir: str, seconds: float):
+    """The chunk the tab runs, cut at 3 steps so that a tiny run takes several."""
+    return train_chunk(out_dir, seconds, max_steps=3)
+
+
+@pytest.fixture(scope="module")
+def fork_server() -> None:
+    """The fork server, started and its modules loaded (seconds) before any GPU time runs."""
+    warm = FORK.Process(target=int)
+    warm.start()
+    warm.join()
+
+
+@pytest.fixture
+def gpu(monkeypatch, fork_server) -> ForkingGpu:
+    standin = ForkingGpu()
+    monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
+    monkeypatch.setattr(spaces, "GPU", standin)
+    monkeypatch.setattr(train, "train_chunk", three_steps)
+    monkeypatch.setattr(train, "CHUNK_S", 30)  # never the limit here: 3 steps take seconds
+    return standin
+
+
+@pytest.fixture
+def tab(gpu, tiny_checkpoint, tmp_path):
+    """(view, registry, catalogue, request) of the Train tab as a ZeroGPU Space builds it."""
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    with gr.Blocks():
+        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
+    runs = JobRegistry(tmp_path / "runs", chunks=train.gpu_chunks())
+    return view, runs, catalog, SimpleNamespace(session_hash="visitor")
+
+
+def start(tab, tmp_path) -> None:
+    """A 2-epoch run of 5 steps an epoch (36 images, 3 held out, batches of 8)."""
+    view, runs, catalog, request = tab
+    data = write_image_folder(tmp_path / "data", per_class=12, size=16)
+    train.train_start(view, runs, catalog, ServerSettings(), "vit_cifar_nano", "folder", str(data), 2, 1e-3, 8, request)
+
+
+def poll(tab, seen=train.NOTHING_SHOWN) -> dict:
+    view, runs, catalog, request = tab
+    return train.train_status(view, runs, catalog, seen, request)
+
+
+def test_polls_train_the_run_chunk_by_chunk_in_forked_workers(tab, gpu, tmp_path):
+    view, runs, *_ = tab
+    start(tab, tmp_path)
+    assert not gpu.pids  # starting trains nothing
+    seen, progress = train.NOTHING_SHOWN, []
+    while train.keep_polling(seen).active:
+        shown = poll(tab, seen)
+        seen = shown[view.seen]
+        progress.append(re.search(r"· (.*)</div>$", shown[view.progress])[1])
+        assert len(progress) < 10, progress
+    assert progress[0] == "epoch 1 of 2, step 3 of 5" and progress[1] == "epoch 2 of 2, step 1 of 5"
+    assert progress[-1].startswith("finished 2 epochs") and ">finished</b>" in shown[view.progress]
+    assert len(gpu.pids) == 4 and os.getpid() not in gpu.pids  # 10 steps, 3 a chunk
+    snap = runs.snapshot(train.owner(tab[3]))
+    assert [e for e, _ in snap.probe] == [0, 1, 2] and snap.step_losses and len(snap.history) == 2
+    assert vit.load_checkpoint(snap.checkpoint)[1].info["epoch"] == 2
+    assert gpu.left == 10_000 - 4 * compute.gpu_seconds(30)  # each chunk asked for its budget and the fixed cost
+
+
+def test_used_up_gpu_time_waits_with_the_run_saved_and_goes_on_when_there_is_more(tab, gpu, tmp_path):
+    view, runs, *_ = tab
+    gpu.left = compute.gpu_seconds(30)  # one chunk
+    start(tab, tmp_path)
+    poll(tab)
+    shown = poll(tab)
+    advice = "log in to Hugging Face for 5 minutes a day, or continue tomorrow"
+    assert f"GPU time used up for today: the run is saved at epoch 1 step 3; {advice}" in shown[view.progress]
+    assert ">waiting</b>" in shown[view.progress] and not train.keep_polling(shown[view.seen]).active
+    assert len(gpu.pids) == 1
+    gpu.left = 10_000  # the next day: opening the tab polls again
+    shown = poll(tab, shown[view.seen])
+    assert "epoch 2 of 2, step 1 of 5" in shown[view.progress] and train.keep_polling(shown[view.seen]).active
+
+
+def test_a_chunk_killed_by_the_platform_loses_nothing(tab, gpu, tmp_path):
+    view, *_ = tab
+    start(tab, tmp_path)
+    poll(tab)
+    gpu.kill_after = 0.5  # the next worker dies before it saves
+    shown = poll(tab)
+    gpu.kill_after = None
+    assert "the last chunk was cut short (GPU task aborted); nothing is lost" in shown[view.status]
+    assert ">running</b>" in shown[view.progress] and "epoch 1 of 2, step 3 of 5" in shown[view.progress]
+    shown = poll(tab)
+    assert "epoch 2 of 2, step 1 of 5" in shown[view.progress]
+
+
+def test_off_zerogpu_the_tab_trains_in_a_thread_as_before():
+    assert not zerogpu.ON_ZEROGPU and train.gpu_chunks() is None
+    assert train.Defaults.here() == train.Defaults()
+
+
+def test_the_gpu_time_estimate_follows_from_its_stated_assumptions():
+    text = train.fine_tune_estimate()
+    assert "an estimate, not a measurement" in text and "deit_small_patch16_224.fb_in1k at 224 px" in text
+    forward, per_image, flops, rate = (
+        float(re.search(pattern, text)[1].replace(",", ""))
+        for pattern in (
+            r"([\d.]+) GFLOP a forward pass",
+            r"= ([\d.]+) GFLOP to train",
+            r"assumed ([\d.]+) TFLOP/s",
+            r"≈ ([\d,]+) images a second",
+        )
+    )
+    # DeiT-S: 12 layers of 197 tokens, width 384, MLP 1536, 6 heads: projections, MLP, QKᵀ and AV, softmax
+    t, d, mlp, heads = 197, 384, 1536, 6
+    layer = 2 * t * d * 4 * d + 2 * t * d * 2 * mlp + 4 * t * t * d + 5 * heads * t * t
+    assert forward == round(12 * layer / 1e9, 1) == 9.1  # the paper's 4.6 G multiply-adds, less the patch embedding
+    assert per_image == pytest.approx(3 * forward, abs=0.15)
+    assert rate == pytest.approx(flops * 1e12 / (per_image * 1e9), rel=0.01)
+    lines = re.findall(r"- (\d+) s of training ≈ ([\d,]+) images ≈ ([\d.]+) epochs", text)
+    assert [int(seconds) for seconds, _, _ in lines] == [60, 120, 210]  # 210 s: 6 chunks × (45 - 10) s
+    for seconds, images, epochs in lines:
+        assert float(images.replace(",", "")) == pytest.approx(rate * int(seconds), rel=0.01)
+        assert float(epochs) == pytest.approx(rate * int(seconds) / 45_000, abs=0.06)
+    assert "5 minutes a day are 6 chunks of 48 s" in text
