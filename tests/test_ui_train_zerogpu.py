@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 import re
-from collections.abc import Callable
 from types import SimpleNamespace
 
 import gradio as gr
 import pytest
-import spaces
 from training_helpers import write_image_folder
+from zerogpu_fake import FakeZeroGpu
 
 import vit
 from explorer import compute
@@ -32,49 +30,6 @@ from ui.train import TrainView
 
 FORK = multiprocessing.get_context("forkserver")
 FORK.set_forkserver_preload(["ui.train"])  # each worker starts with torch, gradio and training loaded
-
-
-def _in_child(task: Callable, args: tuple, writer) -> None:
-    try:
-        result = ("ok", task(*args))
-    except Exception as e:  # noqa: BLE001 - the platform sends back only the class name
-        result = ("error", type(e).__name__)
-    writer.send_bytes(pickle.dumps(result))
-
-
-class ForkingGpu:
-    """A stand-in for `spaces.GPU` on ZeroGPU: the quota check on the requested duration, then a
-    forked worker with pickled arguments and result, killed when its duration is up (or after
-    `kill_after` seconds, as when the platform loses a worker)."""
-
-    def __init__(self, quota_s: float = 10_000):
-        self.left, self.pids = quota_s, []
-        self.kill_after: float | None = None
-
-    def __call__(self, task: Callable, duration: Callable[..., int]) -> Callable:
-        def call(*args):
-            seconds = duration(*args)
-            if seconds > self.left:
-                message = f"You have exceeded your free ZeroGPU quota ({seconds}s requested vs. {self.left}s left). "
-                raise gr.Error(message + "Try again in 23:59:00.", title="ZeroGPU quota exceeded")
-            self.left -= seconds
-            reader, writer = FORK.Pipe(duplex=False)
-            child = FORK.Process(target=_in_child, args=(task, pickle.loads(pickle.dumps(args)), writer))
-            child.start()
-            writer.close()
-            self.pids.append(child.pid)
-            try:
-                if not reader.poll(min(seconds, self.kill_after or seconds)):
-                    child.kill()
-                    raise gr.Error("GPU task aborted", title="ZeroGPU worker error")
-                kind, value = pickle.loads(reader.recv_bytes())
-            finally:
-                child.join()
-            if kind == "error":
-                raise gr.Error(value, title="ZeroGPU worker error")
-            return value
-
-        return call
 
 
 def three_steps(out_dir: str, seconds: float):
@@ -91,10 +46,10 @@ def fork_server() -> None:
 
 
 @pytest.fixture
-def gpu(monkeypatch, fork_server) -> ForkingGpu:
-    standin = ForkingGpu()
+def gpu(monkeypatch, fork_server) -> FakeZeroGpu:
+    standin = FakeZeroGpu(quota_s=10_000, grace_s=0, context="forkserver")
     monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
-    monkeypatch.setattr(spaces, "GPU", standin)
+    monkeypatch.setattr(zerogpu, "gpu_decorator", standin)
     monkeypatch.setattr(train, "train_chunk", three_steps)
     monkeypatch.setattr(train, "CHUNK_S", 30)  # never the limit here: 3 steps take seconds
     return standin
@@ -138,12 +93,12 @@ def test_polls_train_the_run_chunk_by_chunk_in_forked_workers(tab, gpu, tmp_path
     snap = runs.snapshot(train.owner(tab[3]))
     assert [e for e, _ in snap.probe] == [0, 1, 2] and snap.step_losses and len(snap.history) == 2
     assert vit.load_checkpoint(snap.checkpoint)[1].info["epoch"] == 2
-    assert gpu.left == 10_000 - 4 * compute.gpu_seconds(30)  # each chunk asked for its budget and the fixed cost
+    assert gpu.left() == 10_000 - 4 * compute.gpu_seconds(30)  # each chunk: its budget and the fixed cost
 
 
 def test_used_up_gpu_time_waits_with_the_run_saved_and_goes_on_when_there_is_more(tab, gpu, tmp_path):
     view, runs, *_ = tab
-    gpu.left = compute.gpu_seconds(30)  # one chunk
+    gpu.quota_s = compute.gpu_seconds(30)  # one chunk
     start(tab, tmp_path)
     poll(tab)
     shown = poll(tab)
@@ -151,7 +106,7 @@ def test_used_up_gpu_time_waits_with_the_run_saved_and_goes_on_when_there_is_mor
     assert f"GPU time used up for today: the run is saved at epoch 1 step 3; {advice}" in shown[view.progress]
     assert ">waiting</b>" in shown[view.progress] and not train.keep_polling(shown[view.seen]).active
     assert len(gpu.pids) == 1
-    gpu.left = 10_000  # the next day: opening the tab polls again
+    gpu.used.clear()  # the next day: opening the tab polls again
     shown = poll(tab, shown[view.seen])
     assert "epoch 2 of 2, step 1 of 5" in shown[view.progress] and train.keep_polling(shown[view.seen]).active
 
@@ -160,9 +115,9 @@ def test_a_chunk_killed_by_the_platform_loses_nothing(tab, gpu, tmp_path):
     view, *_ = tab
     start(tab, tmp_path)
     poll(tab)
-    gpu.kill_after = 0.5  # the next worker dies before it saves
+    gpu.kill_after_s = 0.5  # the next worker dies before it saves
     shown = poll(tab)
-    gpu.kill_after = None
+    gpu.kill_after_s = None
     assert "the last chunk was cut short (GPU task aborted); nothing is lost" in shown[view.status]
     assert ">running</b>" in shown[view.progress] and "epoch 1 of 2, step 3 of 5" in shown[view.progress]
     shown = poll(tab)

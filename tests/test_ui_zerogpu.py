@@ -123,7 +123,7 @@ def test_a_granted_call_resolves_the_model_by_reference_and_returns_the_tasks_re
         seen.append((duration(*args), args[1]))  # what the platform is asked for, and the model's reference
         return fn(*args)
 
-    on_zerogpu.setattr(zerogpu, "_decorate", platform(grant))
+    on_zerogpu.setattr(zerogpu, "gpu_decorator", platform(grant))
     task = zerogpu.GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
     model = catalog.get("bundled")
     x = torch.randn(1, 3, 32, 32)
@@ -134,7 +134,7 @@ def test_a_granted_call_resolves_the_model_by_reference_and_returns_the_tasks_re
 
 
 def test_without_gpu_time_a_small_model_runs_on_the_cpu_and_a_large_one_is_refused_in_words(on_zerogpu, catalog):
-    on_zerogpu.setattr(zerogpu, "_decorate", platform(refuse))
+    on_zerogpu.setattr(zerogpu, "gpu_decorator", platform(refuse))
     task = zerogpu.GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
     small, x = catalog.get("bundled"), torch.randn(1, 3, 32, 32)
     with pytest.warns(UserWarning, match="ran on the server's CPU instead"):
@@ -146,7 +146,7 @@ def test_without_gpu_time_a_small_model_runs_on_the_cpu_and_a_large_one_is_refus
 
 
 def test_a_generator_task_refused_on_its_first_step_falls_back_too(on_zerogpu, catalog):
-    on_zerogpu.setattr(zerogpu, "_decorate", platform(refuse_steps))
+    on_zerogpu.setattr(zerogpu, "gpu_decorator", platform(refuse_steps))
 
     def count(loaded, n):
         yield from range(n)
@@ -162,7 +162,7 @@ def test_a_generator_task_refused_on_its_first_step_falls_back_too(on_zerogpu, c
 def test_a_task_with_a_backward_pass_never_falls_back_to_the_apps_cpu(on_zerogpu, catalog):
     """After one backward pass in the app's process, autograd fails in every process forked from
     it later (the GPU workers, the Train tab's chunks): relevance is refused in words instead."""
-    on_zerogpu.setattr(zerogpu, "_decorate", platform(refuse))
+    on_zerogpu.setattr(zerogpu, "gpu_decorator", platform(refuse))
     task = zerogpu.GpuTask(lambda *_: pytest.fail("ran here"), lambda *_: 0.0, "The relevance map", backward=True)
     with pytest.raises(gr.Error, match="The relevance map needs about"):
         task(catalog.get("bundled"), torch.zeros(1, 3, 32, 32), None)

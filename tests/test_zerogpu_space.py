@@ -145,7 +145,7 @@ def real_package(monkeypatch, tmp_path):
         monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
         monkeypatch.setattr(zerogpu, "CPU_FALLBACK_PARAMS", 0)
         decorate = partial(wrappers.regular_function_wrapper, gpu_size=None)  # spaces.GPU's wrapper, always on
-        monkeypatch.setattr(zerogpu, "_decorate", decorate)
+        monkeypatch.setattr(zerogpu, "gpu_decorator", decorate)
         yield gpu, zerogpu.GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
         utils.self_cgroup_device_path.cache_clear()
 

@@ -39,7 +39,6 @@ import torch
 DEFAULT_DURATION_S = 60  # the package's default when a function names none
 FREE_QUOTA_S = 300
 WAIT_S = 3600
-_FORK = multiprocessing.get_context("fork")
 
 
 @dataclass
@@ -60,6 +59,11 @@ class FakeZeroGpu:
     exceeded: bool = False  # refuse everyone, whatever they have left
     grace_s: float = 120.0  # how long after its duration a worker is killed
     account: str = "free"  # how the platform names the visitor's quota: "free", "Pro" or "" (not logged in)
+    kill_after_s: float | None = None  # kill the next workers this soon, whatever they asked (a lost worker)
+    # "fork" (the platform's: the worker holds the app's models), or "forkserver" for a worker that
+    # trains: this process has run backward passes in other tests, and autograd may refuse to
+    # run in a fork of such a process (the app's own process never runs one on ZeroGPU).
+    context: str = "fork"
     used: dict[str, int] = field(default_factory=dict)  # visitor -> seconds charged
     calls: list[Call] = field(default_factory=list)
 
@@ -82,7 +86,13 @@ class FakeZeroGpu:
     def _run(self, fn: Callable[..., Any], duration: Any, args: tuple, kwargs: dict, generator: bool) -> Iterator[Any]:
         call = self._schedule(fn.__name__, _seconds(duration, args, kwargs))
         payload = pickle.dumps((args, kwargs))  # the package pickles them for the worker too
-        return _run_forked(fn, payload, call, generator, call.requested + self.grace_s)
+        limit_s = self.kill_after_s if self.kill_after_s is not None else call.requested + self.grace_s
+        return _run_forked(multiprocessing.get_context(self.context), (fn, payload, generator), call, limit_s)
+
+    @property
+    def pids(self) -> list[int]:
+        """The workers started so far."""
+        return [call.pid for call in self.calls if call.pid is not None]
 
     def left(self, visitor: str = "") -> int:
         return max(0, self.quota_s - self.used.get(visitor, 0))
@@ -154,10 +164,11 @@ def _pickled(result: Any) -> bytes:
         raise pickle.PicklingError(str(e)) from e
 
 
-def _run_forked(fn: Callable[..., Any], payload: bytes, call: Call, generator: bool, limit_s: float) -> Iterator[Any]:
-    """Start the worker now; yield its results as they come, until it ends or `limit_s` is up."""
-    receive, send = _FORK.Pipe(duplex=False)
-    worker = _FORK.Process(target=_worker, args=(fn, payload, generator, send), daemon=True)
+def _run_forked(context: Any, work: tuple, call: Call, limit_s: float) -> Iterator[Any]:
+    """Start the worker doing `work` (fn, payload, generator) now; yield its results as they
+    come, until it ends or `limit_s` is up."""
+    receive, send = context.Pipe(duplex=False)
+    worker = context.Process(target=_worker, args=(*work, send), daemon=True)
     worker.start()
     call.pid = worker.pid
     send.close()
@@ -198,7 +209,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeZeroGpu:
 
     fake = FakeZeroGpu()
     monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
-    monkeypatch.setattr(zerogpu, "_decorate", fake)
+    monkeypatch.setattr(zerogpu, "gpu_decorator", fake)
     for name, task in list(vars(zerogpu).items()):
         if isinstance(task, zerogpu.GpuTask):
             monkeypatch.setattr(

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import spaces
 
 import vit
 from explorer import compute, run_views
@@ -86,7 +85,7 @@ def gpu_chunks() -> ChunkPlan | None:
     the run folder and the budget cross the fork, the report comes back); None elsewhere."""
     if not zerogpu.ON_ZEROGPU:
         return None
-    return ChunkPlan(partial(run_chunk, spaces.GPU(train_chunk, duration=chunk_seconds)), CHUNK_S)
+    return ChunkPlan(partial(run_chunk, zerogpu.gpu_decorator(train_chunk, duration=chunk_seconds)), CHUNK_S)
 
 
 # What a ZeroGPU visitor's GPU time buys fine-tuning SPACE_MODEL on CIFAR-10: an estimate, until

@@ -43,9 +43,9 @@ ON_ZEROGPU = SpacesConfig.zero_gpu
 CPU_FALLBACK_PARAMS = 30_000_000
 # The `spaces` package's error titles (spaces/zero/client.py, wrappers.py; 0.51.3).
 _PLATFORM_TITLES = re.compile(r"^ZeroGPU ")
-# What GpuTask decorates its worker functions with: inert off ZeroGPU. Tests put the contract's
-# stand-in here (tests/zerogpu_fake.py) and rebuild the tasks.
-_decorate: Callable[..., Any] = spaces.GPU
+# What GpuTask and the Train tab's chunks decorate their worker functions with: inert off
+# ZeroGPU. Tests put the contract's stand-in here (tests/zerogpu_fake.py) and rebuild the tasks.
+gpu_decorator: Callable[..., Any] = spaces.GPU
 _QUOTA = re.compile(r"\((?P<requested>\d+)s requested vs\. (?P<left>\d+)s left\)\. Try again in (?P<wait>[^.]+)\.")
 # The package names the visitor's account in its quota message: "your free ZeroGPU quota" (logged
 # in), "your Pro ZeroGPU quota", "your ZeroGPU quota" (not logged in); what each can do for more.
@@ -183,7 +183,7 @@ class GpuTask(Generic[T]):
         self.task, self.cost, self.what, self.iterate, self.backward = task, cost, what, iterate, backward
         in_worker = _generator_entry(task) if iterate else _function_entry(task)
         in_worker.__name__ = in_worker.__qualname__ = f"gpu_{task.__name__}"  # the name ZeroGPU's logs show
-        self._decorated = _decorate(in_worker, duration=_requested)
+        self._decorated = gpu_decorator(in_worker, duration=_requested)
 
     def seconds(self, loaded: LoadedModel, *args: Any) -> int:
         """The GPU seconds this call asks for (docs/space.md: work estimate plus fixed cost)."""
