@@ -22,10 +22,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from standin_http import served
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"  # one fixed commit for every repo
 MAX_FILE_BYTES = 512 * 2**20  # the stand-in holds files in memory: refuse anything bigger
@@ -123,18 +124,13 @@ def _handler(hub: HubStandIn, lock: threading.Lock) -> type[BaseHTTPRequestHandl
 def serve() -> Iterator[HubStandIn]:
     """A running Hub stand-in on 127.0.0.1 (in a thread) until the block ends."""
     lock = threading.Lock()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), None)
-    standin = HubStandIn(f"http://127.0.0.1:{server.server_address[1]}")
-    server.RequestHandlerClass = _handler(standin, lock)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+
+    def build(url: str):
+        standin = HubStandIn(url)
+        return standin, _handler(standin, lock)
+
+    with served(build) as standin:
         yield standin
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture

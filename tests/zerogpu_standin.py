@@ -28,8 +28,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+from standin_http import served
 
 FREE_QUOTA_S = 300  # a free account's daily ZeroGPU time (5 minutes)
 WAIT_S = 3600  # "Try again in" this long, as the package shows it: 1:00:00
@@ -124,15 +126,10 @@ def _handler(gpu: ZeroGpuStandIn, lock: threading.Lock) -> type[BaseHTTPRequestH
 def serve(quota_s: int = FREE_QUOTA_S) -> Iterator[ZeroGpuStandIn]:
     """A running ZeroGPU device API stand-in on 127.0.0.1 (in a thread) until the block ends."""
     lock = threading.Lock()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), None)
-    standin = ZeroGpuStandIn(f"http://127.0.0.1:{server.server_address[1]}", quota_s)
-    server.RequestHandlerClass = _handler(standin, lock)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+
+    def build(url: str):
+        standin = ZeroGpuStandIn(url, quota_s)
+        return standin, _handler(standin, lock)
+
+    with served(build) as standin:
         yield standin
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
