@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     catalog = ModelCatalog(
         checkpoint or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, default=start, **limits
     )
+    catalog.check_downloads()  # offline, the pickers say so before anyone picks weights to download
     demo = ui.build_demo(catalog, settings)
     # ZeroGPU: the models the Space opens on go to the GPU here, in the main thread (docs/space.md).
     if placed := zerogpu.preload(catalog, catalog.loaded_keys()):

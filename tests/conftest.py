@@ -61,7 +61,7 @@ def server(tiny_checkpoint, tmp_path_factory):
     port = free_port()
     runs = tmp_path_factory.mktemp("runs")
     log = (tmp_path_factory.mktemp("log") / "app.log").open("w")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}  # a classroom without network (issue 27)
     cmd = [sys.executable, "app.py", "--port", str(port), "--model", str(tiny_checkpoint), "--runs-dir", str(runs)]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"

@@ -82,11 +82,14 @@ def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(ta
     view, catalog = tab
     out = h.compare_token_norms(view, catalog, image, BUNDLED, BUNDLED, 6, "inferno")
     label = catalog.get(BUNDLED).label
-    assert f"**with registers: {label}**" in out[view.norms_table]
-    assert f"**without registers: {label}**" in out[view.norms_table]
-    assert f"with registers: {label} (" in out[view.norms_picture].alt_text
+    assert f"**no registers: {label}**" in out[view.norms_table]  # issue 27: it said "with registers"
+    assert "with registers" not in out[view.norms_table] + out[view.norms_picture].alt_text
+    assert f"no registers: {label} (" in out[view.norms_picture].alt_text
     same = h.norms_models(view, catalog, BUNDLED, BUNDLED)[view.norms_note]
-    assert same.startswith("**Both rows show the same model**") and "python -m vit.download" in same
+    assert same.startswith("**Both rows show the same model**") and "No model with registers is on this" in same
+    assert "python -m vit.download" not in same  # said once, in "Better models for this lesson" (issue 27)
+    named = h.compare_token_norms(view, catalog, image, registers, BUNDLED, 6, "inferno")[view.norms_table]
+    assert "**with 4 registers: checkpoint" in named
     assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
     assert "**Neither row has registers**" in h.norms_models(view, catalog, BUNDLED, registers)[view.norms_note]
     assert h.norms_models(view, catalog, registers, BUNDLED)[view.norms_note] == ""
@@ -204,6 +207,7 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
     assert (
         "python -m vit.download deit_small_patch16_224.fb_in1k vit_small_patch16_224.dino" in view.compare_better.value
     )
+    assert view.compare_better.value.startswith("**Only one model is on this machine**, so this lesson shows it")
     assert "vit_large_patch14_reg4_dinov2.lvd142m vit_large_patch14_dinov2.lvd142m" in view.norms_better.value
     assert "layers 1 to 6, heads 1 to 4" in view.heads_off.label
     h.compare_models(view, catalog, image, view.compare_models.value, view.cmap.value)
@@ -245,10 +249,10 @@ def test_the_controls_follow_the_chosen_models(tab, registers):
     view, catalog = tab
     slider = h.norms_models(view, catalog, registers, BUNDLED)[view.norms_layer]
     assert slider.maximum == slider.value == 6
-    out = h.heads_model(view, catalog, BUNDLED)
+    out = h.heads_model(view, catalog, BUNDLED, BUNDLED)
     assert "layers 1 to 6, heads 1 to 4" in out[view.heads_off].label and out[view.heads_note] == ""
     assert out[view.heads_off].placeholder == "1.1, 6.4"  # an example this model accepts
-    headless = h.heads_model(view, catalog, registers)
+    headless = h.heads_model(view, catalog, registers, BUNDLED)
     assert "has no classifier head" in headless[view.heads_note]
     with pytest.raises(gr.Error, match="unknown model 'pretrained:nonexistent': pick one"):
         h.norms_models(view, catalog, registers, "pretrained:nonexistent")
@@ -266,6 +270,23 @@ def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkey
     monkeypatch.setattr(vit, "load_pretrained", downloading)
     shown = []
     h.heads_model(
-        view, catalog, "pretrained:deit_small_patch16_224.fb_in1k", lambda p, desc, **kw: shown.append((p, desc))
+        view,
+        catalog,
+        "pretrained:deit_small_patch16_224.fb_in1k",
+        BUNDLED,
+        lambda p, desc, **kw: shown.append((p, desc)),
     )
     assert shown[-1] == (0.5, "downloading deit_small_patch16_224.fb_in1k: 44.1 of 88.3 MB (50%)")
+
+
+def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, monkeypatch, tmp_path):
+    """Issue 27: offline, the picker stayed on the failed model and an Error badge hid the heads
+    box and the top-5; now the note says why in plain words and the picker goes back."""
+    view, catalog = tab
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    out = h.heads_model(view, catalog, "pretrained:deit_small_patch16_224.fb_in1k", BUNDLED)
+    assert out[view.heads_model] == out[view.heads_current] == BUNDLED
+    assert out[view.heads_note].startswith("⚠️ deit_small_patch16_224.fb_in1k is not on this machine")
+    assert "HF_HUB_OFFLINE" not in out[view.heads_note] and str(tmp_path) not in out[view.heads_note]
+    assert isinstance(out[view.heads_off], type(gr.skip()))  # the box still describes the bundled model

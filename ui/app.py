@@ -19,8 +19,10 @@ from .train import EXPLORE_TAB, PageTabs, build_train_tab
 
 MAX_UPLOAD = "20mb"
 # Legible on a projector: no text under 12 px (Gradio draws small buttons, slider ends and
-# captions at 10-12 px), arrow glyphs large, a one-line title. On a phone the head maps keep
-# their drawn size (each tile >= 150 px) and scroll sideways instead of shrinking to ~85 px.
+# captions at 10-12 px), arrow glyphs large, a one-line title. On a phone (issue 27) the title
+# takes the whole width and breaks between words, the Live button stays one line high under it,
+# and wide pictures (the head maps, the lessons') keep their drawn size and scroll sideways under
+# a cue ("swipe"), instead of shrinking their text to a few pixels.
 CSS = """
 #title h1 { font-size: 24px; margin: 0; }
 .arrow { font-size: 22px !important; line-height: 1; }
@@ -28,9 +30,15 @@ CSS = """
 #examples .gallery { gap: 6px; }
 #examples .gallery-item .container { width: 46px; height: 46px; }
 #examples .gallery-item img { width: 100%; height: 100%; object-fit: cover; }
+.swipe-cue { display: none; }
 @media (max-width: 640px) {
-  #heads .image-frame { overflow-x: auto; justify-content: flex-start; }
-  #heads img { max-width: none; width: auto; height: auto; }
+  #header { flex-wrap: wrap; align-items: flex-start; }
+  #header > * { flex: 1 1 100% !important; min-width: 0 !important; }
+  #title h1 { font-size: 22px; overflow-wrap: normal; word-break: normal; hyphens: none; }
+  #open-live { height: auto !important; }
+  .swipe-cue { display: block; }
+  .wide-picture .image-frame { overflow-x: auto; justify-content: flex-start; }
+  .wide-picture img { max-width: none; width: auto; height: auto; }
 }
 """
 PRUNE_EVERY_S = 60
@@ -43,14 +51,14 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=True, elem_id="header"):
             gr.Markdown(
                 "# ViT attention explorer: what does each head of a Vision Transformer look at?", elem_id="title"
             )
             open_live = gr.Button(
                 "▶ Live: webcam attention", variant="primary", size="sm", scale=0, min_width=200, elem_id="open-live"
             )
-        with gr.Tabs() as tabs:
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             with gr.Tab("Explore", id=EXPLORE_TAB):
                 explore = build_explore_tab(catalog)
             with gr.Tab("Live", id="live") as live:

@@ -203,6 +203,7 @@ def _heads_column(depth: int) -> dict[str, Any]:
     heads = picture(
         "**Attention per head** in the chosen layer, for the query",
         "Attention of every head in the chosen layer, for the query",
+        wide=True,
         height=PICTURE_PX,
         elem_id="heads",
     )
@@ -273,7 +274,7 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
     )
     with more:
         display = _map_display()
-        with gr.Tabs():
+        with gr.Tabs(overflow_behavior="wrap"):
             return {"more": more, **display, **_more_tabs(start)}
 
 

@@ -93,16 +93,29 @@ def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: Load
     return lessons.registers_note(with_registers, without, missing)
 
 
-def heads_model(view: LessonsView, catalog: ModelCatalog, model_key: str, progress: gr.Progress = PROGRESS) -> dict:
+def heads_model(
+    view: LessonsView,
+    catalog: ModelCatalog,
+    model_key: str,
+    current: str,
+    progress: gr.Progress = PROGRESS,
+) -> dict:
     """The heads-off box for a newly chosen model: its label gives that model's layers and
-    heads; a model without classes is named at once (it makes no predictions to change)."""
-    loaded = downloads.load(catalog, model_key, progress)
+    heads; a model without classes is named at once (it makes no predictions to change). A
+    model that cannot be had here is said in the note, and the picker returns to `current`,
+    the model the box still describes (no Error badge hides the box or the top-5)."""
+    try:
+        loaded = catalog.get(str(model_key), progress=downloads.shown_as(progress, str(model_key)))
+    except ModelUnavailable as e:
+        return view.update(heads_model=current, heads_current=current, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
     try:
         lessons.require_head(loaded)
         note = ""
     except lessons.LessonError as e:
         note = f"⚠️ {e}"
-    return view.update(heads_off=gr.Textbox(**heads_box(loaded)), heads_note=note)
+    return view.update(
+        heads_model=loaded.key, heads_current=loaded.key, heads_off=gr.Textbox(**heads_box(loaded)), heads_note=note
+    )
 
 
 def compare_models(
@@ -165,7 +178,7 @@ def compare_token_norms(
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
-        reports = [zerogpu.NORMS(m, picture, index, role) for m, role in zip(models, lessons.NORM_ROLES, strict=True)]
+        reports = [zerogpu.NORMS(m, picture, index, lessons.register_role(m)) for m in models]
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
