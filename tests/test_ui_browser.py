@@ -694,3 +694,56 @@ def test_the_phone_keeps_the_title_whole_the_live_button_small_and_every_picture
     page = open_page(browser, server)
     expect(page.get_by_text(SWIPE_CUE).first).to_be_hidden()  # a projector sees the whole picture
     page.close()
+
+
+def first_line_px(picture: Image.Image) -> int:
+    """How tall a picture's first line of text (its title) is drawn, in pixels: the rows from the
+    top holding text-coloured pixels, from the top of its tallest letter to the bottom of "y"."""
+    import numpy as np
+
+    from explorer import render
+
+    rgb = np.asarray(picture.convert("RGB")).astype(int)
+    ink = (np.abs(rgb - np.array(render.TEXT)).max(axis=-1) < 60).any(axis=1)
+    top = int(np.argmax(ink))
+    bottom = top + int(np.argmin(ink[top:]))  # the first row after the line with no ink
+    return bottom - top
+
+
+PROMPT_INSIDE = """() => {
+  const prompt = document.querySelector("#upload p"), box = document.querySelector("#upload").getBoundingClientRect();
+  const range = document.createRange();
+  range.selectNodeContents(prompt);
+  return [...range.getClientRects()].every((r) => r.left >= box.left && r.right <= box.right && r.bottom <= box.bottom);
+}"""
+
+
+def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_first_screen(
+    present_server, server, browser
+):
+    """Issue 27, 6: on a 1280 x 720 projector the main text was 14 px, most buttons 12 px and the
+    pictures' labels ~13 px, the upload prompt was cut ("drop, upload, pas…"), and 150 % browser
+    zoom pushed the maps off the first screen. `python app.py --present`: every text on the page at
+    least 18 px (computed CSS) and in the pictures (measured in their pixels), the input, its grid
+    and the head maps still on the first screen together."""
+    page = open_page(browser, present_server)
+    page.locator("#upload p").wait_for()
+    assert page.evaluate(PROMPT_INSIDE)
+    pick_example(page, "cat")
+    sizes = own_text_sizes(page)
+    assert len(sizes) > 50 and [s for s in sizes if s[1] < 18] == []
+    for selector in ("#input-view img", "#heads img"):
+        box = page.locator(selector).bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= SCREEN["height"], selector
+    heads = page.locator("#heads img")
+    shown = heads.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+    picture = Image.open(io.BytesIO(page.request.get(heads.get_attribute("src")).body()))
+    assert first_line_px(picture) * shown >= 18
+    page.close()
+    plain = open_page(browser, server)  # without the switch: the prompt is whole too, the pictures' words smaller
+    plain.locator("#upload p").wait_for()
+    assert plain.evaluate(PROMPT_INSIDE)
+    pick_example(plain, "cat")
+    heads = plain.locator("#heads img")
+    assert first_line_px(Image.open(io.BytesIO(plain.request.get(heads.get_attribute("src")).body()))) < 18
+    plain.close()

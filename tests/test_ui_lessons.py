@@ -285,8 +285,8 @@ def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, mo
     view, catalog = tab
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    out = h.heads_model(view, catalog, "pretrained:deit_small_patch16_224.fb_in1k", BUNDLED)
+    out = h.heads_model(view, catalog, "pretrained:vit_small_patch16_224.dino", BUNDLED)  # loaded by no other test
     assert out[view.heads_model] == out[view.heads_current] == BUNDLED
-    assert out[view.heads_note].startswith("⚠️ deit_small_patch16_224.fb_in1k is not on this machine")
+    assert out[view.heads_note].startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
     assert "HF_HUB_OFFLINE" not in out[view.heads_note] and str(tmp_path) not in out[view.heads_note]
     assert isinstance(out[view.heads_off], type(gr.skip()))  # the box still describes the bundled model

@@ -164,7 +164,7 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
         label="Image (upload, paste or webcam)",
         show_label=False,  # its badge covered the preview; the placeholder says what to do
         # plain text: Gradio shows an image's placeholder as typed, Markdown and all
-        placeholder="Your image: drop, upload, paste or take one with the webcam, or pick an example below",
+        placeholder="Drop an image here or click to upload it, or pick an example below",
         buttons=[],
         alt_text="The image being explained",
         height=150,

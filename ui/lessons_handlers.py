@@ -23,10 +23,9 @@ from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
 from vit.messages import shown
 
-from . import downloads, zerogpu
+from . import downloads, pictures, zerogpu
 from .checks import one_of, visitor_error, whole_number
 from .explore_handlers import layer_slider, owner, uploaded_path
-from .pictures import with_alt
 
 if TYPE_CHECKING:
     from .lessons import LessonsView
@@ -60,7 +59,7 @@ def new_image(view: LessonsView) -> dict:
 
 
 def lesson_style(cmap: str) -> MapStyle:
-    return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6)
+    return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6, text_px=pictures.TEXT.px)
 
 
 def heads_box(loaded: LoadedModel) -> dict[str, str]:
@@ -155,7 +154,9 @@ def compare_models(
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     return view.update(
-        compare_picture=with_alt(drawn, lessons.compare_alt(loaded), "lesson-supervised-vs-self-supervised.png"),
+        compare_picture=pictures.with_alt(
+            drawn, lessons.compare_alt(loaded), "lesson-supervised-vs-self-supervised.png"
+        ),
         compare_note=note,
     )
 
@@ -183,7 +184,7 @@ def compare_token_norms(
         raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
     return view.update(
-        norms_picture=with_alt(
+        norms_picture=pictures.with_alt(
             drawn,
             lessons.norms_alt(reports, index),
             f"lesson-token-norms-layer{index + 1}.png",

@@ -4,13 +4,26 @@ and, in the input view, over the first row of patches a click must reach)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 from PIL import Image
 
+from explorer import render
+
 from .outputs import saved
 
+
+@dataclass
+class PictureText:
+    """How large this server's pictures write their words: render.TEXT_PX, or render.PRESENT_TEXT_PX
+    in the presentation mode (`python app.py --present`, set by ui.build_demo)."""
+
+    px: int = render.TEXT_PX
+
+
+TEXT = PictureText()
 SWIPE_CUE = "← Swipe the picture sideways to see all of it →"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from .checkpoint import ModelMeta, load_state_dict_file
-from .hub import NoInternet, PretrainedUnavailable, Progress, download, is_cached, reachable
+from .hub import NoInternet, PretrainedUnavailable, Progress, download, is_cached, offline_by_setting, reachable
 from .model import VisionTransformer
 from .preprocessing import INTERPOLATIONS, Preprocessing
 from .transformers_format import from_transformers, transformers_class_names, transformers_preprocessing
@@ -152,7 +152,7 @@ def _load_torchvision(name: str, spec: Pretrained, progress: Progress | None) ->
     # torch.hub downloads without a byte callback: progress hears the start and the end only.
     weights = _torchvision_weights(spec)
     cached = _torchvision_cache_file(spec).is_file()
-    if not cached and not reachable(weights.url):
+    if not cached and (offline_by_setting() or not reachable(weights.url)):  # HF_HUB_OFFLINE: no downloads at all
         raise NoInternet(f"download.pytorch.org cannot be reached from this machine and {name} is not cached")
     if progress is not None and not cached:
         progress(0, None)
