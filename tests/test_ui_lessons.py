@@ -51,7 +51,7 @@ def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, r
     out = h.compare_models(view, catalog, image, [BUNDLED, registers, "pretrained:nonexistent"], "viridis")
     assert Image.open(out[view.compare_picture].value["path"]).width > 0
     assert out[view.compare_picture].alt_text == lessons.compare_alt([catalog.get(BUNDLED), catalog.get(registers)])
-    assert "Not available here" in out[view.compare_note] and "pretrained:nonexistent" in out[view.compare_note]
+    assert "Not available here" in out[view.compare_note] and "'pretrained:nonexistent'" in out[view.compare_note]
     clean = h.compare_models(view, catalog, image, [BUNDLED], "viridis")
     assert clean[view.compare_note] == ""
 
@@ -290,3 +290,14 @@ def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, mo
     assert out[view.heads_note].startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
     assert "HF_HUB_OFFLINE" not in out[view.heads_note] and str(tmp_path) not in out[view.heads_note]
     assert isinstance(out[view.heads_off], type(gr.skip()))  # the box still describes the bundled model
+
+
+def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, image, monkeypatch, tmp_path):
+    """Issue 27: the note listed "pretrained:…" keys and the Hub's cache path."""
+    view, catalog = tab
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    note = h.compare_models(view, catalog, image, [BUNDLED, "pretrained:vit_small_patch14_dinov2.lvd142m"], "inferno")
+    said = note[view.compare_note]
+    assert "\n- vit_small_patch14_dinov2.lvd142m is not on this machine, and this machine has no internet" in said
+    assert "pretrained:" not in said and str(tmp_path) not in said

@@ -131,21 +131,16 @@ def compare_models(
     picture, style = lesson_image(image), lesson_style(cmap)
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
         raise visitor_error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
-    loaded, missing = [], {}
+    loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
     for key in models:
         try:
             loaded.append(catalog.get(str(key), progress=downloads.shown_as(progress, str(key))))
         except ModelUnavailable as e:
-            missing[shown(key)] = str(e)
+            missing.append(str(e))
     if not loaded:
-        first = next(iter(missing.values()))
-        raise visitor_error(
-            f"none of these models can be loaded here: {', '.join(missing)} ({first}). Pick models that load, "
-            "e.g. the bundled one or a checkpoint."
-        )
+        raise visitor_error(f"none of these models can be loaded here: {missing[0]}")
     note = (
-        "**Not available here** (weights cannot be downloaded): the comparison shows the other models; pick any "
-        "model that loads instead.\n\n" + "\n".join(f"- {key}: {why}" for key, why in missing.items())
+        "**Not available here**: the comparison shows the other models.\n\n" + "\n".join(f"- {why}" for why in missing)
         if missing
         else ""
     )
