@@ -85,14 +85,17 @@ def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(ta
     assert f"**no registers: {label}**" in out[view.norms_table]  # issue 27: it said "with registers"
     assert "with registers" not in out[view.norms_table] + out[view.norms_picture].alt_text
     assert f"no registers: {label} (" in out[view.norms_picture].alt_text
-    same = h.norms_models(view, catalog, BUNDLED, BUNDLED)[view.norms_note]
+    same = h.norms_models(view, catalog, BUNDLED, BUNDLED, [BUNDLED, BUNDLED])[view.norms_note]
     assert same.startswith("**Both rows show the same model**") and "No model with registers is on this" in same
     assert "python -m vit.download" not in same  # said once, in "Better models for this lesson" (issue 27)
     named = h.compare_token_norms(view, catalog, image, registers, BUNDLED, 6, "inferno")[view.norms_table]
     assert "**with 4 registers: checkpoint" in named
     assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
-    assert "**Neither row has registers**" in h.norms_models(view, catalog, BUNDLED, registers)[view.norms_note]
-    assert h.norms_models(view, catalog, registers, BUNDLED)[view.norms_note] == ""
+    assert (
+        "**Neither row has registers**"
+        in h.norms_models(view, catalog, BUNDLED, registers, [BUNDLED, BUNDLED])[view.norms_note]
+    )
+    assert h.norms_models(view, catalog, registers, BUNDLED, [BUNDLED, BUNDLED])[view.norms_note] == ""
 
 
 def test_heads_off_by_1_based_layer_dot_head(tab, image):
@@ -247,15 +250,16 @@ def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoi
 
 def test_the_controls_follow_the_chosen_models(tab, registers):
     view, catalog = tab
-    slider = h.norms_models(view, catalog, registers, BUNDLED)[view.norms_layer]
+    slider = h.norms_models(view, catalog, registers, BUNDLED, [BUNDLED, BUNDLED])[view.norms_layer]
     assert slider.maximum == slider.value == 6
     out = h.heads_model(view, catalog, BUNDLED, BUNDLED)
     assert "layers 1 to 6, heads 1 to 4" in out[view.heads_off].label and out[view.heads_note] == ""
     assert out[view.heads_off].placeholder == "1.1, 6.4"  # an example this model accepts
     headless = h.heads_model(view, catalog, registers, BUNDLED)
     assert "has no classifier head" in headless[view.heads_note]
-    with pytest.raises(gr.Error, match="unknown model 'pretrained:nonexistent': pick one"):
-        h.norms_models(view, catalog, registers, "pretrained:nonexistent")
+    back = h.norms_models(view, catalog, registers, "pretrained:nonexistent", [registers, BUNDLED])
+    assert (back[view.with_registers], back[view.without_registers]) == (registers, BUNDLED)  # no Error badge
+    assert back[view.norms_note] == "⚠️ unknown model 'pretrained:nonexistent': pick one from the list"
 
 
 def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkeypatch):

@@ -41,6 +41,7 @@ class LessonsView:
     # artefacts and registers
     with_registers: gr.Dropdown
     without_registers: gr.Dropdown
+    norms_current: gr.State  # the pair the slider describes: the pickers return to it after a failed pick
     norms_better: gr.Markdown
     norms_layer: gr.Slider
     norms_button: gr.Button
@@ -141,6 +142,7 @@ def _norms(
     return {
         "with_registers": with_reg,
         "without_registers": without,
+        "norms_current": gr.State([pair[0].key, pair[1].key]),
         "norms_better": gr.Markdown(better, label="Better models for this lesson"),
         "norms_layer": layer,
         "norms_button": button,
@@ -216,11 +218,12 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         api_name="lesson_compare",
         **RAW,
     )
+    # .input, as lesson 3's picker: a failed pick sets the pickers back, which must not count as a pick
     gr.on(
-        [v.with_registers.change, v.without_registers.change],
+        [v.with_registers.input, v.without_registers.input],
         bound(h.norms_models, v, catalog),
-        [v.with_registers, v.without_registers],
-        [v.norms_layer, v.norms_note],
+        [v.with_registers, v.without_registers, v.norms_current],
+        [v.with_registers, v.without_registers, v.norms_current, v.norms_layer, v.norms_note],
         api_name="lesson_norms_models",
         **RAW,
     )

@@ -71,19 +71,37 @@ def heads_box(loaded: LoadedModel) -> dict[str, str]:
     }
 
 
+def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None) -> LoadedModel:
+    """The model behind a lesson picker's `key`, its download drawn on `progress`; raises
+    ModelUnavailable (one line, for the note beside the picker) if it cannot be had here."""
+    return catalog.get(str(key), progress=downloads.shown_as(progress, str(key)) if progress is not None else None)
+
+
 def norms_models(
     view: LessonsView,
     catalog: ModelCatalog,
     with_registers: str,
     without_registers: str,
+    current: list[str],
     progress: gr.Progress = PROGRESS,
 ) -> dict:
     """The layer slider for a newly chosen pair: layers 1 to the shallower model's depth,
     set to its last layer (the pair is loaded, downloading if needed, progress shown), and the
-    note saying when the pair cannot differ."""
-    pair = [downloads.load(catalog, key, progress) for key in (with_registers, without_registers)]
+    note saying when the pair cannot differ. A model that cannot be had here is said in the
+    note and both pickers return to `current`, the pair the slider still describes."""
+    try:
+        pair = [fetched(catalog, key, progress) for key in (with_registers, without_registers)]
+    except ModelUnavailable as e:
+        first, second = current
+        return view.update(with_registers=first, without_registers=second, norms_layer=gr.skip(), norms_note=f"⚠️ {e}")
     depth = min(m.model.config.depth for m in pair)
-    return view.update(norms_layer=layer_slider(depth, depth), norms_note=norms_note(catalog, *pair))
+    return view.update(
+        with_registers=pair[0].key,
+        without_registers=pair[1].key,
+        norms_current=[m.key for m in pair],
+        norms_layer=layer_slider(depth, depth),
+        norms_note=norms_note(catalog, *pair),
+    )
 
 
 def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: LoadedModel) -> str:
@@ -104,7 +122,7 @@ def heads_model(
     model that cannot be had here is said in the note, and the picker returns to `current`,
     the model the box still describes (no Error badge hides the box or the top-5)."""
     try:
-        loaded = catalog.get(str(model_key), progress=downloads.shown_as(progress, str(model_key)))
+        loaded = fetched(catalog, model_key, progress)
     except ModelUnavailable as e:
         return view.update(heads_model=current, heads_current=current, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
     try:
