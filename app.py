@@ -43,6 +43,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=int(env.get("VIT_EXPLORER_TORCH_THREADS", "1")),
         help="intra-op threads per request (default 1: two requests run side by side on two cores)",
     )
+    p.add_argument(
+        "--present",
+        action="store_true",
+        default=env.get("VIT_EXPLORER_PRESENT", "") == "1",
+        help="presentation mode, for a projector: every text on the page and in the pictures at least 18 px at "
+        "1280x720 (or VIT_EXPLORER_PRESENT=1)",
+    )
     add_server_options(p)
     args = p.parse_args(argv)
     if problem := model_problem(args.model, args.max_params):  # only the bundled model may be missing
@@ -62,12 +69,13 @@ def main(argv: list[str] | None = None) -> None:
     catalog = ModelCatalog(
         checkpoint or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, default=start, **limits
     )
-    demo = ui.build_demo(catalog, settings)
+    catalog.check_downloads()  # offline, the pickers say so before anyone picks weights to download
+    demo = ui.build_demo(catalog, settings, present=args.present)
     # ZeroGPU: the models the Space opens on go to the GPU here, in the main thread (docs/space.md).
     if placed := zerogpu.preload(catalog, catalog.loaded_keys()):
         print(f"on the GPU from the start: {', '.join(placed)}", flush=True)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
-    ui.launch(demo, args.host, args.port, args.share, settings.uploads_bytes)
+    ui.launch(demo, args.host, args.port, args.share, settings.uploads_bytes, present=args.present)
 
 
 if __name__ == "__main__":

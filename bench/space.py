@@ -56,8 +56,8 @@ LESSON_1 = "Models to compare (up to 3)"
 OPENING = {
     "Model": pretrained_key(SPACE_MODEL),
     LESSON_1: [pretrained_key(n) for n in COMPARED],
-    "With registers": pretrained_key(WITH_REGISTERS[0]),
-    "Without": pretrained_key(WITHOUT_REGISTERS[0]),
+    "First row: a model with registers": pretrained_key(WITH_REGISTERS[0]),
+    "Second row: a model without": pretrained_key(WITHOUT_REGISTERS[0]),
     "Model (with classes)": pretrained_key(RANKED[0]),
 }
 
@@ -247,7 +247,7 @@ def lesson_compare(client: Any, image: Any, models: list[str]) -> str:
 
 def lesson_norms(client: Any, image: Any, values: dict[str, Any]) -> str:
     layer = values["Layer (1 = first; up to the shallower model's depth)"]
-    pair = (values["With registers"], values["Without"])
+    pair = (values["First row: a model with registers"], values["Second row: a model without"])
     _, table = client.predict(image, *pair, layer, "inferno", api_name="/lesson_token_norms")
     return f"layer {layer} of {pair[0]} and {pair[1]}: {table.count('median patch norm')} norm tables"
 

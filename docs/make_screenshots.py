@@ -5,8 +5,10 @@
 Starts `python app.py` on a free port with the bundled model, opens it at 1280x720, picks
 the CIFAR-10 cat example and saves docs/app-first-screen.png; then clicks a patch and saves
 docs/app-patch-query.png; then the same example on a 390x844 phone, scrolled to the head maps:
-docs/app-phone.png. Last, a new visitor whose (fake) webcam films a cheetah photo sliding by
-presses the Live button: docs/app-live.png. Run it after any change to the page.
+docs/app-phone.png. Then a new visitor whose (fake) webcam films a cheetah photo sliding by
+presses the Live button: docs/app-live.png. Last, the app in its presentation mode
+(`python app.py --present`) with the cat example at 1280x720: docs/app-present.png. Run it after
+any change to the page.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,19 +91,41 @@ def shoot_live(url: str, clip: Path) -> None:
         browser.close()
 
 
-def main() -> None:
+def shoot_present(url: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = open_cat(browser, url, {"width": 1280, "height": 720})
+        page.screenshot(path=str(ROOT / "docs" / "app-present.png"))
+        browser.close()
+
+
+@contextmanager
+def serving(*options: str) -> Iterator[str]:
+    """`python app.py` with `options` on a free port; yields its URL."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT)
+    server = subprocess.Popen([sys.executable, "app.py", "--port", str(port), *options], cwd=ROOT)
     try:
         url = f"http://127.0.0.1:{port}/"
         wait_until_served(url, server)
-        shoot(url)
-        with tempfile.TemporaryDirectory() as folder:
-            shoot_live(url, camera_clip(Path(folder) / "camera.y4m"))
+        yield url
     finally:
         server.terminate()
         server.wait(timeout=30)
-    print("wrote docs/app-first-screen.png, docs/app-patch-query.png, docs/app-phone.png and docs/app-live.png")
+
+
+def main() -> None:
+    with serving() as url:
+        shoot(url)
+        with tempfile.TemporaryDirectory() as folder:
+            shoot_live(url, camera_clip(Path(folder) / "camera.y4m"))
+    with serving("--present") as url:
+        shoot_present(url)
+    print(
+        "wrote docs/app-first-screen.png, docs/app-patch-query.png, docs/app-phone.png, docs/app-live.png "
+        "and docs/app-present.png"
+    )
 
 
 if __name__ == "__main__":

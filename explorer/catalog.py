@@ -56,6 +56,14 @@ def pretrained_key(name: str) -> str:
     return PRETRAINED_PREFIX + name
 
 
+def no_internet(name: str) -> str:
+    """What a visitor is told when `name`'s weights are not here and cannot be downloaded."""
+    return (
+        f"{name} is not on this machine, and this machine has no internet connection to download it. "
+        "Pick one of the models at the top of the list: they are on this machine."
+    )
+
+
 def download_text(name: str, done: int, total: int | None) -> str:
     """One line saying how far the download of `name` is: "downloading deit_small…: 12.5 of
     88.3 MB (14%)" (no total known: the megabytes so far)."""
@@ -235,13 +243,27 @@ class ModelCatalog:
         self.default_key = default
         self.pinned = {BUNDLED, default}  # kept loaded beyond `capacity` (ui pins the lessons' defaults too)
         self.note = ""  # why the start model is not the default one, if it is not
+        # whether weights can be downloaded: False once known not to (HF_HUB_OFFLINE, a failed
+        # probe or download), True after a probe that answered, None while nobody has asked
+        self.online: bool | None = False if vit.offline_by_setting() else None
         _CATALOGS[id(self)] = self
 
     def choices(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
-        """(label, key) pairs for `owner`'s model picker: bundled, pretrained, their checkpoints."""
+        """(label, key) pairs for `owner`'s model picker: first what opens here and now (bundled,
+        pretrained weights on this machine, their checkpoints), then the weights to download,
+        marked as such (and as impossible to get while this machine is offline)."""
+        names = vit.list_pretrained()
+        here = [name for name in names if self._on_this_machine(name)]
         out = [(self._bundled_label(), BUNDLED)]
-        out += [(self._pretrained_label(name), pretrained_key(name)) for name in vit.list_pretrained()]
-        return out + [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
+        out += [(f"{name} (pretrained)", pretrained_key(name)) for name in here]
+        out += [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
+        return out + [(self._download_label(name), pretrained_key(name)) for name in names if name not in here]
+
+    def check_downloads(self) -> bool:
+        """Probe once whether weights can be downloaded (vit.can_download), so the pickers mark
+        what cannot be had before anyone picks it; the answer is kept in `online`."""
+        self.online = vit.can_download()
+        return self.online
 
     def checkpoints(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
         """(key, label) of the checkpoints `owner` may open, oldest first."""
@@ -380,6 +402,9 @@ class ModelCatalog:
         if kind == "pretrained" and name in vit.list_pretrained():  # listed names only, never a visitor's repo
             try:
                 model, meta = vit.load_pretrained(name, progress=progress)
+            except vit.NoInternet as e:
+                self.online = False
+                raise ModelUnavailable(no_internet(name)) from e
             except vit.PretrainedUnavailable as e:
                 raise ModelUnavailable(str(e)) from e
             return LoadedModel(key, name, model.eval(), meta)
@@ -392,9 +417,13 @@ class ModelCatalog:
             return LoadedModel(key, f"checkpoint {self._checkpoints[name][2]}", model, meta)
         raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
 
-    def _pretrained_label(self, name: str) -> str:
-        here = pretrained_key(name) in self._loaded or vit.is_pretrained_cached(name)
-        return f"{name} (pretrained{'' if here else ', downloads once'})"
+    def _on_this_machine(self, name: str) -> bool:
+        return pretrained_key(name) in self._loaded or vit.is_pretrained_cached(name)
+
+    def _download_label(self, name: str) -> str:
+        if self.online is False:
+            return f"{name} (not on this machine, and no internet to download it)"
+        return f"{name} (pretrained, downloads once)"
 
     def _bundled_label(self) -> str:
         if not self.bundled_path.is_file():

@@ -138,21 +138,39 @@ def better_models(names: Sequence[str]) -> str:
     )
 
 
-NORM_ROLES = ("with registers", "without registers")  # lesson 2's two rows, named by role
+def compare_better(opening: OpeningModels) -> str:
+    """Lesson 1's line above its picture: said plainly when it opens on one model alone (it then
+    compares that model with nothing), and which weights the operator could add."""
+    better = better_models(opening.missing["compare"])
+    if len(opening.compare) > 1:
+        return better
+    alone = (
+        "**Only one model is on this machine**, so this lesson shows it alone: there is nothing to compare it "
+        "with. Add a checkpoint from the Train tab to compare it with another."
+    )
+    return f"{alone} {better}".strip()
+
+
+def register_role(loaded: LoadedModel) -> str:
+    """How lesson 2 names a row: by the registers its model really has ("with 4 registers")."""
+    count = loaded.model.config.register_tokens
+    return f"with {count} registers" if count else "no registers"
 
 
 def registers_note(with_registers: LoadedModel, without: LoadedModel, missing: Sequence[str]) -> str:
-    """Lesson 2's warning when its two rows cannot differ: the same model twice, or a "with
-    registers" model that has none; then which weights the operator can add (`missing`,
-    as `better_models`). "" when the pair can show the registers' effect."""
+    """Lesson 2's warning when its two rows cannot differ: the same model twice, or a first
+    model that has no registers; then what to do: pick one with registers, or (`missing`, the
+    lesson's weights not here, named once in its "Better models" line) none is here yet.
+    "" when the pair can show the registers' effect."""
     if with_registers.key == without.key:
         head = f"**Both rows show the same model** ({with_registers.label}), so they cannot differ."
     elif not with_registers.model.config.register_tokens:
         head = f"**Neither row has registers**: {with_registers.label} has none, so the rows cannot show their effect."
     else:
         return ""
-    fix = better_models(missing) if missing else "Pick a model with registers (“reg” in its name) as *With registers*."
-    return f"{head} {fix}"
+    if missing:
+        return f"{head} No model with registers is on this machine yet (see “Better models for this lesson”)."
+    return f"{head} Pick a model with registers (“reg” in its name) for the first row."
 
 
 class LessonError(ValueError):

@@ -15,11 +15,13 @@ carries a colour bar that says what the colours mean, with units.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -45,30 +47,65 @@ GIF_MAP_COLOURS = 128  # of a GIF frame's 256 palette entries, those kept for th
 # DejaVu Sans, the font matplotlib ships and the charts use: unlike PIL's built-in font it
 # has ×, → and · . TEXT_PX: the size of every word drawn on a picture; shown at its own size
 # or at most 8 % smaller (explorer.views.DISPLAY_WIDTH), it stays at least 12 px on screen.
+# PRESENT_TEXT_PX: the presentation mode's (docs/app.md), at least 18 px on a projector even 8 %
+# smaller. A picture's text size is its MapStyle's `text_px`, set for the drawing by `text_size`.
 TEXT_PX = 13
+PRESENT_TEXT_PX = 20
 CHART_PT = 9  # the smallest text on a matplotlib chart: 9 pt at 100 dpi is 12.5 px
-_FONT = ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), TEXT_PX)
-_LINE = _FONT.size + GAP  # height of one line of text
+_TEXT_PX: ContextVar[int] = ContextVar("text_px", default=TEXT_PX)
+
+
+@contextlib.contextmanager
+def text_size(px: int) -> Iterator[None]:
+    """Every word drawn inside is `px` high (the picture's MapStyle.text_px)."""
+    token = _TEXT_PX.set(px)
+    try:
+        yield
+    finally:
+        _TEXT_PX.reset(token)
+
+
+@functools.lru_cache(maxsize=8)
+def _font_of(px: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), px)
+
+
+def _px() -> int:
+    return _TEXT_PX.get()
+
+
+def _line() -> int:
+    """Height of one line of text at the current size."""
+    return _px() + GAP
+
+
+def _text_width(text: str) -> float:
+    return _width_of(text, _px())
+
+
+def text_width(text: str, px: int) -> float:
+    """How wide `text` is drawn at `px` (for a layout that must fit its words)."""
+    return _width_of(text, px)
 
 
 @functools.lru_cache(maxsize=4096)
-def _text_width(text: str) -> float:
-    return _FONT.getlength(text)
+def _width_of(text: str, px: int) -> float:
+    return _font_of(px).getlength(text)
 
 
 @functools.lru_cache(maxsize=2048)
-def _text_image(text: str) -> Image.Image:
+def _text_image(text: str, px: int) -> Image.Image:
     """`text` rendered once on the background colour, one line high. Labels repeat from
     picture to picture ("head 1", "CLS 0.01", tick values), and pasting a cached bitmap
     costs a fraction of FreeType rendering it again, which dominated the heads view."""
-    image = Image.new("RGB", (math.ceil(_text_width(text)) + 1, _LINE), BACKGROUND)
-    ImageDraw.Draw(image).text((0, 0), text, fill=TEXT, font=_FONT)
+    image = Image.new("RGB", (math.ceil(_width_of(text, px)) + 1, px + GAP), BACKGROUND)
+    ImageDraw.Draw(image).text((0, 0), text, fill=TEXT, font=_font_of(px))
     return image
 
 
 def _put_text(canvas: Image.Image, xy: tuple[float, float], text: str) -> None:
     """Write `text` at `xy` (top left) on a part of `canvas` that is background colour."""
-    canvas.paste(_text_image(text), (round(xy[0]), round(xy[1])))
+    canvas.paste(_text_image(text, _px()), (round(xy[0]), round(xy[1])))
 
 
 @dataclass(frozen=True)
@@ -86,10 +123,25 @@ class MapStyle:
     smooth: bool = False  # bilinear instead of nearest (honest patch blocks) upsampling
     raw: bool = False  # the heat map alone, without the image underneath
     scale: str = "layer"  # one of SCALES
+    text_px: int = TEXT_PX  # every word on the picture: PRESENT_TEXT_PX in the presentation mode
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
             raise ValueError(f"colour scale must be one of {', '.join(SCALES)}; got {self.scale!r}")
+        if not TEXT_PX <= self.text_px <= 2 * PRESENT_TEXT_PX:
+            raise ValueError(f"text size must be from {TEXT_PX} to {2 * PRESENT_TEXT_PX} px; got {self.text_px!r}")
+
+
+def _style_text(draw: Callable[..., Image.Image]) -> Callable[..., Image.Image]:
+    """`draw` with its words at the text size of the MapStyle it is given (`MapStyle.text_px`)."""
+
+    @functools.wraps(draw)
+    def drawn(*args: object, **kwargs: object) -> Image.Image:
+        style = next(a for a in (*args, *kwargs.values()) if isinstance(a, MapStyle))
+        with text_size(style.text_px):
+            return draw(*args, **kwargs)
+
+    return drawn
 
 
 def scale_tops(maps: np.ndarray, scale: str) -> np.ndarray:
@@ -187,9 +239,13 @@ def patch_grid_image(
     return big
 
 
-@functools.lru_cache(maxsize=512)
 def _wrap(text: str, width: int) -> tuple[str, ...]:
     """Greedy word wrap of each paragraph of `text` to lines at most `width` pixels wide."""
+    return _wrap_at(text, width, _px())
+
+
+@functools.lru_cache(maxsize=512)
+def _wrap_at(text: str, width: int, px: int) -> tuple[str, ...]:
     lines: list[str] = []
     for paragraph in text.split("\n"):
         line = ""
@@ -207,9 +263,9 @@ def _wrap(text: str, width: int) -> tuple[str, ...]:
 def text_block(text: str, width: int) -> Image.Image:
     """`text` wrapped to `width` pixels, on the background colour."""
     lines = _wrap(text, width - GAP)
-    block = Image.new("RGB", (width, len(lines) * _LINE + GAP // 2), BACKGROUND)
+    block = Image.new("RGB", (width, len(lines) * _line() + GAP // 2), BACKGROUND)
     for i, line in enumerate(lines):
-        _put_text(block, (GAP // 2, i * _LINE + 1), line)
+        _put_text(block, (GAP // 2, i * _line() + 1), line)
     return block
 
 
@@ -280,8 +336,8 @@ def colour_bar(
     length = max(width - pad - int(_text_width(number(high))) // 2 - GAP, 2)
     ticks = bar_ticks(low, high, centre)
     position = Normalize(low, high) if centre is None else TwoSlopeNorm(centre, low, high)
-    top = _LINE if mark else 0
-    bar = Image.new("RGB", (width, top + BAR_PX + 4 + _LINE), BACKGROUND)
+    top = _line() if mark else 0
+    bar = Image.new("RGB", (width, top + BAR_PX + 4 + _line()), BACKGROUND)
     bar.paste(Image.fromarray(np.repeat(_gradient(cmap, length)[None], BAR_PX, axis=0)), (pad, top))
     draw = ImageDraw.Draw(bar)
 
@@ -315,7 +371,7 @@ def _row_bar(cmap: str, top_text: str, height: int) -> np.ndarray:
     bar = Image.new("RGB", (width, height), BACKGROUND)
     bar.paste(Image.fromarray(np.repeat(column[:, None], BAR_PX, axis=1)), (0, 0))
     _put_text(bar, (BAR_PX + GAP, 0), top_text)
-    _put_text(bar, (BAR_PX + GAP, height - _FONT.size - 2), "0")
+    _put_text(bar, (BAR_PX + GAP, height - _px() - 2), "0")
     return np.asarray(bar)
 
 
@@ -344,7 +400,7 @@ def mosaic(
     widths = [max(row[c].shape[1] for row in tiles if c < len(row)) for c in range(ncols)]
     heights = [max(t.shape[0] for t in row) for row in tiles]
     left = _label_width(row_labels) + 2 * GAP if row_labels else 0
-    top = _LINE if col_labels else 0
+    top = _line() if col_labels else 0
     xs = [left + sum(widths[:c]) + c * GAP for c in range(ncols)]
     canvas = Image.new("RGB", (xs[-1] + widths[-1] + GAP, top + sum(heights) + len(tiles) * GAP), BACKGROUND)
     for c, label in enumerate(col_labels):
@@ -352,7 +408,7 @@ def mosaic(
     y = top
     for r, row in enumerate(tiles):
         if r < len(row_labels):
-            _put_text(canvas, (GAP, y + row[0].shape[0] // 2 - _FONT.size // 2), row_labels[r])
+            _put_text(canvas, (GAP, y + row[0].shape[0] // 2 - _px() // 2), row_labels[r])
         for c, tile in enumerate(row):
             canvas.paste(Image.fromarray(tile), (xs[c], y))
         y += heights[r] + GAP
@@ -366,10 +422,10 @@ def _caption(tile: np.ndarray, lines: Sequence[str]) -> np.ndarray:
         return tile
     h, w = tile.shape[:2]
     width = max(w, math.ceil(max(_text_width(line) for line in lines)) + 1)
-    framed = Image.new("RGB", (width, h + len(lines) * _LINE), BACKGROUND)
+    framed = Image.new("RGB", (width, h + len(lines) * _line()), BACKGROUND)
     framed.paste(Image.fromarray(tile), (0, 0))
     for i, line in enumerate(lines):
-        _put_text(framed, (0, h + i * _LINE + 1), line)
+        _put_text(framed, (0, h + i * _line() + 1), line)
     return np.asarray(framed)
 
 
@@ -396,12 +452,14 @@ def _tile_lines(
     name: str, top: float, style: MapStyle, prefix: np.ndarray | None, prefix_names: Sequence[str] = ()
 ) -> list[str]:
     """Caption lines of one tile: its name, its own maximum when each head is stretched
-    alone, and its attention to each prefix token."""
-    first = " · ".join(part for part in (name, f"max {top:.2g}" if style.scale == "head" else "") if part)
+    alone (a line of its own: beside the name it widened a small tile, and with it the
+    picture, which the page then shrank), and its attention to each prefix token."""
+    first = [part for part in (name, f"max {top:.2g}" if style.scale == "head" else "") if part]
     shares = prefix_lines(prefix, prefix_names) if prefix is not None and len(prefix) else []
-    return ([first] if first else []) + shares
+    return first + shares
 
 
+@_style_text
 def head_grid(
     image: np.ndarray,
     maps: np.ndarray,
@@ -439,6 +497,7 @@ def head_grid(
     return _titled(title, grid, [colour_bar(style.cmap, 0.0, high, label, max(grid.width, 320))], note)
 
 
+@_style_text
 def layers_by_heads(
     image: np.ndarray,
     maps: np.ndarray,
@@ -526,6 +585,7 @@ def layer_frames(
     ]
 
 
+@_style_text
 def map_picture(
     image: np.ndarray,
     amap: np.ndarray,
@@ -556,6 +616,7 @@ RELATIVE_CMAP = "RdBu_r"  # diverging: blue below uniform, white at uniform, red
 RELATIVE_TOP = 2.0  # the relative scale reaches at least 2× uniform, so a near-uniform map stays white
 
 
+@_style_text
 def relative_picture(
     image: np.ndarray, amap: np.ndarray, uniform: float, style: MapStyle, title: str, note: str = ""
 ) -> Image.Image:
@@ -635,6 +696,7 @@ class MapRow:
     marks: Sequence[tuple[int, int]] = ()
 
 
+@_style_text
 def shared_scale_rows(rows: Sequence[MapRow], style: MapStyle, title: str, unit: str, note: str = "") -> Image.Image:
     """Rows of maps (e.g. several models, one image) on ONE colour scale from 0 to the largest
     value of all of them, whatever `style.scale` says, so every tile compares with every

@@ -152,21 +152,37 @@ def patch_of(query: Query) -> tuple[int, int] | None:
     return query if isinstance(query, tuple) else None
 
 
-def head_layout(ex: Explanation, columns: int | None = None) -> tuple[int, int]:
+def head_layout(ex: Explanation, columns: int | None = None, style: MapStyle | None = None) -> tuple[int, int]:
     """(tiles per row, tile side in px) of the heads view: `columns` tiles a row (default: up
     to MAX_COLUMNS), each at most HEAD_PX and small enough for the row to fit the heads'
     DISPLAY_WIDTH, in whole pixels per patch. `columns=2` keeps HEAD_PX tiles in a 332-px
-    picture, at least 150 px wide on a phone's 326-px column."""
+    picture, at least 150 px wide on a phone's 326-px column. With a `style`, fewer tiles a
+    row where its captions (`caption_px`) would widen the row past DISPLAY_WIDTH, which the
+    page would then shrink, text and all (large text: the presentation mode)."""
     cols = max(1, min(ex.heads, columns or MAX_COLUMNS))
-    room = (DISPLAY_WIDTH["heads"] - render.GAP * cols) // cols
     side = max(ex.grid)
-    return cols, side * max(1, min(HEAD_PX, room) // side)
+
+    def tile(n: int) -> int:
+        room = (DISPLAY_WIDTH["heads"] - render.GAP * n) // n
+        return side * max(1, min(HEAD_PX, room) // side)
+
+    widest = 0.0 if style is None else caption_px(ex, style)
+    while cols > 1 and cols * (max(tile(cols), widest) + render.GAP) > DISPLAY_WIDTH["heads"]:
+        cols -= 1
+    return cols, tile(cols)
+
+
+def caption_px(ex: Explanation, style: MapStyle) -> float:
+    """The widest line a head tile's caption may hold in `style`: its name, its own maximum on
+    the per-head scale (render._tile_lines)."""
+    lines = [f"head {ex.heads}", *(["max 0.0000"] if style.scale == "head" else [])]
+    return max(render.text_width(line, style.text_px) for line in lines)
 
 
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: int | None = None) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (1-based), `columns` tiles a row
     (see `head_layout`)."""
-    cols, tile = head_layout(ex, columns)
+    cols, tile = head_layout(ex, columns, style)
     base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
     title = f"layer {layer} of {ex.depth}, query: {query_label(ex, query)}"
     i = layer - 1

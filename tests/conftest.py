@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,14 +57,15 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def server(tiny_checkpoint, tmp_path_factory):
-    """The real app (`python app.py`) in a subprocess on a free port; yields its URL."""
+@contextmanager
+def app_server(checkpoint: Path, tmp_path_factory, *options: str) -> Iterator[str]:
+    """`python app.py` on `checkpoint` with `options`, in a subprocess on a free port, offline as a
+    classroom without network (issue 27); yields its URL."""
     port = free_port()
     runs = tmp_path_factory.mktemp("runs")
     log = (tmp_path_factory.mktemp("log") / "app.log").open("w")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "app.py", "--port", str(port), "--model", str(tiny_checkpoint), "--runs-dir", str(runs)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "app.py", "--port", str(port), "--model", str(checkpoint), "--runs-dir", str(runs), *options]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
@@ -72,6 +75,20 @@ def server(tiny_checkpoint, tmp_path_factory):
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def server(tiny_checkpoint, tmp_path_factory):
+    """The real app (`python app.py`) in a subprocess on a free port; yields its URL."""
+    with app_server(tiny_checkpoint, tmp_path_factory) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def present_server(tiny_checkpoint, tmp_path_factory):
+    """The real app in its presentation mode (`python app.py --present`)."""
+    with app_server(tiny_checkpoint, tmp_path_factory, "--present") as url:
+        yield url
 
 
 @pytest.fixture

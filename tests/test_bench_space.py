@@ -62,8 +62,8 @@ def test_the_rehearsal_reads_what_the_served_app_answers(client):
     assert lesson_compare(client, image, ["bundled"]) == "1 models side by side"
     values = {
         "Layer (1 = first; up to the shallower model's depth)": 1,
-        "With registers": "bundled",
-        "Without": "bundled",
+        "First row: a model with registers": "bundled",
+        "Second row: a model without": "bundled",
     }
     assert lesson_norms(client, image, values) == "layer 1 of bundled and bundled: 2 norm tables"
 

@@ -274,3 +274,56 @@ def test_the_default_model_stays_loaded_beyond_the_capacity(tmp_path, tiny_check
 def test_download_text_says_bytes_and_percent():
     assert download_text("deit_s", 12_500_000, 88_300_000) == "downloading deit_s: 12.5 of 88.3 MB (14%)"
     assert download_text("deit_s", 3_000_000, None) == "downloading deit_s: 3.0 MB so far"
+
+
+def test_offline_the_picker_lists_what_opens_here_first_and_marks_what_cannot_be_had(
+    tmp_path, tiny_checkpoint, monkeypatch
+):
+    """Issue 27: offline, the picker offered 23 models "(pretrained, downloads once)" that cannot load."""
+    names = ["deit_small_patch16_224.fb_in1k", "vit_small_patch16_224.dino", "vit_b_16"]
+    monkeypatch.setattr(vit, "list_pretrained", lambda: names)
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name == "vit_small_patch16_224.dino")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
+    key = catalog.register(tiny_checkpoint, "alice", label="mine")
+    assert not catalog.check_downloads() and catalog.online is False
+    assert catalog.choices("alice") == [
+        ("tiny.safetensors (default)", BUNDLED),
+        ("vit_small_patch16_224.dino (pretrained)", "pretrained:vit_small_patch16_224.dino"),
+        ("checkpoint: mine", key),
+        (
+            "deit_small_patch16_224.fb_in1k (not on this machine, and no internet to download it)",
+            "pretrained:deit_small_patch16_224.fb_in1k",
+        ),
+        ("vit_b_16 (not on this machine, and no internet to download it)", "pretrained:vit_b_16"),
+    ]
+
+
+def test_a_pick_that_cannot_download_is_said_in_a_teachers_words_and_marks_the_rest(
+    tmp_path, tiny_checkpoint, monkeypatch
+):
+    """Issue 27: the failure spoke of HF_HUB_OFFLINE and showed an internal key and a server path;
+    a failed download also tells the catalogue this machine is offline (no HF_HUB_OFFLINE set)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: False)
+
+    def offline(name, progress=None):
+        raise vit.NoInternet(f"cannot load {name}: the Hugging Face Hub cannot be reached, cache {tmp_path}/hub")
+
+    monkeypatch.setattr(vit, "load_pretrained", offline)
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
+    assert catalog.online is None and "downloads once" in catalog.choices()[-1][0]
+    with pytest.raises(ModelUnavailable) as caught:
+        catalog.get("pretrained:deit_small_patch16_224.fb_in1k")
+    said = str(caught.value)
+    assert said.startswith("deit_small_patch16_224.fb_in1k is not on this machine, and this machine has no internet")
+    assert "pretrained:" not in said and str(tmp_path) not in said and "HF_HUB" not in said
+    assert catalog.online is False and "no internet to download it" in catalog.choices()[-1][0]
+
+
+def test_hf_hub_offline_is_no_internet_and_keeps_its_kind_through_load_pretrained(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert not vit.can_download()
+    with pytest.raises(vit.NoInternet, match="cannot load deit_small_patch16_224.fb_in1k"):
+        vit.load_pretrained("deit_small_patch16_224.fb_in1k")

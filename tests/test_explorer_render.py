@@ -163,11 +163,11 @@ def test_prefix_shares_are_printed_per_tile():
     assert render.prefix_lines(np.array([0.4213])) == ["CLS 0.42"]
     assert render.prefix_lines(np.array([0.4, 0.1, 0.05])) == ["CLS 0.40 + 2 more 0.15"]
     head_scale = MapStyle(scale="head")
-    assert render._tile_lines("head 3", 0.123, head_scale, np.array([0.5])) == ["head 3 · max 0.12", "CLS 0.50"]
+    assert render._tile_lines("head 3", 0.123, head_scale, np.array([0.5])) == ["head 3", "max 0.12", "CLS 0.50"]
     assert render._tile_lines("head 3", 0.123, MapStyle(), None) == ["head 3"]
     image, maps = np.zeros((16, 16, 3), np.uint8), np.random.default_rng(0).random((2, 4, 4))
     with_prefix = render.head_grid(image, maps, MapStyle(), prefix=np.full((2, 1), 0.3))
-    assert with_prefix.height == render.head_grid(image, maps, MapStyle()).height + render._LINE
+    assert with_prefix.height == render.head_grid(image, maps, MapStyle()).height + render._line()
 
 
 def test_layers_by_heads_has_one_tile_per_layer_and_head_and_a_bar_per_row():
@@ -349,7 +349,7 @@ def _top_of_bar(picture: Image.Image, cmap: str) -> int:
 def test_the_uniform_value_is_marked_above_the_colour_bar_where_it_lies():
     plain = render.colour_bar("inferno", 0.0, 0.04, "rollout weight", 320)
     marked = render.colour_bar("inferno", 0.0, 0.04, "rollout weight", 320, mark=(0.01, "uniform 0.01"))
-    assert marked.height == plain.height + render._LINE  # one line above the bar holds the mark
+    assert marked.height == plain.height + render._line()  # one line above the bar holds the mark
     top = _top_of_bar(marked, "inferno")
     ((_, start, end),) = {run for run in gradient_runs(marked, "inferno") if run[0] == "across"}
     above = np.asarray(marked)[:top].min(axis=(0, 2))  # darkest value per column above the bar
@@ -363,7 +363,7 @@ def test_relative_display_puts_uniform_in_the_middle_colour_and_spreads_both_sid
     amap = np.array([[0.0, 0.125], [0.25, 0.625]])  # uniform = total / 4 = 0.25
     out = np.asarray(render.relative_picture(image, amap, 0.25, MapStyle(raw=True), "title"))
     colour = colormaps[render.RELATIVE_CMAP]
-    y = render._LINE + 12  # inside the first row of patches, under the one-line title
+    y = render._line() + 12  # inside the first row of patches, under the one-line title
     top = 0.625 / 0.25  # 2.5× uniform: above RELATIVE_TOP, so it is the top of the scale
     assert tuple(out[y, 5]) == tuple(colour(0.0, bytes=True)[:3])  # 0: the bottom colour
     assert tuple(out[y, 25]) == tuple(colour(0.25, bytes=True)[:3])  # 0.5× uniform: half way down

@@ -1,6 +1,8 @@
 """The app's pictures as a class sees them: a near-uniform model draws a flat picture, every
 caption says what the maps leave out, and sizes read rows × columns (height × width)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -210,15 +212,23 @@ def twelve_heads() -> tuple[vit.VisionTransformer, Explanation]:
     return model, explain(model, [f"c{i}" for i in range(10)], vit.Preprocessing(224, 224), image)
 
 
+def styled_pictures(model: vit.VisionTransformer, ex: Explanation, style: MapStyle) -> list[tuple[str, Image.Image]]:
+    """(view, picture) for every Explore picture drawn in `style`, its words at `style.text_px`."""
+    names = [f"c{i}" for i in range(10)]
+    return [
+        ("heads", views.heads(ex, (1, 2), 2, style)),
+        ("heads", views.heads(ex, None, 2, replace(style, scale="head"))),  # "max" on its own caption line
+        ("overview", views.overview(ex, style)),
+        *[("rollout", views.rollout(ex, "mean", 0.0, style, show)) for show in views.SHOWS],
+        ("relevance", views.relevance(model, names, ex, None, style, "top mass")),
+    ]
+
+
 def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tuple[str, Image.Image, float]]:
     """(view, picture, its smallest drawn text in px) for every picture of the Explore tab."""
-    style, text = MapStyle(), render.TEXT_PX
-    names = [f"c{i}" for i in range(10)]
+    text = render.TEXT_PX
     pictures = [
-        ("heads", views.heads(ex, (1, 2), 2, style), text),
-        ("overview", views.overview(ex, style), text),
-        *[("rollout", views.rollout(ex, "mean", 0.0, style, show), text) for show in views.SHOWS],
-        ("relevance", views.relevance(model, names, ex, None, style, "top mass"), text),
+        *[(view, picture, text) for view, picture in styled_pictures(model, ex, MapStyle())],
         ("similarity", render.position_similarity_tiles(position_embedding_similarity(model).numpy()), text),
     ]
     distance = views.distance_chart(ex)
@@ -233,6 +243,25 @@ def test_every_text_in_every_explore_picture_is_at_least_12_px_on_a_1280x720_scr
         ex = explain(model, [f"c{i}" for i in range(10)], CIFAR10, Image.new("RGB", (32, 32)))
     for view, picture, drawn in explore_pictures(model, ex):
         assert shown_px(drawn, picture, view) >= MIN_TEXT_PX, (view, picture.size, drawn)
+
+
+PRESENT_MIN_PX = 18  # the presentation mode's promise at 1280×720 (issue 27)
+
+
+@pytest.mark.parametrize("layout", ["nano: 4 heads, 8 × 8 patches", "12 heads, 14 × 14 patches"])
+def test_in_the_presentation_mode_the_text_of_every_styled_picture_is_at_least_18_px(layout, uniform):
+    """Issue 27, 6: the pictures' labels were ~13 px on a projector; their MapStyle's text size
+    now draws every word larger, and the pictures still fit their columns."""
+    model, ex = (near_uniform_model(), uniform) if layout.startswith("nano") else twelve_heads()
+    present = MapStyle(text_px=render.PRESENT_TEXT_PX)
+    for view, picture in styled_pictures(model, ex, present):
+        assert shown_px(render.PRESENT_TEXT_PX, picture, view) >= PRESENT_MIN_PX, (view, picture.size)
+    loaded = LoadedModel("m", "a model with a long name", model, vit.ModelMeta([], vit.Preprocessing(224, 224)))
+    heads = lessons.cls_heads(loaded, Image.new("RGB", (240, 240)))
+    compare = lessons.compare_cls_heads([loaded, loaded], [heads, heads], present)
+    assert shown_px(render.PRESENT_TEXT_PX, compare, "compare") >= PRESENT_MIN_PX
+    plain = views.heads(ex, None, 2, MapStyle())
+    assert views.heads(ex, None, 2, present).height > plain.height  # the words really are larger
 
 
 def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():

@@ -731,3 +731,136 @@ def test_play_pauses_and_a_key_during_play_stops_it_with_slider_and_maps_on_one_
     expect(box).to_have_value("1")
     expect(heads).to_have_attribute("alt", re.compile("layer 1 of 6"))
     page.close()
+
+
+WORDS_BROKEN = """() => {
+  const broken = [], h1 = document.querySelector("#title h1");
+  const walker = document.createTreeWalker(h1, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const match of node.textContent.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (tops.size > 1) broken.push(match[0]);
+    }
+  }
+  return broken;
+}"""
+
+SCROLLED_TO_THE_END = """(img) => {
+  const frame = img.closest(".image-frame");
+  frame.scrollLeft = frame.scrollWidth;
+  const shown = img.getBoundingClientRect(), box = frame.getBoundingClientRect();
+  return {scrolls: frame.scrollWidth > frame.clientWidth, end: shown.right <= box.right + 1,
+          scale: shown.width / img.naturalWidth};
+}"""
+
+PROMPT_INSIDE = """() => {
+  const prompt = document.querySelector("#upload p"), box = document.querySelector("#upload").getBoundingClientRect();
+  const range = document.createRange();
+  range.selectNodeContents(prompt);
+  return [...range.getClientRects()].every((r) => r.left >= box.left && r.right <= box.right && r.bottom <= box.bottom);
+}"""
+
+
+def test_offline_the_pickers_list_what_opens_here_first_and_a_failed_pick_goes_back(server, browser):
+    """Issue 27, 4: offline, the pickers offered 23 models "(pretrained, downloads once)" that cannot
+    load; the failure spoke of HF_HUB_OFFLINE and a server path; lesson 3's picker stayed on the
+    failed model and an Error badge hid its heads box and top-5."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    picker = page.get_by_role("combobox", name="Model", exact=True)
+    picker.click()
+    options = page.get_by_role("option").all_inner_texts()
+    assert options[0].endswith("(default)") and not [o for o in options if "downloads once" in o]
+    away = [i for i, o in enumerate(options) if o.endswith("(not on this machine, and no internet to download it)")]
+    assert len(away) == len(options) - 1 and away == list(range(1, len(options)))  # what opens comes first
+    page.get_by_role("option", name=re.compile(r"^deit_small_patch16_224\.fb_in1k")).click()
+    toast = page.locator(".toast-body")
+    expect(toast).to_contain_text("deit_small_patch16_224.fb_in1k is not on this machine")
+    assert "HF_HUB" not in toast.inner_text() and "/" not in toast.inner_text()
+    expect(picker).to_have_value(re.compile(r"\(default\)$"))
+    page.get_by_role("tab", name="Lessons").click()
+    page.get_by_role("tab", name="Which heads matter").click()
+    lesson = page.get_by_role("combobox", name="Model (with classes)")
+    lesson.click()
+    page.get_by_role("option", name=re.compile(r"^deit_small_patch16_224\.fb_in1k")).click()
+    expect(page.get_by_text("⚠️ deit_small_patch16_224.fb_in1k is not on this machine")).to_be_visible()
+    expect(lesson).to_have_value(re.compile(r"\(default\)$"))
+    expect(page.get_by_role("textbox", name=re.compile(r"^Heads off \(layer\.head"))).to_be_visible()
+    expect(page.locator("[data-testid=status-tracker] .error")).to_have_count(0)
+    page.close()
+
+
+def test_the_phone_keeps_the_title_whole_the_live_button_small_and_every_picture_legible(server, browser):
+    """Issue 27, 5, at 390 x 844: the title broke mid-word ("attentio / n"), the Live button grew into
+    a 200 x 374 px block, the head maps were cut at head 4 with no cue to swipe, the lessons'
+    pictures shrank to ~6 px text and lessons 2 and 3 hid behind a "…" menu."""
+    from playwright.sync_api import expect
+
+    from ui.pictures import SWIPE_CUE
+
+    phone = open_page(browser, server, PHONE)
+    pick_example(phone, "cat")
+    assert phone.evaluate(WORDS_BROKEN) == []
+    assert phone.locator("#open-live").bounding_box()["height"] <= 60
+    expect(phone.get_by_text(SWIPE_CUE).first).to_be_visible()
+    heads = phone.locator("#heads img").evaluate(SCROLLED_TO_THE_END)
+    assert heads == {"scrolls": True, "end": True, "scale": 1}  # drawn size, the colour bar's end reachable
+    phone.get_by_role("tab", name="Lessons").click()
+    for lesson in ("Supervised vs self-supervised", "Artefacts and registers", "Which heads matter"):
+        expect(phone.get_by_role("tab", name=lesson)).to_be_visible()
+    compare_with_the_bundled_model(phone)
+    compare = phone.locator("#lesson-compare img").evaluate(SCROLLED_TO_THE_END)
+    assert compare["end"] and compare["scale"] * 13 >= 12  # render.TEXT_PX, shown at its drawn size
+    phone.close()
+    page = open_page(browser, server)
+    expect(page.get_by_text(SWIPE_CUE).first).to_be_hidden()  # a projector sees the whole picture
+    page.close()
+
+
+def first_line_px(picture: Image.Image) -> int:
+    """How tall a picture's first line of text (its title) is drawn, in pixels: the rows from the
+    top holding text-coloured pixels, from the top of its tallest letter to the bottom of "y"."""
+    import numpy as np
+
+    from explorer import render
+
+    rgb = np.asarray(picture.convert("RGB")).astype(int)
+    ink = (np.abs(rgb - np.array(render.TEXT)).max(axis=-1) < 60).any(axis=1)
+    top = int(np.argmax(ink))
+    bottom = top + int(np.argmin(ink[top:]))  # the first row after the line with no ink
+    return bottom - top
+
+
+def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_first_screen(
+    present_server, server, browser
+):
+    """Issue 27, 6: on a 1280 x 720 projector the main text was 14 px, most buttons 12 px and the
+    pictures' labels ~13 px, the upload prompt was cut ("drop, upload, pas…"), and 150 % browser
+    zoom pushed the maps off the first screen. `python app.py --present`: every text on the page at
+    least 18 px (computed CSS) and in the pictures (measured in their pixels), the input, its grid
+    and the head maps still on the first screen together."""
+    page = open_page(browser, present_server)
+    page.locator("#upload p").wait_for()
+    assert page.evaluate(PROMPT_INSIDE)
+    pick_example(page, "cat")
+    sizes = own_text_sizes(page)
+    assert len(sizes) > 50 and [s for s in sizes if s[1] < 18] == []
+    for selector in ("#input-view img", "#heads img"):
+        box = page.locator(selector).bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= SCREEN["height"], selector
+    heads = page.locator("#heads img")
+    shown = heads.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+    picture = Image.open(io.BytesIO(page.request.get(heads.get_attribute("src")).body()))
+    assert first_line_px(picture) * shown >= 18
+    page.close()
+    plain = open_page(browser, server)  # without the switch: the prompt is whole too, the pictures' words smaller
+    plain.locator("#upload p").wait_for()
+    assert plain.evaluate(PROMPT_INSIDE)
+    pick_example(plain, "cat")
+    heads = plain.locator("#heads img")
+    assert first_line_px(Image.open(io.BytesIO(plain.request.get(heads.get_attribute("src")).body()))) < 18
+    plain.close()

@@ -415,7 +415,7 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
 def test_the_upload_placeholder_is_plain_text(tab):
     """Issue 19: Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""
     view, _ = tab
-    assert view.image.placeholder.startswith("Your image: drop, upload")
+    assert view.image.placeholder.startswith("Drop an image here or click to upload it")
     assert not set("*_`#") & set(view.image.placeholder)  # no Markdown that would show as typed
 
 

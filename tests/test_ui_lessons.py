@@ -51,7 +51,7 @@ def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, r
     out = h.compare_models(view, catalog, image, [BUNDLED, registers, "pretrained:nonexistent"], "viridis")
     assert Image.open(out[view.compare_picture].value["path"]).width > 0
     assert out[view.compare_picture].alt_text == lessons.compare_alt([catalog.get(BUNDLED), catalog.get(registers)])
-    assert "Not available here" in out[view.compare_note] and "pretrained:nonexistent" in out[view.compare_note]
+    assert "Not available here" in out[view.compare_note] and "'pretrained:nonexistent'" in out[view.compare_note]
     clean = h.compare_models(view, catalog, image, [BUNDLED], "viridis")
     assert clean[view.compare_note] == ""
 
@@ -82,14 +82,20 @@ def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(ta
     view, catalog = tab
     out = h.compare_token_norms(view, catalog, image, BUNDLED, BUNDLED, 6, "inferno")
     label = catalog.get(BUNDLED).label
-    assert f"**with registers: {label}**" in out[view.norms_table]
-    assert f"**without registers: {label}**" in out[view.norms_table]
-    assert f"with registers: {label} (" in out[view.norms_picture].alt_text
-    same = h.norms_models(view, catalog, BUNDLED, BUNDLED)[view.norms_note]
-    assert same.startswith("**Both rows show the same model**") and "python -m vit.download" in same
+    assert f"**no registers: {label}**" in out[view.norms_table]  # issue 27: it said "with registers"
+    assert "with registers" not in out[view.norms_table] + out[view.norms_picture].alt_text
+    assert f"no registers: {label} (" in out[view.norms_picture].alt_text
+    same = h.norms_models(view, catalog, BUNDLED, BUNDLED, [BUNDLED, BUNDLED])[view.norms_note]
+    assert same.startswith("**Both rows show the same model**") and "No model with registers is on this" in same
+    assert "python -m vit.download" not in same  # said once, in "Better models for this lesson" (issue 27)
+    named = h.compare_token_norms(view, catalog, image, registers, BUNDLED, 6, "inferno")[view.norms_table]
+    assert "**with 4 registers: checkpoint" in named
     assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
-    assert "**Neither row has registers**" in h.norms_models(view, catalog, BUNDLED, registers)[view.norms_note]
-    assert h.norms_models(view, catalog, registers, BUNDLED)[view.norms_note] == ""
+    assert (
+        "**Neither row has registers**"
+        in h.norms_models(view, catalog, BUNDLED, registers, [BUNDLED, BUNDLED])[view.norms_note]
+    )
+    assert h.norms_models(view, catalog, registers, BUNDLED, [BUNDLED, BUNDLED])[view.norms_note] == ""
 
 
 def test_heads_off_by_1_based_layer_dot_head(tab, image):
@@ -204,6 +210,7 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
     assert (
         "python -m vit.download deit_small_patch16_224.fb_in1k vit_small_patch16_224.dino" in view.compare_better.value
     )
+    assert view.compare_better.value.startswith("**Only one model is on this machine**, so this lesson shows it")
     assert "vit_large_patch14_reg4_dinov2.lvd142m vit_large_patch14_dinov2.lvd142m" in view.norms_better.value
     assert "layers 1 to 6, heads 1 to 4" in view.heads_off.label
     h.compare_models(view, catalog, image, view.compare_models.value, view.cmap.value)
@@ -243,15 +250,16 @@ def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoi
 
 def test_the_controls_follow_the_chosen_models(tab, registers):
     view, catalog = tab
-    slider = h.norms_models(view, catalog, registers, BUNDLED)[view.norms_layer]
+    slider = h.norms_models(view, catalog, registers, BUNDLED, [BUNDLED, BUNDLED])[view.norms_layer]
     assert slider.maximum == slider.value == 6
-    out = h.heads_model(view, catalog, BUNDLED)
+    out = h.heads_model(view, catalog, BUNDLED, BUNDLED)
     assert "layers 1 to 6, heads 1 to 4" in out[view.heads_off].label and out[view.heads_note] == ""
     assert out[view.heads_off].placeholder == "1.1, 6.4"  # an example this model accepts
-    headless = h.heads_model(view, catalog, registers)
+    headless = h.heads_model(view, catalog, registers, BUNDLED)
     assert "has no classifier head" in headless[view.heads_note]
-    with pytest.raises(gr.Error, match="unknown model 'pretrained:nonexistent': pick one"):
-        h.norms_models(view, catalog, registers, "pretrained:nonexistent")
+    back = h.norms_models(view, catalog, registers, "pretrained:nonexistent", [registers, BUNDLED])
+    assert (back[view.with_registers], back[view.without_registers]) == (registers, BUNDLED)  # no Error badge
+    assert back[view.norms_note] == "⚠️ unknown model 'pretrained:nonexistent': pick one from the list"
 
 
 def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkeypatch):
@@ -266,6 +274,34 @@ def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkey
     monkeypatch.setattr(vit, "load_pretrained", downloading)
     shown = []
     h.heads_model(
-        view, catalog, "pretrained:deit_small_patch16_224.fb_in1k", lambda p, desc, **kw: shown.append((p, desc))
+        view,
+        catalog,
+        "pretrained:deit_small_patch16_224.fb_in1k",
+        BUNDLED,
+        lambda p, desc, **kw: shown.append((p, desc)),
     )
     assert shown[-1] == (0.5, "downloading deit_small_patch16_224.fb_in1k: 44.1 of 88.3 MB (50%)")
+
+
+def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, monkeypatch, tmp_path):
+    """Issue 27: offline, the picker stayed on the failed model and an Error badge hid the heads
+    box and the top-5; now the note says why in plain words and the picker goes back."""
+    view, catalog = tab
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    out = h.heads_model(view, catalog, "pretrained:vit_small_patch16_224.dino", BUNDLED)  # loaded by no other test
+    assert out[view.heads_model] == out[view.heads_current] == BUNDLED
+    assert out[view.heads_note].startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
+    assert "HF_HUB_OFFLINE" not in out[view.heads_note] and str(tmp_path) not in out[view.heads_note]
+    assert isinstance(out[view.heads_off], type(gr.skip()))  # the box still describes the bundled model
+
+
+def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, image, monkeypatch, tmp_path):
+    """Issue 27: the note listed "pretrained:…" keys and the Hub's cache path."""
+    view, catalog = tab
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    note = h.compare_models(view, catalog, image, [BUNDLED, "pretrained:vit_small_patch14_dinov2.lvd142m"], "inferno")
+    said = note[view.compare_note]
+    assert "\n- vit_small_patch14_dinov2.lvd142m is not on this machine, and this machine has no internet" in said
+    assert "pretrained:" not in said and str(tmp_path) not in said

@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
+from explorer import render
 from explorer.catalog import ModelCatalog
 
 from . import explore_handlers
@@ -17,13 +18,17 @@ from .lessons import build_lessons_tab
 from .limits import SESSIONS, RequestLimits, frame_fns
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS
+from .pictures import TEXT as PICTURE_TEXT
 from .settings import ServerSettings
 from .train import EXPLORE_TAB, PageTabs, build_train_tab
 
 MAX_UPLOAD = "20mb"
 # Legible on a projector: no text under 12 px (Gradio draws small buttons, slider ends and
-# captions at 10-12 px), arrow glyphs large, a one-line title. On a phone the head maps keep
-# their drawn size (each tile >= 150 px) and scroll sideways instead of shrinking to ~85 px.
+# captions at 10-12 px), arrow glyphs large, a one-line title, the upload prompt wrapped (not
+# cut). On a phone (issue 27) the title takes the whole width and breaks between words, the Live
+# button stays one line high under it, and wide pictures (the head maps, the lessons') keep their
+# drawn size and scroll sideways under a cue ("swipe"), instead of shrinking their text to a few
+# pixels.
 CSS = """
 #title h1 { font-size: 24px; margin: 0; }
 .arrow { font-size: 22px !important; line-height: 1; }
@@ -31,29 +36,53 @@ CSS = """
 #examples .gallery { gap: 6px; }
 #examples .gallery-item .container { width: 46px; height: 46px; }
 #examples .gallery-item img { width: 100%; height: 100%; object-fit: cover; }
+#upload p, #lesson-image p { white-space: normal; overflow: visible; text-overflow: clip; text-align: center; }
+.swipe-cue { display: none; }
 @media (max-width: 640px) {
-  #heads .image-frame { overflow-x: auto; justify-content: flex-start; }
-  #heads img { max-width: none; width: auto; height: auto; }
+  #header { flex-wrap: wrap; align-items: flex-start; }
+  #header > * { flex: 1 1 100% !important; min-width: 0 !important; }
+  #title h1 { font-size: 22px; overflow-wrap: normal; word-break: normal; hyphens: none; }
+  #open-live { height: auto !important; }
+  .swipe-cue { display: block; }
+  .wide-picture .image-frame { overflow-x: auto; justify-content: flex-start; }
+  .wide-picture img { max-width: none; width: auto; height: auto; }
 }
+"""
+# The presentation mode (`--present`, docs/app.md): every text at least 18 px at 1280x720, on the
+# page (Gradio's size variables, and a floor for the rest) and in the pictures (render.PRESENT_TEXT_PX,
+# set by build_demo), while the input, its grid and the head maps stay on the first screen: the
+# head maps' box grows to their taller picture, which it would otherwise shrink.
+PRESENT_CSS = """
+.gradio-container {
+  --text-xxs: 18px; --text-xs: 18px; --text-sm: 18px; --text-md: 18px; --text-lg: 20px; --text-xl: 22px;
+  --text-xxl: 24px; --block-label-text-size: 18px; --block-info-text-size: 18px; --block-title-text-size: 18px;
+  --button-small-text-size: 18px; --button-medium-text-size: 18px; --button-large-text-size: 20px;
+  --input-text-size: 18px; --checkbox-label-text-size: 18px; --section-header-text-size: 18px;
+  --prose-text-size: 18px; --table-text-size: 18px;
+}
+.gradio-container * { font-size: max(18px, 1em); }
+#heads { height: auto !important; }
 """
 PRUNE_EVERY_S = 60
 
 
-def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) -> gr.Blocks:
-    """The app's Blocks (not launched): the Explore and Train tabs over one model catalogue."""
+def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, present: bool = False) -> gr.Blocks:
+    """The app's Blocks (not launched): the Explore and Train tabs over one model catalogue;
+    `present`: the pictures' words at the presentation mode's size (launch it with `present` too)."""
     settings = settings or ServerSettings()
+    PICTURE_TEXT.px = render.PRESENT_TEXT_PX if present else render.TEXT_PX
     explore_handlers.STORE.max_bytes = settings.cache_bytes
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=True, elem_id="header"):
             gr.Markdown(
                 "# ViT attention explorer: what does each head of a Vision Transformer look at?", elem_id="title"
             )
             open_live = gr.Button(
                 "▶ Live: webcam attention", variant="primary", size="sm", scale=0, min_width=200, elem_id="open-live"
             )
-        with gr.Tabs() as tabs:
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             with gr.Tab("Explore", id=EXPLORE_TAB):
                 explore = build_explore_tab(catalog)
             with gr.Tab("Live", id="live") as live:
@@ -93,8 +122,16 @@ def served_limits(demo: gr.Blocks) -> dict[str, Any]:
     return {"app_kwargs": {"middleware": [middleware]}, "state_session_capacity": SESSIONS}
 
 
-def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, uploads_budget: int | None = None) -> None:
-    """Serve `demo` and block; torchvision's slow import is paid after the page is up."""
+def launch(
+    demo: gr.Blocks,
+    host: str,
+    port: int,
+    share: bool = False,
+    uploads_budget: int | None = None,
+    present: bool = False,
+) -> None:
+    """Serve `demo` and block (`present`: the presentation mode's CSS); torchvision's slow import
+    is paid after the page is up."""
     demo.launch(
         **served_limits(demo),
         server_name=host,
@@ -103,7 +140,7 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, uploads_b
         max_file_size=MAX_UPLOAD,
         theme=gr.themes.Soft(),
         head=HEAD_JS + STOPPED_JS,
-        css=CSS,
+        css=CSS + (PRESENT_CSS if present else ""),
         prevent_thread_lock=True,
     )
     if uploads_budget is not None:

@@ -176,7 +176,7 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
         label="Image (upload, paste or webcam)",
         show_label=False,  # its badge covered the preview; the placeholder says what to do
         # plain text: Gradio shows an image's placeholder as typed, Markdown and all
-        placeholder="Your image: drop, upload, paste or take one with the webcam, or pick an example below",
+        placeholder="Drop an image here or click to upload it, or pick an example below",
         buttons=[],
         alt_text="The image being explained",
         height=150,
@@ -215,6 +215,7 @@ def _heads_column(depth: int) -> dict[str, Any]:
     heads = picture(
         "**Attention per head** in the chosen layer, for the query",
         "Attention of every head in the chosen layer, for the query",
+        wide=True,
         height=PICTURE_PX,
         elem_id="heads",
     )
@@ -290,7 +291,7 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
     )
     with more:
         display = _map_display()
-        with gr.Tabs():
+        with gr.Tabs(overflow_behavior="wrap"):
             return {"more": more, **display, **_more_tabs(start)}
 
 

@@ -34,6 +34,7 @@ from vit.messages import shown
 from . import downloads, zerogpu
 from .checks import number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, cache_path, saved, upload_folder
+from .pictures import TEXT as PICTURE_TEXT
 from .pictures import with_alt
 from .settings import for_visitors
 
@@ -84,6 +85,7 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: s
         smooth=one_of("upsampling", upsampling, UPSAMPLING) == "smooth",
         raw=one_of("display", display, DISPLAYS) == "raw",
         scale=one_of("colour scale", scale, SCALES),
+        text_px=PICTURE_TEXT.px,  # larger in the presentation mode
     )
 
 

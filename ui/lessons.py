@@ -23,6 +23,7 @@ from .explore_handlers import layer_slider
 RAW = {"preprocess": False, **concurrency.HEAVY}
 # Every lesson opens on this picture (one of the Explore tab's examples), so its first press works.
 OPENING_IMAGE = EXAMPLES_DIR / "cat.jpg"
+FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a model without"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class LessonsView:
     # artefacts and registers
     with_registers: gr.Dropdown
     without_registers: gr.Dropdown
+    norms_current: gr.State  # the pair the slider describes: the pickers return to it after a failed pick
     norms_better: gr.Markdown
     norms_layer: gr.Slider
     norms_button: gr.Button
@@ -48,6 +50,7 @@ class LessonsView:
     norms_table: gr.Markdown
     # which heads matter
     heads_model: gr.Dropdown
+    heads_current: gr.State  # the model the heads box describes: the picker returns to it after a failed pick
     heads_better: gr.Markdown
     heads_off: gr.Textbox
     heads_button: gr.Button
@@ -105,6 +108,7 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
     picture = pictures.picture(
         "**Last-layer CLS heads**, one row per model, one colour scale",
         "Last-layer CLS attention of every head, one row per compared model",
+        wide=True,
         elem_id="lesson-compare",
     )
     return {
@@ -122,20 +126,23 @@ def _norms(
     gr.Markdown(lessons.ARTEFACTS)
     depth = min(m.model.config.depth for m in pair)
     with gr.Row():
-        with_reg = gr.Dropdown(choices, value=pair[0].key, label="With registers")
-        without = gr.Dropdown(choices, value=pair[1].key, label="Without")
+        # named by what each row is for: the model chosen may have no registers (the note then says so)
+        with_reg = gr.Dropdown(choices, value=pair[0].key, label=FIRST_ROW)
+        without = gr.Dropdown(choices, value=pair[1].key, label=SECOND_ROW)
         layer = layer_slider(depth, depth, step=1, label=h.NORMS_LAYER_LABEL)
         button = gr.Button("Show token norms")
     warning = gr.Markdown(note, label="Why the rows look the same")
     picture = pictures.picture(
         "**Token norms** after the chosen layer, high-norm patches outlined",
         "Token norms of every patch after the chosen layer, with and without registers",
+        wide=True,
         elem_id="lesson-norms",
     )
     table = gr.Markdown(label="High-norm patches: norm and share of CLS attention")
     return {
         "with_registers": with_reg,
         "without_registers": without,
+        "norms_current": gr.State([pair[0].key, pair[1].key]),
         "norms_better": gr.Markdown(better, label="Better models for this lesson"),
         "norms_layer": layer,
         "norms_button": button,
@@ -165,6 +172,7 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
             )
     return {
         "heads_model": model,
+        "heads_current": gr.State(start.key),
         "heads_better": gr.Markdown(better, label="Better models for this lesson"),
         "heads_off": off,
         "heads_button": button,
@@ -184,14 +192,16 @@ def layout(catalog: ModelCatalog) -> LessonsView:
     catalog.pinned |= {*opening.compare, opening.with_registers, opening.without_registers, opening.heads}
     pair = (_opening(catalog, opening.with_registers), _opening(catalog, opening.without_registers))
     better = {lesson: lessons.better_models(names) for lesson, names in opening.missing.items()}
+    better["compare"] = lessons.compare_better(opening)
     parts = _common()
-    with gr.Tab("Supervised vs self-supervised"):
-        parts |= _compare(choices, opening.compare, better["compare"])
-    with gr.Tab("Artefacts and registers"):
-        note = lessons.registers_note(*pair, opening.missing["norms"])
-        parts |= _norms(choices, pair, better["norms"], note)
-    with gr.Tab("Which heads matter"):
-        parts |= _heads(choices, _opening(catalog, opening.heads), better["heads"])
+    with gr.Tabs(overflow_behavior="wrap"):  # on a phone all three stay in view (no "…" menu)
+        with gr.Tab("Supervised vs self-supervised"):
+            parts |= _compare(choices, opening.compare, better["compare"])
+        with gr.Tab("Artefacts and registers"):
+            note = lessons.registers_note(*pair, opening.missing["norms"])
+            parts |= _norms(choices, pair, better["norms"], note)
+        with gr.Tab("Which heads matter"):
+            parts |= _heads(choices, _opening(catalog, opening.heads), better["heads"])
     return LessonsView(**parts)
 
 
@@ -208,16 +218,24 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         api_name="lesson_compare",
         **RAW,
     )
+    # .input, as lesson 3's picker: a failed pick sets the pickers back, which must not count as a pick
     gr.on(
-        [v.with_registers.change, v.without_registers.change],
+        [v.with_registers.input, v.without_registers.input],
         bound(h.norms_models, v, catalog),
-        [v.with_registers, v.without_registers],
-        [v.norms_layer, v.norms_note],
+        [v.with_registers, v.without_registers, v.norms_current],
+        [v.with_registers, v.without_registers, v.norms_current, v.norms_layer, v.norms_note],
         api_name="lesson_norms_models",
         **RAW,
     )
     chosen = bound(h.heads_model, v, catalog)
-    v.heads_model.change(chosen, v.heads_model, [v.heads_off, v.heads_note], api_name="lesson_heads_model", **RAW)
+    # .input: a failed pick sets the picker back, which must not count as another pick
+    v.heads_model.input(
+        chosen,
+        [v.heads_model, v.heads_current],
+        [v.heads_model, v.heads_current, v.heads_off, v.heads_note],
+        api_name="lesson_heads_model",
+        **RAW,
+    )
     v.norms_button.click(
         bound(h.compare_token_norms, v, catalog),
         [v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],

@@ -23,10 +23,9 @@ from explorer.images import ImageError, load_image
 from explorer.render import COLORMAPS, MapStyle
 from vit.messages import shown
 
-from . import downloads, zerogpu
+from . import downloads, pictures, zerogpu
 from .checks import one_of, visitor_error, whole_number
 from .explore_handlers import layer_slider, owner, uploaded_path
-from .pictures import with_alt
 
 if TYPE_CHECKING:
     from .lessons import LessonsView
@@ -60,7 +59,7 @@ def new_image(view: LessonsView) -> dict:
 
 
 def lesson_style(cmap: str) -> MapStyle:
-    return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6)
+    return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6, text_px=pictures.TEXT.px)
 
 
 def heads_box(loaded: LoadedModel) -> dict[str, str]:
@@ -72,19 +71,37 @@ def heads_box(loaded: LoadedModel) -> dict[str, str]:
     }
 
 
+def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None) -> LoadedModel:
+    """The model behind a lesson picker's `key`, its download drawn on `progress`; raises
+    ModelUnavailable (one line, for the note beside the picker) if it cannot be had here."""
+    return catalog.get(str(key), progress=downloads.shown_as(progress, str(key)) if progress is not None else None)
+
+
 def norms_models(
     view: LessonsView,
     catalog: ModelCatalog,
     with_registers: str,
     without_registers: str,
+    current: list[str],
     progress: gr.Progress = PROGRESS,
 ) -> dict:
     """The layer slider for a newly chosen pair: layers 1 to the shallower model's depth,
     set to its last layer (the pair is loaded, downloading if needed, progress shown), and the
-    note saying when the pair cannot differ."""
-    pair = [downloads.load(catalog, key, progress) for key in (with_registers, without_registers)]
+    note saying when the pair cannot differ. A model that cannot be had here is said in the
+    note and both pickers return to `current`, the pair the slider still describes."""
+    try:
+        pair = [fetched(catalog, key, progress) for key in (with_registers, without_registers)]
+    except ModelUnavailable as e:
+        first, second = current
+        return view.update(with_registers=first, without_registers=second, norms_layer=gr.skip(), norms_note=f"⚠️ {e}")
     depth = min(m.model.config.depth for m in pair)
-    return view.update(norms_layer=layer_slider(depth, depth), norms_note=norms_note(catalog, *pair))
+    return view.update(
+        with_registers=pair[0].key,
+        without_registers=pair[1].key,
+        norms_current=[m.key for m in pair],
+        norms_layer=layer_slider(depth, depth),
+        norms_note=norms_note(catalog, *pair),
+    )
 
 
 def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: LoadedModel) -> str:
@@ -93,16 +110,29 @@ def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: Load
     return lessons.registers_note(with_registers, without, missing)
 
 
-def heads_model(view: LessonsView, catalog: ModelCatalog, model_key: str, progress: gr.Progress = PROGRESS) -> dict:
+def heads_model(
+    view: LessonsView,
+    catalog: ModelCatalog,
+    model_key: str,
+    current: str,
+    progress: gr.Progress = PROGRESS,
+) -> dict:
     """The heads-off box for a newly chosen model: its label gives that model's layers and
-    heads; a model without classes is named at once (it makes no predictions to change)."""
-    loaded = downloads.load(catalog, model_key, progress)
+    heads; a model without classes is named at once (it makes no predictions to change). A
+    model that cannot be had here is said in the note, and the picker returns to `current`,
+    the model the box still describes (no Error badge hides the box or the top-5)."""
+    try:
+        loaded = fetched(catalog, model_key, progress)
+    except ModelUnavailable as e:
+        return view.update(heads_model=current, heads_current=current, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
     try:
         lessons.require_head(loaded)
         note = ""
     except lessons.LessonError as e:
         note = f"⚠️ {e}"
-    return view.update(heads_off=gr.Textbox(**heads_box(loaded)), heads_note=note)
+    return view.update(
+        heads_model=loaded.key, heads_current=loaded.key, heads_off=gr.Textbox(**heads_box(loaded)), heads_note=note
+    )
 
 
 def compare_models(
@@ -119,21 +149,16 @@ def compare_models(
     picture, style = lesson_image(image), lesson_style(cmap)
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
         raise visitor_error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
-    loaded, missing = [], {}
+    loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
     for key in models:
         try:
             loaded.append(catalog.get(str(key), progress=downloads.shown_as(progress, str(key))))
         except ModelUnavailable as e:
-            missing[shown(key)] = str(e)
+            missing.append(str(e))
     if not loaded:
-        first = next(iter(missing.values()))
-        raise visitor_error(
-            f"none of these models can be loaded here: {', '.join(missing)} ({first}). Pick models that load, "
-            "e.g. the bundled one or a checkpoint."
-        )
+        raise visitor_error(f"none of these models can be loaded here: {missing[0]}")
     note = (
-        "**Not available here** (weights cannot be downloaded): the comparison shows the other models; pick any "
-        "model that loads instead.\n\n" + "\n".join(f"- {key}: {why}" for key, why in missing.items())
+        "**Not available here**: the comparison shows the other models.\n\n" + "\n".join(f"- {why}" for why in missing)
         if missing
         else ""
     )
@@ -142,7 +167,9 @@ def compare_models(
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     return view.update(
-        compare_picture=with_alt(drawn, lessons.compare_alt(loaded), "lesson-supervised-vs-self-supervised.png"),
+        compare_picture=pictures.with_alt(
+            drawn, lessons.compare_alt(loaded), "lesson-supervised-vs-self-supervised.png"
+        ),
         compare_note=note,
     )
 
@@ -165,12 +192,12 @@ def compare_token_norms(
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
-        reports = [zerogpu.NORMS(m, picture, index, role) for m, role in zip(models, lessons.NORM_ROLES, strict=True)]
+        reports = [zerogpu.NORMS(m, picture, index, lessons.register_role(m)) for m in models]
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
     return view.update(
-        norms_picture=with_alt(
+        norms_picture=pictures.with_alt(
             drawn,
             lessons.norms_alt(reports, index),
             f"lesson-token-norms-layer{index + 1}.png",

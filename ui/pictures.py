@@ -4,18 +4,38 @@ and, in the input view, over the first row of patches a click must reach)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 from PIL import Image
 
+from explorer import render
+
 from .outputs import saved
 
 
-def picture(caption: str, alt: str, **kwargs: Any) -> gr.Image:
+@dataclass
+class PictureText:
+    """How large this server's pictures write their words: render.TEXT_PX, or render.PRESENT_TEXT_PX
+    in the presentation mode (`python app.py --present`, set by ui.build_demo)."""
+
+    px: int = render.TEXT_PX
+
+
+TEXT = PictureText()
+SWIPE_CUE = "← Swipe the picture sideways to see all of it →"
+
+
+def picture(caption: str, alt: str, wide: bool = False, **kwargs: Any) -> gr.Image:
     """A read-only picture with its caption (Markdown) above it and `alt` saying what it shows.
-    The label (the caption in plain text) still names it in the API."""
+    The label (the caption in plain text) still names it in the API. A `wide` picture keeps its
+    drawn size on a phone, where its text would shrink to a few pixels, and scrolls sideways
+    under a cue saying so (ui/app.py's CSS shows the cue only on a narrow screen)."""
     gr.Markdown(caption)
+    if wide:
+        gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")
+        kwargs["elem_classes"] = "wide-picture"
     return gr.Image(label=caption.replace("*", ""), show_label=False, buttons=[], alt_text=alt, **kwargs)
 
 

@@ -8,7 +8,7 @@ to load foreign weights, save safe checkpoints and analyse attention.
 """
 
 from .checkpoint import CheckpointError, ModelMeta, load_checkpoint, load_state_dict_file, save_checkpoint
-from .hub import PretrainedUnavailable
+from .hub import NoInternet, PretrainedUnavailable, can_download, offline_by_setting
 from .model import (
     AttentionMaps,
     VisionTransformer,
@@ -36,10 +36,12 @@ __all__ = [
     "AttentionMaps",
     "CheckpointError",
     "ModelMeta",
+    "NoInternet",
     "Preprocessing",
     "PretrainedUnavailable",
     "ViTConfig",
     "VisionTransformer",
+    "can_download",
     "create_model",
     "from_timm",
     "from_torchvision",
@@ -50,6 +52,7 @@ __all__ = [
     "load_checkpoint",
     "load_pretrained",
     "load_state_dict_file",
+    "offline_by_setting",
     "pretrained_files",
     "pretrained_repo",
     "save_checkpoint",

@@ -26,6 +26,16 @@ class PretrainedUnavailable(RuntimeError):
     the exception it was raised from (`__cause__`) holds the full reason, for the server log."""
 
 
+class NoInternet(PretrainedUnavailable):
+    """The weights are not cached and this machine cannot download them: `HF_HUB_OFFLINE` is
+    set or the host does not answer. An app can tell its visitors so before they pick a model."""
+
+
+def offline_by_setting() -> bool:
+    """Whether `HF_HUB_OFFLINE` forbids downloads (huggingface_hub's own switch)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
 def hub_endpoint() -> str:
     """The Hub's address now: `HF_ENDPOINT`, else huggingface.co."""
     return os.environ.get("HF_ENDPOINT", _DEFAULT_ENDPOINT).rstrip("/")
@@ -51,6 +61,12 @@ def reachable(url: str, timeout: float = 3.0) -> bool:
     except OSError:
         return False
     return True
+
+
+def can_download(timeout: float = 2.0) -> bool:
+    """Whether this machine may and can download weights now: `HF_HUB_OFFLINE` unset and the
+    Hub answering (one TCP probe)."""
+    return not offline_by_setting() and reachable(hub_endpoint(), timeout)
 
 
 def cached_file(repo: str, filename: str) -> Path | None:
@@ -107,10 +123,10 @@ def download(repo: str, filenames: Sequence[str], progress: Progress | None = No
         return paths
     # The messages name no folder: they reach visitors (docs/models.md says where the cache is).
     endpoint, cache = hub_endpoint(), hub_cache_dir()
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        raise PretrainedUnavailable(f"{repo} is not in the Hugging Face cache and HF_HUB_OFFLINE is set")
+    if offline_by_setting():
+        raise NoInternet(f"{repo} is not in the Hugging Face cache and HF_HUB_OFFLINE is set")
     if not reachable(endpoint):
-        raise PretrainedUnavailable(
+        raise NoInternet(
             f"the Hugging Face Hub ({urlsplit(endpoint).netloc}) cannot be reached from this machine "
             f"and {repo} is not in its cache"
         )

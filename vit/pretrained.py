@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from .checkpoint import ModelMeta, load_state_dict_file
-from .hub import PretrainedUnavailable, Progress, download, is_cached, reachable
+from .hub import NoInternet, PretrainedUnavailable, Progress, download, is_cached, offline_by_setting, reachable
 from .model import VisionTransformer
 from .preprocessing import INTERPOLATIONS, Preprocessing
 from .transformers_format import from_transformers, transformers_class_names, transformers_preprocessing
@@ -152,10 +152,8 @@ def _load_torchvision(name: str, spec: Pretrained, progress: Progress | None) ->
     # torch.hub downloads without a byte callback: progress hears the start and the end only.
     weights = _torchvision_weights(spec)
     cached = _torchvision_cache_file(spec).is_file()
-    if not cached and not reachable(weights.url):
-        raise PretrainedUnavailable(
-            f"download.pytorch.org cannot be reached from this machine and {name} is not cached"
-        )
+    if not cached and (offline_by_setting() or not reachable(weights.url)):  # HF_HUB_OFFLINE: no downloads at all
+        raise NoInternet(f"download.pytorch.org cannot be reached from this machine and {name} is not cached")
     if progress is not None and not cached:
         progress(0, None)
     try:
@@ -255,7 +253,7 @@ def load_pretrained(name: str, *, progress: Progress | None = None) -> tuple[Vis
     spec = _spec(name)
     try:
         return _LOADERS[spec.library](name, spec, progress)
-    except PretrainedUnavailable as e:
-        raise PretrainedUnavailable(f"cannot load {name}: {e}") from e.__cause__ or e
+    except PretrainedUnavailable as e:  # the same kind (NoInternet stays NoInternet), the name said
+        raise type(e)(f"cannot load {name}: {e}") from e.__cause__ or e
     except Exception as e:  # noqa: BLE001 - a cached file may be unreadable in many ways; the log gets why
         raise PretrainedUnavailable(f"cannot load {name}: its downloaded files are not usable weights") from e
