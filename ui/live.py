@@ -49,16 +49,34 @@ START_CAMERA_JS = """async () => {
   if (record && record.querySelector("svg.feather-circle")) record.click();
 }"""
 # Gradio's webcam sends no event when Stop is pressed: without this, the last frame's readout
-# ("5.8 frames/s ... your turn ends in 71 s") would stay as if the stream still ran.
+# ("5.8 frames/s ... your turn ends in 71 s") would stay as if the stream still ran. The readout
+# follows the button, never the click: Stop pressed twice starts the stream again, and a Stop's
+# late check once wrote "Stopped" over a stream restarted by Record (issue 27). A frame drawn
+# after Stop cannot write over "Stopped" either: every change of the readout is checked.
 STOPPED_JS = """<script>
-document.addEventListener("click", (event) => {
-  const button = event.target.closest("#live-camera .capture-button");
-  if (!button || button.querySelector("svg.feather-circle")) return;  // Record, not Stop
-  setTimeout(() => {
+(() => {
+  const STOPPED = "Stopped. Press Record under the camera to start again.";
+  const STARTING = "Recording: the first frame is on its way.";
+  let clicked = false, watched = null;
+  const sync = () => {
+    const button = document.querySelector("#live-camera .capture-button");
     const status = document.querySelector("#live-status .prose") || document.getElementById("live-status");
-    if (status) status.textContent = "Stopped. Press Record under the camera to start again.";
-  }, 500);  // after the last frame in flight
-}, true);
+    if (!clicked || !button || !status) return;
+    const recording = !button.querySelector("svg.feather-circle");  // Record shows a circle
+    if (!recording && status.textContent.trim() !== STOPPED) status.textContent = STOPPED;
+    if (recording && status.textContent.trim() === STOPPED) status.textContent = STARTING;
+    const box = document.getElementById("live-status");
+    if (box && watched !== box) {
+      new MutationObserver(sync).observe(box, { childList: true, subtree: true, characterData: true });
+      watched = box;
+    }
+  };
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest("#live-camera .capture-button")) return;
+    clicked = true;
+    setTimeout(sync, 500);  // after the button has changed and the last frame in flight
+  }, true);
+})();
 </script>"""
 ABOUT = """**Live attention.** Hold an object up to the camera: each tile shows where the query looks in
 one head of the chosen layer, frame by frame, and rollout combines all layers. The model sees the centre
