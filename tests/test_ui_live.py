@@ -146,7 +146,7 @@ def test_a_clip_over_the_limits_is_refused_by_name(client, tmp_path):
 
 READOUT_MATCHES = """() => {
   const button = document.querySelector("#live-camera .capture-button");
-  const text = document.getElementById("live-status").textContent;
+  const text = document.getElementById("live-status").innerText;  // what is shown
   const recording = button && !button.querySelector("svg.feather-circle");
   return recording ? !text.includes("Stopped") : text.includes("Stopped");
 }"""
@@ -185,6 +185,7 @@ def test_the_live_readout_matches_the_stream_after_stop_twice_record_and_stop(se
         button.click()  # Record, as the readout says
         assert settled_readout(page)
         shown_frames(page, 1)
+        page.wait_for_function("() => document.getElementById('live-status').innerText.includes('frames/s')")
         button.click()  # Stop
         assert not settled_readout(page)
         second = start_live(browser, server)  # the first sends no more frames: the slot is free

@@ -51,22 +51,28 @@ START_CAMERA_JS = """async () => {
 # Gradio's webcam sends no event when Stop is pressed: without this, the last frame's readout
 # ("5.8 frames/s ... your turn ends in 71 s") would stay as if the stream still ran. The readout
 # follows the button, never the click: Stop pressed twice starts the stream again, and a Stop's
-# late check once wrote "Stopped" over a stream restarted by Record (issue 27). A frame drawn
-# after Stop cannot write over "Stopped" either: every change of the readout is checked.
+# late check once wrote "Stopped" over a stream restarted by Record, whose readout then never
+# changed again (Gradio's text had been overwritten; issue 27). A frame drawn after Stop cannot
+# hide "Stopped" either: every change of the readout is checked.
 STOPPED_JS = """<script>
 (() => {
-  const STOPPED = "Stopped. Press Record under the camera to start again.";
-  const STARTING = "Recording: the first frame is on its way.";
   let clicked = false, watched = null;
   const sync = () => {
     const button = document.querySelector("#live-camera .capture-button");
-    const status = document.querySelector("#live-status .prose") || document.getElementById("live-status");
-    if (!clicked || !button || !status) return;
-    const recording = !button.querySelector("svg.feather-circle");  // Record shows a circle
-    if (!recording && status.textContent.trim() !== STOPPED) status.textContent = STOPPED;
-    if (recording && status.textContent.trim() === STOPPED) status.textContent = STARTING;
     const box = document.getElementById("live-status");
-    if (box && watched !== box) {
+    if (!clicked || !button || !box) return;
+    const stopped = !!button.querySelector("svg.feather-circle");  // the button offers Record
+    let note = document.getElementById("live-stopped");
+    if (stopped && !note) {
+      note = document.createElement("p");
+      note.id = "live-stopped";
+      note.textContent = "Stopped. Press Record under the camera to start again.";
+      box.append(note);
+    }
+    if (!stopped && note) note.remove();
+    // Gradio's own readout is hidden, never rewritten: its next frame's text still shows.
+    for (const child of box.children) if (child !== note) child.style.display = stopped ? "none" : "";
+    if (watched !== box) {
       new MutationObserver(sync).observe(box, { childList: true, subtree: true, characterData: true });
       watched = box;
     }
