@@ -57,30 +57,35 @@ START_CAMERA_JS = """async () => {
 STOPPED_JS = """<script>
 (() => {
   let clicked = false, watched = null;
-  const sync = () => {
+  const sync = (byClick) => {
     const button = document.querySelector("#live-camera .capture-button");
     const box = document.getElementById("live-status");
     if (!clicked || !button || !box) return;
     const stopped = !!button.querySelector("svg.feather-circle");  // the button offers Record
     let note = document.getElementById("live-stopped");
-    if (stopped && !note) {
+    // Only a click shows "Stopped": between two of Gradio's stream events the button offers
+    // Record for a moment while the camera keeps going.
+    if (stopped && !note && byClick) {
       note = document.createElement("p");
       note.id = "live-stopped";
       note.textContent = "Stopped. Press Record under the camera to start again.";
       box.append(note);
     }
-    if (!stopped && note) note.remove();
+    if (!stopped && note) {
+      note.remove();
+      note = null;
+    }
     // Gradio's own readout is hidden, never rewritten: its next frame's text still shows.
-    for (const child of box.children) if (child !== note) child.style.display = stopped ? "none" : "";
+    for (const child of box.children) if (child !== note) child.style.display = note ? "none" : "";
     if (watched !== box) {
-      new MutationObserver(sync).observe(box, { childList: true, subtree: true, characterData: true });
+      new MutationObserver(() => sync(false)).observe(box, { childList: true, subtree: true, characterData: true });
       watched = box;
     }
   };
   document.addEventListener("click", (event) => {
     if (!event.target.closest("#live-camera .capture-button")) return;
     clicked = true;
-    setTimeout(sync, 500);  // after the button has changed and the last frame in flight
+    setTimeout(() => sync(true), 500);  // after the button has changed and the last frame in flight
   }, true);
 })();
 </script>"""
