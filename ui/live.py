@@ -29,6 +29,11 @@ from .explore_handlers import keep_model, layer_slider
 from .settings import ServerSettings
 
 STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server draws the newest
+# Gradio holds a stream's worker until its next frame or its time limit: a visitor who sent one
+# frame and then nothing held one of Live's workers for a whole 180 s turn, and the streams
+# queued behind them filled the server's one queue (issue 28). Each stream event now lasts at
+# most this long; the webcam opens the next at once, and the turn is kept by StreamSlots.
+STREAM_EVENT_S = 10
 WAITING_ROOM = 4  # streams beyond the drawing ones that get the busy message at once (the rest queue)
 CONTROLS = ("model_key", "layer", "query_token", "row", "column", "cmap", "scale")
 # The header's Live button: after the tab opens, grant the webcam and press Record (as a
@@ -200,7 +205,7 @@ def _wire_stream(view: LiveView, catalog: ModelCatalog, slots: StreamSlots) -> N
         view.pick("pictures", "status"),
         api_name="live_frame",
         stream_every=STREAM_EVERY_S,
-        time_limit=slots.turn_s,  # Gradio ends the stream after a turn; the webcam starts the next
+        time_limit=STREAM_EVENT_S,  # a silent stream's worker is free within this (StreamSlots: its slot in idle_s)
         concurrency_id="live",
         concurrency_limit=slots.limit + WAITING_ROOM,
         preprocess=False,  # the frame arrives as the browser's data: URL, decoded by explorer.live
