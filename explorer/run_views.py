@@ -33,8 +33,13 @@ def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]]) -> Im
 
 
 def probe_alt(probes: Sequence[tuple[int, torch.Tensor]]) -> str:
-    """The first reading is taken before training; one follows each epoch."""
-    return (
+    """The first reading is taken before training; one follows each epoch. A long run's
+    picture shows some of them (render.probe_shown): the alt text names which."""
+    shown = render.probe_shown(len(probes), probes[0][1].shape[1])
+    text = (
         "CLS attention of the probe image in every head of the last layer, before training "
         f"and after each of {len(probes) - 1} epochs"
     )
+    if len(shown) == len(probes):
+        return text
+    return f"{text}; the picture shows {render.probe_epochs([probes[i][0] for i in shown])}"

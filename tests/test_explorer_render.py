@@ -503,3 +503,16 @@ def test_distance_chart_heads_at_equal_distance_do_not_hide_each_other(heads, ap
     layers = axes.dots.axes.transData.transform(np.column_stack([np.arange(1, 7), np.zeros(6)]))[:, 0]
     assert (np.abs(centres - layers[:, None]) < np.diff(layers)[0] / 2).all()  # each nearest its own layer
     assert "this image" in axes.dots.axes.get_title()
+
+
+def test_a_long_runs_probe_strip_has_a_bounded_height_and_says_which_epochs_it_shows():
+    # A 200-epoch run once drew a row per epoch, past WebP's 16,383 px: every status poll failed.
+    image = np.zeros((64, 64, 3), np.uint8)
+    maps = np.random.default_rng(0).random((2, 3, 2, 2)) / 8
+    strip = render.probe_strip(image, [(e, maps) for e in range(201)], MapStyle())
+    assert strip.height <= render.PROBE_ROWS * (64 + 3 * render._line() + render.GAP) + 600 < 16_383
+    shown = render.probe_shown(201, 3)
+    assert shown[0] == 0 and shown[-1] == 200 and len(shown) == render.PROBE_ROWS
+    assert render.probe_shown(5, 3) == [0, 1, 2, 3, 4]  # a short run: every epoch
+    assert render.probe_shown(101, 12) == [round(i * 100 / 11) for i in range(12)]  # two rows per reading
+    assert render.probe_epochs([0, 100, 200]) == "before training and after epochs 100 and 200"

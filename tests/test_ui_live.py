@@ -142,3 +142,52 @@ def test_a_clip_over_the_limits_is_refused_by_name(client, tmp_path):
         client.predict(
             handle_file(str(text)), "bundled", 6, "cls", 1, 1, "inferno", "layer", api_name="/attention_video"
         )
+
+
+READOUT_MATCHES = """() => {
+  const button = document.querySelector("#live-camera .capture-button");
+  const text = document.getElementById("live-status").innerText;  // what is shown
+  const recording = button && !button.querySelector("svg.feather-circle");
+  return recording ? !text.includes("Stopped") : text.includes("Stopped");
+}"""
+
+
+def settled_readout(page) -> bool:
+    """Whether the camera records, once the readout matches the button (the stream's state)."""
+    page.wait_for_timeout(1500)  # after the clicks' own checks and any frame in flight
+    page.wait_for_function(READOUT_MATCHES)
+    return page.evaluate("() => !document.querySelector('#live-camera .capture-button svg.feather-circle')")
+
+
+@needs_chromium
+def test_the_live_readout_matches_the_stream_after_stop_twice_record_and_stop(server, tmp_path):
+    # Stop pressed twice, or Record pressed while a Stop's check was due, once left "Stopped" on
+    # the page while the camera streamed and kept the only slot.
+    from playwright.sync_api import sync_playwright
+
+    clip = write_y4m(tmp_path / "clip.y4m", clip_frames(FRAMES, 192, 256), FPS)
+    with sync_playwright() as p:
+        browser = launch(p, clip)
+        page = start_live(browser, server)
+        shown_frames(page, 2)
+        button = page.locator("#live-camera .capture-button")
+        button.click()
+        button.click()  # Stop twice: the second press records again
+        recording = settled_readout(page)
+        assert recording, "the second press restarts the stream"
+        shown_frames(page, 1)  # and frames come
+        page.wait_for_timeout(1000)
+        assert page.evaluate(READOUT_MATCHES)  # a Stop's late check did not write "Stopped" over it
+        button.click()  # Stop
+        assert not settled_readout(page)
+        page.wait_for_timeout(1000)
+        assert page.evaluate(READOUT_MATCHES)  # no frame in flight wrote over "Stopped"
+        button.click()  # Record, as the readout says
+        assert settled_readout(page)
+        shown_frames(page, 1)
+        page.wait_for_function("() => document.getElementById('live-status').innerText.includes('frames/s')")
+        button.click()  # Stop
+        assert not settled_readout(page)
+        second = start_live(browser, server)  # the first sends no more frames: the slot is free
+        second.wait_for_selector("#live-input")
+        browser.close()

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import gradio as gr
 import numpy as np
 import pytest
+import torch
 from app_helpers import analyze
 from conftest import flip_byte
 from gradio_client import Client
@@ -205,6 +206,25 @@ def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny
     last = train.train_status(view, runs, catalog, shown[view.seen], request)
     assert ">finished</b>" in last[view.progress]
     assert not train.keep_polling(last[view.seen]).active  # the end is on the page: stop
+
+
+def test_a_poll_whose_picture_fails_still_shows_the_run_ended(tiny_checkpoint, tmp_path, monkeypatch):
+    # A 200-epoch run's probe passed WebP's size limit: every poll raised, and the page stood at
+    # "running · epoch 191 of 200" with the timer polling after the run had finished and saved.
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    with gr.Blocks():
+        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
+    runs = OneRun(tiny_checkpoint)
+    runs.snap.probe_image, runs.snap.probe = torch.rand(3, 8, 8), [(0, torch.rand(1, 2, 2, 2))]
+
+    def too_big(*_args) -> Image.Image:
+        raise ValueError("Image size exceeds WebP limit")
+
+    monkeypatch.setattr(train.run_views, "probe", too_big)
+    shown = train.train_status(view, runs, catalog, train.NOTHING_SHOWN, SimpleNamespace(session_hash="visitor"))
+    assert ">finished</b> · finished 1 epochs" in shown[view.progress] and view.status in shown
+    assert isinstance(shown[view.probe], type(gr.skip()))  # no picture this time, and no error
+    assert not train.keep_polling(shown[view.seen]).active  # the end is on the page: the timer stops
 
 
 def test_the_status_is_said_once_and_steps_are_not_guessed_before_the_first():

@@ -29,6 +29,11 @@ from .explore_handlers import keep_model, layer_slider
 from .settings import ServerSettings
 
 STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server draws the newest
+# Gradio holds a stream's worker until its next frame or its time limit: a visitor who sent one
+# frame and then nothing held one of Live's workers for a whole 180 s turn, and the streams
+# queued behind them filled the server's one queue (issue 28). Each stream event now lasts at
+# most this long; the webcam opens the next at once, and the turn is kept by StreamSlots.
+STREAM_EVENT_S = 10
 WAITING_ROOM = 4  # streams beyond the drawing ones that get the busy message at once (the rest queue)
 CONTROLS = ("model_key", "layer", "query_token", "row", "column", "cmap", "scale")
 # The header's Live button: after the tab opens, grant the webcam and press Record (as a
@@ -49,16 +54,45 @@ START_CAMERA_JS = """async () => {
   if (record && record.querySelector("svg.feather-circle")) record.click();
 }"""
 # Gradio's webcam sends no event when Stop is pressed: without this, the last frame's readout
-# ("5.8 frames/s ... your turn ends in 71 s") would stay as if the stream still ran.
+# ("5.8 frames/s ... your turn ends in 71 s") would stay as if the stream still ran. The readout
+# follows the button, never the click: Stop pressed twice starts the stream again, and a Stop's
+# late check once wrote "Stopped" over a stream restarted by Record, whose readout then never
+# changed again (Gradio's text had been overwritten; issue 27). A frame drawn after Stop cannot
+# hide "Stopped" either: every change of the readout is checked.
 STOPPED_JS = """<script>
-document.addEventListener("click", (event) => {
-  const button = event.target.closest("#live-camera .capture-button");
-  if (!button || button.querySelector("svg.feather-circle")) return;  // Record, not Stop
-  setTimeout(() => {
-    const status = document.querySelector("#live-status .prose") || document.getElementById("live-status");
-    if (status) status.textContent = "Stopped. Press Record under the camera to start again.";
-  }, 500);  // after the last frame in flight
-}, true);
+(() => {
+  let clicked = false, watched = null;
+  const sync = (byClick) => {
+    const button = document.querySelector("#live-camera .capture-button");
+    const box = document.getElementById("live-status");
+    if (!clicked || !button || !box) return;
+    const stopped = !!button.querySelector("svg.feather-circle");  // the button offers Record
+    let note = document.getElementById("live-stopped");
+    // Only a click shows "Stopped": between two of Gradio's stream events the button offers
+    // Record for a moment while the camera keeps going.
+    if (stopped && !note && byClick) {
+      note = document.createElement("p");
+      note.id = "live-stopped";
+      note.textContent = "Stopped. Press Record under the camera to start again.";
+      box.append(note);
+    }
+    if (!stopped && note) {
+      note.remove();
+      note = null;
+    }
+    // Gradio's own readout is hidden, never rewritten: its next frame's text still shows.
+    for (const child of box.children) if (child !== note) child.style.display = note ? "none" : "";
+    if (watched !== box) {
+      new MutationObserver(() => sync(false)).observe(box, { childList: true, subtree: true, characterData: true });
+      watched = box;
+    }
+  };
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest("#live-camera .capture-button")) return;
+    clicked = true;
+    setTimeout(() => sync(true), 500);  // after the button has changed and the last frame in flight
+  }, true);
+})();
 </script>"""
 ABOUT = """**Live attention.** Hold an object up to the camera: each tile shows where the query looks in
 one head of the chosen layer, frame by frame, and rollout combines all layers. The model sees the centre
@@ -171,7 +205,7 @@ def _wire_stream(view: LiveView, catalog: ModelCatalog, slots: StreamSlots) -> N
         view.pick("pictures", "status"),
         api_name="live_frame",
         stream_every=STREAM_EVERY_S,
-        time_limit=slots.turn_s,  # Gradio ends the stream after a turn; the webcam starts the next
+        time_limit=STREAM_EVENT_S,  # a silent stream's worker is free within this (StreamSlots: its slot in idle_s)
         concurrency_id="live",
         concurrency_limit=slots.limit + WAITING_ROOM,
         preprocess=False,  # the frame arrives as the browser's data: URL, decoded by explorer.live

@@ -12,6 +12,7 @@ platform's GPU worker through `spaces.GPU`, each started by a status poll of the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -37,6 +38,8 @@ from .checks import number, one_of, visitor_error
 from .explore_handlers import owner
 from .pictures import picture, with_alt
 from .settings import SPACE_MODEL, ServerSettings, for_visitors
+
+LOG = logging.getLogger(__name__)
 
 POLL_S = 1.0
 # What this browser shows: (epochs, probes, loss readings, checkpoint listed, a running run). A
@@ -420,22 +423,38 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
             refused = f"\n\n**The run's checkpoint was not added to your models:** {for_visitors(str(e))}"
         now = (*now[:3], snap.checkpoint, now[4])
     drawable = snap.history or snap.step_losses
-    curves = (
-        with_alt(run_views.curves(snap.history, snap.step_losses), run_views.curves_alt(snap.history, snap.step_losses))
-        if curves_fresh and drawable
-        else gr.skip()
+    curves = drawn(
+        lambda: with_alt(
+            run_views.curves(snap.history, snap.step_losses), run_views.curves_alt(snap.history, snap.step_losses)
+        ),
+        curves_fresh and bool(drawable),
+    )
+    probe = drawn(
+        lambda: with_alt(run_views.probe(snap.probe_image, snap.probe), run_views.probe_alt(snap.probe)),
+        probe_fresh and bool(snap.probe) and snap.probe_image is not None,
     )
     return view.update(
         seen=now,
         status=describe(snap) + refused,
         progress=progress_html(*progress_text(snap), run_state(snap)),
         curves=curves,
-        probe=with_alt(run_views.probe(snap.probe_image, snap.probe), run_views.probe_alt(snap.probe))
-        if probe_fresh and snap.probe and snap.probe_image is not None
-        else gr.skip(),
+        probe=probe,
         checkpoint=str(runs.checkpoint(visitor) or "") or None,
         model=listed,
     )
+
+
+def drawn(draw: Callable[[], gr.Image], fresh: bool) -> gr.Image | Any:
+    """A picture for the poll, or none (gr.skip) when unchanged or when drawing it fails: a
+    picture that cannot be drawn must never keep the run's status and end off the page (a
+    too-tall probe once failed every poll, leaving "running" shown after the run had ended)."""
+    if not fresh:
+        return gr.skip()
+    try:
+        return draw()
+    except Exception:  # noqa: BLE001 - any failure: the status still goes out, the log keeps the traceback
+        LOG.exception("a Train tab picture could not be drawn")
+        return gr.skip()
 
 
 def keep_polling(seen: tuple) -> gr.Timer:
