@@ -132,6 +132,10 @@ class LoadedModel:
     catalog_id: int | None = None  # the ModelCatalog that loaded it (`ref_of`)
 
     @property
+    def parameters(self) -> int:
+        return sum(t.numel() for t in self.model.parameters())
+
+    @property
     def preprocessing(self) -> vit.Preprocessing:
         return self.meta.preprocessing or CIFAR10
 
@@ -143,7 +147,7 @@ class LoadedModel:
         """Markdown: what this model is and how it preprocesses images."""
         c, p = self.model.config, self.preprocessing
         gh, gw = c.grid
-        params = sum(t.numel() for t in self.model.parameters())
+        params = self.parameters
         lines = [
             f"**{self.label}** — {params / 1e6:.2f} M parameters, {c.depth} layers x {c.heads} heads, "
             f"{len(self.meta.class_names)} classes",

@@ -16,7 +16,7 @@ import copy
 import math
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from vit import ViTConfig
+    from vit import VisionTransformer, ViTConfig
 
     from .catalog import LoadedModel
 
@@ -96,6 +96,13 @@ def forward_flops(config: ViTConfig, tokens: int, images: int = 1) -> float:
         2 * t * d * 4 * d + 2 * t * d * 2 * config.mlp_dim + 4 * t * t * d + SOFTMAX_FLOPS * config.heads * t * t
     )
     return images * config.depth * per_layer
+
+
+def pass_seconds(model: VisionTransformer, size: Sequence[int], images: int = 1) -> float:
+    """GPU seconds of `images` forward passes of `model` over (H, W) inputs (`forward_flops`
+    of its prefix and patch tokens at GPU_FLOPS): every task's cost is a multiple of this."""
+    gh, gw = model.patch_grid(*size)
+    return work_seconds(forward_flops(model.config, model.prefix_tokens + gh * gw, images))
 
 
 def work_seconds(flops: float) -> float:

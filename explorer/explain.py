@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -30,7 +31,7 @@ from vit.analysis import (
     rollout_prefix_attention,
 )
 
-from .compute import forward_flops, to_model, work_seconds
+from .compute import pass_seconds, to_model
 from .images import ImageError
 
 if TYPE_CHECKING:
@@ -201,19 +202,22 @@ class Explanation:
 Forward = Callable[[Tensor], tuple[Tensor, AttentionMaps]]  # (1, 3, H, W) -> (logits, maps), on the CPU
 
 
-def forward_maps(loaded: LoadedModel, tensor: Tensor) -> tuple[Tensor, AttentionMaps]:
-    """Task (explorer/compute.py): one forward pass with attention over `tensor` (B, 3, H, W):
+def model_maps(model: VisionTransformer, tensor: Tensor) -> tuple[Tensor, AttentionMaps]:
+    """One forward pass with attention over `tensor` (B, 3, H, W) on the model's device:
     (logits (B, classes), the attention maps), float32 on the CPU."""
-    model = loaded.model
     with torch.inference_mode():
         logits, attention = model(to_model(model, tensor), need_weights=True)
     return logits.float().cpu(), attention.apply(lambda a: a.float().cpu())
 
 
+def forward_maps(loaded: LoadedModel, tensor: Tensor) -> tuple[Tensor, AttentionMaps]:
+    """Task (explorer/compute.py): `model_maps` of the loaded model."""
+    return model_maps(loaded.model, tensor)
+
+
 def forward_cost(loaded: LoadedModel, tensor: Tensor) -> float:
     """GPU seconds of `forward_maps` (explorer/compute.py's estimate)."""
-    gh, gw = loaded.model.patch_grid(*tensor.shape[-2:])
-    return work_seconds(forward_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw, tensor.shape[0]))
+    return pass_seconds(loaded.model, tensor.shape[-2:], tensor.shape[0])
 
 
 def explain(
@@ -237,12 +241,7 @@ def explain(
             f"this image's attention maps would take {needed / 2**20:,.0f} MiB, more than this server's "
             f"{max_bytes / 2**20:,.0f} MiB budget: use the centre-crop mode or a smaller model"
         )
-    if forward is None:
-        with torch.inference_mode():
-            logits, attention = model(inp.tensor, need_weights=True)
-        attention = attention.apply(lambda a: a.float().cpu())
-    else:
-        logits, attention = forward(inp.tensor)
+    logits, attention = (forward or partial(model_maps, model))(inp.tensor)
     # a model without a classifier (DINO, DINOv2) returns features: no predictions
     probabilities = top_classes(logits[0], class_names, top_k) if model.config.num_classes > 0 else {}
     return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, attention)

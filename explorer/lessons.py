@@ -33,7 +33,7 @@ from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
 from . import render
 from .catalog import BUNDLED, LoadedModel, pretrained_key
-from .compute import forward_flops, to_model, work_seconds
+from .compute import forward_flops, pass_seconds, to_model
 from .explain import InputTooLarge, ModelInput, model_input, top_classes
 from .render import MapRow, MapStyle
 
@@ -213,8 +213,7 @@ def cls_heads(loaded: LoadedModel, image: Image.Image) -> ClsHeads:
 def one_pass_cost(loaded: LoadedModel, *_: object) -> float:
     """GPU seconds of a task making one forward pass at the model's crop size."""
     crop = loaded.preprocessing.crop_size
-    gh, gw = loaded.model.patch_grid(crop, crop)
-    return work_seconds(forward_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw))
+    return pass_seconds(loaded.model, (crop, crop))
 
 
 def two_pass_cost(loaded: LoadedModel, *_: object) -> float:
@@ -387,10 +386,15 @@ def predictions_with_heads_off(
     return before, after
 
 
+def ranking_passes(config: ViTConfig) -> int:
+    """Forward passes of a head ranking: one with every head on, then one per head switched off."""
+    return config.depth * config.heads + 1
+
+
 def ranking_flops(config: ViTConfig, tokens: int) -> float:
-    """Estimated floating-point operations of a head ranking: (layers x heads + 1) forward
-    passes over `tokens` tokens (`explorer.compute.forward_flops`)."""
-    return forward_flops(config, tokens, images=config.depth * config.heads + 1)
+    """Estimated floating-point operations of a head ranking: `ranking_passes` forward passes
+    over `tokens` tokens (`explorer.compute.forward_flops`)."""
+    return forward_flops(config, tokens, images=ranking_passes(config))
 
 
 def check_ranking_cost(loaded: LoadedModel) -> None:
@@ -454,5 +458,4 @@ def head_ranking_steps(
 def ranking_cost(loaded: LoadedModel, *_: object) -> float:
     """GPU seconds of `head_ranking_steps`: its estimated work, capped by its time limit."""
     crop = loaded.preprocessing.crop_size
-    gh, gw = loaded.model.patch_grid(crop, crop)
-    return min(work_seconds(ranking_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw)), MAX_RANKING_S)
+    return min(pass_seconds(loaded.model, (crop, crop), images=ranking_passes(loaded.model.config)), MAX_RANKING_S)

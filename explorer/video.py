@@ -33,7 +33,7 @@ from vit.messages import shown
 
 from . import render, views
 from .catalog import LoadedModel
-from .compute import forward_flops, run_here, to_model, work_seconds
+from .compute import pass_seconds, run_here, to_model
 from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_input
 from .render import MapStyle
 
@@ -219,8 +219,7 @@ def layer_maps(
 
 def layer_maps_cost(loaded: LoadedModel, tensors: torch.Tensor, *_: object) -> float:
     """GPU seconds of `layer_maps`: one forward pass per frame (explorer/compute.py's estimate)."""
-    gh, gw = loaded.model.patch_grid(*tensors.shape[-2:])
-    return work_seconds(forward_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw, len(tensors)))
+    return pass_seconds(loaded.model, tensors.shape[-2:], len(tensors))
 
 
 def check_clip_inputs(loaded: LoadedModel, frames: int) -> None:

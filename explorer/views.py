@@ -19,7 +19,7 @@ from vit.relevance import class_relevance
 
 from . import render
 from .catalog import LoadedModel
-from .compute import forward_flops, to_model, work_seconds
+from .compute import pass_seconds, to_model
 from .explain import Explanation
 from .render import MapStyle
 
@@ -353,8 +353,7 @@ def relevance_map(loaded: LoadedModel, tensor: torch.Tensor, target: int | None)
 
 def relevance_cost(loaded: LoadedModel, tensor: torch.Tensor, target: int | None) -> float:
     """GPU seconds of `relevance_map`: a forward pass and a backward pass (about twice its work)."""
-    gh, gw = loaded.model.patch_grid(*tensor.shape[-2:])
-    return 3 * work_seconds(forward_flops(loaded.model.config, loaded.model.prefix_tokens + gh * gw))
+    return 3 * pass_seconds(loaded.model, tensor.shape[-2:])
 
 
 # Alt texts (docs/pictures.md): what each picture shows, in words, for screen readers and for

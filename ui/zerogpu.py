@@ -26,7 +26,6 @@ from typing import Any, Generic, TypeVar
 
 import gradio as gr
 import spaces  # before torch touches CUDA (app.py imports this module first)
-import torch
 from spaces.config import Config as SpacesConfig
 
 from explorer import compute, explain, lessons, video, views
@@ -65,42 +64,30 @@ class _Raised:
     error: BaseException
 
 
-def _worker_device() -> torch.device:
-    return compute.local_device()  # in the forked worker the `spaces` package has restored the real CUDA
-
-
-def _call_in_worker(task: Callable[..., T], seconds: int, ref: Any, args: tuple) -> T | _Raised:
-    del seconds  # asked for by the decorator's duration; the task does not need it
-    try:
-        loaded = from_ref(ref)
-        return task(compute.placed_loaded(loaded, _worker_device()), *args)
-    except Exception as e:  # noqa: BLE001 - carried back whole, re-raised in the handler
-        return _Raised(e)
-
-
-def _iterate_in_worker(task: Callable[..., Iterator[T]], seconds: int, ref: Any, args: tuple) -> Iterator[T | _Raised]:
-    del seconds
-    try:
-        loaded = from_ref(ref)
-        yield from task(compute.placed_loaded(loaded, _worker_device()), *args)
-    except Exception as e:  # noqa: BLE001
-        yield _Raised(e)
-
-
 def _function_entry(task: Callable[..., T]) -> Callable[..., T | _Raised]:
+    """The function the worker runs: the model from its reference, on the worker's device (in
+    the fork the `spaces` package has restored the real CUDA), then the task. `seconds` is
+    the decorator's duration (`_requested`); the task does not need it."""
+
     def in_worker(seconds: int, ref: Any, args: tuple) -> T | _Raised:
-        return _call_in_worker(task, seconds, ref, args)
+        try:
+            return task(compute.placed_loaded(from_ref(ref), compute.local_device()), *args)
+        except Exception as e:  # noqa: BLE001 - carried back whole, re-raised in the handler
+            return _Raised(e)
 
     return in_worker
 
 
 def _generator_entry(task: Callable[..., Iterator[T]]) -> Callable[..., Iterator[T | _Raised]]:
-    """A generator function of its own: the package streams the items of a function it sees
-    is a generator function (inspect.isgeneratorfunction), and would try to pickle the
-    generator object a plain function returns, which fails in the worker."""
+    """As `_function_entry`, a generator function of its own: the package streams the items of
+    a function it sees is a generator function (inspect.isgeneratorfunction), and would try to
+    pickle the generator object a plain function returns, which fails in the worker."""
 
     def in_worker(seconds: int, ref: Any, args: tuple) -> Iterator[T | _Raised]:
-        yield from _iterate_in_worker(task, seconds, ref, args)
+        try:
+            yield from task(compute.placed_loaded(from_ref(ref), compute.local_device()), *args)
+        except Exception as e:  # noqa: BLE001 - carried back whole, re-raised in the handler
+            yield _Raised(e)
 
     return in_worker
 
@@ -163,7 +150,7 @@ def is_platform_error(error: BaseException) -> bool:
 
 
 def small_enough_for_cpu(loaded: LoadedModel) -> bool:
-    return sum(p.numel() for p in loaded.model.parameters()) <= CPU_FALLBACK_PARAMS
+    return loaded.parameters <= CPU_FALLBACK_PARAMS
 
 
 class GpuTask(Generic[T]):
@@ -249,11 +236,10 @@ def live_refusal(loaded: LoadedModel) -> str | None:
     """Why the webcam stream cannot draw `loaded` here (ZeroGPU: too large for the CPU), or None."""
     if not ON_ZEROGPU or small_enough_for_cpu(loaded):
         return None
-    params = sum(p.numel() for p in loaded.model.parameters())
     return (
-        f"{loaded.label} has {params / 1e6:.0f} M parameters: on this Space the live view runs on the CPU, which "
-        f"streams models of up to {CPU_FALLBACK_PARAMS // 1_000_000} M. Pick a smaller model, or make an attention "
-        "video of a clip (it uses the GPU)."
+        f"{loaded.label} has {loaded.parameters / 1e6:.0f} M parameters: on this Space the live view runs on the "
+        f"CPU, which streams models of up to {CPU_FALLBACK_PARAMS // 1_000_000} M. Pick a smaller model, or make "
+        "an attention video of a clip (it uses the GPU)."
     )
 
 
