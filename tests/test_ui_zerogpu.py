@@ -49,6 +49,11 @@ def test_a_quota_refusal_says_the_seconds_needed_and_left_and_when_to_come_back(
     assert "log in to Hugging Face" in zerogpu.GpuShortage.of(gr.Error(anonymous, title=QUOTA[1])).words("It", 12)
 
 
+def test_the_cpu_fallback_says_whether_the_quota_or_the_platform_gave_no_gpu():
+    assert zerogpu.GpuShortage.of(gr.Error(QUOTA[0], title=QUOTA[1])).why() == "No GPU time left for you today"
+    assert zerogpu.GpuShortage.of(gr.Error(*WORKER)).why() == "No GPU free for this just now"  # quota untouched
+
+
 def test_errors_of_the_task_itself_are_not_the_platform():
     assert not zerogpu.is_platform_error(gr.Error("layer must be from 1 to 6", title="Error"))
     assert not zerogpu.is_platform_error(ValueError("ZeroGPU quota exceeded"))
@@ -137,7 +142,7 @@ def test_without_gpu_time_a_small_model_runs_on_the_cpu_and_a_large_one_is_refus
     on_zerogpu.setattr(zerogpu, "gpu_decorator", platform(refuse))
     task = zerogpu.GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
     small, x = catalog.get("bundled"), torch.randn(1, 3, 32, 32)
-    with pytest.warns(UserWarning, match="ran on the server's CPU instead"):
+    with pytest.warns(UserWarning, match="No GPU time left for you today: .* ran on the server's CPU instead"):
         logits, _ = task(small, x)
     assert torch.equal(logits, compute.run_here(explain.forward_maps, small, x, device="cpu")[0])
     on_zerogpu.setattr(zerogpu, "CPU_FALLBACK_PARAMS", 0)

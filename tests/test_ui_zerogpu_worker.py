@@ -212,10 +212,10 @@ def test_a_tasks_own_error_crosses_the_fork_with_its_type(fake, loaded, picture)
 def test_without_gpu_time_a_small_model_runs_on_the_cpu_with_a_warning(fake, loaded, picture):
     fake.exceeded = True
     tensor = explain.model_input(picture, loaded.preprocessing, loaded.model.config.patch_size, "crop").tensor
-    with pytest.warns(UserWarning, match="No GPU time for this: .* ran on the server's CPU instead"):
+    with pytest.warns(UserWarning, match="No GPU time left for you today: .* ran on the server's CPU instead"):
         maps = zerogpu.FORWARD(loaded, tensor)
     assert_same(maps, explain.forward_maps(loaded, tensor))
-    with pytest.warns(UserWarning, match="No GPU time for this"):
+    with pytest.warns(UserWarning, match="No GPU time left for you today"):
         ranking = list(zerogpu.RANKING(loaded, picture))  # refused at its first item, not at the call
     assert_same(ranking, list(lessons.head_ranking_steps(loaded, picture)))
     assert [c.outcome for c in fake.calls] == ["refused", "refused"]

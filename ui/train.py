@@ -116,7 +116,8 @@ def fine_tune_estimate(model: str = SPACE_MODEL, seconds: tuple[int, ...] = (60,
         for s in (*seconds, trained)
     )
     return (
-        f"**What your GPU time buys (an estimate, not a measurement).** {model} at {config.image_size} px "
+        f"**What your GPU time buys fine-tuning {model}, the model this tab offers first (an estimate, not a "
+        f"measurement; a larger model trains fewer images a second).** {model} at {config.image_size} px "
         f"({tokens} tokens): {forward / 1e9:.1f} GFLOP a forward pass, so ≈ 3 × {forward / 1e9:.1f} = "
         f"{3 * forward / 1e9:.1f} GFLOP to train on one image. At an assumed {ASSUMED_FLOPS / 1e12:.0f} TFLOP/s "
         f"sustained: ≈ {rate:,.0f} images a second.\n\n" + "\n".join(items) + "\n\n"

@@ -122,6 +122,10 @@ class GpuShortage:
         named = (account["account"] or "").strip() if account else ""
         return cls(str(error.message), int(found["requested"]), int(found["left"]), found["wait"].strip(), named)
 
+    def why(self) -> str:
+        """Why there was no GPU, in a few words: the visitor's quota, or the platform's moment."""
+        return "No GPU time left for you today" if self.left is not None else "No GPU free for this just now"
+
     def words(self, what: str, seconds: int) -> str:
         """The visitor's message: what could not run, the seconds asked and left, what to do."""
         if self.left is not None:
@@ -209,7 +213,7 @@ class GpuTask(Generic[T]):
 
     def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
         if small_enough_for_cpu(loaded) and not self.backward:
-            gr.Warning(f"No GPU time for this: {loaded.label} ran on the server's CPU instead (slower, same result).")
+            gr.Warning(f"{shortage.why()}: {loaded.label} ran on the server's CPU instead (slower, same result).")
             return compute.run_here(self.task, loaded, *args, device="cpu")
         raise _refused(shortage, self.what, seconds)
 
