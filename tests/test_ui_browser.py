@@ -748,7 +748,8 @@ WORDS_BROKEN = """() => {
   return broken;
 }"""
 
-SCROLLED_TO_THE_END = """(img) => {
+SCROLLED_TO_THE_END = """async (img) => {
+  await img.decode();  // measured once loaded: a busy machine may not have it yet (naturalWidth 0)
   const frame = img.closest(".image-frame");
   frame.scrollLeft = frame.scrollWidth;
   const shown = img.getBoundingClientRect(), box = frame.getBoundingClientRect();
