@@ -91,6 +91,8 @@ def test_a_zerogpu_space_starts_reports_to_the_platform_and_serves(space):
     assert gpu.paths()[:1] == ["/startup-report"]  # at launch, before any visitor
     assert "Traceback" not in at_start and "CUDA" not in at_start, at_start
     assert "built in" in at_start
+    # the models it opens on went to the (emulated) GPU in the main thread, and ZeroGPU packed them
+    assert "on the GPU from the start: bundled" in at_start and "ZeroGPU tensors packing" in at_start, at_start
 
 
 def test_a_visitor_without_gpu_time_gets_the_cpus_result(space, on_cpu):
