@@ -5,14 +5,19 @@ wrong place."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from tolerance import assert_close_up_to_rounding, rounding_tolerance
 
 import vit
 from vit.analysis import (
+    grid_border,
     mean_attention_distance,
+    min_max,
+    patch_pca,
     position_embedding_similarity,
+    principal_components,
     query_attention,
     query_prefix_attention,
     rollout,
@@ -252,3 +257,98 @@ def test_top_mass_mask_by_hand() -> None:
     assert top_mass_mask(torch.full((4, 4), 1 / 16), 0.6).sum() == 10  # uniform: ceil(0.6 · 16) patches
     with pytest.raises(ValueError, match=r"in \(0, 1\]"):
         top_mass_mask(amap, 0.0)
+
+
+def planted_rows(rows: int, sigmas: list[float], dim: int, seed: int = 0) -> torch.Tensor:
+    """(rows, dim) float32 with variances `sigmas`² along random orthogonal axes, plus an offset."""
+    g = torch.Generator().manual_seed(seed)
+    q, _ = torch.linalg.qr(torch.randn(dim, dim, generator=g, dtype=torch.float64))
+    z = torch.randn(rows, len(sigmas), generator=g, dtype=torch.float64) * torch.tensor(sigmas, dtype=torch.float64)
+    return (z @ q[:, : len(sigmas)].T + torch.randn(dim, generator=g, dtype=torch.float64)).float()
+
+
+def numpy_pca(rows: torch.Tensor, k: int):
+    """Independent reference: eigendecomposition of the covariance in float64 (numpy), largest
+    first, each axis signed so its largest-magnitude entry is positive (the documented convention)."""
+    x = rows.double().numpy()
+    centred = x - x.mean(axis=0)
+    values, vectors = np.linalg.eigh(centred.T @ centred)  # ascending
+    order = np.argsort(values)[::-1][:k]
+    axes = vectors[:, order].T  # (k, D)
+    axes *= np.sign(axes[np.arange(k), np.abs(axes).argmax(axis=1)])[:, None]
+    return centred @ axes.T, axes, values[order] / values.sum()
+
+
+def pca_tolerance(rows: torch.Tensor, sigmas: list[float], magnitude: float, k: int = 3) -> float:
+    """float32 SVD against float64: the rounding of a sum over the rows, magnified by how close
+    the variance of each of the first k components comes to the next one's (an axis turns by
+    about error / eigengap, relative to the largest variance)."""
+    spread = [*sorted(sigmas, reverse=True), 0.0]
+    gap = min((spread[i] ** 2 - spread[i + 1] ** 2) / spread[0] ** 2 for i in range(k))
+    return rounding_tolerance(torch.float32, rows.shape[0] * rows.shape[1], magnitude) / gap
+
+
+def test_principal_components_equal_an_eigendecomposition_of_the_covariance() -> None:
+    sigmas = [9.0, 5.0, 3.0, 1.0]
+    rows = planted_rows(300, sigmas, 24)
+    got = principal_components(rows, 3)
+    projections, axes, explained = numpy_pca(rows, 3)
+    tol = pca_tolerance(rows, sigmas, float(np.abs(projections).max()))
+    torch.testing.assert_close(got.projections.double(), torch.from_numpy(projections), atol=tol, rtol=0)
+    torch.testing.assert_close(got.axes.double(), torch.from_numpy(axes), atol=tol, rtol=0)
+    torch.testing.assert_close(got.explained.double(), torch.from_numpy(explained), atol=tol, rtol=0)
+    assert float(got.explained.sum()) < 1 and got.explained[0] > got.explained[1] > got.explained[2]
+    flipped = principal_components(-rows, 3)  # the sign convention: the same axes whatever the data's sign
+    assert torch.equal(flipped.axes, got.axes) or torch.allclose(flipped.axes, got.axes, atol=tol)
+    assert principal_components(rows[:2], 3).axes.shape == (2, 24)  # only as many components as rows
+
+
+def test_min_max_scales_each_column_to_0_and_1() -> None:
+    scaled = min_max(torch.tensor([[1.0, -2.0, 5.0], [3.0, 2.0, 5.0], [2.0, 0.0, 5.0]]))
+    assert scaled.tolist() == [[0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.5, 0.5, 0.0]]
+
+
+def object_on_background(grid: tuple[int, int], dim: int = 16, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Patch features (gh*gw, dim) of a grid whose centre (the object) lies far from its edge
+    patches along one direction, and the object's mask."""
+    gh, gw = grid
+    rows = planted_rows(gh * gw, [3.0, 2.0, 1.0, 0.5], dim, seed)
+    centre = torch.zeros(gh, gw, dtype=torch.bool)
+    centre[1:-1, 1:-1] = True
+    centre = centre.reshape(-1)
+    rows[centre] += 40 * torch.nn.functional.one_hot(torch.tensor(0), dim).float()
+    return rows, centre
+
+
+def test_patch_pca_removes_the_background_by_the_first_component_and_colours_the_rest() -> None:
+    rows, centre = object_on_background((6, 7))
+    got = patch_pca(rows, grid_border((6, 7)))
+    assert got.removed and torch.equal(got.foreground, centre)  # positive first component: the object
+    assert got.first_explained > 0.9  # the object/background split dominates all patches' variance
+    assert torch.equal(got.rgb[~centre], torch.zeros(int((~centre).sum()), 3))
+    kept = got.rgb[centre]
+    assert torch.equal(kept.amin(dim=0), torch.zeros(3)) and torch.equal(kept.amax(dim=0), torch.ones(3))
+    projections, _, explained = numpy_pca(rows[centre], 3)  # the second PCA: the object's patches only
+    tol = pca_tolerance(rows[centre], [3.0, 2.0, 1.0, 0.5], 1.0)
+    torch.testing.assert_close(kept.double(), min_max(torch.from_numpy(projections)), atol=tol, rtol=0)
+    torch.testing.assert_close(got.explained.double(), torch.from_numpy(explained), atol=tol, rtol=0)
+    assert got.ranges.shape == (3, 2) and bool((got.ranges[:, 0] < got.ranges[:, 1]).all())
+    # Either sign of the data gives the same split: the border decides which side is background.
+    assert torch.equal(patch_pca(-rows, grid_border((6, 7))).foreground, centre)
+    kept_all = patch_pca(rows, grid_border((6, 7)), remove_background=False)
+    assert not kept_all.removed and bool(kept_all.foreground.all())
+
+
+def test_one_pca_over_several_images_gives_the_same_part_the_same_colour() -> None:
+    rows, _ = object_on_background((5, 5))
+    other, _ = object_on_background((4, 6), seed=1)
+    both = patch_pca(torch.cat([rows, rows, other]), torch.cat([grid_border((5, 5))] * 2 + [grid_border((4, 6))]))
+    assert torch.equal(both.rgb[:25], both.rgb[25:50])  # the same patches, the same colour in both copies
+
+
+def test_grid_border_marks_the_edge_patches_row_major() -> None:
+    assert grid_border((3, 4)).reshape(3, 4).tolist() == [
+        [True, True, True, True],
+        [True, False, False, True],
+        [True, True, True, True],
+    ]

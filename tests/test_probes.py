@@ -9,7 +9,7 @@ import torch
 from tolerance import forward_tolerance
 
 import vit
-from vit.probes import head_importance, heads_off, token_norms
+from vit.probes import head_importance, heads_off, logit_lens, token_norms
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +102,62 @@ def test_hooks_leave_other_threads_forward_passes_alone(model, image) -> None:
         hook.remove()
     tol = forward_tolerance(replace(model.config, depth=3), expected.max().item())
     assert fired and norms.shape == (1, 65) and torch.allclose(norms, expected, atol=tol, rtol=0)
+
+
+def timm_with_spread_head(name: str) -> torch.nn.Module:
+    """A random timm model whose norms and head have weights of order 1 (randomise_ gives 0.02
+    to all), so the class probabilities spread far from uniform and a wrong layer would show."""
+    import timm
+    from conftest import randomise_
+
+    foreign = randomise_(timm.create_model(name, pretrained=False)).eval()
+    with torch.no_grad():
+        for module in foreign.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.normal_(1.0, 0.1)
+        for head in (foreign.head, getattr(foreign, "head_dist", None)):
+            if head is not None:
+                head.weight.normal_(0.0, 1.0)
+    return foreign
+
+
+@pytest.mark.parametrize("name", ["vit_tiny_patch16_224", "deit_tiny_distilled_patch16_224"])
+def test_the_logit_lens_is_timms_blocks_read_by_timms_norm_and_head(name) -> None:
+    """Independent reference: timm's own modules, its blocks applied one at a time, each
+    output read by its final norm and forward_head (CLS; DeiT: the mean of its two heads)."""
+    foreign = timm_with_spread_head(name)
+    ours = vit.from_timm(foreign)
+    torch.manual_seed(2)
+    images = torch.randn(2, 3, 224, 224)
+    with torch.no_grad():
+        x = foreign.norm_pre(foreign.patch_drop(foreign._pos_embed(foreign.patch_embed(images))))
+        expected = []
+        for block in foreign.blocks:
+            x = block(x)
+            expected.append(foreign.forward_head(foreign.norm(x)).softmax(-1))
+        expected = torch.stack(expected, dim=1)  # (B, L, classes)
+        lens = logit_lens(ours, images)
+        final = ours(images).softmax(-1)
+    assert lens.shape == (2, 12, 1000) and float(expected.max()) > 0.05  # far from uniform (0.001)
+    # softmax probabilities are at most 1: the tolerance of a forward pass of magnitude 1
+    torch.testing.assert_close(lens, expected, atol=forward_tolerance(ours.config, 1.0), rtol=0)
+    torch.testing.assert_close(lens[:, -1], final, atol=forward_tolerance(ours.config, 1.0), rtol=0)
+    assert torch.equal(lens[:, -1].argmax(-1), final.argmax(-1))  # the last layer is the model's own prediction
+
+
+def test_the_logit_lens_of_a_gap_model_reads_the_mean_patch_and_a_headless_model_is_refused(image) -> None:
+    torch.manual_seed(3)
+    showcase = vit.create_model("vit_cifar_showcase").eval()  # GAP, no CLS token, no final norm
+    with torch.no_grad():
+        x, _ = showcase.embed(image)
+        expected = []
+        for block in showcase.blocks:
+            x, _ = block(x)
+            expected.append(showcase.head(x[:, showcase.prefix_tokens :].mean(dim=1)).softmax(-1))
+        final = showcase(image).softmax(-1)
+    lens = logit_lens(showcase, image)
+    tol = forward_tolerance(showcase.config, 1.0)
+    torch.testing.assert_close(lens, torch.stack(expected, dim=1), atol=tol, rtol=0)
+    torch.testing.assert_close(lens[:, -1], final, atol=tol, rtol=0)
+    with pytest.raises(ValueError, match="no classifier head"):
+        logit_lens(vit.create_model("vit_cifar_nano", num_classes=0), image)

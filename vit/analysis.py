@@ -1,5 +1,6 @@
-"""Pure tensor functions that turn attention weights into the pictures of the ViT paper.
-The definitions, with their equations, are in docs/analysis.md.
+"""Pure tensor functions that turn attention weights into the pictures of the ViT paper, and
+a layer's patch tokens into colour (PCA, DINOv2's Fig. 1). The definitions, with their
+equations, are in docs/analysis.md.
 
 Every function reads the token layout from `AttentionMaps` (the patch grid and the prefix
 tokens), so rows and columns can never be swapped: patch tokens are row-major over the
@@ -8,6 +9,7 @@ tokens), so rows and columns can never be swapped: patch tokens are row-major ov
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -191,3 +193,87 @@ def top_mass_mask(maps: Tensor, fraction: float) -> Tensor:
     before = share.cumsum(dim=-1) - share  # mass of the patches ranked above each one
     keep = torch.empty_like(flat, dtype=torch.bool).scatter_(-1, order, before < fraction)
     return keep.reshape(maps.shape)
+
+
+@dataclass(frozen=True)
+class Components:
+    """The first k principal components of M rows of D features (`principal_components`)."""
+
+    projections: Tensor  # (M, k): each centred row's coordinates on the axes
+    axes: Tensor  # (k, D): unit vectors, largest variance first
+    explained: Tensor  # (k,): each axis's share of the rows' total variance, 0 to 1
+
+
+def principal_components(rows: Tensor, k: int) -> Components:
+    """PCA of `rows` (M, D) by the SVD of the centred rows, X - mean = U S Vᵀ
+    (torch.linalg.svd): the axes are the first k rows of Vᵀ, the projections (X - mean) V_k,
+    the explained shares S_i² / Σ S². Fewer than k components exist when M or D is smaller:
+    k is then min(k, M, D). Sign convention (an SVD fixes each axis only up to its sign): each
+    axis is flipped so that its entry of largest magnitude is positive (scikit-learn's PCA
+    does the same), so the same rows always give the same colours."""
+    if rows.ndim != 2 or rows.shape[0] < 1:
+        raise ValueError(f"expected rows (M, D) with M >= 1, got shape {tuple(rows.shape)}")
+    centred = rows.float() - rows.float().mean(dim=0)
+    _, s, vh = torch.linalg.svd(centred, full_matrices=False)  # s (r,), vh (r, D), r = min(M, D)
+    k = min(k, vh.shape[0])
+    axes = vh[:k]
+    biggest = axes.abs().argmax(dim=1, keepdim=True)  # (k, 1)
+    axes = axes * torch.sign(axes.gather(1, biggest))  # the largest entry of each axis positive
+    variance = s.square()
+    explained = variance[:k] / variance.sum().clamp_min(torch.finfo(variance.dtype).tiny)
+    return Components(centred @ axes.T, axes, explained)
+
+
+def min_max(values: Tensor) -> Tensor:
+    """Each column of (M, k) scaled to [0, 1]: its smallest value 0, its largest 1 (a column
+    whose values are all equal: 0)."""
+    low, high = values.amin(dim=0), values.amax(dim=0)
+    return (values - low) / (high - low).clamp_min(torch.finfo(values.dtype).tiny)
+
+
+def grid_border(grid: tuple[int, int]) -> Tensor:
+    """(gh*gw,) bool, row-major: True for the patches on the edge of the grid."""
+    gh, gw = grid
+    border = torch.zeros(gh, gw, dtype=torch.bool)
+    border[[0, -1], :] = True
+    border[:, [0, -1]] = True
+    return border.reshape(-1)  # (gh, gw) -> (gh*gw,) row-major
+
+
+@dataclass(frozen=True)
+class PatchPca:
+    """Patch features in colour (`patch_pca`): M patches of one or several images."""
+
+    rgb: Tensor  # (M, 3) in [0, 1]: R, G, B = the second PCA's components 1, 2, 3, min-max scaled; 0 off it
+    foreground: Tensor  # (M,) bool: the patches kept (all of them without background removal)
+    explained: Tensor  # (<=3,) each colour component's share of the kept patches' variance
+    first_explained: float  # the first PCA's component 1: its share of all patches' variance (the threshold's)
+    ranges: Tensor  # (<=3, 2): each colour component's projection from its min to its max before scaling
+    flipped: bool  # the first component was turned so the border patches score below 0 on average
+    removed: bool  # the background was removed (False: asked not to, or too few patches on either side)
+
+
+MIN_FOREGROUND = 3  # patches: fewer and the second PCA could not find three colour components
+
+
+def patch_pca(patches: Tensor, border: Tensor, remove_background: bool = True) -> PatchPca:
+    """Patch tokens (M, D) in colour as in DINOv2 (Oquab et al. 2023, Fig. 1 and Fig. 9): a
+    first PCA over all M patches; the background is removed by thresholding its first
+    component at 0 (the patches' mean), keeping the patches with a positive score. Which side
+    is positive is not fixed by the PCA; here the first component is turned so that the
+    `border` patches (M,) bool, where background usually is, score below 0 on average. A second
+    PCA over the kept patches gives three components, each min-max scaled to [0, 1] as R, G, B.
+    Fit on the patches of several images at once, the same part gets the same colour in each.
+    When fewer than MIN_FOREGROUND patches would be kept (or on either side), all are kept."""
+    first = principal_components(patches, 1)
+    score = first.projections[:, 0]
+    flipped = bool(border.any()) and float(score[border].mean()) > 0
+    score = -score if flipped else score
+    keep = score > 0
+    removed = remove_background and MIN_FOREGROUND <= int(keep.sum()) <= len(keep) - 1
+    keep = keep if removed else torch.ones_like(keep)
+    second = principal_components(patches[keep], 3)
+    rgb = torch.zeros(len(patches), 3, dtype=second.projections.dtype, device=patches.device)
+    rgb[keep, : second.projections.shape[1]] = min_max(second.projections)
+    ranges = torch.stack([second.projections.amin(dim=0), second.projections.amax(dim=0)], dim=1)
+    return PatchPca(rgb, keep, second.explained, float(first.explained[0]), ranges, flipped, removed)

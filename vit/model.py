@@ -345,6 +345,20 @@ class VisionTransformer(nn.Module):
             x = torch.cat([*prefix, x + pos], dim=1)
         return self.pos_drop(x), grid
 
+    def hidden_states(self, images: Tensor, upto: int | None = None) -> list[Tensor]:
+        """The tokens leaving each block, z_1 ... z_L of eq. (3) before the final norm: a list of
+        (B, T, D), prefix tokens first; with `upto` (0-based), blocks 0 to `upto` only (the later
+        ones are not run). The fast attention path: no maps are built."""
+        last = len(self.blocks) - 1 if upto is None else upto
+        if not 0 <= last < len(self.blocks):
+            raise ValueError(f"layer index must be from 0 to {len(self.blocks) - 1}, got {upto}")
+        x, _ = self.embed(images)
+        states = []
+        for block in self.blocks[: last + 1]:
+            x, _ = block(x)
+            states.append(x)
+        return states
+
     def forward_head(self, x: Tensor) -> Tensor:
         """Normed tokens (B, T, D) -> logits (B, classes), or pooled features (B, D) without a
         head. A distilled model averages its two heads, as DeiT (and timm) do at inference."""

@@ -11,6 +11,7 @@ The hooks act only on the calling thread's forward passes, so a server can run t
 that other requests use at the same time.
 - `head_importance` (and `head_importance_steps`, one pass at a time): each head's effect on
   the predicted class, switched off one at a time.
+- `logit_lens`: what the classifier would answer after each block (docs/analysis.md).
 """
 
 from __future__ import annotations
@@ -36,20 +37,22 @@ def _check_layer(model: VisionTransformer, layer: int) -> None:
 def token_norms(model: VisionTransformer, images: Tensor, layer: int) -> Tensor:
     """(B, T) L2 norms of the tokens leaving block `layer` (0-based), prefix tokens first."""
     _check_layer(model, layer)
-    captured: list[Tensor] = []
-    me = threading.get_ident()  # a server shares one model between requests: read only this thread's pass
+    with torch.inference_mode():
+        return model.hidden_states(images, upto=layer)[layer].float().norm(dim=-1)  # (B, T, D) -> (B, T)
 
-    def keep(_module, _args, out) -> None:
-        if threading.get_ident() == me:
-            captured.append(out[0].detach())
 
-    hook = model.blocks[layer].register_forward_hook(keep)
-    try:
-        with torch.inference_mode():
-            model(images)
-    finally:
-        hook.remove()
-    return captured[0].float().norm(dim=-1)  # (B, T, D) -> (B, T)
+def logit_lens(model: VisionTransformer, images: Tensor) -> Tensor:
+    """(B, L, classes) class probabilities read after every block: the tokens leaving block l
+    go through the model's own final norm and classifier head (`forward_head`: the CLS token,
+    or the mean patch token of a GAP model), then a softmax. The "logit lens" (nostalgebraist
+    2020, for GPT-2; ViT-Prisma's demos for ViTs). Only the last block's reading was trained:
+    the others show what the head would answer, not what the model computed for them. The last
+    entry is the model's own prediction. Raises ValueError for a model without a classifier."""
+    if model.config.num_classes < 1:
+        raise ValueError("this model has no classifier head, so there is no class to read after each layer")
+    with torch.inference_mode():
+        states = model.hidden_states(images)
+        return torch.stack([model.forward_head(model.norm(x)).float().softmax(-1) for x in states], dim=1)
 
 
 @contextmanager
