@@ -113,3 +113,10 @@ def work_seconds(flops: float) -> float:
 def gpu_seconds(work_s: float) -> int:
     """The whole seconds a GPU call asks for: its work plus the fixed cost of a call."""
     return int(math.ceil(FIXED_GPU_S + work_s))
+
+
+def svd_flops(rows: int, columns: int) -> float:
+    """Estimated floating-point operations of a thin SVD of a (rows, columns) matrix: about
+    4·m·n·min(m, n) for its bidiagonalisation (Golub & Van Loan, Matrix Computations, 5.4.8),
+    which dominates."""
+    return 4.0 * rows * columns * min(rows, columns)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib import colormaps, get_data_path
-from matplotlib.colors import Normalize, TwoSlopeNorm
+from matplotlib.colors import LinearSegmentedColormap, Normalize, TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 from PIL import Image, ImageDraw, ImageFont
 
@@ -51,6 +51,12 @@ GIF_MAP_COLOURS = 128  # of a GIF frame's 256 palette entries, those kept for th
 # smaller. A picture's text size is its MapStyle's `text_px`, set for the drawing by `text_size`.
 TEXT_PX = 13
 PRESENT_TEXT_PX = 20
+# The PCA picture's legend: one colour bar per channel, from black (the component's smallest
+# projection) to the pure channel colour (its largest), registered once with matplotlib.
+CHANNELS = {"R": "pca_red", "G": "pca_green", "B": "pca_blue"}
+for _name, _top in zip(CHANNELS.values(), ((1, 0, 0), (0, 1, 0), (0, 0, 1)), strict=True):
+    if _name not in colormaps:
+        colormaps.register(LinearSegmentedColormap.from_list(_name, [(0, 0, 0), _top]))
 CHART_PT = 9  # the smallest text on a matplotlib chart: 9 pt at 100 dpi is 12.5 px
 _TEXT_PX: ContextVar[int] = ContextVar("text_px", default=TEXT_PX)
 
@@ -965,3 +971,74 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
     note = f"{left if has_prefix else ''} {shown}".strip()
     title = "CLS attention of the probe image, last layer"
     return _titled(title, mosaic(rows, labels, cols), note=_row_scale_note(style, note))
+
+
+PCA_TILE_PX = 192  # the longer side of each image's tiles in the PCA picture, at most
+PCA_WIDTH = 1192  # the picture's widest: the "More views" accordion's width (views.DISPLAY_WIDTH)
+
+
+def pca_picture(
+    photos: Sequence[np.ndarray],
+    colours: Sequence[np.ndarray],
+    keep: Sequence[np.ndarray],
+    names: Sequence[str],
+    legend: Sequence[str],
+    title: str,
+    note: str,
+    text_px: int = TEXT_PX,
+) -> Image.Image:
+    """Patch features in colour (DINOv2 Fig. 1): per image a column of its photo, (h, w, 3)
+    uint8 already the size of its grid's whole cells, above its (gh, gw, 3) colours in [0, 1]
+    (R, G, B = components 1, 2, 3, upsampled as honest patch blocks), the patches outside its
+    (gh, gw) `keep` mask drawn as the photo in a light tint (no colour value). Under the
+    tiles, one colour bar per channel (black to its pure colour, 0 to 1) labelled `legend`."""
+    with text_size(text_px):
+        tiles = []
+        for photo, colour, kept in zip(photos, colours, keep, strict=True):
+            blocks = (np.clip(colour, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)  # (gh, gw, 3)
+            cell = photo.shape[0] // colour.shape[0], photo.shape[1] // colour.shape[1]
+            big = np.repeat(np.repeat(blocks, cell[0], axis=0), cell[1], axis=1)  # (h, w, 3), one block a patch
+            tiles.append((photo, dim_outside(big, kept, photo, "gray")))
+        grid = mosaic([[p for p, _ in tiles], [c for _, c in tiles]], ["image", "PCA"], list(names))
+        across = grid.width >= 3 * 320  # the three bars side by side where they fit, else one under another
+        width = (grid.width - 2 * GAP) // 3 if across else max(grid.width, 320)
+        bars = [colour_bar(cmap, 0.0, 1.0, text, width) for cmap, text in zip(CHANNELS.values(), legend, strict=False)]
+        footer = [mosaic([[np.asarray(bar) for bar in bars]])] if across else bars
+        return _titled(title, grid, footer, note)
+
+
+LOGIT_LENS_CMAP = "viridis"  # perceptually uniform, dark at 0: an unlikely class fades into the background
+
+
+def logit_lens_chart(
+    probabilities: np.ndarray,
+    classes: Sequence[str],
+    top1: Sequence[str],
+    title: str,
+    note: str,
+    text_px: int = TEXT_PX,
+) -> Image.Image:
+    """What each layer would answer: `probabilities` (K, L) of K classes (rows, `classes`)
+    after each of L layers (columns 1..L) as a heat map from 0 to 1 with its colour bar
+    ("probability, 0 to 1"), each cell's value printed where they fit, and above each column
+    the class that layer ranks first (`top1`, L labels)."""
+    k, layers = probabilities.shape
+    fig = _figure(min(11.9, 3.2 + 0.45 * layers), 1.9 + 0.32 * k + 0.06 * max(map(len, top1)), layout="constrained")
+    ax = fig.add_subplot()
+    shown = ax.imshow(probabilities, vmin=0.0, vmax=1.0, cmap=LOGIT_LENS_CMAP, aspect="auto")
+    ax.set_xticks(range(layers), [str(i + 1) for i in range(layers)], fontsize=CHART_PT)
+    ax.set_yticks(range(k), list(classes), fontsize=CHART_PT)
+    ax.set_xlabel("layer (1 = first block; the last is the model's prediction)", fontsize=CHART_PT)
+    ax.set_ylabel("the last layer's top classes", fontsize=CHART_PT)
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(range(layers), list(top1), rotation=60, ha="left", fontsize=CHART_PT)
+    top.set_xlabel("top-1 class read after each layer", fontsize=CHART_PT)
+    if k * layers <= 150 and layers <= 16:  # the values themselves, where a cell is wide enough
+        for (row, col), p in np.ndenumerate(probabilities):
+            colour = "black" if p > 0.6 else "white"  # viridis is light at the top
+            ax.text(col, row, f"{p:.2f}", ha="center", va="center", fontsize=CHART_PT, color=colour)
+    bar = fig.colorbar(shown, ax=ax, fraction=0.05, pad=0.02)
+    bar.set_label("probability, 0 to 1", fontsize=CHART_PT)
+    bar.ax.tick_params(labelsize=CHART_PT)
+    with text_size(text_px):
+        return _titled(title, _figure_to_image(fig), note=note)

@@ -7,19 +7,22 @@ tensors are; people see 1-based numbers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
 from PIL import Image
 
 from vit import VisionTransformer
-from vit.analysis import Query, top_mass_mask
+from vit.analysis import PatchPca, Query, grid_border, patch_pca, top_mass_mask
+from vit.probes import logit_lens
 from vit.relevance import class_relevance
 
 from . import render
 from .catalog import LoadedModel
-from .compute import pass_seconds, to_model
+from .compute import pass_seconds, svd_flops, to_model, work_seconds
 from .explain import Explanation
 from .render import MapStyle
 
@@ -43,6 +46,8 @@ DISPLAY_WIDTH = {
     "relevance": 1192,
     "distance": 1192,
     "similarity": 1192,
+    "pca": 1192,
+    "logit_lens": 1192,
     "curves": 600,  # the Train tab shows the curves and the probe strip side by side
     "probe": 600,
     "compare": 1216,  # the Lessons tab
@@ -427,4 +432,178 @@ def similarity_alt(grid: tuple[int, int], model: str) -> str:
     return (
         f"Cosine similarity of the position embeddings: {gh} × {gw} tiles (rows × columns), tile (i, j) comparing "
         f"slot (i, j) with every slot, from −1 to 1; model: {model}."
+    )
+
+
+# -- what each layer holds: patch features in colour (PCA) and the logit lens (docs/analysis.md) --
+
+
+@dataclass(frozen=True)
+class LayerPca:
+    """`patch_features`' result: the PCA of the patches of every image, and each image's grid."""
+
+    pca: PatchPca  # on the CPU; rows: the images' patches one image after another, row-major
+    grids: tuple[tuple[int, int], ...]
+
+
+def patch_features(
+    loaded: LoadedModel, tensors: Sequence[torch.Tensor], layer: int, remove_background: bool
+) -> LayerPca:
+    """Task (explorer/compute.py): the patch tokens leaving block `layer` (0-based) for each of
+    `tensors` (1, 3, H, W), prefix tokens left out, and one `patch_pca` fitted on all of them."""
+    model = loaded.model
+    patches, borders, grids = [], [], []
+    with torch.inference_mode():
+        for tensor in tensors:
+            tokens = model.hidden_states(to_model(model, tensor), upto=layer)[layer]  # (1, T, D)
+            patches.append(tokens[0, model.prefix_tokens :].float())  # (N, D), row-major over the grid
+            grids.append(model.patch_grid(*tensor.shape[-2:]))
+            borders.append(grid_border(grids[-1]).to(tokens.device))
+        pca = patch_pca(torch.cat(patches), torch.cat(borders), remove_background)
+    on_cpu = {f.name: getattr(pca, f.name) for f in fields(pca)}
+    on_cpu = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in on_cpu.items()}
+    return LayerPca(PatchPca(**on_cpu), tuple(grids))
+
+
+def patch_features_cost(loaded: LoadedModel, tensors: Sequence[torch.Tensor], layer: int, *_: object) -> float:
+    """GPU seconds of `patch_features`: each image's pass up to block `layer`, and two SVDs of
+    all the patches (M rows of D features)."""
+    model = loaded.model
+    passes = sum(pass_seconds(model, t.shape[-2:]) for t in tensors) * (layer + 1) / model.config.depth
+    rows = sum(math.prod(model.patch_grid(*t.shape[-2:])) for t in tensors)
+    return passes + 2 * work_seconds(svd_flops(rows, model.config.dim))
+
+
+def layer_predictions(loaded: LoadedModel, tensor: torch.Tensor) -> torch.Tensor:
+    """Task (explorer/compute.py): (layers, classes) class probabilities read after every block
+    of one image (1, 3, H, W): `vit.probes.logit_lens`."""
+    return logit_lens(loaded.model, to_model(loaded.model, tensor))[0].cpu()
+
+
+def layer_predictions_cost(loaded: LoadedModel, tensor: torch.Tensor) -> float:
+    """GPU seconds of `layer_predictions`: one forward pass and the head after every block."""
+    c = loaded.model.config
+    return pass_seconds(loaded.model, tensor.shape[-2:]) + work_seconds(c.depth * 2 * c.dim * c.num_classes)
+
+
+def pca_legend(pca: PatchPca) -> list[str]:
+    """The label of each channel's colour bar: its component, its share of the variance, its units."""
+    return [
+        f"{channel} = colour component {i + 1} ({float(share):.0%} of the kept patches' variance): projection, "
+        f"min-max scaled (0 = its smallest, {render.number(float(low))}; 1 = its largest, {render.number(float(high))})"
+        for i, (channel, share, (low, high)) in enumerate(zip("RGB", pca.explained, pca.ranges.tolist(), strict=False))
+    ]
+
+
+def describe_pca(pca: PatchPca, images: int, prefix_names: Sequence[str]) -> str:
+    """The PCA picture's note: how the background was removed (the threshold, its sign), what is left out."""
+    patches, kept = len(pca.foreground), int(pca.foreground.sum())
+    if pca.removed:
+        turned = "it was flipped to do so" if pca.flipped else "it already did"
+        how = (
+            f"Background removed as in DINOv2 (Oquab et al. 2023, Fig. 1): a first PCA over all {patches} patches; "
+            f"its component 1 ({pca.first_explained:.0%} of their variance) is thresholded at 0 (the patches' "
+            f"mean) and the {kept} patches above 0 are kept. Its sign is chosen so that the border patches of the "
+            f"images, where background usually is, score below 0 on average ({turned}). A second PCA over the kept "
+            f"patches gives the colours; the other patches show the photo in {render.dim_tint('gray')}, no colour "
+            "value."
+        )
+    else:
+        how = f"No background removed: one PCA over all {patches} patches gives the colours."
+    parts = [how]
+    if images > 1:
+        parts.append(f"One PCA for all {images} images, so the same colour means the same direction in every image.")
+    if prefix_names:
+        parts.append(f"Prefix tokens ({_prefix_names(prefix_names)}) have no place on the grid and are left out.")
+    parts.append("PCA signs: each component's largest entry is positive (as scikit-learn's PCA).")
+    return " ".join(parts)
+
+
+def _prefix_names(names: Sequence[str]) -> str:
+    return ", ".join(render.short_token_name(n) for n in names)
+
+
+def pca_view(
+    pixels: Sequence[np.ndarray],
+    names: Sequence[str],
+    computed: LayerPca,
+    layer: int,
+    depth: int,
+    prefix_names: Sequence[str] = (),
+    text_px: int = render.TEXT_PX,
+) -> Image.Image:
+    """Patch features of `layer` (1-based) in colour, one column per image (`pixels`, the model
+    inputs (H, W, 3), named `names`), with its RGB legend and note (describe_pca)."""
+    pca, tile = computed.pca, max(48, min(render.PCA_TILE_PX, (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - render.GAP))
+    photos, colours, keep, start = [], [], [], 0
+    for image, grid in zip(pixels, computed.grids, strict=True):
+        n = grid[0] * grid[1]
+        photos.append(render.fit_to_grid(image, grid, tile))
+        colours.append(pca.rgb[start : start + n].reshape(*grid, 3).numpy())  # (N, 3) -> (gh, gw, 3) row-major
+        keep.append(pca.foreground[start : start + n].reshape(grid).numpy())
+        start += n
+    title = (
+        f"Patch tokens of layer {layer} of {depth} in colour: their first three principal components as R, G, B "
+        f"({', '.join(f'{float(s):.0%}' for s in pca.explained)} of the variance)"
+    )
+    note = describe_pca(pca, len(pixels), prefix_names)
+    return render.pca_picture(photos, colours, keep, names, pca_legend(pca), title, note, text_px)
+
+
+LENS_TOP = 5  # classes shown by the logit lens: the last layer's top 5
+LENS_CAVEAT = (
+    "Intermediate layers were never trained to be read this way: only the last layer's reading is the model's "
+    "prediction. An earlier reading is what the classifier makes of an unfinished representation, not what the "
+    "model 'thought' at that layer."
+)
+
+
+def logit_lens_view(
+    probabilities: np.ndarray, class_names: Sequence[str], text_px: int = render.TEXT_PX
+) -> Image.Image:
+    """What each layer would answer (`layer_predictions`' (layers, classes) probabilities): the
+    last layer's top LENS_TOP classes at every layer, and each layer's own top class."""
+    layers, classes = probabilities.shape
+    top = np.argsort(-probabilities[-1], kind="stable")[: min(LENS_TOP, classes)]
+    names = [_class_name(class_names, i) for i in top]
+    top1 = [_class_name(class_names, i) for i in probabilities.argmax(axis=1)]
+    title = (
+        "What each layer would answer (logit lens): the token the classifier reads, taken after each block and "
+        "passed through the model's final norm and classifier head"
+    )
+    note = (
+        f"{LENS_CAVEAT} Rows: the last layer's top {len(top)} classes, their probability after every layer; the other "
+        f"{classes - len(top)} classes' share is left out (printed on top: each layer's own top class)."
+    )
+    return render.logit_lens_chart(probabilities[:, top].T, names, top1, title, note, text_px)
+
+
+def _class_name(class_names: Sequence[str], index: int) -> str:
+    return class_names[index] if index < len(class_names) else f"class {index}"
+
+
+def pca_alt(names: Sequence[str], computed: LayerPca, layer: int, depth: int, model: str) -> str:
+    """The PCA picture."""
+    background = (
+        "background patches (component 1 of a first PCA below 0) shown as the pale photo"
+        if computed.pca.removed
+        else "no background removed"
+    )
+    return (
+        f"Patch tokens of layer {layer} of {depth} in colour for {len(names)} image(s) ({', '.join(names)}): one PCA "
+        f"over all their patches, components 1, 2, 3 as red, green and blue, each min-max scaled, {background}; "
+        f"under each image's photo; model: {model}."
+    )
+
+
+def logit_lens_alt(probabilities: np.ndarray, class_names: Sequence[str], model: str) -> str:
+    """The logit lens chart: every layer's top class in words."""
+    read = ", ".join(
+        f"layer {i + 1}: {_class_name(class_names, int(row.argmax()))} {float(row.max()):.2f}"
+        for i, row in enumerate(probabilities)
+    )
+    return (
+        f"Heat map of the probability, 0 to 1, of the last layer's top {min(LENS_TOP, probabilities.shape[1])} classes "
+        f"read after each of the {len(probabilities)} layers (logit lens; intermediate layers were never trained to "
+        f"be read this way). Top class per layer: {read}; model: {model}."
     )

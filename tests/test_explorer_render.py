@@ -516,3 +516,40 @@ def test_a_long_runs_probe_strip_has_a_bounded_height_and_says_which_epochs_it_s
     assert render.probe_shown(5, 3) == [0, 1, 2, 3, 4]  # a short run: every epoch
     assert render.probe_shown(101, 12) == [round(i * 100 / 11) for i in range(12)]  # two rows per reading
     assert render.probe_epochs([0, 100, 200]) == "before training and after epochs 100 and 200"
+
+
+def test_pca_picture_paints_each_patch_its_colour_dims_the_background_and_has_one_bar_per_channel():
+    colours = np.zeros((2, 3, 3))
+    colours[0, 0] = (1.0, 0.0, 0.0)  # patch (1, 1): pure red = component 1 at its largest
+    colours[1, 2] = (0.0, 1.0, 0.5)
+    keep = np.ones((2, 3), bool)
+    keep[0, 2] = False  # background: no colour value, the photo in a light tint
+    photo = np.full((20, 30, 3), 90, np.uint8)  # cells of 10 x 10 px
+    legend = [f"{c} = component {i + 1}: projection, min-max scaled" for i, c in enumerate("RGB")]
+    out = render.pca_picture([photo], [colours], [keep], ["this image"], legend, "title", "note")
+    pixels = np.asarray(out)
+    (top, left), *_ = np.argwhere((pixels == (255, 0, 0)).all(-1))  # the red block, first pixel
+    block = pixels[top : top + 20, left : left + 30]  # the PCA tile: 2 x 3 cells of 10 px
+    assert (block[:10, :10] == (255, 0, 0)).all() and (block[10:, 20:] == (0, 255, 128)).all()
+    dimmed = block[:10, 20:].reshape(-1, 3)
+    assert len(np.unique(dimmed, axis=0)) == 1 and tuple(dimmed[0]) not in {(0, 0, 0), (90, 90, 90)}
+    for cmap in render.CHANNELS.values():  # black to the pure channel colour, 0 to 1
+        assert gradient_runs(out, cmap)
+
+
+def test_logit_lens_chart_carries_a_probability_bar_and_grows_with_the_layers():
+    probs = np.linspace(0, 1, 5 * 6).reshape(5, 6)
+    small = render.logit_lens_chart(probs, list("abcde"), ["a"] * 6, "title", "note")
+    large = render.logit_lens_chart(np.repeat(probs, 4, axis=1), list("abcde"), ["a"] * 24, "title", "note")
+    assert small.width < large.width <= 1192
+    # The colour bar, 0 to 1: matplotlib resamples it, so its pixels are read by their nearest colormap colour.
+    colours = colormaps[render.LOGIT_LENS_CMAP](np.arange(256), bytes=True)[:, :3].astype(float)
+    right = np.asarray(small)[:, -small.width // 6 :].astype(float)  # (H, w, 3): the bar is right of the map
+    distance = np.linalg.norm(right[:, :, None] - colours[None, None], axis=-1)  # (H, w, 256)
+    on_map = distance.min(axis=-1) < 3
+
+    def climbs(column: int) -> bool:  # from the bottom colour (0) up to the top colour (1), never down
+        levels = distance[on_map[:, column], column].argmin(axis=-1)[::-1]  # bottom to top
+        return len(levels) > 200 and levels[0] < 3 and levels[-1] > 252 and bool((np.diff(levels) >= 0).all())
+
+    assert any(climbs(column) for column in range(right.shape[1]))

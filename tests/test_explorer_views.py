@@ -15,7 +15,7 @@ from explorer import lessons, render, views
 from explorer.catalog import LoadedModel
 from explorer.explain import Explanation, explain, model_input
 from explorer.render import MapStyle
-from vit.analysis import position_embedding_similarity
+from vit.analysis import grid_border, patch_pca, position_embedding_similarity
 from vit.preprocessing import CIFAR10
 
 
@@ -233,7 +233,15 @@ def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tupl
     ]
     distance = views.distance_chart(ex)
     figure = render.distance_figure(ex.depth, ex.heads, ex.input.pixels.shape[:2])
-    return [*pictures, ("distance", distance, chart_text_px(figure))]
+    loaded = LoadedModel("m", "m", model, vit.ModelMeta([f"c{i}" for i in range(10)], vit.Preprocessing(224, 224)))
+    pca = views.patch_features(loaded, [ex.input.tensor] * 7, ex.depth - 1, True)  # the app's most: 7 images
+    lens = views.layer_predictions(loaded, ex.input.tensor).numpy()
+    return [
+        *pictures,
+        ("distance", distance, chart_text_px(figure)),
+        ("pca", views.pca_view([ex.input.pixels] * 7, ["this image"] * 7, pca, ex.depth, ex.depth, ("cls",)), text),
+        ("logit_lens", views.logit_lens_view(lens, loaded.meta.class_names), render.CHART_PT * 100 / 72),
+    ]
 
 
 @pytest.mark.parametrize("layout", ["nano: 4 heads, 8 × 8 patches", "12 heads, 14 × 14 patches"])
@@ -301,3 +309,60 @@ def test_the_relevance_picture_is_titled_by_its_class_not_by_a_query(monkeypatch
     views.relevance(model, [f"c{i}" for i in range(10)], ex, 3, MapStyle())
     assert titles == ["relevance for the chosen class 'c3' (Chefer et al. 2021)"]
     assert "query" not in views.relevance_alt(ex, "c3", "weights", 0.6, "m")
+
+
+def nano_loaded(seed: int = 0) -> LoadedModel:
+    torch.manual_seed(seed)
+    model = vit.create_model("vit_cifar_nano").eval()
+    return LoadedModel("nano", "nano", model, vit.ModelMeta([f"c{i}" for i in range(10)], CIFAR10))
+
+
+def test_patch_features_fit_one_pca_on_all_images_and_the_picture_shows_each_images_rows():
+    loaded, g = nano_loaded(), torch.Generator().manual_seed(4)
+    one, other = torch.randn(1, 3, 32, 32, generator=g), torch.randn(1, 3, 32, 40, generator=g)
+    computed = views.patch_features(loaded, [one, other, one], 2, True)
+    assert computed.grids == ((8, 8), (8, 10), (8, 8)) and computed.pca.rgb.shape == (64 + 80 + 64, 3)
+    assert torch.equal(computed.pca.rgb[:64], computed.pca.rgb[144:])  # one PCA: the same patches, the same colours
+    with torch.inference_mode():
+        tokens = [loaded.model.hidden_states(t, upto=2)[2][0, 1:] for t in (one, other, one)]  # block 3, patches
+    borders = torch.cat([grid_border(grid) for grid in computed.grids])
+    expected = patch_pca(torch.cat(tokens), borders)
+    torch.testing.assert_close(computed.pca.rgb, expected.rgb, atol=0, rtol=0)  # the same arithmetic, here
+    pixels = [
+        np.full((32, 32, 3), 80, np.uint8),
+        np.full((32, 40, 3), 80, np.uint8),
+        np.full((32, 32, 3), 80, np.uint8),
+    ]
+    picture = views.pca_view(pixels, ["this image", "b", "c"], computed, 3, 6, ("cls",))
+    drawn = np.asarray(picture)
+    for i, colour in enumerate(computed.pca.rgb[computed.pca.foreground][:5]):
+        assert (drawn == (colour.numpy() * 255 + 0.5).astype(np.uint8)).all(-1).any(), i  # each patch colour drawn
+    note = views.describe_pca(computed.pca, 3, ("cls",))
+    assert "thresholded at 0" in note and "border patches" in note and "One PCA for all 3 images" in note
+    assert "(CLS) have no place on the grid" in note
+    alt = views.pca_alt(["this image", "b", "c"], computed, 3, 6, "nano")
+    assert "layer 3 of 6" in alt and "red, green and blue" in alt
+    kept = views.patch_features(loaded, [one], 2, False)
+    assert not kept.pca.removed and "No background removed" in views.describe_pca(kept.pca, 1, ())
+
+
+def test_the_logit_lens_view_shows_the_last_layers_top_classes_and_says_it_was_never_trained_so():
+    loaded = nano_loaded(5)
+    tensor = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(6))
+    lens = views.layer_predictions(loaded, tensor)
+    with torch.inference_mode():
+        final = loaded.model(tensor).softmax(-1)[0]
+    assert lens.shape == (6, 10)
+    torch.testing.assert_close(lens[-1], final, atol=rounding_tolerance(torch.float32, 128, 1.0, 26), rtol=0)
+    alt = views.logit_lens_alt(lens.numpy(), loaded.meta.class_names, "nano")
+    assert f"layer 6: c{int(final.argmax())}" in alt and "never trained" in alt
+    picture = views.logit_lens_view(lens.numpy(), loaded.meta.class_names)
+    assert picture.width <= views.DISPLAY_WIDTH["logit_lens"] and picture.height > 200
+    assert "never trained" in views.LENS_CAVEAT
+
+
+def test_the_new_tasks_cost_more_for_more_images_and_deeper_layers():
+    loaded, x = nano_loaded(), torch.zeros(1, 3, 32, 32)
+    shallow, deep = views.patch_features_cost(loaded, [x], 0, True), views.patch_features_cost(loaded, [x], 5, True)
+    assert 0 < shallow < deep < views.patch_features_cost(loaded, [x, x], 5, True)
+    assert views.layer_predictions_cost(loaded, x) > views.pass_seconds(loaded.model, (32, 32))
