@@ -43,7 +43,10 @@ VIEWS = (
     "layer",
     "weights",
     60,
-)  # /analyze after image, model, mode
+    6,
+    False,
+    True,
+)  # /analyze after image, model, mode (the last three: the PCA tab's layer, examples, background)
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")
 
 

@@ -22,6 +22,9 @@ VIEW_DEFAULTS = {
     "scale": "layer",
     "show": "weights",
     "keep_percent": 60,
+    "pca_layer": 6,
+    "pca_examples": False,
+    "pca_background": True,
 }
 
 
@@ -44,6 +47,9 @@ def analyze(client, path, mode: str = "crop", model: str = "bundled", **settings
         d["scale"],
         d["show"],
         d["keep_percent"],
+        d["pca_layer"],
+        d["pca_examples"],
+        d["pca_background"],
         api_name="/analyze",
     )
 

@@ -31,7 +31,7 @@ def pixels(picture) -> np.ndarray:
 def test_every_view_has_an_api_name(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     expected = {"analyze", "heads", "restyle", "rollout", "query_patch", "reset_query", "export_png", "export_gif"}
-    expected |= {"query_token", "relevance", "overview", "distance", "similarity"}
+    expected |= {"query_token", "relevance", "overview", "distance", "similarity", "patch_pca", "logit_lens"}
     expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
     expected |= {"lesson_norms_models", "lesson_heads_model"}  # the lessons' controls follow their models
     train = {"train_start", "train_status", "train_stop", "train_open_in_explore"}
@@ -42,13 +42,28 @@ def test_every_view_has_an_api_name(client):
 
 def test_one_upload_drives_every_view(client):
     outputs = analyze(client, CHEETAH)
-    input_view, numbers, label, layer, heads, overview, rollout, distance, token, relevance, caption, export = outputs
+    (
+        input_view,
+        numbers,
+        label,
+        layer,
+        heads,
+        overview,
+        rollout,
+        distance,
+        pca,
+        lens,
+        token,
+        relevance,
+        caption,
+        export,
+    ) = outputs
     assert "grid **8 rows × 8 columns**" in numbers and "**65 tokens**" in numbers and "256 × 256" in numbers
     assert len(label["confidences"]) == 3 and label["label"] == label["confidences"][0]["label"]
     assert layer["maximum"] == 6
     assert pixels(input_view).shape == (384, 384, 3)  # 32 px input x 12
     assert pixels(heads).shape[1] > 4 * 128  # four head tiles side by side (sized to fit the 546-px column)
-    assert overview is rollout is distance is None  # in the closed "More views": drawn when asked for
+    assert overview is rollout is distance is pca is lens is None  # in the closed "More views": drawn when asked for
     more = ("mean", 0.0, *STYLE)  # head fusion, discard ratio and the style controls
     assert pixels(client.predict(*more, api_name="/overview")).shape[0] > 6 * 64  # six layer rows
     rollout = client.predict(*more, api_name="/rollout")
@@ -98,6 +113,21 @@ def test_query_token_and_relevance_through_the_api(client):
     assert token == "cls" and np.array_equal(pixels(heads_again), pixels(heads_cls))
     relevance = client.predict("cat", *STYLE, api_name="/relevance")
     assert Path(file_of(relevance)).name == "cheetah1-tiny_relevance_cat.png" and pixels(relevance).shape[1] == 320
+
+
+def test_patch_features_in_colour_and_the_logit_lens_through_the_api(client):
+    analyze(client, CHEETAH)
+    info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    names = [p["parameter_name"] for p in info["/patch_pca"]["parameters"]]
+    assert names == ["pca_layer", "pca_examples", "pca_background"]  # named as the handler names them
+    alone = client.predict(3, False, True, api_name="/patch_pca")
+    together = client.predict(3, True, True, api_name="/patch_pca")
+    assert pixels(together).shape[1] > pixels(alone).shape[1]  # a column for each of the six animal examples
+    assert "layer 3 of 6" in alone["alt_text"] and "bird, cat, deer, dog, frog, horse" in together["alt_text"]
+    lens = client.predict("mean", 0.0, *STYLE, api_name="/logit_lens")
+    assert "never trained" in lens["alt_text"] and pixels(lens).std() > 10
+    with pytest.raises(AppError, match=re.escape("layer must be a whole number from 1 to 6, got 9")):
+        client.predict(9, False, True, api_name="/patch_pca")
 
 
 def test_exports_png_of_the_grid_and_gif_through_the_layers(client):
@@ -185,7 +215,7 @@ def test_nan_is_refused_with_the_allowed_range(server, position, name):
     with open(CHEETAH, "rb") as f:
         uploaded = httpx.post(f"{server}gradio_api/upload", files={"files": f}, timeout=30).json()[0]
     image = {"path": uploaded, "orig_name": "cheetah1.jpg", "meta": {"_type": "gradio.FileData"}}
-    data = [image, "bundled", "crop", 6, "mean", 0.0, *STYLE, "weights", 60]
+    data = [image, "bundled", "crop", 6, "mean", 0.0, *STYLE, "weights", 60, 6, False, True]
     data[position] = float("nan")
     body = json.dumps({"data": data})  # Python writes NaN, as a careless client would
     base = f"{server}gradio_api/call/analyze"

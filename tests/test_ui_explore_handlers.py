@@ -453,3 +453,36 @@ def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda _: shown.is_new("d", "/up/z.png"), range(8)))
     assert sorted(answers) == [False] * 7 + [True]
+
+
+def test_the_pca_tab_draws_the_chosen_layer_alone_or_with_the_six_animal_examples(tab, explanation_key):
+    view, catalog = tab
+    more = ("mean", 0.0, *STYLE, "weights", 60.0)
+    alone = h.show_more(view, catalog, "pca", explanation_key, BUNDLED, *more, 2, False, True)[view.pca]
+    assert "layer 2 of 6" in alone.alt_text and "1 image(s) (this image)" in alone.alt_text
+    together = h.show_pca(view, catalog, explanation_key, 6, True, True)[view.pca]
+    assert "7 image(s) (this image, bird, cat, deer, dog, frog, horse)" in together.alt_text
+    assert Image.open(opened(together)).width > Image.open(opened(alone)).width  # a column per image
+    kept = h.show_pca(view, catalog, explanation_key, 6, False, False)[view.pca]
+    assert "no background removed" in kept.alt_text
+    with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):
+        h.show_pca(view, catalog, explanation_key, 7, False, True)
+    with pytest.raises(gr.Error, match="with the examples must be true or false, got 'yes'"):
+        h.show_pca(view, catalog, explanation_key, 6, "yes", True)
+
+
+def test_the_logit_lens_tab_reads_every_layer_and_a_headless_model_gets_a_sentence(tab, explanation_key, tmp_path):
+    view, catalog = tab
+    more = ("mean", 0.0, *STYLE)
+    lens = h.show_more(view, catalog, "logit_lens", explanation_key, BUNDLED, *more)[view.logit_lens]
+    predicted = next(iter(h.require(explanation_key).probabilities))
+    assert f"layer 6: {predicted} " in lens.alt_text and "never trained" in lens.alt_text
+    path = tmp_path / "headless.safetensors"
+    vit.save_checkpoint(vit.create_model("vit_cifar_nano", num_classes=0), path, class_names=[], preprocessing=CIFAR10)
+    headless = ModelCatalog(path, tmp_path / "runs")
+    loaded = headless.get(BUNDLED)
+    key = ("grey.png", BUNDLED, id(loaded.model), "crop")
+    h.STORE.get(key, lambda: explain(loaded.model, [], loaded.preprocessing, Image.new("RGB", (32, 32), (90,) * 3)))
+    with pytest.warns(UserWarning, match="no classifier head .* no classes to read after each layer"):
+        out = h.show_more(view, headless, "logit_lens", key, BUNDLED, *more)
+    assert out[view.logit_lens] is None

@@ -170,6 +170,18 @@ def test_relevance_and_the_lessons_tasks_on_zerogpu_are_the_cpus(fake, loaded, p
     assert fake.calls[-1].name == "gpu_head_ranking_steps"
 
 
+def test_the_patch_pca_and_the_logit_lens_on_zerogpu_are_the_cpus(fake, loaded, picture):
+    tensor = explain.model_input(picture, loaded.preprocessing, loaded.model.config.patch_size, "crop").tensor
+    other = torch.flip(tensor, dims=[-1])
+    assert_same(
+        zerogpu.PATCH_PCA(loaded, [tensor, other], 3, True), views.patch_features(loaded, [tensor, other], 3, True)
+    )
+    assert_same(zerogpu.LOGIT_LENS(loaded, tensor), views.layer_predictions(loaded, tensor))
+    assert [c.name for c in fake.calls] == ["gpu_patch_features", "gpu_layer_predictions"]
+    assert [c.outcome for c in fake.calls] == ["ok", "ok"]
+    assert fake.calls[0].requested == zerogpu.PATCH_PCA.seconds(loaded, [tensor, other], 3, True)
+
+
 @pytest.fixture
 def lesson(catalog):
     """The Lessons tab's view and an uploaded lesson image (the cat)."""

@@ -52,3 +52,10 @@ def one_of(name: str, value: object, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise visitor_error(f"unknown {name} {shown(value)}; choose one of {', '.join(map(repr, allowed))}")
     return str(value)
+
+
+def yes_no(name: str, value: object) -> bool:
+    """`value`, if it is a checkbox's true or false."""
+    if not isinstance(value, bool):
+        raise visitor_error(f"{name} must be true or false, got {shown(value)}")
+    return value

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -20,11 +19,12 @@ from . import explore_handlers as h
 from .binding import ComponentView, bound
 from .pictures import picture
 
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
+EXAMPLES_DIR = h.EXAMPLES_DIR
 EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
 STYLE = ("cmap", "opacity", "upsampling", "display", "scale")  # the controls one MapStyle is built from
 SHOW = ("show", "keep_percent")  # how rollout and relevance are drawn (views.one_map)
+PCA = ("pca_layer", "pca_examples", "pca_background")  # the PCA tab's controls (explore_handlers.PcaChoice)
 SCALE_CHOICES = [
     ("one scale per layer (heads comparable)", "layer"),
     ("each head stretched to its own max", "head"),
@@ -87,6 +87,15 @@ keys, to change it) attends to every patch. Rows, columns, layers and heads coun
 Supervised ViTs spread attention over many patches, including the background, so single-head maps
 look noisy; **rollout** combines all layers into one smoother map.
 """
+LOGIT_LENS_HINT = (
+    "The classifier is read after every layer, not only the last: where does the answer form? "
+    f"**{views.LENS_CAVEAT}** Only for models with a classifier head (not DINO or DINOv2)."
+)
+PCA_HINT = (
+    "Each patch token of the chosen layer as a colour: its first three principal components as red, green and "
+    "blue (DINOv2, Oquab et al. 2023, Fig. 1). With the examples, one PCA is fitted on this image and the six "
+    "animal examples together, so the same part gets the same colour in every image."
+)
 RELEVANCE_HINT = (
     "Press **Explain this class** to draw the map (one forward and one backward pass); "
     "a new image or model clears it until you press it again."
@@ -150,6 +159,11 @@ class ExploreView(ComponentView):
     relevance_class: gr.Dropdown
     relevance_button: gr.Button
     relevance: gr.Image
+    pca_layer: gr.Slider
+    pca_examples: gr.Checkbox
+    pca_background: gr.Checkbox
+    pca: gr.Image
+    logit_lens: gr.Image
     # /query_patch: hidden inputs for API clients
     row: gr.Number
     col: gr.Number
@@ -287,7 +301,10 @@ def _map_display() -> dict[str, Any]:
 
 def _more_views(start: LoadedModel) -> dict[str, Any]:
     more = gr.Accordion(
-        "More views: layers x heads, rollout, distance, position embeddings, relevance", open=False, elem_id="more"
+        "More views: layers x heads, rollout, distance, position embeddings, relevance, patch features (PCA), "
+        "logit lens",
+        open=False,
+        elem_id="more",
     )
     with more:
         display = _map_display()
@@ -326,6 +343,7 @@ def _more_tabs(start: LoadedModel) -> dict[str, Any]:
         relevance = _relevance_view(start)
     return {
         **relevance,
+        **_layer_tabs(start, tabs),
         "more_tabs": tabs,
         "overview": overview,
         "fusion": fusion,
@@ -333,6 +351,36 @@ def _more_tabs(start: LoadedModel) -> dict[str, Any]:
         "rollout": rollout,
         "distance": distance,
         "similarity": similarity,
+    }
+
+
+def _layer_tabs(start: LoadedModel, tabs: dict[str, gr.Tab]) -> dict[str, Any]:
+    """What each layer holds: its patch tokens in colour (PCA) and what its CLS token would answer."""
+    depth = start.model.config.depth
+    with gr.Tab("Patch features (PCA)") as tabs["pca"]:
+        gr.Markdown(PCA_HINT)
+        with gr.Row():
+            pca_layer = h.layer_slider(depth, depth, step=1, label="Layer of the patch tokens (1 = first)", scale=2)
+            pca_examples = gr.Checkbox(False, label="Fit one PCA on this image and the six animal examples")
+            pca_background = gr.Checkbox(True, label="Remove the background (component 1 below 0, as DINOv2)")
+        pca = picture(
+            "**Patch features in colour** (DINOv2, Oquab et al. 2023, Fig. 1)",
+            "The patch tokens of the chosen layer in colour",
+            elem_id="pca",
+        )
+    with gr.Tab("Logit lens") as tabs["logit_lens"]:
+        gr.Markdown(LOGIT_LENS_HINT)
+        logit_lens = picture(
+            "**What each layer would answer** (logit lens)",
+            "The classifier's reading after every layer",
+            elem_id="logit-lens",
+        )
+    return {
+        "pca_layer": pca_layer,
+        "pca_examples": pca_examples,
+        "pca_background": pca_background,
+        "pca": pca,
+        "logit_lens": logit_lens,
     }
 
 
@@ -388,7 +436,9 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     """/analyze on a new image or resize policy; returns its event arguments for reuse."""
     analysis = {
         "fn": bound(h.analyze, view, catalog),
-        "inputs": view.pick("image", "on_screen", "model_key", "mode", "layer", "fusion", "discard", *STYLE, *SHOW),
+        "inputs": view.pick(
+            "image", "on_screen", "model_key", "mode", "layer", "fusion", "discard", *STYLE, *SHOW, *PCA
+        ),
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
         **HEAVY,
     }
@@ -489,10 +539,11 @@ def _wire_play(view: ExploreView) -> None:
 def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
     """The "More views" tabs: a view is drawn when it comes on screen (its tab picked, or the
     accordion opened on it). API clients ask for one by name: /overview, /distance, /similarity
-    (and /rollout, /relevance with their own controls)."""
-    inputs = ("explanation_key", "current_model", "fusion", "discard", *STYLE, *SHOW)
+    (and /rollout, /relevance, /patch_pca with their own controls), /logit_lens."""
+    inputs = ("explanation_key", "current_model", "fusion", "discard", *STYLE, *SHOW, *PCA)
     for name, tab in view.more_tabs.items():
-        api = {"api_name": name} if name in ("overview", "distance", "similarity") else {"api_visibility": "private"}
+        named = ("overview", "distance", "similarity", "logit_lens")
+        api = {"api_name": name} if name in named else {"api_visibility": "private"}
         outputs = view.pick("on_screen", "more_tab", *([name] if name != "relevance" else []))
         tab.select(bound(h.show_more, view, catalog, name), view.pick(*inputs), outputs, **api, **CHEAP)
     view.more.expand(
@@ -503,6 +554,15 @@ def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
         **CHEAP,
     )
     view.more.collapse(bound(h.hide_more, view), None, view.on_screen, api_visibility="private", queue=False)
+    gr.on(
+        [view.pca_layer.input, view.pca_examples.input, view.pca_background.input],
+        bound(h.show_pca, view, catalog),
+        view.pick("explanation_key", *PCA),
+        view.pca,
+        api_name="patch_pca",
+        trigger_mode="always_last",
+        **HEAVY,
+    )
 
 
 def _wire_query(view: ExploreView) -> None:
@@ -566,7 +626,7 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
     switched = view.model_key.change(
         bound(h.load_model, view, catalog),
         view.pick("model_key", "on_screen"),
-        view.pick("current_model", "model_info", "classes", "layer", "similarity", "relevance_class"),
+        view.pick("current_model", "model_info", "classes", "layer", "pca_layer", "similarity", "relevance_class"),
         api_name="load_model",
         show_progress="full",
         **HEAVY,

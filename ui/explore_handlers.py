@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,15 @@ import numpy as np
 
 from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
-from explorer.explain import REQUEST_FACTOR, Explanation, ExplanationStore, ExplanationTooLarge, explain
+from explorer.explain import (
+    REQUEST_FACTOR,
+    Explanation,
+    ExplanationStore,
+    ExplanationTooLarge,
+    ModelInput,
+    explain,
+    model_input,
+)
 from explorer.images import ImageError, check_image, load_image
 from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
@@ -32,7 +41,7 @@ from vit.analysis import Query
 from vit.messages import shown
 
 from . import downloads, zerogpu
-from .checks import number, one_of, visitor_error, whole_number
+from .checks import number, one_of, visitor_error, whole_number, yes_no
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import TEXT as PICTURE_TEXT
 from .pictures import with_alt
@@ -62,6 +71,8 @@ ANALYSIS_OUTPUTS = (
     "overview",
     "rollout",
     "distance",
+    "pca",
+    "logit_lens",
     "query_token",
     "relevance",
     "relevance_map",
@@ -71,10 +82,28 @@ ANALYSIS_OUTPUTS = (
 # The views under "More views", by ExploreView field: each is drawn only while on screen (the
 # accordion open on its tab), when its tab or the accordion opens, so an analysis costs what the
 # visitor sees (a ViT-S's 12 x 6 overview cost more than its forward pass: docs/benchmarks-app.md).
-MORE_VIEWS = ("overview", "rollout", "distance", "similarity", "relevance")
-IMAGE_VIEWS = ("overview", "rollout", "distance")  # those that change with the image
+MORE_VIEWS = ("overview", "rollout", "distance", "similarity", "relevance", "pca", "logit_lens")
+IMAGE_VIEWS = ("overview", "rollout", "distance", "pca", "logit_lens")  # those that change with the image
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
+# The examples one PCA may be fitted on beside the image: the six animal classes of CIFAR-10, whose
+# parts (heads, legs, bodies) a good model's features match across images (DINOv2 Fig. 1).
+PCA_EXAMPLES = ("bird", "cat", "deer", "dog", "frog", "horse")
+NO_LENS = (
+    "This model has no classifier head (a feature extractor such as DINO or DINOv2), so there are no classes to "
+    "read after each layer: the logit lens needs a model with classes, e.g. the bundled model, DeiT or ViT-B/16."
+)
+
+
+@dataclass(frozen=True)
+class PcaChoice:
+    """The PCA tab's controls: the layer (1-based; None: the last), whether the animal examples
+    are fitted with the image, whether the background is removed."""
+
+    layer: object = None
+    examples: bool = False
+    background: bool = True
 
 
 def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: str = "layer") -> MapStyle:
@@ -223,6 +252,39 @@ def distance_picture(ex: Explanation, key: ExplanationKey) -> gr.Image:
     return with_alt(views.distance_chart(ex), views.distance_alt(ex, model_name(key[1])))
 
 
+def pca_inputs(loaded: LoadedModel, ex: Explanation, examples: bool) -> list[tuple[str, ModelInput]]:
+    """The images one PCA is fitted on: the explanation's model input, then (with `examples`)
+    each of PCA_EXAMPLES as the model's own preprocessing gives it."""
+    inputs = [("this image", ex.input)]
+    for name in PCA_EXAMPLES if examples else ():
+        image = load_image(str(EXAMPLES_DIR / f"{name}.jpg"))
+        inputs.append((name, model_input(image, loaded.preprocessing, loaded.model.config.patch_size)))
+    return inputs
+
+
+def pca_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey, choice: PcaChoice) -> gr.Image:
+    """Patch features of the chosen layer in colour (DINOv2 Fig. 1), on the GPU where there is one."""
+    layer = ex.depth if choice.layer is None else check_layer(choice.layer, ex.depth)
+    examples = yes_no("with the examples", choice.examples)
+    background = yes_no("remove the background", choice.background)
+    names, inputs = zip(*pca_inputs(loaded, ex, examples), strict=True)
+    computed = zerogpu.PATCH_PCA(loaded, [i.tensor for i in inputs], layer - 1, background)
+    pixels = [i.pixels for i in inputs]
+    picture = views.pca_view(pixels, names, computed, layer, ex.depth, ex.prefix_names, PICTURE_TEXT.px)
+    return with_alt(picture, views.pca_alt(names, computed, layer, ex.depth, model_name(key[1])))
+
+
+def logit_lens_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey) -> gr.Image | None:
+    """What each layer would answer; for a model without a classifier head, nothing and NO_LENS."""
+    if loaded.model.config.num_classes < 1:
+        gr.Warning(NO_LENS)
+        return None
+    probabilities = zerogpu.LOGIT_LENS(loaded, ex.input.tensor).numpy()
+    names = loaded.meta.class_names
+    alt = views.logit_lens_alt(probabilities, names, model_name(key[1]))
+    return with_alt(views.logit_lens_view(probabilities, names, PICTURE_TEXT.px), alt)
+
+
 def similarity_picture(loaded: LoadedModel) -> gr.Image:
     alt = views.similarity_alt(loaded.model.config.grid, model_name(loaded.key))
     return with_alt(render.position_similarity_tiles(loaded.position_similarity()), alt)
@@ -241,6 +303,7 @@ def full_analysis(
     keep: float = views.KEEP,
     max_request_bytes: int | None = None,
     on_screen: str | None = None,
+    pca: PcaChoice = PcaChoice(),  # noqa: B008 - frozen, never changed
 ) -> dict[str, Any]:
     """Decode an image, run the model once, and draw the views a visitor sees: ANALYSIS_OUTPUTS
     by name (all but export_name, which needs the upload's name); of IMAGE_VIEWS only the one
@@ -272,7 +335,7 @@ def full_analysis(
         "label": ex.probabilities,
         "layer": layer_slider(ex.depth, layer),
         "heads": heads_picture(ex, key, None, layer, style),
-        **image_views(on_screen, ex, key, fusion, discard, style, show, keep),
+        **image_views(on_screen, ex, key, fusion, discard, style, show, keep, loaded=loaded, pca=pca),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
         ),
@@ -307,13 +370,18 @@ def image_views(
     show: str = "weights",
     keep: float = views.KEEP,
     names: tuple[str, ...] = IMAGE_VIEWS,
+    loaded: LoadedModel | None = None,
+    pca: PcaChoice = PcaChoice(),  # noqa: B008 - frozen, never changed
 ) -> dict[str, gr.Image | None]:
     """`names` (of IMAGE_VIEWS) by field: the one `on_screen` drawn with its alt text, the others
-    None (so no picture of an earlier image or style is left in a closed tab; opening it draws it)."""
+    None (so no picture of an earlier image or style is left in a closed tab; opening it draws it).
+    The PCA and the logit lens run the model (`loaded`, the explanation's) once more."""
     draw = {
         "overview": lambda: overview_picture(ex, key, style),
         "rollout": lambda: rollout_picture(ex, key, fusion, discard, style, show, keep),
         "distance": lambda: distance_picture(ex, key),
+        "pca": lambda: pca_picture(loaded, ex, key, pca),
+        "logit_lens": lambda: logit_lens_picture(loaded, ex, key),
     }
     return {name: draw[name]() if name == on_screen else None for name in names}
 
@@ -335,9 +403,13 @@ def analyze(
     scale: str,
     show: str = "weights",
     keep_percent: float = 100 * views.KEEP,
+    pca_layer: float | None = None,
+    pca_examples: bool = False,
+    pca_background: bool = True,
 ) -> dict:
     """Analyse an uploaded image with the chosen model and draw the views on screen; with no
-    image (removed with its ×), clear every output that described the last one."""
+    image (removed with its ×), clear every output that described the last one. `pca_layer`
+    (1-based; None: the last), `pca_examples` and `pca_background` are the PCA tab's controls."""
     if image is None:
         return view.update(**cleared(load_or_error(catalog, model_key).model.config.prefix_names))
     mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
@@ -360,6 +432,7 @@ def analyze(
             keep=display[1],
             max_request_bytes=limit,
             on_screen=on_screen,
+            pca=PcaChoice(pca_layer, pca_examples, pca_background),
         )
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
@@ -496,6 +569,9 @@ def show_more(
     scale: str,
     show: str = "weights",
     keep_percent: float = 100 * views.KEEP,
+    pca_layer: float | None = None,
+    pca_examples: bool = False,
+    pca_background: bool = True,
 ) -> dict:
     """The "More views" tab `name` comes on screen (its tab picked, or the accordion opened on
     it): remember it, and draw its view (position similarity for the current model; an image's
@@ -508,8 +584,27 @@ def show_more(
         return on_screen
     ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
     fusion, discard = one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX)
-    drawn = image_views(name, ex, explanation_key, fusion, discard, style, *map_show(show, keep_percent), (name,))
+    loaded, pca = load_or_error(catalog, explanation_key[1]), PcaChoice(pca_layer, pca_examples, pca_background)
+    display = map_show(show, keep_percent)
+    drawn = image_views(name, ex, explanation_key, fusion, discard, style, *display, (name,), loaded=loaded, pca=pca)
     return on_screen | view.update(**drawn)
+
+
+def show_pca(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    explanation_key: ExplanationKey | None,
+    pca_layer: float,
+    pca_examples: bool,
+    pca_background: bool,
+) -> dict:
+    """Patch features in colour (DINOv2 Fig. 1): the patch tokens leaving `pca_layer` (1 =
+    first) on their first three principal components as R, G, B; one PCA fitted on this image
+    alone or, with `pca_examples`, on it and the six animal examples together; with
+    `pca_background`, the background removed by thresholding the first component at 0."""
+    ex = require(explanation_key)
+    loaded = load_or_error(catalog, explanation_key[1])
+    return view.update(pca=pca_picture(loaded, ex, explanation_key, PcaChoice(pca_layer, pca_examples, pca_background)))
 
 
 def hide_more(view: ExploreView) -> dict:
@@ -826,6 +921,7 @@ def load_model(
         model_info=loaded.describe(),
         classes=classes_note(loaded),
         layer=layer_slider(depth, depth),  # the analysis that follows starts at the last layer
+        pca_layer=layer_slider(depth, depth),
         # drawn now only if on screen; else None, drawn for this model when opened (show_more)
         similarity=similarity_picture(loaded) if on_screen == "similarity" else None,
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),

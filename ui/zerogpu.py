@@ -268,3 +268,5 @@ HEADS_OFF = GpuTask(lessons.predictions_with_heads_off, lessons.two_pass_cost, "
 RANKING = GpuTask(lessons.head_ranking_steps, lessons.ranking_cost, "The head ranking", iterate=True)
 CLIP = GpuTask(video.layer_maps, video.layer_maps_cost, "The attention video")
 RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance map", backward=True)
+PATCH_PCA = GpuTask(views.patch_features, views.patch_features_cost, "The patch-feature colours")
+LOGIT_LENS = GpuTask(views.layer_predictions, views.layer_predictions_cost, "The logit lens")
