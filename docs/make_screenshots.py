@@ -5,15 +5,17 @@
 Starts `python app.py` on a free port with the bundled model, opens it at 1280x720, picks
 the CIFAR-10 cat example and saves docs/app-first-screen.png; then clicks a patch and saves
 docs/app-patch-query.png; then the same example on a 390x844 phone, scrolled to the head maps:
-docs/app-phone.png. Then a new visitor whose (fake) webcam films a cheetah photo sliding by
-presses the Live button: docs/app-live.png. Last, the app in its presentation mode
-(`python app.py --present`) with the cat example at 1280x720: docs/app-present.png. Run it after
-any change to the page.
+docs/app-phone.png. Then "More views": the patch features in colour with the six animal examples
+(docs/app-pca.png) and the logit lens (docs/app-logit-lens.png). Then a new visitor whose (fake)
+webcam films a cheetah photo sliding by presses the Live button: docs/app-live.png. Last, the app
+in its presentation mode (`python app.py --present`) with the cat example at 1280x720:
+docs/app-present.png. Run it after any change to the page.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -60,7 +62,24 @@ def shoot(url: str) -> None:
         expect(page.locator("#query")).to_contain_text("row 4, column 4")
         page.wait_for_timeout(1500)
         page.screenshot(path=str(ROOT / "docs" / "app-patch-query.png"))
+        shoot_layer_views(page)
         browser.close()
+
+
+def shoot_layer_views(page) -> None:
+    """The "Patch features (PCA)" tab fitted with the six animal examples, and the "Logit lens" tab."""
+    from playwright.sync_api import expect
+
+    page.locator("#more").get_by_text("More views").click()
+    page.get_by_role("tab", name="Patch features (PCA)").click()
+    page.get_by_label("Fit one PCA on this image and the six animal examples").check()
+    expect(page.locator("#pca img")).to_have_attribute("alt", re.compile("bird, cat, deer, dog, frog, horse"))
+    page.wait_for_timeout(1000)
+    page.locator("#more").screenshot(path=str(ROOT / "docs" / "app-pca.png"))
+    page.get_by_role("tab", name="Logit lens").click()
+    expect(page.locator("#logit-lens img")).to_have_attribute("alt", re.compile("never trained"))
+    page.wait_for_timeout(1000)
+    page.locator("#more").screenshot(path=str(ROOT / "docs" / "app-logit-lens.png"))
 
 
 def camera_clip(path: Path) -> Path:
@@ -123,8 +142,8 @@ def main() -> None:
     with serving("--present") as url:
         shoot_present(url)
     print(
-        "wrote docs/app-first-screen.png, docs/app-patch-query.png, docs/app-phone.png, docs/app-live.png "
-        "and docs/app-present.png"
+        "wrote docs/app-first-screen.png, docs/app-patch-query.png, docs/app-pca.png, docs/app-logit-lens.png, "
+        "docs/app-phone.png, docs/app-live.png and docs/app-present.png"
     )
 
 

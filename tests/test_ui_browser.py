@@ -865,3 +865,24 @@ def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_
     heads = plain.locator("#heads img")
     assert first_line_px(Image.open(io.BytesIO(plain.request.get(heads.get_attribute("src")).body()))) < 18
     plain.close()
+
+
+def test_the_pca_and_logit_lens_tabs_draw_their_legends_and_say_what_they_show(server, browser):
+    from playwright.sync_api import expect
+
+    from explorer import render
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    open_more_views(page, "Patch features (PCA)")
+    pca = page.locator("#pca img")
+    expect(pca).to_have_attribute("alt", re.compile(r"layer 6 of 6 in colour for 1 image\(s\) \(this image\)"))
+    page.get_by_label("Fit one PCA on this image and the six animal examples").check()
+    expect(pca).to_have_attribute("alt", re.compile(r"7 image\(s\) \(this image, bird, cat, deer, dog, frog, horse\)"))
+    drawn = Image.open(io.BytesIO(page.request.get(image_src(page, "pca")).body())).convert("RGB")
+    for cmap in render.CHANNELS.values():  # the RGB legend: one bar per channel, black to its colour
+        assert gradient_runs(drawn, cmap), cmap
+    page.get_by_role("tab", name="Logit lens").click()
+    expect(page.locator("#logit-lens img")).to_have_attribute("alt", re.compile(r"layer 6: \w+ .*never trained"))
+    expect(page.locator("#more")).to_contain_text("never trained to be read this way")
+    page.close()
