@@ -20,6 +20,9 @@ HEAVY_EVENTS = {
     "load_model",
     "upload_checkpoint",
     "relevance",
+    "patch_pca",  # the PCA tab's controls and the tab itself: a forward pass up to the layer per image
+    "pca_tab",
+    "logit_lens",  # the logit lens tab: a forward pass
     "export_png",
     "export_gif",
     "train_open_in_explore",

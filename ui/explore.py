@@ -542,10 +542,13 @@ def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
     (and /rollout, /relevance, /patch_pca with their own controls), /logit_lens."""
     inputs = ("explanation_key", "current_model", "fusion", "discard", *STYLE, *SHOW, *PCA)
     for name, tab in view.more_tabs.items():
-        named = ("overview", "distance", "similarity", "logit_lens")
-        api = {"api_name": name} if name in named else {"api_visibility": "private"}
+        if name in ("overview", "distance", "similarity", "logit_lens"):
+            api = {"api_name": name}
+        else:  # the PCA tab's API is /patch_pca, with its controls
+            api = {"api_visibility": "private", **({"api_name": f"{name}_tab"} if name in h.MODEL_VIEWS else {})}
         outputs = view.pick("on_screen", "more_tab", *([name] if name != "relevance" else []))
-        tab.select(bound(h.show_more, view, catalog, name), view.pick(*inputs), outputs, **api, **CHEAP)
+        pool = HEAVY if name in h.MODEL_VIEWS else CHEAP  # a forward pass, not a redraw of the cached one
+        tab.select(bound(h.show_more, view, catalog, name), view.pick(*inputs), outputs, **api, **pool)
     view.more.expand(
         bound(h.show_more, view, catalog),
         view.pick("more_tab", *inputs),

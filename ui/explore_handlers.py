@@ -84,6 +84,7 @@ ANALYSIS_OUTPUTS = (
 # visitor sees (a ViT-S's 12 x 6 overview cost more than its forward pass: docs/benchmarks-app.md).
 MORE_VIEWS = ("overview", "rollout", "distance", "similarity", "relevance", "pca", "logit_lens")
 IMAGE_VIEWS = ("overview", "rollout", "distance", "pca", "logit_lens")  # those that change with the image
+MODEL_VIEWS = ("pca", "logit_lens")  # those that run the model again (a GPU task): heavy work, not a redraw
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
