@@ -3,7 +3,7 @@
 import gradio as gr
 import pytest
 
-from ui.checks import number, one_of, whole_number
+from ui.checks import number, one_of, whole_number, yes_no
 
 
 def test_whole_numbers_in_range_pass_as_ints():
@@ -45,3 +45,10 @@ def test_a_refusal_writes_no_traceback_to_the_log():
 
     assert visitor_error("epochs must be a whole number").print_exception is False
     assert visitor_error("busy", duration=None).print_exception is False
+
+
+def test_yes_no_takes_a_checkboxs_true_or_false_only():
+    assert yes_no("with the examples", True) is True and yes_no("x", False) is False
+    for value in ("yes", 1, None):
+        with pytest.raises(gr.Error, match="with the examples must be true or false, got"):
+            yes_no("with the examples", value)
