@@ -974,7 +974,6 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
 
 
 PCA_TILE_PX = 192  # the longer side of each image's tiles in the PCA picture, at most
-PCA_WIDTH = 1192  # the picture's widest: the "More views" accordion's width (views.DISPLAY_WIDTH)
 
 
 def pca_picture(
@@ -998,6 +997,7 @@ def pca_picture(
             blocks = (np.clip(colour, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)  # (gh, gw, 3)
             cell = photo.shape[0] // colour.shape[0], photo.shape[1] // colour.shape[1]
             big = np.repeat(np.repeat(blocks, cell[0], axis=0), cell[1], axis=1)  # (h, w, 3), one block a patch
+            # the background tinted as over a grey colour map (pale blue): grey is a colour RGB mixes can make
             tiles.append((photo, dim_outside(big, kept, photo, "gray")))
         grid = mosaic([[p for p, _ in tiles], [c for _, c in tiles]], ["image", "PCA"], list(names))
         across = grid.width >= 3 * 320  # the three bars side by side where they fit, else one under another

@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 
 from vit import VisionTransformer
-from vit.analysis import PatchPca, Query, grid_border, patch_pca, top_mass_mask
+from vit.analysis import MIN_FOREGROUND, PatchPca, Query, grid_border, patch_pca, top_mass_mask
 from vit.probes import logit_lens
 from vit.relevance import class_relevance
 
@@ -509,7 +509,10 @@ def describe_pca(pca: PatchPca, images: int, prefix_names: Sequence[str]) -> str
             "value."
         )
     else:
-        how = f"No background removed: one PCA over all {patches} patches gives the colours."
+        how = (
+            f"No background removed (not asked for, or fewer than {MIN_FOREGROUND} patches on one side of the "
+            f"threshold): one PCA over all {patches} patches gives the colours."
+        )
     parts = [how]
     if images > 1:
         parts.append(f"One PCA for all {images} images, so the same colour means the same direction in every image.")
@@ -534,7 +537,9 @@ def pca_view(
 ) -> Image.Image:
     """Patch features of `layer` (1-based) in colour, one column per image (`pixels`, the model
     inputs (H, W, 3), named `names`), with its RGB legend and note (describe_pca)."""
-    pca, tile = computed.pca, max(48, min(render.PCA_TILE_PX, (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - render.GAP))
+    pca = computed.pca
+    room = (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - render.GAP  # 80 px: the row labels "image", "PCA"
+    tile = max(48, min(render.PCA_TILE_PX, room))
     photos, colours, keep, start = [], [], [], 0
     for image, grid in zip(pixels, computed.grids, strict=True):
         n = grid[0] * grid[1]
@@ -591,8 +596,8 @@ def pca_alt(names: Sequence[str], computed: LayerPca, layer: int, depth: int, mo
     )
     return (
         f"Patch tokens of layer {layer} of {depth} in colour for {len(names)} image(s) ({', '.join(names)}): one PCA "
-        f"over all their patches, components 1, 2, 3 as red, green and blue, each min-max scaled, {background}; "
-        f"under each image's photo; model: {model}."
+        f"over all their patches, components 1, 2, 3 as red, green and blue, each min-max scaled, {background}, "
+        f"each image's colours under its photo; model: {model}."
     )
 
 
