@@ -450,16 +450,18 @@ def patch_features(
     loaded: LoadedModel, tensors: Sequence[torch.Tensor], layer: int, remove_background: bool
 ) -> LayerPca:
     """Task (explorer/compute.py): the patch tokens leaving block `layer` (0-based) for each of
-    `tensors` (1, 3, H, W), prefix tokens left out, and one `patch_pca` fitted on all of them."""
+    `tensors` (1, 3, H, W), through the model's final norm as DINOv2's features are (its
+    `x_norm_patchtokens`, and `get_intermediate_layers(norm=True)` for earlier layers), prefix
+    tokens left out, and one `patch_pca` of all of them."""
     model = loaded.model
     patches, borders, grids = [], [], []
     with torch.inference_mode():
         for tensor in tensors:
-            tokens = model.hidden_states(to_model(model, tensor), upto=layer)[layer]  # (1, T, D)
+            tokens = model.norm(model.hidden_states(to_model(model, tensor), upto=layer)[layer])  # (1, T, D)
             patches.append(tokens[0, model.prefix_tokens :].float())  # (N, D), row-major over the grid
             grids.append(model.patch_grid(*tensor.shape[-2:]))
             borders.append(grid_border(grids[-1]).to(tokens.device))
-        pca = patch_pca(torch.cat(patches), torch.cat(borders), remove_background)
+        pca = patch_pca(patches, borders, remove_background)
     on_cpu = {f.name: getattr(pca, f.name) for f in fields(pca)}
     on_cpu = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in on_cpu.items()}
     return LayerPca(PatchPca(**on_cpu), tuple(grids))
@@ -498,20 +500,23 @@ def pca_legend(pca: PatchPca) -> list[str]:
 def describe_pca(pca: PatchPca, images: int, prefix_names: Sequence[str]) -> str:
     """The PCA picture's note: how the background was removed (the threshold, its sign), what is left out."""
     patches, kept = len(pca.foreground), int(pca.foreground.sum())
-    if pca.removed:
-        turned = "it was flipped to do so" if pca.flipped else "it already did"
+    shares = ", ".join(f"{float(s):.0%}" for s in pca.first_explained)
+    if bool(pca.removed.any()):
         how = (
-            f"Background removed as in DINOv2 (Oquab et al. 2023, Fig. 1): a first PCA over all {patches} patches; "
-            f"its component 1 ({pca.first_explained:.0%} of their variance) is thresholded at 0 (the patches' "
-            f"mean) and the {kept} patches above 0 are kept. Its sign is chosen so that the border patches of the "
-            f"images, where background usually is, score below 0 on average ({turned}). A second PCA over the kept "
-            f"patches gives the colours; the other patches show the photo in {render.dim_tint('gray')}, no colour "
-            "value."
+            f"Background removed as in DINOv2 (Oquab et al. 2023, Fig. 1): per image, a first PCA over its patches; "
+            f"its component 1 ({shares} of the variance) is thresholded at 0 (the image's mean patch) and the "
+            f"patches above 0 are kept, {kept} of {patches}. Its sign is chosen so that the image's border patches, "
+            f"where background usually is, score below 0 on average (turned for {int(pca.flipped.sum())} of "
+            f"{len(pca.flipped)} images). A second PCA over the kept patches of all images gives the colours; the "
+            f"other patches show the photo in {render.dim_tint('gray')}, no colour value."
         )
+        whole = [str(i + 1) for i, removed in enumerate(pca.removed.tolist()) if not removed]
+        if whole:
+            how += f" Image {', '.join(whole)} keeps all its patches: fewer than {MIN_FOREGROUND} on one side."
     else:
         how = (
             f"No background removed (not asked for, or fewer than {MIN_FOREGROUND} patches on one side of the "
-            f"threshold): one PCA over all {patches} patches gives the colours."
+            f"threshold in every image): one PCA over all {patches} patches gives the colours."
         )
     parts = [how]
     if images > 1:
@@ -591,7 +596,7 @@ def pca_alt(names: Sequence[str], computed: LayerPca, layer: int, depth: int, mo
     """The PCA picture."""
     background = (
         "background patches (component 1 of a first PCA below 0) shown as the pale photo"
-        if computed.pca.removed
+        if bool(computed.pca.removed.any())
         else "no background removed"
     )
     return (

@@ -308,23 +308,25 @@ def test_min_max_scales_each_column_to_0_and_1() -> None:
     assert scaled.tolist() == [[0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.5, 0.5, 0.0]]
 
 
-def object_on_background(grid: tuple[int, int], dim: int = 16, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def object_on_background(
+    grid: tuple[int, int], dim: int = 16, seed: int = 0, along: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Patch features (gh*gw, dim) of a grid whose centre (the object) lies far from its edge
-    patches along one direction, and the object's mask."""
+    patches along feature `along`, and the object's mask."""
     gh, gw = grid
     rows = planted_rows(gh * gw, [3.0, 2.0, 1.0, 0.5], dim, seed)
     centre = torch.zeros(gh, gw, dtype=torch.bool)
     centre[1:-1, 1:-1] = True
     centre = centre.reshape(-1)
-    rows[centre] += 40 * torch.nn.functional.one_hot(torch.tensor(0), dim).float()
+    rows[centre] += 40 * torch.nn.functional.one_hot(torch.tensor(along), dim).float()
     return rows, centre
 
 
 def test_patch_pca_removes_the_background_by_the_first_component_and_colours_the_rest() -> None:
     rows, centre = object_on_background((6, 7))
-    got = patch_pca(rows, grid_border((6, 7)))
-    assert got.removed and torch.equal(got.foreground, centre)  # positive first component: the object
-    assert got.first_explained > 0.9  # the object/background split dominates all patches' variance
+    got = patch_pca([rows], [grid_border((6, 7))])
+    assert got.removed.tolist() == [True] and torch.equal(got.foreground, centre)  # positive component 1: the object
+    assert float(got.first_explained[0]) > 0.9  # the object/background split dominates the image's variance
     assert torch.equal(got.rgb[~centre], torch.zeros(int((~centre).sum()), 3))
     kept = got.rgb[centre]
     assert torch.equal(kept.amin(dim=0), torch.zeros(3)) and torch.equal(kept.amax(dim=0), torch.ones(3))
@@ -334,16 +336,24 @@ def test_patch_pca_removes_the_background_by_the_first_component_and_colours_the
     torch.testing.assert_close(got.explained.double(), torch.from_numpy(explained), atol=tol, rtol=0)
     assert got.ranges.shape == (3, 2) and bool((got.ranges[:, 0] < got.ranges[:, 1]).all())
     # Either sign of the data gives the same split: the border decides which side is background.
-    assert torch.equal(patch_pca(-rows, grid_border((6, 7))).foreground, centre)
-    kept_all = patch_pca(rows, grid_border((6, 7)), remove_background=False)
-    assert not kept_all.removed and bool(kept_all.foreground.all())
+    negated = patch_pca([-rows], [grid_border((6, 7))])
+    assert torch.equal(negated.foreground, centre) and negated.flipped.tolist() != got.flipped.tolist()
+    kept_all = patch_pca([rows], [grid_border((6, 7))], remove_background=False)
+    assert kept_all.removed.tolist() == [False] and bool(kept_all.foreground.all())
 
 
-def test_one_pca_over_several_images_gives_the_same_part_the_same_colour() -> None:
-    rows, _ = object_on_background((5, 5))
-    other, _ = object_on_background((4, 6), seed=1)
-    both = patch_pca(torch.cat([rows, rows, other]), torch.cat([grid_border((5, 5))] * 2 + [grid_border((4, 6))]))
-    assert torch.equal(both.rgb[:25], both.rgb[25:50])  # the same patches, the same colour in both copies
+def test_each_image_has_its_own_threshold_and_one_second_pca_colours_them_all() -> None:
+    """The first PCA is per image (DINOv2 p. 16: the second PCA runs "on the remaining patches
+    across three images"): an object along another feature is still found; the same patches get
+    the same colours; an image with too few patches on one side keeps them all."""
+    rows, centre = object_on_background((5, 5))
+    other, other_centre = object_on_background((4, 6), seed=1, along=5)
+    small, _ = object_on_background((3, 3), seed=2)  # one centre patch: fewer than MIN_FOREGROUND
+    borders = [grid_border((5, 5))] * 2 + [grid_border((4, 6)), grid_border((3, 3))]
+    got = patch_pca([rows, rows, other, small], borders)
+    assert got.removed.tolist() == [True, True, True, False] and len(got.first_explained) == 4
+    assert torch.equal(got.foreground, torch.cat([centre, centre, other_centre, torch.ones(9, dtype=torch.bool)]))
+    assert torch.equal(got.rgb[:25], got.rgb[25:50])  # the same patches, the same colours in both copies
 
 
 def test_grid_border_marks_the_edge_patches_row_major() -> None:

@@ -323,10 +323,9 @@ def test_patch_features_fit_one_pca_on_all_images_and_the_picture_shows_each_ima
     computed = views.patch_features(loaded, [one, other, one], 2, True)
     assert computed.grids == ((8, 8), (8, 10), (8, 8)) and computed.pca.rgb.shape == (64 + 80 + 64, 3)
     assert torch.equal(computed.pca.rgb[:64], computed.pca.rgb[144:])  # one PCA: the same patches, the same colours
-    with torch.inference_mode():
-        tokens = [loaded.model.hidden_states(t, upto=2)[2][0, 1:] for t in (one, other, one)]  # block 3, patches
-    borders = torch.cat([grid_border(grid) for grid in computed.grids])
-    expected = patch_pca(torch.cat(tokens), borders)
+    with torch.inference_mode():  # block 3's patch tokens through the final norm
+        tokens = [loaded.model.norm(loaded.model.hidden_states(t, upto=2)[2])[0, 1:] for t in (one, other, one)]
+    expected = patch_pca(tokens, [grid_border(grid) for grid in computed.grids])
     torch.testing.assert_close(computed.pca.rgb, expected.rgb, atol=0, rtol=0)  # the same arithmetic, here
     pixels = [
         np.full((32, 32, 3), 80, np.uint8),
@@ -338,12 +337,13 @@ def test_patch_features_fit_one_pca_on_all_images_and_the_picture_shows_each_ima
     for i, colour in enumerate(computed.pca.rgb[computed.pca.foreground][:5]):
         assert (drawn == (colour.numpy() * 255 + 0.5).astype(np.uint8)).all(-1).any(), i  # each patch colour drawn
     note = views.describe_pca(computed.pca, 3, ("cls",))
-    assert "thresholded at 0" in note and "border patches" in note and "One PCA for all 3 images" in note
+    assert "per image, a first PCA" in note and "thresholded at 0" in note and "border patches" in note
+    assert "One PCA for all 3 images" in note
     assert "(CLS) have no place on the grid" in note
     alt = views.pca_alt(["this image", "b", "c"], computed, 3, 6, "nano")
     assert "layer 3 of 6" in alt and "red, green and blue" in alt
     kept = views.patch_features(loaded, [one], 2, False)
-    assert not kept.pca.removed and "No background removed" in views.describe_pca(kept.pca, 1, ())
+    assert not kept.pca.removed.any() and "No background removed" in views.describe_pca(kept.pca, 1, ())
 
 
 def test_the_logit_lens_view_shows_the_last_layers_top_classes_and_says_it_was_never_trained_so():

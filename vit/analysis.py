@@ -9,6 +9,7 @@ tokens), so rows and columns can never be swapped: patch tokens are row-major ov
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -247,33 +248,49 @@ class PatchPca:
     rgb: Tensor  # (M, 3) in [0, 1]: R, G, B = the second PCA's components 1, 2, 3, min-max scaled; 0 off it
     foreground: Tensor  # (M,) bool: the patches kept (all of them without background removal)
     explained: Tensor  # (<=3,) each colour component's share of the kept patches' variance
-    first_explained: float  # the first PCA's component 1: its share of all patches' variance (the threshold's)
+    first_explained: Tensor  # (images,) each image's first PCA: component 1's share of its patches' variance
     ranges: Tensor  # (<=3, 2): each colour component's projection from its min to its max before scaling
-    flipped: bool  # the first component was turned so the border patches score below 0 on average
-    removed: bool  # the background was removed (False: asked not to, or too few patches on either side)
+    flipped: Tensor  # (images,) bool: component 1 was turned so the image's border scores below 0 on average
+    removed: Tensor  # (images,) bool: its background was removed (not when asked not to, or too few patches)
 
 
-MIN_FOREGROUND = 3  # patches: fewer and the second PCA could not find three colour components
+MIN_FOREGROUND = 3  # patches on each side of the threshold, or an image keeps all its patches
 
 
-def patch_pca(patches: Tensor, border: Tensor, remove_background: bool = True) -> PatchPca:
-    """Patch tokens (M, D) in colour as in DINOv2 (Oquab et al. 2023, Fig. 1 and Fig. 9): a
-    first PCA over all M patches; the background is removed by thresholding its first
-    component at 0 (the patches' mean), keeping the patches with a positive score. Which side
-    is positive is not fixed by the PCA; here the first component is turned so that the
-    `border` patches (M,) bool, where background usually is, score below 0 on average. A second
-    PCA over the kept patches gives three components, each min-max scaled to [0, 1] as R, G, B.
-    Fit on the patches of several images at once, the same part gets the same colour in each.
-    When fewer than MIN_FOREGROUND patches would be kept (or on either side), all are kept."""
+def _foreground(patches: Tensor, border: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """One image's first PCA (DINOv2 Fig. 9: patches "with a negative score of the first PCA
+    component" are background): (kept (N,) bool, component 1's share of the variance, whether
+    it was flipped so that the `border` patches score below 0 on average)."""
     first = principal_components(patches, 1)
     score = first.projections[:, 0]
     flipped = bool(border.any()) and float(score[border].mean()) > 0
-    score = -score if flipped else score
-    keep = score > 0
-    removed = remove_background and MIN_FOREGROUND <= int(keep.sum()) <= len(keep) - 1
-    keep = keep if removed else torch.ones_like(keep)
-    second = principal_components(patches[keep], 3)
-    rgb = torch.zeros(len(patches), 3, dtype=second.projections.dtype, device=patches.device)
+    keep = (-score if flipped else score) > 0
+    return keep, first.explained[0], torch.tensor(flipped)
+
+
+def patch_pca(patches: Sequence[Tensor], borders: Sequence[Tensor], remove_background: bool = True) -> PatchPca:
+    """Patch tokens of one or several images ((N_i, D) each) in colour, as DINOv2 (Oquab et al.
+    2023, Fig. 1 and p. 16): per image, a first PCA over its patches whose component 1 is
+    thresholded at 0 (the image's mean patch), the patches above 0 kept. Which side is
+    positive is not fixed by a PCA; here component 1 is turned so that the image's `border`
+    patches ((N_i,) bool), where background usually is, score below 0 on average. An image with
+    fewer than MIN_FOREGROUND patches on either side keeps all its patches. Then one second
+    PCA over the kept patches of all the images gives three components, each min-max scaled to
+    [0, 1] as R, G, B: fitted on several images at once, the same part gets the same colour."""
+    keep, first_explained, flipped = [], [], []
+    for rows, border in zip(patches, borders, strict=True):
+        kept, share, turned = _foreground(rows, border)
+        keep.append(
+            kept
+            if remove_background and MIN_FOREGROUND <= int(kept.sum()) <= len(kept) - MIN_FOREGROUND
+            else torch.ones_like(kept)
+        )
+        first_explained.append(share)
+        flipped.append(turned)
+    removed = torch.stack([~k.all() for k in keep])
+    keep, rows = torch.cat(keep), torch.cat(list(patches))
+    second = principal_components(rows[keep], 3)
+    rgb = torch.zeros(len(rows), 3, dtype=second.projections.dtype, device=rows.device)
     rgb[keep, : second.projections.shape[1]] = min_max(second.projections)
     ranges = torch.stack([second.projections.amin(dim=0), second.projections.amax(dim=0)], dim=1)
-    return PatchPca(rgb, keep, second.explained, float(first.explained[0]), ranges, flipped, removed)
+    return PatchPca(rgb, keep, second.explained, torch.stack(first_explained), ranges, torch.stack(flipped), removed)
