@@ -1021,24 +1021,27 @@ def logit_lens_chart(
     """What each layer would answer: `probabilities` (K, L) of K classes (rows, `classes`)
     after each of L layers (columns 1..L) as a heat map from 0 to 1 with its colour bar
     ("probability, 0 to 1"), each cell's value printed where they fit, and above each column
-    the class that layer ranks first (`top1`, L labels)."""
+    the class that layer ranks first (`top1`, L labels). Its words grow with `text_px` (the
+    presentation mode) from CHART_PT at TEXT_PX."""
     k, layers = probabilities.shape
-    fig = _figure(min(11.9, 3.2 + 0.45 * layers), 1.9 + 0.32 * k + 0.06 * max(map(len, top1)), layout="constrained")
+    pt, grow = CHART_PT * text_px / TEXT_PX, text_px / TEXT_PX
+    width, height = 3.2 + 0.45 * layers * grow, (1.9 + 0.32 * k + 0.06 * max(map(len, top1))) * grow
+    fig = _figure(min(11.9, width), height, layout="constrained")
     ax = fig.add_subplot()
     shown = ax.imshow(probabilities, vmin=0.0, vmax=1.0, cmap=LOGIT_LENS_CMAP, aspect="auto")
-    ax.set_xticks(range(layers), [str(i + 1) for i in range(layers)], fontsize=CHART_PT)
-    ax.set_yticks(range(k), list(classes), fontsize=CHART_PT)
-    ax.set_xlabel("layer (1 = first block; the last is the model's prediction)", fontsize=CHART_PT)
-    ax.set_ylabel("the last layer's top classes", fontsize=CHART_PT)
+    ax.set_xticks(range(layers), [str(i + 1) for i in range(layers)], fontsize=pt)
+    ax.set_yticks(range(k), list(classes), fontsize=pt)
+    ax.set_xlabel("layer (1 = first block; the last is the model's prediction)", fontsize=pt)
+    ax.set_ylabel("the last layer's top classes", fontsize=pt)
     top = ax.secondary_xaxis("top")
-    top.set_xticks(range(layers), list(top1), rotation=60, ha="left", fontsize=CHART_PT)
-    top.set_xlabel("top-1 class read after each layer", fontsize=CHART_PT)
-    if k * layers <= 150 and layers <= 16:  # the values themselves, where a cell is wide enough
+    top.set_xticks(range(layers), list(top1), rotation=60, ha="left", fontsize=pt)
+    top.set_xlabel("top-1 class read after each layer", fontsize=pt)
+    if k * layers <= 150 and layers * grow <= 16:  # the values themselves, where a cell is wide enough
         for (row, col), p in np.ndenumerate(probabilities):
             colour = "black" if p > 0.6 else "white"  # viridis is light at the top
-            ax.text(col, row, f"{p:.2f}", ha="center", va="center", fontsize=CHART_PT, color=colour)
+            ax.text(col, row, f"{p:.2f}", ha="center", va="center", fontsize=pt, color=colour)
     bar = fig.colorbar(shown, ax=ax, fraction=0.05, pad=0.02)
-    bar.set_label("probability, 0 to 1", fontsize=CHART_PT)
-    bar.ax.tick_params(labelsize=CHART_PT)
+    bar.set_label("probability, 0 to 1", fontsize=pt)
+    bar.ax.tick_params(labelsize=pt)
     with text_size(text_px):
         return _titled(title, _figure_to_image(fig), note=note)

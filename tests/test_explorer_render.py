@@ -542,6 +542,8 @@ def test_logit_lens_chart_carries_a_probability_bar_and_grows_with_the_layers():
     small = render.logit_lens_chart(probs, list("abcde"), ["a"] * 6, "title", "note")
     large = render.logit_lens_chart(np.repeat(probs, 4, axis=1), list("abcde"), ["a"] * 24, "title", "note")
     assert small.width < large.width <= 1192
+    present = render.logit_lens_chart(probs, list("abcde"), ["a"] * 6, "title", "note", render.PRESENT_TEXT_PX)
+    assert present.height > small.height and present.width <= 1192  # the presentation mode's larger words
     # The colour bar, 0 to 1: matplotlib resamples it, so its pixels are read by their nearest colormap colour.
     colours = colormaps[render.LOGIT_LENS_CMAP](np.arange(256), bytes=True)[:, :3].astype(float)
     right = np.asarray(small)[:, -small.width // 6 :].astype(float)  # (H, w, 3): the bar is right of the map
