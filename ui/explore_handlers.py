@@ -224,8 +224,9 @@ def distance_picture(ex: Explanation, key: ExplanationKey) -> gr.Image:
 
 
 def similarity_picture(loaded: LoadedModel) -> gr.Image:
-    alt = views.similarity_alt(loaded.model.config.grid, model_name(loaded.key))
-    return with_alt(render.position_similarity_tiles(loaded.position_similarity()), alt)
+    compared = views.position_words(loaded.model)
+    alt = views.similarity_alt(loaded.model.config.grid, model_name(loaded.key), compared)
+    return with_alt(render.position_similarity_tiles(loaded.position_similarity(), compared=compared), alt)
 
 
 def full_analysis(
