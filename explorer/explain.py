@@ -243,7 +243,7 @@ def explain(
             f"{max_bytes / 2**20:,.0f} MiB budget: use the centre-crop mode or a smaller model"
         )
     logits, attention = (forward or partial(model_maps, model))(inp.tensor)
-    # a model without a classifier (DINO, DINOv2) returns features: no predictions
+    # a model without a classifier (DINO, DINOv2, DINOv3) returns features: no predictions
     probabilities = top_classes(logits[0], class_names, top_k) if model.config.num_classes > 0 else {}
     return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, attention)
 

@@ -163,8 +163,8 @@ def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
     names = loaded.meta.class_names
     if not names:
         return (
-            "**No classes:** this model has no classifier head (a feature extractor such as DINO or DINOv2), so it "
-            "makes no predictions. Every attention map works; relevance needs a model with classes."
+            "**No classes:** this model has no classifier head (a feature extractor such as DINO, DINOv2 or "
+            "DINOv3), so it makes no predictions. Every attention map works; relevance needs a model with classes."
         )
     listed = ", ".join(names[:shown]) + (f", … ({len(names) - shown} more)" if len(names) > shown else "")
     always = "The model always answers with one of them, even for a picture of something else."
