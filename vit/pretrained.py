@@ -244,7 +244,9 @@ def _load_timm(name: str, spec: Pretrained, progress: Progress | None) -> tuple[
     hub_config = _read_json(files["config.json"])
     model = from_timm(load_state_dict_file(files[SAFETENSORS]), name=spec.config)
     preprocessing = timm_preprocessing(hub_config.get("pretrained_cfg", {}), spec.input_size)
-    info = {"source": f"timm weights from the Hub: {spec.weights}", "licence": spec.licence}
+    info = {"source": f"timm weights from the Hub: {spec.weights}"} | (
+        {"licence": spec.licence} if spec.licence else {}
+    )
     return model, ModelMeta(timm_class_names(hub_config), preprocessing, info)
 
 
