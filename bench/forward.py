@@ -11,6 +11,12 @@ With --sizes, it instead times one named model (random weights) on one image at 
 sizes, with and without maps: the cost of running DINOv2 above its 224 px default, e.g.
 
     python -m bench.forward --model vit_small_patch14_reg4_dinov2 --sizes 224 336 448 518
+
+With --positions, it times one named model side by side with the same model whose position
+scheme is the other one (rotary <-> learned), at each of --sizes: what DINOv3's rotary
+embeddings cost over DINOv2-style learned ones, e.g.
+
+    python -m bench.forward --model vit_small_patch16_dinov3 --positions --sizes 256 512
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import timm
@@ -62,6 +69,35 @@ def input_sizes(name: str, sizes: list[int], repeats: int) -> None:
         print(f"| {size} px | {side}x{side} | {tokens} | {fused:.0f} ms | {maps:.0f} ms |")
 
 
+def positions(name: str, sizes: list[int], repeats: int) -> None:
+    """Best-of-`repeats` milliseconds of one image through `name` and through its twin with the
+    other position scheme (same weights shapes otherwise), interleaved, with and without maps."""
+    named = vit.create_model(name).eval()
+    other = "learned" if named.config.pos_embed == "rope" else "rope"
+    twin = vit.VisionTransformer(replace(named.config, pos_embed=other, pos_embed_prefix=False)).eval()
+    models = {named.config.pos_embed: named, other: twin}
+    runs = {
+        (kind, size, maps): partial(model, torch.randn(1, 3, size, size), need_weights=maps)
+        for size in sizes
+        for kind, model in models.items()
+        for maps in (False, True)
+    }
+    times: dict[tuple, list[float]] = {k: [] for k in runs}
+    with torch.inference_mode():
+        for fn in runs.values():  # warm-up
+            fn()
+        for _ in range(repeats):
+            for key, fn in runs.items():
+                times[key].append(timed(fn))
+    print(f"# {name}: rotary vs learned positions, one image, best of {repeats}")
+    print("| input | positions | fused | with maps |")
+    print("|---|---|---|---|")
+    for size in sizes:
+        for kind in ("rope", "learned"):
+            fused, maps = (min(times[(kind, size, m)]) * 1000 for m in (False, True))
+            print(f"| {size} px | {kind} | {fused:.1f} ms | {maps:.1f} ms |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
@@ -69,9 +105,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--model", default="vit_small_patch14_reg4_dinov2", help="the named model for --sizes")
     parser.add_argument("--sizes", type=int, nargs="+", help="time --model at these input sides instead")
+    parser.add_argument("--positions", action="store_true", help="with --sizes: rotary vs learned positions")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.sizes and args.positions:
+        positions(args.model, args.sizes, args.repeats)
+        return
     if args.sizes:
         input_sizes(args.model, args.sizes, args.repeats)
         return

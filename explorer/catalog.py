@@ -152,7 +152,9 @@ class LoadedModel:
             f"**{self.label}** — {params / 1e6:.2f} M parameters, {c.depth} layers x {c.heads} heads, "
             f"{len(self.meta.class_names)} classes",
             f"trained at {c.image_size}x{c.image_size} px, patch {c.patch_size} px -> {gh}x{gw} grid, "
-            f"{'CLS token' if c.class_token else 'no CLS token (average pooling)'}",
+            f"{'CLS token' if c.class_token else 'no CLS token (average pooling)'}"
+            + (f", {c.register_tokens} registers" if c.register_tokens else "")
+            + (", rotary positions (computed for any grid)" if c.pos_embed == "rope" else ""),
             f"preprocessing: resize shorter side to {p.resize_size} ({p.interpolation}), centre crop {p.crop_size}, "
             f"mean {tuple(round(m, 3) for m in p.mean)}, std {tuple(round(s, 3) for s in p.std)}",
         ]

@@ -109,7 +109,8 @@ def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: M
         policy = (
             f"Whole-image mode: resized to {size[0]} × {size[1]} px (height × width, {pre.interpolation}), keeping "
             f"the aspect ratio up to {MAX_ASPECT}:1 and rounding each side to a multiple of the {patch_size}-px patch; "
-            "the model interpolates its position embeddings to this grid."
+            "the model fits its positions to this grid (learned position embeddings are interpolated; "
+            "rotary ones, DINOv3's, are computed for any grid)."
             + (
                 f" This image is more elongated than {MAX_ASPECT}:1, so its longer side is capped at {MAX_ASPECT} × "
                 "the shorter one and the picture is squashed."
@@ -242,7 +243,7 @@ def explain(
             f"{max_bytes / 2**20:,.0f} MiB budget: use the centre-crop mode or a smaller model"
         )
     logits, attention = (forward or partial(model_maps, model))(inp.tensor)
-    # a model without a classifier (DINO, DINOv2) returns features: no predictions
+    # a model without a classifier (DINO, DINOv2, DINOv3) returns features: no predictions
     probabilities = top_classes(logits[0], class_names, top_k) if model.config.num_classes > 0 else {}
     return Explanation(inp, (image.height, image.width), model.config.patch_size, probabilities, attention)
 

@@ -45,7 +45,13 @@ COMPARED = (
 )
 # The artefacts show in large models trained long (Darcet et al. 2024); the small DINOv2 pair
 # stands in where the large one is not downloaded (the lesson runs, with few or no artefacts).
-WITH_REGISTERS = ("vit_large_patch14_reg4_dinov2.lvd142m", "vit_small_patch14_reg4_dinov2.lvd142m")
+# DINOv3 (Siméoni et al. 2025) was trained with 4 registers from the start: it stands in for a
+# model with registers too (it has no twin without them).
+WITH_REGISTERS = (
+    "vit_large_patch14_reg4_dinov2.lvd142m",
+    "vit_small_patch14_reg4_dinov2.lvd142m",
+    "vit_small_patch16_dinov3.lvd1689m",
+)
 WITHOUT_REGISTERS = ("vit_large_patch14_dinov2.lvd142m", "vit_small_patch14_dinov2.lvd142m")
 RANKED = ("deit_small_patch16_224.fb_in1k",)
 
@@ -74,7 +80,8 @@ ARTEFACTS = f"""**Artefacts and registers.** Each square is one patch token, col
 after the chosen layer. Big models trained for long (DINOv2) recycle a few background patches as
 scratch space: those tokens grow norms far above the rest and soak up the CLS token's attention,
 which makes attention maps spotty. Darcet et al. (2024) gave the model a few extra **register**
-tokens with no pixels: the scratch work moves there and the patches look normal again. Outlined:
+tokens with no pixels: the scratch work moves there and the patches look normal again (DINOv3
+was trained with 4 registers from the start: pick it for the first row to see a newer model). Outlined:
 patches whose norm is above {HIGH_NORM_FACTOR:g} × the median patch norm of that model, listed below
 with their norm and their share of the last layer's CLS attention."""
 
@@ -170,7 +177,7 @@ def registers_note(with_registers: LoadedModel, without: LoadedModel, missing: S
         return ""
     if missing:
         return f"{head} No model with registers is on this machine yet (see “Better models for this lesson”)."
-    return f"{head} Pick a model with registers (“reg” in its name) for the first row."
+    return f"{head} Pick a model with registers (“reg4” or “dinov3” in its name) for the first row."
 
 
 class LessonError(ValueError):

@@ -756,11 +756,14 @@ def _padded(image: Image.Image, size: tuple[int, int]) -> Image.Image:
     return canvas
 
 
-def position_similarity_tiles(similarity: np.ndarray, cmap: str = "viridis", tile_scale: int = 0) -> Image.Image:
+def position_similarity_tiles(
+    similarity: np.ndarray, cmap: str = "viridis", tile_scale: int = 0, compared: str = "position embeddings"
+) -> Image.Image:
     """The ViT paper's Fig. 7 (centre): `similarity` is (gh, gw, gh, gw) cosine similarities;
     tile (i, j) shows how similar slot (i, j)'s position embedding is to every slot's, with
     slot (i, j) itself outlined. Rows and columns are numbered from 1; colours run from -1
-    to 1 (the colour bar underneath)."""
+    to 1 (the colour bar underneath). `compared` names what is compared in the title
+    (`views.position_words`: a rotary model's angles)."""
     gh, gw = similarity.shape[:2]
     scale = tile_scale or max(3, math.ceil(64 / max(gh, gw)))  # tiles of at least 64 px
     colour = colormaps[cmap]
@@ -773,7 +776,7 @@ def position_similarity_tiles(similarity: np.ndarray, cmap: str = "viridis", til
     ]
     grid = mosaic(tiles, [f"row {i + 1}" for i in range(gh)], [str(j + 1) for j in range(gw)])
     title = (
-        f"Cosine similarity of position embeddings, grid {gh} rows × {gw} columns (columns numbered along the top). "
+        f"Cosine similarity of {compared}, grid {gh} rows × {gw} columns (columns numbered along the top). "
         "The tile in row i, column j compares slot (i, j), outlined in black, with every slot."
     )
     return _titled(

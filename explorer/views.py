@@ -426,11 +426,20 @@ def distance_alt(ex: Explanation, model: str) -> str:
     )
 
 
-def similarity_alt(grid: tuple[int, int], model: str) -> str:
+def position_words(model: VisionTransformer) -> str:
+    """What the position-similarity picture compares for `model`: its learned position
+    embeddings, or, for a rotary model (DINOv3), the rotation angles of each slot, which are
+    computed, not learned (docs/analysis.md)."""
+    if model.config.pos_embed == "rope":
+        return "rotary position angles (computed, not learned)"
+    return "position embeddings"
+
+
+def similarity_alt(grid: tuple[int, int], model: str, compared: str = "position embeddings") -> str:
     """The position-embedding similarity tiles (they do not depend on the image)."""
     gh, gw = grid
     return (
-        f"Cosine similarity of the position embeddings: {gh} × {gw} tiles (rows × columns), tile (i, j) comparing "
+        f"Cosine similarity of the {compared}: {gh} × {gw} tiles (rows × columns), tile (i, j) comparing "
         f"slot (i, j) with every slot, from −1 to 1; model: {model}."
     )
 

@@ -6,7 +6,9 @@ What huggingface_hub 2.4 needs (file_download.get_hf_file_metadata, http_get): H
 `/{repo}/resolve/{revision}/{filename}` answering `X-Repo-Commit` (the commit the cache files
 the snapshot under), `ETag` (the blob's name in the cache; the Hub sends the sha256 of LFS
 files) and `Content-Length` (checked against the bytes received); 404s carry `X-Error-Code`
-(`RepoNotFound` / `EntryNotFound`), which huggingface_hub turns into its typed errors. GET
+(`RepoNotFound` / `EntryNotFound`), which huggingface_hub turns into its typed errors. A gated
+repository (`gated`) answers as the Hub does before its licence is accepted: 401 without a
+token, 403 with one, `X-Error-Code: GatedRepo` (huggingface_hub's GatedRepoError). GET
 ignores `Range` and answers the whole file with 200, which huggingface_hub accepts.
 
 The `hub` fixture points `HF_ENDPOINT` at the stand-in and `HF_HOME` / `HF_HUB_CACHE` at a temp
@@ -38,6 +40,8 @@ class HubStandIn:
     files: dict[tuple[str, str], bytes | mmap.mmap] = field(default_factory=dict)  # (repo, filename) -> content
     requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path) of every request
     short: set[tuple[str, str]] = field(default_factory=set)  # files whose GET sends half the bytes
+    gated: set[str] = field(default_factory=set)  # repos whose licence this caller has not accepted
+    tokens: list[str | None] = field(default_factory=list)  # the Authorization header of every request
     _etags: dict[tuple[str, str], tuple[bytes | mmap.mmap, str]] = field(
         default_factory=dict
     )  # sha256s, hashed once per content
@@ -92,6 +96,10 @@ def _handler(hub: HubStandIn, lock: threading.Lock) -> type[BaseHTTPRequestHandl
         def _answer(self, send_body: bool) -> None:
             with lock:
                 hub.requests.append((self.command, self.path))
+                hub.tokens.append(self.headers.get("Authorization"))
+            if self.path.lstrip("/").partition("/resolve/")[0] in hub.gated:
+                self._refuse_gated()
+                return
             key, error = self._lookup()
             if key is None:
                 self.send_response(404)
@@ -110,6 +118,15 @@ def _handler(hub: HubStandIn, lock: threading.Lock) -> type[BaseHTTPRequestHandl
             self.end_headers()
             if send_body:
                 self.wfile.write(body)
+
+        def _refuse_gated(self) -> None:
+            # The Hub's words: 401 asks to log in, 403 says this account has no access yet.
+            authorised = self.headers.get("Authorization") is not None
+            self.send_response(403 if authorised else 401)
+            self.send_header("X-Error-Code", "GatedRepo")
+            self.send_header("X-Error-Message", "Access to this model is restricted: you must have access to it.")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
 
         def do_HEAD(self) -> None:
             self._answer(send_body=False)

@@ -25,6 +25,7 @@ from vit.analysis import (
     top_mass_mask,
 )
 from vit.model import AttentionMaps
+from vit.rope import rotate
 
 
 def random_maps(batch: int, layers: int, heads: int, grid: tuple[int, int], prefix: int = 1) -> AttentionMaps:
@@ -227,6 +228,23 @@ def test_position_similarity_skips_the_prefix_slots(pos_embed_prefix: bool) -> N
     assert sim.shape == (8, 8, 8, 8)
     cosine = torch.cosine_similarity(a, b, dim=0).item()
     assert sim[0, 0, 7, 7].item() == pytest.approx(cosine, abs=rounding_tolerance(torch.float32, 128, steps=2))
+
+
+def test_rotary_position_similarity_is_the_score_of_a_query_with_its_moved_copy() -> None:
+    # A rotary model adds no vector per slot. Its similarity of slots m and n is the score of a
+    # query q against itself as a key, rotated to m and to n, over |q|² (every plane weighted
+    # equally: q has unit length in each rotation plane), per docs/analysis.md.
+    model = vit.create_model("vit_cifar_nano", depth=1, pos_embed="rope", pos_embed_prefix=False)
+    sim = position_embedding_similarity(model)
+    assert sim.shape == (8, 8, 8, 8)
+    half = 32 // 2  # head dim 32: planes pair channel k with k + 16
+    q = torch.cat([torch.ones(half), torch.zeros(half)])  # unit length in every plane
+    cos, sin = model.rotary((8, 8), torch.device("cpu"))
+    m, n = 2 * 8 + 5, 7 * 8 + 1  # slots (2, 5) and (7, 1)
+    score = rotate(q, cos[m], sin[m]) @ rotate(q, cos[n], sin[n]) / (q @ q)
+    assert sim[2, 5, 7, 1].item() == pytest.approx(score.item(), abs=rounding_tolerance(torch.float32, 32, steps=3))
+    assert_close_up_to_rounding(sim[range(8), range(8), range(8), range(8)], torch.ones(8), reduction=32)  # self: 1
+    assert sim[0, 0, 0, 1] > sim[0, 0, 0, 7]  # nearer slots are more alike
 
 
 def dino_threshold(attentions: torch.Tensor, threshold: float) -> torch.Tensor:

@@ -321,6 +321,21 @@ def test_a_pick_that_cannot_download_is_said_in_a_teachers_words_and_marks_the_r
     assert catalog.online is False and "no internet to download it" in catalog.choices()[-1][0]
 
 
+def test_gated_weights_reach_the_visitor_as_the_sentence_that_says_what_to_do(tmp_path, tiny_checkpoint, monkeypatch):
+    # vit.load_pretrained's Gated sentence (tests/test_pretrained.py) is what the picker shows;
+    # the machine is online, so the other downloads stay offered.
+    said = "cannot load vit_small_patch16_dinov3.lvd1689m: its weights need you to accept Meta's DINOv3 licence on …"
+
+    def gated(name, progress=None):
+        raise vit.Gated(said, "https://huggingface.co/timm/vit_small_patch16_dinov3.lvd1689m")
+
+    monkeypatch.setattr(vit, "load_pretrained", gated)
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
+    with pytest.raises(ModelUnavailable) as caught:
+        catalog.get("pretrained:vit_small_patch16_dinov3.lvd1689m")
+    assert str(caught.value) == said and catalog.online is not False
+
+
 def test_hf_hub_offline_is_no_internet_and_keeps_its_kind_through_load_pretrained(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))

@@ -196,3 +196,32 @@ def test_each_lesson_opens_on_its_own_models_then_a_stand_in_then_the_bundled_on
     assert "\n" not in line and "`python -m vit.download deit_small_patch16_224.fb_in1k`" in line
     assert lessons.better_models([]) == ""
     assert len(lessons.lesson_weights()) == 5 and lessons.lesson_weights()[0] == "deit_small_patch16_224.fb_in1k"
+
+
+def test_dinov3_stands_in_for_a_model_with_registers():
+    # Only DINOv3 here among the models with registers: lesson 2's first row opens on it.
+    dinov3 = "pretrained:vit_small_patch16_dinov3.lvd1689m"
+    here = {dinov3, "pretrained:vit_small_patch14_dinov2.lvd142m"}
+    opening = lessons.opening_models(lambda key: key in here)
+    assert (opening.with_registers, opening.without_registers) == (
+        dinov3,
+        "pretrained:vit_small_patch14_dinov2.lvd142m",
+    )
+    assert "vit_small_patch16_dinov3.lvd1689m" in vit.list_pretrained()
+    # Its 4 registers count as registers: the pair can differ, no warning; the row says what it has.
+    config = vit.ViTConfig(
+        image_size=32,
+        patch_size=8,
+        num_classes=0,
+        dim=16,
+        depth=1,
+        heads=1,
+        mlp_dim=16,
+        register_tokens=4,
+        pos_embed_prefix=False,
+        pos_embed="rope",
+    )
+    with_reg = LoadedModel(dinov3, "DINOv3", vit.VisionTransformer(config).eval(), vit.ModelMeta([], None))
+    without = LoadedModel("b", "plain", vit.create_model("vit_cifar_nano"), vit.ModelMeta([], None))
+    assert lessons.registers_note(with_reg, without, []) == "" and lessons.register_role(with_reg) == "with 4 registers"
+    assert "“dinov3”" in lessons.registers_note(without, with_reg, [])  # the note names what to pick

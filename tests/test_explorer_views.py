@@ -126,6 +126,32 @@ def test_registers_without_cls_query_the_mean_patch_and_leave_the_registers_out(
     assert "the mean patch row of R over the patches" in rollout and "reg1" in rollout and "CLS row" not in rollout
 
 
+def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_positions():
+    # DINOv3's layout at toy size: CLS + 4 registers, rotary positions, no classifier.
+    dinov3 = {"register_tokens": 4, "pos_embed_prefix": False, "pos_embed": "rope", "layer_scale": 1e-5}
+    config = vit.ViTConfig(image_size=32, patch_size=8, num_classes=0, dim=16, depth=2, heads=2, mlp_dim=32, **dinov3)
+    model = vit.VisionTransformer(config).eval()
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8))
+    ex = explain(model, [], CIFAR10, image)
+    assert "(5 prefix tokens: CLS, reg1, reg2, reg3, reg4 + 16 patches)" in views.describe_input(ex)
+    assert ex.prefix_attention(None).shape == (ex.depth, ex.heads, 5)  # CLS and the 4 registers, printed
+    left_out = views.left_out(ex)
+    assert all(name in left_out for name in ("CLS", "reg1", "reg4")), left_out
+    for picture in (
+        views.heads(ex, None, 1, MapStyle()),
+        views.heads(ex, (2, 3), 1, MapStyle()),
+        views.overview(ex, MapStyle()),
+        *[views.rollout(ex, "mean", 0.0, MapStyle(), show) for show in views.SHOWS],
+        views.distance_chart(ex),
+    ):
+        assert picture.width > 0
+    compared = views.position_words(model)
+    assert compared.startswith("rotary position angles") and views.position_words(_tiny()) == "position embeddings"
+    assert compared in views.similarity_alt(ex.grid, "toy DINOv3", compared)
+    tiles = render.position_similarity_tiles(position_embedding_similarity(model).numpy(), compared=compared)
+    assert tiles.height > 4 * 64
+
+
 def test_rollout_marks_uniform_and_says_what_above_and_below_mean(uniform):
     shares = uniform.rollout("mean", 0.0)
     assert views.uniform_value(shares) == pytest.approx(shares.sum() / 64)

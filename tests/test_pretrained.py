@@ -18,6 +18,7 @@ import torchvision
 import transformers
 from conftest import randomise_
 from hub_standin import hub  # noqa: F401 - the fixture
+from tolerance import forward_tolerance
 
 import vit
 from vit.pretrained import PRETRAINED, timm_class_names
@@ -31,10 +32,10 @@ def assert_one_clear_line(error: BaseException) -> None:
     assert error.__cause__ is not None  # the full reason, for the server log
 
 
-def publish_timm(hub, tmp_path: Path, name: str) -> torch.nn.Module:  # noqa: F811
-    """timm's `name` with random weights at its real shapes, as timm uploads it (config.json
-    with pretrained_cfg, model.safetensors), under the Hub repo the zoo names."""
-    model = randomise_(timm.create_model(name, pretrained=False)).eval()
+def publish_timm(hub, tmp_path: Path, name: str, **kwargs) -> torch.nn.Module:  # noqa: F811
+    """timm's `name` (built with `kwargs`) with random weights at its real shapes, as timm uploads
+    it (config.json with pretrained_cfg, model.safetensors), under the Hub repo the zoo names."""
+    model = randomise_(timm.create_model(name, pretrained=False, **kwargs)).eval()
     folder = tmp_path / name
     timm.models.save_for_hf(model, str(folder), safe_serialization=True)
     hub.publish_folder(PRETRAINED[name].weights, folder)
@@ -72,6 +73,48 @@ def test_timm_family_downloads_and_loads_with_its_metadata(hub, tmp_path, name: 
     assert meta.preprocessing.crop_size == 224  # DINOv2 runs at 224 px here, not 518
     assert vit.is_pretrained_cached(name)
     assert sorted(p.rsplit("/", 1)[-1] for p in hub.downloads()) == sorted(vit.pretrained_files(name))
+
+
+DINOV3 = "vit_small_patch16_dinov3.lvd1689m"
+
+
+def test_dinov3_downloads_and_loads_with_registers_and_rotary_positions(hub, tmp_path) -> None:  # noqa: F811
+    foreign = publish_timm(hub, tmp_path, DINOV3, global_pool="token")  # upstream DINOv3 reads the CLS token
+    model, meta = vit.load_pretrained(DINOV3)
+    assert model.config == vit.model.CONFIGS["vit_small_patch16_dinov3"]
+    assert model.config.prefix_names == ("cls", "reg1", "reg2", "reg3", "reg4") and model.pos_embed is None
+    images = torch.randn(1, 3, 256, 256)
+    with torch.no_grad():
+        expected = foreign(images)
+        tol = forward_tolerance(model.config, expected.abs().max().item())
+        torch.testing.assert_close(model(images), expected, atol=tol, rtol=0)
+    assert meta.class_names == []  # features, no classifier
+    # timm's pretrained_cfg for DINOv3: 256 px, crop_pct 1.0 (no margin), ImageNet mean and std.
+    p = meta.preprocessing
+    assert (p.resize_size, p.crop_size, p.mean) == (256, 256, (0.485, 0.456, 0.406))
+    assert meta.info["licence"] == "Meta's DINOv3 licence"
+
+
+@pytest.mark.parametrize("token", [None, "hf_teacher"])
+def test_gated_weights_say_which_licence_to_accept_and_how(hub, monkeypatch, token: str | None) -> None:  # noqa: F811
+    # timm's DINOv3 copies are not gated today (Meta's facebook/dinov3-* are): if they were, the Hub
+    # would answer 401 without a token and 403 with one that has not accepted the licence.
+    repo = PRETRAINED[DINOV3].weights
+    hub.publish(repo, "config.json", b"{}")
+    hub.gated.add(repo)
+    if token:
+        monkeypatch.setenv("HF_TOKEN", token)
+    else:
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(vit.Gated) as caught:
+        vit.load_pretrained(DINOV3)
+    page = f"{hub.url.split('://', 1)[1].rstrip('/')}/{repo}"
+    assert str(caught.value).startswith(
+        f"cannot load {DINOV3}: its weights need you to accept Meta's DINOv3 licence on {page} and a token: "
+    )
+    assert "HF_TOKEN" in str(caught.value) and caught.value.url.endswith(f"/{repo}")
+    assert_one_clear_line(caught.value)
+    assert hub.tokens[-1] == (f"Bearer {token}" if token else None)  # 403 with a token, 401 without
 
 
 def test_timm_preprocessing_comes_from_the_config_json(hub, tmp_path) -> None:  # noqa: F811
@@ -266,8 +309,9 @@ def test_zoo_entries_map_to_our_configurations_of_the_same_architecture() -> Non
         if spec.library != "timm":
             continue
         assert spec.weights == f"timm/{name}"
+        upstream = {"global_pool": "token"} if "dinov3" in name else {}  # DINOv3 reads its CLS token
         with torch.device("meta"):
-            foreign = timm.create_model(name, pretrained=False)
+            foreign = timm.create_model(name, pretrained=False, **upstream)
         theirs = vit.weights.config_from_timm(foreign)
         ours = vit.model.CONFIGS[spec.config]
         assert theirs == replace(ours, num_classes=theirs.num_classes, image_size=theirs.image_size), name
@@ -282,6 +326,7 @@ def test_the_zoo_lists_dino_deit_and_dinov2() -> None:
         *(f"deit_{s}_patch16_224.fb_in1k" for s in ("tiny", "small", "base")),
         *(f"deit_{s}_distilled_patch16_224.fb_in1k" for s in ("tiny", "small", "base")),
         *(f"vit_{s}_patch14{r}_dinov2.lvd142m" for s in ("small", "large") for r in ("", "_reg4")),
+        *(f"vit_{s}_patch16_dinov3.lvd1689m" for s in ("small", "base", "large")),
     ):
         assert expected in names
     assert PRETRAINED["vit_large_patch14_reg4_dinov2.lvd142m"].input_size == 224

@@ -36,6 +36,15 @@ def test_fine_tune_adapts_head_and_position_embeddings(tmp_path):
     assert not torch.equal(adapted.head.weight[:3], source.head.weight[:3])  # a fresh head
 
 
+def test_fine_tune_of_a_rotary_model_keeps_every_weight():
+    # DINOv3-style rotary positions have no weights: a new grid changes nothing to copy.
+    source = vit.create_model("vit_cifar_nano", pos_embed="rope", pos_embed_prefix=False, num_classes=0)
+    adapted = adapt(source, num_classes=0, image_size=16, drop_path=None)
+    assert adapted.config.grid == (4, 4) and adapted.pos_embed is None
+    for (name, mine), theirs in zip(adapted.state_dict().items(), source.state_dict().values(), strict=True):
+        assert torch.equal(mine, theirs), name
+
+
 def test_nothing_to_adapt_returns_the_model_itself():
     model = vit.create_model("vit_cifar_nano")
     assert adapt(model, 10, 32, None) is model

@@ -114,9 +114,13 @@ def timm_unfused(name: str, **kwargs) -> torch.nn.Module:
         set_fused_attn(True)
 
 
-def assert_timm_parity(foreign: torch.nn.Module, ours: vit.VisionTransformer, size: int) -> vit.AttentionMaps:
-    """Logits (or features) and every head's attention equal timm's up to rounding (tests/tolerance.py)."""
-    images = torch.randn(2, 3, size, size)
+def assert_timm_parity(
+    foreign: torch.nn.Module, ours: vit.VisionTransformer, size: int | tuple[int, int]
+) -> vit.AttentionMaps:
+    """Logits (or features) and every head's attention equal timm's up to rounding (tests/tolerance.py),
+    on images of `size` pixels (a side, or (height, width))."""
+    height, width = (size, size) if isinstance(size, int) else size
+    images = torch.randn(2, 3, height, width)
     with torch.no_grad():
         theirs = AttentionExtract(foreign, method="fx")(images)  # {name: (B, H, T, T)} in block order
         expected = foreign(images)
@@ -170,6 +174,88 @@ def test_dinov2_position_embeddings_resample_as_timm_does(name: str) -> None:
     assert ours.config.image_size == 70
     maps = assert_timm_parity(foreign, ours, 42)  # a 3x3 grid from the 5x5 one
     assert maps.grid == (3, 3)
+
+
+def sharpen_(model: torch.nn.Module) -> torch.nn.Module:
+    """Random weights whose attention is peaked, not uniform: LayerNorm gains near 1 (randomise_
+    leaves them near 0) and larger query/key weights. With near-uniform attention the position
+    of a key hardly matters, so a wrong rotation would pass a parity test unseen."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name and name.endswith("weight"):
+                p.add_(1.0)
+            elif name.endswith("attn.qkv.weight"):
+                p.normal_(0.0, 0.1)
+    return model
+
+
+REGISTERS4 = ("cls", "reg1", "reg2", "reg3", "reg4")
+DINOV3 = ["vit_small_patch16_dinov3", "vit_base_patch16_dinov3", "vit_small_patch16_dinov3_qkvb"]
+
+
+def final_tokens(model: vit.VisionTransformer, images: torch.Tensor) -> torch.Tensor:
+    """Our last normed tokens (B, T, D), what timm's forward_features returns."""
+    captured = {}
+    hook = model.norm.register_forward_hook(lambda mod, inp, out: captured.update(tokens=out))
+    try:
+        with torch.no_grad():
+            model(images)
+    finally:
+        hook.remove()
+    return captured["tokens"]
+
+
+@pytest.mark.parametrize("name", DINOV3)
+def test_dinov3_loads_exactly(name: str) -> None:
+    # DINOv3 (timm's Eva): 1 CLS + 4 registers, 2-D RoPE, LayerScale, eps 1e-5; global_pool='token'
+    # reads the CLS token as upstream DINOv3 does (our named configuration's pooling).
+    foreign = sharpen_(timm_unfused(name, global_pool="token"))
+    ours = vit.from_timm(foreign)
+    assert ours.config == vit.model.CONFIGS[name] and ours.config.pos_embed == "rope"
+    maps = assert_timm_parity(foreign, ours, (64, 96))  # a 4 x 6 grid: rows and columns are not swapped
+    assert maps.grid == (4, 6) and maps.prefix_names == REGISTERS4 and foreign.num_prefix_tokens == 5
+    images = torch.randn(2, 3, 48, 80)
+    with torch.no_grad():
+        expected = foreign.forward_features(images)  # (B, 5 + N, D): every token after the final norm
+    tokens = final_tokens(ours, images)
+    torch.testing.assert_close(
+        tokens, expected, atol=forward_tolerance(ours.config, expected.abs().max().item()), rtol=0
+    )
+    assert vit.from_timm(foreign.state_dict()).config == ours.config  # a bare state dict: the one named fit
+
+
+def test_dinov3_parity_would_catch_a_missing_rotation() -> None:
+    # The parity above means something only if the rotation changes the numbers far beyond the
+    # tolerance: without it (no positions at all) the features are off by much more.
+    foreign = sharpen_(timm_unfused("vit_small_patch16_dinov3", global_pool="token"))
+    ours = vit.from_timm(foreign)
+    images = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        expected = foreign(images)
+        ours.rope = None
+        unrotated = ours(images)
+    tol = forward_tolerance(ours.config, expected.abs().max().item())
+    assert (unrotated - expected).abs().max() > 100 * tol
+
+
+def test_dinov3_with_timms_default_mean_pooling() -> None:
+    # timm's Eva pools the patch mean by default: read from the module, the pooling follows it.
+    foreign = sharpen_(timm_unfused("vit_small_patch16_dinov3"))
+    ours = vit.from_timm(foreign)
+    assert ours.config == replace(vit.model.CONFIGS["vit_small_patch16_dinov3"], pool="gap")
+    assert_timm_parity(foreign, ours, 64)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("vit_medium_patch16_rope_reg1_gap_256", "RotaryEmbeddingCat is not supported: only DINOv3's"),
+        ("vit_small_plus_patch16_dinov3", "Eva built of EvaBlock/EvaAttention/SwiGLU/SiLU is not supported"),
+    ],
+)
+def test_other_eva_variants_are_refused_by_name(name: str, message: str) -> None:
+    with pytest.raises(vit.CheckpointError, match=message):
+        vit.from_timm(timm.create_model(name, pretrained=False))
 
 
 @pytest.mark.parametrize(
@@ -263,7 +349,7 @@ def test_a_module_of_another_library_is_refused_with_a_sentence() -> None:
     tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
     hf = transformers.ViTModel(transformers.ViTConfig(image_size=32, patch_size=16, **tiny))
     with pytest.raises(
-        vit.CheckpointError, match="expected timm's VisionTransformer, got ViTModel .*from_transformers"
+        vit.CheckpointError, match="expected timm's VisionTransformer or Eva, got ViTModel .*from_transformers"
     ):
         vit.from_timm(hf)
     with pytest.raises(vit.CheckpointError, match="expected torchvision.models.VisionTransformer, got ViTModel"):

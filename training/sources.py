@@ -60,6 +60,6 @@ def adapt(
         fresh = adapted.state_dict()
         weights = {k: v for k, v in weights.items() if not k.startswith("head")}
         weights |= {k: v.detach().clone() for k, v in fresh.items() if k.startswith("head")}
-    if new.grid != old.grid:
+    if new.grid != old.grid and model.pos_embed is not None:  # rotary embeddings have no weights to resample
         weights["pos_embed"] = model.position_embedding(new.grid).detach()  # (1, prefix + gh'*gw', D)
     return assign_weights(adapted, weights, "adapted model")

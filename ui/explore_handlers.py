@@ -193,8 +193,8 @@ def classes_note(loaded: LoadedModel, shown: int = 20) -> str:
     names = loaded.meta.class_names
     if not names:
         return (
-            "**No classes:** this model has no classifier head (a feature extractor such as DINO or DINOv2), so it "
-            "makes no predictions. Every attention map works; relevance needs a model with classes."
+            "**No classes:** this model has no classifier head (a feature extractor such as DINO, DINOv2 or "
+            "DINOv3), so it makes no predictions. Every attention map works; relevance needs a model with classes."
         )
     listed = ", ".join(names[:shown]) + (f", … ({len(names) - shown} more)" if len(names) > shown else "")
     always = "The model always answers with one of them, even for a picture of something else."
@@ -287,8 +287,9 @@ def logit_lens_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey
 
 
 def similarity_picture(loaded: LoadedModel) -> gr.Image:
-    alt = views.similarity_alt(loaded.model.config.grid, model_name(loaded.key))
-    return with_alt(render.position_similarity_tiles(loaded.position_similarity()), alt)
+    compared = views.position_words(loaded.model)
+    alt = views.similarity_alt(loaded.model.config.grid, model_name(loaded.key), compared)
+    return with_alt(render.position_similarity_tiles(loaded.position_similarity(), compared=compared), alt)
 
 
 def full_analysis(

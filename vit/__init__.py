@@ -8,7 +8,7 @@ to load foreign weights, save safe checkpoints and analyse attention.
 """
 
 from .checkpoint import CheckpointError, ModelMeta, load_checkpoint, load_state_dict_file, save_checkpoint
-from .hub import NoInternet, PretrainedUnavailable, can_download, offline_by_setting
+from .hub import Gated, NoInternet, PretrainedUnavailable, can_download, offline_by_setting
 from .model import (
     AttentionMaps,
     VisionTransformer,
@@ -35,6 +35,7 @@ from .weights import from_timm, from_torchvision
 __all__ = [
     "AttentionMaps",
     "CheckpointError",
+    "Gated",
     "ModelMeta",
     "NoInternet",
     "Preprocessing",

@@ -172,9 +172,17 @@ def mean_attention_distance(maps: AttentionMaps, patch_size: int) -> Tensor:
 
 def position_embedding_similarity(model: VisionTransformer) -> Tensor:
     """Cosine similarity between the position embeddings of every pair of patch slots:
-    (gh, gw, gh, gw), where [i, j] is the tile for slot (i, j) (the ViT paper's Fig. 7 centre)."""
+    (gh, gw, gh, gw), where [i, j] is the tile for slot (i, j) (the ViT paper's Fig. 7 centre).
+    A rotary model (pos_embed='rope') has no vector added per slot; its slot's embedding is
+    the unit vector (cos φ_k, sin φ_k) of its rotation angles, whose cosine similarity is the
+    mean over planes of cos(φ_k(m) − φ_k(n)): how a query scores its own copy as a key placed at
+    the other slot, relative to in place (docs/analysis.md)."""
     gh, gw = model.config.grid
-    patches = model.pos_embed[0, model.pos_slots :].detach().float()  # (N, D): prefix slots, if any, left out
+    if model.rope is None:
+        patches = model.pos_embed[0, model.pos_slots :].detach().float()  # (N, D): prefix slots, if any, left out
+    else:
+        angles = model.rope.angles((gh, gw))  # (N, hd/2)
+        patches = torch.cat([angles.cos(), angles.sin()], dim=-1)  # (N, hd)
     unit = F.normalize(patches, dim=-1)
     return (unit @ unit.T).reshape(gh, gw, gh, gw)
 

@@ -26,6 +26,16 @@ class PretrainedUnavailable(RuntimeError):
     the exception it was raised from (`__cause__`) holds the full reason, for the server log."""
 
 
+class Gated(PretrainedUnavailable):
+    """The repository is gated: the Hub answered 401/403 "GatedRepo", as it does until the
+    account whose token this machine sends has accepted the repository's licence on its page.
+    `url` is that page."""
+
+    def __init__(self, message: str, url: str):
+        super().__init__(message)
+        self.url = url
+
+
 class NoInternet(PretrainedUnavailable):
     """The weights are not cached and this machine cannot download them: `HF_HUB_OFFLINE` is
     set or the host does not answer. An app can tell its visitors so before they pick a model."""
@@ -99,9 +109,11 @@ def _progress_bar(report: Callable[[int], None]) -> type:
 
 def _why(repo: str, filename: str, error: Exception) -> str:
     """One sentence for a failed download of `repo`'s `filename`."""
-    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError
+    from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
     where = f"{filename} of {repo}"
+    if isinstance(error, GatedRepoError):  # a RepositoryNotFoundError too: asked first
+        return gated_sentence(f"{repo}'s weights", "their licence", f"{hub_endpoint()}/{repo}")
     if isinstance(error, RepositoryNotFoundError):
         return f"the Hub at {hub_endpoint()} has no repository {repo} (or it is private or gated)"
     if isinstance(error, EntryNotFoundError):
@@ -109,6 +121,16 @@ def _why(repo: str, filename: str, error: Exception) -> str:
     if isinstance(error, HfHubHTTPError) and error.response is not None:
         return f"the Hub at {hub_endpoint()} answered HTTP {error.response.status_code} for {where}"
     return f"the download of {where} did not complete (nothing was cached; try again)"
+
+
+def gated_sentence(what: str, licence: str, url: str) -> str:
+    """What a person does about a gated repository, in one sentence: "`what` need you to accept
+    `licence` on `url` and a token; ..." (url without its scheme, as people type it)."""
+    page = urlsplit(url)._replace(scheme="").geturl().lstrip("/")
+    return (
+        f"{what} need you to accept {licence} on {page} and a token: accept it there, logged in to the Hub, "
+        "then give this machine an access token of that account (HF_TOKEN, or `hf auth login`) and load it again"
+    )
 
 
 def download(repo: str, filenames: Sequence[str], progress: Progress | None = None) -> dict[str, Path]:
@@ -148,5 +170,9 @@ def download(repo: str, filenames: Sequence[str], progress: Progress | None = No
             kwargs = {"cache_dir": cache, "endpoint": endpoint, "tqdm_class": _progress_bar(report)}
             paths[filename] = Path(hf_hub_download(repo, filename, **kwargs))
     except Exception as e:  # noqa: BLE001 - the Hub and the network fail in many library-specific ways
+        from huggingface_hub.errors import GatedRepoError
+
+        if isinstance(e, GatedRepoError):
+            raise Gated(_why(repo, filename, e), f"{endpoint}/{repo}") from e
         raise PretrainedUnavailable(_why(repo, filename, e)) from e
     return paths

@@ -11,7 +11,8 @@ Options of later ViTs, each a config field: LayerScale (Touvron et al. 2021, "Go
 with Image Transformers", Sec. 3: z'_l = diag(γ1) MSA(LN(z_{l-1})) + z_{l-1}), DeiT's
 distillation token (Touvron et al. 2021, "Training data-efficient image transformers"),
 register tokens (Darcet et al. 2024, "Vision Transformers Need Registers"), position
-embeddings without prefix slots, and headless feature extractors (DINO, DINOv2).
+embeddings without prefix slots, headless feature extractors (DINO, DINOv2), and 2-D rotary
+position embeddings instead of learned ones (DINOv3, Siméoni et al. 2025: `vit.rope`).
 
 The tensor layout and every default (LayerNorm eps 1e-6, exact GELU, packed q;k;v) match
 torchvision's and timm's ViTs, so their weights load without any numeric change.
@@ -29,8 +30,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import config_from_dict, require
+from .rope import Rope2d, rotate
 
 Pool = Literal["cls", "gap"]
+PosEmbed = Literal["learned", "rope"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,10 @@ class ViTConfig:
     distill_token: bool = False  # DeiT's dist_token (1, 1, D), read by a second head, head_dist (D -> classes)
     register_tokens: int = 0  # reg_token (1, R, D): R extra tokens no head reads (Darcet et al. 2024)
     pos_embed_prefix: bool = True  # pos_embed (1, prefix + N, D); False: (1, N, D), patches only (timm no_embed_class)
+    # "learned": z_0 + E_pos as in eq. (1); "rope": no E_pos, queries and keys of patch tokens are
+    # rotated by their position in every attention layer (2-D RoPE as DINOv3, vit/rope.py)
+    pos_embed: PosEmbed = "learned"
+    rope_temperature: float = 100.0  # RoPE's T: periods T^{4k/d} of the rotation planes (DINOv3: 100)
     final_norm: bool = True
     fc_norm: bool = False  # the final LayerNorm on the pooled (B, D) instead of every token (timm's fc_norm)
     layer_scale: float | None = None  # LayerScale init value: gammas ls1, ls2 (D,) scale each residual branch
@@ -82,6 +89,19 @@ class ViTConfig:
         for name in ("dropout", "attn_dropout", "drop_path"):
             require(0.0 <= getattr(self, name) < 1.0, what, name, getattr(self, name), "expected a rate in [0, 1)")
         require(self.norm_eps > 0, what, "norm_eps", self.norm_eps, "expected a positive number")
+        require(
+            self.pos_embed in ("learned", "rope"), what, "pos_embed", self.pos_embed, "expected 'learned' or 'rope'"
+        )
+        if self.pos_embed == "rope":
+            head_dim = self.dim // self.heads
+            require(
+                head_dim % 4 == 0, what, "heads", self.heads, f"2-D RoPE needs dim/heads divisible by 4, got {head_dim}"
+            )
+            require(
+                not self.pos_embed_prefix, what, "pos_embed_prefix", True, "rotary embeddings have no position slots"
+            )
+        t = self.rope_temperature
+        require(t > 1 and math.isfinite(t), what, "rope_temperature", t, "expected a number > 1")
 
     @property
     def prefix_names(self) -> tuple[str, ...]:
@@ -183,9 +203,10 @@ class Attention(nn.Module):
     With `need_weights=True` it also returns the post-softmax weights per head, (B, H, T, T):
     what `nn.MultiheadAttention(..., need_weights=True, average_attn_weights=False)` returns."""
 
-    def __init__(self, dim: int, heads: int, qkv_bias: bool, attn_dropout: float, dropout: float):
+    def __init__(self, dim: int, heads: int, qkv_bias: bool, attn_dropout: float, dropout: float, prefix: int = 0):
         super().__init__()
         self.heads = heads
+        self.prefix = prefix  # tokens before the patches: no position, never rotated
         self.head_dim = dim // heads
         self.scale = self.head_dim**-0.5
         self.attn_dropout = attn_dropout
@@ -193,10 +214,18 @@ class Attention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, x: Tensor, need_weights: bool = False, rope: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (B, T, D) -> (output (B, T, D), weights (B, H, T, T) or None). `rope`: (cos, sin),
+        each (N, hd), that rotate the patch tokens' queries and keys (vit/rope.py)."""
         B, T, D = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim)  # (B, T, 3, H, hd)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, hd)
+        if rope is not None:  # RoFormer eq. (34) on the patches; CLS and registers stay as they are
+            p = self.prefix
+            q = torch.cat([q[:, :, :p], rotate(q[:, :, p:], *rope)], dim=2)  # (B, H, T, hd)
+            k = torch.cat([k[:, :, :p], rotate(k[:, :, p:], *rope)], dim=2)
         dropout_p = self.attn_dropout if self.training else 0.0
         if need_weights:
             # The explicit path: softmax(q k^T / sqrt(d)) is materialised so it can be returned.
@@ -256,16 +285,19 @@ class Block(nn.Module):
         super().__init__()
         c = config
         self.norm1 = nn.LayerNorm(c.dim, eps=c.norm_eps)
-        self.attn = Attention(c.dim, c.heads, c.qkv_bias, c.attn_dropout, c.dropout)
+        self.attn = Attention(c.dim, c.heads, c.qkv_bias, c.attn_dropout, c.dropout, len(c.prefix_names))
         self.ls1 = nn.Identity() if c.layer_scale is None else LayerScale(c.dim, c.layer_scale)
         self.norm2 = nn.LayerNorm(c.dim, eps=c.norm_eps)
         self.mlp = MLP(c.dim, c.mlp_dim, c.dropout)
         self.ls2 = nn.Identity() if c.layer_scale is None else LayerScale(c.dim, c.layer_scale)
         self.drop_path = DropPath(drop_path)
 
-    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """x (B, T, D) -> (x', attention weights (B, H, T, T) if `need_weights` else None)."""
-        y, attn = self.attn(self.norm1(x), need_weights)
+    def forward(
+        self, x: Tensor, need_weights: bool = False, rope: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (B, T, D) -> (x', attention weights (B, H, T, T) if `need_weights` else None);
+        `rope`: the rotary (cos, sin) of a model with pos_embed='rope' (VisionTransformer.rotary)."""
+        y, attn = self.attn(self.norm1(x), need_weights, rope)
         x = x + self.drop_path(self.ls1(y))
         x = x + self.drop_path(self.ls2(self.mlp(self.norm2(x))))
         return x, attn
@@ -282,7 +314,9 @@ class VisionTransformer(nn.Module):
         self.reg_token = nn.Parameter(torch.zeros(1, c.register_tokens, c.dim)) if c.register_tokens else None
         gh, gw = c.grid
         self.pos_slots = self.prefix_tokens if c.pos_embed_prefix else 0  # prefix tokens with a position embedding
-        self.pos_embed = nn.Parameter(torch.empty(1, self.pos_slots + gh * gw, c.dim))
+        learned = c.pos_embed == "learned"
+        self.pos_embed = nn.Parameter(torch.empty(1, self.pos_slots + gh * gw, c.dim)) if learned else None
+        self.rope = None if learned else Rope2d(c.dim // c.heads, c.rope_temperature)
         self.pos_drop = nn.Dropout(c.dropout)
         rates = [c.drop_path * i / max(c.depth - 1, 1) for i in range(c.depth)]
         self.blocks = nn.ModuleList(Block(c, rate) for rate in rates)
@@ -312,7 +346,8 @@ class VisionTransformer(nn.Module):
         w = self.patch_embed.proj.weight
         nn.init.trunc_normal_(w, std=math.sqrt(1.0 / w[0].numel()))
         nn.init.zeros_(self.patch_embed.proj.bias)
-        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        if self.pos_embed is not None:
+            nn.init.trunc_normal_(self.pos_embed, std=0.02)
         for token in (self.cls_token, self.reg_token):
             if token is not None:
                 nn.init.normal_(token, std=1e-6)
@@ -326,6 +361,8 @@ class VisionTransformer(nn.Module):
     def position_embedding(self, grid: tuple[int, int]) -> Tensor:
         """(1, pos_slots + gh*gw, D) position embeddings for `grid`, resampled if it is not the
         training grid. Prefix slots are kept as they are: they have no spatial position."""
+        if self.pos_embed is None:
+            raise ValueError("this model has rotary position embeddings (pos_embed='rope'): nothing is added")
         prefix, patches = self.pos_embed[:, : self.pos_slots], self.pos_embed[:, self.pos_slots :]
         return torch.cat([prefix, resample_pos_embed(patches, self.config.grid, grid)], dim=1)
 
@@ -338,11 +375,12 @@ class VisionTransformer(nn.Module):
         x = self.patch_embed(images)  # (B, N, D)
         B = x.shape[0]
         prefix = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token, self.reg_token) if t is not None]
-        pos = self.position_embedding(grid)
-        if self.pos_slots:  # original ViT: every token has a slot; concatenate, then add
-            x = torch.cat([*prefix, x], dim=1) + pos
+        if self.pos_embed is None:  # rotary: positions enter each attention layer instead (`rotary`)
+            x = torch.cat([*prefix, x], dim=1)
+        elif self.pos_slots:  # original ViT: every token has a slot; concatenate, then add
+            x = torch.cat([*prefix, x], dim=1) + self.position_embedding(grid)
         else:  # timm no_embed_class (DeiT III, DINOv2 with registers): only patches get positions
-            x = torch.cat([*prefix, x + pos], dim=1)
+            x = torch.cat([*prefix, x + self.position_embedding(grid)], dim=1)
         return self.pos_drop(x), grid
 
     def hidden_states(self, images: Tensor, upto: int | None = None) -> list[Tensor]:
@@ -352,12 +390,18 @@ class VisionTransformer(nn.Module):
         last = len(self.blocks) - 1 if upto is None else upto
         if not 0 <= last < len(self.blocks):
             raise ValueError(f"layer index must be from 0 to {len(self.blocks) - 1}, got {upto}")
-        x, _ = self.embed(images)
+        x, grid = self.embed(images)
+        rope = self.rotary(grid, x.device)
         states = []
         for block in self.blocks[: last + 1]:
-            x, _ = block(x)
+            x, _ = block(x, rope=rope)
             states.append(x)
         return states
+
+    def rotary(self, grid: tuple[int, int], device: torch.device) -> tuple[Tensor, Tensor] | None:
+        """The (cos, sin) every block rotates the patch queries and keys by, or None (learned
+        position embeddings): what `Block.forward` takes as `rope`."""
+        return None if self.rope is None else self.rope(grid, device)
 
     def forward_head(self, x: Tensor) -> Tensor:
         """Normed tokens (B, T, D) -> logits (B, classes), or pooled features (B, D) without a
@@ -373,9 +417,10 @@ class VisionTransformer(nn.Module):
         and with `need_weights` (PyTorch's name, per head as `average_attn_weights=False`) the
         per-layer post-softmax attention as `AttentionMaps` (which carries the grid)."""
         x, grid = self.embed(images)
+        rope = self.rotary(grid, x.device)
         maps = []
         for block in self.blocks:
-            x, attn = block(x, need_weights)
+            x, attn = block(x, need_weights, rope)
             maps.append(attn)
         out = self.forward_head(self.norm(x))
         if need_weights:
@@ -416,6 +461,29 @@ CONFIGS: dict[str, ViTConfig] = {
         )
         for size, dim, depth, heads in (("small", 384, 12, 6), ("large", 1024, 24, 16))
         for reg in ("", "_reg4")
+    },
+    # DINOv3 (Siméoni et al. 2025): 1 CLS + 4 registers, 2-D RoPE (T = 100) instead of position
+    # embeddings, LayerScale, LayerNorm eps 1e-5, no qkv bias, no classifier; trained at 256 px
+    # (timm's pretrained_cfg), but RoPE has no grid of its own: any size runs without resampling.
+    # Upstream reads the CLS token (timm's Eva defaults to the patch mean: pass global_pool='token').
+    **{
+        f"vit_{size}_patch16_dinov3{qkvb}": ViTConfig(
+            image_size=256,
+            patch_size=16,
+            num_classes=0,
+            dim=dim,
+            depth=depth,
+            heads=heads,
+            mlp_dim=4 * dim,
+            layer_scale=1e-5,
+            register_tokens=4,
+            pos_embed_prefix=False,
+            pos_embed="rope",
+            qkv_bias=qkv_bias,
+            norm_eps=1e-5,
+        )
+        for size, dim, depth, heads in (("small", 384, 12, 6), ("base", 768, 12, 12), ("large", 1024, 24, 16))
+        for qkvb, qkv_bias in (("", False), ("_qkvb", True))
     },
     # CIFAR-10 (32x32). Patch 4 gives an 8x8 grid, the consensus for training from scratch.
     # The classic showcase: patch 8, GAP, no CLS token, no final norm: 847,626 parameters.

@@ -17,7 +17,17 @@ from pathlib import Path
 import torch
 
 from .checkpoint import ModelMeta, load_state_dict_file
-from .hub import NoInternet, PretrainedUnavailable, Progress, download, is_cached, offline_by_setting, reachable
+from .hub import (
+    Gated,
+    NoInternet,
+    PretrainedUnavailable,
+    Progress,
+    download,
+    gated_sentence,
+    is_cached,
+    offline_by_setting,
+    reachable,
+)
 from .model import VisionTransformer
 from .preprocessing import INTERPOLATIONS, Preprocessing
 from .transformers_format import from_transformers, transformers_class_names, transformers_preprocessing
@@ -33,6 +43,7 @@ class Pretrained:
     config: str | None = None  # our named configuration (vit.list_models()); transformers: its config.json
     input_size: int | None = None  # default input side in pixels when not the weights' own (DINOv2: 224, not 518)
     torch_hub_file: str | None = None  # torchvision: the file name torch.hub caches (the weights URL's last part)
+    licence: str | None = None  # a licence of its own (not Apache/MIT/BSD): named when the Hub asks to accept it
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -45,8 +56,8 @@ class Pretrained:
         return ("config.json", "preprocessor_config.json", SAFETENSORS)
 
 
-def _timm(name: str, config: str, input_size: int | None = None) -> Pretrained:
-    return Pretrained("timm", f"timm/{name}", config, input_size)
+def _timm(name: str, config: str, input_size: int | None = None, licence: str | None = None) -> Pretrained:
+    return Pretrained("timm", f"timm/{name}", config, input_size, licence=licence)
 
 
 # DINOv2 was trained at 518 px (a 37x37 grid); a 2-core CPU answers in seconds at 224 px (16x16),
@@ -93,6 +104,15 @@ PRETRAINED: dict[str, Pretrained] = {
         )
         for size in ("small", "large")
         for reg in ("", "_reg4")
+    },
+    # DINOv3 (Siméoni et al. 2025): 1 CLS + 4 registers, 2-D rotary positions, no classifier; its own
+    # 256 px input (a 16 x 16 grid). Meta's DINOv3 licence; timm's copies are not gated on the Hub
+    # (Meta's facebook/dinov3-* are): docs/models.md.
+    **{
+        f"vit_{size}_patch16_dinov3.lvd1689m": _timm(
+            f"vit_{size}_patch16_dinov3.lvd1689m", f"vit_{size}_patch16_dinov3", licence="Meta's DINOv3 licence"
+        )
+        for size in ("small", "base", "large")
     },
     # transformers-format repositories, named by their Hub id: the most downloaded ViTs.
     **{
@@ -224,7 +244,9 @@ def _load_timm(name: str, spec: Pretrained, progress: Progress | None) -> tuple[
     hub_config = _read_json(files["config.json"])
     model = from_timm(load_state_dict_file(files[SAFETENSORS]), name=spec.config)
     preprocessing = timm_preprocessing(hub_config.get("pretrained_cfg", {}), spec.input_size)
-    info = {"source": f"timm weights from the Hub: {spec.weights}"}
+    info = {"source": f"timm weights from the Hub: {spec.weights}"} | (
+        {"licence": spec.licence} if spec.licence else {}
+    )
     return model, ModelMeta(timm_class_names(hub_config), preprocessing, info)
 
 
@@ -243,16 +265,22 @@ _LOADERS = {"torchvision": _load_torchvision, "timm": _load_timm, "transformers"
 def load_pretrained(name: str, *, progress: Progress | None = None) -> tuple[VisionTransformer, ModelMeta]:
     """Download (or read from cache) named pretrained weights and return our model with its
     preprocessing and class names taken from the weights' own metadata. Models without a
-    classifier (DINO, DINOv2) have no class names (`meta.class_names == []`) and return
+    classifier (DINO, DINOv2, DINOv3) have no class names (`meta.class_names == []`) and return
     features, not logits. DINOv2's preprocessing uses 224 px inputs, not the 518 px it was
     trained at (see PRETRAINED).
 
     `progress(done_bytes, total_bytes_or_None)` is called while downloading (never for a cached
-    model). Raises PretrainedUnavailable, whose message is one sentence without Python in it.
+    model). Raises PretrainedUnavailable, whose message is one sentence without Python in it:
+    `Gated` when the Hub wants the weights' licence accepted first (the sentence names it and
+    says how).
     """
     spec = _spec(name)
     try:
         return _LOADERS[spec.library](name, spec, progress)
+    except Gated as e:  # what to do, with the licence's name: a teacher can act on it
+        raise Gated(
+            f"cannot load {name}: {gated_sentence('its weights', spec.licence or 'their licence', e.url)}", e.url
+        ) from e.__cause__ or e
     except PretrainedUnavailable as e:  # the same kind (NoInternet stays NoInternet), the name said
         raise type(e)(f"cannot load {name}: {e}") from e.__cause__ or e
     except Exception as e:  # noqa: BLE001 - a cached file may be unreadable in many ways; the log gets why

@@ -2,7 +2,8 @@
 `vit.transformers_format`; named pretrained weights in `vit.pretrained`).
 
 Both libraries store the same tensors under different names (torchvision's `encoder.layers.*`
-with a packed `in_proj_weight`; timm's `blocks.*`, whose names ours copy). Each converter
+with a packed `in_proj_weight`; timm's `blocks.*`, whose names ours copy; timm's `Eva`, which
+holds DINOv3, names LayerScale `gamma_1`/`gamma_2` and keeps q and v biases apart). Each converter
 renames keys into ours, refuses anything it does not understand, reads what the tensor shapes
 tell, takes the rest (heads, pooling) from the module or one named configuration, never from a
 guess, and copies with a check on every key and shape.
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import torch
 from torch import Tensor, nn
 
 from .checkpoint import CheckpointError, assign_weights, load_state_dict_file
@@ -82,6 +84,7 @@ def _rename_timm(key: str) -> str:
     for marker, what in _TIMM_UNSUPPORTED.items():
         if marker in key:
             raise CheckpointError(f"timm checkpoint uses {what} ({key!r}), which this ViT does not implement")
+    key = re.sub(r"^(blocks\.\d+)\.gamma_([12])$", r"\1.ls\2.gamma", key)  # Eva's LayerScale
     if key in _OUR_TOP_KEYS or _OUR_BLOCK_KEY.fullmatch(key):
         return key
     raise CheckpointError(f"unrecognised timm ViT key {key!r}")
@@ -95,6 +98,24 @@ def _rename(state_dict: dict[str, Tensor], rename: Callable[[str], str]) -> dict
             raise CheckpointError(f"two keys map to {new!r} (e.g. both mlp.0 and mlp.linear_1 present)")
         out[new] = value
     return out
+
+
+def _pack_qv_bias(sd: dict[str, Tensor]) -> dict[str, Tensor]:
+    """timm's Eva (DINOv3 `_qkvb`) keeps `attn.q_bias` and `attn.v_bias` and a key bias fixed
+    at 0 outside its state dict; ours is one packed q;k;v bias (3D,) with that zero in place."""
+    out = {k: v for k, v in sd.items() if not k.endswith((".attn.q_bias", ".attn.v_bias"))}
+    for key, q in sd.items():
+        if key.endswith(".attn.q_bias"):
+            v = sd.get(key.replace(".q_bias", ".v_bias"))
+            if v is None:
+                raise CheckpointError(f"{key!r} without its v_bias")
+            out[key.replace(".q_bias", ".qkv.bias")] = torch.cat([q, torch.zeros_like(q), v])  # (3D,)
+    return out
+
+
+def _timm_layout(sd: dict[str, Tensor]) -> dict[str, Tensor]:
+    """A timm state dict (VisionTransformer or Eva) in our key names."""
+    return _rename(_pack_qv_bias(sd), _rename_timm)
 
 
 def _square_side(n: int) -> int | None:
@@ -123,8 +144,10 @@ def _patch_slots(length: int, prefix: int, pos_embed_prefix: bool | None) -> tup
 def shape_fields(sd: dict[str, Tensor], pos_embed_prefix: bool | None = None) -> dict:
     """The config fields a state dict (in our key names) pins down by its tensor shapes and key
     names; `layer_scale` is True or False here (the weights hold the gammas, not their initial
-    value). The head count, the pooling and the dropout rates are not among them."""
-    for key in ("patch_embed.proj.weight", "pos_embed", "blocks.0.mlp.fc1.weight"):
+    value). The head count, the pooling and the dropout rates are not among them. Without a
+    `pos_embed` the model has rotary embeddings (nothing else in this ViT places the patches),
+    and the training size is not in the weights either."""
+    for key in ("patch_embed.proj.weight", "blocks.0.mlp.fc1.weight"):
         if key not in sd:
             raise CheckpointError(f"not a ViT state dict: {key!r} (or its foreign name) is missing")
     dim, in_channels, patch, _ = sd["patch_embed.proj.weight"].shape
@@ -133,10 +156,13 @@ def shape_fields(sd: dict[str, Tensor], pos_embed_prefix: bool | None = None) ->
         "distill_token": "dist_token" in sd,
         "register_tokens": sd["reg_token"].shape[1] if "reg_token" in sd else 0,
     }
-    prefix = sum(int(v) for v in tokens.values())
-    side, slots = _patch_slots(sd["pos_embed"].shape[1], prefix, pos_embed_prefix)
+    position: dict = {"pos_embed": "rope", "pos_embed_prefix": False}
+    if "pos_embed" in sd:
+        prefix = sum(int(v) for v in tokens.values())
+        side, slots = _patch_slots(sd["pos_embed"].shape[1], prefix, pos_embed_prefix)
+        position = {"image_size": side * patch, "pos_embed": "learned", "pos_embed_prefix": slots}
     return {
-        "image_size": side * patch,
+        **position,
         "patch_size": patch,
         "in_channels": in_channels,
         "num_classes": sd["head.weight"].shape[0] if "head.weight" in sd else 0,
@@ -144,7 +170,6 @@ def shape_fields(sd: dict[str, Tensor], pos_embed_prefix: bool | None = None) ->
         "depth": len({k.split(".")[1] for k in sd if k.startswith("blocks.")}),
         "mlp_dim": sd["blocks.0.mlp.fc1.weight"].shape[0],
         **tokens,
-        "pos_embed_prefix": slots,
         "final_norm": "norm.weight" in sd or "fc_norm.weight" in sd,
         "fc_norm": "fc_norm.weight" in sd,
         "layer_scale": "blocks.0.ls1.gamma" in sd,
@@ -159,7 +184,7 @@ _ADAPTABLE = ("num_classes", "image_size")
 
 def _mismatches(named: ViTConfig, fields: dict, pool: str | None) -> list[str]:
     """How the weights' `fields` (and a known `pool`) differ from a named configuration."""
-    wanted = {**fields, "pool": pool} if pool else fields
+    wanted = {**fields, "pool": pool} if pool else fields  # the fields the weights (or library) pin down
     ours = {k: getattr(named, k) for k in wanted}
     ours["layer_scale"] = named.layer_scale is not None  # the weights tell only whether it is there
     return [f"{k} {v} (weights) vs {ours[k]}" for k, v in wanted.items() if k not in _ADAPTABLE and ours[k] != v]
@@ -167,7 +192,7 @@ def _mismatches(named: ViTConfig, fields: dict, pool: str | None) -> list[str]:
 
 def _fitting(fields: dict, pool: str | None) -> dict[str, ViTConfig]:
     """Named configurations the weights fit, with class count and resolution from the weights."""
-    adapted = {k: fields[k] for k in _ADAPTABLE}
+    adapted = {k: fields[k] for k in _ADAPTABLE if k in fields}
     return {name: replace(c, **adapted) for name, c in CONFIGS.items() if not _mismatches(c, fields, pool)}
 
 
@@ -185,7 +210,7 @@ def _choose_config(fields: dict, name: str | None, pool: str | None) -> ViTConfi
         wrong = _mismatches(CONFIGS[name], fields, pool)
         if wrong:
             raise CheckpointError(f"the weights do not fit {name!r}: {'; '.join(wrong)}")
-        return replace(CONFIGS[name], **{k: fields[k] for k in _ADAPTABLE})
+        return replace(CONFIGS[name], **{k: fields[k] for k in _ADAPTABLE if k in fields})
     fitting = _fitting(fields, pool)
     if len(set(fitting.values())) == 1:
         return next(iter(fitting.values()))
@@ -255,30 +280,64 @@ def from_torchvision(
     return convert(sd, config, name, "cls", "torchvision weights")
 
 
+def _eva_fields(module: nn.Module) -> dict:
+    """The config fields a timm `Eva` (the class DINOv3 is built with) tells beyond its weights:
+    its rotary embedding, which must be DINOv3's, and its LayerNorm eps. Eva's other variants
+    (EVA-02's RoPE, SwiGLU, post-norm blocks, ...) are refused by name."""
+    block = module.blocks[0]
+    parts = (type(block).__name__, type(block.attn).__name__, type(block.mlp).__name__, type(block.mlp.act).__name__)
+    if parts != ("EvaBlock", "EvaAttention", "Mlp", "GELU"):
+        raise CheckpointError(
+            f"timm Eva built of {'/'.join(parts)} is not supported (DINOv3's: EvaBlock/EvaAttention/Mlp/GELU)"
+        )
+    fields = {"norm_eps": block.norm1.eps}
+    rope = module.rope
+    if rope is None:
+        return fields
+    dinov3 = (
+        type(rope).__name__ == "RotaryEmbeddingDinoV3"
+        and module.pos_embed is None
+        and rope.min_period is None
+        and (rope.normalize_coords, rope.grid_offset, rope.grid_indexing, rope.rotate_half)
+        == ("separate", 0, "ij", True)
+    )
+    if not dinov3:
+        raise CheckpointError(
+            f"timm Eva with {type(rope).__name__} is not supported: only DINOv3's rotary embedding is"
+        )
+    return fields | {"rope_temperature": rope.temperature}
+
+
 def config_from_timm(module: nn.Module) -> ViTConfig:
-    """Our config for a timm `VisionTransformer` (or DeiT's distilled one): shapes from its
-    weights, and what weights cannot tell (heads, pooling, prefix slots) from the module."""
+    """Our config for a timm `VisionTransformer` (or DeiT's distilled one) or `Eva` (DINOv3):
+    shapes from its weights, and what weights cannot tell (heads, pooling, prefix slots, the
+    rotary embedding, the training size of a rotary model) from the module."""
     pool = {"token": "cls", "avg": "gap"}.get(module.global_pool)
     if pool is None:
         raise CheckpointError(f"timm global_pool={module.global_pool!r} is not supported (use 'token' or 'avg')")
-    sd = _rename(module.state_dict(), _rename_timm)
+    eva = type(module).__name__ == "Eva"
+    extra = _eva_fields(module) if eva else {}
+    sd = _timm_layout(module.state_dict())
     fields = shape_fields(sd, pos_embed_prefix=not getattr(module, "no_embed_class", False))
+    fields.setdefault("image_size", module.patch_embed.img_size[0])  # rotary: the size it was built for
     layer_scale = None
-    if fields.pop("layer_scale"):
-        layer_scale = getattr(module.blocks[0].ls1, "init_values", 1e-5)  # only the initial value: gammas are loaded
-    return ViTConfig(**fields, layer_scale=layer_scale, heads=module.blocks[0].attn.num_heads, pool=pool)
+    if fields.pop("layer_scale"):  # only the initial value: the gammas themselves are loaded
+        layer_scale = module.blocks[0].init_values if eva else getattr(module.blocks[0].ls1, "init_values", 1e-5)
+    heads = module.blocks[0].attn.num_heads
+    return ViTConfig(**fields, **extra, layer_scale=layer_scale, heads=heads, pool=pool)
 
 
 def from_timm(source: WeightsSource, *, name: str | None = None, config: ViTConfig | None = None) -> VisionTransformer:
     """Our ViT with the weights of a timm `VisionTransformer` (module, state dict or path):
     plain ViTs, DeiT (distilled too), DINO and DINOv2 (LayerScale, registers, position
-    embeddings without prefix slots, no classifier). A module tells its head count and pooling;
+    embeddings without prefix slots, no classifier), and timm's `Eva` for DINOv3 (2-D rotary
+    embeddings, vit/rope.py). A module tells its head count and pooling;
     a bare state dict loads only as the one named configuration that fits, or as the `name` or
     `config` given. timm options this ViT does not implement (QK-norm, attention pooling, ...)
     are refused with a message naming them."""
     if isinstance(source, nn.Module):
-        _require_module(source, "timm", "timm's VisionTransformer", ("blocks", "global_pool", "patch_embed"))
+        _require_module(source, "timm", "timm's VisionTransformer or Eva", ("blocks", "global_pool", "patch_embed"))
     if isinstance(source, nn.Module) and config is None and name is None:
         config = config_from_timm(source)
-    sd = _rename(_state_dict_of(source), _rename_timm)
+    sd = _timm_layout(_state_dict_of(source))
     return convert(sd, config, name, None, "timm weights")
