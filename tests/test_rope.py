@@ -108,3 +108,14 @@ def test_a_rotary_model_survives_a_checkpoint(tmp_path) -> None:
     with torch.no_grad():
         # The same weights through the same code: bit-identical, so any difference is a lost field.
         torch.testing.assert_close(loaded(images), model(images), atol=0, rtol=0)
+
+
+def test_hidden_states_rotate_as_the_forward_pass_does() -> None:
+    """The logit lens and the PCA read `hidden_states`: without the rotation there, a rotary
+    model's layers would be read with no positions at all."""
+    model = vit.create_model("vit_cifar_nano", pos_embed="rope", pos_embed_prefix=False).eval()
+    images = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        last = model.hidden_states(images)[-1]
+        # The same blocks on the same input in the same order: bit-identical.
+        torch.testing.assert_close(model.forward_head(model.norm(last)), model(images), atol=0, rtol=0)
