@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import open_clip
@@ -16,6 +18,7 @@ from vit.clip import from_open_clip, text_tower
 from vit.preprocessing import CIFAR10
 
 TINY_NAME = "tiny-clip-test"
+CLIP_KEY = "pretrained:vit_base_patch16_clip_224.openai"  # the zoo's CLIP, whose loader tests replace
 _TINY = {
     "embed_dim": 32,
     "quick_gelu": True,
@@ -54,6 +57,25 @@ def tiny_clip(seed: int = 0) -> tuple[vit.VisionTransformer, vit.ModelMeta, vit.
     return model, meta, text_tower(foreign.state_dict(), TINY_NAME)
 
 
-def tiny_loaded(key: str = "pretrained:vit_base_patch16_clip_224.openai") -> LoadedModel:
+def tiny_loaded(key: str = CLIP_KEY) -> LoadedModel:
     model, meta, text = tiny_clip()
     return LoadedModel(key, key.partition(":")[2], model, meta, text=text)
+
+
+# python -c this: the real app (app.main) whose CLIP B/16 is the tiny random CLIP (no download)
+_CLIP_APP = (
+    "import sys; sys.path.insert(0, 'tests'); import clip_helpers, vit; "
+    "vit.pretrained.load_pretrained_clip = lambda name, progress=None: clip_helpers.tiny_clip(); "
+    "import app; app.main(sys.argv[1:])"
+)
+
+
+@contextmanager
+def clip_app(checkpoint: Path, tmp_path_factory) -> Iterator[str]:
+    """`python app.py --model vit_base_patch16_clip_224.openai` in a subprocess (conftest.app_server)
+    whose CLIP loader gives the tiny random CLIP; yields its URL."""
+    from conftest import app_server
+
+    name = CLIP_KEY.partition(":")[2]
+    with app_server(checkpoint, tmp_path_factory, "--model", name, program=("-c", _CLIP_APP)) as url:
+        yield url
