@@ -359,12 +359,19 @@ def relevance_cost(loaded: LoadedModel, tensor: torch.Tensor, target: int | None
 
 
 def prompt_relevance(
-    ex: Explanation, zs: ZeroShot, index: int, style: MapStyle, show: str = "weights", keep: float = KEEP
+    pixels: np.ndarray,
+    grid: tuple[int, int],
+    zs: ZeroShot,
+    index: int,
+    style: MapStyle,
+    show: str = "weights",
+    keep: float = KEEP,
 ) -> Image.Image:
-    """The relevance map of prompt `index` (0-based) of a CLIP model's ZeroShot (Chefer et al.
-    2021, Eq. 5-6 with the image-text logit as the score), drawn as `show` says (see `one_map`)."""
+    """The relevance map (on the (gh, gw) `grid` of the model input `pixels`) of prompt `index`
+    (0-based) of a CLIP model's ZeroShot (Chefer et al. 2021, Eq. 5-6 with the image-text logit as
+    the score), drawn as `show` says (see `one_map`)."""
     prompt = zs.prompts[index]
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
+    base = render.fit_to_grid(pixels, grid, ROLLOUT_PX)
     title = f"'{prompt}': {zs.probabilities[prompt]:.0%} (relevance, Chefer et al. 2021)"
     note = (
         f"The score is the image-text logit of '{zs.template.format(prompt)}': the cosine similarity of the two "
@@ -433,12 +440,13 @@ def relevance_alt(ex: Explanation, class_name: str | None, show: str, keep: floa
     return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(show, keep)}; {_on(ex, model)}."
 
 
-def prompt_alt(ex: Explanation, zs: ZeroShot, index: int, show: str, keep: float, model: str) -> str:
-    """The relevance map of one prompt, drawn as `show` says."""
-    prompt = zs.prompts[index]
+def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, show: str, keep: float, model: str) -> str:
+    """The relevance map of one prompt on a (gh, gw) `grid`, drawn as `show` says."""
+    prompt, (gh, gw) = zs.prompts[index], grid
     return (
         f"Relevance of each patch for the words '{prompt}' (probability {zs.probabilities[prompt]:.0%} among "
-        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_shown(show, keep)}; {_on(ex, model)}."
+        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_shown(show, keep)}; model: {model}, on the "
+        f"{gh} × {gw} patch grid (rows × columns)."
     )
 
 

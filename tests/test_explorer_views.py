@@ -222,7 +222,7 @@ def styled_pictures(model: vit.VisionTransformer, ex: Explanation, style: MapSty
         ("overview", views.overview(ex, style)),
         *[("rollout", views.rollout(ex, "mean", 0.0, style, show)) for show in views.SHOWS],
         ("relevance", views.relevance(model, names, ex, None, style, "top mass")),
-        ("prompts", views.prompt_relevance(ex, words(ex), 1, style, "top mass")),
+        ("prompts", views.prompt_relevance(ex.input.pixels, ex.grid, words(ex), 1, style, "top mass")),
     ]
 
 

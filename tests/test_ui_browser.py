@@ -865,3 +865,32 @@ def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_
     heads = plain.locator("#heads img")
     assert first_line_px(Image.open(io.BytesIO(plain.request.get(heads.get_attribute("src")).body()))) < 18
     plain.close()
+
+
+@pytest.fixture(scope="module")
+def clip_server(tiny_checkpoint, tmp_path_factory):
+    """The real app opening on CLIP B/16, a tiny random CLIP in its place (tests/clip_helpers.py)."""
+    from clip_helpers import clip_app
+
+    with clip_app(tiny_checkpoint, tmp_path_factory) as url:
+        yield url
+
+
+def test_a_teacher_types_three_words_and_sees_three_maps(clip_server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, clip_server)
+    expect(page.locator("#prompts textarea")).to_have_value("a cat, a dog, a teapot, a rainbow, a car")
+    page.get_by_role("button", name="example: cat").click()
+    # the analysis draws the default words at once: their probabilities in place of the top classes
+    expect(page.locator("#prompt-maps img")).to_have_count(5)
+    expect(page.locator("#predictions")).to_contain_text("a teapot")
+    page.locator("#prompts textarea").fill("a cat, a teapot, a rainbow")
+    page.locator("#compare-words").click()
+    maps = page.locator("#prompt-maps img")
+    expect(maps).to_have_count(3)
+    for word in ("a cat", "a teapot", "a rainbow"):
+        expect(page.locator(f"#prompt-maps img[alt*=\"the words '{word}'\"]")).to_have_count(1)
+    expect(page.locator("#predictions")).not_to_contain_text("a dog")
+    expect(page.locator("#prompt-note")).to_contain_text("a photo of {}.")
+    page.close()

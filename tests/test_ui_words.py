@@ -97,3 +97,32 @@ def test_zero_shot_through_the_api(tiny_checkpoint, tmp_path_factory, tmp_path) 
     assert sorted(c["label"] for c in label["confidences"]) == ["a cat", "a rainbow", "a teapot"]
     assert [item["caption"] for item in maps][0].startswith("Relevance of each patch for the words 'a cat'")
     assert len(maps) == 3 and "a photo of {}." in note
+
+
+def test_the_words_lesson_scores_the_lesson_image(tab, tmp_path) -> None:
+    from ui import lessons_handlers as lh
+    from ui.lessons import build_lessons_tab
+    from ui.outputs import cache_path
+
+    _, catalog = tab
+    with gr.Blocks():
+        lessons_view = build_lessons_tab(catalog)
+    assert lessons_view.words_model.value == CLIP_KEY  # loaded already: the lesson opens on it
+    path = cache_path("lesson.png")  # in Gradio's upload folder, as the browser's upload is
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
+    image = {"path": str(path), "orig_name": "lesson.png"}
+    out = lh.compare_words(lessons_view, catalog, image, CLIP_KEY, "a cat, a dog, a teapot", "inferno", None)
+    assert list(out[lessons_view.words_label]) == ["a cat", "a dog", "a teapot"]
+    assert len(out[lessons_view.words_maps]) == 3 and "a photo of {}." in out[lessons_view.words_note]
+    with pytest.raises(gr.Error, match="is not a CLIP model: only a CLIP model understands words"):
+        lh.compare_words(lessons_view, catalog, image, BUNDLED, "a cat, a dog", "inferno", None)
+
+
+def test_the_words_lesson_without_a_clip_model_says_what_to_do() -> None:
+    from explorer import lessons
+
+    opening = lessons.opening_models(lambda key: False)
+    assert opening.words is None and "vit_base_patch16_clip_224.openai" in lessons.lesson_weights()
+    line = lessons.words_missing(opening)
+    assert "No CLIP model is on this machine yet" in line
+    assert "python -m vit.download vit_base_patch16_clip_224.openai" in line

@@ -25,7 +25,7 @@ from explorer import render, views
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import REQUEST_FACTOR, Explanation, ExplanationStore, ExplanationTooLarge, explain
 from explorer.images import ImageError, check_image, load_image
-from explorer.prompts import PromptError, parse_prompts, zero_shot
+from explorer.prompts import PromptError, ZeroShot, parse_prompts, zero_shot
 from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
@@ -644,11 +644,21 @@ def compare_words(
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, ex.input.tensor, words))
     show, keep = map_show(show, keep_percent)
     model = model_name(loaded.key)
-    maps = [
-        (saved(views.prompt_relevance(ex, zs, i, style, show, keep)), views.prompt_alt(ex, zs, i, show, keep, model))
-        for i in range(len(words))
-    ]
+    maps = word_maps(ex.input.pixels, ex.grid, zs, style, show, keep, model)
     return view.update(label=zs.probabilities, prompt_maps=maps, prompt_note=views.prompt_note(zs))
+
+
+def word_maps(
+    pixels: np.ndarray, grid: tuple[int, int], zs: ZeroShot, style: MapStyle, show: str, keep: float, model: str
+) -> list[tuple[str, str]]:
+    """A gallery's value: each prompt's relevance map (a file) with its alt text as its caption."""
+    return [
+        (
+            saved(views.prompt_relevance(pixels, grid, zs, i, style, show, keep)),
+            views.prompt_alt(grid, zs, i, show, keep, model),
+        )
+        for i in range(len(zs.prompts))
+    ]
 
 
 def words_after(
