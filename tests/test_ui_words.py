@@ -59,7 +59,15 @@ def test_three_words_give_three_probabilities_and_three_maps(tab, tmp_path) -> N
     assert "“a photo of {}.”" in out[view.prompt_note]
     after = h.words_after(view, catalog, key, "a cat, a dog", *STYLE)  # the analysis' follow-up draws them at once
     assert list(after[view.label]) == ["a cat", "a dog"]
-    assert h.words_after(view, catalog, None, "a cat, a dog", *STYLE) == {view.prompt_maps: None, view.prompt_note: ""}
+    cleared = {view.prompt_maps: None, view.prompt_note: "", view.words_result: None}
+    assert h.words_after(view, catalog, None, "a cat, a dog", *STYLE) == cleared
+    # a new style redraws the kept maps without a backward pass; maps of another image are left alone
+    kept = out[view.words_result]
+    assert kept[0] == key and list(kept[1].prompts) == ["a cat", "a teapot", "a rainbow"]
+    restyled = h.restyle_words(view, catalog, key, kept, "viridis", 0.6, "nearest", "overlay", "layer", "relative")
+    assert len(restyled[view.prompt_maps]) == 3
+    assert all("multiples of uniform" in alt for _, alt in restyled[view.prompt_maps])
+    assert h.restyle_words(view, catalog, ("other.png", *key[1:]), kept, *STYLE) == gr.skip()
 
 
 def test_words_for_a_model_without_text_or_unusable_words_are_one_sentence(tab, tmp_path) -> None:
@@ -126,3 +134,16 @@ def test_the_words_lesson_without_a_clip_model_says_what_to_do() -> None:
     line = lessons.words_missing(opening)
     assert "No CLIP model is on this machine yet" in line
     assert "python -m vit.download vit_base_patch16_clip_224.openai" in line
+
+
+def test_a_zerogpu_start_puts_both_towers_of_clip_on_the_gpu(tab, monkeypatch) -> None:
+    from explorer import compute
+    from ui import zerogpu
+
+    _, catalog = tab
+    placed = []
+    monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
+    monkeypatch.setattr(compute, "place", lambda model, device: placed.append((model, device)))
+    assert zerogpu.preload(catalog, [CLIP_KEY]) == [CLIP_KEY]
+    loaded = catalog.get(CLIP_KEY)
+    assert placed == [(loaded.model, "cuda"), (loaded.text.model, "cuda")]

@@ -106,6 +106,7 @@ class ExploreView(ComponentView):
     on_screen: gr.State  # the "More views" tab on screen (explore_handlers.MORE_VIEWS), None while closed
     more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
     relevance_map: gr.State  # the relevance on screen, redrawn in a new style (explore_handlers.RelevanceMap)
+    words_result: gr.State  # a CLIP model's words on screen, redrawn in a new style (explore_handlers.WordsResult)
     # model and image
     model_key: gr.Dropdown
     checkpoint: gr.File
@@ -172,6 +173,7 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
         "on_screen": gr.State(None),
         "more_tab": gr.State(h.MORE_VIEWS[0]),
         "relevance_map": gr.State(None),
+        "words_result": gr.State(None),
     }
 
 
@@ -373,7 +375,7 @@ def _words(start: LoadedModel) -> dict[str, Any]:
                 elem_id="prompts",
             )
             prompts_button = gr.Button("Compare these words", size="sm", scale=1, elem_id="compare-words")
-        prompt_note = gr.Markdown(elem_id="prompt-note")
+        prompt_note = gr.Markdown(label="The template and what the probabilities compare", elem_id="prompt-note")
         prompt_maps = gr.Gallery(
             label="Relevance of each word (Chefer et al. 2021)",
             columns=3,
@@ -487,6 +489,15 @@ def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
     view.show.change(
         bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
     )
+    gr.on(  # so do a CLIP model's word maps, from their kept result
+        [*_style_inputs(view), view.show.input, view.keep_percent.input],
+        bound(h.restyle_words, view, catalog),
+        view.pick("explanation_key", "words_result", *STYLE, *SHOW),
+        view.prompt_maps,
+        api_visibility="private",
+        trigger_mode="always_last",
+        **CHEAP,
+    )
     gr.on(  # relevance follows the style and "show" as rollout does, from its kept map
         [*_style_inputs(view), view.show.input, view.keep_percent.input],
         bound(h.restyle_relevance, view, catalog),
@@ -590,7 +601,7 @@ def _wire_words(view: ExploreView, catalog: ModelCatalog) -> None:
     words = {
         "fn": bound(h.compare_words, view, catalog),
         "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
-        "outputs": view.pick("label", "prompt_maps", "prompt_note"),
+        "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         **HEAVY,
     }
     view.prompts_button.click(**words, api_name="zero_shot")
@@ -602,7 +613,7 @@ def _words_after(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     return {
         "fn": bound(h.words_after, view, catalog),
         "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
-        "outputs": view.pick("label", "prompt_maps", "prompt_note"),
+        "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         "api_visibility": "private",
         **HEAVY,
     }

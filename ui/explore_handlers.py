@@ -145,6 +145,8 @@ ExplanationKey = tuple[str, str, int, str]  # (upload file, model key, model id,
 # The relevance on screen, kept in the session so that a new style or "show" redraws it without
 # another backward pass: (its explanation's key, the class picked, (the map, the class explained)).
 RelevanceMap = tuple[ExplanationKey, str, tuple[np.ndarray, int]]
+# A CLIP model's words on screen, kept likewise: (their explanation's key, the words' scores and maps).
+WordsResult = tuple[ExplanationKey, ZeroShot]
 
 
 def uploaded_path(payload: dict | None) -> str:
@@ -645,7 +647,34 @@ def compare_words(
     show, keep = map_show(show, keep_percent)
     model = model_name(loaded.key)
     maps = word_maps(ex.input.pixels, ex.grid, zs, style, show, keep, model)
-    return view.update(label=zs.probabilities, prompt_maps=maps, prompt_note=views.prompt_note(zs))
+    kept: WordsResult = (explanation_key, zs)
+    return view.update(label=zs.probabilities, prompt_maps=maps, prompt_note=views.prompt_note(zs), words_result=kept)
+
+
+def restyle_words(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    explanation_key: ExplanationKey | None,
+    words_result: WordsResult | None,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
+) -> dict:
+    """The word maps on screen follow the style and "show", redrawn from their kept result (no
+    backward pass); with none on screen, or ones of another image, nothing changes."""
+    if words_result is None or explanation_key is None or words_result[0] != explanation_key:
+        return gr.skip()
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
+    show, keep = map_show(show, keep_percent)
+    return view.update(
+        prompt_maps=word_maps(
+            ex.input.pixels, ex.grid, words_result[1], style, show, keep, model_name(explanation_key[1])
+        )
+    )
 
 
 def word_maps(
@@ -677,7 +706,7 @@ def words_after(
     """After an analysis with a CLIP model, its words at once (`compare_words`); after the image
     was removed, no word maps (the analysis cleared the probabilities); else nothing."""
     if explanation_key is None:
-        return view.update(prompt_maps=None, prompt_note="")
+        return view.update(prompt_maps=None, prompt_note="", words_result=None)
     if load_or_error(catalog, explanation_key[1]).text is None:
         return gr.skip()
     style = (cmap, opacity, upsampling, display, scale, show, keep_percent)
