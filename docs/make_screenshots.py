@@ -9,7 +9,10 @@ docs/app-phone.png. Then "More views": the patch features in colour with the six
 (docs/app-pca.png) and the logit lens (docs/app-logit-lens.png). Then a new visitor whose (fake)
 webcam films a cheetah photo sliding by presses the Live button: docs/app-live.png. Last, the app
 in its presentation mode (`python app.py --present`) with the cat example at 1280x720:
-docs/app-present.png. Run it after any change to the page.
+docs/app-present.png. And OpenAI's
+CLIP ViT-B/16 (`--model vit_base_patch16_clip_224.openai`, downloaded once: it needs the network)
+with the cat example and three words typed, scrolled to their maps: docs/app-words.png (skipped,
+with a line saying so, where the weights cannot be had). Run it after any change to the page.
 """
 
 from __future__ import annotations
@@ -120,6 +123,35 @@ def shoot_present(url: str) -> None:
         browser.close()
 
 
+CLIP = "vit_base_patch16_clip_224.openai"
+WORDS = "a cat, a teapot, a rainbow"
+
+
+def shoot_words(url: str) -> bool:
+    """docs/app-words.png: a CLIP model's three words and maps for the cat; False where the app
+    could not open on CLIP (no weights here, no network), and nothing is written."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.set_default_timeout(120_000)
+        page.goto(url)
+        if not page.locator("#prompts textarea").is_visible():
+            browser.close()
+            return False
+        page.get_by_role("button", name="example: cat").click()
+        expect(page.locator("#prompt-maps img")).to_have_count(5)
+        page.locator("#prompts textarea").fill(WORDS)
+        page.locator("#compare-words").click()
+        expect(page.locator("#prompt-maps img")).to_have_count(3)
+        page.wait_for_timeout(1000)
+        page.locator("#words").scroll_into_view_if_needed()
+        page.screenshot(path=str(ROOT / "docs" / "app-words.png"))
+        browser.close()
+        return True
+
+
 @contextmanager
 def serving(*options: str) -> Iterator[str]:
     """`python app.py` with `options` on a free port; yields its URL."""
@@ -145,6 +177,9 @@ def main() -> None:
         "wrote docs/app-first-screen.png, docs/app-patch-query.png, docs/app-pca.png, docs/app-logit-lens.png, "
         "docs/app-phone.png, docs/app-live.png and docs/app-present.png"
     )
+    with serving("--model", CLIP) as url:
+        words = shoot_words(url)
+    print("wrote docs/app-words.png" if words else f"docs/app-words.png not written: {CLIP} cannot be had here")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import torch
 
 import vit
 from vit.analysis import position_embedding_similarity
+from vit.clip import ClipText
 from vit.messages import shown
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
@@ -130,6 +131,7 @@ class LoadedModel:
     meta: vit.ModelMeta
     untrained: bool = False
     catalog_id: int | None = None  # the ModelCatalog that loaded it (`ref_of`)
+    text: ClipText | None = None  # a CLIP model's text tower (open_clip's): it answers prompts
 
     @property
     def parameters(self) -> int:
@@ -148,9 +150,11 @@ class LoadedModel:
         c, p = self.model.config, self.preprocessing
         gh, gw = c.grid
         params = self.parameters
+        answers = f"{len(self.meta.class_names)} classes"
+        if self.text is not None:
+            answers = f"CLIP's image tower: no classes, it answers your words ('{self.text.template}')"
         lines = [
-            f"**{self.label}** — {params / 1e6:.2f} M parameters, {c.depth} layers x {c.heads} heads, "
-            f"{len(self.meta.class_names)} classes",
+            f"**{self.label}** — {params / 1e6:.2f} M parameters, {c.depth} layers x {c.heads} heads, {answers}",
             f"trained at {c.image_size}x{c.image_size} px, patch {c.patch_size} px -> {gh}x{gw} grid, "
             f"{'CLS token' if c.class_token else 'no CLS token (average pooling)'}"
             + (f", {c.register_tokens} registers" if c.register_tokens else "")
@@ -407,13 +411,16 @@ class ModelCatalog:
             return self._load_bundled()
         if kind == "pretrained" and name in vit.list_pretrained():  # listed names only, never a visitor's repo
             try:
-                model, meta = vit.load_pretrained(name, progress=progress)
+                if vit.pretrained.is_clip(name):  # both towers: the prompts need the text one
+                    model, meta, text = vit.pretrained.load_pretrained_clip(name, progress=progress)
+                else:
+                    (model, meta), text = vit.load_pretrained(name, progress=progress), None
             except vit.NoInternet as e:
                 self.online = False
                 raise ModelUnavailable(no_internet(name)) from e
             except vit.PretrainedUnavailable as e:
                 raise ModelUnavailable(str(e)) from e
-            return LoadedModel(key, name, model.eval(), meta)
+            return LoadedModel(key, name, model.eval(), meta, text=text)
         if kind == "checkpoint":
             path = self.checkpoint_file(key)
             try:

@@ -1,4 +1,4 @@
-"""The three lessons of the Lessons tab, as pictures and tables without Gradio (docs/lessons.md).
+"""The four lessons of the Lessons tab, as pictures and tables without Gradio (docs/lessons.md).
 
 - `compare_cls_heads`: one image through up to three models, their last-layer CLS heads side by
   side on one colour scale (supervised vs self-supervised).
@@ -6,6 +6,8 @@
   without registers, the high-norm patches outlined and listed (Darcet et al. 2024).
 - `predictions_with_heads_off` and `head_ranking`: the top classes with heads switched off, and
   the heads ranked by how much switching each one off lowers the predicted class.
+- one picture, many words: a CLIP model's probabilities over a teacher's words and a relevance
+  map per word (explorer.prompts; the words' own arithmetic and pictures live there and in views).
 
 `opening_models` picks the models each lesson opens on: the ones the lesson is about when they
 load now (downloaded already), else smaller stand-ins, else the bundled model, so every lesson
@@ -54,6 +56,7 @@ WITH_REGISTERS = (
 )
 WITHOUT_REGISTERS = ("vit_large_patch14_dinov2.lvd142m", "vit_small_patch14_dinov2.lvd142m")
 RANKED = ("deit_small_patch16_224.fb_in1k",)
+WORDS = ("vit_base_patch16_clip_224.openai", "vit_base_patch32_clip_224.openai")  # CLIP: image and text tower
 
 RANKING_ROWS = 10  # heads listed by the head ranking, largest drop first
 TILE_PX = 112  # each map's longer side in the lessons' pictures
@@ -92,10 +95,18 @@ much the probability of the predicted class drops: many heads can go with no los
 answer (Michel, Levy & Neubig 2019)."""
 
 
+MANY_WORDS = """**One picture, many words.** CLIP learned from 400 million pictures with their captions
+to put a picture and the words that describe it close together. It has no list of classes: type
+any words, separated by commas, and it scores how well each fits the picture. The probabilities
+compare only the words typed, so CLIP always picks one of them, even when none fits. Each map
+shows which patches raised that word's score (Chefer et al. 2021): try words for two things in
+the same picture and watch the maps move."""
+
+
 def lesson_weights() -> list[str]:
     """The pretrained weights the lessons open on where they are downloaded (their first
     choices), in order, each once: what a Space preloads and a classroom server fetches."""
-    firsts = [*COMPARED, WITH_REGISTERS[0], WITHOUT_REGISTERS[0], RANKED[0]]
+    firsts = [*COMPARED, WITH_REGISTERS[0], WITHOUT_REGISTERS[0], RANKED[0], WORDS[0]]
     return list(dict.fromkeys(firsts))
 
 
@@ -107,7 +118,8 @@ class OpeningModels:
     with_registers: str
     without_registers: str
     heads: str
-    missing: dict[str, list[str]]  # lesson ("compare", "norms", "heads") -> pretrained names
+    words: str | None  # a CLIP model, or None: no other model answers words
+    missing: dict[str, list[str]]  # lesson ("compare", "norms", "heads", "words") -> pretrained names
 
 
 def opening_models(available: Callable[[str], bool]) -> OpeningModels:
@@ -125,10 +137,12 @@ def opening_models(available: Callable[[str], bool]) -> OpeningModels:
         with_registers=first(WITH_REGISTERS),
         without_registers=first(WITHOUT_REGISTERS),
         heads=first(RANKED),
+        words=next((pretrained_key(n) for n in WORDS if available(pretrained_key(n))), None),
         missing={
             "compare": absent(COMPARED),
             "norms": absent([WITH_REGISTERS[0], WITHOUT_REGISTERS[0]]),
             "heads": absent(RANKED[:1]),
+            "words": absent(WORDS[:1]),
         },
     )
 
@@ -156,6 +170,18 @@ def compare_better(opening: OpeningModels) -> str:
         "with. Add a checkpoint from the Train tab to compare it with another."
     )
     return f"{alone} {better}".strip()
+
+
+def words_missing(opening: OpeningModels) -> str:
+    """The words lesson's line above its results: when no CLIP model is here, what that means for
+    the class and how the operator gets one, in a teacher's words; else the better model, if any."""
+    if opening.words is not None:
+        return better_models(opening.missing["words"])
+    return (
+        f"**No CLIP model is on this machine yet**, and only a CLIP model understands words. Pressing the button "
+        f"downloads `{WORDS[0]}` (about 600 MB) if this machine is online; if it is not, the operator fetches it "
+        f"once with `python -m vit.download {WORDS[0]}` before class."
+    )
 
 
 def register_role(loaded: LoadedModel) -> str:

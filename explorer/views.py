@@ -24,6 +24,7 @@ from . import render
 from .catalog import LoadedModel
 from .compute import pass_seconds, svd_flops, to_model, work_seconds
 from .explain import Explanation
+from .prompts import ZeroShot
 from .render import MapStyle
 
 PATCH, MEAN = "patch", "mean"  # query tokens that are not prefix tokens: a patch, the mean of all patches
@@ -44,6 +45,7 @@ DISPLAY_WIDTH = {
     "overview": 1192,  # these five sit in the "More views" accordion, whose padding takes 24 px
     "rollout": 1192,
     "relevance": 1192,
+    "prompts": 390,  # one map per prompt, three to a row of the full-width gallery
     "distance": 1192,
     "similarity": 1192,
     "pca": 1192,
@@ -361,6 +363,39 @@ def relevance_cost(loaded: LoadedModel, tensor: torch.Tensor, target: int | None
     return 3 * pass_seconds(loaded.model, tensor.shape[-2:])
 
 
+def prompt_relevance(
+    pixels: np.ndarray,
+    grid: tuple[int, int],
+    zs: ZeroShot,
+    index: int,
+    style: MapStyle,
+    show: str = "weights",
+    keep: float = KEEP,
+) -> Image.Image:
+    """The relevance map (on the (gh, gw) `grid` of the model input `pixels`) of prompt `index`
+    (0-based) of a CLIP model's ZeroShot (Chefer et al. 2021, Eq. 5-6 with the image-text logit as
+    the score), drawn as `show` says (see `one_map`)."""
+    prompt = zs.prompts[index]
+    base = render.fit_to_grid(pixels, grid, ROLLOUT_PX)
+    title = f"'{prompt}': {zs.probabilities[prompt]:.0%} (relevance, Chefer et al. 2021)"
+    note = (
+        f"The score is the image-text logit of '{zs.template.format(prompt)}': the cosine similarity of the two "
+        "embeddings times CLIP's learned scale (100 for OpenAI's weights); per layer Ā = mean over heads of "
+        "(∇A ⊙ A)⁺ (Eq. 5), R ← R + Ā·R from R = I (Eq. 6); the map is the CLS row of R over the patches, "
+        "on its own colour scale."
+    )
+    return one_map(base, zs.relevance[index], style, title, "relevance (a.u.)", note, show, keep)
+
+
+def prompt_note(zs: ZeroShot) -> str:
+    """Markdown under the prompt maps: the template and what the probabilities are."""
+    return (
+        f"Each word was put into CLIP's template **“{zs.template}”** (e.g. “{zs.template.format(zs.prompts[0])}”). "
+        "The probabilities are a softmax over the words typed only: CLIP picks the best of *these* words, so it "
+        "answers even when none fits the picture. Each map shows which patches raised that word's similarity."
+    )
+
+
 # Alt texts (docs/pictures.md): what each picture shows, in words, for screen readers and for
 # anyone who cannot see it: the view, the layer, the query and the model, 1-based.
 
@@ -408,6 +443,16 @@ def relevance_alt(ex: Explanation, class_name: str | None, show: str, keep: floa
         f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
     )
     return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(show, keep)}; {_on(ex, model)}."
+
+
+def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, show: str, keep: float, model: str) -> str:
+    """The relevance map of one prompt on a (gh, gw) `grid`, drawn as `show` says."""
+    prompt, (gh, gw) = zs.prompts[index], grid
+    return (
+        f"Relevance of each patch for the words '{prompt}' (probability {zs.probabilities[prompt]:.0%} among "
+        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_shown(show, keep)}; model: {model}, on the "
+        f"{gh} × {gw} patch grid (rows × columns)."
+    )
 
 
 def _shown(show: str, keep: float) -> str:

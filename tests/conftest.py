@@ -58,14 +58,17 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 
 
 @contextmanager
-def app_server(checkpoint: Path, tmp_path_factory, *options: str) -> Iterator[str]:
+def app_server(
+    checkpoint: Path, tmp_path_factory, *options: str, program: tuple[str, ...] = ("app.py",)
+) -> Iterator[str]:
     """`python app.py` on `checkpoint` with `options`, in a subprocess on a free port, offline as a
-    classroom without network (issue 27); yields its URL."""
+    classroom without network (issue 27); yields its URL. `program`: what python runs instead
+    of app.py (e.g. "-c", code that patches a loader and then calls app.main)."""
     port = free_port()
     runs = tmp_path_factory.mktemp("runs")
     log = (tmp_path_factory.mktemp("log") / "app.log").open("w")
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
-    cmd = [sys.executable, "app.py", "--port", str(port), "--model", str(checkpoint), "--runs-dir", str(runs), *options]
+    cmd = [sys.executable, *program, "--port", str(port), "--model", str(checkpoint), "--runs-dir", str(runs), *options]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:

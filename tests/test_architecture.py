@@ -28,7 +28,8 @@ def test_import_vit_loads_no_plotting_ui_or_upper_layer():
 
 
 def test_vit_needs_neither_timm_nor_transformers_at_run_time():
-    # Only requirements-dev.txt has them: a Space built from requirements.txt must load the zoo without.
+    # transformers is in requirements-dev.txt only, timm comes with open_clip (CLIP's text side, imported
+    # lazily by vit/clip.py): importing the zoo must load neither (timm's import costs seconds).
     assert loaded_by("vit", "vit.pretrained", "vit.download").isdisjoint({"timm", "transformers"})
 
 

@@ -8,6 +8,7 @@ import torch
 
 import vit
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable, ServingLimits, download_text
+from vit.clip import CLIP_CONFIGS
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 from vit.pretrained import PRETRAINED
 
@@ -121,8 +122,9 @@ def test_every_pretrained_model_of_the_picker_fits_the_default_limits():
     named = {name: spec for name, spec in PRETRAINED.items() if spec.config is not None}  # others: a config.json
     assert named
     for name, spec in named.items():
+        config = CLIP_CONFIGS[spec.config] if spec.library == "open_clip" else vit.model.CONFIGS[spec.config]
         with torch.device("meta"):  # ViT-L's weights are never allocated
-            model = vit.create_model(spec.config)
+            model = vit.VisionTransformer(config)
         crop = spec.input_size or model.config.image_size
         loaded = LoadedModel(name, name, model, vit.ModelMeta([], Preprocessing(round(crop / 0.875), crop)))
         ServingLimits().check(loaded)

@@ -191,11 +191,14 @@ def test_each_lesson_opens_on_its_own_models_then_a_stand_in_then_the_bundled_on
     assert opening.without_registers == "pretrained:vit_small_patch14_dinov2.lvd142m"
     assert opening.compare == ["pretrained:vit_small_patch14_dinov2.lvd142m"] and opening.heads == BUNDLED
     assert opening.missing["norms"] == ["vit_large_patch14_reg4_dinov2.lvd142m", "vit_large_patch14_dinov2.lvd142m"]
-    assert lessons.opening_models(lambda key: True).missing == {"compare": [], "norms": [], "heads": []}
+    assert opening.words is None  # no CLIP here: the words lesson says so (lessons.words_missing)
+    everything = lessons.opening_models(lambda key: True)
+    assert everything.missing == {"compare": [], "norms": [], "heads": [], "words": []}
+    assert everything.words == "pretrained:vit_base_patch16_clip_224.openai"
     line = lessons.better_models(opening.missing["heads"])
     assert "\n" not in line and "`python -m vit.download deit_small_patch16_224.fb_in1k`" in line
     assert lessons.better_models([]) == ""
-    assert len(lessons.lesson_weights()) == 5 and lessons.lesson_weights()[0] == "deit_small_patch16_224.fb_in1k"
+    assert len(lessons.lesson_weights()) == 6 and lessons.lesson_weights()[0] == "deit_small_patch16_224.fb_in1k"
 
 
 def test_dinov3_stands_in_for_a_model_with_registers():

@@ -14,6 +14,7 @@ import vit
 from explorer import lessons, render, views
 from explorer.catalog import LoadedModel
 from explorer.explain import Explanation, explain, model_input
+from explorer.prompts import ZeroShot
 from explorer.render import MapStyle
 from vit.analysis import grid_border, patch_pca, position_embedding_similarity
 from vit.preprocessing import CIFAR10
@@ -247,7 +248,14 @@ def styled_pictures(model: vit.VisionTransformer, ex: Explanation, style: MapSty
         ("overview", views.overview(ex, style)),
         *[("rollout", views.rollout(ex, "mean", 0.0, style, show)) for show in views.SHOWS],
         ("relevance", views.relevance(model, names, ex, None, style, "top mass")),
+        ("prompts", views.prompt_relevance(ex.input.pixels, ex.grid, words(ex), 1, style, "top mass")),
     ]
+
+
+def words(ex: Explanation) -> ZeroShot:
+    """Two prompts' scores and maps on `ex`'s grid, as a CLIP model's task returns them."""
+    maps = np.random.default_rng(2).random((2, *ex.grid))
+    return ZeroShot(("a cat", "a very long prompt about a teapot"), "a photo of {}.", np.array([1.0, 0.5]), maps)
 
 
 def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tuple[str, Image.Image, float]]:

@@ -886,3 +886,32 @@ def test_the_pca_and_logit_lens_tabs_draw_their_legends_and_say_what_they_show(s
     expect(page.locator("#logit-lens img")).to_have_attribute("alt", re.compile(r"never trained.*layer 6: \w+ "))
     expect(page.locator("#more")).to_contain_text("never trained to be read this way")
     page.close()
+
+
+@pytest.fixture(scope="module")
+def clip_server(tiny_checkpoint, tmp_path_factory):
+    """The real app opening on CLIP B/16, a tiny random CLIP in its place (tests/clip_helpers.py)."""
+    from clip_helpers import clip_app
+
+    with clip_app(tiny_checkpoint, tmp_path_factory) as url:
+        yield url
+
+
+def test_a_teacher_types_three_words_and_sees_three_maps(clip_server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, clip_server)
+    expect(page.locator("#prompts textarea")).to_have_value("a cat, a dog, a teapot, a rainbow, a car")
+    page.get_by_role("button", name="example: cat").click()
+    # the analysis draws the default words at once: their probabilities in place of the top classes
+    expect(page.locator("#prompt-maps img")).to_have_count(5)
+    expect(page.locator("#predictions")).to_contain_text("a teapot")
+    page.locator("#prompts textarea").fill("a cat, a teapot, a rainbow")
+    page.locator("#compare-words").click()
+    maps = page.locator("#prompt-maps img")
+    expect(maps).to_have_count(3)
+    for word in ("a cat", "a teapot", "a rainbow"):
+        expect(page.locator(f"#prompt-maps img[alt*=\"the words '{word}'\"]")).to_have_count(1)
+    expect(page.locator("#predictions")).not_to_contain_text("a dog")
+    expect(page.locator("#prompt-note")).to_contain_text("a photo of {}.")
+    page.close()

@@ -11,6 +11,7 @@ import gradio as gr
 
 from explorer import views
 from explorer.catalog import LoadedModel, ModelCatalog
+from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
 
@@ -114,6 +115,7 @@ class ExploreView(ComponentView):
     on_screen: gr.State  # the "More views" tab on screen (explore_handlers.MORE_VIEWS), None while closed
     more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
     relevance_map: gr.State  # the relevance on screen, redrawn in a new style (explore_handlers.RelevanceMap)
+    words_result: gr.State  # a CLIP model's words on screen, redrawn in a new style (explore_handlers.WordsResult)
     # model and image
     model_key: gr.Dropdown
     checkpoint: gr.File
@@ -164,6 +166,12 @@ class ExploreView(ComponentView):
     pca_background: gr.Checkbox
     pca: gr.Image
     logit_lens: gr.Image
+    # a CLIP model's words (ui.explore_handlers.compare_words): shown for CLIP models only
+    words: gr.Column
+    prompts: gr.Textbox
+    prompts_button: gr.Button
+    prompt_note: gr.Markdown
+    prompt_maps: gr.Gallery
     # /query_patch: hidden inputs for API clients
     row: gr.Number
     col: gr.Number
@@ -179,6 +187,7 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
         "on_screen": gr.State(None),
         "more_tab": gr.State(h.MORE_VIEWS[0]),
         "relevance_map": gr.State(None),
+        "words_result": gr.State(None),
     }
 
 
@@ -399,6 +408,39 @@ def _relevance_view(start: LoadedModel) -> dict[str, Any]:
     return {"relevance_class": relevance_class, "relevance_button": relevance_button, "relevance": relevance}
 
 
+def _words(start: LoadedModel) -> dict[str, Any]:
+    """A CLIP model's words: a box of comma-separated prompts, ready to press, and a map per word."""
+    with gr.Column(visible=start.text is not None, elem_id="words") as words:
+        gr.Markdown(
+            "**One picture, many words (CLIP)**: type what might be in the picture; CLIP scores each word "
+            "(its probabilities replace the top predictions) and a map shows which patches made each score."
+        )
+        with gr.Row():
+            prompts = gr.Textbox(
+                DEFAULT_PROMPTS,
+                label=f"Words to compare, separated by commas (2 to {MAX_PROMPTS})",
+                scale=4,
+                elem_id="prompts",
+            )
+            prompts_button = gr.Button("Compare these words", size="sm", scale=1, elem_id="compare-words")
+        prompt_note = gr.Markdown(label="The template and what the probabilities compare", elem_id="prompt-note")
+        prompt_maps = gr.Gallery(
+            label="Relevance of each word (Chefer et al. 2021)",
+            columns=3,
+            height="auto",
+            object_fit="contain",
+            buttons=[],
+            elem_id="prompt-maps",
+        )
+    return {
+        "words": words,
+        "prompts": prompts,
+        "prompts_button": prompts_button,
+        "prompt_note": prompt_note,
+        "prompt_maps": prompt_maps,
+    }
+
+
 def _api_only_inputs() -> dict[str, Any]:
     """/query_patch for API clients: the same as clicking, with explicit grid coordinates."""
     return {
@@ -420,6 +462,7 @@ def layout(catalog: ModelCatalog) -> ExploreView:
             parts |= _query_column(start)
         with gr.Column(scale=6, min_width=400):
             parts |= _heads_column(start.model.config.depth)
+    parts |= _words(start)
     parts |= _style_controls() | _model_picker(catalog, start) | _more_views(start) | _api_only_inputs()
     return ExploreView(**parts)  # a TypeError names any field left out or misspelt
 
@@ -442,12 +485,12 @@ def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
         **HEAVY,
     }
-    view.mode.input(**analysis, api_name="analyze")
+    view.mode.input(**analysis, api_name="analyze").success(**_words_after(view, catalog))
     # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
     # image refused before the analysis, whose error would mark every output (explore_handlers).
     noted = view.image.change(h.note_image, view.image, None, api_visibility="private", queue=False, **RAW)
     checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
-    checked.success(**analysis, api_visibility="private")
+    checked.success(**analysis, api_visibility="private").success(**_words_after(view, catalog))
     # A refused file leaves the views of the last image: the upload box shows that image again.
     checked.failure(h.keep_image, view.explanation_key, view.image, api_visibility="private", queue=False, **RAW)
     return analysis
@@ -495,6 +538,15 @@ def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
     )
     view.show.change(
         bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
+    )
+    gr.on(  # so do a CLIP model's word maps, from their kept result
+        [*_style_inputs(view), view.show.input, view.keep_percent.input],
+        bound(h.restyle_words, view, catalog),
+        view.pick("explanation_key", "words_result", *STYLE, *SHOW),
+        view.prompt_maps,
+        api_visibility="private",
+        trigger_mode="always_last",
+        **CHEAP,
     )
     gr.on(  # relevance follows the style and "show" as rollout does, from its kept map
         [*_style_inputs(view), view.show.input, view.keep_percent.input],
@@ -607,6 +659,29 @@ def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
     )
 
 
+def _wire_words(view: ExploreView, catalog: ModelCatalog) -> None:
+    """/zero_shot: the words typed, scored by a CLIP model, with a map per word."""
+    words = {
+        "fn": bound(h.compare_words, view, catalog),
+        "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
+        "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
+        **HEAVY,
+    }
+    view.prompts_button.click(**words, api_name="zero_shot")
+    view.prompts.submit(**words, api_visibility="private")
+
+
+def _words_after(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
+    """The event arguments that draw a CLIP model's words after an analysis (nothing for other models)."""
+    return {
+        "fn": bound(h.words_after, view, catalog),
+        "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
+        "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
+        "api_visibility": "private",
+        **HEAVY,
+    }
+
+
 def _wire_exports(view: ExploreView) -> None:
     view.export_png.click(
         bound(h.export_png, view),
@@ -629,12 +704,12 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
     switched = view.model_key.change(
         bound(h.load_model, view, catalog),
         view.pick("model_key", "on_screen"),
-        view.pick("current_model", "model_info", "classes", "layer", "pca_layer", "similarity", "relevance_class"),
+        view.pick("current_model", "model_info", "classes", "layer", "pca_layer", "similarity", "relevance_class", "words"),
         api_name="load_model",
         show_progress="full",
         **HEAVY,
     )
-    switched.success(**analysis, api_visibility="private")
+    switched.success(**analysis, api_visibility="private").success(**_words_after(view, catalog))
     switched.failure(h.keep_model, view.current_model, view.model_key, api_visibility="private")
     view.checkpoint.upload(
         bound(h.upload_checkpoint, view, catalog),
@@ -654,6 +729,7 @@ def build_explore_tab(catalog: ModelCatalog) -> ExploreView:
     _wire_query(view)
     _wire_exports(view)
     _wire_relevance(view, catalog)
+    _wire_words(view, catalog)
     _wire_more(view, catalog)
     _wire_models(view, catalog, analysis)
     return view

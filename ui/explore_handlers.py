@@ -34,6 +34,7 @@ from explorer.explain import (
     model_input,
 )
 from explorer.images import ImageError, check_image, load_image
+from explorer.prompts import PromptError, ZeroShot, parse_prompts, zero_shot
 from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
@@ -174,6 +175,8 @@ ExplanationKey = tuple[str, str, int, str]  # (upload file, model key, model id,
 # The relevance on screen, kept in the session so that a new style or "show" redraws it without
 # another backward pass: (its explanation's key, the class picked, (the map, the class explained)).
 RelevanceMap = tuple[ExplanationKey, str, tuple[np.ndarray, int]]
+# A CLIP model's words on screen, kept likewise: (their explanation's key, the words' scores and maps).
+WordsResult = tuple[ExplanationKey, ZeroShot]
 
 
 def uploaded_path(payload: dict | None) -> str:
@@ -710,6 +713,103 @@ def show_relevance(
     return view.update(relevance=picture, relevance_map=drawn)
 
 
+def compare_words(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    explanation_key: ExplanationKey | None,
+    prompts: str,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
+) -> dict:
+    """A CLIP model's zero-shot probabilities over `prompts` (comma-separated words, each put into
+    CLIP's template) in place of the top classes, and for each its relevance map (Chefer et al.
+    2021, the image-text similarity as the score): one forward and one backward pass per word."""
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
+    loaded = load_or_error(catalog, explanation_key[1])
+    if loaded.text is None:
+        raise visitor_error(
+            f"{loaded.label} answers with its own classes, not with words: pick a CLIP model "
+            "(vit_base_patch16_clip_224.openai) to compare words"
+        )
+    try:
+        words = parse_prompts(prompts)
+    except PromptError as e:
+        raise visitor_error(str(e)) from e
+    zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, ex.input.tensor, words))
+    show, keep = map_show(show, keep_percent)
+    model = model_name(loaded.key)
+    maps = word_maps(ex.input.pixels, ex.grid, zs, style, show, keep, model)
+    kept: WordsResult = (explanation_key, zs)
+    return view.update(label=zs.probabilities, prompt_maps=maps, prompt_note=views.prompt_note(zs), words_result=kept)
+
+
+def restyle_words(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    explanation_key: ExplanationKey | None,
+    words_result: WordsResult | None,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
+) -> dict:
+    """The word maps on screen follow the style and "show", redrawn from their kept result (no
+    backward pass); with none on screen, or ones of another image, nothing changes."""
+    if words_result is None or explanation_key is None or words_result[0] != explanation_key:
+        return gr.skip()
+    ex, style = require(explanation_key), map_style(cmap, opacity, upsampling, display, scale)
+    show, keep = map_show(show, keep_percent)
+    return view.update(
+        prompt_maps=word_maps(
+            ex.input.pixels, ex.grid, words_result[1], style, show, keep, model_name(explanation_key[1])
+        )
+    )
+
+
+def word_maps(
+    pixels: np.ndarray, grid: tuple[int, int], zs: ZeroShot, style: MapStyle, show: str, keep: float, model: str
+) -> list[tuple[str, str]]:
+    """A gallery's value: each prompt's relevance map (a file) with its alt text as its caption."""
+    return [
+        (
+            saved(views.prompt_relevance(pixels, grid, zs, i, style, show, keep)),
+            views.prompt_alt(grid, zs, i, show, keep, model),
+        )
+        for i in range(len(zs.prompts))
+    ]
+
+
+def words_after(
+    view: ExploreView,
+    catalog: ModelCatalog,
+    explanation_key: ExplanationKey | None,
+    prompts: str,
+    cmap: str,
+    opacity: float,
+    upsampling: str,
+    display: str,
+    scale: str,
+    show: str = "weights",
+    keep_percent: float = 100 * views.KEEP,
+) -> dict:
+    """After an analysis with a CLIP model, its words at once (`compare_words`); after the image
+    was removed, no word maps (the analysis cleared the probabilities); else nothing."""
+    if explanation_key is None:
+        return view.update(prompt_maps=None, prompt_note="", words_result=None)
+    if load_or_error(catalog, explanation_key[1]).text is None:
+        return gr.skip()
+    style = (cmap, opacity, upsampling, display, scale, show, keep_percent)
+    return compare_words(view, catalog, explanation_key, prompts, *style)
+
+
 def relevance_picture(
     loaded: LoadedModel, ex: Explanation, name: str | None, drawn: RelevanceMap, style: MapStyle, show: str, keep: float
 ) -> gr.Image:
@@ -927,6 +1027,7 @@ def load_model(
         # drawn now only if on screen; else None, drawn for this model when opened (show_more)
         similarity=similarity_picture(loaded) if on_screen == "similarity" else None,
         relevance_class=gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
+        words=gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     )
 
 

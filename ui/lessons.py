@@ -1,4 +1,4 @@
-"""The Lessons tab: three views a teacher can show and read aloud (docs/lessons.md), their
+"""The Lessons tab: four views a teacher can show and read aloud (docs/lessons.md), their
 components (`LessonsView`), layout and wiring to ui/lessons_handlers.py under API names."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from typing import Any
 
 import gradio as gr
 
+import vit
 from explorer import lessons
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 from explorer.render import COLORMAPS
 
 from . import concurrency, pictures
@@ -59,6 +61,14 @@ class LessonsView:
     top5: gr.Label
     heads_note: gr.Markdown
     ranking: gr.Dataframe
+    # one picture, many words (a CLIP model)
+    words_model: gr.Dropdown
+    words_better: gr.Markdown
+    words_prompts: gr.Textbox
+    words_button: gr.Button
+    words_label: gr.Label
+    words_note: gr.Markdown
+    words_maps: gr.Gallery
 
     def update(self, **values: Any) -> dict[gr.components.Component, Any]:
         """A handler's result, {component: value}, from values given by component name."""
@@ -184,6 +194,32 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
     }
 
 
+def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, Any]:
+    gr.Markdown(lessons.MANY_WORDS)
+    clip = [(label, key) for label, key in catalog.choices() if vit.pretrained.is_clip(key.partition(":")[2])]
+    with gr.Row():
+        model = gr.Dropdown(clip, value=opening.words or clip[0][1], label="Model (CLIP)", scale=2, min_width=300)
+        prompts = gr.Textbox(
+            DEFAULT_PROMPTS, label=f"Words, separated by commas (2 to {MAX_PROMPTS})", scale=3, elem_id="lesson-words"
+        )
+        button = gr.Button("Compare these words", elem_id="lesson-words-button")
+    with gr.Row():
+        label = gr.Label(num_top_classes=MAX_PROMPTS, label="How well each word fits (softmax over these words)")
+        note = gr.Markdown(label="The template")
+    maps = gr.Gallery(
+        label="Relevance of each word (Chefer et al. 2021)", columns=3, height="auto", object_fit="contain", buttons=[]
+    )
+    return {
+        "words_model": model,
+        "words_better": gr.Markdown(lessons.words_missing(opening), label="CLIP on this machine"),
+        "words_prompts": prompts,
+        "words_button": button,
+        "words_label": label,
+        "words_note": note,
+        "words_maps": maps,
+    }
+
+
 def layout(catalog: ModelCatalog) -> LessonsView:
     """Place the tab's components inside the current Blocks, one sub-tab per lesson, each
     opening on models that load now (explorer.lessons.opening_models), kept loaded."""
@@ -194,7 +230,7 @@ def layout(catalog: ModelCatalog) -> LessonsView:
     better = {lesson: lessons.better_models(names) for lesson, names in opening.missing.items()}
     better["compare"] = lessons.compare_better(opening)
     parts = _common()
-    with gr.Tabs(overflow_behavior="wrap"):  # on a phone all three stay in view (no "…" menu)
+    with gr.Tabs(overflow_behavior="wrap"):  # on a phone all four stay in view (no "…" menu)
         with gr.Tab("Supervised vs self-supervised"):
             parts |= _compare(choices, opening.compare, better["compare"])
         with gr.Tab("Artefacts and registers"):
@@ -202,6 +238,8 @@ def layout(catalog: ModelCatalog) -> LessonsView:
             parts |= _norms(choices, pair, better["norms"], note)
         with gr.Tab("Which heads matter"):
             parts |= _heads(choices, _opening(catalog, opening.heads), better["heads"])
+        with gr.Tab("One picture, many words"):
+            parts |= _words(catalog, opening)
     return LessonsView(**parts)
 
 
@@ -210,6 +248,7 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
     v = layout(catalog)
     # A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
     results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
+    results += [v.words_label, v.words_note, v.words_maps]
     v.image.change(bound(h.new_image, v), None, results, api_visibility="private")
     v.compare_button.click(
         bound(h.compare_models, v, catalog),
@@ -256,6 +295,13 @@ def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
         [v.ranking, v.heads_note],
         api_name="lesson_head_ranking",
         **(RAW | concurrency.RANKING),
+    )
+    v.words_button.click(
+        bound(h.compare_words, v, catalog),
+        [v.image, v.words_model, v.words_prompts, v.cmap],
+        [v.words_label, v.words_note, v.words_maps],
+        api_name="lesson_words",
+        **RAW,
     )
     # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
     v.rank_stop.click(None, cancels=[ranking], api_visibility="private")

@@ -19,13 +19,16 @@ from PIL import Image
 
 from explorer import lessons
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.explain import model_input
 from explorer.images import ImageError, load_image
+from explorer.prompts import PromptError, parse_prompts, zero_shot
 from explorer.render import COLORMAPS, MapStyle
+from explorer.views import KEEP, prompt_note
 from vit.messages import shown
 
 from . import downloads, pictures, zerogpu
 from .checks import one_of, visitor_error, whole_number
-from .explore_handlers import layer_slider, owner, uploaded_path
+from .explore_handlers import layer_slider, model_name, owner, uploaded_path, word_maps
 
 if TYPE_CHECKING:
     from .lessons import LessonsView
@@ -54,6 +57,9 @@ def new_image(view: LessonsView) -> dict:
         norms_table="",
         top5=None,
         ranking=None,
+        words_label=None,
+        words_note="",
+        words_maps=None,
         heads_note=gr.skip(),  # keeps "this model has no classifier"; its old error badge still goes
     )
 
@@ -232,6 +238,31 @@ def switch_heads_off(
         f"says **{top}**; its probability: {change}."
     )
     return view.update(top5=after, heads_note=note)
+
+
+def compare_words(
+    view: LessonsView,
+    catalog: ModelCatalog,
+    image: dict | None,
+    model_key: str,
+    prompts: str,
+    cmap: str,
+    progress: gr.Progress = PROGRESS,
+) -> dict:
+    """One picture, many words: a CLIP model's probabilities over `prompts` (comma-separated) for
+    the lesson image, and each word's relevance map (Chefer et al. 2021), as Explore's words."""
+    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress)
+    if loaded.text is None:
+        raise visitor_error(f"{loaded.label} is not a CLIP model: only a CLIP model understands words")
+    try:
+        words = parse_prompts(prompts)
+        inp = model_input(picture, loaded.preprocessing, loaded.model.config.patch_size)
+    except (PromptError, ImageError) as e:
+        raise visitor_error(str(e)) from e
+    zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, inp.tensor, words))
+    grid = loaded.model.patch_grid(*inp.tensor.shape[-2:])
+    maps = word_maps(inp.pixels, grid, zs, lesson_style(cmap), "weights", KEEP, model_name(loaded.key))
+    return view.update(words_label=zs.probabilities, words_note=prompt_note(zs), words_maps=maps)
 
 
 class OnePerVisitor:

@@ -28,7 +28,7 @@ import gradio as gr
 import spaces  # before torch touches CUDA (app.py imports this module first)
 from spaces.config import Config as SpacesConfig
 
-from explorer import compute, explain, lessons, video, views
+from explorer import compute, explain, lessons, prompts, video, views
 from explorer.catalog import LoadedModel, ModelCatalog, from_ref, ref_of
 
 from .checks import visitor_error
@@ -255,7 +255,9 @@ def preload(catalog: ModelCatalog, keys: list[str]) -> list[str]:
         return []
     placed = []
     for key in dict.fromkeys(keys):
-        compute.place(catalog.get(key).model, "cuda")
+        loaded = catalog.get(key)
+        for model in (loaded.model, *([loaded.text.model] if loaded.text is not None else [])):  # CLIP: both towers
+            compute.place(model, "cuda")
         placed.append(key)
     return placed
 
@@ -270,3 +272,4 @@ CLIP = GpuTask(video.layer_maps, video.layer_maps_cost, "The attention video")
 RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance map", backward=True)
 PATCH_PCA = GpuTask(views.patch_features, views.patch_features_cost, "The patch-feature colours")
 LOGIT_LENS = GpuTask(views.layer_predictions, views.layer_predictions_cost, "The logit lens")
+PROMPTS = GpuTask(prompts.prompt_relevance, prompts.prompt_cost, "The maps of the words", backward=True)

@@ -14,6 +14,12 @@ register tokens (Darcet et al. 2024, "Vision Transformers Need Registers"), posi
 embeddings without prefix slots, headless feature extractors (DINO, DINOv2), and 2-D rotary
 position embeddings instead of learned ones (DINOv3, Siméoni et al. 2025: `vit.rope`).
 
+CLIP's image tower (Radford et al. 2021, "Learning Transferable Visual Models From Natural
+Language Supervision") adds three: a LayerNorm on the embedded tokens before the blocks
+(`pre_norm`), QuickGELU in the MLPs of OpenAI's weights (x·σ(1.702x), Hendrycks & Gimpel 2016,
+Sec. 2) and a linear projection without bias after the final norm of the CLS token into the
+space shared with the text (`embed_dim`); its patch convolution has no bias (`patch_bias`).
+
 The tensor layout and every default (LayerNorm eps 1e-6, exact GELU, packed q;k;v) match
 torchvision's and timm's ViTs, so their weights load without any numeric change.
 """
@@ -34,6 +40,7 @@ from .rope import Rope2d, rotate
 
 Pool = Literal["cls", "gap"]
 PosEmbed = Literal["learned", "rope"]
+Activation = Literal["gelu", "quick_gelu"]
 
 
 @dataclass(frozen=True)
@@ -64,12 +71,17 @@ class ViTConfig:
     attn_dropout: float = 0.0
     drop_path: float = 0.0  # stochastic depth rate of the last block, linearly increasing from 0
     norm_eps: float = 1e-6
+    # CLIP's image tower (open_clip's VisionTransformer; vit/clip.py converts its weights):
+    pre_norm: bool = False  # norm_pre: LayerNorm on the embedded tokens before the blocks (CLIP's ln_pre)
+    act: Activation = "gelu"  # "quick_gelu": x·σ(1.702x), the MLP activation OpenAI's CLIP was trained with
+    patch_bias: bool = True  # CLIP's patch convolution has no bias
+    embed_dim: int = 0  # > 0: a bias-free projection (D -> embed_dim) of the pooled token; forward returns it
 
     def __post_init__(self) -> None:
         what = "ViT config"
         for name in ("image_size", "patch_size", "in_channels", "dim", "depth", "heads", "mlp_dim"):
             require(getattr(self, name) >= 1, what, name, getattr(self, name), "expected a positive integer")
-        for name in ("num_classes", "register_tokens"):
+        for name in ("num_classes", "register_tokens", "embed_dim"):
             require(getattr(self, name) >= 0, what, name, getattr(self, name), "expected an integer >= 0")
         require(self.dim % self.heads == 0, what, "heads", self.heads, f"must divide dim {self.dim}")
         require(
@@ -102,6 +114,9 @@ class ViTConfig:
             )
         t = self.rope_temperature
         require(t > 1 and math.isfinite(t), what, "rope_temperature", t, "expected a number > 1")
+        require(self.act in ("gelu", "quick_gelu"), what, "act", self.act, "expected 'gelu' or 'quick_gelu'")
+        one_output = not (self.embed_dim and (self.num_classes or self.distill_token))
+        require(one_output, what, "embed_dim", self.embed_dim, "a model with a classifier head has no projection")
 
     @property
     def prefix_names(self) -> tuple[str, ...]:
@@ -181,10 +196,10 @@ class PatchEmbed(nn.Module):
     """Split the image into P x P patches and project each to D dims: a stride-P convolution,
     which is the same linear map as "unfold, flatten (c, p, p), multiply by E" in eq. (1)."""
 
-    def __init__(self, patch_size: int, in_channels: int, dim: int):
+    def __init__(self, patch_size: int, in_channels: int, dim: int, bias: bool = True):
         super().__init__()
         self.patch_size = patch_size
-        self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
+        self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size, bias=bias)
 
     def grid(self, height: int, width: int) -> tuple[int, int]:
         p = self.patch_size
@@ -239,11 +254,20 @@ class Attention(nn.Module):
         return self.proj_drop(self.proj(out)), attn
 
 
+class QuickGELU(nn.Module):
+    """x·σ(1.702x): the sigmoid approximation of GELU (Hendrycks & Gimpel 2016, Sec. 2) that
+    OpenAI's CLIP was trained with, so its weights need it, not the exact GELU."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * torch.sigmoid(1.702 * x)
+
+
 class MLP(nn.Module):
-    def __init__(self, dim: int, hidden_dim: int, dropout: float):
+    def __init__(self, dim: int, hidden_dim: int, dropout: float, act: Activation = "gelu"):
         super().__init__()
         self.fc1 = nn.Linear(dim, hidden_dim)
-        self.act = nn.GELU()  # exact erf GELU: the tanh approximation moves logits by ~6e-4
+        # exact erf GELU by default: the tanh approximation moves logits by ~6e-4
+        self.act = QuickGELU() if act == "quick_gelu" else nn.GELU()
         self.fc2 = nn.Linear(hidden_dim, dim)
         self.drop = nn.Dropout(dropout)
 
@@ -288,7 +312,7 @@ class Block(nn.Module):
         self.attn = Attention(c.dim, c.heads, c.qkv_bias, c.attn_dropout, c.dropout, len(c.prefix_names))
         self.ls1 = nn.Identity() if c.layer_scale is None else LayerScale(c.dim, c.layer_scale)
         self.norm2 = nn.LayerNorm(c.dim, eps=c.norm_eps)
-        self.mlp = MLP(c.dim, c.mlp_dim, c.dropout)
+        self.mlp = MLP(c.dim, c.mlp_dim, c.dropout, c.act)
         self.ls2 = nn.Identity() if c.layer_scale is None else LayerScale(c.dim, c.layer_scale)
         self.drop_path = DropPath(drop_path)
 
@@ -307,7 +331,7 @@ class VisionTransformer(nn.Module):
     def __init__(self, config: ViTConfig):
         super().__init__()
         c = self.config = config
-        self.patch_embed = PatchEmbed(c.patch_size, c.in_channels, c.dim)
+        self.patch_embed = PatchEmbed(c.patch_size, c.in_channels, c.dim, c.patch_bias)
         self.prefix_tokens = len(c.prefix_names)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim)) if c.class_token else None
         self.dist_token = nn.Parameter(torch.zeros(1, 1, c.dim)) if c.distill_token else None
@@ -318,12 +342,14 @@ class VisionTransformer(nn.Module):
         self.pos_embed = nn.Parameter(torch.empty(1, self.pos_slots + gh * gw, c.dim)) if learned else None
         self.rope = None if learned else Rope2d(c.dim // c.heads, c.rope_temperature)
         self.pos_drop = nn.Dropout(c.dropout)
+        self.norm_pre = nn.LayerNorm(c.dim, eps=c.norm_eps) if c.pre_norm else nn.Identity()
         rates = [c.drop_path * i / max(c.depth - 1, 1) for i in range(c.depth)]
         self.blocks = nn.ModuleList(Block(c, rate) for rate in rates)
         self.norm = nn.LayerNorm(c.dim, eps=c.norm_eps) if c.final_norm and not c.fc_norm else nn.Identity()
         self.fc_norm = nn.LayerNorm(c.dim, eps=c.norm_eps) if c.fc_norm else nn.Identity()
         self.head = self._new_head()
         self.head_dist = self._new_head() if c.distill_token else None
+        self.proj = nn.Linear(c.dim, c.embed_dim, bias=False) if c.embed_dim else nn.Identity()
         self.reset_parameters()
 
     def _new_head(self) -> nn.Module:
@@ -345,7 +371,8 @@ class VisionTransformer(nn.Module):
         # The patch projection is a linear map on flattened patches: LeCun-normal like fan-in Linear.
         w = self.patch_embed.proj.weight
         nn.init.trunc_normal_(w, std=math.sqrt(1.0 / w[0].numel()))
-        nn.init.zeros_(self.patch_embed.proj.bias)
+        if self.patch_embed.proj.bias is not None:
+            nn.init.zeros_(self.patch_embed.proj.bias)
         if self.pos_embed is not None:
             nn.init.trunc_normal_(self.pos_embed, std=0.02)
         for token in (self.cls_token, self.reg_token):
@@ -381,7 +408,7 @@ class VisionTransformer(nn.Module):
             x = torch.cat([*prefix, x], dim=1) + self.position_embedding(grid)
         else:  # timm no_embed_class (DeiT III, DINOv2 with registers): only patches get positions
             x = torch.cat([*prefix, x + self.position_embedding(grid)], dim=1)
-        return self.pos_drop(x), grid
+        return self.norm_pre(self.pos_drop(x)), grid
 
     def hidden_states(self, images: Tensor, upto: int | None = None) -> list[Tensor]:
         """The tokens leaving each block, z_1 ... z_L of eq. (3) before the final norm: a list of
@@ -405,9 +432,10 @@ class VisionTransformer(nn.Module):
 
     def forward_head(self, x: Tensor) -> Tensor:
         """Normed tokens (B, T, D) -> logits (B, classes), or pooled features (B, D) without a
-        head. A distilled model averages its two heads, as DeiT (and timm) do at inference."""
+        head (CLIP: image embeddings (B, embed_dim)). A distilled model averages its two heads,
+        as DeiT (and timm) do at inference."""
         pooled = x[:, 0] if self.config.pool == "cls" else x[:, self.prefix_tokens :].mean(dim=1)  # (B, D)
-        out = self.head(self.fc_norm(pooled))
+        out = self.proj(self.head(self.fc_norm(pooled)))
         if self.head_dist is not None:
             out = (out + self.head_dist(x[:, 1])) / 2
         return out

@@ -3,6 +3,7 @@ class names and preprocessing their own metadata gives.
 
 timm-format and transformers-format names are Hub repositories fetched by `vit.hub` (plain
 files: safetensors weights and JSON metadata, read without timm or transformers installed);
+CLIP names are open_clip's files in the Hub repositories that hold both towers (`vit.clip`);
 torchvision names come from download.pytorch.org through torch.hub. Why not timm at run time:
 docs/models.md.
 """
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
 from .checkpoint import ModelMeta, load_state_dict_file
+from .clip import OPEN_CLIP_WEIGHTS, ClipText, load_clip
 from .hub import (
     Gated,
     NoInternet,
@@ -34,13 +38,14 @@ from .transformers_format import from_transformers, transformers_class_names, tr
 from .weights import from_timm, from_torchvision
 
 SAFETENSORS = "model.safetensors"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Pretrained:
-    library: str  # "torchvision", "timm" or "transformers": the layout of the weights
+    library: str  # "torchvision", "timm", "transformers" or "open_clip": the layout of the weights
     weights: str  # torchvision's weights enum name, or the Hub repository id
-    config: str | None = None  # our named configuration (vit.list_models()); transformers: its config.json
+    config: str | None = None  # our named configuration (vit.list_models()), open_clip's architecture name
     input_size: int | None = None  # default input side in pixels when not the weights' own (DINOv2: 224, not 518)
     torch_hub_file: str | None = None  # torchvision: the file name torch.hub caches (the weights URL's last part)
     licence: str | None = None  # a licence of its own (not Apache/MIT/BSD): named when the Hub asks to accept it
@@ -53,6 +58,8 @@ class Pretrained:
             return (self.torch_hub_file,)
         if self.library == "timm":
             return ("config.json", SAFETENSORS)
+        if self.library == "open_clip":
+            return (OPEN_CLIP_WEIGHTS,)  # both towers; the architecture is open_clip's named one
         return ("config.json", "preprocessor_config.json", SAFETENSORS)
 
 
@@ -113,6 +120,14 @@ PRETRAINED: dict[str, Pretrained] = {
             f"vit_{size}_patch16_dinov3.lvd1689m", f"vit_{size}_patch16_dinov3", licence="Meta's DINOv3 licence"
         )
         for size in ("small", "base", "large")
+    },
+    # OpenAI's CLIP (Radford et al. 2021) in open_clip's layout, from the repositories open_clip's own
+    # pretrained.py downloads (hf_hub "timm/vit_*_clip_224.openai/"): image and text tower in one file.
+    **{
+        f"vit_base_patch{patch}_clip_224.openai": Pretrained(
+            "open_clip", f"timm/vit_base_patch{patch}_clip_224.openai", f"ViT-B-{patch}-quickgelu"
+        )
+        for patch in (16, 32)
     },
     # transformers-format repositories, named by their Hub id: the most downloaded ViTs.
     **{
@@ -259,7 +274,22 @@ def _load_transformers(name: str, spec: Pretrained, progress: Progress | None) -
     return model, ModelMeta(class_names, preprocessing, info)
 
 
-_LOADERS = {"torchvision": _load_torchvision, "timm": _load_timm, "transformers": _load_transformers}
+def _load_open_clip(name: str, spec: Pretrained, progress: Progress | None) -> tuple[VisionTransformer, ModelMeta]:
+    model, meta, _ = load_clip(spec.weights, spec.config, progress, text=False)
+    return model, meta
+
+
+_LOADERS = {
+    "torchvision": _load_torchvision,
+    "timm": _load_timm,
+    "transformers": _load_transformers,
+    "open_clip": _load_open_clip,
+}
+
+
+def is_clip(name: str) -> bool:
+    """Whether `name` is a CLIP model (its text tower answers prompts: `load_pretrained_clip`)."""
+    return name in PRETRAINED and PRETRAINED[name].library == "open_clip"
 
 
 def load_pretrained(name: str, *, progress: Progress | None = None) -> tuple[VisionTransformer, ModelMeta]:
@@ -275,12 +305,27 @@ def load_pretrained(name: str, *, progress: Progress | None = None) -> tuple[Vis
     says how).
     """
     spec = _spec(name)
+    return _said(name, lambda: _LOADERS[spec.library](name, spec, progress))
+
+
+def load_pretrained_clip(
+    name: str, *, progress: Progress | None = None
+) -> tuple[VisionTransformer, ModelMeta, ClipText]:
+    """`load_pretrained` for a CLIP name (`is_clip`), with open_clip's text tower and tokenizer
+    from the same file (vit/clip.py). Raises PretrainedUnavailable as `load_pretrained` does."""
+    if not is_clip(name):
+        raise ValueError(f"{name!r} is not a CLIP model; CLIP models: {[n for n in PRETRAINED if is_clip(n)]}")
+    spec = _spec(name)
+    return _said(name, lambda: load_clip(spec.weights, spec.config, progress))
+
+
+def _said(name: str, load: Callable[[], T]) -> T:
+    """`load()`, its failures as PretrainedUnavailable whose one sentence names `name`."""
     try:
-        return _LOADERS[spec.library](name, spec, progress)
+        return load()
     except Gated as e:  # what to do, with the licence's name: a teacher can act on it
-        raise Gated(
-            f"cannot load {name}: {gated_sentence('its weights', spec.licence or 'their licence', e.url)}", e.url
-        ) from e.__cause__ or e
+        licence = _spec(name).licence or "their licence"
+        raise Gated(f"cannot load {name}: {gated_sentence('its weights', licence, e.url)}", e.url) from e.__cause__ or e
     except PretrainedUnavailable as e:  # the same kind (NoInternet stays NoInternet), the name said
         raise type(e)(f"cannot load {name}: {e}") from e.__cause__ or e
     except Exception as e:  # noqa: BLE001 - a cached file may be unreadable in many ways; the log gets why

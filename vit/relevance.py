@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from .analysis import Query, query_rows
+from .clip import zero_shot
 from .model import AttentionMaps, VisionTransformer
 
 
@@ -52,3 +53,23 @@ def class_relevance(
         grads = torch.autograd.grad(score, list(maps))
     detached = maps.apply(Tensor.detach)  # keeps the prefix names: 'dist', or registers without CLS
     return relevance_from(detached, [g.detach() for g in grads], query), target
+
+
+def similarity_relevance(
+    model: VisionTransformer, images: Tensor, text_embeddings: Tensor, logit_scale: Tensor | float, query: Query = None
+) -> tuple[Tensor, Tensor]:
+    """CLIP's zero-shot logits (B, P) for `images` (B, C, H, W) against unit text embeddings
+    (P, E), and for each prompt p the relevance (B, P, gh, gw) of Eq. (5)-(6) with y = the
+    image-text logit exp(t)·cos(image, text_p): Chefer et al.'s target for CLIP (their CLIP
+    notebook: one backward pass per text, from one forward pass of the image tower)."""
+    if model.config.embed_dim < 1:
+        raise ValueError("this model has no image-text projection (not a CLIP image tower), so no similarity")
+    with torch.enable_grad():
+        embeddings, maps = model(images, need_weights=True)
+        logits = zero_shot(embeddings, text_embeddings.to(embeddings), logit_scale)  # (B, P)
+        detached = maps.apply(Tensor.detach)
+        relevance = []
+        for p in range(logits.shape[1]):
+            grads = torch.autograd.grad(logits[:, p].sum(), list(maps), retain_graph=p + 1 < logits.shape[1])
+            relevance.append(relevance_from(detached, [g.detach() for g in grads], query))
+    return logits.detach(), torch.stack(relevance, dim=1)  # (B, P), (B, P, gh, gw)

@@ -1,0 +1,96 @@
+"""One picture, many words: a CLIP model's zero-shot probabilities over a teacher's prompts and,
+for each prompt, the relevance map of its image-text similarity (Chefer et al. 2021).
+
+The arithmetic is one task (explorer/compute.py), `prompt_relevance`: the prompts through
+open_clip's text tower, one forward pass of our image tower with its attention, and one backward
+pass per prompt (vit.relevance.similarity_relevance). The pictures are drawn by explorer.views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from vit.relevance import similarity_relevance
+
+from .compute import model_device, pass_seconds, place, to_model, work_seconds
+
+if TYPE_CHECKING:
+    from .catalog import LoadedModel
+
+# Five things a class can point at in almost any photo, or see missing: ready to press at once.
+DEFAULT_PROMPTS = "a cat, a dog, a teapot, a rainbow, a car"
+MAX_PROMPTS = 8  # each prompt is one backward pass, and one picture on the screen
+MAX_PROMPT_CHARS = 60  # well inside CLIP's 77 tokens once put into the template
+
+
+class PromptError(ValueError):
+    """The prompts typed cannot be used; the message is one sentence for the teacher."""
+
+
+def parse_prompts(text: str) -> list[str]:
+    """The comma-separated prompts of `text`, stripped, empty ones and repeats dropped."""
+    if not isinstance(text, str):
+        raise PromptError("type some words, separated by commas (e.g. a cat, a dog, a teapot)")
+    prompts = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    if len(prompts) < 2:
+        raise PromptError("type at least two words, separated by commas (e.g. a cat, a teapot): CLIP compares them")
+    if len(prompts) > MAX_PROMPTS:
+        raise PromptError(f"type at most {MAX_PROMPTS} words, separated by commas ({len(prompts)} were typed)")
+    long = next((p for p in prompts if len(p) > MAX_PROMPT_CHARS), None)
+    if long is not None:
+        raise PromptError(f"each word or phrase may have up to {MAX_PROMPT_CHARS} characters: '{long[:20]}…' has more")
+    return prompts
+
+
+@dataclass(frozen=True)
+class ZeroShot:
+    """What a CLIP model says about one image and the prompts: each prompt's logit
+    exp(t)·cos(image, text), and its relevance map (gh, gw) for the query CLS."""
+
+    prompts: tuple[str, ...]
+    template: str  # each prompt was put into it ("a photo of {}.") before the text tower
+    logits: np.ndarray  # (P,)
+    relevance: np.ndarray  # (P, gh, gw)
+
+    @property
+    def probabilities(self) -> dict[str, float]:
+        """prompt -> softmax probability over the prompts (CLIP's zero-shot classifier), in the
+        order typed (gr.Label sorts them itself)."""
+        probs = torch.from_numpy(self.logits).double().softmax(-1)
+        return {p: float(q) for p, q in zip(self.prompts, probs, strict=True)}
+
+
+def prompt_relevance(loaded: LoadedModel, tensor: Tensor, prompts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Task (explorer/compute.py): for `tensor` (1, 3, H, W) and the prompts, the logits (P,) and
+    the relevance maps (P, gh, gw), from the text tower and image tower on the model's device."""
+    text = loaded.text
+    if text is None:
+        raise ValueError(f"{loaded.label} is not a CLIP model: it has no text tower to compare prompts with")
+    text = replace(text, model=place(text.model, model_device(loaded.model)))
+    logits, relevance = similarity_relevance(
+        loaded.model, to_model(loaded.model, tensor), text.embed(prompts), text.logit_scale
+    )
+    return logits[0].float().cpu().numpy(), relevance[0].float().cpu().numpy()
+
+
+def prompt_cost(loaded: LoadedModel, tensor: Tensor, prompts: list[str]) -> float:
+    """GPU seconds of `prompt_relevance`: one forward pass of the image tower and a backward pass
+    (about twice a forward's work) per prompt, plus the text tower, 2 · parameters · tokens
+    FLOPs per prompt (Kaplan et al. 2020, Sec. 2.1)."""
+    image = (1 + 2 * len(prompts)) * pass_seconds(loaded.model, tensor.shape[-2:])
+    if loaded.text is None:
+        return image
+    text_params = sum(p.numel() for p in loaded.text.model.parameters())
+    context = loaded.text.model.positional_embedding.shape[0]  # 77 tokens, padded
+    return image + work_seconds(2 * text_params * context * len(prompts))
+
+
+def zero_shot(loaded: LoadedModel, prompts: list[str], computed: tuple[np.ndarray, np.ndarray]) -> ZeroShot:
+    """The task's result `computed` for `prompts` as a ZeroShot."""
+    logits, relevance = computed
+    return ZeroShot(tuple(prompts), loaded.text.template, logits, relevance)

@@ -1,0 +1,149 @@
+"""The Explore tab's words (a CLIP model): the prompts box, /zero_shot's probabilities and maps,
+the box shown only for CLIP models, and every refusal as one sentence."""
+
+from __future__ import annotations
+
+import gradio as gr
+import numpy as np
+import pytest
+from clip_helpers import CLIP_KEY, clip_app, tiny_clip
+from PIL import Image
+
+import vit
+from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.prompts import DEFAULT_PROMPTS
+from ui import explore_handlers as h
+from ui.explore import ExploreView, layout
+
+STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
+
+
+@pytest.fixture(scope="module")
+def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, ModelCatalog]:
+    """The tab on a catalogue whose CLIP B/16 is a tiny random CLIP (no download: the loader is
+    replaced, as the Hub stand-in test of tests/test_clip.py covers the real one)."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(vit.pretrained, "load_pretrained_clip", lambda name, progress=None: tiny_clip())
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"), default=CLIP_KEY)
+    with gr.Blocks():
+        view = layout(catalog)
+    yield view, catalog
+    patch.undo()
+
+
+def analysed(catalog: ModelCatalog, key: str, tmp_path) -> tuple:
+    path = tmp_path / "photo.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 48, 3), np.uint8)).save(path)
+    out = h.full_analysis(catalog.get(key), str(path), "crop", 2, "mean", 0.0, h.map_style(*STYLE))
+    return out["explanation_key"], out
+
+
+def test_a_clip_model_opens_with_the_words_box_and_no_classes(tab, tmp_path) -> None:
+    view, catalog = tab
+    assert view.words.visible and view.prompts.value == DEFAULT_PROMPTS
+    assert "it answers your words ('a photo of {}.')" in view.model_info.value
+    key, out = analysed(catalog, CLIP_KEY, tmp_path)
+    assert out["label"] == {}  # no classes: the words' probabilities take their place
+
+
+def test_three_words_give_three_probabilities_and_three_maps(tab, tmp_path) -> None:
+    view, catalog = tab
+    key, _ = analysed(catalog, CLIP_KEY, tmp_path)
+    out = h.compare_words(view, catalog, key, "a cat, a teapot, a rainbow", *STYLE)
+    probabilities, maps = out[view.label], out[view.prompt_maps]
+    assert list(probabilities) == ["a cat", "a teapot", "a rainbow"]
+    assert sum(probabilities.values()) == pytest.approx(1.0)
+    assert len(maps) == 3
+    for (path, alt), word in zip(maps, probabilities, strict=True):
+        assert Image.open(path).width > 100 and f"the words '{word}'" in alt
+    assert "“a photo of {}.”" in out[view.prompt_note]
+    after = h.words_after(view, catalog, key, "a cat, a dog", *STYLE)  # the analysis' follow-up draws them at once
+    assert list(after[view.label]) == ["a cat", "a dog"]
+    cleared = {view.prompt_maps: None, view.prompt_note: "", view.words_result: None}
+    assert h.words_after(view, catalog, None, "a cat, a dog", *STYLE) == cleared
+    # a new style redraws the kept maps without a backward pass; maps of another image are left alone
+    kept = out[view.words_result]
+    assert kept[0] == key and list(kept[1].prompts) == ["a cat", "a teapot", "a rainbow"]
+    restyled = h.restyle_words(view, catalog, key, kept, "viridis", 0.6, "nearest", "overlay", "layer", "relative")
+    assert len(restyled[view.prompt_maps]) == 3
+    assert all("multiples of uniform" in alt for _, alt in restyled[view.prompt_maps])
+    assert h.restyle_words(view, catalog, ("other.png", *key[1:]), kept, *STYLE) == gr.skip()
+
+
+def test_words_for_a_model_without_text_or_unusable_words_are_one_sentence(tab, tmp_path) -> None:
+    view, catalog = tab
+    key, _ = analysed(catalog, CLIP_KEY, tmp_path)
+    with pytest.raises(gr.Error, match="type at least two words"):
+        h.compare_words(view, catalog, key, "a cat", *STYLE)
+    bundled, _ = analysed(catalog, BUNDLED, tmp_path)
+    with pytest.raises(gr.Error, match="answers with its own classes, not with words: pick a CLIP model"):
+        h.compare_words(view, catalog, bundled, DEFAULT_PROMPTS, *STYLE)
+    assert h.words_after(view, catalog, bundled, DEFAULT_PROMPTS, *STYLE) == gr.skip()  # nothing changes
+
+
+def test_the_words_box_follows_the_model(tab, monkeypatch) -> None:
+    view, catalog = tab
+
+    class Request:
+        session_hash = "s"
+
+    for key, visible in ((BUNDLED, False), (CLIP_KEY, True)):
+        out = h.load_model(view, catalog, key, None, Request(), progress=lambda *a, **k: None)
+        assert out[view.words].visible is visible
+
+
+def test_zero_shot_through_the_api(tiny_checkpoint, tmp_path_factory, tmp_path) -> None:
+    from app_helpers import analyze, save_rgb
+    from gradio_client import Client
+
+    photo = save_rgb(tmp_path / "photo.png", np.random.default_rng(1).integers(0, 256, (40, 40, 3), np.uint8))
+    with clip_app(tiny_checkpoint, tmp_path_factory) as url:
+        client = Client(url, verbose=False)
+        assert "/zero_shot" in client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+        analyze(client, photo, model=CLIP_KEY, layer=2)
+        label, maps, note = client.predict("a cat, a teapot, a rainbow", *STYLE, "weights", 60, api_name="/zero_shot")
+    assert sorted(c["label"] for c in label["confidences"]) == ["a cat", "a rainbow", "a teapot"]
+    assert [item["caption"] for item in maps][0].startswith("Relevance of each patch for the words 'a cat'")
+    assert len(maps) == 3 and "a photo of {}." in note
+
+
+def test_the_words_lesson_scores_the_lesson_image(tab, tmp_path) -> None:
+    from ui import lessons_handlers as lh
+    from ui.lessons import build_lessons_tab
+    from ui.outputs import cache_path
+
+    _, catalog = tab
+    with gr.Blocks():
+        lessons_view = build_lessons_tab(catalog)
+    assert lessons_view.words_model.value == CLIP_KEY  # loaded already: the lesson opens on it
+    path = cache_path("lesson.png")  # in Gradio's upload folder, as the browser's upload is
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
+    image = {"path": str(path), "orig_name": "lesson.png"}
+    out = lh.compare_words(lessons_view, catalog, image, CLIP_KEY, "a cat, a dog, a teapot", "inferno", None)
+    assert list(out[lessons_view.words_label]) == ["a cat", "a dog", "a teapot"]
+    assert len(out[lessons_view.words_maps]) == 3 and "a photo of {}." in out[lessons_view.words_note]
+    with pytest.raises(gr.Error, match="is not a CLIP model: only a CLIP model understands words"):
+        lh.compare_words(lessons_view, catalog, image, BUNDLED, "a cat, a dog", "inferno", None)
+
+
+def test_the_words_lesson_without_a_clip_model_says_what_to_do() -> None:
+    from explorer import lessons
+
+    opening = lessons.opening_models(lambda key: False)
+    assert opening.words is None and "vit_base_patch16_clip_224.openai" in lessons.lesson_weights()
+    line = lessons.words_missing(opening)
+    assert "No CLIP model is on this machine yet" in line
+    assert "python -m vit.download vit_base_patch16_clip_224.openai" in line
+
+
+def test_a_zerogpu_start_puts_both_towers_of_clip_on_the_gpu(tab, monkeypatch) -> None:
+    from explorer import compute
+    from ui import zerogpu
+
+    _, catalog = tab
+    placed = []
+    monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
+    monkeypatch.setattr(compute, "place", lambda model, device: placed.append((model, device)))
+    assert zerogpu.preload(catalog, [CLIP_KEY]) == [CLIP_KEY]
+    loaded = catalog.get(CLIP_KEY)
+    assert placed == [(loaded.model, "cuda"), (loaded.text.model, "cuda")]
