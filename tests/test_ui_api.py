@@ -31,7 +31,16 @@ def pixels(picture) -> np.ndarray:
 def test_every_view_has_an_api_name(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     expected = {"analyze", "heads", "restyle", "rollout", "query_patch", "reset_query", "export_png", "export_gif"}
-    expected |= {"query_token", "relevance", "overview", "distance", "similarity", "patch_pca", "logit_lens", "zero_shot"}
+    expected |= {
+        "query_token",
+        "relevance",
+        "overview",
+        "distance",
+        "similarity",
+        "patch_pca",
+        "logit_lens",
+        "zero_shot",
+    }
     expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
     expected |= {"lesson_norms_models", "lesson_heads_model", "lesson_words"}  # lesson_words: CLIP (issue 32)
     train = {"train_start", "train_status", "train_stop", "train_open_in_explore"}

@@ -704,7 +704,9 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
     switched = view.model_key.change(
         bound(h.load_model, view, catalog),
         view.pick("model_key", "on_screen"),
-        view.pick("current_model", "model_info", "classes", "layer", "pca_layer", "similarity", "relevance_class", "words"),
+        view.pick(
+            "current_model", "model_info", "classes", "layer", "pca_layer", "similarity", "relevance_class", "words"
+        ),
         api_name="load_model",
         show_progress="full",
         **HEAVY,
