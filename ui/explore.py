@@ -263,7 +263,7 @@ def _style_controls() -> dict[str, Any]:
 def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=2):
-            model_key = gr.Dropdown(catalog.choices(), value=start.key, label="Model")
+            model_key = gr.Dropdown(catalog.choices(), value=start.key, label="Model", elem_classes="picker")
             with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
                 checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
         with gr.Column(scale=3):
