@@ -269,7 +269,7 @@ def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
         with gr.Column(scale=3):
             note = f"{catalog.note}\n\n" if catalog.note else ""  # the default model could not be had
             model_info = gr.Markdown(note + start.describe(), label="Model description")
-            numbers = gr.Markdown(label="Image and grid sizes")
+            numbers = gr.Markdown(label="Image and grid sizes", elem_id="numbers")
     return {"model_key": model_key, "checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}
 
 

@@ -166,7 +166,7 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
         rank = gr.Button("Rank every head (one forward pass per head)")
         stop = gr.Button("Stop the ranking", variant="stop")
     with gr.Row():
-        top5 = gr.Label(num_top_classes=5, label="Top-5 with these heads off")
+        top5 = gr.Label(num_top_classes=5, label="Top-5 with these heads off", elem_id="lesson-top5")
         with gr.Column():
             note = gr.Markdown(label="What changed")
             ranking = gr.Dataframe(
