@@ -219,6 +219,7 @@ def build_lessons_tab(catalog: ModelCatalog, tab: gr.Tab, explore_image: gr.Imag
         [explore_image, v.followed],
         [v.image, v.followed, *pickers],
         api_visibility="private",
+        show_progress="hidden",  # a quick update: no spinner over the pickers a teacher is about to open
     )
     # A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
     results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]

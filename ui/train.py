@@ -475,7 +475,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
 
 def run_label(snap: JobSnapshot) -> str:
     """How the model lists name a run's checkpoint (the same name, however it gets listed)."""
-    return f"my run, {snap.epoch} epochs"
+    return f"my run, {snap.epoch} epoch{'' if snap.epoch == 1 else 's'}"
 
 
 def drawn(draw: Callable[[], gr.Image], fresh: bool) -> gr.Image | Any:
