@@ -262,12 +262,18 @@ class ModelCatalog:
         """(label, key) pairs for `owner`'s model picker: first what opens here and now (bundled,
         pretrained weights on this machine, their checkpoints), then the weights to download,
         marked as such (and as impossible to get while this machine is offline)."""
+        here, away = self.pretrained_choices()
+        out = [(self._bundled_label(), BUNDLED)] + [(label, pretrained_key(name)) for label, name in here]
+        out += [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
+        return out + [(label, pretrained_key(name)) for label, name in away]
+
+    def pretrained_choices(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(label, name) of the listed pretrained weights: those on this machine, and those to
+        download, each marked as such (or as impossible to get while this machine is offline)."""
         names = vit.list_pretrained()
         here = [name for name in names if self._on_this_machine(name)]
-        out = [(self._bundled_label(), BUNDLED)]
-        out += [(f"{name} (pretrained)", pretrained_key(name)) for name in here]
-        out += [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
-        return out + [(self._download_label(name), pretrained_key(name)) for name in names if name not in here]
+        away = [(self._download_label(name), name) for name in names if name not in here]
+        return [(f"{name} (pretrained)", name) for name in here], away
 
     def check_downloads(self) -> bool:
         """Probe once whether weights can be downloaded (vit.can_download), so the pickers mark
@@ -278,16 +284,23 @@ class ModelCatalog:
     def checkpoints(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
         """(key, label) of the checkpoints `owner` may open, oldest first."""
         if self.scan_runs and self.runs_dir.is_dir():
+            # a run's model files, not its training state (vit.checkpoint.TRAINING_STATE): one entry per run
             for path in sorted(self.runs_dir.rglob("*.safetensors")):
-                self._token_for(path.resolve(), EVERYONE, str(path.relative_to(self.runs_dir)))
+                if path.name != vit.checkpoint.TRAINING_STATE:
+                    self._token_for(path.resolve(), EVERYONE, str(path.relative_to(self.runs_dir)), scanned=True)
         with self._lock:
+            if self.scan_runs:  # a scanned file renamed or deleted since (a run renames its model when it ends)
+                self._checkpoints = {t: entry for t, entry in self._checkpoints.items() if entry[0].is_file()}
             items = list(self._checkpoints.items())
         return [(f"checkpoint:{t}", label) for t, (_, who, label) in items if who in (owner, EVERYONE)]
 
-    def _token_for(self, path: Path, owner: str, label: str) -> str:
+    def _token_for(self, path: Path, owner: str, label: str, scanned: bool = False) -> str:
+        """The key of `path` for `owner`: one entry per file (a registration names a file already
+        listed, and a scan offers a registered file to everyone under the name it was given)."""
         with self._lock:
-            for token, (known, who, _) in self._checkpoints.items():
-                if known == path and who == owner:
+            for token, (known, who, old) in self._checkpoints.items():
+                if known == path and (scanned or who in (owner, EVERYONE)):
+                    self._checkpoints[token] = (known, EVERYONE, old) if scanned else (known, who, label)
                     return token
             token = secrets.token_urlsafe(12)
             self._checkpoints[token] = (path, owner, label)

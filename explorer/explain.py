@@ -93,7 +93,8 @@ def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: M
     rh, rw = resized_size((h, w), pre, patch_size, mode) if mode in ("crop", "whole") else (0, 0)
     if rh * rw > MAX_RESIZED_PIXELS:
         raise InputTooLarge(
-            f"this {w} × {h} px image would be resized to {rw:,} × {rh:,} px for this model in {mode} mode, "
+            f"this {w} × {h} px image (width × height) would be resized to {rw:,} × {rh:,} px for this model in "
+            f"{mode} mode, "
             f"more than this server's {MAX_RESIZED_PIXELS:,} pixels: crop it closer to a square first"
         )
     if mode == "crop":
@@ -107,7 +108,7 @@ def model_input(image: Image.Image, pre: Preprocessing, patch_size: int, mode: M
         size = whole_image_size((h, w), pre.crop_size, patch_size)
         geometry = v2.Resize(list(size), interp, antialias=True)
         policy = (
-            f"Whole-image mode: resized to {size[0]} × {size[1]} px (height × width, {pre.interpolation}), keeping "
+            f"Whole-image mode: resized to {size[1]} × {size[0]} px (width × height, {pre.interpolation}), keeping "
             f"the aspect ratio up to {MAX_ASPECT}:1 and rounding each side to a multiple of the {patch_size}-px patch; "
             "the model fits its positions to this grid (learned position embeddings are interpolated; "
             "rotary ones, DINOv3's, are computed for any grid)."

@@ -167,7 +167,8 @@ def compare_better(opening: OpeningModels) -> str:
         return better
     alone = (
         "**Only one model is on this machine**, so this lesson shows it alone: there is nothing to compare it "
-        "with. Add a checkpoint from the Train tab to compare it with another."
+        "with. Train a model on the Train tab (a few epochs on a folder of images): its checkpoint then joins "
+        "this list, to compare with."
     )
     return f"{alone} {better}".strip()
 

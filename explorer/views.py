@@ -104,16 +104,30 @@ def clicked_patch(ex: Explanation, x: float, y: float) -> tuple[int, int]:
 
 
 def describe_input(ex: Explanation) -> str:
-    """Markdown: upload and model input sizes (height × width, like the grid's rows × columns)."""
+    """Markdown: upload and model input sizes (width × height, as every message of the app
+    writes sizes; the grid reads rows × columns), and a note when the image was enlarged."""
     (h, w), (ih, iw, _) = ex.original_size, ex.input.pixels.shape
     gh, gw = ex.grid
     prefix = ex.tokens - gh * gw
     names = _prefix_list(ex)
     listed = names if prefix == 1 else f"{prefix} prefix tokens: {names}"
     return (
-        f"uploaded **{h} × {w}** px → model input **{ih} × {iw}** px (height × width) · "
+        f"uploaded **{w} × {h}** px → model input **{iw} × {ih}** px (width × height) · "
         f"patch **{ex.patch_size}** px · grid **{gh} rows × {gw} columns** = {gh * gw} patches · "
         f"**{ex.tokens} tokens**{f' ({listed} + {gh * gw} patches)' if prefix else ''}\n\n{ex.input.policy}"
+        + upscale_note((w, h), (iw, ih))
+    )
+
+
+def upscale_note(original: tuple[int, int], model: tuple[int, int]) -> str:
+    """A sentence when the model input is larger than the upload on either side (sizes width ×
+    height): the model sees an enlarged, blurred picture, and the maps describe that one."""
+    if original[0] >= model[0] and original[1] >= model[1]:
+        return ""
+    return (
+        f"\n\n**Enlarged:** the image is {original[0]} × {original[1]} px, smaller than the model's input, so it "
+        f"was upscaled to {model[0]} × {model[1]} px (width × height): the model sees a blurred enlargement, "
+        "not more detail."
     )
 
 
@@ -409,7 +423,7 @@ def input_alt(ex: Explanation, query: Query, model: str) -> str:
     """The clickable model input."""
     (h, w, _), who = ex.input.pixels.shape, query_label(ex, query)
     marked = f"; the query, {who}, is outlined" if isinstance(query, tuple) else f"; the query is {who}"
-    return f"The model input, {h} × {w} pixels, with its patch grid drawn over it{marked}; {_on(ex, model)}."
+    return f"The model input, {w} × {h} pixels, with its patch grid drawn over it{marked}; {_on(ex, model)}."
 
 
 def heads_alt(ex: Explanation, query: Query, layer: int, model: str) -> str:

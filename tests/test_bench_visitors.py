@@ -50,7 +50,7 @@ def test_visitors_share_examples_and_every_third_brings_its_own(tmp_path):
 
 
 def test_the_served_models_grid_and_depth_are_read_from_the_analysis():
-    numbers = "uploaded **256 × 320** px → model input **224 × 224** px · grid **14 rows × 14 columns** = 196"
+    numbers = "uploaded **320 × 256** px → model input **224 × 224** px · grid **14 rows × 14 columns** = 196"
     assert model_shape(numbers, {"maximum": 12, "value": 12}) == ((14, 14), 12)
     with pytest.raises(ValueError, match="no patch grid"):
         model_shape("an error page", {"maximum": 12})

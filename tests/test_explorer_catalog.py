@@ -47,6 +47,29 @@ def test_keys_never_hold_paths_and_each_visitor_lists_only_their_own(tmp_path, t
     assert len(public.checkpoints("alice")) == 1
 
 
+def test_a_finished_run_is_one_entry_however_often_it_is_scanned_or_registered(tmp_path, tiny_checkpoint):
+    """Issue 27, 10: each training run added three entries to the model list: its training state
+    (last.safetensors), its model file as scanned, and the same file again as "my run"."""
+    run = tmp_path / "runs" / "visitor-run1"
+    run.mkdir(parents=True)
+    (run / vit.checkpoint.TRAINING_STATE).write_bytes(tiny_checkpoint.read_bytes())
+    model = run / "model.safetensors"  # the model file while the run goes on
+    model.write_bytes(tiny_checkpoint.read_bytes())
+    local = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    assert [label for _, label in local.checkpoints("alice")] == ["visitor-run1/model.safetensors"]
+    named = model.rename(run / "vit_cifar_nano_5epochs_acc41.safetensors")  # as the run ends
+    key = local.register(named, "alice", label="my run, 5 epochs")
+    assert local.checkpoints("alice") == [(key, "my run, 5 epochs")]  # the renamed file's old entry is gone
+    assert local.register(named, "alice", label="my run, 5 epochs") == key  # "Open in Explore": the same entry
+    assert local.checkpoints("alice") == local.checkpoints("bob") == [(key, "my run, 5 epochs")]
+    second = tmp_path / "runs" / "visitor-run2"
+    second.mkdir()
+    other = second / "vit_cifar_nano_2epochs_acc50.safetensors"
+    other.write_bytes(tiny_checkpoint.read_bytes())
+    local.register(other, "alice", label="my run, 2 epochs")
+    assert [label for _, label in local.checkpoints("alice")] == ["my run, 5 epochs", "my run, 2 epochs"]
+
+
 def test_loaded_models_are_bounded_and_the_bundled_one_stays(tmp_path, tiny_checkpoint):
     catalog = ModelCatalog(tiny_checkpoint, tmp_path, capacity=1)  # one model besides the pinned bundled one
     keys = []

@@ -78,6 +78,7 @@ def test_one_pixel_image(client, tmp_path):
     Image.new("RGB", (1, 1), (0, 0, 250)).save(path)
     view, numbers = input_view(client, path)
     assert "uploaded **1 × 1** px" in numbers and view[20, 20].tolist() == [0, 0, 250]
+    assert "**Enlarged:** the image is 1 × 1 px" in numbers and "upscaled to 32 × 32 px (width × height)" in numbers
 
 
 def test_sixteen_bit_grayscale_is_scaled_not_clipped(client, tmp_path):
@@ -130,7 +131,7 @@ def test_exif_rotated_photo_is_shown_upright(client, tmp_path):
     path = tmp_path / "phone.jpg"
     Image.fromarray(stored).save(path, exif=exif, quality=95)
     view, numbers = input_view(client, path, mode="whole")
-    assert "uploaded **64 × 32** px" in numbers  # upright: 64 high, 32 wide (height × width)
+    assert "uploaded **32 × 64** px" in numbers  # upright: 32 wide, 64 high (width × height)
     h = view.shape[0]
     # (+5: sample inside a patch, not on the white grid lines every 24 px)
     assert view[h // 4 + 5, 5].mean() > 200 and view[3 * h // 4 + 5, 5].mean() < 60  # white half on top

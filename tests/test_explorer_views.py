@@ -1,5 +1,5 @@
 """The app's pictures as a class sees them: a near-uniform model draws a flat picture, every
-caption says what the maps leave out, and sizes read rows × columns (height × width)."""
+caption says what the maps leave out, grids read rows × columns and sizes width × height."""
 
 from dataclasses import replace
 
@@ -67,10 +67,10 @@ def test_captions_say_what_the_maps_leave_out(uniform):
     assert abs(total - 1) <= rounding_tolerance(torch.float32, 65, steps=2 * uniform.depth)
 
 
-def test_whole_image_mode_states_its_aspect_cap_and_sizes_read_height_by_width():
+def test_whole_image_mode_states_its_aspect_cap_and_sizes_read_width_by_height():
     wide = Image.new("RGB", (400, 40))  # width 400, height 40: 10:1
     policy = model_input(wide, CIFAR10, 4, "whole").policy
-    assert "32 × 128 px (height × width" in policy and "more elongated than 4:1" in policy
+    assert "128 × 32 px (width × height" in policy and "more elongated than 4:1" in policy
     assert "elongated" not in model_input(Image.new("RGB", (120, 40)), CIFAR10, 4, "whole").policy
 
 
@@ -98,6 +98,16 @@ def _tiny(**prefix) -> vit.VisionTransformer:
 def _explained(**prefix):
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8))
     return explain(_tiny(**prefix), ["a", "b", "c"], CIFAR10, image)
+
+
+def test_an_enlarged_image_is_said_with_both_sizes_width_by_height():
+    """Issue 27, 10: a 5 x 5 image was enlarged to the model's 32 x 32 with no note."""
+    tiny = explain(_tiny(), ["a", "b", "c"], CIFAR10, Image.new("RGB", (5, 5)))
+    numbers = views.describe_input(tiny)
+    assert "**Enlarged:** the image is 5 × 5 px" in numbers and "upscaled to 32 × 32 px (width × height)" in numbers
+    wide = views.describe_input(explain(_tiny(), ["a", "b", "c"], CIFAR10, Image.new("RGB", (50, 20)), "whole"))
+    assert "uploaded **50 × 20** px" in wide and "Enlarged" in wide  # 20 px high, below the 32 px short side
+    assert "Enlarged" not in views.describe_input(_explained())  # 32 x 32: the model's own size
 
 
 def test_captions_name_the_prefix_tokens_of_deit_with_registers():

@@ -116,9 +116,20 @@ def test_torchvision_cifar10_path_offline(tmp_path, monkeypatch):
     assert len(test) == 4 and test.images[0, 2, 31, 31] == 50
 
 
-def test_torchvision_cifar10_missing_offline_says_what_to_do(tmp_path):
-    with pytest.raises(DataError, match="offline.*ImageFolder layout"):
+def test_torchvision_cifar10_missing_offline_says_what_to_do(tmp_path, monkeypatch):
+    with pytest.raises(DataError, match="CIFAR-10 is not under .*ImageFolder layout"):
         load_cifar10(tmp_path / "nothing", train=True, download=False)
+    import urllib.error
+
+    import torchvision.datasets
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(torchvision.datasets, "CIFAR10", offline)
+    with pytest.raises(DataError) as refused:  # issue 27, 10: a teacher's sentence, not "URLError: <urlopen ..."
+        load_cifar10(tmp_path / "nothing", train=True, download=True)
+    assert str(refused.value).startswith("CIFAR-10 cannot be downloaded here") and "URLError" not in str(refused.value)
 
 
 def test_shared_cifar_archive_has_the_torchvision_classes(tmp_path):

@@ -234,3 +234,12 @@ def test_a_stop_between_chunks_ends_the_run_at_the_next_chunk_with_a_model(data,
     s = job.snapshot()
     assert not s.running and s.message.startswith("stopped during epoch 1") and (s.epoch, s.step) == (0, 3)
     assert vit.load_checkpoint(s.checkpoint)[1].info["stopped"] is True
+
+
+def test_a_data_error_reaches_the_page_in_its_own_words():
+    """Issue 27, 10: offline the Train tab showed "DataError: could not download ... (URLError ...)"."""
+    from training.data import DataError
+    from training.job import failure
+
+    assert failure(DataError("CIFAR-10 cannot be downloaded here")) == "CIFAR-10 cannot be downloaded here"
+    assert failure(KeyError("x")) == "KeyError: 'x'"  # other errors keep their type: it may be all they say

@@ -257,7 +257,7 @@ def test_non_square_whole_image_is_never_transposed(client, tmp_path):
     image[8:12, 44:48] = 255  # the patch at row 2, column 11
     path = save_rgb(tmp_path / "wide.png", image)
     input_view, numbers, *_ = analyze(client, path, mode="whole")
-    assert "grid **8 rows × 16 columns**" in numbers and "uploaded **32 × 64** px" in numbers  # height × width
+    assert "grid **8 rows × 16 columns**" in numbers and "uploaded **64 × 32** px" in numbers  # width × height
     view = pixels(input_view)
     assert view.shape == (32 * 6, 64 * 6, 3)
     lit = np.argwhere(view.min(-1) > 200)  # white: the bright patch (grid lines are 1 px, so skip them)

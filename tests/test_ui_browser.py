@@ -915,3 +915,172 @@ def test_a_teacher_types_three_words_and_sees_three_maps(clip_server, browser):
     expect(page.locator("#predictions")).not_to_contain_text("a dog")
     expect(page.locator("#prompt-note")).to_contain_text("a photo of {}.")
     page.close()
+
+
+def test_an_enlarged_image_is_said_sizes_read_width_by_height_and_arrows_from_cls_start_at_row_1(
+    server, browser, tmp_path
+):
+    """Issue 27, 10: a 5 x 5 image was enlarged with no note; sizes read "height × width" in one
+    message and "width × height" in another; "↑" from CLS landed on row 5."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    small = tmp_path / "small.png"
+    Image.new("RGB", (5, 5), (200, 30, 30)).save(small)
+    page.locator("#upload input[type=file]").set_input_files(str(small))
+    numbers = page.locator("#numbers")
+    expect(numbers).to_contain_text("Enlarged: the image is 5 × 5 px")
+    expect(numbers).to_contain_text("upscaled to 32 × 32 px (width × height)")
+    wide = tmp_path / "wide.png"
+    Image.new("RGB", (60, 40), (30, 30, 200)).save(wide)  # 60 wide, 40 high: the order shows
+    page.locator("#upload input[type=file]").set_input_files(str(wide))
+    expect(numbers).to_contain_text("uploaded 60 × 40 px → model input 32 × 32 px (width × height)")
+    expect(numbers).not_to_contain_text("Enlarged")
+    page.locator("body").click(position={"x": 5, "y": 5})
+    for key in ("ArrowUp", "ArrowLeft"):  # from CLS every arrow goes to the first patch
+        page.keyboard.press("Escape")
+        expect(page.locator("#query")).to_contain_text("the CLS token")
+        page.keyboard.press(key)
+        expect(page.locator("#query")).to_contain_text("row 1, column 1")
+    page.close()
+
+
+def test_error_toasts_fade_and_never_cover_the_train_tabs_form(server, browser):
+    """Issue 27, 10: error toasts never faded and stacked over the Train tab's folder field."""
+    from playwright.sync_api import expect
+
+    from ui.checks import ERROR_TOAST_S
+
+    page = open_page(browser, server)
+    picker = page.get_by_role("combobox", name="Model", exact=True)
+    picker.click()
+    page.get_by_role("option", name=re.compile(r"^deit_small_patch16_224\.fb_in1k")).click()
+    toast = page.locator(".toast-body")
+    expect(toast).to_contain_text("is not on this machine")
+    page.get_by_role("tab", name="Train").click()
+    folder = page.get_by_label("Folder with train/<class>/ and test/<class>/ images")
+    box = folder.bounding_box()
+    on_top = page.evaluate("([x, y]) => document.elementFromPoint(x, y).tagName", [box["x"] + 20, box["y"] + 10])
+    assert on_top in ("INPUT", "TEXTAREA"), on_top  # the field, not a toast over it
+    expect(toast).to_have_count(0, timeout=(ERROR_TOAST_S + 10) * 1000)  # it fades by itself
+    page.close()
+
+
+def test_the_train_tab_offline_in_words_one_entry_per_run_and_start_waits_for_the_run(server, browser, tmp_path):
+    """Issue 27, 10 and k: offline the Train tab offered CIFAR-10 and answered "DataError: ...
+    URLError" with "failed ·", its picker did not mark models that cannot be had, Start stayed
+    enabled during a run, the device note and last epoch were said twice, the checkpoint's
+    download sat under the pictures, and each run added three entries to the model list."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    picker = page.get_by_role("combobox", name=re.compile("^Model: a preset"))
+    picker.click()
+    options = page.get_by_role("option").all_inner_texts()
+    pretrained = [o for o in options if "deit" in o or "dino" in o]
+    assert pretrained and all(o.endswith("(not on this machine, and no internet to download it)") for o in pretrained)
+    page.keyboard.press("Escape")
+    page.get_by_label("CIFAR-10 (cannot be downloaded here: no internet)").check()
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator(".toast-body")).to_contain_text("CIFAR-10 cannot be downloaded here")
+    assert "Error:" not in page.locator(".toast-body").inner_text()  # no "DataError: ... URLError"
+    expect(page.locator("#train-progress")).not_to_contain_text("failed")
+    data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
+    page.get_by_label("Local folder").check()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("3")
+    page.get_by_label("Batch size").fill("8")
+    start = page.get_by_role("button", name="Start")
+    start.click()
+    expect(start).to_be_disabled()  # one run at a time
+    expect(page.locator("#train-progress")).to_contain_text("finished 3 epoch", timeout=150_000)
+    expect(start).to_be_enabled()
+    status = page.locator("#train-status").inner_text()
+    assert status.count("slow") == 1 and "epoch 3: train loss" not in status  # the bar has the numbers
+    for button in (
+        page.locator("#train-checkpoint a").first,
+        page.get_by_role("button", name=re.compile("^Open this")),
+    ):
+        assert button.bounding_box()["y"] < page.locator("#curves").bounding_box()["y"]  # above the pictures
+    picker.click()
+    runs = [o.split("\n")[-1] for o in page.get_by_role("option").all_inner_texts()]  # "✓\n" marks the chosen
+    runs = [o for o in runs if o.startswith("checkpoint:")]
+    # A local server lists every test's runs, each once by its name; no 3-epoch run but this one. A
+    # run's training state and its model file by path ("<run>/last.safetensors") are never listed.
+    assert runs.count("checkpoint: my run, 3 epochs") == 1, runs
+    assert all(re.fullmatch(r"checkpoint: my run, \d+ epochs?", o) for o in runs), runs
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Open this checkpoint in Explore").click()
+    explore = page.get_by_role("combobox", name="Model", exact=True)
+    expect(explore).to_have_value("checkpoint: my run, 3 epochs")
+    explore.click()
+    listed = [o.split("\n")[-1] for o in page.get_by_role("option").all_inner_texts()]  # "✓\n" marks the chosen
+    assert [o for o in listed if o.startswith("checkpoint:")] == runs
+    page.close()
+
+
+def test_the_lessons_take_explores_photo(server, browser):
+    """Issue 27, 10: the Lessons showed their own 32 px cat, not the photo on the Explore tab."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
+    expect(page.locator("#predictions")).to_contain_text("%")
+    photo = page.locator("#upload img").evaluate("i => [i.naturalWidth, i.naturalHeight]")
+    page.get_by_role("tab", name="Lessons").click()
+    lesson = page.locator("#lesson-image img")
+    page.wait_for_function(
+        "([w, h]) => { const i = document.querySelector('#lesson-image img'); "
+        "return i && i.complete && i.naturalWidth === w && i.naturalHeight === h; }",
+        arg=photo,
+    )
+    assert photo[0] > 32  # the cheetah, not the 32 px cat
+    compare_with_the_bundled_model(page)
+    expect(page.locator("#lesson-compare img")).to_be_visible()
+    assert lesson.evaluate("i => i.naturalWidth") == photo[0]
+    page.close()
+
+
+PICKERS_WHOLE = """() => [...document.querySelectorAll('input[role=combobox]')]
+  .filter((e) => e.checkVisibility() && e.value)
+  .map((e) => [e.getAttribute('aria-label'), e.value, e.scrollWidth <= e.clientWidth])"""
+
+
+def test_the_phones_pickers_show_whole_model_names(server, browser):
+    """Issue 27, i: at 390 x 844 the pickers cut the model's name ("CIFAR-10 na▾o")."""
+    phone = open_page(browser, server, PHONE)
+    phone.get_by_role("combobox", name="Model", exact=True).wait_for()
+    seen = phone.evaluate(PICKERS_WHOLE)
+    for tab, lessons in (("Live", ()), ("Train", ()), ("Lessons", ("Artefacts and registers", "Which heads matter"))):
+        phone.get_by_role("tab", name=tab).click()
+        phone.wait_for_timeout(500)
+        seen += phone.evaluate(PICKERS_WHOLE)
+        for lesson in lessons:
+            phone.get_by_role("tab", name=lesson).click()
+            phone.wait_for_timeout(500)
+            seen += phone.evaluate(PICKERS_WHOLE)
+    models = [s for s in seen if s[0].startswith(("Model", "First row", "Second row"))]
+    assert len(models) >= 6 and [s for s in seen if not s[2]] == [], seen  # Explore, Live, Train, 3 lessons
+    phone.close()
+
+
+def test_at_150_percent_zoom_the_maps_stay_on_the_first_screen(server, browser):
+    """Issue 27, j: a 1280 x 720 projector at 150 % browser zoom (853 x 480 CSS px at 1.5 device
+    pixels each) dropped to two columns and the maps left the first screen."""
+    from playwright.sync_api import expect
+
+    zoomed = {"width": round(SCREEN["width"] / 1.5), "height": round(SCREEN["height"] / 1.5)}
+    page = browser.new_page(viewport=zoomed, device_scale_factor=1.5)
+    page.set_default_timeout(60_000)
+    page.goto(server)
+    pick_example(page, "cat")
+    page.evaluate("window.scrollTo(0, 0)")
+    grid, heads = (page.locator(s).bounding_box() for s in ("#input-view img", "#heads img"))
+    for box in (grid, heads):
+        assert box["y"] >= 0 and box["y"] + box["height"] <= zoomed["height"], box
+    assert grid["x"] + grid["width"] <= heads["x"]  # side by side
+    assert abs(grid["width"] - grid["height"]) <= 1  # the square input is not stretched
+    click_patch(page, 2, 7)  # and a click lands on the patch under it
+    expect(page.locator("#query")).to_contain_text("row 2, column 7")
+    page.close()

@@ -72,10 +72,12 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
             other.add(fn.api_name.rstrip("_0123456789"))
     assert heavy == HEAVY_EVENTS and ranking == {"lesson_head_ranking"}
     # Page-only events that run no model: the Train tab's timer, Stop's confirmation, its "First
-    # step" note and its jump to Explore, the Lessons tab's clearing of old results, Explore's
+    # step" note and its jump to Explore, the Lessons tab's clearing of old results and its opening
+    # (Explore's image and the visitor's models in its pickers), Explore's
     # once-per-upload note, its keep slider's visibility, the refused upload's box put back, a typed
     # layer brought into range and Play/Pause, and the Live tab's patch sliders'.
     page_only = {"keep_polling", "ask_to_stop", "keep_training", "first_step", "show_explore", "new_image"}
+    page_only |= {"open_lessons"}
     page_only |= {"note_image", "keep_slider", "keep_image", "fit_layer", "stop_playing", "patch_sliders"}
     assert other <= OWN_SLOTS | page_only, other - OWN_SLOTS
     assert {"heads", "query_patch", "query_token", "click_patch", "restyle_relevance"} <= views

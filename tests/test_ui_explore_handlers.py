@@ -70,7 +70,8 @@ def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explan
 
 def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation_key):
     view, _ = tab
-    assert h.move_query(view, (0, 1), explanation_key, None, 6, *STYLE)[view.query] == (4, 4)  # 8 x 8 grid
+    for step in ((-1, 0), (1, 0), (0, -1), (0, 1)):  # from CLS every arrow goes to row 1, column 1
+        assert h.move_query(view, step, explanation_key, None, 6, *STYLE)[view.query] == (0, 0)
     assert h.move_query(view, (0, 1), explanation_key, (2, 3), 6, *STYLE)[view.query] == (2, 4)
     assert h.move_query(view, (-1, 0), explanation_key, (0, 5), 6, *STYLE)[view.query] == (0, 5)
     moved = h.move_query(view, (1, 0), explanation_key, (2, 3), 6, *STYLE)
@@ -255,7 +256,7 @@ def test_the_patch_token_keeps_a_patch_query_or_starts_at_the_centre(prefixed):
     view, _, key = prefixed
     assert h.query_token(view, key, "patch", "dist", 6, *STYLE)[view.query] == (4, 4)
     assert h.query_token(view, key, "patch", (1, 2), 6, *STYLE)[view.query] == (1, 2)
-    assert h.move_query(view, (0, 1), key, "reg1", 6, *STYLE)[view.query] == (4, 4)  # arrows from a register
+    assert h.move_query(view, (0, 1), key, "reg1", 6, *STYLE)[view.query] == (0, 0)  # arrows from a register
     clicked = h.query_patch(view, key, 2, 3, 6, *STYLE)
     assert clicked[view.query_token] == "patch"  # the picker follows a click
 

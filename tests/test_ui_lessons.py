@@ -305,3 +305,18 @@ def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, im
     said = note[view.compare_note]
     assert "\n- vit_small_patch14_dinov2.lvd142m is not on this machine, and this machine has no internet" in said
     assert "pretrained:" not in said and str(tmp_path) not in said
+
+
+def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_models(tab, tiny_checkpoint):
+    """Issue 27, 10: the lessons kept their own 32 px cat beside the teacher's photo on Explore,
+    and lesson 1 suggested a Train checkpoint that its picker never listed."""
+    view, catalog = tab
+    alice = SimpleNamespace(session_hash="alice")
+    opened = h.open_lessons(view, catalog, "/cache/photo.jpg", None, alice)
+    assert opened[view.image] == opened[view.followed] == "/cache/photo.jpg"
+    again = h.open_lessons(view, catalog, "/cache/photo.jpg", "/cache/photo.jpg", alice)  # the same photo
+    assert isinstance(again[view.image], type(gr.skip()))  # an image uploaded in the lessons stays
+    assert isinstance(h.open_lessons(view, catalog, None, None, alice)[view.image], type(gr.skip()))
+    key = catalog.register(tiny_checkpoint, h.owner(alice), label="my run, 3 epochs")
+    for picker in (view.compare_models, view.with_registers, view.without_registers, view.heads_model):
+        assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(view, catalog, None, None, alice)[picker].choices

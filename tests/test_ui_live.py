@@ -191,3 +191,30 @@ def test_the_live_readout_matches_the_stream_after_stop_twice_record_and_stop(se
         second = start_live(browser, server)  # the first sends no more frames: the slot is free
         second.wait_for_selector("#live-input")
         browser.close()
+
+
+@needs_chromium
+def test_the_webcam_button_is_named_for_what_it_does_and_the_query_controls_are_on_the_first_screen(server, tmp_path):
+    """Issue 27, 10: screen readers heard "capture photo" for Stop, and at 1280 x 720 the layer
+    and query controls were below the fold."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from ui.live import RECORD_NAME, STOP_NAME
+
+    clip = write_y4m(tmp_path / "clip.y4m", clip_frames(FRAMES, 192, 256), FPS)
+    with sync_playwright() as p:
+        browser = launch(p, clip)
+        page = start_live(browser, server)
+        shown_frames(page, 1)
+        page.wait_for_function("() => document.getElementById('live-status').innerText.includes('frames/s')")
+        for control in (page.locator("#live-layer input[type=number]"), page.locator("#live-query input")):
+            box = control.bounding_box()
+            assert 0 <= box["y"] and box["y"] + box["height"] <= SCREEN["height"], box
+        assert page.get_by_role("button", name="capture photo").count() == 0
+        page.get_by_role("button", name=STOP_NAME).click()
+        expect(page.get_by_role("button", name=RECORD_NAME)).to_be_visible()
+        expect(page.locator("#live-status")).to_contain_text("Stopped")
+        page.get_by_role("button", name=RECORD_NAME).click()
+        expect(page.get_by_role("button", name=STOP_NAME)).to_be_visible()
+        page.get_by_role("button", name=STOP_NAME).click()
+        browser.close()

@@ -19,6 +19,7 @@ from training_helpers import write_image_folder
 import vit
 from explorer.catalog import ModelCatalog
 from training.job import JobSnapshot
+from training.registry import JobRegistry
 from ui import train
 from ui.settings import ServerSettings
 from ui.train import TrainView
@@ -184,7 +185,8 @@ def test_a_run_checkpoint_that_fails_its_checks_is_said_not_hidden(tiny_checkpoi
     missing = train.train_status(view, OneRun(tmp_path / "none.safetensors"), catalog, train.NOTHING_SHOWN, request)
     assert "not added" not in missing[view.status]  # stopped before its first checkpoint: nothing to say
     listed = train.train_status(view, OneRun(tiny_checkpoint), catalog, train.NOTHING_SHOWN, request)
-    assert "not added" not in listed[view.status] and listed[view.model].choices[-1][1].startswith("checkpoint:")
+    assert "not added" not in listed[view.status]
+    assert [key for _, key in listed[view.model].choices if key.startswith("checkpoint:")] != []
 
 
 def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny_checkpoint, tmp_path):
@@ -237,14 +239,32 @@ def test_the_status_is_said_once_and_steps_are_not_guessed_before_the_first():
     assert shown.count("stopped early") == 1
 
 
+def test_an_ended_run_says_its_device_and_last_epoch_once_and_a_failure_in_words():
+    """Issue 27, 10: the device note was said twice (the device, then "Only a CPU ...") and the
+    last epoch's numbers twice (the status, then the bar); a failed bar ended in "failed ·"."""
+    cpu = "cpu (no GPU found: training runs on the CPU and will be slow)"
+    epoch = {"epoch": 2, "train_loss": 0.5, "val_acc": 0.75}
+    going = JobSnapshot(running=True, device=cpu, epochs=5, steps_per_epoch=4, history=[epoch], message="training")
+    assert train.describe(going).count("slow") == 1 and "epoch 2: train loss 0.500" in train.describe(going)
+    done = JobSnapshot(device=cpu, epoch=2, epochs=2, history=[epoch], checkpoint="m.safetensors", message="finished 2")
+    shown = train.describe(done) + train.progress_html(*train.progress_text(done), train.run_state(done))
+    assert shown.count("slow") == 1 and "epoch 2: train loss" not in shown  # the bar says how it ended
+    failed = JobSnapshot(device=cpu, epochs=2, error="CIFAR-10 cannot be downloaded here", message="training failed")
+    bar = train.progress_html(*train.progress_text(failed), train.run_state(failed))
+    assert bar.endswith(">failed</b></div>") and "CIFAR-10 cannot be downloaded here" in train.describe(failed)
+
+
 def test_the_default_data_source_is_one_that_works_offline(tmp_path, monkeypatch):
     from training.data import default_cache_dir
     from ui.settings import ServerSettings
     from ui.train import data_choices, data_note
 
     local = ServerSettings()
-    assert data_choices(local)[0][1] == "folder" and "needs the internet" in data_choices(local)[-1][0]
-    assert "First step" in data_note(local)
+    assert data_choices(local)[0][1] == "folder" and data_choices(local)[-1][0] == "CIFAR-10 (downloads once)"
+    assert "First step" in data_note(local) and "cifar10-jpeg" not in data_note(local)  # no archive a teacher lacks
+    # offline (issue 27, 10): CIFAR-10 is said impossible here, on the list and in the note
+    assert data_choices(local, offline=True)[-1] == ("CIFAR-10 (cannot be downloaded here: no internet)", "cifar10")
+    assert "CIFAR-10 cannot be downloaded here (no internet)" in data_note(local, offline=True)
     assert data_choices(ServerSettings(data_folder=tmp_path))[0][1] == "operator"
     (default_cache_dir() / "torchvision" / "cifar-10-batches-py").mkdir(parents=True)  # downloaded once before
     assert data_choices(local)[0] == ("CIFAR-10 (downloaded)", "cifar10") and data_note(local) == ""
@@ -258,3 +278,24 @@ def test_layout_messages_keep_their_slashes_for_visitors(tmp_path):
         load_cifar10(tmp_path, train=True, download=False)
     shown = for_visitors(str(info.value))
     assert "train/&lt;class&gt;/ and test/&lt;class&gt;/ image folders" in shown and str(tmp_path) not in shown
+
+
+def test_the_train_picker_marks_what_cannot_be_had_offline_and_start_waits_for_the_run(tiny_checkpoint, tmp_path):
+    """Issue 27, 10 and k: offline, the Train picker offered every pretrained model unmarked (the
+    Explore pickers said "not on this machine ..."), and Start stayed pressable during a run."""
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    catalog.online = False
+    choices = train.model_choices(catalog, "visitor")
+    presets = [label for label, _ in choices[: len(train.PRESETS)]]
+    away = [label for label, _ in choices[len(train.PRESETS) :]]
+    assert presets == train.PRESETS and away  # no pretrained weights are cached in this test
+    assert all(label.endswith("(not on this machine, and no internet to download it)") for label in away)
+    with gr.Blocks():
+        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
+    request = SimpleNamespace(session_hash="visitor")
+    ended = train.train_status(view, OneRun(tiny_checkpoint), catalog, train.NOTHING_SHOWN, request)
+    assert ended[view.start].interactive  # the run has ended: Start again
+    with pytest.raises(gr.Error, match="CIFAR-10 cannot be downloaded here: this machine has no internet"):
+        runs = JobRegistry(tmp_path / "runs")
+        train.train_start(view, runs, catalog, ServerSettings(), "vit_cifar_nano", "cifar10", "", 1, 1e-3, 8, request)
+    assert runs.running() == 0  # refused before any run began

@@ -147,10 +147,14 @@ def load_cifar10(root: str | os.PathLike, train: bool, download: bool) -> ImageS
     try:
         ds = CIFAR10(str(root), train=train, download=download)
     except (OSError, RuntimeError) as e:  # URLError is an OSError; "not found or corrupted" a RuntimeError
+        if download and isinstance(e, OSError):  # one sentence for a person; the cause stays chained
+            raise DataError(
+                "CIFAR-10 cannot be downloaded here: this machine could not reach the internet. Use "
+                f"{IMAGE_FOLDER_LAYOUT} instead, or train on a machine that is online."
+            ) from e
         raise DataError(
-            f"could not {'download' if download else 'find'} CIFAR-10 under {root} ({type(e).__name__}: {e}). "
-            f"This machine may be offline: download it elsewhere, or pass {IMAGE_FOLDER_LAYOUT} instead, e.g. "
-            "the unpacked cifar10-jpeg.tar.gz."
+            f"CIFAR-10 is not under {root}, or is damaged ({e}). Use {IMAGE_FOLDER_LAYOUT} instead, or download "
+            "it on a machine that is online."
         ) from e
     images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()  # (N, 32, 32, 3) -> (N, 3, 32, 32)
     return ImageSet(images, torch.tensor(ds.targets, dtype=torch.int64), list(ds.classes))

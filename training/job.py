@@ -22,7 +22,7 @@ from torch import Tensor
 
 from .chunks import ChunkRefused, ChunkReport, new_reading, probe_attention, request_stop, start_run
 from .config import TrainConfig, describe_device, resolve_device
-from .data import CIFAR10_NAME, list_image_folder
+from .data import CIFAR10_NAME, DataError, list_image_folder
 from .engine import Hooks, Trainer
 from .run_files import MODEL
 
@@ -88,8 +88,14 @@ def _prepared(config: TrainConfig) -> JobSnapshot:
     try:
         start_run(config)
     except Exception as e:  # noqa: BLE001 - any failure must reach the UI
-        return JobSnapshot(epochs=config.epochs, error=f"{type(e).__name__}: {e}", message="training failed")
+        return JobSnapshot(epochs=config.epochs, error=failure(e), message="training failed")
     return JobSnapshot(running=True, epochs=config.epochs, message="waiting for the GPU")
+
+
+def failure(error: Exception) -> str:
+    """A failed run's error as the page shows it: a DataError's message says why and what to do
+    in a person's words; any other error keeps its type's name, which may be all it says."""
+    return str(error) if isinstance(error, DataError) else f"{type(error).__name__}: {error}"
 
 
 def named_checkpoint(out: Path, model: str, history: list[dict]) -> Path:
@@ -252,7 +258,7 @@ class TrainingJob:
         try:
             summary = Trainer(config, hooks=hooks, progress=False).run()
         except Exception as e:  # noqa: BLE001 - any failure must reach the UI, not die with the thread
-            self._update(running=False, error=f"{type(e).__name__}: {e}", message="training failed")
+            self._update(running=False, error=failure(e), message="training failed")
             return
         self._end(summary)
 

@@ -7,7 +7,9 @@ import os
 import tempfile
 from pathlib import Path
 
-LAST = "last.safetensors"  # full training state, rewritten atomically after every epoch
+from vit.checkpoint import TRAINING_STATE
+
+LAST = TRAINING_STATE  # full training state, rewritten atomically after every epoch
 MODEL = "model.safetensors"  # model only: what the app and `vit.load_checkpoint` read
 METRICS = "metrics.jsonl"  # one JSON line per finished epoch
 RUN_CONFIG = "run.json"  # a chunked run's config, written before its first chunk (training/chunks.py)

@@ -28,7 +28,10 @@ MAX_UPLOAD = "20mb"
 # cut). On a phone (issue 27) the title takes the whole width and breaks between words, the Live
 # button stays one line high under it, and wide pictures (the head maps, the lessons') keep their
 # drawn size and scroll sideways under a cue ("swipe"), instead of shrinking their text to a few
-# pixels.
+# pixels; a model picker takes a line of its own, so that its model's name shows whole. A 1280 x 720
+# projector at 150 % browser zoom (853 x 480 CSS px) or a small landscape screen keeps the model
+# input and the head maps side by side on the first screen, sized to its height, with the image
+# and the examples under them (the three columns had dropped to two and the maps off the screen).
 CSS = """
 #title h1 { font-size: 24px; margin: 0; }
 .arrow { font-size: 22px !important; line-height: 1; }
@@ -38,6 +41,8 @@ CSS = """
 #examples .gallery-item img { width: 100%; height: 100%; object-fit: cover; }
 #upload p, #lesson-image p { white-space: normal; overflow: visible; text-overflow: clip; text-align: center; }
 .swipe-cue { display: none; }
+/* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
+.toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {
   #header { flex-wrap: wrap; align-items: flex-start; }
   #header > * { flex: 1 1 100% !important; min-width: 0 !important; }
@@ -46,6 +51,17 @@ CSS = """
   .swipe-cue { display: block; }
   .wide-picture .image-frame { overflow-x: auto; justify-content: flex-start; }
   .wide-picture img { max-width: none; width: auto; height: auto; }
+  .picker { flex: 1 1 100% !important; min-width: 100% !important; }
+}
+@media (min-width: 641px) and (max-width: 1100px) and (max-height: 600px) {
+  #header { flex-wrap: nowrap; align-items: center; }
+  #title h1 { font-size: 16px; }
+  #open-live { height: auto !important; min-width: 0 !important; flex: 0 0 auto !important; }
+  .row:has(> .column > #input-view) { flex-wrap: wrap; }
+  .row:has(> .column > #input-view) > .column { min-width: 0 !important; flex: 1 1 0 !important; }
+  .row:has(> .column > #input-view) > .column:has(#upload) { order: 2; flex: 1 1 100% !important; }
+  #input-view, #heads { height: calc(100vh - 265px) !important; }
+  #input-view img, #heads img { width: auto !important; height: auto !important; max-width: 100%; max-height: 100%; }
 }
 """
 # The presentation mode (`--present`, docs/app.md): every text at least 18 px at 1280x720, on the
@@ -89,8 +105,8 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
                 build_live_tab(catalog, settings, live, tabs, open_live, explore.model_key)
             with gr.Tab("Train") as train:
                 build_train_tab(catalog, settings, explore.model_key, PageTabs(tabs, train))
-            with gr.Tab("Lessons"):
-                build_lessons_tab(catalog)
+            with gr.Tab("Lessons") as lessons:
+                build_lessons_tab(catalog, lessons, explore.image)
     # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
     # requests wait, then new ones are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)

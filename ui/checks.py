@@ -18,13 +18,18 @@ from vit.messages import shown
 
 from .settings import for_visitors
 
+# How long an error's toast stays: long enough to read two lines aloud to a class, then it goes
+# (toasts that stayed until closed stacked up over the Train tab's form; issue 27).
+ERROR_TOAST_S = 15
+
 
 def visitor_error(message: str, **kwargs: object) -> gr.Error:
     """The one way ui/ builds an error for a visitor: server paths cut to their last part, HTML
     escaped and length-capped (`ui.settings.for_visitors`). Values a visitor sent are quoted
     with `shown`, which keeps a few dozen characters of them. A refusal is the visitor's, not
-    the server's: no traceback in the log (each one wrote 2.4 KB of it)."""
-    return gr.Error(for_visitors(message), **({"print_exception": False} | kwargs))
+    the server's: no traceback in the log (each one wrote 2.4 KB of it). Its toast fades
+    after ERROR_TOAST_S."""
+    return gr.Error(for_visitors(message), **({"print_exception": False, "duration": ERROR_TOAST_S} | kwargs))
 
 
 def _is_number(value: object) -> bool:

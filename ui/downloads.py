@@ -32,4 +32,4 @@ def load(catalog: ModelCatalog, key: object, progress: gr.Progress | None = None
     try:
         return catalog.get(str(key), progress=shown_as(progress, str(key)) if progress is not None else None)
     except ModelUnavailable as e:
-        raise visitor_error(str(e), duration=None) from e
+        raise visitor_error(str(e)) from e

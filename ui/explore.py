@@ -286,13 +286,13 @@ def _style_controls() -> dict[str, Any]:
 def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=2):
-            model_key = gr.Dropdown(catalog.choices(), value=start.key, label="Model")
+            model_key = gr.Dropdown(catalog.choices(), value=start.key, label="Model", elem_classes="picker")
             with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
                 checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
         with gr.Column(scale=3):
             note = f"{catalog.note}\n\n" if catalog.note else ""  # the default model could not be had
             model_info = gr.Markdown(note + start.describe(), label="Model description")
-            numbers = gr.Markdown(label="Image and grid sizes")
+            numbers = gr.Markdown(label="Image and grid sizes", elem_id="numbers")
     return {"model_key": model_key, "checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}
 
 

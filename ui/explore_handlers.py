@@ -874,12 +874,14 @@ def move_query(
     display: str,
     scale: str,
 ) -> dict:
-    """Move the query patch one `step` (rows, columns), stopping at the edges; from the CLS
-    token (or another prefix token), start at the centre patch."""
+    """Move the query patch one `step` (rows, columns), stopping at the edges. From the CLS
+    token (or another prefix token) any arrow goes to the first patch, row 1, column 1: the
+    token after the prefix in the model's sequence, where reading the grid starts (the centre
+    once made "↑" from CLS land on row 5, below where it started)."""
     ex = require(explanation_key)
     gh, gw = ex.grid
     if not isinstance(query, tuple):
-        patch = gh // 2, gw // 2
+        patch = 0, 0
     else:
         patch = min(max(query[0] + step[0], 0), gh - 1), min(max(query[1] + step[1], 0), gw - 1)
     return show_query(view, explanation_key, patch, layer, map_style(cmap, opacity, upsampling, display, scale))
@@ -1002,7 +1004,7 @@ def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request |
     pickers' events run with preprocess=False: Gradio's own choice check echoed a 10 MB key
     whole, and HTML in it unescaped."""
     if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
-        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
+        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list")
     return model_key
 
 

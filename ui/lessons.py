@@ -33,6 +33,7 @@ class LessonsView:
     """Every component of the Lessons tab, by name."""
 
     image: gr.Image
+    followed: gr.State  # the Explore tab's image the lesson image last took (lessons_handlers.open_lessons)
     cmap: gr.Dropdown
     # supervised vs self-supervised
     compare_models: gr.Dropdown
@@ -99,7 +100,7 @@ def _common() -> dict[str, Any]:
             elem_id="lesson-image",
         )
         cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map", scale=1)
-    return {"image": image, "cmap": cmap}
+    return {"image": image, "cmap": cmap, "followed": gr.State(None)}
 
 
 def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) -> dict[str, Any]:
@@ -112,6 +113,7 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
             max_choices=h.MAX_COMPARED,
             label="Models to compare (up to 3)",
             scale=4,
+            elem_classes="picker",
         )
         button = gr.Button("Compare", scale=1)
     note = gr.Markdown(label="Models not available here")
@@ -137,8 +139,8 @@ def _norms(
     depth = min(m.model.config.depth for m in pair)
     with gr.Row():
         # named by what each row is for: the model chosen may have no registers (the note then says so)
-        with_reg = gr.Dropdown(choices, value=pair[0].key, label=FIRST_ROW)
-        without = gr.Dropdown(choices, value=pair[1].key, label=SECOND_ROW)
+        with_reg = gr.Dropdown(choices, value=pair[0].key, label=FIRST_ROW, elem_classes="picker")
+        without = gr.Dropdown(choices, value=pair[1].key, label=SECOND_ROW, elem_classes="picker")
         layer = layer_slider(depth, depth, step=1, label=h.NORMS_LAYER_LABEL)
         button = gr.Button("Show token norms")
     warning = gr.Markdown(note, label="Why the rows look the same")
@@ -166,13 +168,15 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
     gr.Markdown(lessons.WHICH_HEADS)
     with gr.Row():
         # room for a model's whole name ("CIFAR-10 nano (bundled)" was cut at 1280 px)
-        model = gr.Dropdown(choices, value=start.key, label="Model (with classes)", scale=2, min_width=300)
+        model = gr.Dropdown(
+            choices, value=start.key, label="Model (with classes)", scale=2, min_width=300, elem_classes="picker"
+        )
         off = gr.Textbox(**h.heads_box(start))
         button = gr.Button("Switch these heads off")
         rank = gr.Button("Rank every head (one forward pass per head)")
         stop = gr.Button("Stop the ranking", variant="stop")
     with gr.Row():
-        top5 = gr.Label(num_top_classes=5, label="Top-5 with these heads off")
+        top5 = gr.Label(num_top_classes=5, label="Top-5 with these heads off", elem_id="lesson-top5")
         with gr.Column():
             note = gr.Markdown(label="What changed")
             ranking = gr.Dataframe(
@@ -243,9 +247,18 @@ def layout(catalog: ModelCatalog) -> LessonsView:
     return LessonsView(**parts)
 
 
-def build_lessons_tab(catalog: ModelCatalog) -> LessonsView:
-    """The Lessons tab inside the current Blocks, wired to its API endpoints."""
+def build_lessons_tab(catalog: ModelCatalog, tab: gr.Tab, explore_image: gr.Image) -> LessonsView:
+    """The Lessons tab inside `tab`, the current Blocks' context, wired to its API endpoints;
+    opening it brings the Explore tab's image (`explore_image`) and the visitor's models."""
     v = layout(catalog)
+    pickers = [v.compare_models, v.with_registers, v.without_registers, v.heads_model]
+    tab.select(
+        bound(h.open_lessons, v, catalog),
+        [explore_image, v.followed],
+        [v.image, v.followed, *pickers],
+        api_visibility="private",
+        show_progress="hidden",  # a quick update: no spinner over the pickers a teacher is about to open
+    )
     # A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
     results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
     results += [v.words_label, v.words_note, v.words_maps]

@@ -48,6 +48,22 @@ def lesson_image(image: dict | None) -> Image.Image:
         raise visitor_error(str(e)) from e
 
 
+def open_lessons(
+    view: LessonsView, catalog: ModelCatalog, explore_image: str | None, followed: str | None, request: gr.Request
+) -> dict:
+    """Opening the tab: the pickers list this visitor's models now (a checkpoint trained since
+    the page opened, which lesson 1 suggests comparing), and the lessons take the Explore tab's
+    image when it changed since they last took it (the teacher's photo, not the lessons' own
+    32 px example); an image uploaded here stays until Explore shows another."""
+    choices = catalog.choices(owner(request))
+    names = ("compare_models", "with_registers", "without_registers", "heads_model")
+    pickers = {name: gr.Dropdown(choices=choices) for name in names}
+    new = bool(explore_image) and explore_image != followed
+    return view.update(
+        image=explore_image if new else gr.skip(), followed=explore_image if new else gr.skip(), **pickers
+    )
+
+
 def new_image(view: LessonsView) -> dict:
     """A new lesson image: the lessons' pictures and tables of the old one (or their errors) go."""
     return view.update(

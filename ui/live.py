@@ -53,6 +53,9 @@ START_CAMERA_JS = """async () => {
   const record = await wait(r => r.querySelector(".capture-button"));
   if (record && record.querySelector("svg.feather-circle")) record.click();
 }"""
+# The webcam button's names for screen readers (Gradio's is "capture photo" in both states).
+RECORD_NAME = "Record: start the webcam stream"
+STOP_NAME = "Stop the webcam stream"
 # Gradio's webcam sends no event when Stop is pressed: without this, the last frame's readout
 # ("5.8 frames/s ... your turn ends in 71 s") would stay as if the stream still ran. The readout
 # follows the button, never the click: Stop pressed twice starts the stream again, and a Stop's
@@ -92,8 +95,18 @@ STOPPED_JS = """<script>
     clicked = true;
     setTimeout(() => sync(true), 500);  // after the button has changed and the last frame in flight
   }, true);
+  // Gradio names the streaming webcam's one button "capture photo" for screen readers, whether it
+  // records or stops: it is named after what it does now, each time its icon (or Gradio) changes it.
+  const name = () => {
+    const button = document.querySelector("#live-camera .capture-button");
+    if (!button) return;
+    const now = button.querySelector("svg.feather-circle") ? RECORD_NAME : STOP_NAME;
+    if (button.getAttribute("aria-label") !== now) button.setAttribute("aria-label", now);
+  };
+  new MutationObserver(name).observe(document.documentElement,
+    { childList: true, subtree: true, attributes: true, attributeFilter: ["aria-label"] });
 })();
-</script>"""
+</script>""".replace("RECORD_NAME", repr(RECORD_NAME)).replace("STOP_NAME", repr(STOP_NAME))
 ABOUT = """**Live attention.** Hold an object up to the camera: each tile shows where the query looks in
 one head of the chosen layer, frame by frame, and rollout combines all layers. The model sees the centre
 square of the frame (its own preprocessing), shown with its patch grid. The readout says how many frames
@@ -126,6 +139,8 @@ class LiveView(ComponentView):
 
 
 def _stream(start: LoadedModel) -> dict[str, Any]:
+    """The camera, its readout and the query's controls in one column beside the pictures: at
+    1280 x 720 the layer and query controls were below the fold, under a row of other controls."""
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=240):
             # the caption above the preview, not in Gradio's corner badge, which covered its top
@@ -138,37 +153,42 @@ def _stream(start: LoadedModel) -> dict[str, Any]:
                 label="Webcam",
                 show_label=False,
                 elem_id="live-camera",
-                height=240,
+                height=200,  # with the readout and the query's controls under it, all on a 720 px screen
             )
             status = gr.Markdown(
                 "Press Record under the camera to start.",
                 label="Frames per second and top classes",
                 elem_id="live-status",
             )
+            query = _query(start)
         with gr.Column(scale=5, min_width=400):
             pictures = gr.HTML(elem_id="live-pictures", label="Live pictures: model input, head maps, rollout")
-    return {"camera": camera, "status": status, "pictures": pictures}
+    return {"camera": camera, "status": status, "pictures": pictures} | query
 
 
-def _controls(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
+def _query(start: LoadedModel) -> dict[str, Any]:
     config, crop = start.model.config, start.preprocessing.crop_size
     rows, columns = start.model.patch_grid(crop, crop)
     names = config.prefix_names
+    layer = layer_slider(config.depth, config.depth, step=1, label="Layer (1 = first)", elem_id="live-layer")
+    query_token = gr.Dropdown(
+        views.query_choices(names), value=views.query_token(None, names), label="Query token", elem_id="live-query"
+    )
+    # shown only while the query is a patch: beside the CLS query they would name a patch not drawn
+    row = gr.Slider(1, rows, value=(rows + 1) // 2, step=1, label="Query patch row (1 = top)", visible=False)
+    column = gr.Slider(
+        1, columns, value=(columns + 1) // 2, step=1, label="Query patch column (1 = left)", visible=False
+    )
+    return {"layer": layer, "query_token": query_token, "row": row, "column": column}
+
+
+def _controls(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
     with gr.Row():
-        model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model", scale=2)
-        layer = layer_slider(config.depth, config.depth, step=1, label="Layer (1 = first)", scale=2)
-        query_token = gr.Dropdown(views.query_choices(names), value=views.query_token(None, names), label="Query token")
-        # shown only while the query is a patch: beside the CLS query they would name a patch not drawn
-        row = gr.Slider(1, rows, value=(rows + 1) // 2, step=1, label="Query patch row (1 = top)", visible=False)
-        column = gr.Slider(
-            1, columns, value=(columns + 1) // 2, step=1, label="Query patch column (1 = left)", visible=False
-        )
-    with gr.Row():
+        model_key = gr.Dropdown(catalog.choices(), value=BUNDLED, label="Model", scale=2, elem_classes="picker")
         cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map")
         scale = gr.Radio(SCALE_CHOICES, value="layer", label="Colour scale (from 0)", scale=2)
         model_info = gr.Markdown(start.describe(), label="Model description")
-    controls = {"model_key": model_key, "layer": layer, "query_token": query_token, "row": row, "column": column}
-    return controls | {"cmap": cmap, "scale": scale, "model_info": model_info}
+    return {"model_key": model_key, "cmap": cmap, "scale": scale, "model_info": model_info}
 
 
 def _video(limits: VideoLimits) -> dict[str, Any]:

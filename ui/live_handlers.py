@@ -157,9 +157,9 @@ def live_model(
     try:
         loaded = catalog.get(picked_model(catalog, model_key, request))
     except ModelUnavailable as e:
-        raise visitor_error(str(e), duration=None) from e
+        raise visitor_error(str(e)) from e
     if refusal := zerogpu.live_refusal(loaded):
-        raise visitor_error(refusal, duration=None)
+        raise visitor_error(refusal)
     depth, names = loaded.model.config.depth, loaded.model.config.prefix_names
     crop = loaded.preprocessing.crop_size
     rows, columns = loaded.model.patch_grid(crop, crop)

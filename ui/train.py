@@ -46,7 +46,7 @@ POLL_S = 1.0
 # fresh page or a just-started run counts as running: a poll must follow and show its end.
 NOTHING_SHOWN = (-1, -1, -1, "", True)
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
-STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model")
+STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model", "start")
 EXPLORE_TAB = "explore"  # the Explore tab's id in ui/app.py
 STATE_COLOURS = {
     "running": "#2563eb",
@@ -175,7 +175,7 @@ def progress_html(done: int, total: int, text: str, state: str = "idle") -> str:
     return (
         f'<div style="background:#e5e7eb;border-radius:4px"><div style="width:{width:.1f}%;height:12px;'
         f'background:{colour};border-radius:4px"></div></div>'
-        f'<div><b style="color:{colour}">{state}</b> · {for_visitors(text)}</div>'
+        f'<div><b style="color:{colour}">{state}</b>{f" · {for_visitors(text)}" if text else ""}</div>'
     )
 
 
@@ -193,18 +193,17 @@ def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
 
 
 def describe(snap: JobSnapshot) -> str:
-    """Markdown status of the run: device, error (escaped), last epoch; the running run's message.
-    An ended run's message is on its progress bar (`progress_text`), so it is not said twice."""
+    """Markdown status of the run: device, error (escaped); the running run's message and last
+    epoch. An ended run's message, with its last epoch's numbers, is on its progress bar
+    (`progress_text`), so neither is said twice; the device says once that a CPU is slow."""
     lines = []
     if snap.device:
         lines.append(f"**device:** {for_visitors(snap.device)}")
-        if snap.device.startswith("cpu"):
-            lines.append("Only a CPU is available: training is slow here, so keep models and data small.")
     if snap.error:
         lines.append(f"**error:** {for_visitors(snap.error)}")
     elif snap.message and snap.running:
         lines.append(for_visitors(snap.message))
-    if snap.history:
+    if snap.history and snap.running:
         last = snap.history[-1]
         val = "n/a" if last.get("val_acc") is None else f"{last['val_acc']:.1%}"
         lines.append(f"epoch {last['epoch']}: train loss {last['train_loss']:.3f}, validation accuracy {val}")
@@ -212,31 +211,50 @@ def describe(snap: JobSnapshot) -> str:
 
 
 def model_choices(catalog: ModelCatalog, visitor: str) -> list[tuple[str, str]]:
-    """What a visitor may train: presets, pretrained weights, their own checkpoints."""
-    names = [(name, name) for name in PRESETS + vit.list_pretrained()]
-    return names + [(f"checkpoint: {label}", key) for key, label in catalog.checkpoints(visitor)]
+    """What a visitor may train: presets, pretrained weights on this machine, their own
+    checkpoints, then the pretrained weights to download, marked as the Explore pickers mark
+    them (offline: "not on this machine, and no internet to download it")."""
+    here, away = catalog.pretrained_choices()
+    names = [(name, name) for name in PRESETS] + [(label, name) for label, name in here]
+    return names + [(f"checkpoint: {label}", key) for key, label in catalog.checkpoints(visitor)] + away
 
 
-def data_choices(settings: ServerSettings) -> list[tuple[str, str]]:
+def cifar10_offline(catalog: ModelCatalog) -> bool:
+    """Whether CIFAR-10 is not here and cannot come: not downloaded, and this machine offline
+    (the catalogue's probe at start, or HF_HUB_OFFLINE)."""
+    return catalog.online is False and not cifar10_downloaded()
+
+
+# What the Train tab says of CIFAR-10 on a machine without the internet, in a teacher's words.
+CIFAR10_OFFLINE = (
+    "CIFAR-10 cannot be downloaded here: this machine has no internet. Pick “Local folder” and type a folder "
+    "with train/<class>/ and test/<class>/ image folders (a few images of each class is enough), or run the "
+    "app on a machine that is online."
+)
+
+
+def data_choices(settings: ServerSettings, offline: bool = False) -> list[tuple[str, str]]:
     """The data sources, the one that works here first: the operator's folder, CIFAR-10 once
-    downloaded, a typed folder on a local server; CIFAR-10 still to download comes last."""
+    downloaded, a typed folder on a local server; CIFAR-10 still to download comes last
+    (`offline`: marked as impossible to get here)."""
     operator = [(f"{settings.data_folder.name} (this server's folder)", "operator")] if settings.data_folder else []
     typed = [] if settings.public else [("Local folder", "folder")]
     if cifar10_downloaded():
         return [("CIFAR-10 (downloaded)", "cifar10"), *operator, *typed]
-    return [*operator, *typed, ("CIFAR-10 (downloads once: needs the internet)", "cifar10")]
+    cifar = "CIFAR-10 (cannot be downloaded here: no internet)" if offline else "CIFAR-10 (downloads once)"
+    return [*operator, *typed, (cifar, "cifar10")]
 
 
-def data_note(settings: ServerSettings) -> str:
+def data_note(settings: ServerSettings, offline: bool = False) -> str:
     """What to do first when no data is on the server: the default must work offline."""
     if settings.data_folder or cifar10_downloaded():
         return ""
     if settings.public:
         return "**First step:** CIFAR-10 downloads on the first run; this server needs the internet for that."
+    cifar = "CIFAR-10 cannot be downloaded here (no internet)." if offline else "Or pick CIFAR-10: it downloads once."
     return (
         "**First step:** no training data on this server yet. Type a folder holding `train/<class>/` and "
-        "`test/<class>/` image folders (e.g. the unpacked cifar10-jpeg.tar.gz), or pick CIFAR-10 if this machine "
-        "is online."
+        f"`test/<class>/` image folders (a few images of each class is enough). {cifar}"
     )
 
 
@@ -263,15 +281,16 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
             value=first.model,
             allow_custom_value=not settings.public,  # a local user may type a weights file
             label="Model: a preset (from scratch), pretrained weights (fine-tune) or a checkpoint",
+            elem_classes="picker",
         )
-        choices = data_choices(settings)
+        choices = data_choices(settings, cifar10_offline(catalog))
         source = gr.Radio(choices, value=first.source or choices[0][1], label="Data")
         folder = gr.Textbox(
             label="Folder with train/<class>/ and test/<class>/ images",
             placeholder="/path/to/data",
             visible=not settings.public,
         )
-    note = gr.Markdown(data_note(settings), label="First step")
+    note = gr.Markdown(data_note(settings, cifar10_offline(catalog)), label="First step")
     gpu_time = gr.Markdown(fine_tune_estimate() if zerogpu.ON_ZEROGPU else "", visible=zerogpu.ON_ZEROGPU)
     limits = settings.train
     with gr.Row():
@@ -284,7 +303,7 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
             label="Warm-up epochs (empty: 10% of the run; 0: none; shorter than the run)",
         )
     with gr.Row():
-        start = gr.Button("Start", variant="primary")
+        start = gr.Button("Start", variant="primary", elem_id="train-start")
         stop = gr.Button("Stop (saves a checkpoint)", variant="stop")
     with gr.Row(visible=False) as confirm:
         confirm_stop = gr.Button("Yes, stop my run", variant="stop", size="sm")
@@ -297,8 +316,15 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
 
 
 def _monitor() -> dict[str, Any]:
-    status = gr.Markdown(label="Training status")
-    progress = gr.HTML(progress_html(0, 1, "no run yet"), label="Progress", elem_id="train-progress")
+    # The run's state and its results side by side, under the form: the checkpoint's download
+    # and "Open in Explore" were ~3,600 px down on a phone, under the pictures.
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            status = gr.Markdown(label="Training status", elem_id="train-status")
+            progress = gr.HTML(progress_html(0, 1, "no run yet"), label="Progress", elem_id="train-progress")
+        with gr.Column(scale=2, min_width=240):
+            checkpoint = gr.File(label="Checkpoint of your run (download)", height=70, elem_id="train-checkpoint")
+            open_in_explore = gr.Button("Open this checkpoint in Explore")
     with gr.Row():
         with gr.Column():
             curves = picture("**Loss and accuracy**", "Training loss and accuracy: no run yet", elem_id="curves")
@@ -308,9 +334,6 @@ def _monitor() -> dict[str, Any]:
                 "Probe image: no run yet",
                 elem_id="probe",
             )
-    with gr.Row():
-        checkpoint = gr.File(label="Checkpoint of your run (download)", height=70, elem_id="train-checkpoint")
-        open_in_explore = gr.Button("Open this checkpoint in Explore")
     return {
         "status": status,
         "progress": progress,
@@ -383,6 +406,9 @@ def train_start(
     warmup = warmup_epochs(warmup, settings.train.max_epochs)
     spec, data = training_source(catalog, settings, visitor, str(model)), training_data(settings, source, folder)
     try:
+        if source == "cifar10" and cifar10_offline(catalog):  # after the numbers' checks, which name the field
+            runs.limits.check(epochs=epochs, batch_size=batch, lr=lr)
+            raise ValueError(CIFAR10_OFFLINE)
         runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr, warmup_epochs=warmup)
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
@@ -395,6 +421,7 @@ def train_start(
         probe=None,
         checkpoint=None,
         note=gr.Markdown(visible=False),
+        start=gr.Button(interactive=False),  # one run at a time: pressed again it would only be refused
     )
 
 
@@ -418,7 +445,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
     # its checks is said, never hidden.
     if not snap.running and snap.checkpoint and seen[3] != snap.checkpoint and Path(snap.checkpoint).is_file():
         try:
-            catalog.register(snap.checkpoint, visitor, label=f"my run, {snap.epoch} epochs")
+            catalog.register(snap.checkpoint, visitor, label=run_label(snap))
             listed = gr.Dropdown(choices=model_choices(catalog, visitor))
         except ModelUnavailable as e:
             refused = f"\n\n**The run's checkpoint was not added to your models:** {for_visitors(str(e))}"
@@ -442,7 +469,13 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
         probe=probe,
         checkpoint=str(runs.checkpoint(visitor) or "") or None,
         model=listed,
+        start=gr.Button(interactive=not snap.running),
     )
+
+
+def run_label(snap: JobSnapshot) -> str:
+    """How the model lists name a run's checkpoint (the same name, however it gets listed)."""
+    return f"my run, {snap.epoch} epoch{'' if snap.epoch == 1 else 's'}"
 
 
 def drawn(draw: Callable[[], gr.Image], fresh: bool) -> gr.Image | Any:
@@ -489,7 +522,7 @@ def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.
     if path is None:
         raise visitor_error("No checkpoint yet: train (or stop a run) first.")
     try:
-        key = catalog.register(path, visitor, label="my run")
+        key = catalog.register(path, visitor, label=run_label(runs.snapshot(visitor)))
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e
     return gr.Dropdown(choices=catalog.choices(visitor), value=key)
@@ -507,7 +540,7 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     started = view.start.click(
         bound(train_start, view, runs, catalog, settings),
         options,
-        view.pick("status", "progress", "seen", "curves", "probe", "checkpoint", "note"),
+        view.pick("status", "progress", "seen", "curves", "probe", "checkpoint", "note", "start"),
         api_name="train_start",
         preprocess=False,
     )

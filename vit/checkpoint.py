@@ -36,6 +36,9 @@ FORMAT_MARK = "vit-explorer/"  # in the header of every version of the format
 HEADER_KEY = "vit_explorer"  # key of our JSON in the safetensors header's string metadata
 EXTRA_PREFIX = "extra/"  # tensors that are not model weights (e.g. optimizer state)
 DIGEST_KEY = "tensor_sha256"  # header field: SHA-256 of all tensors (names, dtypes, shapes, bytes)
+# A training run's full state (model, optimizer, schedule), rewritten after every epoch beside the
+# run's model file: for resuming, not a model to offer in the app's pickers.
+TRAINING_STATE = "last.safetensors"
 
 
 class CheckpointError(ValueError):
