@@ -101,15 +101,22 @@ def checkpoint(path: Path, pre: Preprocessing = CIFAR10, **config) -> Path:
     return path
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:  # deleted meanwhile (the server prunes while a soak watches)
+        return 0
+
+
 class Server:
     """`app.py --public` in a subprocess, with its memory and its Gradio folder in reach."""
 
-    def __init__(self, folder: Path, uploads_mb: int = 30):
-        self.gradio = folder / "gradio"
+    def __init__(self, folder: Path, uploads_mb: int = 30, args: tuple[str, ...] = (), env: dict | None = None):
+        self.gradio, self.runs = folder / "gradio", folder / "runs"
         port = free_port()
-        env = {**os.environ, "GRADIO_TEMP_DIR": str(self.gradio), "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, "app.py", "--public", "--port", str(port), "--runs-dir", str(folder / "runs")]
-        cmd += ["--uploads-budget-mb", str(uploads_mb)]
+        env = {**os.environ, **(env or {}), "GRADIO_TEMP_DIR": str(self.gradio), "PYTHONUNBUFFERED": "1"}
+        cmd = [sys.executable, "app.py", "--public", "--port", str(port), "--runs-dir", str(self.runs)]
+        cmd += ["--uploads-budget-mb", str(uploads_mb), *args]
         self.log = (folder / "server.log").open("w")
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}/"
@@ -124,8 +131,9 @@ class Server:
     def reset_peak(self) -> None:
         Path(f"/proc/{self.proc.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
 
-    def disk_mb(self) -> float:
-        return sum(p.stat().st_size for p in self.gradio.rglob("*") if p.is_file()) / 1e6
+    def disk_mb(self, folder: Path | None = None) -> float:
+        """MB in `folder` (default: the Gradio folder); files deleted while it is walked count 0."""
+        return sum(_size(p) for p in (folder or self.gradio).rglob("*")) / 1e6
 
     def close(self) -> None:
         self.proc.terminate()
@@ -263,7 +271,10 @@ def upload_flood(server: Server, count: int = 177, megabytes: int = 19) -> str:
 
     def watch() -> None:
         while not done.wait(0.2):
-            most[0] = max(most[0], server.disk_mb())
+            try:
+                most[0] = max(most[0], server.disk_mb())
+            except OSError:  # the server's folder went (a soak ended while the flood ran)
+                return
 
     def one(i: int) -> str:
         try:
@@ -330,6 +341,37 @@ def raw_analyze(url: str, payload: dict) -> str:
     return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
 
 
+def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
+    """Every attack, by name, as a call that returns its reply on one line (`python -m
+    bench.soak` replays them in a loop beside a class)."""
+    image = folder / "cat.png"
+    Image.fromarray(np.random.default_rng(1).integers(0, 256, (64, 256, 3), np.uint8)).save(image)
+    depth1 = checkpoint(folder / "depth1.safetensors", dim=16, heads=1)
+    attacks = image_attacks(client, folder) | checkpoint_attacks(client, folder)
+    attacks["8 heavy requests at once (/analyze and the lessons)"] = concurrency_attack(server.url, image)
+    attacks["300 distinct 1 MB model keys on /load_model"] = lambda: key_attack(client)
+    attacks["a one-layer, one-head checkpoint, then /analyze"] = lambda: attempt(
+        lambda: one_layer(client, depth1, image)
+    )
+    attacks["data source '<script>alert(1)</script>'"] = lambda: attempt(
+        lambda: client.predict("vit_cifar_nano", "<script>alert(1)</script>", "", 1, 1e-3, 8, api_name="/train_start")
+    )
+    attacks["ten 19 MB uploads, --uploads-budget-mb 30"] = lambda: disk_attack(server, client, folder)
+    attacks["177 raw 19 MB uploads (no event), eight at a time, --uploads-budget-mb 30"] = lambda: upload_flood(server)
+    attacks |= decoding_attacks(client, folder)
+    attacks["a 10 MB key and '<img src=x onerror=alert(1)>' on /live_model"] = lambda: " / ".join(
+        attempt(lambda k=key: client.predict(k, api_name="/live_model"))
+        for key in ("k" * 10 * 2**20, "<img src=x onerror=alert(1)>")
+    )
+    attacks["60 new sessions, each with a 1 MB resize mode, on /analyze"] = lambda: session_attack(
+        server.url, 60, 2**20
+    )
+    attacks["1,500 new sessions, each with a 7,000-character resize mode (under the limit)"] = lambda: session_rounds(
+        server, 6, 250, 7000
+    )
+    return attacks
+
+
 def main(argv: list[str] | None = None) -> None:
     from gradio_client import Client
 
@@ -339,35 +381,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = Path(tmp)
         server = Server(folder)
         client = Client(server.url, verbose=False)
-        image = folder / "cat.png"
-        Image.fromarray(np.random.default_rng(1).integers(0, 256, (64, 256, 3), np.uint8)).save(image)
-        depth1 = checkpoint(folder / "depth1.safetensors", dim=16, heads=1)
-        attacks = image_attacks(client, folder) | checkpoint_attacks(client, folder)
-        attacks["8 heavy requests at once (/analyze and the lessons)"] = concurrency_attack(server.url, image)
-        attacks["300 distinct 1 MB model keys on /load_model"] = lambda: key_attack(client)
-        attacks["a one-layer, one-head checkpoint, then /analyze"] = lambda: attempt(
-            lambda: one_layer(client, depth1, image)
-        )
-        attacks["data source '<script>alert(1)</script>'"] = lambda: attempt(
-            lambda: client.predict(
-                "vit_cifar_nano", "<script>alert(1)</script>", "", 1, 1e-3, 8, api_name="/train_start"
-            )
-        )
-        attacks["ten 19 MB uploads, --uploads-budget-mb 30"] = lambda: disk_attack(server, client, folder)
-        attacks["177 raw 19 MB uploads (no event), eight at a time, --uploads-budget-mb 30"] = lambda: upload_flood(
-            server
-        )
-        attacks |= decoding_attacks(client, folder)
-        attacks["a 10 MB key and '<img src=x onerror=alert(1)>' on /live_model"] = lambda: " / ".join(
-            attempt(lambda k=key: client.predict(k, api_name="/live_model"))
-            for key in ("k" * 10 * 2**20, "<img src=x onerror=alert(1)>")
-        )
-        attacks["60 new sessions, each with a 1 MB resize mode, on /analyze"] = lambda: session_attack(
-            server.url, 60, 2**20
-        )
-        attacks["1,500 new sessions, each with a 7,000-character resize mode (under the limit)"] = lambda: (
-            session_rounds(server, 6, 250, 7000)
-        )
+        attacks = attack_list(server, client, folder)
         try:
             print(f"server at rest: {server.rss_mib():.0f} MiB; load average {os.getloadavg()[0]:.1f}")
             print("| attack | reply | peak (MiB) | kept (MiB) |\n|---|---|---|---|")
