@@ -103,7 +103,7 @@ def checkpoint(path: Path, pre: Preprocessing = CIFAR10, **config) -> Path:
 
 def _size(path: Path) -> int:
     try:
-        return path.stat().st_size if path.is_file() else 0
+        return path.stat().st_size
     except OSError:  # deleted meanwhile (the server prunes while a soak watches)
         return 0
 
@@ -132,8 +132,10 @@ class Server:
         Path(f"/proc/{self.proc.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
 
     def disk_mb(self, folder: Path | None = None) -> float:
-        """MB in `folder` (default: the Gradio folder); files deleted while it is walked count 0."""
-        return sum(_size(p) for p in (folder or self.gradio).rglob("*")) / 1e6
+        """MB in `folder` (default: the Gradio folder). os.walk skips what the server deletes
+        while it is walked (a soak watches the folders as the server prunes them)."""
+        walked = os.walk(folder or self.gradio)
+        return sum(_size(Path(root) / name) for root, _, names in walked for name in names) / 1e6
 
     def close(self) -> None:
         self.proc.terminate()
