@@ -18,9 +18,11 @@ from training_helpers import write_image_folder
 
 import vit
 from explorer.catalog import ModelCatalog
+from training.budget import gb, image_set_bytes, run_config, training_cost
 from training.job import JobSnapshot
+from training.registry import TrainLimits
 from ui import train
-from ui.settings import ServerSettings
+from ui.settings import SPACE_MODEL, ServerSettings
 from ui.train import TrainView
 
 CLASSES = ("cat", "dog")
@@ -258,3 +260,53 @@ def test_layout_messages_keep_their_slashes_for_visitors(tmp_path):
         load_cifar10(tmp_path, train=True, download=False)
     shown = for_visitors(str(info.value))
     assert "train/&lt;class&gt;/ and test/&lt;class&gt;/ image folders" in shown and str(tmp_path) not in shown
+
+
+class Recorded:
+    """A registry that records what a start asked for (the run itself is not the point here)."""
+
+    def __init__(self) -> None:
+        self.asked: dict = {}
+
+    def start(self, visitor: str, **asked) -> None:
+        self.asked = asked
+
+    def snapshot(self, _visitor: str) -> JobSnapshot:
+        return JobSnapshot(running=True)
+
+
+def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint, tmp_path):
+    """Issue 28: the tab's defaults (batch 128) on the Space's DeiT-S took +7.5 GB; a run is now
+    estimated before it starts (training.budget) and its batch scaled down, said in the status."""
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    settings = ServerSettings(public=True)
+    with gr.Blocks():
+        view = TrainView(**train._options(catalog, settings), **train._monitor())
+    runs, request = Recorded(), SimpleNamespace(session_hash="visitor")
+    out = train.train_start(view, runs, catalog, settings, SPACE_MODEL, "cifar10", "", 1, 1e-4, 128, request)
+    limit = settings.train.memory_bytes
+    cost = training_cost(run_config(SPACE_MODEL, 32))
+    batch = runs.asked["batch_size"]
+    assert 1 <= batch < 128 and cost.memory(batch, 1, image_set_bytes(50_000, 32)) <= limit
+    assert cost.memory(batch + 1, 1, image_set_bytes(50_000, 32)) > limit  # the largest batch that fits
+    assert 1 <= runs.asked["eval_batch_size"] <= 500  # evaluation no longer 500 images at a time at 224 px
+    assert (
+        f"Batch size 128 would need about {gb(cost.memory(128, 500, image_set_bytes(50_000, 32)))}" in out[view.status]
+    )
+    assert f"so your run trains {batch} images at a time" in out[view.status]
+    out = train.train_start(view, runs, catalog, settings, "vit_cifar_nano", "cifar10", "", 1, 1e-3, 128, request)
+    assert runs.asked["batch_size"] == 128 and "Batch size" not in out[view.status]  # a small run as asked
+
+
+def test_a_run_that_cannot_fit_is_refused_in_a_sentence():
+    small = TrainLimits(memory_bytes=200 * 2**20)
+    with pytest.raises(
+        ValueError,
+        match=r"deit_small_patch16_224.fb_in1k cannot be trained on this server: it needs "
+        r"about \d+\.\d GB of memory even one image at a time .* Pick a smaller model",
+    ):
+        train.memory_plan(small, SPACE_MODEL, "cifar10", 1, 8, 1e-3)
+    with pytest.raises(ValueError, match="checkpoints would take about 4.9 GB on disk"):
+        train.memory_plan(TrainLimits(memory_bytes=2**40), "vit_l_16.tv_in1k", "cifar10", 1, 8, 1e-3)
+    with pytest.raises(ValueError, match="epochs must be a whole number from 1 to 200, got True"):
+        train.memory_plan(TrainLimits(), "vit_cifar_nano", "cifar10", True, 8, 1e-3)  # a bool is not 1 epoch
