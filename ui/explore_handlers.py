@@ -335,16 +335,18 @@ def analyze(
     scale: str,
     show: str = "weights",
     keep_percent: float = 100 * views.KEEP,
+    request: gr.Request | None = None,
 ) -> dict:
     """Analyse an uploaded image with the chosen model and draw the views on screen; with no
     image (removed with its ×), clear every output that described the last one."""
+    visitor = owner(request)
     if image is None:
-        return view.update(**cleared(load_or_error(catalog, model_key).model.config.prefix_names))
+        return view.update(**cleared(load_or_error(catalog, model_key, visitor).model.config.prefix_names))
     mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
     discard = number("discard ratio", discard, 0.0, DISCARD_MAX)
     style = map_style(cmap, opacity, upsampling, display, scale)
     try:
-        loaded = catalog.get(model_key)
+        loaded = catalog.get(model_key, owner=visitor)
         layer = check_layer(layer, loaded.model.config.depth)
         display = map_show(show, keep_percent)
         path, limit = uploaded_path(image), catalog.serving.request_bytes
@@ -517,10 +519,11 @@ def hide_more(view: ExploreView) -> dict:
     return view.update(on_screen=None)
 
 
-def load_or_error(catalog: ModelCatalog, key: str) -> LoadedModel:
-    """The catalogue's model for `key`, or a visitor's error with its message."""
+def load_or_error(catalog: ModelCatalog, key: str, visitor: str | None = None) -> LoadedModel:
+    """The catalogue's model for `key` (for `visitor`: ModelCatalog.check_use), or a visitor's
+    error with its message."""
     try:
-        return catalog.get(key)
+        return catalog.get(key, owner=visitor)
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e
 
@@ -804,6 +807,10 @@ def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request |
     """`model_key` if it is one of this visitor's picker choices, else an app message. The model
     pickers' events run with preprocess=False: Gradio's own choice check echoed a 10 MB key
     whole, and HTML in it unescaped."""
+    try:
+        catalog.check_use(model_key, owner(request))  # the one rule for checkpoint keys, one sentence
+    except ModelUnavailable as e:
+        raise visitor_error(str(e), duration=None) from e
     if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
         raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list", duration=None)
     return model_key
