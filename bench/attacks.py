@@ -330,7 +330,36 @@ def disk_attack(server: Server, client, folder: Path) -> str:
     return f"upload folder after each: {max(sizes):.0f} MB at most; an example afterwards: {after}"
 
 
-def raw_analyze(url: str, payload: dict) -> str:
+def silent_joins(url: str, image: Path, joins: int = 70) -> str:
+    """`joins` webcam streams from new sessions that send one frame and nothing more, then an
+    /analyze: they filled Gradio's one queue and every /analyze got 503 "Queue is full"."""
+    import base64
+
+    import httpx
+
+    frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
+    body = {"data": [{"url": frame}, "bundled", 6, "cls", 4, 4, "inferno", "layer"]}
+    codes = [
+        httpx.post(
+            f"{url}gradio_api/call/live_frame", json=body | {"session_hash": f"silent{i}"}, timeout=60
+        ).status_code
+        for i in range(joins)
+    ]
+    answered = ", ".join(f"{codes.count(c)} × HTTP {c}" for c in sorted(set(codes)))
+    return f"{answered}; then /analyze: {raw_analyze(url, None)}"
+
+
+def foreign_key(url: str, folder: Path, image: Path) -> str:
+    """Another visitor's checkpoint key on /analyze (issue 28: taken, where /load_model refused it)."""
+    from gradio_client import Client, handle_file
+
+    owner, other = Client(url, verbose=False), Client(url, verbose=False)
+    path = checkpoint(folder / "theirs.safetensors", dim=16, heads=1)
+    key = owner.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    return attempt(lambda: other.predict(handle_file(str(image)), key, "crop", 1, *VIEWS[1:], api_name="/analyze"))
+
+
+def raw_analyze(url: str, payload: dict | None) -> str:
     """/analyze with a payload as the browser sends it (gradio_client would upload the file again)."""
     import httpx
 
@@ -338,8 +367,10 @@ def raw_analyze(url: str, payload: dict) -> str:
     # The REST API takes every input, the page's state included: None for which "More views"
     # tab is on screen (gradio_client fills it in by itself).
     data = [payload, None, "bundled", "crop", *VIEWS]
-    event = httpx.post(base, json={"data": data}, timeout=60).json()["event_id"]
-    reply = httpx.get(f"{base}/{event}", timeout=120).text
+    joined = httpx.post(base, json={"data": data}, timeout=60)
+    if joined.status_code != 200:  # e.g. 503 "Queue is full"
+        return f"refused: HTTP {joined.status_code} {joined.text[:60]}"
+    reply = httpx.get(f"{base}/{joined.json()['event_id']}", timeout=120).text
     return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
 
 
