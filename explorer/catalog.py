@@ -92,6 +92,7 @@ class ServingLimits:
     max_depth: int = 64
     max_heads: int = 64
     max_dim: int = 4096
+    min_head_width: int = 8  # channels of one head (dim / heads): every trained ViT here has 16 to 64
     request_bytes: int = 1024 * 2**20
 
     def check(self, loaded: LoadedModel) -> None:
@@ -121,6 +122,14 @@ class ServingLimits:
                     f"{loaded.label}: {what} would need about {cost / 2**20:,.0f} MiB, more than this server's "
                     f"{self.request_bytes / 2**20:,.0f} MiB per request"
                 )
+        # The weights' shapes do not say how dim splits into heads: a header claiming 64 heads for
+        # a 384-wide model loads, and draws maps of heads that were never trained (issue 28).
+        if c.dim // c.heads < self.min_head_width:
+            raise ModelUnavailable(
+                f"{loaded.label}: {c.heads} heads of {c.dim // c.heads} channels each (dim {c.dim}) are narrower "
+                f"than any trained ViT's ({self.min_head_width} channels at least): the header's heads do not match "
+                "its weights"
+            )
 
 
 @dataclass
