@@ -2,6 +2,7 @@
 
 import math
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -63,6 +64,15 @@ def test_a_clip_over_the_limits_is_refused_before_a_frame_is_decoded(tmp_path, m
     monkeypatch.setattr(video, "_frames", no_decoding)
     with pytest.raises(VideoError, match=message):
         attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle(), limits)
+
+
+def test_a_clip_at_a_millionth_of_a_frame_per_second_is_refused_not_made_ten_million_seconds_long(tmp_path, tiny):
+    """Issue 28: a clip with no duration and 10⁻⁶ frames per second yielded a video claiming to
+    last 10,000,000 s; its rate is refused from the header (VideoLimits.min_fps)."""
+    clip = write_clip(tmp_path / "slow.mkv", 3, fps=Fraction(1, 1_000_000), fmt="matroska")
+    with pytest.raises(VideoError, match="frames per second; at least 1 are accepted"):
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle())
+    assert not (tmp_path / "out.mp4").exists()
 
 
 def test_a_clip_whose_frames_outgrow_its_header_is_refused_before_they_are_decoded(tmp_path):
