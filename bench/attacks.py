@@ -359,6 +359,20 @@ def foreign_key(url: str, folder: Path, image: Path) -> str:
     return attempt(lambda: other.predict(handle_file(str(image)), key, "crop", 1, *VIEWS[1:], api_name="/analyze"))
 
 
+def big_run(client, folder: Path) -> str:
+    """A small checkpoint at 1,012 px (a 46 × 46 grid), trained with the tab's batch of 128:
+    +7.0 GB before the Train tab budgeted runs (issue 28); the reply says what the run got."""
+    from gradio_client import handle_file
+
+    path = checkpoint(
+        folder / "big1012.safetensors", Preprocessing(1012, 1012), image_size=1012, patch_size=22, dim=16, mlp_dim=16
+    )
+    key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    reply = attempt(lambda: client.predict(key, "cifar10", "", 1, 1e-3, 128, api_name="/train_start")[0])
+    attempt(lambda: client.predict(api_name="/train_stop"))
+    return reply
+
+
 def raw_analyze(url: str, payload: dict | None) -> str:
     """/analyze with a payload as the browser sends it (gradio_client would upload the file again)."""
     import httpx
@@ -401,6 +415,14 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     )
     attacks["1,500 new sessions, each with a 7,000-character resize mode (under the limit)"] = lambda: session_rounds(
         server, 6, 250, 7000
+    )
+    attacks["70 silent webcam streams (one frame each, new sessions), then /analyze"] = lambda: silent_joins(
+        server.url, image
+    )
+    attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
+    attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
+    attacks["epochs=true on /train_start"] = lambda: attempt(
+        lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
     )
     return attacks
 
