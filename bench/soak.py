@@ -39,6 +39,7 @@ from PIL import Image
 from bench.attacks import Server, attack_list
 from bench.visitors import CHEAP, images_for, load_average, machine, percentile, warm_up
 from bench.visitors import Visitor as Clicker
+from ui.limits import LIVE_BUSY
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = ROOT / "docs" / "security-soak.png"
@@ -145,14 +146,18 @@ class Pupil:
 
 
 def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
-    """One webcam on Live: a frame, its first picture, the stream closed; again every half second."""
+    """One webcam on Live: a frame, its first picture, the stream closed; again every half second.
+    "Live is busy" (the attacker's silent streams hold Live's places) is an answer, not an error."""
     import httpx
 
     base, frame = f"{url}gradio_api/call/live_frame", frame_url(image)
 
     def one() -> None:
         body = {"data": [{"url": frame}, *LIVE_CONTROLS], "session_hash": "soak-live"}
-        event = httpx.post(base, json=body, timeout=60).raise_for_status().json()["event_id"]
+        joined = httpx.post(base, json=body, timeout=60)
+        if joined.status_code == 503 and joined.text == LIVE_BUSY:  # a clear answer: Live is full (the attacker)
+            return
+        event = joined.raise_for_status().json()["event_id"]
         try:
             with httpx.stream("GET", f"{base}/{event}", timeout=120) as replies:
                 for line in replies.iter_lines():
