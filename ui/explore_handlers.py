@@ -800,6 +800,7 @@ def export_gif(
     scaled = "_one-scale" if one_scale else ""
     path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}{scaled}.gif")
     render.save_gif(views.layer_frames(ex, query, style, one_scale=one_scale), path, cmap=style.cmap)
+    UPLOADS.added(path.stat().st_size)  # counted against the upload folder's budget, as every view
     return view.update(export_file=str(path))
 
 

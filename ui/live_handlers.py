@@ -35,7 +35,7 @@ from .explore_handlers import (
     uploaded_path,
 )
 from .limits import forget_frame
-from .outputs import cache_path
+from .outputs import UPLOADS, cache_path
 from .settings import for_visitors
 
 if TYPE_CHECKING:
@@ -234,6 +234,7 @@ def attention_video(
         )
     except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
+    UPLOADS.added(out.stat().st_size)  # counted against the upload folder's budget, as every view
     return view.update(video_out=str(out), video_note=video_text(made, time.perf_counter() - started))
 
 
