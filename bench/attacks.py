@@ -120,7 +120,13 @@ class Server:
         self.log = (folder / "server.log").open("w")
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}/"
-        wait_until_served(self.url, self.proc, timeout=600)  # a loaded, shared machine may take minutes
+        try:
+            wait_until_served(self.url, self.proc, timeout=600)  # a loaded, shared machine may take minutes
+        except BaseException:  # never leave a server behind that nobody will close
+            self.proc.kill()
+            self.proc.wait()
+            self.log.close()
+            raise
 
     def rss_mib(self, field: str = "VmRSS") -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
