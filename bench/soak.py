@@ -411,7 +411,13 @@ def report(args: argparse.Namespace, samples: list[Sample], log: Log, rest: floa
         "",
         *judge(samples, len(errors), args.settle),
     ]
-    lines += [f"- class error: {action} at {t:.0f} s: {error}" for t, action, _, error in errors[:10]]
+    kinds: dict[tuple[str, str], list[float]] = {}  # every error, by action and message
+    for t, action, _, error in errors:
+        kinds.setdefault((action, error[:120]), []).append(t)
+    lines += [
+        f"- class error: {action}, {len(times)} x (first at {min(times):.0f} s): {error}"
+        for (action, error), times in sorted(kinds.items(), key=lambda k: -len(k[1]))
+    ]
     attacks: dict[str, list[str]] = {}
     for _, name, reply in log.attacks:
         attacks.setdefault(name, []).append(reply)
