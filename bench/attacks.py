@@ -104,19 +104,32 @@ def checkpoint(path: Path, pre: Preprocessing = CIFAR10, **config) -> Path:
     return path
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # deleted meanwhile (the server prunes while a soak watches)
+        return 0
+
+
 class Server:
     """`app.py --public` in a subprocess, with its memory and its Gradio folder in reach."""
 
-    def __init__(self, folder: Path, uploads_mb: int = 30):
-        self.gradio = folder / "gradio"
+    def __init__(self, folder: Path, uploads_mb: int = 30, args: tuple[str, ...] = (), env: dict | None = None):
+        self.gradio, self.runs = folder / "gradio", folder / "runs"
         port = free_port()
-        env = {**os.environ, "GRADIO_TEMP_DIR": str(self.gradio), "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, "app.py", "--public", "--port", str(port), "--runs-dir", str(folder / "runs")]
-        cmd += ["--uploads-budget-mb", str(uploads_mb)]
+        env = {**os.environ, **(env or {}), "GRADIO_TEMP_DIR": str(self.gradio), "PYTHONUNBUFFERED": "1"}
+        cmd = [sys.executable, "app.py", "--public", "--port", str(port), "--runs-dir", str(self.runs)]
+        cmd += ["--uploads-budget-mb", str(uploads_mb), *args]
         self.log = (folder / "server.log").open("w")
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}/"
-        wait_until_served(self.url, self.proc)
+        try:
+            wait_until_served(self.url, self.proc, timeout=600)  # a loaded, shared machine may take minutes
+        except BaseException:  # never leave a server behind that nobody will close
+            self.proc.kill()
+            self.proc.wait()
+            self.log.close()
+            raise
 
     def rss_mib(self, field: str = "VmRSS") -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
@@ -127,8 +140,11 @@ class Server:
     def reset_peak(self) -> None:
         Path(f"/proc/{self.proc.pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
 
-    def disk_mb(self) -> float:
-        return sum(p.stat().st_size for p in self.gradio.rglob("*") if p.is_file()) / 1e6
+    def disk_mb(self, folder: Path | None = None) -> float:
+        """MB in `folder` (default: the Gradio folder). os.walk skips what the server deletes
+        while it is walked (a soak watches the folders as the server prunes them)."""
+        walked = os.walk(folder or self.gradio)
+        return sum(_size(Path(root) / name) for root, _, names in walked for name in names) / 1e6
 
     def close(self) -> None:
         self.proc.terminate()
@@ -266,7 +282,10 @@ def upload_flood(server: Server, count: int = 177, megabytes: int = 19) -> str:
 
     def watch() -> None:
         while not done.wait(0.2):
-            most[0] = max(most[0], server.disk_mb())
+            try:
+                most[0] = max(most[0], server.disk_mb())
+            except OSError:  # the server's folder went (a soak ended while the flood ran)
+                return
 
     def one(i: int) -> str:
         try:
@@ -320,7 +339,50 @@ def disk_attack(server: Server, client, folder: Path) -> str:
     return f"upload folder after each: {max(sizes):.0f} MB at most; an example afterwards: {after}"
 
 
-def raw_analyze(url: str, payload: dict) -> str:
+def silent_joins(url: str, image: Path, joins: int = 70) -> str:
+    """`joins` webcam streams from new sessions that send one frame and nothing more, then an
+    /analyze: they filled Gradio's one queue and every /analyze got 503 "Queue is full"."""
+    import base64
+
+    import httpx
+
+    frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
+    body = {"data": [{"url": frame}, "bundled", 6, "cls", 4, 4, "inferno", "layer"]}
+    codes = [
+        httpx.post(
+            f"{url}gradio_api/call/live_frame", json=body | {"session_hash": f"silent{i}"}, timeout=60
+        ).status_code
+        for i in range(joins)
+    ]
+    answered = ", ".join(f"{codes.count(c)} × HTTP {c}" for c in sorted(set(codes)))
+    return f"{answered}; then /analyze: {raw_analyze(url, None)}"
+
+
+def foreign_key(url: str, folder: Path, image: Path) -> str:
+    """Another visitor's checkpoint key on /analyze (issue 28: taken, where /load_model refused it)."""
+    from gradio_client import Client, handle_file
+
+    owner, other = Client(url, verbose=False), Client(url, verbose=False)
+    path = checkpoint(folder / "theirs.safetensors", dim=16, heads=1)
+    key = owner.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    return attempt(lambda: other.predict(handle_file(str(image)), key, "crop", 1, *VIEWS[1:], api_name="/analyze"))
+
+
+def big_run(client, folder: Path) -> str:
+    """A small checkpoint at 1,012 px (a 46 × 46 grid), trained with the tab's batch of 128:
+    +7.0 GB before the Train tab budgeted runs (issue 28); the reply says what the run got."""
+    from gradio_client import handle_file
+
+    path = checkpoint(
+        folder / "big1012.safetensors", Preprocessing(1012, 1012), image_size=1012, patch_size=22, dim=16, mlp_dim=16
+    )
+    key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    reply = attempt(lambda: client.predict(key, "cifar10", "", 1, 1e-3, 128, api_name="/train_start")[0])
+    attempt(lambda: client.predict(api_name="/train_stop"))
+    return reply
+
+
+def raw_analyze(url: str, payload: dict | None) -> str:
     """/analyze with a payload as the browser sends it (gradio_client would upload the file again)."""
     import httpx
 
@@ -328,9 +390,50 @@ def raw_analyze(url: str, payload: dict) -> str:
     # The REST API takes every input, the page's state included: None for which "More views"
     # tab is on screen (gradio_client fills it in by itself).
     data = [payload, None, "bundled", "crop", *VIEWS]
-    event = httpx.post(base, json={"data": data}, timeout=60).json()["event_id"]
-    reply = httpx.get(f"{base}/{event}", timeout=120).text
+    joined = httpx.post(base, json={"data": data}, timeout=60)
+    if joined.status_code != 200:  # e.g. 503 "Queue is full"
+        return f"refused: HTTP {joined.status_code} {joined.text[:60]}"
+    reply = httpx.get(f"{base}/{joined.json()['event_id']}", timeout=120).text
     return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
+
+
+def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
+    """Every attack, by name, as a call that returns its reply on one line (`python -m
+    bench.soak` replays them in a loop beside a class)."""
+    image = folder / "cat.png"
+    Image.fromarray(np.random.default_rng(1).integers(0, 256, (64, 256, 3), np.uint8)).save(image)
+    depth1 = checkpoint(folder / "depth1.safetensors", dim=16, heads=1)
+    attacks = image_attacks(client, folder) | checkpoint_attacks(client, folder)
+    attacks["8 heavy requests at once (/analyze and the lessons)"] = concurrency_attack(server.url, image)
+    attacks["300 distinct 1 MB model keys on /load_model"] = lambda: key_attack(client)
+    attacks["a one-layer, one-head checkpoint, then /analyze"] = lambda: attempt(
+        lambda: one_layer(client, depth1, image)
+    )
+    attacks["data source '<script>alert(1)</script>'"] = lambda: attempt(
+        lambda: client.predict("vit_cifar_nano", "<script>alert(1)</script>", "", 1, 1e-3, 8, api_name="/train_start")
+    )
+    attacks["ten 19 MB uploads, --uploads-budget-mb 30"] = lambda: disk_attack(server, client, folder)
+    attacks["177 raw 19 MB uploads (no event), eight at a time, --uploads-budget-mb 30"] = lambda: upload_flood(server)
+    attacks |= decoding_attacks(client, folder)
+    attacks["a 10 MB key and '<img src=x onerror=alert(1)>' on /live_model"] = lambda: " / ".join(
+        attempt(lambda k=key: client.predict(k, api_name="/live_model"))
+        for key in ("k" * 10 * 2**20, "<img src=x onerror=alert(1)>")
+    )
+    attacks["60 new sessions, each with a 1 MB resize mode, on /analyze"] = lambda: session_attack(
+        server.url, 60, 2**20
+    )
+    attacks["1,500 new sessions, each with a 7,000-character resize mode (under the limit)"] = lambda: session_rounds(
+        server, 6, 250, 7000
+    )
+    attacks["70 silent webcam streams (one frame each, new sessions), then /analyze"] = lambda: silent_joins(
+        server.url, image
+    )
+    attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
+    attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
+    attacks["epochs=true on /train_start"] = lambda: attempt(
+        lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
+    )
+    return attacks
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -342,35 +445,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = Path(tmp)
         server = Server(folder)
         client = Client(server.url, verbose=False)
-        image = folder / "cat.png"
-        Image.fromarray(np.random.default_rng(1).integers(0, 256, (64, 256, 3), np.uint8)).save(image)
-        depth1 = checkpoint(folder / "depth1.safetensors", dim=16, heads=1)
-        attacks = image_attacks(client, folder) | checkpoint_attacks(client, folder)
-        attacks["8 heavy requests at once (/analyze and the lessons)"] = concurrency_attack(server.url, image)
-        attacks["300 distinct 1 MB model keys on /load_model"] = lambda: key_attack(client)
-        attacks["a one-layer, one-head checkpoint, then /analyze"] = lambda: attempt(
-            lambda: one_layer(client, depth1, image)
-        )
-        attacks["data source '<script>alert(1)</script>'"] = lambda: attempt(
-            lambda: client.predict(
-                "vit_cifar_nano", "<script>alert(1)</script>", "", 1, 1e-3, 8, api_name="/train_start"
-            )
-        )
-        attacks["ten 19 MB uploads, --uploads-budget-mb 30"] = lambda: disk_attack(server, client, folder)
-        attacks["177 raw 19 MB uploads (no event), eight at a time, --uploads-budget-mb 30"] = lambda: upload_flood(
-            server
-        )
-        attacks |= decoding_attacks(client, folder)
-        attacks["a 10 MB key and '<img src=x onerror=alert(1)>' on /live_model"] = lambda: " / ".join(
-            attempt(lambda k=key: client.predict(k, api_name="/live_model"))
-            for key in ("k" * 10 * 2**20, "<img src=x onerror=alert(1)>")
-        )
-        attacks["60 new sessions, each with a 1 MB resize mode, on /analyze"] = lambda: session_attack(
-            server.url, 60, 2**20
-        )
-        attacks["1,500 new sessions, each with a 7,000-character resize mode (under the limit)"] = lambda: (
-            session_rounds(server, 6, 250, 7000)
-        )
+        attacks = attack_list(server, client, folder)
         try:
             print(f"server at rest: {server.rss_mib():.0f} MiB; load average {os.getloadavg()[0]:.1f}")
             print("| attack | reply | peak (MiB) | kept (MiB) |\n|---|---|---|---|")

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 BUNDLED = "bundled"
 PRETRAINED_PREFIX = "pretrained:"
+UNKNOWN_CHECKPOINT = "unknown checkpoint: pick one from the list or upload it"
 EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
 BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_nano.safetensors"
 MAX_KEY_CHARS = 200  # longer than any key the catalogue hands out ("checkpoint:" + 16 characters, pretrained names)
@@ -92,6 +93,7 @@ class ServingLimits:
     max_depth: int = 64
     max_heads: int = 64
     max_dim: int = 4096
+    min_head_width: int = 8  # channels of one head (dim / heads): every trained ViT here has 16 to 64
     request_bytes: int = 1024 * 2**20
 
     def check(self, loaded: LoadedModel) -> None:
@@ -121,6 +123,14 @@ class ServingLimits:
                     f"{loaded.label}: {what} would need about {cost / 2**20:,.0f} MiB, more than this server's "
                     f"{self.request_bytes / 2**20:,.0f} MiB per request"
                 )
+        # The weights' shapes do not say how dim splits into heads: a header claiming 64 heads for
+        # a 384-wide model loads, and draws maps of heads that were never trained (issue 28).
+        if c.dim // c.heads < self.min_head_width:
+            raise ModelUnavailable(
+                f"{loaded.label}: {c.heads} heads of {c.dim // c.heads} channels each (dim {c.dim}) are narrower "
+                f"than any trained ViT's ({self.min_head_width} channels at least): the header's heads do not match "
+                "its weights"
+            )
 
 
 @dataclass
@@ -328,8 +338,20 @@ class ModelCatalog:
         """The file behind a checkpoint key (for training from it). Raises ModelUnavailable."""
         entry = self._checkpoints.get(key.partition(":")[2]) if key.startswith("checkpoint:") else None
         if entry is None:
-            raise ModelUnavailable("unknown checkpoint: pick one from the list or upload it")
+            raise ModelUnavailable(UNKNOWN_CHECKPOINT)
         return entry[0]
+
+    def check_use(self, key: object, owner: str) -> None:
+        """The one rule for checkpoint keys, which every endpoint applies (docs/security.md): a
+        visitor may use a checkpoint key registered for them or for everyone; another visitor's
+        key is refused with the very sentence an unknown key gets, so a leaked key tells nothing.
+        Keys of other kinds pass (`get` says whether they are known)."""
+        if not isinstance(key, str) or not key.startswith("checkpoint:"):
+            return
+        with self._lock:
+            entry = self._checkpoints.get(key.partition(":")[2])
+        if entry is None or entry[1] not in (owner, EVERYONE):
+            raise ModelUnavailable(UNKNOWN_CHECKPOINT)
 
     def known(self, key: object) -> bool:
         """Whether `key` names a model this catalogue offers (checked before anything is kept for it)."""
@@ -343,13 +365,17 @@ class ModelCatalog:
                 or (kind == "checkpoint" and name in self._checkpoints)
             )
 
-    def get(self, key: str, progress: Progress | None = None) -> LoadedModel:
+    def get(self, key: str, progress: Progress | None = None, owner: str | None = None) -> LoadedModel:
         """The loaded model for `key`, loading it on first use; `progress(bytes, total)` while
         its weights download (also when another visitor's request started the download).
-        Raises ModelUnavailable with one line; the full reason goes to the server log."""
+        `owner`: the visitor asking, whose use of a checkpoint key `check_use` decides (None:
+        the server itself). Raises ModelUnavailable with one line; the full reason goes to the
+        server log."""
+        if owner is not None:
+            self.check_use(key, owner)
         if not self.known(key):
             if isinstance(key, str) and key.startswith("checkpoint:"):
-                raise ModelUnavailable("unknown checkpoint: pick one from the list or upload it")
+                raise ModelUnavailable(UNKNOWN_CHECKPOINT)
             raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
         with self._lock:
             if key in self._loaded:

@@ -15,6 +15,7 @@ batches, keep the model input and the chosen layer's maps; (2) draw each frame w
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from vit.messages import shown
 
 from . import render, views
 from .catalog import LoadedModel
-from .compute import pass_seconds, run_here, to_model
+from .compute import forward_flops, pass_seconds, run_here, to_model
 from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_input
 from .render import MapStyle
 
@@ -44,8 +45,13 @@ DEMUXERS = ("mov", "matroska")  # MP4, MOV, M4V; MKV, WebM: containers that neve
 CODECS = ("h264", "hevc", "vp8", "vp9", "av1", "mpeg4")
 BATCH_BYTES = 256 * 2**20  # attention maps of one batch of frames
 MAX_BATCH = 16
-# Every frame's model input, kept for the clip's one forward pass (300 frames at 224 px: 172 MiB).
+# Every frame's model input, kept for the clip's one forward pass (300 frames at 224 px: 389 MiB,
+# `frame_bytes`): a model at 1,024 px fits 40 frames.
 CLIP_INPUT_BYTES = 512 * 2**20
+# A clip's passes (compute.forward_flops): 300 frames of ViT-B/16 at 224 px (197 tokens, 35 GFLOP
+# a frame: 10.5 TFLOP); ViT-S/16 takes 300 frames with room, ViT-L/16 about 90. The export has a
+# queue of its own (ui/concurrency.py), so even a clip at this bound never holds Explore's slots.
+CLIP_FLOPS = 11e12
 INPUT_PX = 2 * views.HEAD_PX  # height of the model input drawn beside the head tiles
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -222,15 +228,33 @@ def layer_maps_cost(loaded: LoadedModel, tensors: torch.Tensor, *_: object) -> f
     return pass_seconds(loaded.model, tensors.shape[-2:], len(tensors))
 
 
-def check_clip_inputs(loaded: LoadedModel, frames: int) -> None:
-    """Refuse, before decoding, a clip whose model inputs would take over CLIP_INPUT_BYTES
-    (every frame's input is kept for the one pass of `layer_maps`)."""
+def frame_bytes(loaded: LoadedModel) -> int:
+    """Bytes one frame keeps until the clip's pass: its model input (float32, 3 × crop²) twice
+    (each frame's, and the clip's one tensor made of them) and its pixels (uint8, 3 × crop²)."""
     crop = loaded.preprocessing.crop_size
-    needed = frames * 3 * crop * crop * 4
+    return 2 * 3 * crop * crop * 4 + 3 * crop * crop
+
+
+def check_clip_inputs(loaded: LoadedModel, frames: int) -> None:
+    """Refuse, before decoding, a clip whose frames would keep over CLIP_INPUT_BYTES (every
+    frame's input is kept for the one pass of `layer_maps`) or whose passes would take more than
+    CLIP_FLOPS: both grow with the model's input size and tokens, so a model at 1,024 px takes
+    fewer frames than one at 224 px."""
+    crop = loaded.preprocessing.crop_size
+    needed = frames * frame_bytes(loaded)
     if needed > CLIP_INPUT_BYTES:
         raise VideoError(
             f"{frames} frames at this model's {crop} × {crop} px input would take {needed / 2**20:,.0f} MiB, more "
             f"than this server's {CLIP_INPUT_BYTES / 2**20:,.0f} MiB: trim the clip or use a smaller model"
+        )
+    tokens = math.prod(loaded.model.patch_grid(crop, crop)) + len(loaded.model.config.prefix_names)
+    work = forward_flops(loaded.model.config, tokens, frames)
+    if work > CLIP_FLOPS:
+        most = int(CLIP_FLOPS // forward_flops(loaded.model.config, tokens))
+        raise VideoError(
+            f"{frames} frames through this model ({tokens:,} tokens a frame at {crop} × {crop} px) would take "
+            f"{work / 1e12:,.1f} TFLOP, more than this server's {CLIP_FLOPS / 1e12:,.1f} for one clip: trim the clip "
+            f"to {most} frames or use a smaller model"
         )
 
 

@@ -2,6 +2,8 @@
 
 import httpx
 import numpy as np
+import pytest
+from gradio_client.exceptions import AppError
 from PIL import Image
 
 import vit
@@ -39,3 +41,24 @@ def test_the_wide_images_are_small_files_of_the_stated_mode_and_size(tmp_path):
         path = wide_image(tmp_path / name, mode, side=2000)
         with Image.open(path) as im:
             assert (im.mode, im.size) == (mode, (2000, 2000)) and path.stat().st_size < 100_000
+
+
+def test_the_attacks_on_the_new_surfaces_are_refused_or_bounded(server, tmp_path):
+    """Issue 28's attacks in bench.attacks, against a served app: silent webcam streams leave
+    /analyze working, another visitor's key is refused, a 1,012 px run is scaled down, and
+    epochs=true is not one epoch."""
+    from gradio_client import Client
+
+    from bench.attacks import big_run, foreign_key, silent_joins
+    from explorer.catalog import UNKNOWN_CHECKPOINT
+
+    image = tmp_path / "cat.png"
+    Image.new("RGB", (32, 32), (200, 120, 40)).save(image)
+    joined = silent_joins(server, image, joins=30)
+    assert "HTTP 503" in joined and joined.endswith("then /analyze: ok"), joined
+    assert foreign_key(server, tmp_path, image) == f"refused: {UNKNOWN_CHECKPOINT}"
+    client = Client(server, verbose=False)
+    reply = big_run(client, tmp_path)
+    assert reply.startswith("ok: started Batch size 128 would need about"), reply  # scaled down, and said
+    with pytest.raises(AppError, match="epochs must be a whole number from 1 to 200, got True"):
+        client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")

@@ -119,6 +119,12 @@ def _hostile(tmp_path, name: str, pre: Preprocessing = CIFAR10, **config) -> str
         ("resize", Preprocessing(16000, 32), {}, "preprocessing resize_size 16,000 is more than this server's 1,024"),
         ("grid80", CIFAR10, {"image_size": 320, "patch_size": 4}, "patch grid side 80 is more than this server's 48"),
         ("heads144", CIFAR10, {"dim": 144, "heads": 144}, "heads 144 is more than this server's 64"),
+        (  # issue 28: a header claiming 64 heads for a 128-wide model (2 channels a head)
+            "heads64",
+            CIFAR10,
+            {"dim": 128, "heads": 64, "mlp_dim": 8},
+            r"64 heads of 2 channels each \(dim 128\) are narrower than any trained ViT.s \(8 channels at least\)",
+        ),
         (
             "maps",  # every field within bounds: 12 layers x 64 heads x 577² attention weights
             Preprocessing(384, 384),

@@ -236,3 +236,17 @@ def test_an_image_whose_decoding_would_pass_the_budget_is_refused_from_its_heade
     with pytest.raises(images.ImageError, match="64 × 64 px in mode I: decoding it would take 0 MiB") as refused:
         images.check_image(wide)
     assert "\n" not in str(refused.value)
+
+
+def test_a_16_bit_image_is_charged_by_the_bytes_of_its_samples(tmp_path, monkeypatch):
+    """Issue 28: a 121 KB 7999 × 7999 16-bit PNG was charged like 8-bit RGB (9 bytes a pixel,
+    549 MiB, under the budget) and its /analyze cost +733 MiB; it is refused from its header."""
+    import explorer.images as images
+    from bench.attacks import wide_image
+
+    path = wide_image(tmp_path / "wide16.png", "I;16", side=7999)
+    assert path.stat().st_size < 200_000
+    monkeypatch.setattr(Image.Image, "load", lambda *_: pytest.fail("decoded anyway"))
+    with pytest.raises(images.ImageError, match="7,999 × 7,999 px in mode I;16: decoding it would take 732 MiB"):
+        images.check_image(path)
+    images.check_decoding("I;16", 6900, 6900)  # 47.6 Mpx of 16-bit samples: 545 MiB, within the budget

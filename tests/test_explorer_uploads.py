@@ -121,6 +121,18 @@ def test_uploads_within_the_budget_are_counted_without_walking_the_folder(tmp_pa
     assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 3000
 
 
+def test_a_file_the_app_writes_past_the_budget_prunes_at_once(tmp_path: Path, walks) -> None:
+    """The soak (issue 28) found the folder 268 MB against a 256 MB budget: GIF and video exports
+    were not counted, and a count past the budget waited for the next upload or minute to prune."""
+    budget = UploadBudget(lambda: tmp_path, 3000)
+    budget.admit(arrive(tmp_path, "a/first.png", 1000))
+    budget.added(arrive(tmp_path, "v/view.webp", 1500).stat().st_size)  # 2500: within, no walk
+    assert len(walks) == 1
+    budget.added(arrive(tmp_path, "e/export.gif", 1000).stat().st_size)  # 3500: over, so walk and prune now
+    assert len(walks) == 2 and not (tmp_path / "a/first.png").exists() and (tmp_path / "e/export.gif").exists()
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 3000
+
+
 def test_files_that_came_another_way_are_counted_at_the_next_walk(tmp_path: Path, walks, monkeypatch) -> None:
     budget = UploadBudget(lambda: tmp_path, 3000, recount_s=60.0)
     budget.admit(arrive(tmp_path, "a/first.png", 1000))

@@ -1,5 +1,8 @@
 """explorer/video.py: clips checked from their header, decoded, and made into an attention video."""
 
+import math
+from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -10,9 +13,10 @@ import vit
 from bench.attacks import clip_that_grows
 from explorer import video
 from explorer.catalog import LoadedModel
+from explorer.compute import forward_flops
 from explorer.render import MapStyle
 from explorer.video import VideoError, VideoLimits, attention_video, clip_tops, probe
-from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
 
 def write_clip(path: Path, frames: int, width: int = 64, height: int = 48, fps: int = 10, fmt: str = "mp4") -> Path:
@@ -60,6 +64,15 @@ def test_a_clip_over_the_limits_is_refused_before_a_frame_is_decoded(tmp_path, m
     monkeypatch.setattr(video, "_frames", no_decoding)
     with pytest.raises(VideoError, match=message):
         attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle(), limits)
+
+
+def test_a_clip_at_a_millionth_of_a_frame_per_second_is_refused_not_made_ten_million_seconds_long(tmp_path, tiny):
+    """Issue 28: a clip with no duration and 10⁻⁶ frames per second yielded a video claiming to
+    last 10,000,000 s; its rate is refused from the header (VideoLimits.min_fps)."""
+    clip = write_clip(tmp_path / "slow.mkv", 3, fps=Fraction(1, 1_000_000), fmt="matroska")
+    with pytest.raises(VideoError, match="frames per second; at least 1 are accepted"):
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle())
+    assert not (tmp_path / "out.mp4").exists()
 
 
 def test_a_clip_whose_frames_outgrow_its_header_is_refused_before_they_are_decoded(tmp_path):
@@ -181,8 +194,27 @@ def test_one_pass_over_the_clip_gives_each_frame_the_maps_of_its_own_pass(tiny):
 
 
 def test_a_clip_whose_inputs_would_not_fit_is_refused_before_decoding(tmp_path, monkeypatch, tiny):
-    monkeypatch.setattr(video, "CLIP_INPUT_BYTES", 11 * 3 * 32 * 32 * 4)  # room for 11 frames of 32 px
+    monkeypatch.setattr(video, "CLIP_INPUT_BYTES", 11 * video.frame_bytes(tiny))  # room for 11 frames of 32 px
     clip = write_clip(tmp_path / "c.mp4", 12, fps=10)
     monkeypatch.setattr(video, "_frames", lambda *a: (_ for _ in ()).throw(AssertionError("decoded a frame")))
     with pytest.raises(VideoError, match="12 frames at this model's 32 × 32 px input would take 0 MiB"):
         attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle())
+
+
+def test_a_clip_is_bounded_by_the_work_of_its_model_not_a_224_px_assumption(tmp_path, monkeypatch, tiny):
+    """Issue 28: an admitted checkpoint at crop 1,024 made one export cost +2.5 GB and 66 s; a
+    clip's frames are now bounded by what the model's input size keeps and its tokens cost."""
+    per_frame = forward_flops(tiny.model.config, 8 * 8 + 1)  # 32 px in 4 px patches, and CLS
+    monkeypatch.setattr(video, "CLIP_FLOPS", 11.5 * per_frame)  # room for 11 frames' passes
+    clip = write_clip(tmp_path / "c.mp4", 12, fps=10)
+    monkeypatch.setattr(video, "_frames", lambda *a: (_ for _ in ()).throw(AssertionError("decoded a frame")))
+    with pytest.raises(
+        VideoError, match=r"12 frames through this model \(65 tokens a frame at 32 × 32 px\).* to 11 frames"
+    ):
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle())
+    big = replace(tiny, meta=replace(tiny.meta, preprocessing=Preprocessing(1024, 1024)))
+    assert video.frame_bytes(big) == 2 * 3 * 1024**2 * 4 + 3 * 1024**2  # a 1,024 px model's frame: 28 MiB
+    monkeypatch.setattr(video, "CLIP_FLOPS", math.inf)
+    with pytest.raises(VideoError, match="would take .* MiB, more than this server's 512 MiB"):
+        video.check_clip_inputs(big, 20 * 1)  # 20 frames of 1,024 px pass 512 MiB...
+    video.check_clip_inputs(replace(big, meta=tiny.meta), 300)  # ...300 of 32 px do not

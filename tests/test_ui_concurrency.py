@@ -32,7 +32,6 @@ HEAVY_EVENTS = {
     "lesson_norms_models",  # a lesson's model pickers load the models they name
     "lesson_heads_model",
     "live_model",
-    "attention_video",
 }
 # Events with their own slots, each for a reason: Gradio's example loader and the picker's
 # rollback do no work; "play" mostly sleeps between frames; the Train tab's events start,
@@ -65,12 +64,12 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
             assert fn.concurrency_limit == HEAVY_LIMIT
         elif fn.concurrency_id == "views":
             views.add(fn.api_name)
-        elif fn.concurrency_id == "ranking":  # minutes long: one slot of its own
+        elif fn.concurrency_id in ("ranking", "video"):  # up to minutes long: one slot of its own each
             ranking.add(fn.api_name)
             assert fn.concurrency_limit == 1
         else:
             other.add(fn.api_name.rstrip("_0123456789"))
-    assert heavy == HEAVY_EVENTS and ranking == {"lesson_head_ranking"}
+    assert heavy == HEAVY_EVENTS and ranking == {"lesson_head_ranking", "attention_video"}
     # Page-only events that run no model: the Train tab's timer, Stop's confirmation, its "First
     # step" note and its jump to Explore, the Lessons tab's clearing of old results and its opening
     # (Explore's image and the visitor's models in its pickers), Explore's

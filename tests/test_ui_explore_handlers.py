@@ -412,6 +412,17 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
     assert view.model_info.value.startswith(f"⚠️ The default model `pretrained:{name}` is not available here")
     assert "10 classes" in view.model_info.value
 
+    cache = tmp_path / "hf-home" / "hub" / f"models--timm--{name}" / "snapshots" / "0123"
+
+    def unreadable(n, progress=None):  # issue 28: the reason named the Hub's cache folder on the first screen
+        raise vit.PretrainedUnavailable(f"cannot read {cache / 'model.safetensors'}: the file is truncated")
+
+    monkeypatch.setattr(vit, "load_pretrained", unreadable)
+    with gr.Blocks():
+        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert "cannot read model.safetensors: the file is truncated" in view.model_info.value
+    assert str(tmp_path) not in view.model_info.value and "hf-home" not in view.model_info.value
+
 
 def test_the_upload_placeholder_is_plain_text(tab):
     """Issue 19: Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""

@@ -3,6 +3,7 @@ launched with the app's own limits (ui.app.served_limits), in-process so its ses
 
 import base64
 import io
+import time
 
 import httpx
 import numpy as np
@@ -14,7 +15,8 @@ from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from ui.app import served_limits
-from ui.limits import MAX_EVENT_BYTES, SESSIONS
+from ui.concurrency import LIVE_WAITING
+from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, live_waiting
 from ui.outputs import UPLOADS, upload_folder
 from ui.settings import ServerSettings
 
@@ -119,3 +121,25 @@ def test_an_empty_session_hash_is_refused_in_one_line(app):
     for route, body in (("call/analyze", {"data": data}), ("queue/join", {"data": data, "fn_index": 0})):
         reply = httpx.post(f"{url}gradio_api/{route}", json=body | {"session_hash": ""}, timeout=60)
         assert (reply.status_code, reply.text) == (400, "session_hash must not be empty")
+
+
+def test_silent_webcam_joins_cannot_fill_the_queue_explore_needs(app):
+    """Issue 28: 64 webcam streams that joined and sent nothing more filled Gradio's one queue,
+    and every /analyze got HTTP 503 "Queue is full". Live now keeps at most LIVE_WAITING events
+    waiting; a stream joining beyond them is told Live is busy at once, and /analyze still works."""
+    url, demo = app
+    live = next(fn._id for fn in demo.fns.values() if fn.api_name == "live_frame")
+    frame, controls = jpeg_data_url(32), ["bundled", 6, "cls", 4, 4, "inferno", "layer"]
+    replies, most = [], 0
+    for i in range(70):
+        join = {"data": [{"url": frame}, *controls], "fn_index": live, "session_hash": f"silent{i}"}
+        replies.append(httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60))
+        most = max(most, live_waiting(demo))
+    busy = [r for r in replies if r.status_code == 503]
+    assert most <= LIVE_WAITING  # Live's share of the server's queue, whatever the joins
+    assert len(busy) >= 40 and all(r.text == LIVE_BUSY for r in busy)  # told at once, not queued
+    status, text = call(url, "analyze", [None, None, "bundled", "crop", *VIEWS], "explore-visitor")
+    assert status == 200 and "event: complete" in text  # Explore's request was queued and answered
+    deadline = time.monotonic() + 60
+    while live_waiting(demo) and time.monotonic() < deadline:  # the silent streams end (STREAM_EVENT_S)
+        time.sleep(0.5)

@@ -108,3 +108,56 @@ def test_every_error_of_the_ui_goes_through_the_one_helper():
     ui_dir = Path(ui.__file__).parent
     bare = [p.name for p in ui_dir.glob("*.py") if "gr.Error(" in p.read_text() and p.name != "checks.py"]
     assert bare == []
+
+
+def test_another_visitors_checkpoint_key_is_refused_by_every_endpoint_in_one_sentence(public, tmp_path):
+    """Issue 28: /analyze, the lessons, /live_frame and /attention_video took another visitor's
+    checkpoint key (a leak away), /load_model, /live_model and /train_start refused it. One rule
+    now (ModelCatalog.check_use), and one sentence: the same as for a key that does not exist."""
+    import base64
+
+    import httpx
+    from gradio_client import handle_file
+    from PIL import Image
+
+    from bench.attacks import VIEWS, checkpoint
+    from explorer.catalog import UNKNOWN_CHECKPOINT
+
+    owner, other = Client(public, verbose=False), Client(public, verbose=False)
+    key = owner.predict(
+        handle_file(str(checkpoint(tmp_path / "mine.safetensors", dim=16))), api_name="/upload_checkpoint"
+    )["value"]
+    image = tmp_path / "cat.png"
+    Image.new("RGB", (32, 32), (200, 120, 40)).save(image)
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"\0" * 100)  # refused for its key before it is opened
+    picture = handle_file(str(image))
+    assert owner.predict(picture, key, "crop", 1, *VIEWS[1:], api_name="/analyze")[2]["label"]  # the owner's key works
+    calls = {
+        "/analyze": (picture, key, "crop", 1, *VIEWS[1:]),
+        "/lesson_compare": (picture, [key], "inferno"),
+        "/lesson_token_norms": (picture, key, "bundled", 1, "inferno"),
+        "/lesson_heads_off": (picture, key, ""),
+        "/lesson_head_ranking": (picture, key),
+        "/attention_video": (handle_file(str(clip)), key, 1, "cls", 1, 1, "inferno", "layer"),
+        "/load_model": (key,),
+        "/live_model": (key,),
+        "/train_start": (key, "operator", "", 1, 1e-3, 8),
+    }
+    for api, args in calls.items():
+        for asked in (key, "checkpoint:" + "0" * 24):  # another visitor's key, and one that never was
+            sent = tuple([asked] if a == [key] else asked if a == key else a for a in args)
+            with pytest.raises(AppError) as refused:
+                other.predict(*sent, api_name=api)
+            assert refused.value.args[0] == UNKNOWN_CHECKPOINT or UNKNOWN_CHECKPOINT in str(refused.value), (
+                api,
+                refused.value,
+            )
+    controls = [key, 1, "cls", 1, 1, "inferno", "layer"]
+    frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
+    base = f"{public}gradio_api/call/live_frame"
+    event = httpx.post(base, json={"data": [{"url": frame}, *controls], "session_hash": "another"}, timeout=60)
+    with httpx.stream("GET", f"{base}/{event.json()['event_id']}", timeout=120) as replies:
+        said = next(line for line in replies.iter_lines() if "Cannot draw" in line or "error" in line)
+    httpx.post(f"{public}gradio_api/stream/{event.json()['event_id']}/close", timeout=60)
+    assert UNKNOWN_CHECKPOINT in said  # /live_frame says it in its status line, the same sentence

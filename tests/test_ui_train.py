@@ -18,10 +18,11 @@ from training_helpers import write_image_folder
 
 import vit
 from explorer.catalog import ModelCatalog
+from training.budget import gb, image_set_bytes, run_config, training_cost
 from training.job import JobSnapshot
-from training.registry import JobRegistry
+from training.registry import TrainLimits
 from ui import train
-from ui.settings import ServerSettings
+from ui.settings import SPACE_MODEL, ServerSettings
 from ui.train import TrainView
 
 CLASSES = ("cat", "dog")
@@ -280,22 +281,51 @@ def test_layout_messages_keep_their_slashes_for_visitors(tmp_path):
     assert "train/&lt;class&gt;/ and test/&lt;class&gt;/ image folders" in shown and str(tmp_path) not in shown
 
 
-def test_the_train_picker_marks_what_cannot_be_had_offline_and_start_waits_for_the_run(tiny_checkpoint, tmp_path):
-    """Issue 27, 10 and k: offline, the Train picker offered every pretrained model unmarked (the
-    Explore pickers said "not on this machine ..."), and Start stayed pressable during a run."""
+class Recorded:
+    """A registry that records what a start asked for (the run itself is not the point here)."""
+
+    def __init__(self) -> None:
+        self.asked: dict = {}
+
+    def start(self, visitor: str, **asked) -> None:
+        self.asked = asked
+
+    def snapshot(self, _visitor: str) -> JobSnapshot:
+        return JobSnapshot(running=True)
+
+
+def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint, tmp_path):
+    """Issue 28: the tab's defaults (batch 128) on the Space's DeiT-S took +7.5 GB; a run is now
+    estimated before it starts (training.budget) and its batch scaled down, said in the status."""
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
-    catalog.online = False
-    choices = train.model_choices(catalog, "visitor")
-    presets = [label for label, _ in choices[: len(train.PRESETS)]]
-    away = [label for label, _ in choices[len(train.PRESETS) :]]
-    assert presets == train.PRESETS and away  # no pretrained weights are cached in this test
-    assert all(label.endswith("(not on this machine, and no internet to download it)") for label in away)
+    settings = ServerSettings(public=True)
     with gr.Blocks():
-        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
-    request = SimpleNamespace(session_hash="visitor")
-    ended = train.train_status(view, OneRun(tiny_checkpoint), catalog, train.NOTHING_SHOWN, request)
-    assert ended[view.start].interactive  # the run has ended: Start again
-    with pytest.raises(gr.Error, match="CIFAR-10 cannot be downloaded here: this machine has no internet"):
-        runs = JobRegistry(tmp_path / "runs")
-        train.train_start(view, runs, catalog, ServerSettings(), "vit_cifar_nano", "cifar10", "", 1, 1e-3, 8, request)
-    assert runs.running() == 0  # refused before any run began
+        view = TrainView(**train._options(catalog, settings), **train._monitor())
+    runs, request = Recorded(), SimpleNamespace(session_hash="visitor")
+    out = train.train_start(view, runs, catalog, settings, SPACE_MODEL, "cifar10", "", 1, 1e-4, 128, request)
+    limit = settings.train.memory_bytes
+    cost = training_cost(run_config(SPACE_MODEL, 32))
+    batch = runs.asked["batch_size"]
+    assert 1 <= batch < 128 and cost.memory(batch, 1, image_set_bytes(50_000, 32)) <= limit
+    assert cost.memory(batch + 1, 1, image_set_bytes(50_000, 32)) > limit  # the largest batch that fits
+    assert 1 <= runs.asked["eval_batch_size"] <= 500  # evaluation no longer 500 images at a time at 224 px
+    assert (
+        f"Batch size 128 would need about {gb(cost.memory(128, 500, image_set_bytes(50_000, 32)))}" in out[view.status]
+    )
+    assert f"so your run trains {batch} images at a time" in out[view.status]
+    out = train.train_start(view, runs, catalog, settings, "vit_cifar_nano", "cifar10", "", 1, 1e-3, 128, request)
+    assert runs.asked["batch_size"] == 128 and "Batch size" not in out[view.status]  # a small run as asked
+
+
+def test_a_run_that_cannot_fit_is_refused_in_a_sentence():
+    small = TrainLimits(memory_bytes=200 * 2**20)
+    with pytest.raises(
+        ValueError,
+        match=r"deit_small_patch16_224.fb_in1k cannot be trained on this server: it needs "
+        r"about \d+\.\d GB of memory even one image at a time .* Pick a smaller model",
+    ):
+        train.memory_plan(small, SPACE_MODEL, "cifar10", 1, 8, 1e-3)
+    with pytest.raises(ValueError, match="checkpoints would take about 4.9 GB on disk"):
+        train.memory_plan(TrainLimits(memory_bytes=2**40), "vit_l_16.tv_in1k", "cifar10", 1, 8, 1e-3)
+    with pytest.raises(ValueError, match="epochs must be a whole number from 1 to 200, got True"):
+        train.memory_plan(TrainLimits(), "vit_cifar_nano", "cifar10", True, 8, 1e-3)  # a bool is not 1 epoch

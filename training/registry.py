@@ -42,6 +42,7 @@ class TrainLimits:
     max_lr: float = 1.0
     max_concurrent: int = 1  # runs training at once on the whole server
     disk_budget_bytes: int = 2 * 1024**3  # the whole runs folder
+    memory_bytes: int = 3 * 1024**3  # what one run may allocate (training.budget estimates it before it starts)
 
     def check(self, *, epochs: object, batch_size: object, lr: object) -> tuple[int, int, float]:
         """(epochs, batch_size, lr) as numbers, or ValueError naming the field and its range."""
@@ -52,8 +53,8 @@ class TrainLimits:
 
 def _whole(value: object, name: str, low: int, high: int) -> int:
     try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        number = math.nan if isinstance(value, bool) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # a bool is no number here: `epochs=true` once trained 1 epoch
         number = math.nan
     if not (math.isfinite(number) and number == int(number) and low <= number <= high):
         raise ValueError(f"{name} must be a whole number from {low} to {high}, got {shown(value)}")
@@ -104,10 +105,12 @@ class JobRegistry:
         batch_size: object,
         lr: object,
         warmup_epochs: float | None = None,
+        eval_batch_size: int | None = None,
     ) -> Path:
         """Start `session`'s run in a fresh private folder and return that folder. Raises
         ValueError (bad arguments, e.g. a warm-up as long as the run), JobBusy (own run or the
-        server's limit). `warmup_epochs` None: TrainConfig's default, 10% of the run."""
+        server's limit). `warmup_epochs` None: TrainConfig's default, 10% of the run;
+        `eval_batch_size` None: TrainConfig's default."""
         epochs_i, batch_i, rate = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
         key = self._key(session)
         with self._lock:
@@ -133,6 +136,7 @@ class JobRegistry:
                 batch_size=batch_i,
                 out_dir=str(out),
                 warmup_epochs=warmup_epochs,
+                **({} if eval_batch_size is None else {"eval_batch_size": eval_batch_size}),
             )
         return out
 

@@ -15,7 +15,7 @@ from explorer.catalog import ModelCatalog
 from . import explore_handlers
 from .explore import HEAD_JS, build_explore_tab
 from .lessons import build_lessons_tab
-from .limits import SESSIONS, RequestLimits, frame_fns
+from .limits import SESSIONS, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS
 from .pictures import TEXT as PICTURE_TEXT
@@ -134,7 +134,9 @@ def keep_uploads_within(budget_bytes: int) -> threading.Thread:
 def served_limits(demo: gr.Blocks) -> dict[str, Any]:
     """`demo.launch` arguments that bound what requests bring and sessions keep (ui/limits.py):
     the request limits as middleware, before Gradio reads a byte, and the sessions Gradio keeps."""
-    middleware = Middleware(RequestLimits, uploads=UPLOADS, frame_fns=frame_fns(demo))
+    middleware = Middleware(
+        RequestLimits, uploads=UPLOADS, frame_fns=frame_fns(demo), live_waiting=lambda: live_waiting(demo)
+    )
     return {"app_kwargs": {"middleware": [middleware]}, "state_session_capacity": SESSIONS}
 
 

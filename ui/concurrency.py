@@ -16,8 +16,19 @@ HEAVY = {"concurrency_id": "heavy", "concurrency_limit": HEAVY_LIMIT}
 # A head ranking may hold its slot for minutes (explorer.lessons.MAX_RANKING_S): rankings get one
 # slot of their own, so two of them never take both heavy slots from every analysis.
 RANKING = {"concurrency_id": "ranking", "concurrency_limit": 1}
+# The attention video: a clip's passes may hold a core for a minute (explorer.video.CLIP_FLOPS) and
+# 0.5 GiB (CLIP_INPUT_BYTES). In the heavy pool, two exports at crop 1,024 made a nano /analyze
+# wait 92 s (issue 28): exports have one slot of their own, and wait for it in their own queue.
+VIDEO = {"concurrency_id": "video", "concurrency_limit": 1}
 # Clicks, slider moves and restyles redraw one to three small pictures from the cached forward
 # pass (~10 ms of drawing). They share one pool of two of their own, so clicks, the most frequent
 # action, never wait behind an analysis, and at most four requests run at once on two cores
 # (docs/benchmarks-app.md, "A class at once"). "Play" holds a slot for seconds: not here.
 CHEAP = {"concurrency_id": "views", "concurrency_limit": 2}
+# The webcam streams' queue (ui/live.py): Live's workers and the stream events waiting for one.
+# Gradio has one queue for the whole server (max_size in ui/app.py): silent webcam streams that
+# joined and waited filled it, and every /analyze got "Queue is full" (issue 28). At most
+# LIVE_WAITING stream events wait; a webcam joining beyond them is told Live is busy at once
+# (ui.limits.RequestLimits), so Live never holds more than LIVE_WAITING of the queue's places.
+LIVE_ID = "live"
+LIVE_WAITING = 4

@@ -26,10 +26,14 @@ def shown_as(progress: gr.Progress, key: str) -> Progress:
     return report
 
 
-def load(catalog: ModelCatalog, key: object, progress: gr.Progress | None = None) -> LoadedModel:
-    """The model behind `key`, its download drawn on `progress`; gr.Error (one line) if it
-    cannot be had. The full reason is in the server log (explorer.catalog logs it)."""
+def load(
+    catalog: ModelCatalog, key: object, progress: gr.Progress | None = None, owner: str | None = None
+) -> LoadedModel:
+    """The model behind `key` for the visitor `owner` (ModelCatalog.check_use), its download
+    drawn on `progress`; gr.Error (one line) if it cannot be had. The full reason is in the
+    server log (explorer.catalog logs it)."""
     try:
-        return catalog.get(str(key), progress=shown_as(progress, str(key)) if progress is not None else None)
+        shown = shown_as(progress, str(key)) if progress is not None else None
+        return catalog.get(str(key), progress=shown, owner=owner)
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e

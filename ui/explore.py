@@ -19,6 +19,7 @@ from . import concurrency
 from . import explore_handlers as h
 from .binding import ComponentView, bound
 from .pictures import picture
+from .settings import for_visitors
 
 EXAMPLES_DIR = h.EXAMPLES_DIR
 EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
@@ -290,7 +291,8 @@ def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
             with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
                 checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
         with gr.Column(scale=3):
-            note = f"{catalog.note}\n\n" if catalog.note else ""  # the default model could not be had
+            # The default model could not be had: the reason may name the Hub's cache folder.
+            note = f"{for_visitors(catalog.note)}\n\n" if catalog.note else ""
             model_info = gr.Markdown(note + start.describe(), label="Model description")
             numbers = gr.Markdown(label="Image and grid sizes", elem_id="numbers")
     return {"model_key": model_key, "checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}

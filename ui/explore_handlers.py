@@ -411,17 +411,19 @@ def analyze(
     pca_layer: float | None = None,
     pca_examples: bool = False,
     pca_background: bool = True,
+    request: gr.Request | None = None,
 ) -> dict:
     """Analyse an uploaded image with the chosen model and draw the views on screen; with no
     image (removed with its ×), clear every output that described the last one. `pca_layer`
     (1-based; None: the last), `pca_examples` and `pca_background` are the PCA tab's controls."""
+    visitor = owner(request)
     if image is None:
-        return view.update(**cleared(load_or_error(catalog, model_key).model.config.prefix_names))
+        return view.update(**cleared(load_or_error(catalog, model_key, visitor).model.config.prefix_names))
     mode, fusion = one_of("resize mode", mode, MODES), one_of("head fusion", fusion, FUSIONS)
     discard = number("discard ratio", discard, 0.0, DISCARD_MAX)
     style = map_style(cmap, opacity, upsampling, display, scale)
     try:
-        loaded = catalog.get(model_key)
+        loaded = catalog.get(model_key, owner=visitor)
         layer = check_layer(layer, loaded.model.config.depth)
         display = map_show(show, keep_percent)
         path, limit = uploaded_path(image), catalog.serving.request_bytes
@@ -617,10 +619,11 @@ def hide_more(view: ExploreView) -> dict:
     return view.update(on_screen=None)
 
 
-def load_or_error(catalog: ModelCatalog, key: str) -> LoadedModel:
-    """The catalogue's model for `key`, or a visitor's error with its message."""
+def load_or_error(catalog: ModelCatalog, key: str, visitor: str | None = None) -> LoadedModel:
+    """The catalogue's model for `key` (for `visitor`: ModelCatalog.check_use), or a visitor's
+    error with its message."""
     try:
-        return catalog.get(key)
+        return catalog.get(key, owner=visitor)
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e
 
@@ -996,6 +999,7 @@ def export_gif(
     scaled = "_one-scale" if one_scale else ""
     path = cache_path(f"{name or 'attention'}_layers1-{ex.depth}_{query_name(query)}{scaled}.gif")
     render.save_gif(views.layer_frames(ex, query, style, one_scale=one_scale), path, cmap=style.cmap)
+    UPLOADS.added(path.stat().st_size)  # counted against the upload folder's budget, as every view
     return view.update(export_file=str(path))
 
 
@@ -1003,6 +1007,10 @@ def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request |
     """`model_key` if it is one of this visitor's picker choices, else an app message. The model
     pickers' events run with preprocess=False: Gradio's own choice check echoed a 10 MB key
     whole, and HTML in it unescaped."""
+    try:
+        catalog.check_use(model_key, owner(request))  # the one rule for checkpoint keys, one sentence
+    except ModelUnavailable as e:
+        raise visitor_error(str(e), duration=None) from e
     if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
         raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list")
     return model_key

@@ -93,10 +93,12 @@ def heads_box(loaded: LoadedModel) -> dict[str, str]:
     }
 
 
-def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None) -> LoadedModel:
-    """The model behind a lesson picker's `key`, its download drawn on `progress`; raises
-    ModelUnavailable (one line, for the note beside the picker) if it cannot be had here."""
-    return catalog.get(str(key), progress=downloads.shown_as(progress, str(key)) if progress is not None else None)
+def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None, visitor: str) -> LoadedModel:
+    """The model behind a lesson picker's `key` for `visitor` (ModelCatalog.check_use), its
+    download drawn on `progress`; raises ModelUnavailable (one line, for the note beside the
+    picker) if it cannot be had here."""
+    shown_progress = downloads.shown_as(progress, str(key)) if progress is not None else None
+    return catalog.get(str(key), progress=shown_progress, owner=visitor)
 
 
 def norms_models(
@@ -106,13 +108,14 @@ def norms_models(
     without_registers: str,
     current: list[str],
     progress: gr.Progress = PROGRESS,
+    request: gr.Request | None = None,
 ) -> dict:
     """The layer slider for a newly chosen pair: layers 1 to the shallower model's depth,
     set to its last layer (the pair is loaded, downloading if needed, progress shown), and the
     note saying when the pair cannot differ. A model that cannot be had here is said in the
     note and both pickers return to `current`, the pair the slider still describes."""
     try:
-        pair = [fetched(catalog, key, progress) for key in (with_registers, without_registers)]
+        pair = [fetched(catalog, key, progress, owner(request)) for key in (with_registers, without_registers)]
     except ModelUnavailable as e:
         first, second = current
         return view.update(with_registers=first, without_registers=second, norms_layer=gr.skip(), norms_note=f"⚠️ {e}")
@@ -138,13 +141,14 @@ def heads_model(
     model_key: str,
     current: str,
     progress: gr.Progress = PROGRESS,
+    request: gr.Request | None = None,
 ) -> dict:
     """The heads-off box for a newly chosen model: its label gives that model's layers and
     heads; a model without classes is named at once (it makes no predictions to change). A
     model that cannot be had here is said in the note, and the picker returns to `current`,
     the model the box still describes (no Error badge hides the box or the top-5)."""
     try:
-        loaded = fetched(catalog, model_key, progress)
+        loaded = fetched(catalog, model_key, progress, owner(request))
     except ModelUnavailable as e:
         return view.update(heads_model=current, heads_current=current, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
     try:
@@ -164,6 +168,7 @@ def compare_models(
     models: list[str] | None,
     cmap: str,
     progress: gr.Progress = PROGRESS,
+    request: gr.Request | None = None,
 ) -> dict:
     """Supervised vs self-supervised: the last-layer CLS heads of up to three models (keys of the
     model picker, e.g. a supervised ViT, DINO and DINOv2) side by side on one colour scale.
@@ -174,7 +179,7 @@ def compare_models(
     loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
     for key in models:
         try:
-            loaded.append(catalog.get(str(key), progress=downloads.shown_as(progress, str(key))))
+            loaded.append(fetched(catalog, key, progress, owner(request)))
         except ModelUnavailable as e:
             missing.append(str(e))
     if not loaded:
@@ -205,12 +210,13 @@ def compare_token_norms(
     layer: float,
     cmap: str,
     progress: gr.Progress = PROGRESS,
+    request: gr.Request | None = None,
 ) -> dict:
     """Artefacts and registers: the L2 norm of every patch token after `layer` (1-based) for a
     model with registers and one without, on one colour scale; patches above 2 x the median
     norm outlined and listed with their norm and their share of the last layer's CLS attention."""
     picture, style = lesson_image(image), lesson_style(cmap)
-    models = [downloads.load(catalog, key, progress) for key in (with_registers, without_registers)]
+    models = [downloads.load(catalog, key, progress, owner(request)) for key in (with_registers, without_registers)]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
@@ -235,10 +241,11 @@ def switch_heads_off(
     model_key: str,
     heads: str | None,
     progress: gr.Progress = PROGRESS,
+    request: gr.Request | None = None,
 ) -> dict:
     """Which heads matter: the top-5 predictions with the heads in `heads` switched off, as
     1-based "layer.head" items separated by commas ("3.2, 11.7"); empty: every head on."""
-    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress)
+    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress, owner(request))
     c = loaded.model.config
     try:
         off = lessons.parse_heads(str(heads or ""), c.depth, c.heads)
@@ -319,7 +326,7 @@ def rank_heads(
     a time: layers x heads forward passes, refused past explorer.lessons.MAX_RANKING_FLOPS and
     stopped after MAX_RANKING_S seconds. One ranking at a time per visitor; the ranking so far
     is shown after every layer, and *Stop* (or leaving the page) ends it there."""
-    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress)
+    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress, owner(request))
     c = loaded.model.config
     with RANKINGS.claim(owner(request), lessons.MAX_RANKING_S):
         try:

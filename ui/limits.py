@@ -21,6 +21,8 @@ from starlette.concurrency import run_in_threadpool
 from explorer.live import MAX_URL_CHARS
 from explorer.uploads import UploadBudget, UploadSpaceFull
 
+from .concurrency import LIVE_ID, LIVE_WAITING
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -37,16 +39,25 @@ SESSIONS = 500
 UPLOAD_ROUTES = ("/gradio_api/upload", "/gradio_api/process_recording")
 STREAM_ROUTE = "/gradio_api/stream/"  # a running stream's next frame
 FRAME_API = "live_frame"
+LIVE_BUSY = "Live is busy: every webcam place is taken. Try again in a minute; Explore works meanwhile."
 
 
 class RequestLimits:
     """ASGI middleware: an event's request over its limit gets 413, an upload that does not fit
     the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
-    reads the body, and an empty session hash 400; anything else passes untouched. `frame_fns` are the fn indices of the
+    reads the body, an empty session hash 400, and a new webcam stream event while Live's queue is
+    full 503 with LIVE_BUSY; anything else passes untouched. `frame_fns` are the fn indices of the
     webcam frame's event (ui.app finds them), whose requests may carry a frame."""
 
-    def __init__(self, app: ASGIApp, uploads: UploadBudget, frame_fns: Collection[int] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        uploads: UploadBudget,
+        frame_fns: Collection[int] = (),
+        live_waiting: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
+        self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -61,6 +72,8 @@ class RequestLimits:
             )
         if len(body) <= MAX_EVENT_BYTES and _fields(body).get("session_hash", None) == "":
             return await _refuse(send, 400, "session_hash must not be empty")  # Gradio answered 500
+        if self._is_frame(path, body) and not path.startswith(STREAM_ROUTE) and self.live_waiting() >= LIVE_WAITING:
+            return await _refuse(send, 503, LIVE_BUSY)  # a new stream event, with Live's queue full
         return await self.app(scope, _replay(body, receive), send)
 
     def _is_frame(self, path: str, body: bytes) -> bool:
@@ -130,6 +143,13 @@ async def _refuse(send: Send, status: int, text: str) -> None:
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(data)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": [*headers, (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": data})
+
+
+def live_waiting(demo: gr.Blocks) -> int:
+    """Webcam stream events waiting in Gradio's queue for a Live worker (its running ones are not in it)."""
+    events = getattr(demo, "_queue", None)
+    waiting = events.event_queue_per_concurrency_id.get(LIVE_ID) if events is not None else None
+    return len(waiting.queue) if waiting is not None else 0
 
 
 def frame_fns(demo: gr.Blocks) -> list[int]:

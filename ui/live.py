@@ -226,7 +226,7 @@ def _wire_stream(view: LiveView, catalog: ModelCatalog, slots: StreamSlots) -> N
         api_name="live_frame",
         stream_every=STREAM_EVERY_S,
         time_limit=STREAM_EVENT_S,  # a silent stream's worker is free within this (StreamSlots: its slot in idle_s)
-        concurrency_id="live",
+        concurrency_id=concurrency.LIVE_ID,
         concurrency_limit=slots.limit + WAITING_ROOM,
         preprocess=False,  # the frame arrives as the browser's data: URL, decoded by explorer.live
         show_progress="hidden",
@@ -259,7 +259,7 @@ def _wire_video(view: LiveView, catalog: ModelCatalog, limits: VideoLimits) -> N
         view.pick("video_out", "video_note"),
         api_name="attention_video",
         preprocess=False,  # the clip's upload payload, checked by ui.explore_handlers.uploaded_path
-        **concurrency.HEAVY,  # a clip keeps a core busy for seconds: one of the server's heavy slots
+        **concurrency.VIDEO,  # a clip keeps a core busy for up to a minute: never one of Explore's heavy slots
     )
 
 

@@ -35,7 +35,7 @@ from .explore_handlers import (
     uploaded_path,
 )
 from .limits import forget_frame
-from .outputs import cache_path
+from .outputs import UPLOADS, cache_path
 from .settings import for_visitors
 
 if TYPE_CHECKING:
@@ -63,11 +63,20 @@ def check_query(loaded: LoadedModel, token: str, row: object, column: object) ->
 
 
 def live_request(
-    catalog: ModelCatalog, model_key: str, layer: float, token: str, row: float, column: float, cmap: str, scale: str
+    catalog: ModelCatalog,
+    model_key: str,
+    layer: float,
+    token: str,
+    row: float,
+    column: float,
+    cmap: str,
+    scale: str,
+    visitor: str | None = None,
 ) -> tuple[LoadedModel, int, Query, MapStyle]:
-    """What the Live controls ask for, checked: the model, its layer (1-based), the query and
-    the style; gr.Error (or ModelUnavailable) naming the first value out of range."""
-    loaded = catalog.get(model_key)
+    """What the Live controls ask for, checked: the model (for `visitor`: ModelCatalog.check_use),
+    its layer (1-based), the query and the style; gr.Error (or ModelUnavailable) naming the first
+    value out of range."""
+    loaded = catalog.get(model_key, owner=visitor)
     layer = check_layer(layer, loaded.model.config.depth)
     return loaded, layer, check_query(loaded, token, row, column), live_style(cmap, scale)
 
@@ -131,7 +140,8 @@ def live_frame(
         time.sleep(WAIT_POLL_S)
         return view.update(status=busy_text(admission, slots.limit))
     try:
-        loaded, layer, query, style = live_request(catalog, model_key, layer, query_token, row, column, cmap, scale)
+        controls = (layer, query_token, row, column, cmap, scale)
+        loaded, layer, query, style = live_request(catalog, model_key, *controls, visitor)
         if refusal := zerogpu.live_refusal(loaded):
             raise visitor_error(refusal)
         url = frame.get("url") if isinstance(frame, dict) else None
@@ -203,6 +213,7 @@ def attention_video(
     cmap: str,
     scale: str,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to show a progress bar
+    request: gr.Request | None = None,
 ) -> dict:
     """An MP4 of the clip beside the chosen layer's head maps, one colour scale for the whole
     clip, named by clip, model, layer and query (e.g. `clip-vit_cifar10_nano-layer6-cls.mp4`)."""
@@ -210,7 +221,8 @@ def attention_video(
         raise visitor_error("Upload a short video clip first (MP4, MOV or WebM).")
     path = uploaded_path(clip)
     try:
-        loaded, layer, query, style = live_request(catalog, model_key, layer, query_token, row, column, cmap, scale)
+        controls = (layer, query_token, row, column, cmap, scale)
+        loaded, layer, query, style = live_request(catalog, model_key, *controls, owner(request))
         out = cache_path(f"{export_name(clip, model_key, catalog)}-layer{layer}-{query_name(query)}.mp4")
 
         def report(stage: str, done: int, total: int) -> None:
@@ -222,6 +234,7 @@ def attention_video(
         )
     except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
+    UPLOADS.added(out.stat().st_size)  # counted against the upload folder's budget, as every view
     return view.update(video_out=str(out), video_note=video_text(made, time.perf_counter() - started))
 
 

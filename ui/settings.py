@@ -51,7 +51,11 @@ class ServerSettings:
             public=args.public,
             shared_runs=args.shared_runs,
             data_folder=Path(args.data_folder).resolve() if args.data_folder else None,
-            train=TrainLimits(max_concurrent=args.max_runs, disk_budget_bytes=args.runs_budget_mb * MIB),
+            train=TrainLimits(
+                max_concurrent=args.max_runs,
+                disk_budget_bytes=args.runs_budget_mb * MIB,
+                memory_bytes=args.train_mb * MIB,
+            ),
             load=LoadLimits(max_parameters=args.max_params),
             serving=ServingLimits(request_bytes=args.request_mb * MIB),
             cache_bytes=args.cache_mb * MIB,
@@ -69,6 +73,7 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-folder", help="a train/ + test/ image folder visitors may train on")
     p.add_argument("--max-runs", type=int, default=1, help="training runs at once, whole server")
     p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
+    p.add_argument("--train-mb", type=int, default=3072, help="memory one training run may allocate")
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
     p.add_argument("--request-mb", type=int, default=1024, help="memory one request may compute")

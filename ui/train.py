@@ -24,10 +24,21 @@ import gradio as gr
 import vit
 from explorer import compute, run_views
 from explorer.catalog import ModelCatalog, ModelUnavailable
+from training.budget import (
+    MAX_EVAL_BATCH,
+    MemoryPlan,
+    TrainingTooBig,
+    data_shape,
+    fit,
+    gb,
+    image_set_bytes,
+    run_config,
+    training_cost,
+)
 from training.chunks import ChunkRefused, ChunkReport, train_chunk
 from training.data import cifar10_downloaded
 from training.job import ChunkPlan, JobBusy, JobSnapshot
-from training.registry import JobRegistry
+from training.registry import JobRegistry, TrainLimits
 from vit.messages import shown
 from vit.model import CONFIGS
 from vit.pretrained import PRETRAINED
@@ -352,8 +363,10 @@ def training_source(catalog: ModelCatalog, settings: ServerSettings, visitor: st
     if model in PRESETS or model in vit.list_pretrained():
         return model
     if model.startswith("checkpoint:"):
-        if model not in {key for key, _ in catalog.checkpoints(visitor)}:
-            raise visitor_error("unknown checkpoint: pick one of yours from the list")
+        try:
+            catalog.check_use(model, visitor)  # the one rule for checkpoint keys, one sentence
+        except ModelUnavailable as e:
+            raise visitor_error(str(e)) from e
         return str(catalog.checkpoint_file(model))
     if settings.public:
         raise visitor_error("pick a model from the list")
@@ -385,6 +398,33 @@ def training_data(settings: ServerSettings, source: str, folder: str) -> str:
     raise visitor_error(f"unknown data source {shown(source)}: pick one from the list")
 
 
+def memory_plan(
+    limits: TrainLimits, spec: str, data: str, epochs: object, batch: object, lr: object
+) -> tuple[MemoryPlan, str]:
+    """The batch sizes a run gets within the server's memory budget for one run, estimated before
+    it starts (`training.budget`), and a sentence for the status when the batch asked was scaled
+    down. ValueError, in a teacher's words, when even one image at a time would not fit, or the
+    run's checkpoints would not fit the runs folder's budget."""
+    _, asked, _ = limits.check(epochs=epochs, batch_size=batch, lr=lr)
+    images, side = data_shape(data)
+    config = run_config(spec, side)
+    if config is None:  # a local server's own weights file: not estimated
+        return MemoryPlan(asked, MAX_EVAL_BATCH, 0, 0), ""
+    cost = training_cost(config)
+    name = Path(spec).name if Path(spec).is_file() else spec
+    try:
+        plan = fit(cost, asked, limits.memory_bytes, limits.disk_budget_bytes, image_set_bytes(images, side))
+    except TrainingTooBig as e:
+        raise ValueError(f"{name} cannot be trained on this server: {e}. Pick a smaller model.") from e
+    if not plan.scaled_down:
+        return plan, ""
+    return plan, (
+        f"Batch size {asked} would need about {gb(plan.asked_bytes)} of memory for {name} at {cost.image_size} px; "
+        f"this server gives one run {gb(limits.memory_bytes)}, so your run trains {plan.batch} images at a time "
+        f"(about {gb(plan.memory_bytes)}) and evaluates {plan.eval_batch} at a time.\n\n"
+    )
+
+
 def train_start(
     view: TrainView,
     runs: JobRegistry,
@@ -409,12 +449,22 @@ def train_start(
         if source == "cifar10" and cifar10_offline(catalog):  # after the numbers' checks, which name the field
             runs.limits.check(epochs=epochs, batch_size=batch, lr=lr)
             raise ValueError(CIFAR10_OFFLINE)
-        runs.start(visitor, model=spec, data=data, epochs=epochs, batch_size=batch, lr=lr, warmup_epochs=warmup)
+        plan, said = memory_plan(settings.train, spec, data, epochs, batch, lr)
+        runs.start(
+            visitor,
+            model=spec,
+            data=data,
+            epochs=epochs,
+            batch_size=plan.batch,
+            lr=lr,
+            warmup_epochs=warmup,
+            eval_batch_size=plan.eval_batch,
+        )
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
     snap = runs.snapshot(visitor)
     return view.update(
-        status=f"started\n\n{describe(snap)}",
+        status=f"started\n\n{said}{describe(snap)}",
         progress=progress_html(0, 1, "loading data and model", "running"),
         seen=NOTHING_SHOWN,
         curves=None,

@@ -1,0 +1,454 @@
+"""A class period on a public server: a class of visitors doing what a lesson does, one attacker
+replaying every attack of `bench.attacks`, and the server's resources sampled every minute.
+
+    python -m bench.soak                           # 50 minutes, 30 visitors (about 55 minutes in all)
+    python -m bench.soak --minutes 3 --visitors 6  # a short one (tests/test_bench_soak.py runs one)
+
+Starts `app.py --public` as a Space starts it (SPACE_ID set; the bundled model, as the Hub is not
+reachable here) with a stand-in training folder (`--data-folder`: two classes of 32 px images).
+Each visitor (its own `gradio_client` session, `bench.visitors.Visitor`'s actions) uploads an
+image (/analyze) and then clicks patches, moves the layer slider, restyles, exports a PNG or a
+GIF and opens two lessons, with a human's pause between actions, and uploads again now and then;
+visitor 0 streams its webcam to Live (/live_frame) throughout; visitors 1 and 2 each run one
+Train-tab run (a preset on the stand-in folder, polled until it ends), at the start and half-way.
+The attacker runs `bench.attacks.attack_list` in a loop. Every minute: the server's resident
+memory, open files, threads, the upload and runs folders' sizes, and the p95 of each action done
+that minute. Prints a Markdown table, writes it as CSV and plots memory and p95 over time; then
+judges the goals of issue 28: memory and folders flat after the settling minutes, within their
+budgets; the last minute's p95 at most 1.2 x the first's; no error for the class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import io
+import os
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from bench.attacks import Server, attack_list
+from bench.visitors import CHEAP, images_for, load_average, machine, percentile, warm_up
+from bench.visitors import Visitor as Clicker
+from ui.limits import LIVE_BUSY
+
+ROOT = Path(__file__).resolve().parent.parent
+PLOT = ROOT / "docs" / "security-soak.png"
+# What a visitor does after an upload, and how often (clicks most, as in bench.visitors).
+ACTIONS = {
+    "query_patch": 5,
+    "heads": 3,
+    "restyle": 1,
+    "reset_query": 1,
+    "export_png": 1,
+    "export_gif": 1,
+    "lesson_compare": 1,
+    "lesson_token_norms": 1,
+    "analyze": 1,  # a new upload
+}
+GROUPS = {  # the table's columns: p95 of these actions together
+    "analyze": ("analyze",),
+    "click": CHEAP,
+    "restyle": ("restyle",),
+    "export": ("export_png", "export_gif"),
+    "lesson": ("lesson_compare", "lesson_token_norms"),
+    "live": ("live_frame",),
+    "train": ("train_start",),
+}
+JUDGED = ("analyze", "click")  # groups with enough samples each minute for a p95 to mean something
+P95_RATIO = 1.2
+FLAT_FRACTION = 0.10  # memory growth allowed after settling, over the rest of the run, of its level then
+UPLOADS_MB, RUNS_MB = 256, 256  # the server's budgets here (--uploads-budget-mb, --runs-budget-mb)
+LIVE_CONTROLS = ["bundled", 6, "cls", 4, 4, "inferno", "layer"]
+
+
+@dataclass
+class Log:
+    """Every action's end: (seconds since the start, action, seconds it took, error or None)."""
+
+    start: float = field(default_factory=time.monotonic)
+    rows: list[tuple[float, str, float, str | None]] = field(default_factory=list)
+    attacks: list[tuple[float, str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def timed(self, action: str, call: Callable[[], object]) -> object:
+        began = time.monotonic()
+        try:
+            result, error = call(), None
+        except Exception as e:  # noqa: BLE001 - every failure is counted and reported
+            result, error = None, f"{type(e).__name__}: {e}"[:200]
+        with self.lock:
+            self.rows.append((time.monotonic() - self.start, action, time.monotonic() - began, error))
+        return result
+
+    def minute(self, m: int, minute_s: float) -> list[tuple[str, float, str | None]]:
+        with self.lock:
+            return [(a, s, e) for t, a, s, e in self.rows if m * minute_s <= t < (m + 1) * minute_s]
+
+
+def stand_in_data(folder: Path, per_class: int = 60) -> Path:
+    """A train/ and test/ image folder of two classes (bright and dark 32 px squares with noise)."""
+    rng = np.random.default_rng(0)
+    for split, count in (("train", per_class), ("test", per_class // 3)):
+        for name, level in (("bright", 200), ("dark", 50)):
+            (folder / split / name).mkdir(parents=True, exist_ok=True)
+            for i in range(count):
+                pixels = np.clip(level + rng.normal(0, 30, (32, 32, 3)), 0, 255).astype(np.uint8)
+                Image.fromarray(pixels).save(folder / split / name / f"{i}.png")
+    return folder
+
+
+def frame_url(image: Path, side: int = 160) -> str:
+    """A webcam frame as the browser sends it: a JPEG `data:` URL."""
+    buffer = io.BytesIO()
+    Image.open(image).convert("RGB").resize((side, side)).save(buffer, "JPEG", quality=90)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+@dataclass
+class Pupil:
+    """One visitor of the class: `bench.visitors.Visitor`'s clicks, and the exports and lessons."""
+
+    clicker: Clicker
+    rng: random.Random
+
+    def call(self, client, action: str) -> object:
+        """`action` through `client`, as the page would send it."""
+        from gradio_client import handle_file
+
+        image = handle_file(str(self.clicker.image))
+        if action == "analyze":
+            return client.predict(image=image, model_key="bundled", mode="crop", api_name="/analyze")
+        if action == "lesson_compare":
+            return client.predict(image, ["bundled"], "inferno", api_name="/lesson_compare")
+        if action == "lesson_token_norms":
+            return client.predict(image, "bundled", "bundled", 1, "inferno", api_name="/lesson_token_norms")
+        kind = {"export_png": "heads", "export_gif": "reset_query"}.get(action, action)
+        kwargs = self.clicker.arguments(kind, self.rng)
+        if action == "export_gif":  # the GIF runs through every layer: no layer argument
+            kwargs.pop("layer")
+        return client.predict(**kwargs, api_name=f"/{action}")
+
+    def run(self, client, log: Log, stop: threading.Event) -> None:
+        log.timed("analyze", lambda: self.call(client, "analyze"))
+        while not stop.wait(self.clicker.think_s * self.rng.uniform(0.5, 1.5)):
+            action = self.rng.choices(list(ACTIONS), weights=list(ACTIONS.values()))[0]
+            log.timed(action, lambda a=action: self.call(client, a))
+
+
+def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
+    """One webcam on Live: a frame, its first picture, the stream closed; again every half second.
+    "Live is busy" (the attacker's silent streams hold Live's places) is an answer, not an error."""
+    import httpx
+
+    base, frame = f"{url}gradio_api/call/live_frame", frame_url(image)
+
+    def one() -> None:
+        body = {"data": [{"url": frame}, *LIVE_CONTROLS], "session_hash": "soak-live"}
+        joined = httpx.post(base, json=body, timeout=60)
+        if joined.status_code == 503 and joined.text == LIVE_BUSY:  # a clear answer: Live is full (the attacker)
+            return
+        event = joined.raise_for_status().json()["event_id"]
+        try:
+            with httpx.stream("GET", f"{base}/{event}", timeout=120) as replies:
+                for line in replies.iter_lines():
+                    if "live-heads" in line or "Live is busy" in line:
+                        break
+                    if line.startswith("event: error"):
+                        raise RuntimeError(f"the stream answered an error: {next(replies.iter_lines(), '')}")
+        finally:
+            httpx.post(f"{url}gradio_api/stream/{event}/close", timeout=60)
+
+    while not stop.wait(0.5):
+        log.timed("live_frame", one)
+
+
+def train(client, log: Log, stop: threading.Event, delay_s: float) -> None:
+    """One Train-tab run of a preset on the operator's folder, `delay_s` into the period, polled
+    every 2 s until it ends; a failed run is an error of the class."""
+    if stop.wait(delay_s):
+        return
+    log.timed(
+        "train_start", lambda: client.predict("vit_cifar_nano", "operator", "", 2, 1e-3, 32, api_name="/train_start")
+    )
+
+    def until_ended() -> None:
+        while not stop.wait(2):
+            bar = client.predict(api_name="/train_status")[2]
+            if any(word in bar for word in ("finished", "failed", "stopped")):
+                if "finished" not in bar:
+                    raise RuntimeError(f"the run ended: {bar[-200:]}")
+                return
+
+    log.timed("train_run", until_ended)
+
+
+def attacker(server: Server, folder: Path, log: Log, stop: threading.Event) -> None:
+    """Every attack of bench.attacks, in turn, until the period ends; replies go to `log.attacks`."""
+    from gradio_client import Client
+
+    client = Client(server.url, verbose=False, download_files=False)
+    attacks = attack_list(server, client, folder)
+    while not stop.is_set():
+        for name, call in attacks.items():
+            if stop.is_set():
+                break
+            try:
+                reply = call()
+            except Exception as e:  # noqa: BLE001 - an attack that fails is a reply too
+                reply = f"failed: {type(e).__name__}: {e}"[:110]
+            with log.lock:
+                log.attacks.append((time.monotonic() - log.start, name, reply))
+
+
+@dataclass
+class Sample:
+    """The server at the end of one minute, and the p95 (s) of each group of actions in it."""
+
+    minute: int
+    rss_mib: float
+    open_files: int
+    threads: int
+    uploads_mb: float
+    runs_mb: float
+    load: float
+    p95: dict[str, float]
+    actions: int
+    errors: int
+
+
+def sample(server: Server, log: Log, m: int, minute_s: float) -> Sample:
+    pid = server.proc.pid
+    done = log.minute(m, minute_s)
+    p95 = {}
+    for group, members in GROUPS.items():
+        seconds = [s for a, s, e in done if a in members and e is None]
+        p95[group] = percentile(seconds, 95) if seconds else float("nan")
+    threads = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("Threads:")
+    )
+    return Sample(
+        minute=m + 1,
+        rss_mib=server.rss_mib(),
+        open_files=len(os.listdir(f"/proc/{pid}/fd")),
+        threads=threads,
+        uploads_mb=server.disk_mb(),
+        runs_mb=server.disk_mb(server.runs) if server.runs.exists() else 0.0,
+        load=os.getloadavg()[0],
+        p95=p95,
+        actions=len(done),
+        errors=sum(e is not None for _, _, e in done),
+    )
+
+
+def table(samples: list[Sample]) -> list[str]:
+    """Markdown: one row a minute."""
+    head = ["minute", "RSS MiB", "open files", "threads", "uploads MB", "runs MB", "load"]
+    head += [f"p95 {g} s" for g in GROUPS] + ["actions", "errors"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in samples:
+        cells = [f"{s.minute}", f"{s.rss_mib:.0f}", f"{s.open_files}", f"{s.threads}", f"{s.uploads_mb:.0f}"]
+        cells += [f"{s.runs_mb:.1f}", f"{s.load:.1f}"]
+        cells += ["-" if np.isnan(s.p95[g]) else f"{s.p95[g]:.2f}" for g in GROUPS]
+        rows.append("| " + " | ".join(cells + [f"{s.actions}", f"{s.errors}"]) + " |")
+    return rows
+
+
+def write_csv(samples: list[Sample], path: Path) -> None:
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(
+            ["minute", "rss_mib", "open_files", "threads", "uploads_mb", "runs_mb", "load"]
+            + [f"p95_{g}_s" for g in GROUPS]
+            + ["actions", "errors"]
+        )
+        for s in samples:
+            out.writerow(
+                [
+                    s.minute,
+                    f"{s.rss_mib:.1f}",
+                    s.open_files,
+                    s.threads,
+                    f"{s.uploads_mb:.1f}",
+                    f"{s.runs_mb:.2f}",
+                    f"{s.load:.2f}",
+                    *(f"{s.p95[g]:.3f}" for g in GROUPS),
+                    s.actions,
+                    s.errors,
+                ]
+            )
+
+
+def plot(samples: list[Sample], path: Path, title: str) -> None:
+    """Resident memory (MiB, from 0) and each group's p95 (s, from 0) against the minute."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    minutes = [s.minute for s in samples]
+    fig, (mem, lat) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, constrained_layout=True)
+    mem.plot(minutes, [s.rss_mib for s in samples], marker="o", color="#2563eb")
+    mem.set_ylim(0, max(s.rss_mib for s in samples) * 1.15)
+    mem.set_ylabel("server resident memory (MiB)")
+    mem.set_title(title, fontsize=10)
+    for group in GROUPS:
+        values = [s.p95[group] for s in samples]
+        if not all(np.isnan(values)):
+            lat.plot(minutes, values, marker=".", label=group)
+    lat.set_ylim(bottom=0)
+    lat.set_ylabel("p95 of the minute's actions (s)")
+    lat.set_xlabel("minute of the class period (a gap: no such action that minute)")
+    lat.legend(ncol=4, fontsize=8)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def judge(samples: list[Sample], class_errors: int, settle: int) -> list[str]:
+    """The goals, each 'met' or 'missed' with its numbers."""
+    settled = [s for s in samples if s.minute >= settle] or samples[-1:]
+    base = settled[0].rss_mib
+    slope = np.polyfit([s.minute for s in settled], [s.rss_mib for s in settled], 1)[0] if len(settled) > 1 else 0.0
+    growth = slope * (settled[-1].minute - settled[0].minute)
+    verdicts = [
+        (
+            "memory flat after minute " + str(settle),
+            growth <= FLAT_FRACTION * base,
+            f"{base:.0f} MiB then; least-squares growth over the rest {growth:+.0f} MiB (allowed {FLAT_FRACTION:.0%}: "
+            f"{FLAT_FRACTION * base:.0f}); highest {max(s.rss_mib for s in settled):.0f} MiB",
+        ),
+        (
+            "folders within budgets",
+            all(s.uploads_mb <= UPLOADS_MB and s.runs_mb <= RUNS_MB for s in samples),
+            f"uploads at most {max(s.uploads_mb for s in samples):.0f} of {UPLOADS_MB} MB, runs at most "
+            f"{max(s.runs_mb for s in samples):.1f} of {RUNS_MB} MB",
+        ),
+    ]
+    for group in JUDGED:
+        first, last = samples[0].p95[group], samples[-1].p95[group]
+        verdicts.append(
+            (
+                f"{group} p95, last minute against the first",
+                last <= P95_RATIO * first,
+                f"{last:.2f} s against {first:.2f} s (allowed x{P95_RATIO})",
+            )
+        )
+    verdicts.append(("no error for the class", class_errors == 0, f"{class_errors} errors"))
+    return [f"- {name}: {'met' if ok else 'MISSED'} ({why})" for name, ok, why in verdicts]
+
+
+def class_threads(
+    server: Server, args: argparse.Namespace, folder: Path, log: Log, stop: threading.Event
+) -> list[threading.Thread]:
+    """The class (each visitor its own session), Live's stream, the two runs and the attacker, not started."""
+    from gradio_client import Client
+
+    grid, depth = warm_up(server.url, folder)
+    images = images_for(args.visitors, folder)
+    threads = []
+    for i, image in enumerate(images):
+        pupil = Pupil(Clicker(i, image, [], args.think, grid, depth), random.Random(i))
+        client = Client(server.url, verbose=False, download_files=False)
+        threads.append(threading.Thread(target=pupil.run, args=(client, log, stop), daemon=True))
+    threads.append(threading.Thread(target=stream, args=(server.url, images[0], log, stop), daemon=True))
+    for delay in (args.minute_s / 4, args.minutes * args.minute_s / 2):
+        client = Client(server.url, verbose=False, download_files=False)
+        threads.append(threading.Thread(target=train, args=(client, log, stop, delay), daemon=True))
+    threads.append(threading.Thread(target=attacker, args=(server, folder / "attacks", log, stop), daemon=True))
+    return threads
+
+
+def run(args: argparse.Namespace, folder: Path) -> tuple[list[Sample], Log, float]:
+    """The period: (one sample a minute, the log, the server's resident memory at rest in MiB)."""
+    (folder / "attacks").mkdir()
+    data = stand_in_data(folder / "data")
+    env = {"SPACE_ID": "soak/vit-attention-explorer", "VIT_EXPLORER_MODEL": "bundled", "HF_HUB_OFFLINE": "1"}
+    server = Server(folder, UPLOADS_MB, ("--data-folder", str(data), "--runs-budget-mb", str(RUNS_MB)), env)
+    stop, samples = threading.Event(), []
+    try:
+        rest = server.rss_mib()
+        log = Log()
+        threads = class_threads(server, args, folder, log, stop)
+        log.start = time.monotonic()
+        for t in threads:
+            t.start()
+        for m in range(args.minutes):
+            time.sleep(max(0.0, log.start + (m + 1) * args.minute_s - time.monotonic()))
+            if server.proc.poll() is not None:
+                raise RuntimeError(f"the server exited with code {server.proc.returncode}: see {folder}/server.log")
+            samples.append(sample(server, log, m, args.minute_s))
+            print("\n".join(table(samples)[-1:]), flush=True)
+        stop.set()
+        for t in threads[:-1]:  # the class ends its last actions; the attacker's replies no longer count
+            t.join(timeout=120)
+        return samples, log, rest
+    finally:
+        stop.set()
+        server.close()
+
+
+def report(args: argparse.Namespace, samples: list[Sample], log: Log, rest: float) -> str:
+    class_rows = [r for r in log.rows if r[0] < args.minutes * args.minute_s]
+    errors = [r for r in class_rows if r[3] is not None]
+    lines = [
+        f"machine: {machine()}; {load_average()} at the end",
+        f"{args.visitors} visitors (pause {args.think:.1f} s x0.5..1.5 between actions), one Live stream, two Train "
+        f"runs, one attacker; {args.minutes} minutes of {args.minute_s:.0f} s; the server at rest {rest:.0f} MiB; "
+        f"{len(class_rows)} class actions; {len(log.attacks)} attacks replayed",
+        "",
+        *table(samples),
+        "",
+        *judge(samples, len(errors), args.settle),
+    ]
+    kinds: dict[tuple[str, str], list[float]] = {}  # every error, by action and message
+    for t, action, _, error in errors:
+        kinds.setdefault((action, error[:120]), []).append(t)
+    lines += [
+        f"- class error: {action}, {len(times)} x (first at {min(times):.0f} s): {error}"
+        for (action, error), times in sorted(kinds.items(), key=lambda k: -len(k[1]))
+    ]
+    attacks: dict[str, list[str]] = {}
+    for _, name, reply in log.attacks:
+        attacks.setdefault(name, []).append(reply)
+    lines += ["", "attacks replayed (times, last reply):"]
+    lines += [f"- {name}: {len(replies)} x, {replies[-1]}" for name, replies in attacks.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--minutes", type=int, default=50, help="length of the class period")
+    p.add_argument("--visitors", type=int, default=30)
+    p.add_argument("--think", type=float, default=3.0, help="mean pause between a visitor's actions, seconds")
+    p.add_argument(
+        "--settle", type=int, help="minutes after which memory must stay flat (default: 5, a third of shorter runs)"
+    )
+    p.add_argument("--minute-s", type=float, default=60.0, help=argparse.SUPPRESS)  # shorter minutes: tests only
+    p.add_argument("--csv", type=Path, default=PLOT.with_suffix(".csv"), help="the table as CSV")
+    p.add_argument("--plot", type=Path, default=PLOT, help="memory and p95 over time (PNG)")
+    args = p.parse_args(argv)
+    args.settle = args.settle or min(5, max(1, args.minutes // 3))
+    if args.minutes < 1 or args.visitors < 3 or args.think <= 0 or not 1 <= args.settle <= args.minutes:
+        p.error("--minutes at least 1, --visitors at least 3, --think above 0, --settle from 1 to --minutes")
+    with tempfile.TemporaryDirectory() as tmp:
+        samples, log, rest = run(args, Path(tmp))
+    text = report(args, samples, log, rest)
+    write_csv(samples, args.csv)
+    plot(samples, args.plot, f"{args.visitors} visitors, one attacker, {args.minutes} min ({machine()})")
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()
