@@ -77,36 +77,55 @@ def _delete(path: Path, root: Path) -> None:
             pass
 
 
+# A file this young is never pruned: an upload may still wait for its handler behind a class's
+# analyses, a view just drawn for Gradio to serve it. Without it an upload flood within the budget
+# pushed other visitors' fresh uploads out before their handlers read them (the soak, issue 28):
+# now the flood is refused (UploadSpaceFull) until its own files age, and nobody's file is lost.
+FRESH_S = 120.0
+
+
+def _young(files: list[tuple[float, int, Path]], now: float) -> set[Path]:
+    """The files of `files` modified within FRESH_S of `now` (wall clock, as mtimes are)."""
+    return {path for mtime, _, path in files if mtime > now - FRESH_S}
+
+
 def _prune(files: list[tuple[float, int, Path]], root: Path, budget_bytes: int, keep: Collection[Path]) -> int:
-    """Delete the oldest of `files` (never `keep`) until the rest fit `budget_bytes`; the bytes freed."""
-    used, freed = sum(size for _, size, _ in files), 0
+    """Delete the oldest of `files` (never `keep`, never one younger than FRESH_S) until the rest
+    fit `budget_bytes`; the bytes freed."""
+    used, freed, young = sum(size for _, size, _ in files), 0, _young(files, time.time())
     for _, size, path in sorted(files, key=lambda f: f[0]):
         if used - freed <= budget_bytes:
             break
-        if path in keep:
+        if path in keep or path in young:
             continue
         _delete(path, root)
         freed += size
     return freed
 
 
+def _held(files: list[tuple[float, int, Path]], keep: Collection[Path]) -> int:
+    """The bytes of `files` a prune may not delete: the app's own (`keep`) and the young."""
+    young = _young(files, time.time())
+    return sum(size for _, size, path in files if path in keep or path in young)
+
+
 def prune_oldest(root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
     """Delete the oldest files under `root` until what is left fits `budget_bytes`; returns
     the bytes freed. Files in `keep` (the app's own files, such as its examples' cached
-    copies) are never deleted; the newest files (a fresh upload, a view just drawn) go last."""
+    copies) are never deleted, nor files younger than FRESH_S (a fresh upload, a view just drawn)."""
     return _prune(_files(root), Path(root).resolve(), budget_bytes, keep)
 
 
 def admit(path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
     """Make room for `path`, a file that just arrived under `root`: older files go first (never
-    `keep`). A file that would not fit even then is deleted and refused, and frees nothing.
+    `keep`, never one younger than FRESH_S). A file that would not fit even then is deleted and
+    refused, and frees nothing.
     Returns the bytes under `root` afterwards."""
     files = _files(root)
     used = sum(size for _, size, _ in files)
     if path in keep:  # one of the app's own files (an example): already there, always allowed
         return used
-    kept = sum(size for _, size, p in files if p in keep)
-    if kept + path.stat().st_size > budget_bytes:
+    if _held(files, {*keep, path}) > budget_bytes:  # `path` is among `files`: it has just arrived
         path.unlink(missing_ok=True)
         raise UploadSpaceFull(SPACE_FULL)
     return used - _prune(files, Path(root).resolve(), budget_bytes, {*keep, path})
@@ -165,8 +184,7 @@ class UploadBudget:
                 self._arriving += size
                 return
             files = _files(root)
-            kept = sum(bytes_ for _, bytes_, p in files if p in self.keep)
-            if kept + self._arriving + size > self.budget_bytes:
+            if _held(files, self.keep) + self._arriving + size > self.budget_bytes:
                 raise UploadSpaceFull(SPACE_FULL)
             room = self.budget_bytes - self._arriving - size
             freed = _prune(files, root, room, self.keep)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,31 @@ def test_uploads_still_arriving_are_held_to_the_budget_together(tmp_path: Path, 
     budget.arrived(1000)  # stored: counted as files now, 2000 of 3000
     budget.reserve(900)
     assert len(walks) == 3  # fits the count: no walk
+
+
+def test_an_upload_flood_is_refused_rather_than_push_out_another_visitors_fresh_upload(tmp_path: Path) -> None:
+    """The soak (issue 28): an attacker's 19 MB uploads, each within the budget, pushed a class's
+    uploads out of the folder before their handlers read them ("not an upload of this app")."""
+    budget = UploadBudget(lambda: tmp_path, 3000)
+    theirs = tmp_path / "a" / "class.png"
+    theirs.parent.mkdir()
+    theirs.write_bytes(b"x" * 1000)  # just uploaded (now): its handler may not have read it yet
+    budget.reserve(1900)  # the flood's first upload fits beside it
+    with pytest.raises(UploadSpaceFull, match="try again in a few minutes"):
+        budget.reserve(1900)  # the next one would need the class's fresh upload gone: refused instead
+    assert theirs.exists()
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "flood.png").write_bytes(b"x" * 1900)
+    budget.arrived(1900)
+    aged = time.time() - explorer.uploads.FRESH_S - 1  # once it is older than FRESH_S it may go
+    os.utime(theirs, (aged, aged))
+    budget.reserve(1000)  # 1900 young + 1000 fits; the aged file makes the room
+    assert not theirs.exists() and (tmp_path / "f" / "flood.png").exists()
+    with pytest.raises(UploadSpaceFull):  # a fresh file may not be pruned by the module-level admit either
+        fresh = arrive(tmp_path, "b/late.png", 10)
+        os.utime(fresh, None)  # now: young
+        big = tmp_path / "c" / "big.png"
+        big.parent.mkdir()
+        big.write_bytes(b"x" * 2995)
+        admit(big, tmp_path, 3000)
+    assert fresh.exists() and not big.exists()
