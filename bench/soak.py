@@ -68,6 +68,9 @@ JUDGED = ("analyze", "click")  # groups with enough samples each minute for a p9
 P95_RATIO = 1.2
 FLAT_FRACTION = 0.10  # memory growth allowed after settling, over the rest of the run, of its level then
 UPLOADS_MB, RUNS_MB = 256, 256  # the server's budgets here (--uploads-budget-mb, --runs-budget-mb)
+# The explanation cache's budget here (--cache-mb; 2 GiB by default): small enough that the class
+# fills it in the first minutes, so memory that grows after them is not a budget still filling.
+CACHE_MB = 256
 LIVE_CONTROLS = ["bundled", 6, "cls", 4, 4, "inferno", "layer"]
 
 
@@ -374,7 +377,12 @@ def run(args: argparse.Namespace, folder: Path) -> tuple[list[Sample], Log, floa
     (folder / "attacks").mkdir()
     data = stand_in_data(folder / "data")
     env = {"SPACE_ID": "soak/vit-attention-explorer", "VIT_EXPLORER_MODEL": "bundled", "HF_HUB_OFFLINE": "1"}
-    server = Server(folder, UPLOADS_MB, ("--data-folder", str(data), "--runs-budget-mb", str(RUNS_MB)), env)
+    server = Server(
+        folder,
+        UPLOADS_MB,
+        ("--data-folder", str(data), "--runs-budget-mb", str(RUNS_MB), "--cache-mb", str(CACHE_MB)),
+        env,
+    )
     stop, samples = threading.Event(), []
     try:
         rest = server.rss_mib()
