@@ -77,58 +77,69 @@ def _delete(path: Path, root: Path) -> None:
             pass
 
 
-# A file this young is never pruned: an upload may still wait for its handler behind a class's
-# analyses, a view just drawn for Gradio to serve it. Without it an upload flood within the budget
-# pushed other visitors' fresh uploads out before their handlers read them (the soak, issue 28):
-# now the flood is refused (UploadSpaceFull) until its own files age, and nobody's file is lost.
+# An upload never pushes out a file younger than FRESH_S: another visitor's upload may still wait for
+# its handler behind a class's analyses, a view just drawn for Gradio to serve it. Without it an
+# upload flood within the budget pushed a class's fresh uploads out before their handlers read them
+# (the soak, issue 28): now the flood is refused (UploadSpaceFull) until its own files age. Young
+# files may fill only UPLOAD_SHARE of the budget by uploads; the rest is room for the views the app
+# draws meanwhile, whose writes keep the folder within the whole budget, oldest files first.
 FRESH_S = 120.0
+UPLOAD_SHARE = 0.75
 
 
-def _young(files: list[tuple[float, int, Path]], now: float) -> set[Path]:
-    """The files of `files` modified within FRESH_S of `now` (wall clock, as mtimes are)."""
-    return {path for mtime, _, path in files if mtime > now - FRESH_S}
+def _young(files: list[tuple[float, int, Path]]) -> set[Path]:
+    """The files of `files` modified within FRESH_S of now (wall clock, as mtimes are)."""
+    since = time.time() - FRESH_S
+    return {path for mtime, _, path in files if mtime > since}
 
 
 def _prune(files: list[tuple[float, int, Path]], root: Path, budget_bytes: int, keep: Collection[Path]) -> int:
-    """Delete the oldest of `files` (never `keep`, never one younger than FRESH_S) until the rest
-    fit `budget_bytes`; the bytes freed."""
-    used, freed, young = sum(size for _, size, _ in files), 0, _young(files, time.time())
+    """Delete the oldest of `files` (never `keep`) until the rest fit `budget_bytes`; the bytes freed."""
+    used, freed = sum(size for _, size, _ in files), 0
     for _, size, path in sorted(files, key=lambda f: f[0]):
         if used - freed <= budget_bytes:
             break
-        if path in keep or path in young:
+        if path in keep:
             continue
         _delete(path, root)
         freed += size
     return freed
 
 
-def _held(files: list[tuple[float, int, Path]], keep: Collection[Path]) -> int:
-    """The bytes of `files` a prune may not delete: the app's own (`keep`) and the young."""
-    young = _young(files, time.time())
-    return sum(size for _, size, path in files if path in keep or path in young)
+def _held(files: list[tuple[float, int, Path]], keep: Collection[Path], budget_bytes: int, adding: int) -> set[Path]:
+    """What an upload of `adding` bytes may not push out: `keep` and the young files. UploadSpaceFull
+    when those and it pass the budget, or the young files and it pass UPLOAD_SHARE of it."""
+    young = _young(files) - {*keep}
+    young_bytes = sum(size for _, size, path in files if path in young) + adding
+    kept_bytes = sum(size for _, size, path in files if path in keep)
+    if kept_bytes + young_bytes > budget_bytes or young_bytes > UPLOAD_SHARE * budget_bytes:
+        raise UploadSpaceFull(SPACE_FULL)
+    return young | {*keep}
 
 
 def prune_oldest(root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
     """Delete the oldest files under `root` until what is left fits `budget_bytes`; returns
     the bytes freed. Files in `keep` (the app's own files, such as its examples' cached
-    copies) are never deleted, nor files younger than FRESH_S (a fresh upload, a view just drawn)."""
+    copies) are never deleted; the newest files (a fresh upload, a view just drawn) go last."""
     return _prune(_files(root), Path(root).resolve(), budget_bytes, keep)
 
 
 def admit(path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
     """Make room for `path`, a file that just arrived under `root`: older files go first (never
-    `keep`, never one younger than FRESH_S). A file that would not fit even then is deleted and
-    refused, and frees nothing.
+    `keep`, never one younger than FRESH_S). A file that would not fit even then (within
+    UPLOAD_SHARE of the budget beside those) is deleted and refused, and frees nothing.
     Returns the bytes under `root` afterwards."""
     files = _files(root)
     used = sum(size for _, size, _ in files)
     if path in keep:  # one of the app's own files (an example): already there, always allowed
         return used
-    if _held(files, {*keep, path}) > budget_bytes:  # `path` is among `files`: it has just arrived
+    others = [f for f in files if f[2] != path]
+    try:
+        held = _held(others, keep, budget_bytes, path.stat().st_size) | {path}
+    except UploadSpaceFull:
         path.unlink(missing_ok=True)
-        raise UploadSpaceFull(SPACE_FULL)
-    return used - _prune(files, Path(root).resolve(), budget_bytes, {*keep, path})
+        raise
+    return used - _prune(files, Path(root).resolve(), budget_bytes, held)
 
 
 class UploadBudget:
@@ -184,10 +195,9 @@ class UploadBudget:
                 self._arriving += size
                 return
             files = _files(root)
-            if _held(files, self.keep) + self._arriving + size > self.budget_bytes:
-                raise UploadSpaceFull(SPACE_FULL)
+            held = _held(files, self.keep, self.budget_bytes, self._arriving + size)
             room = self.budget_bytes - self._arriving - size
-            freed = _prune(files, root, room, self.keep)
+            freed = _prune(files, root, room, held)
             self._used, self._walked = sum(bytes_ for _, bytes_, _ in files) - freed, (root, time.monotonic())
             self._arriving += size
 

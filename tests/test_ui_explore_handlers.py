@@ -1,7 +1,6 @@
 """The Explore tab's handlers called directly (no server): named outputs, query moves, playing
 through the layers, export names, and the examples the tab offers."""
 
-import os
 import tarfile
 from pathlib import Path
 
@@ -370,7 +369,6 @@ def test_the_examples_survive_a_prune_of_the_upload_folder(monkeypatch, tmp_path
     visitor = tmp_path / "gradio" / "visitor" / "upload.png"
     visitor.parent.mkdir()
     visitor.write_bytes(b"x" * 100)
-    os.utime(visitor, (0, 0))  # older than FRESH_S: a file that young is never pruned
     monkeypatch.setattr(UPLOADS, "budget_bytes", 0)
     UPLOADS.prune()
     assert not visitor.exists() and all(p.exists() for p in copies)
