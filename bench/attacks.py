@@ -368,8 +368,21 @@ def foreign_key(url: str, folder: Path, image: Path) -> str:
     return attempt(lambda: other.predict(handle_file(str(image)), key, "crop", 1, *VIEWS[1:], api_name="/analyze"))
 
 
-def big_run(client, folder: Path) -> str:
-    """A small checkpoint at 1,012 px (a 46 × 46 grid), trained with the tab's batch of 128:
+def stand_in_data(folder: Path, per_class: int = 60) -> Path:
+    """A train/ and test/ image folder of two classes (bright and dark 32 px squares with noise)."""
+    rng = np.random.default_rng(0)
+    for split, count in (("train", per_class), ("test", per_class // 3)):
+        for name, level in (("bright", 200), ("dark", 50)):
+            (folder / split / name).mkdir(parents=True, exist_ok=True)
+            for i in range(count):
+                pixels = np.clip(level + rng.normal(0, 30, (32, 32, 3)), 0, 255).astype(np.uint8)
+                Image.fromarray(pixels).save(folder / split / name / f"{i}.png")
+    return folder
+
+
+def big_run(client, folder: Path, source: tuple[str, str] = ("operator", "")) -> str:
+    """A small checkpoint at 1,012 px (a 46 × 46 grid), trained with the tab's batch of 128 on
+    `source` (the Train tab's data source and folder box; by default the server's --data-folder):
     +7.0 GB before the Train tab budgeted runs (issue 28); the reply says what the run got."""
     from gradio_client import handle_file
 
@@ -377,7 +390,7 @@ def big_run(client, folder: Path) -> str:
         folder / "big1012.safetensors", Preprocessing(1012, 1012), image_size=1012, patch_size=22, dim=16, mlp_dim=16
     )
     key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
-    reply = attempt(lambda: client.predict(key, "cifar10", "", 1, 1e-3, 128, api_name="/train_start")[0])
+    reply = attempt(lambda: client.predict(key, *source, 1, 1e-3, 128, api_name="/train_start")[0])
     attempt(lambda: client.predict(api_name="/train_stop"))
     return reply
 
@@ -443,7 +456,8 @@ def main(argv: list[str] | None = None) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        server = Server(folder)
+        server = Server(folder, args=("--data-folder", str(stand_in_data(folder / "data"))))  # the runs attacked
+
         client = Client(server.url, verbose=False)
         attacks = attack_list(server, client, folder)
         try:

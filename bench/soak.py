@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bench.attacks import Server, attack_list
+from bench.attacks import Server, attack_list, stand_in_data
 from bench.visitors import CHEAP, images_for, load_average, machine, percentile, warm_up
 from bench.visitors import Visitor as Clicker
 from ui.limits import LIVE_BUSY
@@ -96,18 +96,6 @@ class Log:
     def minute(self, m: int, minute_s: float) -> list[tuple[str, float, str | None]]:
         with self.lock:
             return [(a, s, e) for t, a, s, e in self.rows if m * minute_s <= t < (m + 1) * minute_s]
-
-
-def stand_in_data(folder: Path, per_class: int = 60) -> Path:
-    """A train/ and test/ image folder of two classes (bright and dark 32 px squares with noise)."""
-    rng = np.random.default_rng(0)
-    for split, count in (("train", per_class), ("test", per_class // 3)):
-        for name, level in (("bright", 200), ("dark", 50)):
-            (folder / split / name).mkdir(parents=True, exist_ok=True)
-            for i in range(count):
-                pixels = np.clip(level + rng.normal(0, 30, (32, 32, 3)), 0, 255).astype(np.uint8)
-                Image.fromarray(pixels).save(folder / split / name / f"{i}.png")
-    return folder
 
 
 def frame_url(image: Path, side: int = 160) -> str:

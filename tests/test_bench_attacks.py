@@ -7,7 +7,7 @@ from gradio_client.exceptions import AppError
 from PIL import Image
 
 import vit
-from bench.attacks import checkpoint, raw_analyze, thin_png
+from bench.attacks import checkpoint, raw_analyze, stand_in_data, thin_png
 from vit.preprocessing import Preprocessing
 
 
@@ -22,6 +22,14 @@ def test_the_costly_checkpoints_are_valid_and_small(tmp_path):
     path = checkpoint(tmp_path / "resize.safetensors", Preprocessing(16000, 32))
     model, meta = vit.load_checkpoint(path)
     assert meta.preprocessing.resize_size == 16000 and model.config.depth == 1 and path.stat().st_size < 20_000
+
+
+def test_the_stand_in_data_is_an_image_folder_of_two_classes(tmp_path):
+    root = stand_in_data(tmp_path, per_class=6)
+    assert sorted(p.name for p in (root / "train").iterdir()) == ["bright", "dark"]
+    assert len(list((root / "test" / "dark").iterdir())) == 2
+    with Image.open(root / "train" / "bright" / "0.png") as im:
+        assert im.size == (32, 32) and im.mode == "RGB"
 
 
 def test_the_browser_style_analyze_call_sends_every_input_the_served_endpoint_takes(server, tmp_path):
@@ -58,7 +66,7 @@ def test_the_attacks_on_the_new_surfaces_are_refused_or_bounded(server, tmp_path
     assert "HTTP 503" in joined and joined.endswith("then /analyze: ok"), joined
     assert foreign_key(server, tmp_path, image) == f"refused: {UNKNOWN_CHECKPOINT}"
     client = Client(server, verbose=False)
-    reply = big_run(client, tmp_path)
+    reply = big_run(client, tmp_path, ("folder", str(stand_in_data(tmp_path / "data", per_class=6))))
     assert reply.startswith("ok: started Batch size 128 would need about"), reply  # scaled down, and said
     with pytest.raises(AppError, match="epochs must be a whole number from 1 to 200, got True"):
         client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")

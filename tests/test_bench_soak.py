@@ -4,10 +4,8 @@ server's folders stay within their budgets (the 50-minute run is the benchmark, 
 
 import csv
 
-from PIL import Image
-
 from bench import soak
-from bench.soak import GROUPS, RUNS_MB, UPLOADS_MB, Sample, judge, stand_in_data
+from bench.soak import GROUPS, RUNS_MB, UPLOADS_MB, Sample, judge
 
 
 def sample(minute: int, rss: float, p95: float = 1.0) -> Sample:
@@ -22,14 +20,6 @@ def test_the_judge_finds_growing_memory_and_slower_actions():
     slower = [sample(1, 1000, 1.0), sample(2, 1000, 1.3)]
     assert "analyze p95, last minute against the first: MISSED" in "\n".join(judge(slower, 0, 1))
     assert "no error for the class: MISSED (2 errors)" in "\n".join(judge(flat, 2, 5))
-
-
-def test_the_stand_in_data_is_an_image_folder_of_two_classes(tmp_path):
-    root = stand_in_data(tmp_path, per_class=6)
-    assert sorted(p.name for p in (root / "train").iterdir()) == ["bright", "dark"]
-    assert len(list((root / "test" / "dark").iterdir())) == 2
-    with Image.open(root / "train" / "bright" / "0.png") as im:
-        assert im.size == (32, 32) and im.mode == "RGB"
 
 
 def test_a_short_class_period_has_no_error_and_stays_within_its_budgets(tmp_path):

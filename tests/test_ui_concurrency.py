@@ -23,6 +23,12 @@ HEAVY_EVENTS = {
     "patch_pca",  # the PCA tab's controls and the tab itself: a forward pass up to the layer per image
     "pca_tab",
     "logit_lens",  # the logit lens tab: a forward pass
+    "zero_shot",  # a CLIP model's words: a forward pass and a backward pass per word
+    "compare_words",
+    "words_after",  # the words after an analysis with a CLIP model (after each of the three analyses)
+    "words_after_1",
+    "words_after_2",
+    "lesson_words",
     "export_png",
     "export_gif",
     "train_open_in_explore",

@@ -109,12 +109,12 @@ def test_zero_shot_through_the_api(tiny_checkpoint, tmp_path_factory, tmp_path) 
 
 def test_the_words_lesson_scores_the_lesson_image(tab, tmp_path) -> None:
     from ui import lessons_handlers as lh
-    from ui.lessons import build_lessons_tab
+    from ui.lessons import layout
     from ui.outputs import cache_path
 
     _, catalog = tab
     with gr.Blocks():
-        lessons_view = build_lessons_tab(catalog)
+        lessons_view = layout(catalog)
     assert lessons_view.words_model.value == CLIP_KEY  # loaded already: the lesson opens on it
     path = cache_path("lesson.png")  # in Gradio's upload folder, as the browser's upload is
     Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
