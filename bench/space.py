@@ -3,8 +3,9 @@
 1. a fresh venv from requirements.txt alone (what a Space installs), and the files git tracks
    (what a push uploads) copied to a temporary folder;
 2. the Hub: the stand-in of tests/hub_standin.py on 127.0.0.1, serving the Space's weights
-   (ui.settings.space_weights(): timm's models at their real shapes with random values, saved
-   as timm uploads them, built with timm in this, the dev, venv);
+   (ui.settings.space_weights(): at their real shapes with random values, saved as their Hub
+   repositories hold them: timm's models as timm uploads them, CLIP as open_clip's one file of
+   both towers; built with timm and open_clip in this, the dev, venv);
 3. the Space's build: those weights preloaded into a fresh HF_HOME with `python -m vit.download`
    (what README.md's `preload_from_hub:` does);
 4. `python app.py` started as a Space starts it: SPACE_ID set, HF_ENDPOINT at the stand-in, no
@@ -43,8 +44,11 @@ from typing import Any
 import vit
 from bench.serving import file_of, free_port, wait_until_served
 from explorer.catalog import pretrained_key
-from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS
+from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS, WORDS
+from explorer.prompts import DEFAULT_PROMPTS
 from ui.settings import SPACE_MODEL, space_weights
+from vit.clip import OPEN_CLIP_WEIGHTS
+from vit.pretrained import PRETRAINED
 
 REPO = Path(__file__).resolve().parents[1]
 DINO = "vit_small_patch16_224.dino"  # the issue's Explore model: self-supervised, no classifier
@@ -59,6 +63,7 @@ OPENING = {
     "First row: a model with registers": pretrained_key(WITH_REGISTERS[0]),
     "Second row: a model without": pretrained_key(WITHOUT_REGISTERS[0]),
     "Model (with classes)": pretrained_key(RANKED[0]),
+    "Model (CLIP)": pretrained_key(WORDS[0]),
 }
 
 
@@ -147,11 +152,22 @@ def tracked_copy(folder: Path) -> str:
     return f"{len(names)} files"
 
 
-def timm_weights(name: str, folder: Path) -> Path:
-    """`name` as timm uploads it (config.json + model.safetensors), real shapes, random values;
-    made once per folder (the ViT-L/14 take a while)."""
+def hub_weights(name: str, folder: Path) -> Path:
+    """`name`'s files as its Hub repository holds them, real shapes, random values: timm's
+    (config.json + model.safetensors), or for CLIP open_clip's one file of both towers; made
+    once per folder (the ViT-L/14 take a while)."""
     out = folder / name
-    if not (out / "model.safetensors").is_file():
+    spec = PRETRAINED[name]
+    if spec.library == "open_clip":
+        path = out / OPEN_CLIP_WEIGHTS
+        if not path.is_file():
+            import open_clip
+            import safetensors.torch
+
+            out.mkdir(parents=True, exist_ok=True)
+            model = open_clip.create_model(spec.config, pretrained=None)
+            safetensors.torch.save_file(model.state_dict(), str(path))
+    elif not (out / "model.safetensors").is_file():
         import timm
 
         model = timm.create_model(name, pretrained=False)
@@ -167,7 +183,7 @@ def hub_serving(names: list[str], weights: Path) -> Iterator[Any]:
 
     with hub_standin.serve() as hub:
         for name in names:
-            for path in sorted(timm_weights(name, weights).iterdir()):
+            for path in sorted(hub_weights(name, weights).iterdir()):
                 hub.publish_file(vit.pretrained_repo(name), path.name, path)
                 hub.etag((vit.pretrained_repo(name), path.name))  # hashed now, not while a download waits
         yield hub
@@ -258,6 +274,15 @@ def lesson_heads(client: Any, image: Any, key: str) -> str:
     _, note = client.predict(image, key, "1.1, 12.6", api_name="/lesson_heads_off")
     _, ranked = client.predict(image, key, api_name="/lesson_head_ranking")
     return f"{note.split('. ')[0]}; {ranked.split('. ')[0]}"
+
+
+def lesson_words(client: Any, image: Any, key: str) -> str:
+    """Lesson 4 with the teacher's default words: a probability and a map per word."""
+    label, _, maps = client.predict(image, key, DEFAULT_PROMPTS, "inferno", api_name="/lesson_words")
+    words = [c["label"] for c in label.get("confidences", [])]
+    if len(words) != len(DEFAULT_PROMPTS.split(",")) or len(maps) != len(words):
+        raise StepFailed(f"{len(words)} words scored and {len(maps)} maps drawn for {DEFAULT_PROMPTS!r}")
+    return f"{len(words)} words, {len(maps)} maps; first {words[0]!r}"
 
 
 def weight_downloads(hub: Any) -> list[str]:
@@ -387,7 +412,8 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
     steps.run("the files git tracks, copied (what a push uploads)", tracked_copy, app)
     with ExitStack() as stack:
         serving = hub_serving([*space_weights(), NOT_PRELOADED], weights)
-        hub = steps.run("Hub stand-in on 127.0.0.1 serving timm-format weights", stack.enter_context, serving)
+        what = "Hub stand-in on 127.0.0.1 serving the weights as their repos hold them"
+        hub = steps.run(what, stack.enter_context, serving)
         env, gpu, started = space_env(hub.url, work / "hf-home", free_port()), None, "SPACE_ID, HF_ENDPOINT"
         if zerogpu:
             gpu = steps.run("ZeroGPU device API stand-in on 127.0.0.1", stack.enter_context, zerogpu_serving())
@@ -414,19 +440,24 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
 
 def visit_every_tab(steps: Steps, client: Any, image: Any, values: dict[str, Any], zerogpu: bool) -> None:
     """What a visitor does on each tab, on the models the page opens on. On ZeroGPU here every
-    GPU worker fails (no GPU): the small models answer on the CPU, lesson 2's ViT-L/14 pair,
-    too large for it, in plain words."""
+    GPU worker fails (no GPU): the small models answer on the CPU, lesson 2's ViT-L/14 pair and
+    lesson 4's CLIP B/16, too large for it, in plain words."""
     steps.run("every tab opens on the Space's models", opening_models, values)
     steps.run(f"Explore with {SPACE_MODEL}", explore, client, pretrained_key(SPACE_MODEL))
     steps.run(f"Explore with DINO ViT-S/16 ({DINO})", explore, client, pretrained_key(DINO))
     steps.run("Lesson 1, supervised vs self-supervised", lesson_compare, client, image, values[LESSON_1])
-    if zerogpu:
-        norms = partial(lesson_norms, client, image, values)
+    heads, words = values["Model (with classes)"], values["Model (CLIP)"]
+    if zerogpu:  # lesson 2's ViT-L/14 pair and CLIP B/16 (86 M parameters) are too large for the CPU
         said = "the GPU could not run it this time"
+        norms = partial(lesson_norms, client, image, values)
         steps.run("Lesson 2, its ViT-L/14 worker failed (no GPU here)", refused_in_plain_words, norms, said)
+        steps.run("Lesson 3, which heads matter", lesson_heads, client, image, heads)
+        clip = partial(lesson_words, client, image, words)
+        steps.run("Lesson 4, its CLIP worker failed (no GPU here)", refused_in_plain_words, clip, said)
     else:
         steps.run("Lesson 2, artefacts and registers", lesson_norms, client, image, values)
-    steps.run("Lesson 3, which heads matter", lesson_heads, client, image, values["Model (with classes)"])
+        steps.run("Lesson 3, which heads matter", lesson_heads, client, image, heads)
+        steps.run("Lesson 4, one picture, many words", lesson_words, client, image, words)
 
 
 def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any], gpu: Any) -> int:
@@ -455,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--weights",
         default=str(Path(tempfile.gettempdir()) / "bench-space-weights"),
-        help="where the timm-format weights are made once and kept between runs",
+        help="where the stand-in weights are made once and kept between runs",
     )
     p.add_argument("--reuse-venv", metavar="PYTHON", help="a venv's python from an earlier run (then not fresh)")
     p.add_argument("--zerogpu", action="store_true", help="rehearse a ZeroGPU Space (the device API stood in for)")

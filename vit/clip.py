@@ -13,6 +13,7 @@ one per prompt, and a softmax over the prompts gives their probabilities (CLIP, 
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 
@@ -123,11 +124,24 @@ class ClipText:
             return self.model.encode_text(tokens.to(self.model.logit_scale.device), normalize=True)
 
 
+class _WeightsFollow(logging.Filter):
+    """Drops open_clip's "Model initialized randomly" warning of create_model(pretrained=None):
+    the weights are loaded right after it, strictly, so in a server's log it would only mislead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("No pretrained weights loaded for model")
+
+
 def text_tower(state_dict: dict[str, Tensor], name: str) -> ClipText:
     """open_clip's text tower for architecture `name` with the non-`visual.*` weights of `state_dict`."""
     import open_clip  # lazily: open_clip imports timm; only a CLIP model needs it
 
-    model = open_clip.create_model(name, pretrained=None)
+    quiet, root = _WeightsFollow(), logging.getLogger()  # open_clip warns through the root logger
+    root.addFilter(quiet)
+    try:
+        model = open_clip.create_model(name, pretrained=None)
+    finally:
+        root.removeFilter(quiet)
     del model.visual  # the image tower is ours (from_open_clip): no second copy in memory
     text = {k: v for k, v in state_dict.items() if not k.startswith("visual.")}
     model.load_state_dict(text, strict=True)
