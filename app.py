@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     if placed := zerogpu.preload(catalog, catalog.loaded_keys()):
         print(f"on the GPU from the start: {', '.join(placed)}", flush=True)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
-    ui.launch(demo, args.host, args.port, args.share, settings.uploads_bytes, present=args.present)
+    ui.launch(demo, args.host, args.port, args.share, settings, present=args.present)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import csv
 import io
 import os
 import random
+import re
 import tempfile
 import threading
 import time
@@ -201,12 +202,24 @@ def attacker(server: Server, folder: Path, log: Log, stop: threading.Event) -> N
                 log.attacks.append((time.monotonic() - log.start, name, reply))
 
 
+# The line the public server prints every minute (ui.app.holdings): sessions and cached analyses.
+HOLDING = re.compile(r"holding: (\d+) sessions .*?, (\d+) MiB of analyses")
+
+
+def holding(server: Server) -> tuple[int, float]:
+    """(sessions, MiB of cached analyses) as the server last said, or (-1, nan) before it has."""
+    found = HOLDING.findall(Path(server.log.name).read_text(errors="replace"))
+    return (int(found[-1][0]), float(found[-1][1])) if found else (-1, float("nan"))
+
+
 @dataclass
 class Sample:
     """The server at the end of one minute, and the p95 (s) of each group of actions in it."""
 
     minute: int
     rss_mib: float
+    sessions: int  # Gradio's sessions held (at most ui.limits.SESSIONS)
+    analyses_mib: float  # the explanation cache (at most CACHE_MB)
     open_files: int
     threads: int
     uploads_mb: float
@@ -229,9 +242,12 @@ def sample(server: Server, log: Log, m: int, minute_s: float) -> Sample:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines()
         if line.startswith("Threads:")
     )
+    sessions, analyses_mib = holding(server)
     return Sample(
         minute=m + 1,
         rss_mib=server.rss_mib(),
+        sessions=sessions,
+        analyses_mib=analyses_mib,
         open_files=len(os.listdir(f"/proc/{pid}/fd")),
         threads=threads,
         uploads_mb=server.disk_mb(),
@@ -245,11 +261,12 @@ def sample(server: Server, log: Log, m: int, minute_s: float) -> Sample:
 
 def table(samples: list[Sample]) -> list[str]:
     """Markdown: one row a minute."""
-    head = ["minute", "RSS MiB", "open files", "threads", "uploads MB", "runs MB", "load"]
+    head = ["minute", "RSS MiB", "sessions", "analyses MiB", "open files", "threads", "uploads MB", "runs MB", "load"]
     head += [f"p95 {g} s" for g in GROUPS] + ["actions", "errors"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in samples:
-        cells = [f"{s.minute}", f"{s.rss_mib:.0f}", f"{s.open_files}", f"{s.threads}", f"{s.uploads_mb:.0f}"]
+        cells = [f"{s.minute}", f"{s.rss_mib:.0f}", f"{s.sessions}", f"{s.analyses_mib:.0f}", f"{s.open_files}"]
+        cells += [f"{s.threads}", f"{s.uploads_mb:.0f}"]
         cells += [f"{s.runs_mb:.1f}", f"{s.load:.1f}"]
         cells += ["-" if np.isnan(s.p95[g]) else f"{s.p95[g]:.2f}" for g in GROUPS]
         rows.append("| " + " | ".join(cells + [f"{s.actions}", f"{s.errors}"]) + " |")
@@ -260,7 +277,7 @@ def write_csv(samples: list[Sample], path: Path) -> None:
     with path.open("w", newline="") as f:
         out = csv.writer(f)
         out.writerow(
-            ["minute", "rss_mib", "open_files", "threads", "uploads_mb", "runs_mb", "load"]
+            ["minute", "rss_mib", "sessions", "analyses_mib", "open_files", "threads", "uploads_mb", "runs_mb", "load"]
             + [f"p95_{g}_s" for g in GROUPS]
             + ["actions", "errors"]
         )
@@ -269,6 +286,8 @@ def write_csv(samples: list[Sample], path: Path) -> None:
                 [
                     s.minute,
                     f"{s.rss_mib:.1f}",
+                    s.sessions,
+                    f"{s.analyses_mib:.0f}",
                     s.open_files,
                     s.threads,
                     f"{s.uploads_mb:.1f}",
@@ -317,7 +336,9 @@ def judge(samples: list[Sample], class_errors: int, settle: int) -> list[str]:
             "memory flat after minute " + str(settle),
             growth <= FLAT_FRACTION * base,
             f"{base:.0f} MiB then; least-squares growth over the rest {growth:+.0f} MiB (allowed {FLAT_FRACTION:.0%}: "
-            f"{FLAT_FRACTION * base:.0f}); highest {max(s.rss_mib for s in settled):.0f} MiB",
+            f"{FLAT_FRACTION * base:.0f}); highest {max(s.rss_mib for s in settled):.0f} MiB; meanwhile the cached "
+            f"analyses {settled[0].analyses_mib:.0f} -> {settled[-1].analyses_mib:.0f} MiB (budget {CACHE_MB}), "
+            f"sessions {settled[0].sessions} -> {settled[-1].sessions}",
         ),
         (
             "folders within budgets",

@@ -14,7 +14,8 @@ import ui
 from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
-from ui.app import served_limits
+from ui import explore_handlers
+from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
 from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, live_waiting
 from ui.outputs import UPLOADS, upload_folder
@@ -68,6 +69,19 @@ def test_a_request_over_the_limit_is_refused_before_a_session_keeps_it(app):
 def test_gradio_keeps_at_most_the_sessions_the_budget_allows(app):
     _, demo = app
     assert demo.state_holder.capacity == SESSIONS <= 500  # Gradio's default: 10,000 (~0.4 MiB each)
+
+
+def test_the_operators_log_line_counts_what_the_server_holds(app):
+    """The public server prints this every minute (ui.app.keep_within_budgets): the sessions
+    Gradio keeps and the analyses cached, against their budgets, so a soak can say what grew."""
+    url, demo = app
+    before = len(demo.state_holder.session_data)
+    for n in range(3):
+        status, _ = call(url, "analyze", [None, None, "bundled", "crop", *VIEWS], f"counted-{n}")
+        assert status == 200
+    line = holdings(demo)
+    assert line.startswith(f"holding: {before + 3} sessions (at most {SESSIONS}), ")
+    assert line.endswith(f"MiB of analyses (at most {explore_handlers.STORE.max_bytes // 2**20} MiB)")
 
 
 def jpeg_data_url(side: int) -> str:

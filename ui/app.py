@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 from typing import Any
@@ -115,18 +116,43 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
     return demo
 
 
-def keep_uploads_within(budget_bytes: int) -> threading.Thread:
-    """A daemon that keeps Gradio's upload folder (uploads and rendered views) under
-    `budget_bytes`, oldest files first; Gradio's own clean-up only bounds their age. Uploads
-    are also checked when they reach a handler (`UPLOADS.admit`); this catches rendered views."""
-    UPLOADS.budget_bytes = budget_bytes
+def holdings(demo: gr.Blocks) -> str:
+    """One line for the operator's log: what the server holds in memory against its budgets."""
+    store, mib = explore_handlers.STORE, 2**20
+    return (
+        f"holding: {len(demo.state_holder.session_data)} sessions (at most {SESSIONS}), "
+        f"{store.nbytes / mib:.0f} MiB of analyses (at most {store.max_bytes / mib:.0f} MiB)"
+    )
+
+
+def give_back_freed_memory() -> None:
+    """Return freed heap pages to the system. glibc keeps what a finished request's tensors
+    freed in the arena of the thread that ran it (Gradio runs each request in a pool thread),
+    so resident memory only climbs; malloc_trim(0) gives those pages back. Other C libraries
+    (macOS, musl) return memory by themselves: nothing to do there."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.malloc_trim(0)
+
+
+def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> threading.Thread:
+    """A daemon that, every minute, keeps Gradio's upload folder (uploads and rendered views)
+    under `uploads_bytes`, oldest files first (Gradio's own clean-up only bounds their age;
+    uploads are also checked when they reach a handler, `UPLOADS.admit`), gives freed memory back,
+    and (`report`: a public server) prints what it holds for the operator's log."""
+    UPLOADS.budget_bytes = uploads_bytes
 
     def run() -> None:
         while True:
             UPLOADS.prune()
+            give_back_freed_memory()
+            if report:
+                print(holdings(demo), flush=True)
             time.sleep(PRUNE_EVERY_S)
 
-    thread = threading.Thread(target=run, name="uploads-budget", daemon=True)
+    thread = threading.Thread(target=run, name="budgets", daemon=True)
     thread.start()
     return thread
 
@@ -145,11 +171,12 @@ def launch(
     host: str,
     port: int,
     share: bool = False,
-    uploads_budget: int | None = None,
+    settings: ServerSettings | None = None,
     present: bool = False,
 ) -> None:
-    """Serve `demo` and block (`present`: the presentation mode's CSS); torchvision's slow import
-    is paid after the page is up."""
+    """Serve `demo` and block (`settings`: its budgets, as built; `present`: the presentation
+    mode's CSS); torchvision's slow import is paid after the page is up."""
+    settings = settings or ServerSettings()
     demo.launch(
         **served_limits(demo),
         server_name=host,
@@ -161,8 +188,7 @@ def launch(
         css=CSS + (PRESENT_CSS if present else ""),
         prevent_thread_lock=True,
     )
-    if uploads_budget is not None:
-        keep_uploads_within(uploads_budget)
+    keep_within_budgets(demo, settings.uploads_bytes, report=settings.public)
     # The page is served; now pay for the slow imports before a visitor's first request
     # instead of during it: torchvision (preprocessing), and torch._dynamo, which the first
     # optimizer built imports (torch.optim's constructors do): 3 s on the 2-core machine that
