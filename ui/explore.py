@@ -91,7 +91,7 @@ look noisy; **rollout** combines all layers into one smoother map.
 """
 LOGIT_LENS_HINT = (
     "The classifier is read after every layer, not only the last: where does the answer form? "
-    f"**{views.LENS_CAVEAT}** Only for models with a classifier head (not DINO or DINOv2)."
+    f"**{views.LENS_CAVEAT}** Only for models with a classifier head (not DINO, DINOv2, DINOv3 or CLIP)."
 )
 PCA_HINT = (
     "Each patch token of the chosen layer as a colour: its first three principal components as red, green and "
