@@ -68,7 +68,11 @@ GROUPS = {  # the table's columns: p95 of these actions together
 JUDGED = ("analyze", "click")  # groups with enough samples each minute for a p95 to mean something
 P95_RATIO = 1.2
 FLAT_FRACTION = 0.10  # memory growth allowed after settling, over the rest of the run, of its level then
-UPLOADS_MB, RUNS_MB = 256, 256  # the server's budgets here (--uploads-budget-mb, --runs-budget-mb)
+UPLOADS_MB, RUNS_MB = 256, 256  # the server's budgets here (--uploads-budget-mb, --runs-budget-mb): MiB
+# The folders are measured in MB (10^6 bytes, Server.disk_mb); a budget of 256 MiB is 268.4 MB. The
+# app prunes right after a file it wrote passes the budget, so a sample may catch the folder over it
+# by that one file: at most one upload's largest size (ui.app.MAX_UPLOAD, 20 MB).
+ONE_FILE_MB = 20
 # The explanation cache's budget here (--cache-mb; 2 GiB by default): small enough that the class
 # fills it in the first minutes, so memory that grows after them is not a budget still filling.
 CACHE_MB = 256
@@ -325,6 +329,11 @@ def plot(samples: list[Sample], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def mb(mib: int) -> float:
+    """`mib` MiB in MB (10^6 bytes), the unit the folders are measured in."""
+    return mib * 2**20 / 1e6
+
+
 def judge(samples: list[Sample], class_errors: int, settle: int) -> list[str]:
     """The goals, each 'met' or 'missed' with its numbers."""
     settled = [s for s in samples if s.minute >= settle] or samples[-1:]
@@ -342,9 +351,10 @@ def judge(samples: list[Sample], class_errors: int, settle: int) -> list[str]:
         ),
         (
             "folders within budgets",
-            all(s.uploads_mb <= UPLOADS_MB and s.runs_mb <= RUNS_MB for s in samples),
-            f"uploads at most {max(s.uploads_mb for s in samples):.0f} of {UPLOADS_MB} MB, runs at most "
-            f"{max(s.runs_mb for s in samples):.1f} of {RUNS_MB} MB",
+            all(s.uploads_mb <= mb(UPLOADS_MB) + ONE_FILE_MB and s.runs_mb <= mb(RUNS_MB) for s in samples),
+            f"uploads at most {max(s.uploads_mb for s in samples):.1f} MB of {mb(UPLOADS_MB):.1f} MB ({UPLOADS_MB} "
+            f"MiB; allowed one file over it, {ONE_FILE_MB} MB), runs at most {max(s.runs_mb for s in samples):.1f} "
+            f"of {mb(RUNS_MB):.1f} MB",
         ),
     ]
     for group in JUDGED:
