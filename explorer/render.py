@@ -810,11 +810,6 @@ def _figure_to_image(fig: Figure) -> Image.Image:
     return Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy())
 
 
-def distance_figure(layers: int, heads: int, image_size: tuple[int, int]) -> Figure:
-    """The matplotlib figure behind `attention_distance_chart` (its axes, legend and labels)."""
-    return _distance_axes(layers, heads, tuple(image_size)).canvas.figure
-
-
 def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) -> Image.Image:
     """The ViT paper's Fig. 7 (right) for one image (the paper averages over many): `distance`
     is (layers, heads) in pixels; one ring per head at each layer, coloured by head (legend) and
@@ -822,13 +817,13 @@ def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) 
     diagonal (no distance can be larger), so charts of different images compare at a
     glance; the dashed line, half the diagonal, is labelled in the legend."""
     layers, heads = distance.shape
-    return _distance_axes(layers, heads, tuple(image_size)).draw(distance)
+    return distance_axes(layers, heads, tuple(image_size)).draw(distance)
 
 
 DOT_SPREAD = 0.3  # how far (in layers) a distance chart's dots sit either side of their layer
 
 
-class _DistanceAxes:
+class DistanceAxes:
     """The distance chart's axes, drawn once; each chart restores them and draws only the
     dots (matplotlib blitting): a few milliseconds instead of ~60 for a full redraw."""
 
@@ -892,8 +887,9 @@ class _DistanceAxes:
 
 
 @functools.lru_cache(maxsize=16)
-def _distance_axes(layers: int, heads: int, image_size: tuple[int, int]) -> _DistanceAxes:
-    return _DistanceAxes(layers, heads, image_size)
+def distance_axes(layers: int, heads: int, image_size: tuple[int, int]) -> DistanceAxes:
+    """The distance chart's axes for one layout, drawn once and shared (its figure: `.canvas.figure`)."""
+    return DistanceAxes(layers, heads, image_size)
 
 
 def training_curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = ()) -> Image.Image:

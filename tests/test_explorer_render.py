@@ -253,7 +253,7 @@ def test_training_curves_draw_the_history():
 
 def test_distance_chart_has_a_legend_for_every_head():
     # Dots far below the axes are not drawn, so the head colours can only come from the legend.
-    render._distance_axes.cache_clear()
+    render.distance_axes.cache_clear()
     chart = np.asarray(render.attention_distance_chart(np.full((3, 12), -100.0), (32, 32)))
     colours = {tuple(c) for c in chart.reshape(-1, 3).tolist()}
     heads = [*range(0, 20, 2), 1, 3]  # tab20 indices of heads 1-12: the 10 dark colours, then light twins
@@ -264,9 +264,9 @@ def test_distance_chart_has_a_legend_for_every_head():
 def test_distance_chart_redraws_only_the_dots_and_never_keeps_old_ones():
     rng = np.random.default_rng(0)
     first, second = rng.random((4, 3)) * 40, rng.random((4, 3)) * 40
-    render._distance_axes.cache_clear()
+    render.distance_axes.cache_clear()
     fresh = np.asarray(render.attention_distance_chart(second, (48, 48)))
-    render._distance_axes.cache_clear()
+    render.distance_axes.cache_clear()
     render.attention_distance_chart(first, (48, 48))
     reused = np.asarray(render.attention_distance_chart(second, (48, 48)))  # same axes, new dots
     np.testing.assert_array_equal(reused, fresh)
@@ -493,9 +493,9 @@ def test_distance_chart_heads_at_equal_distance_do_not_hide_each_other(heads, ap
     """Issue 19: layer 1 showed 3 of its 4 heads (two dots on one spot); the title says it is
     one image. Four heads sit a whole ring apart; twelve overlap by at most half a ring, and the
     rings are hollow, so each still shows."""
-    render._distance_axes.cache_clear()
+    render.distance_axes.cache_clear()
     render.attention_distance_chart(np.full((6, heads), 20.0), (32, 32))  # every head at the same distance
-    axes = render._distance_axes(6, heads, (32, 32))
+    axes = render.distance_axes(6, heads, (32, 32))
     centres = axes.dots.axes.transData.transform(axes.dots.get_offsets())[:, 0].reshape(6, heads)  # pixels
     diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72  # marker size is in points²
     assert np.diff(np.sort(centres, axis=1), axis=1).min() >= apart * diameter

@@ -276,7 +276,7 @@ def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tupl
         ("similarity", render.position_similarity_tiles(position_embedding_similarity(model).numpy()), text),
     ]
     distance = views.distance_chart(ex)
-    figure = render.distance_figure(ex.depth, ex.heads, ex.input.pixels.shape[:2])
+    figure = render.distance_axes(ex.depth, ex.heads, tuple(ex.input.pixels.shape[:2])).canvas.figure
     loaded = LoadedModel("m", "m", model, vit.ModelMeta([f"c{i}" for i in range(10)], vit.Preprocessing(224, 224)))
     pca = views.patch_features(loaded, [ex.input.tensor] * 7, ex.depth - 1, True)  # the app's most: 7 images
     lens = views.layer_predictions(loaded, ex.input.tensor).numpy()

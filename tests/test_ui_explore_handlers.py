@@ -47,12 +47,21 @@ def test_a_handler_returns_its_pictures_by_component(tab, explanation_key):
     out = h.restyle(view, explanation_key, "rollout", None, 3, "max", 0.5, *STYLE)
     assert set(out) == {view.heads, view.overview, view.rollout}
     assert out[view.overview] is None  # closed: drawn when opened (tests/test_ui_explore_lazy.py)
-    assert Image.open(opened(out[view.heads])).width > 0 and Image.open(opened(out[view.rollout])).width > 0
+    mean = h.restyle(view, explanation_key, "rollout", None, 3, "mean", 0.0, *STYLE)
+    # the fusion changes the rollout and leaves the head maps as they were
+    assert pixels(out[view.heads]).shape == pixels(mean[view.heads]).shape
+    assert np.array_equal(pixels(out[view.heads]), pixels(mean[view.heads]))
+    assert not np.array_equal(pixels(out[view.rollout]), pixels(mean[view.rollout]))
 
 
 def opened(picture: gr.Image) -> str:
     """The file of a picture a handler returned (with its alt text) as its component's value."""
     return picture.value["path"]
+
+
+def pixels(picture: gr.Image) -> np.ndarray:
+    """The RGB pixels of a picture a handler returned."""
+    return np.asarray(Image.open(opened(picture)).convert("RGB"))
 
 
 def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explanation_key):
@@ -213,7 +222,13 @@ def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(
     image = tmp_path / "green.png"
     Image.new("RGB", (32, 32), (10, 200, 30)).save(image)
     pictures = h.full_analysis(loaded, str(image), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
-    assert pictures["label"] == {} and Image.open(opened(pictures["heads"])).width > 0
+    classified = h.full_analysis(
+        catalog.get(BUNDLED), str(image), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None
+    )
+    assert pictures["label"] == {} and classified["label"]  # only the model with a classifier predicts
+    # the same architecture draws the same grid of head maps, its own weights' maps in it
+    assert pixels(pictures["heads"]).shape == pixels(classified["heads"]).shape
+    assert not np.array_equal(pixels(pictures["heads"]), pixels(classified["heads"]))
 
 
 @pytest.fixture(scope="module")
