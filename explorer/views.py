@@ -8,8 +8,9 @@ tensors are; people see 1-based numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -17,6 +18,7 @@ from PIL import Image
 
 from vit import VisionTransformer
 from vit.analysis import MIN_FOREGROUND, PatchPca, Query, grid_border, patch_pca, top_mass_mask
+from vit.messages import shown
 from vit.probes import logit_lens
 from vit.relevance import class_relevance
 
@@ -34,6 +36,48 @@ PATCH, MEAN = "patch", "mean"  # query tokens that are not prefix tokens: a patc
 # `keep` of the map's mass (DINO's threshold). KEEP: the default kept fraction.
 SHOWS = ("weights", "relative", "top mass")
 KEEP = 0.6
+
+
+class Showing(NamedTuple):
+    """How a single map (rollout, relevance, a word's) is drawn: `how`, one of SHOWS, and for
+    "top mass" the share `keep` of the map's mass kept, 0 to 1."""
+
+    how: str = "weights"
+    keep: float = KEEP
+
+
+class Fusion(NamedTuple):
+    """How rollout fuses a layer's heads (`how`: mean, max or min) and the share of its weakest
+    entries it discards (Abnar & Zuidema 2020, with Gildenblat's fusion and discard)."""
+
+    how: str = "mean"
+    discard: float = 0.0
+
+
+class Drawing(NamedTuple):
+    """How an image's maps are drawn: rollout's fusion, the maps' style, how single maps show."""
+
+    fusion: Fusion = Fusion()
+    style: MapStyle = MapStyle()
+    showing: Showing = Showing()
+
+
+class QueryError(ValueError):
+    """A query token the model does not have; its message names the allowed ones."""
+
+
+def parse_query(token: object, prefix_names: Sequence[str], patch: Callable[[], tuple[int, int]]) -> Query:
+    """The query a "Query token" choice names (Explore's picker, Live's, their API parameter):
+    a prefix token of the model ('cls', 'dist', 'reg1', ...), None for CLS or the mean of the
+    patches, or for PATCH the 0-based (row, column) `patch()` gives (asked only then: it checks
+    its own values)."""
+    tokens = [value for _, value in query_choices(prefix_names)]
+    if token not in tokens:
+        raise QueryError(f"unknown query token {shown(token)}; choose one of {', '.join(map(repr, tokens))}")
+    if token == PATCH:
+        return patch()
+    return None if token in ("cls", MEAN) else str(token)
+
 
 INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size of each view's longer side
 # The CSS width (px) the app's layout gives each picture on a 1280×720 screen, measured in

@@ -410,3 +410,20 @@ def test_the_new_tasks_cost_more_for_more_images_and_deeper_layers():
     shallow, deep = views.patch_features_cost(loaded, [x], 0, True), views.patch_features_cost(loaded, [x], 5, True)
     assert 0 < shallow < deep < views.patch_features_cost(loaded, [x, x], 5, True)
     assert views.layer_predictions_cost(loaded, x) > views.pass_seconds(loaded.model, (32, 32))
+
+
+def test_one_query_parser_for_every_picker_of_a_query_token():
+    """Explore's token picker and Live's name a query the same way (views.parse_query)."""
+    names = ("cls", "dist", "reg1")
+
+    def refused() -> tuple[int, int]:
+        raise AssertionError("the patch was asked for a token that is no patch")
+
+    assert views.parse_query("cls", names, refused) is None
+    assert views.parse_query("reg1", names, refused) == "reg1"
+    assert views.parse_query("patch", names, lambda: (2, 3)) == (2, 3)
+    assert views.parse_query("mean", ("reg1",), refused) is None  # no CLS: the mean of the patches
+    with pytest.raises(views.QueryError, match=r"unknown query token 'reg2'; choose one of 'cls', 'dist', 'reg1'"):
+        views.parse_query("reg2", names, refused)
+    with pytest.raises(views.QueryError, match="unknown query token 'mean'"):
+        views.parse_query("mean", names, refused)  # a model with CLS has no "mean" query
