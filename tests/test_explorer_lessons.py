@@ -9,8 +9,8 @@ from tolerance import rounding_tolerance
 
 import vit
 from explorer import lessons
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, LoadedModel
-from explorer.render import MapStyle
 from vit import VisionTransformer, ViTConfig
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 

@@ -13,9 +13,9 @@ from PIL import Image
 
 import vit
 from explorer import views
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.explain import explain
-from explorer.render import MapStyle
 from explorer.views import Drawing, Fusion, Showing
 from ui import common
 from ui import explore_handlers as h

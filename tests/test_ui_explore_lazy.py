@@ -9,9 +9,9 @@ import pytest
 from PIL import Image
 
 from explorer import render, views
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.explain import explain
-from explorer.render import MapStyle
 from explorer.views import Drawing, Fusion
 from ui import explore_handlers as h
 from ui.common import ExplanationKey, Server

@@ -10,9 +10,9 @@ from clip_helpers import CLIP_KEY, clip_app, tiny_clip
 from PIL import Image
 
 import vit
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.prompts import DEFAULT_PROMPTS
-from explorer.render import MapStyle
 from explorer.views import Drawing, Showing
 from ui import explore_handlers as h
 from ui.common import Server

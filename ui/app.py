@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
-from explorer import render
+from explorer import canvas
 from explorer.catalog import ModelCatalog
 from explorer.explain import ExplanationStore
 
@@ -67,7 +67,7 @@ CSS = """
 }
 """
 # The presentation mode (`--present`, docs/app.md): every text at least 18 px at 1280x720, on the
-# page (Gradio's size variables, and a floor for the rest) and in the pictures (render.PRESENT_TEXT_PX,
+# page (Gradio's size variables, and a floor for the rest) and in the pictures (canvas.PRESENT_TEXT_PX,
 # set by build_demo), while the input, its grid and the head maps stay on the first screen: the
 # head maps' box grows to their taller picture, which it would otherwise shrink.
 PRESENT_CSS = """
@@ -88,7 +88,7 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
     """The app's Blocks (not launched): the Explore and Train tabs over one model catalogue;
     `present`: the pictures' words at the presentation mode's size (launch it with `present` too)."""
     settings = settings or ServerSettings()
-    PICTURE_TEXT.px = render.PRESENT_TEXT_PX if present else render.TEXT_PX
+    PICTURE_TEXT.px = canvas.PRESENT_TEXT_PX if present else canvas.TEXT_PX
     server = Server(catalog, ExplanationStore(settings.cache_bytes))
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour

@@ -19,10 +19,10 @@ import gradio as gr
 import numpy as np
 
 from explorer import views
+from explorer.canvas import COLORMAPS, SCALES, MapStyle
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import Explanation, ExplanationStore
 from explorer.prompts import ZeroShot
-from explorer.render import COLORMAPS, SCALES, MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
 from vit.analysis import Query

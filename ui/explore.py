@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import gradio as gr
 
 from explorer import views
+from explorer.canvas import COLORMAPS
 from explorer.catalog import LoadedModel, ModelCatalog
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
-from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
 
 from . import common, concurrency

@@ -20,6 +20,7 @@ import gradio as gr
 import numpy as np
 
 from explorer import render, views
+from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel, ModelUnavailable
 from explorer.explain import (
     REQUEST_FACTOR,
@@ -32,7 +33,6 @@ from explorer.explain import (
 )
 from explorer.images import ImageError, check_image, load_image
 from explorer.prompts import PromptError, ZeroShot, parse_prompts, zero_shot
-from explorer.render import MapStyle
 from explorer.uploads import UploadRefused, checked_upload
 from explorer.views import Drawing, Showing
 from vit.analysis import Query

@@ -10,9 +10,9 @@ import gradio as gr
 
 import vit
 from explorer import lessons
+from explorer.canvas import COLORMAPS
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
-from explorer.render import COLORMAPS
 
 from . import concurrency, pictures
 from . import lessons_handlers as h

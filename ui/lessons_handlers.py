@@ -14,11 +14,11 @@ import gradio as gr
 from PIL import Image
 
 from explorer import lessons
+from explorer.canvas import COLORMAPS, MapStyle
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
 from explorer.images import ImageError, load_image
 from explorer.prompts import PromptError, parse_prompts, zero_shot
-from explorer.render import COLORMAPS, MapStyle
 from explorer.views import Showing, prompt_note
 from vit.messages import shown
 

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import gradio as gr
 
 from explorer import views
+from explorer.canvas import COLORMAPS
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
-from explorer.render import COLORMAPS
 from explorer.streams import StreamSlots
 from explorer.video import VideoLimits
 

@@ -15,9 +15,9 @@ from typing import NamedTuple
 import gradio as gr
 
 from explorer import live, video, views
+from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import ExplanationTooLarge
-from explorer.render import MapStyle
 from explorer.streams import Admission, StreamSlots
 from vit.analysis import Query
 
