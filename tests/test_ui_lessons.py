@@ -83,34 +83,35 @@ def test_the_comparison_refuses_no_models_too_many_or_none_loadable(tab, image):
 
 def test_token_norms_of_a_model_with_and_without_registers(tab, registers, image):
     server = tab[1]
-    out = h.compare_token_norms(server, image, registers, BUNDLED, 3, "inferno")
-    first = h.compare_token_norms(server, image, registers, BUNDLED, 1, "inferno")
+    out = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 3, "inferno")
+    first = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 1, "inferno")
     assert picture(out["norms_picture"]).shape == picture(first["norms_picture"]).shape
     assert not np.array_equal(picture(out["norms_picture"]), picture(first["norms_picture"]))  # another layer
     table = out["norms_table"]
     assert "median patch norm" in table and "reg4" in table  # the registers' norms are listed by name
     with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):
-        h.compare_token_norms(server, image, registers, BUNDLED, 7, "inferno")
+        h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 7, "inferno")
 
 
 def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(tab, registers, image):
     view, server = tab
     catalog = server.catalog
-    out = h.compare_token_norms(server, image, BUNDLED, BUNDLED, 6, "inferno")
+    out = h.compare_token_norms(server, image, h.RegisterPair(BUNDLED, BUNDLED), 6, "inferno")
     label = catalog.get(BUNDLED).label
     assert f"**no registers: {label}**" in out["norms_table"]  # issue 27: it said "with registers"
     assert "with registers" not in out["norms_table"] + out["norms_picture"].alt_text
     assert f"no registers: {label} (" in out["norms_picture"].alt_text
-    same = h.norms_models(server, BUNDLED, BUNDLED, [BUNDLED, BUNDLED])["norms_note"]
+    same = h.norms_models(server, h.RegisterPair(BUNDLED, BUNDLED), [BUNDLED, BUNDLED])["norms_note"]
     assert same.startswith("**Both rows show the same model**") and "No model with registers is on this" in same
     assert "python -m vit.download" not in same  # said once, in "Better models for this lesson" (issue 27)
-    named = h.compare_token_norms(server, image, registers, BUNDLED, 6, "inferno")["norms_table"]
+    named = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 6, "inferno")["norms_table"]
     assert "**with 4 registers: checkpoint" in named
     assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
     assert (
-        "**Neither row has registers**" in h.norms_models(server, BUNDLED, registers, [BUNDLED, BUNDLED])["norms_note"]
+        "**Neither row has registers**"
+        in h.norms_models(server, h.RegisterPair(BUNDLED, registers), [BUNDLED, BUNDLED])["norms_note"]
     )
-    assert h.norms_models(server, registers, BUNDLED, [BUNDLED, BUNDLED])["norms_note"] == ""
+    assert h.norms_models(server, h.RegisterPair(registers, BUNDLED), [BUNDLED, BUNDLED])["norms_note"] == ""
 
 
 def test_heads_off_by_1_based_layer_dot_head(tab, image):
@@ -230,7 +231,11 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
     assert "layers 1 to 6, heads 1 to 4" in view.heads_off.label
     h.compare_models(server, image, view.compare_models.value, view.cmap.value)
     h.compare_token_norms(
-        server, image, view.with_registers.value, view.without_registers.value, view.norms_layer.value, "inferno"
+        server,
+        image,
+        h.RegisterPair(view.with_registers.value, view.without_registers.value),
+        view.norms_layer.value,
+        "inferno",
     )
     h.switch_heads_off(server, image, view.heads_model.value, view.heads_off.value)
     list(h.rank_heads(server, image, view.heads_model.value, None))
@@ -265,14 +270,14 @@ def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoi
 
 def test_the_controls_follow_the_chosen_models(tab, registers):
     server = tab[1]
-    slider = h.norms_models(server, registers, BUNDLED, [BUNDLED, BUNDLED])["norms_layer"]
+    slider = h.norms_models(server, h.RegisterPair(registers, BUNDLED), [BUNDLED, BUNDLED])["norms_layer"]
     assert slider.maximum == slider.value == 6
     out = h.heads_model(server, BUNDLED, BUNDLED)
     assert "layers 1 to 6, heads 1 to 4" in out["heads_off"].label and out["heads_note"] == ""
     assert out["heads_off"].placeholder == "1.1, 6.4"  # an example this model accepts
     headless = h.heads_model(server, registers, BUNDLED)
     assert "has no classifier head" in headless["heads_note"]
-    back = h.norms_models(server, registers, "pretrained:nonexistent", [registers, BUNDLED])
+    back = h.norms_models(server, h.RegisterPair(registers, "pretrained:nonexistent"), [registers, BUNDLED])
     assert (back["with_registers"], back["without_registers"]) == (registers, BUNDLED)  # no Error badge
     assert back["norms_note"] == "⚠️ unknown model 'pretrained:nonexistent': pick one from the list"
 

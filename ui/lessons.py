@@ -4,7 +4,7 @@ components (`LessonsView`), layout and wiring to ui/lessons_handlers.py under AP
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gradio as gr
 
@@ -16,7 +16,7 @@ from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 
 from . import concurrency, pictures
 from . import lessons_handlers as h
-from .binding import ComponentView
+from .binding import ComponentView, Controls
 from .common import EXAMPLES_DIR, Server, layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
@@ -30,6 +30,8 @@ FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a mode
 @dataclass(frozen=True)
 class LessonsView(ComponentView):
     """Every component of the Lessons tab, by name."""
+
+    controls: ClassVar = (Controls.of(h.RegisterPair, h.register_pair),)
 
     image: gr.Image
     followed: gr.State  # the Explore tab's image the lesson image last took (lessons_handlers.open_lessons)

@@ -9,6 +9,7 @@ model (the layer slider's range, the heads' range); a model that downloads shows
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import gradio as gr
 from PIL import Image
@@ -90,10 +91,21 @@ def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None, vi
     return catalog.get(str(key), progress=shown_progress, owner=visitor)
 
 
+class RegisterPair(NamedTuple):
+    """Lesson 2's two models, as their pickers send them: one with registers, one without."""
+
+    with_registers: str
+    without_registers: str
+
+
+def register_pair(with_registers: str, without_registers: str) -> RegisterPair:
+    """The two pickers of lesson 2 as one value (for the binding: ui.binding.Controls)."""
+    return RegisterPair(with_registers, without_registers)
+
+
 def norms_models(
     server: Server,
-    with_registers: str,
-    without_registers: str,
+    pair: RegisterPair,
     current: list[str],
     progress: gr.Progress = PROGRESS,
     request: gr.Request | None = None,
@@ -103,17 +115,17 @@ def norms_models(
     note saying when the pair cannot differ. A model that cannot be had here is said in the
     note and both pickers return to `current`, the pair the slider still describes."""
     try:
-        pair = [fetched(server.catalog, key, progress, owner(request)) for key in (with_registers, without_registers)]
+        models = [fetched(server.catalog, key, progress, owner(request)) for key in pair]
     except ModelUnavailable as e:
         first, second = current
         return dict(with_registers=first, without_registers=second, norms_layer=gr.skip(), norms_note=f"⚠️ {e}")
-    depth = min(m.model.config.depth for m in pair)
+    depth = min(m.model.config.depth for m in models)
     return dict(
-        with_registers=pair[0].key,
-        without_registers=pair[1].key,
-        norms_current=[m.key for m in pair],
+        with_registers=models[0].key,
+        without_registers=models[1].key,
+        norms_current=[m.key for m in models],
         norms_layer=layer_slider(depth, depth),
-        norms_note=norms_note(server.catalog, *pair),
+        norms_note=norms_note(server.catalog, *models),
     )
 
 
@@ -190,8 +202,7 @@ def compare_models(
 def compare_token_norms(
     server: Server,
     image: dict | None,
-    with_registers: str,
-    without_registers: str,
+    pair: RegisterPair,
     layer: float,
     cmap: str,
     progress: gr.Progress = PROGRESS,
@@ -201,9 +212,7 @@ def compare_token_norms(
     model with registers and one without, on one colour scale; patches above 2 x the median
     norm outlined and listed with their norm and their share of the last layer's CLS attention."""
     picture, style = lesson_image(image), lesson_style(cmap)
-    models = [
-        downloads.load(server.catalog, key, progress, owner(request)) for key in (with_registers, without_registers)
-    ]
+    models = [downloads.load(server.catalog, key, progress, owner(request)) for key in pair]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
