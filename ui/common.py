@@ -57,6 +57,12 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: s
     )
 
 
+def colour_map_style(cmap: str, scale: str = "layer") -> MapStyle:
+    """The MapStyle of a tab that offers only a colour map (and a colour scale): Explore's
+    defaults for the rest (overlay at opacity 0.6, nearest upsampling: honest patch blocks)."""
+    return map_style(cmap, 0.6, "nearest", "overlay", scale)
+
+
 def map_showing(show: str = "weights", keep_percent: float = 100 * views.KEEP) -> views.Showing:
     """How rollout and relevance are drawn (views.SHOWS) and the kept share of the mass, 0 to 1."""
     return views.Showing(one_of("show", show, views.SHOWS), number("keep percent", keep_percent, 1.0, 100.0) / 100)

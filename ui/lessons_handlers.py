@@ -15,7 +15,6 @@ import gradio as gr
 from PIL import Image
 
 from explorer import lessons
-from explorer.canvas import COLORMAPS, MapStyle
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
 from explorer.images import ImageError, load_image
@@ -24,8 +23,8 @@ from explorer.views import Showing, prompt_note
 from vit.messages import shown
 
 from . import downloads, pictures, zerogpu
-from .checks import one_of, visitor_error, whole_number
-from .common import Server, layer_slider, model_name, owner, uploaded_path, word_maps
+from .checks import visitor_error, whole_number
+from .common import Server, colour_map_style, layer_slider, model_name, owner, uploaded_path, word_maps
 
 MAX_COMPARED = 3
 NORMS_LAYER_LABEL = "Layer (1 = first; up to the shallower model's depth)"
@@ -68,10 +67,6 @@ def new_image() -> dict:
         words_maps=None,
         heads_note=gr.skip(),  # keeps "this model has no classifier"; its old error badge still goes
     )
-
-
-def lesson_style(cmap: str) -> MapStyle:
-    return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6, text_px=pictures.TEXT.px)
 
 
 def heads_box(loaded: LoadedModel) -> dict[str, str]:
@@ -171,7 +166,7 @@ def compare_models(
     """Supervised vs self-supervised: the last-layer CLS heads of up to three models (keys of the
     model picker, e.g. a supervised ViT, DINO and DINOv2) side by side on one colour scale.
     Models that cannot be loaded here (offline) are named; the others are still compared."""
-    picture, style = lesson_image(image), lesson_style(cmap)
+    picture, style = lesson_image(image), colour_map_style(cmap)
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
         raise visitor_error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
     loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
@@ -211,7 +206,7 @@ def compare_token_norms(
     """Artefacts and registers: the L2 norm of every patch token after `layer` (1-based) for a
     model with registers and one without, on one colour scale; patches above 2 x the median
     norm outlined and listed with their norm and their share of the last layer's CLS attention."""
-    picture, style = lesson_image(image), lesson_style(cmap)
+    picture, style = lesson_image(image), colour_map_style(cmap)
     models = [downloads.load(server.catalog, key, progress, owner(request)) for key in pair]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
@@ -278,7 +273,7 @@ def compare_words(
         raise visitor_error(str(e)) from e
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, inp.tensor, words))
     grid = loaded.model.patch_grid(*inp.tensor.shape[-2:])
-    maps = word_maps(inp.pixels, grid, zs, lesson_style(cmap), Showing(), model_name(loaded.key))
+    maps = word_maps(inp.pixels, grid, zs, colour_map_style(cmap), Showing(), model_name(loaded.key))
     return dict(words_label=zs.probabilities, words_note=prompt_note(zs), words_maps=maps)
 
 

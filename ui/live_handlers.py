@@ -27,9 +27,9 @@ from .common import (
     Server,
     check_layer,
     check_query,
+    colour_map_style,
     export_name,
     layer_slider,
-    map_style,
     owner,
     picked_model,
     query_name,
@@ -40,12 +40,6 @@ from .outputs import UPLOADS, cache_path
 from .settings import for_visitors
 
 WAIT_POLL_S = 1.0  # a stream waiting for a slot asks once a second, not at the webcam's frame rate
-
-
-def live_style(cmap: str, scale: str) -> MapStyle:
-    """The Live tab's MapStyle: its colour map and scale, Explore's defaults for the rest
-    (overlay at opacity 0.6, nearest upsampling: honest patch blocks)."""
-    return map_style(cmap, 0.6, "nearest", "overlay", scale)
 
 
 def live_query(loaded: LoadedModel, token: str, row: object, column: object) -> Query:
@@ -89,7 +83,7 @@ def live_request(
     loaded = catalog.get(controls.model_key, owner=visitor)
     layer = check_layer(controls.layer, loaded.model.config.depth)
     query = live_query(loaded, controls.query_token, controls.row, controls.column)
-    return loaded, layer, query, live_style(controls.cmap, controls.scale)
+    return loaded, layer, query, colour_map_style(controls.cmap, controls.scale)
 
 
 def pictures_html(frame: live.LiveFrame) -> str:
