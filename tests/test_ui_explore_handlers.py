@@ -153,9 +153,9 @@ def test_the_gif_offers_each_layers_own_scale_by_default_or_one_scale_for_all(ta
 def test_export_names_say_image_model_layer_and_query(tab):
     catalog = tab.catalog
     payload = {"path": "/tmp/gradio/abc/photo 1.jpg", "orig_name": "My cat (1).jpg"}
-    assert common.export_name(payload, BUNDLED, catalog) == "My-cat-1-tiny"
-    assert common.export_name(payload, "checkpoint:/runs/a/model.safetensors", catalog) == "My-cat-1-model"
-    assert common.export_name(payload, "pretrained:vit_b_16.tv_in1k", catalog) == "My-cat-1-vit_b_16.tv_in1k"
+    assert common.export_stem(payload, BUNDLED, catalog) == "My-cat-1-tiny"
+    assert common.export_stem(payload, "checkpoint:/runs/a/model.safetensors", catalog) == "My-cat-1-model"
+    assert common.export_stem(payload, "pretrained:vit_b_16.tv_in1k", catalog) == "My-cat-1-vit_b_16.tv_in1k"
     assert common.query_name(None) == "cls" and common.query_name((0, 6)) == "row1-col7"
 
 
@@ -164,7 +164,7 @@ def test_an_upload_with_a_long_name_still_exports(tab, explanation_key):
     "Error" (the file name was longer than the file system takes)."""
     server = tab
     catalog = server.catalog
-    name = common.export_name({"path": "/tmp/gradio/abc/x.png", "orig_name": "a" * 240 + ".png"}, BUNDLED, catalog)
+    name = common.export_stem({"path": "/tmp/gradio/abc/x.png", "orig_name": "a" * 240 + ".png"}, BUNDLED, catalog)
     assert name == f"{'a' * common.SLUG_CHARS}-tiny"
     exports = [
         h.make_png(server, explanation_key, name, (0, 6), 1, STYLE)["export_file"],

@@ -211,7 +211,7 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:SLUG_CHARS].strip("-.") or "x"
 
 
-def export_name(payload: dict, model_key: str, catalog: ModelCatalog) -> str:
+def export_stem(payload: dict, model_key: str, catalog: ModelCatalog) -> str:
     """How export files of this analysis begin: image-model (file names without folder and
     extension; pretrained weights by name)."""
     image = Path(payload.get("orig_name") or payload["path"]).stem

@@ -46,7 +46,7 @@ from .common import (
     Server,
     check_layer,
     check_query,
-    export_name,
+    export_stem,
     layer_slider,
     load_or_error,
     model_name,
@@ -333,7 +333,7 @@ def analyze(
         pictures = full_analysis(loaded, path, mode, layer, drawing, server.store, limit, on_screen, pca)
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
-    return pictures | {"export_name": export_name(given.image, given.model_key, catalog)}
+    return pictures | {"export_name": export_stem(given.image, given.model_key, catalog)}
 
 
 def note_image(server: Server, image: dict | None, request: gr.Request) -> None:

@@ -28,7 +28,7 @@ from .common import (
     check_layer,
     check_query,
     colour_map_style,
-    export_name,
+    export_stem,
     layer_slider,
     owner,
     picked_model,
@@ -214,7 +214,7 @@ def attention_video(
     path = uploaded_path(clip)
     try:
         loaded, layer, query, style = live_request(server.catalog, controls, owner(request))
-        name = export_name(clip, controls.model_key, server.catalog)
+        name = export_stem(clip, controls.model_key, server.catalog)
         out = cache_path(f"{name}-layer{layer}-{query_name(query)}.mp4")
 
         def report(stage: str, done: int, total: int) -> None:
