@@ -12,7 +12,7 @@ from picture_helpers import gradient_runs
 from PIL import Image
 from training_helpers import write_image_folder
 
-from ui.explore import EXAMPLES_DIR as EXAMPLES
+from ui.common import EXAMPLES_DIR as EXAMPLES
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = [
