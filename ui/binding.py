@@ -1,7 +1,7 @@
 """Binding module-level handlers to the tab they serve.
 
 A handler takes plain values and returns what changes by field name, `{field: value}`; `bound`
-turns it into the function Gradio calls: its context (the model catalogue, a training job, ...)
+turns it into the function Gradio calls: its context (the server's, `ui.common.Server`; a training job)
 fixed, values made of several controls (a `MapStyle`) parsed from those controls, and its
 result applied to the tab's view, `{component: value}`.
 """
@@ -64,7 +64,7 @@ class ComponentView:
 def bound(
     fn: Callable, *context: Any, view: ComponentView | None = None, controls: Sequence[Controls] = ()
 ) -> Callable:
-    """`fn` with its leading arguments (the model catalogue, ...) fixed, each parameter whose
+    """`fn` with its leading arguments (the server's context, ...) fixed, each parameter whose
     annotation is the kind of one of `controls` taken from those controls' values, and (with
     `view`) its `{field: value}` result applied to `view`.
 
