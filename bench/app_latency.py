@@ -33,7 +33,7 @@ from bench.serving import free_port, wait_until_served
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.explain import model_input
 from explorer.images import load_image
-from explorer.render import MapStyle
+from explorer.views import Drawing
 from ui.explore_handlers import full_analysis
 from vit.preprocessing import CIFAR10_CLASSES
 
@@ -81,7 +81,7 @@ def seconds(samples: list[float]) -> str:
 
 def analysis_latency(loaded: LoadedModel, repeats: int) -> tuple[list[float], list[float]]:
     depth = loaded.model.config.depth
-    return timed(lambda: full_analysis(loaded, IMAGE, "crop", depth, "mean", 0.0, MapStyle(), store=None), repeats)
+    return timed(lambda: full_analysis(loaded, IMAGE, "crop", depth, Drawing(), store=None), repeats)
 
 
 def vit_b16(repeats: int) -> tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]:

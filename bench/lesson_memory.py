@@ -42,7 +42,7 @@ def visits(image: str) -> dict[str, dict]:
     """One visitor per endpoint: the Explore tab and each lesson with its default models."""
     from gradio_client import handle_file
 
-    from ui.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS
+    from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS
 
     picture = handle_file(image)
     return {

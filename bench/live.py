@@ -40,8 +40,8 @@ from PIL import Image
 import vit
 from bench.fake_camera import clip_frames, write_y4m
 from bench.serving import free_port, wait_until_served
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED_PATH, LoadedModel
-from explorer.render import MapStyle
 from explorer.video import VideoLimits, attention_video
 from vit.preprocessing import Preprocessing
 

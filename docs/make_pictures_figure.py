@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # After the path: the script runs from anywhere.
-from explorer import render, views  # noqa: E402
+from explorer import canvas, render, views  # noqa: E402
 from explorer.catalog import BUNDLED, ModelCatalog  # noqa: E402
 from explorer.explain import Explanation, explain  # noqa: E402
 from explorer.render import MapStyle  # noqa: E402
@@ -33,16 +33,16 @@ CAT = ROOT / "examples" / "cifar10" / "cat.jpg"  # its rollout spans 0.0093 to 0
 
 def before(ex: Explanation, layer: int, style: MapStyle) -> Image.Image:
     """The old picture: every head stretched from its own minimum to its own maximum."""
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, views.HEAD_PX)
+    base = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.HEAD_PX)
     maps = ex.query_maps(None)[layer - 1]
-    tiles = [render.overlay(base, m - m.min(), style, float(m.max() - m.min())) for m in maps]
-    grid = render.mosaic([tiles], col_labels=[f"head {j + 1}" for j in range(len(tiles))])
-    return render.stack([render.text_block(f"layer {layer} of {ex.depth}, query: CLS", grid.width), grid])
+    tiles = [canvas.overlay(base, m - m.min(), style, float(m.max() - m.min())) for m in maps]
+    grid = canvas.mosaic([tiles], col_labels=[f"head {j + 1}" for j in range(len(tiles))])
+    return canvas.stack([canvas.text_block(f"layer {layer} of {ex.depth}, query: CLS", grid.width), grid])
 
 
 def rollout_before(ex: Explanation, style: MapStyle) -> Image.Image:
     """The old rollout picture: coloured from 0 to its maximum, nothing marking uniform."""
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX)
+    base = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX)
     note = views.describe_rollout(ex, "mean", 0.0)
     return render.map_picture(
         base, ex.rollout("mean", 0.0), style, "attention rollout, query: CLS", "rollout weight", note

@@ -33,11 +33,12 @@ from vit.messages import shown
 from vit.model import ViTConfig
 from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
-from . import render
+from . import canvas, render
+from .canvas import MapStyle
 from .catalog import BUNDLED, LoadedModel, pretrained_key
 from .compute import forward_flops, pass_seconds, to_model
 from .explain import InputTooLarge, ModelInput, model_input, top_classes
-from .render import MapRow, MapStyle
+from .render import MapRow
 
 # The pretrained weights each lesson is about (vit.list_pretrained() names), best first.
 COMPARED = (
@@ -264,7 +265,7 @@ def compare_cls_heads(models: Sequence[LoadedModel], results: Sequence[ClsHeads]
             [f"head {i + 1}", *render.prefix_lines(p, r.prefix_names)] if len(p) else [f"head {i + 1}"]
             for i, p in enumerate(r.prefix)
         ]
-        base = render.fit_to_grid(r.pixels, r.heads.shape[1:], TILE_PX)
+        base = canvas.fit_to_grid(r.pixels, r.heads.shape[1:], TILE_PX)
         for start in range(0, len(r.heads), ROW_TILES):  # the model is named on its first row
             label = f"{loaded.label} ({_who(loaded)})" if start == 0 else ""
             end = start + ROW_TILES
@@ -333,7 +334,7 @@ def token_norm_maps(reports: Sequence[NormReport], layer: int, style: MapStyle) 
     rows = []
     for r in reports:
         caption = [f"median {r.median:.3g}", f"{len(r.high)} patches > {HIGH_NORM_FACTOR:g}× median"]
-        base = render.fit_to_grid(r.pixels, r.norms.shape, 2 * TILE_PX)
+        base = canvas.fit_to_grid(r.pixels, r.norms.shape, 2 * TILE_PX)
         rows.append(MapRow(r.label, base, r.norms[None], [caption], r.high))
     title = f"Norm of each patch token after layer {layer + 1}, high-norm patches outlined"
     return render.shared_scale_rows(rows, style, title, "token norm (L2)")

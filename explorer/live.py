@@ -22,10 +22,10 @@ from PIL import Image, UnidentifiedImageError
 from vit.analysis import Query
 
 from . import views
+from .canvas import MapStyle
 from .catalog import LoadedModel
 from .explain import explain
 from .images import to_rgb
-from .render import MapStyle
 
 MAX_FRAME_PIXELS = 3840 * 2160  # a 4K webcam; a frame's side must also fit MAX_FRAME_SIDE
 MAX_FRAME_SIDE = 4096

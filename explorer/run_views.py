@@ -9,14 +9,14 @@ from collections.abc import Sequence
 import torch
 from PIL import Image
 
-from . import render
-from .render import MapStyle
+from . import canvas, charts, probe_strip
+from .canvas import MapStyle
 
 PROBE_PX = 64  # display size of the probe image's longer side, per tile
 
 
 def curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]]) -> Image.Image:
-    return render.training_curves(history, step_losses)
+    return charts.training_curves(history, step_losses)
 
 
 def curves_alt(history: Sequence[dict], step_losses: Sequence[tuple[float, float]]) -> str:
@@ -28,18 +28,18 @@ def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]]) -> Im
     one row per (epoch, (layers, heads, gh, gw) maps) reading."""
     pixels = image.permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
     grid = tuple(probes[0][1].shape[-2:])
-    base = render.fit_to_grid(pixels, grid, PROBE_PX)
-    return render.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in probes], MapStyle())
+    base = canvas.fit_to_grid(pixels, grid, PROBE_PX)
+    return probe_strip.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in probes], MapStyle())
 
 
 def probe_alt(probes: Sequence[tuple[int, torch.Tensor]]) -> str:
     """The first reading is taken before training; one follows each epoch. A long run's
-    picture shows some of them (render.probe_shown): the alt text names which."""
-    shown = render.probe_shown(len(probes), probes[0][1].shape[1])
+    picture shows some of them (probe_strip.probe_shown): the alt text names which."""
+    shown = probe_strip.probe_shown(len(probes), probes[0][1].shape[1])
     text = (
         "CLS attention of the probe image in every head of the last layer, before training "
         f"and after each of {len(probes) - 1} epochs"
     )
     if len(shown) == len(probes):
         return text
-    return f"{text}; the picture shows {render.probe_epochs([probes[i][0] for i in shown])}"
+    return f"{text}; the picture shows {probe_strip.probe_epochs([probes[i][0] for i in shown])}"

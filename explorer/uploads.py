@@ -117,13 +117,6 @@ def _held(files: list[tuple[float, int, Path]], keep: Collection[Path], budget_b
     return young | {*keep}
 
 
-def prune_oldest(root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
-    """Delete the oldest files under `root` until what is left fits `budget_bytes`; returns
-    the bytes freed. Files in `keep` (the app's own files, such as its examples' cached
-    copies) are never deleted; the newest files (a fresh upload, a view just drawn) go last."""
-    return _prune(_files(root), Path(root).resolve(), budget_bytes, keep)
-
-
 def admit(path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
     """Make room for `path`, a file that just arrived under `root`: older files go first (never
     `keep`, never one younger than FRESH_S). A file that would not fit even then (within
@@ -215,7 +208,9 @@ class UploadBudget:
         return self._used is not None and walked == root and time.monotonic() - at < self.recount_s
 
     def prune(self) -> int:
-        """Walk and prune the folder (the periodic check); the bytes freed."""
+        """Walk and prune the folder (the periodic check): its oldest files are deleted until
+        what is left fits the budget, never `keep` (the app's own files, such as its examples'
+        cached copies); the newest (a fresh upload, a view just drawn) go last. The bytes freed."""
         with self._lock:
             root = Path(self.folder()).resolve()
             files = _files(root)

@@ -32,11 +32,11 @@ from vit import AttentionMaps
 from vit.analysis import Query, query_attention, query_prefix_attention
 from vit.messages import shown
 
-from . import render, views
+from . import canvas, render, views
+from .canvas import MapStyle
 from .catalog import LoadedModel
 from .compute import forward_flops, pass_seconds, run_here, to_model
 from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_input
-from .render import MapStyle
 
 DEMUXERS = ("mov", "matroska")  # MP4, MOV, M4V; MKV, WebM: containers that never name other files
 # What cameras, phones and browsers record. Other codecs (PNG, QuickTime RLE, FFV1...) carry
@@ -318,7 +318,7 @@ def frame_picture(
 ) -> Image.Image:
     """Frame `i` (0-based) of the attention video: the model input beside the head maps."""
     pixels = clip.pixels[i]
-    base = render.fit_to_grid(pixels, first.grid, views.HEAD_PX)
+    base = canvas.fit_to_grid(pixels, first.grid, views.HEAD_PX)
     title = (
         f"frame {i + 1} of {len(clip.maps)} ({i / fps:.1f} s) · layer {layer} of {first.depth}, "
         f"query: {views.query_label(first, query)}"
@@ -332,11 +332,10 @@ def frame_picture(
         note=views.left_out(first),
         prefix_names=first.prefix_names,
         mark=views.patch_of(query),
-        tops=tops,
-        scope="this layer over the whole clip",
+        top=render.ScaleTop(tops, "this layer over the whole clip"),
     )
-    frame = render.enlarge(pixels, render.scale_for(pixels.shape[:2], INPUT_PX))
-    return render.mosaic([[frame, np.asarray(heads)]])
+    frame = canvas.enlarge(pixels, canvas.scale_for(pixels.shape[:2], INPUT_PX))
+    return canvas.mosaic([[frame, np.asarray(heads)]])
 
 
 def _even(picture: Image.Image, size: tuple[int, int]) -> Image.Image:
@@ -344,9 +343,9 @@ def _even(picture: Image.Image, size: tuple[int, int]) -> Image.Image:
     than the first frame (it never is: every frame has the same layout) would be cut."""
     if picture.size == size:
         return picture
-    canvas = Image.new("RGB", size, render.BACKGROUND)
-    canvas.paste(picture, (0, 0))
-    return canvas
+    padded = Image.new("RGB", size, canvas.BACKGROUND)
+    padded.paste(picture, (0, 0))
+    return padded
 
 
 def encode(pictures: Iterator[Image.Image], path: str | Path, fps: float, seconds: dict[str, float]) -> int:

@@ -8,8 +8,9 @@ tensors are; people see 1-based numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -17,15 +18,16 @@ from PIL import Image
 
 from vit import VisionTransformer
 from vit.analysis import MIN_FOREGROUND, PatchPca, Query, grid_border, patch_pca, top_mass_mask
+from vit.messages import shown
 from vit.probes import logit_lens
 from vit.relevance import class_relevance
 
-from . import render
+from . import canvas, charts, render
+from .canvas import MapStyle
 from .catalog import LoadedModel
 from .compute import pass_seconds, svd_flops, to_model, work_seconds
 from .explain import Explanation
 from .prompts import ZeroShot
-from .render import MapStyle
 
 PATCH, MEAN = "patch", "mean"  # query tokens that are not prefix tokens: a patch, the mean of all patches
 
@@ -35,10 +37,52 @@ PATCH, MEAN = "patch", "mean"  # query tokens that are not prefix tokens: a patc
 SHOWS = ("weights", "relative", "top mass")
 KEEP = 0.6
 
+
+class Showing(NamedTuple):
+    """How a single map (rollout, relevance, a word's) is drawn: `how`, one of SHOWS, and for
+    "top mass" the share `keep` of the map's mass kept, 0 to 1."""
+
+    how: str = "weights"
+    keep: float = KEEP
+
+
+class Fusion(NamedTuple):
+    """How rollout fuses a layer's heads (`how`: mean, max or min) and the share of its weakest
+    entries it discards (Abnar & Zuidema 2020, with Gildenblat's fusion and discard)."""
+
+    how: str = "mean"
+    discard: float = 0.0
+
+
+class Drawing(NamedTuple):
+    """How an image's maps are drawn: rollout's fusion, the maps' style, how single maps show."""
+
+    fusion: Fusion = Fusion()
+    style: MapStyle = MapStyle()
+    showing: Showing = Showing()
+
+
+class QueryError(ValueError):
+    """A query token the model does not have; its message names the allowed ones."""
+
+
+def parse_query(token: object, prefix_names: Sequence[str], patch: Callable[[], tuple[int, int]]) -> Query:
+    """The query a "Query token" choice names (Explore's picker, Live's, their API parameter):
+    a prefix token of the model ('cls', 'dist', 'reg1', ...), None for CLS or the mean of the
+    patches, or for PATCH the 0-based (row, column) `patch()` gives (asked only then: it checks
+    its own values)."""
+    tokens = [value for _, value in query_choices(prefix_names)]
+    if token not in tokens:
+        raise QueryError(f"unknown query token {shown(token)}; choose one of {', '.join(map(repr, tokens))}")
+    if token == PATCH:
+        return patch()
+    return None if token in ("cls", MEAN) else str(token)
+
+
 INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size of each view's longer side
 # The CSS width (px) the app's layout gives each picture on a 1280×720 screen, measured in
 # Chromium. gr.Image never enlarges a picture (object-fit: scale-down), so a picture at most
-# this wide is shown at its own size and its text at the size drawn (render.TEXT_PX, ≥ 12 px;
+# this wide is shown at its own size and its text at the size drawn (canvas.TEXT_PX, ≥ 12 px;
 # tests/test_explorer_views.py checks every view against this table).
 DISPLAY_WIDTH = {
     "heads": 546,
@@ -60,13 +104,13 @@ MAX_COLUMNS = 6  # head tiles per row, unless asked otherwise
 
 def input_scale(ex: Explanation) -> int:
     """Magnification of the model input in the clickable input view."""
-    return render.scale_for(ex.input.pixels.shape[:2], INPUT_PX)
+    return canvas.scale_for(ex.input.pixels.shape[:2], INPUT_PX)
 
 
 def input_view(ex: Explanation, query: Query = None) -> Image.Image:
     """The model input with its patch grid, and the query patch (if the query is one) outlined."""
     mark = query if isinstance(query, tuple) else None
-    return render.patch_grid_image(ex.input.pixels, ex.patch_size, input_scale(ex), mark)
+    return canvas.patch_grid_image(ex.input.pixels, ex.patch_size, input_scale(ex), mark)
 
 
 def token_label(name: str) -> str:
@@ -184,11 +228,11 @@ def head_layout(ex: Explanation, columns: int | None = None, style: MapStyle | N
     side = max(ex.grid)
 
     def tile(n: int) -> int:
-        room = (DISPLAY_WIDTH["heads"] - render.GAP * n) // n
+        room = (DISPLAY_WIDTH["heads"] - canvas.GAP * n) // n
         return side * max(1, min(HEAD_PX, room) // side)
 
     widest = 0.0 if style is None else caption_px(ex, style)
-    while cols > 1 and cols * (max(tile(cols), widest) + render.GAP) > DISPLAY_WIDTH["heads"]:
+    while cols > 1 and cols * (max(tile(cols), widest) + canvas.GAP) > DISPLAY_WIDTH["heads"]:
         cols -= 1
     return cols, tile(cols)
 
@@ -197,14 +241,14 @@ def caption_px(ex: Explanation, style: MapStyle) -> float:
     """The widest line a head tile's caption may hold in `style`: its name, its own maximum on
     the per-head scale (render._tile_lines)."""
     lines = [f"head {ex.heads}", *(["max 0.0000"] if style.scale == "head" else [])]
-    return max(render.text_width(line, style.text_px) for line in lines)
+    return max(canvas.text_width(line, style.text_px) for line in lines)
 
 
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: int | None = None) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (1-based), `columns` tiles a row
     (see `head_layout`)."""
     cols, tile = head_layout(ex, columns, style)
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
+    base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
     title = f"layer {layer} of {ex.depth}, query: {query_label(ex, query)}"
     i = layer - 1
     maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
@@ -227,7 +271,7 @@ def layer_frames(
     """The `heads` view of every layer, for the animated GIF: each frame as the screen draws
     that layer, or with `one_scale` all on the scale of the largest weight of all layers."""
     cols, tile = head_layout(ex, columns)
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, tile)
+    base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
     maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
     note = f"query: {query_label(ex, query)}. {left_out(ex)}"
     return render.layer_frames(
@@ -245,7 +289,7 @@ def layer_frames(
 
 def overview(ex: Explanation, style: MapStyle) -> Image.Image:
     """The default query's attention (CLS) in every head of every layer."""
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
+    base = canvas.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
     title = f"query: {query_label(ex, None)}, every layer and head"
     return render.layers_by_heads(
         base,
@@ -292,7 +336,7 @@ def rollout(
 ) -> Image.Image:
     """Attention rollout of the CLS token (or the mean patch) through all layers, drawn as
     `show` says (one of SHOWS; `keep` for "top mass")."""
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
+    base = canvas.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     title = f"attention rollout, query: {query_label(ex, None)}"
     note = describe_rollout(ex, head_fusion, discard_ratio)
     amap = ex.rollout(head_fusion, discard_ratio)
@@ -314,7 +358,7 @@ def one_map(
     if show not in SHOWS:
         raise ValueError(f"show must be one of {', '.join(SHOWS)}; got {show!r}")
     uniform, n = uniform_value(amap), amap.size
-    even = f"Uniform = {render.number(uniform)}: the map's total spread evenly over its {n} patches"
+    even = f"Uniform = {canvas.number(uniform)}: the map's total spread evenly over its {n} patches"
     if show == "relative":
         return render.relative_picture(base, amap, uniform, style, title, f"{note} {even}.")
     even += " (▼ on the colour bar); a patch above it gets more than an even share, one below it less."
@@ -330,7 +374,7 @@ def one_map(
 
 
 def distance_chart(ex: Explanation) -> Image.Image:
-    return render.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2])
+    return charts.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2])
 
 
 def relevance(
@@ -350,7 +394,7 @@ def relevance(
     ValueError for a model without a classifier head or a class out of range."""
     amap, chosen = computed if computed is not None else _relevance(model, ex.input.tensor, target)
     name = class_names[chosen] if chosen < len(class_names) else f"class {chosen}"
-    base = render.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
+    base = canvas.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     which = "the predicted class" if target is None else "the chosen class"
     title = f"relevance for {which} '{name}' (Chefer et al. 2021)"  # the class, not the query: no query changes it
     note = (
@@ -390,7 +434,7 @@ def prompt_relevance(
     (0-based) of a CLIP model's ZeroShot (Chefer et al. 2021, Eq. 5-6 with the image-text logit as
     the score), drawn as `show` says (see `one_map`)."""
     prompt = zs.prompts[index]
-    base = render.fit_to_grid(pixels, grid, ROLLOUT_PX)
+    base = canvas.fit_to_grid(pixels, grid, ROLLOUT_PX)
     title = f"'{prompt}': {zs.probabilities[prompt]:.0%} (relevance, Chefer et al. 2021)"
     note = (
         f"The score is the image-text logit of '{zs.template.format(prompt)}': the cosine similarity of the two "
@@ -560,7 +604,7 @@ def pca_legend(pca: PatchPca) -> list[str]:
     """The label of each channel's colour bar: its component, its share of the variance, its units."""
     return [
         f"{channel} = colour component {i + 1} ({float(share):.0%} of the kept patches' variance): projection, "
-        f"min-max scaled (0 = its smallest, {render.number(float(low))}; 1 = its largest, {render.number(float(high))})"
+        f"min-max scaled (0 = its smallest, {canvas.number(float(low))}; 1 = its largest, {canvas.number(float(high))})"
         for i, (channel, share, (low, high)) in enumerate(zip("RGB", pca.explained, pca.ranges.tolist(), strict=False))
     ]
 
@@ -606,17 +650,17 @@ def pca_view(
     layer: int,
     depth: int,
     prefix_names: Sequence[str] = (),
-    text_px: int = render.TEXT_PX,
+    text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """Patch features of `layer` (1-based) in colour, one column per image (`pixels`, the model
     inputs (H, W, 3), named `names`), with its RGB legend and note (describe_pca)."""
     pca = computed.pca
-    room = (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - render.GAP  # 80 px: the row labels "image", "PCA"
+    room = (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - canvas.GAP  # 80 px: the row labels "image", "PCA"
     tile = max(48, min(render.PCA_TILE_PX, room))
     photos, colours, keep, start = [], [], [], 0
     for image, grid in zip(pixels, computed.grids, strict=True):
         n = grid[0] * grid[1]
-        photos.append(render.fit_to_grid(image, grid, tile))
+        photos.append(canvas.fit_to_grid(image, grid, tile))
         colours.append(pca.rgb[start : start + n].reshape(*grid, 3).numpy())  # (N, 3) -> (gh, gw, 3) row-major
         keep.append(pca.foreground[start : start + n].reshape(grid).numpy())
         start += n
@@ -637,7 +681,7 @@ LENS_CAVEAT = (
 
 
 def logit_lens_view(
-    probabilities: np.ndarray, class_names: Sequence[str], text_px: int = render.TEXT_PX
+    probabilities: np.ndarray, class_names: Sequence[str], text_px: int = canvas.TEXT_PX
 ) -> Image.Image:
     """What each layer would answer (`layer_predictions`' (layers, classes) probabilities): the
     last layer's top LENS_TOP classes at every layer, and each layer's own top class."""
@@ -653,7 +697,7 @@ def logit_lens_view(
         f"{LENS_CAVEAT} Rows: the last layer's top {len(top)} classes, their probability after every layer; the other "
         f"{classes - len(top)} classes' share is left out (printed on top: each layer's own top class)."
     )
-    return render.logit_lens_chart(probabilities[:, top].T, names, top1, title, note, text_px)
+    return charts.logit_lens_chart(probabilities[:, top].T, names, top1, title, note, text_px)
 
 
 def _class_name(class_names: Sequence[str], index: int) -> str:

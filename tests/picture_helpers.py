@@ -1,10 +1,15 @@
-"""Reading pictures back in tests: which colormap colour a pixel is, and where colour bars are."""
+"""Making and reading pictures in tests: one-hot maps, which colormap colour a pixel is, and where
+colour bars are."""
 
 from __future__ import annotations
 
 import numpy as np
 from matplotlib import colormaps
 from PIL import Image
+
+from explorer.canvas import MapStyle
+
+RAW = MapStyle(cmap="gray", raw=True)  # the map alone, grey: a pixel's level is its weight
 
 
 def lut(cmap: str) -> dict[tuple[int, int, int], int]:
@@ -31,3 +36,18 @@ def gradient_runs(picture: Image.Image, cmap: str, min_length: int = 40) -> set[
                 if len(run) >= min_length and run[0] == 0 and run[-1] == 255 and (np.diff(run) >= 0).all():
                     bars.add((direction, int(start), int(end)))
     return bars
+
+
+def one_hot(grid: tuple[int, int], row: int, col: int) -> np.ndarray:
+    """A map of `grid` with all its weight on the patch (row, col)."""
+    m = np.zeros(grid, dtype=np.float32)
+    m[row, col] = 1.0
+    return m
+
+
+def top_of_bar(picture: Image.Image, cmap: str) -> int:
+    """The first picture row of the (only) horizontal colour bar."""
+    ((_, start, end),) = {run for run in gradient_runs(picture, cmap) if run[0] == "across"}
+    rows = np.asarray(picture)[:, start]
+    bottom = tuple(colormaps[cmap](0.0, bytes=True)[:3])
+    return int(np.flatnonzero((rows == bottom).all(axis=1))[0])

@@ -9,8 +9,8 @@ from tolerance import rounding_tolerance
 
 import vit
 from explorer import lessons
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, LoadedModel
-from explorer.render import MapStyle
 from vit import VisionTransformer, ViTConfig
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
@@ -170,8 +170,13 @@ def test_timm_models_with_a_distillation_token_and_registers_through_the_views()
     ex = explain(deit_loaded.model, deit_loaded.meta.class_names, CIFAR10, photo())
     assert ex.prefix_names == ("cls", "dist")
     assert views.query_choices(ex.prefix_names)[1] == ("distillation token", "dist")
-    assert views.heads(ex, "dist", 2, MapStyle()).width > 0 and not np.allclose(ex.query_maps("dist"), ex.query_maps())
-    assert views.relevance(deit_loaded.model, deit_loaded.meta.class_names, ex, 3, MapStyle()).height > 0
+    assert not np.allclose(ex.query_maps("dist"), ex.query_maps())
+    dist, cls = (np.asarray(views.heads(ex, query, 2, MapStyle())) for query in ("dist", "cls"))
+    assert dist.shape == cls.shape and not np.array_equal(dist, cls)  # the distillation token's own maps
+    relevance = [
+        np.asarray(views.relevance(deit_loaded.model, deit_loaded.meta.class_names, ex, c, MapStyle())) for c in (3, 4)
+    ]
+    assert relevance[0].shape == relevance[1].shape and not np.array_equal(*relevance)  # one map per class
     dino_loaded = LoadedModel("dinov2", "dinov2", dino.eval(), vit.ModelMeta([], vit.Preprocessing(28, 28)))
     report = lessons.norm_report(dino_loaded, photo(), 1)
     assert list(report.prefix) == ["cls", "reg1", "reg2", "reg3", "reg4"] and report.norms.shape == (2, 2)

@@ -12,9 +12,9 @@ from PIL import Image
 
 import vit
 from explorer import render
+from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel
 from explorer.live import MAX_FRAME_PIXELS, FrameError, data_url, decode_frame, live_frame
-from explorer.render import MapStyle
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 

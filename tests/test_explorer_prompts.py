@@ -12,6 +12,7 @@ from clip_helpers import tiny_loaded
 from PIL import Image
 
 from explorer import views
+from explorer.canvas import MapStyle
 from explorer.explain import explain
 from explorer.prompts import (
     DEFAULT_PROMPTS,
@@ -23,7 +24,6 @@ from explorer.prompts import (
     prompt_relevance,
     zero_shot,
 )
-from explorer.render import MapStyle
 from vit.relevance import similarity_relevance
 
 

@@ -1,80 +1,16 @@
-"""Rendering: every picture is checked against hand-made maps where the right answer is known."""
+"""Pictures of attention (explorer/render.py): every picture is checked against hand-made maps
+where the right answer is known."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib import colormaps
-from picture_helpers import gradient_runs, lut
+from picture_helpers import RAW, gradient_runs, lut, one_hot, top_of_bar
 from PIL import Image
 
-from explorer import render
-from explorer.render import MapStyle
-
-RAW = MapStyle(cmap="gray", raw=True)
-
-
-def one_hot(grid, row, col):
-    m = np.zeros(grid, dtype=np.float32)
-    m[row, col] = 1.0
-    return m
-
-
-@pytest.mark.parametrize(("grid", "cell"), [((4, 4), 8), ((3, 5), 6), ((5, 2), 7)])
-def test_nearest_raw_one_hot_lights_exactly_its_patch_block(grid, cell):
-    gh, gw = grid
-    image = np.zeros((gh * cell, gw * cell, 3), np.uint8)
-    row, col = gh - 1, gw // 2  # off-centre on a non-square grid: a transposition would move it
-    out = render.overlay(image, one_hot(grid, row, col), RAW)
-    lit = out[..., 0] > 127
-    expected = np.zeros(lit.shape, bool)
-    expected[row * cell : (row + 1) * cell, col * cell : (col + 1) * cell] = True
-    np.testing.assert_array_equal(lit, expected)
-
-
-def test_smooth_upsampling_blurs_but_keeps_the_peak_in_place():
-    grid, cell = (3, 5), 10
-    image = np.zeros((30, 50, 3), np.uint8)
-    smooth = render.overlay(image, one_hot(grid, 1, 3), MapStyle(cmap="gray", raw=True, smooth=True))[..., 0]
-    nearest = render.overlay(image, one_hot(grid, 1, 3), RAW)[..., 0]
-    assert not np.array_equal(smooth, nearest)
-    y, x = np.unravel_index(smooth.argmax(), smooth.shape)
-    assert (y // cell, x // cell) == (1, 3)
-    assert 0 < smooth[15, 25] < 255  # a neighbour of the peak patch picks up some heat
-
-
-def test_opacity_blends_image_and_heat():
-    image = np.full((8, 8, 3), 200, np.uint8)
-    amap = one_hot((2, 2), 0, 0)
-    np.testing.assert_array_equal(render.overlay(image, amap, MapStyle(cmap="gray", opacity=0.0)), image)
-    heat = render.overlay(image, amap, RAW)
-    np.testing.assert_array_equal(render.overlay(image, amap, MapStyle(cmap="gray", opacity=1.0)), heat)
-
-
-def test_colour_starts_at_zero_and_a_constant_map_is_one_flat_colour():
-    amap = np.array([[0.0, 0.01], [0.02, 0.04]], np.float32)
-    for cmap in ("inferno", "viridis"):
-        out = render.overlay(np.zeros((4, 4, 3), np.uint8), amap, MapStyle(cmap=cmap, raw=True))
-        bottom, top = (tuple(c) for c in colormaps[cmap]([0.0, 1.0], bytes=True)[:, :3].tolist())
-        assert tuple(out[0, 0]) == bottom  # attention 0 is the colormap's bottom, never "the map's minimum"
-        assert tuple(out[3, 3]) == top
-        assert tuple(out[0, 2]) != bottom  # 0.01 is above 0: not stretched down to the bottom colour
-    flat = render.overlay(np.zeros((4, 4, 3), np.uint8), np.full((2, 2), 0.25), RAW)
-    assert np.isfinite(flat).all() and len(np.unique(flat.reshape(-1, 3), axis=0)) == 1
-    zero = render.overlay(np.zeros((4, 4, 3), np.uint8), np.zeros((2, 2)), RAW)
-    assert zero.max() == 0  # all-zero map: bottom colour, no division by zero
-
-
-def test_fixed_scale_colours_a_weight_by_its_value():
-    out = render.overlay(
-        np.zeros((2, 2, 3), np.uint8), np.full((1, 1), 0.5), MapStyle(cmap="gray", raw=True, scale="fixed")
-    )
-    assert abs(int(out[0, 0, 0]) - 128) <= 1
-
-
-def test_unknown_colour_scale_is_refused_clearly():
-    with pytest.raises(ValueError, match="layer, head, fixed"):
-        MapStyle(scale="global")
+from explorer import canvas, render
+from explorer.canvas import MapStyle
 
 
 def test_layer_scale_shows_a_weaker_head_darker_and_head_scale_does_not():
@@ -87,12 +23,12 @@ def test_layer_scale_shows_a_weaker_head_darker_and_head_scale_does_not():
         )
         weak = first_tile(picture, "gray", size)
         top = next(y for y in range(picture.shape[0]) if (picture[y : y + size[0], : size[1]] == weak).all())
-        strong = picture[top : top + size[0], size[1] + render.GAP : 2 * size[1] + render.GAP]
+        strong = picture[top : top + size[0], size[1] + canvas.GAP : 2 * size[1] + canvas.GAP]
         peaks[scale] = int(weak[0, 0, 0]), int(strong[0, 0, 0])
     assert peaks["layer"][0] < peaks["layer"][1] == 255  # shared scale: the weaker head is darker
     assert peaks["head"] == (255, 255)  # per-head stretch: both peaks look the same
-    assert render.scale_tops(maps, "layer").tolist() == pytest.approx([0.8, 0.8])
-    assert render.scale_tops(maps, "fixed").tolist() == [1.0, 1.0]
+    assert canvas.scale_tops(maps, "layer").tolist() == pytest.approx([0.8, 0.8])
+    assert canvas.scale_tops(maps, "fixed").tolist() == [1.0, 1.0]
 
 
 def test_near_uniform_heads_render_as_one_flat_colour():
@@ -107,7 +43,7 @@ def test_near_uniform_heads_render_as_one_flat_colour():
         tile = first_tile(picture, "inferno", base.shape[:2])
         _, counts = np.unique(tile.reshape(-1, 3), axis=0, return_counts=True)
         assert counts.max() / counts.sum() > 0.95
-    stretched = render.heatmap(maps[0], base.shape[:2], MapStyle(), top=None)
+    stretched = canvas.heatmap(maps[0], base.shape[:2], MapStyle(), top=None)
     assert len(np.unique(stretched.reshape(-1, 3), axis=0)) <= 2  # a single map on its own scale: flat too
 
 
@@ -121,29 +57,15 @@ def first_tile(picture: np.ndarray, cmap: str, size: tuple[int, int]) -> np.ndar
     return picture[top : top + h, :w]
 
 
-def test_fit_to_grid_gives_whole_cells_per_patch():
-    image = np.zeros((32, 64, 3), np.uint8)
-    out = render.fit_to_grid(image, (8, 16), 160)
-    assert out.shape == (80, 160, 3)  # 10 px per patch, height and width not swapped
-
-
-def test_patch_grid_lines_and_mark_sit_on_patch_boundaries():
-    image = np.zeros((8, 12, 3), np.uint8)  # 2 x 3 grid of 4-px patches
-    out = np.asarray(render.patch_grid_image(image, patch_size=4, scale=2, mark=(1, 2)))
-    assert out.shape == (16, 24, 3)
-    assert (out[:, 8] == render.GRID_COLOUR).all() and (out[:8, 16] == render.GRID_COLOUR).all()
-    assert (out[8, :16] == render.GRID_COLOUR).all()
-    assert tuple(out[12, 16]) == tuple(out[8, 23]) == render.MARK_COLOUR  # outline of patch (1, 2): x 16-23, y 8-15
-    assert tuple(out[4, 1]) == (0, 0, 0)  # patch (0, 0) interior untouched
-
-
 def test_head_grid_draws_at_given_tops_and_says_what_they_cover():
     """A video's frame: the top colour is the whole clip's largest weight, not this frame's."""
     size, maps = (16, 16), np.full((2, 2, 2), 0.25)
     style = MapStyle(cmap="gray", raw=True)
     own = np.asarray(render.head_grid(np.zeros((*size, 3), np.uint8), maps, style))
     clip = np.asarray(
-        render.head_grid(np.zeros((*size, 3), np.uint8), maps, style, tops=np.full(2, 0.5), scope="the whole clip")
+        render.head_grid(
+            np.zeros((*size, 3), np.uint8), maps, style, top=render.ScaleTop(np.full(2, 0.5), "the whole clip")
+        )
     )
     assert first_tile(own, "gray", size)[0, 0, 0] == 255  # this frame alone: its weight is the top
     assert abs(int(first_tile(clip, "gray", size)[0, 0, 0]) - 128) <= 1  # half the clip's top
@@ -154,7 +76,7 @@ def test_head_grid_wraps_heads_into_rows_and_carries_a_colour_bar():
     maps = np.random.default_rng(0).random((12, 4, 4))
     one_row = render.head_grid(image, maps[:4], MapStyle())
     two_rows = render.head_grid(image, maps, MapStyle(), max_cols=6)
-    assert 6 * 64 < two_rows.width <= 6 * (64 + render.GAP) + render.GAP  # six tiles a row, not twelve
+    assert 6 * 64 < two_rows.width <= 6 * (64 + canvas.GAP) + canvas.GAP  # six tiles a row, not twelve
     assert two_rows.height > one_row.height + 64
     assert gradient_runs(one_row, "inferno") and gradient_runs(two_rows, "inferno")
 
@@ -167,13 +89,13 @@ def test_prefix_shares_are_printed_per_tile():
     assert render._tile_lines("head 3", 0.123, MapStyle(), None) == ["head 3"]
     image, maps = np.zeros((16, 16, 3), np.uint8), np.random.default_rng(0).random((2, 4, 4))
     with_prefix = render.head_grid(image, maps, MapStyle(), prefix=np.full((2, 1), 0.3))
-    assert with_prefix.height == render.head_grid(image, maps, MapStyle()).height + render._line()
+    assert with_prefix.height == render.head_grid(image, maps, MapStyle()).height + canvas._line()
 
 
 def test_layers_by_heads_has_one_tile_per_layer_and_head_and_a_bar_per_row():
     image = np.zeros((64, 64, 3), np.uint8)
     out = render.layers_by_heads(image, np.random.default_rng(0).random((3, 5, 2, 2)), MapStyle(cmap="viridis"))
-    assert out.width >= 5 * (64 + render.GAP) and out.height >= 3 * (64 + render.GAP)
+    assert out.width >= 5 * (64 + canvas.GAP) and out.height >= 3 * (64 + canvas.GAP)
     assert len(gradient_runs(out, "viridis")) == 3  # one vertical colour bar per layer
 
 
@@ -202,12 +124,12 @@ def test_position_similarity_tiles_mark_each_tiles_own_slot_and_carry_a_colour_b
     unit = pos / np.linalg.norm(pos, axis=1, keepdims=True)
     sim = (unit @ unit.T).reshape(gh, gw, gh, gw)
     out = np.asarray(render.position_similarity_tiles(sim, cmap="viridis", tile_scale=s))
-    black = (out == render.OWN_SLOT_COLOUR).all(axis=-1)  # viridis has no black: only the marks are
+    black = (out == canvas.OWN_SLOT_COLOUR).all(axis=-1)  # viridis has no black: only the marks are
     corners = sorted(
         (y, x) for y, x in zip(*np.nonzero(black), strict=True) if not black[y - 1, x] and not black[y, x - 1]
     )
     assert len(corners) == gh * gw
-    tile_h, tile_w = gh * s + render.GAP, gw * s + render.GAP
+    tile_h, tile_w = gh * s + canvas.GAP, gw * s + canvas.GAP
     # Tile (i, j) sits at origin + (i * tile_h, j * tile_w); its own slot (i, j) at (i * s, j * s) within it.
     origins = {
         (y - i * (tile_h + s), x - j * (tile_w + s)) for (y, x), (i, j) in zip(corners, np.ndindex(gh, gw), strict=True)
@@ -216,79 +138,6 @@ def test_position_similarity_tiles_mark_each_tiles_own_slot_and_carry_a_colour_b
     y, x = corners[gh * gw - 1]
     assert tuple(out[y + s // 2, x + s // 2]) == tuple(colormaps["viridis"](1.0, bytes=True)[:3])  # similarity 1
     assert gradient_runs(Image.fromarray(out), "viridis")
-
-
-def test_attention_distance_chart_draws_something():
-    chart = render.attention_distance_chart(np.random.default_rng(0).random((6, 4)) * 20, (32, 32))
-    assert chart.size == (640, 360)
-    assert np.asarray(chart).std() > 10
-
-
-def line_heights(curves: Image.Image) -> tuple[float, float]:
-    """Mean pixel row of the train-loss line (matplotlib's first colour) in the left and
-    right quarter of the loss panel (the left half of the picture)."""
-    rgb = np.asarray(curves).astype(int)
-    blue = (np.abs(rgb - (31, 119, 180)).sum(-1) < 40)[:, : rgb.shape[1] // 2]
-    ys, xs = np.nonzero(blue)
-    lo, hi = xs.min(), xs.max()
-    quarter = (hi - lo) / 4
-    return ys[xs < lo + quarter].mean(), ys[xs > hi - quarter].mean()
-
-
-def test_training_curves_draw_the_history():
-    def history(losses):
-        return [
-            {"epoch": e + 1, "train_loss": v, "train_acc": 0.5, "val_loss": None, "val_acc": None}
-            for e, v in enumerate(losses)
-        ]
-
-    falling = render.training_curves(history([2.0, 1.5, 1.0, 0.5]))
-    rising = render.training_curves(history([0.5, 1.0, 1.5, 2.0]))
-    assert falling.size == (600, 280)  # the Train tab's column (views.DISPLAY_WIDTH)
-    start, end = line_heights(falling)
-    assert start < end - 50  # image rows grow downwards: a falling loss starts high, ends low
-    start, end = line_heights(rising)
-    assert start > end + 50
-
-
-def test_distance_chart_has_a_legend_for_every_head():
-    # Dots far below the axes are not drawn, so the head colours can only come from the legend.
-    render._distance_axes.cache_clear()
-    chart = np.asarray(render.attention_distance_chart(np.full((3, 12), -100.0), (32, 32)))
-    colours = {tuple(c) for c in chart.reshape(-1, 3).tolist()}
-    heads = [*range(0, 20, 2), 1, 3]  # tab20 indices of heads 1-12: the 10 dark colours, then light twins
-    expected = {tuple(colormaps["tab20"](i, bytes=True)[:3]) for i in heads}
-    assert len(expected) == 12 and expected <= colours
-
-
-def test_distance_chart_redraws_only_the_dots_and_never_keeps_old_ones():
-    rng = np.random.default_rng(0)
-    first, second = rng.random((4, 3)) * 40, rng.random((4, 3)) * 40
-    render._distance_axes.cache_clear()
-    fresh = np.asarray(render.attention_distance_chart(second, (48, 48)))
-    render._distance_axes.cache_clear()
-    render.attention_distance_chart(first, (48, 48))
-    reused = np.asarray(render.attention_distance_chart(second, (48, 48)))  # same axes, new dots
-    np.testing.assert_array_equal(reused, fresh)
-    assert not np.array_equal(np.asarray(render.attention_distance_chart(first, (48, 48))), fresh)
-
-
-def test_probe_strip_has_a_row_per_epoch_each_with_its_colour_bar():
-    image = np.zeros((64, 64, 3), np.uint8)
-    probes = [(e, np.random.default_rng(e).random((2, 3, 2, 2)) / 8) for e in (1, 2, 3, 4)]
-    strip = render.probe_strip(image, probes, MapStyle(cmap="viridis"))
-    assert strip.height >= 4 * (64 + render.GAP) and strip.width >= 3 * (64 + render.GAP)
-    assert len(gradient_runs(strip, "viridis")) == 4
-
-
-def test_probe_strip_prints_the_cls_share_only_for_models_with_a_cls_token():
-    image = np.zeros((64, 64, 3), np.uint8)
-    rows = np.random.default_rng(0).random((1, 2, 4))
-    gap = rows / rows.sum(-1, keepdims=True)  # patch rows that sum to 1: nothing left out
-    with_cls = render.probe_strip(image, [(1, (0.6 * gap).reshape(1, 2, 2, 2))], MapStyle())
-    without = render.probe_strip(image, [(1, gap.reshape(1, 2, 2, 2))], MapStyle())
-    assert with_cls.height > without.height  # the "CLS 0.40" caption line (and the caption sentence)
-    assert render.prefix_lines(1.0 - (0.6 * gap).sum(-1)[0, :1]) == ["CLS 0.40"]
 
 
 def test_prefix_shares_name_every_prefix_token_two_per_line():
@@ -316,14 +165,8 @@ def test_shared_scale_rows_use_one_top_for_every_map():
     assert len(gradient_runs(out, "inferno")) == 1  # one colour bar for both rows
     tiles = np.asarray(out)
     colours = {tuple(c) for c in tiles.reshape(-1, 3)}
-    half, top = render.heatmap(weak[0], (1, 1), style, 2.0)[0, 0], render.heatmap(strong[0], (1, 1), style, 2.0)[0, 0]
+    half, top = canvas.heatmap(weak[0], (1, 1), style, 2.0)[0, 0], canvas.heatmap(strong[0], (1, 1), style, 2.0)[0, 0]
     assert tuple(half) in colours and tuple(top) in colours and tuple(half) != tuple(top)
-
-
-def test_training_curves_show_the_loss_before_the_first_epoch_ends():
-    empty = np.asarray(render.training_curves([]))
-    early = np.asarray(render.training_curves([], [(0.1, 2.3), (0.2, 2.1), (0.3, 1.9)]))
-    assert empty.shape == early.shape and np.abs(early.astype(int) - empty.astype(int)).sum() > 0
 
 
 def test_the_query_patch_is_outlined_in_every_head_tile():
@@ -331,31 +174,11 @@ def test_the_query_patch_is_outlined_in_every_head_tile():
     maps = np.full((3, 4, 4), 1 / 16, np.float32)
     plain = np.asarray(render.head_grid(image, maps, RAW))
     marked = np.asarray(render.head_grid(image, maps, RAW, mark=(1, 2)))
-    outline = (marked == render.MARK_COLOUR).all(axis=-1) & ~(plain == render.MARK_COLOUR).all(axis=-1)
+    outline = (marked == canvas.MARK_COLOUR).all(axis=-1) & ~(plain == canvas.MARK_COLOUR).all(axis=-1)
     ys, xs = np.nonzero(outline)
-    assert len(set(xs // (40 + render.GAP))) == 3  # one outline in each of the three tiles
+    assert len(set(xs // (40 + canvas.GAP))) == 3  # one outline in each of the three tiles
     first = xs[xs < 40]
     assert (first.min(), first.max()) == (20, 29) and ys.max() - ys.min() == 9  # column 3, one 10-px patch high
-
-
-def _top_of_bar(picture: Image.Image, cmap: str) -> int:
-    """The first picture row of the (only) horizontal colour bar."""
-    ((_, start, end),) = {run for run in gradient_runs(picture, cmap) if run[0] == "across"}
-    rows = np.asarray(picture)[:, start]
-    bottom = tuple(colormaps[cmap](0.0, bytes=True)[:3])
-    return int(np.flatnonzero((rows == bottom).all(axis=1))[0])
-
-
-def test_the_uniform_value_is_marked_above_the_colour_bar_where_it_lies():
-    plain = render.colour_bar("inferno", 0.0, 0.04, "rollout weight", 320)
-    marked = render.colour_bar("inferno", 0.0, 0.04, "rollout weight", 320, mark=(0.01, "uniform 0.01"))
-    assert marked.height == plain.height + render._line()  # one line above the bar holds the mark
-    top = _top_of_bar(marked, "inferno")
-    ((_, start, end),) = {run for run in gradient_runs(marked, "inferno") if run[0] == "across"}
-    above = np.asarray(marked)[:top].min(axis=(0, 2))  # darkest value per column above the bar
-    ink = np.flatnonzero(above < 128)
-    arrow_x = start + round(0.25 * (end - start - 1))  # 0.01 is a quarter of the way from 0 to 0.04
-    assert ink.min() <= arrow_x + 1 and abs(ink.min() - arrow_x) <= render._text_width("▼")  # ▼ starts the mark
 
 
 def test_relative_display_puts_uniform_in_the_middle_colour_and_spreads_both_sides():
@@ -363,7 +186,7 @@ def test_relative_display_puts_uniform_in_the_middle_colour_and_spreads_both_sid
     amap = np.array([[0.0, 0.125], [0.25, 0.625]])  # uniform = total / 4 = 0.25
     out = np.asarray(render.relative_picture(image, amap, 0.25, MapStyle(raw=True), "title"))
     colour = colormaps[render.RELATIVE_CMAP]
-    y = render._line() + 12  # inside the first row of patches, under the one-line title
+    y = canvas._line() + 12  # inside the first row of patches, under the one-line title
     top = 0.625 / 0.25  # 2.5× uniform: above RELATIVE_TOP, so it is the top of the scale
     assert tuple(out[y, 5]) == tuple(colour(0.0, bytes=True)[:3])  # 0: the bottom colour
     assert tuple(out[y, 25]) == tuple(colour(0.25, bytes=True)[:3])  # 0.5× uniform: half way down
@@ -375,7 +198,7 @@ def test_relative_display_puts_uniform_in_the_middle_colour_and_spreads_both_sid
 
 def test_a_near_uniform_map_is_white_in_the_relative_display():
     amap = np.full((4, 4), 1 / 16) * (1 + 1e-3 * np.random.default_rng(0).standard_normal((4, 4)))
-    heat = render.heatmap(amap / (amap.sum() / 16), (4, 4), MapStyle(cmap=render.RELATIVE_CMAP), 2.0, centre=1.0)
+    heat = canvas.heatmap(amap / (amap.sum() / 16), (4, 4), MapStyle(cmap=render.RELATIVE_CMAP), 2.0, centre=1.0)
     middle = colormaps[render.RELATIVE_CMAP](0.5, bytes=True)[:3]
     assert np.abs(heat.astype(int) - middle).max() <= 2  # within a colour step of uniform's white
 
@@ -389,7 +212,7 @@ def test_a_mask_dims_exactly_the_patches_outside_it():
     assert (out[:10, 10:] == render.DIM_LEVELS[1]).all() and (out[10:20] == render.DIM_LEVELS[1]).all()
 
 
-@pytest.mark.parametrize("cmap", render.COLORMAPS)
+@pytest.mark.parametrize("cmap", canvas.COLORMAPS)
 def test_dimmed_patches_are_no_colour_of_the_colour_bar(cmap):
     """Issue 19: outside the top mass, patches were darkened to near-black, inferno's 0."""
     rng = np.random.default_rng(0)
@@ -397,7 +220,7 @@ def test_dimmed_patches_are_no_colour_of_the_colour_bar(cmap):
     amap = rng.random((4, 4))
     keep = amap > np.median(amap)
     picture = np.asarray(render.map_picture(image, amap, MapStyle(cmap=cmap), "t", "u", keep=keep))
-    top = render.text_block("t", 320).height + render.GAP  # the body starts under the one-line title
+    top = canvas.text_block("t", 320).height + canvas.GAP  # the body starts under the one-line title
     body = picture[top : top + 40, :40].astype(float)
     outside = body[np.repeat(np.repeat(~keep, 10, 0), 10, 1)]  # (pixels, 3)
     bar = colormaps[cmap](np.linspace(0.0, 1.0, 1024), bytes=True)[:, :3].astype(float)
@@ -409,8 +232,8 @@ def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tm
     image = np.zeros((32, 32, 3), np.uint8)
     maps = np.random.default_rng(0).random((4, 2, 4, 4)) * np.array([0.2, 0.5, 0.3, 0.9])[:, None, None, None]
     frames = render.layer_frames(image, maps, MapStyle(), one_scale=True)
-    (top,) = {_top_of_bar(frame, "inferno") for frame in frames}  # one layout: the bar sits alike in each
-    below = top + render.BAR_PX  # the tick values (0 to the shared top), the bar's label and the note
+    (top,) = {top_of_bar(frame, "inferno") for frame in frames}  # one layout: the bar sits alike in each
+    below = top + canvas.BAR_PX  # the tick values (0 to the shared top), the bar's label and the note
     assert all(np.array_equal(np.asarray(f)[top:], np.asarray(frames[0])[top:]) for f in frames)
     render.save_gif(frames, tmp_path / "layers.gif")
     text = []
@@ -428,19 +251,19 @@ def test_gif_frames_are_drawn_as_the_screen_draws_each_layer_unless_one_scale_is
     """Issue 27, 9: one scale for every frame made the early layers nearly black (on screen
     layer 3 ran 0 to 0.058). By default each frame has its own layer's scale and colour bar."""
     labels = []
-    real = render.colour_bar
+    real = canvas.colour_bar
     monkeypatch.setattr(render, "colour_bar", lambda *a, **k: labels.append(a[3]) or real(*a, **k))
     image = np.zeros((32, 32, 3), np.uint8)
     maps = np.random.default_rng(0).random((3, 2, 4, 4)) * np.array([0.058, 0.2, 0.9])[:, None, None, None]
     own = render.layer_frames(image, maps, MapStyle())
     screen = [render.head_grid(image, m, MapStyle(), f"layer {i + 1} of 3") for i, m in enumerate(maps)]
     assert [f.tobytes() for f in own] == [s.tobytes() for s in screen]  # each frame is the screen's picture
-    tops = [f"from 0 to {render.number(m.max())}, the largest in this layer" for m in maps]
+    tops = [f"from 0 to {canvas.number(m.max())}, the largest in this layer" for m in maps]
     assert all(top in label for top, label in zip(tops, labels[:3], strict=True))
     labels.clear()
     shared = render.layer_frames(image, maps, MapStyle(), one_scale=True)
-    assert len(set(labels)) == 1 and f"from 0 to {render.number(maps.max())}, the largest in all 3" in labels[0]
-    top = render.text_block("layer 1 of 3", 320).height + render.GAP  # the tiles start under the title
+    assert len(set(labels)) == 1 and f"from 0 to {canvas.number(maps.max())}, the largest in all 3" in labels[0]
+    top = canvas.text_block("layer 1 of 3", 320).height + canvas.GAP  # the tiles start under the title
     tile = [np.asarray(frame)[top : top + 32, :32].astype(float) for frame in (own[0], shared[0])]
     assert tile[1].mean() < tile[0].mean() / 2  # layer 1's first head: much darker on the shared scale
 
@@ -451,33 +274,20 @@ def test_the_gif_colour_bar_keeps_its_gradient(tmp_path):
     image = np.asarray(Image.open(photo).convert("RGB").resize((128, 128)))
     maps = np.random.default_rng(0).random((3, 4, 8, 8)) ** 4
     frames = render.layer_frames(image, maps, MapStyle())
-    top = _top_of_bar(frames[0], "inferno")
+    top = top_of_bar(frames[0], "inferno")
     ((_, start, end),) = {run for run in gradient_runs(frames[0], "inferno") if run[0] == "across"}
     render.save_gif(frames, tmp_path / "layers.gif", cmap="inferno")
     with Image.open(tmp_path / "layers.gif") as gif:
         for i in range(gif.n_frames):
             gif.seek(i)
-            bar = np.asarray(gif.convert("RGB"))[top + render.BAR_PX // 2, start:end]
+            bar = np.asarray(gif.convert("RGB"))[top + canvas.BAR_PX // 2, start:end]
             assert len({tuple(p) for p in bar.tolist()}) >= 100, i  # of 128 kept: no bands
-
-
-def test_relative_colour_bar_ticks_step_evenly_on_each_side_of_uniform():
-    """Issue 19: the "relative to uniform" bar read "0, 0.5, 1, 1.2, 1.6, 2" (1 and 1.2 crowded)."""
-    assert render.bar_ticks(0.0, 2.0, centre=1.0) == [0.0, 0.5, 1.0, 1.5, 2.0]
-    for top in (1.05, 2.0, 2.3, 3.7, 5.2, 12.0):
-        ticks = np.array(render.bar_ticks(0.0, top, centre=1.0))
-        below, above = ticks[ticks <= 1.0], ticks[ticks >= 1.0]
-        assert below[-1] == 1.0 and above[0] == 1.0 and ticks[0] == 0.0 and ticks[-1] <= top
-        for side in (below, above):
-            steps = np.diff(side)
-            np.testing.assert_allclose(steps, steps[0], rtol=1e-9)
-        assert len(above) >= 2
 
 
 def test_the_gif_colour_bar_says_one_scale_once(monkeypatch):
     """Issue 19: the label read "(one scale for every frame) (one scale for all its maps)"."""
     labels = []
-    real = render.colour_bar
+    real = canvas.colour_bar
     monkeypatch.setattr(render, "colour_bar", lambda *a, **k: labels.append(a[3]) or real(*a, **k))
     maps = np.random.default_rng(0).random((3, 2, 4, 4))
     render.layer_frames(np.zeros((32, 32, 3), np.uint8), maps, MapStyle(), one_scale=True)
@@ -486,36 +296,6 @@ def test_the_gif_colour_bar_says_one_scale_once(monkeypatch):
     assert all(label.count("one scale") == 1 for label in labels), labels
     assert "the largest in all 3 layers (one scale for every frame)" in labels[0]
     assert "the largest in this layer (one scale for all its maps)" in labels[-1]
-
-
-@pytest.mark.parametrize("heads, apart", [(4, 1.0), (12, 0.5)])
-def test_distance_chart_heads_at_equal_distance_do_not_hide_each_other(heads, apart):
-    """Issue 19: layer 1 showed 3 of its 4 heads (two dots on one spot); the title says it is
-    one image. Four heads sit a whole ring apart; twelve overlap by at most half a ring, and the
-    rings are hollow, so each still shows."""
-    render._distance_axes.cache_clear()
-    render.attention_distance_chart(np.full((6, heads), 20.0), (32, 32))  # every head at the same distance
-    axes = render._distance_axes(6, heads, (32, 32))
-    centres = axes.dots.axes.transData.transform(axes.dots.get_offsets())[:, 0].reshape(6, heads)  # pixels
-    diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72  # marker size is in points²
-    assert np.diff(np.sort(centres, axis=1), axis=1).min() >= apart * diameter
-    assert (axes.dots.get_facecolors()[:, 3] == 0).all()  # hollow
-    layers = axes.dots.axes.transData.transform(np.column_stack([np.arange(1, 7), np.zeros(6)]))[:, 0]
-    assert (np.abs(centres - layers[:, None]) < np.diff(layers)[0] / 2).all()  # each nearest its own layer
-    assert "this image" in axes.dots.axes.get_title()
-
-
-def test_a_long_runs_probe_strip_has_a_bounded_height_and_says_which_epochs_it_shows():
-    # A 200-epoch run once drew a row per epoch, past WebP's 16,383 px: every status poll failed.
-    image = np.zeros((64, 64, 3), np.uint8)
-    maps = np.random.default_rng(0).random((2, 3, 2, 2)) / 8
-    strip = render.probe_strip(image, [(e, maps) for e in range(201)], MapStyle())
-    assert strip.height <= render.PROBE_ROWS * (64 + 3 * render._line() + render.GAP) + 600 < 16_383
-    shown = render.probe_shown(201, 3)
-    assert shown[0] == 0 and shown[-1] == 200 and len(shown) == render.PROBE_ROWS
-    assert render.probe_shown(5, 3) == [0, 1, 2, 3, 4]  # a short run: every epoch
-    assert render.probe_shown(101, 12) == [round(i * 100 / 11) for i in range(12)]  # two rows per reading
-    assert render.probe_epochs([0, 100, 200]) == "before training and after epochs 100 and 200"
 
 
 def test_pca_picture_paints_each_patch_its_colour_dims_the_background_and_has_one_bar_per_channel():
@@ -533,25 +313,5 @@ def test_pca_picture_paints_each_patch_its_colour_dims_the_background_and_has_on
     assert (block[:10, :10] == (255, 0, 0)).all() and (block[10:, 20:] == (0, 255, 128)).all()
     dimmed = block[:10, 20:].reshape(-1, 3)
     assert len(np.unique(dimmed, axis=0)) == 1 and tuple(dimmed[0]) not in {(0, 0, 0), (90, 90, 90)}
-    for cmap in render.CHANNELS.values():  # black to the pure channel colour, 0 to 1
+    for cmap in canvas.CHANNELS.values():  # black to the pure channel colour, 0 to 1
         assert gradient_runs(out, cmap)
-
-
-def test_logit_lens_chart_carries_a_probability_bar_and_grows_with_the_layers():
-    probs = np.linspace(0, 1, 5 * 6).reshape(5, 6)
-    small = render.logit_lens_chart(probs, list("abcde"), ["a"] * 6, "title", "note")
-    large = render.logit_lens_chart(np.repeat(probs, 4, axis=1), list("abcde"), ["a"] * 24, "title", "note")
-    assert small.width < large.width <= 1192
-    present = render.logit_lens_chart(probs, list("abcde"), ["a"] * 6, "title", "note", render.PRESENT_TEXT_PX)
-    assert present.height > small.height and present.width <= 1192  # the presentation mode's larger words
-    # The colour bar, 0 to 1: matplotlib resamples it, so its pixels are read by their nearest colormap colour.
-    colours = colormaps[render.LOGIT_LENS_CMAP](np.arange(256), bytes=True)[:, :3].astype(float)
-    right = np.asarray(small)[:, -small.width // 6 :].astype(float)  # (H, w, 3): the bar is right of the map
-    distance = np.linalg.norm(right[:, :, None] - colours[None, None], axis=-1)  # (H, w, 256)
-    on_map = distance.min(axis=-1) < 3
-
-    def climbs(column: int) -> bool:  # from the bottom colour (0) up to the top colour (1), never down
-        levels = distance[on_map[:, column], column].argmin(axis=-1)[::-1]  # bottom to top
-        return len(levels) > 200 and levels[0] < 3 and levels[-1] > 252 and bool((np.diff(levels) >= 0).all())
-
-    assert any(climbs(column) for column in range(right.shape[1]))

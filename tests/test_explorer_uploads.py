@@ -16,7 +16,6 @@ from explorer.uploads import (
     UploadSpaceFull,
     admit,
     checked_upload,
-    prune_oldest,
 )
 
 
@@ -60,10 +59,10 @@ def test_pruning_deletes_the_oldest_files_until_the_folder_fits(tmp_path: Path) 
         path.parent.mkdir()
         path.write_bytes(b"x" * 1000)
         os.utime(path, (1000 + i, 1000 + i))
-    assert prune_oldest(tmp_path, 2000) == 1000
+    assert UploadBudget(lambda: tmp_path, 2000).prune() == 1000
     assert not (tmp_path / "a/old.png").exists() and (tmp_path / "b/middle.png").exists()
-    assert prune_oldest(tmp_path, 2000) == 0  # already within the budget
-    assert prune_oldest(tmp_path, 0) == 2000 and not any(p.is_file() for p in tmp_path.rglob("*"))
+    assert UploadBudget(lambda: tmp_path, 2000).prune() == 0  # already within the budget
+    assert UploadBudget(lambda: tmp_path, 0).prune() == 2000 and not any(p.is_file() for p in tmp_path.rglob("*"))
     assert not any(tmp_path.iterdir())  # each file's own folder went with it: no walk meets empty folders
 
 
@@ -87,7 +86,7 @@ def test_a_file_is_admitted_or_refused_when_it_arrives_and_kept_files_stay(tmp_p
     with pytest.raises(UploadSpaceFull, match="space for uploads is full"):
         admit(huge, tmp_path, 1200, keep={example})
     assert not huge.exists() and example.exists() and fresh.exists()  # a refused file frees nothing
-    assert prune_oldest(tmp_path, 0, keep={example}) == 600 and example.exists()
+    assert UploadBudget(lambda: tmp_path, 0, keep={example}).prune() == 600 and example.exists()
 
 
 @pytest.fixture

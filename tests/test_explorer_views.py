@@ -11,11 +11,11 @@ from PIL import Image
 from tolerance import assert_close_up_to_rounding, rounding_tolerance
 
 import vit
-from explorer import lessons, render, views
+from explorer import canvas, charts, lessons, probe_strip, render, views
+from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel
 from explorer.explain import Explanation, explain, model_input
 from explorer.prompts import ZeroShot
-from explorer.render import MapStyle
 from vit.analysis import grid_border, patch_pca, position_embedding_similarity
 from vit.preprocessing import CIFAR10
 
@@ -178,7 +178,7 @@ def test_one_map_keeps_the_top_mass_and_dims_the_rest():
     amap = np.full((4, 4), 0.28 / 13)
     amap[0, :3] = [0.4, 0.17, 0.15]  # 0.4 + 0.17 fall short of 0.6 of the total 1, so 0.15 is kept too
     style = MapStyle(cmap="gray", raw=True)
-    top = render.text_block("t", 320).height + render.GAP  # the body starts under the one-line title
+    top = canvas.text_block("t", 320).height + canvas.GAP  # the body starts under the one-line title
     cells = [
         np.asarray(views.one_map(base, amap, style, "t", "u", "", show, 0.6))[top + 5 : top + 40 : 10, 5:40:10, 0]
         for show in ("top mass", "weights")
@@ -270,13 +270,13 @@ def words(ex: Explanation) -> ZeroShot:
 
 def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tuple[str, Image.Image, float]]:
     """(view, picture, its smallest drawn text in px) for every picture of the Explore tab."""
-    text = render.TEXT_PX
+    text = canvas.TEXT_PX
     pictures = [
         *[(view, picture, text) for view, picture in styled_pictures(model, ex, MapStyle())],
         ("similarity", render.position_similarity_tiles(position_embedding_similarity(model).numpy()), text),
     ]
     distance = views.distance_chart(ex)
-    figure = render.distance_figure(ex.depth, ex.heads, ex.input.pixels.shape[:2])
+    figure = charts.distance_axes(ex.depth, ex.heads, tuple(ex.input.pixels.shape[:2])).canvas.figure
     loaded = LoadedModel("m", "m", model, vit.ModelMeta([f"c{i}" for i in range(10)], vit.Preprocessing(224, 224)))
     pca = views.patch_features(loaded, [ex.input.tensor] * 7, ex.depth - 1, True)  # the app's most: 7 images
     lens = views.layer_predictions(loaded, ex.input.tensor).numpy()
@@ -284,7 +284,7 @@ def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tupl
         *pictures,
         ("distance", distance, chart_text_px(figure)),
         ("pca", views.pca_view([ex.input.pixels] * 7, ["this image"] * 7, pca, ex.depth, ex.depth, ("cls",)), text),
-        ("logit_lens", views.logit_lens_view(lens, loaded.meta.class_names), render.CHART_PT * 100 / 72),
+        ("logit_lens", views.logit_lens_view(lens, loaded.meta.class_names), canvas.CHART_PT * 100 / 72),
     ]
 
 
@@ -305,13 +305,13 @@ def test_in_the_presentation_mode_the_text_of_every_styled_picture_is_at_least_1
     """Issue 27, 6: the pictures' labels were ~13 px on a projector; their MapStyle's text size
     now draws every word larger, and the pictures still fit their columns."""
     model, ex = (near_uniform_model(), uniform) if layout.startswith("nano") else twelve_heads()
-    present = MapStyle(text_px=render.PRESENT_TEXT_PX)
+    present = MapStyle(text_px=canvas.PRESENT_TEXT_PX)
     for view, picture in styled_pictures(model, ex, present):
-        assert shown_px(render.PRESENT_TEXT_PX, picture, view) >= PRESENT_MIN_PX, (view, picture.size)
+        assert shown_px(canvas.PRESENT_TEXT_PX, picture, view) >= PRESENT_MIN_PX, (view, picture.size)
     loaded = LoadedModel("m", "a model with a long name", model, vit.ModelMeta([], vit.Preprocessing(224, 224)))
     heads = lessons.cls_heads(loaded, Image.new("RGB", (240, 240)))
     compare = lessons.compare_cls_heads([loaded, loaded], [heads, heads], present)
-    assert shown_px(render.PRESENT_TEXT_PX, compare, "compare") >= PRESENT_MIN_PX
+    assert shown_px(canvas.PRESENT_TEXT_PX, compare, "compare") >= PRESENT_MIN_PX
     plain = views.heads(ex, None, 2, MapStyle())
     assert views.heads(ex, None, 2, present).height > plain.height  # the words really are larger
 
@@ -321,21 +321,21 @@ def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():
         {"epoch": e, "train_loss": 2.0 / e, "val_loss": 2.1 / e, "train_acc": 0.3 * e, "val_acc": 0.28 * e}
         for e in (1, 2)
     ]
-    curves = render.training_figure(history, [(0.5, 2.2), (1.0, 2.0)])
-    assert shown_px(chart_text_px(curves), render.training_curves(history), "curves") >= MIN_TEXT_PX
+    curves = charts.training_figure(history, [(0.5, 2.2), (1.0, 2.0)])
+    assert shown_px(chart_text_px(curves), charts.training_curves(history), "curves") >= MIN_TEXT_PX
     for heads in (4, 12):  # vit_cifar_nano (the Train tab's default), vit_cifar_tiny and _small
         maps = np.random.default_rng(0).random((6, heads, 8, 8)) / 80
-        probe = render.probe_strip(np.zeros((64, 64, 3), np.uint8), [(e, maps) for e in range(1, 4)], MapStyle())
-        assert shown_px(render.TEXT_PX, probe, "probe") >= MIN_TEXT_PX
+        probe = probe_strip.probe_strip(np.zeros((64, 64, 3), np.uint8), [(e, maps) for e in range(1, 4)], MapStyle())
+        assert shown_px(canvas.TEXT_PX, probe, "probe") >= MIN_TEXT_PX
     model, _ = twelve_heads()
     twelve = LoadedModel(
         "b16", "ViT-B/16 sized, with a long name", model, vit.ModelMeta([], vit.Preprocessing(224, 224))
     )
     heads = lessons.cls_heads(twelve, Image.new("RGB", (240, 240)))
     compare = lessons.compare_cls_heads([twelve, twelve], [heads, heads], MapStyle())
-    assert shown_px(render.TEXT_PX, compare, "compare") >= MIN_TEXT_PX
+    assert shown_px(canvas.TEXT_PX, compare, "compare") >= MIN_TEXT_PX
     norms = lessons.token_norm_maps([lessons.norm_report(twelve, Image.new("RGB", (240, 240)), 1)] * 3, 1, MapStyle())
-    assert shown_px(render.TEXT_PX, norms, "norms") >= MIN_TEXT_PX
+    assert shown_px(canvas.TEXT_PX, norms, "norms") >= MIN_TEXT_PX
 
 
 def test_on_a_phone_two_columns_keep_head_maps_at_least_150_px_wide(uniform):
@@ -410,3 +410,20 @@ def test_the_new_tasks_cost_more_for_more_images_and_deeper_layers():
     shallow, deep = views.patch_features_cost(loaded, [x], 0, True), views.patch_features_cost(loaded, [x], 5, True)
     assert 0 < shallow < deep < views.patch_features_cost(loaded, [x, x], 5, True)
     assert views.layer_predictions_cost(loaded, x) > views.pass_seconds(loaded.model, (32, 32))
+
+
+def test_one_query_parser_for_every_picker_of_a_query_token():
+    """Explore's token picker and Live's name a query the same way (views.parse_query)."""
+    names = ("cls", "dist", "reg1")
+
+    def refused() -> tuple[int, int]:
+        raise AssertionError("the patch was asked for a token that is no patch")
+
+    assert views.parse_query("cls", names, refused) is None
+    assert views.parse_query("reg1", names, refused) == "reg1"
+    assert views.parse_query("patch", names, lambda: (2, 3)) == (2, 3)
+    assert views.parse_query("mean", ("reg1",), refused) is None  # no CLS: the mean of the patches
+    with pytest.raises(views.QueryError, match=r"unknown query token 'reg2'; choose one of 'cls', 'dist', 'reg1'"):
+        views.parse_query("reg2", names, refused)
+    with pytest.raises(views.QueryError, match="unknown query token 'mean'"):
+        views.parse_query("mean", names, refused)  # a model with CLS has no "mean" query

@@ -233,6 +233,49 @@ def test_nan_is_refused_with_the_allowed_range(server, position, name):
     assert "event: error" in reply and f"{name} must be a number from 0.0 to" in reply and "got nan" in reply
 
 
+API_PAGE = Path(__file__).with_name("api_named_endpoints.json")
+PARAMETER_FIELDS = (
+    "parameter_name",
+    "label",
+    "parameter_has_default",
+    "parameter_default",
+    "type",
+    "python_type",
+    "component",
+)
+
+
+def api_page(client) -> dict:
+    """What a script sees of each named endpoint: every parameter's name, label, default and type,
+    every return's label and component. A file default keeps only its name (its path is this
+    server's upload folder)."""
+
+    def parameter(p: dict) -> dict:
+        kept = {k: p[k] for k in PARAMETER_FIELDS}
+        if isinstance(kept["parameter_default"], dict) and "orig_name" in kept["parameter_default"]:
+            kept["parameter_default"] = {"orig_name": kept["parameter_default"]["orig_name"]}
+        return kept
+
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    return {
+        name: {
+            "parameters": [parameter(p) for p in e["parameters"]],
+            "returns": [{k: r[k] for k in ("label", "component")} for r in e["returns"]],
+        }
+        for name, e in endpoints.items()
+    }
+
+
+def test_the_api_page_is_the_recorded_one(client):
+    """The named API as recorded before the ui/ redesign (issue 29): a refactor that renames,
+    drops, reorders or retypes a parameter, or relabels a return, breaks users' scripts."""
+    recorded = json.loads(API_PAGE.read_text())
+    served = api_page(client)
+    assert sorted(served) == sorted(recorded)
+    for name in recorded:
+        assert served[name] == recorded[name], name
+
+
 def test_every_api_parameter_and_return_has_a_real_name(client):
     auto = re.compile(r"^(param|parameter|value)_\d+$")
     endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]

@@ -1,11 +1,14 @@
-"""bound(): a handler tied to its tab keeps the signature and hints Gradio reads."""
+"""bound(): a handler tied to its tab keeps the signature and hints Gradio reads, takes values
+made of several controls as one, and returns its result by field name to the tab's view."""
 
 import inspect
+from dataclasses import dataclass
 
 import gradio as gr
+import pytest
 from gradio import utils
 
-from ui.binding import bound
+from ui.binding import ComponentView, Controls, bound
 
 
 def handler(view: object, catalog: object, layer: float, evt: gr.SelectData) -> dict:
@@ -29,3 +32,74 @@ def test_a_bound_generator_stays_a_generator_function():
     f = bound(steps, "V")
     assert inspect.isgeneratorfunction(f)  # how Gradio decides to stream each update
     assert list(f(2)) == [("V", 0), ("V", 1)]
+
+
+def pair(low: int, high: int = 9) -> tuple[int, int]:
+    """A value made of two controls, checked as a parser at the binding would."""
+    if low > high:
+        raise ValueError(f"low {low} above high {high}")
+    return (low, high)
+
+
+class Span(tuple):
+    """A value made of a pair and a step (controls made of other controls)."""
+
+
+def span(bounds: tuple, step: int = 1) -> Span:
+    return Span((*bounds, step))
+
+
+PAIR = Controls(tuple, tuple(inspect.signature(pair).parameters.values()), pair)
+SPAN = Controls.of(Span, span)
+
+
+def drawn(catalog: object, name: str, bounds: tuple, request: gr.Request | None = None) -> dict:
+    return {"shown": (catalog, name, bounds), "request": request}
+
+
+def test_a_value_of_several_controls_is_those_controls_on_the_api_page_and_one_value_for_the_handler():
+    f = bound(drawn, "C", controls=[PAIR])
+    assert list(inspect.signature(f).parameters) == ["name", "low", "high", "request"]
+    assert [p.default for p in inspect.signature(f).parameters.values()][2] == 9  # the parser's own default
+    assert utils.get_type_hints(f)["request"] == gr.Request | None  # Gradio still fills it in
+    assert f("n", 2, 5) == {"shown": ("C", "n", (2, 5)), "request": None}
+    assert f("n", low=3)["shown"] == ("C", "n", (3, 9))
+    with pytest.raises(ValueError, match="low 7 above high 5"):  # parsed before the handler runs
+        f("n", 7, 5)
+
+
+def stepped(name: str, extent: Span) -> dict:
+    return {"extent": extent, "name": name}
+
+
+def test_controls_made_of_controls_are_expanded_all_the_way():
+    f = bound(stepped, controls=[PAIR, SPAN])
+    assert list(inspect.signature(f).parameters) == ["name", "low", "high", "step"]
+    assert f("n", 1, 2, 3) == {"extent": Span((1, 2, 3)), "name": "n"}
+
+
+@dataclass(frozen=True)
+class TwoFields(ComponentView):
+    extent: gr.Textbox
+    name: gr.Textbox
+
+
+def test_a_result_by_field_name_is_applied_to_the_view_and_nothing_is_a_skip():
+    with gr.Blocks():
+        view = TwoFields(gr.Textbox(), gr.Textbox())
+    f = view.bind(stepped)
+    assert f("n", Span((1, 2, 3))) == {view.extent: Span((1, 2, 3)), view.name: "n"}
+    assert bound(lambda: {}, view=view)() == gr.skip()  # Gradio reads an empty dict as a value
+
+
+def counting(n: int):
+    for i in range(n):
+        yield {"name": str(i)}
+
+
+def test_each_update_of_a_bound_generator_is_applied_to_the_view():
+    with gr.Blocks():
+        view = TwoFields(gr.Textbox(), gr.Textbox())
+    f = view.bind(counting)
+    assert inspect.isgeneratorfunction(f)
+    assert list(f(2)) == [{view.name: "0"}, {view.name: "1"}]

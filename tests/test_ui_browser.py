@@ -12,7 +12,7 @@ from picture_helpers import gradient_runs
 from PIL import Image
 from training_helpers import write_image_folder
 
-from ui.explore import EXAMPLES_DIR as EXAMPLES
+from ui.common import EXAMPLES_DIR as EXAMPLES
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -190,19 +190,19 @@ def test_the_train_tab_shows_progress_until_the_run_ends(server, browser, tmp_pa
 def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_the_top_mass(server, browser):
     from playwright.sync_api import expect
 
-    from explorer import render, views
+    from explorer import canvas, render, views
 
     shown = "i => Math.min(1, i.getBoundingClientRect().width / i.naturalWidth)"  # gr.Image only shrinks
     page = open_page(browser, server)
     page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
     expect(page.locator("#heads img")).to_be_visible()
-    assert render.TEXT_PX * page.locator("#heads img").evaluate(shown) >= 12  # the head maps' text
+    assert canvas.TEXT_PX * page.locator("#heads img").evaluate(shown) >= 12  # the head maps' text
     assert page.locator("#heads").bounding_box()["width"] >= views.DISPLAY_WIDTH["heads"] - 1
 
     open_more_views(page, "Rollout")
     rollout = page.locator("#rollout img")
     expect(rollout).to_be_visible()
-    assert render.TEXT_PX * rollout.evaluate(shown) >= 12
+    assert canvas.TEXT_PX * rollout.evaluate(shown) >= 12
     column = rollout.evaluate("i => i.closest('.block').clientWidth")
     assert column >= views.DISPLAY_WIDTH["rollout"] - 1  # the width the text test assumes
     for choice, cmap in (("relative to uniform (× 1/N)", render.RELATIVE_CMAP), ("only the top X %", "inferno")):
@@ -823,7 +823,7 @@ def test_the_phone_keeps_the_title_whole_the_live_button_small_and_every_picture
         expect(phone.get_by_role("tab", name=lesson)).to_be_visible()
     compare_with_the_bundled_model(phone)
     compare = phone.locator("#lesson-compare img").evaluate(SCROLLED_TO_THE_END)
-    assert compare["end"] and compare["scale"] * 13 >= 12  # render.TEXT_PX, shown at its drawn size
+    assert compare["end"] and compare["scale"] * 13 >= 12  # canvas.TEXT_PX, shown at its drawn size
     phone.close()
     page = open_page(browser, server)
     expect(page.get_by_text(SWIPE_CUE).first).to_be_hidden()  # a projector sees the whole picture
@@ -835,10 +835,10 @@ def first_line_px(picture: Image.Image) -> int:
     top holding text-coloured pixels, from the top of its tallest letter to the bottom of "y"."""
     import numpy as np
 
-    from explorer import render
+    from explorer import canvas
 
     rgb = np.asarray(picture.convert("RGB")).astype(int)
-    ink = (np.abs(rgb - np.array(render.TEXT)).max(axis=-1) < 60).any(axis=1)
+    ink = (np.abs(rgb - np.array(canvas.TEXT)).max(axis=-1) < 60).any(axis=1)
     top = int(np.argmax(ink))
     bottom = top + int(np.argmin(ink[top:]))  # the first row after the line with no ink
     return bottom - top
@@ -878,7 +878,7 @@ def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_
 def test_the_pca_and_logit_lens_tabs_draw_their_legends_and_say_what_they_show(server, browser):
     from playwright.sync_api import expect
 
-    from explorer import render
+    from explorer import canvas
 
     page = open_page(browser, server)
     pick_example(page, "cat")
@@ -888,7 +888,7 @@ def test_the_pca_and_logit_lens_tabs_draw_their_legends_and_say_what_they_show(s
     page.get_by_label("Fit one PCA on this image and the six animal examples").check()
     expect(pca).to_have_attribute("alt", re.compile(r"7 image\(s\) \(this image, bird, cat, deer, dog, frog, horse\)"))
     drawn = Image.open(io.BytesIO(page.request.get(image_src(page, "pca")).body())).convert("RGB")
-    for cmap in render.CHANNELS.values():  # the RGB legend: one bar per channel, black to its colour
+    for cmap in canvas.CHANNELS.values():  # the RGB legend: one bar per channel, black to its colour
         assert gradient_runs(drawn, cmap), cmap
     page.get_by_role("tab", name="Logit lens").click()
     expect(page.locator("#logit-lens img")).to_have_attribute("alt", re.compile(r"never trained.*layer 6: \w+ "))

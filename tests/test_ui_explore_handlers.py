@@ -1,5 +1,5 @@
-"""The Explore tab's handlers called directly (no server): named outputs, query moves, playing
-through the layers, export names, and the examples the tab offers."""
+"""The Explore tab's handlers called directly (no server, no page): outputs by field name, query
+moves, playing through the layers, export names, and the examples the tab offers."""
 
 import tarfile
 from pathlib import Path
@@ -13,41 +13,46 @@ from PIL import Image
 
 import vit
 from explorer import views
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
 from explorer.explain import explain
+from explorer.views import Drawing, Fusion, Showing
+from ui import common
 from ui import explore_handlers as h
-from ui.explore import EXAMPLES_DIR, ExploreView, layout
+from ui.common import EXAMPLES_DIR, ExplanationKey, Server
+from ui.explore import ExploreView, layout
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
-STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
+STYLE = MapStyle()  # inferno at opacity 0.6, nearest upsampling, overlay, one scale per layer
 ARCHIVE = SHARED / "data" / "cifar10-jpeg.tar.gz"
 
 
 @pytest.fixture(scope="module")
-def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, ModelCatalog]:
-    catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"))
-    with gr.Blocks():
-        view = layout(catalog)
-    return view, catalog
+def tab(tiny_checkpoint, tmp_path_factory) -> Server:
+    """The server's context the tab's handlers are bound to."""
+    return Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
 
 
 @pytest.fixture(scope="module")
 def explanation_key(tab):
     """The key a session's state holds: its explanation lives in the server-wide store."""
-    _, catalog = tab
-    loaded = catalog.get(BUNDLED)
+    loaded = tab.catalog.get(BUNDLED)
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8))
-    key = ("random.png", BUNDLED, id(loaded.model), "crop")
-    h.STORE.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
+    key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop")
+    tab.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
     return key
 
 
 def test_a_handler_returns_its_pictures_by_component(tab, explanation_key):
-    view, _ = tab
-    out = h.restyle(view, explanation_key, "rollout", None, 3, "max", 0.5, *STYLE)
-    assert set(out) == {view.heads, view.overview, view.rollout}
-    assert out[view.overview] is None  # closed: drawn when opened (tests/test_ui_explore_lazy.py)
-    assert Image.open(opened(out[view.heads])).width > 0 and Image.open(opened(out[view.rollout])).width > 0
+    server = tab
+    out = h.restyle(server, explanation_key, "rollout", None, 3, Drawing(Fusion("max", 0.5), STYLE))
+    assert set(out) == {"heads", "overview", "rollout"}
+    assert out["overview"] is None  # closed: drawn when opened (tests/test_ui_explore_lazy.py)
+    mean = h.restyle(server, explanation_key, "rollout", None, 3, Drawing(Fusion(), STYLE))
+    # the fusion changes the rollout and leaves the head maps as they were
+    assert pixels(out["heads"]).shape == pixels(mean["heads"]).shape
+    assert np.array_equal(pixels(out["heads"]), pixels(mean["heads"]))
+    assert not np.array_equal(pixels(out["rollout"]), pixels(mean["rollout"]))
 
 
 def opened(picture: gr.Image) -> str:
@@ -55,109 +60,116 @@ def opened(picture: gr.Image) -> str:
     return picture.value["path"]
 
 
+def pixels(picture: gr.Image) -> np.ndarray:
+    """The RGB pixels of a picture a handler returned."""
+    return np.asarray(Image.open(opened(picture)).convert("RGB"))
+
+
 def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explanation_key):
-    view, _ = tab
-    out = h.query_patch(view, explanation_key, 3, 5, 4, *STYLE)
-    assert out[view.heads].alt_text == (
+    server = tab
+    out = h.choose_patch(server, explanation_key, 3, 5, 4, STYLE)
+    assert out["heads"].alt_text == (
         "Attention maps of the 4 heads of layer 4 of 6, one tile each, for the query patch (3, 5): where it looks "
         "over the image, with a colour bar; model: the bundled model, on the 8 × 8 patch grid (rows × columns)."
     )
-    assert "the query, patch (3, 5), is outlined; model: the bundled model" in out[view.input_img].alt_text
-    rollout = h.show_rollout(view, explanation_key, "max", 0.5, *STYLE, "top mass", 30)[view.rollout].alt_text
+    assert "the query, patch (3, 5), is outlined; model: the bundled model" in out["input_img"].alt_text
+    drawing = Drawing(Fusion("max", 0.5), STYLE, Showing("top mass", 0.3))
+    rollout = h.show_rollout(server, explanation_key, drawing)["rollout"].alt_text
     assert "rollout of the query CLS" in rollout and "max over heads, discard ratio 0.50" in rollout
     assert "top 30% of its mass" in rollout and "model: the bundled model" in rollout
 
 
 def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation_key):
-    view, _ = tab
+    server = tab
     for step in ((-1, 0), (1, 0), (0, -1), (0, 1)):  # from CLS every arrow goes to row 1, column 1
-        assert h.move_query(view, step, explanation_key, None, 6, *STYLE)[view.query] == (0, 0)
-    assert h.move_query(view, (0, 1), explanation_key, (2, 3), 6, *STYLE)[view.query] == (2, 4)
-    assert h.move_query(view, (-1, 0), explanation_key, (0, 5), 6, *STYLE)[view.query] == (0, 5)
-    moved = h.move_query(view, (1, 0), explanation_key, (2, 3), 6, *STYLE)
-    assert "row 4, column 4" in moved[view.query_md]  # 0-based (3, 3) is row 4, column 4 for people
+        assert h.move_query(server, step, explanation_key, None, 6, STYLE)["query"] == (0, 0)
+    assert h.move_query(server, (0, 1), explanation_key, (2, 3), 6, STYLE)["query"] == (2, 4)
+    assert h.move_query(server, (-1, 0), explanation_key, (0, 5), 6, STYLE)["query"] == (0, 5)
+    moved = h.move_query(server, (1, 0), explanation_key, (2, 3), 6, STYLE)
+    assert "row 4, column 4" in moved["query_md"]  # 0-based (3, 3) is row 4, column 4 for people
 
 
 def test_play_steps_the_layer_slider_through_every_layer(tab, explanation_key, monkeypatch):
-    view, _ = tab
+    server = tab
     monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
-    *frames, end = h.play_layers(view, explanation_key, None, 6, *STYLE)  # from the last layer: from 1
-    assert [f[view.layer] for f in frames] == [1, 2, 3, 4, 5, 6]
-    pictures = [np.asarray(Image.open(opened(f[view.heads]))) for f in frames]
+    *frames, end = h.play_layers(server, explanation_key, None, 6, STYLE)  # from the last layer: from 1
+    assert [f["layer"] for f in frames] == [1, 2, 3, 4, 5, 6]
+    pictures = [np.asarray(Image.open(opened(f["heads"]))) for f in frames]
     assert not np.array_equal(pictures[0], pictures[-1])
-    assert all(not f[view.play].visible and f[view.pause].visible for f in frames)  # Pause while playing
-    assert end == {view.play: end[view.play], view.pause: end[view.pause]} and end[view.play].visible
+    assert all(not f["play"].visible and f["pause"].visible for f in frames)  # Pause while playing
+    assert end == {"play": end["play"], "pause": end["pause"]} and end["play"].visible
 
 
 def test_play_after_pause_goes_on_from_the_layer_it_stopped_at(tab, explanation_key, monkeypatch):
     """Issue 27, 8: Play could not be paused; now Pause cancels it and Play goes on from there."""
-    view, _ = tab
+    server = tab
     monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
-    *frames, _ = h.play_layers(view, explanation_key, None, 3, *STYLE)
-    assert [f[view.layer] for f in frames] == [4, 5, 6]
-    stopped = h.stop_playing(view)
-    assert stopped[view.play].visible and not stopped[view.pause].visible
+    *frames, _ = h.play_layers(server, explanation_key, None, 3, STYLE)
+    assert [f["layer"] for f in frames] == [4, 5, 6]
+    stopped = h.stop_playing()
+    assert stopped["play"].visible and not stopped["pause"].visible
 
 
 def test_a_typed_layer_past_the_model_comes_back_to_the_nearest_layer_with_a_message(tab, monkeypatch):
     """Issue 27, 8: typing 9 for a 6-layer model left 9 in the box and an Error badge on the maps."""
-    view, catalog = tab
+    server = tab
     said = []
     monkeypatch.setattr(h.gr, "Warning", said.append)
-    assert h.fit_layer(view, catalog, BUNDLED, 9) == {view.layer: 6}
+    assert h.fit_layer(server, BUNDLED, 9) == {"layer": 6}
     assert said == ["There is no layer 9: this model has layers 1 to 6. Showing layer 6."]
-    assert h.fit_layer(view, catalog, BUNDLED, 0) == {view.layer: 1}
-    assert h.fit_layer(view, catalog, BUNDLED, 2.6) == {view.layer: 3}
-    assert h.fit_layer(view, catalog, BUNDLED, None) == {view.layer: 6} and "no layer None" in said[-1]
-    assert h.fit_layer(view, catalog, BUNDLED, 4) == gr.skip() and len(said) == 4  # a layer of the model: as it is
+    assert h.fit_layer(server, BUNDLED, 0) == {"layer": 1}
+    assert h.fit_layer(server, BUNDLED, 2.6) == {"layer": 3}
+    assert h.fit_layer(server, BUNDLED, None) == {"layer": 6} and "no layer None" in said[-1]
+    assert h.fit_layer(server, BUNDLED, 4) == {} and len(said) == 4  # a layer of the model: as it is
 
 
-def test_a_refused_upload_puts_back_the_image_the_views_belong_to(explanation_key):
+def test_a_refused_upload_puts_back_the_image_the_views_belong_to(tab, explanation_key):
     """Issue 27, 8: after a refused file the upload box showed it (or a broken icon) beside the
     previous image's maps. It shows that image again, marked as shown so no analysis runs."""
-    request = gr.Request(session_hash="refused-upload")
-    h.SHOWN.is_new(h.owner(request), "/uploads/strip.png")  # the refused file, taken up
-    assert h.keep_image(explanation_key, request) == explanation_key[0]
-    assert not h.SHOWN.is_new(h.owner(request), explanation_key[0])  # putting it back is no new image
-    assert h.keep_image(None, request) is None  # no image before: the box is emptied
+    server, request = tab, gr.Request(session_hash="refused-upload")
+    server.shown.is_new(common.owner(request), "/uploads/strip.png")  # the refused file, taken up
+    assert h.keep_image(server, explanation_key, request) == explanation_key.path
+    assert not server.shown.is_new(common.owner(request), explanation_key.path)  # putting it back is no new image
+    assert h.keep_image(server, None, request) is None  # no image before: the box is emptied
 
 
 def test_the_gif_offers_each_layers_own_scale_by_default_or_one_scale_for_all(tab, explanation_key, monkeypatch):
     """Issue 27, 9: the GIF put every frame on one scale, so it did not look like the screen
     (tests/test_explorer_render.py checks the frames themselves)."""
-    view, _ = tab
+    server = tab
     asked, real = [], h.views.layer_frames
     monkeypatch.setattr(h.views, "layer_frames", lambda *a, **k: asked.append(k["one_scale"]) or real(*a, **k))
-    own = h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE)[view.export_file]
-    one = h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE, "all layers")[view.export_file]
+    own = h.make_gif(server, explanation_key, "cat-bundled", None, STYLE)["export_file"]
+    one = h.make_gif(server, explanation_key, "cat-bundled", None, STYLE, "all layers")["export_file"]
     assert asked == [False, True]  # the screen's choice by default
     assert (
         Path(own).name == "cat-bundled_layers1-6_cls.gif"
         and Path(one).name == "cat-bundled_layers1-6_cls_one-scale.gif"
     )
     with pytest.raises(gr.Error, match="unknown GIF scale 'sideways'; choose one of 'each layer', 'all layers'"):
-        h.export_gif(view, explanation_key, "cat-bundled", None, *STYLE, "sideways")
+        h.make_gif(server, explanation_key, "cat-bundled", None, STYLE, "sideways")
 
 
 def test_export_names_say_image_model_layer_and_query(tab):
-    _, catalog = tab
+    catalog = tab.catalog
     payload = {"path": "/tmp/gradio/abc/photo 1.jpg", "orig_name": "My cat (1).jpg"}
-    assert h.export_name(payload, BUNDLED, catalog) == "My-cat-1-tiny"
-    assert h.export_name(payload, "checkpoint:/runs/a/model.safetensors", catalog) == "My-cat-1-model"
-    assert h.export_name(payload, "pretrained:vit_b_16.tv_in1k", catalog) == "My-cat-1-vit_b_16.tv_in1k"
-    assert h.query_name(None) == "cls" and h.query_name((0, 6)) == "row1-col7"
+    assert common.export_stem(payload, BUNDLED, catalog) == "My-cat-1-tiny"
+    assert common.export_stem(payload, "checkpoint:/runs/a/model.safetensors", catalog) == "My-cat-1-model"
+    assert common.export_stem(payload, "pretrained:vit_b_16.tv_in1k", catalog) == "My-cat-1-vit_b_16.tv_in1k"
+    assert common.query_name(None) == "cls" and common.query_name((0, 6)) == "row1-col7"
 
 
 def test_an_upload_with_a_long_name_still_exports(tab, explanation_key):
     """A 240-character upload name: the analysis worked, but every export failed with a bare
     "Error" (the file name was longer than the file system takes)."""
-    view, catalog = tab
-    name = h.export_name({"path": "/tmp/gradio/abc/x.png", "orig_name": "a" * 240 + ".png"}, BUNDLED, catalog)
-    assert name == f"{'a' * h.SLUG_CHARS}-tiny"
+    server = tab
+    catalog = server.catalog
+    name = common.export_stem({"path": "/tmp/gradio/abc/x.png", "orig_name": "a" * 240 + ".png"}, BUNDLED, catalog)
+    assert name == f"{'a' * common.SLUG_CHARS}-tiny"
     exports = [
-        h.export_png(view, explanation_key, name, (0, 6), 1, *STYLE)[view.export_file],
-        h.export_gif(view, explanation_key, name, None, *STYLE)[view.export_file],
-        opened(h.show_relevance(view, catalog, explanation_key, name, h.PREDICTED, *STYLE)[view.relevance]),
+        h.make_png(server, explanation_key, name, (0, 6), 1, STYLE)["export_file"],
+        h.make_gif(server, explanation_key, name, None, STYLE)["export_file"],
+        opened(h.show_relevance(server, explanation_key, name, h.PREDICTED, STYLE, Showing())["relevance"]),
     ]
     assert [Path(p).name for p in exports] == [
         f"{name}_layer1_row1-col7.png",
@@ -177,15 +189,15 @@ def test_the_page_lists_the_models_classes():
 @pytest.mark.parametrize(
     ("style", "message"),
     [
-        (("jet2", 0.5, "nearest", "raw"), "unknown colour map 'jet2'"),
-        (("gray", True, "nearest", "raw"), "opacity must be a number from 0.0 to 1.0, got True"),
-        (("gray", float("inf"), "nearest", "raw"), "opacity must be a number from 0.0 to 1.0, got inf"),
-        (("gray", 0.5, "Nearest", "raw"), "unknown upsampling 'Nearest'"),
+        (("jet2", 0.5, "nearest", "raw", "layer"), "unknown colour map 'jet2'"),
+        (("gray", True, "nearest", "raw", "layer"), "opacity must be a number from 0.0 to 1.0, got True"),
+        (("gray", float("inf"), "nearest", "raw", "layer"), "opacity must be a number from 0.0 to 1.0, got inf"),
+        (("gray", 0.5, "Nearest", "raw", "layer"), "unknown upsampling 'Nearest'"),
     ],
 )
 def test_map_style_refuses_what_the_controls_cannot_send(style, message):
     with pytest.raises(gr.Error, match=message):
-        h.map_style(*style)
+        common.map_style(*style)
 
 
 def test_one_example_per_cifar10_class():
@@ -205,20 +217,25 @@ def test_examples_are_the_first_test_image_of_each_class():
 
 
 def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(tab, tmp_path):
-    _, catalog = tab
+    catalog = tab.catalog
     headless = vit.create_model("vit_cifar_nano", num_classes=0)
     vit.save_checkpoint(headless, tmp_path / "dino-like.safetensors", preprocessing=CIFAR10)
     loaded = catalog.get(catalog.register(tmp_path / "dino-like.safetensors", "alice"))
     assert "makes no predictions" in h.classes_note(loaded)
     image = tmp_path / "green.png"
     Image.new("RGB", (32, 32), (10, 200, 30)).save(image)
-    pictures = h.full_analysis(loaded, str(image), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
-    assert pictures["label"] == {} and Image.open(opened(pictures["heads"])).width > 0
+    pictures = h.full_analysis(loaded, str(image), "crop", 6, Drawing(), store=None)
+    classified = h.full_analysis(catalog.get(BUNDLED), str(image), "crop", 6, Drawing(), store=None)
+    assert pictures["label"] == {} and classified["label"]  # only the model with a classifier predicts
+    # the same architecture draws the same grid of head maps, its own weights' maps in it
+    assert pixels(pictures["heads"]).shape == pixels(classified["heads"]).shape
+    assert not np.array_equal(pixels(pictures["heads"]), pixels(classified["heads"]))
 
 
 @pytest.fixture(scope="module")
-def prefixed(tmp_path_factory) -> tuple[ExploreView, ModelCatalog, tuple]:
-    """A tab over a model with CLS, a distillation token and two registers, and the key of one analysis."""
+def prefixed(tmp_path_factory) -> tuple[ExploreView, Server, ExplanationKey]:
+    """A tab (its page and its server's context) over a model with CLS, a distillation token and two
+    registers, and the key of one analysis."""
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("models") / "prefixed.safetensors"
     model = vit.create_model("vit_cifar_nano", distill_token=True, register_tokens=2)
@@ -228,9 +245,10 @@ def prefixed(tmp_path_factory) -> tuple[ExploreView, ModelCatalog, tuple]:
         view = layout(catalog)
     loaded = catalog.get(BUNDLED)
     image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), np.uint8))
-    key = ("random.png", BUNDLED, id(loaded.model), "crop")
-    h.STORE.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
-    return view, catalog, key
+    key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop")
+    server = Server(catalog)
+    server.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
+    return view, server, key
 
 
 def test_the_query_token_picker_lists_every_prefix_token_of_the_model(prefixed):
@@ -241,38 +259,38 @@ def test_the_query_token_picker_lists_every_prefix_token_of_the_model(prefixed):
 
 
 def test_each_prefix_token_can_be_the_query(prefixed):
-    view, _, key = prefixed
-    cls = h.query_token(view, key, "cls", None, 6, *STYLE)
-    reg2 = h.query_token(view, key, "reg2", None, 6, *STYLE)
-    assert cls[view.query] is None and reg2[view.query] == "reg2" and reg2[view.query_token] == "reg2"
-    assert "register 2" in reg2[view.query_md]
+    _, server, key = prefixed
+    cls = h.choose_token(server, key, "cls", None, 6, STYLE)
+    reg2 = h.choose_token(server, key, "reg2", None, 6, STYLE)
+    assert cls["query"] is None and reg2["query"] == "reg2" and reg2["query_token"] == "reg2"
+    assert "register 2" in reg2["query_md"]
     assert not np.array_equal(
-        np.asarray(Image.open(opened(cls[view.heads]))), np.asarray(Image.open(opened(reg2[view.heads])))
+        np.asarray(Image.open(opened(cls["heads"]))), np.asarray(Image.open(opened(reg2["heads"])))
     )
-    assert h.query_name("reg2") == "reg2"
+    assert common.query_name("reg2") == "reg2"
 
 
 def test_the_patch_token_keeps_a_patch_query_or_starts_at_the_centre(prefixed):
-    view, _, key = prefixed
-    assert h.query_token(view, key, "patch", "dist", 6, *STYLE)[view.query] == (4, 4)
-    assert h.query_token(view, key, "patch", (1, 2), 6, *STYLE)[view.query] == (1, 2)
-    assert h.move_query(view, (0, 1), key, "reg1", 6, *STYLE)[view.query] == (0, 0)  # arrows from a register
-    clicked = h.query_patch(view, key, 2, 3, 6, *STYLE)
-    assert clicked[view.query_token] == "patch"  # the picker follows a click
+    _, server, key = prefixed
+    assert h.choose_token(server, key, "patch", "dist", 6, STYLE)["query"] == (4, 4)
+    assert h.choose_token(server, key, "patch", (1, 2), 6, STYLE)["query"] == (1, 2)
+    assert h.move_query(server, (0, 1), key, "reg1", 6, STYLE)["query"] == (0, 0)  # arrows from a register
+    clicked = h.choose_patch(server, key, 2, 3, 6, STYLE)
+    assert clicked["query_token"] == "patch"  # the picker follows a click
 
 
 def test_unknown_query_tokens_are_refused_naming_the_models_tokens(prefixed, tab, explanation_key):
-    view, _, key = prefixed
+    _, server, key = prefixed
     with pytest.raises(gr.Error, match=r"unknown query token 'reg3'; choose one of 'cls', 'dist', 'reg1', 'reg2'"):
-        h.query_token(view, key, "reg3", None, 6, *STYLE)
-    plain_view, _ = tab
+        h.choose_token(server, key, "reg3", None, 6, STYLE)
+    plain = tab
     with pytest.raises(gr.Error, match=r"unknown query token 'dist'; choose one of 'cls', 'patch'"):
-        h.query_token(plain_view, explanation_key, "dist", None, 6, *STYLE)
+        h.choose_token(plain, explanation_key, "dist", None, 6, STYLE)
 
 
 def test_head_tiles_and_captions_name_every_prefix_token(prefixed):
-    _, _, key = prefixed
-    ex = h.STORE.peek(key)
+    _, server, key = prefixed
+    ex = server.store.peek(key)
     assert "the 4 prefix tokens (CLS, dist, reg1, reg2)" in views.left_out(ex)
     assert ex.prefix_attention(None).shape[-1] == 4
     shares = ex.rollout_prefix()
@@ -281,12 +299,12 @@ def test_head_tiles_and_captions_name_every_prefix_token(prefixed):
 
 
 def test_relevance_follows_the_chosen_class(tab, explanation_key):
-    view, catalog = tab
-    predicted = h.show_relevance(view, catalog, explanation_key, "cat-bundled", h.PREDICTED, *STYLE)[view.relevance]
-    top = next(iter(h.STORE.peek(explanation_key).probabilities))
-    same = h.show_relevance(view, catalog, explanation_key, "cat-bundled", top, *STYLE)[view.relevance]
+    server = tab
+    predicted = h.show_relevance(server, explanation_key, "cat-bundled", h.PREDICTED, STYLE, Showing())["relevance"]
+    top = next(iter(server.store.peek(explanation_key).probabilities))
+    same = h.show_relevance(server, explanation_key, "cat-bundled", top, STYLE, Showing())["relevance"]
     other = next(c for c in CIFAR10_CLASSES if c != top)
-    different = h.show_relevance(view, catalog, explanation_key, "cat-bundled", other, *STYLE)[view.relevance]
+    different = h.show_relevance(server, explanation_key, "cat-bundled", other, STYLE, Showing())["relevance"]
     pixels = [np.asarray(Image.open(opened(p))) for p in (predicted, same, different)]
     assert np.array_equal(pixels[0][80:], pixels[1][80:])  # the same map (titles differ: "predicted" or "chosen")
     assert not np.array_equal(pixels[0][80:], pixels[2][80:])
@@ -297,62 +315,69 @@ def test_relevance_follows_the_chosen_class(tab, explanation_key):
 
 def test_relevance_follows_the_style_and_show_without_another_pass(tab, explanation_key, monkeypatch):
     """Issue 27, 8: a new "Rollout and relevance show" redrew rollout and left relevance as it was."""
-    view, catalog = tab
-    out = h.show_relevance(view, catalog, explanation_key, "cat-bundled", h.PREDICTED, *STYLE, "weights", 60)
-    kept = out[view.relevance_map]
+    server = tab
+    out = h.show_relevance(server, explanation_key, "cat-bundled", h.PREDICTED, STYLE, Showing("weights", 0.6))
+    kept = out["relevance_map"]
     monkeypatch.setattr(h.zerogpu, "RELEVANCE", None)  # a redraw runs no model
-    redrawn = h.restyle_relevance(view, catalog, explanation_key, kept, "cat-bundled", *STYLE, "relative", 60)
-    picture = redrawn[view.relevance]
-    assert "drawn as multiples of uniform" in picture.alt_text and "weights from 0" in out[view.relevance].alt_text
-    assert Image.open(opened(out[view.relevance])).tobytes() != Image.open(opened(picture)).tobytes()
-    assert h.restyle_relevance(view, catalog, explanation_key, None, "cat-bundled", *STYLE, "relative", 60) == gr.skip()
-    other = ("other.png", *explanation_key[1:])  # kept for another image: nothing to redraw
-    assert h.restyle_relevance(view, catalog, other, kept, "cat-bundled", *STYLE, "relative", 60) == gr.skip()
+    redrawn = h.restyle_relevance(server, explanation_key, kept, "cat-bundled", STYLE, Showing("relative", 0.6))
+    picture = redrawn["relevance"]
+    assert "drawn as multiples of uniform" in picture.alt_text and "weights from 0" in out["relevance"].alt_text
+    assert Image.open(opened(out["relevance"])).tobytes() != Image.open(opened(picture)).tobytes()
+    assert h.restyle_relevance(server, explanation_key, None, "cat-bundled", STYLE, Showing("relative", 0.6)) == {}
+    other = explanation_key._replace(path="other.png")  # kept for another image: nothing to redraw
+    assert h.restyle_relevance(server, other, kept, "cat-bundled", STYLE, Showing("relative", 0.6)) == {}
 
 
 def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explanation_key, tmp_path):
-    view, catalog = tab
+    server = tab
     with pytest.raises(gr.Error, match=r"unknown class 'teapot'; choose one of 'predicted class', 'airplane'"):
-        h.show_relevance(view, catalog, explanation_key, "cat-bundled", "teapot", *STYLE)
+        h.show_relevance(server, explanation_key, "cat-bundled", "teapot", STYLE, Showing())
     path = tmp_path / "headless.safetensors"
     vit.save_checkpoint(vit.create_model("vit_cifar_nano", num_classes=0), path, class_names=[], preprocessing=CIFAR10)
-    headless = ModelCatalog(path, tmp_path / "runs")
-    loaded = headless.get(BUNDLED)
+    headless = Server(ModelCatalog(path, tmp_path / "runs"))
+    loaded = headless.catalog.get(BUNDLED)
     image = Image.fromarray(np.zeros((32, 32, 3), np.uint8))
-    key = ("black.png", BUNDLED, id(loaded.model), "crop")
-    ex = h.STORE.get(key, lambda: explain(loaded.model, [], loaded.preprocessing, image))
+    key = ExplanationKey("black.png", BUNDLED, id(loaded.model), "crop")
+    ex = headless.store.get(key, lambda: explain(loaded.model, [], loaded.preprocessing, image))
     assert ex.probabilities == {}  # no classifier, no predictions
     assert "makes no predictions" in h.classes_note(loaded)
     with pytest.raises(gr.Error, match="this model has no classifier head, so it makes no predictions"):
-        h.show_relevance(view, headless, key, None, h.PREDICTED, *STYLE)
+        h.show_relevance(headless, key, None, h.PREDICTED, STYLE, Showing())
 
 
 def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(prefixed, tmp_path):
-    view, catalog, _ = prefixed
+    _, server, _ = prefixed
+    catalog = server.catalog
     path = tmp_path / "photo.png"
     Image.fromarray(np.random.default_rng(2).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
     loaded = catalog.get(BUNDLED)
-    out = h.full_analysis(loaded, str(path), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
+    out = h.full_analysis(loaded, str(path), "crop", 6, Drawing(), store=None)
     picker = out["query_token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(view, catalog, BUNDLED, None, None)[view.relevance_class]  # closed; no request
+    classes = h.load_model(server, BUNDLED, None, None)["relevance_class"]  # closed; no request
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
 
 
 def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_values(tab, explanation_key):
-    view, _ = tab
+    server = tab
     pictures = {
         show: np.asarray(
-            Image.open(opened(h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, show, 60)[view.rollout]))
+            Image.open(
+                opened(
+                    h.show_rollout(server, explanation_key, Drawing(Fusion(), STYLE, common.map_showing(show, 60)))[
+                        "rollout"
+                    ]
+                )
+            )
         )
         for show in views.SHOWS
     }
     assert len({p.tobytes() for p in pictures.values()}) == 3  # three different pictures
     with pytest.raises(gr.Error, match="unknown show 'sideways'; choose one of 'weights', 'relative', 'top mass'"):
-        h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, "sideways", 60)
+        h.show_rollout(server, explanation_key, Drawing(Fusion(), STYLE, common.map_showing("sideways", 60)))
     with pytest.raises(gr.Error, match="keep percent must be a number from 1.0 to 100.0, got 0"):
-        h.show_rollout(view, explanation_key, "mean", 0.0, *STYLE, "top mass", 0)
+        h.show_rollout(server, explanation_key, Drawing(Fusion(), STYLE, common.map_showing("top mass", 0)))
 
 
 def test_the_examples_survive_a_prune_of_the_upload_folder(monkeypatch, tmp_path, tiny_checkpoint):
@@ -372,7 +397,7 @@ def test_the_examples_survive_a_prune_of_the_upload_folder(monkeypatch, tmp_path
     monkeypatch.setattr(UPLOADS, "budget_bytes", 0)
     UPLOADS.prune()
     assert not visitor.exists() and all(p.exists() for p in copies)
-    assert h.uploaded_path({"path": str(copies[0])}) == str(copies[0])
+    assert common.uploaded_path({"path": str(copies[0])}) == str(copies[0])
 
 
 def test_a_request_that_would_compute_past_the_budget_is_refused_before_its_forward_pass(tab, tmp_path, monkeypatch):
@@ -380,16 +405,15 @@ def test_a_request_that_would_compute_past_the_budget_is_refused_before_its_forw
     model fits the server's per-request budget in crop mode, that request does not."""
     from explorer.explain import ExplanationTooLarge
 
-    _, catalog = tab
+    catalog = tab.catalog
     loaded = catalog.get(BUNDLED)
     wide = tmp_path / "wide.png"
     Image.new("RGB", (128, 32), (10, 200, 10)).save(wide)
     budget = 8 * 2**20  # crop: 4 x 0.4 MiB of maps; whole (8 x 32 grid): 4 x 6.3 MiB
-    style = h.map_style(*STYLE)
-    assert h.full_analysis(loaded, str(wide), "crop", 6, "mean", 0.0, style, None, max_request_bytes=budget)["label"]
+    assert h.full_analysis(loaded, str(wide), "crop", 6, Drawing(), None, max_request_bytes=budget)["label"]
     monkeypatch.setattr(type(loaded.model), "forward", lambda *_: pytest.fail("the forward pass ran"))
     with pytest.raises(ExplanationTooLarge, match="attention maps would take 6 MiB, more than this server's 2 MiB"):
-        h.full_analysis(loaded, str(wide), "whole", 6, "mean", 0.0, style, None, max_request_bytes=budget)
+        h.full_analysis(loaded, str(wide), "whole", 6, Drawing(), None, max_request_bytes=budget)
 
 
 def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_checkpoint, tmp_path, monkeypatch):
@@ -424,32 +448,32 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
     assert str(tmp_path) not in view.model_info.value and "hf-home" not in view.model_info.value
 
 
-def test_the_upload_placeholder_is_plain_text(tab):
+def test_the_upload_placeholder_is_plain_text(prefixed):
     """Issue 19: Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""
-    view, _ = tab
+    view, _, _ = prefixed
     assert view.image.placeholder.startswith("Drop an image here or click to upload it")
     assert not set("*_`#") & set(view.image.placeholder)  # no Markdown that would show as typed
 
 
 def test_removing_the_image_clears_everything_that_described_it(tab):
     """Issue 19: after the upload box's ×, the predictions, pictures, caption and export stayed."""
-    view, catalog = tab
-    out = h.analyze(view, catalog, None, "rollout", BUNDLED, "crop", 6, "mean", 0.0, *STYLE)
+    out = h.analyze(tab, "rollout", h.Upload(None, BUNDLED, "crop"), 6, Drawing(), h.PcaChoice())
     gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance", "relevance_map")
     gone += ("export_file",)
-    assert all(out[getattr(view, name)] is None for name in (*gone, *h.IMAGE_VIEWS))
-    assert out[view.numbers] == ""
-    assert out[view.query_md] == views.describe_query(None, True)  # the start text: "Query: the CLS token"
-    assert out[view.query_token].value == "cls"
-    assert view.layer not in out  # the slider keeps its layer for the next image
+    assert all(out[name] is None for name in (*gone, *h.IMAGE_VIEWS))
+    assert out["numbers"] == ""
+    assert out["query_md"] == views.describe_query(None, True)  # the start text: "Query: the CLS token"
+    assert out["query_token"].value == "cls"
+    assert "layer" not in out  # the slider keeps its layer for the next image
 
 
 def test_a_new_image_clears_the_previous_images_export(tab, tmp_path):
     """Issue 19: after another image the Export box still offered the previous image's file."""
-    view, catalog = tab
+    server = tab
+    catalog = server.catalog
     path = tmp_path / "dog.png"
     Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(path)
-    out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
+    out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, Drawing(), store=None)
     assert "export_file" in h.ANALYSIS_OUTPUTS and out["export_file"] is None
 
 
@@ -457,7 +481,7 @@ def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
     """Issue 19: Gradio's image fires .change twice per upload; the second must not analyse again."""
     from concurrent.futures import ThreadPoolExecutor
 
-    shown = h.ShownImages(size=2)
+    shown = common.ShownImages(size=2)
     assert shown.is_new("a", "/up/x.png") and not shown.is_new("a", "/up/x.png")
     assert shown.is_new("b", "/up/x.png")  # another visitor's session
     assert shown.is_new("a", None) and shown.is_new("a", "/up/x.png")  # removed, then the same file again
@@ -468,33 +492,33 @@ def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
 
 
 def test_the_pca_tab_draws_the_chosen_layer_alone_or_with_the_six_animal_examples(tab, explanation_key):
-    view, catalog = tab
-    more = ("mean", 0.0, *STYLE, "weights", 60.0)
-    alone = h.show_more(view, catalog, "pca", explanation_key, BUNDLED, *more, 2, False, True)[view.pca]
+    server = tab
+    alone = h.show_more(server, "pca", explanation_key, BUNDLED, Drawing(), h.PcaChoice(2, False, True))["pca"]
     assert "layer 2 of 6" in alone.alt_text and "1 image(s) (this image)" in alone.alt_text
-    together = h.show_pca(view, catalog, explanation_key, 6, True, True)[view.pca]
+    together = h.show_pca(server, explanation_key, h.PcaChoice(6, True, True))["pca"]
     assert "7 image(s) (this image, bird, cat, deer, dog, frog, horse)" in together.alt_text
     assert Image.open(opened(together)).width > Image.open(opened(alone)).width  # a column per image
-    kept = h.show_pca(view, catalog, explanation_key, 6, False, False)[view.pca]
+    kept = h.show_pca(server, explanation_key, h.PcaChoice(6, False, False))["pca"]
     assert "no background removed" in kept.alt_text
     with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):
-        h.show_pca(view, catalog, explanation_key, 7, False, True)
+        h.show_pca(server, explanation_key, h.PcaChoice(7, False, True))
     with pytest.raises(gr.Error, match="with the examples must be true or false, got 'yes'"):
-        h.show_pca(view, catalog, explanation_key, 6, "yes", True)
+        h.show_pca(server, explanation_key, h.PcaChoice(6, "yes", True))
 
 
 def test_the_logit_lens_tab_reads_every_layer_and_a_headless_model_gets_a_sentence(tab, explanation_key, tmp_path):
-    view, catalog = tab
-    more = ("mean", 0.0, *STYLE)
-    lens = h.show_more(view, catalog, "logit_lens", explanation_key, BUNDLED, *more)[view.logit_lens]
-    predicted = next(iter(h.require(explanation_key).probabilities))
+    server, more = tab, (Drawing(), h.PcaChoice())
+    lens = h.show_more(server, "logit_lens", explanation_key, BUNDLED, *more)["logit_lens"]
+    predicted = next(iter(server.require(explanation_key).probabilities))
     assert f"layer 6: {predicted} " in lens.alt_text and "never trained" in lens.alt_text
     path = tmp_path / "headless.safetensors"
     vit.save_checkpoint(vit.create_model("vit_cifar_nano", num_classes=0), path, class_names=[], preprocessing=CIFAR10)
-    headless = ModelCatalog(path, tmp_path / "runs")
-    loaded = headless.get(BUNDLED)
-    key = ("grey.png", BUNDLED, id(loaded.model), "crop")
-    h.STORE.get(key, lambda: explain(loaded.model, [], loaded.preprocessing, Image.new("RGB", (32, 32), (90,) * 3)))
+    headless = Server(ModelCatalog(path, tmp_path / "runs"))
+    loaded = headless.catalog.get(BUNDLED)
+    key = ExplanationKey("grey.png", BUNDLED, id(loaded.model), "crop")
+    headless.store.get(
+        key, lambda: explain(loaded.model, [], loaded.preprocessing, Image.new("RGB", (32, 32), (90,) * 3))
+    )
     with pytest.warns(UserWarning, match="no classifier head .* no classes to read after each layer"):
-        out = h.show_more(view, headless, "logit_lens", key, BUNDLED, *more)
-    assert out[view.logit_lens] is None
+        out = h.show_more(headless, "logit_lens", key, BUNDLED, *more)
+    assert out["logit_lens"] is None

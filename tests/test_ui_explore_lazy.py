@@ -9,12 +9,16 @@ import pytest
 from PIL import Image
 
 from explorer import render, views
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.explain import explain
+from explorer.views import Drawing, Fusion
 from ui import explore_handlers as h
+from ui.common import ExplanationKey, Server
 from ui.explore import build_explore_tab
 
-STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
+STYLE = MapStyle()  # inferno at opacity 0.6, nearest upsampling, overlay, one scale per layer
+MAX = Drawing(Fusion("max", 0.5), STYLE)  # rollout with max fusion, half the weights discarded
 DRAWERS = {
     "overview": (views, "overview"),
     "rollout": (views, "rollout"),
@@ -25,11 +29,11 @@ DRAWERS = {
 
 @pytest.fixture(scope="module")
 def tab(tiny_checkpoint, tmp_path_factory):
-    """(view, catalog, demo): the Explore tab alone in a Blocks."""
-    catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"))
+    """(view, server, demo): the Explore tab alone in a Blocks, and the server's context it is bound to."""
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
     with gr.Blocks() as demo:
-        view = build_explore_tab(catalog)
-    return view, catalog, demo
+        view = build_explore_tab(server)
+    return view, server, demo
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +45,12 @@ def image(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def explanation(tab, image):
-    _, catalog, _ = tab
-    loaded = catalog.get(BUNDLED)
-    key = ("noise.png", BUNDLED, id(loaded.model), "crop")
-    h.STORE.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, Image.open(image)))
+    _, server, _ = tab
+    loaded = server.catalog.get(BUNDLED)
+    key = ExplanationKey("noise.png", BUNDLED, id(loaded.model), "crop")
+    server.store.get(
+        key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, Image.open(image))
+    )
     return key
 
 
@@ -70,69 +76,66 @@ def pixels(picture: gr.Image) -> np.ndarray:
 
 
 def test_an_analysis_draws_no_view_of_the_closed_accordion(tab, image, drawn):
-    _, catalog, _ = tab
-    out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, "mean", 0.0, h.map_style(*STYLE), store=None)
+    catalog = tab[1].catalog
+    out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, Drawing(), store=None)
     assert drawn == Counter()
     assert out["overview"] is None and out["rollout"] is None and out["distance"] is None
     assert pixels(out["heads"]).size and pixels(out["input_img"]).size  # what the first screen shows
 
 
 def test_an_analysis_draws_the_one_view_on_screen(tab, image, drawn):
-    _, catalog, _ = tab
-    style = h.map_style(*STYLE)
-    out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, "max", 0.0, style, store=None, on_screen="rollout")
+    catalog = tab[1].catalog
+    drawing = Drawing(Fusion("max", 0.0), STYLE)
+    out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, drawing, store=None, on_screen="rollout")
     assert drawn == Counter(rollout=1)
     assert out["overview"] is None and out["distance"] is None and pixels(out["rollout"]).size
 
 
 @pytest.mark.parametrize("name", ["overview", "rollout", "distance", "similarity"])
 def test_opening_a_view_draws_what_the_eager_analysis_drew(tab, explanation, name):
-    view, catalog, _ = tab
-    ex, style, loaded = h.STORE.peek(explanation), h.map_style(*STYLE), catalog.get(BUNDLED)
+    view, server, _ = tab
+    ex, style, loaded = server.store.peek(explanation), STYLE, server.catalog.get(BUNDLED)
     eager = {  # what main's full_analysis (and load_model) drew for every upload
         "overview": lambda: views.overview(ex, style),
         "rollout": lambda: views.rollout(ex, "max", 0.5, style),
         "distance": lambda: views.distance_chart(ex),
         "similarity": lambda: render.position_similarity_tiles(loaded.position_similarity()),
     }[name]()
-    out = h.show_more(view, catalog, name, explanation, BUNDLED, "max", 0.5, *STYLE)
-    assert out[view.on_screen] == name and out[view.more_tab] == name
-    assert np.array_equal(pixels(out[getattr(view, name)]), np.asarray(eager))
+    out = h.show_more(server, name, explanation, BUNDLED, MAX, h.PcaChoice())
+    assert out["on_screen"] == name and out["more_tab"] == name
+    assert np.array_equal(pixels(out[name]), np.asarray(eager))
 
 
 def test_before_any_upload_opening_draws_only_the_models_own_view(tab, drawn):
-    view, catalog, _ = tab
-    assert set(h.show_more(view, catalog, "overview", None, BUNDLED, "mean", 0.0, *STYLE)) == {
-        view.on_screen,
-        view.more_tab,
-    }
-    assert view.similarity in h.show_more(view, catalog, "similarity", None, BUNDLED, "mean", 0.0, *STYLE)
+    view, server, _ = tab
+    assert set(h.show_more(server, "overview", None, BUNDLED, Drawing(), h.PcaChoice())) == {"on_screen", "more_tab"}
+    assert "similarity" in h.show_more(server, "similarity", None, BUNDLED, Drawing(), h.PcaChoice())
     assert drawn == Counter(similarity=1)
 
 
 def test_relevance_waits_for_its_button_and_closing_puts_nothing_on_screen(tab, explanation, drawn):
-    view, catalog, _ = tab
-    out = h.show_more(view, catalog, "relevance", explanation, BUNDLED, "mean", 0.0, *STYLE)
-    assert out == {view.on_screen: "relevance", view.more_tab: "relevance"} and drawn == Counter()
-    assert h.hide_more(view) == {view.on_screen: None}
+    view, server, _ = tab
+    out = h.show_more(server, "relevance", explanation, BUNDLED, Drawing(), h.PcaChoice())
+    assert out == {"on_screen": "relevance", "more_tab": "relevance"} and drawn == Counter()
+    assert h.hide_more() == {"on_screen": None}
     with pytest.raises(gr.Error, match="view"):
-        h.show_more(view, catalog, "../etc", explanation, BUNDLED, "mean", 0.0, *STYLE)
+        h.show_more(server, "../etc", explanation, BUNDLED, Drawing(), h.PcaChoice())
 
 
 def test_a_restyle_redraws_the_open_view_and_clears_the_closed_one(tab, explanation, drawn):
-    view, _, _ = tab
-    out = h.restyle(view, explanation, "overview", None, 3, "max", 0.5, *STYLE)
+    view, server, _ = tab
+    out = h.restyle(server, explanation, "overview", None, 3, MAX)
     assert drawn == Counter(overview=1)
-    assert out[view.rollout] is None and pixels(out[view.overview]).size and pixels(out[view.heads]).size
-    closed = h.restyle(view, explanation, None, None, 3, "max", 0.5, *STYLE)
-    assert drawn == Counter(overview=1) and closed[view.overview] is None
+    assert out["rollout"] is None and pixels(out["overview"]).size and pixels(out["heads"]).size
+    closed = h.restyle(server, explanation, None, None, 3, MAX)
+    assert drawn == Counter(overview=1) and closed["overview"] is None
 
 
 def test_a_model_switch_draws_position_similarity_only_on_screen(tab, drawn):
-    view, catalog, _ = tab
-    assert h.load_model(view, catalog, BUNDLED, None, None)[view.similarity] is None
+    view, server, _ = tab
+    assert h.load_model(server, BUNDLED, None, None)["similarity"] is None
     assert drawn == Counter()
-    assert pixels(h.load_model(view, catalog, BUNDLED, "similarity", None)[view.similarity]).size
+    assert pixels(h.load_model(server, BUNDLED, "similarity", None)["similarity"]).size
     assert drawn == Counter(similarity=1)
 
 

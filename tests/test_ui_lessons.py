@@ -1,5 +1,5 @@
-"""The Lessons tab's handlers called directly (no server): named outputs, 1-based heads and
-layers, models that cannot be loaded named while the others are compared, clear refusals."""
+"""The Lessons tab's handlers called directly (no server): outputs by field name, 1-based heads
+and layers, models that cannot be loaded named while the others are compared, clear refusals."""
 
 from types import SimpleNamespace
 
@@ -14,23 +14,25 @@ import vit
 from explorer import lessons
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import lessons_handlers as h
+from ui.common import Server, owner
 from ui.lessons import LessonsView, layout
 from ui.outputs import cache_path
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 
 @pytest.fixture(scope="module")
-def tab(tiny_checkpoint, tmp_path_factory) -> tuple[LessonsView, ModelCatalog]:
-    catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"))
+def tab(tiny_checkpoint, tmp_path_factory) -> tuple[LessonsView, Server]:
+    """The tab's page (what its controls start with) and the server's context its handlers are bound to."""
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
     with gr.Blocks():
-        view = layout(catalog)
-    return view, catalog
+        view = layout(server.catalog)
+    return view, server
 
 
 @pytest.fixture(scope="module")
 def registers(tab, tmp_path_factory) -> str:
     """The key of a headless model with 4 registers, registered in the tab's catalogue."""
-    _, catalog = tab
+    catalog = tab[1].catalog
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("models") / "registers.safetensors"
     model = vit.create_model("vit_cifar_nano", register_tokens=4, pos_embed_prefix=False, num_classes=0)
@@ -46,94 +48,108 @@ def image() -> dict:
     return {"path": str(path), "orig_name": "lesson.png"}
 
 
+def picture(update: gr.Image) -> np.ndarray:
+    """The RGB pixels of a picture a handler returned (with its alt text)."""
+    return np.asarray(Image.open(update.value["path"]).convert("RGB"))
+
+
+def width(update: gr.Image) -> int:
+    return picture(update).shape[1]
+
+
 def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, registers, image):
-    view, catalog = tab
-    out = h.compare_models(view, catalog, image, [BUNDLED, registers, "pretrained:nonexistent"], "viridis")
-    assert Image.open(out[view.compare_picture].value["path"]).width > 0
-    assert out[view.compare_picture].alt_text == lessons.compare_alt([catalog.get(BUNDLED), catalog.get(registers)])
-    assert "Not available here" in out[view.compare_note] and "'pretrained:nonexistent'" in out[view.compare_note]
-    clean = h.compare_models(view, catalog, image, [BUNDLED], "viridis")
-    assert clean[view.compare_note] == ""
+    server = tab[1]
+    catalog = server.catalog
+    out = h.compare_models(server, image, [BUNDLED, registers, "pretrained:nonexistent"], "viridis")
+    assert out["compare_picture"].alt_text == lessons.compare_alt([catalog.get(BUNDLED), catalog.get(registers)])
+    assert "Not available here" in out["compare_note"] and "'pretrained:nonexistent'" in out["compare_note"]
+    clean = h.compare_models(server, image, [BUNDLED], "viridis")
+    assert clean["compare_note"] == ""
+    # two models loaded: a column of maps more than one model's (the one that failed takes none)
+    assert width(out["compare_picture"]) > width(clean["compare_picture"])
 
 
 def test_the_comparison_refuses_no_models_too_many_or_none_loadable(tab, image):
-    view, catalog = tab
+    server = tab[1]
     with pytest.raises(gr.Error, match="models must be a list of 1 to 3 model keys"):
-        h.compare_models(view, catalog, image, [], "inferno")
+        h.compare_models(server, image, [], "inferno")
     with pytest.raises(gr.Error, match="models must be a list of 1 to 3 model keys"):
-        h.compare_models(view, catalog, image, [BUNDLED] * 4, "inferno")
+        h.compare_models(server, image, [BUNDLED] * 4, "inferno")
     with pytest.raises(gr.Error, match="none of these models can be loaded here"):
-        h.compare_models(view, catalog, image, ["pretrained:nonexistent"], "inferno")
+        h.compare_models(server, image, ["pretrained:nonexistent"], "inferno")
     with pytest.raises(gr.Error, match="upload an image at the top of the Lessons tab first"):
-        h.compare_models(view, catalog, None, [BUNDLED], "inferno")
+        h.compare_models(server, None, [BUNDLED], "inferno")
 
 
 def test_token_norms_of_a_model_with_and_without_registers(tab, registers, image):
-    view, catalog = tab
-    out = h.compare_token_norms(view, catalog, image, registers, BUNDLED, 3, "inferno")
-    assert Image.open(out[view.norms_picture].value["path"]).width > 0
-    table = out[view.norms_table]
+    server = tab[1]
+    out = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 3, "inferno")
+    first = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 1, "inferno")
+    assert picture(out["norms_picture"]).shape == picture(first["norms_picture"]).shape
+    assert not np.array_equal(picture(out["norms_picture"]), picture(first["norms_picture"]))  # another layer
+    table = out["norms_table"]
     assert "median patch norm" in table and "reg4" in table  # the registers' norms are listed by name
     with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):
-        h.compare_token_norms(view, catalog, image, registers, BUNDLED, 7, "inferno")
+        h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 7, "inferno")
 
 
 def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(tab, registers, image):
-    view, catalog = tab
-    out = h.compare_token_norms(view, catalog, image, BUNDLED, BUNDLED, 6, "inferno")
+    view, server = tab
+    catalog = server.catalog
+    out = h.compare_token_norms(server, image, h.RegisterPair(BUNDLED, BUNDLED), 6, "inferno")
     label = catalog.get(BUNDLED).label
-    assert f"**no registers: {label}**" in out[view.norms_table]  # issue 27: it said "with registers"
-    assert "with registers" not in out[view.norms_table] + out[view.norms_picture].alt_text
-    assert f"no registers: {label} (" in out[view.norms_picture].alt_text
-    same = h.norms_models(view, catalog, BUNDLED, BUNDLED, [BUNDLED, BUNDLED])[view.norms_note]
+    assert f"**no registers: {label}**" in out["norms_table"]  # issue 27: it said "with registers"
+    assert "with registers" not in out["norms_table"] + out["norms_picture"].alt_text
+    assert f"no registers: {label} (" in out["norms_picture"].alt_text
+    same = h.norms_models(server, h.RegisterPair(BUNDLED, BUNDLED), [BUNDLED, BUNDLED])["norms_note"]
     assert same.startswith("**Both rows show the same model**") and "No model with registers is on this" in same
     assert "python -m vit.download" not in same  # said once, in "Better models for this lesson" (issue 27)
-    named = h.compare_token_norms(view, catalog, image, registers, BUNDLED, 6, "inferno")[view.norms_table]
+    named = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 6, "inferno")["norms_table"]
     assert "**with 4 registers: checkpoint" in named
     assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
     assert (
         "**Neither row has registers**"
-        in h.norms_models(view, catalog, BUNDLED, registers, [BUNDLED, BUNDLED])[view.norms_note]
+        in h.norms_models(server, h.RegisterPair(BUNDLED, registers), [BUNDLED, BUNDLED])["norms_note"]
     )
-    assert h.norms_models(view, catalog, registers, BUNDLED, [BUNDLED, BUNDLED])[view.norms_note] == ""
+    assert h.norms_models(server, h.RegisterPair(registers, BUNDLED), [BUNDLED, BUNDLED])["norms_note"] == ""
 
 
 def test_heads_off_by_1_based_layer_dot_head(tab, image):
-    view, catalog = tab
-    on = h.switch_heads_off(view, catalog, image, BUNDLED, "")
+    server = tab[1]
+    on = h.switch_heads_off(server, image, BUNDLED, "")
     every = ", ".join(f"{layer}.{head}" for layer in range(1, 7) for head in range(1, 5))
-    off = h.switch_heads_off(view, catalog, image, BUNDLED, every)
-    assert set(on[view.top5]) <= set(CIFAR10_CLASSES) and len(on[view.top5]) == 5
-    assert off[view.top5] != on[view.top5]
-    assert "Heads off: **none**" in on[view.heads_note] and "Heads off: **1.1, 1.2" in off[view.heads_note]
+    off = h.switch_heads_off(server, image, BUNDLED, every)
+    assert set(on["top5"]) <= set(CIFAR10_CLASSES) and len(on["top5"]) == 5
+    assert off["top5"] != on["top5"]
+    assert "Heads off: **none**" in on["heads_note"] and "Heads off: **1.1, 1.2" in off["heads_note"]
     with pytest.raises(gr.Error, match="head 5 in '1.5' is out of range; each layer has heads 1 to 4"):
-        h.switch_heads_off(view, catalog, image, BUNDLED, "1.5")
+        h.switch_heads_off(server, image, BUNDLED, "1.5")
     with pytest.raises(gr.Error, match="layer 7 in '7.1' is out of range; this model has layers 1 to 6"):
-        h.switch_heads_off(view, catalog, image, BUNDLED, "7.1")
+        h.switch_heads_off(server, image, BUNDLED, "7.1")
 
 
 def test_the_ranking_and_its_refusal_for_a_model_without_a_head(tab, registers, image):
-    view, catalog = tab
-    out = list(h.rank_heads(view, catalog, image, BUNDLED, None))[-1]
-    rows = out[view.ranking]
-    assert [r[0] for r in rows] == list(range(1, 11)) and "6 × 4 = 24 forward passes" in out[view.heads_note]
-    assert "The table shows the top 10 of the 24 heads ranked." in out[view.heads_note]
+    server = tab[1]
+    out = list(h.rank_heads(server, image, BUNDLED, None))[-1]
+    rows = out["ranking"]
+    assert [r[0] for r in rows] == list(range(1, 11)) and "6 × 4 = 24 forward passes" in out["heads_note"]
+    assert "The table shows the top 10 of the 24 heads ranked." in out["heads_note"]
     with pytest.raises(gr.Error, match="has no classifier head, so it makes no predictions"):
-        next(h.rank_heads(view, catalog, image, registers, None))
+        next(h.rank_heads(server, image, registers, None))
     with pytest.raises(gr.Error, match="pretrained:nonexistent"):
-        next(h.rank_heads(view, catalog, image, "pretrained:nonexistent", None))
+        next(h.rank_heads(server, image, "pretrained:nonexistent", None))
 
 
 def test_one_ranking_at_a_time_per_visitor_and_stop_ends_it(tab, image):
-    view, catalog = tab
+    server = tab[1]
     alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
-    first = h.rank_heads(view, catalog, image, BUNDLED, alice)
-    assert "4 of 24 heads ranked so far" in next(first)[view.heads_note]  # after layer 1 of 6
+    first = h.rank_heads(server, image, BUNDLED, alice)
+    assert "4 of 24 heads ranked so far" in next(first)["heads_note"]  # after layer 1 of 6
     with pytest.raises(gr.Error, match="you already have a ranking running"):
-        next(h.rank_heads(view, catalog, image, BUNDLED, alice))
-    assert "ranked so far" in next(h.rank_heads(view, catalog, image, BUNDLED, bob))[view.heads_note]
+        next(h.rank_heads(server, image, BUNDLED, alice))
+    assert "ranked so far" in next(h.rank_heads(server, image, BUNDLED, bob))["heads_note"]
     first.close()  # what Gradio's cancel (Stop, or the visitor leaving) does between two steps
-    assert "24 forward passes" in list(h.rank_heads(view, catalog, image, BUNDLED, alice))[-1][view.heads_note]
+    assert "24 forward passes" in list(h.rank_heads(server, image, BUNDLED, alice))[-1]["heads_note"]
 
 
 def test_the_stop_button_cancels_the_ranking(tiny_checkpoint, tmp_path):
@@ -202,9 +218,9 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
     for cache in ("HF_HOME", "TORCH_HOME"):  # empty caches: nothing downloaded yet
         monkeypatch.setenv(cache, str(tmp_path / cache))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    catalog = ModelCatalog(tiny_checkpoint, tmp_path)
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path))
     with gr.Blocks():
-        view = layout(catalog)
+        view = layout(server.catalog)
     assert view.compare_models.value == [BUNDLED] and view.heads_model.value == BUNDLED
     assert view.norms_layer.maximum == view.norms_layer.value == 6  # the bundled model's depth
     assert (
@@ -213,12 +229,16 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
     assert view.compare_better.value.startswith("**Only one model is on this machine**, so this lesson shows it")
     assert "vit_large_patch14_reg4_dinov2.lvd142m vit_large_patch14_dinov2.lvd142m" in view.norms_better.value
     assert "layers 1 to 6, heads 1 to 4" in view.heads_off.label
-    h.compare_models(view, catalog, image, view.compare_models.value, view.cmap.value)
+    h.compare_models(server, image, view.compare_models.value, view.cmap.value)
     h.compare_token_norms(
-        view, catalog, image, view.with_registers.value, view.without_registers.value, view.norms_layer.value, "inferno"
+        server,
+        image,
+        h.RegisterPair(view.with_registers.value, view.without_registers.value),
+        view.norms_layer.value,
+        "inferno",
     )
-    h.switch_heads_off(view, catalog, image, view.heads_model.value, view.heads_off.value)
-    list(h.rank_heads(view, catalog, image, view.heads_model.value, None))
+    h.switch_heads_off(server, image, view.heads_model.value, view.heads_off.value)
+    list(h.rank_heads(server, image, view.heads_model.value, None))
 
 
 def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoint, tmp_path, monkeypatch):
@@ -249,21 +269,21 @@ def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoi
 
 
 def test_the_controls_follow_the_chosen_models(tab, registers):
-    view, catalog = tab
-    slider = h.norms_models(view, catalog, registers, BUNDLED, [BUNDLED, BUNDLED])[view.norms_layer]
+    server = tab[1]
+    slider = h.norms_models(server, h.RegisterPair(registers, BUNDLED), [BUNDLED, BUNDLED])["norms_layer"]
     assert slider.maximum == slider.value == 6
-    out = h.heads_model(view, catalog, BUNDLED, BUNDLED)
-    assert "layers 1 to 6, heads 1 to 4" in out[view.heads_off].label and out[view.heads_note] == ""
-    assert out[view.heads_off].placeholder == "1.1, 6.4"  # an example this model accepts
-    headless = h.heads_model(view, catalog, registers, BUNDLED)
-    assert "has no classifier head" in headless[view.heads_note]
-    back = h.norms_models(view, catalog, registers, "pretrained:nonexistent", [registers, BUNDLED])
-    assert (back[view.with_registers], back[view.without_registers]) == (registers, BUNDLED)  # no Error badge
-    assert back[view.norms_note] == "⚠️ unknown model 'pretrained:nonexistent': pick one from the list"
+    out = h.heads_model(server, BUNDLED, BUNDLED)
+    assert "layers 1 to 6, heads 1 to 4" in out["heads_off"].label and out["heads_note"] == ""
+    assert out["heads_off"].placeholder == "1.1, 6.4"  # an example this model accepts
+    headless = h.heads_model(server, registers, BUNDLED)
+    assert "has no classifier head" in headless["heads_note"]
+    back = h.norms_models(server, h.RegisterPair(registers, "pretrained:nonexistent"), [registers, BUNDLED])
+    assert (back["with_registers"], back["without_registers"]) == (registers, BUNDLED)  # no Error badge
+    assert back["norms_note"] == "⚠️ unknown model 'pretrained:nonexistent': pick one from the list"
 
 
 def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkeypatch):
-    view, catalog = tab
+    server = tab[1]
     monkeypatch.setattr(vit, "list_pretrained", lambda: ["deit_small_patch16_224.fb_in1k"])
 
     def downloading(name, progress=None):
@@ -274,8 +294,7 @@ def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkey
     monkeypatch.setattr(vit, "load_pretrained", downloading)
     shown = []
     h.heads_model(
-        view,
-        catalog,
+        server,
         "pretrained:deit_small_patch16_224.fb_in1k",
         BUNDLED,
         lambda p, desc, **kw: shown.append((p, desc)),
@@ -286,23 +305,23 @@ def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkey
 def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, monkeypatch, tmp_path):
     """Issue 27: offline, the picker stayed on the failed model and an Error badge hid the heads
     box and the top-5; now the note says why in plain words and the picker goes back."""
-    view, catalog = tab
+    server = tab[1]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    out = h.heads_model(view, catalog, "pretrained:vit_small_patch16_224.dino", BUNDLED)  # loaded by no other test
-    assert out[view.heads_model] == out[view.heads_current] == BUNDLED
-    assert out[view.heads_note].startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
-    assert "HF_HUB_OFFLINE" not in out[view.heads_note] and str(tmp_path) not in out[view.heads_note]
-    assert isinstance(out[view.heads_off], type(gr.skip()))  # the box still describes the bundled model
+    out = h.heads_model(server, "pretrained:vit_small_patch16_224.dino", BUNDLED)  # loaded by no other test
+    assert out["heads_model"] == out["heads_current"] == BUNDLED
+    assert out["heads_note"].startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
+    assert "HF_HUB_OFFLINE" not in out["heads_note"] and str(tmp_path) not in out["heads_note"]
+    assert isinstance(out["heads_off"], type(gr.skip()))  # the box still describes the bundled model
 
 
 def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, image, monkeypatch, tmp_path):
     """Issue 27: the note listed "pretrained:…" keys and the Hub's cache path."""
-    view, catalog = tab
+    server = tab[1]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    note = h.compare_models(view, catalog, image, [BUNDLED, "pretrained:vit_small_patch14_dinov2.lvd142m"], "inferno")
-    said = note[view.compare_note]
+    note = h.compare_models(server, image, [BUNDLED, "pretrained:vit_small_patch14_dinov2.lvd142m"], "inferno")
+    said = note["compare_note"]
     assert "\n- vit_small_patch14_dinov2.lvd142m is not on this machine, and this machine has no internet" in said
     assert "pretrained:" not in said and str(tmp_path) not in said
 
@@ -310,13 +329,14 @@ def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, im
 def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_models(tab, tiny_checkpoint):
     """Issue 27, 10: the lessons kept their own 32 px cat beside the teacher's photo on Explore,
     and lesson 1 suggested a Train checkpoint that its picker never listed."""
-    view, catalog = tab
+    server = tab[1]
+    catalog = server.catalog
     alice = SimpleNamespace(session_hash="alice")
-    opened = h.open_lessons(view, catalog, "/cache/photo.jpg", None, alice)
-    assert opened[view.image] == opened[view.followed] == "/cache/photo.jpg"
-    again = h.open_lessons(view, catalog, "/cache/photo.jpg", "/cache/photo.jpg", alice)  # the same photo
-    assert isinstance(again[view.image], type(gr.skip()))  # an image uploaded in the lessons stays
-    assert isinstance(h.open_lessons(view, catalog, None, None, alice)[view.image], type(gr.skip()))
-    key = catalog.register(tiny_checkpoint, h.owner(alice), label="my run, 3 epochs")
-    for picker in (view.compare_models, view.with_registers, view.without_registers, view.heads_model):
-        assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(view, catalog, None, None, alice)[picker].choices
+    opened = h.open_lessons(server, "/cache/photo.jpg", None, alice)
+    assert opened["image"] == opened["followed"] == "/cache/photo.jpg"
+    again = h.open_lessons(server, "/cache/photo.jpg", "/cache/photo.jpg", alice)  # the same photo
+    assert isinstance(again["image"], type(gr.skip()))  # an image uploaded in the lessons stays
+    assert isinstance(h.open_lessons(server, None, None, alice)["image"], type(gr.skip()))
+    key = catalog.register(tiny_checkpoint, owner(alice), label="my run, 3 epochs")
+    for picker in ("compare_models", "with_registers", "without_registers", "heads_model"):
+        assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, None, alice)[picker].choices

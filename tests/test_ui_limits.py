@@ -14,7 +14,6 @@ import ui
 from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
-from ui import explore_handlers
 from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
 from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, live_waiting
@@ -81,7 +80,7 @@ def test_the_operators_log_line_counts_what_the_server_holds(app):
         assert status == 200
     line = holdings(demo)
     assert line.startswith(f"holding: {before + 3} sessions (at most {SESSIONS}), ")
-    assert line.endswith(f"MiB of analyses (at most {explore_handlers.STORE.max_bytes // 2**20} MiB)")
+    assert line.endswith(f"MiB of analyses (at most {demo.shared.store.max_bytes // 2**20} MiB)")
 
 
 def jpeg_data_url(side: int) -> str:

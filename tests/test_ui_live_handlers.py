@@ -12,19 +12,19 @@ from PIL import Image
 
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.streams import StreamSlots
-from explorer.video import VideoLimits
 from ui import live_handlers as h
-from ui.live import LiveView, layout
+from ui.common import Server, owner
 
-CONTROLS = (BUNDLED, 6, "cls", 1, 1, "inferno", "layer")  # model, layer, query token, row, column, colour map, scale
+CONTROLS = h.LiveControls(BUNDLED, 6, "cls", 1, 1, "inferno", "layer")  # model, layer, token, row, column, map, scale
 
 
 @pytest.fixture(scope="module")
-def tab(tiny_checkpoint, tmp_path_factory) -> tuple[LiveView, ModelCatalog]:
-    catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"))
-    with gr.Blocks():
-        view = layout(catalog, VideoLimits())
-    return view, catalog
+def tab(tiny_checkpoint, tmp_path_factory) -> Server:
+    """The server's context the tab's handlers are bound to."""
+    return Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
+
+
+CAMERA = gr.Image()  # the webcam component, whose frame the handler tells the session to forget
 
 
 def webcam_frame() -> dict:
@@ -39,28 +39,28 @@ def visitor(name: str) -> SimpleNamespace:
 
 
 def test_a_frame_gives_its_pictures_inline_and_a_readout(tab):
-    view, catalog = tab
+    server = tab
     slots = StreamSlots()
-    out = h.live_frame(view, catalog, slots, webcam_frame(), *CONTROLS, visitor("a"))
-    assert set(out) == {view.pictures, view.status}
-    page = out[view.pictures]
+    out = h.live_frame(server, slots, CAMERA, webcam_frame(), CONTROLS, visitor("a"))
+    assert set(out) == {"pictures", "status"}
+    page = out["pictures"]
     for elem in ("live-input", "live-heads", "live-rollout"):
         assert f'<img id="{elem}" src="data:image/jpeg;base64,' in page  # never a file on the server
-    assert "first frame shown" in out[view.status] and "Top classes:" in out[view.status]
-    again = h.live_frame(view, catalog, slots, webcam_frame(), *CONTROLS, visitor("a"))
-    assert "frames/s** shown" in again[view.status] and "your turn ends in" in again[view.status]
+    assert "first frame shown" in out["status"] and "Top classes:" in out["status"]
+    again = h.live_frame(server, slots, CAMERA, webcam_frame(), CONTROLS, visitor("a"))
+    assert "frames/s** shown" in again["status"] and "your turn ends in" in again["status"]
 
 
 def test_a_second_visitor_is_told_to_wait_and_a_frame_in_flight_is_skipped(tab, monkeypatch):
-    view, catalog = tab
+    server = tab
     monkeypatch.setattr(h, "WAIT_POLL_S", 0.0)
     slots = StreamSlots(limit=1, turn_s=100)
-    assert slots.begin(h.owner(visitor("a"))).admitted  # a's frame is being drawn
-    busy = h.live_frame(view, catalog, slots, webcam_frame(), *CONTROLS, visitor("b"))
-    assert set(busy) == {view.status}
-    assert busy[view.status].startswith("**Live view busy, try again in 100 s**")
-    skipped = h.live_frame(view, catalog, slots, webcam_frame(), *CONTROLS, visitor("a"))
-    assert isinstance(skipped, type(gr.skip()))  # a's next frame arrived too early: dropped, not queued
+    assert slots.begin(owner(visitor("a"))).admitted  # a's frame is being drawn
+    busy = h.live_frame(server, slots, CAMERA, webcam_frame(), CONTROLS, visitor("b"))
+    assert set(busy) == {"status"}
+    assert busy["status"].startswith("**Live view busy, try again in 100 s**")
+    skipped = h.live_frame(server, slots, CAMERA, webcam_frame(), CONTROLS, visitor("a"))
+    assert skipped == {}  # a's next frame arrived too early: dropped, not queued (nothing changes)
 
 
 @pytest.mark.parametrize(
@@ -74,26 +74,26 @@ def test_a_second_visitor_is_told_to_wait_and_a_frame_in_flight_is_skipped(tab, 
     ],
 )
 def test_bad_controls_are_named_in_the_status_line_and_free_the_slot(tab, controls, message):
-    view, catalog = tab
+    server = tab
     slots = StreamSlots()
-    out = h.live_frame(view, catalog, slots, webcam_frame(), *controls, visitor("a"))
-    assert set(out) == {view.status} and message in out[view.status]
-    assert slots.begin(h.owner(visitor("a"))).admitted  # the failed frame did not keep the slot busy
+    out = h.live_frame(server, slots, CAMERA, webcam_frame(), h.LiveControls(*controls), visitor("a"))
+    assert set(out) == {"status"} and message in out["status"]
+    assert slots.begin(owner(visitor("a"))).admitted  # the failed frame did not keep the slot busy
 
 
 def test_a_frame_that_is_not_an_image_is_named_in_the_status_line(tab):
-    view, catalog = tab
-    out = h.live_frame(view, catalog, StreamSlots(), {"url": "/etc/passwd"}, *CONTROLS, visitor("a"))
-    assert "Cannot draw this frame" in out[view.status] and "data:image" in out[view.status]
+    server = tab
+    out = h.live_frame(server, StreamSlots(), CAMERA, {"url": "/etc/passwd"}, CONTROLS, visitor("a"))
+    assert "Cannot draw this frame" in out["status"] and "data:image" in out["status"]
 
 
 def test_the_query_controls_name_a_token_or_a_patch(tab):
-    _, catalog = tab
+    catalog = tab.catalog
     loaded = catalog.get(BUNDLED)
-    assert h.check_query(loaded, "cls", 3, 4) is None
-    assert h.check_query(loaded, "patch", 3, 4) == (2, 3)  # 1-based on the page, 0-based for tensors
+    assert h.live_query(loaded, "cls", 3, 4) is None
+    assert h.live_query(loaded, "patch", 3, 4) == (2, 3)  # 1-based on the page, 0-based for tensors
     with pytest.raises(gr.Error, match="column must be a whole number from 1 to 8, got 0"):
-        h.check_query(loaded, "patch", 3, 0)
+        h.live_query(loaded, "patch", 3, 0)
 
 
 def test_the_row_and_column_sliders_show_only_for_a_patch_query():

@@ -9,7 +9,7 @@ from picture_helpers import gradient_runs
 from PIL import Image
 
 from explorer import render
-from explorer.render import MapStyle
+from explorer.canvas import MapStyle
 from ui.outputs import saved
 
 

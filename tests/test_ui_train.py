@@ -23,7 +23,6 @@ from training.job import JobSnapshot
 from training.registry import TrainLimits
 from ui import train
 from ui.settings import SPACE_MODEL, ServerSettings
-from ui.train import TrainView
 
 CLASSES = ("cat", "dog")
 
@@ -174,20 +173,18 @@ class OneRun:
 
 def test_a_run_checkpoint_that_fails_its_checks_is_said_not_hidden(tiny_checkpoint, tmp_path):
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
-    with gr.Blocks():
-        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
     request = SimpleNamespace(session_hash="visitor")
     damaged = tmp_path / "model.safetensors"
     damaged.write_bytes(tiny_checkpoint.read_bytes())
     flip_byte(damaged)
-    out = train.train_status(view, OneRun(damaged), catalog, train.NOTHING_SHOWN, request)
-    assert "not added to your models" in out[view.status] and "is corrupt" in out[view.status]
-    assert str(tmp_path) not in out[view.status]  # the file by its name only
-    missing = train.train_status(view, OneRun(tmp_path / "none.safetensors"), catalog, train.NOTHING_SHOWN, request)
-    assert "not added" not in missing[view.status]  # stopped before its first checkpoint: nothing to say
-    listed = train.train_status(view, OneRun(tiny_checkpoint), catalog, train.NOTHING_SHOWN, request)
-    assert "not added" not in listed[view.status]
-    assert [key for _, key in listed[view.model].choices if key.startswith("checkpoint:")] != []
+    out = train.train_status(OneRun(damaged), catalog, train.NOTHING_SHOWN, request)
+    assert "not added to your models" in out["status"] and "is corrupt" in out["status"]
+    assert str(tmp_path) not in out["status"]  # the file by its name only
+    missing = train.train_status(OneRun(tmp_path / "none.safetensors"), catalog, train.NOTHING_SHOWN, request)
+    assert "not added" not in missing["status"]  # stopped before its first checkpoint: nothing to say
+    listed = train.train_status(OneRun(tiny_checkpoint), catalog, train.NOTHING_SHOWN, request)
+    assert "not added" not in listed["status"]
+    assert [key for _, key in listed["model"].choices if key.startswith("checkpoint:")] != []
 
 
 def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny_checkpoint, tmp_path):
@@ -196,27 +193,23 @@ def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny
     # separate event, later in the queue) read the job again and switched polling off, leaving
     # "running" on the page. The timer now follows what the last poll showed.
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
-    with gr.Blocks():
-        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
     request = SimpleNamespace(session_hash="visitor")
     runs = OneRun(tiny_checkpoint)
     runs.snap = JobSnapshot(running=True, device="cpu", epoch=1, epochs=2, steps_per_epoch=2)
     assert train.keep_polling(train.NOTHING_SHOWN).active  # a run just started: poll
-    shown = train.train_status(view, runs, catalog, train.NOTHING_SHOWN, request)
-    assert "epoch 2 of 2, step 0 of 2" in shown[view.progress]
+    shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, request)
+    assert "epoch 2 of 2, step 0 of 2" in shown["progress"]
     runs.snap = JobSnapshot(epoch=2, epochs=2, steps_per_epoch=2, checkpoint=str(tiny_checkpoint), message="finished")
-    assert train.keep_polling(shown[view.seen]).active  # the page still says "running": poll again
-    last = train.train_status(view, runs, catalog, shown[view.seen], request)
-    assert ">finished</b>" in last[view.progress]
-    assert not train.keep_polling(last[view.seen]).active  # the end is on the page: stop
+    assert train.keep_polling(shown["seen"]).active  # the page still says "running": poll again
+    last = train.train_status(runs, catalog, shown["seen"], request)
+    assert ">finished</b>" in last["progress"]
+    assert not train.keep_polling(last["seen"]).active  # the end is on the page: stop
 
 
 def test_a_poll_whose_picture_fails_still_shows_the_run_ended(tiny_checkpoint, tmp_path, monkeypatch):
     # A 200-epoch run's probe passed WebP's size limit: every poll raised, and the page stood at
     # "running · epoch 191 of 200" with the timer polling after the run had finished and saved.
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
-    with gr.Blocks():
-        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
     runs = OneRun(tiny_checkpoint)
     runs.snap.probe_image, runs.snap.probe = torch.rand(3, 8, 8), [(0, torch.rand(1, 2, 2, 2))]
 
@@ -224,10 +217,10 @@ def test_a_poll_whose_picture_fails_still_shows_the_run_ended(tiny_checkpoint, t
         raise ValueError("Image size exceeds WebP limit")
 
     monkeypatch.setattr(train.run_views, "probe", too_big)
-    shown = train.train_status(view, runs, catalog, train.NOTHING_SHOWN, SimpleNamespace(session_hash="visitor"))
-    assert ">finished</b> · finished 1 epochs" in shown[view.progress] and view.status in shown
-    assert isinstance(shown[view.probe], type(gr.skip()))  # no picture this time, and no error
-    assert not train.keep_polling(shown[view.seen]).active  # the end is on the page: the timer stops
+    shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, SimpleNamespace(session_hash="visitor"))
+    assert ">finished</b> · finished 1 epochs" in shown["progress"] and "status" in shown
+    assert isinstance(shown["probe"], type(gr.skip()))  # no picture this time, and no error
+    assert not train.keep_polling(shown["seen"]).active  # the end is on the page: the timer stops
 
 
 def test_the_status_is_said_once_and_steps_are_not_guessed_before_the_first():
@@ -299,22 +292,22 @@ def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint,
     estimated before it starts (training.budget) and its batch scaled down, said in the status."""
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
     settings = ServerSettings(public=True)
-    with gr.Blocks():
-        view = TrainView(**train._options(catalog, settings), **train._monitor())
     runs, request = Recorded(), SimpleNamespace(session_hash="visitor")
-    out = train.train_start(view, runs, catalog, settings, SPACE_MODEL, "cifar10", "", 1, 1e-4, 128, request)
+    out = train.train_start(
+        runs, catalog, settings, train.run_options(SPACE_MODEL, "cifar10", "", 1, 1e-4, 128), request
+    )
     limit = settings.train.memory_bytes
     cost = training_cost(run_config(SPACE_MODEL, 32))
     batch = runs.asked["batch_size"]
     assert 1 <= batch < 128 and cost.memory(batch, 1, image_set_bytes(50_000, 32)) <= limit
     assert cost.memory(batch + 1, 1, image_set_bytes(50_000, 32)) > limit  # the largest batch that fits
     assert 1 <= runs.asked["eval_batch_size"] <= 500  # evaluation no longer 500 images at a time at 224 px
-    assert (
-        f"Batch size 128 would need about {gb(cost.memory(128, 500, image_set_bytes(50_000, 32)))}" in out[view.status]
+    assert f"Batch size 128 would need about {gb(cost.memory(128, 500, image_set_bytes(50_000, 32)))}" in out["status"]
+    assert f"so your run trains {batch} images at a time" in out["status"]
+    out = train.train_start(
+        runs, catalog, settings, train.run_options("vit_cifar_nano", "cifar10", "", 1, 1e-3, 128), request
     )
-    assert f"so your run trains {batch} images at a time" in out[view.status]
-    out = train.train_start(view, runs, catalog, settings, "vit_cifar_nano", "cifar10", "", 1, 1e-3, 128, request)
-    assert runs.asked["batch_size"] == 128 and "Batch size" not in out[view.status]  # a small run as asked
+    assert runs.asked["batch_size"] == 128 and "Batch size" not in out["status"]  # a small run as asked
 
 
 def test_a_run_that_cannot_fit_is_refused_in_a_sentence():

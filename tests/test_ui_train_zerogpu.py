@@ -14,7 +14,6 @@ import os
 import re
 from types import SimpleNamespace
 
-import gradio as gr
 import pytest
 from training_helpers import write_image_folder
 from zerogpu_fake import FakeZeroGpu
@@ -26,7 +25,6 @@ from training.chunks import train_chunk
 from training.registry import JobRegistry
 from ui import train, zerogpu
 from ui.settings import ServerSettings
-from ui.train import TrainView
 
 FORK = multiprocessing.get_context("forkserver")
 FORK.set_forkserver_preload(["ui.train"])  # each worker starts with torch, gradio and training loaded
@@ -57,71 +55,70 @@ def gpu(monkeypatch, fork_server) -> FakeZeroGpu:
 
 @pytest.fixture
 def tab(gpu, tiny_checkpoint, tmp_path):
-    """(view, registry, catalogue, request) of the Train tab as a ZeroGPU Space builds it."""
+    """(registry, catalogue, request) of the Train tab as a ZeroGPU Space builds it."""
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
-    with gr.Blocks():
-        view = TrainView(**train._options(catalog, ServerSettings()), **train._monitor())
     runs = JobRegistry(tmp_path / "runs", chunks=train.gpu_chunks())
-    return view, runs, catalog, SimpleNamespace(session_hash="visitor")
+    return runs, catalog, SimpleNamespace(session_hash="visitor")
 
 
 def start(tab, tmp_path) -> None:
     """A 2-epoch run of 5 steps an epoch (36 images, 3 held out, batches of 8)."""
-    view, runs, catalog, request = tab
+    runs, catalog, request = tab
     data = write_image_folder(tmp_path / "data", per_class=12, size=16)
-    train.train_start(view, runs, catalog, ServerSettings(), "vit_cifar_nano", "folder", str(data), 2, 1e-3, 8, request)
+    train.train_start(
+        runs, catalog, ServerSettings(), train.run_options("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8), request
+    )
 
 
 def poll(tab, seen=train.NOTHING_SHOWN) -> dict:
-    view, runs, catalog, request = tab
-    return train.train_status(view, runs, catalog, seen, request)
+    runs, catalog, request = tab
+    return train.train_status(runs, catalog, seen, request)
 
 
 def test_polls_train_the_run_chunk_by_chunk_in_forked_workers(tab, gpu, tmp_path):
-    view, runs, *_ = tab
+    runs, *_ = tab
     start(tab, tmp_path)
     assert not gpu.pids  # starting trains nothing
     seen, progress = train.NOTHING_SHOWN, []
     while train.keep_polling(seen).active:
         shown = poll(tab, seen)
-        seen = shown[view.seen]
-        progress.append(re.search(r"· (.*)</div>$", shown[view.progress])[1])
+        seen = shown["seen"]
+        progress.append(re.search(r"· (.*)</div>$", shown["progress"])[1])
         assert len(progress) < 10, progress
     assert progress[0] == "epoch 1 of 2, step 3 of 5" and progress[1] == "epoch 2 of 2, step 1 of 5"
-    assert progress[-1].startswith("finished 2 epochs") and ">finished</b>" in shown[view.progress]
+    assert progress[-1].startswith("finished 2 epochs") and ">finished</b>" in shown["progress"]
     assert len(gpu.pids) == 4 and os.getpid() not in gpu.pids  # 10 steps, 3 a chunk
-    snap = runs.snapshot(train.owner(tab[3]))
+    snap = runs.snapshot(train.owner(tab[2]))
     assert [e for e, _ in snap.probe] == [0, 1, 2] and snap.step_losses and len(snap.history) == 2
     assert vit.load_checkpoint(snap.checkpoint)[1].info["epoch"] == 2
     assert gpu.left() == 10_000 - 4 * compute.gpu_seconds(30)  # each chunk: its budget and the fixed cost
 
 
 def test_used_up_gpu_time_waits_with_the_run_saved_and_goes_on_when_there_is_more(tab, gpu, tmp_path):
-    view, runs, *_ = tab
+    runs, *_ = tab
     gpu.quota_s = compute.gpu_seconds(30)  # one chunk
     start(tab, tmp_path)
     poll(tab)
     shown = poll(tab)
     advice = "log in to Hugging Face for 5 minutes a day, or continue tomorrow"
-    assert f"GPU time used up for today: the run is saved at epoch 1 step 3; {advice}" in shown[view.progress]
-    assert ">waiting</b>" in shown[view.progress] and not train.keep_polling(shown[view.seen]).active
+    assert f"GPU time used up for today: the run is saved at epoch 1 step 3; {advice}" in shown["progress"]
+    assert ">waiting</b>" in shown["progress"] and not train.keep_polling(shown["seen"]).active
     assert len(gpu.pids) == 1
     gpu.used.clear()  # the next day: opening the tab polls again
-    shown = poll(tab, shown[view.seen])
-    assert "epoch 2 of 2, step 1 of 5" in shown[view.progress] and train.keep_polling(shown[view.seen]).active
+    shown = poll(tab, shown["seen"])
+    assert "epoch 2 of 2, step 1 of 5" in shown["progress"] and train.keep_polling(shown["seen"]).active
 
 
 def test_a_chunk_killed_by_the_platform_loses_nothing(tab, gpu, tmp_path):
-    view, *_ = tab
     start(tab, tmp_path)
     poll(tab)
     gpu.kill_after_s = 0.5  # the next worker dies before it saves
     shown = poll(tab)
     gpu.kill_after_s = None
-    assert "the last chunk was cut short (GPU task aborted); nothing is lost" in shown[view.status]
-    assert ">running</b>" in shown[view.progress] and "epoch 1 of 2, step 3 of 5" in shown[view.progress]
+    assert "the last chunk was cut short (GPU task aborted); nothing is lost" in shown["status"]
+    assert ">running</b>" in shown["progress"] and "epoch 1 of 2, step 3 of 5" in shown["progress"]
     shown = poll(tab)
-    assert "epoch 2 of 2, step 1 of 5" in shown[view.progress]
+    assert "epoch 2 of 2, step 1 of 5" in shown["progress"]
 
 
 def test_off_zerogpu_the_tab_trains_in_a_thread_as_before():

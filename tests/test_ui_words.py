@@ -10,16 +10,20 @@ from clip_helpers import CLIP_KEY, clip_app, tiny_clip
 from PIL import Image
 
 import vit
+from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.prompts import DEFAULT_PROMPTS
+from explorer.views import Drawing, Showing
 from ui import explore_handlers as h
+from ui.common import Server
 from ui.explore import ExploreView, layout
 
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
+SHOWN = (MapStyle(), Showing())  # the handlers' style and showing, as the binding parses STYLE and the defaults
 
 
 @pytest.fixture(scope="module")
-def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, ModelCatalog]:
+def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, Server]:
     """The tab on a catalogue whose CLIP B/16 is a tiny random CLIP (no download: the loader is
     replaced, as the Hub stand-in test of tests/test_clip.py covers the real one)."""
     patch = pytest.MonkeyPatch()
@@ -27,69 +31,69 @@ def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, ModelCatalog]:
     catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"), default=CLIP_KEY)
     with gr.Blocks():
         view = layout(catalog)
-    yield view, catalog
+    yield view, Server(catalog)
     patch.undo()
 
 
-def analysed(catalog: ModelCatalog, key: str, tmp_path) -> tuple:
+def analysed(server: Server, key: str, tmp_path) -> tuple:
     path = tmp_path / "photo.png"
     Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 48, 3), np.uint8)).save(path)
-    out = h.full_analysis(catalog.get(key), str(path), "crop", 2, "mean", 0.0, h.map_style(*STYLE))
+    out = h.full_analysis(server.catalog.get(key), str(path), "crop", 2, Drawing(), server.store)
     return out["explanation_key"], out
 
 
 def test_a_clip_model_opens_with_the_words_box_and_no_classes(tab, tmp_path) -> None:
-    view, catalog = tab
+    view, server = tab
     assert view.words.visible and view.prompts.value == DEFAULT_PROMPTS
     assert "it answers your words ('a photo of {}.')" in view.model_info.value
-    key, out = analysed(catalog, CLIP_KEY, tmp_path)
+    key, out = analysed(server, CLIP_KEY, tmp_path)
     assert out["label"] == {}  # no classes: the words' probabilities take their place
 
 
 def test_three_words_give_three_probabilities_and_three_maps(tab, tmp_path) -> None:
-    view, catalog = tab
-    key, _ = analysed(catalog, CLIP_KEY, tmp_path)
-    out = h.compare_words(view, catalog, key, "a cat, a teapot, a rainbow", *STYLE)
-    probabilities, maps = out[view.label], out[view.prompt_maps]
+    view, server = tab
+    key, _ = analysed(server, CLIP_KEY, tmp_path)
+    out = h.compare_words(server, key, "a cat, a teapot, a rainbow", *SHOWN)
+    probabilities, maps = out["label"], out["prompt_maps"]
     assert list(probabilities) == ["a cat", "a teapot", "a rainbow"]
     assert sum(probabilities.values()) == pytest.approx(1.0)
     assert len(maps) == 3
     for (path, alt), word in zip(maps, probabilities, strict=True):
         assert Image.open(path).width > 100 and f"the words '{word}'" in alt
-    assert "“a photo of {}.”" in out[view.prompt_note]
-    after = h.words_after(view, catalog, key, "a cat, a dog", *STYLE)  # the analysis' follow-up draws them at once
-    assert list(after[view.label]) == ["a cat", "a dog"]
-    cleared = {view.prompt_maps: None, view.prompt_note: "", view.words_result: None}
-    assert h.words_after(view, catalog, None, "a cat, a dog", *STYLE) == cleared
+    assert "“a photo of {}.”" in out["prompt_note"]
+    after = h.words_after(server, key, "a cat, a dog", *SHOWN)  # the analysis' follow-up draws them at once
+    assert list(after["label"]) == ["a cat", "a dog"]
+    cleared = {"prompt_maps": None, "prompt_note": "", "words_result": None}
+    assert h.words_after(server, None, "a cat, a dog", *SHOWN) == cleared
     # a new style redraws the kept maps without a backward pass; maps of another image are left alone
-    kept = out[view.words_result]
+    kept = out["words_result"]
     assert kept[0] == key and list(kept[1].prompts) == ["a cat", "a teapot", "a rainbow"]
-    restyled = h.restyle_words(view, catalog, key, kept, "viridis", 0.6, "nearest", "overlay", "layer", "relative")
-    assert len(restyled[view.prompt_maps]) == 3
-    assert all("multiples of uniform" in alt for _, alt in restyled[view.prompt_maps])
-    assert h.restyle_words(view, catalog, ("other.png", *key[1:]), kept, *STYLE) == gr.skip()
+    restyled = h.restyle_words(server, key, kept, MapStyle(cmap="viridis"), Showing("relative"))
+    assert len(restyled["prompt_maps"]) == 3
+    assert all("multiples of uniform" in alt for _, alt in restyled["prompt_maps"])
+    assert h.restyle_words(server, key._replace(path="other.png"), kept, *SHOWN) == {}
 
 
 def test_words_for_a_model_without_text_or_unusable_words_are_one_sentence(tab, tmp_path) -> None:
-    view, catalog = tab
-    key, _ = analysed(catalog, CLIP_KEY, tmp_path)
+    view, server = tab
+    key, _ = analysed(server, CLIP_KEY, tmp_path)
     with pytest.raises(gr.Error, match="type at least two words"):
-        h.compare_words(view, catalog, key, "a cat", *STYLE)
-    bundled, _ = analysed(catalog, BUNDLED, tmp_path)
+        h.compare_words(server, key, "a cat", *SHOWN)
+    bundled, _ = analysed(server, BUNDLED, tmp_path)
     with pytest.raises(gr.Error, match="answers with its own classes, not with words: pick a CLIP model"):
-        h.compare_words(view, catalog, bundled, DEFAULT_PROMPTS, *STYLE)
-    assert h.words_after(view, catalog, bundled, DEFAULT_PROMPTS, *STYLE) == gr.skip()  # nothing changes
+        h.compare_words(server, bundled, DEFAULT_PROMPTS, *SHOWN)
+    assert h.words_after(server, bundled, DEFAULT_PROMPTS, *SHOWN) == {}  # nothing changes
 
 
 def test_the_words_box_follows_the_model(tab, monkeypatch) -> None:
-    view, catalog = tab
+    view, server = tab
 
     class Request:
         session_hash = "s"
 
     for key, visible in ((BUNDLED, False), (CLIP_KEY, True)):
-        out = h.load_model(view, catalog, key, None, Request(), progress=lambda *a, **k: None)
-        assert out[view.words].visible is visible
+        out = h.load_model(server, key, None, Request(), progress=lambda *a, **k: None)
+        assert out["words"].visible is visible
 
 
 def test_zero_shot_through_the_api(tiny_checkpoint, tmp_path_factory, tmp_path) -> None:
@@ -112,18 +116,18 @@ def test_the_words_lesson_scores_the_lesson_image(tab, tmp_path) -> None:
     from ui.lessons import layout
     from ui.outputs import cache_path
 
-    _, catalog = tab
+    _, server = tab
     with gr.Blocks():
-        lessons_view = layout(catalog)
+        lessons_view = layout(server.catalog)
     assert lessons_view.words_model.value == CLIP_KEY  # loaded already: the lesson opens on it
     path = cache_path("lesson.png")  # in Gradio's upload folder, as the browser's upload is
     Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
     image = {"path": str(path), "orig_name": "lesson.png"}
-    out = lh.compare_words(lessons_view, catalog, image, CLIP_KEY, "a cat, a dog, a teapot", "inferno", None)
-    assert list(out[lessons_view.words_label]) == ["a cat", "a dog", "a teapot"]
-    assert len(out[lessons_view.words_maps]) == 3 and "a photo of {}." in out[lessons_view.words_note]
+    out = lh.compare_words(server, image, CLIP_KEY, "a cat, a dog, a teapot", "inferno", None)
+    assert list(out["words_label"]) == ["a cat", "a dog", "a teapot"]
+    assert len(out["words_maps"]) == 3 and "a photo of {}." in out["words_note"]
     with pytest.raises(gr.Error, match="is not a CLIP model: only a CLIP model understands words"):
-        lh.compare_words(lessons_view, catalog, image, BUNDLED, "a cat, a dog", "inferno", None)
+        lh.compare_words(server, image, BUNDLED, "a cat, a dog", "inferno", None)
 
 
 def test_the_words_lesson_without_a_clip_model_says_what_to_do() -> None:
@@ -140,7 +144,7 @@ def test_a_zerogpu_start_puts_both_towers_of_clip_on_the_gpu(tab, monkeypatch) -
     from explorer import compute
     from ui import zerogpu
 
-    _, catalog = tab
+    catalog = tab[1].catalog
     placed = []
     monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
     monkeypatch.setattr(compute, "place", lambda model, device: placed.append((model, device)))

@@ -20,6 +20,7 @@ from zerogpu_fake import FakeZeroGpu, install
 from explorer import explain, lessons, views
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import explore_handlers, lessons_handlers, zerogpu
+from ui.common import Server
 from ui.outputs import cache_path
 
 CAT = "examples/cifar10/cat.jpg"
@@ -148,8 +149,7 @@ def test_the_forward_pass_crosses_the_fork_with_the_cpus_maps_and_little_else(fa
 
 def test_the_explore_analysis_on_zerogpu_is_the_cpus(fake, loaded, picture):
     store = explain.ExplanationStore()
-    style = explore_handlers.map_style("inferno", 0.6, "nearest", "overlay")
-    out = explore_handlers.full_analysis(loaded, CAT, "crop", 6, "mean", 0.0, style, store=store)
+    out = explore_handlers.full_analysis(loaded, CAT, "crop", 6, views.Drawing(), store=store)
     on_cpu = explain.explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, picture)
     ex = store.peek(out["explanation_key"])
     assert_same(ex.attention, on_cpu.attention)
@@ -183,24 +183,20 @@ def test_the_patch_pca_and_the_logit_lens_on_zerogpu_are_the_cpus(fake, loaded, 
 
 
 @pytest.fixture
-def lesson(catalog):
-    """The Lessons tab's view and an uploaded lesson image (the cat)."""
-    from ui.lessons import layout
-
-    with gr.Blocks():
-        view = layout(catalog)
+def lesson() -> dict:
+    """An uploaded lesson image (the cat)."""
     path = cache_path("zerogpu-lesson.png")
     Image.open(CAT).save(path)
-    return view, {"path": str(path), "meta": {"_type": "gradio.FileData"}}
+    return {"path": str(path), "meta": {"_type": "gradio.FileData"}}
 
 
 def test_lesson_1_and_heads_off_on_zerogpu_show_what_the_cpu_shows(fake, catalog, lesson, monkeypatch):
-    view, image = lesson
+    server, image = Server(catalog), lesson
 
     def run() -> tuple:
-        compared = lessons_handlers.compare_models(view, catalog, image, [BUNDLED], "inferno")
-        heads = lessons_handlers.switch_heads_off(view, catalog, image, BUNDLED, "1.2, 4.3")
-        return compared[view.compare_picture], heads[view.top5], heads[view.heads_note]
+        compared = lessons_handlers.compare_models(server, image, [BUNDLED], "inferno")
+        heads = lessons_handlers.switch_heads_off(server, image, BUNDLED, "1.2, 4.3")
+        return compared["compare_picture"], heads["top5"], heads["heads_note"]
 
     picture, top5, note = run()
     assert [c.outcome for c in fake.calls] == ["ok", "ok"]

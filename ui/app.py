@@ -10,10 +10,11 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
-from explorer import render
+from explorer import canvas
 from explorer.catalog import ModelCatalog
+from explorer.explain import ExplanationStore
 
-from . import explore_handlers
+from .common import Server
 from .explore import HEAD_JS, build_explore_tab
 from .lessons import build_lessons_tab
 from .limits import SESSIONS, RequestLimits, frame_fns, live_waiting
@@ -66,7 +67,7 @@ CSS = """
 }
 """
 # The presentation mode (`--present`, docs/app.md): every text at least 18 px at 1280x720, on the
-# page (Gradio's size variables, and a floor for the rest) and in the pictures (render.PRESENT_TEXT_PX,
+# page (Gradio's size variables, and a floor for the rest) and in the pictures (canvas.PRESENT_TEXT_PX,
 # set by build_demo), while the input, its grid and the head maps stay on the first screen: the
 # head maps' box grows to their taller picture, which it would otherwise shrink.
 PRESENT_CSS = """
@@ -87,8 +88,8 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
     """The app's Blocks (not launched): the Explore and Train tabs over one model catalogue;
     `present`: the pictures' words at the presentation mode's size (launch it with `present` too)."""
     settings = settings or ServerSettings()
-    PICTURE_TEXT.px = render.PRESENT_TEXT_PX if present else render.TEXT_PX
-    explore_handlers.STORE.max_bytes = settings.cache_bytes
+    PICTURE_TEXT.px = canvas.PRESENT_TEXT_PX if present else canvas.TEXT_PX
+    server = Server(catalog, ExplanationStore(settings.cache_bytes))
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
@@ -101,24 +102,25 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
             )
         with gr.Tabs(overflow_behavior="wrap") as tabs:
             with gr.Tab("Explore", id=EXPLORE_TAB):
-                explore = build_explore_tab(catalog)
+                explore = build_explore_tab(server)
             with gr.Tab("Live", id="live") as live:
-                build_live_tab(catalog, settings, live, tabs, open_live, explore.model_key)
+                build_live_tab(server, settings, live, tabs, open_live, explore.model_key)
             with gr.Tab("Train") as train:
                 build_train_tab(catalog, settings, explore.model_key, PageTabs(tabs, train))
             with gr.Tab("Lessons") as lessons:
-                build_lessons_tab(catalog, lessons, explore.image)
+                build_lessons_tab(server, lessons, explore.image)
     # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
     # requests wait, then new ones are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
     UPLOADS.budget_bytes = settings.uploads_bytes
     UPLOADS.protect(demo.blocks.values())
+    demo.shared = server  # what `holdings` reports (Blocks has a `server` of its own: uvicorn's)
     return demo
 
 
 def holdings(demo: gr.Blocks) -> str:
     """One line for the operator's log: what the server holds in memory against its budgets."""
-    store, mib = explore_handlers.STORE, 2**20
+    store, mib = demo.shared.store, 2**20
     return (
         f"holding: {len(demo.state_holder.session_data)} sessions (at most {SESSIONS}), "
         f"{store.nbytes / mib:.0f} MiB of analyses (at most {store.max_bytes / mib:.0f} MiB)"

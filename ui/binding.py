@@ -1,51 +1,124 @@
-"""Binding module-level handlers to the tab they serve."""
+"""Binding module-level handlers to the tab they serve.
+
+A handler takes plain values and returns what changes by field name, `{field: value}`; `bound`
+turns it into the function Gradio calls: its context (the server's, `ui.common.Server`; a training job)
+fixed, values made of several controls (a `MapStyle`) parsed from those controls, and its
+result applied to the tab's view, `{component: value}`.
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, get_type_hints
 
 import gradio as gr
 
 
-def bound(fn: Callable, *context: Any) -> Callable:
-    """`fn` with its leading arguments (the tab's view, the model catalogue, ...) fixed.
+@dataclass(frozen=True)
+class Controls:
+    """Several controls that a handler takes as one value: a handler parameter annotated
+    `kind` is, on the API page, the `parameters` (each control by its own name), and the
+    handler gets `parse(*their values)`."""
 
-    Unlike `functools.partial`, the result is a function whose signature and annotations
-    are those of `fn` without the context: Gradio reads them to name the API parameters
-    and to spot the parameters it fills in itself (e.g. `evt: gr.SelectData`), and
-    `typing.get_type_hints` does not look inside a partial."""
+    kind: type
+    parameters: tuple[inspect.Parameter, ...]
+    parse: Callable[..., Any]
 
-    if inspect.isgeneratorfunction(fn):  # Gradio streams a handler's updates only if it is one
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The controls' names, in order: the components an event passes for this value."""
+        return tuple(p.name for p in self.parameters)
 
-        @functools.wraps(fn)
-        def handler(*args: Any, **kwargs: Any) -> Any:
-            yield from fn(*context, *args, **kwargs)
-
-    else:
-
-        @functools.wraps(fn)
-        def handler(*args: Any, **kwargs: Any) -> Any:
-            return fn(*context, *args, **kwargs)
-
-    signature = inspect.signature(fn)
-    remaining = list(signature.parameters.values())[len(context) :]
-    handler.__signature__ = signature.replace(parameters=remaining)
-    names = {p.name for p in remaining} | {"return"}
-    handler.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k in names}
-    return handler
+    @classmethod
+    def of(cls, kind: type, parse: Callable[..., Any]) -> Controls:
+        """The controls `parse` reads, as its signature names them (their hints and defaults)."""
+        hints = get_type_hints(parse)
+        parameters = tuple(p.replace(annotation=hints[p.name]) for p in inspect.signature(parse).parameters.values())
+        return cls(kind, parameters, parse)
 
 
 class ComponentView:
     """Base of a tab's frozen dataclass of components: read them by name for an event's
-    inputs and outputs, and build a handler's result by name."""
+    inputs and outputs, and turn a handler's result by field name into Gradio's. `controls`:
+    the values made of several of the tab's controls that its handlers take."""
+
+    controls: ClassVar[tuple[Controls, ...]] = ()
+
+    def bind(self, fn: Callable, *context: Any) -> Callable:
+        """`fn` bound (`bound`) to this view and its tab's controls."""
+        return bound(fn, *context, view=self, controls=self.controls)
 
     def pick(self, *names: str) -> list[gr.components.Component]:
         """The components called `names`, in that order (an event's inputs or outputs)."""
         return [getattr(self, name) for name in names]
 
     def update(self, **values: Any) -> dict[gr.components.Component, Any]:
-        """A handler's result, {component: value}, from values given by component name."""
-        return {getattr(self, name): value for name, value in values.items()}
+        """A handler's result, {component: value}, from values given by field name; nothing
+        changes (gr.skip) for no values: Gradio reads an empty dict as a value, not as none."""
+        return {getattr(self, name): value for name, value in values.items()} if values else gr.skip()
+
+
+def bound(
+    fn: Callable, *context: Any, view: ComponentView | None = None, controls: Sequence[Controls] = ()
+) -> Callable:
+    """`fn` with its leading arguments (the server's context, ...) fixed, each parameter whose
+    annotation is the kind of one of `controls` taken from those controls' values, and (with
+    `view`) its `{field: value}` result applied to `view`.
+
+    Unlike `functools.partial`, the result is a function whose signature and annotations
+    are those Gradio should see: it reads them to name the API parameters and to spot the
+    parameters it fills in itself (e.g. `evt: gr.SelectData`), and `typing.get_type_hints`
+    does not look inside a partial."""
+    hints = get_type_hints(fn)
+    parameters = [
+        p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(fn).parameters.values()
+    ]
+    parameters = parameters[len(context) :]
+    by_kind = {c.kind: c for c in controls}
+    shown = [leaf for p in parameters for leaf in _controls_of(p, by_kind)]  # what the API page shows
+    signature = inspect.Signature(shown)
+
+    def call_args(args: tuple, kwargs: dict) -> dict[str, Any]:
+        given = signature.bind(*args, **kwargs)
+        given.apply_defaults()
+        return {p.name: _parsed(p, by_kind, given.arguments) for p in parameters}
+
+    def applied(result: Any) -> Any:
+        return view.update(**result) if view is not None else result
+
+    if inspect.isgeneratorfunction(fn):  # Gradio streams a handler's updates only if it is one
+
+        @functools.wraps(fn)
+        def handler(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            for result in fn(*context, **call_args(args, kwargs)):
+                yield applied(result)
+
+    else:
+
+        @functools.wraps(fn)
+        def handler(*args: Any, **kwargs: Any) -> Any:
+            return applied(fn(*context, **call_args(args, kwargs)))
+
+    handler.__signature__ = signature  # inspect.signature reads it before following __wrapped__ to `fn`
+    handler.__annotations__ = {p.name: p.annotation for p in shown}
+    return handler
+
+
+def _controls_of(parameter: inspect.Parameter, by_kind: dict[Any, Controls]) -> list[inspect.Parameter]:
+    """The controls behind a handler's parameter: itself, or those its kind is made of (in turn
+    made of other kinds' controls, e.g. a view's drawing of a MapStyle and its fusion)."""
+    made_of = by_kind.get(parameter.annotation)
+    if made_of is None:
+        return [parameter]
+    return [leaf for inner in made_of.parameters for leaf in _controls_of(inner, by_kind)]
+
+
+def _parsed(parameter: inspect.Parameter, by_kind: dict[Any, Controls], values: dict[str, Any]) -> Any:
+    """The handler's value for `parameter` from the controls' `values` by name."""
+    made_of = by_kind.get(parameter.annotation)
+    if made_of is None:
+        return values[parameter.name]
+    return made_of.parse(*(_parsed(inner, by_kind, values) for inner in made_of.parameters))

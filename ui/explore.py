@@ -5,33 +5,31 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gradio as gr
 
 from explorer import views
+from explorer.canvas import COLORMAPS
 from explorer.catalog import LoadedModel, ModelCatalog
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
-from explorer.render import COLORMAPS
 from vit.preprocessing import CIFAR10_CLASSES
 
-from . import concurrency
+from . import common, concurrency
 from . import explore_handlers as h
-from .binding import ComponentView, bound
+from .binding import ComponentView, Controls, bound
+from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
 from .pictures import picture
 from .settings import for_visitors
 
-EXAMPLES_DIR = h.EXAMPLES_DIR
 EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
-STYLE = ("cmap", "opacity", "upsampling", "display", "scale")  # the controls one MapStyle is built from
-SHOW = ("show", "keep_percent")  # how rollout and relevance are drawn (views.one_map)
-PCA = ("pca_layer", "pca_examples", "pca_background")  # the PCA tab's controls (explore_handlers.PcaChoice)
-SCALE_CHOICES = [
-    ("one scale per layer (heads comparable)", "layer"),
-    ("each head stretched to its own max", "head"),
-    ("fixed 0 to 1", "fixed"),
-]
+PCA_CONTROLS = Controls.of(h.PcaChoice, h.pca_choice)
+UPLOAD = Controls.of(h.Upload, h.upload)
+STYLE = common.STYLE.names  # the controls one MapStyle is built from
+SHOW = common.SHOWING.names  # how rollout and relevance are drawn (views.Showing)
+FUSION = common.FUSION.names  # rollout's head fusion and discard ratio (views.Fusion)
+PCA = PCA_CONTROLS.names  # the PCA tab's controls (explore_handlers.PcaChoice)
 GIF_SCALE_CHOICES = [  # the first is the screen's: each layer on its own scale
     ("each layer its own scale, as on screen", "each layer"),
     ("one scale for all layers (brightness compares)", "all layers"),
@@ -108,8 +106,10 @@ RELEVANCE_HINT = (
 class ExploreView(ComponentView):
     """Every component of the Explore tab, by name."""
 
+    controls: ClassVar = (common.STYLE, common.SHOWING, common.FUSION, common.DRAWING, PCA_CONTROLS, UPLOAD)
+
     # per-session state
-    explanation_key: gr.State  # key of the forward pass every view reads (in explore_handlers.STORE)
+    explanation_key: gr.State  # key of the forward pass every view reads (ui.common.ExplanationKey)
     export_name: gr.State  # "<image>-<model>", how export files begin
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
@@ -244,7 +244,7 @@ def _heads_column(depth: int) -> dict[str, Any]:
         elem_id="heads",
     )
     with gr.Row():
-        layer = h.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
+        layer = common.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
         pause = gr.Button("⏸ Pause", size="sm", scale=1, elem_id="pause", visible=False)
     # On the first screen, beside the maps it explains (a teacher opens it while they look at them).
@@ -270,8 +270,10 @@ def _style_controls() -> dict[str, Any]:
         return {
             "cmap": gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map"),
             "opacity": gr.Slider(0.0, 1.0, value=0.6, step=0.05, label="Map opacity (0 to 1)"),
-            "upsampling": gr.Radio(list(h.UPSAMPLING), value="nearest", label="Upsampling (nearest = honest patches)"),
-            "display": gr.Radio(list(h.DISPLAYS), value="overlay", label="Display"),
+            "upsampling": gr.Radio(
+                list(common.UPSAMPLING), value="nearest", label="Upsampling (nearest = honest patches)"
+            ),
+            "display": gr.Radio(list(common.DISPLAYS), value="overlay", label="Display"),
             "scale": gr.Radio(SCALE_CHOICES, value="layer", label="Colour scale (from 0)"),
             "gif_scale": gr.Radio(
                 GIF_SCALE_CHOICES, value=h.GIF_SCALES[0], label="GIF through the layers: colour scale of its frames"
@@ -333,9 +335,9 @@ def _more_tabs(start: LoadedModel) -> dict[str, Any]:
         )
     with gr.Tab("Rollout") as tabs["rollout"]:
         with gr.Row():
-            fusion = gr.Radio(list(h.FUSIONS), value="mean", label="Head fusion")
+            fusion = gr.Radio(list(common.FUSIONS), value="mean", label="Head fusion")
             discard = gr.Slider(
-                0.0, h.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
+                0.0, common.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
             )
         rollout = picture(
             "**Attention rollout** (Abnar & Zuidema, 2020)", "Attention rollout through all layers", elem_id="rollout"
@@ -371,7 +373,9 @@ def _layer_tabs(start: LoadedModel, tabs: dict[str, gr.Tab]) -> dict[str, Any]:
     with gr.Tab("Patch features (PCA)") as tabs["pca"]:
         gr.Markdown(PCA_HINT)
         with gr.Row():
-            pca_layer = h.layer_slider(depth, depth, step=1, label="Layer of the patch tokens (1 = first)", scale=2)
+            pca_layer = common.layer_slider(
+                depth, depth, step=1, label="Layer of the patch tokens (1 = first)", scale=2
+            )
             pca_examples = gr.Checkbox(False, label="Fit one PCA on this image and the six animal examples")
             pca_background = gr.Checkbox(True, label="Remove the background (component 1 below 0, as DINOv2)")
         pca = picture(
@@ -477,35 +481,37 @@ CHEAP = {**RAW, **concurrency.CHEAP}  # redraws from the cached forward pass (ui
 HEAVY = {**RAW, **concurrency.HEAVY}  # forward passes, loads, exports: two at a time, whole server
 
 
-def _wire_analysis(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
+def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
     """/analyze on a new image or resize policy; returns its event arguments for reuse."""
     analysis = {
-        "fn": bound(h.analyze, view, catalog),
-        "inputs": view.pick(
-            "image", "on_screen", "model_key", "mode", "layer", "fusion", "discard", *STYLE, *SHOW, *PCA
-        ),
+        "fn": view.bind(h.analyze, server),
+        "inputs": view.pick("on_screen", *UPLOAD.names, "layer", *FUSION, *STYLE, *SHOW, *PCA),
         "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
         **HEAVY,
     }
-    view.mode.input(**analysis, api_name="analyze").success(**_words_after(view, catalog))
+    view.mode.input(**analysis, api_name="analyze").success(**_words_after(view, server))
     # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
     # image refused before the analysis, whose error would mark every output (explore_handlers).
-    noted = view.image.change(h.note_image, view.image, None, api_visibility="private", queue=False, **RAW)
+    noted = view.image.change(
+        bound(h.note_image, server), view.image, None, api_visibility="private", queue=False, **RAW
+    )
     checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
-    checked.success(**analysis, api_visibility="private").success(**_words_after(view, catalog))
+    checked.success(**analysis, api_visibility="private").success(**_words_after(view, server))
     # A refused file leaves the views of the last image: the upload box shows that image again.
-    checked.failure(h.keep_image, view.explanation_key, view.image, api_visibility="private", queue=False, **RAW)
+    checked.failure(
+        bound(h.keep_image, server), view.explanation_key, view.image, api_visibility="private", queue=False, **RAW
+    )
     return analysis
 
 
-def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
+def _wire_views(view: ExploreView, server: Server) -> None:
     """Redraw on slider and style changes (never a new forward pass)."""
     # .input, not .release: Gradio's slider sends "release" only on pointer-up (and on leaving its
     # number box), so arrow keys and a typed number never redrew; "input" follows every way of
     # changing it, and always_last draws the layer it stops at after a quick run of changes.
     # A layer typed past the model's depth comes back to the nearest one first (explore_handlers.fit_layer).
     fitted = view.layer.input(
-        bound(h.fit_layer, view, catalog),
+        view.bind(h.fit_layer, server),
         view.pick("current_model", "layer"),
         view.layer,
         api_visibility="private",  # queued: Gradio shows no warning (its message) from an unqueued event
@@ -513,7 +519,7 @@ def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
         **RAW,
     )
     fitted.success(
-        bound(h.show_heads, view),
+        view.bind(h.show_heads, server),
         view.pick("explanation_key", "query", "layer", *STYLE),
         view.heads,
         api_name="heads",
@@ -522,8 +528,8 @@ def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
     )
     gr.on(
         _style_inputs(view),
-        bound(h.restyle, view),
-        view.pick("explanation_key", "on_screen", "query", "layer", "fusion", "discard", *STYLE, *SHOW),
+        view.bind(h.restyle, server),
+        view.pick("explanation_key", "on_screen", "query", "layer", *FUSION, *STYLE, *SHOW),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
         trigger_mode="always_last",
@@ -531,19 +537,19 @@ def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
     )
     gr.on(
         [view.fusion.input, view.discard.input, view.show.input, view.keep_percent.input],
-        bound(h.show_rollout, view),
-        view.pick("explanation_key", "fusion", "discard", *STYLE, *SHOW),
+        view.bind(h.show_rollout, server),
+        view.pick("explanation_key", *FUSION, *STYLE, *SHOW),
         view.rollout,
         api_name="rollout",
         trigger_mode="always_last",
         **CHEAP,
     )
     view.show.change(
-        bound(h.keep_slider, view), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
+        view.bind(h.keep_slider), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
     )
     gr.on(  # so do a CLIP model's word maps, from their kept result
         [*_style_inputs(view), view.show.input, view.keep_percent.input],
-        bound(h.restyle_words, view, catalog),
+        view.bind(h.restyle_words, server),
         view.pick("explanation_key", "words_result", *STYLE, *SHOW),
         view.prompt_maps,
         api_visibility="private",
@@ -552,7 +558,7 @@ def _wire_views(view: ExploreView, catalog: ModelCatalog) -> None:
     )
     gr.on(  # relevance follows the style and "show" as rollout does, from its kept map
         [*_style_inputs(view), view.show.input, view.keep_percent.input],
-        bound(h.restyle_relevance, view, catalog),
+        view.bind(h.restyle_relevance, server),
         view.pick("explanation_key", "relevance_map", "export_name", *STYLE, *SHOW),
         view.relevance,
         api_visibility="private",
@@ -566,12 +572,12 @@ def _style_inputs(view: ExploreView) -> list:
     return [getattr(view, name).input for name in STYLE]
 
 
-def _wire_play(view: ExploreView) -> None:
+def _wire_play(view: ExploreView, server: Server) -> None:
     """Play steps through the layers; Pause, or any change of what the maps show (the layer
     by slider, keys or box, the query, the style, the image), cancels it, so the slider and
     the maps never show different layers."""
     playing = view.play.click(
-        bound(h.play_layers, view),
+        view.bind(h.play_layers, server),
         view.pick("explanation_key", "query", "layer", *STYLE),
         view.pick("layer", "heads", "play", "pause"),
         api_visibility="private",
@@ -581,7 +587,7 @@ def _wire_play(view: ExploreView) -> None:
     image = [view.image.change, view.mode.input, view.model_key.change]
     gr.on(
         [view.pause.click, view.layer.input, *query, *_style_inputs(view), *image],
-        bound(h.stop_playing, view),
+        view.bind(h.stop_playing),
         None,
         view.pick("play", "pause"),
         cancels=[playing],
@@ -590,11 +596,11 @@ def _wire_play(view: ExploreView) -> None:
     )
 
 
-def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
+def _wire_more(view: ExploreView, server: Server) -> None:
     """The "More views" tabs: a view is drawn when it comes on screen (its tab picked, or the
     accordion opened on it). API clients ask for one by name: /overview, /distance, /similarity
     (and /rollout, /relevance, /patch_pca with their own controls), /logit_lens."""
-    inputs = ("explanation_key", "current_model", "fusion", "discard", *STYLE, *SHOW, *PCA)
+    inputs = ("explanation_key", "current_model", *FUSION, *STYLE, *SHOW, *PCA)
     for name, tab in view.more_tabs.items():
         if name in ("overview", "distance", "similarity", "logit_lens"):
             api = {"api_name": name}
@@ -602,18 +608,18 @@ def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
             api = {"api_visibility": "private", **({"api_name": f"{name}_tab"} if name in h.MODEL_VIEWS else {})}
         outputs = view.pick("on_screen", "more_tab", *([name] if name != "relevance" else []))
         pool = HEAVY if name in h.MODEL_VIEWS else CHEAP  # a forward pass, not a redraw of the cached one
-        tab.select(bound(h.show_more, view, catalog, name), view.pick(*inputs), outputs, **api, **pool)
+        tab.select(view.bind(h.show_more, server, name), view.pick(*inputs), outputs, **api, **pool)
     view.more.expand(
-        bound(h.show_more, view, catalog),
+        view.bind(h.show_more, server),
         view.pick("more_tab", *inputs),
         view.pick("on_screen", "more_tab", *h.IMAGE_VIEWS, "similarity"),  # relevance waits for its button
         api_visibility="private",
         **CHEAP,
     )
-    view.more.collapse(bound(h.hide_more, view), None, view.on_screen, api_visibility="private", queue=False)
+    view.more.collapse(view.bind(h.hide_more), None, view.on_screen, api_visibility="private", queue=False)
     gr.on(
         [view.pca_layer.input, view.pca_examples.input, view.pca_background.input],
-        bound(h.show_pca, view, catalog),
+        view.bind(h.show_pca, server),
         view.pick("explanation_key", *PCA),
         view.pca,
         api_name="patch_pca",
@@ -622,28 +628,28 @@ def _wire_more(view: ExploreView, catalog: ModelCatalog) -> None:
     )
 
 
-def _wire_query(view: ExploreView) -> None:
+def _wire_query(view: ExploreView, server: Server) -> None:
     outputs = view.pick(*h.QUERY_OUTPUTS)
     view.query_button.click(
-        bound(h.query_patch, view),
+        view.bind(h.choose_patch, server),
         view.pick("explanation_key", "row", "col", "layer", *STYLE),
         outputs,
         api_name="query_patch",
         **CHEAP,
     )
     view.query_token.input(
-        bound(h.query_token, view),
+        view.bind(h.choose_token, server),
         view.pick("explanation_key", "query_token", "query", "layer", *STYLE),
         outputs,
         api_name="query_token",
         **CHEAP,
     )
     on_layer = view.pick("explanation_key", "layer", *STYLE)
-    view.input_img.select(bound(h.click_patch, view), on_layer, outputs, api_visibility="private", **CHEAP)
-    view.reset.click(bound(h.reset_query, view), on_layer, outputs, api_name="reset_query", **CHEAP)
+    view.input_img.select(view.bind(h.click_patch, server), on_layer, outputs, api_visibility="private", **CHEAP)
+    view.reset.click(view.bind(h.reset_query, server), on_layer, outputs, api_name="reset_query", **CHEAP)
     for name, step in MOVES.items():
         getattr(view, name).click(
-            bound(h.move_query, view, step),
+            view.bind(h.move_query, server, step),
             view.pick("explanation_key", "query", "layer", *STYLE),
             outputs,
             api_visibility="private",
@@ -651,9 +657,9 @@ def _wire_query(view: ExploreView) -> None:
         )
 
 
-def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
+def _wire_relevance(view: ExploreView, server: Server) -> None:
     view.relevance_button.click(
-        bound(h.show_relevance, view, catalog),
+        view.bind(h.show_relevance, server),
         view.pick("explanation_key", "export_name", "relevance_class", *STYLE, *SHOW),
         view.pick("relevance", "relevance_map"),
         api_name="relevance",
@@ -661,10 +667,10 @@ def _wire_relevance(view: ExploreView, catalog: ModelCatalog) -> None:
     )
 
 
-def _wire_words(view: ExploreView, catalog: ModelCatalog) -> None:
+def _wire_words(view: ExploreView, server: Server) -> None:
     """/zero_shot: the words typed, scored by a CLIP model, with a map per word."""
     words = {
-        "fn": bound(h.compare_words, view, catalog),
+        "fn": view.bind(h.compare_words, server),
         "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         **HEAVY,
@@ -673,10 +679,10 @@ def _wire_words(view: ExploreView, catalog: ModelCatalog) -> None:
     view.prompts.submit(**words, api_visibility="private")
 
 
-def _words_after(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
+def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:
     """The event arguments that draw a CLIP model's words after an analysis (nothing for other models)."""
     return {
-        "fn": bound(h.words_after, view, catalog),
+        "fn": view.bind(h.words_after, server),
         "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         "api_visibility": "private",
@@ -684,16 +690,16 @@ def _words_after(view: ExploreView, catalog: ModelCatalog) -> dict[str, Any]:
     }
 
 
-def _wire_exports(view: ExploreView) -> None:
+def _wire_exports(view: ExploreView, server: Server) -> None:
     view.export_png.click(
-        bound(h.export_png, view),
+        view.bind(h.make_png, server),
         view.pick("explanation_key", "export_name", "query", "layer", *STYLE),
         view.export_file,
         api_name="export_png",
         **HEAVY,
     )
     view.export_gif.click(
-        bound(h.export_gif, view),
+        view.bind(h.make_gif, server),
         view.pick("explanation_key", "export_name", "query", *STYLE, "gif_scale"),
         view.export_file,
         api_name="export_gif",
@@ -701,10 +707,10 @@ def _wire_exports(view: ExploreView) -> None:
     )
 
 
-def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, Any]) -> None:
+def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) -> None:
     # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
     switched = view.model_key.change(
-        bound(h.load_model, view, catalog),
+        view.bind(h.load_model, server),
         view.pick("model_key", "on_screen"),
         view.pick(
             "current_model", "model_info", "classes", "layer", "pca_layer", "similarity", "relevance_class", "words"
@@ -713,10 +719,10 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
         show_progress="full",
         **HEAVY,
     )
-    switched.success(**analysis, api_visibility="private").success(**_words_after(view, catalog))
-    switched.failure(h.keep_model, view.current_model, view.model_key, api_visibility="private")
+    switched.success(**analysis, api_visibility="private").success(**_words_after(view, server))
+    switched.failure(common.keep_model, view.current_model, view.model_key, api_visibility="private")
     view.checkpoint.upload(
-        bound(h.upload_checkpoint, view, catalog),
+        view.bind(h.upload_checkpoint, server),
         view.checkpoint,
         view.model_key,
         api_name="upload_checkpoint",
@@ -724,16 +730,16 @@ def _wire_models(view: ExploreView, catalog: ModelCatalog, analysis: dict[str, A
     )
 
 
-def build_explore_tab(catalog: ModelCatalog) -> ExploreView:
+def build_explore_tab(server: Server) -> ExploreView:
     """The Explore tab inside the current Blocks; the Train tab uses its model picker."""
-    view = layout(catalog)
-    analysis = _wire_analysis(view, catalog)
-    _wire_views(view, catalog)
-    _wire_play(view)
-    _wire_query(view)
-    _wire_exports(view)
-    _wire_relevance(view, catalog)
-    _wire_words(view, catalog)
-    _wire_more(view, catalog)
-    _wire_models(view, catalog, analysis)
+    view = layout(server.catalog)
+    analysis = _wire_analysis(view, server)
+    _wire_views(view, server)
+    _wire_play(view, server)
+    _wire_query(view, server)
+    _wire_exports(view, server)
+    _wire_relevance(view, server)
+    _wire_words(view, server)
+    _wire_more(view, server)
+    _wire_models(view, server, analysis)
     return view

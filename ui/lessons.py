@@ -4,21 +4,20 @@ components (`LessonsView`), layout and wiring to ui/lessons_handlers.py under AP
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gradio as gr
 
 import vit
 from explorer import lessons
+from explorer.canvas import COLORMAPS
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
-from explorer.render import COLORMAPS
 
 from . import concurrency, pictures
 from . import lessons_handlers as h
-from .binding import bound
-from .explore import EXAMPLES_DIR
-from .explore_handlers import layer_slider
+from .binding import ComponentView, Controls
+from .common import EXAMPLES_DIR, Server, layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
 # so all four share the server's heavy slots (ui/concurrency.py)
@@ -29,8 +28,10 @@ FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a mode
 
 
 @dataclass(frozen=True)
-class LessonsView:
+class LessonsView(ComponentView):
     """Every component of the Lessons tab, by name."""
+
+    controls: ClassVar = (Controls.of(h.RegisterPair, h.register_pair),)
 
     image: gr.Image
     followed: gr.State  # the Explore tab's image the lesson image last took (lessons_handlers.open_lessons)
@@ -70,10 +71,6 @@ class LessonsView:
     words_label: gr.Label
     words_note: gr.Markdown
     words_maps: gr.Gallery
-
-    def update(self, **values: Any) -> dict[gr.components.Component, Any]:
-        """A handler's result, {component: value}, from values given by component name."""
-        return {getattr(self, name): value for name, value in values.items()}
 
 
 def _opening(catalog: ModelCatalog, key: str) -> LoadedModel:
@@ -247,13 +244,13 @@ def layout(catalog: ModelCatalog) -> LessonsView:
     return LessonsView(**parts)
 
 
-def build_lessons_tab(catalog: ModelCatalog, tab: gr.Tab, explore_image: gr.Image) -> LessonsView:
+def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> LessonsView:
     """The Lessons tab inside `tab`, the current Blocks' context, wired to its API endpoints;
     opening it brings the Explore tab's image (`explore_image`) and the visitor's models."""
-    v = layout(catalog)
+    v = layout(server.catalog)
     pickers = [v.compare_models, v.with_registers, v.without_registers, v.heads_model]
     tab.select(
-        bound(h.open_lessons, v, catalog),
+        v.bind(h.open_lessons, server),
         [explore_image, v.followed],
         [v.image, v.followed, *pickers],
         api_visibility="private",
@@ -262,9 +259,9 @@ def build_lessons_tab(catalog: ModelCatalog, tab: gr.Tab, explore_image: gr.Imag
     # A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
     results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
     results += [v.words_label, v.words_note, v.words_maps]
-    v.image.change(bound(h.new_image, v), None, results, api_visibility="private")
+    v.image.change(v.bind(h.new_image), None, results, api_visibility="private")
     v.compare_button.click(
-        bound(h.compare_models, v, catalog),
+        v.bind(h.compare_models, server),
         [v.image, v.compare_models, v.cmap],
         [v.compare_picture, v.compare_note],
         api_name="lesson_compare",
@@ -273,13 +270,13 @@ def build_lessons_tab(catalog: ModelCatalog, tab: gr.Tab, explore_image: gr.Imag
     # .input, as lesson 3's picker: a failed pick sets the pickers back, which must not count as a pick
     gr.on(
         [v.with_registers.input, v.without_registers.input],
-        bound(h.norms_models, v, catalog),
+        v.bind(h.norms_models, server),
         [v.with_registers, v.without_registers, v.norms_current],
         [v.with_registers, v.without_registers, v.norms_current, v.norms_layer, v.norms_note],
         api_name="lesson_norms_models",
         **RAW,
     )
-    chosen = bound(h.heads_model, v, catalog)
+    chosen = v.bind(h.heads_model, server)
     # .input: a failed pick sets the picker back, which must not count as another pick
     v.heads_model.input(
         chosen,
@@ -289,28 +286,28 @@ def build_lessons_tab(catalog: ModelCatalog, tab: gr.Tab, explore_image: gr.Imag
         **RAW,
     )
     v.norms_button.click(
-        bound(h.compare_token_norms, v, catalog),
+        v.bind(h.compare_token_norms, server),
         [v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],
         [v.norms_picture, v.norms_table],
         api_name="lesson_token_norms",
         **RAW,
     )
     v.heads_button.click(
-        bound(h.switch_heads_off, v, catalog),
+        v.bind(h.switch_heads_off, server),
         [v.image, v.heads_model, v.heads_off],
         [v.top5, v.heads_note],
         api_name="lesson_heads_off",
         **RAW,
     )
     ranking = v.rank_button.click(
-        bound(h.rank_heads, v, catalog),
+        v.bind(h.rank_heads, server),
         [v.image, v.heads_model],
         [v.ranking, v.heads_note],
         api_name="lesson_head_ranking",
         **(RAW | concurrency.RANKING),
     )
     v.words_button.click(
-        bound(h.compare_words, v, catalog),
+        v.bind(h.compare_words, server),
         [v.image, v.words_model, v.words_prompts, v.cmap],
         [v.words_label, v.words_note, v.words_maps],
         api_name="lesson_words",

@@ -1,4 +1,4 @@
-"""Handlers of the Lessons tab: named inputs in, `{component: value}` out (see ui/explore_handlers.py).
+"""Handlers of the Lessons tab: named inputs in, `{field: value}` out (see ui/binding.py).
 
 Each lesson runs its own small forward passes (explorer/lessons.py) on the lesson image: the
 models differ, so nothing is shared with the Explore tab's cached explanation. People type
@@ -8,11 +8,8 @@ model (the layer slider's range, the heads' range); a model that downloads shows
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import gradio as gr
 from PIL import Image
@@ -22,16 +19,12 @@ from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
 from explorer.images import ImageError, load_image
 from explorer.prompts import PromptError, parse_prompts, zero_shot
-from explorer.render import COLORMAPS, MapStyle
-from explorer.views import KEEP, prompt_note
+from explorer.views import Showing, prompt_note
 from vit.messages import shown
 
 from . import downloads, pictures, zerogpu
-from .checks import one_of, visitor_error, whole_number
-from .explore_handlers import layer_slider, model_name, owner, uploaded_path, word_maps
-
-if TYPE_CHECKING:
-    from .lessons import LessonsView
+from .checks import visitor_error, whole_number
+from .common import Server, colour_map_style, layer_slider, model_name, owner, uploaded_path, word_maps
 
 MAX_COMPARED = 3
 NORMS_LAYER_LABEL = "Layer (1 = first; up to the shallower model's depth)"
@@ -48,25 +41,21 @@ def lesson_image(image: dict | None) -> Image.Image:
         raise visitor_error(str(e)) from e
 
 
-def open_lessons(
-    view: LessonsView, catalog: ModelCatalog, explore_image: str | None, followed: str | None, request: gr.Request
-) -> dict:
+def open_lessons(server: Server, explore_image: str | None, followed: str | None, request: gr.Request) -> dict:
     """Opening the tab: the pickers list this visitor's models now (a checkpoint trained since
     the page opened, which lesson 1 suggests comparing), and the lessons take the Explore tab's
     image when it changed since they last took it (the teacher's photo, not the lessons' own
     32 px example); an image uploaded here stays until Explore shows another."""
-    choices = catalog.choices(owner(request))
+    choices = server.catalog.choices(owner(request))
     names = ("compare_models", "with_registers", "without_registers", "heads_model")
     pickers = {name: gr.Dropdown(choices=choices) for name in names}
     new = bool(explore_image) and explore_image != followed
-    return view.update(
-        image=explore_image if new else gr.skip(), followed=explore_image if new else gr.skip(), **pickers
-    )
+    return dict(image=explore_image if new else gr.skip(), followed=explore_image if new else gr.skip(), **pickers)
 
 
-def new_image(view: LessonsView) -> dict:
+def new_image() -> dict:
     """A new lesson image: the lessons' pictures and tables of the old one (or their errors) go."""
-    return view.update(
+    return dict(
         compare_picture=None,
         compare_note="",
         norms_picture=None,
@@ -78,10 +67,6 @@ def new_image(view: LessonsView) -> dict:
         words_maps=None,
         heads_note=gr.skip(),  # keeps "this model has no classifier"; its old error badge still goes
     )
-
-
-def lesson_style(cmap: str) -> MapStyle:
-    return MapStyle(cmap=one_of("colour map", cmap, COLORMAPS), opacity=0.6, text_px=pictures.TEXT.px)
 
 
 def heads_box(loaded: LoadedModel) -> dict[str, str]:
@@ -101,11 +86,21 @@ def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None, vi
     return catalog.get(str(key), progress=shown_progress, owner=visitor)
 
 
+class RegisterPair(NamedTuple):
+    """Lesson 2's two models, as their pickers send them: one with registers, one without."""
+
+    with_registers: str
+    without_registers: str
+
+
+def register_pair(with_registers: str, without_registers: str) -> RegisterPair:
+    """The two pickers of lesson 2 as one value (for the binding: ui.binding.Controls)."""
+    return RegisterPair(with_registers, without_registers)
+
+
 def norms_models(
-    view: LessonsView,
-    catalog: ModelCatalog,
-    with_registers: str,
-    without_registers: str,
+    server: Server,
+    pair: RegisterPair,
     current: list[str],
     progress: gr.Progress = PROGRESS,
     request: gr.Request | None = None,
@@ -115,17 +110,17 @@ def norms_models(
     note saying when the pair cannot differ. A model that cannot be had here is said in the
     note and both pickers return to `current`, the pair the slider still describes."""
     try:
-        pair = [fetched(catalog, key, progress, owner(request)) for key in (with_registers, without_registers)]
+        models = [fetched(server.catalog, key, progress, owner(request)) for key in pair]
     except ModelUnavailable as e:
         first, second = current
-        return view.update(with_registers=first, without_registers=second, norms_layer=gr.skip(), norms_note=f"⚠️ {e}")
-    depth = min(m.model.config.depth for m in pair)
-    return view.update(
-        with_registers=pair[0].key,
-        without_registers=pair[1].key,
-        norms_current=[m.key for m in pair],
+        return dict(with_registers=first, without_registers=second, norms_layer=gr.skip(), norms_note=f"⚠️ {e}")
+    depth = min(m.model.config.depth for m in models)
+    return dict(
+        with_registers=models[0].key,
+        without_registers=models[1].key,
+        norms_current=[m.key for m in models],
         norms_layer=layer_slider(depth, depth),
-        norms_note=norms_note(catalog, *pair),
+        norms_note=norms_note(server.catalog, *models),
     )
 
 
@@ -136,8 +131,7 @@ def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: Load
 
 
 def heads_model(
-    view: LessonsView,
-    catalog: ModelCatalog,
+    server: Server,
     model_key: str,
     current: str,
     progress: gr.Progress = PROGRESS,
@@ -148,22 +142,21 @@ def heads_model(
     model that cannot be had here is said in the note, and the picker returns to `current`,
     the model the box still describes (no Error badge hides the box or the top-5)."""
     try:
-        loaded = fetched(catalog, model_key, progress, owner(request))
+        loaded = fetched(server.catalog, model_key, progress, owner(request))
     except ModelUnavailable as e:
-        return view.update(heads_model=current, heads_current=current, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
+        return dict(heads_model=current, heads_current=current, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
     try:
         lessons.require_head(loaded)
         note = ""
     except lessons.LessonError as e:
         note = f"⚠️ {e}"
-    return view.update(
+    return dict(
         heads_model=loaded.key, heads_current=loaded.key, heads_off=gr.Textbox(**heads_box(loaded)), heads_note=note
     )
 
 
 def compare_models(
-    view: LessonsView,
-    catalog: ModelCatalog,
+    server: Server,
     image: dict | None,
     models: list[str] | None,
     cmap: str,
@@ -173,13 +166,13 @@ def compare_models(
     """Supervised vs self-supervised: the last-layer CLS heads of up to three models (keys of the
     model picker, e.g. a supervised ViT, DINO and DINOv2) side by side on one colour scale.
     Models that cannot be loaded here (offline) are named; the others are still compared."""
-    picture, style = lesson_image(image), lesson_style(cmap)
+    picture, style = lesson_image(image), colour_map_style(cmap)
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
         raise visitor_error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
     loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
     for key in models:
         try:
-            loaded.append(fetched(catalog, key, progress, owner(request)))
+            loaded.append(fetched(server.catalog, key, progress, owner(request)))
         except ModelUnavailable as e:
             missing.append(str(e))
     if not loaded:
@@ -193,7 +186,7 @@ def compare_models(
         drawn = lessons.compare_cls_heads(loaded, [zerogpu.CLS_HEADS(m, picture) for m in loaded], style)
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
-    return view.update(
+    return dict(
         compare_picture=pictures.with_alt(
             drawn, lessons.compare_alt(loaded), "lesson-supervised-vs-self-supervised.png"
         ),
@@ -202,11 +195,9 @@ def compare_models(
 
 
 def compare_token_norms(
-    view: LessonsView,
-    catalog: ModelCatalog,
+    server: Server,
     image: dict | None,
-    with_registers: str,
-    without_registers: str,
+    pair: RegisterPair,
     layer: float,
     cmap: str,
     progress: gr.Progress = PROGRESS,
@@ -215,8 +206,8 @@ def compare_token_norms(
     """Artefacts and registers: the L2 norm of every patch token after `layer` (1-based) for a
     model with registers and one without, on one colour scale; patches above 2 x the median
     norm outlined and listed with their norm and their share of the last layer's CLS attention."""
-    picture, style = lesson_image(image), lesson_style(cmap)
-    models = [downloads.load(catalog, key, progress, owner(request)) for key in (with_registers, without_registers)]
+    picture, style = lesson_image(image), colour_map_style(cmap)
+    models = [downloads.load(server.catalog, key, progress, owner(request)) for key in pair]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
@@ -224,7 +215,7 @@ def compare_token_norms(
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
-    return view.update(
+    return dict(
         norms_picture=pictures.with_alt(
             drawn,
             lessons.norms_alt(reports, index),
@@ -235,8 +226,7 @@ def compare_token_norms(
 
 
 def switch_heads_off(
-    view: LessonsView,
-    catalog: ModelCatalog,
+    server: Server,
     image: dict | None,
     model_key: str,
     heads: str | None,
@@ -245,7 +235,7 @@ def switch_heads_off(
 ) -> dict:
     """Which heads matter: the top-5 predictions with the heads in `heads` switched off, as
     1-based "layer.head" items separated by commas ("3.2, 11.7"); empty: every head on."""
-    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress, owner(request))
+    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress, owner(request))
     c = loaded.model.config
     try:
         off = lessons.parse_heads(str(heads or ""), c.depth, c.heads)
@@ -260,12 +250,11 @@ def switch_heads_off(
         f"Heads off: **{which}** (of {c.depth} layers × {c.heads} heads). With every head on the model "
         f"says **{top}**; its probability: {change}."
     )
-    return view.update(top5=after, heads_note=note)
+    return dict(top5=after, heads_note=note)
 
 
 def compare_words(
-    view: LessonsView,
-    catalog: ModelCatalog,
+    server: Server,
     image: dict | None,
     model_key: str,
     prompts: str,
@@ -274,7 +263,7 @@ def compare_words(
 ) -> dict:
     """One picture, many words: a CLIP model's probabilities over `prompts` (comma-separated) for
     the lesson image, and each word's relevance map (Chefer et al. 2021), as Explore's words."""
-    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress)
+    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress)
     if loaded.text is None:
         raise visitor_error(f"{loaded.label} is not a CLIP model: only a CLIP model understands words")
     try:
@@ -284,39 +273,12 @@ def compare_words(
         raise visitor_error(str(e)) from e
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, inp.tensor, words))
     grid = loaded.model.patch_grid(*inp.tensor.shape[-2:])
-    maps = word_maps(inp.pixels, grid, zs, lesson_style(cmap), "weights", KEEP, model_name(loaded.key))
-    return view.update(words_label=zs.probabilities, words_note=prompt_note(zs), words_maps=maps)
-
-
-class OnePerVisitor:
-    """Which visitors have a long job (a head ranking) running, each until its deadline: one at a
-    time per visitor. A job Gradio abandons without closing (its visitor left) frees its
-    visitor when the deadline passes; the job itself stops there too."""
-
-    def __init__(self) -> None:
-        self._until: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def claim(self, visitor: str, seconds: float) -> Iterator[None]:
-        now = time.monotonic()
-        with self._lock:
-            if self._until.get(visitor, 0.0) > now:
-                raise visitor_error("you already have a ranking running: wait for it, or press Stop first")
-            self._until[visitor] = now + seconds
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._until.pop(visitor, None)
-
-
-RANKINGS = OnePerVisitor()
+    maps = word_maps(inp.pixels, grid, zs, colour_map_style(cmap), Showing(), model_name(loaded.key))
+    return dict(words_label=zs.probabilities, words_note=prompt_note(zs), words_maps=maps)
 
 
 def rank_heads(
-    view: LessonsView,
-    catalog: ModelCatalog,
+    server: Server,
     image: dict | None,
     model_key: str,
     request: gr.Request,
@@ -326,12 +288,12 @@ def rank_heads(
     a time: layers x heads forward passes, refused past explorer.lessons.MAX_RANKING_FLOPS and
     stopped after MAX_RANKING_S seconds. One ranking at a time per visitor; the ranking so far
     is shown after every layer, and *Stop* (or leaving the page) ends it there."""
-    picture, loaded = lesson_image(image), downloads.load(catalog, model_key, progress, owner(request))
+    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress, owner(request))
     c = loaded.model.config
-    with RANKINGS.claim(owner(request), lessons.MAX_RANKING_S):
+    with server.rankings.claim(owner(request), lessons.MAX_RANKING_S):
         try:
             for ranking in zerogpu.RANKING(loaded, picture):
-                yield view.update(ranking=ranking.rows, heads_note=ranking_note(ranking, c.depth, c.heads))
+                yield dict(ranking=ranking.rows, heads_note=ranking_note(ranking, c.depth, c.heads))
         except lessons.LessonError as e:
             raise visitor_error(str(e)) from e
 

@@ -11,21 +11,20 @@ draw at once is `explorer.streams.StreamSlots`' business (a busy message for the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gradio as gr
 
 from explorer import views
+from explorer.canvas import COLORMAPS
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
-from explorer.render import COLORMAPS
 from explorer.streams import StreamSlots
 from explorer.video import VideoLimits
 
 from . import concurrency, zerogpu
 from . import live_handlers as h
-from .binding import ComponentView, bound
-from .explore import SCALE_CHOICES
-from .explore_handlers import keep_model, layer_slider
+from .binding import ComponentView, Controls, bound
+from .common import SCALE_CHOICES, Server, keep_model, layer_slider
 from .settings import ServerSettings
 
 STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server draws the newest
@@ -35,7 +34,7 @@ STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server 
 # most this long; the webcam opens the next at once, and the turn is kept by StreamSlots.
 STREAM_EVENT_S = 10
 WAITING_ROOM = 4  # streams beyond the drawing ones that get the busy message at once (the rest queue)
-CONTROLS = ("model_key", "layer", "query_token", "row", "column", "cmap", "scale")
+CONTROLS = Controls.of(h.LiveControls, h.live_controls)  # every control a frame or a clip is drawn with
 # The header's Live button: after the tab opens, grant the webcam and press Record (as a
 # teacher would), unless the stream already runs. Gradio's webcam has no API for this.
 START_CAMERA_JS = """async () => {
@@ -119,6 +118,8 @@ colour scale (the bar under the maps).
 @dataclass(frozen=True)
 class LiveView(ComponentView):
     """Every component of the Live tab, by name."""
+
+    controls: ClassVar = (CONTROLS,)
 
     current_model: gr.State
     model_key: gr.Dropdown
@@ -218,10 +219,10 @@ def layout(catalog: ModelCatalog, limits: VideoLimits) -> LiveView:
     return LiveView(**parts, **_video(limits))
 
 
-def _wire_stream(view: LiveView, catalog: ModelCatalog, slots: StreamSlots) -> None:
+def _wire_stream(view: LiveView, server: Server, slots: StreamSlots) -> None:
     view.camera.stream(
-        bound(h.live_frame, view, catalog, slots),
-        view.pick("camera", *CONTROLS),
+        view.bind(h.live_frame, server, slots, view.camera),
+        view.pick("camera", *CONTROLS.names),
         view.pick("pictures", "status"),
         api_name="live_frame",
         stream_every=STREAM_EVERY_S,
@@ -233,9 +234,9 @@ def _wire_stream(view: LiveView, catalog: ModelCatalog, slots: StreamSlots) -> N
     )
 
 
-def _wire_models(view: LiveView, catalog: ModelCatalog, tab: gr.Tab) -> None:
+def _wire_models(view: LiveView, server: Server, tab: gr.Tab) -> None:
     switched = view.model_key.change(
-        bound(h.live_model, view, catalog),
+        view.bind(h.live_model, server),
         view.model_key,
         view.pick("current_model", "model_info", "layer", "query_token", "row", "column"),
         api_name="live_model",
@@ -249,22 +250,22 @@ def _wire_models(view: LiveView, catalog: ModelCatalog, tab: gr.Tab) -> None:
     view.query_token.change(
         h.patch_sliders, view.query_token, [view.row, view.column], api_visibility="private", preprocess=False
     )
-    tab.select(bound(h.live_choices, catalog), None, view.model_key, api_visibility="private")
+    tab.select(bound(h.live_choices, server.catalog), None, view.model_key, api_visibility="private")
 
 
-def _wire_video(view: LiveView, catalog: ModelCatalog, limits: VideoLimits) -> None:
+def _wire_video(view: LiveView, server: Server, limits: VideoLimits) -> None:
     view.make_video.click(
-        bound(h.attention_video, view, catalog, limits),
-        view.pick("clip", *CONTROLS),
+        view.bind(h.attention_video, server, limits),
+        view.pick("clip", *CONTROLS.names),
         view.pick("video_out", "video_note"),
         api_name="attention_video",
-        preprocess=False,  # the clip's upload payload, checked by ui.explore_handlers.uploaded_path
+        preprocess=False,  # the clip's upload payload, checked by ui.common.uploaded_path
         **concurrency.VIDEO,  # a clip keeps a core busy for up to a minute: never one of Explore's heavy slots
     )
 
 
 def build_live_tab(
-    catalog: ModelCatalog,
+    server: Server,
     settings: ServerSettings,
     tab: gr.Tab,
     tabs: gr.Tabs,
@@ -274,13 +275,17 @@ def build_live_tab(
     """The Live tab inside `tab`, the current Blocks' context. `open_button` (on the first
     screen) opens it on `explore_model`'s model and starts the webcam."""
     limits = VideoLimits()
-    view = layout(catalog, limits)
+    view = layout(server.catalog, limits)
     slots = StreamSlots(limit=settings.live_streams, turn_s=settings.live_turn_s)
-    _wire_stream(view, catalog, slots)
-    _wire_models(view, catalog, tab)
-    _wire_video(view, catalog, limits)
+    _wire_stream(view, server, slots)
+    _wire_models(view, server, tab)
+    _wire_video(view, server, limits)
     opened = open_button.click(
-        bound(h.open_live, catalog), explore_model, [tabs, view.model_key], api_visibility="private", preprocess=False
+        bound(h.open_live, server.catalog),
+        explore_model,
+        [tabs, view.model_key],
+        api_visibility="private",
+        preprocess=False,
     )
     opened.then(None, js=START_CAMERA_JS, api_visibility="private")
     return view

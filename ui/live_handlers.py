@@ -1,6 +1,6 @@
-"""Handlers of the Live tab: module-level functions from named inputs to `{component: value}`.
+"""Handlers of the Live tab: module-level functions from named inputs to `{field: value}`.
 
-ui/live.py binds each to the tab's `LiveView`, the model catalogue and the server's
+ui/live.py binds each to the tab's `LiveView`, the server's context (`ui.common.Server`) and its
 `explorer.streams.StreamSlots`. The pictures come from explorer/live.py (a webcam frame) and
 explorer/video.py (a clip); these handlers check the controls, turn a frame's pictures into
 HTML that carries them as `data:` URLs (never a file on disk), and write the readouts.
@@ -10,25 +10,26 @@ from __future__ import annotations
 
 import html
 import time
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import gradio as gr
 
 from explorer import live, video, views
+from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import ExplanationTooLarge
-from explorer.render import MapStyle
 from explorer.streams import Admission, StreamSlots
 from vit.analysis import Query
 
 from . import zerogpu
-from .checks import one_of, visitor_error, whole_number
-from .explore_handlers import (
-    STORE,
+from .checks import visitor_error, whole_number
+from .common import (
+    Server,
     check_layer,
-    export_name,
+    check_query,
+    colour_map_style,
+    export_stem,
     layer_slider,
-    map_style,
     owner,
     picked_model,
     query_name,
@@ -38,47 +39,51 @@ from .limits import forget_frame
 from .outputs import UPLOADS, cache_path
 from .settings import for_visitors
 
-if TYPE_CHECKING:
-    from .live import LiveView
-
 WAIT_POLL_S = 1.0  # a stream waiting for a slot asks once a second, not at the webcam's frame rate
 
 
-def live_style(cmap: str, scale: str) -> MapStyle:
-    """The Live tab's MapStyle: its colour map and scale, Explore's defaults for the rest
-    (overlay at opacity 0.6, nearest upsampling: honest patch blocks)."""
-    return map_style(cmap, 0.6, "nearest", "overlay", scale)
-
-
-def check_query(loaded: LoadedModel, token: str, row: object, column: object) -> Query:
+def live_query(loaded: LoadedModel, token: str, row: object, column: object) -> Query:
     """The query the controls describe: a prefix token of the model ('cls', 'reg1', ...), the
     mean of the patches (a model without CLS), or the patch at (row, column), both 1-based."""
-    names = loaded.model.config.prefix_names
-    token = one_of("query token", token, [value for _, value in views.query_choices(names)])
-    if token == views.PATCH:
-        crop = loaded.preprocessing.crop_size
-        rows, columns = loaded.model.patch_grid(crop, crop)
-        return whole_number("row", row, 1, rows) - 1, whole_number("column", column, 1, columns) - 1
-    return None if token in ("cls", views.MEAN) else token
+    crop = loaded.preprocessing.crop_size
+    rows, columns = loaded.model.patch_grid(crop, crop)
+    return check_query(
+        token,
+        loaded.model.config.prefix_names,
+        lambda: (whole_number("row", row, 1, rows) - 1, whole_number("column", column, 1, columns) - 1),
+    )
+
+
+class LiveControls(NamedTuple):
+    """The Live tab's controls as the page sends them, unchecked: what they mean depends on the
+    model they name (its layers, its tokens, its grid), so `live_request` checks them."""
+
+    model_key: str
+    layer: float
+    query_token: str
+    row: float
+    column: float
+    cmap: str
+    scale: str
+
+
+def live_controls(
+    model_key: str, layer: float, query_token: str, row: float, column: float, cmap: str, scale: str
+) -> LiveControls:
+    """The Live controls as one value (for the binding: ui.binding.Controls)."""
+    return LiveControls(model_key, layer, query_token, row, column, cmap, scale)
 
 
 def live_request(
-    catalog: ModelCatalog,
-    model_key: str,
-    layer: float,
-    token: str,
-    row: float,
-    column: float,
-    cmap: str,
-    scale: str,
-    visitor: str | None = None,
+    catalog: ModelCatalog, controls: LiveControls, visitor: str | None
 ) -> tuple[LoadedModel, int, Query, MapStyle]:
     """What the Live controls ask for, checked: the model (for `visitor`: ModelCatalog.check_use),
     its layer (1-based), the query and the style; gr.Error (or ModelUnavailable) naming the first
     value out of range."""
-    loaded = catalog.get(model_key, owner=visitor)
-    layer = check_layer(layer, loaded.model.config.depth)
-    return loaded, layer, check_query(loaded, token, row, column), live_style(cmap, scale)
+    loaded = catalog.get(controls.model_key, owner=visitor)
+    layer = check_layer(controls.layer, loaded.model.config.depth)
+    query = live_query(loaded, controls.query_token, controls.row, controls.column)
+    return loaded, layer, query, colour_map_style(controls.cmap, controls.scale)
 
 
 def pictures_html(frame: live.LiveFrame) -> str:
@@ -114,50 +119,44 @@ def busy_text(admission: Admission, limit: int) -> str:
 
 
 def live_frame(
-    view: LiveView,
-    catalog: ModelCatalog,
+    server: Server,
     slots: StreamSlots,
+    camera: gr.Image,
     frame: dict | None,
-    model_key: str,
-    layer: float,
-    query_token: str,
-    row: float,
-    column: float,
-    cmap: str,
-    scale: str,
+    controls: LiveControls,
     request: gr.Request,
 ) -> dict:
     """One webcam frame: the chosen layer's head maps and rollout, or a busy message. A frame
-    arriving while this visitor's previous one is drawn is skipped, never queued."""
-    forget_frame(request, view.camera)  # `frame` holds it for this call; the session keeps none
+    arriving while this visitor's previous one is drawn is skipped, never queued. The controls
+    are checked here, not at the binding: a refusal must reach the status line, not end the
+    stream (the webcam would start another, and meet the same refusal 25 times a second)."""
+    forget_frame(request, camera)  # `frame` holds it for this call; the session keeps none
     if not frame:
-        return gr.skip()
+        return {}
     visitor = owner(request)
     admission = slots.begin(visitor)
     if admission.skip:
-        return gr.skip()
+        return {}
     if not admission.admitted:
         time.sleep(WAIT_POLL_S)
-        return view.update(status=busy_text(admission, slots.limit))
+        return {"status": busy_text(admission, slots.limit)}
     try:
-        controls = (layer, query_token, row, column, cmap, scale)
-        loaded, layer, query, style = live_request(catalog, model_key, *controls, visitor)
+        loaded, layer, query, style = live_request(server.catalog, controls, visitor)
         if refusal := zerogpu.live_refusal(loaded):
             raise visitor_error(refusal)
         url = frame.get("url") if isinstance(frame, dict) else None
-        pictures = live.live_frame(loaded, live.decode_frame(url), query, layer, style, STORE.max_bytes)
+        pictures = live.live_frame(loaded, live.decode_frame(url), query, layer, style, server.store.max_bytes)
     except (gr.Error, live.FrameError, ModelUnavailable, ExplanationTooLarge) as e:
         # In the status line, not as an error: an error ends the stream, and the webcam starts
         # a new one with the next frame, so the visitor would see the same error 25 times a second.
-        return view.update(status=f"**Cannot draw this frame:** {for_visitors(getattr(e, 'message', str(e)))}")
+        return {"status": f"**Cannot draw this frame:** {for_visitors(getattr(e, 'message', str(e)))}"}
     finally:
         fps = slots.end(visitor)
-    return view.update(pictures=pictures_html(pictures), status=status_text(pictures, fps, slots.seconds_left(visitor)))
+    return {"pictures": pictures_html(pictures), "status": status_text(pictures, fps, slots.seconds_left(visitor))}
 
 
 def live_model(
-    view: LiveView,
-    catalog: ModelCatalog,
+    server: Server,
     model_key: str,
     request: gr.Request,
     progress: gr.Progress = gr.Progress(track_tqdm=True),  # noqa: B008 - Gradio's way to show download bars
@@ -165,7 +164,7 @@ def live_model(
     """Switch the Live tab to another model (downloading pretrained weights once): its layers,
     its query tokens and its patch grid. The key is one of this visitor's picker choices."""
     try:
-        loaded = catalog.get(picked_model(catalog, model_key, request))
+        loaded = server.catalog.get(picked_model(server.catalog, model_key, request))
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e
     if refusal := zerogpu.live_refusal(loaded):
@@ -173,14 +172,14 @@ def live_model(
     depth, names = loaded.model.config.depth, loaded.model.config.prefix_names
     crop = loaded.preprocessing.crop_size
     rows, columns = loaded.model.patch_grid(crop, crop)
-    return view.update(
-        current_model=model_key,
-        model_info=loaded.describe(),
-        layer=layer_slider(depth, depth),
-        query_token=gr.Dropdown(choices=views.query_choices(names), value=views.query_token(None, names)),
-        row=gr.Slider(maximum=rows, value=(rows + 1) // 2, visible=False),  # the query is back to its start
-        column=gr.Slider(maximum=columns, value=(columns + 1) // 2, visible=False),
-    )
+    return {
+        "current_model": model_key,
+        "model_info": loaded.describe(),
+        "layer": layer_slider(depth, depth),
+        "query_token": gr.Dropdown(choices=views.query_choices(names), value=views.query_token(None, names)),
+        "row": gr.Slider(maximum=rows, value=(rows + 1) // 2, visible=False),  # the query is back to its start
+        "column": gr.Slider(maximum=columns, value=(columns + 1) // 2, visible=False),
+    }
 
 
 def patch_sliders(query_token: str) -> tuple[gr.Slider, gr.Slider]:
@@ -201,17 +200,10 @@ def live_choices(catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:
 
 
 def attention_video(
-    view: LiveView,
-    catalog: ModelCatalog,
+    server: Server,
     limits: video.VideoLimits,
     clip: dict | None,
-    model_key: str,
-    layer: float,
-    query_token: str,
-    row: float,
-    column: float,
-    cmap: str,
-    scale: str,
+    controls: LiveControls,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to show a progress bar
     request: gr.Request | None = None,
 ) -> dict:
@@ -221,21 +213,21 @@ def attention_video(
         raise visitor_error("Upload a short video clip first (MP4, MOV or WebM).")
     path = uploaded_path(clip)
     try:
-        controls = (layer, query_token, row, column, cmap, scale)
-        loaded, layer, query, style = live_request(catalog, model_key, *controls, owner(request))
-        out = cache_path(f"{export_name(clip, model_key, catalog)}-layer{layer}-{query_name(query)}.mp4")
+        loaded, layer, query, style = live_request(server.catalog, controls, owner(request))
+        name = export_stem(clip, controls.model_key, server.catalog)
+        out = cache_path(f"{name}-layer{layer}-{query_name(query)}.mp4")
 
         def report(stage: str, done: int, total: int) -> None:
             progress((done, total or None), desc=stage, unit="frames")
 
         started = time.perf_counter()
         made = video.attention_video(
-            loaded, path, out, query, layer, style, limits, report, STORE.max_bytes, zerogpu.CLIP
+            loaded, path, out, query, layer, style, limits, report, server.store.max_bytes, zerogpu.CLIP
         )
     except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     UPLOADS.added(out.stat().st_size)  # counted against the upload folder's budget, as every view
-    return view.update(video_out=str(out), video_note=video_text(made, time.perf_counter() - started))
+    return {"video_out": str(out), "video_note": video_text(made, time.perf_counter() - started)}
 
 
 def video_text(made: video.VideoReport, seconds: float) -> str:

@@ -10,17 +10,17 @@ from typing import Any
 import gradio as gr
 from PIL import Image
 
-from explorer import render
+from explorer import canvas
 
 from .outputs import saved
 
 
 @dataclass
 class PictureText:
-    """How large this server's pictures write their words: render.TEXT_PX, or render.PRESENT_TEXT_PX
+    """How large this server's pictures write their words: canvas.TEXT_PX, or canvas.PRESENT_TEXT_PX
     in the presentation mode (`python app.py --present`, set by ui.build_demo)."""
 
-    px: int = render.TEXT_PX
+    px: int = canvas.TEXT_PX
 
 
 TEXT = PictureText()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 import gradio as gr
 
@@ -44,9 +44,9 @@ from vit.model import CONFIGS
 from vit.pretrained import PRETRAINED
 
 from . import concurrency, zerogpu
-from .binding import ComponentView, bound
+from .binding import ComponentView, Controls, bound
 from .checks import number, one_of, visitor_error
-from .explore_handlers import owner
+from .common import owner
 from .pictures import picture, with_alt
 from .settings import SPACE_MODEL, ServerSettings, for_visitors
 
@@ -138,9 +138,39 @@ def fine_tune_estimate(model: str = SPACE_MODEL, seconds: tuple[int, ...] = (60,
     )
 
 
+class RunOptions(NamedTuple):
+    """The run the form asks for, as it sends it (checked by `train_start` and the registry)."""
+
+    model: str
+    source: str
+    folder: str
+    epochs: float
+    lr: float
+    batch: float
+    warmup: float | str | None
+
+
+def run_options(
+    model: str,
+    source: str,
+    folder: str,
+    epochs: float,
+    lr: float,
+    batch: float,
+    warmup: float | str | None = None,  # optional for API clients (the tab sends its box's text, maybe empty)
+) -> RunOptions:
+    """The form's controls as one value (for the binding: ui.binding.Controls)."""
+    return RunOptions(model, source, folder, epochs, lr, batch, warmup)
+
+
+RUN = Controls.of(RunOptions, run_options)
+
+
 @dataclass(frozen=True)
 class TrainView(ComponentView):
     """Every component of the Train tab, by name."""
+
+    controls: ClassVar = (RUN,)
 
     model: gr.Dropdown
     source: gr.Radio
@@ -426,25 +456,20 @@ def memory_plan(
 
 
 def train_start(
-    view: TrainView,
     runs: JobRegistry,
     catalog: ModelCatalog,
     settings: ServerSettings,
-    model: str,
-    source: str,
-    folder: str,
-    epochs: float,
-    lr: float,
-    batch: float,
-    request: gr.Request,
-    warmup: float | str | None = None,  # optional for API clients (the tab sends its box's text, maybe empty)
+    run: RunOptions,
+    request: gr.Request | None = None,
 ) -> dict:
     """Start this visitor's training run in the background (the old run's pictures are cleared).
     `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run."""
     visitor = owner(request)
-    source = one_of("data source", source, [value for _, value in data_choices(settings)])
-    warmup = warmup_epochs(warmup, settings.train.max_epochs)
-    spec, data = training_source(catalog, settings, visitor, str(model)), training_data(settings, source, folder)
+    source = one_of("data source", run.source, [value for _, value in data_choices(settings)])
+    warmup = warmup_epochs(run.warmup, settings.train.max_epochs)
+    spec = training_source(catalog, settings, visitor, str(run.model))
+    data = training_data(settings, source, run.folder)
+    epochs, lr, batch = run.epochs, run.lr, run.batch
     try:
         if source == "cifar10" and cifar10_offline(catalog):  # after the numbers' checks, which name the field
             runs.limits.check(epochs=epochs, batch_size=batch, lr=lr)
@@ -463,7 +488,7 @@ def train_start(
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
     snap = runs.snapshot(visitor)
-    return view.update(
+    return dict(
         status=f"started\n\n{said}{describe(snap)}",
         progress=progress_html(0, 1, "loading data and model", "running"),
         seen=NOTHING_SHOWN,
@@ -475,12 +500,12 @@ def train_start(
     )
 
 
-def first_step(view: TrainView, folder: str) -> dict:
+def first_step(folder: str) -> dict:
     """The "First step" note says to type a folder: hidden once one is typed."""
-    return view.update(note=gr.Markdown(visible=not (folder or "").strip()))
+    return dict(note=gr.Markdown(visible=not (folder or "").strip()))
 
 
-def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request) -> dict:
+def train_status(runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request) -> dict:
     """This visitor's run; the curves and probe only when they changed since `seen`; a
     finished run's checkpoint joins the visitor's model list. On ZeroGPU the poll first trains
     the run's next chunk, if one is due (it returns after the chunk, up to CHUNK_S + 3 s later)."""
@@ -511,7 +536,7 @@ def train_status(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, seen
         lambda: with_alt(run_views.probe(snap.probe_image, snap.probe), run_views.probe_alt(snap.probe)),
         probe_fresh and bool(snap.probe) and snap.probe_image is not None,
     )
-    return view.update(
+    return dict(
         seen=now,
         status=describe(snap) + refused,
         progress=progress_html(*progress_text(snap), run_state(snap)),
@@ -549,20 +574,20 @@ def keep_polling(seen: tuple) -> gr.Timer:
     return gr.Timer(active=bool(shown[4]))
 
 
-def ask_to_stop(view: TrainView) -> dict:
+def ask_to_stop() -> dict:
     """Stop asks first: a running epoch is lost work."""
-    return view.update(confirm=gr.Row(visible=True))
+    return dict(confirm=gr.Row(visible=True))
 
 
-def keep_training(view: TrainView) -> dict:
-    return view.update(confirm=gr.Row(visible=False))
+def keep_training() -> dict:
+    return dict(confirm=gr.Row(visible=False))
 
 
-def train_stop(view: TrainView, runs: JobRegistry, request: gr.Request) -> dict:
+def train_stop(runs: JobRegistry, request: gr.Request) -> dict:
     """Stop this visitor's run; it saves its current state as a checkpoint."""
     stopped = runs.stop(owner(request))
     text = "stopping: the current state will be saved as a checkpoint" if stopped else "you have no run to stop"
-    return view.update(status=text, confirm=gr.Row(visible=False))
+    return dict(status=text, confirm=gr.Row(visible=False))
 
 
 def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:
@@ -584,11 +609,11 @@ def show_explore() -> gr.Tabs:
 
 
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tabs) -> None:
-    options = view.pick("model", "source", "folder", "epochs", "lr", "batch", "warmup")
+    options = view.pick(*RUN.names)
     polling = {"fn": keep_polling, "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
     started = view.start.click(
-        bound(train_start, view, runs, catalog, settings),
+        view.bind(train_start, runs, catalog, settings),
         options,
         view.pick("status", "progress", "seen", "curves", "probe", "checkpoint", "note", "start"),
         api_name="train_start",
@@ -597,7 +622,7 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     started.success(**polling)
     # Its own queue slot: progress stays live while analyses fill the shared ones.
     watch = {
-        "fn": bound(train_status, view, runs, catalog),
+        "fn": view.bind(train_status, runs, catalog),
         "inputs": view.seen,
         "outputs": view.pick(*STATUS_OUTPUTS),
         "show_progress": "hidden",
@@ -607,10 +632,10 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     }
     view.timer.tick(**watch, api_name="train_status").then(**polling)
     tabs.train.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
-    view.folder.change(bound(first_step, view), view.folder, view.note, api_visibility="private")
-    view.stop.click(bound(ask_to_stop, view), None, view.confirm, api_visibility="private")
-    view.keep_training.click(bound(keep_training, view), None, view.confirm, api_visibility="private")
-    view.confirm_stop.click(bound(train_stop, view, runs), None, view.pick("status", "confirm"), api_name="train_stop")
+    view.folder.change(view.bind(first_step), view.folder, view.note, api_visibility="private")
+    view.stop.click(view.bind(ask_to_stop), None, view.confirm, api_visibility="private")
+    view.keep_training.click(view.bind(keep_training), None, view.confirm, api_visibility="private")
+    view.confirm_stop.click(view.bind(train_stop, runs), None, view.pick("status", "confirm"), api_name="train_stop")
     to_explore = bound(train_open_in_explore, runs, catalog)
     opened = view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore", **concurrency.HEAVY)
     opened.success(show_explore, None, tabs.all, api_visibility="private")

@@ -1,0 +1,273 @@
+"""What every tab shares: the server's context (`Server`: the models, the analyses, ... built once
+by ui.app.build_demo and passed to each tab); the values several controls make (a `MapStyle`,
+how a map is shown, rollout's fusion), parsed once at the binding (`ui.binding.Controls`); the
+layer slider; who is asking; the upload an image payload names; the model pickers' checks."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import gradio as gr
+import numpy as np
+
+from explorer import views
+from explorer.canvas import COLORMAPS, SCALES, MapStyle
+from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.explain import Explanation, ExplanationStore
+from explorer.prompts import ZeroShot
+from explorer.uploads import UploadRefused, checked_upload
+from training.registry import owner_id
+from vit.analysis import Query
+from vit.messages import shown
+
+from .binding import Controls
+from .checks import number, one_of, visitor_error, whole_number
+from .outputs import UPLOADS, saved, upload_folder
+from .pictures import TEXT as PICTURE_TEXT
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
+UPSAMPLING = ("nearest", "smooth")
+DISPLAYS = ("overlay", "raw")
+FUSIONS = ("mean", "max", "min")
+DISCARD_MAX = 0.95
+SCALE_CHOICES = [
+    ("one scale per layer (heads comparable)", "layer"),
+    ("each head stretched to its own max", "head"),
+    ("fixed 0 to 1", "fixed"),
+]
+
+
+def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: str) -> MapStyle:
+    """The one MapStyle the five style controls describe (gr.Error for values they cannot take)."""
+    return MapStyle(
+        cmap=one_of("colour map", cmap, COLORMAPS),
+        opacity=number("opacity", opacity, 0.0, 1.0),
+        smooth=one_of("upsampling", upsampling, UPSAMPLING) == "smooth",
+        raw=one_of("display", display, DISPLAYS) == "raw",
+        scale=one_of("colour scale", scale, SCALES),
+        text_px=PICTURE_TEXT.px,  # larger in the presentation mode
+    )
+
+
+def colour_map_style(cmap: str, scale: str = "layer") -> MapStyle:
+    """The MapStyle of a tab that offers only a colour map (and a colour scale): Explore's
+    defaults for the rest (overlay at opacity 0.6, nearest upsampling: honest patch blocks)."""
+    return map_style(cmap, 0.6, "nearest", "overlay", scale)
+
+
+def map_showing(show: str = "weights", keep_percent: float = 100 * views.KEEP) -> views.Showing:
+    """How rollout and relevance are drawn (views.SHOWS) and the kept share of the mass, 0 to 1."""
+    return views.Showing(one_of("show", show, views.SHOWS), number("keep percent", keep_percent, 1.0, 100.0) / 100)
+
+
+def map_fusion(fusion: str, discard: float) -> views.Fusion:
+    """Rollout's head fusion and discard ratio."""
+    return views.Fusion(one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX))
+
+
+class ExplanationKey(NamedTuple):
+    """Which analysis a session shows, its key in the server's `ExplanationStore`: Gradio names
+    uploads by content, so the path identifies the image; the model object's id (not just its
+    key) tells apart two catalogues' "bundled" models in one process."""
+
+    path: str
+    model_key: str
+    model_id: int
+    mode: str
+
+
+class ShownImages:
+    """The image path each browser session last took up (the `size` most recent sessions), so
+    that Gradio's two .change events for one upload (it sets the value twice, a few
+    milliseconds apart, so a session state read by the second may not hold the first's write
+    yet) start one analysis. The lock makes exactly one of two concurrent requests the new one."""
+
+    def __init__(self, size: int = 4096):
+        self.paths: OrderedDict[str, str | None] = OrderedDict()
+        self.size, self.lock = size, threading.Lock()
+
+    def is_new(self, session: str, path: str | None) -> bool:
+        """Whether `path` is not the session's last image; it is from now on."""
+        with self.lock:
+            new = self.paths.get(session, "") != path  # "" matches no path and no removal (None)
+            self.paths[session] = path
+            self.paths.move_to_end(session)
+            while len(self.paths) > self.size:
+                self.paths.popitem(last=False)
+            return new
+
+
+class OnePerVisitor:
+    """Which visitors have a long job (a head ranking) running, each until its deadline: one at a
+    time per visitor. A job Gradio abandons without closing (its visitor left) frees its
+    visitor when the deadline passes; the job itself stops there too."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def claim(self, visitor: str, seconds: float) -> Iterator[None]:
+        now = time.monotonic()
+        with self._lock:
+            if self._until.get(visitor, 0.0) > now:
+                raise visitor_error("you already have a ranking running: wait for it, or press Stop first")
+            self._until[visitor] = now + seconds
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._until.pop(visitor, None)
+
+
+@dataclass(frozen=True)
+class Server:
+    """What the server holds for all its visitors, built once by ui.app.build_demo and passed to
+    every tab: the model catalogue; every session's forward passes in one store bounded in bytes
+    (docs/security.md; a session's state holds only its key); the image each session last took
+    up (Explore); the head rankings running (Lessons)."""
+
+    catalog: ModelCatalog
+    store: ExplanationStore = field(default_factory=ExplanationStore)
+    shown: ShownImages = field(default_factory=ShownImages)
+    rankings: OnePerVisitor = field(default_factory=OnePerVisitor)
+
+    def require(self, key: ExplanationKey | None) -> Explanation:
+        """The session's current explanation, or a visitor's error saying why there is none."""
+        if key is None:
+            raise visitor_error("No image analysed yet in this session: upload an image first.")
+        ex = self.store.peek(key)
+        if ex is None:
+            raise visitor_error(
+                "This analysis was dropped from the server's memory to make room: upload the image again."
+            )
+        return ex
+
+
+STYLE = Controls.of(MapStyle, map_style)
+SHOWING = Controls.of(views.Showing, map_showing)
+FUSION = Controls.of(views.Fusion, map_fusion)
+
+
+def map_drawing(fusion: views.Fusion, style: MapStyle, showing: views.Showing) -> views.Drawing:
+    """How an image's maps are drawn, from the controls of its three parts."""
+    return views.Drawing(fusion, style, showing)
+
+
+DRAWING = Controls.of(views.Drawing, map_drawing)
+
+
+def check_layer(layer: object, depth: int) -> int:
+    """A 1-based layer number of a model `depth` layers deep."""
+    return whole_number("layer", layer, 1, depth)
+
+
+def check_query(token: object, prefix_names: tuple[str, ...], patch: Callable[[], tuple[int, int]]) -> Query:
+    """`views.parse_query`, its refusal as a visitor's error."""
+    try:
+        return views.parse_query(token, prefix_names, patch)
+    except views.QueryError as e:
+        raise visitor_error(str(e)) from e
+
+
+def layer_slider(depth: int, value: int, **kwargs: Any) -> gr.Slider:
+    """The layer slider for a model `depth` layers deep. Gradio refuses a slider whose minimum
+    is not below its maximum, so a one-layer model gets a hidden one (0 to 1, at 1): there is
+    nothing to choose, and the handlers still accept only layer 1."""
+    return gr.Slider(minimum=1 if depth > 1 else 0, maximum=depth, value=value, visible=depth > 1, **kwargs)
+
+
+def owner(request: gr.Request | None) -> str:
+    """Who is asking: a digest of the browser (or gradio_client) session."""
+    return owner_id(request.session_hash if request is not None and request.session_hash else "anonymous")
+
+
+def uploaded_path(payload: dict | None) -> str:
+    """The upload inside an image payload that reached us undecoded (preprocess=False), so
+    the app decodes it itself (explorer.images) and every bad file gets a clear message.
+    Whatever path a client sent, only a file inside Gradio's upload folder is accepted."""
+    try:
+        path = checked_upload(payload.get("path") if isinstance(payload, dict) else None, upload_folder())
+        UPLOADS.admit(path)  # the disk budget holds when the file arrives, not a minute later
+        return str(path)
+    except UploadRefused as e:
+        raise visitor_error(str(e)) from e
+
+
+SLUG_CHARS = 60  # of an upload's or a model's name in an export's name (ui.outputs bounds the whole)
+
+
+def slug(text: str) -> str:
+    """`text` as a safe piece of a file name, at most SLUG_CHARS long: a 230-character upload
+    name made every export's name too long for the file system."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:SLUG_CHARS].strip("-.") or "x"
+
+
+def export_stem(payload: dict, model_key: str, catalog: ModelCatalog) -> str:
+    """How export files of this analysis begin: image-model (file names without folder and
+    extension; pretrained weights by name)."""
+    image = Path(payload.get("orig_name") or payload["path"]).stem
+    kind, _, name = model_key.partition(":")
+    model = catalog.bundled_path.stem if model_key == BUNDLED else Path(name).stem if kind == "checkpoint" else name
+    return f"{slug(image)}-{slug(model)}"
+
+
+def query_name(query: Query) -> str:
+    """The query in a file name, 1-based: "cls", a prefix token ("dist", "reg1") or "row3-col7"."""
+    if query is None or isinstance(query, str):
+        return query or "cls"
+    return f"row{query[0] + 1}-col{query[1] + 1}"
+
+
+def word_maps(
+    pixels: np.ndarray, grid: tuple[int, int], zs: ZeroShot, style: MapStyle, showing: views.Showing, model: str
+) -> list[tuple[str, str]]:
+    """A gallery's value: each prompt's relevance map (a file) with its alt text as its caption."""
+    return [
+        (
+            saved(views.prompt_relevance(pixels, grid, zs, i, style, *showing)),
+            views.prompt_alt(grid, zs, i, *showing, model),
+        )
+        for i in range(len(zs.prompts))
+    ]
+
+
+def model_name(model_key: str) -> str:
+    """The model as an alt text names it: pretrained weights by name, never a server path."""
+    kind, _, name = model_key.partition(":")
+    return {"bundled": "the bundled model", "checkpoint": "a checkpoint"}.get(kind, name or model_key)
+
+
+def load_or_error(catalog: ModelCatalog, key: str, visitor: str | None = None) -> LoadedModel:
+    """The catalogue's model for `key` (for `visitor`: ModelCatalog.check_use), or a visitor's
+    error with its message."""
+    try:
+        return catalog.get(key, owner=visitor)
+    except ModelUnavailable as e:
+        raise visitor_error(str(e)) from e
+
+
+def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request | None) -> str:
+    """`model_key` if it is one of this visitor's picker choices, else an app message. The model
+    pickers' events run with preprocess=False: Gradio's own choice check echoed a 10 MB key
+    whole, and HTML in it unescaped."""
+    try:
+        catalog.check_use(model_key, owner(request))  # the one rule for checkpoint keys, one sentence
+    except ModelUnavailable as e:
+        raise visitor_error(str(e), duration=None) from e
+    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
+        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list")
+    return model_key
+
+
+def keep_model(current_model: str) -> str:
+    """After a failed switch: the picker goes back to the model that works."""
+    return current_model
