@@ -142,8 +142,9 @@ class Pupil:
 
 
 def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
-    """One webcam on Live: a frame, its first picture, the stream closed; again every half second.
-    "Live is busy" (the attacker's silent streams hold Live's places) is an answer, not an error."""
+    """One webcam on Live: a frame, its first picture (or its answer: "Live view busy", the event
+    complete), the stream closed; again every half second. "Live is busy" (the attacker's silent
+    streams hold Live's places) is an answer, not an error."""
     import httpx
 
     base, frame = f"{url}gradio_api/call/live_frame", frame_url(image)
@@ -157,7 +158,10 @@ def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
         try:
             with httpx.stream("GET", f"{base}/{event}", timeout=120) as replies:
                 for line in replies.iter_lines():
-                    if "live-heads" in line or "Live is busy" in line:
+                    # "complete" ends this event's answer (a "Live view busy" one, say); the
+                    # connection may stay open with heartbeats after it (the soak's stream
+                    # waited on them from minute 6 to the end of the period)
+                    if "live-heads" in line or "Live is busy" in line or line == "event: complete":
                         break
                     if line.startswith("event: error"):
                         raise RuntimeError(f"the stream answered an error: {next(replies.iter_lines(), '')}")

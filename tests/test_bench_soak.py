@@ -61,3 +61,33 @@ def test_a_short_class_period_has_no_error_and_stays_within_its_budgets(tmp_path
     assert sum(int(r["actions"]) for r in rows) > 20  # the class did act
     assert float(rows[-1]["runs_mb"]) > 0  # the first Train run wrote its checkpoint
     assert "attacks replayed" in out and (tmp_path / "s.png").stat().st_size > 10_000
+
+
+def test_the_soaks_webcam_keeps_answering_after_the_attackers_silent_streams(tmp_path):
+    """Live's soak stream stopped at minute 6 of the 50: after the attacker's silent streams,
+    Live answered "busy" and completed the event, but the connection stayed open with heartbeats,
+    and the stream waited on them to the end of the period."""
+    import threading
+    import time
+    from pathlib import Path
+
+    from bench.attacks import Server, silent_joins
+
+    env = {"SPACE_ID": "soak/test", "VIT_EXPLORER_MODEL": "bundled", "HF_HUB_OFFLINE": "1"}
+    server, image = Server(tmp_path, 256, (), env), Path(soak.__file__).parents[1] / "examples" / "cifar10" / "cat.jpg"
+    log, stop = soak.Log(), threading.Event()
+    log.start = time.monotonic()
+    webcam = threading.Thread(target=soak.stream, args=(server.url, image, log, stop), daemon=True)
+    try:
+        webcam.start()
+        time.sleep(5)  # streaming: it holds Live's slot when the silent streams come
+        silent_joins(server.url, image)
+        joined = time.monotonic() - log.start
+        time.sleep(40)  # the silent streams' events end within 10 s, their slots 3 s after their last frame
+        with log.lock:
+            after = [row for row in log.rows if row[0] > joined + 15]
+        assert len(after) >= 5, after  # the webcam went on answering
+        assert all(error is None for *_, error in after), after
+    finally:
+        stop.set()
+        server.close()
