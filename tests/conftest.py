@@ -62,7 +62,7 @@ def app_server(
     checkpoint: Path, tmp_path_factory, *options: str, program: tuple[str, ...] = ("app.py",)
 ) -> Iterator[str]:
     """`python app.py` on `checkpoint` with `options`, in a subprocess on a free port, offline as a
-    classroom without network (issue 27); yields its URL. `program`: what python runs instead
+    classroom without network; yields its URL. `program`: what python runs instead
     of app.py (e.g. "-c", code that patches a loader and then calls app.main)."""
     port = free_port()
     runs = tmp_path_factory.mktemp("runs")

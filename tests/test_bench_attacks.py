@@ -52,7 +52,7 @@ def test_the_wide_images_are_small_files_of_the_stated_mode_and_size(tmp_path):
 
 
 def test_the_attacks_on_the_new_surfaces_are_refused_or_bounded(server, tmp_path):
-    """Issue 28's attacks in bench.attacks, against a served app: silent webcam streams leave
+    """The attacks in bench.attacks, against a served app: silent webcam streams leave
     /analyze working, another visitor's key is refused, a 1,012 px run is scaled down, and
     epochs=true is not one epoch."""
     from gradio_client import Client

@@ -96,7 +96,7 @@ def test_the_uniform_value_is_marked_above_the_colour_bar_where_it_lies():
 
 
 def test_relative_colour_bar_ticks_step_evenly_on_each_side_of_uniform():
-    """Issue 19: the "relative to uniform" bar read "0, 0.5, 1, 1.2, 1.6, 2" (1 and 1.2 crowded)."""
+    """The "relative to uniform" bar read "0, 0.5, 1, 1.2, 1.6, 2" (1 and 1.2 crowded)."""
     assert canvas.bar_ticks(0.0, 2.0, centre=1.0) == [0.0, 0.5, 1.0, 1.5, 2.0]
     for top in (1.05, 2.0, 2.3, 3.7, 5.2, 12.0):
         ticks = np.array(canvas.bar_ticks(0.0, top, centre=1.0))

@@ -48,7 +48,7 @@ def test_keys_never_hold_paths_and_each_visitor_lists_only_their_own(tmp_path, t
 
 
 def test_a_finished_run_is_one_entry_however_often_it_is_scanned_or_registered(tmp_path, tiny_checkpoint):
-    """Issue 27, 10: each training run added three entries to the model list: its training state
+    """Each training run added three entries to the model list: its training state
     (last.safetensors), its model file as scanned, and the same file again as "my run"."""
     run = tmp_path / "runs" / "visitor-run1"
     run.mkdir(parents=True)
@@ -119,7 +119,7 @@ def _hostile(tmp_path, name: str, pre: Preprocessing = CIFAR10, **config) -> str
         ("resize", Preprocessing(16000, 32), {}, "preprocessing resize_size 16,000 is more than this server's 1,024"),
         ("grid80", CIFAR10, {"image_size": 320, "patch_size": 4}, "patch grid side 80 is more than this server's 48"),
         ("heads144", CIFAR10, {"dim": 144, "heads": 144}, "heads 144 is more than this server's 64"),
-        (  # issue 28: a header claiming 64 heads for a 128-wide model (2 channels a head)
+        (  # a header claiming 64 heads for a 128-wide model (2 channels a head)
             "heads64",
             CIFAR10,
             {"dim": 128, "heads": 64, "mlp_dim": 8},
@@ -310,7 +310,7 @@ def test_download_text_says_bytes_and_percent():
 def test_offline_the_picker_lists_what_opens_here_first_and_marks_what_cannot_be_had(
     tmp_path, tiny_checkpoint, monkeypatch
 ):
-    """Issue 27: offline, the picker offered 23 models "(pretrained, downloads once)" that cannot load."""
+    """Offline, the picker offered 23 models "(pretrained, downloads once)" that cannot load."""
     names = ["deit_small_patch16_224.fb_in1k", "vit_small_patch16_224.dino", "vit_b_16"]
     monkeypatch.setattr(vit, "list_pretrained", lambda: names)
     monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name == "vit_small_patch16_224.dino")
@@ -333,7 +333,7 @@ def test_offline_the_picker_lists_what_opens_here_first_and_marks_what_cannot_be
 def test_a_pick_that_cannot_download_is_said_in_a_teachers_words_and_marks_the_rest(
     tmp_path, tiny_checkpoint, monkeypatch
 ):
-    """Issue 27: the failure spoke of HF_HUB_OFFLINE and showed an internal key and a server path;
+    """The failure spoke of HF_HUB_OFFLINE and showed an internal key and a server path;
     a failed download also tells the catalogue this machine is offline (no HF_HUB_OFFLINE set)."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: False)

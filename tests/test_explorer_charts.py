@@ -71,7 +71,7 @@ def test_training_curves_show_the_loss_before_the_first_epoch_ends():
 
 @pytest.mark.parametrize("heads, apart", [(4, 1.0), (12, 0.5)])
 def test_distance_chart_heads_at_equal_distance_do_not_hide_each_other(heads, apart):
-    """Issue 19: layer 1 showed 3 of its 4 heads (two dots on one spot); the title says it is
+    """Layer 1 showed 3 of its 4 heads (two dots on one spot); the title says it is
     one image. Four heads sit a whole ring apart; twelve overlap by at most half a ring, and the
     rings are hollow, so each still shows."""
     charts.distance_axes.cache_clear()

@@ -239,7 +239,7 @@ def test_an_image_whose_decoding_would_pass_the_budget_is_refused_from_its_heade
 
 
 def test_a_16_bit_image_is_charged_by_the_bytes_of_its_samples(tmp_path, monkeypatch):
-    """Issue 28: a 121 KB 7999 × 7999 16-bit PNG was charged like 8-bit RGB (9 bytes a pixel,
+    """A 121 KB 7999 × 7999 16-bit PNG was charged like 8-bit RGB (9 bytes a pixel,
     549 MiB, under the budget) and its /analyze cost +733 MiB; it is refused from its header."""
     import explorer.images as images
     from bench.attacks import wide_image

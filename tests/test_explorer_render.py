@@ -214,7 +214,7 @@ def test_a_mask_dims_exactly_the_patches_outside_it():
 
 @pytest.mark.parametrize("cmap", canvas.COLORMAPS)
 def test_dimmed_patches_are_no_colour_of_the_colour_bar(cmap):
-    """Issue 19: outside the top mass, patches were darkened to near-black, inferno's 0."""
+    """Outside the top mass, patches were darkened to near-black, inferno's 0."""
     rng = np.random.default_rng(0)
     image = rng.integers(0, 256, (40, 40, 3), np.uint8)  # a 4 x 4 grid in 10-pixel cells
     amap = rng.random((4, 4))
@@ -248,7 +248,7 @@ def test_every_gif_frame_has_the_same_colour_bar_on_one_scale_over_all_layers(tm
 
 
 def test_gif_frames_are_drawn_as_the_screen_draws_each_layer_unless_one_scale_is_asked(monkeypatch):
-    """Issue 27, 9: one scale for every frame made the early layers nearly black (on screen
+    """One scale for every frame made the early layers nearly black (on screen
     layer 3 ran 0 to 0.058). By default each frame has its own layer's scale and colour bar."""
     labels = []
     real = canvas.colour_bar
@@ -269,7 +269,7 @@ def test_gif_frames_are_drawn_as_the_screen_draws_each_layer_unless_one_scale_is
 
 
 def test_the_gif_colour_bar_keeps_its_gradient(tmp_path):
-    """Issue 27, 9: GIF's 256-colour palette cut the colour bar of 256 shades into about 20 bands."""
+    """GIF's 256-colour palette cut the colour bar of 256 shades into about 20 bands."""
     photo = Path(__file__).resolve().parents[1] / "examples" / "cifar10" / "cat.jpg"  # a photo's many colours
     image = np.asarray(Image.open(photo).convert("RGB").resize((128, 128)))
     maps = np.random.default_rng(0).random((3, 4, 8, 8)) ** 4
@@ -285,7 +285,7 @@ def test_the_gif_colour_bar_keeps_its_gradient(tmp_path):
 
 
 def test_the_gif_colour_bar_says_one_scale_once(monkeypatch):
-    """Issue 19: the label read "(one scale for every frame) (one scale for all its maps)"."""
+    """The label read "(one scale for every frame) (one scale for all its maps)"."""
     labels = []
     real = canvas.colour_bar
     monkeypatch.setattr(render, "colour_bar", lambda *a, **k: labels.append(a[3]) or real(*a, **k))

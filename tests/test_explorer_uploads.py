@@ -122,7 +122,7 @@ def test_uploads_within_the_budget_are_counted_without_walking_the_folder(tmp_pa
 
 
 def test_a_file_the_app_writes_past_the_budget_prunes_at_once(tmp_path: Path, walks) -> None:
-    """The soak (issue 28) found the folder 268 MB against a 256 MB budget: GIF and video exports
+    """The soak found the folder 268 MB against a 256 MB budget: GIF and video exports
     were not counted, and a count past the budget waited for the next upload or minute to prune."""
     budget = UploadBudget(lambda: tmp_path, 3000)
     budget.admit(arrive(tmp_path, "a/first.png", 1000))
@@ -169,7 +169,7 @@ def test_uploads_still_arriving_are_held_to_the_budget_together(tmp_path: Path, 
 
 
 def test_an_upload_flood_is_refused_rather_than_push_out_another_visitors_fresh_upload(tmp_path: Path) -> None:
-    """The soak (issue 28): an attacker's 19 MB uploads, each within the budget, pushed a class's
+    """The soak: an attacker's 19 MB uploads, each within the budget, pushed a class's
     uploads out of the folder before their handlers read them ("not an upload of this app")."""
     budget = UploadBudget(lambda: tmp_path, 4000)  # young uploads may fill 3000 of it (UPLOAD_SHARE)
     theirs = tmp_path / "a" / "class.png"

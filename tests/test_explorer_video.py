@@ -67,7 +67,7 @@ def test_a_clip_over_the_limits_is_refused_before_a_frame_is_decoded(tmp_path, m
 
 
 def test_a_clip_at_a_millionth_of_a_frame_per_second_is_refused_not_made_ten_million_seconds_long(tmp_path, tiny):
-    """Issue 28: a clip with no duration and 10⁻⁶ frames per second yielded a video claiming to
+    """A clip with no duration and 10⁻⁶ frames per second yielded a video claiming to
     last 10,000,000 s; its rate is refused from the header (VideoLimits.min_fps)."""
     clip = write_clip(tmp_path / "slow.mkv", 3, fps=Fraction(1, 1_000_000), fmt="matroska")
     with pytest.raises(VideoError, match="frames per second; at least 1 are accepted"):
@@ -202,7 +202,7 @@ def test_a_clip_whose_inputs_would_not_fit_is_refused_before_decoding(tmp_path, 
 
 
 def test_a_clip_is_bounded_by_the_work_of_its_model_not_a_224_px_assumption(tmp_path, monkeypatch, tiny):
-    """Issue 28: an admitted checkpoint at crop 1,024 made one export cost +2.5 GB and 66 s; a
+    """An admitted checkpoint at crop 1,024 made one export cost +2.5 GB and 66 s; a
     clip's frames are now bounded by what the model's input size keeps and its tokens cost."""
     per_frame = forward_flops(tiny.model.config, 8 * 8 + 1)  # 32 px in 4 px patches, and CLS
     monkeypatch.setattr(video, "CLIP_FLOPS", 11.5 * per_frame)  # room for 11 frames' passes

@@ -101,7 +101,7 @@ def _explained(**prefix):
 
 
 def test_an_enlarged_image_is_said_with_both_sizes_width_by_height():
-    """Issue 27, 10: a 5 x 5 image was enlarged to the model's 32 x 32 with no note."""
+    """A 5 x 5 image was enlarged to the model's 32 x 32 with no note."""
     tiny = explain(_tiny(), ["a", "b", "c"], CIFAR10, Image.new("RGB", (5, 5)))
     numbers = views.describe_input(tiny)
     assert "**Enlarged:** the image is 5 × 5 px" in numbers and "upscaled to 32 × 32 px (width × height)" in numbers
@@ -223,7 +223,7 @@ def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform
     assert "position embeddings" in texts["similarity"]
 
 
-MIN_TEXT_PX = 12  # the smallest text a projector shows legibly at 1280×720 (issue 19)
+MIN_TEXT_PX = 12  # the smallest text a projector shows legibly at 1280×720
 
 
 def shown_px(drawn_px: float, picture: Image.Image, view: str) -> float:
@@ -297,12 +297,12 @@ def test_every_text_in_every_explore_picture_is_at_least_12_px_on_a_1280x720_scr
         assert shown_px(drawn, picture, view) >= MIN_TEXT_PX, (view, picture.size, drawn)
 
 
-PRESENT_MIN_PX = 18  # the presentation mode's promise at 1280×720 (issue 27)
+PRESENT_MIN_PX = 18  # the presentation mode's promise at 1280×720
 
 
 @pytest.mark.parametrize("layout", ["nano: 4 heads, 8 × 8 patches", "12 heads, 14 × 14 patches"])
 def test_in_the_presentation_mode_the_text_of_every_styled_picture_is_at_least_18_px(layout, uniform):
-    """Issue 27, 6: the pictures' labels were ~13 px on a projector; their MapStyle's text size
+    """The pictures' labels were ~13 px on a projector; their MapStyle's text size
     now draws every word larger, and the pictures still fit their columns."""
     model, ex = (near_uniform_model(), uniform) if layout.startswith("nano") else twelve_heads()
     present = MapStyle(text_px=canvas.PRESENT_TEXT_PX)
@@ -346,7 +346,7 @@ def test_on_a_phone_two_columns_keep_head_maps_at_least_150_px_wide(uniform):
 
 
 def test_the_relevance_picture_is_titled_by_its_class_not_by_a_query(monkeypatch):
-    """Issue 19: it read "query: CLS" although no query changes relevance."""
+    """It read "query: CLS" although no query changes relevance."""
     model, ex = twelve_heads()
     titles = []
     monkeypatch.setattr(views, "one_map", lambda base, amap, style, title, *rest: titles.append(title))

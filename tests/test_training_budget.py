@@ -70,7 +70,7 @@ def test_a_run_is_costed_at_the_size_it_trains(tmp_path):
 
 
 def test_vit_large_would_write_more_than_the_default_runs_budget():
-    """Issue 28: one DeiT-S run wrote 331 MB (15 bytes a parameter); ViT-L's would pass 2 GiB."""
+    """One DeiT-S run wrote 331 MB (15 bytes a parameter); ViT-L's would pass 2 GiB."""
     large = training_cost(CONFIGS["vit_l_16"])
     assert parameter_count(CONFIGS["vit_l_16"]) > 300e6
     with pytest.raises(TrainingTooBig, match="more than the 2.1 GB"):

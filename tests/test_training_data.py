@@ -127,7 +127,7 @@ def test_torchvision_cifar10_missing_offline_says_what_to_do(tmp_path, monkeypat
         raise urllib.error.URLError("[Errno -2] Name or service not known")
 
     monkeypatch.setattr(torchvision.datasets, "CIFAR10", offline)
-    with pytest.raises(DataError) as refused:  # issue 27, 10: a teacher's sentence, not "URLError: <urlopen ..."
+    with pytest.raises(DataError) as refused:  # a teacher's sentence, not "URLError: <urlopen ..."
         load_cifar10(tmp_path / "nothing", train=True, download=True)
     assert str(refused.value).startswith("CIFAR-10 cannot be downloaded here") and "URLError" not in str(refused.value)
 

@@ -237,7 +237,7 @@ def test_a_stop_between_chunks_ends_the_run_at_the_next_chunk_with_a_model(data,
 
 
 def test_a_data_error_reaches_the_page_in_its_own_words():
-    """Issue 27, 10: offline the Train tab showed "DataError: could not download ... (URLError ...)"."""
+    """Offline the Train tab showed "DataError: could not download ... (URLError ...)"."""
     from training.data import DataError
     from training.job import failure
 

@@ -42,7 +42,7 @@ def test_every_view_has_an_api_name(client):
         "zero_shot",
     }
     expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
-    expected |= {"lesson_norms_models", "lesson_heads_model", "lesson_words"}  # lesson_words: CLIP (issue 32)
+    expected |= {"lesson_norms_models", "lesson_heads_model", "lesson_words"}  # lesson_words: CLIP
     train = {"train_start", "train_status", "train_stop", "train_open_in_explore"}
     live = {"live_frame", "live_model", "attention_video"}
     # Exactly these: no internal helper (e.g. a per-session cache's initialiser) leaks into the API.
@@ -267,7 +267,7 @@ def api_page(client) -> dict:
 
 
 def test_the_api_page_is_the_recorded_one(client):
-    """The named API as recorded before the ui/ redesign (issue 29): a refactor that renames,
+    """The named API as recorded before the ui/ redesign: a refactor that renames,
     drops, reorders or retypes a parameter, or relabels a return, breaks users' scripts."""
     recorded = json.loads(API_PAGE.read_text())
     served = api_page(client)

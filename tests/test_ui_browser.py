@@ -215,7 +215,7 @@ def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_th
 
 
 def test_the_caption_picker_and_outline_reset_with_every_new_image(server, browser):
-    """Issue 19, 1: after another example, an upload or a resize policy the query is CLS again,
+    """After another example, an upload or a resize policy the query is CLS again,
     and the caption, the picker and the input view's outline all say so."""
     from playwright.sync_api import expect
 
@@ -240,7 +240,7 @@ def test_the_caption_picker_and_outline_reset_with_every_new_image(server, brows
 
 
 def test_the_layer_redraws_by_keys_and_typed_number_and_exports_match_the_screen(server, browser):
-    """Issue 19, 2: Gradio's slider sends "release" only on pointer-up; keys and a typed number
+    """Gradio's slider sends "release" only on pointer-up; keys and a typed number
     must redraw the maps too, and the PNG export is the picture on the screen."""
     from playwright.sync_api import expect
 
@@ -301,7 +301,7 @@ def covered(page, selector: str) -> list:
 
 
 def test_no_toolbar_or_badge_covers_a_picture_and_every_patch_of_row_1_is_clickable(server, browser, tmp_path):
-    """Issue 19, 3: Gradio's toolbar sat on row 1, columns 7-8 of the grid; badges hid titles."""
+    """Gradio's toolbar sat on row 1, columns 7-8 of the grid; badges hid titles."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -336,7 +336,7 @@ def own_text_sizes(page) -> list:
 
 
 def test_text_is_at_least_12_px_and_phone_head_maps_at_least_150_px(server, browser):
-    """Issue 19, 4: every button and label at 1280x720 draws text of 12 px or more (arrow glyphs
+    """Every button and label at 1280x720 draws text of 12 px or more (arrow glyphs
     larger); on a 390 x 844 phone each head map keeps at least 150 px of width."""
     from explorer.views import HEAD_PX
 
@@ -357,7 +357,7 @@ def test_text_is_at_least_12_px_and_phone_head_maps_at_least_150_px(server, brow
 
 
 def test_examples_and_how_to_read_this_are_on_the_first_screen(server, browser):
-    """Issue 19, 8: after an image loads, at 1280x720, a whole row of examples and the way into
+    """After an image loads, at 1280x720, a whole row of examples and the way into
     "How to read this" are visible without scrolling."""
     from playwright.sync_api import expect
 
@@ -376,7 +376,7 @@ def test_examples_and_how_to_read_this_are_on_the_first_screen(server, browser):
 
 
 def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, browser):
-    """Issue 19, 9: pictures say what they show, examples and arrows are named, one h1."""
+    """Pictures say what they show, examples and arrows are named, one h1."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -408,7 +408,7 @@ def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, br
 
 
 def test_the_classroom_run_through_in_order(server, browser, tmp_path):
-    """Issue 19, 10: what a teacher does in ten minutes, in order, checking what the screen says."""
+    """What a teacher does in ten minutes, in order, checking what the screen says."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -466,7 +466,7 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
 
 
 def test_the_relevance_tab_says_to_press_its_button_before_and_after_a_new_image(server, browser):
-    """Issue 19: the tab drew nothing when opened, with no hint, and went blank after each image."""
+    """The tab drew nothing when opened, with no hint, and went blank after each image."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -484,7 +484,7 @@ def test_the_relevance_tab_says_to_press_its_button_before_and_after_a_new_image
 
 
 def test_removing_or_replacing_the_image_clears_its_outputs_and_export(server, browser):
-    """Issue 19: after another image the Export box offered the previous image's file; after the
+    """After another image the Export box offered the previous image's file; after the
     upload box's × the predictions, pictures, caption and export all stayed."""
     from playwright.sync_api import expect
 
@@ -509,7 +509,7 @@ def test_removing_or_replacing_the_image_clears_its_outputs_and_export(server, b
 
 
 def test_the_keep_slider_shows_only_while_the_top_mass_is_chosen(server, browser):
-    """Issue 19: "Keep the top X %" was visible and movable under "weights from 0" and "relative"."""
+    """The "Keep the top X %" slider was visible and movable under "weights from 0" and "relative"."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -526,7 +526,7 @@ def test_the_keep_slider_shows_only_while_the_top_mass_is_chosen(server, browser
 
 
 def test_a_file_that_is_not_an_image_gets_one_message_and_the_last_image_stays(server, browser, tmp_path):
-    """Issue 19: the message showed twice ("Error (2)": the upload was analysed twice) and red
+    """The message showed twice ("Error (2)": the upload was analysed twice) and red
     "Error" badges replaced every output, the layer slider and the query caption included."""
     from playwright.sync_api import expect
 
@@ -548,7 +548,7 @@ def test_a_file_that_is_not_an_image_gets_one_message_and_the_last_image_stays(s
 
 
 def test_the_warm_up_field_shows_sends_and_runs_the_same_warm_up(server, browser, tmp_path):
-    """Issue 19, Train: the warm-up box says "10% of the run" when empty; it must be empty on the
+    """The warm-up box says "10% of the run" when empty; it must be empty on the
     page (not a 0 that the page would send as "no warm-up") and send nothing, which the run
     reads as 10% of the run (ui.train.warmup_epochs)."""
     from playwright.sync_api import expect
@@ -569,7 +569,7 @@ def test_the_warm_up_field_shows_sends_and_runs_the_same_warm_up(server, browser
 
 
 def test_the_first_step_note_goes_once_a_folder_is_typed(server, browser, tmp_path):
-    """Issue 19, Train: "First step: no training data … type a folder" stayed on screen during and
+    """Train: "First step: no training data … type a folder" stayed on screen during and
     after a run on a typed folder."""
     from playwright.sync_api import expect
 
@@ -583,7 +583,7 @@ def test_the_first_step_note_goes_once_a_folder_is_typed(server, browser, tmp_pa
 
 
 def test_open_this_checkpoint_in_explore_goes_to_the_explore_tab(server, browser, tmp_path):
-    """Issue 19, Train: the button loaded the checkpoint into Explore but left the page on Train."""
+    """The button loaded the checkpoint into Explore but left the page on Train."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -595,7 +595,7 @@ def test_open_this_checkpoint_in_explore_goes_to_the_explore_tab(server, browser
 
 
 def test_lesson_3s_model_picker_shows_the_whole_name(server, browser):
-    """Issue 19, Lessons: "CIFAR-10 nano (bundl" — the picker was too narrow for its model's name."""
+    """Lessons: "CIFAR-10 nano (bundl" — the picker was too narrow for its model's name."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -608,7 +608,7 @@ def test_lesson_3s_model_picker_shows_the_whole_name(server, browser):
 
 
 def test_lessons_open_on_an_image_and_a_new_image_clears_an_old_error(server, browser):
-    """Issue 18/19, Lessons: they opened empty, so the first Compare gave an Error badge, and a
+    """Lessons: they opened empty, so the first Compare gave an Error badge, and a
     new image left that badge until Compare was pressed again."""
     from playwright.sync_api import expect
 
@@ -625,7 +625,7 @@ def test_lessons_open_on_an_image_and_a_new_image_clears_an_old_error(server, br
 
 
 def test_arrow_keys_act_on_the_tab_in_view_only(server, browser):
-    """Issue 27, 7: on the Lessons or Train tab the arrow keys moved Explore's hidden query (and,
+    """On the Lessons or Train tab the arrow keys moved Explore's hidden query (and,
     before any image, raised two toasts). A key there must send Explore nothing."""
     from playwright.sync_api import expect
 
@@ -663,7 +663,7 @@ def test_arrow_keys_act_on_the_tab_in_view_only(server, browser):
 
 @pytest.mark.parametrize("refused", ["strip", "pdf"])
 def test_a_refused_upload_leaves_the_box_on_the_image_the_maps_belong_to(server, browser, tmp_path, refused):
-    """Issue 27, 8: after a 9000 x 300 strip or a PDF named .png the upload box showed the refused
+    """After a 9000 x 300 strip or a PDF named .png the upload box showed the refused
     file (or a broken icon) beside the previous image's predictions and maps."""
     from playwright.sync_api import expect
 
@@ -686,7 +686,7 @@ def test_a_refused_upload_leaves_the_box_on_the_image_the_maps_belong_to(server,
 
 
 def test_a_typed_layer_past_the_model_comes_back_with_a_message_and_no_error_badge(server, browser):
-    """Issue 27, 8: typing 9 for a 6-layer model left 9 in the box, the slider at 6 and an Error
+    """Typing 9 for a 6-layer model left 9 in the box, the slider at 6 and an Error
     badge over the maps."""
     from playwright.sync_api import expect
 
@@ -707,7 +707,7 @@ def test_a_typed_layer_past_the_model_comes_back_with_a_message_and_no_error_bad
 
 
 def test_play_pauses_and_a_key_during_play_stops_it_with_slider_and_maps_on_one_layer(server, browser):
-    """Issue 27, 8: Play could not be paused, and End pressed mid-play left the slider and the
+    """Play could not be paused, and End pressed mid-play left the slider and the
     maps on different layers."""
     from playwright.sync_api import expect
 
@@ -774,7 +774,7 @@ PROMPT_INSIDE = """() => {
 
 
 def test_offline_the_pickers_list_what_opens_here_first_and_a_failed_pick_goes_back(server, browser):
-    """Issue 27, 4: offline, the pickers offered 23 models "(pretrained, downloads once)" that cannot
+    """Offline, the pickers offered 23 models "(pretrained, downloads once)" that cannot
     load; the failure spoke of HF_HUB_OFFLINE and a server path; lesson 3's picker stayed on the
     failed model and an Error badge hid its heads box and top-5."""
     from playwright.sync_api import expect
@@ -804,7 +804,7 @@ def test_offline_the_pickers_list_what_opens_here_first_and_a_failed_pick_goes_b
 
 
 def test_the_phone_keeps_the_title_whole_the_live_button_small_and_every_picture_legible(server, browser):
-    """Issue 27, 5, at 390 x 844: the title broke mid-word ("attentio / n"), the Live button grew into
+    """At 390 x 844 the title broke mid-word ("attentio / n"), the Live button grew into
     a 200 x 374 px block, the head maps were cut at head 4 with no cue to swipe, the lessons'
     pictures shrank to ~6 px text and lessons 2 and 3 hid behind a "…" menu."""
     from playwright.sync_api import expect
@@ -847,7 +847,7 @@ def first_line_px(picture: Image.Image) -> int:
 def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_first_screen(
     present_server, server, browser
 ):
-    """Issue 27, 6: on a 1280 x 720 projector the main text was 14 px, most buttons 12 px and the
+    """On a 1280 x 720 projector the main text was 14 px, most buttons 12 px and the
     pictures' labels ~13 px, the upload prompt was cut ("drop, upload, pas…"), and 150 % browser
     zoom pushed the maps off the first screen. `python app.py --present`: every text on the page at
     least 18 px (computed CSS) and in the pictures (measured in their pixels), the input, its grid
@@ -926,7 +926,7 @@ def test_a_teacher_types_three_words_and_sees_three_maps(clip_server, browser):
 
 
 def test_an_enlarged_image_is_said_and_sizes_read_width_by_height(server, browser, tmp_path):
-    """Issue 27, 10: a 5 x 5 image was enlarged with no note; sizes read "height × width" in one
+    """A 5 x 5 image was enlarged with no note; sizes read "height × width" in one
     message and "width × height" in another."""
     from playwright.sync_api import expect
 
@@ -947,7 +947,7 @@ def test_an_enlarged_image_is_said_and_sizes_read_width_by_height(server, browse
 
 
 def test_arrows_from_cls_start_at_row_1(server, browser, tmp_path):
-    """Issue 27, 10: "↑" from CLS landed on row 5; every arrow from CLS now goes to row 1, column 1.
+    """The "↑" key from CLS landed on row 5; every arrow from CLS now goes to row 1, column 1.
     After an upload, as in a lesson: the example's analysis replaces the upload's, query and all."""
     from playwright.sync_api import expect
 
@@ -971,7 +971,7 @@ def test_arrows_from_cls_start_at_row_1(server, browser, tmp_path):
 
 
 def test_error_toasts_fade_and_never_cover_the_train_tabs_form(server, browser):
-    """Issue 27, 10: error toasts never faded and stacked over the Train tab's folder field."""
+    """Error toasts never faded and stacked over the Train tab's folder field."""
     from playwright.sync_api import expect
 
     from ui.checks import ERROR_TOAST_S
@@ -992,7 +992,7 @@ def test_error_toasts_fade_and_never_cover_the_train_tabs_form(server, browser):
 
 
 def test_the_train_tab_offline_in_words_one_entry_per_run_and_start_waits_for_the_run(server, browser, tmp_path):
-    """Issue 27, 10 and k: offline the Train tab offered CIFAR-10 and answered "DataError: ...
+    """Offline the Train tab offered CIFAR-10 and answered "DataError: ...
     URLError" with "failed ·", its picker did not mark models that cannot be had, Start stayed
     enabled during a run, the device note and last epoch were said twice, the checkpoint's
     download sat under the pictures, and each run added three entries to the model list."""
@@ -1046,7 +1046,7 @@ def test_the_train_tab_offline_in_words_one_entry_per_run_and_start_waits_for_th
 
 
 def test_the_lessons_take_explores_photo(server, browser):
-    """Issue 27, 10: the Lessons showed their own 32 px cat, not the photo on the Explore tab."""
+    """The Lessons showed their own 32 px cat, not the photo on the Explore tab."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -1073,7 +1073,7 @@ PICKERS_WHOLE = """() => [...document.querySelectorAll('input[role=combobox]')]
 
 
 def test_the_phones_pickers_show_whole_model_names(server, browser):
-    """Issue 27, i: at 390 x 844 the pickers cut the model's name ("CIFAR-10 na▾o")."""
+    """At 390 x 844 the pickers cut the model's name ("CIFAR-10 na▾o")."""
     phone = open_page(browser, server, PHONE)
     phone.get_by_role("combobox", name="Model", exact=True).wait_for()
     seen = phone.evaluate(PICKERS_WHOLE)
@@ -1091,7 +1091,7 @@ def test_the_phones_pickers_show_whole_model_names(server, browser):
 
 
 def test_at_150_percent_zoom_the_maps_stay_on_the_first_screen(server, browser):
-    """Issue 27, j: a 1280 x 720 projector at 150 % browser zoom (853 x 480 CSS px at 1.5 device
+    """A 1280 x 720 projector at 150 % browser zoom (853 x 480 CSS px at 1.5 device
     pixels each) dropped to two columns and the maps left the first screen."""
     from playwright.sync_api import expect
 

@@ -125,7 +125,7 @@ def test_the_docs_say_the_heavy_limit():
 def test_a_silent_live_stream_holds_its_worker_seconds_not_a_whole_turn(tmp_path):
     # Gradio waits for a stream's next frame until the event's time limit: with the turn (180 s)
     # as the limit, streams that sent one frame held Live's workers for minutes and the streams
-    # queued behind them filled the server's one queue, refusing Explore's analyses (issue 28).
+    # queued behind them filled the server's one queue, refusing Explore's analyses.
     demo = ui.build_demo(ModelCatalog(runs_dir=tmp_path))
     stream = next(fn for fn in demo.fns.values() if fn.api_name == "live_frame")
     assert stream.time_limit == live.STREAM_EVENT_S <= 10 < ServerSettings().live_turn_s

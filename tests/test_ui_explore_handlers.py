@@ -101,7 +101,7 @@ def test_play_steps_the_layer_slider_through_every_layer(tab, explanation_key, m
 
 
 def test_play_after_pause_goes_on_from_the_layer_it_stopped_at(tab, explanation_key, monkeypatch):
-    """Issue 27, 8: Play could not be paused; now Pause cancels it and Play goes on from there."""
+    """Play could not be paused; now Pause cancels it and Play goes on from there."""
     server = tab
     monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
     *frames, _ = h.play_layers(server, explanation_key, None, 3, STYLE)
@@ -111,7 +111,7 @@ def test_play_after_pause_goes_on_from_the_layer_it_stopped_at(tab, explanation_
 
 
 def test_a_typed_layer_past_the_model_comes_back_to_the_nearest_layer_with_a_message(tab, monkeypatch):
-    """Issue 27, 8: typing 9 for a 6-layer model left 9 in the box and an Error badge on the maps."""
+    """Typing 9 for a 6-layer model left 9 in the box and an Error badge on the maps."""
     server = tab
     said = []
     monkeypatch.setattr(h.gr, "Warning", said.append)
@@ -124,7 +124,7 @@ def test_a_typed_layer_past_the_model_comes_back_to_the_nearest_layer_with_a_mes
 
 
 def test_a_refused_upload_puts_back_the_image_the_views_belong_to(tab, explanation_key):
-    """Issue 27, 8: after a refused file the upload box showed it (or a broken icon) beside the
+    """After a refused file the upload box showed it (or a broken icon) beside the
     previous image's maps. It shows that image again, marked as shown so no analysis runs."""
     server, request = tab, gr.Request(session_hash="refused-upload")
     server.shown.is_new(common.owner(request), "/uploads/strip.png")  # the refused file, taken up
@@ -134,7 +134,7 @@ def test_a_refused_upload_puts_back_the_image_the_views_belong_to(tab, explanati
 
 
 def test_the_gif_offers_each_layers_own_scale_by_default_or_one_scale_for_all(tab, explanation_key, monkeypatch):
-    """Issue 27, 9: the GIF put every frame on one scale, so it did not look like the screen
+    """The GIF put every frame on one scale, so it did not look like the screen
     (tests/test_explorer_render.py checks the frames themselves)."""
     server = tab
     asked, real = [], h.views.layer_frames
@@ -314,7 +314,7 @@ def test_relevance_follows_the_chosen_class(tab, explanation_key):
 
 
 def test_relevance_follows_the_style_and_show_without_another_pass(tab, explanation_key, monkeypatch):
-    """Issue 27, 8: a new "Rollout and relevance show" redrew rollout and left relevance as it was."""
+    """A new "Rollout and relevance show" redrew rollout and left relevance as it was."""
     server = tab
     out = h.show_relevance(server, explanation_key, "cat-bundled", h.PREDICTED, STYLE, Showing("weights", 0.6))
     kept = out["relevance_map"]
@@ -438,7 +438,7 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
 
     cache = tmp_path / "hf-home" / "hub" / f"models--timm--{name}" / "snapshots" / "0123"
 
-    def unreadable(n, progress=None):  # issue 28: the reason named the Hub's cache folder on the first screen
+    def unreadable(n, progress=None):  # the reason named the Hub's cache folder on the first screen
         raise vit.PretrainedUnavailable(f"cannot read {cache / 'model.safetensors'}: the file is truncated")
 
     monkeypatch.setattr(vit, "load_pretrained", unreadable)
@@ -449,14 +449,14 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
 
 
 def test_the_upload_placeholder_is_plain_text(prefixed):
-    """Issue 19: Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""
+    """Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""
     view, _, _ = prefixed
     assert view.image.placeholder.startswith("Drop an image here or click to upload it")
     assert not set("*_`#") & set(view.image.placeholder)  # no Markdown that would show as typed
 
 
 def test_removing_the_image_clears_everything_that_described_it(tab):
-    """Issue 19: after the upload box's ×, the predictions, pictures, caption and export stayed."""
+    """After the upload box's ×, the predictions, pictures, caption and export stayed."""
     out = h.analyze(tab, "rollout", h.Upload(None, BUNDLED, "crop"), 6, Drawing(), h.PcaChoice())
     gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance", "relevance_map")
     gone += ("export_file",)
@@ -468,7 +468,7 @@ def test_removing_the_image_clears_everything_that_described_it(tab):
 
 
 def test_a_new_image_clears_the_previous_images_export(tab, tmp_path):
-    """Issue 19: after another image the Export box still offered the previous image's file."""
+    """After another image the Export box still offered the previous image's file."""
     server = tab
     catalog = server.catalog
     path = tmp_path / "dog.png"
@@ -478,7 +478,7 @@ def test_a_new_image_clears_the_previous_images_export(tab, tmp_path):
 
 
 def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
-    """Issue 19: Gradio's image fires .change twice per upload; the second must not analyse again."""
+    """Gradio's image fires .change twice per upload; the second must not analyse again."""
     from concurrent.futures import ThreadPoolExecutor
 
     shown = common.ShownImages(size=2)

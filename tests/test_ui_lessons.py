@@ -98,12 +98,12 @@ def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(ta
     catalog = server.catalog
     out = h.compare_token_norms(server, image, h.RegisterPair(BUNDLED, BUNDLED), 6, "inferno")
     label = catalog.get(BUNDLED).label
-    assert f"**no registers: {label}**" in out["norms_table"]  # issue 27: it said "with registers"
+    assert f"**no registers: {label}**" in out["norms_table"]  # it said "with registers"
     assert "with registers" not in out["norms_table"] + out["norms_picture"].alt_text
     assert f"no registers: {label} (" in out["norms_picture"].alt_text
     same = h.norms_models(server, h.RegisterPair(BUNDLED, BUNDLED), [BUNDLED, BUNDLED])["norms_note"]
     assert same.startswith("**Both rows show the same model**") and "No model with registers is on this" in same
-    assert "python -m vit.download" not in same  # said once, in "Better models for this lesson" (issue 27)
+    assert "python -m vit.download" not in same  # said once, in "Better models for this lesson"
     named = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 6, "inferno")["norms_table"]
     assert "**with 4 registers: checkpoint" in named
     assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
@@ -303,7 +303,7 @@ def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkey
 
 
 def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, monkeypatch, tmp_path):
-    """Issue 27: offline, the picker stayed on the failed model and an Error badge hid the heads
+    """Offline, the picker stayed on the failed model and an Error badge hid the heads
     box and the top-5; now the note says why in plain words and the picker goes back."""
     server = tab[1]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -316,7 +316,7 @@ def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, mo
 
 
 def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, image, monkeypatch, tmp_path):
-    """Issue 27: the note listed "pretrained:…" keys and the Hub's cache path."""
+    """The note listed "pretrained:…" keys and the Hub's cache path."""
     server = tab[1]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
@@ -327,7 +327,7 @@ def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, im
 
 
 def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_models(tab, tiny_checkpoint):
-    """Issue 27, 10: the lessons kept their own 32 px cat beside the teacher's photo on Explore,
+    """The lessons kept their own 32 px cat beside the teacher's photo on Explore,
     and lesson 1 suggested a Train checkpoint that its picker never listed."""
     server = tab[1]
     catalog = server.catalog

@@ -139,7 +139,7 @@ def test_an_empty_session_hash_is_refused_in_one_line(app):
 
 
 def test_silent_webcam_joins_cannot_fill_the_queue_explore_needs(app):
-    """Issue 28: 64 webcam streams that joined and sent nothing more filled Gradio's one queue,
+    """64 webcam streams that joined and sent nothing more filled Gradio's one queue,
     and every /analyze got HTTP 503 "Queue is full". Live now keeps at most LIVE_WAITING events
     waiting; a stream joining beyond them is told Live is busy at once, and /analyze still works."""
     url, demo = app

@@ -195,7 +195,7 @@ def test_the_live_readout_matches_the_stream_after_stop_twice_record_and_stop(se
 
 @needs_chromium
 def test_the_webcam_button_is_named_for_what_it_does_and_the_query_controls_are_on_the_first_screen(server, tmp_path):
-    """Issue 27, 10: screen readers heard "capture photo" for Stop, and at 1280 x 720 the layer
+    """Screen readers heard "capture photo" for Stop, and at 1280 x 720 the layer
     and query controls were below the fold."""
     from playwright.sync_api import expect, sync_playwright
 

@@ -71,7 +71,7 @@ def test_messages_for_visitors_keep_only_the_last_part_of_paths_and_are_escaped(
     ],
 )
 def test_messages_for_visitors_keep_fractions_model_names_and_urls_as_written(message):
-    """Issue 27: the path filter ate every slash ("epoch 1530", "timmdeit_small…")."""
+    """The path filter ate every slash ("epoch 1530", "timmdeit_small…")."""
     assert for_visitors(message) == html.escape(message, quote=False)
 
 
@@ -111,7 +111,7 @@ def test_every_error_of_the_ui_goes_through_the_one_helper():
 
 
 def test_another_visitors_checkpoint_key_is_refused_by_every_endpoint_in_one_sentence(public, tmp_path):
-    """Issue 28: /analyze, the lessons, /live_frame and /attention_video took another visitor's
+    """/analyze, the lessons, /live_frame and /attention_video took another visitor's
     checkpoint key (a leak away), /load_model, /live_model and /train_start refused it. One rule
     now (ModelCatalog.check_use), and one sentence: the same as for a key that does not exist."""
     import base64

@@ -234,7 +234,7 @@ def test_the_status_is_said_once_and_steps_are_not_guessed_before_the_first():
 
 
 def test_an_ended_run_says_its_device_and_last_epoch_once_and_a_failure_in_words():
-    """Issue 27, 10: the device note was said twice (the device, then "Only a CPU ...") and the
+    """The device note was said twice (the device, then "Only a CPU ...") and the
     last epoch's numbers twice (the status, then the bar); a failed bar ended in "failed ·"."""
     cpu = "cpu (no GPU found: training runs on the CPU and will be slow)"
     epoch = {"epoch": 2, "train_loss": 0.5, "val_acc": 0.75}
@@ -256,7 +256,7 @@ def test_the_default_data_source_is_one_that_works_offline(tmp_path, monkeypatch
     local = ServerSettings()
     assert data_choices(local)[0][1] == "folder" and data_choices(local)[-1][0] == "CIFAR-10 (downloads once)"
     assert "First step" in data_note(local) and "cifar10-jpeg" not in data_note(local)  # no archive a teacher lacks
-    # offline (issue 27, 10): CIFAR-10 is said impossible here, on the list and in the note
+    # offline: CIFAR-10 is said impossible here, on the list and in the note
     assert data_choices(local, offline=True)[-1] == ("CIFAR-10 (cannot be downloaded here: no internet)", "cifar10")
     assert "CIFAR-10 cannot be downloaded here (no internet)" in data_note(local, offline=True)
     assert data_choices(ServerSettings(data_folder=tmp_path))[0][1] == "operator"
@@ -288,7 +288,7 @@ class Recorded:
 
 
 def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint, tmp_path):
-    """Issue 28: the tab's defaults (batch 128) on the Space's DeiT-S took +7.5 GB; a run is now
+    """The tab's defaults (batch 128) on the Space's DeiT-S took +7.5 GB; a run is now
     estimated before it starts (training.budget) and its batch scaled down, said in the status."""
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
     settings = ServerSettings(public=True)

@@ -1,4 +1,4 @@
-"""Issue 27: the whole ten-minute lesson, start to end, in one real browser, on a 1280 x 720
+"""The whole ten-minute lesson, start to end, in one real browser, on a 1280 x 720
 projector and on a 390 x 844 phone: upload, layers, a patch query, rollout, relevance, the PNG
 and GIF exports, the three lessons, a 200-epoch Train run (a stand-in folder of 8 images of 16 px,
 trained while the lessons and Live go on, as a teacher would) and Live started and stopped twice (Chromium's fake camera
