@@ -111,6 +111,13 @@ def _size(path: Path) -> int:
         return 0
 
 
+# The attacker's network as the Hub's proxy names a visitor (X-Forwarded-For; an address of the
+# documentation range, RFC 5737). A server started with SPACE_ID set trusts it (ui.limits.sender),
+# so the soak's attacker and its class are two networks, as on a Space; a plain --public server
+# names every client here 127.0.0.1.
+ATTACKER_NETWORK = {"X-Forwarded-For": "203.0.113.66"}
+
+
 class Server:
     """`app.py --public` in a subprocess, with its memory and its Gradio folder in reach."""
 
@@ -289,7 +296,9 @@ def upload_flood(server: Server, count: int = 177, megabytes: int = 19) -> str:
 
     def one(i: int) -> str:
         try:
-            return str(httpx.post(f"{server.url}gradio_api/upload", files={"files": (f"u{i}.bin", body)}).status_code)
+            upload = {"files": (f"u{i}.bin", body)}
+            reply = httpx.post(f"{server.url}gradio_api/upload", files=upload, headers=ATTACKER_NETWORK)
+            return str(reply.status_code)
         except httpx.HTTPError as e:  # the server may close the connection before the body is sent
             return type(e).__name__
 
@@ -458,7 +467,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = Path(tmp)
         server = Server(folder, args=("--data-folder", str(stand_in_data(folder / "data"))))  # the runs attacked
 
-        client = Client(server.url, verbose=False)
+        client = Client(server.url, verbose=False, headers=ATTACKER_NETWORK)
         attacks = attack_list(server, client, folder)
         try:
             print(f"server at rest: {server.rss_mib():.0f} MiB; load average {os.getloadavg()[0]:.1f}")

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bench.attacks import Server, attack_list, stand_in_data
+from bench.attacks import ATTACKER_NETWORK, Server, attack_list, stand_in_data
 from bench.visitors import CHEAP, images_for, load_average, machine, percentile, warm_up
 from bench.visitors import Visitor as Clicker
 from ui.limits import LIVE_BUSY
@@ -196,7 +196,7 @@ def attacker(server: Server, folder: Path, log: Log, stop: threading.Event) -> N
     """Every attack of bench.attacks, in turn, until the period ends; replies go to `log.attacks`."""
     from gradio_client import Client
 
-    client = Client(server.url, verbose=False, download_files=False)
+    client = Client(server.url, verbose=False, download_files=False, headers=ATTACKER_NETWORK)
     attacks = attack_list(server, client, folder)
     while not stop.is_set():
         for name, call in attacks.items():

@@ -44,6 +44,15 @@ class UploadSpaceFull(UploadRefused):
     """A file that arrived does not fit the upload folder's budget, even with older files gone."""
 
 
+def sender_full(sent: int, cap: int) -> str:
+    """What a sender over its share is told (`sent`, `cap`: bytes within FRESH_S)."""
+    mb = 10**6
+    return (
+        f"your network has uploaded {sent / mb:,.0f} MB to this server in the last two minutes, the most it takes "
+        f"from one network in that time is {cap / mb:,.0f} MB: try again in a minute"
+    )
+
+
 def _files(root: str | os.PathLike) -> list[tuple[float, int, Path]]:
     """(mtime, bytes, path) of every regular file under `root` (symlinks neither followed nor
     counted). os.scandir reads each entry's type with the directory, so a folder of tens of
@@ -85,6 +94,11 @@ def _delete(path: Path, root: Path) -> None:
 # draws meanwhile, whose writes keep the folder within the whole budget, oldest files first.
 FRESH_S = 120.0
 UPLOAD_SHARE = 0.75
+# One sender (an address: a visitor, or a whole school behind one router) may send at most
+# SENDER_SHARE of that room within FRESH_S: the soak's attacker alone filled it with admitted 19 MB
+# uploads, and every visitor's upload was refused for two minutes. A quarter of the default 2 GiB
+# budget's room is 384 MiB: thirty phone photos of a class behind one router fit many times over.
+SENDER_SHARE = 0.25
 
 
 def _young(files: list[tuple[float, int, Path]]) -> set[Path]:
@@ -151,6 +165,7 @@ class UploadBudget:
         self._used: int | None = None  # bytes under the folder at the last walk, plus arrivals since
         self._arriving = 0  # bytes of uploads reserved and still arriving (`reserve`)
         self._walked: tuple[Path | None, float] = (None, -math.inf)  # which folder, when
+        self._sent: dict[str, list[tuple[float, int]]] = {}  # sender -> (when, bytes) of its recent uploads
 
     def added(self, size: int) -> None:
         """Count a file the app itself just wrote (a rendered view, an export); once the count
@@ -176,23 +191,38 @@ class UploadBudget:
             self._used = None  # stays unknown if the walk refuses the file
             self._used, self._walked = admit(path, root, self.budget_bytes, self.keep), (root, time.monotonic())
 
-    def reserve(self, size: int) -> None:
+    def reserve(self, size: int, sender: str | None = None) -> None:
         """Hold `size` bytes for an upload before its body is read (Gradio's upload route needs no
         event: 177 uploads of 19 MB went up in 6.2 s, 3,382 MB against a 30 MB budget until the
         next prune). Counted with the uploads still arriving; when they could pass the budget the
         folder is walked and its oldest files pruned; an upload that cannot fit even then is
-        refused (UploadSpaceFull) and nothing is deleted for it. `arrived` ends the hold."""
+        refused (UploadSpaceFull) and nothing is deleted for it, and so is one that would take
+        `sender` (its address) past SENDER_SHARE of the uploads' room within FRESH_S. `arrived`
+        ends the hold."""
         with self._lock:
             root = Path(self.folder()).resolve()
-            if self._fresh(root) and self._used + self._arriving + size <= self.budget_bytes:
-                self._arriving += size
-                return
-            files = _files(root)
-            held = _held(files, self.keep, self.budget_bytes, self._arriving + size)
-            room = self.budget_bytes - self._arriving - size
-            freed = _prune(files, root, room, held)
-            self._used, self._walked = sum(bytes_ for _, bytes_, _ in files) - freed, (root, time.monotonic())
+            if not (self._fresh(root) and self._used + self._arriving + size <= self.budget_bytes):
+                files = _files(root)
+                held = _held(files, self.keep, self.budget_bytes, self._arriving + size)
+                room = self.budget_bytes - self._arriving - size
+                freed = _prune(files, root, room, held)
+                self._used, self._walked = sum(bytes_ for _, bytes_, _ in files) - freed, (root, time.monotonic())
+            self._check_sender(sender, size)
             self._arriving += size
+            if sender is not None:
+                self._sent.setdefault(sender, []).append((time.monotonic(), size))
+
+    def _check_sender(self, sender: str | None, size: int) -> None:
+        """Refuse an upload that takes `sender` past its share; forget sends older than FRESH_S."""
+        since = time.monotonic() - FRESH_S
+        for who in [who for who, sends in self._sent.items() if not sends or sends[-1][0] < since]:
+            del self._sent[who]  # every send of `who` is old: the map holds only recent senders
+        if sender is None:
+            return
+        sends = self._sent[sender] = [s for s in self._sent.get(sender, []) if s[0] >= since]
+        sent, cap = sum(n for _, n in sends), int(SENDER_SHARE * UPLOAD_SHARE * self.budget_bytes)
+        if sent and sent + size > cap:  # one file is always the room's business alone
+            raise UploadSpaceFull(sender_full(sent + size, cap))
 
     def arrived(self, size: int) -> None:
         """An upload `reserve`d has been stored (or failed): its bytes now count as files; the

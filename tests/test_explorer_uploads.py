@@ -196,6 +196,24 @@ def test_an_upload_flood_is_refused_rather_than_push_out_another_visitors_fresh_
     assert late.exists() and not big.exists()
 
 
+def test_one_sender_cannot_take_the_whole_room_for_uploads(tmp_path: Path, monkeypatch) -> None:
+    """The 50-minute soak: the attacker's admitted 19 MB uploads filled the room young uploads may
+    take, and for two minutes every visitor's upload was refused. One sender (an address) now gets
+    SENDER_SHARE of that room within FRESH_S; the others keep theirs, and its share comes back."""
+    clock = [1000.0]
+    monkeypatch.setattr(explorer.uploads.time, "monotonic", lambda: clock[0])
+    budget = UploadBudget(lambda: tmp_path, 40_000)  # room 30,000 (UPLOAD_SHARE); a sender 7,500
+    budget.reserve(4000, "203.0.113.7")
+    budget.reserve(3000, "203.0.113.7")
+    with pytest.raises(UploadSpaceFull, match=r"your network has uploaded .* in the last two minutes"):
+        budget.reserve(1000, "203.0.113.7")  # 8,000 within two minutes: past its 7,500
+    budget.reserve(7000, "198.51.100.2")  # a class behind another router still uploads
+    budget.reserve(1000)  # and so does a sender the app cannot name
+    clock[0] += explorer.uploads.FRESH_S + 1
+    budget.reserve(4000, "203.0.113.7")  # two minutes on, its share is back
+    assert list(budget._sent) == ["203.0.113.7"]  # the senders of long ago are forgotten
+
+
 def test_the_views_the_app_draws_keep_the_whole_budget_oldest_first(tmp_path: Path) -> None:
     """Uploads leave a quarter of the budget to the views drawn meanwhile; the app's own writes
     keep the folder within the whole budget (the short soak found 266 MB of 256 with young files

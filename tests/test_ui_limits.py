@@ -14,9 +14,10 @@ import ui
 from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
+from explorer.uploads import SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
-from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, live_waiting
+from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, RequestLimits, live_waiting, sender
 from ui.outputs import UPLOADS, upload_folder
 from ui.settings import ServerSettings
 
@@ -127,6 +128,47 @@ def test_an_upload_that_does_not_fit_the_budget_is_refused_before_it_is_stored(a
     assert small.status_code == 200
     chunked = httpx.post(f"{url}gradio_api/upload", content=iter([b"--x\r\n"]), timeout=60)  # no Content-Length
     assert chunked.status_code == 411
+
+
+def test_one_network_is_refused_past_its_share_of_the_room_for_uploads(tmp_path):
+    """The soak: the attacker's admitted 19 MB uploads filled the room young uploads may take, and
+    every visitor's upload was refused for two minutes. One network now gets SENDER_SHARE of it,
+    counted before the body is read; another network still uploads."""
+    from starlette.testclient import TestClient
+
+    async def stored(scope, receive, send):  # Gradio's upload route, reduced to reading the body
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"stored"})
+
+    budget = UploadBudget(lambda: tmp_path, 40_000)  # the room 30,000 (UPLOAD_SHARE), a network's share
+    share = int(SENDER_SHARE * UPLOAD_SHARE * 40_000)
+    client = TestClient(RequestLimits(stored, uploads=budget, behind_proxy=True))
+
+    def upload(network: str, size: int):
+        return client.post("/gradio_api/upload", content=b"x" * size, headers={"X-Forwarded-For": network})
+
+    assert upload("203.0.113.66", share - 1000).status_code == 200
+    refused = upload("203.0.113.66", 2000)
+    assert refused.status_code == 507 and "your network has uploaded" in refused.text, refused.text
+    assert upload("198.51.100.2", share - 1000).status_code == 200  # a class behind another router
+
+
+def test_behind_the_hubs_proxy_the_sender_is_the_first_forwarded_address(app, monkeypatch):
+    """On a Space every connection is the proxy's; a client's own X-Forwarded-For elsewhere is not trusted."""
+    scope = {"headers": [(b"x-forwarded-for", b"203.0.113.66, 10.0.0.1")], "client": ("10.16.3.80", 5000)}
+    assert sender(scope, behind_proxy=True) == "203.0.113.66"
+    assert sender(scope, behind_proxy=False) == "10.16.3.80"
+    assert sender({"headers": [], "client": ("127.0.0.1", 1)}, behind_proxy=True) == "127.0.0.1"
+    assert sender({"headers": []}, behind_proxy=False) is None
+    _, demo = app
+    for space, trusted in ((True, True), (False, False)):
+        if space:
+            monkeypatch.setenv("SPACE_ID", "someone/vit-explorer")
+        else:
+            monkeypatch.delenv("SPACE_ID", raising=False)
+        assert served_limits(demo)["app_kwargs"]["middleware"][0].kwargs["behind_proxy"] is trusted
 
 
 def test_an_empty_session_hash_is_refused_in_one_line(app):

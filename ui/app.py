@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
 from typing import Any
@@ -163,7 +164,11 @@ def served_limits(demo: gr.Blocks) -> dict[str, Any]:
     """`demo.launch` arguments that bound what requests bring and sessions keep (ui/limits.py):
     the request limits as middleware, before Gradio reads a byte, and the sessions Gradio keeps."""
     middleware = Middleware(
-        RequestLimits, uploads=UPLOADS, frame_fns=frame_fns(demo), live_waiting=lambda: live_waiting(demo)
+        RequestLimits,
+        uploads=UPLOADS,
+        frame_fns=frame_fns(demo),
+        live_waiting=lambda: live_waiting(demo),
+        behind_proxy="SPACE_ID" in os.environ,  # a Hugging Face Space: its proxy names the visitor
     )
     return {"app_kwargs": {"middleware": [middleware]}, "state_session_capacity": SESSIONS}
 

@@ -55,9 +55,11 @@ class RequestLimits:
         uploads: UploadBudget,
         frame_fns: Collection[int] = (),
         live_waiting: Callable[[], int] = lambda: 0,
+        behind_proxy: bool = False,
     ) -> None:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
         self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
+        self.behind_proxy = behind_proxy  # a Space: the Hub's proxy names the visitor (`sender`)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -88,13 +90,26 @@ class RequestLimits:
             return await _refuse(send, 411, "an upload must say its length (Content-Length)")
         size = int(length)
         try:
-            await run_in_threadpool(self.uploads.reserve, size)  # it may walk the folder: not on the event loop
+            # it may walk the folder: not on the event loop
+            await run_in_threadpool(self.uploads.reserve, size, sender(scope, self.behind_proxy))
         except UploadSpaceFull as e:
             return await _refuse(send, 507, str(e))
         try:
             await self.app(scope, receive, send)
         finally:
             self.uploads.arrived(size)
+
+
+def sender(scope: Scope, behind_proxy: bool) -> str | None:
+    """The address a request comes from. Behind the Hub's proxy every connection is the proxy's,
+    and the visitor's address is the first of X-Forwarded-For: a client may write its own there,
+    which only lets it dodge its upload share (explorer.uploads.SENDER_SHARE); trusting the last
+    entry instead could name the proxy, one sender for every visitor."""
+    forwarded = dict(scope["headers"]).get(b"x-forwarded-for", b"").decode("latin-1").split(",")[0].strip()
+    if behind_proxy and forwarded:
+        return forwarded
+    client = scope.get("client")
+    return client[0] if client else None
 
 
 async def _body(receive: Receive, limit: int) -> bytes | None:
