@@ -42,6 +42,20 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def interleaved_times(runs: dict, repeats: int) -> dict:
+    """Each run's seconds over `repeats` rounds after one warm-up, the runs interleaved (machine
+    noise hits all alike) and their order rotated each round (no run always goes first)."""
+    times: dict = {k: [] for k in runs}
+    names = list(runs)
+    with torch.inference_mode():
+        for fn in runs.values():  # warm-up
+            fn()
+        for r in range(repeats):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                times[name].append(timed(runs[name]))
+    return times
+
+
 def input_sizes(name: str, sizes: list[int], repeats: int) -> None:
     """Best-of-`repeats` milliseconds of one image through `name` at each side in `sizes`,
     interleaved (the best run is the one other processes disturbed least on a shared machine)."""
@@ -55,13 +69,7 @@ def input_sizes(name: str, sizes: list[int], repeats: int) -> None:
         images = torch.randn(1, 3, size, size)
         runs[(size, False)] = partial(model, images)
         runs[(size, True)] = partial(model, images, need_weights=True)
-    times: dict[tuple[int, bool], list[float]] = {k: [] for k in runs}
-    with torch.inference_mode():
-        for fn in runs.values():  # warm-up
-            fn()
-        for _ in range(repeats):
-            for key, fn in runs.items():
-                times[key].append(timed(fn))
+    times = interleaved_times(runs, repeats)
     for size in sizes:
         side = size // patch
         fused, maps = (min(times[(size, m)]) * 1000 for m in (False, True))
@@ -82,13 +90,7 @@ def positions(name: str, sizes: list[int], repeats: int) -> None:
         for kind, model in models.items()
         for maps in (False, True)
     }
-    times: dict[tuple, list[float]] = {k: [] for k in runs}
-    with torch.inference_mode():
-        for fn in runs.values():  # warm-up
-            fn()
-        for _ in range(repeats):
-            for key, fn in runs.items():
-                times[key].append(timed(fn))
+    times = interleaved_times(runs, repeats)
     print(f"# {name}: rotary vs learned positions, one image, best of {repeats}")
     print("| input | positions | fused | with maps |")
     print("|---|---|---|---|")
@@ -134,14 +136,7 @@ def main() -> None:
             "timm": partial(tm, images),
             "ours_fused": partial(ours, images),
         }
-        times: dict[str, list[float]] = {k: [] for k in runs}
-        with torch.inference_mode():
-            for fn in runs.values():  # warm-up
-                fn()
-            names = list(runs)
-            for r in range(args.repeats):
-                for name in names[r % 4 :] + names[: r % 4]:  # rotate the order: no model always runs first
-                    times[name].append(timed(runs[name]))
+        times = interleaved_times(runs, args.repeats)
         med = {k: statistics.median(v) * 1000 for k, v in times.items()}
         print(
             f"| {batch} | {med['tv']:.1f} ms | {med['ours_maps']:.1f} ms | {med['ours_maps'] / med['tv']:.2f}x "

@@ -186,7 +186,7 @@ def frame_costs(model: Path, camera_frame: np.ndarray, repeats: int) -> dict[str
         "drawing": lambda: (
             views.input_view(ex),
             views.heads(ex, None, depth, style),
-            views.rollout(ex, "mean", 0, style),
+            views.rollout(ex, views.Fusion(), style),
         ),
         "JPEG + HTML": lambda: pictures_html(shown),
     }

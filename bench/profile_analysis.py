@@ -82,7 +82,7 @@ def stages(loaded: LoadedModel, repeats: int) -> tuple[dict[str, float], dict[st
         "input view": lambda: views.input_view(ex),
         "head maps (CLS)": lambda: views.heads(ex, None, layer, style),
         "layers x heads overview": lambda: views.overview(ex, style),
-        "rollout": lambda: views.rollout(ex, "mean", 0.0, style),
+        "rollout": lambda: views.rollout(ex, views.Fusion(), style),
         "distance chart": lambda: views.distance_chart(ex),
         "position similarity": lambda: render.position_similarity_tiles(loaded.position_similarity()),
         "input view, patch outlined": lambda: views.input_view(ex, patch),

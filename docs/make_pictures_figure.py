@@ -59,7 +59,10 @@ def main() -> None:
         "pictures-before": before(ex, ex.depth, style),
         "pictures-after": views.heads(ex, None, ex.depth, style),
         "rollout-before": rollout_before(cat, style),
-        **{f"rollout-{show.replace(' ', '-')}": views.rollout(cat, "mean", 0.0, style, show) for show in views.SHOWS},
+        **{
+            f"rollout-{show.replace(' ', '-')}": views.rollout(cat, views.Fusion(), style, views.Showing(show))
+            for show in views.SHOWS
+        },
     }
     for name, picture in pictures.items():
         path = ROOT / "docs" / f"{name}.png"

@@ -26,7 +26,7 @@ from torch import nn
 if TYPE_CHECKING:
     from vit import VisionTransformer, ViTConfig
 
-    from .catalog import LoadedModel
+    from .loaded import LoadedModel
 
 T = TypeVar("T")
 Task = Callable[..., T]  # task(loaded: LoadedModel, *args) -> CPU result

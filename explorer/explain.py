@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -32,10 +32,10 @@ from vit.analysis import (
 )
 
 from .compute import pass_seconds, to_model
-from .images import ImageError
+from .images import ImageError, load_image
 
 if TYPE_CHECKING:
-    from .catalog import LoadedModel
+    from .loaded import LoadedModel
 
 Mode = Literal["crop", "whole"]
 MAX_ASPECT = 4  # "whole image" mode: longer side at most 4x the shorter, so token counts stay sane
@@ -284,8 +284,9 @@ class ExplanationStore:
     whose entry was evicted recomputes it from its upload on its next request.
     """
 
-    def __init__(self, max_bytes: int = 2 * 1024**3):
+    def __init__(self, max_bytes: int = 2 * 1024**3, max_request_bytes: int | None = None):
         self.max_bytes = max_bytes
+        self.max_request_bytes = max_request_bytes  # what one request may compute (REQUEST_FACTOR x its maps)
         self._items: OrderedDict[Hashable, Explanation] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -294,6 +295,14 @@ class ExplanationStore:
     @property
     def nbytes(self) -> int:
         return self._bytes
+
+    @property
+    def maps_budget(self) -> int:
+        """Bytes the attention maps of one explanation may take: what the store can hold, and
+        what one request may compute (whole mode can hold 16 x crop's maps)."""
+        if self.max_request_bytes is None:
+            return self.max_bytes
+        return min(self.max_bytes, self.max_request_bytes // REQUEST_FACTOR)
 
     def peek(self, key: Hashable) -> Explanation | None:
         """The entry for `key` if it is still held (marking it recently used), else None."""
@@ -328,3 +337,35 @@ class ExplanationStore:
             self._bytes -= old.nbytes
         self._items[key] = ex
         self._bytes += size
+
+
+class ExplanationKey(NamedTuple):
+    """Which analysis a session shows, its key in the server's `ExplanationStore`: Gradio names
+    uploads by content, so the path identifies the image; the model object's id (not just its
+    key) tells apart two catalogues' "bundled" models in one process."""
+
+    path: str
+    model_key: str
+    model_id: int
+    mode: str
+
+
+def explain_file(
+    loaded: LoadedModel,
+    path: str,
+    mode: Mode,
+    store: ExplanationStore | None = None,
+    forward: Forward | None = None,
+) -> tuple[ExplanationKey, Explanation]:
+    """The analysis of an image file by a loaded model, its key beside it: decoded, refused past
+    the store's `maps_budget` before the forward pass, and run once for every session asking
+    for the same (file, model, mode) while the store keeps it (None: no caching, no budget, as
+    the benchmarks measure). `forward` runs the pass elsewhere (a ZeroGPU worker)."""
+    key = ExplanationKey(path, loaded.key, id(loaded.model), mode)
+
+    def forward_pass() -> Explanation:
+        budget = store.maps_budget if store else None
+        image, names = load_image(path), loaded.meta.class_names
+        return explain(loaded.model, names, loaded.preprocessing, image, mode, max_bytes=budget, forward=forward)
+
+    return key, store.get(key, forward_pass) if store else forward_pass()

@@ -23,9 +23,9 @@ from vit.analysis import Query
 
 from . import views
 from .canvas import MapStyle
-from .catalog import LoadedModel
 from .explain import explain
 from .images import to_rgb
+from .loaded import LoadedModel
 
 MAX_FRAME_PIXELS = 3840 * 2160  # a 4K webcam; a frame's side must also fit MAX_FRAME_SIDE
 MAX_FRAME_SIDE = 4096
@@ -94,7 +94,7 @@ def live_frame(
     pictures = (
         views.input_view(ex, query),
         views.heads(ex, query, layer, style),
-        views.rollout(ex, ROLLOUT_FUSION, ROLLOUT_DISCARD, style, ROLLOUT_SHOW),
+        views.rollout(ex, views.Fusion(ROLLOUT_FUSION, ROLLOUT_DISCARD), style, views.Showing(ROLLOUT_SHOW)),
     )
     drawn = time.perf_counter()
     return LiveFrame(*pictures, ex.probabilities, 1000 * (computed - started), 1000 * (drawn - computed))

@@ -20,7 +20,7 @@ from vit.relevance import similarity_relevance
 from .compute import model_device, pass_seconds, place, to_model, work_seconds
 
 if TYPE_CHECKING:
-    from .catalog import LoadedModel
+    from .loaded import LoadedModel
 
 # Five things a class can point at in almost any photo, or see missing: ready to press at once.
 DEFAULT_PROMPTS = "a cat, a dog, a teapot, a rainbow, a car"

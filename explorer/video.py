@@ -34,9 +34,9 @@ from vit.messages import shown
 
 from . import canvas, render, views
 from .canvas import MapStyle
-from .catalog import LoadedModel
 from .compute import forward_flops, pass_seconds, run_here, to_model
 from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_input
+from .loaded import LoadedModel
 
 DEMUXERS = ("mov", "matroska")  # MP4, MOV, M4V; MKV, WebM: containers that never name other files
 # What cameras, phones and browsers record. Other codecs (PNG, QuickTime RLE, FFV1...) carry

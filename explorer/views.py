@@ -24,9 +24,9 @@ from vit.relevance import class_relevance
 
 from . import canvas, charts, render
 from .canvas import MapStyle
-from .catalog import LoadedModel
 from .compute import pass_seconds, svd_flops, to_model, work_seconds
 from .explain import Explanation
+from .loaded import LoadedModel
 from .prompts import ZeroShot
 
 PATCH, MEAN = "patch", "mean"  # query tokens that are not prefix tokens: a patch, the mean of all patches
@@ -328,19 +328,17 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
 
 def rollout(
     ex: Explanation,
-    head_fusion: str,
-    discard_ratio: float,
+    fusion: Fusion,
     style: MapStyle,
-    show: str = "weights",
-    keep: float = KEEP,
+    showing: Showing = Showing(),  # noqa: B008 - a NamedTuple
 ) -> Image.Image:
-    """Attention rollout of the CLS token (or the mean patch) through all layers, drawn as
-    `show` says (one of SHOWS; `keep` for "top mass")."""
+    """Attention rollout of the CLS token (or the mean patch) through all layers, its heads fused
+    as `fusion` says, drawn as `showing` says (see `one_map`)."""
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     title = f"attention rollout, query: {query_label(ex, None)}"
-    note = describe_rollout(ex, head_fusion, discard_ratio)
-    amap = ex.rollout(head_fusion, discard_ratio)
-    return one_map(base, amap, style, title, "rollout weight", note, show, keep)
+    note = describe_rollout(ex, *fusion)
+    amap = ex.rollout(*fusion)
+    return one_map(base, amap, style, title, "rollout weight", note, showing)
 
 
 def uniform_value(amap: np.ndarray) -> float:
@@ -350,11 +348,12 @@ def uniform_value(amap: np.ndarray) -> float:
 
 
 def one_map(
-    base: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str, show: str, keep: float
+    base: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str, showing: Showing
 ) -> Image.Image:
-    """A map over the whole grid (rollout, relevance) as `show` says: "weights" from 0 with
-    uniform marked, "relative" to uniform, or "top mass": only the patches holding the top
-    `keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021)."""
+    """A map over the whole grid (rollout, relevance) as `showing.how` says: "weights" from 0
+    with uniform marked, "relative" to uniform, or "top mass": only the patches holding the top
+    `showing.keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021)."""
+    show, keep = showing
     if show not in SHOWS:
         raise ValueError(f"show must be one of {', '.join(SHOWS)}; got {show!r}")
     uniform, n = uniform_value(amap), amap.size
@@ -383,13 +382,12 @@ def relevance(
     ex: Explanation,
     target: int | None,
     style: MapStyle,
-    show: str = "weights",
-    keep: float = KEEP,
+    showing: Showing = Showing(),  # noqa: B008 - a NamedTuple, never changed
     computed: tuple[np.ndarray, int] | None = None,
 ) -> Image.Image:
     """Class-specific relevance (Chefer, Gur & Wolf 2021, Eq. 5-6; docs/lessons.md) of every
     patch for class `target` (0-based; None: the predicted class), for the CLS token, drawn as
-    `show` says (see `one_map`). One more forward and backward pass over the explanation's
+    `showing` says (see `one_map`). One more forward and backward pass over the explanation's
     model input, unless `computed` brings `relevance_map`'s result (made on a GPU). Raises
     ValueError for a model without a classifier head or a class out of range."""
     amap, chosen = computed if computed is not None else _relevance(model, ex.input.tensor, target)
@@ -402,7 +400,7 @@ def relevance(
         "of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the "
         f"{query_label(ex, None)} row of R over the patches. Unlike rollout, it changes with the class."
     )
-    return one_map(base, amap, style, title, "relevance (a.u.)", note, show, keep)
+    return one_map(base, amap, style, title, "relevance (a.u.)", note, showing)
 
 
 def _relevance(model: VisionTransformer, tensor: torch.Tensor, target: int | None) -> tuple[np.ndarray, int]:
@@ -427,12 +425,11 @@ def prompt_relevance(
     zs: ZeroShot,
     index: int,
     style: MapStyle,
-    show: str = "weights",
-    keep: float = KEEP,
+    showing: Showing = Showing(),  # noqa: B008 - a NamedTuple, never changed
 ) -> Image.Image:
     """The relevance map (on the (gh, gw) `grid` of the model input `pixels`) of prompt `index`
     (0-based) of a CLIP model's ZeroShot (Chefer et al. 2021, Eq. 5-6 with the image-text logit as
-    the score), drawn as `show` says (see `one_map`)."""
+    the score), drawn as `showing` says (see `one_map`)."""
     prompt = zs.prompts[index]
     base = canvas.fit_to_grid(pixels, grid, ROLLOUT_PX)
     title = f"'{prompt}': {zs.probabilities[prompt]:.0%} (relevance, Chefer et al. 2021)"
@@ -442,7 +439,7 @@ def prompt_relevance(
         "(∇A ⊙ A)⁺ (Eq. 5), R ← R + Ā·R from R = I (Eq. 6); the map is the CLS row of R over the patches, "
         "on its own colour scale."
     )
-    return one_map(base, zs.relevance[index], style, title, "relevance (a.u.)", note, show, keep)
+    return one_map(base, zs.relevance[index], style, title, "relevance (a.u.)", note, showing)
 
 
 def prompt_note(zs: ZeroShot) -> str:
@@ -486,39 +483,40 @@ def overview_alt(ex: Explanation, model: str) -> str:
     )
 
 
-def rollout_alt(ex: Explanation, head_fusion: str, discard_ratio: float, show: str, keep: float, model: str) -> str:
-    """The rollout map, drawn as `show` says (`keep` for "top mass")."""
+def rollout_alt(ex: Explanation, fusion: Fusion, showing: Showing, model: str) -> str:
+    """The rollout map, its heads fused as `fusion` says, drawn as `showing` says."""
     return (
-        f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers ({head_fusion} over "
-        f"heads, discard ratio {discard_ratio:.2f}), drawn as {_shown(show, keep)}; {_on(ex, model)}."
+        f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers ({fusion.how} over "
+        f"heads, discard ratio {fusion.discard:.2f}), drawn as {_shown(showing)}; {_on(ex, model)}."
     )
 
 
-def relevance_alt(ex: Explanation, class_name: str | None, show: str, keep: float, model: str) -> str:
+def relevance_alt(ex: Explanation, class_name: str | None, showing: Showing, model: str) -> str:
     """The class-relevance map for `class_name` (None: the predicted class, the explanation's
-    top class, as `relevance` picks it), drawn as `show` says."""
+    top class, as `relevance` picks it), drawn as `showing` says."""
     which = (
         f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
     )
-    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(show, keep)}; {_on(ex, model)}."
+    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(showing)}; {_on(ex, model)}."
 
 
-def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, show: str, keep: float, model: str) -> str:
-    """The relevance map of one prompt on a (gh, gw) `grid`, drawn as `show` says."""
+def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, showing: Showing, model: str) -> str:
+    """The relevance map of one prompt on a (gh, gw) `grid`, drawn as `showing` says."""
     prompt, (gh, gw) = zs.prompts[index], grid
     return (
         f"Relevance of each patch for the words '{prompt}' (probability {zs.probabilities[prompt]:.0%} among "
-        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_shown(show, keep)}; model: {model}, on the "
+        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_shown(showing)}; model: {model}, on the "
         f"{gh} × {gw} patch grid (rows × columns)."
     )
 
 
-def _shown(show: str, keep: float) -> str:
+def _shown(showing: Showing) -> str:
     return {
         "weights": "weights from 0 with uniform marked on the colour bar",
         "relative": "multiples of uniform (blue below, white at, red above)",
-        "top mass": f"only the patches holding the top {keep:.0%} of its mass, the rest as the photo in a light tint",
-    }[show]
+        "top mass": f"only the patches holding the top {showing.keep:.0%} of its mass, the rest as the photo in a "
+        "light tint",
+    }[showing.how]
 
 
 def distance_alt(ex: Explanation, model: str) -> str:

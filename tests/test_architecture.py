@@ -54,3 +54,60 @@ def test_no_function_is_longer_than_80_lines():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and lines > MAX_FUNCTION_LINES:
                 too_long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines} lines)")
     assert not too_long
+
+
+LAYERS = ("vit", "explorer", "training", "ui", "bench")
+
+
+def module_name(path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path, name: str, modules: set[str]) -> set[str]:
+    """The project modules `path` (module `name`) imports, type-only imports included: a circle
+    drawn through `if TYPE_CHECKING:` is still two modules that cannot be read one without the other."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            source = ".".join([*base, node.module] if node.module else base)
+            submodules = {f"{source}.{alias.name}" for alias in node.names} & modules
+            # `from . import zerogpu` names the submodule, not the package's __init__.
+            found |= submodules or {source}
+    return (found & modules) - {name}
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan 1972)."""
+    index, low, stack, circles = {}, {}, [], []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_import_circle_anywhere_in_the_house():
+    paths = {module_name(p): p for layer in LAYERS for p in (REPO / layer).rglob("*.py")}
+    graph = {name: imported_modules(path, name, set(paths)) for name, path in paths.items()}
+    assert "explorer.catalog" in graph["explorer.views"] | graph["explorer.lessons"]  # the graph sees imports
+    assert import_circles(graph) == []

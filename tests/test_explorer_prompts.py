@@ -83,8 +83,8 @@ def test_each_prompt_map_names_its_words_probability_and_template(clip) -> None:
     ex = explain(clip.model, [], clip.preprocessing, image)
     assert ex.probabilities == {}  # a CLIP image tower has no classes: the prompts answer instead
     zs = ZeroShot(("a cat", "a dog"), "a photo of {}.", np.array([2.0, 0.0]), np.random.rand(2, 4, 4))
-    picture = views.prompt_relevance(ex.input.pixels, ex.grid, zs, 1, MapStyle(), "weights")
+    picture = views.prompt_relevance(ex.input.pixels, ex.grid, zs, 1, MapStyle(), views.Showing("weights"))
     assert picture.width > 100
-    alt = views.prompt_alt(ex.grid, zs, 0, "weights", 0.6, "clip")
+    alt = views.prompt_alt(ex.grid, zs, 0, views.Showing("weights", 0.6), "clip")
     assert "'a cat' (probability 88% among 2 prompts" in alt and "weights from 0" in alt
     assert "“a photo of {}.”" in views.prompt_note(zs) and "“a photo of a cat.”" in views.prompt_note(zs)

@@ -152,7 +152,7 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
         views.heads(ex, None, 1, MapStyle()),
         views.heads(ex, (2, 3), 1, MapStyle()),
         views.overview(ex, MapStyle()),
-        *[views.rollout(ex, "mean", 0.0, MapStyle(), show) for show in views.SHOWS],
+        *[views.rollout(ex, views.Fusion("mean", 0.0), MapStyle(), views.Showing(show)) for show in views.SHOWS],
         views.distance_chart(ex),
     ):
         assert picture.width > 0
@@ -167,10 +167,10 @@ def test_rollout_marks_uniform_and_says_what_above_and_below_mean(uniform):
     shares = uniform.rollout("mean", 0.0)
     assert views.uniform_value(shares) == pytest.approx(shares.sum() / 64)
     for show in views.SHOWS:
-        picture = views.rollout(uniform, "mean", 0.0, MapStyle(), show)
+        picture = views.rollout(uniform, views.Fusion("mean", 0.0), MapStyle(), views.Showing(show))
         assert picture.width >= views.ROLLOUT_PX
     with pytest.raises(ValueError, match="show must be one of weights, relative, top mass"):
-        views.rollout(uniform, "mean", 0.0, MapStyle(), "sideways")
+        views.rollout(uniform, views.Fusion("mean", 0.0), MapStyle(), views.Showing("sideways"))
 
 
 def test_one_map_keeps_the_top_mass_and_dims_the_rest():
@@ -180,7 +180,9 @@ def test_one_map_keeps_the_top_mass_and_dims_the_rest():
     style = MapStyle(cmap="gray", raw=True)
     top = canvas.text_block("t", 320).height + canvas.GAP  # the body starts under the one-line title
     cells = [
-        np.asarray(views.one_map(base, amap, style, "t", "u", "", show, 0.6))[top + 5 : top + 40 : 10, 5:40:10, 0]
+        np.asarray(views.one_map(base, amap, style, "t", "u", "", views.Showing(show, 0.6)))[
+            top + 5 : top + 40 : 10, 5:40:10, 0
+        ]
         for show in ("top mass", "weights")
     ]
     masked, weights = (c.astype(int) for c in cells)
@@ -198,8 +200,8 @@ def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform
         "input": views.input_alt(uniform, (2, 4), model),
         "heads": views.heads_alt(uniform, (2, 4), 3, model),
         "overview": views.overview_alt(uniform, model),
-        "rollout": views.rollout_alt(uniform, "max", 0.25, "relative", 0.6, model),
-        "relevance": views.relevance_alt(uniform, "cat", "top mass", 0.4, model),
+        "rollout": views.rollout_alt(uniform, views.Fusion("max", 0.25), views.Showing("relative", 0.6), model),
+        "relevance": views.relevance_alt(uniform, "cat", views.Showing("top mass", 0.4), model),
         "distance": views.distance_alt(uniform, model),
         "similarity": views.similarity_alt(uniform.grid, model),
     }
@@ -215,7 +217,7 @@ def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform
         "the chosen class 'cat'" in texts["relevance"]
         and "top 40% of its mass, the rest as the photo in a light tint" in texts["relevance"]
     )
-    predicted = views.relevance_alt(uniform, None, "weights", 0.6, model)
+    predicted = views.relevance_alt(uniform, None, views.Showing("weights", 0.6), model)
     top = max(uniform.probabilities, key=uniform.probabilities.get)  # the class the model predicts
     assert f"the predicted class '{top}'" in predicted
     assert "weights from 0 with uniform marked" in predicted
@@ -256,9 +258,9 @@ def styled_pictures(model: vit.VisionTransformer, ex: Explanation, style: MapSty
         ("heads", views.heads(ex, (1, 2), 2, style)),
         ("heads", views.heads(ex, None, 2, replace(style, scale="head"))),  # "max" on its own caption line
         ("overview", views.overview(ex, style)),
-        *[("rollout", views.rollout(ex, "mean", 0.0, style, show)) for show in views.SHOWS],
-        ("relevance", views.relevance(model, names, ex, None, style, "top mass")),
-        ("prompts", views.prompt_relevance(ex.input.pixels, ex.grid, words(ex), 1, style, "top mass")),
+        *[("rollout", views.rollout(ex, views.Fusion(), style, views.Showing(show))) for show in views.SHOWS],
+        ("relevance", views.relevance(model, names, ex, None, style, views.Showing("top mass"))),
+        ("prompts", views.prompt_relevance(ex.input.pixels, ex.grid, words(ex), 1, style, views.Showing("top mass"))),
     ]
 
 
@@ -352,7 +354,7 @@ def test_the_relevance_picture_is_titled_by_its_class_not_by_a_query(monkeypatch
     monkeypatch.setattr(views, "one_map", lambda base, amap, style, title, *rest: titles.append(title))
     views.relevance(model, [f"c{i}" for i in range(10)], ex, 3, MapStyle())
     assert titles == ["relevance for the chosen class 'c3' (Chefer et al. 2021)"]
-    assert "query" not in views.relevance_alt(ex, "c3", "weights", 0.6, "m")
+    assert "query" not in views.relevance_alt(ex, "c3", views.Showing("weights", 0.6), "m")
 
 
 def nano_loaded(seed: int = 0) -> LoadedModel:

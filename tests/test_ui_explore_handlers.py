@@ -403,17 +403,18 @@ def test_the_examples_survive_a_prune_of_the_upload_folder(monkeypatch, tmp_path
 def test_a_request_that_would_compute_past_the_budget_is_refused_before_its_forward_pass(tab, tmp_path, monkeypatch):
     """Whole mode on a 4:1 image has 4 x the tokens of crop mode, 16 x its attention maps: the
     model fits the server's per-request budget in crop mode, that request does not."""
-    from explorer.explain import ExplanationTooLarge
+    from explorer.explain import ExplanationStore, ExplanationTooLarge
 
     catalog = tab.catalog
     loaded = catalog.get(BUNDLED)
     wide = tmp_path / "wide.png"
     Image.new("RGB", (128, 32), (10, 200, 10)).save(wide)
     budget = 8 * 2**20  # crop: 4 x 0.4 MiB of maps; whole (8 x 32 grid): 4 x 6.3 MiB
-    assert h.full_analysis(loaded, str(wide), "crop", 6, Drawing(), None, max_request_bytes=budget)["label"]
+    store = ExplanationStore(max_request_bytes=budget)
+    assert h.full_analysis(loaded, str(wide), "crop", 6, Drawing(), store)["label"]
     monkeypatch.setattr(type(loaded.model), "forward", lambda *_: pytest.fail("the forward pass ran"))
     with pytest.raises(ExplanationTooLarge, match="attention maps would take 6 MiB, more than this server's 2 MiB"):
-        h.full_analysis(loaded, str(wide), "whole", 6, Drawing(), None, max_request_bytes=budget)
+        h.full_analysis(loaded, str(wide), "whole", 6, Drawing(), store)
 
 
 def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_checkpoint, tmp_path, monkeypatch):

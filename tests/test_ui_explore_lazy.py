@@ -97,7 +97,7 @@ def test_opening_a_view_draws_what_the_eager_analysis_drew(tab, explanation, nam
     ex, style, loaded = server.store.peek(explanation), STYLE, server.catalog.get(BUNDLED)
     eager = {  # what main's full_analysis (and load_model) drew for every upload
         "overview": lambda: views.overview(ex, style),
-        "rollout": lambda: views.rollout(ex, "max", 0.5, style),
+        "rollout": lambda: views.rollout(ex, views.Fusion("max", 0.5), style),
         "distance": lambda: views.distance_chart(ex),
         "similarity": lambda: render.position_similarity_tiles(loaded.position_similarity()),
     }[name]()

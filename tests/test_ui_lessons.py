@@ -272,10 +272,10 @@ def test_the_controls_follow_the_chosen_models(tab, registers):
     server = tab[1]
     slider = h.norms_models(server, h.RegisterPair(registers, BUNDLED), [BUNDLED, BUNDLED])["norms_layer"]
     assert slider.maximum == slider.value == 6
-    out = h.heads_model(server, BUNDLED, BUNDLED)
+    out = h.heads_model(server, h.HeadsPick(BUNDLED, BUNDLED))
     assert "layers 1 to 6, heads 1 to 4" in out["heads_off"].label and out["heads_note"] == ""
     assert out["heads_off"].placeholder == "1.1, 6.4"  # an example this model accepts
-    headless = h.heads_model(server, registers, BUNDLED)
+    headless = h.heads_model(server, h.HeadsPick(registers, BUNDLED))
     assert "has no classifier head" in headless["heads_note"]
     back = h.norms_models(server, h.RegisterPair(registers, "pretrained:nonexistent"), [registers, BUNDLED])
     assert (back["with_registers"], back["without_registers"]) == (registers, BUNDLED)  # no Error badge
@@ -295,8 +295,7 @@ def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkey
     shown = []
     h.heads_model(
         server,
-        "pretrained:deit_small_patch16_224.fb_in1k",
-        BUNDLED,
+        h.HeadsPick("pretrained:deit_small_patch16_224.fb_in1k", BUNDLED),
         lambda p, desc, **kw: shown.append((p, desc)),
     )
     assert shown[-1] == (0.5, "downloading deit_small_patch16_224.fb_in1k: 44.1 of 88.3 MB (50%)")
@@ -308,7 +307,9 @@ def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, mo
     server = tab[1]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    out = h.heads_model(server, "pretrained:vit_small_patch16_224.dino", BUNDLED)  # loaded by no other test
+    out = h.heads_model(
+        server, h.HeadsPick("pretrained:vit_small_patch16_224.dino", BUNDLED)
+    )  # loaded by no other test
     assert out["heads_model"] == out["heads_current"] == BUNDLED
     assert out["heads_note"].startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
     assert "HF_HUB_OFFLINE" not in out["heads_note"] and str(tmp_path) not in out["heads_note"]

@@ -90,7 +90,7 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
     `present`: the pictures' words at the presentation mode's size (launch it with `present` too)."""
     settings = settings or ServerSettings()
     PICTURE_TEXT.px = canvas.PRESENT_TEXT_PX if present else canvas.TEXT_PX
-    server = Server(catalog, ExplanationStore(settings.cache_bytes))
+    server = Server(catalog, ExplanationStore(settings.cache_bytes, catalog.serving.request_bytes))
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import gradio as gr
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from explorer import views
 from explorer.canvas import COLORMAPS, SCALES, MapStyle
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
-from explorer.explain import Explanation, ExplanationStore
+from explorer.explain import Explanation, ExplanationKey, ExplanationStore
 from explorer.prompts import ZeroShot
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
@@ -71,17 +71,6 @@ def map_showing(show: str = "weights", keep_percent: float = 100 * views.KEEP) -
 def map_fusion(fusion: str, discard: float) -> views.Fusion:
     """Rollout's head fusion and discard ratio."""
     return views.Fusion(one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX))
-
-
-class ExplanationKey(NamedTuple):
-    """Which analysis a session shows, its key in the server's `ExplanationStore`: Gradio names
-    uploads by content, so the path identifies the image; the model object's id (not just its
-    key) tells apart two catalogues' "bundled" models in one process."""
-
-    path: str
-    model_key: str
-    model_id: int
-    mode: str
 
 
 class ShownImages:
@@ -233,8 +222,8 @@ def word_maps(
     """A gallery's value: each prompt's relevance map (a file) with its alt text as its caption."""
     return [
         (
-            saved(views.prompt_relevance(pixels, grid, zs, i, style, *showing)),
-            views.prompt_alt(grid, zs, i, *showing, model),
+            saved(views.prompt_relevance(pixels, grid, zs, i, style, showing)),
+            views.prompt_alt(grid, zs, i, showing, model),
         )
         for i in range(len(zs.prompts))
     ]

@@ -23,12 +23,11 @@ from explorer import render, views
 from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel, ModelUnavailable
 from explorer.explain import (
-    REQUEST_FACTOR,
     Explanation,
     ExplanationStore,
     ExplanationTooLarge,
     ModelInput,
-    explain,
+    explain_file,
     model_input,
 )
 from explorer.images import ImageError, check_image, load_image
@@ -175,8 +174,8 @@ def overview_picture(ex: Explanation, key: ExplanationKey, style: MapStyle) -> g
 
 def rollout_picture(ex: Explanation, key: ExplanationKey, drawing: Drawing) -> gr.Image:
     fusion, showing = drawing.fusion, drawing.showing
-    alt = views.rollout_alt(ex, *fusion, *showing, model_name(key.model_key))
-    return with_alt(views.rollout(ex, *fusion, drawing.style, *showing), alt)
+    alt = views.rollout_alt(ex, fusion, showing, model_name(key.model_key))
+    return with_alt(views.rollout(ex, fusion, drawing.style, showing), alt)
 
 
 def distance_picture(ex: Explanation, key: ExplanationKey) -> gr.Image:
@@ -229,31 +228,15 @@ def full_analysis(
     layer: int,
     drawing: Drawing = Drawing(),  # noqa: B008 - frozen, never changed
     store: ExplanationStore | None = None,
-    max_request_bytes: int | None = None,
     on_screen: str | None = None,
     pca: PcaChoice = PcaChoice(),  # noqa: B008 - frozen, never changed
 ) -> dict[str, Any]:
-    """Decode an image, run the model once, and draw the views a visitor sees: ANALYSIS_OUTPUTS
-    by name (all but export_name, which needs the upload's name); of IMAGE_VIEWS only the one
-    `on_screen` (a MORE_VIEWS name or None), the others None until opened (`show_more`).
-    A (file, model, mode) any session has seen recently is not run again (`store`; None: no
-    caching, as the benchmark measures). Raises ImageError for unusable files,
-    ExplanationTooLarge past the store's memory budget or when the request would compute more
-    than `max_request_bytes` (REQUEST_FACTOR x its maps; whole mode can hold 16 x crop's maps)."""
-    budgets = [store.max_bytes] if store else []
-    if max_request_bytes is not None:
-        budgets.append(max_request_bytes // REQUEST_FACTOR)
-    budget = min(budgets, default=None)
-
-    def forward_pass() -> Explanation:
-        pre = loaded.preprocessing
-        image, forward = load_image(path), partial(zerogpu.FORWARD, loaded)
-        return explain(loaded.model, loaded.meta.class_names, pre, image, mode, max_bytes=budget, forward=forward)
-
-    # Gradio names uploads by content, so the path identifies the image; the model object
-    # (not just its key) tells apart two catalogues' "bundled" models in one process.
-    key = ExplanationKey(path, loaded.key, id(loaded.model), mode)
-    ex = store.get(key, forward_pass) if store else forward_pass()
+    """Analyse an image file (`explorer.explain.explain_file`: within the store's budget, once
+    per file, model and mode) and draw the views a visitor sees: ANALYSIS_OUTPUTS by name (all
+    but export_name, which needs the upload's name); of IMAGE_VIEWS only the one `on_screen` (a
+    MORE_VIEWS name or None), the others None until opened (`show_more`). Raises ImageError for
+    unusable files, ExplanationTooLarge past the store's budget."""
+    key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded))
     return {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
@@ -329,8 +312,8 @@ def analyze(
     try:
         loaded = catalog.get(given.model_key, owner=visitor)
         layer = check_layer(layer, loaded.model.config.depth)
-        path, limit = uploaded_path(given.image), catalog.serving.request_bytes
-        pictures = full_analysis(loaded, path, mode, layer, drawing, server.store, limit, on_screen, pca)
+        path = uploaded_path(given.image)
+        pictures = full_analysis(loaded, path, mode, layer, drawing, server.store, on_screen, pca)
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return pictures | {"export_name": export_stem(given.image, given.model_key, catalog)}
@@ -557,8 +540,8 @@ def relevance_picture(
     """The relevance map `drawn` computed, as `showing` and `style` say, with its alt text and file name."""
     _, target, computed = drawn
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
-    picture = views.relevance(loaded.model, loaded.meta.class_names, ex, index, style, *showing, computed=computed)
-    alt = views.relevance_alt(ex, None if index is None else target, *showing, model_name(loaded.key))
+    picture = views.relevance(loaded.model, loaded.meta.class_names, ex, index, style, showing, computed=computed)
+    alt = views.relevance_alt(ex, None if index is None else target, showing, model_name(loaded.key))
     return with_alt(picture, alt, f"{export_name or 'attention'}_relevance_{slug(target)}.png")
 
 

@@ -31,7 +31,7 @@ FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a mode
 class LessonsView(ComponentView):
     """Every component of the Lessons tab, by name."""
 
-    controls: ClassVar = (Controls.of(h.RegisterPair, h.register_pair),)
+    controls: ClassVar = (Controls.of(h.RegisterPair, h.register_pair), Controls.of(h.HeadsPick, h.heads_pick))
 
     image: gr.Image
     followed: gr.State  # the Explore tab's image the lesson image last took (lessons_handlers.open_lessons)

@@ -130,21 +130,31 @@ def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: Load
     return lessons.registers_note(with_registers, without, missing)
 
 
+class HeadsPick(NamedTuple):
+    """Lesson 3's picker as it sends a pick: the model chosen, and the one the heads box still
+    describes (where the picker returns if the chosen one cannot be had)."""
+
+    model_key: str
+    current: str
+
+
+def heads_pick(model_key: str, current: str) -> HeadsPick:
+    """Lesson 3's picker and the model its box describes as one value (ui.binding.Controls)."""
+    return HeadsPick(model_key, current)
+
+
 def heads_model(
-    server: Server,
-    model_key: str,
-    current: str,
-    progress: gr.Progress = PROGRESS,
-    request: gr.Request | None = None,
+    server: Server, pick: HeadsPick, progress: gr.Progress = PROGRESS, request: gr.Request | None = None
 ) -> dict:
     """The heads-off box for a newly chosen model: its label gives that model's layers and
     heads; a model without classes is named at once (it makes no predictions to change). A
-    model that cannot be had here is said in the note, and the picker returns to `current`,
-    the model the box still describes (no Error badge hides the box or the top-5)."""
+    model that cannot be had here is said in the note, and the picker returns to the model
+    the box still describes (no Error badge hides the box or the top-5)."""
     try:
-        loaded = fetched(server.catalog, model_key, progress, owner(request))
+        loaded = fetched(server.catalog, pick.model_key, progress, owner(request))
     except ModelUnavailable as e:
-        return dict(heads_model=current, heads_current=current, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
+        back = pick.current
+        return dict(heads_model=back, heads_current=back, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
     try:
         lessons.require_head(loaded)
         note = ""

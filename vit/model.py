@@ -457,6 +457,11 @@ class VisionTransformer(nn.Module):
 
 
 # Named configurations. torchvision's variants use its names; timm's use timm's.
+def _dino_config(dim: int, depth: int, heads: int, **kw) -> ViTConfig:
+    """What DINOv2 and DINOv3 share: no classifier, an MLP of 4 x dim, LayerScale at 1e-5."""
+    return ViTConfig(num_classes=0, dim=dim, depth=depth, heads=heads, mlp_dim=4 * dim, layer_scale=1e-5, **kw)
+
+
 CONFIGS: dict[str, ViTConfig] = {
     "vit_b_16": ViTConfig(patch_size=16, dim=768, depth=12, heads=12, mlp_dim=3072),
     "vit_b_32": ViTConfig(patch_size=32, dim=768, depth=12, heads=12, mlp_dim=3072),
@@ -475,19 +480,10 @@ CONFIGS: dict[str, ViTConfig] = {
     # DINOv2 (Oquab et al. 2024): trained at 518 px, LayerScale, no classifier; "reg4" adds 4 registers
     # (Darcet et al. 2024) with position embeddings for the patches only.
     **{
-        f"vit_{size}_patch14{reg}_dinov2": ViTConfig(
-            image_size=518,
-            patch_size=14,
-            num_classes=0,
-            dim=dim,
-            depth=depth,
-            heads=heads,
-            mlp_dim=4 * dim,
-            layer_scale=1e-5,
-            register_tokens=4 if reg else 0,
-            pos_embed_prefix=not reg,
+        f"vit_{size}_patch14{reg}_dinov2": _dino_config(
+            *shape, image_size=518, patch_size=14, register_tokens=4 if reg else 0, pos_embed_prefix=not reg
         )
-        for size, dim, depth, heads in (("small", 384, 12, 6), ("large", 1024, 24, 16))
+        for size, shape in (("small", (384, 12, 6)), ("large", (1024, 24, 16)))
         for reg in ("", "_reg4")
     },
     # DINOv3 (Siméoni et al. 2025): 1 CLS + 4 registers, 2-D RoPE (T = 100) instead of position
@@ -495,22 +491,17 @@ CONFIGS: dict[str, ViTConfig] = {
     # (timm's pretrained_cfg), but RoPE has no grid of its own: any size runs without resampling.
     # Upstream reads the CLS token (timm's Eva defaults to the patch mean: pass global_pool='token').
     **{
-        f"vit_{size}_patch16_dinov3{qkvb}": ViTConfig(
+        f"vit_{size}_patch16_dinov3{qkvb}": _dino_config(
+            *shape,
             image_size=256,
             patch_size=16,
-            num_classes=0,
-            dim=dim,
-            depth=depth,
-            heads=heads,
-            mlp_dim=4 * dim,
-            layer_scale=1e-5,
             register_tokens=4,
             pos_embed_prefix=False,
             pos_embed="rope",
             qkv_bias=qkv_bias,
             norm_eps=1e-5,
         )
-        for size, dim, depth, heads in (("small", 384, 12, 6), ("base", 768, 12, 12), ("large", 1024, 24, 16))
+        for size, shape in (("small", (384, 12, 6)), ("base", (768, 12, 12)), ("large", (1024, 24, 16)))
         for qkvb, qkv_bias in (("", False), ("_qkvb", True))
     },
     # CIFAR-10 (32x32). Patch 4 gives an 8x8 grid, the consensus for training from scratch.
