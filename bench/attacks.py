@@ -352,19 +352,39 @@ def silent_joins(url: str, image: Path, joins: int = 70) -> str:
     """`joins` webcam streams from new sessions that send one frame and nothing more, then an
     /analyze: they filled Gradio's one queue and every /analyze got 503 "Queue is full"."""
     import base64
+    from concurrent.futures import ThreadPoolExecutor
 
     import httpx
 
     frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
     body = {"data": [{"url": frame}, "bundled", 6, "cls", 4, 4, "inferno", "layer"]}
-    codes = [
-        httpx.post(
-            f"{url}gradio_api/call/live_frame", json=body | {"session_hash": f"silent{i}"}, timeout=60
-        ).status_code
-        for i in range(joins)
-    ]
+
+    def join(i: int) -> int:  # sent 16 at a time: joins sent together once all passed a look at the queue
+        reply = httpx.post(f"{url}gradio_api/call/live_frame", json=body | {"session_hash": f"silent{i}"}, timeout=60)
+        return reply.status_code
+
+    with ThreadPoolExecutor(16) as pool:
+        codes = list(pool.map(join, range(joins)))
     answered = ", ".join(f"{codes.count(c)} × HTTP {c}" for c in sorted(set(codes)))
     return f"{answered}; then /analyze: {raw_analyze(url, None)}"
+
+
+def frame_hoard(url: str, image: Path, sessions: int = 20) -> str:
+    """Webcam requests from new sessions, each a small frame beside a 1 MB query: Gradio keeps
+    every input of a session, so the query would stay after the frame is dropped."""
+    import base64
+
+    import httpx
+
+    frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
+    data = [{"url": frame}, "bundled", 6, "q" * 2**20, 4, 4, "inferno", "layer"]
+    codes = [
+        httpx.post(
+            f"{url}gradio_api/call/live_frame", json={"data": data, "session_hash": f"hoard{i}"}, timeout=60
+        ).status_code
+        for i in range(sessions)
+    ]
+    return ", ".join(f"{codes.count(c)} × HTTP {c}" for c in sorted(set(codes)))
 
 
 def foreign_key(url: str, folder: Path, image: Path) -> str:
@@ -447,7 +467,10 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["1,500 new sessions, each with a 7,000-character resize mode (under the limit)"] = lambda: session_rounds(
         server, 6, 250, 7000
     )
-    attacks["70 silent webcam streams (one frame each, new sessions), then /analyze"] = lambda: silent_joins(
+    attacks["70 silent webcam streams (new sessions, 16 at a time), then /analyze"] = lambda: silent_joins(
+        server.url, image
+    )
+    attacks["20 new sessions, each a webcam frame beside a 1 MB query, on /live_frame"] = lambda: frame_hoard(
         server.url, image
     )
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)

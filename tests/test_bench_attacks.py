@@ -53,17 +53,18 @@ def test_the_wide_images_are_small_files_of_the_stated_mode_and_size(tmp_path):
 
 def test_the_attacks_on_the_new_surfaces_are_refused_or_bounded(server, tmp_path):
     """The attacks in bench.attacks, against a served app: silent webcam streams leave
-    /analyze working, another visitor's key is refused, a 1,012 px run is scaled down, and
-    epochs=true is not one epoch."""
+    /analyze working, a large query beside a webcam frame is refused, another visitor's key is
+    refused, a 1,012 px run is scaled down, and epochs=true is not one epoch."""
     from gradio_client import Client
 
-    from bench.attacks import big_run, foreign_key, silent_joins
+    from bench.attacks import big_run, foreign_key, frame_hoard, silent_joins
     from explorer.catalog import UNKNOWN_CHECKPOINT
 
     image = tmp_path / "cat.png"
     Image.new("RGB", (32, 32), (200, 120, 40)).save(image)
     joined = silent_joins(server, image, joins=30)
     assert "HTTP 503" in joined and joined.endswith("then /analyze: ok"), joined
+    assert frame_hoard(server, image, sessions=3) == "3 × HTTP 413"  # the query beside the frame is refused
     assert foreign_key(server, tmp_path, image) == f"refused: {UNKNOWN_CHECKPOINT}"
     client = Client(server, verbose=False)
     reply = big_run(client, tmp_path, ("folder", str(stand_in_data(tmp_path / "data", per_class=6))))

@@ -112,6 +112,26 @@ def test_a_webcam_frame_may_be_large_and_the_session_does_not_keep_it(app):
     assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).status_code == 413
 
 
+def test_a_frame_request_may_be_large_only_in_the_frame(app):
+    """A webcam request could carry 16 MiB in any input (a query, a model key, a field beside the
+    frame's URL), which the session kept after the frame was dropped: 8 GiB over 500 sessions."""
+    url, demo = app
+    small, large = jpeg_data_url(8), "x" * 100_000
+    live_frame = next(fn._id for fn in demo.fns.values() if fn.api_name == "live_frame")
+    controls = ["bundled", 6, "cls", 4, 4, "inferno", "layer"]
+    for data in (
+        [{"url": small}, "bundled", 6, large, 4, 4, "inferno", "layer"],  # a 100 kB query
+        [{"url": small, "path": large}, *controls],  # beside the frame's URL
+        [{"url": [large]}, *controls],  # a frame that is no data: URL
+    ):
+        join = {"data": data, "fn_index": live_frame, "session_hash": "hoarder"}
+        assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).status_code == 413
+        call = httpx.post(f"{url}gradio_api/call/live_frame", json={"data": data}, timeout=60)
+        assert call.status_code == 413
+        assert httpx.post(f"{url}gradio_api/stream/no-such-event", json=join, timeout=60).status_code == 413
+    assert "hoarder" not in demo.state_holder.session_data  # refused before Gradio made a session
+
+
 def test_an_upload_that_does_not_fit_the_budget_is_refused_before_it_is_stored(app, monkeypatch):
     """Gradio's upload route needs no event: 177 uploads of 19 MB went up in 6.2 s, the folder
     held 3,382 MB against a 30 MB budget until the next prune."""
@@ -200,3 +220,27 @@ def test_silent_webcam_joins_cannot_fill_the_queue_explore_needs(app):
     deadline = time.monotonic() + 60
     while live_waiting(demo) and time.monotonic() < deadline:  # the silent streams end (STREAM_EVENT_S)
         time.sleep(0.5)
+
+
+def test_webcam_joins_sent_together_are_held_to_lives_share_of_the_queue(app):
+    """The share was checked against Gradio's queue before Gradio queued the event (it checks the
+    session in a thread first), so joins sent at the same moment all passed the look."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    url, demo = app
+    deadline = time.monotonic() + 60
+    while live_waiting(demo) and time.monotonic() < deadline:  # another test's streams end first
+        time.sleep(0.5)
+    fn = next(fn for fn in demo.fns.values() if fn.api_name == "live_frame")
+    frame, controls = jpeg_data_url(32), ["bundled", 6, "cls", 4, 4, "inferno", "layer"]
+
+    def join(i: int) -> int:
+        body = {"data": [{"url": frame}, *controls], "fn_index": fn._id, "session_hash": f"together{i}"}
+        return httpx.post(f"{url}gradio_api/queue/join", json=body, timeout=60).status_code
+
+    with ThreadPoolExecutor(32) as pool:
+        codes = list(pool.map(join, range(64)))
+    # Live's workers take fn.concurrency_limit events, LIVE_WAITING more may wait; a silent stream
+    # holds its place for STREAM_EVENT_S (10 s), longer than these joins take.
+    assert codes.count(200) <= fn.concurrency_limit + LIVE_WAITING
+    assert codes.count(503) >= 64 - fn.concurrency_limit - LIVE_WAITING

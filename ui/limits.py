@@ -60,6 +60,7 @@ class RequestLimits:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
         self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
         self.behind_proxy = behind_proxy  # a Space: the Hub's proxy names the visitor (`sender`)
+        self.joining = 0  # webcam stream events let through and not yet in Gradio's queue
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -74,15 +75,31 @@ class RequestLimits:
             )
         if len(body) <= MAX_EVENT_BYTES and _fields(body).get("session_hash", None) == "":
             return await _refuse(send, 400, "session_hash must not be empty")  # Gradio answered 500
-        if self._is_frame(path, body) and not path.startswith(STREAM_ROUTE) and self.live_waiting() >= LIVE_WAITING:
-            return await _refuse(send, 503, LIVE_BUSY)  # a new stream event, with Live's queue full
+        if self._is_frame(path, body) and not path.startswith(STREAM_ROUTE):
+            return await self._join(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
 
+    async def _join(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A new webcam stream event: refused with LIVE_BUSY once LIVE_WAITING wait in Live's
+        queue, counting the joins let through that Gradio has not queued yet (it checks the
+        session in a thread first, so joins sent together would all pass a look at the queue).
+        No await between the look and the count: the event loop runs one request's check at a time."""
+        if self.live_waiting() + self.joining >= LIVE_WAITING:
+            return await _refuse(send, 503, LIVE_BUSY)
+        self.joining += 1
+        try:
+            await self.app(scope, receive, send)  # answered once the event is in Gradio's queue
+        finally:
+            self.joining -= 1
+
     def _is_frame(self, path: str, body: bytes) -> bool:
-        """Whether a large request is a webcam frame: a running stream's, or its event's first."""
-        if path.startswith(STREAM_ROUTE) or path.rstrip("/").endswith(f"/call/{FRAME_API}"):
-            return True
-        return _fields(body).get("fn_index") in self.frame_fns
+        """Whether a large request is a webcam frame (a running stream's, or its event's first)
+        whose only large part is the frame's data: URL (`_outside_the_frame`)."""
+        fields = _fields(body)
+        routed = path.startswith(STREAM_ROUTE) or path.rstrip("/").endswith(f"/call/{FRAME_API}")
+        if not routed and fields.get("fn_index") not in self.frame_fns:
+            return False
+        return len(body) <= MAX_EVENT_BYTES or _outside_the_frame(fields) <= MAX_EVENT_BYTES
 
     async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
         length = dict(scope["headers"]).get(b"content-length")
@@ -135,6 +152,17 @@ def _fields(body: bytes) -> dict[str, Any]:
     except ValueError:
         return {}
     return fields if isinstance(fields, dict) else {}
+
+
+def _outside_the_frame(fields: dict[str, Any]) -> int:
+    """Bytes of a frame request besides the frame's data: URL (the camera's value is the event's
+    first input, `{"url": "data:image/..."}`): Gradio keeps every input a session sends, so a
+    query or a model key as large as a frame would stay in the session after the frame is dropped."""
+    data = fields.get("data")
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+        return len(json.dumps(fields))
+    frame = {**data[0], "url": None} if isinstance(data[0].get("url"), str) else data[0]
+    return len(json.dumps({**fields, "data": [frame, *data[1:]]}))
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
