@@ -473,6 +473,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["20 new sessions, each a webcam frame beside a 1 MB query, on /live_frame"] = lambda: frame_hoard(
         server.url, image
     )
+    attacks["an image named by a web address on /analyze"] = lambda: raw_analyze(
+        server.url, {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
+    )
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
     attacks["epochs=true on /train_start"] = lambda: attempt(

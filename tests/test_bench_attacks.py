@@ -65,6 +65,8 @@ def test_the_attacks_on_the_new_surfaces_are_refused_or_bounded(server, tmp_path
     joined = silent_joins(server, image, joins=30)
     assert "HTTP 503" in joined and joined.endswith("then /analyze: ok"), joined
     assert frame_hoard(server, image, sessions=3) == "3 × HTTP 413"  # the query beside the frame is refused
+    web = {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
+    assert raw_analyze(server, web).startswith("refused: HTTP 400 a file must be uploaded, not named by a web")
     assert foreign_key(server, tmp_path, image) == f"refused: {UNKNOWN_CHECKPOINT}"
     client = Client(server, verbose=False)
     reply = big_run(client, tmp_path, ("folder", str(stand_in_data(tmp_path / "data", per_class=6))))

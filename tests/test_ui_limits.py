@@ -17,7 +17,7 @@ from explorer.catalog import ModelCatalog
 from explorer.uploads import SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
-from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, RequestLimits, live_waiting, sender
+from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, WEB_FILE, RequestLimits, live_waiting, sender
 from ui.outputs import UPLOADS, upload_folder
 from ui.settings import ServerSettings
 
@@ -189,6 +189,24 @@ def test_behind_the_hubs_proxy_the_sender_is_the_first_forwarded_address(app, mo
         else:
             monkeypatch.delenv("SPACE_ID", raising=False)
         assert served_limits(demo)["app_kwargs"]["middleware"][0].kwargs["behind_proxy"] is trusted
+
+
+def test_a_file_named_by_a_web_address_is_refused_before_gradio_fetches_it(app):
+    """Gradio downloads an input file whose path is a web address into its upload folder before
+    any handler runs, whole in memory and with no size limit: past the upload budget."""
+    url, _ = app
+    web = {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
+    for api, data in (
+        ("analyze", [web, None, "bundled", "crop", *VIEWS]),
+        ("lesson_compare", [web, ["bundled"], "inferno"]),
+    ):
+        reply = httpx.post(f"{url}gradio_api/call/{api}", json={"data": data}, timeout=60)
+        assert (reply.status_code, reply.text) == (400, WEB_FILE)
+    local = {"path": "cat.png", "meta": {"_type": "gradio.FileData"}}  # not a web address: Gradio's own checks
+    assert (
+        httpx.post(f"{url}gradio_api/call/analyze", json={"data": [local, None, "bundled", "crop", *VIEWS]}).status_code
+        == 200
+    )
 
 
 def test_an_empty_session_hash_is_refused_in_one_line(app):

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
 
 import gradio as gr
+from gradio_client.utils import is_http_url_like
 from starlette.concurrency import run_in_threadpool
 
 from explorer.live import MAX_URL_CHARS
@@ -39,15 +40,17 @@ SESSIONS = 500
 UPLOAD_ROUTES = ("/gradio_api/upload", "/gradio_api/process_recording")
 STREAM_ROUTE = "/gradio_api/stream/"  # a running stream's next frame
 FRAME_API = "live_frame"
+WEB_FILE = "a file must be uploaded, not named by a web address: this server fetches no file from the web"
 LIVE_BUSY = "Live is busy: every webcam place is taken. Try again in a minute; Explore works meanwhile."
 
 
 class RequestLimits:
     """ASGI middleware: an event's request over its limit gets 413, an upload that does not fit
     the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
-    reads the body, an empty session hash 400, and a new webcam stream event while Live's queue is
-    full 503 with LIVE_BUSY; anything else passes untouched. `frame_fns` are the fn indices of the
-    webcam frame's event (ui.app finds them), whose requests may carry a frame."""
+    reads the body, an empty session hash or a file named by a web address 400, and a new webcam
+    stream event while Live's queue is full 503 with LIVE_BUSY; anything else passes untouched.
+    `frame_fns` are the fn indices of the webcam frame's event (ui.app finds them), whose
+    requests may carry a frame."""
 
     def __init__(
         self,
@@ -75,6 +78,8 @@ class RequestLimits:
             )
         if len(body) <= MAX_EVENT_BYTES and _fields(body).get("session_hash", None) == "":
             return await _refuse(send, 400, "session_hash must not be empty")  # Gradio answered 500
+        if _names_a_web_file(_fields(body).get("data")):
+            return await _refuse(send, 400, WEB_FILE)
         if self._is_frame(path, body) and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
@@ -163,6 +168,17 @@ def _outside_the_frame(fields: dict[str, Any]) -> int:
         return len(json.dumps(fields))
     frame = {**data[0], "url": None} if isinstance(data[0].get("url"), str) else data[0]
     return len(json.dumps({**fields, "data": [frame, *data[1:]]}))
+
+
+def _names_a_web_file(value: Any) -> bool:
+    """Whether an event's inputs hold a file named by a web address (`{"path": "https://..."}`):
+    Gradio would download it into its upload folder before any handler runs, the whole body in
+    memory and with no size limit, past the upload budget that its own upload route is held to."""
+    if isinstance(value, dict):
+        return is_http_url_like(value.get("path")) or any(_names_a_web_file(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_names_a_web_file(v) for v in value)
+    return False
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
