@@ -21,13 +21,13 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _figure(width: float, height: float, layout: str | None = None) -> Figure:
+def _figure(width: float, height: float, layout: str | None = None, dpi: float = 100) -> Figure:
     """A matplotlib figure (inches at 100 dpi) that is not registered with pyplot, so
     concurrent requests never share global state. Imported here, on first use: the charts
     need matplotlib's whole drawing stack, which costs half a second at start-up."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), dpi=100, layout=layout)
+    return Figure(figsize=(width, height), dpi=dpi, layout=layout)
 
 
 def _figure_to_image(fig: Figure) -> Image.Image:
@@ -38,14 +38,15 @@ def _figure_to_image(fig: Figure) -> Image.Image:
     return Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy())
 
 
-def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int]) -> Image.Image:
+def attention_distance_chart(distance: np.ndarray, image_size: tuple[int, int], text_px: int = TEXT_PX) -> Image.Image:
     """The ViT paper's Fig. 7 (right) for one image (the paper averages over many): `distance`
     is (layers, heads) in pixels; one ring per head at each layer, coloured by head (legend) and
     shifted sideways by head, so heads at equal distance do not hide each other. The y axis runs from 0 to the image
     diagonal (no distance can be larger), so charts of different images compare at a
-    glance; the dashed line, half the diagonal, is labelled in the legend."""
+    glance; the dashed line, half the diagonal, is labelled in the legend. Drawn at text_px /
+    TEXT_PX times the pixels per inch, so its words grow with the presentation mode."""
     layers, heads = distance.shape
-    return distance_axes(layers, heads, tuple(image_size)).draw(distance)
+    return distance_axes(layers, heads, tuple(image_size), text_px).draw(distance)
 
 
 DOT_SPREAD = 0.3  # how far (in layers) a distance chart's dots sit either side of their layer
@@ -55,11 +56,12 @@ class DistanceAxes:
     """The distance chart's axes, drawn once; each chart restores them and draws only the
     dots (matplotlib blitting): a few milliseconds instead of ~60 for a full redraw."""
 
-    def __init__(self, layers: int, heads: int, image_size: tuple[int, int]):
+    def __init__(self, layers: int, heads: int, image_size: tuple[int, int], text_px: int = TEXT_PX):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.lines import Line2D
 
-        fig = _figure(6.4, 3.6, layout="constrained")  # constrained: no label or legend is clipped
+        # constrained: no label or legend is clipped; more pixels per inch: every word and line larger
+        fig = _figure(6.4, 3.6, layout="constrained", dpi=100 * text_px / TEXT_PX)
         ax = fig.add_subplot()
         diagonal = math.hypot(*image_size)
         ax.axhline(diagonal / 2, color="grey", linestyle="--", linewidth=1)
@@ -115,21 +117,27 @@ class DistanceAxes:
 
 
 @functools.lru_cache(maxsize=16)
-def distance_axes(layers: int, heads: int, image_size: tuple[int, int]) -> DistanceAxes:
+def distance_axes(layers: int, heads: int, image_size: tuple[int, int], text_px: int = TEXT_PX) -> DistanceAxes:
     """The distance chart's axes for one layout, drawn once and shared (its figure: `.canvas.figure`)."""
-    return DistanceAxes(layers, heads, image_size)
+    return DistanceAxes(layers, heads, image_size, text_px)
 
 
-def training_curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = ()) -> Image.Image:
+def training_curves(
+    history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = (), text_px: int = TEXT_PX
+) -> Image.Image:
     """Loss and accuracy per epoch, train vs validation, from the training job's history;
     `step_losses` (epochs done, running train loss) draws the loss from the first steps on."""
-    return _figure_to_image(training_figure(history, step_losses))
+    return _figure_to_image(training_figure(history, step_losses, text_px))
 
 
-def training_figure(history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = ()) -> Figure:
-    """The matplotlib figure of `training_curves`: 600 px wide, the Train tab's column."""
-    fig = _figure(6.0, 2.8)
-    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.17, top=0.9, wspace=0.3)
+def training_figure(
+    history: Sequence[dict], step_losses: Sequence[tuple[float, float]] = (), text_px: int = TEXT_PX
+) -> Figure:
+    """The matplotlib figure of `training_curves`: 600 px wide, the Train tab's column, whatever
+    the text size (a wider picture would be shrunk to the column, its words with it): larger
+    words (the presentation mode) make it taller."""
+    grow = text_px / TEXT_PX
+    fig = _figure(6.0, 3.0 * grow, layout="constrained")
     loss_ax, acc_ax = fig.subplots(1, 2)
     if step_losses:
         x, y = zip(*step_losses, strict=True)
@@ -140,11 +148,12 @@ def training_figure(history: Sequence[dict], step_losses: Sequence[tuple[float, 
             values = [h.get(f"{split}_{key}") for h in history]
             if any(v is not None for v in values):
                 ax.plot(epochs, [math.nan if v is None else v for v in values], style, label=split, markersize=4)
-        ax.set_xlabel("epoch")
-        ax.set_title("loss" if key == "loss" else "accuracy", fontsize=10)
+        ax.set_xlabel("epoch", fontsize=CHART_PT * grow)
+        ax.set_title("loss" if key == "loss" else "accuracy", fontsize=10 * grow)
+        ax.tick_params(labelsize=CHART_PT * grow)
         ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=CHART_PT)
+    if loss_ax.lines:  # one legend for both panels, under them: inside a panel it hid the curves
+        fig.legend(*loss_ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=CHART_PT * grow)
     return fig
 
 

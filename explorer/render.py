@@ -387,13 +387,22 @@ def _padded(image: Image.Image, size: tuple[int, int]) -> Image.Image:
 
 
 def position_similarity_tiles(
-    similarity: np.ndarray, cmap: str = "viridis", tile_scale: int = 0, compared: str = "position embeddings"
+    similarity: np.ndarray,
+    cmap: str = "viridis",
+    tile_scale: int = 0,
+    compared: str = "position embeddings",
+    text_px: int = TEXT_PX,
 ) -> Image.Image:
     """The ViT paper's Fig. 7 (centre): `similarity` is (gh, gw, gh, gw) cosine similarities;
     tile (i, j) shows how similar slot (i, j)'s position embedding is to every slot's, with
     slot (i, j) itself outlined. Rows and columns are numbered from 1; colours run from -1
     to 1 (the colour bar underneath). `compared` names what is compared in the title
-    (`views.position_words`: a rotary model's angles)."""
+    (`views.position_words`: a rotary model's angles). Its words are `text_px` high."""
+    with text_size(text_px):
+        return _similarity_tiles(similarity, cmap, tile_scale, compared)
+
+
+def _similarity_tiles(similarity: np.ndarray, cmap: str, tile_scale: int, compared: str) -> Image.Image:
     gh, gw = similarity.shape[:2]
     scale = tile_scale or max(3, math.ceil(64 / max(gh, gw)))  # tiles of at least 64 px
     colour = colormaps[cmap]

@@ -10,26 +10,26 @@ import torch
 from PIL import Image
 
 from . import canvas, charts, probe_strip
-from .canvas import MapStyle
+from .canvas import TEXT_PX, MapStyle
 
 PROBE_PX = 64  # display size of the probe image's longer side, per tile
 
 
-def curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]]) -> Image.Image:
-    return charts.training_curves(history, step_losses)
+def curves(history: Sequence[dict], step_losses: Sequence[tuple[float, float]], text_px: int = TEXT_PX) -> Image.Image:
+    return charts.training_curves(history, step_losses, text_px)
 
 
 def curves_alt(history: Sequence[dict], step_losses: Sequence[tuple[float, float]]) -> str:
     return f"Training loss and accuracy: {len(history)} epochs done, {len(step_losses)} loss readings"
 
 
-def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]]) -> Image.Image:
+def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]], text_px: int = TEXT_PX) -> Image.Image:
     """The probe image (3, H, W in 0..1) beside its per-head CLS attention of the last layer,
     one row per (epoch, (layers, heads, gh, gw) maps) reading."""
     pixels = image.permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
     grid = tuple(probes[0][1].shape[-2:])
     base = canvas.fit_to_grid(pixels, grid, PROBE_PX)
-    return probe_strip.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in probes], MapStyle())
+    return probe_strip.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in probes], MapStyle(text_px=text_px))
 
 
 def probe_alt(probes: Sequence[tuple[int, torch.Tensor]]) -> str:

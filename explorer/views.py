@@ -372,8 +372,8 @@ def one_map(
     return render.map_picture(base, amap, style, title, unit, f"{note} {even} {kept}", uniform=uniform, keep=mask)
 
 
-def distance_chart(ex: Explanation) -> Image.Image:
-    return charts.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2])
+def distance_chart(ex: Explanation, text_px: int = canvas.TEXT_PX) -> Image.Image:
+    return charts.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2], text_px)
 
 
 def relevance(

@@ -318,6 +318,32 @@ def test_in_the_presentation_mode_the_text_of_every_styled_picture_is_at_least_1
     assert views.heads(ex, None, 2, present).height > plain.height  # the words really are larger
 
 
+def test_in_the_presentation_mode_the_charts_similarity_and_train_pictures_are_at_least_18_px(uniform):
+    """The presentation mode grew the maps' words but not the distance chart's, the position
+    similarity's or the Train tab's curves and probe strip (13 px on a projector)."""
+    present = canvas.PRESENT_TEXT_PX
+    chart = views.distance_chart(uniform, present)
+    layers, heads = uniform.attention_distance().shape
+    drawn = chart_text_px(charts.distance_axes(layers, heads, uniform.input.pixels.shape[:2], present).canvas.figure)
+    assert shown_px(drawn, chart, "distance") >= PRESENT_MIN_PX
+    assert chart.width > views.distance_chart(uniform).width  # larger words, not only a larger number
+    for grid in ((8, 8), (14, 14)):
+        similarity = np.random.default_rng(0).uniform(-1, 1, (*grid, *grid))
+        tiles = render.position_similarity_tiles(similarity, text_px=present)
+        assert shown_px(present, tiles, "similarity") >= PRESENT_MIN_PX, (grid, tiles.size)
+        assert tiles.height > render.position_similarity_tiles(similarity).height
+    history = [
+        {"epoch": e, "train_loss": 2.0 / e, "val_loss": 2.1 / e, "train_acc": 0.3, "val_acc": 0.28} for e in (1, 2)
+    ]
+    curves = charts.training_figure(history, [(0.5, 2.2)], present)
+    assert shown_px(chart_text_px(curves), charts.training_curves(history, [(0.5, 2.2)], present), "curves") >= 18
+    for heads in (4, 12):
+        maps = np.random.default_rng(0).random((6, heads, 8, 8)) / 80
+        style = MapStyle(text_px=present)
+        probe = probe_strip.probe_strip(np.zeros((64, 64, 3), np.uint8), [(e, maps) for e in range(1, 4)], style)
+        assert shown_px(present, probe, "probe") >= PRESENT_MIN_PX, (heads, probe.size)
+
+
 def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():
     history = [
         {"epoch": e, "train_loss": 2.0 / e, "val_loss": 2.1 / e, "train_acc": 0.3 * e, "val_acc": 0.28 * e}

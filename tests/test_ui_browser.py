@@ -852,6 +852,8 @@ def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_
     zoom pushed the maps off the first screen. `python app.py --present`: every text on the page at
     least 18 px (computed CSS) and in the pictures (measured in their pixels), the input, its grid
     and the head maps still on the first screen together."""
+    from playwright.sync_api import expect
+
     page = open_page(browser, present_server)
     page.locator("#upload p").wait_for()
     assert page.evaluate(PROMPT_INSIDE)
@@ -865,6 +867,14 @@ def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_
     shown = heads.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
     picture = Image.open(io.BytesIO(page.request.get(heads.get_attribute("src")).body()))
     assert first_line_px(picture) * shown >= 18
+    open_more_views(page, "Mean attention distance")
+    for tab, elem_id in (("Mean attention distance", "distance"), ("Position embeddings", "similarity")):
+        page.get_by_role("tab", name=tab).click()
+        drawn = page.locator(f"#{elem_id} img")
+        expect(drawn).to_have_attribute("src", re.compile("."))
+        shown = drawn.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+        picture = Image.open(io.BytesIO(page.request.get(drawn.get_attribute("src")).body()))
+        assert first_line_px(picture) * shown >= 18, elem_id
     page.close()
     plain = open_page(browser, server)  # without the switch: the prompt is whole too, the pictures' words smaller
     plain.locator("#upload p").wait_for()

@@ -346,11 +346,13 @@ def _more_tabs(start: LoadedModel) -> dict[str, Any]:
         distance = picture(
             "**How far each head looks, in this image** (the ViT paper's Fig. 7, right, averages over many images)",
             "Mean attention distance per head, for this image",
+            elem_id="distance",
         )
     with gr.Tab("Position embeddings") as tabs["similarity"]:
         similarity = picture(
             "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
             "Position-embedding similarity of every patch slot",
+            elem_id="similarity",
         )
     with gr.Tab("Relevance (Chefer et al. 2021)") as tabs["relevance"]:
         relevance = _relevance_view(start)

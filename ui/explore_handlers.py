@@ -179,7 +179,7 @@ def rollout_picture(ex: Explanation, key: ExplanationKey, drawing: Drawing) -> g
 
 
 def distance_picture(ex: Explanation, key: ExplanationKey) -> gr.Image:
-    return with_alt(views.distance_chart(ex), views.distance_alt(ex, model_name(key.model_key)))
+    return with_alt(views.distance_chart(ex, PICTURE_TEXT.px), views.distance_alt(ex, model_name(key.model_key)))
 
 
 def pca_inputs(loaded: LoadedModel, ex: Explanation, examples: bool) -> list[tuple[str, ModelInput]]:
@@ -218,7 +218,8 @@ def logit_lens_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey
 def similarity_picture(loaded: LoadedModel) -> gr.Image:
     compared = views.position_words(loaded.model)
     alt = views.similarity_alt(loaded.model.config.grid, model_name(loaded.key), compared)
-    return with_alt(render.position_similarity_tiles(loaded.position_similarity(), compared=compared), alt)
+    similarity = loaded.position_similarity()
+    return with_alt(render.position_similarity_tiles(similarity, compared=compared, text_px=PICTURE_TEXT.px), alt)
 
 
 def full_analysis(

@@ -47,6 +47,7 @@ from . import concurrency, zerogpu
 from .binding import ComponentView, Controls, bound
 from .checks import number, one_of, visitor_error
 from .common import owner
+from .pictures import TEXT as PICTURE_TEXT
 from .pictures import picture, with_alt
 from .settings import SPACE_MODEL, ServerSettings, for_visitors
 
@@ -528,12 +529,15 @@ def train_status(runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request:
     drawable = snap.history or snap.step_losses
     curves = drawn(
         lambda: with_alt(
-            run_views.curves(snap.history, snap.step_losses), run_views.curves_alt(snap.history, snap.step_losses)
+            run_views.curves(snap.history, snap.step_losses, PICTURE_TEXT.px),
+            run_views.curves_alt(snap.history, snap.step_losses),
         ),
         curves_fresh and bool(drawable),
     )
     probe = drawn(
-        lambda: with_alt(run_views.probe(snap.probe_image, snap.probe), run_views.probe_alt(snap.probe)),
+        lambda: with_alt(
+            run_views.probe(snap.probe_image, snap.probe, PICTURE_TEXT.px), run_views.probe_alt(snap.probe)
+        ),
         probe_fresh and bool(snap.probe) and snap.probe_image is not None,
     )
     return dict(
