@@ -4,8 +4,9 @@
 
 Starts `python app.py` on a free port with the bundled model, opens it at 1280x720, picks
 the CIFAR-10 cat example and saves docs/app-first-screen.png; then clicks a patch and saves
-docs/app-patch-query.png; then the same example on a 390x844 phone, scrolled to the head maps:
-docs/app-phone.png. Then "More views": the patch features in colour with the six animal examples
+docs/app-patch-query.png; then the same example on a 390x844 phone, its first screen (the title,
+the Live button, the upload and the predictions) docs/app-phone-first-screen.png, and scrolled to
+the head maps docs/app-phone.png. Then "More views": the patch features in colour with the six animal examples
 (docs/app-pca.png) and the logit lens (docs/app-logit-lens.png). Then a new visitor whose (fake)
 webcam films a cheetah photo sliding by presses the Live button: docs/app-live.png. Last, the app
 in its presentation mode (`python app.py --present`) with the cat example at 1280x720:
@@ -56,6 +57,7 @@ def shoot(url: str) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         phone = open_cat(browser, url, {"width": 390, "height": 844})
+        phone.screenshot(path=str(ROOT / "docs" / "app-phone-first-screen.png"))
         phone.locator("#heads img").scroll_into_view_if_needed()
         phone.screenshot(path=str(ROOT / "docs" / "app-phone.png"))
         page = open_cat(browser, url, {"width": 1280, "height": 720})
@@ -175,7 +177,7 @@ def main() -> None:
         shoot_present(url)
     print(
         "wrote docs/app-first-screen.png, docs/app-patch-query.png, docs/app-pca.png, docs/app-logit-lens.png, "
-        "docs/app-phone.png, docs/app-live.png and docs/app-present.png"
+        "docs/app-phone-first-screen.png, docs/app-phone.png, docs/app-live.png and docs/app-present.png"
     )
     with serving("--model", CLIP) as url:
         words = shoot_words(url)
