@@ -197,6 +197,9 @@ def checkpoint_attacks(client, folder: Path) -> dict[str, Callable[[], str]]:
         "resize_size=16000": checkpoint(folder / "resize.safetensors", Preprocessing(16000, 32)),
         "80 × 80 patch grid": checkpoint(folder / "grid80.safetensors", image_size=320),
         "144 heads": checkpoint(folder / "heads144.safetensors", dim=144, heads=144),
+        "64 heads of 2 channels (a header that does not match its weights)": checkpoint(
+            folder / "heads64.safetensors", dim=128, heads=64
+        ),
         "20 layers × 20 heads, 64 × 64 grid (the ranking attack)": checkpoint(
             folder / "rank.safetensors", Preprocessing(256, 256), image_size=256, dim=40, depth=20, heads=20, mlp_dim=40
         ),
@@ -424,6 +427,15 @@ def big_run(client, folder: Path, source: tuple[str, str] = ("operator", "")) ->
     return reply
 
 
+def empty_session(url: str) -> str:
+    """/analyze joined with an empty session hash: Gradio answered HTTP 500 with a KeyError."""
+    import httpx
+
+    body = {"data": [None, None, "bundled", "crop", *VIEWS], "fn_index": 0, "session_hash": ""}
+    reply = httpx.post(f"{url}gradio_api/queue/join", json=body, timeout=60)
+    return f"HTTP {reply.status_code} {reply.text[:60]}"
+
+
 def raw_analyze(url: str, payload: dict | None) -> str:
     """/analyze with a payload as the browser sends it (gradio_client would upload the file again)."""
     import httpx
@@ -473,6 +485,7 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["20 new sessions, each a webcam frame beside a 1 MB query, on /live_frame"] = lambda: frame_hoard(
         server.url, image
     )
+    attacks["an empty session hash on /queue/join"] = lambda: empty_session(server.url)
     attacks["an image named by a web address on /analyze"] = lambda: raw_analyze(
         server.url, {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
     )

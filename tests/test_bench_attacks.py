@@ -57,7 +57,7 @@ def test_the_attacks_on_the_new_surfaces_are_refused_or_bounded(server, tmp_path
     refused, a 1,012 px run is scaled down, and epochs=true is not one epoch."""
     from gradio_client import Client
 
-    from bench.attacks import big_run, foreign_key, frame_hoard, silent_joins
+    from bench.attacks import big_run, empty_session, foreign_key, frame_hoard, silent_joins
     from explorer.catalog import UNKNOWN_CHECKPOINT
 
     image = tmp_path / "cat.png"
@@ -65,6 +65,7 @@ def test_the_attacks_on_the_new_surfaces_are_refused_or_bounded(server, tmp_path
     joined = silent_joins(server, image, joins=30)
     assert "HTTP 503" in joined and joined.endswith("then /analyze: ok"), joined
     assert frame_hoard(server, image, sessions=3) == "3 × HTTP 413"  # the query beside the frame is refused
+    assert empty_session(server) == "HTTP 400 session_hash must not be empty"
     web = {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
     assert raw_analyze(server, web).startswith("refused: HTTP 400 a file must be uploaded, not named by a web")
     assert foreign_key(server, tmp_path, image) == f"refused: {UNKNOWN_CHECKPOINT}"

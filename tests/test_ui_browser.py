@@ -466,7 +466,8 @@ def test_the_classroom_run_through_in_order(server, browser, tmp_path):
 
 
 def test_the_relevance_tab_says_to_press_its_button_before_and_after_a_new_image(server, browser):
-    """The tab drew nothing when opened, with no hint, and went blank after each image."""
+    """The tab drew nothing when opened, with no hint, and went blank after each image; changing
+    "Rollout and relevance show" redrew rollout but left relevance as it was, with no hint."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
@@ -477,6 +478,9 @@ def test_the_relevance_tab_says_to_press_its_button_before_and_after_a_new_image
     expect(hint).to_contain_text("Press Explain this class to draw the map")
     page.get_by_role("button", name="Explain this class").click()
     expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile(r"for the predicted class '\w+'"))
+    expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile("weights from 0"))
+    page.get_by_label("relative to uniform (× 1/N)").check()
+    expect(page.locator("#relevance img")).to_have_attribute("alt", re.compile("drawn as multiples of uniform"))
     pick_example(page, "dog")
     expect(page.locator("#relevance img")).to_have_count(0)  # cleared by the new image ...
     expect(hint).to_be_visible()  # ... and the hint still says what to do
