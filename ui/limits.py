@@ -72,15 +72,19 @@ class RequestLimits:
         if path.rstrip("/") in UPLOAD_ROUTES:
             return await self._upload(scope, receive, send)
         body = await _body(receive, MAX_FRAME_BYTES)
-        if body is None or (len(body) > MAX_EVENT_BYTES and not self._is_frame(path, body)):
-            return await _refuse(
-                send, 413, f"this request is larger than this server takes ({MAX_EVENT_BYTES:,} bytes)"
-            )
-        if len(body) <= MAX_EVENT_BYTES and _fields(body).get("session_hash", None) == "":
+        too_large = 413, f"this request is larger than this server takes ({MAX_EVENT_BYTES:,} bytes)"
+        if body is None:
+            return await _refuse(send, *too_large)
+        # a frame's JSON takes tens of milliseconds to parse: not on the event loop
+        fields = _fields(body) if len(body) <= MAX_EVENT_BYTES else await run_in_threadpool(_fields, body)
+        frame = self._is_frame(path, fields)
+        if len(body) > MAX_EVENT_BYTES and not (frame and _outside_the_frame(fields) <= MAX_EVENT_BYTES):
+            return await _refuse(send, *too_large)
+        if fields.get("session_hash", None) == "":
             return await _refuse(send, 400, "session_hash must not be empty")  # Gradio answered 500
-        if _names_a_web_file(_fields(body).get("data")):
+        if _names_a_web_file(fields.get("data")):
             return await _refuse(send, 400, WEB_FILE)
-        if self._is_frame(path, body) and not path.startswith(STREAM_ROUTE):
+        if frame and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
 
@@ -97,14 +101,12 @@ class RequestLimits:
         finally:
             self.joining -= 1
 
-    def _is_frame(self, path: str, body: bytes) -> bool:
-        """Whether a large request is a webcam frame (a running stream's, or its event's first)
-        whose only large part is the frame's data: URL (`_outside_the_frame`)."""
-        fields = _fields(body)
-        routed = path.startswith(STREAM_ROUTE) or path.rstrip("/").endswith(f"/call/{FRAME_API}")
-        if not routed and fields.get("fn_index") not in self.frame_fns:
-            return False
-        return len(body) <= MAX_EVENT_BYTES or _outside_the_frame(fields) <= MAX_EVENT_BYTES
+    def _is_frame(self, path: str, fields: dict[str, Any]) -> bool:
+        """Whether a request is a webcam frame's: a running stream's, or its event's first. Only
+        its frame's data: URL may be large (`_outside_the_frame`)."""
+        if path.startswith(STREAM_ROUTE) or path.rstrip("/").endswith(f"/call/{FRAME_API}"):
+            return True
+        return fields.get("fn_index") in self.frame_fns
 
     async def _upload(self, scope: Scope, receive: Receive, send: Send) -> None:
         length = dict(scope["headers"]).get(b"content-length")
