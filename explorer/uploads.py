@@ -99,6 +99,12 @@ UPLOAD_SHARE = 0.75
 # uploads, and every visitor's upload was refused for two minutes. A quarter of the default 2 GiB
 # budget's room is 384 MiB: thirty phone photos of a class behind one router fit many times over.
 SENDER_SHARE = 0.25
+# A walk that the app's own writes start prunes the folder down to LOW_WATER of the budget, not to
+# the budget itself: pruned to the brim, the next view drawn passed it again, and with the folder at
+# its budget every click walked tens of thousands of files under the budget's lock (the 50-minute
+# soak: clicks waited 20 to 35 s from the minute the folder filled). A tenth of the budget is room
+# for thousands of views between walks.
+LOW_WATER = 0.9
 
 
 def _young(files: list[tuple[float, int, Path]]) -> set[Path]:
@@ -169,15 +175,16 @@ class UploadBudget:
 
     def added(self, size: int) -> None:
         """Count a file the app itself just wrote (a rendered view, an export); once the count
-        passes the budget, walk and prune at once: the folder never waits for the next upload
-        or the periodic prune over its budget (the soak found it 12 MB over, issue 28)."""
+        passes the budget, walk and prune at once, down to LOW_WATER of it: the folder never
+        waits for the next upload or the periodic prune over its budget (the soak found it 12 MB
+        over), and the writes that follow find room without a walk each."""
         with self._lock:
             if self._used is None:
                 return
             self._used += size
             over = self._used > self.budget_bytes
         if over:
-            self.prune()
+            self.prune(LOW_WATER)
 
     def admit(self, path: Path) -> None:
         """`admit`, walking the folder only when the count since the last walk says it must."""
@@ -237,13 +244,14 @@ class UploadBudget:
         walked, at = self._walked
         return self._used is not None and walked == root and time.monotonic() - at < self.recount_s
 
-    def prune(self) -> int:
+    def prune(self, to: float = 1.0) -> int:
         """Walk and prune the folder (the periodic check): its oldest files are deleted until
-        what is left fits the budget, never `keep` (the app's own files, such as its examples'
-        cached copies); the newest (a fresh upload, a view just drawn) go last. The bytes freed."""
+        what is left fits `to` times the budget, never `keep` (the app's own files, such as its
+        examples' cached copies); the newest (a fresh upload, a view just drawn) go last. The
+        bytes freed."""
         with self._lock:
             root = Path(self.folder()).resolve()
             files = _files(root)
-            freed = _prune(files, root, self.budget_bytes, self.keep)
+            freed = _prune(files, root, int(to * self.budget_bytes), self.keep)
             self._used, self._walked = sum(size for _, size, _ in files) - freed, (root, time.monotonic())
             return freed

@@ -10,6 +10,7 @@ import pytest
 
 import explorer.uploads
 from explorer.uploads import (
+    LOW_WATER,
     REFUSED,
     UploadBudget,
     UploadRefused,
@@ -131,6 +132,20 @@ def test_a_file_the_app_writes_past_the_budget_prunes_at_once(tmp_path: Path, wa
     budget.added(arrive(tmp_path, "e/export.gif", 1000).stat().st_size)  # 3500: over, so walk and prune now
     assert len(walks) == 2 and not (tmp_path / "a/first.png").exists() and (tmp_path / "e/export.gif").exists()
     assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 3000
+
+
+def test_with_the_folder_at_its_budget_a_view_drawn_does_not_walk_it_each_time(tmp_path: Path, walks) -> None:
+    """The 50-minute soak: once the folder reached its budget, each view drawn passed it again
+    and walked the folder (tens of thousands of files) under the budget's lock; clicks waited
+    20 to 35 s. A walk the app's writes start leaves LOW_WATER of the budget."""
+    budget = UploadBudget(lambda: tmp_path, 10_000)
+    for i in range(100):
+        arrive(tmp_path, f"old{i}/view.webp", 100)
+    budget.admit(arrive(tmp_path, "a/upload.png", 100))  # 10,100 bytes: the first arrival walks and prunes
+    for i in range(10):  # ten more views of the size of those before them
+        budget.added(arrive(tmp_path, f"new{i}/view.webp", 100).stat().st_size)
+    assert len(walks) == 2  # the first view past the budget walked; the nine after it found room
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= LOW_WATER * 10_000 + 900
 
 
 def test_files_that_came_another_way_are_counted_at_the_next_walk(tmp_path: Path, walks, monkeypatch) -> None:
