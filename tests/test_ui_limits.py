@@ -130,6 +130,20 @@ def test_a_frame_request_may_be_large_only_in_the_frame(app):
         assert call.status_code == 413
         assert httpx.post(f"{url}gradio_api/stream/no-such-event", json=join, timeout=60).status_code == 413
     assert "hoarder" not in demo.state_holder.session_data  # refused before Gradio made a session
+    # The browser sends a stream's frame twice, as the camera's value and as the event's data
+    # (which no session keeps): that is still one frame. Another large event value is not.
+    frame = jpeg_data_url(160)
+    for event, code in (({"url": frame}, 200), ({"url": "y" * 100_000}, 413)):
+        join = {
+            "data": [{"url": frame}, *controls],
+            "event_data": {"value": event, "is_value_data": True},
+            "fn_index": live_frame,
+            "session_hash": f"browser-{code}",
+        }
+        reply = httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60)
+        assert reply.status_code == code
+        if code == 200:
+            httpx.post(f"{url}gradio_api/stream/{reply.json()['event_id']}/close", timeout=60)
 
 
 def test_an_upload_that_does_not_fit_the_budget_is_refused_before_it_is_stored(app, monkeypatch):

@@ -162,14 +162,26 @@ def _fields(body: bytes) -> dict[str, Any]:
 
 
 def _outside_the_frame(fields: dict[str, Any]) -> int:
-    """Bytes of a frame request besides the frame's data: URL (the camera's value is the event's
-    first input, `{"url": "data:image/..."}`): Gradio keeps every input a session sends, so a
-    query or a model key as large as a frame would stay in the session after the frame is dropped."""
+    """Bytes of a frame request besides the frame's data: URL. The camera's value is the event's
+    first input, `{"url": "data:image/..."}`, and a stream event sends the frame once more as its
+    event data (`{"value": ..., "is_value_data": true}`, which no session keeps): Gradio keeps
+    every input a session sends, so a query or a model key as large as a frame would stay in the
+    session after the frame is dropped."""
     data = fields.get("data")
     if not isinstance(data, list) or not data or not isinstance(data[0], dict):
         return len(json.dumps(fields))
-    frame = {**data[0], "url": None} if isinstance(data[0].get("url"), str) else data[0]
-    return len(json.dumps({**fields, "data": [frame, *data[1:]]}))
+    url = data[0].get("url")
+    if not isinstance(url, str):
+        return len(json.dumps(fields))
+    event = fields.get("event_data")
+    if isinstance(event, dict) and _url_of(event.get("value")) == url:
+        event = {**event, "value": None}
+    return len(json.dumps({**fields, "data": [{**data[0], "url": None}, *data[1:]], "event_data": event}))
+
+
+def _url_of(value: Any) -> Any:
+    """A camera value's data: URL, whether sent as the URL itself or as `{"url": ...}`."""
+    return value.get("url") if isinstance(value, dict) else value
 
 
 def _names_a_web_file(value: Any) -> bool:
