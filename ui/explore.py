@@ -325,14 +325,36 @@ def _more_views(start: LoadedModel) -> dict[str, Any]:
             return {"more": more, **display, **_more_tabs(start)}
 
 
+# The "More views" that are one picture each: field -> (tab, caption, alt text before the first image).
+PICTURE_TABS = {
+    "overview": (
+        "Layers x heads",
+        "**Attention of the default query (CLS)** in every head of every layer",
+        "Attention of the default query in every head of every layer",
+    ),
+    "distance": (
+        "Mean attention distance",
+        "**How far each head looks, in this image** (the ViT paper's Fig. 7, right, averages over many images)",
+        "Mean attention distance per head, for this image",
+    ),
+    "similarity": (
+        "Position embeddings",
+        "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
+        "Position-embedding similarity of every patch slot",
+    ),
+}
+
+
+def _picture_tab(tabs: dict[str, gr.Tab], field: str) -> gr.Image:
+    """One of PICTURE_TABS: a tab holding its picture, registered in `tabs` under `field`."""
+    name, caption, alt = PICTURE_TABS[field]
+    with gr.Tab(name) as tabs[field]:
+        return picture(caption, alt, elem_id=field)
+
+
 def _more_tabs(start: LoadedModel) -> dict[str, Any]:
     tabs = {}
-    with gr.Tab("Layers x heads") as tabs["overview"]:
-        overview = picture(
-            "**Attention of the default query (CLS)** in every head of every layer",
-            "Attention of the default query in every head of every layer",
-            elem_id="overview",
-        )
+    overview = _picture_tab(tabs, "overview")
     with gr.Tab("Rollout") as tabs["rollout"]:
         with gr.Row():
             fusion = gr.Radio(list(common.FUSIONS), value="mean", label="Head fusion")
@@ -342,18 +364,7 @@ def _more_tabs(start: LoadedModel) -> dict[str, Any]:
         rollout = picture(
             "**Attention rollout** (Abnar & Zuidema, 2020)", "Attention rollout through all layers", elem_id="rollout"
         )
-    with gr.Tab("Mean attention distance") as tabs["distance"]:
-        distance = picture(
-            "**How far each head looks, in this image** (the ViT paper's Fig. 7, right, averages over many images)",
-            "Mean attention distance per head, for this image",
-            elem_id="distance",
-        )
-    with gr.Tab("Position embeddings") as tabs["similarity"]:
-        similarity = picture(
-            "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
-            "Position-embedding similarity of every patch slot",
-            elem_id="similarity",
-        )
+    distance, similarity = _picture_tab(tabs, "distance"), _picture_tab(tabs, "similarity")
     with gr.Tab("Relevance (Chefer et al. 2021)") as tabs["relevance"]:
         relevance = _relevance_view(start)
     return {
