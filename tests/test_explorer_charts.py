@@ -5,7 +5,7 @@ import pytest
 from matplotlib import colormaps
 from PIL import Image
 
-from explorer import canvas, charts
+from explorer import canvas, charts, views
 
 
 def test_attention_distance_chart_draws_something():
@@ -34,7 +34,7 @@ def test_training_curves_draw_the_history():
 
     falling = charts.training_curves(history([2.0, 1.5, 1.0, 0.5]))
     rising = charts.training_curves(history([0.5, 1.0, 1.5, 2.0]))
-    assert falling.size == (600, 280)  # the Train tab's column (views.DISPLAY_WIDTH)
+    assert falling.width == views.DISPLAY_WIDTH["curves"]  # the Train tab's column: never shrunk to fit it
     start, end = line_heights(falling)
     assert start < end - 50  # image rows grow downwards: a falling loss starts high, ends low
     start, end = line_heights(rising)
