@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def _figure(width: float, height: float, layout: str | None = None, dpi: float = 100) -> Figure:
-    """A matplotlib figure (inches at 100 dpi) that is not registered with pyplot, so
+    """A matplotlib figure (inches at `dpi` pixels each) that is not registered with pyplot, so
     concurrent requests never share global state. Imported here, on first use: the charts
     need matplotlib's whole drawing stack, which costs half a second at start-up."""
     from matplotlib.figure import Figure

@@ -15,11 +15,11 @@ import vit
 from explorer import views
 from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
-from explorer.explain import explain
+from explorer.explain import ExplanationKey, explain
 from explorer.views import Drawing, Fusion, Showing
 from ui import common
 from ui import explore_handlers as h
-from ui.common import EXAMPLES_DIR, ExplanationKey, Server
+from ui.common import EXAMPLES_DIR, Server
 from ui.explore import ExploreView, layout
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 

@@ -11,10 +11,10 @@ from PIL import Image
 from explorer import render, views
 from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
-from explorer.explain import explain
+from explorer.explain import ExplanationKey, explain
 from explorer.views import Drawing, Fusion
 from ui import explore_handlers as h
-from ui.common import ExplanationKey, Server
+from ui.common import Server
 from ui.explore import build_explore_tab
 
 STYLE = MapStyle()  # inferno at opacity 0.6, nearest upsampling, overlay, one scale per layer
