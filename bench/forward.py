@@ -17,6 +17,13 @@ scheme is the other one (rotary <-> learned), at each of --sizes: what DINOv3's 
 embeddings cost over DINOv2-style learned ones, e.g.
 
     python -m bench.forward --model vit_small_patch16_dinov3 --positions --sizes 256 512
+
+With --serving, it asks what would make a served analysis cheaper (issue 30): the
+milliseconds per image of one named model's forward pass with every map at several batch
+sizes, then float32 against bfloat16 autocast and int8 dynamic quantisation of the linear
+layers, each with its largest difference from float32 in the maps and the probabilities, e.g.
+
+    python -m bench.forward --model vit_small_patch16_224 --serving --batches 1 2 4 8 --threads 1
 """
 
 from __future__ import annotations
@@ -100,6 +107,63 @@ def positions(name: str, sizes: list[int], repeats: int) -> None:
             print(f"| {size} px | {kind} | {fused:.1f} ms | {maps:.1f} ms |")
 
 
+def peaked(model: vit.VisionTransformer, gain: float = 6.0) -> vit.VisionTransformer:
+    """Random weights whose attention is peaked, as a trained model's is: near-uniform maps (the
+    random initialisation's) would hide any error cheaper arithmetic makes in them."""
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.qkv.weight[: 2 * model.config.dim] *= gain  # queries and keys only
+    return model
+
+
+def cheaper_modes(model: vit.VisionTransformer) -> dict[str, Callable[[torch.Tensor], tuple]]:
+    """float32 and the cheaper ways to run `model` with every map, by name."""
+
+    def bf16(images: torch.Tensor) -> tuple:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(images, need_weights=True)
+
+    modes = {"float32": partial(model, need_weights=True), "bfloat16 autocast": bf16}
+    mlp = {name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and ".mlp." in name}
+    for label, layers in (("int8 dynamic, every linear layer", {torch.nn.Linear}), ("int8 dynamic, MLPs only", mlp)):
+        try:
+            quantised = torch.ao.quantization.quantize_dynamic(model, layers, dtype=torch.qint8)
+        except (RuntimeError, AttributeError) as e:  # no quantised kernels in this build
+            print(f"# {label}: unavailable ({e})")
+            continue
+        modes[label] = partial(quantised, need_weights=True)
+    return modes
+
+
+def serving(name: str, batches: list[int], repeats: int) -> None:
+    """Median ms per image with every map at each batch size, then the cheaper arithmetic at
+    batch 1: its speed-up and its largest differences from float32."""
+    model = peaked(vit.create_model(name).eval())
+    side = model.config.image_size
+    print(f"# {name}, forward pass with every map, {torch.get_num_threads()} threads, median of {repeats}")
+    print("| batch | ms per batch | ms per image | images/s vs batch 1 |")
+    print("|---|---|---|---|")
+    runs = {b: partial(model, torch.randn(b, 3, side, side), need_weights=True) for b in batches}
+    per_image = {b: statistics.median(t) * 1000 / b for b, t in interleaved_times(runs, repeats).items()}
+    for b in batches:
+        print(f"| {b} | {per_image[b] * b:.1f} | {per_image[b]:.1f} | {per_image[batches[0]] / per_image[b]:.2f}x |")
+    images = torch.randn(1, 3, side, side)
+    modes = cheaper_modes(model)
+    times = interleaved_times({k: partial(fn, images) for k, fn in modes.items()}, repeats)
+    with torch.inference_mode():
+        exact_logits, exact_maps = modes["float32"](images)
+        exact_p = exact_logits.softmax(-1)
+        print("\n| arithmetic | ms per image | speed-up | max difference in a map | max difference in a probability |")
+        print("|---|---|---|---|---|")
+        for k, fn in modes.items():
+            logits, maps = fn(images)
+            d_map = max((a.float() - e).abs().max().item() for a, e in zip(maps, exact_maps, strict=True))
+            d_p = (logits.float().softmax(-1) - exact_p).abs().max().item()
+            ms = statistics.median(times[k]) * 1000
+            print(f"| {k} | {ms:.1f} | {statistics.median(times['float32']) * 1000 / ms:.2f}x | {d_map:.2e} | {d_p:.2e} |")
+    print(f"\n(maps are weights in [0, 1]; largest weight in a float32 map: {max(m.max().item() for m in exact_maps):.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
@@ -108,9 +172,13 @@ def main() -> None:
     parser.add_argument("--model", default="vit_small_patch14_reg4_dinov2", help="the named model for --sizes")
     parser.add_argument("--sizes", type=int, nargs="+", help="time --model at these input sides instead")
     parser.add_argument("--positions", action="store_true", help="with --sizes: rotary vs learned positions")
+    parser.add_argument("--serving", action="store_true", help="--model's batch sizes and cheaper arithmetic")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.serving:
+        serving(args.model, args.batches, args.repeats)
+        return
     if args.sizes and args.positions:
         positions(args.model, args.sizes, args.repeats)
         return

@@ -8,12 +8,13 @@ distance) are cheap tensor reads of that result, so moving a slider never reruns
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ from vit.analysis import (
 
 from .compute import pass_seconds, to_model
 from .images import ImageError, load_image
+from .priority import FORWARD_PASSES
 
 if TYPE_CHECKING:
     from .loaded import LoadedModel
@@ -278,10 +280,11 @@ class ExplanationTooLarge(ValueError):
 class ExplanationStore:
     """Every session's explanations in one cache bounded in bytes, shared by the whole server.
 
-    Keys are (upload file, model, mode); Gradio names uploads by their content, so two
-    visitors looking at the same example share one forward pass, and a visitor can only
-    name an entry whose image they hold. Least recently used entries go first; a session
-    whose entry was evicted recomputes it from its upload on its next request.
+    Keys are `ExplanationKey`s (image content, model, mode), so visitors looking at the same
+    picture share one forward pass, whatever its file is called; a key lives in its session's
+    state on the server, so a visitor can only name an entry whose image they hold. Least
+    recently used entries go first; a session whose entry was evicted recomputes it from its
+    upload on its next request.
     """
 
     def __init__(self, max_bytes: int = 2 * 1024**3, max_request_bytes: int | None = None):
@@ -339,15 +342,28 @@ class ExplanationStore:
         self._bytes += size
 
 
-class ExplanationKey(NamedTuple):
-    """Which analysis a session shows, its key in the server's `ExplanationStore`: Gradio names
-    uploads by content, so the path identifies the image; the model object's id (not just its
-    key) tells apart two catalogues' "bundled" models in one process."""
+@dataclass(frozen=True)
+class ExplanationKey:
+    """Which analysis a session shows, its key in the server's `ExplanationStore`: the image by
+    its content (two visitors' copies of the same picture under different names share one
+    forward pass), and the model object's id (not just its key) to tell apart two catalogues'
+    "bundled" models in one process. The session's own file goes along, outside the key's
+    identity: the upload box shows it again after a refused upload."""
 
-    path: str
+    path: str = field(compare=False)
     model_key: str
     model_id: int
     mode: str
+    content: str  # sha256 of the file's bytes
+
+
+def content_digest(path: str) -> str:
+    """sha256 of a file's bytes, read in 1 MiB pieces (uploads are bounded: docs/security.md)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for piece in iter(partial(f.read, 2**20), b""):
+            digest.update(piece)
+    return digest.hexdigest()
 
 
 def explain_file(
@@ -359,13 +375,16 @@ def explain_file(
 ) -> tuple[ExplanationKey, Explanation]:
     """The analysis of an image file by a loaded model, its key beside it: decoded, refused past
     the store's `maps_budget` before the forward pass, and run once for every session asking
-    for the same (file, model, mode) while the store keeps it (None: no caching, no budget, as
+    for the same (image content, model, mode) while the store keeps it (None: no caching, no budget, as
     the benchmarks measure). `forward` runs the pass elsewhere (a ZeroGPU worker)."""
-    key = ExplanationKey(path, loaded.key, id(loaded.model), mode)
+    key = ExplanationKey(path, loaded.key, id(loaded.model), mode, content_digest(path))
 
     def forward_pass() -> Explanation:
         budget = store.maps_budget if store else None
         image, names = load_image(path), loaded.meta.class_names
         return explain(loaded.model, names, loaded.preprocessing, image, mode, max_bytes=budget, forward=forward)
 
-    return key, store.get(key, forward_pass) if store else forward_pass()
+    def below_the_clicks() -> Explanation:  # decoding and the pass, at a lower priority (explorer/priority.py)
+        return FORWARD_PASSES.run(forward_pass)
+
+    return key, store.get(key, below_the_clicks) if store else below_the_clicks()

@@ -2,6 +2,7 @@
 moves, playing through the layers, export names, and the examples the tab offers."""
 
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import gradio as gr
@@ -38,7 +39,7 @@ def explanation_key(tab):
     """The key a session's state holds: its explanation lives in the server-wide store."""
     loaded = tab.catalog.get(BUNDLED)
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8))
-    key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop")
+    key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop", "random")
     tab.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
     return key
 
@@ -245,7 +246,7 @@ def prefixed(tmp_path_factory) -> tuple[ExploreView, Server, ExplanationKey]:
         view = layout(catalog)
     loaded = catalog.get(BUNDLED)
     image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), np.uint8))
-    key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop")
+    key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop", "random")
     server = Server(catalog)
     server.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
     return view, server, key
@@ -324,7 +325,7 @@ def test_relevance_follows_the_style_and_show_without_another_pass(tab, explanat
     assert "drawn as multiples of uniform" in picture.alt_text and "weights from 0" in out["relevance"].alt_text
     assert Image.open(opened(out["relevance"])).tobytes() != Image.open(opened(picture)).tobytes()
     assert h.restyle_relevance(server, explanation_key, None, "cat-bundled", STYLE, Showing("relative", 0.6)) == {}
-    other = explanation_key._replace(path="other.png")  # kept for another image: nothing to redraw
+    other = replace(explanation_key, path="other.png", content="other")  # kept for another image: nothing to redraw
     assert h.restyle_relevance(server, other, kept, "cat-bundled", STYLE, Showing("relative", 0.6)) == {}
 
 
@@ -337,7 +338,7 @@ def test_relevance_refuses_unknown_classes_and_models_without_a_head(tab, explan
     headless = Server(ModelCatalog(path, tmp_path / "runs"))
     loaded = headless.catalog.get(BUNDLED)
     image = Image.fromarray(np.zeros((32, 32, 3), np.uint8))
-    key = ExplanationKey("black.png", BUNDLED, id(loaded.model), "crop")
+    key = ExplanationKey("black.png", BUNDLED, id(loaded.model), "crop", "black")
     ex = headless.store.get(key, lambda: explain(loaded.model, [], loaded.preprocessing, image))
     assert ex.probabilities == {}  # no classifier, no predictions
     assert "makes no predictions" in h.classes_note(loaded)
@@ -516,7 +517,7 @@ def test_the_logit_lens_tab_reads_every_layer_and_a_headless_model_gets_a_senten
     vit.save_checkpoint(vit.create_model("vit_cifar_nano", num_classes=0), path, class_names=[], preprocessing=CIFAR10)
     headless = Server(ModelCatalog(path, tmp_path / "runs"))
     loaded = headless.catalog.get(BUNDLED)
-    key = ExplanationKey("grey.png", BUNDLED, id(loaded.model), "crop")
+    key = ExplanationKey("grey.png", BUNDLED, id(loaded.model), "crop", "grey")
     headless.store.get(
         key, lambda: explain(loaded.model, [], loaded.preprocessing, Image.new("RGB", (32, 32), (90,) * 3))
     )

@@ -47,7 +47,7 @@ def image(tmp_path_factory) -> str:
 def explanation(tab, image):
     _, server, _ = tab
     loaded = server.catalog.get(BUNDLED)
-    key = ExplanationKey("noise.png", BUNDLED, id(loaded.model), "crop")
+    key = ExplanationKey("noise.png", BUNDLED, id(loaded.model), "crop", "noise")
     server.store.get(
         key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, Image.open(image))
     )

@@ -3,6 +3,8 @@ the box shown only for CLIP models, and every refusal as one sentence."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import gradio as gr
 import numpy as np
 import pytest
@@ -71,7 +73,7 @@ def test_three_words_give_three_probabilities_and_three_maps(tab, tmp_path) -> N
     restyled = h.restyle_words(server, key, kept, MapStyle(cmap="viridis"), Showing("relative"))
     assert len(restyled["prompt_maps"]) == 3
     assert all("multiples of uniform" in alt for _, alt in restyled["prompt_maps"])
-    assert h.restyle_words(server, key._replace(path="other.png"), kept, *SHOWN) == {}
+    assert h.restyle_words(server, replace(key, path="other.png", content="other"), kept, *SHOWN) == {}
 
 
 def test_words_for_a_model_without_text_or_unusable_words_are_one_sentence(tab, tmp_path) -> None:
