@@ -1,9 +1,20 @@
 """The pure helpers of bench/visitors.py (the benchmark itself starts a server: not a test)."""
 
+import math
+
 import numpy as np
 import pytest
 
-from bench.visitors import ACTION_WEIGHTS, images_for, model_shape, percentile, plan, vm_hwm_bytes
+from bench.visitors import (
+    ACTION_WEIGHTS,
+    floor_seconds,
+    forward_seconds,
+    images_for,
+    model_shape,
+    percentile,
+    plan,
+    vm_hwm_bytes,
+)
 
 STATUS = """Name:\tpython
 VmPeak:\t 2000000 kB
@@ -47,6 +58,21 @@ def test_visitors_share_examples_and_every_third_brings_its_own(tmp_path):
     assert len(own) == 4 and len(set(own)) == 4
     shared = [p for p in images if p.parent != tmp_path]
     assert len(set(shared)) < len(shared)  # several visitors upload the same example
+
+
+def test_with_the_same_example_everyone_uploads_one_picture_under_their_own_name(tmp_path):
+    images = images_for(5, tmp_path, same=True)
+    assert len({p.name for p in images}) == 5 and len({p.read_bytes() for p in images}) == 1
+
+
+def test_the_floor_is_every_forward_pass_shared_by_the_cores_plus_the_last_one():
+    assert floor_seconds(30, 0.13, 2) == pytest.approx(30 * 0.13 / 2 + 0.13)  # issue 30's 2.1 s
+    assert floor_seconds(1, 0.5, 16) == pytest.approx(0.5 / 16 + 0.5)
+
+
+def test_the_forward_pass_is_timed_on_the_bundled_model_and_not_on_a_name_it_cannot_load(tmp_path):
+    assert 0 < forward_seconds("bundled", repeats=2) < 5
+    assert math.isnan(forward_seconds(str(tmp_path / "vit_b_16.augreg_in21k"), repeats=2))
 
 
 def test_the_served_models_grid_and_depth_are_read_from_the_analysis():
