@@ -133,6 +133,24 @@ def forward_seconds(model: str, repeats: int = 5) -> float:
     return statistics.median(times)
 
 
+class Launcher:
+    """A thread kept at this process's starting priority, which starts the servers and times the
+    forward pass, while the visitors' threads are lowered (`--client-nice`): on a machine of two
+    cores, thirty `gradio_client` sessions take more than a core of their own (the report's
+    "this script's CPU"), CPU that a class's browsers spend on their own devices, not the
+    server's. Linux only: a thread's nice value is its own, and threads and processes inherit
+    their creator's."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="launcher")
+        self._pool.submit(lambda: None).result()  # its thread exists now, before any lowering
+
+    def __call__(self, fn, *args, **kwargs):
+        return self._pool.submit(fn, *args, **kwargs).result()
+
+
 def floor_seconds(visitors: int, forward_s: float, cores: int) -> float:
     """The least time in which `visitors` uploads arriving together can all be analysed on
     `cores` cores, one forward pass each (issue 30): N x t / cores + t."""
@@ -381,14 +399,14 @@ class Run:
     floor_s: float  # floor_seconds for this class
 
 
-def one_run(args: argparse.Namespace, app_dir: Path, model: str, folder: Path) -> Run:
+def one_run(args: argparse.Namespace, app_dir: Path, model: str, folder: Path, launch: Launcher) -> Run:
     """Start `app_dir`'s server with `model`, warm it up, run the class, sample CPU per request, stop it."""
-    server = Server(folder, args.cache_mb, None if model == BUNDLED else model, app_dir=app_dir)
+    server = launch(Server, folder, args.cache_mb, None if model == BUNDLED else model, app_dir=app_dir)
     try:
         server.wait()
         grid, depth = warm_up(server.url, folder)
         images = images_for(args.visitors, folder, args.same_example)
-        forward_s = forward_seconds(model)
+        forward_s = launch(forward_seconds, model)
         visitors = [
             Visitor(i, images[i], plan(i, args.actions, args.seed), args.think, grid, depth)
             for i in range(args.visitors)
@@ -528,7 +546,8 @@ def report(args: argparse.Namespace, by_model: dict[tuple[Path, str], list[Run]]
         f"machine: {machine()}",
         f"{args.visitors} visitors x (1 upload + {args.actions} actions), pause {args.think:.1f} s (x0.5..1.5) "
         f"between actions; models in turn, {args.rounds} round(s); explanation budget --cache-mb {args.cache_mb}; "
-        f"this script's CPU {own_cpu.ru_utime + own_cpu.ru_stime:.1f} s (same cores)",
+        f"this script's CPU {own_cpu.ru_utime + own_cpu.ru_stime:.1f} s (same cores; its visitors' threads at nice "
+        f"+{args.client_nice})",
         "",
     ]
     for runs in by_model.values():
@@ -557,17 +576,25 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="every visitor uploads the teacher's example, each under its own name",
     )
+    p.add_argument(
+        "--client-nice", type=int, default=10, help="nice value added to the visitors' threads (0: none; Launcher)"
+    )
     args = p.parse_args(argv)
     if args.visitors < 1 or args.actions < 0 or args.think < 0 or args.max_seconds <= 0:
         p.error("--visitors must be at least 1, --actions and --think at least 0, --max-seconds above 0")
     if args.rounds < 1 or args.cpu_samples < 0:
         p.error("--rounds must be at least 1 and --cpu-samples at least 0")
+    launch = Launcher()
+    if args.client_nice:
+        from explorer.priority import lower_this_thread
+
+        lower_this_thread(args.client_nice)  # the visitors' threads and clients, made from this one
     runs = [(d.resolve(), m) for m in args.model or [BUNDLED] for d in args.app_dir or [ROOT]]
     by_model: dict[tuple[Path, str], list[Run]] = {run: [] for run in runs}
     for r in range(args.rounds):
         for app_dir, model in runs if r % 2 == 0 else runs[::-1]:  # A B B A: a drifting load weighs alike
             with tempfile.TemporaryDirectory() as tmp:
-                by_model[app_dir, model].append(one_run(args, app_dir, model, Path(tmp)))
+                by_model[app_dir, model].append(one_run(args, app_dir, model, Path(tmp), launch))
     print(report(args, by_model))
 
 
