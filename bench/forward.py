@@ -159,9 +159,10 @@ def serving(name: str, batches: list[int], repeats: int) -> None:
             logits, maps = fn(images)
             d_map = max((a.float() - e).abs().max().item() for a, e in zip(maps, exact_maps, strict=True))
             d_p = (logits.float().softmax(-1) - exact_p).abs().max().item()
-            ms = statistics.median(times[k]) * 1000
-            print(f"| {k} | {ms:.1f} | {statistics.median(times['float32']) * 1000 / ms:.2f}x | {d_map:.2e} | {d_p:.2e} |")
-    print(f"\n(maps are weights in [0, 1]; largest weight in a float32 map: {max(m.max().item() for m in exact_maps):.2f})")
+            ms, exact_ms = (statistics.median(times[name]) * 1000 for name in (k, "float32"))
+            print(f"| {k} | {ms:.1f} | {exact_ms / ms:.2f}x | {d_map:.2e} | {d_p:.2e} |")
+    brightest = max(m.max().item() for m in exact_maps)
+    print(f"\n(maps are weights in [0, 1]; largest weight in a float32 map: {brightest:.2f})")
 
 
 def main() -> None:

@@ -214,6 +214,16 @@ def attacker(server: Server, folder: Path, log: Log, stop: threading.Event) -> N
 HOLDING = re.compile(r"holding: (\d+) sessions .*?, (\d+) MiB of analyses")
 
 
+# ... and what the heap holds (ui.app.heap_use): in use, and free but kept by the allocator.
+HEAP = re.compile(r"heap: (\d+) MiB in use, (\d+) MiB free in the allocator, (\d+) Python blocks")
+
+
+def heap(server: Server) -> tuple[float, float, int]:
+    """(MiB in use, MiB free in the allocator, Python blocks) as the server last said (nan, nan, -1 before)."""
+    found = HEAP.findall(Path(server.log.name).read_text(errors="replace"))
+    return (float(found[-1][0]), float(found[-1][1]), int(found[-1][2])) if found else (float("nan"),) * 2 + (-1,)
+
+
 def holding(server: Server) -> tuple[int, float]:
     """(sessions, MiB of cached analyses) as the server last said, or (-1, nan) before it has."""
     found = HOLDING.findall(Path(server.log.name).read_text(errors="replace"))
@@ -228,6 +238,9 @@ class Sample:
     rss_mib: float
     sessions: int  # Gradio's sessions held (at most ui.limits.SESSIONS)
     analyses_mib: float  # the explanation cache (at most CACHE_MB)
+    heap_mib: float  # glibc's heap in use (ui.app.heap_use)
+    free_mib: float  # freed bytes glibc keeps in its arenas
+    python_blocks: int  # sys.getallocatedblocks() in the server
     open_files: int
     threads: int
     uploads_mb: float
@@ -251,11 +264,15 @@ def sample(server: Server, log: Log, m: int, minute_s: float) -> Sample:
         if line.startswith("Threads:")
     )
     sessions, analyses_mib = holding(server)
+    heap_mib, free_mib, python_blocks = heap(server)
     return Sample(
         minute=m + 1,
         rss_mib=server.rss_mib(),
         sessions=sessions,
         analyses_mib=analyses_mib,
+        heap_mib=heap_mib,
+        free_mib=free_mib,
+        python_blocks=python_blocks,
         open_files=len(os.listdir(f"/proc/{pid}/fd")),
         threads=threads,
         uploads_mb=server.disk_mb(),
@@ -269,11 +286,13 @@ def sample(server: Server, log: Log, m: int, minute_s: float) -> Sample:
 
 def table(samples: list[Sample]) -> list[str]:
     """Markdown: one row a minute."""
-    head = ["minute", "RSS MiB", "sessions", "analyses MiB", "open files", "threads", "uploads MB", "runs MB", "load"]
+    head = ["minute", "RSS MiB", "heap MiB", "free MiB", "Python blocks", "sessions", "analyses MiB", "open files"]
+    head += ["threads", "uploads MB", "runs MB", "load"]
     head += [f"p95 {g} s" for g in GROUPS] + ["actions", "errors"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in samples:
-        cells = [f"{s.minute}", f"{s.rss_mib:.0f}", f"{s.sessions}", f"{s.analyses_mib:.0f}", f"{s.open_files}"]
+        cells = [f"{s.minute}", f"{s.rss_mib:.0f}", f"{s.heap_mib:.0f}", f"{s.free_mib:.0f}", f"{s.python_blocks}"]
+        cells += [f"{s.sessions}", f"{s.analyses_mib:.0f}", f"{s.open_files}"]
         cells += [f"{s.threads}", f"{s.uploads_mb:.0f}"]
         cells += [f"{s.runs_mb:.1f}", f"{s.load:.1f}"]
         cells += ["-" if np.isnan(s.p95[g]) else f"{s.p95[g]:.2f}" for g in GROUPS]
@@ -285,7 +304,8 @@ def write_csv(samples: list[Sample], path: Path) -> None:
     with path.open("w", newline="") as f:
         out = csv.writer(f)
         out.writerow(
-            ["minute", "rss_mib", "sessions", "analyses_mib", "open_files", "threads", "uploads_mb", "runs_mb", "load"]
+            ["minute", "rss_mib", "heap_mib", "free_mib", "python_blocks", "sessions", "analyses_mib", "open_files"]
+            + ["threads", "uploads_mb", "runs_mb", "load"]
             + [f"p95_{g}_s" for g in GROUPS]
             + ["actions", "errors"]
         )
@@ -294,6 +314,9 @@ def write_csv(samples: list[Sample], path: Path) -> None:
                 [
                     s.minute,
                     f"{s.rss_mib:.1f}",
+                    f"{s.heap_mib:.0f}",
+                    f"{s.free_mib:.0f}",
+                    s.python_blocks,
                     s.sessions,
                     f"{s.analyses_mib:.0f}",
                     s.open_files,

@@ -341,6 +341,46 @@ def cpu_per_request(server: Server, visitor: Visitor, folder: Path, samples: int
     return cost
 
 
+def clicks_beside_analyses(url: str, visitor: Visitor, folder: Path, uploaders: int, clicks: int) -> dict:
+    """Issue 30's "a click never waits behind an analysis", without a class's own load: one
+    visitor clicks `clicks` patches in a row, first alone, then while `uploaders` clients upload
+    new pictures without pause (each a forward pass). Returns the clicks' seconds in each case."""
+    from gradio_client import Client, handle_file
+
+    def clicking() -> list[float]:
+        client, rng, seconds = Client(url, verbose=False, download_files=False), random.Random(2), []
+        client.predict(image=handle_file(str(visitor.image)), model_key="bundled", mode="crop", api_name="/analyze")
+        for _ in range(clicks):
+            began = time.perf_counter()
+            client.predict(**visitor.arguments("query_patch", rng), api_name="/query_patch")
+            seconds.append(time.perf_counter() - began)
+            time.sleep(0.2)
+        client.close()
+        return seconds
+
+    def uploading(index: int, stop: threading.Event) -> None:
+        client, n = Client(url, verbose=False, download_files=False), 0
+        pixels = np.asarray(Image.open(visitor.image).convert("RGB")).astype(int)
+        while not stop.is_set():
+            path = folder / f"load-{index}-{n}.png"
+            Image.fromarray(((pixels + 7 * n + 50 * index) % 256).astype(np.uint8)).save(path)
+            client.predict(image=handle_file(str(path)), model_key="bundled", mode="crop", api_name="/analyze")
+            n += 1
+        client.close()
+
+    alone = clicking()
+    stop = threading.Event()
+    load = [threading.Thread(target=uploading, args=(i, stop), daemon=True) for i in range(uploaders)]
+    for t in load:
+        t.start()
+    time.sleep(2)  # the analyses are under way
+    beside = clicking()
+    stop.set()
+    for t in load:
+        t.join(timeout=60)
+    return {"alone": alone, "beside": beside}
+
+
 def run_class(url: str, visitors: list[Visitor], max_seconds: float) -> tuple[Tally, float]:
     """Every visitor at once, each with its own client (session); returns the tally and the
     seconds from the start signal until the last visitor finished."""
@@ -435,6 +475,33 @@ def one_run(args: argparse.Namespace, app_dir: Path, model: str, folder: Path, l
         )
     finally:
         server.stop()
+
+
+def clicks_table(args: argparse.Namespace, runs: list[tuple[Path, str]], launch: Launcher) -> str:
+    """`--clicks-beside`: for each server, one visitor's clicks alone and beside the uploaders."""
+    rows = [
+        f"one visitor's {args.clicks} clicks (/query_patch, 0.2 s apart), alone and while {args.clicks_beside} "
+        "clients upload new pictures without pause:",
+        "",
+        "| model | click p50 / p95 s alone | click p50 / p95 s beside analyses | analyses meanwhile |",
+        "|---|---|---|---|",
+    ]
+    for app_dir, model in runs:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            server = launch(Server, folder, args.cache_mb, None if model == BUNDLED else model, app_dir=app_dir)
+            try:
+                server.wait()
+                grid, depth = warm_up(server.url, folder)
+                visitor = Visitor(0, images_for(1, folder)[0], [], 0.0, grid, depth)
+                seconds = clicks_beside_analyses(server.url, visitor, folder, args.clicks_beside, args.clicks)
+                analyses = len(list(folder.glob("load-*.png")))
+            finally:
+                server.stop()
+        cells = [f"{percentile(seconds[k], 50):.2f} / {percentile(seconds[k], 95):.2f}" for k in ("alone", "beside")]
+        where = "" if app_dir == ROOT else f" (app in {app_dir})"
+        rows.append(f"| `{Path(model).name}`{where} | {cells[0]} | {cells[1]} | {analyses} |")
+    return "\n".join(rows)
 
 
 def merged(runs: list[Run]) -> Tally:
@@ -579,6 +646,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--client-nice", type=int, default=10, help="nice value added to the visitors' threads (0: none; Launcher)"
     )
+    p.add_argument("--clicks-beside", type=int, default=0, help="instead of a class: clicks beside N uploaders")
+    p.add_argument("--clicks", type=int, default=40, help="with --clicks-beside: clicks in a row")
     args = p.parse_args(argv)
     if args.visitors < 1 or args.actions < 0 or args.think < 0 or args.max_seconds <= 0:
         p.error("--visitors must be at least 1, --actions and --think at least 0, --max-seconds above 0")
@@ -590,6 +659,10 @@ def main(argv: list[str] | None = None) -> None:
 
         lower_this_thread(args.client_nice)  # the visitors' threads and clients, made from this one
     runs = [(d.resolve(), m) for m in args.model or [BUNDLED] for d in args.app_dir or [ROOT]]
+    if args.clicks_beside:
+        print(f"machine: {machine()}; visitors' threads at nice +{args.client_nice}\n")
+        print(clicks_table(args, runs, launch))
+        return
     by_model: dict[tuple[Path, str], list[Run]] = {run: [] for run in runs}
     for r in range(args.rounds):
         for app_dir, model in runs if r % 2 == 0 else runs[::-1]:  # A B B A: a drifting load weighs alike

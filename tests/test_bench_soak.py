@@ -14,6 +14,9 @@ def sample(minute: int, rss: float, p95: float = 1.0, uploads_mb: float = 10.0) 
         rss_mib=rss,
         sessions=40,
         analyses_mib=20.0,
+        heap_mib=300.0,
+        free_mib=50.0,
+        python_blocks=1_000_000,
         open_files=30,
         threads=20,
         uploads_mb=uploads_mb,
@@ -59,6 +62,7 @@ def test_a_short_class_period_has_no_error_and_stays_within_its_budgets(tmp_path
         for r in rows
     )
     assert sum(int(r["actions"]) for r in rows) > 20  # the class did act
+    assert all(0 < float(r["heap_mib"]) < float(r["rss_mib"]) and int(r["python_blocks"]) > 0 for r in rows)
     assert float(rows[-1]["runs_mb"]) > 0  # the first Train run wrote its checkpoint
     assert "attacks replayed" in out and (tmp_path / "s.png").stat().st_size > 10_000
 

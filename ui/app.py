@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -128,6 +129,31 @@ def holdings(demo: gr.Blocks) -> str:
     )
 
 
+class _MallInfo2(ctypes.Structure):
+    """glibc's `struct mallinfo2` (glibc 2.33 and later): byte counts over every arena."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks")
+    ] + [("keepcost", ctypes.c_size_t)]
+
+
+def heap_use() -> str | None:
+    """One line for the operator's log, to tell a leak from memory the allocator keeps: the heap
+    in use (glibc: allocated blocks and mapped chunks), the free bytes glibc holds in its arenas,
+    and Python's allocated blocks; None where glibc's `mallinfo2` is not there."""
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = _MallInfo2
+    info, mib = mallinfo2(), 2**20
+    return (
+        f"heap: {(info.uordblks + info.hblkhd) / mib:.0f} MiB in use, {info.fordblks / mib:.0f} MiB free in the "
+        f"allocator, {sys.getallocatedblocks()} Python blocks"
+    )
+
+
 def give_back_freed_memory() -> None:
     """Return freed heap pages to the system. glibc keeps what a finished request's tensors
     freed in the arena of the thread that ran it (Gradio runs each request in a pool thread),
@@ -153,6 +179,7 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
             give_back_freed_memory()
             if report:
                 print(holdings(demo), flush=True)
+                print(heap_use() or "heap: not measured (no glibc)", flush=True)
             time.sleep(PRUNE_EVERY_S)
 
     thread = threading.Thread(target=run, name="budgets", daemon=True)
