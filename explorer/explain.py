@@ -375,8 +375,8 @@ def explain_file(
 ) -> tuple[ExplanationKey, Explanation]:
     """The analysis of an image file by a loaded model, its key beside it: decoded, refused past
     the store's `maps_budget` before the forward pass, and run once for every session asking
-    for the same (image content, model, mode) while the store keeps it (None: no caching, no budget, as
-    the benchmarks measure). `forward` runs the pass elsewhere (a ZeroGPU worker)."""
+    for the same (image content, model, mode) while the store keeps it (None: no caching, no
+    budget, as the benchmarks measure). `forward` runs the pass elsewhere (a ZeroGPU worker)."""
     key = ExplanationKey(path, loaded.key, id(loaded.model), mode, content_digest(path))
 
     def forward_pass() -> Explanation:
@@ -384,7 +384,5 @@ def explain_file(
         image, names = load_image(path), loaded.meta.class_names
         return explain(loaded.model, names, loaded.preprocessing, image, mode, max_bytes=budget, forward=forward)
 
-    def below_the_clicks() -> Explanation:  # decoding and the pass, at a lower priority (explorer/priority.py)
-        return FORWARD_PASSES.run(forward_pass)
-
+    below_the_clicks = partial(FORWARD_PASSES.run, forward_pass)  # decoding and the pass (explorer/priority.py)
     return key, store.get(key, below_the_clicks) if store else below_the_clicks()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 import threading
@@ -134,17 +135,36 @@ class _MallInfo2(ctypes.Structure):
 
     _fields_ = [
         (name, ctypes.c_size_t)
-        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks")
-    ] + [("keepcost", ctypes.c_size_t)]
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+@functools.cache
+def _glibc() -> ctypes.CDLL | None:
+    """The C library, once, where it is glibc (whose heap the two functions below read and trim)."""
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
 
 
 def heap_use() -> str | None:
     """One line for the operator's log, to tell a leak from memory the allocator keeps: the heap
     in use (glibc: allocated blocks and mapped chunks), the free bytes glibc holds in its arenas,
     and Python's allocated blocks; None where glibc's `mallinfo2` is not there."""
-    try:
-        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
-    except (OSError, AttributeError):
+    mallinfo2 = getattr(_glibc(), "mallinfo2", None)
+    if mallinfo2 is None:
         return None
     mallinfo2.restype = _MallInfo2
     info, mib = mallinfo2(), 2**20
@@ -159,11 +179,8 @@ def give_back_freed_memory() -> None:
     freed in the arena of the thread that ran it (Gradio runs each request in a pool thread),
     so resident memory only climbs; malloc_trim(0) gives those pages back. Other C libraries
     (macOS, musl) return memory by themselves: nothing to do there."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    libc.malloc_trim(0)
+    if _glibc() is not None:
+        _glibc().malloc_trim(0)
 
 
 def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> threading.Thread:
