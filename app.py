@@ -21,6 +21,7 @@ import torch
 import ui
 from explorer.catalog import BUNDLED_PATH, ModelCatalog
 from ui import zerogpu
+from ui.heap import bound_the_heap
 from ui.settings import ServerSettings, add_server_options, default_model, model_problem, start_model
 
 
@@ -59,6 +60,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    # Before the server starts its threads: few arenas, and large blocks mapped apiece, keep a
+    # server's resident memory flat over a class period (ui/heap.py; docs/security.md, the soak).
+    if bounded := bound_the_heap():
+        print(bounded, flush=True)
     # One thread per request: on a small shared machine, intra-op threads fight the other
     # request (and anything else running) and made the nano model's forward pass ~100x slower.
     torch.set_num_threads(args.torch_threads)

@@ -11,7 +11,11 @@ image (/analyze) and then clicks patches, moves the layer slider, restyles, expo
 GIF and opens two lessons, with a human's pause between actions, and uploads again now and then;
 visitor 0 streams its webcam to Live (/live_frame) throughout; visitors 1 and 2 each run one
 Train-tab run (a preset on the stand-in folder, polled until it ends), at the start and half-way.
-The attacker runs `bench.attacks.attack_list` in a loop. Every minute: the server's resident
+The attacker runs `bench.attacks.attack_list` in a loop, in a process of its own (`Attacker`).
+The class's and the attacker's threads run at nice +10 (`--client-nice`, as in `bench.visitors`:
+their thirty clients took more than one of the two cores the server is measured on, CPU that
+browsers spend on their own devices); the server starts at this process's own priority. Every
+minute: the server's resident
 memory, open files, threads, the upload and runs folders' sizes, and the p95 of each action done
 that minute. Prints a Markdown table, writes it as CSV and plots memory and p95 over time; then
 judges the goals of issue 28: memory and folders flat after the settling minutes, within their
@@ -24,7 +28,9 @@ import argparse
 import base64
 import csv
 import io
+import multiprocessing
 import os
+import queue
 import random
 import re
 import tempfile
@@ -38,7 +44,7 @@ import numpy as np
 from PIL import Image
 
 from bench.attacks import ATTACKER_NETWORK, Server, attack_list, stand_in_data
-from bench.visitors import CHEAP, images_for, load_average, machine, percentile, warm_up
+from bench.visitors import CHEAP, Launcher, images_for, load_average, machine, percentile, warm_up
 from bench.visitors import Visitor as Clicker
 from ui.limits import LIVE_BUSY
 
@@ -192,36 +198,87 @@ def train(client, log: Log, stop: threading.Event, delay_s: float) -> None:
     log.timed("train_run", until_ended)
 
 
-def attacker(server: Server, folder: Path, log: Log, stop: threading.Event) -> None:
-    """Every attack of bench.attacks, in turn, until the period ends; replies go to `log.attacks`."""
-    from gradio_client import Client
+class Attacker:
+    """Every attack of bench.attacks, in turn, until the period ends, in a process of its own:
+    building its requests (megabyte strings, 177 uploads of 19 MB) is another machine's work, and
+    in the class's process it held the interpreter lock that the class's thirty clients share,
+    so the clicks measured waited for the attacker's client, not for the server. Forked before
+    any client thread exists; its replies come back through a queue into `log.attacks`."""
 
-    client = Client(server.url, verbose=False, download_files=False, headers=ATTACKER_NETWORK)
-    attacks = attack_list(server, client, folder)
-    while not stop.is_set():
-        for name, call in attacks.items():
-            if stop.is_set():
-                break
-            try:
-                reply = call()
-            except Exception as e:  # noqa: BLE001 - an attack that fails is a reply too
-                reply = f"failed: {type(e).__name__}: {e}"[:110]
-            with log.lock:
-                log.attacks.append((time.monotonic() - log.start, name, reply))
+    def __init__(self, server: Server, folder: Path) -> None:
+        fork = multiprocessing.get_context("fork")  # the Server object goes along without pickling
+        self.replies, self.begin, self.stop = fork.Queue(), fork.Event(), fork.Event()
+        self.start = fork.Value("d", 0.0)  # the class's clock (time.monotonic is system-wide)
+        self.process = fork.Process(target=self._run, args=(server, folder), name="attacker")
+        self.process.start()
+
+    def _run(self, server: Server, folder: Path) -> None:
+        from gradio_client import Client
+
+        client = Client(server.url, verbose=False, download_files=False, headers=ATTACKER_NETWORK)
+        attacks = attack_list(server, client, folder)
+        self.begin.wait()
+        while not self.stop.is_set():
+            for name, call in attacks.items():
+                if self.stop.is_set():
+                    break
+                try:
+                    reply = call()
+                except Exception as e:  # noqa: BLE001 - an attack that fails is a reply too
+                    reply = f"failed: {type(e).__name__}: {e}"[:110]
+                self.replies.put((time.monotonic() - self.start.value, name, reply))
+
+    def go(self, start: float) -> None:
+        self.start.value = start
+        self.begin.set()
+
+    def end(self, log: Log, grace_s: float = 60.0) -> None:
+        """Stop after the attack under way (at most `grace_s`), its replies into `log.attacks`."""
+        self.stop.set()
+        deadline = time.monotonic() + grace_s
+        while self.process.is_alive() and time.monotonic() < deadline:
+            self._take(log, timeout=1.0)  # a child with replies unread cannot exit
+        if self.process.is_alive():
+            self.process.terminate()
+        while self._take(log, timeout=0.1):
+            pass
+        self.process.join(timeout=30)
+
+    def _take(self, log: Log, timeout: float) -> bool:
+        try:
+            reply = self.replies.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        log.attacks.append(reply)
+        return True
 
 
 # The line the public server prints every minute (ui.app.holdings): sessions and cached analyses.
 HOLDING = re.compile(r"holding: (\d+) sessions .*?, (\d+) MiB of analyses")
 
 
-# ... and what the heap holds (ui.app.heap_use): in use, and free but kept by the allocator.
-HEAP = re.compile(r"heap: (\d+) MiB in use, (\d+) MiB free in the allocator, (\d+) Python blocks")
+# ... and what the heap holds (ui.heap.heap_use): in use, and free but kept by the allocator's arenas.
+HEAP = re.compile(r"heap: (\d+) MiB in use, (\d+) MiB free in the allocator \((\d+) arenas?\), (\d+) Python blocks")
 
 
-def heap(server: Server) -> tuple[float, float, int]:
-    """(MiB in use, MiB free in the allocator, Python blocks) as the server last said (nan, nan, -1 before)."""
+def heap(server: Server) -> tuple[float, float, int, int]:
+    """(MiB in use, MiB free in the allocator, arenas, Python blocks) as the server last said
+    (nan, nan, -1, -1 before)."""
     found = HEAP.findall(Path(server.log.name).read_text(errors="replace"))
-    return (float(found[-1][0]), float(found[-1][1]), int(found[-1][2])) if found else (float("nan"),) * 2 + (-1,)
+    if not found:
+        return float("nan"), float("nan"), -1, -1
+    used, free, arenas, blocks = found[-1]
+    return float(used), float(free), int(arenas), int(blocks)
+
+
+# ... and Python's collector (ui.heap.CollectorPauses): full collections stop every request.
+COLLECTOR = re.compile(r"collector: (\d+) full collections? since the last line, longest (\d+) ms")
+
+
+def collector(server: Server) -> tuple[int, float]:
+    """(full collections, the longest in ms) in the server's last minute, or (-1, nan) before it has said."""
+    found = COLLECTOR.findall(Path(server.log.name).read_text(errors="replace"))
+    return (int(found[-1][0]), float(found[-1][1])) if found else (-1, float("nan"))
 
 
 def holding(server: Server) -> tuple[int, float]:
@@ -238,9 +295,12 @@ class Sample:
     rss_mib: float
     sessions: int  # Gradio's sessions held (at most ui.limits.SESSIONS)
     analyses_mib: float  # the explanation cache (at most CACHE_MB)
-    heap_mib: float  # glibc's heap in use (ui.app.heap_use)
+    heap_mib: float  # glibc's heap in use (ui.heap.heap_use)
     free_mib: float  # freed bytes glibc keeps in its arenas
+    arenas: int  # glibc's arenas (ui.heap.bound_the_heap limits them)
     python_blocks: int  # sys.getallocatedblocks() in the server
+    full_collections: int  # Python's, in the server's last minute
+    longest_collection_ms: float
     open_files: int
     threads: int
     uploads_mb: float
@@ -264,7 +324,8 @@ def sample(server: Server, log: Log, m: int, minute_s: float) -> Sample:
         if line.startswith("Threads:")
     )
     sessions, analyses_mib = holding(server)
-    heap_mib, free_mib, python_blocks = heap(server)
+    heap_mib, free_mib, arenas, python_blocks = heap(server)
+    full_collections, longest_collection_ms = collector(server)
     return Sample(
         minute=m + 1,
         rss_mib=server.rss_mib(),
@@ -272,7 +333,10 @@ def sample(server: Server, log: Log, m: int, minute_s: float) -> Sample:
         analyses_mib=analyses_mib,
         heap_mib=heap_mib,
         free_mib=free_mib,
+        arenas=arenas,
         python_blocks=python_blocks,
+        full_collections=full_collections,
+        longest_collection_ms=longest_collection_ms,
         open_files=len(os.listdir(f"/proc/{pid}/fd")),
         threads=threads,
         uploads_mb=server.disk_mb(),
@@ -284,51 +348,46 @@ def sample(server: Server, log: Log, m: int, minute_s: float) -> Sample:
     )
 
 
+# The table's and the CSV's columns: (heading, CSV name and Sample field, format).
+COLUMNS = [
+    ("minute", "minute", "d"),
+    ("RSS MiB", "rss_mib", ".0f"),
+    ("heap MiB", "heap_mib", ".0f"),
+    ("free MiB", "free_mib", ".0f"),
+    ("arenas", "arenas", "d"),
+    ("Python blocks", "python_blocks", "d"),
+    ("full GCs", "full_collections", "d"),
+    ("longest GC ms", "longest_collection_ms", ".0f"),
+    ("sessions", "sessions", "d"),
+    ("analyses MiB", "analyses_mib", ".0f"),
+    ("open files", "open_files", "d"),
+    ("threads", "threads", "d"),
+    ("uploads MB", "uploads_mb", ".1f"),
+    ("runs MB", "runs_mb", ".1f"),
+    ("load", "load", ".1f"),
+    *((f"p95 {g} s", f"p95_{g}_s", ".2f") for g in GROUPS),
+    ("actions", "actions", "d"),
+    ("errors", "errors", "d"),
+]
+
+
+def cells(s: Sample) -> list[str]:
+    """One minute's row, in COLUMNS' order and formats ('nan' where not measured)."""
+    values = {**vars(s), **{f"p95_{g}_s": s.p95[g] for g in GROUPS}}
+    return [format(values[name], spec) for _, name, spec in COLUMNS]
+
+
 def table(samples: list[Sample]) -> list[str]:
     """Markdown: one row a minute."""
-    head = ["minute", "RSS MiB", "heap MiB", "free MiB", "Python blocks", "sessions", "analyses MiB", "open files"]
-    head += ["threads", "uploads MB", "runs MB", "load"]
-    head += [f"p95 {g} s" for g in GROUPS] + ["actions", "errors"]
-    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for s in samples:
-        cells = [f"{s.minute}", f"{s.rss_mib:.0f}", f"{s.heap_mib:.0f}", f"{s.free_mib:.0f}", f"{s.python_blocks}"]
-        cells += [f"{s.sessions}", f"{s.analyses_mib:.0f}", f"{s.open_files}"]
-        cells += [f"{s.threads}", f"{s.uploads_mb:.0f}"]
-        cells += [f"{s.runs_mb:.1f}", f"{s.load:.1f}"]
-        cells += ["-" if np.isnan(s.p95[g]) else f"{s.p95[g]:.2f}" for g in GROUPS]
-        rows.append("| " + " | ".join(cells + [f"{s.actions}", f"{s.errors}"]) + " |")
-    return rows
+    rows = ["| " + " | ".join(h for h, _, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    return rows + ["| " + " | ".join("-" if c == "nan" else c for c in cells(s)) + " |" for s in samples]
 
 
 def write_csv(samples: list[Sample], path: Path) -> None:
     with path.open("w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(
-            ["minute", "rss_mib", "heap_mib", "free_mib", "python_blocks", "sessions", "analyses_mib", "open_files"]
-            + ["threads", "uploads_mb", "runs_mb", "load"]
-            + [f"p95_{g}_s" for g in GROUPS]
-            + ["actions", "errors"]
-        )
-        for s in samples:
-            out.writerow(
-                [
-                    s.minute,
-                    f"{s.rss_mib:.1f}",
-                    f"{s.heap_mib:.0f}",
-                    f"{s.free_mib:.0f}",
-                    s.python_blocks,
-                    s.sessions,
-                    f"{s.analyses_mib:.0f}",
-                    s.open_files,
-                    s.threads,
-                    f"{s.uploads_mb:.1f}",
-                    f"{s.runs_mb:.2f}",
-                    f"{s.load:.2f}",
-                    *(f"{s.p95[g]:.3f}" for g in GROUPS),
-                    s.actions,
-                    s.errors,
-                ]
-            )
+        out.writerow([name for _, name, _ in COLUMNS])
+        out.writerows(cells(s) for s in samples)
 
 
 def plot(samples: list[Sample], path: Path, title: str) -> None:
@@ -397,10 +456,31 @@ def judge(samples: list[Sample], class_errors: int, settle: int) -> list[str]:
     return [f"- {name}: {'met' if ok else 'MISSED'} ({why})" for name, ok, why in verdicts]
 
 
+def pooled(log: Log, args: argparse.Namespace, minutes: int = 5) -> list[str]:
+    """Beside judge's one minute against one: each judged group's p95 over the first `minutes`
+    minutes' actions against the last's. One minute's p95 of a few hundred actions moves by more
+    than 1.2x from one minute to the next on a steady server (docs/security.md); five are steadier."""
+    span = minutes * args.minute_s
+    end = args.minutes * args.minute_s
+    verdicts = []
+    for group in JUDGED:
+        done = [(t, s) for t, a, s, e in log.rows if a in GROUPS[group] and e is None and t < end]
+        first = [s for t, s in done if t < span]
+        last = [s for t, s in done if t >= end - span]
+        if first and last and args.minutes >= 2 * minutes:
+            a, b = percentile(first, 95), percentile(last, 95)
+            ok = "met" if b <= P95_RATIO * a else "MISSED"
+            verdicts.append(
+                f"- {group} p95, the last {minutes} minutes against the first {minutes}: {ok} ({b:.2f} s against "
+                f"{a:.2f} s, allowed x{P95_RATIO}; {len(last)} and {len(first)} actions)"
+            )
+    return verdicts
+
+
 def class_threads(
     server: Server, args: argparse.Namespace, folder: Path, log: Log, stop: threading.Event
 ) -> list[threading.Thread]:
-    """The class (each visitor its own session), Live's stream, the two runs and the attacker, not started."""
+    """The class (each visitor its own session), Live's stream and the two runs, not started."""
     from gradio_client import Client
 
     grid, depth = warm_up(server.url, folder)
@@ -414,27 +494,30 @@ def class_threads(
     for delay in (args.minute_s / 4, args.minutes * args.minute_s / 2):
         client = Client(server.url, verbose=False, download_files=False)
         threads.append(threading.Thread(target=train, args=(client, log, stop, delay), daemon=True))
-    threads.append(threading.Thread(target=attacker, args=(server, folder / "attacks", log, stop), daemon=True))
     return threads
 
 
-def run(args: argparse.Namespace, folder: Path) -> tuple[list[Sample], Log, float]:
-    """The period: (one sample a minute, the log, the server's resident memory at rest in MiB)."""
+def run(args: argparse.Namespace, folder: Path, launch: Launcher) -> tuple[list[Sample], Log, float]:
+    """The period: (one sample a minute, the log, the server's resident memory at rest in MiB).
+    `launch` starts the server at the priority this process started with."""
     (folder / "attacks").mkdir()
     data = stand_in_data(folder / "data")
     env = {"SPACE_ID": "soak/vit-attention-explorer", "VIT_EXPLORER_MODEL": "bundled", "HF_HUB_OFFLINE": "1"}
-    server = Server(
+    server = launch(
+        Server,
         folder,
         UPLOADS_MB,
         ("--data-folder", str(data), "--runs-budget-mb", str(RUNS_MB), "--cache-mb", str(CACHE_MB)),
         env,
     )
-    stop, samples = threading.Event(), []
+    stop, samples, attacker = threading.Event(), [], None
     try:
         rest = server.rss_mib()
         log = Log()
+        attacker = Attacker(server, folder / "attacks")  # before the class's clients start their threads
         threads = class_threads(server, args, folder, log, stop)
         log.start = time.monotonic()
+        attacker.go(log.start)
         for t in threads:
             t.start()
         for m in range(args.minutes):
@@ -444,11 +527,13 @@ def run(args: argparse.Namespace, folder: Path) -> tuple[list[Sample], Log, floa
             samples.append(sample(server, log, m, args.minute_s))
             print("\n".join(table(samples)[-1:]), flush=True)
         stop.set()
-        for t in threads[:-1]:  # the class ends its last actions; the attacker's replies no longer count
+        for t in threads:  # the class ends its last actions
             t.join(timeout=120)
         return samples, log, rest
     finally:
         stop.set()
+        if attacker is not None:
+            attacker.end(log)
         server.close()
 
 
@@ -458,12 +543,14 @@ def report(args: argparse.Namespace, samples: list[Sample], log: Log, rest: floa
     lines = [
         f"machine: {machine()}; {load_average()} at the end",
         f"{args.visitors} visitors (pause {args.think:.1f} s x0.5..1.5 between actions), one Live stream, two Train "
-        f"runs, one attacker; {args.minutes} minutes of {args.minute_s:.0f} s; the server at rest {rest:.0f} MiB; "
-        f"{len(class_rows)} class actions; {len(log.attacks)} attacks replayed",
+        f"runs, one attacker, their threads at nice +{args.client_nice}; {args.minutes} minutes of "
+        f"{args.minute_s:.0f} s; "
+        f"the server at rest {rest:.0f} MiB; {len(class_rows)} class actions; {len(log.attacks)} attacks replayed",
         "",
         *table(samples),
         "",
         *judge(samples, len(errors), args.settle),
+        *pooled(log, args),
     ]
     kinds: dict[tuple[str, str], list[float]] = {}  # every error, by action and message
     for t, action, _, error in errors:
@@ -488,6 +575,12 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument(
         "--settle", type=int, help="minutes after which memory must stay flat (default: 5, a third of shorter runs)"
     )
+    p.add_argument(
+        "--client-nice",
+        type=int,
+        default=10,
+        help="nice value added to the visitors' and attacker's threads (0: none), as in bench.visitors",
+    )
     p.add_argument("--minute-s", type=float, default=60.0, help=argparse.SUPPRESS)  # shorter minutes: tests only
     p.add_argument("--csv", type=Path, default=PLOT.with_suffix(".csv"), help="the table as CSV")
     p.add_argument("--plot", type=Path, default=PLOT, help="memory and p95 over time (PNG)")
@@ -495,8 +588,13 @@ def main(argv: list[str] | None = None) -> str:
     args.settle = args.settle or min(5, max(1, args.minutes // 3))
     if args.minutes < 1 or args.visitors < 3 or args.think <= 0 or not 1 <= args.settle <= args.minutes:
         p.error("--minutes at least 1, --visitors at least 3, --think above 0, --settle from 1 to --minutes")
+    launch = Launcher()
+    if args.client_nice:
+        from explorer.priority import lower_this_thread
+
+        lower_this_thread(args.client_nice)  # the class's threads and clients, made from this one
     with tempfile.TemporaryDirectory() as tmp:
-        samples, log, rest = run(args, Path(tmp))
+        samples, log, rest = run(args, Path(tmp), launch)
     text = report(args, samples, log, rest)
     write_csv(samples, args.csv)
     plot(samples, args.plot, f"{args.visitors} visitors, one attacker, {args.minutes} min ({machine()})")

@@ -3,7 +3,6 @@ launched with the app's own limits (ui.app.served_limits), in-process so its ses
 
 import base64
 import io
-import re
 import time
 
 import httpx
@@ -16,7 +15,7 @@ from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from explorer.uploads import SENDER_SHARE, UPLOAD_SHARE, UploadBudget
-from ui.app import heap_use, holdings, served_limits
+from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
 from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, WEB_FILE, RequestLimits, live_waiting, sender
 from ui.outputs import UPLOADS, upload_folder
@@ -83,18 +82,6 @@ def test_the_operators_log_line_counts_what_the_server_holds(app):
     line = holdings(demo)
     assert line.startswith(f"holding: {before + 3} sessions (at most {SESSIONS}), ")
     assert line.endswith(f"MiB of analyses (at most {demo.shared.store.max_bytes // 2**20} MiB)")
-
-
-def test_the_heap_line_tells_memory_in_use_from_memory_the_allocator_keeps():
-    line = heap_use()
-    if line is None:
-        pytest.skip("no glibc mallinfo2 on this system")
-    said = re.fullmatch(r"heap: (\d+) MiB in use, (\d+) MiB free in the allocator, (\d+) Python blocks", line)
-    used, free, blocks = (int(x) for x in said.groups())
-    kept = bytearray(64 * 2**20)  # 64 MiB more in use
-    grown = int(re.match(r"heap: (\d+)", heap_use())[1])
-    assert grown >= used + 60 and blocks > 1000 and free >= 0
-    del kept
 
 
 def jpeg_data_url(side: int) -> str:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import os
-import sys
 import threading
 import time
 from typing import Any
@@ -19,6 +16,7 @@ from explorer.explain import ExplanationStore
 
 from .common import Server
 from .explore import HEAD_JS, build_explore_tab
+from .heap import CollectorPauses, give_back_freed_memory, heap_use
 from .lessons import build_lessons_tab
 from .limits import SESSIONS, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
@@ -130,65 +128,13 @@ def holdings(demo: gr.Blocks) -> str:
     )
 
 
-class _MallInfo2(ctypes.Structure):
-    """glibc's `struct mallinfo2` (glibc 2.33 and later): byte counts over every arena."""
-
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
-
-
-@functools.cache
-def _glibc() -> ctypes.CDLL | None:
-    """The C library, once, where it is glibc (whose heap the two functions below read and trim)."""
-    try:
-        return ctypes.CDLL("libc.so.6")
-    except OSError:
-        return None
-
-
-def heap_use() -> str | None:
-    """One line for the operator's log, to tell a leak from memory the allocator keeps: the heap
-    in use (glibc: allocated blocks and mapped chunks), the free bytes glibc holds in its arenas,
-    and Python's allocated blocks; None where glibc's `mallinfo2` is not there."""
-    mallinfo2 = getattr(_glibc(), "mallinfo2", None)
-    if mallinfo2 is None:
-        return None
-    mallinfo2.restype = _MallInfo2
-    info, mib = mallinfo2(), 2**20
-    return (
-        f"heap: {(info.uordblks + info.hblkhd) / mib:.0f} MiB in use, {info.fordblks / mib:.0f} MiB free in the "
-        f"allocator, {sys.getallocatedblocks()} Python blocks"
-    )
-
-
-def give_back_freed_memory() -> None:
-    """Return freed heap pages to the system. glibc keeps what a finished request's tensors
-    freed in the arena of the thread that ran it (Gradio runs each request in a pool thread),
-    so resident memory only climbs; malloc_trim(0) gives those pages back. Other C libraries
-    (macOS, musl) return memory by themselves: nothing to do there."""
-    if _glibc() is not None:
-        _glibc().malloc_trim(0)
-
-
 def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> threading.Thread:
     """A daemon that, every minute, keeps Gradio's upload folder (uploads and rendered views)
     under `uploads_bytes`, oldest files first (Gradio's own clean-up only bounds their age;
     uploads are also checked when they reach a handler, `UPLOADS.admit`), gives freed memory back,
     and (`report`: a public server) prints what it holds for the operator's log."""
     UPLOADS.budget_bytes = uploads_bytes
+    pauses = CollectorPauses.watch() if report else None
 
     def run() -> None:
         while True:
@@ -197,6 +143,7 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
             if report:
                 print(holdings(demo), flush=True)
                 print(heap_use() or "heap: not measured (no glibc)", flush=True)
+                print(pauses.said(), flush=True)
             time.sleep(PRUNE_EVERY_S)
 
     thread = threading.Thread(target=run, name="budgets", daemon=True)

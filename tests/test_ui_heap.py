@@ -1,0 +1,102 @@
+"""The server's C heap (ui/heap.py): bounded at start, so that a class period's requests, run in
+dozens of pool threads, cannot spread freed memory over 16 arenas that stay resident (the soak in
+docs/security.md). Each case runs in a fresh interpreter that imports the app as `python app.py`
+does, since an arena limit only acts on arenas not yet made."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ui.heap import CollectorPauses, heap_use
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# In a fresh interpreter: the app's imports, then (argv[1] == "bound") the app's first step; then
+# 8 threads allocating at once, and a 2 MiB block taken after a 4 MiB one was freed.
+HEAP_AFTER = """
+import ctypes, json, sys, threading
+import app  # noqa: F401  (what `python app.py` has imported before main)
+from ui.heap import _glibc, _MallInfo2, arenas, bound_the_heap
+said = bound_the_heap() if sys.argv[1] == "bound" else None
+libc = _glibc()
+libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+libc.mallinfo2.restype = _MallInfo2
+together = threading.Barrier(8)
+def allocate():
+    block = libc.malloc(1000)
+    together.wait()  # all 8 threads hold a block at once: none can borrow another's arena
+    libc.free(block)
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc.free(libc.malloc(4 << 20))  # glibc's own threshold rises to 4 MiB after this free...
+mapped = libc.mallinfo2().hblkhd
+block = libc.malloc(2 << 20)  # ... so this block comes from an arena, unless the threshold is fixed
+mapped_2mib = libc.mallinfo2().hblkhd - mapped >= 2 << 20
+libc.free(block)
+print(json.dumps({"said": said, "arenas": arenas(), "mapped_2mib": mapped_2mib}))
+"""
+
+
+def heap_after(step: str, **env: str) -> dict:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | env
+    done = subprocess.run(
+        [sys.executable, "-c", HEAP_AFTER, step], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def glibc():
+    if heap_use() is None:
+        pytest.skip("not glibc: there is no heap to bound (macOS and musl return memory by themselves)")
+
+
+def test_the_app_bounds_its_arenas_and_maps_large_blocks_apiece(glibc):
+    left = heap_after("left")  # glibc's defaults, for contrast: the test shows the bound is what acts
+    assert left["arenas"] > 2 and not left["mapped_2mib"], left
+    bound = heap_after("bound")
+    assert bound["said"] == "heap: at most 2 arenas, blocks of 1 MiB and more mapped apiece", bound
+    assert bound["arenas"] <= 2 and bound["mapped_2mib"], bound
+
+
+def test_what_the_operator_set_in_the_environment_is_kept(glibc):
+    kept = heap_after("bound", MALLOC_ARENA_MAX="3", MALLOC_MMAP_THRESHOLD_="8388608")
+    assert kept["said"] == (
+        "heap: MALLOC_ARENA_MAX=3 (from the environment), MALLOC_MMAP_THRESHOLD_=8388608 (from the environment)"
+    )
+    assert kept["arenas"] == 3 and not kept["mapped_2mib"], kept
+
+
+def test_the_heap_line_tells_memory_in_use_from_memory_the_allocator_keeps(glibc):
+    line = heap_use()
+    said = re.fullmatch(
+        r"heap: (\d+) MiB in use, (\d+) MiB free in the allocator \((\d+) arenas?\), (\d+) Python blocks", line
+    )
+    used, free, arenas, blocks = (int(x) for x in said.groups())
+    kept = bytearray(64 * 2**20)  # 64 MiB more in use
+    grown = int(re.match(r"heap: (\d+)", heap_use())[1])
+    assert grown >= used + 60 and blocks > 1000 and free >= 0 and arenas >= 1
+    del kept
+
+
+def test_the_collectors_full_collections_are_counted_and_timed_then_counting_starts_again():
+    import gc
+
+    pauses = CollectorPauses.watch()
+    try:
+        gc.collect(1)  # a younger generation's collection is not a full one
+        assert pauses.said() == "collector: 0 full collections since the last line, longest 0 ms"
+        gc.collect()
+        gc.collect()
+        said = re.fullmatch(r"collector: 2 full collections since the last line, longest (\d+) ms", pauses.said())
+        assert said is not None and int(said[1]) >= 0
+        assert pauses.said().startswith("collector: 0 full collections")
+    finally:
+        gc.callbacks.remove(pauses)
