@@ -15,9 +15,9 @@ The attacker runs `bench.attacks.attack_list` in a loop, in a process of its own
 The class's and the attacker's threads run at nice +10 (`--client-nice`, as in `bench.visitors`:
 their thirty clients took more than one of the two cores the server is measured on, CPU that
 browsers spend on their own devices); the server starts at this process's own priority. Every
-minute: the server's resident
-memory, open files, threads, the upload and runs folders' sizes, and the p95 of each action done
-that minute. Prints a Markdown table, writes it as CSV and plots memory and p95 over time; then
+minute: the server's resident memory, open files, threads, the upload and runs folders' sizes,
+what it says it holds (sessions, cached analyses, its heaps and its collector's pauses), and the
+p95 of each action done that minute. Prints a Markdown table, writes it as CSV and plots memory and p95 over time; then
 judges the goals of issue 28: memory and folders flat after the settling minutes, within their
 budgets; the last minute's p95 at most 1.2 x the first's; no error for the class.
 """
@@ -264,10 +264,7 @@ HEAP = re.compile(r"heap: (\d+) MiB in use, (\d+) MiB free in the allocator \((\
 def heap(server: Server) -> tuple[float, float, int, int]:
     """(MiB in use, MiB free in the allocator, arenas, Python blocks) as the server last said
     (nan, nan, -1, -1 before)."""
-    found = HEAP.findall(Path(server.log.name).read_text(errors="replace"))
-    if not found:
-        return float("nan"), float("nan"), -1, -1
-    used, free, arenas, blocks = found[-1]
+    used, free, arenas, blocks = last_said(server, HEAP) or ("nan", "nan", -1, -1)
     return float(used), float(free), int(arenas), int(blocks)
 
 
@@ -277,14 +274,20 @@ COLLECTOR = re.compile(r"collector: (\d+) full collections? since the last line,
 
 def collector(server: Server) -> tuple[int, float]:
     """(full collections, the longest in ms) in the server's last minute, or (-1, nan) before it has said."""
-    found = COLLECTOR.findall(Path(server.log.name).read_text(errors="replace"))
-    return (int(found[-1][0]), float(found[-1][1])) if found else (-1, float("nan"))
+    count, longest = last_said(server, COLLECTOR) or (-1, "nan")
+    return int(count), float(longest)
 
 
 def holding(server: Server) -> tuple[int, float]:
     """(sessions, MiB of cached analyses) as the server last said, or (-1, nan) before it has."""
-    found = HOLDING.findall(Path(server.log.name).read_text(errors="replace"))
-    return (int(found[-1][0]), float(found[-1][1])) if found else (-1, float("nan"))
+    sessions, analyses = last_said(server, HOLDING) or (-1, "nan")
+    return int(sessions), float(analyses)
+
+
+def last_said(server: Server, line: re.Pattern) -> tuple[str, ...] | None:
+    """The groups of the last line of the server's log that `line` matches, if any."""
+    found = line.findall(Path(server.log.name).read_text(errors="replace"))
+    return found[-1] if found else None
 
 
 @dataclass

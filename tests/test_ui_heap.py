@@ -1,7 +1,8 @@
-"""The server's C heap (ui/heap.py): bounded at start, so that a class period's requests, run in
-dozens of pool threads, cannot spread freed memory over 16 arenas that stay resident (the soak in
-docs/security.md). Each case runs in a fresh interpreter that imports the app as `python app.py`
-does, since an arena limit only acts on arenas not yet made."""
+"""The server's heaps (ui/heap.py). C's is bounded at start, so that a class period's requests,
+run in dozens of pool threads, cannot spread freed memory over 16 arenas that stay resident (the
+soak in docs/security.md): those cases run in a fresh interpreter that imports the app as `python
+app.py` does, since an arena limit only acts on arenas not yet made. Python's collector is made
+ready for serving and its full collections timed."""
 
 import json
 import os
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HEAP_AFTER = """
 import ctypes, json, sys, threading
 import app  # noqa: F401  (what `python app.py` has imported before main)
-from ui.heap import _glibc, _MallInfo2, arenas, bound_the_heap
+from ui.heap import _glibc, _MallInfo2, arena_count, bound_the_heap
 said = bound_the_heap() if sys.argv[1] == "bound" else None
 libc = _glibc()
 libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
@@ -39,7 +40,7 @@ mapped = libc.mallinfo2().hblkhd
 block = libc.malloc(2 << 20)  # ... so this block comes from an arena, unless the threshold is fixed
 mapped_2mib = libc.mallinfo2().hblkhd - mapped >= 2 << 20
 libc.free(block)
-print(json.dumps({"said": said, "arenas": arenas(), "mapped_2mib": mapped_2mib}))
+print(json.dumps({"said": said, "arenas": arena_count(), "mapped_2mib": mapped_2mib}))
 """
 
 
@@ -100,3 +101,38 @@ def test_the_collectors_full_collections_are_counted_and_timed_then_counting_sta
         assert pauses.said().startswith("collector: 0 full collections")
     finally:
         gc.callbacks.remove(pauses)
+
+
+# In a fresh interpreter: an object the start keeps, a garbage cycle the start left, the collector
+# made ready, then a garbage cycle a visitor leaves.
+FREEZE = """
+import gc, json, weakref
+from ui.heap import YOUNG_THRESHOLD, ready_the_collector
+class Node: pass
+def cycle():
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+kept, dropped = Node(), cycle()
+said = ready_the_collector()
+frozen = gc.get_freeze_count()
+later = cycle()
+seen = len(gc.get_objects())
+gc.collect()
+print(json.dumps({
+    "said": said, "young": gc.get_threshold()[0] == YOUNG_THRESHOLD, "frozen": frozen, "seen": seen,
+    "start_garbage_kept": dropped() is not None, "later_garbage_kept": later() is not None,
+    "kept_seen": any(o is kept for o in gc.get_objects()),
+}))
+"""
+
+
+def test_the_start_is_frozen_after_its_garbage_is_collected_and_later_garbage_still_is():
+    """The collector made ready for serving (ui.heap.ready_the_collector): the start out of its
+    sight, young objects collected less often, and garbage still collected before and after."""
+    done = subprocess.run([sys.executable, "-c", FREEZE], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["frozen"] > 10_000 and said["seen"] < said["frozen"] / 10, said  # the collector walks few
+    assert said["young"] and said["said"].startswith(f"collector: {said['frozen']} objects of the start frozen")
+    assert not said["start_garbage_kept"] and not said["later_garbage_kept"] and not said["kept_seen"], said

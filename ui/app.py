@@ -16,7 +16,7 @@ from explorer.explain import ExplanationStore
 
 from .common import Server
 from .explore import HEAD_JS, build_explore_tab
-from .heap import CollectorPauses, give_back_freed_memory, heap_use
+from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
 from .limits import SESSIONS, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
@@ -194,4 +194,5 @@ def launch(
     import torch._dynamo  # noqa: F401
     import torchvision  # noqa: F401
 
+    print(ready_the_collector(), flush=True)
     demo.block_thread()
