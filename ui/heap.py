@@ -52,11 +52,18 @@ class _MallInfo2(ctypes.Structure):
 
 @functools.cache
 def _glibc() -> ctypes.CDLL | None:
-    """The C library, once, where it is glibc (whose heap the functions below bound, read and trim)."""
+    """The C library, once, where it is glibc (whose heap the functions below bound, read and
+    trim), with the signatures ctypes cannot guess declared once."""
     try:
-        return ctypes.CDLL("libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return None
+    libc.open_memstream.restype = ctypes.c_void_p
+    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    libc.malloc_info.argtypes, libc.fclose.argtypes = [ctypes.c_int, ctypes.c_void_p], [ctypes.c_void_p]
+    if hasattr(libc, "mallinfo2"):  # glibc 2.33 and later
+        libc.mallinfo2.restype = _MallInfo2
+    return libc
 
 
 def bound_the_heap(arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD) -> str | None:
@@ -86,9 +93,6 @@ def arena_count() -> int:
     libc = _glibc()
     if libc is None:
         return 0
-    libc.open_memstream.restype = ctypes.c_void_p
-    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
-    libc.malloc_info.argtypes, libc.fclose.argtypes = [ctypes.c_int, ctypes.c_void_p], [ctypes.c_void_p]
     text, size = ctypes.c_void_p(), ctypes.c_size_t()
     stream = libc.open_memstream(ctypes.byref(text), ctypes.byref(size))
     libc.malloc_info(0, stream)
@@ -105,7 +109,6 @@ def heap_use() -> str | None:
     mallinfo2 = getattr(_glibc(), "mallinfo2", None)
     if mallinfo2 is None:
         return None
-    mallinfo2.restype = _MallInfo2
     info, mib, n = mallinfo2(), 2**20, arena_count()
     return (
         f"heap: {(info.uordblks + info.hblkhd) / mib:.0f} MiB in use, {info.fordblks / mib:.0f} MiB free in the "
