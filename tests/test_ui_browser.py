@@ -34,6 +34,10 @@ pytestmark = pytest.mark.skipif(
 
 PHONE = {"width": 390, "height": 844}
 LAYER = "Layer (1 = first)"
+DRAWN_SCALE = """async (img) => {
+  await img.decode();  // measured once loaded: on a busy machine the element may come first (naturalWidth 0)
+  return img.getBoundingClientRect().width / img.naturalWidth;
+}"""  # on-screen pixels per picture pixel
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -192,17 +196,17 @@ def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_th
 
     from explorer import canvas, render, views
 
-    shown = "i => Math.min(1, i.getBoundingClientRect().width / i.naturalWidth)"  # gr.Image only shrinks
     page = open_page(browser, server)
     page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
     expect(page.locator("#heads img")).to_be_visible()
-    assert canvas.TEXT_PX * page.locator("#heads img").evaluate(shown) >= 12  # the head maps' text
+    shown = min(1, page.locator("#heads img").evaluate(DRAWN_SCALE))  # gr.Image only shrinks
+    assert canvas.TEXT_PX * shown >= 12  # the head maps' text
     assert page.locator("#heads").bounding_box()["width"] >= views.DISPLAY_WIDTH["heads"] - 1
 
     open_more_views(page, "Rollout")
     rollout = page.locator("#rollout img")
     expect(rollout).to_be_visible()
-    assert canvas.TEXT_PX * rollout.evaluate(shown) >= 12
+    assert canvas.TEXT_PX * min(1, rollout.evaluate(DRAWN_SCALE)) >= 12
     column = rollout.evaluate("i => i.closest('.block').clientWidth")
     assert column >= views.DISPLAY_WIDTH["rollout"] - 1  # the width the text test assumes
     for choice, cmap in (("relative to uniform (× 1/N)", render.RELATIVE_CMAP), ("only the top X %", "inferno")):
@@ -351,8 +355,7 @@ def test_text_is_at_least_12_px_and_phone_head_maps_at_least_150_px(server, brow
     phone = open_page(browser, server, PHONE)
     pick_example(phone, "cat")
     heads = phone.locator("#heads img")
-    natural = heads.evaluate("(img) => img.naturalWidth")
-    assert heads.bounding_box()["width"] * HEAD_PX / natural >= 150  # one tile, as drawn on the phone
+    assert heads.evaluate(DRAWN_SCALE) * HEAD_PX >= 150  # one tile, as drawn on the phone
     phone.close()
 
 
@@ -868,7 +871,7 @@ def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_
         box = page.locator(selector).bounding_box()
         assert box["y"] >= 0 and box["y"] + box["height"] <= SCREEN["height"], selector
     heads = page.locator("#heads img")
-    shown = heads.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+    shown = heads.evaluate(DRAWN_SCALE)
     picture = Image.open(io.BytesIO(page.request.get(heads.get_attribute("src")).body()))
     assert first_line_px(picture) * shown >= 18
     open_more_views(page, "Mean attention distance")
@@ -876,7 +879,7 @@ def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_
         page.get_by_role("tab", name=tab).click()
         drawn = page.locator(f"#{elem_id} img")
         expect(drawn).to_have_attribute("src", re.compile("."))
-        shown = drawn.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+        shown = drawn.evaluate(DRAWN_SCALE)
         picture = Image.open(io.BytesIO(page.request.get(drawn.get_attribute("src")).body()))
         assert first_line_px(picture) * shown >= 18, elem_id
     page.close()
