@@ -84,6 +84,18 @@ def test_the_operators_log_line_counts_what_the_server_holds(app):
     assert line.endswith(f"MiB of analyses (at most {demo.shared.store.max_bytes // 2**20} MiB)")
 
 
+def test_gradio_keeps_no_monitoring_records_and_serves_no_monitoring_page(app):
+    """Gradio's default records 10,000 events and summarises them all after each one (ui.app's
+    QUIET_MONITORING): here three events leave one record, and /monitoring is not served."""
+    url, demo = app
+    for n in range(3):
+        assert call(url, "analyze", [None, None, "bundled", "crop", *VIEWS], f"recorded-{n}")[0] == 200
+    assert demo._queue.events_recorded >= 3 and len(demo._queue.event_analytics) <= 1
+    assert demo._queue.cached_event_analytics_summary == {"functions": {}}  # never summarised
+    for page in ("monitoring", "monitoring/summary"):
+        assert httpx.get(f"{url}{page}", timeout=60).status_code == 403, page
+
+
 def jpeg_data_url(side: int) -> str:
     pixels = np.random.default_rng(0).integers(0, 256, (side, side, 3), np.uint8)
     buffer = io.BytesIO()

@@ -112,11 +112,20 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
                 build_lessons_tab(server, lessons, explore.image)
     # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
     # requests wait, then new ones are refused.
+    for name, value in QUIET_MONITORING.items():  # read when the queue is made
+        os.environ.setdefault(name, value)
     demo.queue(default_concurrency_limit=2, max_size=64)
     UPLOADS.budget_bytes = settings.uploads_bytes
     UPLOADS.protect(demo.blocks.values())
     demo.shared = server  # what `holdings` reports (Blocks has a `server` of its own: uvicorn's)
     return demo
+
+
+# Gradio records up to 10,000 events for its /monitoring page and, after every event, summarises
+# all of them with pandas in a pool thread: 10 ms an event once full, and memory that filled
+# over a class period's first 20 minutes (docs/security.md, the soak). The page is off
+# (`served_limits`), so Gradio keeps one event's record and never summarises them.
+QUIET_MONITORING = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(2**62)}
 
 
 def holdings(demo: gr.Blocks) -> str:
@@ -153,7 +162,8 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
 
 def served_limits(demo: gr.Blocks) -> dict[str, Any]:
     """`demo.launch` arguments that bound what requests bring and sessions keep (ui/limits.py):
-    the request limits as middleware, before Gradio reads a byte, and the sessions Gradio keeps."""
+    the request limits as middleware, before Gradio reads a byte, the sessions Gradio keeps, and
+    no monitoring page (whose records `QUIET_MONITORING` stops)."""
     middleware = Middleware(
         RequestLimits,
         uploads=UPLOADS,
@@ -161,7 +171,11 @@ def served_limits(demo: gr.Blocks) -> dict[str, Any]:
         live_waiting=lambda: live_waiting(demo),
         behind_proxy="SPACE_ID" in os.environ,  # a Hugging Face Space: its proxy names the visitor
     )
-    return {"app_kwargs": {"middleware": [middleware]}, "state_session_capacity": SESSIONS}
+    return {
+        "app_kwargs": {"middleware": [middleware]},
+        "state_session_capacity": SESSIONS,
+        "enable_monitoring": False,  # no /monitoring page: a public server's timings are its own
+    }
 
 
 def launch(
