@@ -480,6 +480,35 @@ def pooled(log: Log, args: argparse.Namespace, minutes: int = 5) -> list[str]:
     return verdicts
 
 
+def attack_effects(log: Log, args: argparse.Namespace, shown: int = 8) -> list[str]:
+    """What each attack cost the class: each judged group's p95 over the actions under way while
+    that attack ran (it ran from the previous attack's end to its own), the `shown` costliest by
+    click p95, beside every action's. A minute's p95 depends on which attacks fell in it."""
+    end = args.minutes * args.minute_s
+    done = [(t - s, t, a, s) for t, a, s, e in log.rows if e is None and t < end]
+    spans: dict[str, list[tuple[float, float]]] = {}
+    began = 0.0
+    for ended, name, _ in sorted(log.attacks):
+        spans.setdefault(name, []).append((began, ended))
+        began = ended
+
+    def p95(group: str, within: list[tuple[float, float]] | None = None) -> tuple[float, int]:
+        times = [
+            s
+            for t0, t1, a, s in done
+            if a in GROUPS[group] and (within is None or any(t0 < stop and t1 > start for start, stop in within))
+        ]
+        return (percentile(times, 95) if times else float("nan")), len(times)
+
+    def said(within: list[tuple[float, float]] | None) -> str:
+        return ", ".join("{} p95 {:.2f} s ({} actions)".format(g, *p95(g, within)) for g in JUDGED)
+
+    costliest = sorted(spans, key=lambda name: -np.nan_to_num(p95("click", spans[name])[0]))[:shown]
+    lines = ["", f"what the attacks cost the class (every action: {said(None)}):"]
+    lines += [f"- while {name!r} ran ({len(spans[name])} x): {said(spans[name])}" for name in costliest]
+    return lines
+
+
 def class_threads(
     server: Server, args: argparse.Namespace, folder: Path, log: Log, stop: threading.Event
 ) -> list[threading.Thread]:
@@ -554,6 +583,7 @@ def report(args: argparse.Namespace, samples: list[Sample], log: Log, rest: floa
         "",
         *judge(samples, len(errors), args.settle),
         *pooled(log, args),
+        *attack_effects(log, args),
     ]
     kinds: dict[tuple[str, str], list[float]] = {}  # every error, by action and message
     for t, action, _, error in errors:

@@ -62,6 +62,24 @@ def test_the_first_and_last_five_minutes_are_compared_pooled():
     assert period(1.5, minutes=8) == []  # the two spans would overlap
 
 
+def test_each_attack_is_charged_with_the_class_actions_under_way_while_it_ran():
+    from argparse import Namespace
+
+    from bench.soak import Log, attack_effects
+
+    log = Log()
+    log.attacks = [(60.0, "flood", "refused"), (120.0, "typo", "refused"), (180.0, "flood", "refused")]
+    for t in range(2, 180, 2):  # a click every 2 s: 3 s long while the flood runs, 0.5 s while the typo does
+        flood = t < 60 or t >= 123
+        log.rows.append((float(t), "query_patch", 3.0 if flood else 0.5, None))
+    lines = attack_effects(log, Namespace(minutes=3, minute_s=60.0))
+    assert lines[1].startswith("what the attacks cost the class (every action: ")
+    # a click under way at a span's edge counts for it too (the 0.5 s click that ended at 60 s: the flood's)
+    assert lines[2] == "- while 'flood' ran (2 x): analyze p95 nan s (0 actions), click p95 3.00 s (59 actions)"
+    assert lines[3] == "- while 'typo' ran (1 x): analyze p95 nan s (0 actions), click p95 0.50 s (30 actions)"
+    assert attack_effects(log, Namespace(minutes=3, minute_s=60.0), shown=1)[2:] == lines[2:3]
+
+
 def test_the_table_and_the_csv_show_the_same_columns_and_say_what_was_not_measured(tmp_path):
     quiet = sample(1, 1000)
     quiet.p95["train"] = float("nan")  # no Train run started that minute
