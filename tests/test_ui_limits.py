@@ -18,7 +18,7 @@ from explorer.uploads import SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
 from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, WEB_FILE, RequestLimits, live_waiting, sender
-from ui.outputs import UPLOADS, upload_folder
+from ui.outputs import UPLOADS, forget_deleted_files, upload_folder
 from ui.settings import ServerSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
@@ -94,6 +94,21 @@ def test_gradio_keeps_no_monitoring_records_and_serves_no_monitoring_page(app):
     assert demo._queue.cached_event_analytics_summary == {"functions": {}}  # never summarised
     for page in ("monitoring", "monitoring/summary"):
         assert httpx.get(f"{url}{page}", timeout=60).status_code == 403, page
+
+
+def test_gradio_forgets_the_files_the_budget_deleted(app, tmp_path):
+    """Gradio keeps a path for every file it served (Block.move_resource_to_block_cache) and
+    forgets one only when it deletes the file itself: the budget's prunes left them for good."""
+    _, demo = app
+    pruned, kept = tmp_path / "pruned.webp", tmp_path / "kept.webp"
+    for view in (pruned, kept):
+        view.write_bytes(b"view")
+    served = demo.temp_file_sets[-1]
+    served.update({str(pruned), str(kept)})
+    pruned.unlink()  # as UPLOADS.prune deletes an old view
+    assert forget_deleted_files(demo) >= 1
+    assert str(pruned) not in served and str(kept) in served
+    served.discard(str(kept))
 
 
 def jpeg_data_url(side: int) -> str:

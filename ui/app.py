@@ -20,7 +20,7 @@ from .heap import CollectorPauses, heap_use, ready_the_collector, tidy_the_heap
 from .lessons import build_lessons_tab
 from .limits import SESSIONS, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
-from .outputs import UPLOADS
+from .outputs import UPLOADS, forget_deleted_files
 from .pictures import TEXT as PICTURE_TEXT
 from .settings import ServerSettings
 from .train import EXPLORE_TAB, PageTabs, build_train_tab
@@ -140,7 +140,8 @@ def holdings(demo: gr.Blocks) -> str:
 def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> threading.Thread:
     """A daemon that, every minute, keeps Gradio's upload folder (uploads and rendered views)
     under `uploads_bytes`, oldest files first (Gradio's own clean-up only bounds their age;
-    uploads are also checked when they reach a handler, `UPLOADS.admit`), collects the reference
+    uploads are also checked when they reach a handler, `UPLOADS.admit`) and Gradio's list of
+    the files it served to those still there (`forget_deleted_files`), collects the reference
     cycles requests left and gives freed memory back (`tidy_the_heap`), and (`report`: a public
     server) prints what it holds for the operator's log."""
     UPLOADS.budget_bytes = uploads_bytes
@@ -149,6 +150,7 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
     def run() -> None:
         while True:
             UPLOADS.prune()
+            forget_deleted_files(demo)
             tidy_the_heap()
             if report:
                 print(holdings(demo), flush=True)

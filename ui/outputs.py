@@ -3,6 +3,7 @@ place that knows Gradio's cache folder."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -78,3 +79,16 @@ class UploadSpace(UploadBudget):
 
 
 UPLOADS = UploadSpace()  # ui.app sets the budget and what to keep
+
+
+def forget_deleted_files(demo: gr.Blocks) -> int:
+    """Drop from Gradio's sets of the files it served (`temp_file_sets`: a path for every view
+    drawn) those no longer on disk; how many. Gradio forgets a path only when it deletes the file
+    itself, an hour on; the views the budget pruned before that stayed in its sets for good, a
+    path for each view a class draws (docs/security.md, the soak)."""
+    forgotten = 0
+    for files in demo.temp_file_sets:
+        gone = {f for f in list(files) if not os.path.exists(f)}  # list(): other threads add meanwhile
+        files.difference_update(gone)
+        forgotten += len(gone)
+    return forgotten
