@@ -4,18 +4,16 @@ soak in docs/security.md): those cases run in a fresh interpreter that imports t
 app.py` does, since an arena limit only acts on arenas not yet made. Python's collector is made
 ready for serving and its full collections timed."""
 
-import gc
 import json
 import os
 import re
 import subprocess
 import sys
-import weakref
 from pathlib import Path
 
 import pytest
 
-from ui.heap import CollectorPauses, heap_use, tidy_the_heap
+from ui.heap import CollectorPauses, heap_use
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,22 +136,3 @@ def test_the_start_is_frozen_after_its_garbage_is_collected_and_later_garbage_st
     assert said["frozen"] > 10_000 and said["seen"] < said["frozen"] / 10, said  # the collector walks few
     assert said["young"] and said["said"].startswith(f"collector: {said['frozen']} objects of the start frozen")
     assert not said["start_garbage_kept"] and not said["later_garbage_kept"] and not said["kept_seen"], said
-
-
-def test_the_minutes_tidy_collects_the_cycles_requests_left():
-    """CPython would leave them until the objects promoted reach a quarter of those it holds
-    (ui.heap.tidy_the_heap, which the server calls once a minute)."""
-
-    class Node:
-        pass
-
-    gc.disable()  # the collector as it is between its rare full collections
-    try:
-        first, second = Node(), Node()
-        first.other, second.other = second, first
-        alive = weakref.ref(first)
-        del first, second
-        assert alive() is not None  # a cycle: counting references alone never frees it
-        assert tidy_the_heap() >= 2 and alive() is None
-    finally:
-        gc.enable()

@@ -16,7 +16,7 @@ from explorer.explain import ExplanationStore
 
 from .common import Server
 from .explore import HEAD_JS, build_explore_tab
-from .heap import CollectorPauses, heap_use, ready_the_collector, tidy_the_heap
+from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
 from .limits import SESSIONS, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
@@ -141,9 +141,8 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
     """A daemon that, every minute, keeps Gradio's upload folder (uploads and rendered views)
     under `uploads_bytes`, oldest files first (Gradio's own clean-up only bounds their age;
     uploads are also checked when they reach a handler, `UPLOADS.admit`) and Gradio's list of
-    the files it served to those still there (`forget_deleted_files`), collects the reference
-    cycles requests left and gives freed memory back (`tidy_the_heap`), and (`report`: a public
-    server) prints what it holds for the operator's log."""
+    the files it served to those still there (`forget_deleted_files`), gives freed memory back,
+    and (`report`: a public server) prints what it holds for the operator's log."""
     UPLOADS.budget_bytes = uploads_bytes
     pauses = CollectorPauses.watch() if report else None
 
@@ -151,7 +150,7 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
         while True:
             UPLOADS.prune()
             forget_deleted_files(demo)
-            tidy_the_heap()
+            give_back_freed_memory()
             if report:
                 print(holdings(demo), flush=True)
                 print(heap_use() or "heap: not measured (no glibc)", flush=True)

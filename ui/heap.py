@@ -124,18 +124,6 @@ def give_back_freed_memory() -> None:
         _glibc().malloc_trim(0)
 
 
-def tidy_the_heap() -> int:
-    """Collect the reference cycles requests left, then give the freed pages back; the server
-    calls it once a minute. CPython starts a full collection only once the objects promoted
-    since the last reach a quarter of those it holds: with a class's 500 sessions, requests'
-    cycles piled up for 20 minutes (+900,000 Python blocks, memory that stayed resident in
-    fragmented arenas after they went; docs/security.md, the soak). Collected every minute
-    they are few, and their room is reused. Returns the objects found unreachable."""
-    found = gc.collect()
-    give_back_freed_memory()
-    return found
-
-
 # Young collections every 50,000 container allocations instead of CPython's 700. A request's
 # objects live a fraction of a second; collected young, they were promoted towards the oldest
 # generation, which CPython collects in full (stopping every request for 0.6 to 0.8 s with a
