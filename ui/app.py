@@ -83,6 +83,11 @@ PRESENT_CSS = """
 #heads { height: auto !important; }
 """
 PRUNE_EVERY_S = 60
+# Gradio records up to 10,000 events for its /monitoring page and, after every event, summarises
+# all of them with pandas in a pool thread: 10 ms an event once full, and memory that filled
+# over a class period's first 20 minutes (docs/security.md, the soak). The page is off
+# (`served_limits`), so Gradio keeps one event's record and never summarises them.
+QUIET_MONITORING = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(2**62)}
 
 
 def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, present: bool = False) -> gr.Blocks:
@@ -110,22 +115,15 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
                 build_train_tab(catalog, settings, explore.model_key, PageTabs(tabs, train))
             with gr.Tab("Lessons") as lessons:
                 build_lessons_tab(server, lessons, explore.image)
-    # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
-    # requests wait, then new ones are refused.
     for name, value in QUIET_MONITORING.items():  # read when the queue is made
         os.environ.setdefault(name, value)
+    # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
+    # requests wait, then new ones are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
     UPLOADS.budget_bytes = settings.uploads_bytes
     UPLOADS.protect(demo.blocks.values())
     demo.shared = server  # what `holdings` reports (Blocks has a `server` of its own: uvicorn's)
     return demo
-
-
-# Gradio records up to 10,000 events for its /monitoring page and, after every event, summarises
-# all of them with pandas in a pool thread: 10 ms an event once full, and memory that filled
-# over a class period's first 20 minutes (docs/security.md, the soak). The page is off
-# (`served_limits`), so Gradio keeps one event's record and never summarises them.
-QUIET_MONITORING = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(2**62)}
 
 
 def holdings(demo: gr.Blocks) -> str:
