@@ -24,6 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
+import httpx
 import numpy as np
 from PIL import Image
 
@@ -159,6 +160,14 @@ class Server:
         self.log.close()
 
 
+def web(timeout: float = 120) -> httpx.Client:
+    """One HTTP client for all of an attack's requests, shared by its threads (httpx's Client can
+    be). `httpx.post` makes a Client per request, ~26 ms of CPU loading the certificate bundle: on
+    the soak's two cores, 1,500 sessions cost the attacker 78 CPU-seconds that the class lost and
+    an attacker elsewhere would not take from it."""
+    return httpx.Client(timeout=timeout)
+
+
 def attempt(call: Callable[[], object]) -> str:
     """The reply of one request, or its error, on one line of at most 110 characters."""
     try:
@@ -254,18 +263,16 @@ def session_attack(url: str, sessions: int, chars: int, first: int = 0) -> str:
     carrying a `chars`-character resize mode: Gradio keeps every session's last inputs."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import httpx
-
     base = f"{url}gradio_api/call/analyze"
 
     def one(i: int) -> int:
         data = [None, None, "bundled", f"{i:07d}".ljust(chars, "m"), *VIEWS]
-        reply = httpx.post(base, json={"data": data, "session_hash": f"visitor{i:07d}"}, timeout=60)
+        reply = http.post(base, json={"data": data, "session_hash": f"visitor{i:07d}"})
         if reply.status_code == 200:
-            httpx.get(f"{base}/{reply.json()['event_id']}", timeout=120).raise_for_status()
+            http.get(f"{base}/{reply.json()['event_id']}").raise_for_status()
         return reply.status_code
 
-    with ThreadPoolExecutor(8) as pool:
+    with web() as http, ThreadPoolExecutor(8) as pool:
         codes = list(pool.map(one, range(first, first + sessions)))
     answered = ", ".join(f"{codes.count(c)} × HTTP {c}" for c in sorted(set(codes)))
     return f"{sessions} new sessions: {answered}"
@@ -286,8 +293,6 @@ def upload_flood(server: Server, count: int = 177, megabytes: int = 19) -> str:
     the replies and the most the upload folder held meanwhile (polled every 0.2 s)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import httpx
-
     body, most, done = np.random.default_rng(2).bytes(megabytes * 10**6), [0.0], threading.Event()
 
     def watch() -> None:
@@ -300,14 +305,14 @@ def upload_flood(server: Server, count: int = 177, megabytes: int = 19) -> str:
     def one(i: int) -> str:
         try:
             upload = {"files": (f"u{i}.bin", body)}
-            reply = httpx.post(f"{server.url}gradio_api/upload", files=upload, headers=ATTACKER_NETWORK)
+            reply = http.post(f"{server.url}gradio_api/upload", files=upload, headers=ATTACKER_NETWORK)
             return str(reply.status_code)
         except httpx.HTTPError as e:  # the server may close the connection before the body is sent
             return type(e).__name__
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    with ThreadPoolExecutor(8) as pool:
+    with web() as http, ThreadPoolExecutor(8) as pool:
         replies = list(pool.map(one, range(count)))
     done.set()
     watcher.join()
@@ -357,16 +362,14 @@ def silent_joins(url: str, image: Path, joins: int = 70) -> str:
     import base64
     from concurrent.futures import ThreadPoolExecutor
 
-    import httpx
-
     frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
     body = {"data": [{"url": frame}, "bundled", 6, "cls", 4, 4, "inferno", "layer"]}
 
     def join(i: int) -> int:  # sent 16 at a time: joins sent together once all passed a look at the queue
-        reply = httpx.post(f"{url}gradio_api/call/live_frame", json=body | {"session_hash": f"silent{i}"}, timeout=60)
+        reply = http.post(f"{url}gradio_api/call/live_frame", json=body | {"session_hash": f"silent{i}"})
         return reply.status_code
 
-    with ThreadPoolExecutor(16) as pool:
+    with web() as http, ThreadPoolExecutor(16) as pool:
         codes = list(pool.map(join, range(joins)))
     answered = ", ".join(f"{codes.count(c)} × HTTP {c}" for c in sorted(set(codes)))
     return f"{answered}; then /analyze: {raw_analyze(url, None)}"
@@ -377,16 +380,11 @@ def frame_hoard(url: str, image: Path, sessions: int = 20) -> str:
     every input of a session, so the query would stay after the frame is dropped."""
     import base64
 
-    import httpx
-
     frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
     data = [{"url": frame}, "bundled", 6, "q" * 2**20, 4, 4, "inferno", "layer"]
-    codes = [
-        httpx.post(
-            f"{url}gradio_api/call/live_frame", json={"data": data, "session_hash": f"hoard{i}"}, timeout=60
-        ).status_code
-        for i in range(sessions)
-    ]
+    with web() as http:
+        join = f"{url}gradio_api/call/live_frame"
+        codes = [http.post(join, json={"data": data, "session_hash": f"hoard{i}"}).status_code for i in range(sessions)]
     return ", ".join(f"{codes.count(c)} × HTTP {c}" for c in sorted(set(codes)))
 
 
@@ -429,25 +427,25 @@ def big_run(client, folder: Path, source: tuple[str, str] = ("operator", "")) ->
 
 def empty_session(url: str) -> str:
     """/analyze joined with an empty session hash: Gradio answered HTTP 500 with a KeyError."""
-    import httpx
 
     body = {"data": [None, None, "bundled", "crop", *VIEWS], "fn_index": 0, "session_hash": ""}
-    reply = httpx.post(f"{url}gradio_api/queue/join", json=body, timeout=60)
+    with web() as http:
+        reply = http.post(f"{url}gradio_api/queue/join", json=body)
     return f"HTTP {reply.status_code} {reply.text[:60]}"
 
 
 def raw_analyze(url: str, payload: dict | None) -> str:
     """/analyze with a payload as the browser sends it (gradio_client would upload the file again)."""
-    import httpx
 
     base = f"{url}gradio_api/call/analyze"
     # The REST API takes every input, the page's state included: None for which "More views"
     # tab is on screen (gradio_client fills it in by itself).
     data = [payload, None, "bundled", "crop", *VIEWS]
-    joined = httpx.post(base, json={"data": data}, timeout=60)
-    if joined.status_code != 200:  # e.g. 503 "Queue is full"
-        return f"refused: HTTP {joined.status_code} {joined.text[:60]}"
-    reply = httpx.get(f"{base}/{joined.json()['event_id']}", timeout=120).text
+    with web() as http:
+        joined = http.post(base, json={"data": data})
+        if joined.status_code != 200:  # e.g. 503 "Queue is full"
+            return f"refused: HTTP {joined.status_code} {joined.text[:60]}"
+        reply = http.get(f"{base}/{joined.json()['event_id']}").text
     return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bench.attacks import ATTACKER_NETWORK, Server, attack_list, stand_in_data
+from bench.attacks import ATTACKER_NETWORK, Server, attack_list, stand_in_data, web
 from bench.visitors import CHEAP, Launcher, images_for, load_average, machine, percentile, warm_up
 from bench.visitors import Visitor as Clicker
 from ui.limits import LIVE_BUSY
@@ -151,18 +151,17 @@ def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
     """One webcam on Live: a frame, its first picture (or its answer: "Live view busy", the event
     complete), the stream closed; again every half second. "Live is busy" (the attacker's silent
     streams hold Live's places) is an answer, not an error."""
-    import httpx
-
     base, frame = f"{url}gradio_api/call/live_frame", frame_url(image)
+    http = web()  # one connection pool, as a browser keeps (a Client per request costs ~26 ms of CPU)
 
     def one() -> None:
         body = {"data": [{"url": frame}, *LIVE_CONTROLS], "session_hash": "soak-live"}
-        joined = httpx.post(base, json=body, timeout=60)
+        joined = http.post(base, json=body)
         if joined.status_code == 503 and joined.text == LIVE_BUSY:  # a clear answer: Live is full (the attacker)
             return
         event = joined.raise_for_status().json()["event_id"]
         try:
-            with httpx.stream("GET", f"{base}/{event}", timeout=120) as replies:
+            with http.stream("GET", f"{base}/{event}") as replies:
                 for line in replies.iter_lines():
                     # "complete" ends this event's answer (a "Live view busy" one, say); the
                     # connection may stay open with heartbeats after it (the soak's stream
@@ -172,10 +171,11 @@ def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
                     if line.startswith("event: error"):
                         raise RuntimeError(f"the stream answered an error: {next(replies.iter_lines(), '')}")
         finally:
-            httpx.post(f"{url}gradio_api/stream/{event}/close", timeout=60)
+            http.post(f"{url}gradio_api/stream/{event}/close")
 
-    while not stop.wait(0.5):
-        log.timed("live_frame", one)
+    with http:
+        while not stop.wait(0.5):
+            log.timed("live_frame", one)
 
 
 def train(client, log: Log, stop: threading.Event, delay_s: float) -> None:
