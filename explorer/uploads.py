@@ -204,9 +204,11 @@ class UploadBudget:
         next prune). Counted with the uploads still arriving; when they could pass the budget the
         folder is walked and its oldest files pruned; an upload that cannot fit even then is
         refused (UploadSpaceFull) and nothing is deleted for it, and so is one that would take
-        `sender` (its address) past SENDER_SHARE of the uploads' room within FRESH_S. `arrived`
-        ends the hold."""
+        `sender` (its address) past SENDER_SHARE of the uploads' room within FRESH_S, before any
+        walk: the soak's 177 refused uploads each walked the folder of a class's views under the
+        lock that every view drawn waits on, and the class's clicks took 6 s. `arrived` ends the hold."""
         with self._lock:
+            self._check_sender(sender, size)
             root = Path(self.folder()).resolve()
             if not (self._fresh(root) and self._used + self._arriving + size <= self.budget_bytes):
                 files = _files(root)
@@ -214,7 +216,6 @@ class UploadBudget:
                 room = self.budget_bytes - self._arriving - size
                 freed = _prune(files, root, room, held)
                 self._used, self._walked = sum(bytes_ for _, bytes_, _ in files) - freed, (root, time.monotonic())
-            self._check_sender(sender, size)
             self._arriving += size
             if sender is not None:
                 self._sent.setdefault(sender, []).append((time.monotonic(), size))

@@ -229,6 +229,19 @@ def test_one_sender_cannot_take_the_whole_room_for_uploads(tmp_path: Path, monke
     assert list(budget._sent) == ["203.0.113.7"]  # the senders of long ago are forgotten
 
 
+def test_a_sender_past_its_share_is_refused_without_a_walk_or_a_file_deleted(tmp_path: Path, walks) -> None:
+    """The soak: each of the attacker's 177 refused uploads walked the folder (tens of thousands
+    of views) under the budget's lock, and pruned it, before its share refused it."""
+    budget = UploadBudget(lambda: tmp_path, 40_000)  # a sender's share: 7,500
+    old = arrive(tmp_path, "a/old.png", 30_000)  # older than FRESH_S: a walk would prune it
+    budget.reserve(7_000, "203.0.113.7")  # fits the count after one walk
+    assert len(walks) == 1 and old.exists()
+    for _ in range(3):
+        with pytest.raises(UploadSpaceFull, match="your network has uploaded"):
+            budget.reserve(19_000, "203.0.113.7")  # over the count too: it would have walked
+    assert len(walks) == 1 and old.exists()
+
+
 def test_the_views_the_app_draws_keep_the_whole_budget_oldest_first(tmp_path: Path) -> None:
     """Uploads leave a quarter of the budget to the views drawn meanwhile; the app's own writes
     keep the folder within the whole budget (the short soak found 266 MB of 256 with young files
