@@ -5,8 +5,9 @@
 The server runs in its own process with its own Gradio folder (GRADIO_TEMP_DIR in a temporary
 folder, so the disk budget of 30 MB prunes nothing else). For each attack the table gives the
 reply (cut to one line), the server's peak resident memory above its level before the attack
-(VmHWM, reset through /proc/<pid>/clear_refs before each attack; Linux only) and what it still
-holds after.
+(VmHWM, reset through /proc/<pid>/clear_refs before each attack; Linux only), what it still
+holds after, and the CPU seconds the attack cost the server and the attacker (this process): on
+one machine the attacker's CPU comes from the cores the server has.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
+from typing import NamedTuple
 
 import av
 import httpx
@@ -29,6 +32,7 @@ import numpy as np
 from PIL import Image
 
 import vit
+from bench.live import cpu_seconds
 from bench.serving import free_port, wait_until_served
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
@@ -178,12 +182,28 @@ def attempt(call: Callable[[], object]) -> str:
     return text if len(text) <= 110 else text[:109] + "…"
 
 
-def measured(server: Server, call: Callable[[], str]) -> tuple[str, float, float]:
-    """(reply, peak MiB above the level before, MiB still held after)."""
-    before = server.rss_mib()
+class Cost(NamedTuple):
+    """What one attack cost: the server's memory and CPU, and the attacker's own CPU (this process,
+    every thread), which on one machine is taken from the same cores the server has."""
+
+    reply: str
+    peak_mib: float  # above the level before
+    kept_mib: float  # still held after
+    server_cpu_s: float
+    attacker_cpu_s: float
+
+
+def measured(server: Server, call: Callable[[], str]) -> Cost:
+    before, cpu, own = server.rss_mib(), cpu_seconds([server.proc.pid]), time.process_time()
     server.reset_peak()
     reply = call()
-    return reply, server.rss_mib("VmHWM") - before, server.rss_mib() - before
+    return Cost(
+        reply,
+        server.rss_mib("VmHWM") - before,
+        server.rss_mib() - before,
+        cpu_seconds([server.proc.pid]) - cpu,
+        time.process_time() - own,
+    )
 
 
 def image_attacks(client, folder: Path) -> dict[str, Callable[[], str]]:
@@ -508,10 +528,12 @@ def main(argv: list[str] | None = None) -> None:
         attacks = attack_list(server, client, folder)
         try:
             print(f"server at rest: {server.rss_mib():.0f} MiB; load average {os.getloadavg()[0]:.1f}")
-            print("| attack | reply | peak (MiB) | kept (MiB) |\n|---|---|---|---|")
+            print("| attack | reply | peak (MiB) | kept (MiB) | server CPU s | attacker CPU s |")
+            print("|---|---|---|---|---|---|")
             for name, call in attacks.items():
-                reply, peak, kept = measured(server, call)
-                print(f"| {name} | {reply.replace('|', '/')} | {peak:+.0f} | {kept:+.0f} |", flush=True)
+                c = measured(server, call)
+                cells = f"{c.peak_mib:+.0f} | {c.kept_mib:+.0f} | {c.server_cpu_s:.1f} | {c.attacker_cpu_s:.1f}"
+                print(f"| {name} | {c.reply.replace('|', '/')} | {cells} |", flush=True)
         finally:
             server.close()
 

@@ -1,5 +1,9 @@
 """bench/attacks.py's hostile files are what they claim to be (the run itself is a benchmark)."""
 
+import subprocess
+import sys
+import time
+
 import httpx
 import numpy as np
 import pytest
@@ -7,7 +11,7 @@ from gradio_client.exceptions import AppError
 from PIL import Image
 
 import vit
-from bench.attacks import checkpoint, raw_analyze, stand_in_data, thin_png
+from bench.attacks import Server, checkpoint, measured, raw_analyze, stand_in_data, thin_png
 from vit.preprocessing import Preprocessing
 
 
@@ -74,3 +78,38 @@ def test_the_attacks_on_the_new_surfaces_are_refused_or_bounded(server, tmp_path
     assert reply.startswith("ok: started Batch size 128 would need about"), reply  # scaled down, and said
     with pytest.raises(AppError, match="epochs must be a whole number from 1 to 200, got True"):
         client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
+
+
+def test_an_attacks_cost_tells_the_servers_cpu_from_the_attackers():
+    """A stand-in server that burns 0.5 CPU-seconds when asked, and an attack that asks it and
+    then burns 0.3 of its own: each is charged to its own side."""
+    burn = "\n".join(
+        [
+            "import sys, time",
+            "sys.stdin.readline()",
+            "t = time.process_time()",
+            "while time.process_time() - t < 0.5: pass",
+            "print(flush=True)",
+            "sys.stdin.readline()",
+        ]
+    )
+    server = Server.__new__(Server)  # its memory and CPU readers, on a process of the test's
+    server.proc = subprocess.Popen(
+        [sys.executable, "-c", burn], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+
+    def attack() -> str:
+        server.proc.stdin.write("go\n")
+        server.proc.stdin.flush()
+        server.proc.stdout.readline()  # waits: no CPU of this process
+        t = time.process_time()
+        while time.process_time() - t < 0.3:
+            pass
+        return "done"
+
+    try:
+        cost = measured(server, attack)
+    finally:
+        server.proc.communicate("end\n", timeout=30)
+    assert cost.reply == "done" and cost.peak_mib >= cost.kept_mib
+    assert 0.5 <= cost.server_cpu_s < 0.8 and 0.3 <= cost.attacker_cpu_s < 0.5
