@@ -94,6 +94,11 @@ def _delete(path: Path, root: Path) -> None:
 # draws meanwhile, whose writes keep the folder within the whole budget, oldest files first.
 FRESH_S = 120.0
 UPLOAD_SHARE = 0.75
+# A walk that finds no room for an upload holds for REFUSED_S for uploads at least as large: a
+# flood of refused uploads from addresses past no share (a Space's X-Forwarded-For can be written by
+# the client) would each walk the folder under the budget's lock, which every view drawn waits on.
+# Room comes back as young files age (FRESH_S), not within a second.
+REFUSED_S = 1.0
 # One sender (an address: a visitor, or a whole school behind one router) may send at most
 # SENDER_SHARE of that room within FRESH_S: the soak's attacker alone filled it with admitted 19 MB
 # uploads, and every visitor's upload was refused for two minutes. A quarter of the default 2 GiB
@@ -172,6 +177,7 @@ class UploadBudget:
         self._arriving = 0  # bytes of uploads reserved and still arriving (`reserve`)
         self._walked: tuple[Path | None, float] = (None, -math.inf)  # which folder, when
         self._sent: dict[str, list[tuple[float, int]]] = {}  # sender -> (when, bytes) of its recent uploads
+        self._short: tuple[Path, float, int] | None = None  # a walk found no room: where, until when, for how much
 
     def added(self, size: int) -> None:
         """Count a file the app itself just wrote (a rendered view, an export); once the count
@@ -211,14 +217,31 @@ class UploadBudget:
             self._check_sender(sender, size)
             root = Path(self.folder()).resolve()
             if not (self._fresh(root) and self._used + self._arriving + size <= self.budget_bytes):
+                if self._short_of(root, size):
+                    raise UploadSpaceFull(SPACE_FULL)
                 files = _files(root)
-                held = _held(files, self.keep, self.budget_bytes, self._arriving + size)
+                try:
+                    held = _held(files, self.keep, self.budget_bytes, self._arriving + size)
+                except UploadSpaceFull:
+                    # no room until REFUSED_S has passed, or the first young file ages out
+                    now = time.time()
+                    ages_out = min((mtime + FRESH_S for mtime, _, _ in files if mtime > now - FRESH_S), default=now)
+                    self._short = root, time.monotonic() + min(REFUSED_S, ages_out - now), size
+                    raise
                 room = self.budget_bytes - self._arriving - size
                 freed = _prune(files, root, room, held)
                 self._used, self._walked = sum(bytes_ for _, bytes_, _ in files) - freed, (root, time.monotonic())
             self._arriving += size
             if sender is not None:
                 self._sent.setdefault(sender, []).append((time.monotonic(), size))
+
+    def _short_of(self, root: Path, size: int) -> bool:
+        """Whether a walk of `root` found no room for an upload of `size` or less, and no file
+        has aged or gone since (`_short`)."""
+        if self._short is None:
+            return False
+        where, until, short = self._short
+        return where == root and size >= short and time.monotonic() < until
 
     def _check_sender(self, sender: str | None, size: int) -> None:
         """Refuse an upload that takes `sender` past its share; forget sends older than FRESH_S."""
@@ -237,6 +260,7 @@ class UploadBudget:
         next walk counts what is really there."""
         with self._lock:
             self._arriving -= size
+            self._short = None  # a failed upload's bytes never came: room a walk may find
             if self._used is not None:
                 self._used += size
 
@@ -255,4 +279,6 @@ class UploadBudget:
             files = _files(root)
             freed = _prune(files, root, int(to * self.budget_bytes), self.keep)
             self._used, self._walked = sum(size for _, size, _ in files) - freed, (root, time.monotonic())
+            if freed:
+                self._short = None  # the files deleted may have been young
             return freed

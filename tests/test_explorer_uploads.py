@@ -242,6 +242,36 @@ def test_a_sender_past_its_share_is_refused_without_a_walk_or_a_file_deleted(tmp
     assert len(walks) == 1 and old.exists()
 
 
+def test_a_walk_that_found_no_room_holds_for_a_second_for_uploads_as_large(tmp_path: Path, walks, monkeypatch) -> None:
+    """Uploads from addresses past no share (a forged X-Forwarded-For) refused for want of room
+    would each walk the folder under the budget's lock; for REFUSED_S, one as large is refused
+    without a walk, while a smaller one still walks and may fit, and so does one after an upload
+    ended (a failed one frees its room)."""
+    clock = [1000.0]
+    monkeypatch.setattr(explorer.uploads.time, "monotonic", lambda: clock[0])
+    budget = UploadBudget(lambda: tmp_path, 4000)  # young uploads may fill 3000 of it
+    young = tmp_path / "a" / "young.png"
+    young.parent.mkdir()
+    young.write_bytes(b"x" * 2500)  # just uploaded: 500 bytes of room left
+    with pytest.raises(UploadSpaceFull):
+        budget.reserve(2000)
+    assert len(walks) == 1
+    for size in (2000, 3000):
+        with pytest.raises(UploadSpaceFull, match="try again in a few minutes"):
+            budget.reserve(size)
+    assert len(walks) == 1 and young.exists()
+    clock[0] += explorer.uploads.REFUSED_S
+    with pytest.raises(UploadSpaceFull):
+        budget.reserve(2000)  # a second on: walks again
+    assert len(walks) == 2
+    budget.reserve(400)  # smaller than the refused: walks, and fits
+    assert len(walks) == 3
+    budget.arrived(400)  # ended (stored or failed): the next refused size walks again
+    with pytest.raises(UploadSpaceFull):
+        budget.reserve(2000)
+    assert len(walks) == 4
+
+
 def test_the_views_the_app_draws_keep_the_whole_budget_oldest_first(tmp_path: Path) -> None:
     """Uploads leave a quarter of the budget to the views drawn meanwhile; the app's own writes
     keep the folder within the whole budget (the short soak found 266 MB of 256 with young files
