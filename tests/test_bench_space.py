@@ -124,3 +124,30 @@ def test_a_refusal_counts_only_in_the_apps_own_words():
         refused_in_plain_words(refused("ZeroGPU worker error: RuntimeError"))
     with pytest.raises(StepFailed, match="should have been refused"):
         refused_in_plain_words(lambda: "a result")
+
+
+def _rehearsal_that_fills(steps, work, weights, reuse_venv, zerogpu=False):
+    """What a rehearsal leaves in its work folder, in miniature, then a failed step."""
+    (work / "venv" / "bin").mkdir(parents=True)
+    (work / "venv" / "bin" / "python").write_text("a venv")
+    (work / "hf-home").mkdir()
+    (work / "app.log").write_text("the app's log")
+    (work / "app.log.old").symlink_to(work / "app.log")
+    steps.run("a step that fails", lambda: 1 / 0)
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_a_temporary_work_folder_is_emptied_but_for_the_apps_log(given, tmp_path, monkeypatch, capsys):
+    """Five kept rehearsals (11 GB each) once filled the disk the CI installs on; a folder the
+    user named with --work is theirs, and kept whole."""
+    import bench.space
+
+    monkeypatch.setattr(bench.space, "rehearse", _rehearsal_that_fills)
+    monkeypatch.setattr(bench.space.tempfile, "tempdir", str(tmp_path))
+    argv = ["--work", str(tmp_path / "mine")] if given else []
+    assert bench.space.main(argv) == 1  # the failed step is still the verdict
+    (work,) = tmp_path.iterdir()
+    left = sorted(p.name for p in work.iterdir())
+    assert left == (["app.log", "app.log.old", "hf-home", "venv"] if given else ["app.log"])
+    assert (work / "app.log").read_text() == "the app's log"
+    assert ("emptied but for the app's log" in capsys.readouterr().out) is not given
