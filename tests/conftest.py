@@ -4,8 +4,10 @@ app server per session (for the app tests)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,11 +21,25 @@ from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+# Gradio's folder (files sent, views drawn, what gradio_client downloads) is the run's own, never
+# the machine's /tmp/gradio: a run wrote 257 MB there and left it, and a test's prune must never
+# delete the files of an app running beside the tests. Set as this file is imported, before any
+# test module imports gradio: gradio_client reads it once, at import. Servers started inherit it.
+GRADIO_FOLDER = Path(tempfile.mkdtemp(prefix="vit-explorer-tests-gradio-"))
+os.environ["GRADIO_TEMP_DIR"] = str(GRADIO_FOLDER)
 
 
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def gradio_folder() -> Iterator[Path]:
+    """GRADIO_FOLDER, deleted when the run ends (what a stopped app's clean-up deletes at the
+    same moment is gone either way)."""
+    yield GRADIO_FOLDER
+    shutil.rmtree(GRADIO_FOLDER, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

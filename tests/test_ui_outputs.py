@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from app_helpers import analyze
 from picture_helpers import gradient_runs
 from PIL import Image
 
@@ -40,3 +41,13 @@ def test_names_of_written_files_are_cut_to_what_a_file_system_takes():
     assert len(path.name.encode()) <= MAX_NAME_BYTES and path.name.endswith(".png") and path.name.startswith("é")
     assert Image.open(path).format == "PNG"
     assert cache_path("../../escape.gif").parent.parent.name == "vit-explorer"  # one name, never a folder
+
+
+def test_the_tests_write_views_into_their_own_folder_not_the_machines(gradio_folder, client):
+    """A run once left 257 MB in /tmp/gradio, the folder every app on the machine shares: the
+    views written here, the served app's and what the client downloads of them land in the run's."""
+    assert Path(saved(head_maps())).is_relative_to(gradio_folder)
+    before = set(gradio_folder.rglob("*.webp"))
+    downloaded = Path(analyze(client, Path(__file__).parents[1] / "examples" / "cifar10" / "cat.jpg")[0]["value"])
+    assert downloaded.is_relative_to(gradio_folder) and downloaded.is_file()
+    assert len(set(gradio_folder.rglob("*.webp")) - before) >= 2  # the server's view and the client's copy
