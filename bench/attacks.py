@@ -7,7 +7,9 @@ folder, so the disk budget of 30 MB prunes nothing else). For each attack the ta
 reply (cut to one line), the server's peak resident memory above its level before the attack
 (VmHWM, reset through /proc/<pid>/clear_refs before each attack; Linux only), what it still
 holds after, and the CPU seconds the attack cost the server and the attacker (this process): on
-one machine the attacker's CPU comes from the cores the server has.
+one machine the attacker's CPU comes from the cores the server has. The attacker downloads none
+of the files the replies name (download_files=False): it reads the replies only, and gradio_client
+would keep each file in the machine's own Gradio folder, never deleted.
 """
 
 from __future__ import annotations
@@ -245,7 +247,7 @@ def concurrency_attack(url: str, image: Path) -> Callable[[], str]:
     """Eight heavy requests at once over /analyze and the three lessons, from eight sessions."""
     from gradio_client import Client, handle_file
 
-    clients = [Client(url, verbose=False) for _ in range(8)]
+    clients = [Client(url, verbose=False, download_files=False) for _ in range(8)]
     calls = [
         lambda c: c.predict(handle_file(str(image)), "bundled", "whole", *VIEWS, api_name="/analyze"),
         lambda c: c.predict(handle_file(str(image)), ["bundled"], "inferno", api_name="/lesson_compare"),
@@ -412,7 +414,7 @@ def foreign_key(url: str, folder: Path, image: Path) -> str:
     """Another visitor's checkpoint key on /analyze (issue 28: taken, where /load_model refused it)."""
     from gradio_client import Client, handle_file
 
-    owner, other = Client(url, verbose=False), Client(url, verbose=False)
+    owner, other = (Client(url, verbose=False, download_files=False) for _ in range(2))
     path = checkpoint(folder / "theirs.safetensors", dim=16, heads=1)
     key = owner.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
     return attempt(lambda: other.predict(handle_file(str(image)), key, "crop", 1, *VIEWS[1:], api_name="/analyze"))
@@ -524,7 +526,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = Path(tmp)
         server = Server(folder, args=("--data-folder", str(stand_in_data(folder / "data"))))  # the runs attacked
 
-        client = Client(server.url, verbose=False, headers=ATTACKER_NETWORK)
+        client = Client(server.url, verbose=False, download_files=False, headers=ATTACKER_NETWORK)
         attacks = attack_list(server, client, folder)
         try:
             print(f"server at rest: {server.rss_mib():.0f} MiB; load average {os.getloadavg()[0]:.1f}")
