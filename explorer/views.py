@@ -244,12 +244,17 @@ def caption_px(ex: Explanation, style: MapStyle) -> float:
     return max(canvas.text_width(line, style.text_px) for line in lines)
 
 
+def heads_title(ex: Explanation, label: str, layer: int | str) -> str:
+    """The head maps' title: the layer (1-based) and the query as pictures name it (`query_label`)."""
+    return f"layer {layer} of {ex.depth}, query: {label}"
+
+
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: int | None = None) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (1-based), `columns` tiles a row
     (see `head_layout`)."""
     cols, tile = head_layout(ex, columns, style)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
-    title = f"layer {layer} of {ex.depth}, query: {query_label(ex, query)}"
+    title = heads_title(ex, query_label(ex, query), layer)
     i = layer - 1
     maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
     return render.head_grid(

@@ -14,9 +14,7 @@ from ui.concurrency import HEAVY, HEAVY_LIMIT
 from ui.settings import ServerSettings
 
 HEAVY_EVENTS = {
-    "analyze",
-    "analyze_1",  # the analysis after a model switch
-    "analyze_2",  # the analysis of a new image, after its header is checked (page only)
+    "analyze",  # API clients' (the page's are below)
     "load_model",
     "upload_checkpoint",
     "relevance",
@@ -25,12 +23,18 @@ HEAVY_EVENTS = {
     "logit_lens",  # the logit lens tab: a forward pass
     "zero_shot",  # a CLIP model's words: a forward pass and a backward pass per word
     "compare_words",
-    "words_after",  # the words after an analysis with a CLIP model (after each of the three analyses)
+    "analyze_page",  # the page's own analyses: a resize policy, a new image (its header checked), a model switch
+    "analyze_page_1",
+    "analyze_page_2",
+    "words_after",  # the words after an analysis with a CLIP model (after /analyze and the page's three)
     "words_after_1",
     "words_after_2",
+    "words_after_3",
     "lesson_words",
     "export_png",
     "export_gif",
+    "export_page_png",  # the page's exports, of the query it shows
+    "export_page_gif",
     "train_open_in_explore",
     "lesson_compare",
     "lesson_token_norms",
@@ -40,7 +44,7 @@ HEAVY_EVENTS = {
     "live_model",
 }
 # Events with their own slots, each for a reason: Gradio's example loader and the picker's
-# rollback do no work; "play" mostly sleeps between frames; the Train tab's events start,
+# rollback do no work; the Train tab's events start,
 # poll and stop a run whose training runs in its own thread, bounded by --max-runs.
 # Live webcam frames have their own slots (explorer.streams.StreamSlots bounds the streams);
 # opening the Live tab and listing its models run nothing heavy; closing "More views" only
@@ -50,7 +54,6 @@ OWN_SLOTS = {
     "open_live",
     "live_choices",
     "load_example",
-    "play_layers",
     "keep_model",
     "train_start",
     "train_status",
@@ -79,13 +82,13 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
     # Page-only events that run no model: the Train tab's timer, Stop's confirmation, its "First
     # step" note and its jump to Explore, the Lessons tab's clearing of old results and its opening
     # (Explore's image and the visitor's models in its pickers), Explore's
-    # once-per-upload note, its keep slider's visibility, the refused upload's box put back, a typed
-    # layer brought into range and Play/Pause, and the Live tab's patch sliders'.
+    # once-per-upload note, its keep slider's visibility, the refused upload's box put back, and the
+    # Live tab's patch sliders'. (Explore's clicks, keys, layer, style and Play run in the page: no fn.)
     page_only = {"keep_polling", "ask_to_stop", "keep_training", "first_step", "show_explore", "new_image"}
     page_only |= {"open_lessons"}
-    page_only |= {"note_image", "keep_slider", "keep_image", "fit_layer", "stop_playing", "patch_sliders"}
+    page_only |= {"note_image", "keep_slider", "keep_image", "patch_sliders"}
     assert other <= OWN_SLOTS | page_only, other - OWN_SLOTS
-    assert {"heads", "query_patch", "query_token", "click_patch", "restyle_relevance"} <= views
+    assert {"heads", "query_patch", "query_token", "restyle_shown", "restyle_relevance"} <= views
     # "More views" draws from the cached forward pass when a tab opens: redraws, not analyses.
     assert {"overview", "distance", "similarity", "show_more"} <= views
 

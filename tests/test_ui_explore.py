@@ -67,9 +67,14 @@ def test_visitors_looking_at_the_same_example_share_one_forward_pass(counted):
 
 def test_clicks_and_slider_moves_share_one_pool_of_queue_slots_apart_from_the_analyses(tiny_checkpoint, tmp_path):
     """Gradio gives every event its own slots unless told otherwise: clicks (the most frequent
-    action) queued in their two while the other redraws' slots sat idle (bench/visitors.py)."""
+    action) queued in their two while the other redraws' slots sat idle (bench/visitors.py).
+    The page's own clicks, keys, layer steps, style changes and Play run no function at all."""
     demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
     groups = {fn.api_name: (fn.concurrency_id, fn.concurrency_limit) for fn in demo.fns.values()}
-    redraws = ("heads", "restyle", "rollout", "query_patch", "click_patch", "reset_query", "move_query")
+    redraws = ("heads", "restyle", "restyle_shown", "rollout", "query_patch", "query_token", "reset_query")
     assert {groups[name] for name in redraws} == {("views", 2)}
-    assert groups["analyze"][0] != "views" and groups["play_layers"][0] != "views"
+    assert groups["analyze"][0] != "views" and groups["analyze_page"][0] != "views"
+    in_page = [fn for fn in demo.fns.values() if fn.js and "window.attentionMaps." in fn.js]
+    assert in_page and all(fn.fn is None and not fn.preprocess for fn in in_page)
+    drawn = {fn.js.split("attentionMaps.")[1].split("(")[0] for fn in in_page}
+    assert {"setLayer", "setStyle", "play", "stop", "queryOutputs", "reset", "pick", "move"} <= drawn

@@ -90,40 +90,6 @@ def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation_
     assert "row 4, column 4" in moved["query_md"]  # 0-based (3, 3) is row 4, column 4 for people
 
 
-def test_play_steps_the_layer_slider_through_every_layer(tab, explanation_key, monkeypatch):
-    server = tab
-    monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
-    *frames, end = h.play_layers(server, explanation_key, None, 6, STYLE)  # from the last layer: from 1
-    assert [f["layer"] for f in frames] == [1, 2, 3, 4, 5, 6]
-    pictures = [np.asarray(Image.open(opened(f["heads"]))) for f in frames]
-    assert not np.array_equal(pictures[0], pictures[-1])
-    assert all(not f["play"].visible and f["pause"].visible for f in frames)  # Pause while playing
-    assert end == {"play": end["play"], "pause": end["pause"]} and end["play"].visible
-
-
-def test_play_after_pause_goes_on_from_the_layer_it_stopped_at(tab, explanation_key, monkeypatch):
-    """Play could not be paused; now Pause cancels it and Play goes on from there."""
-    server = tab
-    monkeypatch.setattr(h, "PLAY_STEP_S", 0.0)
-    *frames, _ = h.play_layers(server, explanation_key, None, 3, STYLE)
-    assert [f["layer"] for f in frames] == [4, 5, 6]
-    stopped = h.stop_playing()
-    assert stopped["play"].visible and not stopped["pause"].visible
-
-
-def test_a_typed_layer_past_the_model_comes_back_to_the_nearest_layer_with_a_message(tab, monkeypatch):
-    """Typing 9 for a 6-layer model left 9 in the box and an Error badge on the maps."""
-    server = tab
-    said = []
-    monkeypatch.setattr(h.gr, "Warning", said.append)
-    assert h.fit_layer(server, BUNDLED, 9) == {"layer": 6}
-    assert said == ["There is no layer 9: this model has layers 1 to 6. Showing layer 6."]
-    assert h.fit_layer(server, BUNDLED, 0) == {"layer": 1}
-    assert h.fit_layer(server, BUNDLED, 2.6) == {"layer": 3}
-    assert h.fit_layer(server, BUNDLED, None) == {"layer": 6} and "no layer None" in said[-1]
-    assert h.fit_layer(server, BUNDLED, 4) == {} and len(said) == 4  # a layer of the model: as it is
-
-
 def test_a_refused_upload_puts_back_the_image_the_views_belong_to(tab, explanation_key):
     """After a refused file the upload box showed it (or a broken icon) beside the
     previous image's maps. It shows that image again, marked as shown so no analysis runs."""

@@ -44,6 +44,15 @@ CSS = """
 #examples .gallery-item img { width: 100%; height: 100%; object-fit: cover; }
 #upload p, #lesson-image p { white-space: normal; overflow: visible; text-overflow: clip; text-align: center; }
 .swipe-cue { display: none; }
+/* The pictures the page draws (ui/page_maps.js): as gr.Image shows one, never enlarged, in a box
+   330 px high that fits the input and the head maps on a 1280x720 screen with the upload. */
+.page-frame { display: flex; justify-content: center; align-items: center; height: 330px; }
+.page-frame img { max-width: 100%; max-height: 100%; object-fit: scale-down; cursor: crosshair; }
+#heads .page-frame img { cursor: default; }
+.maps-status { margin: 4px 0 0 0; }
+.maps-status:empty { display: none; }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+#pause { display: none; }  /* shown by the page while it plays the layers */
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {
@@ -54,6 +63,8 @@ CSS = """
   .swipe-cue { display: block; }
   .wide-picture .image-frame { overflow-x: auto; justify-content: flex-start; }
   .wide-picture img { max-width: none; width: auto; height: auto; }
+  .wide-picture .page-frame { height: auto; max-height: none; }
+  .wide-picture .page-frame img { max-height: none; }
   .picker { flex: 1 1 100% !important; min-width: 100% !important; }
 }
 @media (min-width: 641px) and (max-width: 1100px) and (max-height: 600px) {
@@ -63,7 +74,7 @@ CSS = """
   .row:has(> .column > #input-view) { flex-wrap: wrap; }
   .row:has(> .column > #input-view) > .column { min-width: 0 !important; flex: 1 1 0 !important; }
   .row:has(> .column > #input-view) > .column:has(#upload) { order: 2; flex: 1 1 100% !important; }
-  #input-view, #heads { height: calc(100vh - 265px) !important; }
+  #input-view .page-frame, #heads .page-frame { height: calc(100vh - 265px) !important; }
   #input-view img, #heads img { width: auto !important; height: auto !important; max-width: 100%; max-height: 100%; }
 }
 """
@@ -80,7 +91,7 @@ PRESENT_CSS = """
   --prose-text-size: 18px; --table-text-size: 18px;
 }
 .gradio-container * { font-size: max(18px, 1em); }
-#heads { height: auto !important; }
+#heads .page-frame { height: auto !important; }
 """
 PRUNE_EVERY_S = 60
 # Gradio records up to 10,000 events for its /monitoring page and, after every event, summarises

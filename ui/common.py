@@ -6,6 +6,7 @@ layer slider; who is asking; the upload an image payload names; the model picker
 from __future__ import annotations
 
 import re
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -117,16 +118,42 @@ class OnePerVisitor:
                 self._until.pop(visitor, None)
 
 
+class PageHandles:
+    """The analyses pages show, each under an unguessable handle the page was sent with its
+    numbers (explorer/page_maps.py): the page asks for a layer's rows by it, and a handle no page
+    was sent names nothing. The `size` most recent are kept; an older one's page is told to
+    upload again, as a session whose analysis the store dropped is."""
+
+    def __init__(self, size: int = 4096):
+        self.keys: OrderedDict[str, ExplanationKey] = OrderedDict()
+        self.size, self.lock = size, threading.Lock()
+
+    def handle(self, key: ExplanationKey) -> str:
+        """A new handle for `key`."""
+        handle = secrets.token_urlsafe(18)
+        with self.lock:
+            self.keys[handle] = key
+            while len(self.keys) > self.size:
+                self.keys.popitem(last=False)
+        return handle
+
+    def key(self, handle: object) -> ExplanationKey | None:
+        """The analysis `handle` names, or None."""
+        with self.lock:
+            return self.keys.get(handle) if isinstance(handle, str) else None
+
+
 @dataclass(frozen=True)
 class Server:
     """What the server holds for all its visitors, built once by ui.app.build_demo and passed to
     every tab: the model catalogue; every session's forward passes in one store bounded in bytes
     (docs/security.md; a session's state holds only its key); the image each session last took
-    up (Explore); the head rankings running (Lessons)."""
+    up (Explore); the handles of the analyses pages draw (Explore); the head rankings running (Lessons)."""
 
     catalog: ModelCatalog
     store: ExplanationStore = field(default_factory=ExplanationStore)
     shown: ShownImages = field(default_factory=ShownImages)
+    pages: PageHandles = field(default_factory=PageHandles)
     rankings: OnePerVisitor = field(default_factory=OnePerVisitor)
 
     def require(self, key: ExplanationKey | None) -> Explanation:

@@ -4,12 +4,15 @@ handler of ui/explore_handlers.py under which API name."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar
 
 import gradio as gr
 
-from explorer import views
+from explorer import page_maps, views
 from explorer.canvas import COLORMAPS
 from explorer.catalog import LoadedModel, ModelCatalog
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
@@ -19,7 +22,7 @@ from . import common, concurrency
 from . import explore_handlers as h
 from .binding import ComponentView, Controls, bound
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
-from .pictures import picture
+from .pictures import page_picture, picture
 from .settings import for_visitors
 
 EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
@@ -39,7 +42,6 @@ SHOW_CHOICES = [
     ("relative to uniform (× 1/N)", "relative"),
     ("only the top X % of the mass", "top mass"),
 ]
-PICTURE_PX = 330  # height of the input and head views: both fit a 1280x720 screen with the upload
 MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 ARROWS = {"up": "↑", "down": "↓", "left": "←", "right": "→"}
 # Arrow keys move the query patch, Escape resets it: only while the Explore tab is in view with
@@ -77,7 +79,23 @@ new MutationObserver(() => {
   }
 }).observe(document.documentElement, {childList: true, subtree: true});
 </script>""".replace("BUTTON_NAMES_JSON", json.dumps({f"query-{name}": f"move the query {name}" for name in MOVES}))
-HEAD_JS = KEYBOARD_JS + ACCESSIBLE_NAMES_JS
+# The first screen's pictures, drawn in the page from the numbers an analysis sends (issue 41;
+# explorer/page_maps.py says what is sent), coloured with matplotlib's own tables of each colour map.
+PAGE_MAPS_JS = (
+    "<script>"
+    + (Path(__file__).with_name("page_maps.js").read_text())
+    .replace('"__COLOUR_TABLES__"', json.dumps(page_maps.colour_tables()))
+    .replace("</", "<\\/")
+    + "</script>"
+)
+HEAD_JS = KEYBOARD_JS + ACCESSIBLE_NAMES_JS + PAGE_MAPS_JS
+# Each drawn picture hands itself to the page's maps (window.attentionMaps), with the events it
+# raises: a clicked patch ("query"), and a style change that pictures drawn by the server follow too.
+INPUT_VIEW_JS = """window.attentionMaps.attach("input", element, props, server,
+  {query: () => trigger('query'), restyle: () => trigger('restyle')});"""
+MAPS_JS = """window.attentionMaps.attach("heads", element, props, server, {});
+watch('value', () => window.attentionMaps.load(props.value));"""
+MAPS = "window.attentionMaps"
 
 CLASSROOM = """A ViT cuts the image into square **patches** (the grid drawn over the
 model input) and turns each into a token. An extra **CLS token** has no pixels of its own: it gathers
@@ -123,7 +141,8 @@ class ExploreView(ComponentView):
     model_info: gr.Markdown
     image: gr.Image
     mode: gr.Radio
-    input_img: gr.Image
+    input_view: gr.HTML  # the model input and its grid, drawn in the page; its value: the query it shows
+    input_img: gr.Image  # the same drawn by the server, for API clients (/query_patch, /analyze)
     numbers: gr.Markdown
     label: gr.Label
     classes: gr.Markdown
@@ -147,7 +166,8 @@ class ExploreView(ComponentView):
     # views and exports; "More views" (an accordion of tabs) is drawn only when opened
     more: gr.Accordion
     more_tabs: dict[str, gr.Tab]  # by MORE_VIEWS name
-    heads: gr.Image
+    maps: gr.HTML  # the head maps, drawn in the page from the numbers its value holds (explorer/page_maps.py)
+    heads: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
     export_png: gr.Button
     export_gif: gr.Button
     export_file: gr.File
@@ -177,6 +197,8 @@ class ExploreView(ComponentView):
     row: gr.Number
     col: gr.Number
     query_button: gr.Button
+    # the named endpoints whose pictures the page now draws itself: API clients only (_api_only_inputs)
+    api_buttons: dict[str, gr.Button]
 
 
 def _session_state(start: LoadedModel) -> dict[str, gr.State]:
@@ -220,7 +242,8 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
 
 def _query_column(start: LoadedModel) -> dict[str, Any]:
     caption = "**Model input with its patch grid**: click a patch to make it the query (or use the arrow keys)"
-    input_img = picture(caption, "The model input with its patch grid", height=PICTURE_PX, elem_id="input-view")
+    input_view = page_picture(caption, "The model input with its patch grid", INPUT_VIEW_JS, elem_id="input-view")
+    input_img = gr.Image(label=caption.replace("*", ""), visible=False)
     names = start.model.config.prefix_names
     query_md = gr.Markdown(views.describe_query(None, "cls" in names), label="Query", elem_id="query")
     query_token = gr.Dropdown(
@@ -232,21 +255,25 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
             for name, arrow in ARROWS.items()
         }
         reset = gr.Button("Reset (CLS)", size="sm", min_width=90, elem_id="query-reset")
-    return {"input_img": input_img, "query_md": query_md, "query_token": query_token, "reset": reset, **moves}
+    return {
+        "input_view": input_view,
+        "input_img": input_img,
+        "query_md": query_md,
+        "query_token": query_token,
+        "reset": reset,
+        **moves,
+    }
 
 
-def _heads_column(depth: int) -> dict[str, Any]:
-    heads = picture(
-        "**Attention per head** in the chosen layer, for the query",
-        "Attention of every head in the chosen layer, for the query",
-        wide=True,
-        height=PICTURE_PX,
-        elem_id="heads",
-    )
+def _heads_column(depth: int, server_functions: Sequence[Callable]) -> dict[str, Any]:
+    caption = "**Attention per head** in the chosen layer, for the query"
+    alt = "Attention of every head in the chosen layer, for the query"
+    maps = page_picture(caption, alt, MAPS_JS, wide=True, elem_id="heads", server_functions=list(server_functions))
+    heads = gr.Image(label=caption.replace("*", ""), visible=False)
     with gr.Row():
         layer = common.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
-        pause = gr.Button("⏸ Pause", size="sm", scale=1, elem_id="pause", visible=False)
+        pause = gr.Button("⏸ Pause", size="sm", scale=1, elem_id="pause")  # shown by the page while it plays
     # On the first screen, beside the maps it explains (a teacher opens it while they look at them).
     with gr.Accordion("How to read this", open=False, elem_id="how-to-read"):
         gr.Markdown(CLASSROOM)
@@ -255,6 +282,7 @@ def _heads_column(depth: int) -> dict[str, Any]:
         export_gif = gr.Button("Export GIF through the layers", size="sm")
     export_file = gr.File(label="Export", interactive=False, height=60, elem_id="export")
     return {
+        "maps": maps,
         "heads": heads,
         "layer": layer,
         "play": play,
@@ -460,18 +488,25 @@ def _words(start: LoadedModel) -> dict[str, Any]:
     }
 
 
+# The named endpoints whose pictures the page draws itself, kept for API clients (drawn by the server).
+API_ONLY = ("analyze", "heads", "restyle", "query_token", "reset_query", "export_png", "export_gif")
+
+
 def _api_only_inputs() -> dict[str, Any]:
-    """/query_patch for API clients: the same as clicking, with explicit grid coordinates."""
+    """/query_patch for API clients: the same as clicking, with explicit grid coordinates; and a
+    hidden trigger for each of API_ONLY."""
     return {
         "row": gr.Number(visible=False, precision=0, label="Row of the query patch (1 = top)"),
         "col": gr.Number(visible=False, precision=0, label="Column of the query patch (1 = left)"),
         "query_button": gr.Button(visible=False),
+        "api_buttons": {name: gr.Button(visible=False) for name in API_ONLY},
     }
 
 
-def layout(catalog: ModelCatalog) -> ExploreView:
+def layout(catalog: ModelCatalog, server_functions: Sequence[Callable] = ()) -> ExploreView:
     """Place the tab's components inside the current Blocks and name them. The first row
-    (upload, predictions, patch grid, head maps) fits a 1280x720 screen."""
+    (upload, predictions, patch grid, head maps) fits a 1280x720 screen. `server_functions`:
+    what the page may ask the server for while it draws the head maps (a layer's numbers)."""
     start = catalog.start()  # the operator's default model, or the bundled one if it cannot be had
     parts = _session_state(start)
     with gr.Row(equal_height=False):
@@ -480,7 +515,7 @@ def layout(catalog: ModelCatalog) -> ExploreView:
         with gr.Column(scale=4, min_width=300):
             parts |= _query_column(start)
         with gr.Column(scale=6, min_width=400):
-            parts |= _heads_column(start.model.config.depth)
+            parts |= _heads_column(start.model.config.depth, server_functions)
     parts |= _words(start)
     parts |= _style_controls() | _model_picker(catalog, start) | _more_views(start) | _api_only_inputs()
     return ExploreView(**parts)  # a TypeError names any field left out or misspelt
@@ -494,22 +529,33 @@ CHEAP = {**RAW, **concurrency.CHEAP}  # redraws from the cached forward pass (ui
 HEAVY = {**RAW, **concurrency.HEAVY}  # forward passes, loads, exports: two at a time, whole server
 
 
+def _in_page(trigger: Callable, inputs: Any, outputs: Any, js: str) -> None:
+    """An event the page handles itself (ui/page_maps.js): no function on the server, no request.
+    Its inputs reach the page's code as they are (Gradio checks a choice's value only on the server)."""
+    trigger(None, inputs, outputs, js=js, preprocess=False, api_visibility="private")
+
+
 def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
-    """/analyze on a new image or resize policy; returns its event arguments for reuse."""
+    """The page's analysis on a new image or resize policy, and /analyze for API clients; returns
+    the page's event arguments for reuse."""
+    inputs = view.pick("on_screen", *UPLOAD.names, "layer", *FUSION, *STYLE, *SHOW, *PCA)
+    api = {"fn": view.bind(h.analyze, server), "inputs": inputs, "outputs": view.pick(*h.ANALYSIS_OUTPUTS), **HEAVY}
+    view.api_buttons["analyze"].click(**api, api_name="analyze").success(**_words_after(view, server))
     analysis = {
-        "fn": view.bind(h.analyze, server),
-        "inputs": view.pick("on_screen", *UPLOAD.names, "layer", *FUSION, *STYLE, *SHOW, *PCA),
-        "outputs": view.pick(*h.ANALYSIS_OUTPUTS),
+        "fn": view.bind(h.analyze_page, server),
+        "inputs": inputs,
+        "outputs": view.pick(*h.PAGE_ANALYSIS_OUTPUTS),
+        "api_visibility": "private",
         **HEAVY,
     }
-    view.mode.input(**analysis, api_name="analyze").success(**_words_after(view, server))
+    view.mode.input(**analysis).success(**_words_after(view, server))
     # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
     # image refused before the analysis, whose error would mark every output (explore_handlers).
     noted = view.image.change(
         bound(h.note_image, server), view.image, None, api_visibility="private", queue=False, **RAW
     )
     checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
-    checked.success(**analysis, api_visibility="private").success(**_words_after(view, server))
+    checked.success(**analysis).success(**_words_after(view, server))
     # A refused file leaves the views of the last image: the upload box shows that image again.
     checked.failure(
         bound(h.keep_image, server), view.explanation_key, view.image, api_visibility="private", queue=False, **RAW
@@ -518,33 +564,33 @@ def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
 
 
 def _wire_views(view: ExploreView, server: Server) -> None:
-    """Redraw on slider and style changes (never a new forward pass)."""
-    # .input, not .release: Gradio's slider sends "release" only on pointer-up (and on leaving its
-    # number box), so arrow keys and a typed number never redrew; "input" follows every way of
-    # changing it, and always_last draws the layer it stops at after a quick run of changes.
-    # A layer typed past the model's depth comes back to the nearest one first (explore_handlers.fit_layer).
-    fitted = view.layer.input(
-        view.bind(h.fit_layer, server),
-        view.pick("current_model", "layer"),
-        view.layer,
-        api_visibility="private",  # queued: Gradio shows no warning (its message) from an unqueued event
-        trigger_mode="always_last",
-        **RAW,
-    )
-    fitted.success(
+    """The layer and the style: the page redraws its maps itself (a layer typed past the model's
+    depth comes back to the nearest one, with a sentence); the pictures the server draws that
+    follow the style are redrawn when the page says one is on screen ("restyle")."""
+    _in_page(view.layer.input, view.layer, view.layer, f"(layer) => {MAPS}.setLayer(layer)")
+    style = f"(...style) => {{ {MAPS}.setStyle(...style); }}"
+    _in_page(partial(gr.on, _style_inputs(view)), view.pick(*STYLE), None, style)
+    view.api_buttons["heads"].click(
         view.bind(h.show_heads, server),
         view.pick("explanation_key", "query", "layer", *STYLE),
         view.heads,
         api_name="heads",
-        trigger_mode="always_last",
         **CHEAP,
     )
-    gr.on(
-        _style_inputs(view),
+    view.api_buttons["restyle"].click(
         view.bind(h.restyle, server),
         view.pick("explanation_key", "on_screen", "query", "layer", *FUSION, *STYLE, *SHOW),
         view.pick("heads", "overview", "rollout"),
         api_name="restyle",
+        **CHEAP,
+    )
+    view.input_view.restyle(
+        view.bind(h.restyle_shown, server),
+        view.pick(
+            "explanation_key", "on_screen", "words_result", "relevance_map", "export_name", *FUSION, *STYLE, *SHOW
+        ),
+        view.pick("overview", "rollout", "prompt_maps", "relevance"),
+        api_visibility="private",
         trigger_mode="always_last",
         **CHEAP,
     )
@@ -560,8 +606,9 @@ def _wire_views(view: ExploreView, server: Server) -> None:
     view.show.change(
         view.bind(h.keep_slider), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
     )
+    shown = [view.show.input, view.keep_percent.input]
     gr.on(  # so do a CLIP model's word maps, from their kept result
-        [*_style_inputs(view), view.show.input, view.keep_percent.input],
+        shown,
         view.bind(h.restyle_words, server),
         view.pick("explanation_key", "words_result", *STYLE, *SHOW),
         view.prompt_maps,
@@ -569,8 +616,8 @@ def _wire_views(view: ExploreView, server: Server) -> None:
         trigger_mode="always_last",
         **CHEAP,
     )
-    gr.on(  # relevance follows the style and "show" as rollout does, from its kept map
-        [*_style_inputs(view), view.show.input, view.keep_percent.input],
+    gr.on(  # relevance follows "show" as rollout does, from its kept map
+        shown,
         view.bind(h.restyle_relevance, server),
         view.pick("explanation_key", "relevance_map", "export_name", *STYLE, *SHOW),
         view.relevance,
@@ -585,28 +632,11 @@ def _style_inputs(view: ExploreView) -> list:
     return [getattr(view, name).input for name in STYLE]
 
 
-def _wire_play(view: ExploreView, server: Server) -> None:
-    """Play steps through the layers; Pause, or any change of what the maps show (the layer
-    by slider, keys or box, the query, the style, the image), cancels it, so the slider and
-    the maps never show different layers."""
-    playing = view.play.click(
-        view.bind(h.play_layers, server),
-        view.pick("explanation_key", "query", "layer", *STYLE),
-        view.pick("layer", "heads", "play", "pause"),
-        api_visibility="private",
-        **RAW,
-    )
-    query = [view.input_img.select, view.reset.click, view.query_token.input, *(getattr(view, m).click for m in MOVES)]
-    image = [view.image.change, view.mode.input, view.model_key.change]
-    gr.on(
-        [view.pause.click, view.layer.input, *query, *_style_inputs(view), *image],
-        view.bind(h.stop_playing),
-        None,
-        view.pick("play", "pause"),
-        cancels=[playing],
-        api_visibility="private",
-        queue=False,
-    )
+def _wire_play(view: ExploreView) -> None:
+    """Play steps the page's maps and the slider through the layers; Pause, or any change of
+    what the maps show (the layer, the query, the style, the image), stops it (ui/page_maps.js)."""
+    _in_page(view.play.click, None, None, f"() => {MAPS}.play()")
+    _in_page(view.pause.click, None, None, f"() => {MAPS}.stop()")
 
 
 def _wire_more(view: ExploreView, server: Server) -> None:
@@ -642,6 +672,15 @@ def _wire_more(view: ExploreView, server: Server) -> None:
 
 
 def _wire_query(view: ExploreView, server: Server) -> None:
+    """A click on a patch, the arrows (and their keys), Reset (and Escape) and the query picker
+    change the query in the page, which redraws its maps and returns the caption, the picker's
+    choice and its own state. /query_patch, /query_token and /reset_query do it on the server."""
+    page = view.pick("query_md", "query_token", "input_view")
+    _in_page(view.input_view.query, None, page, f"() => {MAPS}.queryOutputs()")
+    _in_page(view.reset.click, None, page, f"() => {MAPS}.reset()")
+    _in_page(view.query_token.input, view.query_token, page, f"(token) => {MAPS}.pick(token)")
+    for name, (rows, columns) in MOVES.items():
+        _in_page(getattr(view, name).click, None, page, f"() => {MAPS}.move({rows}, {columns})")
     outputs = view.pick(*h.QUERY_OUTPUTS)
     view.query_button.click(
         view.bind(h.choose_patch, server),
@@ -650,24 +689,20 @@ def _wire_query(view: ExploreView, server: Server) -> None:
         api_name="query_patch",
         **CHEAP,
     )
-    view.query_token.input(
+    view.api_buttons["query_token"].click(
         view.bind(h.choose_token, server),
         view.pick("explanation_key", "query_token", "query", "layer", *STYLE),
         outputs,
         api_name="query_token",
         **CHEAP,
     )
-    on_layer = view.pick("explanation_key", "layer", *STYLE)
-    view.input_img.select(view.bind(h.click_patch, server), on_layer, outputs, api_visibility="private", **CHEAP)
-    view.reset.click(view.bind(h.reset_query, server), on_layer, outputs, api_name="reset_query", **CHEAP)
-    for name, step in MOVES.items():
-        getattr(view, name).click(
-            view.bind(h.move_query, server, step),
-            view.pick("explanation_key", "query", "layer", *STYLE),
-            outputs,
-            api_visibility="private",
-            **CHEAP,
-        )
+    view.api_buttons["reset_query"].click(
+        view.bind(h.reset_query, server),
+        view.pick("explanation_key", "layer", *STYLE),
+        outputs,
+        api_name="reset_query",
+        **CHEAP,
+    )
 
 
 def _wire_relevance(view: ExploreView, server: Server) -> None:
@@ -704,20 +739,16 @@ def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:
 
 
 def _wire_exports(view: ExploreView, server: Server) -> None:
-    view.export_png.click(
-        view.bind(h.make_png, server),
-        view.pick("explanation_key", "export_name", "query", "layer", *STYLE),
-        view.export_file,
-        api_name="export_png",
-        **HEAVY,
-    )
-    view.export_gif.click(
-        view.bind(h.make_gif, server),
-        view.pick("explanation_key", "export_name", "query", *STYLE, "gif_scale"),
-        view.export_file,
-        api_name="export_gif",
-        **HEAVY,
-    )
+    """The page exports the query it shows (its state); API clients, the session's."""
+    png = view.pick("explanation_key", "export_name", "query", "layer", *STYLE)
+    gif = view.pick("explanation_key", "export_name", "query", *STYLE, "gif_scale")
+    for name, handler, inputs in (("png", h.make_png, png), ("gif", h.make_gif, gif)):
+        api = view.api_buttons[f"export_{name}"]
+        api.click(view.bind(handler, server), inputs, view.export_file, api_name=f"export_{name}", **HEAVY)
+    on_page = {"outputs": view.export_file, "api_visibility": "private", **HEAVY}
+    shown = ["input_view" if name == "query" else name for name in ("explanation_key", "export_name", "query")]
+    view.export_png.click(view.bind(h.export_page_png, server), view.pick(*shown, "layer", *STYLE), **on_page)
+    view.export_gif.click(view.bind(h.export_page_gif, server), view.pick(*shown, *STYLE, "gif_scale"), **on_page)
 
 
 def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) -> None:
@@ -732,7 +763,7 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
         show_progress="full",
         **HEAVY,
     )
-    switched.success(**analysis, api_visibility="private").success(**_words_after(view, server))
+    switched.success(**analysis).success(**_words_after(view, server))
     switched.failure(common.keep_model, view.current_model, view.model_key, api_visibility="private")
     view.checkpoint.upload(
         view.bind(h.upload_checkpoint, server),
@@ -745,10 +776,10 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
 
 def build_explore_tab(server: Server) -> ExploreView:
     """The Explore tab inside the current Blocks; the Train tab uses its model picker."""
-    view = layout(server.catalog)
+    view = layout(server.catalog, [bound(h.layer_rows, server)])
     analysis = _wire_analysis(view, server)
     _wire_views(view, server)
-    _wire_play(view, server)
+    _wire_play(view)
     _wire_query(view, server)
     _wire_exports(view, server)
     _wire_relevance(view, server)

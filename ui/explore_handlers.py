@@ -9,9 +9,6 @@ which the binding applies to the view, so a new view is one more name, not one m
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -19,7 +16,7 @@ from typing import Any, NamedTuple
 import gradio as gr
 import numpy as np
 
-from explorer import render, views
+from explorer import page_maps, render, views
 from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel, ModelUnavailable
 from explorer.explain import (
@@ -42,6 +39,7 @@ from .checks import one_of, visitor_error, whole_number, yes_no
 from .common import (
     EXAMPLES_DIR,
     ExplanationKey,
+    PageHandles,
     Server,
     check_layer,
     check_query,
@@ -59,10 +57,8 @@ from .common import (
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import TEXT as PICTURE_TEXT
 from .pictures import with_alt
-from .settings import for_visitors
 
 MODES = ("crop", "whole")
-PLAY_STEP_S = 0.8  # seconds per layer of "play through layers", as the GIF export
 GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or one scale for all layers
 
 # What /analyze redraws, by ExploreView field: the session's explanation key first.
@@ -93,6 +89,9 @@ MORE_VIEWS = ("overview", "rollout", "distance", "similarity", "relevance", "pca
 IMAGE_VIEWS = ("overview", "rollout", "distance", "pca", "logit_lens")  # those that change with the image
 MODEL_VIEWS = ("pca", "logit_lens")  # those that run the model again (a GPU task): heavy work, not a redraw
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
+# What the page's own analysis returns: the model input and the head maps as the numbers the
+# page draws them from ("maps": explorer/page_maps.py, ui/page_maps.js), not as pictures.
+PAGE_ANALYSIS_OUTPUTS = (*(name for name in ANALYSIS_OUTPUTS if name not in ("input_img", "heads")), "maps")
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
 # The examples one PCA may be fitted on beside the image: the six animal classes of CIFAR-10, whose
 # parts (heads, legs, bodies) a good model's features match across images (DINOv2 Fig. 1).
@@ -231,22 +230,28 @@ def full_analysis(
     store: ExplanationStore | None = None,
     on_screen: str | None = None,
     pca: PcaChoice = PcaChoice(),  # noqa: B008 - frozen, never changed
+    pages: PageHandles | None = None,
 ) -> dict[str, Any]:
     """Analyse an image file (`explorer.explain.explain_file`: within the store's budget, once
     per file, model and mode) and draw the views a visitor sees: ANALYSIS_OUTPUTS by name (all
     but export_name, which needs the upload's name); of IMAGE_VIEWS only the one `on_screen` (a
-    MORE_VIEWS name or None), the others None until opened (`show_more`). Raises ImageError for
-    unusable files, ExplanationTooLarge past the store's budget."""
+    MORE_VIEWS name or None), the others None until opened (`show_more`). With `pages`, for the
+    page (PAGE_ANALYSIS_OUTPUTS): the input and the head maps as the numbers it draws them from,
+    under a handle of `pages`. Raises ImageError for unusable files, ExplanationTooLarge past the
+    store's budget."""
     key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded))
-    return {
+    if pages is None:
+        first = {"input_img": input_picture(ex, key), "heads": heads_picture(ex, key, None, layer, drawing.style)}
+    else:
+        handle = pages.handle(key)
+        first = {"maps": page_maps.page_maps(ex, model_name(key.model_key), layer, PICTURE_TEXT.px, handle)}
+    return first | {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
         "query_md": views.describe_query(None, ex.has_cls),
-        "input_img": input_picture(ex, key),
         "numbers": views.describe_input(ex),
         "label": ex.probabilities,
         "layer": layer_slider(ex.depth, layer),
-        "heads": heads_picture(ex, key, None, layer, drawing.style),
         **image_views(on_screen, ex, key, drawing, loaded=loaded, pca=pca),
         "query_token": gr.Dropdown(
             choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
@@ -257,11 +262,13 @@ def full_analysis(
     }
 
 
-def cleared(prefix_names: tuple[str, ...]) -> dict[str, Any]:
-    """ANALYSIS_OUTPUTS (but the layer slider) once the image is removed: no picture, prediction,
-    export or explanation of it is left, and the caption is back at its start text."""
+def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]:
+    """ANALYSIS_OUTPUTS (with `page`, PAGE_ANALYSIS_OUTPUTS), but the layer slider, once the
+    image is removed: no picture, prediction, export or explanation of it is left, and the
+    caption is back at its start text."""
     return {
-        **dict.fromkeys(("explanation_key", "export_name", "query", "input_img", "label", "heads")),
+        **dict.fromkeys(("explanation_key", "export_name", "query", "label")),
+        **dict.fromkeys(("maps",) if page else ("input_img", "heads")),
         **dict.fromkeys(("relevance", "relevance_map")),
         **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
         "numbers": "",
@@ -306,18 +313,62 @@ def analyze(
     """Analyse an uploaded image with the chosen model and draw the views on screen; with no
     image (removed with its ×), clear every output that described the last one. `pca_layer`
     (1-based; None: the last), `pca_examples` and `pca_background` are the PCA tab's controls."""
+    return analysed(server, on_screen, given, layer, drawing, pca, request, page=False)
+
+
+def analyze_page(
+    server: Server,
+    on_screen: str | None,
+    given: Upload,
+    layer: float,
+    drawing: Drawing,
+    pca: PcaChoice,
+    request: gr.Request | None = None,
+) -> dict:
+    """The page's analysis: as /analyze, with the model input and the head maps sent as the
+    numbers the page draws them from (PAGE_ANALYSIS_OUTPUTS)."""
+    return analysed(server, on_screen, given, layer, drawing, pca, request, page=True)
+
+
+def analysed(
+    server: Server,
+    on_screen: str | None,
+    given: Upload,
+    layer: float,
+    drawing: Drawing,
+    pca: PcaChoice,
+    request: gr.Request | None,
+    page: bool,
+) -> dict:
+    """`analyze` for API clients, or for the page (`page`: `full_analysis` with its handles)."""
     catalog, visitor = server.catalog, owner(request)
     if given.image is None:
-        return cleared(load_or_error(catalog, given.model_key, visitor).model.config.prefix_names)
+        return cleared(load_or_error(catalog, given.model_key, visitor).model.config.prefix_names, page)
     mode = one_of("resize mode", given.mode, MODES)
     try:
         loaded = catalog.get(given.model_key, owner=visitor)
         layer = check_layer(layer, loaded.model.config.depth)
         path = uploaded_path(given.image)
-        pictures = full_analysis(loaded, path, mode, layer, drawing, server.store, on_screen, pca)
+        pages = server.pages if page else None
+        pictures = full_analysis(loaded, path, mode, layer, drawing, server.store, on_screen, pca, pages)
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return pictures | {"export_name": export_stem(given.image, given.model_key, catalog)}
+
+
+def layer_rows(server: Server, asked: object) -> dict:
+    """The page's question for one layer's patch rows, {"handle": ..., "layer": 1-based}
+    (ui/page_maps.js, when it first shows a patch query in a layer it was not sent): the rows as
+    bytes (explorer/page_maps.layer_rows), or {"error": a sentence} it shows under the maps."""
+    asked = asked if isinstance(asked, dict) else {}
+    key = server.pages.key(asked.get("handle"))
+    ex = server.store.peek(key) if key is not None else None
+    if ex is None:
+        return {"error": "This analysis was dropped from the server's memory to make room: upload the image again."}
+    layer = asked.get("layer")
+    if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer <= ex.depth:
+        return {"error": f"There is no layer {shown(layer)}: this model has layers 1 to {ex.depth}."}
+    return page_maps.layer_rows(ex, layer - 1)
 
 
 def note_image(server: Server, image: dict | None, request: gr.Request) -> None:
@@ -363,6 +414,30 @@ def restyle(
     layer = check_layer(layer, ex.depth)
     shown_views = image_views(on_screen, ex, explanation_key, drawing, ("overview", "rollout"))
     return {"heads": heads_picture(ex, explanation_key, query, layer, drawing.style), **shown_views}
+
+
+def restyle_shown(
+    server: Server,
+    explanation_key: ExplanationKey | None,
+    on_screen: str | None,
+    words_result: WordsResult | None,
+    relevance_map: RelevanceMap | None,
+    export_name: str | None,
+    drawing: Drawing,
+) -> dict:
+    """After a style change on the page, which redraws its own input and head maps, the pictures
+    the server draws that follow the style: the layers x heads overview or rollout if on screen
+    (the other None: drawn in the new style when opened), a CLIP model's word maps and the
+    relevance if shown (`restyle_words`, `restyle_relevance`), all in one request."""
+    if explanation_key is None:
+        return {}
+    ex = server.require(explanation_key)
+    style, showing = drawing.style, drawing.showing
+    return (
+        image_views(on_screen, ex, explanation_key, drawing, ("overview", "rollout"))
+        | restyle_words(server, explanation_key, words_result, style, showing)
+        | restyle_relevance(server, explanation_key, relevance_map, export_name, style, showing)
+    )
 
 
 def keep_slider(show: str) -> dict:
@@ -596,46 +671,6 @@ def reset_query(server: Server, explanation_key: ExplanationKey | None, layer: f
     return show_query(server, explanation_key, None, layer, style)
 
 
-def play_layers(
-    server: Server, explanation_key: ExplanationKey | None, query: Query, layer: float, style: MapStyle
-) -> Iterator[dict]:
-    """Step the layer slider to the last layer, redrawing the head maps, from the layer after
-    `layer` (from the first when `layer` is the last): Play after Pause goes on where it
-    stopped. Pause shows instead of Play while it plays."""
-    ex = server.require(explanation_key)
-    current = check_layer(layer, ex.depth)
-    for shown_layer in range(current + 1 if current < ex.depth else 1, ex.depth + 1):
-        heads = heads_picture(ex, explanation_key, query, shown_layer, style)
-        yield {"layer": shown_layer, "heads": heads, **playing(True)}
-        time.sleep(PLAY_STEP_S)
-    yield playing(False)
-
-
-def playing(on: bool) -> dict[str, gr.Button]:
-    """Play and Pause, one of them on the page: Pause while the layers play."""
-    return {"play": gr.Button(visible=not on), "pause": gr.Button(visible=on)}
-
-
-def stop_playing() -> dict:
-    """Pause pressed, or the layer, query, style or image changed while playing: the play is
-    cancelled (ui/explore.py) so the slider and the maps show the same layer; Play comes back."""
-    return playing(False)
-
-
-def fit_layer(server: Server, current_model: str, layer: object) -> dict:
-    """A layer typed in the slider's box outside 1 to the model's depth comes back to the
-    nearest layer, with a message, before the maps are drawn (which would refuse it). API
-    clients calling /heads still get the refusal."""
-    depth = load_or_error(server.catalog, current_model).model.config.depth
-    typed = layer if isinstance(layer, int | float) and not isinstance(layer, bool) else math.nan
-    if math.isfinite(typed) and typed == int(typed) and 1 <= typed <= depth:
-        return {}
-    nearest = min(max(round(typed), 1), depth) if math.isfinite(typed) else depth
-    said = f"{typed:g}" if math.isfinite(typed) else shown(layer)
-    gr.Warning(for_visitors(f"There is no layer {said}: this model has layers 1 to {depth}. Showing layer {nearest}."))
-    return {"layer": nearest}
-
-
 def keep_image(server: Server, explanation_key: ExplanationKey | None, request: gr.Request) -> str | None:
     """After a refused upload, the upload box shows again the image the views on the page
     belong to (empty if none): marked as shown, so putting it back starts no analysis."""
@@ -657,6 +692,45 @@ def make_png(
     layer = check_layer(layer, ex.depth)
     picture = views.heads(ex, query, layer, style)
     return {"export_file": saved(picture, f"{export_name or 'attention'}_layer{layer}_{query_name(query)}.png")}
+
+
+def page_query(server: Server, explanation_key: ExplanationKey | None, input_view: object) -> Query:
+    """The query the page shows, from its state (ui/page_maps.js): {"query": "default", a token
+    ('dist', 'reg1', ...) or [row, column] counting from 1}; anything else is refused."""
+    ex = server.require(explanation_key)
+    chosen = input_view.get("query", "default") if isinstance(input_view, dict) else "default"
+    gh, gw = ex.grid
+    if isinstance(chosen, list) and len(chosen) == 2:
+        return whole_number("row", chosen[0], 1, gh) - 1, whole_number("column", chosen[1], 1, gw) - 1
+    if chosen == "default":
+        return None
+    return check_query(chosen, ex.prefix_names, lambda: (gh // 2, gw // 2))
+
+
+def export_page_png(
+    server: Server,
+    explanation_key: ExplanationKey | None,
+    export_name: str | None,
+    input_view: object,
+    layer: float,
+    style: MapStyle,
+) -> dict:
+    """Export PNG on the page: `make_png` of the query the page shows (`page_query`)."""
+    query = page_query(server, explanation_key, input_view)
+    return make_png(server, explanation_key, export_name, query, layer, style)
+
+
+def export_page_gif(
+    server: Server,
+    explanation_key: ExplanationKey | None,
+    export_name: str | None,
+    input_view: object,
+    style: MapStyle,
+    gif_scale: str = GIF_SCALES[0],
+) -> dict:
+    """Export GIF on the page: `make_gif` of the query the page shows (`page_query`)."""
+    query = page_query(server, explanation_key, input_view)
+    return make_gif(server, explanation_key, export_name, query, style, gif_scale)
 
 
 def make_gif(

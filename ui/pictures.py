@@ -4,6 +4,7 @@ and, in the input view, over the first row of patches a click must reach)."""
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,21 @@ def picture(caption: str, alt: str, wide: bool = False, **kwargs: Any) -> gr.Ima
         gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")
         kwargs["elem_classes"] = "wide-picture"
     return gr.Image(label=caption.replace("*", ""), show_label=False, buttons=[], alt_text=alt, **kwargs)
+
+
+def page_picture(caption: str, alt: str, js_on_load: str, wide: bool = False, **kwargs: Any) -> gr.HTML:
+    """A picture the page draws itself (ui/page_maps.js), with its caption above it: an image
+    the page fills in and names (`alt` until it does), a line for what it says about it, and a
+    region that reads each new picture's description to a screen reader. `wide` as `picture`."""
+    gr.Markdown(caption)
+    if wide:
+        gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")
+        kwargs["elem_classes"] = "wide-picture"
+    template = (
+        f'<div class="image-frame page-frame"><img alt="{html.escape(alt)}" hidden></div>'
+        '<p class="maps-status" role="status"></p><p class="maps-live sr-only" aria-live="polite"></p>'
+    )
+    return gr.HTML(None, html_template=template, js_on_load=js_on_load, label=caption.replace("*", ""), **kwargs)
 
 
 def with_alt(image: Image.Image, alt: str, name: str = "view.webp") -> gr.Image:

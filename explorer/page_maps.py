@@ -1,0 +1,164 @@
+"""The numbers the page draws the first screen from: the model input with its patch grid and
+the head maps of any layer for any query, redrawn in the browser on every click, key, slider
+step and style change without asking the server (ui/page_maps.js draws them; issue 41).
+
+What is sent. A query row of one layer is each head's attention from one query token to every
+patch. It is sent as 16-bit levels of the colour scale the screen starts on, one scale per
+layer and query (canvas.MapStyle's "layer"): level = floor(65536 · v / top), `top` the largest
+weight of that layer's heads for that query, sent as float32. The colour map has 256 levels,
+and floor(level / 256) = floor(256 · v / top) exactly: on that scale, with nearest upsampling,
+every tile is drawn in the very colours of the server's PNG (tests/test_ui_page_maps.py
+compares them in a browser). Each head's own maximum (the per-head scale) and the attention to
+the prefix tokens the maps leave out ("CLS 0.42" under a tile) are sent as float32.
+
+Which rows. The prefix tokens' rows (CLS, registers, the mean patch query of a model without
+CLS) of every layer, always: "Play through layers" and the layer slider never wait for the
+default query. The patch queries' rows of the layer on screen, and of every layer when all of
+them fit UP_FRONT_BYTES (the bundled model's 6 layers take 0.2 MB); otherwise the page asks for
+one layer's rows, as bytes, when it first shows a patch query there (`layer_rows`), and keeps
+them within its own memory budget (PAGE_MEMORY_BYTES).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib import colormaps
+from PIL import Image
+
+from . import canvas, render, views
+from .canvas import COLORMAPS, MapStyle
+from .explain import Explanation
+
+LEVELS = 65536  # 16-bit levels per layer-and-query scale: floor(level / 256) is the colour index exactly
+UP_FRONT_BYTES = 1_400_000  # raw bytes of patch rows sent with an analysis (base64: 1.9 MB, within 2 MB)
+PAGE_MEMORY_BYTES = 40 * 2**20  # the page keeps at most this much of layers' rows (the budget: 50 MB)
+SCALES = ("layer", "head")  # the head tiles' layouts: the per-head scale adds a caption line
+
+
+def colour_tables() -> dict[str, str]:
+    """Each colour map's 256 entries as matplotlib draws them (RGB bytes, base64): the page
+    colours with the very table the server's PNG uses."""
+    return {name: _b64(colormaps[name](np.arange(256), bytes=True)[:, :3]) for name in COLORMAPS}
+
+
+def _b64(array: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()).decode()
+
+
+def _png(pixels: np.ndarray) -> str:
+    """(H, W, 3) uint8 as a PNG data URL (lossless: the page draws the same pixels)."""
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def query_tokens(ex: Explanation) -> list[str | None]:
+    """The token queries, in the order their rows are sent: the prefix tokens (CLS as None, the
+    default query, as the server names it), then for a model without CLS None, the mean patch
+    query; the patch rows follow them."""
+    return [None if name == "cls" else name for name in ex.prefix_names] + ([] if ex.has_cls else [None])
+
+
+def encode_rows(rows: np.ndarray, prefix: int) -> dict[str, str]:
+    """Rows of one layer, (queries, heads, tokens) float32 with the prefix tokens first, as the
+    page reads them: `levels` (queries, heads, patches) uint16, `tops` (queries,) the layer
+    scale's top, `head_tops` (queries, heads), `shares` (queries, heads, prefix)."""
+    maps, shares = rows[..., prefix:], rows[..., :prefix]  # (Q, H, N), (Q, H, P)
+    head_tops = maps.max(axis=-1)  # (Q, H)
+    tops = head_tops.max(axis=-1)  # (Q,): canvas.scale_tops(..., "layer") of each query
+    safe = np.where(tops > 0, tops, np.float32(1.0)).astype(np.float32)
+    position = maps / safe[:, None, None]  # float32, as canvas.heatmap divides
+    levels = np.minimum(np.floor(position * np.float32(LEVELS)), LEVELS - 1).astype(np.uint16)
+    return {"levels": _b64(levels), "tops": _b64(tops), "head_tops": _b64(head_tops), "shares": _b64(shares)}
+
+
+def token_rows(ex: Explanation) -> np.ndarray:
+    """(layers, token queries, heads, tokens) float32: the rows of `query_tokens` in every layer."""
+    rows = []
+    for query in query_tokens(ex):
+        maps, shares = ex.query_maps(query), ex.prefix_attention(query)  # (L, H, gh, gw), (L, H, P)
+        rows.append(np.concatenate([shares, maps.reshape(*maps.shape[:2], -1)], axis=-1))  # (L, H, T)
+    return np.stack(rows, axis=1).astype(np.float32)
+
+
+def patch_rows(ex: Explanation, layer: int) -> np.ndarray:
+    """(patches, heads, tokens) float32: every patch query's row in `layer` (0-based)."""
+    attention = ex.attention[layer][0]  # (H, T, T), batch of one
+    return attention[:, ex.attention.prefix_tokens :, :].permute(1, 0, 2).numpy().astype(np.float32)
+
+
+def layer_rows(ex: Explanation, layer: int) -> dict[str, Any]:
+    """One layer's patch rows (0-based `layer`), as the page asks for them."""
+    return {"layer": layer, **encode_rows(patch_rows(ex, layer), ex.attention.prefix_tokens)}
+
+
+def patch_bytes(ex: Explanation) -> int:
+    """Raw bytes of one layer's patch rows as sent (16-bit levels and float32 tops and shares)."""
+    gh, gw = ex.grid
+    n, p = gh * gw, ex.attention.prefix_tokens
+    return n * ex.heads * (2 * n + 4 * (1 + p)) + 4 * n
+
+
+def layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, Any]]:
+    """The head tiles' layout on each scale ("head" adds a caption line, which may take a
+    column), with the tile's image, as `views.heads` lays them out."""
+    result: dict[str, dict[str, Any]] = {}
+    for scale in SCALES:
+        cols, tile = views.head_layout(ex, None, MapStyle(scale=scale, text_px=text_px))
+        result[scale] = {"cols": cols, "tile": tile, "base": _png(canvas.fit_to_grid(ex.input.pixels, ex.grid, tile))}
+    return result
+
+
+def words(ex: Explanation, model: str) -> dict[str, Any]:
+    """The words the pictures and captions need, written by explorer.views with placeholders
+    the page fills in ("{layer}", "{query}", "{row}", "{column}")."""
+    patch = views.describe_query((0, 0), ex.has_cls)
+    return {
+        "title": views.heads_title(ex, "{query}", "{layer}"),
+        "note": views.left_out(ex),
+        "heads_alt": views.heads_alt(ex, "{query}", 0, model).replace("layer 0 of", "layer {layer} of"),
+        "input_alt": views.input_alt(ex, "{query}", model),
+        "input_alt_patch": views.input_alt(ex, (0, 0), model).replace("patch (1, 1)", "{query}"),
+        "patch_caption": patch.replace("row 1", "row {row}").replace("column 1", "column {column}"),
+        "patch_label": "patch ({row}, {column})",
+        "labels": [views.query_label(ex, query) for query in query_tokens(ex)],
+        "captions": [views.describe_query(query, ex.has_cls) for query in query_tokens(ex)],
+        "picks": [views.query_token(query, ex.prefix_names) for query in query_tokens(ex)],
+        "short_names": [render.short_token_name(name) for name in ex.prefix_names],
+    }
+
+
+def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str) -> dict[str, Any]:
+    """Everything the page draws the first screen from, for an analysis shown at `layer`
+    (1-based); `handle` names it when the page asks for another layer's patch rows."""
+    every_layer = patch_bytes(ex) * ex.depth <= UP_FRONT_BYTES
+    gh, gw = ex.grid
+    return {
+        "handle": handle,
+        "grid": [gh, gw],
+        "patch": ex.patch_size,
+        "depth": ex.depth,
+        "heads": ex.heads,
+        "prefix": list(ex.prefix_names),
+        "has_cls": ex.has_cls,
+        "text_px": text_px,
+        "input": {"png": _png(ex.input.pixels), "scale": views.input_scale(ex)},
+        "layouts": layouts(ex, text_px),
+        "words": words(ex, model),
+        "token_rows": [encode_rows(rows, ex.attention.prefix_tokens) for rows in token_rows(ex)],
+        "patch_rows": [layer_rows(ex, i) for i in (range(ex.depth) if every_layer else [layer - 1])],
+        "layer": layer,
+        "memory_bytes": PAGE_MEMORY_BYTES,
+    }
+
+
+def reply_bytes(payload: dict[str, Any] | Sequence[Any]) -> int:
+    """Bytes of the reply as JSON (what Gradio sends), for the budgets and the benchmark."""
+    import json
+
+    return len(json.dumps(payload, separators=(",", ":")))

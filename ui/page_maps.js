@@ -1,0 +1,481 @@
+// The Explore tab's first screen drawn in the page (issue 41): the model input with its patch
+// grid and the head maps of any layer for any query, redrawn on every click, key, slider step
+// and style change from the numbers one analysis sent (explorer/page_maps.py says what they are),
+// with no request to the server. Plain JS and a canvas: no build step, nothing fetched.
+//
+// Every picture is drawn as explorer/render.py draws its PNG, step for step: tiles laid out as
+// canvas.mosaic lays them, coloured as canvas.heatmap and canvas.overlay colour them (float32
+// arithmetic, matplotlib's own 256 colours), the colour bar's ticks as matplotlib's MaxNLocator
+// places them. ui/app.py puts this file in the page's <head> with COLOUR_TABLES filled in.
+(() => {
+  "use strict";
+  const COLOUR_TABLES = "__COLOUR_TABLES__";
+  const GAP = 4, BAR_PX = 12, LEVELS = 65536, HEAD_CAPTION_PX = 2;
+  const BACKGROUND = "#ffffff", TEXT = "rgb(30,30,30)", GRID = [255, 255, 255], MARK = [0, 200, 255];
+  const ASCENT = 0.928; // DejaVu Sans's ascender in em: PIL writes a line from its top
+  const FONT = '"DejaVu Sans", Verdana, sans-serif';
+  const PER_LINE = 2; // prefix shares per caption line (render.PREFIX_PER_LINE)
+  const f32 = Math.fround;
+
+  // ---- bytes and numbers ------------------------------------------------------------------
+  function bytesOf(b64) {
+    const text = atob(b64), out = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+    return out;
+  }
+  const u16 = (b64) => { const b = bytesOf(b64); return new Uint16Array(b.buffer, 0, b.length / 2); };
+  const floats = (b64) => { const b = bytesOf(b64); return new Float32Array(b.buffer, 0, b.length / 4); };
+  const TABLES = Object.fromEntries(Object.entries(COLOUR_TABLES).map(([name, b64]) => [name, bytesOf(b64)]));
+
+  function roundHalfEven(x) { // Python's round()
+    const r = Math.round(x);
+    return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+  }
+  function fixed2(x) { // Python's f"{x:.2f}": exact ties (0.125, 0.375, ...) go to even
+    const t = x * 100;
+    if (Math.abs(t % 1) === 0.5 && Number.isInteger(x * 8)) return (roundHalfEven(t) / 100).toFixed(2);
+    return x.toFixed(2);
+  }
+  function pyG(x, digits) { // Python's f"{x:.{digits}g}"
+    if (x === 0) return "0";
+    const [mantissa, exp] = x.toExponential(digits - 1).split("e");
+    const e = Number(exp);
+    if (e < -4 || e >= digits) {
+      const m = mantissa.includes(".") ? mantissa.replace(/0+$/, "").replace(/\.$/, "") : mantissa;
+      return `${m}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+    }
+    const s = x.toFixed(Math.max(0, digits - 1 - e));
+    return s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
+  }
+  const number = (x) => pyG(x, 3).replace("-", "\u2212"); // canvas.number
+
+  // matplotlib's MaxNLocator(nbins=4).tick_values(low, high), kept within [low, high] (canvas._ticks)
+  const STEPS = [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15];
+  function pyDivmod(x, y) { // Python's divmod of floats (Objects/floatobject.c), not floor(x / y)
+    let mod = x % y, div = (x - mod) / y;
+    if (mod) { if ((y < 0) !== (mod < 0)) { mod += y; div -= 1; } } else mod = 0;
+    let floor = Math.floor(div);
+    if (div) { if (div - floor > 0.5) floor += 1; } else floor = 0;
+    return [floor, mod];
+  }
+  function ticks(low, high, nbins = 4) {
+    if (high - low < 1e-14 * Math.max(Math.abs(low), Math.abs(high), 1e-14)) { low -= 1e-13; high += 1e-13; }
+    const dv = Math.abs(high - low), meanv = (high + low) / 2;
+    const offset = Math.abs(meanv) / dv < 100 ? 0 : Math.sign(meanv) * 10 ** Math.floor(Math.log10(Math.abs(meanv)));
+    const scale = 10 ** Math.floor(Math.log10(dv / nbins));
+    const vmin = low - offset, vmax = high - offset, raw = (vmax - vmin) / nbins;
+    const steps = STEPS.map((s) => s * scale);
+    let istep = steps.findIndex((s) => s >= raw);
+    if (istep < 0) istep = steps.length - 1;
+    let found = [];
+    for (let i = istep; i >= 0; i--) {
+      const step = steps[i], best = pyDivmod(vmin, step)[0] * step;
+      const edge = (x, up) => { // matplotlib's _Edge_integer.le / .ge
+        const [d, mod] = pyDivmod(x, step), m = mod / step;
+        if (up) return Math.abs(m) < 1e-10 ? d : d + 1;
+        return Math.abs(m - 1) < 1e-10 ? d + 1 : d;
+      };
+      const lo = edge(vmin - best, false), hi = edge(vmax - best, true);
+      found = [];
+      for (let n = lo; n <= hi; n++) found.push(n * step + best);
+      if (found.filter((t) => t <= vmax && t >= vmin).length >= 2) break;
+    }
+    return found.map((t) => t + offset)
+      .filter((t) => low - 1e-9 * Math.abs(low) <= t && t <= high + 1e-9 * Math.abs(high));
+  }
+
+  // ---- words on the canvas (explorer/canvas.py's text helpers) ------------------------------
+  class Writer {
+    constructor(px) { this.px = px; this.line = px + GAP; this.ctx = document.createElement("canvas").getContext("2d"); this.ctx.font = `${px}px ${FONT}`; }
+    width(text) { return this.ctx.measureText(text).width; }
+    wrap(text, width) {
+      const lines = [];
+      for (const paragraph of text.split("\n")) {
+        let line = "";
+        for (const word of paragraph.split(" ")) {
+          const candidate = line ? `${line} ${word}` : word;
+          if (line && this.width(candidate) > width) { lines.push(line); line = word; } else line = candidate;
+        }
+        lines.push(line);
+      }
+      return lines;
+    }
+    put(ctx, x, y, text) {
+      ctx.font = `${this.px}px ${FONT}`; ctx.fillStyle = TEXT; ctx.textBaseline = "alphabetic";
+      ctx.fillText(text, roundHalfEven(x), roundHalfEven(y) + ASCENT * this.px);
+    }
+  }
+
+  // ---- maps to colours (canvas.heatmap, canvas.overlay) ------------------------------------
+  function pilCoefficients(inSize, outSize) { // PIL's bilinear resampling weights (upscaling)
+    const scale = inSize / outSize, support = Math.max(scale, 1), ss = 1 / Math.max(scale, 1), out = [];
+    for (let xx = 0; xx < outSize; xx++) {
+      const centre = (xx + 0.5) * scale;
+      const xmin = Math.max(Math.trunc(centre - support + 0.5), 0);
+      const count = Math.min(Math.trunc(centre + support + 0.5), inSize) - xmin;
+      const k = [];
+      let total = 0;
+      for (let x = 0; x < count; x++) { const w = Math.max(0, 1 - Math.abs((x + xmin - centre + 0.5) * ss)); k.push(w); total += w; }
+      out.push({ xmin, k: k.map((w) => (total !== 0 ? w / total : w)) });
+    }
+    return out;
+  }
+  function bilinear(values, gh, gw, height, width) { // PIL's resize of a mode "F" image, (gh, gw) -> (height, width)
+    const cx = pilCoefficients(gw, width), cy = pilCoefficients(gh, height);
+    const across = new Float32Array(gh * width);
+    for (let y = 0; y < gh; y++) for (let x = 0; x < width; x++) {
+      let s = 0; const c = cx[x];
+      for (let i = 0; i < c.k.length; i++) s += values[y * gw + c.xmin + i] * c.k[i];
+      across[y * width + x] = s;
+    }
+    const plane = new Float32Array(height * width);
+    for (let y = 0; y < height; y++) {
+      const c = cy[y];
+      for (let x = 0; x < width; x++) {
+        let s = 0;
+        for (let i = 0; i < c.k.length; i++) s += across[(c.xmin + i) * width + x] * c.k[i];
+        plane[y * width + x] = s;
+      }
+    }
+    return plane;
+  }
+  function colourIndex(position) { // matplotlib: int(clip(x, 0, 1) * 256), 1 itself the last colour
+    const x = f32(Math.min(Math.max(position, 0), 1) * 256);
+    return x >= 256 ? 255 : Math.floor(x);
+  }
+  // One head's tile: `indexAt(row, col)` or `valueAt` gives the map; `top` its scale's top.
+  function paintTile(image, base, map, style, mark) {
+    const { width, height, pixels } = base, table = TABLES[style.cmap];
+    const cell = height / map.gh, a = f32(Math.min(Math.max(style.opacity, 0), 1)), keep = f32(1 - a);
+    const plane = style.smooth ? bilinear(map.values(), map.gh, map.gw, height, width) : null;
+    const top = f32(map.top > 0 ? map.top : 1);
+    for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
+      let index;
+      if (plane) index = colourIndex(f32(plane[y * width + x] / top));
+      else index = map.indexAt(Math.floor(y / cell), Math.floor(x / cell));
+      const o = (y * width + x) * 4;
+      for (let ch = 0; ch < 3; ch++) {
+        const heat = table[index * 3 + ch];
+        image[o + ch] = style.raw ? heat : Math.trunc(f32(f32(f32(pixels[o + ch] * keep) + f32(heat * a)) + 0.5));
+      }
+      image[o + 3] = 255;
+    }
+    if (mark) outline(image, width, mark.col * cell, mark.row * cell, cell, cell, 2);
+  }
+  function outline(image, width, x0, y0, w, h, thickness) { // PIL's rectangle(outline=MARK, width=thickness)
+    for (let y = y0; y < y0 + h; y++) for (let x = x0; x < x0 + w; x++) {
+      const inside = x >= x0 + thickness && x < x0 + w - thickness && y >= y0 + thickness && y < y0 + h - thickness;
+      if (inside) continue;
+      const o = (y * width + x) * 4;
+      image[o] = MARK[0]; image[o + 1] = MARK[1]; image[o + 2] = MARK[2];
+    }
+  }
+
+  // ---- the controller ----------------------------------------------------------------------
+  class AttentionMaps {
+    constructor() {
+      this.data = null; this.query = null; this.layer = 1; this.timer = null;
+      this.style = { cmap: "inferno", opacity: 0.6, smooth: false, raw: false, scale: "layer" };
+      this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
+      this.parts = {}; this.cells = []; this.requests = 0;
+    }
+
+    // The two gr.HTML components register themselves (ui/explore.py's js_on_load).
+    attach(name, element, props, server, events) {
+      this.parts[name] = { element, props, server, events, url: null };
+      if (name === "input") {
+        element.addEventListener("click", (event) => this.clicked(event));
+      }
+      if (name === "heads" && props.value && props.value.handle) this.load(props.value);
+    }
+
+    async load(payload) {
+      this.stop();
+      if (!payload || !payload.handle) { this.data = null; this.clear(); return; }
+      const decode = async (src) => {
+        const img = new Image(); img.src = src; await img.decode();
+        const c = document.createElement("canvas"); c.width = img.naturalWidth; c.height = img.naturalHeight;
+        const ctx = c.getContext("2d"); ctx.drawImage(img, 0, 0);
+        return { width: c.width, height: c.height, pixels: ctx.getImageData(0, 0, c.width, c.height).data };
+      };
+      const [input, ...bases] = await Promise.all([payload.input.png, ...Object.values(payload.layouts).map((l) => l.base)].map(decode));
+      const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l], i) => [k, { ...l, base: bases[i] }]));
+      const decodeRows = (r) => ({ levels: u16(r.levels), tops: floats(r.tops), headTops: floats(r.head_tops), shares: floats(r.shares) });
+      this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
+      this.data = { ...payload, input: { ...payload.input, image: input }, layouts, tokenRows: payload.token_rows.map(decodeRows) };
+      for (const rows of payload.patch_rows) this.keep(rows.layer, decodeRows(rows));
+      this.query = null; this.layer = payload.layer;
+      this.draw();
+    }
+
+    keep(layer, rows) { // a layer's patch rows, the least recently used dropped past the page's budget
+      const size = rows.levels.byteLength + rows.tops.byteLength + rows.headTops.byteLength + rows.shares.byteLength;
+      this.patchRows.delete(layer); this.patchRows.set(layer, { rows, size }); this.keptBytes += size;
+      for (const [old, kept] of this.patchRows) {
+        if (this.keptBytes <= this.data.memory_bytes || old === layer) break;
+        this.patchRows.delete(old); this.keptBytes -= kept.size;
+      }
+    }
+
+    // The rows of the current query in layer `layer` (1-based): null while they are asked for.
+    rowsOf(layer) {
+      const d = this.data, heads = d.heads, [gh, gw] = d.grid, n = gh * gw, p = d.prefix.length;
+      let rows, q;
+      if (this.query === null || this.query.token !== undefined) {
+        rows = d.tokenRows[layer - 1]; q = this.query === null ? this.defaultToken() : this.query.token;
+      } else {
+        const kept = this.patchRows.get(layer - 1);
+        if (!kept) { this.ask(layer - 1); return null; }
+        this.patchRows.delete(layer - 1); this.patchRows.set(layer - 1, kept); // most recently used
+        rows = kept.rows; q = this.query.row * gw + this.query.col;
+      }
+      return {
+        levels: rows.levels.subarray(q * heads * n, (q + 1) * heads * n), top: rows.tops[q],
+        headTops: rows.headTops.subarray(q * heads, (q + 1) * heads), shares: rows.shares.subarray(q * heads * p, (q + 1) * heads * p),
+      };
+    }
+
+    async ask(layer) { // a layer's patch rows as bytes (ui/explore_handlers.layer_rows)
+      if (this.asked.has(layer)) return;
+      this.asked.add(layer);
+      const handle = this.data.handle;
+      this.say("Fetching this layer's numbers from the server…");
+      try {
+        this.requests += 1;
+        const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1 });
+        if (!this.data || this.data.handle !== handle) return;
+        if (rows.error) { this.say(rows.error); return; }
+        this.keep(layer, { levels: u16(rows.levels), tops: floats(rows.tops), headTops: floats(rows.head_tops), shares: floats(rows.shares) });
+        this.say(""); this.draw();
+      } catch (error) {
+        this.say("This layer's numbers could not be fetched from the server: try the layer again.");
+      } finally { this.asked.delete(layer); }
+    }
+
+    defaultToken() { return this.data.words.picks.indexOf(this.data.has_cls ? "cls" : "mean"); }
+
+    // ---- what changes ----
+    clicked(event) {
+      const img = this.parts.input && this.parts.input.element.querySelector("img");
+      if (!this.data || !img || event.target !== img) return;
+      const rect = img.getBoundingClientRect(), [gh, gw] = this.data.grid;
+      const x = (event.clientX - rect.left) * img.naturalWidth / rect.width;
+      const y = (event.clientY - rect.top) * img.naturalHeight / rect.height;
+      const step = this.data.patch * this.data.input.scale;
+      this.setQuery({ row: Math.min(Math.max(Math.floor(y / step), 0), gh - 1), col: Math.min(Math.max(Math.floor(x / step), 0), gw - 1) });
+      this.parts.input.events.query();
+    }
+    setQuery(query) { this.stop(); this.query = query; this.draw(); return this.queryOutputs(); }
+    move(dr, dc) { // explore_handlers.move_query: from a token, any arrow goes to row 1, column 1
+      if (!this.data) return this.queryOutputs();
+      const [gh, gw] = this.data.grid, q = this.query;
+      const next = q === null || q.token !== undefined ? { row: 0, col: 0 }
+        : { row: Math.min(Math.max(q.row + dr, 0), gh - 1), col: Math.min(Math.max(q.col + dc, 0), gw - 1) };
+      return this.setQuery(next);
+    }
+    reset() { return this.setQuery(null); }
+    pick(token) { // the query picker: a token, or "patch" (the patch shown, else the centre one)
+      if (!this.data) return this.queryOutputs();
+      const index = this.data.words.picks.indexOf(token);
+      if (index >= 0) return this.setQuery(index === this.defaultToken() ? null : { token: index });
+      if (this.query && this.query.row !== undefined) return this.queryOutputs();
+      const [gh, gw] = this.data.grid;
+      return this.setQuery({ row: Math.floor(gh / 2), col: Math.floor(gw / 2) });
+    }
+    setLayer(value) { // the slider and its box: a layer past the model's comes back
+      if (!(this.timer !== null && Number(value) === this.layer)) this.stop(); // not the play's own step
+      if (!this.data) return value;
+      const depth = this.data.depth, typed = Number(value);
+      const nearest = Number.isFinite(typed) ? Math.min(Math.max(Math.round(typed), 1), depth) : depth;
+      if (!(Number.isInteger(typed) && typed >= 1 && typed <= depth)) {
+        this.say(`There is no layer ${Number.isFinite(typed) ? typed : value}: this model has layers 1 to ${depth}. Showing layer ${nearest}.`);
+      } else this.say("");
+      this.layer = nearest; this.draw();
+      return nearest;
+    }
+    setStyle(cmap, opacity, upsampling, display, scale) {
+      this.stop();
+      this.style = { cmap: TABLES[cmap] ? cmap : "inferno", opacity: Number(opacity), smooth: upsampling === "smooth", raw: display === "raw", scale };
+      this.draw();
+      // Pictures the server draws (More views, relevance, a CLIP model's words) follow the style too.
+      if (document.querySelector("#overview img, #rollout img, #relevance img, #prompt-maps img")) this.parts.input.events.restyle();
+    }
+    play() {
+      if (!this.data) return;
+      this.stop();
+      let next = this.layer < this.data.depth ? this.layer + 1 : 1;
+      const step = () => {
+        this.layer = next; this.draw(); this.showSlider(next);
+        if (next >= this.data.depth) { this.stop(); return; }
+        next += 1;
+      };
+      this.buttons(true); step();
+      if (this.data && this.layer < this.data.depth) this.timer = setInterval(step, 800); // explore_handlers.PLAY_STEP_S
+    }
+    stop() { if (this.timer !== null) clearInterval(this.timer); this.timer = null; this.buttons(false); }
+    buttons(playing) {
+      const play = document.getElementById("play"), pause = document.getElementById("pause");
+      if (play) play.style.display = playing ? "none" : ""; if (pause) pause.style.display = playing ? "" : "none";
+    }
+    showSlider(layer) { // the layer slider follows the play (Gradio's own input event then redraws nothing new)
+      for (const input of document.querySelectorAll("#layer input")) {
+        input.value = String(layer); input.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+    }
+
+    // What the page's Markdown caption, query picker and export read (ui/explore.py's events).
+    queryOutputs() {
+      const d = this.data;
+      if (!d) return [null, null, null];
+      const q = this.query, w = d.words;
+      const state = { query: q === null ? "default" : q.token !== undefined ? w.picks[q.token] : [q.row + 1, q.col + 1], layer: this.layer };
+      if (this.parts.input) this.parts.input.props.value = state;
+      if (q === null) return [w.captions[this.defaultToken()], w.picks[this.defaultToken()], state];
+      if (q.token !== undefined) return [w.captions[q.token], w.picks[q.token], state];
+      return [w.patch_caption.replace("{row}", q.row + 1).replace("{column}", q.col + 1), "patch", state];
+    }
+    label() {
+      const q = this.query, w = this.data.words;
+      if (q === null) return w.labels[this.defaultToken()];
+      if (q.token !== undefined) return w.labels[q.token];
+      return w.patch_label.replace("{row}", q.row + 1).replace("{column}", q.col + 1);
+    }
+    say(text) { const s = this.parts.heads && this.parts.heads.element.querySelector(".maps-status"); if (s) s.textContent = text; }
+
+    // ---- drawing ----
+    clear() {
+      for (const part of Object.values(this.parts)) {
+        const img = part.element.querySelector("img");
+        if (img) { img.removeAttribute("src"); img.alt = ""; img.hidden = true; }
+      }
+    }
+    draw() {
+      if (!this.data) return;
+      this.drawInput();
+      const rows = this.rowsOf(this.layer);
+      if (rows) this.drawHeads(rows);
+      const live = this.parts.heads && this.parts.heads.element.querySelector(".maps-live");
+      if (live && rows) live.textContent = this.headsAlt();
+    }
+    headsAlt() { return this.data.words.heads_alt.replace("{layer}", this.layer).replace("{query}", this.label()); }
+    show(name, canvas, alt) {
+      const part = this.parts[name];
+      if (!part) return;
+      const img = part.element.querySelector("img");
+      canvas.toBlob((blob) => {
+        const url = URL.createObjectURL(blob), old = part.url;
+        part.url = url; img.src = url; img.alt = alt; img.hidden = false;
+        if (old) setTimeout(() => URL.revokeObjectURL(old), 1000);
+      }, "image/png");
+      part.canvas = canvas;
+    }
+    drawInput() { // canvas.patch_grid_image
+      const d = this.data, { image, scale } = { image: d.input.image, scale: d.input.scale };
+      const width = image.width * scale, height = image.height * scale, step = d.patch * scale;
+      const canvas = Object.assign(document.createElement("canvas"), { width, height });
+      const ctx = canvas.getContext("2d"), out = ctx.createImageData(width, height), px = out.data;
+      for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
+        const i = (Math.floor(y / scale) * image.width + Math.floor(x / scale)) * 4, o = (y * width + x) * 4;
+        const grid = (x % step === 0 && x > 0) || (y % step === 0 && y > 0);
+        for (let ch = 0; ch < 3; ch++) px[o + ch] = grid ? GRID[ch] : image.pixels[i + ch];
+        px[o + 3] = 255;
+      }
+      const q = this.query;
+      if (q && q.row !== undefined) outline(px, width, q.col * step, q.row * step, step, step, 3);
+      ctx.putImageData(out, 0, 0);
+      const alt = q && q.row !== undefined ? d.words.input_alt_patch : d.words.input_alt;
+      this.show("input", canvas, alt.replace("{query}", this.label()));
+    }
+    drawHeads(rows) { // render.head_grid
+      const d = this.data, style = this.style, [gh, gw] = d.grid, n = gh * gw, p = d.prefix.length;
+      const layout = d.layouts[style.scale === "head" ? "head" : "layer"], base = layout.base;
+      const writer = new Writer(d.text_px);
+      const tops = Array.from({ length: d.heads }, (_, h) => (style.scale === "head" ? rows.headTops[h] : style.scale === "fixed" ? 1 : rows.top));
+      const q = this.query, mark = q && q.row !== undefined ? q : null;
+      const tiles = tops.map((top, h) => {
+        const levels = rows.levels.subarray(h * n, (h + 1) * n);
+        const exact = style.scale === "layer" && !style.smooth;
+        const map = {
+          gh, gw, top,
+          indexAt: exact ? (r, c) => levels[r * gw + c] >> 8 : (r, c) => colourIndex(f32(f32(((levels[r * gw + c] + 0.5) / LEVELS) * rows.top) / f32(top > 0 ? top : 1))),
+          values: () => Float32Array.from(levels, (level) => ((level + 0.5) / LEVELS) * rows.top),
+        };
+        const pixels = new Uint8ClampedArray(base.width * base.height * 4);
+        paintTile(pixels, base, map, style, mark);
+        const lines = [`head ${h + 1}`, ...(style.scale === "head" ? [`max ${pyG(top, 2)}`] : [])];
+        const parts = d.words.short_names.map((name, j) => `${name} ${fixed2(rows.shares[h * p + j])}`);
+        for (let i = 0; i < parts.length; i += PER_LINE) lines.push(parts.slice(i, i + PER_LINE).join(" \u00b7 "));
+        const width = Math.max(base.width, Math.ceil(Math.max(...lines.map((l) => writer.width(l)))) + 1);
+        return { pixels, lines, width, height: base.height + lines.length * writer.line };
+      });
+      this.compose(tiles, tops, writer, layout, base);
+    }
+    compose(tiles, tops, writer, layout, base) { // canvas.mosaic, canvas.colour_bar, canvas.titled
+      const d = this.data, style = this.style, cols = layout.cols, rows = [];
+      for (let i = 0; i < tiles.length; i += cols) rows.push(tiles.slice(i, i + cols));
+      const widths = Array.from({ length: Math.min(cols, tiles.length) }, (_, c) => Math.max(...rows.filter((r) => c < r.length).map((r) => r[c].width)));
+      const heights = rows.map((r) => Math.max(...r.map((t) => t.height)));
+      const xs = widths.map((_, c) => widths.slice(0, c).reduce((a, b) => a + b, 0) + c * GAP);
+      const gridWidth = xs[xs.length - 1] + widths[widths.length - 1] + GAP;
+      const gridHeight = heights.reduce((a, b) => a + b, 0) + rows.length * GAP;
+      const barWidth = Math.max(gridWidth, 320), width = Math.max(gridWidth, barWidth);
+      const title = writer.wrap(d.words.title.replace("{layer}", this.layer).replace("{query}", this.label()), width - GAP);
+      const note = writer.wrap(d.words.note, width - GAP);
+      const high = style.scale === "layer" ? Math.max(...tops) : 1;
+      const label = style.scale === "head" ? "colour: attention weight as a share of each head's own maximum (per-head stretch, printed under each tile)"
+        : style.scale === "fixed" ? "colour: attention weight, fixed scale from 0 to 1"
+          : `colour: attention weight from 0 to ${number(high)}, the largest in this layer (one scale for all its maps)`;
+      const labelLines = writer.wrap(label, barWidth - GAP);
+      const block = (lines) => lines.length * writer.line + GAP / 2;
+      const barHeight = BAR_PX + 4 + writer.line;
+      const height = block(title) + GAP + gridHeight + GAP + barHeight + GAP + block(labelLines) + GAP + block(note);
+      const canvas = Object.assign(document.createElement("canvas"), { width, height });
+      const ctx = canvas.getContext("2d");
+      ctx.fillStyle = BACKGROUND; ctx.fillRect(0, 0, width, height);
+      let y = 0;
+      title.forEach((line, i) => writer.put(ctx, GAP / 2, y + i * writer.line + 1, line));
+      y += block(title) + GAP;
+      this.cells = [];
+      rows.forEach((row, r) => {
+        row.forEach((tile, c) => {
+          ctx.putImageData(new ImageData(tile.pixels, base.width, base.height), xs[c], y);
+          tile.lines.forEach((line, i) => writer.put(ctx, xs[c], y + base.height + i * writer.line + 1, line));
+          this.cells.push({ head: r * layout.cols + c + 1, x: xs[c], y, width: base.width, height: base.height });
+        });
+        y += heights[r] + GAP;
+      });
+      y += GAP; // the mosaic ends with a gap of its own, then the picture's parts are stacked GAP apart
+      this.colourBar(ctx, writer, y, barWidth, high);
+      y += barHeight + GAP;
+      labelLines.forEach((line, i) => writer.put(ctx, GAP / 2, y + i * writer.line + 1, line));
+      y += block(labelLines) + GAP;
+      note.forEach((line, i) => writer.put(ctx, GAP / 2, y + i * writer.line + 1, line));
+      this.show("heads", canvas, this.headsAlt());
+    }
+    colourBar(ctx, writer, y0, width, high) { // canvas.colour_bar from 0 to `high`
+      const table = TABLES[this.style.cmap];
+      const pad = GAP + Math.trunc(Math.trunc(writer.width(number(0))) / 2);
+      const length = Math.max(width - pad - Math.trunc(Math.trunc(writer.width(number(high))) / 2) - GAP, 2);
+      const bar = ctx.createImageData(length, BAR_PX);
+      for (let x = 0; x < length; x++) {
+        const index = Math.min(Math.floor((length > 1 ? x * (1 / (length - 1)) : 0) * 256), 255); // np.linspace, in float64
+        for (let yy = 0; yy < BAR_PX; yy++) {
+          const o = (yy * length + x) * 4;
+          bar.data[o] = table[index * 3]; bar.data[o + 1] = table[index * 3 + 1]; bar.data[o + 2] = table[index * 3 + 2]; bar.data[o + 3] = 255;
+        }
+      }
+      ctx.putImageData(bar, pad, y0);
+      ctx.fillStyle = TEXT;
+      for (const t of ticks(0, high)) {
+        const x = pad + roundHalfEven(Math.min(Math.max(t / high, 0), 1) * (length - 1));
+        ctx.fillRect(x, y0 + BAR_PX, 1, 4);
+        const text = number(t);
+        writer.put(ctx, x - writer.width(text) / 2, y0 + BAR_PX + 4, text);
+      }
+    }
+  }
+
+  window.attentionMaps = new AttentionMaps();
+  window.attentionMaps.ticks = ticks; // for the browser test's comparison with matplotlib
+  window.attentionMaps.formats = { fixed2, pyG, number };
+})();
