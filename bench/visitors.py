@@ -17,7 +17,10 @@ its load, and the command; then the server's CPU per request of each kind, measu
 client asking `--cpu-samples` times in a row after the class. Several `--model`s run in turn,
 `--rounds` times (A, B, B, A: the machine's load moves both alike), and the report ends with
 each model's p95 as a ratio to the first's. Bounded: a fixed number of actions per visitor and
-a deadline after which no visitor starts another action (`--max-seconds`).
+a deadline after which no visitor starts another action (`--max-seconds`). `--page`: each
+visitor sends what a browser now sends (issue 41): where the page draws its own maps (the app
+has /analyze_page), an analysis and nothing for its clicks, keys and slider steps; an older
+checkout (`--app-dir`) still gets its clicks, so both are measured side by side in one run.
 """
 
 from __future__ import annotations
@@ -208,6 +211,7 @@ class Visitor:
     depth: int
     cmap: str = "inferno"
     layer: int = 1
+    analysis: str = "analyze"  # the endpoint of an upload: /analyze, or the page's own (--page)
 
     def arguments(self, action: str, rng: random.Random) -> dict:
         """The keyword arguments of `action` (1-based rows, columns and layers)."""
@@ -231,7 +235,7 @@ class Visitor:
         self.layer = self.depth  # where the page starts
         calls = [("analyze", {"image": handle_file(str(self.image)), "model_key": "bundled", "mode": "crop"})]
         start.wait()
-        for i, action in enumerate(["analyze", *self.steps]):
+        for i, action in enumerate([self.analysis, *self.steps]):
             if time.monotonic() >= deadline:
                 with tally.lock:
                     tally.skipped += len(self.steps) + 1 - i
@@ -240,9 +244,9 @@ class Visitor:
             began = time.perf_counter()
             try:
                 client.submit(api_name=f"/{action}", **kwargs).result(timeout=max(deadline - time.monotonic(), 1))
-                tally.add(action, time.perf_counter() - began)
+                tally.add("analyze" if i == 0 else action, time.perf_counter() - began)
             except Exception as e:  # noqa: BLE001 - every failure is counted and reported, none stops the class
-                tally.add(action, None, f"{type(e).__name__}: {e}"[:200])
+                tally.add("analyze" if i == 0 else action, None, f"{type(e).__name__}: {e}"[:200])
                 if i == 0:
                     return  # nothing to click on without an analysis
             time.sleep(self.think_s * rng.uniform(0.5, 1.5))
@@ -318,15 +322,31 @@ def warm_up(url: str, folder: Path) -> tuple[tuple[int, int], int]:
     return model_shape(out[1], out[3])
 
 
+def page_draws(url: str) -> bool:
+    """Whether the server's page draws its own maps (issue 41): it then sends no click, key or
+    slider step to the server, and analyses through /analyze_page."""
+    from gradio_client import Client
+
+    client = Client(url, verbose=False, download_files=False)
+    try:
+        return (
+            "/analyze_page"
+            in client.view_api(print_info=False, return_format="dict", all_endpoints=True)["named_endpoints"]
+        )
+    finally:
+        client.close()
+
+
 def cpu_per_request(server: Server, visitor: Visitor, folder: Path, samples: int) -> dict[str, float]:
     """Server CPU seconds per request of each kind, from one client asking `samples` times in a
-    row (nothing else running on the server); the analyses use images the cache has not seen."""
+    row (nothing else running on the server); the analyses use images the cache has not seen.
+    A visitor with no steps (the page draws its own maps: --page) sends analyses only."""
     from gradio_client import Client, handle_file
 
     client = Client(server.url, verbose=False, download_files=False)
     rng, cost = random.Random(1), {}
     pixels = np.asarray(Image.open(visitor.image).convert("RGB"))
-    for action in ("analyze", *ACTION_WEIGHTS):
+    for action in ("analyze", *(ACTION_WEIGHTS if visitor.steps else ())):
         before = server.cpu_seconds()
         for i in range(samples):
             if action == "analyze":
@@ -335,7 +355,7 @@ def cpu_per_request(server: Server, visitor: Visitor, folder: Path, samples: int
                 kwargs = {"image": handle_file(str(path)), "model_key": "bundled", "mode": "crop"}
             else:
                 kwargs = visitor.arguments(action, rng)
-            client.predict(**kwargs, api_name=f"/{action}")
+            client.predict(**kwargs, api_name=f"/{visitor.analysis if action == 'analyze' else action}")
         cost[action] = (server.cpu_seconds() - before) / samples
     client.close()
     return cost
@@ -447,16 +467,21 @@ def one_run(args: argparse.Namespace, app_dir: Path, model: str, folder: Path, l
         grid, depth = warm_up(server.url, folder)
         images = images_for(args.visitors, folder, args.same_example)
         forward_s = launch(forward_seconds, model)
+        in_page = args.page and page_draws(server.url)  # its clicks never reach the server
+        analysis = "analyze_page" if in_page else "analyze"
         visitors = [
-            Visitor(i, images[i], plan(i, args.actions, args.seed), args.think, grid, depth)
+            Visitor(i, images[i], [] if in_page else plan(i, args.actions, args.seed), args.think, grid, depth)
             for i in range(args.visitors)
         ]
+        for visitor in visitors:
+            visitor.analysis = analysis
         startup_hwm, startup_cpu, before = server.peak_bytes(), server.cpu_seconds(), load_average()
         tally, elapsed = run_class(server.url, visitors, args.max_seconds)
         loads, class_cpu = (before, load_average()), server.cpu_seconds() - startup_cpu
         if server.proc.poll() is not None:
             raise RuntimeError(f"the server exited with code {server.proc.returncode} during the class: see its log")
-        sampler = Visitor(args.visitors, images[0], [], 0.0, grid, depth)
+        sampler = Visitor(args.visitors, images[0], [] if in_page else ["query_patch"], 0.0, grid, depth)
+        sampler.analysis = analysis
         cpu = cpu_per_request(server, sampler, folder, args.cpu_samples) if args.cpu_samples else {}
         floor_s = floor_seconds(args.visitors, forward_s, os.cpu_count() or 1)
         return Run(
@@ -645,6 +670,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument(
         "--client-nice", type=int, default=10, help="nice value added to the visitors' threads (0: none; Launcher)"
+    )
+    p.add_argument(
+        "--page",
+        action="store_true",
+        help="visitors send what the page sends: on a server whose page draws its own maps, analyses only",
     )
     p.add_argument("--clicks-beside", type=int, default=0, help="instead of a class: clicks beside N uploaders")
     p.add_argument("--clicks", type=int, default=40, help="with --clicks-beside: clicks in a row")

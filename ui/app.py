@@ -52,7 +52,7 @@ CSS = """
 .maps-status { margin: 4px 0 0 0; }
 .maps-status:empty { display: none; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-#pause { display: none; }  /* shown by the page while it plays the layers */
+body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  /* ui/page_maps.js plays */
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {

@@ -10,6 +10,7 @@
 (() => {
   "use strict";
   const COLOUR_TABLES = "__COLOUR_TABLES__";
+  const PLAY_STEP_MS = "__PLAY_STEP_MS__"; // ui/explore.py's PLAY_STEP_S
   const GAP = 4, BAR_PX = 12, LEVELS = 65536, HEAD_CAPTION_PX = 2;
   const BACKGROUND = "#ffffff", TEXT = "rgb(30,30,30)", GRID = [255, 255, 255], MARK = [0, 200, 255];
   const ASCENT = 0.928; // DejaVu Sans's ascender in em: PIL writes a line from its top
@@ -31,23 +32,41 @@
     const r = Math.round(x);
     return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
   }
-  function fixed2(x) { // Python's f"{x:.2f}": exact ties (0.125, 0.375, ...) go to even
-    const t = x * 100;
-    if (Math.abs(t % 1) === 0.5 && Number.isInteger(x * 8)) return (roundHalfEven(t) / 100).toFixed(2);
-    return x.toFixed(2);
+  // Python's float formats, exactly: a double's exact decimal value (BigInt digits), rounded half
+  // to even at the digit a format keeps (JS's toFixed rounds exact ties, 0.125, away from zero).
+  function exactDecimal(x) { // |x| = digits / 10^scale, exactly
+    const view = new DataView(new ArrayBuffer(8));
+    view.setFloat64(0, Math.abs(x));
+    const bits = view.getBigUint64(0), biased = Number((bits >> 52n) & 0x7ffn);
+    const mantissa = (bits & ((1n << 52n) - 1n)) | (biased ? 1n << 52n : 0n);
+    const shift = 1075 - Math.max(biased, 1); // |x| = mantissa / 2^shift
+    return shift <= 0 ? { digits: mantissa << BigInt(-shift), scale: 0 } : { digits: mantissa * 5n ** BigInt(shift), scale: shift };
   }
-  function pyG(x, digits) { // Python's f"{x:.{digits}g}"
+  function rounded(x, decimals) { // round(|x| * 10^decimals), half to even, as a BigInt
+    const { digits, scale } = exactDecimal(x);
+    if (decimals >= scale) return digits * 10n ** BigInt(decimals - scale);
+    const unit = 10n ** BigInt(scale - decimals), q = digits / unit, r = digits % unit, half = unit / 2n;
+    return r > half || (r === half && q % 2n === 1n) ? q + 1n : q;
+  }
+  function withPoint(n, decimals) { // the BigInt n / 10^decimals, written with `decimals` decimals
+    const text = n.toString().padStart(decimals + 1, "0");
+    return decimals > 0 ? `${text.slice(0, -decimals)}.${text.slice(-decimals)}` : text;
+  }
+  const sign = (x) => (x < 0 || Object.is(x, -0) ? "-" : "");
+  const fixed2 = (x) => sign(x) + withPoint(rounded(x, 2), 2); // f"{x:.2f}"
+  function pyG(x, digits) { // f"{x:.{digits}g}"
     if (x === 0) return "0";
-    const [mantissa, exp] = x.toExponential(digits - 1).split("e");
-    const e = Number(exp);
+    const { digits: d, scale } = exactDecimal(x);
+    let e = d.toString().length - 1 - scale, n = rounded(x, digits - 1 - e);
+    if (n.toString().length > digits) { e += 1; n = rounded(x, digits - 1 - e); }
+    const strip = (t) => (t.includes(".") ? t.replace(/0+$/, "").replace(/\.$/, "") : t);
     if (e < -4 || e >= digits) {
-      const m = mantissa.includes(".") ? mantissa.replace(/0+$/, "").replace(/\.$/, "") : mantissa;
-      return `${m}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+      const m = strip(withPoint(n, digits - 1));
+      return `${sign(x)}${m}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
     }
-    const s = x.toFixed(Math.max(0, digits - 1 - e));
-    return s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
+    return sign(x) + strip(withPoint(n, Math.max(0, digits - 1 - e)));
   }
-  const number = (x) => pyG(x, 3).replace("-", "\u2212"); // canvas.number
+  const number = (x) => pyG(x, 3).replaceAll("-", "\u2212"); // canvas.number
 
   // matplotlib's MaxNLocator(nbins=4).tick_values(low, high), kept within [low, high] (canvas._ticks)
   const STEPS = [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15];
@@ -310,13 +329,10 @@
         next += 1;
       };
       this.buttons(true); step();
-      if (this.data && this.layer < this.data.depth) this.timer = setInterval(step, 800); // explore_handlers.PLAY_STEP_S
+      if (this.data && this.layer < this.data.depth) this.timer = setInterval(step, PLAY_STEP_MS);
     }
     stop() { if (this.timer !== null) clearInterval(this.timer); this.timer = null; this.buttons(false); }
-    buttons(playing) {
-      const play = document.getElementById("play"), pause = document.getElementById("pause");
-      if (play) play.style.display = playing ? "none" : ""; if (pause) pause.style.display = playing ? "" : "none";
-    }
+    buttons(playing) { document.body.classList.toggle("playing-layers", playing); } // Pause in Play's place
     showSlider(layer) { // the layer slider follows the play (Gradio's own input event then redraws nothing new)
       for (const input of document.querySelectorAll("#layer input")) {
         input.value = String(layer); input.dispatchEvent(new Event("input", { bubbles: true }));

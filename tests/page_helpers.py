@@ -1,0 +1,44 @@
+"""Reading what the page drew itself (ui/page_maps.js) in the browser tests."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+from PIL import Image
+
+# The page's last drawn head maps: their pixels, where each head's tile is, the grid and heads.
+CANVAS = """() => { const m = window.attentionMaps, c = m.parts.heads.canvas;
+  const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+  return {width: c.width, height: c.height, pixels: Array.from(d), cells: m.cells, grid: m.data.grid,
+          heads: m.data.heads}; }"""
+# A picture's bytes, whatever its address: the page's own (blob:) or the server's.
+PICTURE_BYTES = """async (img) => { const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+  let text = ""; for (const b of bytes) text += String.fromCharCode(b); return btoa(text); }"""
+
+
+def shown_picture(locator) -> Image.Image:
+    """The picture an <img> shows (its first match), as its file holds it."""
+    return Image.open(io.BytesIO(base64.b64decode(locator.first.evaluate(PICTURE_BYTES))))
+
+
+def drawn_heads(page) -> tuple[np.ndarray, dict]:
+    """The page's head maps as (H, W, 3) pixels, and where its tiles are."""
+    got = page.evaluate(CANVAS)
+    return np.array(got["pixels"], np.uint8).reshape(got["height"], got["width"], 4)[..., :3], got
+
+
+def assert_same_at_every_cell(drawn: np.ndarray, png: np.ndarray, got: dict) -> None:
+    """The page's head maps = the server's PNG at the centre of every cell of every head, each
+    channel within 1/255 (issue 41), in the same layout."""
+    assert drawn.shape == png.shape
+    gh, gw = got["grid"]
+    assert len(got["cells"]) == got["heads"]
+    for cell in got["cells"]:
+        for r in range(gh):
+            for c in range(gw):
+                y = int(cell["y"] + (r + 0.5) * cell["height"] / gh)
+                x = int(cell["x"] + (c + 0.5) * cell["width"] / gw)
+                difference = np.abs(drawn[y, x].astype(int) - png[y, x].astype(int)).max()
+                assert difference <= 1, (cell["head"], r + 1, c + 1, drawn[y, x], png[y, x])

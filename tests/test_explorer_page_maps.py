@@ -1,0 +1,172 @@
+"""The numbers the page draws the first screen from (explorer/page_maps.py): exactly the colours
+of the server's PNG on the scale the page starts on, within the reply's byte budgets."""
+
+import base64
+
+import numpy as np
+import pytest
+import torch
+from matplotlib import colormaps
+from PIL import Image
+
+import vit
+from explorer import canvas, page_maps, views
+from explorer.canvas import MapStyle
+from explorer.explain import explain
+from vit.preprocessing import Preprocessing
+
+MB = 10**6
+
+
+def decoded(b64: str, dtype) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(b64), dtype=np.dtype(dtype).newbyteorder("<"))
+
+
+def colour_indices(maps: np.ndarray, top: float) -> np.ndarray:
+    """The colour-map entry canvas.heatmap picks for each value of a map (nearest upsampling)."""
+    position = np.clip(maps.astype(np.float32) / np.float32(top if top > 0 else 1.0), 0.0, 1.0)
+    lut = colormaps["viridis"](np.arange(256), bytes=True)[:, :3]
+    drawn = colormaps["viridis"](position, bytes=True)[..., :3]
+    # which of the 256 entries each drawn colour is (viridis's entries are all different)
+    index = {tuple(c): i for i, c in enumerate(lut)}
+    return np.vectorize(lambda *rgb: index[rgb])(drawn[..., 0], drawn[..., 1], drawn[..., 2])
+
+
+@pytest.fixture(scope="module")
+def nano_explanation():
+    torch.manual_seed(0)
+    model = vit.create_model("vit_cifar_nano").eval()
+    pre = Preprocessing(resize_size=32, crop_size=32)
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8))
+    return explain(model, [str(i) for i in range(10)], pre, image)
+
+
+def test_every_level_gives_the_very_colour_the_server_draws_on_the_layer_scale(nano_explanation):
+    """floor(level / 256) is canvas.heatmap's colour index for every head, query and layer."""
+    ex = nano_explanation
+    payload = page_maps.page_maps(ex, "nano", ex.depth, canvas.TEXT_PX, "handle")
+    gh, gw = ex.grid
+    queries = {0: None, 5: (0, 4), 40: (4, 7)}  # a token row, then patch rows (patch index: row-major)
+    for layer in range(ex.depth):
+        token, patches = payload["token_rows"][layer], payload["patch_rows"][layer]
+        assert patches["layer"] == layer
+        for row, query in queries.items():
+            rows = token if query is None else patches
+            q = 0 if query is None else query[0] * gw + query[1]
+            maps = ex.query_maps(query)[layer]  # (heads, gh, gw): what views.heads draws
+            levels = decoded(rows["levels"], np.uint16).reshape(-1, ex.heads, gh, gw)[q]
+            top = decoded(rows["tops"], np.float32)[q]
+            assert top == maps.max()
+            np.testing.assert_array_equal(levels // 256, colour_indices(maps, float(top)), err_msg=f"{layer} {row}")
+            shares = decoded(rows["shares"], np.float32).reshape(-1, ex.heads, 1)[q]
+            np.testing.assert_array_equal(shares, ex.prefix_attention(query)[layer])
+            head_tops = decoded(rows["head_tops"], np.float32).reshape(-1, ex.heads)[q]
+            np.testing.assert_array_equal(head_tops, maps.max(axis=(-2, -1)))
+
+
+def test_the_page_gets_the_colour_maps_own_256_entries():
+    tables = page_maps.colour_tables()
+    assert set(tables) == set(canvas.COLORMAPS)
+    for name, b64 in tables.items():
+        table = decoded(b64, np.uint8).reshape(256, 3)
+        np.testing.assert_array_equal(table, canvas.map_gradient(name, 256))
+
+
+def test_the_words_are_the_servers_with_places_for_the_query_and_layer(nano_explanation):
+    ex = nano_explanation
+    words = page_maps.words(ex, "nano")
+    heads = words["heads_alt"].replace("{layer}", "3").replace("{query}", "patch (2, 5)")
+    assert heads == views.heads_alt(ex, (1, 4), 3, "nano")
+    patch = words["input_alt_patch"].replace("{query}", "patch (2, 5)")
+    assert patch == views.input_alt(ex, (1, 4), "nano")
+    assert words["input_alt"].replace("{query}", "CLS") == views.input_alt(ex, None, "nano")
+    caption = words["patch_caption"].replace("{row}", "2").replace("{column}", "5")
+    assert caption == views.describe_query((1, 4), ex.has_cls)
+    assert words["title"].replace("{layer}", "3").replace("{query}", "CLS") == views.heads_title(ex, "CLS", 3)
+    assert words["picks"] == ["cls"] and words["labels"] == ["CLS"] and words["note"] == views.left_out(ex)
+
+
+def test_the_tiles_are_laid_out_as_the_servers_heads_view(nano_explanation):
+    ex = nano_explanation
+    for scale, layout in page_maps.layouts(ex, canvas.PRESENT_TEXT_PX).items():
+        cols, tile = views.head_layout(ex, None, MapStyle(scale=scale, text_px=canvas.PRESENT_TEXT_PX))
+        assert (layout["cols"], layout["tile"]) == (cols, tile)
+        assert layout["base"].startswith("data:image/png;base64,")
+
+
+def spread_model(name: str) -> vit.VisionTransformer:
+    """A model of a pretrained one's shapes (random weights: the bytes depend on the shapes only)."""
+    torch.manual_seed(0)
+    return vit.create_model(name).eval()
+
+
+@pytest.mark.parametrize(
+    ("name", "budget", "every_layer"),
+    [("vit_cifar_nano", 2 * MB, True), ("vit_base_patch16_224", 2 * MB, False)],
+)
+def test_the_first_screens_reply_fits_its_budget(name, budget, every_layer):
+    """ViT-B/16 at 224 px at most 2 MB (issue 41); the bundled model's whole attention is sent."""
+    model = spread_model(name)
+    side = model.config.image_size
+    pre = Preprocessing(resize_size=side, crop_size=side)
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (side, side, 3), dtype=np.uint8))
+    ex = explain(model, [str(i) for i in range(model.config.num_classes)], pre, image)
+    payload = page_maps.page_maps(ex, name, ex.depth, canvas.TEXT_PX, "handle")
+    assert page_maps.reply_bytes(payload) <= budget
+    assert len(payload["patch_rows"]) == (ex.depth if every_layer else 1)
+    assert len(payload["token_rows"]) == ex.depth  # the default query's rows: every layer, always
+
+
+def test_vit_large_with_registers_fits_six_megabytes():
+    """ViT-L/14 (DINOv2 with 4 registers, the Space's largest) at 224 px: at most 6 MB."""
+    model = spread_model("vit_large_patch14_reg4_dinov2")
+    pre = Preprocessing(resize_size=224, crop_size=224)
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (224, 224, 3), dtype=np.uint8))
+    ex = explain(model, [], pre, image)
+    payload = page_maps.page_maps(ex, "L/14", ex.depth, canvas.TEXT_PX, "handle")
+    assert page_maps.reply_bytes(payload) <= 6 * MB
+    assert len(payload["token_rows"][0]["tops"]) > 0 and len(payload["words"]["picks"]) == 5  # CLS, reg1 ... reg4
+    one_layer = page_maps.layer_rows(ex, 3)
+    levels = decoded(one_layer["levels"], np.uint16)
+    assert levels.size == 256 * 16 * 256  # every patch query, head and patch of layer 4
+    assert page_maps.patch_bytes(ex) * 24 > page_maps.UP_FRONT_BYTES  # so they are asked for, a layer at a time
+
+
+def test_a_layers_patch_rows_decode_to_the_attention(nano_explanation):
+    ex = nano_explanation
+    rows = page_maps.layer_rows(ex, 2)
+    gh, gw = ex.grid
+    levels = decoded(rows["levels"], np.uint16).reshape(gh * gw, ex.heads, gh * gw)
+    tops = decoded(rows["tops"], np.float32)
+    attention = ex.attention[2][0, :, 1:, 1:].permute(1, 0, 2).numpy()  # (patch queries, heads, patches)
+    rebuilt = (levels + 0.5) / page_maps.LEVELS * tops[:, None, None]
+    assert np.abs(rebuilt - attention).max() <= tops.max() / page_maps.LEVELS  # half a level each side
+
+
+def test_the_whole_image_mode_keeps_rows_and_columns(nano_explanation):
+    """A non-square grid: the rows the page reads are row-major over (gh, gw), never swapped."""
+    model = vit.create_model("vit_cifar_nano").eval()
+    pre = Preprocessing(resize_size=32, crop_size=32)
+    image = Image.fromarray(np.random.default_rng(2).integers(0, 256, (32, 64, 3), dtype=np.uint8))
+    ex = explain(model, [str(i) for i in range(10)], pre, image, mode="whole")
+    gh, gw = ex.grid
+    assert gh != gw
+    payload = page_maps.page_maps(ex, "nano", 1, canvas.TEXT_PX, "h")
+    assert payload["grid"] == [gh, gw]
+    levels = decoded(payload["patch_rows"][0]["levels"], np.uint16).reshape(gh * gw, ex.heads, gh, gw)
+    query = (1, gw - 2)
+    maps = ex.query_maps(query)[0]
+    np.testing.assert_array_equal(levels[query[0] * gw + query[1]] // 256, colour_indices(maps, float(maps.max())))
+
+
+def test_a_model_without_cls_sends_the_mean_patch_query_first():
+    model = vit.create_model("vit_cifar_showcase").eval()  # mean pooling, no CLS token, no prefix
+    pre = Preprocessing(resize_size=32, crop_size=32)
+    image = Image.fromarray(np.random.default_rng(3).integers(0, 256, (32, 32, 3), dtype=np.uint8))
+    ex = explain(model, [str(i) for i in range(10)], pre, image)
+    payload = page_maps.page_maps(ex, "showcase", 1, canvas.TEXT_PX, "h")
+    assert payload["words"]["picks"] == ["mean"] and payload["words"]["labels"] == ["mean of patches"]
+    gh, gw = ex.grid
+    levels = decoded(payload["token_rows"][0]["levels"], np.uint16).reshape(ex.heads, gh, gw)
+    maps = ex.query_maps(None)[0]  # the mean patch query
+    np.testing.assert_array_equal(levels // 256, colour_indices(maps, float(maps.max())))

@@ -1,0 +1,254 @@
+"""The first screen drawn in the page (ui/page_maps.js) in a real browser: no request per click,
+key or slider step; the very colours of the server's PNG; every size; a layer asked for as bytes."""
+
+import io
+import random
+
+import numpy as np
+import pytest
+from page_helpers import assert_same_at_every_cell, drawn_heads
+from PIL import Image
+from test_ui_browser import ARGS, CHROMIUM, DRAWN_SCALE, PHONE, SCREEN, click_patch, open_page, pick_example
+
+from explorer import canvas
+
+pytestmark = pytest.mark.skipif(
+    not __import__("shutil").which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium"
+)
+
+SHOWN = "() => window.attentionMaps.parts.heads.element.querySelector('img').alt"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def patient_expect():
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+def server_requests(page, server: str) -> list[str]:
+    """Every request the page sends to the server from now on (blob: and data: URLs are the page's own)."""
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.url.startswith(server) else None)
+    return sent
+
+
+def wait_drawn(page, alt_part: str) -> None:
+    page.wait_for_function("(part) => document.querySelector('#heads img').alt.includes(part)", arg=alt_part)
+
+
+def test_clicks_keys_and_slider_steps_send_no_request(server, browser):
+    """12 patch clicks, 5 arrow keys and 3 slider steps after an analysis: 0 requests (101 before)."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    sent = server_requests(page, server)
+    rng = random.Random(0)
+    for _ in range(12):
+        row, col = rng.randint(1, 8), rng.randint(1, 8)
+        click_patch(page, row, col)
+        expect(page.locator("#query")).to_contain_text(f"row {row}, column {col}")
+        wait_drawn(page, f"for the query patch ({row}, {col})")
+    page.locator("body").click(position={"x": 5, "y": 5})
+    for key in ("ArrowLeft", "ArrowUp", "ArrowRight", "ArrowDown", "Escape"):
+        page.keyboard.press(key)
+    expect(page.locator("#query")).to_contain_text("the CLS token")
+    slider = page.get_by_label("range slider for Layer (1 = first)")
+    for layer in ("5", "4", "3"):
+        slider.press("ArrowLeft")
+        wait_drawn(page, f"layer {layer} of 6")
+    expect(page.get_by_label("number input for Layer (1 = first)")).to_have_value("3")
+    page.wait_for_timeout(500)  # anything sent late would be counted
+    assert sent == []
+    page.close()
+
+
+def drawn_and_exported(page) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The page's head maps (pixels) and the server's PNG of the same view (Export PNG)."""
+    drawn, got = drawn_heads(page)
+    link = page.locator("#export a")
+    before = link.get_attribute("href") if link.count() else None
+    page.get_by_role("button", name="Export PNG").click()
+    page.wait_for_function(
+        "(old) => { const a = document.querySelector('#export a'); return a && a.href !== old; }", arg=before
+    )
+    png = Image.open(io.BytesIO(page.request.get(link.get_attribute("href")).body())).convert("RGB")
+    return drawn, np.asarray(png), got
+
+
+def test_the_page_draws_the_very_colours_of_the_exported_png(server, browser):
+    """CLS and a patch query, at two layers, on the scale the page starts on; then the per-head
+    and fixed scales and smooth upsampling (the numbers are 16-bit levels of the layer scale)."""
+    page = open_page(browser, server)
+    pick_example(page, "dog")
+    assert_same_at_every_cell(*drawn_and_exported(page))  # CLS, layer 6
+    click_patch(page, 3, 6)
+    wait_drawn(page, "patch (3, 6)")
+    assert_same_at_every_cell(*drawn_and_exported(page))
+    page.get_by_label("number input for Layer (1 = first)").fill("2")
+    page.get_by_label("number input for Layer (1 = first)").press("Enter")
+    wait_drawn(page, "layer 2 of 6")
+    assert_same_at_every_cell(*drawn_and_exported(page))
+    page.keyboard.press("Escape")
+    wait_drawn(page, "query CLS")
+    assert_same_at_every_cell(*drawn_and_exported(page))
+    for choice in ("each head stretched to its own max", "fixed 0 to 1", "smooth"):
+        page.get_by_label(choice).check()
+        page.wait_for_timeout(300)
+        assert_same_at_every_cell(*drawn_and_exported(page))
+    page.close()
+
+
+def test_the_colour_bars_ticks_and_numbers_are_matplotlibs_and_pythons(server, browser):
+    page = open_page(browser, server)
+    page.wait_for_function("() => window.attentionMaps")  # Gradio puts the page's head in once it has its config
+    rng = np.random.default_rng(0)
+    tops = [float(t) for t in np.concatenate([rng.uniform(1e-4, 1, 300), 10 ** rng.uniform(-5, 0, 200), [1.0]])]
+    ticks = page.evaluate("(tops) => tops.map((t) => window.attentionMaps.ticks(0, t))", tops)
+    for top, got in zip(tops, ticks, strict=True):
+        assert got == pytest.approx(canvas.bar_ticks(0.0, top), abs=1e-15), top
+    written = page.evaluate(
+        """(xs) => xs.map((x) => [window.attentionMaps.formats.number(x), window.attentionMaps.formats.pyG(x, 2),
+                               window.attentionMaps.formats.fixed2(x)])""",
+        [*tops, 0.125, 0.375, 0.005, 0.0],
+    )
+    for x, (three, two, fixed) in zip([*tops, 0.125, 0.375, 0.005, 0.0], written, strict=True):
+        assert (three, two, fixed) == (canvas.number(x), f"{x:.2g}", f"{x:.2f}"), x
+    page.close()
+
+
+def test_play_steps_the_page_and_the_slider_through_the_layers_and_pause_stops_it(server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "horse")
+    sent = server_requests(page, server)
+    box = page.get_by_label("number input for Layer (1 = first)")
+    page.locator("#play").click()  # from the last layer: from layer 1
+    expect(box).to_have_value("1")
+    expect(page.locator("#pause")).to_be_visible()
+    expect(box).to_have_value("3", timeout=10_000)
+    page.locator("#pause").click()
+    stopped = box.input_value()
+    page.wait_for_timeout(1200)
+    assert box.input_value() == stopped and page.evaluate(SHOWN).count(f"layer {stopped} of 6") == 1
+    expect(page.locator("#play")).to_be_visible()
+    page.locator("#play").click()  # goes on where it stopped, to the last layer
+    expect(box).to_have_value("6", timeout=10_000)
+    wait_drawn(page, "layer 6 of 6")
+    expect(page.locator("#pause")).to_be_hidden()
+    assert sent == []
+    page.close()
+
+
+def test_a_typed_layer_past_the_model_comes_back_with_a_sentence(server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "ship")
+    box = page.get_by_label("number input for Layer (1 = first)")
+    box.fill("9")
+    box.press("Enter")
+    expect(page.locator("#heads .maps-status")).to_have_text(
+        "There is no layer 9: this model has layers 1 to 6. Showing layer 6."
+    )
+    expect(box).to_have_value("6")
+    page.close()
+
+
+def test_a_screen_reader_hears_each_new_picture(server, browser):
+    """The page writes each picture's description in a live region as it draws it."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "frog")
+    live = page.locator("#heads .maps-live")
+    expect(live).to_have_attribute("aria-live", "polite")
+    click_patch(page, 2, 4)
+    wait_drawn(page, "for the query patch (2, 4)")
+    expect(live).to_have_text(page.evaluate(SHOWN))  # what the picture now says of itself
+    expect(page.locator("#input-view img")).to_have_attribute("alt", __import__("re").compile("the query, patch"))
+    page.close()
+
+
+def test_a_phone_taps_a_patch_and_the_maps_keep_their_drawn_size(server, browser):
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport=PHONE, has_touch=True, is_mobile=True)
+    page.set_default_timeout(60_000)
+    page.goto(server)
+    sent = server_requests(page, server)
+    page.get_by_role("button", name="example: deer").tap()
+    wait_drawn(page, "query CLS")
+    analysis_requests = len(sent)
+    box = page.locator("#input-view img").bounding_box()
+    page.locator("#input-view img").scroll_into_view_if_needed()
+    box = page.locator("#input-view img").bounding_box()
+    page.touchscreen.tap(box["x"] + box["width"] * 4.5 / 8, box["y"] + box["height"] * 1.5 / 8)
+    expect(page.locator("#query")).to_contain_text("row 2, column 5")
+    wait_drawn(page, "patch (2, 5)")
+    heads = page.locator("#heads img")
+    scale = heads.evaluate(DRAWN_SCALE)
+    assert scale >= 0.99  # drawn size kept: its words stay at canvas.TEXT_PX
+    frame = heads.evaluate("(i) => { const f = i.closest('.image-frame'); return [f.scrollWidth, f.clientWidth]; }")
+    assert frame[0] > frame[1]  # wider than the phone: it scrolls sideways
+    assert len(sent) == analysis_requests
+    page.close()
+
+
+def test_the_presentation_mode_draws_words_of_at_least_18_px(present_server, browser):
+    page = open_page(browser, present_server)
+    pick_example(page, "truck")
+    assert page.evaluate("() => window.attentionMaps.data.text_px") == canvas.PRESENT_TEXT_PX
+    heads = page.locator("#heads img")
+    scale = heads.evaluate(DRAWN_SCALE)
+    assert canvas.PRESENT_TEXT_PX * min(scale, 1) >= 18
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def layer_at_a_time_server(tiny_checkpoint, tmp_path_factory):
+    """The app sending no layer's patch rows up front (as for a ViT-B/16): the page asks for them."""
+    from conftest import app_server
+
+    code = "import sys, app, explorer.page_maps as p; p.UP_FRONT_BYTES = 0; app.main(sys.argv[1:])"
+    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
+        yield url
+
+
+def test_a_layer_not_sent_is_asked_for_once_as_bytes(layer_at_a_time_server, browser):
+    """A patch query in a layer whose rows the page was not sent: one request for its numbers,
+    then that layer's clicks are the page's own; the default query's rows were all sent."""
+    server = layer_at_a_time_server
+    page = open_page(browser, server, SCREEN)
+    pick_example(page, "bird")
+    sent = server_requests(page, server)
+    click_patch(page, 4, 4)  # layer 6: its rows came with the analysis
+    wait_drawn(page, "patch (4, 4)")
+    assert sent == []
+    page.keyboard.press("Escape")
+    box = page.get_by_label("number input for Layer (1 = first)")
+    box.fill("3")
+    box.press("Enter")
+    wait_drawn(page, "layer 3 of 6")  # the CLS rows of every layer came too
+    assert sent == []
+    click_patch(page, 2, 2)
+    wait_drawn(page, "layer 3 of 6, one tile each, for the query patch (2, 2)")
+    assert [url.rsplit("/", 2)[-2] for url in sent] == ["component_server"]
+    click_patch(page, 5, 7)
+    wait_drawn(page, "patch (5, 7)")
+    assert len(sent) == 1
+    drawn, png, got = drawn_and_exported(page)
+    assert_same_at_every_cell(drawn, png, got)
+    page.close()
