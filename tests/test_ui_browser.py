@@ -720,6 +720,7 @@ def test_play_pauses_and_a_key_during_play_stops_it_with_slider_and_maps_on_one_
     from playwright.sync_api import expect
 
     from ui.explore import PLAY_STEP_S
+
     page = open_page(browser, server)
     pick_example(page, "cat")
     box, slider, heads = (
