@@ -72,10 +72,11 @@ def click_at(page, row: int, col: int, grid: tuple[int, int]) -> float:
 
 
 def analyse(page, image: Path) -> None:
-    before = page.locator("#heads img").get_attribute("alt") if page.locator("#heads img").count() else None
+    """Upload `image`; return once its head maps are shown (a new picture, of the default query)."""
+    before = page.locator("#heads img").get_attribute("src") if page.locator("#heads img").count() else None
     page.locator("#upload input[type=file]").set_input_files(str(image))
     page.wait_for_function(
-        "(old) => { const i = document.querySelector('#heads img'); return i && i.src && i.alt !== old"
+        "(old) => { const i = document.querySelector('#heads img'); return i && i.src && i.src !== old"
         " && i.alt.includes('query CLS') && i.complete; }",
         arg=before,
         timeout=180_000,

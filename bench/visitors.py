@@ -329,10 +329,7 @@ def page_draws(url: str) -> bool:
 
     client = Client(url, verbose=False, download_files=False)
     try:
-        return (
-            "/analyze_page"
-            in client.view_api(print_info=False, return_format="dict", all_endpoints=True)["named_endpoints"]
-        )
+        return "/analyze_page" in client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     finally:
         client.close()
 

@@ -545,9 +545,8 @@ def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
     view.api_buttons["analyze"].click(**api, api_name="analyze").success(**_words_after(view, server))
     analysis = {"fn": view.bind(h.analyze_page, server), "inputs": inputs, **HEAVY}
     analysis["outputs"] = view.pick(*h.PAGE_ANALYSIS_OUTPUTS)
-    # Undocumented, not private: bench.visitors --page sends what the page sends.
-    page = {"api_name": "analyze_page", "api_visibility": "undocumented"}
-    view.mode.input(**analysis, **page).success(**_words_after(view, server))
+    # Named: a script may ask for the numbers too (bench.visitors --page sends what the page sends).
+    view.mode.input(**analysis, api_name="analyze_page").success(**_words_after(view, server))
     analysis["api_visibility"] = "private"
     # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
     # image refused before the analysis, whose error would mark every output (explore_handlers).

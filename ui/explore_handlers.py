@@ -326,7 +326,8 @@ def analyze_page(
     request: gr.Request | None = None,
 ) -> dict:
     """The page's analysis: as /analyze, with the model input and the head maps sent as the
-    numbers the page draws them from (PAGE_ANALYSIS_OUTPUTS)."""
+    numbers the page draws them from (PAGE_ANALYSIS_OUTPUTS; explorer/page_maps.py says what
+    they are): "Attention per head ..." is then a JSON value, not a picture."""
     return analysed(server, on_screen, given, layer, drawing, pca, request, page=True)
 
 
