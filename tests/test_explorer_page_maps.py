@@ -91,7 +91,11 @@ def test_the_tiles_are_laid_out_as_the_servers_heads_view(nano_explanation):
     for scale, layout in page_maps.layouts(ex, canvas.PRESENT_TEXT_PX).items():
         cols, tile = views.head_layout(ex, None, MapStyle(scale=scale, text_px=canvas.PRESENT_TEXT_PX))
         assert (layout["cols"], layout["tile"]) == (cols, tile)
-        assert layout["base"].startswith("data:image/png;base64,")
+        base = layout["base"]
+        expected = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)  # what views.heads lays the maps over
+        np.testing.assert_array_equal(
+            decoded(base["rgb"], np.uint8).reshape(base["height"], base["width"], 3), expected
+        )
 
 
 def spread_model(name: str) -> vit.VisionTransformer:

@@ -217,8 +217,15 @@
         const ctx = c.getContext("2d"); ctx.drawImage(img, 0, 0);
         return { width: c.width, height: c.height, pixels: ctx.getImageData(0, 0, c.width, c.height).data };
       };
-      const [input, ...bases] = await Promise.all([payload.input.png, ...Object.values(payload.layouts).map((l) => l.base)].map(decode));
-      const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l], i) => [k, { ...l, base: bases[i] }]));
+      const rgba = ({ rgb, width, height }) => { // the tiles' image, sent as raw RGB
+        const from = bytesOf(rgb), pixels = new Uint8ClampedArray(width * height * 4);
+        for (let i = 0, o = 0; i < from.length; i += 3, o += 4) {
+          pixels[o] = from[i]; pixels[o + 1] = from[i + 1]; pixels[o + 2] = from[i + 2]; pixels[o + 3] = 255;
+        }
+        return { width, height, pixels };
+      };
+      const input = await decode(payload.input.png);
+      const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: rgba(l.base) }]));
       const decodeRows = (r) => ({ levels: u16(r.levels), tops: floats(r.tops), headTops: floats(r.head_tops), shares: floats(r.shares) });
       this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts, tokenRows: payload.token_rows.map(decodeRows) };
