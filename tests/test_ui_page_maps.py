@@ -3,37 +3,25 @@ key or slider step; the very colours of the server's PNG; every size; a layer as
 
 import io
 import random
+import re
+import shutil
 
 import numpy as np
 import pytest
+import test_ui_browser
 from page_helpers import assert_same_at_every_cell, drawn_heads
 from PIL import Image
-from test_ui_browser import ARGS, CHROMIUM, DRAWN_SCALE, PHONE, SCREEN, click_patch, open_page, pick_example
+from test_ui_browser import CHROMIUM, DRAWN_SCALE, PHONE, SCREEN, click_patch, open_page, pick_example
 
 from explorer import canvas
 
 pytestmark = pytest.mark.skipif(
-    not __import__("shutil").which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium"
+    not shutil.which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
 )
 
+# test_ui_browser's fixtures: one Chromium for the module, Playwright's expectations patient.
+browser, patient_expect = test_ui_browser.browser, test_ui_browser.patient_expect
 SHOWN = "() => window.attentionMaps.parts.heads.element.querySelector('img').alt"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def patient_expect():
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=60_000)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 def server_requests(page, server: str) -> list[str]:
@@ -178,7 +166,7 @@ def test_a_screen_reader_hears_each_new_picture(server, browser):
     click_patch(page, 2, 4)
     wait_drawn(page, "for the query patch (2, 4)")
     expect(live).to_have_text(page.evaluate(SHOWN))  # what the picture now says of itself
-    expect(page.locator("#input-view img")).to_have_attribute("alt", __import__("re").compile("the query, patch"))
+    expect(page.locator("#input-view img")).to_have_attribute("alt", re.compile("the query, patch"))
     page.close()
 
 
