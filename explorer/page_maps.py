@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from matplotlib import colormaps
 from PIL import Image
 
 from . import canvas, render, views
@@ -41,9 +40,9 @@ SCALES = ("layer", "head")  # the head tiles' layouts: the per-head scale adds a
 
 
 def colour_tables() -> dict[str, str]:
-    """Each colour map's 256 entries as matplotlib draws them (RGB bytes, base64): the page
-    colours with the very table the server's PNG uses."""
-    return {name: _b64(colormaps[name](np.arange(256), bytes=True)[:, :3]) for name in COLORMAPS}
+    """Each colour map's 256 entries, from matplotlib (canvas.map_gradient: RGB bytes, base64):
+    the page colours with the very table the server's PNG uses."""
+    return {name: _b64(canvas.map_gradient(name, 256)) for name in COLORMAPS}
 
 
 def _b64(array: np.ndarray) -> str:
