@@ -1,5 +1,6 @@
 """The Explore tab's handlers called directly (no server, no page): outputs by field name, query
-moves, playing through the layers, export names, and the examples the tab offers."""
+moves, export names, the page's questions (a layer's numbers, its query), and the examples the tab
+offers. Playing through the layers is the page's own: tests/test_ui_page_maps.py."""
 
 import tarfile
 from dataclasses import replace
@@ -490,3 +491,32 @@ def test_the_logit_lens_tab_reads_every_layer_and_a_headless_model_gets_a_senten
     with pytest.warns(UserWarning, match="no classifier head .* no classes to read after each layer"):
         out = h.show_more(headless, "logit_lens", key, BUNDLED, *more)
     assert out["logit_lens"] is None
+
+
+def test_the_page_asks_for_a_layers_numbers_by_the_handle_it_was_sent(tab, explanation_key):
+    """The page's request for a layer it was not sent (ui/page_maps.js): a handle the server
+    gave out names the analysis; another handle, a layer out of range or junk get a sentence."""
+    server = tab
+    handle = server.pages.handle(explanation_key)
+    rows = h.layer_rows(server, {"handle": handle, "layer": 2})
+    assert rows["layer"] == 1 and {"levels", "tops", "head_tops", "shares"} <= set(rows)
+    dropped = "This analysis was dropped from the server's memory to make room: upload the image again."
+    assert h.layer_rows(server, {"handle": "made-up", "layer": 2}) == {"error": dropped}
+    assert h.layer_rows(server, "not a question") == {"error": dropped}
+    out_of_range = "There is no layer 7: this model has layers 1 to 6."
+    assert h.layer_rows(server, {"handle": handle, "layer": 7}) == {"error": out_of_range}
+    assert "There is no layer True" in h.layer_rows(server, {"handle": handle, "layer": True})["error"]
+    assert server.pages.handle(explanation_key) != handle  # a new handle for every analysis sent
+
+
+def test_the_page_exports_the_query_it_shows(tab, explanation_key):
+    """Export PNG on the page sends the page's state: its query, 1-based, or a token."""
+    server = tab
+    exported = h.export_page_png(server, explanation_key, "cat", {"query": [3, 5]}, 4, STYLE)
+    assert exported["export_file"].endswith("cat_layer4_row3-col5.png")
+    assert h.page_query(server, explanation_key, {"query": "default"}) is None
+    assert h.page_query(server, explanation_key, None) is None
+    with pytest.raises(gr.Error, match="row must be"):
+        h.page_query(server, explanation_key, {"query": [9, 1]})
+    with pytest.raises(gr.Error, match="unknown query token"):
+        h.page_query(server, explanation_key, {"query": "reg7"})
