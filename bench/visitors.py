@@ -285,10 +285,10 @@ class Server:
     def peak_bytes(self) -> int:
         return vm_hwm_bytes(Path(f"/proc/{self.proc.pid}/status").read_text())
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU of the server so far (/proc/<pid>/stat fields 14 and 15)."""
+    def cpu_seconds(self, system_only: bool = False) -> float:
+        """User + system CPU of the server so far (/proc/<pid>/stat fields 14 and 15), or system alone."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return (int(fields[12]) + (0 if system_only else int(fields[11]))) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -336,24 +336,28 @@ def page_draws(url: str) -> bool:
 
 def cpu_per_request(server: Server, visitor: Visitor, folder: Path, samples: int) -> dict[str, float]:
     """Server CPU seconds per request of each kind, from one client asking `samples` times in a
-    row (nothing else running on the server); the analyses use images the cache has not seen.
+    row (nothing else running on the server); the analyses use images the cache has not seen,
+    and then the same images again ("analyze, cached": the request without its forward pass).
+    "analyze, system": the kernel's share of a fresh analysis (page faults of its allocations).
     A visitor with no steps (the page draws its own maps: --page) sends analyses only."""
     from gradio_client import Client, handle_file
 
     client = Client(server.url, verbose=False, download_files=False)
     rng, cost = random.Random(1), {}
     pixels = np.asarray(Image.open(visitor.image).convert("RGB"))
-    for action in ("analyze", *(ACTION_WEIGHTS if visitor.steps else ())):
-        before = server.cpu_seconds()
+    for action in ("analyze", "analyze, cached", *(ACTION_WEIGHTS if visitor.steps else ())):
+        before, system = server.cpu_seconds(), server.cpu_seconds(system_only=True)
         for i in range(samples):
-            if action == "analyze":
+            if action.startswith("analyze"):
                 path = folder / f"cpu-{i}.png"
                 Image.fromarray((pixels.astype(int) + i + 1).clip(0, 255).astype(np.uint8)).save(path)
                 kwargs = {"image": handle_file(str(path)), "model_key": "bundled", "mode": "crop"}
             else:
                 kwargs = visitor.arguments(action, rng)
-            client.predict(**kwargs, api_name=f"/{visitor.analysis if action == 'analyze' else action}")
+            client.predict(**kwargs, api_name=f"/{visitor.analysis if action.startswith('analyze') else action}")
         cost[action] = (server.cpu_seconds() - before) / samples
+        if action == "analyze":
+            cost["analyze, system"] = (server.cpu_seconds(system_only=True) - system) / samples
     client.close()
     return cost
 
