@@ -240,3 +240,21 @@ def test_a_layer_not_sent_is_asked_for_once_as_bytes(layer_at_a_time_server, bro
     drawn, png, got = drawn_and_exported(page)
     assert_same_at_every_cell(drawn, png, got)
     page.close()
+
+
+def test_after_a_new_image_the_export_is_of_the_query_on_screen(server, browser):
+    """The page keeps the query it shows as its state, which the exports read: a new image takes
+    it back to CLS, and so must the export (it once kept the last image's patch)."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    click_patch(page, 2, 3)
+    wait_drawn(page, "patch (2, 3)")
+    page.get_by_role("button", name="Export PNG").click()
+    link = page.locator("#export a").first
+    expect(link).to_have_attribute("download", re.compile(r"^cat-\w+_layer6_row2-col3\.png$"))
+    pick_example(page, "dog")
+    page.get_by_role("button", name="Export PNG").click()
+    expect(link).to_have_attribute("download", re.compile(r"^dog-\w+_layer6_cls\.png$"))
+    page.close()

@@ -210,7 +210,8 @@
 
     async load(payload) {
       this.stop();
-      if (!payload || !payload.handle) { this.data = null; this.clear(); return; }
+      const loading = (this.loading = (this.loading || 0) + 1); // a later analysis wins over one still decoding
+      if (!payload || !payload.handle) { this.data = null; this.query = null; this.share(); this.clear(); return; }
       const decode = async (src) => {
         const img = new Image(); img.src = src; await img.decode();
         const c = document.createElement("canvas"); c.width = img.naturalWidth; c.height = img.naturalHeight;
@@ -225,13 +226,20 @@
         return { width, height, pixels };
       };
       const input = await decode(payload.input.png);
+      if (loading !== this.loading) return;
       const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: rgba(l.base) }]));
       const decodeRows = (r) => ({ levels: u16(r.levels), tops: floats(r.tops), headTops: floats(r.head_tops), shares: floats(r.shares) });
       this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts, tokenRows: payload.token_rows.map(decodeRows) };
       for (const rows of payload.patch_rows) this.keep(rows.layer, decodeRows(rows));
       this.query = null; this.layer = payload.layer;
-      this.draw();
+      this.share(); this.draw();
+    }
+    share() { // the query on screen, as the exports read it (the input view's value; ui/explore.py)
+      const q = this.query, w = this.data && this.data.words;
+      const query = q === null || !w ? "default" : q.token !== undefined ? w.picks[q.token] : [q.row + 1, q.col + 1];
+      if (this.parts.input) this.parts.input.props.value = { query };
+      return { query };
     }
 
     keep(layer, rows) { // a layer's patch rows, the least recently used dropped past the page's budget
@@ -291,7 +299,7 @@
       this.setQuery({ row: Math.min(Math.max(Math.floor(y / step), 0), gh - 1), col: Math.min(Math.max(Math.floor(x / step), 0), gw - 1) });
       this.parts.input.events.query();
     }
-    setQuery(query) { this.stop(); this.query = query; this.draw(); return this.queryOutputs(); }
+    setQuery(query) { this.stop(); this.query = query; this.share(); this.draw(); return this.queryOutputs(); }
     move(dr, dc) { // explore_handlers.move_query: from a token, any arrow goes to row 1, column 1
       if (!this.data) return this.queryOutputs();
       const [gh, gw] = this.data.grid, q = this.query;
@@ -350,9 +358,7 @@
     queryOutputs() {
       const d = this.data;
       if (!d) return [null, null, null];
-      const q = this.query, w = d.words;
-      const state = { query: q === null ? "default" : q.token !== undefined ? w.picks[q.token] : [q.row + 1, q.col + 1], layer: this.layer };
-      if (this.parts.input) this.parts.input.props.value = state;
+      const q = this.query, w = d.words, state = this.share();
       if (q === null) return [w.captions[this.defaultToken()], w.picks[this.defaultToken()], state];
       if (q.token !== undefined) return [w.captions[q.token], w.picks[q.token], state];
       return [w.patch_caption.replace("{row}", q.row + 1).replace("{column}", q.col + 1), "patch", state];
