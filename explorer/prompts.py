@@ -8,6 +8,7 @@ pass per prompt (vit.relevance.similarity_relevance). The pictures are drawn by 
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -25,18 +26,35 @@ if TYPE_CHECKING:
 # Five things a class can point at in almost any photo, or see missing: ready to press at once.
 DEFAULT_PROMPTS = "a cat, a dog, a teapot, a rainbow, a car"
 MAX_PROMPTS = 8  # each prompt is one backward pass, and one picture on the screen
-MAX_PROMPT_CHARS = 60  # well inside CLIP's 77 tokens once put into the template
+MAX_PROMPT_CHARS = 60  # a phrase: words fit CLIP's 77 tokens in the template; emoji may not (the note says so)
+# Invisible characters (Unicode categories): controls (Cc: NUL, ESC), formats (Cf: zero-width space,
+# right-to-left override, BOM), and surrogates (Cs), which no browser sends and no UTF-8 reply holds.
+_INVISIBLE = {"Cc", "Cf", "Cs"}
+_JOINERS = "\u200c\u200d"  # ZWNJ, ZWJ: formats that join an emoji (👩‍🔬) or shape a Persian word, kept
 
 
 class PromptError(ValueError):
     """The prompts typed cannot be used; the message is one sentence for the teacher."""
 
 
+def normal_text(text: str) -> str:
+    """`text` as it reads: NFKC (full-width "ａ" is "a", "，" a comma), invisible characters
+    removed but the joiners, each run of whitespace one space. Look-alikes become equal."""
+    text = unicodedata.normalize("NFKC", text)
+    seen = (c for c in text if c.isspace() or c in _JOINERS or unicodedata.category(c) not in _INVISIBLE)
+    return " ".join("".join(seen).split())
+
+
 def parse_prompts(text: str) -> list[str]:
-    """The comma-separated prompts of `text`, stripped, empty ones and repeats dropped."""
+    """The comma-separated prompts of `text`, each as it reads (`normal_text`), empty ones and
+    repeats dropped: one that differs only by a joiner (a ZWJ inside "a cat") repeats "a cat"."""
     if not isinstance(text, str):
         raise PromptError("type some words, separated by commas (e.g. a cat, a dog, a teapot)")
-    prompts = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    kept: dict[str, str] = {}
+    for prompt in (p.strip() for p in normal_text(text).split(",")):
+        if prompt:
+            kept.setdefault(prompt.translate(dict.fromkeys(map(ord, _JOINERS))), prompt)
+    prompts = list(kept.values())
     if len(prompts) < 2:
         raise PromptError("type at least two words, separated by commas (e.g. a cat, a teapot): CLIP compares them")
     if len(prompts) > MAX_PROMPTS:
@@ -56,6 +74,8 @@ class ZeroShot:
     template: str  # each prompt was put into it ("a photo of {}.") before the text tower
     logits: np.ndarray  # (P,)
     relevance: np.ndarray  # (P, gh, gw)
+    cut: tuple[str, ...] = ()  # the prompts longer than the text tower reads: only their beginning was used
+    context: int = 77  # tokens the text tower reads, the template's and [start], [end] included
 
     @property
     def probabilities(self) -> dict[str, float]:
@@ -91,6 +111,8 @@ def prompt_cost(loaded: LoadedModel, tensor: Tensor, prompts: list[str]) -> floa
 
 
 def zero_shot(loaded: LoadedModel, prompts: list[str], computed: tuple[np.ndarray, np.ndarray]) -> ZeroShot:
-    """The task's result `computed` for `prompts` as a ZeroShot."""
-    logits, relevance = computed
-    return ZeroShot(tuple(prompts), loaded.text.template, logits, relevance)
+    """The task's result `computed` for `prompts` as a ZeroShot, with the prompts the text
+    tower read only the beginning of."""
+    (logits, relevance), text = computed, loaded.text
+    cut = tuple(p for p in prompts if not text.reads_whole(p))
+    return ZeroShot(tuple(prompts), text.template, logits, relevance, cut, text.context_length)

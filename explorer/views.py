@@ -8,6 +8,7 @@ tensors are; people see 1-based numbers.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import NamedTuple
@@ -447,12 +448,33 @@ def prompt_relevance(
     return one_map(base, zs.relevance[index], style, title, "relevance (a.u.)", note, showing)
 
 
+# Every ASCII punctuation character: CommonMark lets each be backslash-escaped, and marked (the
+# renderer of gr.Markdown) escapes the same set.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_text(text: str) -> str:
+    """`text` (a visitor's words) as Markdown that shows it as typed: every ASCII punctuation
+    character backslash-escaped, so none of it becomes a picture (a `![x](url)` was fetched), a
+    link, an HTML tag, an entity, emphasis, code or a $$ formula (`\\<` shows "<", so no
+    html.escape on top, whose "&lt;" would then show), and each run of whitespace one space, as
+    the page shows it anyway, so no heading, list or code block starts inside it."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", re.sub(r"\s+", " ", text))
+
+
 def prompt_note(zs: ZeroShot) -> str:
-    """Markdown under the prompt maps: the template and what the probabilities are."""
+    """Markdown under the prompt maps: the template, what the probabilities are, and which
+    words were longer than CLIP reads. The words are the visitor's: shown as typed."""
+    cut = "".join(
+        f" “{markdown_text(p)}” is longer than CLIP reads ({zs.context} tokens, the template's included): only "
+        "its beginning was used."
+        for p in zs.cut
+    )
     return (
-        f"Each word was put into CLIP's template **“{zs.template}”** (e.g. “{zs.template.format(zs.prompts[0])}”). "
+        f"Each word was put into CLIP's template **“{zs.template}”** "
+        f"(e.g. “{zs.template.format(markdown_text(zs.prompts[0]))}”). "
         "The probabilities are a softmax over the words typed only: CLIP picks the best of *these* words, so it "
-        "answers even when none fits the picture. Each map shows which patches raised that word's similarity."
+        f"answers even when none fits the picture. Each map shows which patches raised that word's similarity.{cut}"
     )
 
 

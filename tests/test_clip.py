@@ -140,6 +140,18 @@ def test_text_tower_is_open_clips_with_its_tokenizer(clip_b16, caplog) -> None:
     assert float(text.logit_scale) == pytest.approx(float(clip_b16.logit_scale.detach().exp()))
 
 
+def test_clip_reads_a_prompt_whole_only_within_its_77_tokens(clip_b16) -> None:
+    """`reads_whole` against open_clip's own tokens: each digit is one token, and the template's
+    full stop is the last one kept when [start] a photo of <digits> . [end] fill 77."""
+    text = text_tower(clip_b16.state_dict(), "ViT-B-16-quickgelu")
+    stop = text.tokenizer.encode(".")[0]
+    assert text.context_length == 77
+    for digits, whole in ((71, True), (72, False)):
+        prompt = "1" * digits
+        tokens = open_clip.get_tokenizer("ViT-B-16")([text.template.format(prompt)])[0].tolist()
+        assert text.reads_whole(prompt) is whole and (stop in tokens) is whole
+
+
 def chefer_clip_relevance(model: torch.nn.Module, image: torch.Tensor, texts: torch.Tensor) -> torch.Tensor:
     """Chefer et al.'s CLIP notebook (Transformer-MM-Explainability, CLIP_explainability.ipynb,
     `interpret`), written again on open_clip's model: logits_per_image = exp(t)·cos; for each

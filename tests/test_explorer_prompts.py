@@ -37,6 +37,32 @@ def test_prompts_are_split_on_commas_stripped_and_deduplicated() -> None:
     assert len(parse_prompts(DEFAULT_PROMPTS)) == 5
 
 
+def test_look_alike_prompts_are_one_prompt() -> None:
+    """Zero-width characters, a right-to-left override, full-width letters, a no-break space or a
+    joiner inside a word look like "a cat" and are it (NFKC, invisible controls removed)."""
+    look_alikes = ["a c\u200bat", "\u202ea cat", "ａ ｃａｔ", "a\u00a0cat", "a  cat", "a c\u200dat", "\ufeffa cat\x00"]
+    assert parse_prompts(", ".join(["a cat", *look_alikes, "a dog"])) == ["a cat", "a dog"]
+    assert parse_prompts("a cat， a dog") == ["a cat", "a dog"]  # a full-width comma separates too
+    assert parse_prompts("a\u2066 cat\u2069, a\tdog") == ["a cat", "a dog"]
+
+
+def test_emoji_and_words_keep_their_joiners_and_read_as_typed() -> None:
+    scientist, persian = "👩\u200d🔬", "می\u200cخواهم"  # a ZWJ emoji; a Persian word with its ZWNJ
+    typed = f"{scientist}, {persian}, <b>, ![x](y), 🏳️\u200d🌈"
+    assert parse_prompts(typed) == [scientist, persian, "<b>", "![x](y)", "🏳️\u200d🌈"]
+
+
+def test_a_prompt_longer_than_clip_reads_is_said_to_be_cut(clip) -> None:
+    long = "🦜" * 40  # 40 characters, 86 tokens once in the template: open_clip keeps the first 77
+    prompts = parse_prompts(f"a cat, {long}")
+    zs = zero_shot(clip, prompts, (np.zeros(2), np.zeros((2, 4, 4))))
+    assert zs.cut == (long,) and zs.context == 77
+    assert f"“{long}” is longer than CLIP reads (77 tokens" in views.prompt_note(zs)
+    assert "only its beginning was used" in views.prompt_note(zs)
+    whole = zero_shot(clip, ["a cat", "🦜" * 30], (np.zeros(2), np.zeros((2, 4, 4))))  # 66 tokens
+    assert whole.cut == () and "longer than" not in views.prompt_note(whole)
+
+
 @pytest.mark.parametrize(
     ("text", "said"),
     [

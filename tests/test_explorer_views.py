@@ -1,11 +1,14 @@
 """The app's pictures as a class sees them: a near-uniform model draws a flat picture, every
 caption says what the maps leave out, grids read rows × columns and sizes width × height."""
 
+import html
+import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
+from markdown_it import MarkdownIt
 from matplotlib import colormaps
 from PIL import Image
 from tolerance import assert_close_up_to_rounding, rounding_tolerance
@@ -455,3 +458,46 @@ def test_one_query_parser_for_every_picker_of_a_query_token():
         views.parse_query("reg2", names, refused)
     with pytest.raises(views.QueryError, match="unknown query token 'mean'"):
         views.parse_query("mean", names, refused)  # a model with CLS has no "mean" query
+
+
+def rendered(markdown: str) -> str:
+    """The HTML of `markdown` by a CommonMark renderer with GFM's strikethrough, as gr.Markdown's
+    marked reads it (both escape the same ASCII punctuation)."""
+    return MarkdownIt("commonmark").enable("strikethrough").render(markdown)
+
+
+def tags(page: str) -> list[str]:
+    return re.findall(r"</?[A-Za-z][^>]*>", page)
+
+
+def read(page: str) -> str:
+    """What a person reads on the rendered page: its text, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]*>", "", page))
+
+
+def test_markdown_text_shows_every_character_as_typed_and_makes_no_element():
+    typed = "".join(map(chr, range(33, 127))) + " é 猫 🦜 ＜b＞"  # every ASCII punctuation character among them
+    page = rendered(views.markdown_text(typed))
+    assert read(page).strip() == typed and tags(page) == ["<p>", "</p>"]
+    for link in ("http://evil.example", "www.evil.example", "a@evil.example"):  # marked's GFM links them bare
+        assert link not in views.markdown_text(link)
+    assert "$$" not in views.markdown_text("$$x$$")  # gr.Markdown's LaTeX delimiter
+    assert views.markdown_text("a\n\n# not a heading\n    not code") == "a \\# not a heading not code"
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "![x](http://evil.example/p.png)",  # Chromium fetched it: a tracking pixel
+        "<img src=x onerror=alert(1)>",
+        "[click](http://evil.example) *bold* _it_ `code` ~~gone~~ <b>",
+        "$$\\alpha$$ &amp; &lt;b&gt; \\* www.evil.example",
+    ],
+)
+def test_the_prompt_note_shows_the_visitors_words_as_typed_never_as_markdown_or_html(typed):
+    maps = np.zeros((2, 2, 2))
+    note = views.prompt_note(ZeroShot((typed, "a dog"), "a photo of {}.", np.zeros(2), maps))
+    plain = views.prompt_note(ZeroShot(("a cat", "a dog"), "a photo of {}.", np.zeros(2), maps))
+    # the words add no element: no picture, link, tag, emphasis or code; and no formula
+    assert tags(rendered(note)) == tags(rendered(plain)) and "$$" not in note
+    assert f"(e.g. “a photo of {typed}.”)" in read(rendered(note))

@@ -116,6 +116,17 @@ class ClipText:
         """exp(logit_scale): CLIP's learned temperature (100 for OpenAI's weights)."""
         return self.model.logit_scale.detach().exp()
 
+    @property
+    def context_length(self) -> int:
+        """Tokens the text tower reads (77 for CLIP): the tokenizer cuts every text to them."""
+        return self.tokenizer.context_length
+
+    def reads_whole(self, prompt: str) -> bool:
+        """Whether all of `prompt`, put into `template`, fits the context: open_clip's
+        SimpleTokenizer keeps [start] + its BPE tokens (`encode`) + [end] up to `context_length`
+        and cuts the rest without a word (the end token kept last): forty 🦜 take 86."""
+        return len(self.tokenizer.encode(self.template.format(prompt))) + 2 <= self.context_length
+
     def embed(self, prompts: list[str]) -> Tensor:
         """(P, E) unit-length text embeddings of the prompts, each put into `template` first, on
         the device of `model` (explorer/compute.py places a copy on the GPU)."""
