@@ -520,3 +520,16 @@ def test_the_page_exports_the_query_it_shows(tab, explanation_key):
         h.page_query(server, explanation_key, {"query": [9, 1]})
     with pytest.raises(gr.Error, match="unknown query token"):
         h.page_query(server, explanation_key, {"query": "reg7"})
+
+
+def test_a_checkpoints_class_names_are_shown_as_written_never_as_markdown():
+    """A checkpoint a visitor uploads names its own classes: a name such as
+    `![x](http://evil.example/p.png)` made the page fetch that address (a tracking pixel)."""
+    from markdown_it import MarkdownIt
+
+    names = ["![x](http://evil.example/p.png)", "<img src=x>", "*bold*", "cat"]
+    model = vit.create_model("vit_cifar_nano", num_classes=4)
+    note = h.classes_note(LoadedModel("k", "label", model, vit.ModelMeta(names, CIFAR10)))
+    rendered = MarkdownIt("commonmark").render(note)
+    assert "<img" not in rendered and "<em>" not in rendered and "&lt;img src=x&gt;" in rendered
+    assert "![x](http://evil.example/p.png), &lt;img src=x&gt;, *bold*, cat" in rendered

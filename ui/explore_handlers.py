@@ -154,7 +154,9 @@ def classes_note(loaded: LoadedModel, listed: int = 20) -> str:
         )
     more = f", … ({len(names) - listed} more)" if len(names) > listed else ""
     always = "The model always answers with one of them, even for a picture of something else."
-    return f"**{len(names)} classes:** {', '.join(names[:listed])}{more}. {always}"
+    # A checkpoint's names are its author's words (a visitor may upload one): shown as written.
+    shown_names = ", ".join(views.markdown_text(name) for name in names[:listed])
+    return f"**{len(names)} classes:** {shown_names}{more}. {always}"
 
 
 # Each view as its component's value, with the alt text explorer.views writes for it.
