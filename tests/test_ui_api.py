@@ -31,6 +31,7 @@ def pixels(picture) -> np.ndarray:
 def test_every_view_has_an_api_name(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     expected = {"analyze", "heads", "restyle", "rollout", "query_patch", "reset_query", "export_png", "export_gif"}
+    expected |= {"analyze_page"}  # the page's analysis: the first screen's numbers (explorer/page_maps.py)
     expected |= {
         "query_token",
         "relevance",

@@ -196,7 +196,7 @@
       this.data = null; this.query = null; this.layer = 1; this.timer = null;
       this.style = { cmap: "inferno", opacity: 0.6, smooth: false, raw: false, scale: "layer" };
       this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
-      this.parts = {}; this.cells = []; this.requests = 0;
+      this.parts = {}; this.cells = []; this.requests = 0; this.echoes = [];
     }
 
     // The two gr.HTML components register themselves (ui/explore.py's js_on_load).
@@ -317,7 +317,11 @@
       return this.setQuery({ row: Math.floor(gh / 2), col: Math.floor(gw / 2) });
     }
     setLayer(value) { // the slider and its box: a layer past the model's comes back
-      if (!(this.timer !== null && Number(value) === this.layer)) this.stop(); // not the play's own step
+      const now = performance.now();
+      this.echoes = this.echoes.filter((echo) => now - echo.at < 1000);
+      const echo = this.echoes.findIndex((e) => e.layer === Number(value));
+      if (echo >= 0) { this.echoes.splice(echo, 1); return value; } // the play's own step, arriving late
+      this.stop();
       if (!this.data) return value;
       const depth = this.data.depth, typed = Number(value);
       const nearest = Number.isFinite(typed) ? Math.min(Math.max(Math.round(typed), 1), depth) : depth;
@@ -348,8 +352,9 @@
     }
     stop() { if (this.timer !== null) clearInterval(this.timer); this.timer = null; this.buttons(false); }
     buttons(playing) { document.body.classList.toggle("playing-layers", playing); } // Pause in Play's place
-    showSlider(layer) { // the layer slider follows the play (Gradio's own input event then redraws nothing new)
+    showSlider(layer) { // the layer slider follows the play; Gradio's input event comes back as an echo
       for (const input of document.querySelectorAll("#layer input")) {
+        this.echoes.push({ layer, at: performance.now() });
         input.value = String(layer); input.dispatchEvent(new Event("input", { bubbles: true }));
       }
     }
