@@ -152,6 +152,10 @@ def test_a_typed_layer_past_the_model_comes_back_with_a_sentence(server, browser
         "There is no layer 9: this model has layers 1 to 6. Showing layer 6."
     )
     expect(box).to_have_value("6")
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("ArrowRight")  # the sentence was about the last thing done: it goes with the next
+    expect(page.locator("#query")).to_contain_text("row 1, column 1")
+    expect(page.locator("#heads .maps-status")).to_have_text("")
     page.close()
 
 
@@ -167,6 +171,9 @@ def test_a_screen_reader_hears_each_new_picture(server, browser):
     wait_drawn(page, "for the query patch (2, 4)")
     expect(live).to_have_text(page.evaluate(SHOWN))  # what the picture now says of itself
     expect(page.locator("#input-view img")).to_have_attribute("alt", re.compile("the query, patch"))
+    page.locator("#upload").get_by_role("button", name="Remove image").click()
+    expect(page.locator("#heads img")).to_be_hidden()
+    expect(live).to_have_text("")  # nothing is described that is no longer there
     page.close()
 
 

@@ -233,7 +233,7 @@
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts, tokenRows: payload.token_rows.map(decodeRows) };
       for (const rows of payload.patch_rows) this.keep(rows.layer, decodeRows(rows));
       this.query = null; this.layer = payload.layer;
-      this.share(); this.draw();
+      this.say(""); this.share(); this.draw();
     }
     share() { // the query on screen, as the exports read it (the input view's value; ui/explore.py)
       const q = this.query, w = this.data && this.data.words;
@@ -299,7 +299,7 @@
       this.setQuery({ row: Math.min(Math.max(Math.floor(y / step), 0), gh - 1), col: Math.min(Math.max(Math.floor(x / step), 0), gw - 1) });
       this.parts.input.events.query();
     }
-    setQuery(query) { this.stop(); this.query = query; this.share(); this.draw(); return this.queryOutputs(); }
+    setQuery(query) { this.stop(); this.say(""); this.query = query; this.share(); this.draw(); return this.queryOutputs(); }
     move(dr, dc) { // explore_handlers.move_query: from a token, any arrow goes to row 1, column 1
       if (!this.data) return this.queryOutputs();
       const [gh, gw] = this.data.grid, q = this.query;
@@ -377,10 +377,11 @@
     say(text) { const s = this.parts.heads && this.parts.heads.element.querySelector(".maps-status"); if (s) s.textContent = text; }
 
     // ---- drawing ----
-    clear() {
+    clear() { // no picture, sentence or description of an image that is gone
       for (const part of Object.values(this.parts)) {
         const img = part.element.querySelector("img");
         if (img) { img.removeAttribute("src"); img.alt = ""; img.hidden = true; }
+        for (const words of part.element.querySelectorAll(".maps-status, .maps-live")) words.textContent = "";
       }
     }
     draw() {
