@@ -32,7 +32,14 @@ def server_requests(page, server: str) -> list[str]:
 
 
 def wait_drawn(page, alt_part: str) -> None:
-    page.wait_for_function("(part) => document.querySelector('#heads img').alt.includes(part)", arg=alt_part)
+    """Until the head maps on the page say `alt_part` of themselves (they are drawn then)."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    try:
+        page.wait_for_function("(part) => document.querySelector('#heads img').alt.includes(part)", arg=alt_part)
+    except Timeout as e:
+        alt, layer = page.evaluate("() => [document.querySelector('#heads img').alt, window.attentionMaps.layer]")
+        raise AssertionError(f"the maps never said {alt_part!r}: they say {alt!r} (the page's layer {layer})") from e
 
 
 def test_clicks_keys_and_slider_steps_send_no_request(server, browser):

@@ -396,8 +396,9 @@
     show(name, canvas, alt) {
       const part = this.parts[name];
       if (!part) return;
-      const img = part.element.querySelector("img");
-      canvas.toBlob((blob) => {
+      const img = part.element.querySelector("img"), drawn = (part.drawn = (part.drawn || 0) + 1);
+      canvas.toBlob((blob) => { // encoded apart: an earlier picture may be ready after a later one
+        if (drawn !== part.drawn) return;
         const url = URL.createObjectURL(blob), old = part.url;
         part.url = url; img.src = url; img.alt = alt; img.hidden = false;
         if (old) setTimeout(() => URL.revokeObjectURL(old), 1000);
