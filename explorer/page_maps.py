@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -163,6 +164,4 @@ def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str
 
 def reply_bytes(payload: dict[str, Any] | Sequence[Any]) -> int:
     """Bytes of the reply as JSON (what Gradio sends), for the budgets and the benchmark."""
-    import json
-
     return len(json.dumps(payload, separators=(",", ":")))

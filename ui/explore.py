@@ -745,7 +745,7 @@ def _wire_exports(view: ExploreView, server: Server) -> None:
         api = view.api_buttons[f"export_{name}"]
         api.click(view.bind(handler, server), inputs, view.export_file, api_name=f"export_{name}", **HEAVY)
     on_page = {"outputs": view.export_file, "api_visibility": "private", **HEAVY}
-    shown = ["input_view" if name == "query" else name for name in ("explanation_key", "export_name", "query")]
+    shown = ("explanation_key", "export_name", "input_view")  # the query the page shows, not the session's
     view.export_png.click(view.bind(h.export_page_png, server), view.pick(*shown, "layer", *STYLE), **on_page)
     view.export_gif.click(view.bind(h.export_page_gif, server), view.pick(*shown, *STYLE, "gif_scale"), **on_page)
 

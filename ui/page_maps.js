@@ -11,7 +11,7 @@
   "use strict";
   const COLOUR_TABLES = "__COLOUR_TABLES__";
   const PLAY_STEP_MS = "__PLAY_STEP_MS__"; // ui/explore.py's PLAY_STEP_S
-  const GAP = 4, BAR_PX = 12, LEVELS = 65536, HEAD_CAPTION_PX = 2;
+  const GAP = 4, BAR_PX = 12, LEVELS = 65536;
   const BACKGROUND = "#ffffff", TEXT = "rgb(30,30,30)", GRID = [255, 255, 255], MARK = [0, 200, 255];
   const ASCENT = 0.928; // DejaVu Sans's ascender in em: PIL writes a line from its top
   const FONT = '"DejaVu Sans", Verdana, sans-serif';
@@ -196,7 +196,7 @@
       this.data = null; this.query = null; this.layer = 1; this.timer = null;
       this.style = { cmap: "inferno", opacity: 0.6, smooth: false, raw: false, scale: "layer" };
       this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
-      this.parts = {}; this.cells = []; this.requests = 0; this.echoes = [];
+      this.parts = {}; this.cells = []; this.echoes = [];
     }
 
     // The two gr.HTML components register themselves (ui/explore.py's js_on_load).
@@ -275,7 +275,6 @@
       const handle = this.data.handle;
       this.say("Fetching this layer's numbers from the server…");
       try {
-        this.requests += 1;
         const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1 });
         if (!this.data || this.data.handle !== handle) return;
         if (rows.error) { this.say(rows.error); return; }
@@ -406,7 +405,7 @@
       part.canvas = canvas;
     }
     drawInput() { // canvas.patch_grid_image
-      const d = this.data, { image, scale } = { image: d.input.image, scale: d.input.scale };
+      const d = this.data, { image, scale } = d.input;
       const width = image.width * scale, height = image.height * scale, step = d.patch * scale;
       const canvas = Object.assign(document.createElement("canvas"), { width, height });
       const ctx = canvas.getContext("2d"), out = ctx.createImageData(width, height), px = out.data;
