@@ -300,6 +300,18 @@ def session_attack(url: str, sessions: int, chars: int, first: int = 0) -> str:
     return f"{sessions} new sessions: {answered}"
 
 
+def eviction_attack(url: str, image: Path, sessions: int = 510) -> str:
+    """A student analyses an image, then `sessions` new sessions (more than the server keeps) send
+    one cheap request each from the student's own network, then the student clicks once more:
+    it used to be told "No image analysed yet in this session" (issue 43)."""
+    from gradio_client import Client, handle_file
+
+    student = Client(url, verbose=False, download_files=False)
+    student.predict(handle_file(str(image)), "bundled", "crop", *VIEWS, api_name="/analyze")
+    flood = session_attack(url, sessions, 16, first=20_000)
+    return f"{flood}; the student's next click: {attempt(lambda: student.predict(6, *STYLE, api_name='/heads'))}"
+
+
 def session_rounds(server: Server, rounds: int, sessions: int, chars: int) -> str:
     """`rounds` × `session_attack`, each from new sessions: what the server keeps after each round
     (it stops growing once Gradio keeps as many sessions as it may)."""
@@ -498,6 +510,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     )
     attacks["1,500 new sessions, each with a 7,000-character resize mode (under the limit)"] = lambda: session_rounds(
         server, 6, 250, 7000
+    )
+    attacks["510 new sessions, one cheap /analyze each, then a student's next click"] = lambda: eviction_attack(
+        server.url, image
     )
     attacks["70 silent webcam streams (new sessions, 16 at a time), then /analyze"] = lambda: silent_joins(
         server.url, image

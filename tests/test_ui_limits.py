@@ -17,7 +17,16 @@ from explorer.catalog import ModelCatalog
 from explorer.uploads import SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
-from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, WEB_FILE, RequestLimits, live_waiting, sender
+from ui.limits import (
+    LIVE_BUSY,
+    MAX_EVENT_BYTES,
+    SESSIONS,
+    SESSIONS_SPARE,
+    WEB_FILE,
+    RequestLimits,
+    live_waiting,
+    sender,
+)
 from ui.outputs import UPLOADS, forget_deleted_files, upload_folder
 from ui.settings import ServerSettings
 
@@ -67,8 +76,12 @@ def test_a_request_over_the_limit_is_refused_before_a_session_keeps_it(app):
 
 
 def test_gradio_keeps_at_most_the_sessions_the_budget_allows(app):
+    """SESSIONS, which to drop chosen by ui.sessions (tests/test_ui_sessions.py); Gradio's own cap,
+    a few above, is the backstop for sessions no request named."""
     _, demo = app
-    assert demo.state_holder.capacity == SESSIONS <= 500  # Gradio's default: 10,000 (~0.4 MiB each)
+    assert demo.state_holder.capacity == SESSIONS + SESSIONS_SPARE <= 520  # Gradio's default: 10,000 (~0.4 MiB each)
+    shares = served_limits(demo)["app_kwargs"]["middleware"][0].kwargs["sessions"]
+    assert shares.capacity == SESSIONS and shares.holder() is demo.state_holder
 
 
 def test_the_operators_log_line_counts_what_the_server_holds(app):

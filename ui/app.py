@@ -18,10 +18,11 @@ from .common import Server
 from .explore import HEAD_JS, build_explore_tab
 from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
-from .limits import SESSIONS, RequestLimits, frame_fns, live_waiting
+from .limits import SESSIONS, SESSIONS_SPARE, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
 from .pictures import TEXT as PICTURE_TEXT
+from .sessions import SessionShares
 from .settings import ServerSettings
 from .train import EXPLORE_TAB, PageTabs, build_train_tab
 
@@ -181,10 +182,11 @@ def served_limits(demo: gr.Blocks) -> dict[str, Any]:
         frame_fns=frame_fns(demo),
         live_waiting=lambda: live_waiting(demo),
         behind_proxy="SPACE_ID" in os.environ,  # a Hugging Face Space: its proxy names the visitor
+        sessions=SessionShares(lambda: getattr(demo, "state_holder", None), SESSIONS),
     )
     return {
         "app_kwargs": {"middleware": [middleware]},
-        "state_session_capacity": SESSIONS,
+        "state_session_capacity": SESSIONS + SESSIONS_SPARE,
         "enable_monitoring": False,  # no /monitoring page: a public server's timings are its own
     }
 

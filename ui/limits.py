@@ -23,6 +23,7 @@ from explorer.live import MAX_URL_CHARS
 from explorer.uploads import UploadBudget, UploadSpaceFull
 
 from .concurrency import LIVE_ID, LIVE_WAITING
+from .sessions import SessionShares
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,9 +35,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # 2 KB; a session keeps at most one such value per input (43 inputs) besides Gradio's own ~0.3 MiB.
 MAX_EVENT_BYTES = 8 * 2**10
 MAX_FRAME_BYTES = MAX_URL_CHARS + MAX_EVENT_BYTES  # a webcam frame's data: URL and its controls
-# Sessions Gradio keeps (its default, 10,000, held ~0.3 MiB each with nothing sent: 3 GB): at most
-# SESSIONS × (0.3 MiB + 43 inputs × MAX_EVENT_BYTES) ≈ 0.3 GiB. The least recently used go first.
+# Sessions kept (Gradio's default, 10,000, held ~0.3 MiB each with nothing sent: 3 GB): at most
+# SESSIONS × (0.3 MiB + 43 inputs × MAX_EVENT_BYTES) ≈ 0.3 GiB, which to drop chosen by
+# ui.sessions.SessionShares. Gradio's own cap, SESSIONS_SPARE above, is the backstop for sessions
+# made by requests that name none (the API's one-shot calls), dropped first at the next request.
 SESSIONS = 500
+SESSIONS_SPARE = 20
 UPLOAD_ROUTES = ("/gradio_api/upload", "/gradio_api/process_recording")
 STREAM_ROUTE = "/gradio_api/stream/"  # a running stream's next frame
 FRAME_API = "live_frame"
@@ -59,11 +63,13 @@ class RequestLimits:
         frame_fns: Collection[int] = (),
         live_waiting: Callable[[], int] = lambda: 0,
         behind_proxy: bool = False,
+        sessions: SessionShares | None = None,
     ) -> None:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
         self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
         self.behind_proxy = behind_proxy  # a Space: the Hub's proxy names the visitor (`sender`)
         self.joining = 0  # webcam stream events let through and not yet in Gradio's queue
+        self.sessions = sessions  # which session to drop when Gradio's are full
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -80,8 +86,12 @@ class RequestLimits:
         frame = self._is_frame(path, fields)
         if len(body) > MAX_EVENT_BYTES and not (frame and _outside_the_frame(fields) <= MAX_EVENT_BYTES):
             return await _refuse(send, *too_large)
-        if fields.get("session_hash", None) == "":
+        session = fields.get("session_hash", None)
+        if session == "":
             return await _refuse(send, 400, "session_hash must not be empty")  # Gradio answered 500
+        if self.sessions is not None and isinstance(session, str):
+            # it may make room and restore a dropped session's values: not on the event loop
+            await run_in_threadpool(self.sessions.admit, session, sender(scope, self.behind_proxy))
         if _names_a_web_file(fields.get("data")):
             return await _refuse(send, 400, WEB_FILE)
         if frame and not path.startswith(STREAM_ROUTE):
