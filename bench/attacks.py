@@ -457,18 +457,21 @@ def empty_session(url: str) -> str:
 
 
 def raw_analyze(url: str, payload: dict | None) -> str:
-    """/analyze with a payload as the browser sends it (gradio_client would upload the file again)."""
+    """/analyze with a payload as the browser sends it (gradio_client would upload the file again):
+    "ok" once answered, with the image's classes when one was given."""
 
     base = f"{url}gradio_api/call/analyze"
     # The REST API takes every input, the page's state included: None for which "More views"
-    # tab is on screen (gradio_client fills it in by itself).
-    data = [payload, None, "bundled", "crop", *VIEWS]
+    # tab is on screen (gradio_client fills it in by itself), the first. (The payload went there
+    # before issue 43, where Gradio ignores it: the image was None, and an example "answered".)
+    data = [None, payload, "bundled", "crop", *VIEWS]
     with web() as http:
         joined = http.post(base, json={"data": data})
         if joined.status_code != 200:  # e.g. 503 "Queue is full"
             return f"refused: HTTP {joined.status_code} {joined.text[:60]}"
         reply = http.get(f"{base}/{joined.json()['event_id']}").text
-    return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
+    analysed = payload is None or '"confidences"' in reply  # an image given must come back classified
+    return "ok" if "event: complete" in reply and analysed else f"refused: {reply[-80:]}"
 
 
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
