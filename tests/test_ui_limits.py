@@ -192,21 +192,27 @@ def test_an_upload_that_does_not_fit_the_budget_is_refused_before_it_is_stored(a
     assert chunked.status_code == 411
 
 
+def stored_upload():
+    """Gradio's upload route, reduced to reading the body (as an ASGI app)."""
+
+    async def stored(scope, receive, send):
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"stored"})
+
+    return stored
+
+
 def test_one_network_is_refused_past_its_share_of_the_room_for_uploads(tmp_path):
     """The soak: the attacker's admitted 19 MB uploads filled the room young uploads may take, and
     every visitor's upload was refused for two minutes. One network now gets SENDER_SHARE of it,
     counted before the body is read; another network still uploads."""
     from starlette.testclient import TestClient
 
-    async def stored(scope, receive, send):  # Gradio's upload route, reduced to reading the body
-        while (await receive()).get("more_body"):
-            pass
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"stored"})
-
     budget = UploadBudget(lambda: tmp_path, 40_000)  # the room 30,000 (UPLOAD_SHARE), a network's share
     share = int(SENDER_SHARE * UPLOAD_SHARE * 40_000)
-    client = TestClient(RequestLimits(stored, uploads=budget, behind_proxy=True))
+    client = TestClient(RequestLimits(stored_upload(), uploads=budget, trusted_hops=1))
 
     def upload(network: str, size: int):
         return client.post("/gradio_api/upload", content=b"x" * size, headers={"X-Forwarded-For": network})
@@ -217,20 +223,67 @@ def test_one_network_is_refused_past_its_share_of_the_room_for_uploads(tmp_path)
     assert upload("198.51.100.2", share - 1000).status_code == 200  # a class behind another router
 
 
-def test_behind_the_hubs_proxy_the_sender_is_the_first_forwarded_address(app, monkeypatch):
-    """On a Space every connection is the proxy's; a client's own X-Forwarded-For elsewhere is not trusted."""
-    scope = {"headers": [(b"x-forwarded-for", b"203.0.113.66, 10.0.0.1")], "client": ("10.16.3.80", 5000)}
-    assert sender(scope, behind_proxy=True) == "203.0.113.66"
-    assert sender(scope, behind_proxy=False) == "10.16.3.80"
-    assert sender({"headers": [], "client": ("127.0.0.1", 1)}, behind_proxy=True) == "127.0.0.1"
-    assert sender({"headers": []}, behind_proxy=False) is None
+def test_invented_first_forwarded_addresses_do_not_buy_more_upload_shares(tmp_path):
+    """Issue 43: a flood of uploads, each under a new invented first X-Forwarded-For entry, took
+    a share apiece and refused 27 of a visitor's 36 photos. Behind one proxy the network is the
+    entry that proxy appended, the last: the flood is one network, and the visitor uploads."""
+    from starlette.testclient import TestClient
+
+    budget = UploadBudget(lambda: tmp_path, 40_000)
+    share = int(SENDER_SHARE * UPLOAD_SHARE * 40_000)
+    client = TestClient(RequestLimits(stored_upload(), uploads=budget, trusted_hops=1))
+    codes = [
+        client.post(
+            "/gradio_api/upload",
+            content=b"x" * (share // 2),
+            headers={"X-Forwarded-For": f"198.18.0.{i}, 203.0.113.66"},
+        ).status_code
+        for i in range(8)
+    ]
+    assert codes == [200, 200] + [507] * 6  # the attacker's share, whatever it wrote first
+    for _ in range(2):
+        photo = client.post(
+            "/gradio_api/upload", content=b"p" * (share // 2), headers={"X-Forwarded-For": "198.51.100.2"}
+        )
+        assert photo.status_code == 200
+
+
+def test_the_sender_is_the_address_the_outermost_trusted_proxy_saw():
+    """X-Forwarded-For grows to the right: each proxy appends the address it saw. Only the
+    entries the trusted proxies wrote name the visitor; anything left of them the client wrote."""
+    chain = [(b"x-forwarded-for", b"6.6.6.6, 203.0.113.66, 10.0.0.1")]  # forged, the visitor, an inner proxy
+    scope = {"headers": chain, "client": ("10.16.3.80", 5000)}
+    assert sender(scope, trusted_hops=0) == "10.16.3.80"  # no proxy: the connection's address
+    assert sender(scope, trusted_hops=1) == "10.0.0.1"
+    assert sender(scope, trusted_hops=2) == "203.0.113.66"  # two proxies: the outer one saw the visitor
+    forged = {"headers": [(b"x-forwarded-for", b"6.6.6.6, 203.0.113.66")], "client": ("10.16.3.80", 5000)}
+    assert sender(forged, trusted_hops=1) == "203.0.113.66"  # a forged first entry changes nothing
+    again = {"headers": [(b"x-forwarded-for", b"6.6.6.6"), (b"x-forwarded-for", b"203.0.113.66")], "client": None}
+    assert sender(again, trusted_hops=1) == "203.0.113.66"  # the header sent twice is one list
+    # Fewer entries than proxies: the request did not come through them all, so the peer is the sender.
+    assert sender({"headers": [(b"x-forwarded-for", b"203.0.113.66")], "client": ("10.16.3.80", 1)}, 2) == "10.16.3.80"
+    assert sender({"headers": [], "client": ("127.0.0.1", 1)}, trusted_hops=1) == "127.0.0.1"
+    assert sender({"headers": []}, trusted_hops=0) is None
+
+
+def test_a_space_trusts_one_proxy_and_any_server_may_say_how_many(app, monkeypatch):
+    """`--trusted-hops` (or VIT_EXPLORER_TRUSTED_HOPS): 1 on a Space, whose Hub proxy names the
+    visitor, else 0; it reaches the middleware that counts a network's uploads."""
+    import app as app_py
+
+    monkeypatch.delenv("VIT_EXPLORER_TRUSTED_HOPS", raising=False)
+    monkeypatch.setenv("SPACE_ID", "someone/vit-explorer")
+    assert ServerSettings.from_args(app_py.parse_args([])).trusted_hops == 1
+    monkeypatch.delenv("SPACE_ID")
+    assert ServerSettings.from_args(app_py.parse_args([])).trusted_hops == 0
+    assert app_py.parse_args(["--trusted-hops", "2"]).trusted_hops == 2
+    monkeypatch.setenv("VIT_EXPLORER_TRUSTED_HOPS", "3")
+    assert app_py.parse_args([]).trusted_hops == 3
+    with pytest.raises(SystemExit):
+        app_py.parse_args(["--trusted-hops", "-1"])
     _, demo = app
-    for space, trusted in ((True, True), (False, False)):
-        if space:
-            monkeypatch.setenv("SPACE_ID", "someone/vit-explorer")
-        else:
-            monkeypatch.delenv("SPACE_ID", raising=False)
-        assert served_limits(demo)["app_kwargs"]["middleware"][0].kwargs["behind_proxy"] is trusted
+    for hops in (0, 2):
+        assert served_limits(demo, hops)["app_kwargs"]["middleware"][0].kwargs["trusted_hops"] == hops
 
 
 def test_a_file_named_by_a_web_address_is_refused_before_gradio_fetches_it(app):

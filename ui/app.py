@@ -171,16 +171,17 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
     return thread
 
 
-def served_limits(demo: gr.Blocks) -> dict[str, Any]:
+def served_limits(demo: gr.Blocks, trusted_hops: int = 0) -> dict[str, Any]:
     """`demo.launch` arguments that bound what requests bring and sessions keep (ui/limits.py):
     the request limits as middleware, before Gradio reads a byte, the sessions Gradio keeps, and
-    no monitoring page (whose records `QUIET_MONITORING` stops)."""
+    no monitoring page (whose records `QUIET_MONITORING` stops). `trusted_hops`: the proxies in
+    front of the server (`ServerSettings.trusted_hops`), which name a request's network."""
     middleware = Middleware(
         RequestLimits,
         uploads=UPLOADS,
         frame_fns=frame_fns(demo),
         live_waiting=lambda: live_waiting(demo),
-        behind_proxy="SPACE_ID" in os.environ,  # a Hugging Face Space: its proxy names the visitor
+        trusted_hops=trusted_hops,
     )
     return {
         "app_kwargs": {"middleware": [middleware]},
@@ -201,7 +202,7 @@ def launch(
     mode's CSS); torchvision's slow import is paid after the page is up."""
     settings = settings or ServerSettings()
     demo.launch(
-        **served_limits(demo),
+        **served_limits(demo, settings.trusted_hops),
         server_name=host,
         server_port=port,
         share=share,

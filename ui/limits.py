@@ -58,11 +58,11 @@ class RequestLimits:
         uploads: UploadBudget,
         frame_fns: Collection[int] = (),
         live_waiting: Callable[[], int] = lambda: 0,
-        behind_proxy: bool = False,
+        trusted_hops: int = 0,
     ) -> None:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
         self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
-        self.behind_proxy = behind_proxy  # a Space: the Hub's proxy names the visitor (`sender`)
+        self.trusted_hops = trusted_hops  # proxies in front of the server that name the visitor (`sender`)
         self.joining = 0  # webcam stream events let through and not yet in Gradio's queue
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -115,7 +115,7 @@ class RequestLimits:
         size = int(length)
         try:
             # it may walk the folder: not on the event loop
-            await run_in_threadpool(self.uploads.reserve, size, sender(scope, self.behind_proxy))
+            await run_in_threadpool(self.uploads.reserve, size, sender(scope, self.trusted_hops))
         except UploadSpaceFull as e:
             return await _refuse(send, 507, str(e))
         try:
@@ -124,16 +124,24 @@ class RequestLimits:
             self.uploads.arrived(size)
 
 
-def sender(scope: Scope, behind_proxy: bool) -> str | None:
-    """The address a request comes from. Behind the Hub's proxy every connection is the proxy's,
-    and the visitor's address is the first of X-Forwarded-For: a client may write its own there,
-    which only lets it dodge its upload share (explorer.uploads.SENDER_SHARE); trusting the last
-    entry instead could name the proxy, one sender for every visitor."""
-    forwarded = dict(scope["headers"]).get(b"x-forwarded-for", b"").decode("latin-1").split(",")[0].strip()
-    if behind_proxy and forwarded:
-        return forwarded
+def sender(scope: Scope, trusted_hops: int) -> str | None:
+    """The address a request comes from, as the nearest proxy that can be trusted saw it. With no
+    proxy (`trusted_hops` 0) the connection's peer. Behind `trusted_hops` proxies (a Space: the
+    Hub's, 1) every connection is the last proxy's, and each proxy appends the address it saw to
+    X-Forwarded-For: the entry `trusted_hops` from the right is the one the outermost proxy
+    wrote. Entries left of it are the client's own writing (a flood under invented first entries
+    took a new upload share for each, explorer.uploads.SENDER_SHARE). A header with fewer entries
+    than that did not pass every proxy: the peer is the sender."""
     client = scope.get("client")
-    return client[0] if client else None
+    peer = client[0] if client else None
+    if trusted_hops <= 0:
+        return peer
+    # A client may send the header several times; a proxy appends to the last: read them as one list.
+    lines = [value.decode("latin-1") for name, value in scope["headers"] if name == b"x-forwarded-for"]
+    entries = [entry.strip() for entry in ",".join(lines).split(",")] if lines else []
+    if len(entries) < trusted_hops:
+        return peer
+    return entries[-trusted_hops] or peer
 
 
 async def _body(receive: Receive, limit: int) -> bytes | None:
