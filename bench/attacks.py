@@ -505,6 +505,37 @@ def raw_analyze(url: str, payload: dict | None) -> str:
     return "ok" if "event: complete" in reply and analysed else f"refused: {reply[-80:]}"
 
 
+# Files Gradio refused itself with a 1.7 KB traceback in the log each (issue 43).
+NOT_UPLOADS = ("/etc/passwd", "../../../../etc/passwd", "file:///etc/passwd", "data:image/png;base64,iVBORw0KGgo=")
+NOT_UPLOADS += ("HTTPS://example.com/cat.png",)
+
+
+def refused_files(server: Server, count: int = 1000) -> str:
+    """`count` /analyze requests, eight at a time, each naming a file that is no upload
+    (NOT_UPLOADS in turn): what they were answered and what they wrote to the server's log."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    log = Path(server.log.name)
+    before = log.stat().st_size
+
+    def one(i: int) -> str:
+        image = {"path": NOT_UPLOADS[i % len(NOT_UPLOADS)], "meta": {"_type": "gradio.FileData"}}
+        reply = http.post(
+            f"{server.url}gradio_api/call/analyze", json={"data": [None, image, "bundled", "crop", *VIEWS]}
+        )
+        if reply.status_code == 200:  # queued: the event's end says how it went
+            return "HTTP 200, " + http.get(f"{server.url}gradio_api/call/analyze/{reply.json()['event_id']}").text[-40:]
+        return f"HTTP {reply.status_code} {reply.text[:30]}"
+
+    with web() as http, ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(one, range(count)))
+    time.sleep(0.5)  # the server's last lines reach the file
+    written = log.read_bytes()[before:].decode(errors="replace")
+    answered = ", ".join(f"{replies.count(r)} × {' '.join(r.split())}" for r in sorted(set(replies)))
+    lines, tracebacks = len(written.splitlines()), written.count("Traceback")
+    return f"{answered}; the log: +{lines} lines, {len(written):,} bytes, {tracebacks} tracebacks"
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -545,6 +576,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["an empty session hash on /queue/join"] = lambda: empty_session(server.url)
     attacks["an image named by a web address on /analyze"] = lambda: raw_analyze(
         server.url, {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
+    )
+    attacks["1,000 files that are no upload (/etc/passwd, ../, file:, data:, HTTPS://) on /analyze"] = lambda: (
+        refused_files(server)
     )
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)

@@ -4,6 +4,7 @@ launched with the app's own limits (ui.app.served_limits), in-process so its ses
 import base64
 import io
 import time
+from collections import OrderedDict
 
 import httpx
 import numpy as np
@@ -14,10 +15,20 @@ import ui
 from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
-from explorer.uploads import SENDER_SHARE, UPLOAD_SHARE, UploadBudget
+from explorer.uploads import REFUSED, SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
-from ui.limits import LIVE_BUSY, MAX_EVENT_BYTES, SESSIONS, WEB_FILE, RequestLimits, live_waiting, sender
+from ui.limits import (
+    LIVE_BUSY,
+    MAX_EVENT_BYTES,
+    REFUSALS,
+    SESSIONS,
+    WEB_FILE,
+    RefusalLog,
+    RequestLimits,
+    live_waiting,
+    sender,
+)
 from ui.outputs import UPLOADS, forget_deleted_files, upload_folder
 from ui.settings import ServerSettings
 
@@ -292,16 +303,94 @@ def test_a_file_named_by_a_web_address_is_refused_before_gradio_fetches_it(app):
     url, _ = app
     web = {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
     for api, data in (
-        ("analyze", [web, None, "bundled", "crop", *VIEWS]),
+        ("analyze", [None, web, "bundled", "crop", *VIEWS]),
         ("lesson_compare", [web, ["bundled"], "inferno"]),
     ):
         reply = httpx.post(f"{url}gradio_api/call/{api}", json={"data": data}, timeout=60)
         assert (reply.status_code, reply.text) == (400, WEB_FILE)
-    local = {"path": "cat.png", "meta": {"_type": "gradio.FileData"}}  # not a web address: Gradio's own checks
-    assert (
-        httpx.post(f"{url}gradio_api/call/analyze", json={"data": [local, None, "bundled", "crop", *VIEWS]}).status_code
-        == 200
-    )
+
+
+def file_payload(path: str) -> dict:
+    return {"path": path, "meta": {"_type": "gradio.FileData"}}
+
+
+def test_a_file_that_is_no_upload_is_refused_in_the_apps_words_with_one_log_line(app, capsys, monkeypatch):
+    """Issue 43: Gradio refused these itself, answered a bare "Error" and wrote a 1.7 KB traceback
+    each (1,000 requests in 32 s: 187 MB of log an hour). Now each gets the app's sentence, and
+    one network's refusals write one line a minute; the rest are counted for the minute's line."""
+    url, _ = app
+    monkeypatch.setattr(REFUSALS, "written", OrderedDict())  # other tests' refusals are not this one's
+    monkeypatch.setattr(REFUSALS, "unwritten", 0)
+    capsys.readouterr()
+    paths = ["/etc/passwd", "../../../../etc/passwd", "file:///etc/passwd", "data:image/png;base64,iVBORw0KGgo="]
+    for n in range(40):
+        data = [None, file_payload(paths[n % 4]), "bundled", "crop", *VIEWS]
+        reply = httpx.post(f"{url}gradio_api/call/analyze", json={"data": data}, timeout=60)
+        assert (reply.status_code, reply.text) == (400, REFUSED), paths[n % 4]
+    upper = httpx.post(f"{url}gradio_api/call/analyze", json={"data": [None, file_payload("HTTPS://x.org/a.png")]})
+    assert (upper.status_code, upper.text) == (400, WEB_FILE)  # Gradio took it for a path: a traceback
+    join = {"data": [None, file_payload("/etc/passwd"), "bundled", "crop", *VIEWS], "fn_index": 0, "session_hash": "s"}
+    assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).text == REFUSED  # the page's route
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    lines = [line for line in out.splitlines() if line.startswith("refused a request from")]
+    assert lines == ["refused a request from 127.0.0.1: it names the file '/etc/passwd': " + REFUSED]
+    assert REFUSALS.said() == "refused and not written: 41 more requests naming a file (one line a minute per network)"
+
+
+def test_uploads_examples_and_files_gone_from_the_upload_folder_still_reach_the_app(app):
+    """What the page and gradio_client send: a file in Gradio's upload folder (an upload, an
+    example's cached copy). A file deleted from there meanwhile is the handler's to explain."""
+    url, _ = app
+    with io.BytesIO() as png:
+        Image.new("RGB", (32, 32), (200, 120, 40)).save(png, "PNG")
+        sent = httpx.post(f"{url}gradio_api/upload", files={"files": ("cat.png", png.getvalue())}, timeout=60)
+    uploaded = sent.json()[0]
+    example = next(upload_folder().rglob("*.jpg"))  # the examples' cached copies
+    for path in (uploaded, str(example)):
+        status, text = call(url, "analyze", [None, file_payload(path), "bundled", "crop", *VIEWS], "uploader")
+        assert status == 200 and "event: complete" in text and "label" in text, path
+    gone = str(upload_folder() / "deleted-an-hour-ago" / "cat.png")
+    status, text = call(url, "analyze", [None, file_payload(gone), "bundled", "crop", *VIEWS], "uploader")
+    assert status == 200 and "upload the file again" in text
+
+
+def test_a_file_payload_gradio_would_fail_on_is_refused_before_it(tmp_path):
+    """Every file payload Gradio would refuse with a traceback (a NUL byte, a symlink's way out,
+    a `meta` that is no object) gets the app's sentence; a webcam frame's data: URL is no file."""
+    from starlette.testclient import TestClient
+
+    folder = upload_folder()
+    (folder / "limits-test").mkdir(exist_ok=True)
+    out = folder / "limits-test" / "out"
+    out.unlink(missing_ok=True)
+    out.symlink_to("/etc", target_is_directory=True)
+    client = TestClient(RequestLimits(stored_upload(), uploads=UploadBudget(lambda: tmp_path, 40_000)))
+    for payload in (
+        file_payload("cat\x00.png"),
+        file_payload(str(out / "passwd")),
+        file_payload(f"{folder}/../etc/passwd"),
+        file_payload(""),
+        {"path": "/etc/passwd", "meta": "gradio.FileData"},
+        [[{"nested": file_payload("/etc/passwd")}]],
+    ):
+        reply = client.post("/gradio_api/queue/join", json={"data": [payload], "fn_index": 0})
+        assert (reply.status_code, reply.text) == (400, REFUSED), payload
+    for payload in ({"url": jpeg_data_url(8)}, {"path": "/etc/passwd"}, file_payload(str(folder / "a" / "b.png"))):
+        assert client.post("/gradio_api/queue/join", json={"data": [payload], "fn_index": 0}).status_code == 200
+
+
+def test_the_log_writes_one_line_a_minute_per_network_and_counts_the_rest():
+    clock = [0.0]
+    log = RefusalLog(every_s=60, most=2, clock=lambda: clock[0])
+    assert log.line("203.0.113.66", "x") == "refused a request from 203.0.113.66: x"
+    assert log.line("203.0.113.66", "x") is None  # the same network within the minute
+    assert log.line(None, "x") == "refused a request from an unknown address: x"
+    assert log.line("198.51.100.2", "x") is None  # two lines this minute: all networks together
+    clock[0] = 61.0
+    assert log.line("198.51.100.2", "x") is not None and log.line("203.0.113.66", "x") is not None
+    assert log.said() == "refused and not written: 2 more requests naming a file (one line a minute per network)"
+    assert log.said() is None
 
 
 def test_an_empty_session_hash_is_refused_in_one_line(app):

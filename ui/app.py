@@ -18,7 +18,7 @@ from .common import Server
 from .explore import HEAD_JS, build_explore_tab
 from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
-from .limits import SESSIONS, RequestLimits, frame_fns, live_waiting
+from .limits import REFUSALS, SESSIONS, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
 from .pictures import TEXT as PICTURE_TEXT
@@ -151,7 +151,8 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
     under `uploads_bytes`, oldest files first (Gradio's own clean-up only bounds their age;
     uploads are also checked when they reach a handler, `UPLOADS.admit`) and Gradio's list of
     the files it served to those still there (`forget_deleted_files`), gives freed memory back,
-    and (`report`: a public server) prints what it holds for the operator's log."""
+    prints how many refusals the log left out (`ui.limits.REFUSALS`), and (`report`: a public
+    server) what it holds for the operator's log."""
     UPLOADS.budget_bytes = uploads_bytes
     pauses = CollectorPauses.watch() if report else None
 
@@ -160,6 +161,8 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
             UPLOADS.prune()
             forget_deleted_files(demo)
             give_back_freed_memory()
+            if unwritten := REFUSALS.said():
+                print(unwritten, flush=True)
             if report:
                 print(holdings(demo), flush=True)
                 print(heap_use() or "heap: not measured (no glibc)", flush=True)
