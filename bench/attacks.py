@@ -1,6 +1,7 @@
 """Issue 17's attacks on a public server, repeated: what each one makes the server hold.
 
     python -m bench.attacks            # starts `app.py --public` on a free port, prints a table
+    python -m bench.attacks --only "X-Forwarded-For"   # only the attacks whose name says so
 
 The server runs in its own process with its own Gradio folder (GRADIO_TEMP_DIR in a temporary
 folder, so the disk budget of 30 MB prunes nothing else). For each attack the table gives the
@@ -118,11 +119,13 @@ def _size(path: Path) -> int:
         return 0
 
 
-# The attacker's network as the Hub's proxy names a visitor (X-Forwarded-For; an address of the
-# documentation range, RFC 5737). A server started with SPACE_ID set trusts it (ui.limits.sender),
-# so the soak's attacker and its class are two networks, as on a Space; a plain --public server
-# names every client here 127.0.0.1.
+# The attacker's network as the Hub's proxy names a visitor (the last entry of X-Forwarded-For, the
+# one the proxy appends; an address of the documentation range, RFC 5737). A server that trusts one
+# proxy (`--trusted-hops 1`, the default with SPACE_ID set) takes it (ui.limits.sender), so the
+# soak's attacker and its class are two networks, as on a Space; a server that trusts none names
+# every client here 127.0.0.1.
 ATTACKER_NETWORK = {"X-Forwarded-For": "203.0.113.66"}
+VISITOR_NETWORK = {"X-Forwarded-For": "198.51.100.2"}  # a class behind another router
 
 
 class Server:
@@ -354,6 +357,34 @@ def upload_flood(server: Server, count: int = 177, megabytes: int = 19) -> str:
     return f"{answered}; the upload folder held at most {max(most[0], server.disk_mb()):.0f} MB"
 
 
+def forged_senders(server: Server, count: int = 40, megabytes: int = 2, photos: int = 5) -> str:
+    """`count` raw uploads of `megabytes` MB, eight at a time, each under a new invented first
+    X-Forwarded-For entry before the one the proxy appends, then a visitor's `photos` 1 MB photos
+    from another network (issue 43: each invented address took an upload share of its own, and
+    the flood refused 27 of a visitor's 36 photos)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Each body its own bytes: Gradio stores an upload by its content, and the same bytes twice are one file.
+    flood, photo = np.random.default_rng(3).bytes(megabytes * 10**6), np.random.default_rng(4).bytes(10**6)
+
+    def send(body: bytes, headers: dict[str, str]) -> str:
+        try:
+            reply = http.post(f"{server.url}gradio_api/upload", files={"files": ("u.bin", body)}, headers=headers)
+            return str(reply.status_code)
+        except httpx.HTTPError as e:  # the server may close the connection before the body is sent
+            return type(e).__name__
+
+    def forged(i: int) -> str:
+        invented = f"198.18.{i // 256}.{i % 256}, {ATTACKER_NETWORK['X-Forwarded-For']}"
+        return send(i.to_bytes(4) + flood[4:], {"X-Forwarded-For": invented})
+
+    with web() as http, ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(forged, range(count)))
+        visitor = [send(i.to_bytes(4) + photo[4:], VISITOR_NETWORK) for i in range(photos)]
+    answered = ", ".join(f"{replies.count(r)} × {r}" for r in sorted(set(replies)))
+    return f"the flood: {answered}; the visitor's photos: {visitor.count('200')} of {photos} stored"
+
+
 def decoding_attacks(client, folder: Path) -> dict[str, Callable[[], str]]:
     """Files whose header is small and whose decoding used to cost gigabytes."""
     from gradio_client import handle_file
@@ -469,18 +500,54 @@ def empty_session(url: str) -> str:
 
 
 def raw_analyze(url: str, payload: dict | None) -> str:
-    """/analyze with a payload as the browser sends it (gradio_client would upload the file again)."""
+    """/analyze with a payload as the browser sends it (gradio_client would upload the file again):
+    "ok" once answered, with the image's classes when one was given."""
 
     base = f"{url}gradio_api/call/analyze"
     # The REST API takes every input, the page's state included: None for which "More views"
-    # tab is on screen (gradio_client fills it in by itself).
-    data = [payload, None, "bundled", "crop", *VIEWS]
+    # tab is on screen (gradio_client fills it in by itself), the first. (The payload went there
+    # before issue 43, where Gradio ignores it: the image was None, and an example "answered".)
+    data = [None, payload, "bundled", "crop", *VIEWS]
     with web() as http:
         joined = http.post(base, json={"data": data})
         if joined.status_code != 200:  # e.g. 503 "Queue is full"
             return f"refused: HTTP {joined.status_code} {joined.text[:60]}"
         reply = http.get(f"{base}/{joined.json()['event_id']}").text
-    return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
+    analysed = payload is None or '"confidences"' in reply  # an image given must come back classified
+    return "ok" if "event: complete" in reply and analysed else f"refused: {reply[-80:]}"
+
+
+# Files Gradio refused itself with a 1.7 KB traceback in the log each (issue 43).
+NOT_UPLOADS = ("/etc/passwd", "../../../../etc/passwd", "file:///etc/passwd", "data:image/png;base64,iVBORw0KGgo=")
+NOT_UPLOADS += ("HTTPS://example.com/cat.png",)
+
+
+def refused_files(server: Server, count: int = 1000) -> str:
+    """`count` /analyze requests, eight at a time, each naming a file that is no upload
+    (NOT_UPLOADS in turn): what they were answered and what they wrote to the server's log."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    log = Path(server.log.name)
+    before = log.stat().st_size
+
+    def one(i: int) -> str:
+        image = {"path": NOT_UPLOADS[i % len(NOT_UPLOADS)], "meta": {"_type": "gradio.FileData"}}
+        reply = http.post(
+            f"{server.url}gradio_api/call/analyze", json={"data": [None, image, "bundled", "crop", *VIEWS]}
+        )
+        if reply.status_code == 200:  # queued: the event's end says how it went
+            return "HTTP 200, " + http.get(f"{server.url}gradio_api/call/analyze/{reply.json()['event_id']}").text[-40:]
+        return f"HTTP {reply.status_code} {reply.text[:30]}"
+
+    with web() as http, ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(one, range(count)))
+    time.sleep(0.5)  # the server's last lines reach the file
+    written = log.read_bytes()[before:].decode(errors="replace")
+    answered = ", ".join(f"{replies.count(r)} × {' '.join(r.split())}" for r in sorted(set(replies)))
+    # the public server's report every minute (what it holds, its heap) may fall in the window too
+    said = [line for line in written.splitlines() if not line.startswith(("holding:", "heap:", "collector:"))]
+    size, tracebacks = sum(len(line) + 1 for line in said), written.count("Traceback")
+    return f"{answered}; the log: +{len(said)} lines, {size:,} bytes, {tracebacks} tracebacks"
 
 
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
@@ -500,6 +567,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     )
     attacks["ten 19 MB uploads, --uploads-budget-mb 30"] = lambda: disk_attack(server, client, folder)
     attacks["177 raw 19 MB uploads (no event), eight at a time, --uploads-budget-mb 30"] = lambda: upload_flood(server)
+    attacks["40 raw 2 MB uploads, each under an invented first X-Forwarded-For, then a visitor's 5 photos"] = lambda: (
+        forged_senders(server)
+    )
     attacks |= decoding_attacks(client, folder)
     attacks["a 10 MB key and '<img src=x onerror=alert(1)>' on /live_model"] = lambda: " / ".join(
         attempt(lambda k=key: client.predict(k, api_name="/live_model"))
@@ -524,6 +594,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["an image named by a web address on /analyze"] = lambda: raw_analyze(
         server.url, {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
     )
+    attacks["1,000 files that are no upload (/etc/passwd, ../, file:, data:, HTTPS://) on /analyze"] = lambda: (
+        refused_files(server)
+    )
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
     attacks["epochs=true on /train_start"] = lambda: attempt(
@@ -535,14 +608,19 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
 def main(argv: list[str] | None = None) -> None:
     from gradio_client import Client
 
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", metavar="WORDS", help="run only the attacks whose name contains WORDS")
+    args = p.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        server = Server(folder, args=("--data-folder", str(stand_in_data(folder / "data"))))  # the runs attacked
+        # --trusted-hops 1: this script stands where the Hub's proxy does, and its X-Forwarded-For
+        # names the network, as on a Space (ATTACKER_NETWORK)
+        server_args = ("--data-folder", str(stand_in_data(folder / "data")), "--trusted-hops", "1")
+        server = Server(folder, args=server_args)  # the runs attacked
 
         client = Client(server.url, verbose=False, download_files=False, headers=ATTACKER_NETWORK)
-        attacks = attack_list(server, client, folder)
+        attacks = {k: v for k, v in attack_list(server, client, folder).items() if (args.only or "") in k}
         try:
             print(f"server at rest: {server.rss_mib():.0f} MiB; load average {os.getloadavg()[0]:.1f}")
             print("| attack | reply | peak (MiB) | kept (MiB) | server CPU s | attacker CPU s |")

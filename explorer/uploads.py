@@ -95,8 +95,9 @@ def _delete(path: Path, root: Path) -> None:
 FRESH_S = 120.0
 UPLOAD_SHARE = 0.75
 # A walk that finds no room for an upload holds for REFUSED_S for uploads at least as large: a
-# flood of refused uploads from addresses past no share (a Space's X-Forwarded-For can be written by
-# the client) would each walk the folder under the budget's lock, which every view drawn waits on.
+# flood of refused uploads from addresses past no share (each the first upload of a new address: a
+# sender with many, such as an IPv6 network) would each walk the folder under the budget's lock,
+# which every view drawn waits on.
 # Room comes back as young files age (FRESH_S), not within a second.
 REFUSED_S = 1.0
 # One sender (an address: a visitor, or a whole school behind one router) may send at most

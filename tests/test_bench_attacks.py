@@ -115,3 +115,22 @@ def test_an_attacks_cost_tells_the_servers_cpu_from_the_attackers():
     assert cost.reply == "done" and cost.peak_mib >= cost.kept_mib
     tick = 1 / os.sysconf("SC_CLK_TCK")  # /proc counts a process's CPU in clock ticks: two readings, a tick each
     assert 0.5 - 2 * tick <= cost.server_cpu_s < 0.8 and 0.3 <= cost.attacker_cpu_s < 0.5
+
+
+def test_issue_43s_attacks_on_a_server_behind_one_proxy(tmp_path):
+    """`app.py --public --trusted-hops 1`, as a Space runs: a flood under invented first
+    X-Forwarded-For entries is one network and a visitor's photos are stored; requests naming
+    files that are no upload are refused with one line in the log and no traceback."""
+    from bench.attacks import forged_senders, refused_files
+
+    server = Server(tmp_path, args=("--trusted-hops", "1"))
+    try:
+        flood = forged_senders(server, count=8)
+        assert flood == "the flood: 2 × 200, 6 × 507; the visitor's photos: 5 of 5 stored", flood
+        refused = refused_files(server, count=20)
+    finally:
+        server.close()
+    assert refused.startswith(
+        "4 × HTTP 400 a file must be uploaded, not n, 16 × HTTP 400 this file is not an upload of"
+    )
+    assert "; the log: +1 lines, " in refused and refused.endswith(" bytes, 0 tracebacks"), refused

@@ -243,7 +243,7 @@ def test_a_sender_past_its_share_is_refused_without_a_walk_or_a_file_deleted(tmp
 
 
 def test_a_walk_that_found_no_room_holds_for_a_second_for_uploads_as_large(tmp_path: Path, walks, monkeypatch) -> None:
-    """Uploads from addresses past no share (a forged X-Forwarded-For) refused for want of room
+    """Uploads from addresses past no share (a sender with many addresses) refused for want of room
     would each walk the folder under the budget's lock; for REFUSED_S, one as large is refused
     without a walk, while a smaller one still walks and may fit, and so does one after an upload
     ended (a failed one frees its room)."""

@@ -17,6 +17,7 @@ from PIL import Image
 
 import vit
 from bench.serving import file_of
+from explorer.uploads import REFUSED
 from vit.preprocessing import CIFAR10
 
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
@@ -322,18 +323,24 @@ def test_offline_pretrained_model_fails_clearly_and_the_app_keeps_working(client
 
 def test_a_server_path_smuggled_into_the_image_payload_is_refused(server, client, tmp_path):
     """preprocess=False hands the app whatever path the client put in the payload: a file
-    outside the upload folder is refused, with the same reply whether or not it exists."""
+    outside the upload folder is refused, with the same reply whether or not it exists. As a
+    file payload it is refused before Gradio reads it (ui.limits: Gradio wrote a traceback for
+    each); as a bare path, by the handler."""
     secret = save_rgb(tmp_path / "not_uploaded.png", np.zeros((32, 32, 3), np.uint8))  # a valid image
     in_repo = Path(__file__).resolve().parents[1] / "docs" / "bundled-model-confusion.png"  # under the server's cwd
-    replies = []
+    base = f"{server}gradio_api/call/analyze"
+    refused, replies = [], []
     for path in (secret, tmp_path / "missing.png", in_repo, in_repo.with_name("missing.png")):
-        smuggled = {"path": str(path), "meta": {"_type": "gradio.FileData"}}
-        data = [smuggled, "bundled", "crop", 6, "mean", 0.0, *STYLE]
-        base = f"{server}gradio_api/call/analyze"
-        event = httpx.post(base, json={"data": data}, timeout=30).json()["event_id"]
-        replies.append(httpx.get(f"{base}/{event}", timeout=30).text)
-    assert all("event: error" in r and "complete" not in r for r in replies)
-    assert replies[0] == replies[1] and replies[2] == replies[3] and str(tmp_path) not in replies[0]
+        for payload in ({"path": str(path), "meta": {"_type": "gradio.FileData"}}, {"path": str(path)}):
+            data = [payload, "bundled", "crop", 6, "mean", 0.0, *STYLE, "weights", 60, 6, False, True]
+            reply = httpx.post(base, json={"data": data}, timeout=30)
+            if "meta" in payload:
+                refused.append((reply.status_code, reply.text))
+            else:
+                replies.append(httpx.get(f"{base}/{reply.json()['event_id']}", timeout=30).text)
+    assert refused == [(400, REFUSED)] * 4
+    assert all("event: error" in r and "complete" not in r and REFUSED in r for r in replies)
+    assert len(set(replies)) == 1 and str(tmp_path) not in replies[0]
     assert analyze(client, CHEETAH)[2]["confidences"]
 
 

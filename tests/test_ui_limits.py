@@ -4,6 +4,7 @@ launched with the app's own limits (ui.app.served_limits), in-process so its ses
 import base64
 import io
 import time
+from collections import OrderedDict
 
 import httpx
 import numpy as np
@@ -14,15 +15,17 @@ import ui
 from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
-from explorer.uploads import SENDER_SHARE, UPLOAD_SHARE, UploadBudget
+from explorer.uploads import REFUSED, SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 from ui.app import holdings, served_limits
 from ui.concurrency import LIVE_WAITING
 from ui.limits import (
     LIVE_BUSY,
     MAX_EVENT_BYTES,
+    REFUSALS,
     SESSIONS,
     SESSIONS_SPARE,
     WEB_FILE,
+    RefusalLog,
     RequestLimits,
     live_waiting,
     sender,
@@ -205,21 +208,27 @@ def test_an_upload_that_does_not_fit_the_budget_is_refused_before_it_is_stored(a
     assert chunked.status_code == 411
 
 
+def stored_upload():
+    """Gradio's upload route, reduced to reading the body (as an ASGI app)."""
+
+    async def stored(scope, receive, send):
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"stored"})
+
+    return stored
+
+
 def test_one_network_is_refused_past_its_share_of_the_room_for_uploads(tmp_path):
     """The soak: the attacker's admitted 19 MB uploads filled the room young uploads may take, and
     every visitor's upload was refused for two minutes. One network now gets SENDER_SHARE of it,
     counted before the body is read; another network still uploads."""
     from starlette.testclient import TestClient
 
-    async def stored(scope, receive, send):  # Gradio's upload route, reduced to reading the body
-        while (await receive()).get("more_body"):
-            pass
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"stored"})
-
     budget = UploadBudget(lambda: tmp_path, 40_000)  # the room 30,000 (UPLOAD_SHARE), a network's share
     share = int(SENDER_SHARE * UPLOAD_SHARE * 40_000)
-    client = TestClient(RequestLimits(stored, uploads=budget, behind_proxy=True))
+    client = TestClient(RequestLimits(stored_upload(), uploads=budget, trusted_hops=1))
 
     def upload(network: str, size: int):
         return client.post("/gradio_api/upload", content=b"x" * size, headers={"X-Forwarded-For": network})
@@ -230,20 +239,67 @@ def test_one_network_is_refused_past_its_share_of_the_room_for_uploads(tmp_path)
     assert upload("198.51.100.2", share - 1000).status_code == 200  # a class behind another router
 
 
-def test_behind_the_hubs_proxy_the_sender_is_the_first_forwarded_address(app, monkeypatch):
-    """On a Space every connection is the proxy's; a client's own X-Forwarded-For elsewhere is not trusted."""
-    scope = {"headers": [(b"x-forwarded-for", b"203.0.113.66, 10.0.0.1")], "client": ("10.16.3.80", 5000)}
-    assert sender(scope, behind_proxy=True) == "203.0.113.66"
-    assert sender(scope, behind_proxy=False) == "10.16.3.80"
-    assert sender({"headers": [], "client": ("127.0.0.1", 1)}, behind_proxy=True) == "127.0.0.1"
-    assert sender({"headers": []}, behind_proxy=False) is None
+def test_invented_first_forwarded_addresses_do_not_buy_more_upload_shares(tmp_path):
+    """Issue 43: a flood of uploads, each under a new invented first X-Forwarded-For entry, took
+    a share apiece and refused 27 of a visitor's 36 photos. Behind one proxy the network is the
+    entry that proxy appended, the last: the flood is one network, and the visitor uploads."""
+    from starlette.testclient import TestClient
+
+    budget = UploadBudget(lambda: tmp_path, 40_000)
+    share = int(SENDER_SHARE * UPLOAD_SHARE * 40_000)
+    client = TestClient(RequestLimits(stored_upload(), uploads=budget, trusted_hops=1))
+    codes = [
+        client.post(
+            "/gradio_api/upload",
+            content=b"x" * (share // 2),
+            headers={"X-Forwarded-For": f"198.18.0.{i}, 203.0.113.66"},
+        ).status_code
+        for i in range(8)
+    ]
+    assert codes == [200, 200] + [507] * 6  # the attacker's share, whatever it wrote first
+    for _ in range(2):
+        photo = client.post(
+            "/gradio_api/upload", content=b"p" * (share // 2), headers={"X-Forwarded-For": "198.51.100.2"}
+        )
+        assert photo.status_code == 200
+
+
+def test_the_sender_is_the_address_the_outermost_trusted_proxy_saw():
+    """X-Forwarded-For grows to the right: each proxy appends the address it saw. Only the
+    entries the trusted proxies wrote name the visitor; anything left of them the client wrote."""
+    chain = [(b"x-forwarded-for", b"6.6.6.6, 203.0.113.66, 10.0.0.1")]  # forged, the visitor, an inner proxy
+    scope = {"headers": chain, "client": ("10.16.3.80", 5000)}
+    assert sender(scope, trusted_hops=0) == "10.16.3.80"  # no proxy: the connection's address
+    assert sender(scope, trusted_hops=1) == "10.0.0.1"
+    assert sender(scope, trusted_hops=2) == "203.0.113.66"  # two proxies: the outer one saw the visitor
+    forged = {"headers": [(b"x-forwarded-for", b"6.6.6.6, 203.0.113.66")], "client": ("10.16.3.80", 5000)}
+    assert sender(forged, trusted_hops=1) == "203.0.113.66"  # a forged first entry changes nothing
+    again = {"headers": [(b"x-forwarded-for", b"6.6.6.6"), (b"x-forwarded-for", b"203.0.113.66")], "client": None}
+    assert sender(again, trusted_hops=1) == "203.0.113.66"  # the header sent twice is one list
+    # Fewer entries than proxies: the request did not come through them all, so the peer is the sender.
+    assert sender({"headers": [(b"x-forwarded-for", b"203.0.113.66")], "client": ("10.16.3.80", 1)}, 2) == "10.16.3.80"
+    assert sender({"headers": [], "client": ("127.0.0.1", 1)}, trusted_hops=1) == "127.0.0.1"
+    assert sender({"headers": []}, trusted_hops=0) is None
+
+
+def test_a_space_trusts_one_proxy_and_any_server_may_say_how_many(app, monkeypatch):
+    """`--trusted-hops` (or VIT_EXPLORER_TRUSTED_HOPS): 1 on a Space, whose Hub proxy names the
+    visitor, else 0; it reaches the middleware that counts a network's uploads."""
+    import app as app_py
+
+    monkeypatch.delenv("VIT_EXPLORER_TRUSTED_HOPS", raising=False)
+    monkeypatch.setenv("SPACE_ID", "someone/vit-explorer")
+    assert ServerSettings.from_args(app_py.parse_args([])).trusted_hops == 1
+    monkeypatch.delenv("SPACE_ID")
+    assert ServerSettings.from_args(app_py.parse_args([])).trusted_hops == 0
+    assert app_py.parse_args(["--trusted-hops", "2"]).trusted_hops == 2
+    monkeypatch.setenv("VIT_EXPLORER_TRUSTED_HOPS", "3")
+    assert app_py.parse_args([]).trusted_hops == 3
+    with pytest.raises(SystemExit):
+        app_py.parse_args(["--trusted-hops", "-1"])
     _, demo = app
-    for space, trusted in ((True, True), (False, False)):
-        if space:
-            monkeypatch.setenv("SPACE_ID", "someone/vit-explorer")
-        else:
-            monkeypatch.delenv("SPACE_ID", raising=False)
-        assert served_limits(demo)["app_kwargs"]["middleware"][0].kwargs["behind_proxy"] is trusted
+    for hops in (0, 2):
+        assert served_limits(demo, hops)["app_kwargs"]["middleware"][0].kwargs["trusted_hops"] == hops
 
 
 def test_a_file_named_by_a_web_address_is_refused_before_gradio_fetches_it(app):
@@ -252,16 +308,94 @@ def test_a_file_named_by_a_web_address_is_refused_before_gradio_fetches_it(app):
     url, _ = app
     web = {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
     for api, data in (
-        ("analyze", [web, None, "bundled", "crop", *VIEWS]),
+        ("analyze", [None, web, "bundled", "crop", *VIEWS]),
         ("lesson_compare", [web, ["bundled"], "inferno"]),
     ):
         reply = httpx.post(f"{url}gradio_api/call/{api}", json={"data": data}, timeout=60)
         assert (reply.status_code, reply.text) == (400, WEB_FILE)
-    local = {"path": "cat.png", "meta": {"_type": "gradio.FileData"}}  # not a web address: Gradio's own checks
-    assert (
-        httpx.post(f"{url}gradio_api/call/analyze", json={"data": [local, None, "bundled", "crop", *VIEWS]}).status_code
-        == 200
-    )
+
+
+def file_payload(path: str) -> dict:
+    return {"path": path, "meta": {"_type": "gradio.FileData"}}
+
+
+def test_a_file_that_is_no_upload_is_refused_in_the_apps_words_with_one_log_line(app, capsys, monkeypatch):
+    """Issue 43: Gradio refused these itself, answered a bare "Error" and wrote a 1.7 KB traceback
+    each (1,000 requests in 32 s: 187 MB of log an hour). Now each gets the app's sentence, and
+    one network's refusals write one line a minute; the rest are counted for the minute's line."""
+    url, _ = app
+    monkeypatch.setattr(REFUSALS, "written", OrderedDict())  # other tests' refusals are not this one's
+    monkeypatch.setattr(REFUSALS, "unwritten", 0)
+    capsys.readouterr()
+    paths = ["/etc/passwd", "../../../../etc/passwd", "file:///etc/passwd", "data:image/png;base64,iVBORw0KGgo="]
+    for n in range(40):
+        data = [None, file_payload(paths[n % 4]), "bundled", "crop", *VIEWS]
+        reply = httpx.post(f"{url}gradio_api/call/analyze", json={"data": data}, timeout=60)
+        assert (reply.status_code, reply.text) == (400, REFUSED), paths[n % 4]
+    upper = httpx.post(f"{url}gradio_api/call/analyze", json={"data": [None, file_payload("HTTPS://x.org/a.png")]})
+    assert (upper.status_code, upper.text) == (400, WEB_FILE)  # Gradio took it for a path: a traceback
+    join = {"data": [None, file_payload("/etc/passwd"), "bundled", "crop", *VIEWS], "fn_index": 0, "session_hash": "s"}
+    assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).text == REFUSED  # the page's route
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    lines = [line for line in out.splitlines() if line.startswith("refused a request from")]
+    assert lines == ["refused a request from 127.0.0.1: it names the file '/etc/passwd': " + REFUSED]
+    assert REFUSALS.said() == "refused and not written: 41 more requests naming a file (one line a minute per network)"
+
+
+def test_uploads_examples_and_files_gone_from_the_upload_folder_still_reach_the_app(app):
+    """What the page and gradio_client send: a file in Gradio's upload folder (an upload, an
+    example's cached copy). A file deleted from there meanwhile is the handler's to explain."""
+    url, _ = app
+    with io.BytesIO() as png:
+        Image.new("RGB", (32, 32), (200, 120, 40)).save(png, "PNG")
+        sent = httpx.post(f"{url}gradio_api/upload", files={"files": ("cat.png", png.getvalue())}, timeout=60)
+    uploaded = sent.json()[0]
+    example = next(upload_folder().rglob("*.jpg"))  # the examples' cached copies
+    for path in (uploaded, str(example)):
+        status, text = call(url, "analyze", [None, file_payload(path), "bundled", "crop", *VIEWS], "uploader")
+        assert status == 200 and "event: complete" in text and "label" in text, path
+    gone = str(upload_folder() / "deleted-an-hour-ago" / "cat.png")
+    status, text = call(url, "analyze", [None, file_payload(gone), "bundled", "crop", *VIEWS], "uploader")
+    assert status == 200 and "upload the file again" in text
+
+
+def test_a_file_payload_gradio_would_fail_on_is_refused_before_it(tmp_path):
+    """Every file payload Gradio would refuse with a traceback (a NUL byte, a symlink's way out,
+    a `meta` that is no object) gets the app's sentence; a webcam frame's data: URL is no file."""
+    from starlette.testclient import TestClient
+
+    folder = upload_folder()
+    (folder / "limits-test").mkdir(exist_ok=True)
+    out = folder / "limits-test" / "out"
+    out.unlink(missing_ok=True)
+    out.symlink_to("/etc", target_is_directory=True)
+    client = TestClient(RequestLimits(stored_upload(), uploads=UploadBudget(lambda: tmp_path, 40_000)))
+    for payload in (
+        file_payload("cat\x00.png"),
+        file_payload(str(out / "passwd")),
+        file_payload(f"{folder}/../etc/passwd"),
+        file_payload(""),
+        {"path": "/etc/passwd", "meta": "gradio.FileData"},
+        [[{"nested": file_payload("/etc/passwd")}]],
+    ):
+        reply = client.post("/gradio_api/queue/join", json={"data": [payload], "fn_index": 0})
+        assert (reply.status_code, reply.text) == (400, REFUSED), payload
+    for payload in ({"url": jpeg_data_url(8)}, {"path": "/etc/passwd"}, file_payload(str(folder / "a" / "b.png"))):
+        assert client.post("/gradio_api/queue/join", json={"data": [payload], "fn_index": 0}).status_code == 200
+
+
+def test_the_log_writes_one_line_a_minute_per_network_and_counts_the_rest():
+    clock = [0.0]
+    log = RefusalLog(every_s=60, most=2, clock=lambda: clock[0])
+    assert log.line("203.0.113.66", "x") == "refused a request from 203.0.113.66: x"
+    assert log.line("203.0.113.66", "x") is None  # the same network within the minute
+    assert log.line(None, "x") == "refused a request from an unknown address: x"
+    assert log.line("198.51.100.2", "x") is None  # two lines this minute: all networks together
+    clock[0] = 61.0
+    assert log.line("198.51.100.2", "x") is not None and log.line("203.0.113.66", "x") is not None
+    assert log.said() == "refused and not written: 2 more requests naming a file (one line a minute per network)"
+    assert log.said() is None
 
 
 def test_an_empty_session_hash_is_refused_in_one_line(app):

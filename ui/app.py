@@ -18,7 +18,7 @@ from .common import Server
 from .explore import HEAD_JS, build_explore_tab
 from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
-from .limits import SESSIONS, SESSIONS_SPARE, RequestLimits, frame_fns, live_waiting
+from .limits import REFUSALS, SESSIONS, SESSIONS_SPARE, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
 from .pictures import TEXT as PICTURE_TEXT
@@ -152,7 +152,8 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
     under `uploads_bytes`, oldest files first (Gradio's own clean-up only bounds their age;
     uploads are also checked when they reach a handler, `UPLOADS.admit`) and Gradio's list of
     the files it served to those still there (`forget_deleted_files`), gives freed memory back,
-    and (`report`: a public server) prints what it holds for the operator's log."""
+    prints how many refusals the log left out (`ui.limits.REFUSALS`), and (`report`: a public
+    server) what it holds for the operator's log."""
     UPLOADS.budget_bytes = uploads_bytes
     pauses = CollectorPauses.watch() if report else None
 
@@ -161,6 +162,8 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
             UPLOADS.prune()
             forget_deleted_files(demo)
             give_back_freed_memory()
+            if unwritten := REFUSALS.said():
+                print(unwritten, flush=True)
             if report:
                 print(holdings(demo), flush=True)
                 print(heap_use() or "heap: not measured (no glibc)", flush=True)
@@ -172,16 +175,17 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
     return thread
 
 
-def served_limits(demo: gr.Blocks) -> dict[str, Any]:
+def served_limits(demo: gr.Blocks, trusted_hops: int = 0) -> dict[str, Any]:
     """`demo.launch` arguments that bound what requests bring and sessions keep (ui/limits.py):
     the request limits as middleware, before Gradio reads a byte, the sessions Gradio keeps, and
-    no monitoring page (whose records `QUIET_MONITORING` stops)."""
+    no monitoring page (whose records `QUIET_MONITORING` stops). `trusted_hops`: the proxies in
+    front of the server (`ServerSettings.trusted_hops`), which name a request's network."""
     middleware = Middleware(
         RequestLimits,
         uploads=UPLOADS,
         frame_fns=frame_fns(demo),
         live_waiting=lambda: live_waiting(demo),
-        behind_proxy="SPACE_ID" in os.environ,  # a Hugging Face Space: its proxy names the visitor
+        trusted_hops=trusted_hops,
         sessions=SessionShares(lambda: getattr(demo, "state_holder", None), SESSIONS),
     )
     return {
@@ -203,7 +207,7 @@ def launch(
     mode's CSS); torchvision's slow import is paid after the page is up."""
     settings = settings or ServerSettings()
     demo.launch(
-        **served_limits(demo),
+        **served_limits(demo, settings.trusted_hops),
         server_name=host,
         server_port=port,
         share=share,

@@ -12,15 +12,19 @@ and at most SESSIONS sessions are kept.
 from __future__ import annotations
 
 import json
+import re
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
 
 import gradio as gr
-from gradio_client.utils import is_http_url_like
+from gradio.utils import get_upload_folder, is_in_or_equal
 from starlette.concurrency import run_in_threadpool
 
 from explorer.live import MAX_URL_CHARS
-from explorer.uploads import UploadBudget, UploadSpaceFull
+from explorer.uploads import REFUSED, UploadBudget, UploadSpaceFull
 
 from .concurrency import LIVE_ID, LIVE_WAITING
 from .sessions import SessionShares
@@ -46,15 +50,62 @@ STREAM_ROUTE = "/gradio_api/stream/"  # a running stream's next frame
 FRAME_API = "live_frame"
 WEB_FILE = "a file must be uploaded, not named by a web address: this server fetches no file from the web"
 LIVE_BUSY = "Live is busy: every webcam place is taken. Try again in a minute; Explore works meanwhile."
+# A URL's scheme, in any case (Gradio fetches only a lower-case "http://" or "https://" and takes
+# anything else for a path); two letters at least, so a Windows drive ("C:") is none.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+# The log's lines for refused files: one a minute per network, 60 a minute in all (RefusalLog).
+REFUSAL_LINE_S = 60.0
+REFUSAL_LINES = 60
+
+
+class RefusalLog:
+    """The operator's log lines for the requests refused for a file they name. Gradio refused
+    them itself with a 1.7 KB traceback each: 1,000 requests in 32 s, 187 MB an hour from one
+    client. Here a network's refusal writes one line, then none for `every_s`, and all networks
+    together at most `most` lines in `every_s` (a network may have many addresses); the refusals
+    not written are counted, and the server's every-minute lines tell them (`said`)."""
+
+    def __init__(
+        self, every_s: float = REFUSAL_LINE_S, most: int = REFUSAL_LINES, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.every_s, self.most, self.clock = every_s, most, clock
+        self.written: OrderedDict[str | None, float] = OrderedDict()  # network: when its line was, oldest first
+        self.unwritten = 0  # refusals counted and not written since the last `said`
+        self.lock = threading.Lock()  # `said` runs in the budgets' thread, `line` on the event loop
+
+    def line(self, network: str | None, what: str) -> str | None:
+        """The log line for a refusal of `network`'s request (`what` was refused), or None when
+        it is only counted."""
+        now = self.clock()
+        with self.lock:
+            while self.written and next(iter(self.written.values())) <= now - self.every_s:
+                self.written.popitem(last=False)  # older than a line's window: that network may write again
+            if network in self.written or len(self.written) >= self.most:
+                self.unwritten += 1
+                return None
+            self.written[network] = now
+        # cut: behind fewer proxies than `trusted_hops` says, the client writes the address (IPv6: 45 characters)
+        return f"refused a request from {(network or 'an unknown address')[:60]}: {what}"
+
+    def said(self) -> str | None:
+        """A line counting the refusals not written since the last call, or None if there were none."""
+        with self.lock:
+            unwritten, self.unwritten = self.unwritten, 0
+        if not unwritten:
+            return None
+        return f"refused and not written: {unwritten:,} more requests naming a file (one line a minute per network)"
+
+
+REFUSALS = RefusalLog()  # the server's, told every minute by ui.app.keep_within_budgets
 
 
 class RequestLimits:
     """ASGI middleware: an event's request over its limit gets 413, an upload that does not fit
     the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
-    reads the body, an empty session hash or a file named by a web address 400, and a new webcam
-    stream event while Live's queue is full 503 with LIVE_BUSY; anything else passes untouched.
-    `frame_fns` are the fn indices of the webcam frame's event (ui.app finds them), whose
-    requests may carry a frame."""
+    reads the body, an empty session hash or a file that is no upload 400 (with a line in
+    `refusals`), and a new webcam stream event while Live's queue is full 503 with LIVE_BUSY;
+    anything else passes untouched. `frame_fns` are the fn indices of the webcam frame's event
+    (ui.app finds them), whose requests may carry a frame."""
 
     def __init__(
         self,
@@ -62,12 +113,14 @@ class RequestLimits:
         uploads: UploadBudget,
         frame_fns: Collection[int] = (),
         live_waiting: Callable[[], int] = lambda: 0,
-        behind_proxy: bool = False,
+        trusted_hops: int = 0,
+        refusals: RefusalLog = REFUSALS,
         sessions: SessionShares | None = None,
     ) -> None:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
         self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
-        self.behind_proxy = behind_proxy  # a Space: the Hub's proxy names the visitor (`sender`)
+        self.trusted_hops = trusted_hops  # proxies in front of the server that name the visitor (`sender`)
+        self.refusals = refusals
         self.joining = 0  # webcam stream events let through and not yet in Gradio's queue
         self.sessions = sessions  # which session to drop when Gradio's are full
 
@@ -89,11 +142,15 @@ class RequestLimits:
         session = fields.get("session_hash", None)
         if session == "":
             return await _refuse(send, 400, "session_hash must not be empty")  # Gradio answered 500
+        if refused := _refused_file(fields.get("data")):
+            why, named = refused
+            shown = named if len(named) <= 80 else named[:79] + "…"
+            if line := self.refusals.line(sender(scope, self.trusted_hops), f"it names the file {shown!r}: {why}"):
+                print(line, flush=True)
+            return await _refuse(send, 400, why)
         if self.sessions is not None and isinstance(session, str):
             # it may make room and restore a dropped session's values: not on the event loop
-            await run_in_threadpool(self.sessions.admit, session, sender(scope, self.behind_proxy))
-        if _names_a_web_file(fields.get("data")):
-            return await _refuse(send, 400, WEB_FILE)
+            await run_in_threadpool(self.sessions.admit, session, sender(scope, self.trusted_hops))
         if frame and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
@@ -125,7 +182,7 @@ class RequestLimits:
         size = int(length)
         try:
             # it may walk the folder: not on the event loop
-            await run_in_threadpool(self.uploads.reserve, size, sender(scope, self.behind_proxy))
+            await run_in_threadpool(self.uploads.reserve, size, sender(scope, self.trusted_hops))
         except UploadSpaceFull as e:
             return await _refuse(send, 507, str(e))
         try:
@@ -134,16 +191,24 @@ class RequestLimits:
             self.uploads.arrived(size)
 
 
-def sender(scope: Scope, behind_proxy: bool) -> str | None:
-    """The address a request comes from. Behind the Hub's proxy every connection is the proxy's,
-    and the visitor's address is the first of X-Forwarded-For: a client may write its own there,
-    which only lets it dodge its upload share (explorer.uploads.SENDER_SHARE); trusting the last
-    entry instead could name the proxy, one sender for every visitor."""
-    forwarded = dict(scope["headers"]).get(b"x-forwarded-for", b"").decode("latin-1").split(",")[0].strip()
-    if behind_proxy and forwarded:
-        return forwarded
+def sender(scope: Scope, trusted_hops: int) -> str | None:
+    """The address a request comes from, as the nearest proxy that can be trusted saw it. With no
+    proxy (`trusted_hops` 0) the connection's peer. Behind `trusted_hops` proxies (a Space: the
+    Hub's, 1) every connection is the last proxy's, and each proxy appends the address it saw to
+    X-Forwarded-For: the entry `trusted_hops` from the right is the one the outermost proxy
+    wrote. Entries left of it are the client's own writing (a flood under invented first entries
+    took a new upload share for each, explorer.uploads.SENDER_SHARE). A header with fewer entries
+    than that did not pass every proxy: the peer is the sender."""
     client = scope.get("client")
-    return client[0] if client else None
+    peer = client[0] if client else None
+    if trusted_hops <= 0:
+        return peer
+    # A client may send the header several times; a proxy appends to the last: read them as one list.
+    lines = [value.decode("latin-1") for name, value in scope["headers"] if name == b"x-forwarded-for"]
+    entries = [entry.strip() for entry in ",".join(lines).split(",")] if lines else []
+    if len(entries) < trusted_hops:
+        return peer
+    return entries[-trusted_hops] or peer
 
 
 async def _body(receive: Receive, limit: int) -> bytes | None:
@@ -194,15 +259,44 @@ def _url_of(value: Any) -> Any:
     return value.get("url") if isinstance(value, dict) else value
 
 
-def _names_a_web_file(value: Any) -> bool:
-    """Whether an event's inputs hold a file named by a web address (`{"path": "https://..."}`):
-    Gradio would download it into its upload folder before any handler runs, the whole body in
-    memory and with no size limit, past the upload budget that its own upload route is held to."""
-    if isinstance(value, dict):
-        return is_http_url_like(value.get("path")) or any(_names_a_web_file(v) for v in value.values())
+def _refused_file(value: Any) -> tuple[str, str] | None:
+    """(why, in the app's words; the path) for the first file an event's inputs name that is no
+    upload of this app, or None. Gradio would download a file named by a web address
+    (`{"path": "https://..."}`) into its upload folder before any handler runs, the whole body in
+    memory and with no size limit, past the upload budget its own upload route is held to. A file
+    payload (`"meta": {"_type": "gradio.FileData"}`) whose path is not in the upload folder
+    (another file, `../` out of it, a `file:` or `data:` URL, `HTTPS://`) Gradio refuses itself,
+    with a traceback in the log and a bare "Error" for the visitor."""
     if isinstance(value, list):
-        return any(_names_a_web_file(v) for v in value)
-    return False
+        return next((found for v in value if (found := _refused_file(v))), None)
+    if not isinstance(value, dict):
+        return None
+    path = value.get("path")
+    if isinstance(path, str) and path[:8].lower().startswith(("http://", "https://")):
+        return WEB_FILE, path
+    if isinstance(path, str) and _is_file_payload(value) and not _is_upload(path):
+        return REFUSED, path
+    return next((found for v in value.values() if (found := _refused_file(v))), None)
+
+
+def _is_file_payload(value: dict[str, Any]) -> bool:
+    """Whether Gradio takes `value` for a file (gradio_client.utils.is_file_obj_with_meta, which
+    fails on a `meta` that is no object: with a traceback too)."""
+    meta = value.get("meta")
+    return "meta" in value and (not isinstance(meta, dict) or meta.get("_type") == "gradio.FileData")
+
+
+def _is_upload(path: str) -> bool:
+    """Whether Gradio takes `path` as an upload: inside its upload folder, symlinks resolved
+    (gradio.utils.is_in_or_equal), where the page's uploads, the examples' cached copies and
+    gradio_client's uploads are. A file gone from there (deleted after an hour) still passes: the
+    handler says so in its own words (explorer.uploads.checked_upload)."""
+    if _SCHEME.match(path):
+        return False
+    try:
+        return is_in_or_equal(path, get_upload_folder())
+    except (OSError, RuntimeError, ValueError):  # a NUL byte, a symlink loop: Gradio's traceback too
+        return False
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

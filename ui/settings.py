@@ -44,6 +44,7 @@ class ServerSettings:
     uploads_bytes: int = 2 * 1024 * MIB  # Gradio's upload folder: uploads and rendered views
     live_streams: int = 1  # webcam streams drawn at once (the Live tab); the others are told to wait
     live_turn_s: float = 180.0  # one visitor's turn at the webcam stream while others wait
+    trusted_hops: int = 0  # proxies in front of the server, each appending to X-Forwarded-For (ui.limits.sender)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServerSettings:
@@ -62,6 +63,7 @@ class ServerSettings:
             uploads_bytes=args.uploads_budget_mb * MIB,
             live_streams=args.live_streams,
             live_turn_s=args.live_seconds,
+            trusted_hops=args.trusted_hops,
         )
 
 
@@ -77,9 +79,17 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
     p.add_argument("--request-mb", type=int, default=1024, help="memory one request may compute")
-    p.add_argument("--live-streams", type=_at_least_one(int), default=1, help="webcam streams drawn at once")
-    p.add_argument("--live-seconds", type=_at_least_one(float), default=180.0, help="one turn at the webcam, s")
+    p.add_argument("--live-streams", type=_at_least(int, 1), default=1, help="webcam streams drawn at once")
+    p.add_argument("--live-seconds", type=_at_least(float, 1), default=180.0, help="one turn at the webcam, s")
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
+    p.add_argument(
+        "--trusted-hops",
+        type=_at_least(int, 0),
+        default=os.environ.get("VIT_EXPLORER_TRUSTED_HOPS", "1" if space else "0"),
+        help="proxies in front of the server that append the visitor's address to X-Forwarded-For; a network's "
+        "upload share goes by the address the outermost one saw (default 1 on a Hugging Face Space, else 0: the "
+        "connection's address; or VIT_EXPLORER_TRUSTED_HOPS)",
+    )
 
 
 def space_weights() -> list[str]:
@@ -102,16 +112,16 @@ def start_model(value: str | None) -> tuple[str | None, str]:
     return (value if value and value != BUNDLED_NAME else None), BUNDLED_NAME
 
 
-def _at_least_one(kind: type) -> Callable[[str], int | float]:
-    """An argparse type: a number of `kind` that is at least 1, or a usage error."""
+def _at_least(kind: type, least: int) -> Callable[[str], int | float]:
+    """An argparse type: a number of `kind` that is at least `least`, or a usage error."""
 
     def parse(text: str) -> int | float:
         try:
             value = kind(text)
         except ValueError:
-            value = 0
-        if not value >= 1:  # also refuses NaN
-            raise argparse.ArgumentTypeError(f"must be a number of at least 1, got {text!r}")
+            value = least - 1
+        if not value >= least:  # also refuses NaN
+            raise argparse.ArgumentTypeError(f"must be a number of at least {least}, got {text!r}")
         return value
 
     return parse
