@@ -71,9 +71,9 @@ def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, r
 
 def test_the_comparison_refuses_no_models_too_many_or_none_loadable(tab, image):
     server = tab[1]
-    with pytest.raises(gr.Error, match="models must be a list of 1 to 3 model keys"):
+    with pytest.raises(gr.Error, match=r"pick 1 to 3 models to compare \(got \[\]\)"):
         h.compare_models(server, image, [], "inferno")
-    with pytest.raises(gr.Error, match="models must be a list of 1 to 3 model keys"):
+    with pytest.raises(gr.Error, match=r"pick 1 to 3 models to compare \(got \['bundled'"):
         h.compare_models(server, image, [BUNDLED] * 4, "inferno")
     with pytest.raises(gr.Error, match="none of these models can be loaded here"):
         h.compare_models(server, image, ["pretrained:nonexistent"], "inferno")
@@ -341,3 +341,21 @@ def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_mo
     key = catalog.register(tiny_checkpoint, owner(alice), label="my run, 3 epochs")
     for picker in ("compare_models", "with_registers", "without_registers", "heads_model"):
         assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, None, alice)[picker].choices
+
+
+def test_a_lessons_first_step_refuses_a_file_that_is_no_image_and_heads_out_of_range(tab, image):
+    """Lesson 3 with "7.2, 3.9, banana" left a bare "Error" badge on the top-5 box, a file that
+    is no image one on the lesson's picture: the first step, with no outputs, refuses them."""
+    server = tab[1]
+    request = SimpleNamespace(session_hash="visitor")
+    with pytest.raises(gr.Error, match=r"heads off: layer 7 in '7.2' is out of range; this model has layers 1 to 6"):
+        h.check_heads_off(server, image, BUNDLED, "7.2, 3.9, banana", request)
+    h.check_heads_off(server, image, BUNDLED, "6.4, 1.1", request)  # in range: on to the lesson
+    notes = cache_path("notes.png")  # in Gradio's upload folder, as a browser's upload
+    notes.write_text("not an image")
+    with pytest.raises(gr.Error, match="not an image format this app can read"):
+        h.check_lesson_image({"path": str(notes)})
+    with pytest.raises(gr.Error, match="No lesson image yet"):
+        h.check_words(None, "a cat, a dog")
+    with pytest.raises(gr.Error, match="type at least two words"):
+        h.check_words(image, "a cat")

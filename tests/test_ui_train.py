@@ -322,3 +322,26 @@ def test_a_run_that_cannot_fit_is_refused_in_a_sentence():
         train.memory_plan(TrainLimits(memory_bytes=2**40), "vit_l_16.tv_in1k", "cifar10", 1, 8, 1e-3)
     with pytest.raises(ValueError, match="epochs must be a whole number from 1 to 200, got True"):
         train.memory_plan(TrainLimits(), "vit_cifar_nano", "cifar10", True, 8, 1e-3)  # a bool is not 1 epoch
+
+
+def test_starts_first_step_refuses_as_the_start_would_and_starts_nothing(tiny_checkpoint, tmp_path):
+    """Start checks first, in a step with no outputs (its refusal left six bare "Error" badges):
+    that step says what `train_start` would say, and never starts a run."""
+    from training.registry import JobRegistry
+
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    runs, settings = JobRegistry(tmp_path / "runs"), ServerSettings()
+    request = SimpleNamespace(session_hash="visitor")
+    with pytest.raises(gr.Error, match="Enter the folder that holds train/ and test/ class folders"):
+        train.check_start(
+            runs, catalog, settings, train.run_options("vit_cifar_nano", "folder", " ", 1, 1e-3, 8), request
+        )
+    with pytest.raises(gr.Error, match="epochs must be a whole number from 1 to 200, got 0"):
+        train.check_start(
+            runs, catalog, settings, train.run_options("vit_cifar_nano", "cifar10", "", 0, 1e-3, 8), request
+        )
+    data = write_image_folder(tmp_path / "data", per_class=2)
+    train.check_start(
+        runs, catalog, settings, train.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8), request
+    )
+    assert not runs.snapshot("visitor").running and not (tmp_path / "runs").exists()  # checked, nothing started

@@ -682,6 +682,13 @@ def keep_image(server: Server, explanation_key: ExplanationKey | None, request: 
     return path
 
 
+def keep_analysis(server: Server, explanation_key: ExplanationKey | None, request: gr.Request) -> dict:
+    """After an analysis that failed past the header's check (a truncated file decodes no
+    pixels): the upload box shows the image the views belong to, and each view of the page's
+    analysis is written again as it was, which takes away the bare "Error" badge Gradio left."""
+    return {"image": keep_image(server, explanation_key, request), **dict.fromkeys(PAGE_ANALYSIS_OUTPUTS, gr.skip())}
+
+
 def make_png(
     server: Server,
     explanation_key: ExplanationKey | None,

@@ -16,7 +16,7 @@ from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 
 from . import concurrency, pictures
 from . import lessons_handlers as h
-from .binding import ComponentView, Controls
+from .binding import ComponentView, Controls, checked_first
 from .common import EXAMPLES_DIR, Server, layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
@@ -260,10 +260,16 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
     results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
     results += [v.words_label, v.words_note, v.words_maps]
     v.image.change(v.bind(h.new_image), None, results, api_visibility="private")
-    v.compare_button.click(
-        v.bind(h.compare_models, server),
-        [v.image, v.compare_models, v.cmap],
-        [v.compare_picture, v.compare_note],
+    # Each lesson's button checks its inputs first, in a step with no outputs: a refusal is a
+    # toast, and the lesson's results stay as they were (ui.binding.checked_first).
+    image_first = v.bind(h.check_lesson_image)
+    checked_first(
+        v.compare_button.click,
+        v.bind(h.check_compared),
+        [v.image, v.compare_models],
+        fn=v.bind(h.compare_models, server),
+        inputs=[v.image, v.compare_models, v.cmap],
+        outputs=[v.compare_picture, v.compare_note],
         api_name="lesson_compare",
         **RAW,
     )
@@ -285,31 +291,44 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
         api_name="lesson_heads_model",
         **RAW,
     )
-    v.norms_button.click(
-        v.bind(h.compare_token_norms, server),
-        [v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],
-        [v.norms_picture, v.norms_table],
+    checked_first(
+        v.norms_button.click,
+        image_first,
+        [v.image],
+        fn=v.bind(h.compare_token_norms, server),
+        inputs=[v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],
+        outputs=[v.norms_picture, v.norms_table],
         api_name="lesson_token_norms",
         **RAW,
     )
-    v.heads_button.click(
-        v.bind(h.switch_heads_off, server),
-        [v.image, v.heads_model, v.heads_off],
-        [v.top5, v.heads_note],
+    heads = [v.image, v.heads_model, v.heads_off]
+    checked_first(
+        v.heads_button.click,
+        v.bind(h.check_heads_off, server),
+        heads,
+        fn=v.bind(h.switch_heads_off, server),
+        inputs=heads,
+        outputs=[v.top5, v.heads_note],
         api_name="lesson_heads_off",
         **RAW,
     )
-    ranking = v.rank_button.click(
-        v.bind(h.rank_heads, server),
-        [v.image, v.heads_model],
-        [v.ranking, v.heads_note],
+    ranking = checked_first(
+        v.rank_button.click,
+        image_first,
+        [v.image],
+        fn=v.bind(h.rank_heads, server),
+        inputs=[v.image, v.heads_model],
+        outputs=[v.ranking, v.heads_note],
         api_name="lesson_head_ranking",
         **(RAW | concurrency.RANKING),
     )
-    v.words_button.click(
-        v.bind(h.compare_words, server),
-        [v.image, v.words_model, v.words_prompts, v.cmap],
-        [v.words_label, v.words_note, v.words_maps],
+    checked_first(
+        v.words_button.click,
+        v.bind(h.check_words),
+        [v.image, v.words_prompts],
+        fn=v.bind(h.compare_words, server),
+        inputs=[v.image, v.words_model, v.words_prompts, v.cmap],
+        outputs=[v.words_label, v.words_note, v.words_maps],
         api_name="lesson_words",
         **RAW,
     )

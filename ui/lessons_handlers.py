@@ -17,7 +17,7 @@ from PIL import Image
 from explorer import lessons
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
-from explorer.images import ImageError, load_image
+from explorer.images import ImageError, check_image, load_image
 from explorer.prompts import PromptError, parse_prompts, zero_shot
 from explorer.views import Showing, prompt_note
 from vit.messages import shown
@@ -28,16 +28,70 @@ from .common import Server, colour_map_style, layer_slider, model_name, owner, u
 
 MAX_COMPARED = 3
 NORMS_LAYER_LABEL = "Layer (1 = first; up to the shallower model's depth)"
+NO_IMAGE = "No lesson image yet: upload an image at the top of the Lessons tab first."
 PROGRESS = gr.Progress()  # the handlers' default: Gradio gives each call its own, drawn on its outputs
 
 
 def lesson_image(image: dict | None) -> Image.Image:
     """The uploaded lesson image, decoded (gr.Error without one or for a bad file)."""
     if image is None:
-        raise visitor_error("No lesson image yet: upload an image at the top of the Lessons tab first.")
+        raise visitor_error(NO_IMAGE)
     try:
         return load_image(uploaded_path(image))
     except ImageError as e:
+        raise visitor_error(str(e)) from e
+
+
+def check_lesson_image(image: dict | None) -> None:
+    """A lesson's first step (ui.binding.checked_first): no image, or a file that is no image
+    this app reads, refused from its header (nothing decoded) before the lesson runs, so the
+    lesson's pictures and tables stay as they were."""
+    if image is None:
+        raise visitor_error(NO_IMAGE)
+    try:
+        check_image(uploaded_path(image))
+    except ImageError as e:
+        raise visitor_error(str(e)) from e
+
+
+def check_compared(image: dict | None, models: list[str] | None) -> None:
+    """Lesson 1's first step: the image, and one to MAX_COMPARED models picked."""
+    check_lesson_image(image)
+    compared(models)
+
+
+def compared(models: object) -> list[str]:
+    """The models lesson 1 compares, if one to MAX_COMPARED are picked."""
+    if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
+        raise visitor_error(f"pick 1 to {MAX_COMPARED} models to compare (got {shown(models)})")
+    return models
+
+
+def check_heads_off(
+    server: Server, image: dict | None, model_key: str, heads: str | None, request: gr.Request | None = None
+) -> None:
+    """Lesson 3's first step: the image, and the heads typed against the model's layers and
+    heads when the model is held already (picking it loaded it); one still to load is checked
+    by `switch_heads_off`, after its download."""
+    check_lesson_image(image)
+    if model_key not in server.catalog.loaded_keys():
+        return
+    try:
+        c = server.catalog.get(model_key, owner=owner(request)).model.config
+    except ModelUnavailable:
+        return  # `switch_heads_off` says why, as it does for an API client
+    try:
+        lessons.parse_heads(str(heads or ""), c.depth, c.heads)
+    except lessons.LessonError as e:
+        raise visitor_error(str(e)) from e
+
+
+def check_words(image: dict | None, prompts: str) -> None:
+    """Lesson 4's first step: the image and the words (two to MAX_PROMPTS, none repeated)."""
+    check_lesson_image(image)
+    try:
+        parse_prompts(prompts)
+    except PromptError as e:
         raise visitor_error(str(e)) from e
 
 
@@ -177,10 +231,8 @@ def compare_models(
     model picker, e.g. a supervised ViT, DINO and DINOv2) side by side on one colour scale.
     Models that cannot be loaded here (offline) are named; the others are still compared."""
     picture, style = lesson_image(image), colour_map_style(cmap)
-    if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
-        raise visitor_error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
     loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
-    for key in models:
+    for key in compared(models):
         try:
             loaded.append(fetched(server.catalog, key, progress, owner(request)))
         except ModelUnavailable as e:
