@@ -359,3 +359,20 @@ def test_a_lessons_first_step_refuses_a_file_that_is_no_image_and_heads_out_of_r
         h.check_words(None, "a cat, a dog")
     with pytest.raises(gr.Error, match="type at least two words"):
         h.check_words(image, "a cat")
+
+
+def test_lesson_4_offline_with_no_clip_model_says_none_is_here_and_what_to_do(
+    tiny_checkpoint, tmp_path, monkeypatch, image
+):
+    """It said "Pick one of the models at the top of the list: they are on this machine" when
+    the list held CLIP models only and none was on this machine."""
+    for cache in ("HF_HOME", "TORCH_HOME"):  # empty caches: nothing downloaded
+        monkeypatch.setenv(cache, str(tmp_path / cache))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
+    with pytest.raises(gr.Error) as info:
+        h.compare_words(server, image, f"pretrained:{lessons.WORDS[0]}", "a cat, a dog", "inferno")
+    said = info.value.message
+    assert "No CLIP model is on this machine" in said and "they are on this machine" not in said
+    assert f"python -m vit.download {lessons.WORDS[0]}" in said

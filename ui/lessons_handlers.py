@@ -315,6 +315,17 @@ def switch_heads_off(
     return dict(top5=after, heads_note=note)
 
 
+def clip_model(catalog: ModelCatalog, key: object, progress: gr.Progress | None) -> LoadedModel:
+    """Lesson 4's model (downloading it, progress shown); offline with no CLIP model on this
+    machine, gr.Error says that none is and what the operator does (explorer.lessons.no_clip_offline)."""
+    try:
+        return fetched(catalog, key, progress, None)
+    except ModelUnavailable as e:
+        if catalog.online is False and lessons.opening_models(catalog.available).words is None:
+            raise visitor_error(lessons.no_clip_offline()) from e
+        raise visitor_error(str(e)) from e
+
+
 def compare_words(
     server: Server,
     image: dict | None,
@@ -325,7 +336,7 @@ def compare_words(
 ) -> dict:
     """One picture, many words: a CLIP model's probabilities over `prompts` (comma-separated) for
     the lesson image, and each word's relevance map (Chefer et al. 2021), as Explore's words."""
-    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress)
+    picture, loaded = lesson_image(image), clip_model(server.catalog, model_key, progress)
     if loaded.text is None:
         raise visitor_error(f"{loaded.label} is not a CLIP model: only a CLIP model understands words")
     try:
