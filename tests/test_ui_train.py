@@ -345,3 +345,28 @@ def test_starts_first_step_refuses_as_the_start_would_and_starts_nothing(tiny_ch
         runs, catalog, settings, train.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8), request
     )
     assert not runs.snapshot("visitor").running and not (tmp_path / "runs").exists()  # checked, nothing started
+
+
+def test_each_epoch_is_said_once_in_the_status():
+    """Each epoch was said twice, in two formats: the job's "epoch 2/5: validation accuracy
+    75.00%" and the tab's "epoch 2: train loss 0.500, validation accuracy 75.0%"."""
+    from training.job import epoch_message
+
+    epoch = {"epoch": 2, "train_loss": 0.5, "val_acc": 0.75}
+    going = JobSnapshot(running=True, epochs=5, steps_per_epoch=4, history=[epoch], message=epoch_message(epoch, 5))
+    said = train.describe(going)
+    assert said.count("epoch 2") == 1 and "epoch 2: train loss 0.500, validation accuracy 75.0%" in said
+    stopping = JobSnapshot(running=True, epochs=5, history=[epoch], message="stopping after the current step")
+    assert "stopping after the current step" in train.describe(stopping)  # any other message is still said
+
+
+def test_no_step_of_the_poll_shows_gradios_status_tracker(tmp_path):
+    """Gradio's "processing 0.3/0.3s" and "queue: 1/1" came and went over the progress bar:
+    every step of the poll, its timer's restart included, hides the status tracker."""
+    import ui
+
+    config = ui.build_demo(ModelCatalog(runs_dir=tmp_path)).config
+    by_id = {d["id"]: d for d in config["dependencies"]}
+    polls = [d for d in by_id.values() if d["api_name"].startswith("train_status")]
+    steps = polls + [d for d in by_id.values() if d["trigger_after"] in {p["id"] for p in polls}]
+    assert len(steps) == 4 and {d["show_progress"] for d in steps} == {"hidden"}

@@ -27,7 +27,7 @@ from explorer.explain import (
     explain_file,
     model_input,
 )
-from explorer.images import ImageError, check_image, load_image
+from explorer.images import ImageError, check_image, first_frame_note, load_image
 from explorer.prompts import PromptError, ZeroShot, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
 from explorer.views import Drawing, Showing
@@ -35,7 +35,7 @@ from vit.analysis import Query
 from vit.messages import shown
 
 from . import downloads, zerogpu
-from .checks import one_of, visitor_error, whole_number, yes_no
+from .checks import ERROR_TOAST_S, one_of, visitor_error, whole_number, yes_no
 from .common import (
     EXAMPLES_DIR,
     ExplanationKey,
@@ -389,10 +389,13 @@ def check_new_image(image: dict | None) -> None:
     in `analyze` marks each of its outputs)."""
     if image is None:
         return
+    path = uploaded_path(image)
     try:
-        check_image(uploaded_path(image))
+        check_image(path)
     except ImageError as e:
         raise visitor_error(str(e)) from e
+    if note := first_frame_note(path):
+        gr.Info(note, duration=ERROR_TOAST_S)
 
 
 def show_heads(

@@ -260,8 +260,16 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
     results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
     results += [v.words_label, v.words_note, v.words_maps]
     v.image.change(v.bind(h.new_image), None, results, api_visibility="private")
-    # Each lesson's button checks its inputs first, in a step with no outputs: a refusal is a
-    # toast, and the lesson's results stay as they were (ui.binding.checked_first).
+    ranking = _wire_buttons(v, server)
+    # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
+    v.rank_stop.click(None, cancels=[ranking], api_visibility="private")
+    return v
+
+
+def _wire_buttons(v: LessonsView, server: Server) -> Any:
+    """Each lesson's pickers and buttons under their API names. A button checks its inputs first,
+    in a step with no outputs: a refusal is a toast, and the lesson's results stay as they were
+    (ui.binding.checked_first). Returns the ranking's event, which Stop cancels."""
     image_first = v.bind(h.check_lesson_image)
     checked_first(
         v.compare_button.click,
@@ -332,6 +340,4 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
         api_name="lesson_words",
         **RAW,
     )
-    # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
-    v.rank_stop.click(None, cancels=[ranking], api_visibility="private")
-    return v
+    return ranking

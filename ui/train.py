@@ -37,7 +37,7 @@ from training.budget import (
 )
 from training.chunks import ChunkRefused, ChunkReport, train_chunk
 from training.data import cifar10_downloaded
-from training.job import ChunkPlan, JobBusy, JobSnapshot
+from training.job import ChunkPlan, JobBusy, JobSnapshot, epoch_message
 from training.registry import JobRegistry, TrainLimits
 from vit.messages import shown
 from vit.model import CONFIGS
@@ -243,7 +243,12 @@ def describe(snap: JobSnapshot) -> str:
         lines.append(f"**device:** {for_visitors(snap.device)}")
     if snap.error:
         lines.append(f"**error:** {for_visitors(snap.error)}")
-    elif snap.message and snap.running:
+    # The job's message at an epoch's end says that epoch in other words: the line below says it once.
+    elif (
+        snap.message
+        and snap.running
+        and not (snap.history and snap.message == epoch_message(snap.history[-1], snap.epochs))
+    ):
         lines.append(for_visitors(snap.message))
     if snap.history and snap.running:
         last = snap.history[-1]
@@ -643,7 +648,10 @@ def show_explore() -> gr.Tabs:
 
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tabs) -> None:
     options = view.pick(*RUN.names)
+    # Every step of the poll hides Gradio's status tracker: its "processing 0.3/0.3s" and "queue: 1/1"
+    # would come and go over the progress bar once a second.
     polling = {"fn": keep_polling, "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
+    polling["show_progress"] = "hidden"
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
     started = checked_first(
         view.start.click,
