@@ -197,6 +197,14 @@ def no_clip_offline() -> str:
     )
 
 
+def model_notes(opening: OpeningModels) -> dict[str, str]:
+    """Each lesson's line about its models, by lesson ("compare", "norms", "heads", "words"), as
+    `opening` (the catalogue's state now) says: drawn again whenever the page may show it, so a
+    model downloaded since the server started is never called "not downloaded"."""
+    better = {lesson: better_models(opening.missing[lesson]) for lesson in ("norms", "heads")}
+    return {"compare": compare_better(opening), **better, "words": words_missing(opening)}
+
+
 def register_role(loaded: LoadedModel) -> str:
     """How lesson 2 names a row: by the registers its model really has ("with 4 registers")."""
     count = loaded.model.config.register_tokens

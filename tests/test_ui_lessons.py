@@ -376,3 +376,42 @@ def test_lesson_4_offline_with_no_clip_model_says_none_is_here_and_what_to_do(
     said = info.value.message
     assert "No CLIP model is on this machine" in said and "they are on this machine" not in said
     assert f"python -m vit.download {lessons.WORDS[0]}" in said
+
+
+def test_what_the_lessons_say_about_models_follows_the_catalogue_when_drawn(tiny_checkpoint, tmp_path, monkeypatch):
+    """After lesson 1 had downloaded DeiT-S, DINO and DINOv2 it still said "Only one model is on
+    this machine … not downloaded on this server", lesson 3 called DeiT-S "not downloaded" while
+    using it, and the pickers kept "(pretrained, downloads once)": those words were drawn once,
+    when the server started. They are drawn again on opening the tab and after each lesson."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    downloaded: set[str] = set()
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in downloaded)
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
+    server.catalog.online = True  # downloads would work: none has happened yet
+    alice = SimpleNamespace(session_hash="alice")
+    deit = lessons.COMPARED[0]
+    before = h.lesson_models(server, alice)
+    assert "Only one model is on this machine" in before["compare_better"] and deit in before["heads_better"]
+    assert (f"{deit} (pretrained, downloads once)", f"pretrained:{deit}") in before["heads_model"].choices
+    downloaded |= set(lessons.COMPARED)  # what lesson 1's Compare downloads
+    after = h.lesson_models(server, alice)
+    assert "Only one model" not in after["compare_better"] and "not downloaded" not in after["compare_better"]
+    assert after["heads_better"] == ""  # lesson 3's DeiT-S is here now
+    assert (f"{deit} (pretrained)", f"pretrained:{deit}") in after["heads_model"].choices
+    opened = h.open_lessons(server, None, None, alice)
+    assert opened["compare_better"] == after["compare_better"]  # also after a reload, on opening the tab
+
+
+def test_after_each_lesson_and_each_model_load_the_pickers_are_drawn_again(tiny_checkpoint, tmp_path):
+    from ui.lessons import MODEL_WORDS
+
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path))
+    by_id = {d["id"]: d for d in demo.config["dependencies"]}
+    refreshes = {d["trigger_after"]: d for d in by_id.values() if d["api_name"].startswith("lesson_models")}
+    named = {"lesson_compare", "lesson_norms_models", "lesson_heads_model", "lesson_token_norms", "lesson_heads_off"}
+    named |= {"lesson_head_ranking", "lesson_words"}
+    assert {d["id"] for d in by_id.values() if d["api_name"] in named} <= set(refreshes)
+    assert all(len(d["outputs"]) == len(MODEL_WORDS) for d in refreshes.values())
+    load = next(d for d in by_id.values() if d["api_name"] == "load_model")
+    choices = next(d for d in by_id.values() if d["api_name"] == "model_choices")
+    assert choices["trigger_after"] == load["id"] and choices["outputs"] == [load["targets"][0][0]]

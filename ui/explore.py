@@ -769,6 +769,9 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
     )
     switched.success(**analysis).success(**_words_after(view, server))
     switched.failure(common.keep_model, view.current_model, view.model_key, api_visibility="private")
+    # Choices only, never the value: the picker says what is on this machine now, and loads nothing.
+    picker = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
+    switched.then(view.bind(h.model_choices, server), None, view.model_key, **picker)
     view.checkpoint.upload(
         view.bind(h.upload_checkpoint, server),
         view.checkpoint,

@@ -791,6 +791,12 @@ def load_model(
     }
 
 
+def model_choices(server: Server, request: gr.Request) -> dict:
+    """After a model loads: the picker as the catalogue is now (weights just downloaded are no
+    longer "downloads once"; a failed download offline marks what cannot be had)."""
+    return {"model_key": gr.Dropdown(choices=server.catalog.choices(owner(request)))}
+
+
 def upload_checkpoint(server: Server, checkpoint: str | None, request: gr.Request) -> dict:
     """Validate an uploaded .safetensors checkpoint, add it to this visitor's picker and select it."""
     if checkpoint is None:

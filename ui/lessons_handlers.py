@@ -21,6 +21,7 @@ from explorer.images import ImageError, check_image, first_frame_note, load_imag
 from explorer.prompts import PromptError, parse_prompts, zero_shot
 from explorer.views import Showing, prompt_note
 from vit.messages import shown
+from vit.pretrained import is_clip
 
 from . import downloads, pictures, zerogpu
 from .checks import ERROR_TOAST_S, visitor_error, whole_number
@@ -99,15 +100,32 @@ def check_words(image: dict | None, prompts: str) -> None:
 
 
 def open_lessons(server: Server, explore_image: str | None, followed: str | None, request: gr.Request) -> dict:
-    """Opening the tab: the pickers list this visitor's models now (a checkpoint trained since
-    the page opened, which lesson 1 suggests comparing), and the lessons take the Explore tab's
-    image when it changed since they last took it (the teacher's photo, not the lessons' own
-    32 px example); an image uploaded here stays until Explore shows another."""
-    choices = server.catalog.choices(owner(request))
+    """Opening the tab: the pickers and the lines about models as the catalogue is now
+    (`lesson_models`), and the lessons take the Explore tab's image when it changed since they
+    last took it (the teacher's photo, not the lessons' own 32 px example); an image uploaded
+    here stays until Explore shows another."""
+    new = bool(explore_image) and explore_image != followed
+    shown = explore_image if new else gr.skip()
+    return dict(image=shown, followed=shown, **lesson_models(server, request))
+
+
+def clip_choices(catalog: ModelCatalog) -> list[tuple[str, str]]:
+    """Lesson 4's picker: the CLIP models of the catalogue's list, labelled as the list labels them."""
+    return [(label, key) for label, key in catalog.choices() if is_clip(key.partition(":")[2])]
+
+
+def lesson_models(server: Server, request: gr.Request | None = None) -> dict:
+    """What the lessons say about models, as the catalogue is now: the pickers list this
+    visitor's models (a checkpoint trained since the page opened; weights downloaded since, no
+    longer "downloads once"), and each lesson's line names only the weights still missing. On
+    opening the tab and after each lesson (which may have downloaded a model)."""
+    catalog = server.catalog
+    choices = catalog.choices(owner(request))
     names = ("compare_models", "with_registers", "without_registers", "heads_model")
     pickers = {name: gr.Dropdown(choices=choices) for name in names}
-    new = bool(explore_image) and explore_image != followed
-    return dict(image=explore_image if new else gr.skip(), followed=explore_image if new else gr.skip(), **pickers)
+    notes = lessons.model_notes(lessons.opening_models(catalog.available))
+    better = {f"{lesson}_better": note for lesson, note in notes.items()}
+    return pickers | better | {"words_model": gr.Dropdown(choices=clip_choices(catalog))}
 
 
 def new_image() -> dict:
