@@ -22,6 +22,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import torch
@@ -43,6 +44,11 @@ BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cif
 MAX_KEY_CHARS = 200  # longer than any key the catalogue hands out ("checkpoint:" + 16 characters, pretrained names)
 
 
+# training.registry's mark of a Train-tab run's folder, whose name is internal (the visitor's
+# hash and a random id): such a run is listed by its model file's name and when it was saved.
+APP_RUN_MARKER = ".made-by-vit-explorer-app"
+
+
 Progress = Callable[[int, int | None], None]  # (bytes downloaded, total bytes or None)
 WATCH_S = 0.25  # how often a visitor waiting on another's download is told its progress
 
@@ -62,6 +68,17 @@ def no_internet(name: str) -> str:
         f"{name} is not on this machine, and this machine has no internet connection to download it. "
         "Pick one of the models at the top of the list: they are on this machine."
     )
+
+
+def scanned_label(path: Path, runs_dir: Path) -> str:
+    """How the model lists name a checkpoint found in the runs folder by a restarted local server:
+    a Train-tab run by its own name and when it was trained ("vit_cifar_nano_5epochs_acc41,
+    trained 2025-01-02 03:04"), any other file by its path under the runs folder (a folder the
+    training CLI wrote is named by whoever ran it)."""
+    if not (path.parent / APP_RUN_MARKER).is_file():
+        return str(path.relative_to(runs_dir))
+    when = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+    return f"{path.stem}, trained {when}"
 
 
 def download_text(name: str, done: int, total: int | None) -> str:
@@ -251,7 +268,7 @@ class ModelCatalog:
             # a run's model files, not its training state (vit.checkpoint.TRAINING_STATE): one entry per run
             for path in sorted(self.runs_dir.rglob("*.safetensors")):
                 if path.name != vit.checkpoint.TRAINING_STATE:
-                    self._token_for(path.resolve(), EVERYONE, str(path.relative_to(self.runs_dir)), scanned=True)
+                    self._token_for(path.resolve(), EVERYONE, scanned_label(path, self.runs_dir), scanned=True)
         with self._lock:
             if self.scan_runs:  # a scanned file renamed or deleted since (a run renames its model when it ends)
                 self._checkpoints = {t: entry for t, entry in self._checkpoints.items() if entry[0].is_file()}

@@ -65,6 +65,20 @@ def check_image(path: str | os.PathLike) -> None:
     _read(path, decode=False)
 
 
+def first_frame_note(path: str | os.PathLike) -> str:
+    """For an animated image (GIF, WebP, PNG with frames), the sentence that says the views are of
+    its first frame only (`load_image` takes that one); "" for a still image or one unreadable
+    here (`check_image` says why). Reads the header and the next frame's start, nothing decoded."""
+    try:
+        with Image.open(path) as im:
+            if not getattr(im, "is_animated", False):
+                return ""
+            kind = im.format or "image"
+    except (OSError, SyntaxError, ValueError, EOFError):
+        return ""
+    return f"This {kind} is animated: the maps show its first frame only."
+
+
 def _read(path: str | os.PathLike, decode: bool) -> Image.Image | None:
     if os.path.getsize(path) == 0:
         raise ImageError("the uploaded file is empty (0 bytes)")

@@ -186,6 +186,25 @@ def words_missing(opening: OpeningModels) -> str:
     )
 
 
+def no_clip_offline() -> str:
+    """What lesson 4 says when no CLIP model is on this machine and none can be downloaded: the
+    picker's models are all away, so "pick one on this machine" would send the class nowhere."""
+    return (
+        "**No CLIP model is on this machine**, and this machine has no internet connection to download one, so "
+        "this lesson cannot run here today. Before the next class, on this machine while it is online, the "
+        f"operator runs `python -m vit.download {WORDS[0]}` (about 600 MB) once and restarts the app. The other "
+        "three lessons work with the models on this machine."
+    )
+
+
+def model_notes(opening: OpeningModels) -> dict[str, str]:
+    """Each lesson's line about its models, by lesson ("compare", "norms", "heads", "words"), as
+    `opening` (the catalogue's state now) says: drawn again whenever the page may show it, so a
+    model downloaded since the server started is never called "not downloaded"."""
+    better = {lesson: better_models(opening.missing[lesson]) for lesson in ("norms", "heads")}
+    return {"compare": compare_better(opening), **better, "words": words_missing(opening)}
+
+
 def register_role(loaded: LoadedModel) -> str:
     """How lesson 2 names a row: by the registers its model really has ("with 4 registers")."""
     count = loaded.model.config.register_tokens

@@ -183,8 +183,10 @@ def _prefix_list(ex: Explanation) -> str:
 
 def describe_query(query: Query, has_cls: bool = True) -> str:
     if isinstance(query, str):
+        label = token_label(query)
+        named = label if label.startswith("register ") else f"the {label}"  # "register 2" is a name, as "layer 3"
         return (
-            f"Query: **the {token_label(query)}**, a token with no pixels of its own. Click a patch in the input "
+            f"Query: **{named}**, a token with no pixels of its own. Click a patch in the input "
             "to see where that patch looks, or pick another token."
         )
     if query is None:

@@ -154,7 +154,8 @@ def test_clip_reads_a_prompt_whole_only_within_its_77_tokens(clip_b16) -> None:
 
 def chefer_clip_relevance(model: torch.nn.Module, image: torch.Tensor, texts: torch.Tensor) -> torch.Tensor:
     """Chefer et al.'s CLIP notebook (Transformer-MM-Explainability, CLIP_explainability.ipynb,
-    `interpret`), written again on open_clip's model: logits_per_image = exp(t)·cos; for each
+    `interpret` with start_layer=0, every layer, as the app does; the notebook's default, -1, is
+    the last layer only: docs/analysis.md), written again on open_clip's model: logits_per_image = exp(t)·cos; for each
     text, the gradient of its logit w.r.t. every block's attn_probs; cam = (grad ⊙ attn)⁺
     averaged over heads; R = R + cam @ R from R = I; the CLS row without CLS. (P, gh*gw)."""
     with torch.enable_grad():

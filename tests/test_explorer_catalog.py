@@ -373,3 +373,24 @@ def test_hf_hub_offline_is_no_internet_and_keeps_its_kind_through_load_pretraine
     assert not vit.can_download()
     with pytest.raises(vit.NoInternet, match="cannot load deit_small_patch16_224.fb_in1k"):
         vit.load_pretrained("deit_small_patch16_224.fb_in1k")
+
+
+def test_a_restarted_server_lists_a_train_tab_run_by_its_name_and_when_it_was_trained(tmp_path, tiny_checkpoint):
+    """A restarted local server listed earlier runs by their internal folders
+    ("37584848d5d1d37d-…/vit_cifar_nano_…")."""
+    import os
+    from datetime import datetime
+
+    from explorer.catalog import APP_RUN_MARKER
+    from training import registry
+
+    assert APP_RUN_MARKER == registry.APP_RUN_MARKER  # the one mark of a Train-tab run's folder
+    run = tmp_path / "runs" / "37584848d5d1d37d-0123456789ab"
+    run.mkdir(parents=True)
+    (run / APP_RUN_MARKER).write_text(registry.MARKER_TEXT)
+    model = run / "vit_cifar_nano_5epochs_acc41.safetensors"
+    model.write_bytes(tiny_checkpoint.read_bytes())
+    saved = datetime(2025, 1, 2, 3, 4).timestamp()
+    os.utime(model, (saved, saved))
+    [(_, label)] = ModelCatalog(tiny_checkpoint, tmp_path / "runs").checkpoints()
+    assert label == "vit_cifar_nano_5epochs_acc41, trained 2025-01-02 03:04"

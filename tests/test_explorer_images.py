@@ -123,6 +123,28 @@ def test_animated_gif_uses_the_first_frame(client, tmp_path):
     assert view[20, 20, 0] > 200 and view[20, 20, 2] < 60
 
 
+def test_an_animated_image_says_that_its_first_frame_is_shown(tmp_path, monkeypatch):
+    """An animated GIF was analysed silently on its first frame: Explore and the lessons say so."""
+    import gradio as gr
+
+    from explorer.images import first_frame_note
+    from ui import explore_handlers, lessons_handlers
+    from ui.outputs import cache_path
+
+    path = cache_path("anim.gif")  # in Gradio's upload folder, as a browser's upload
+    frames = [Image.new("RGB", (40, 40), c) for c in ((255, 0, 0), (0, 0, 255))]
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=100, loop=0)
+    said = "This GIF is animated: the maps show its first frame only."
+    assert first_frame_note(path) == said
+    Image.new("RGB", (40, 40)).save(tmp_path / "still.gif")
+    assert first_frame_note(tmp_path / "still.gif") == first_frame_note(tmp_path / "absent.gif") == ""
+    toasts = []
+    monkeypatch.setattr(gr, "Info", lambda message, **_: toasts.append(message))  # the page's toast
+    explore_handlers.check_new_image({"path": str(path)})
+    lessons_handlers.check_lesson_image({"path": str(path)})
+    assert toasts == [said, said]
+
+
 def test_exif_rotated_photo_is_shown_upright(client, tmp_path):
     stored = np.zeros((32, 64, 3), np.uint8)  # stored landscape, 64 wide...
     stored[:, :32] = 255  # ...white on the left half

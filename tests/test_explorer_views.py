@@ -120,6 +120,10 @@ def test_captions_name_the_prefix_tokens_of_deit_with_registers():
     assert "**22 tokens** (6 prefix tokens: CLS, dist, reg1, reg2, reg3, reg4 + 16 patches)" in numbers
     assert "6 CLS" not in numbers
     assert "the CLS token" in views.describe_query(None, ex.has_cls)
+    # "Query: the register 2" read wrong: "register 2" is a name, as "layer 3" is
+    assert views.describe_query("reg2").startswith("Query: **register 2**, a token with no pixels of its own.")
+    assert views.describe_query("dist").startswith("Query: **the distillation token**, a token")
+    assert views.describe_query("cls").startswith("Query: **the CLS token**, a token")
 
 
 def test_captions_of_a_model_without_prefix_tokens_never_name_a_cls_token():

@@ -81,3 +81,21 @@ def test_registers_without_cls_are_not_read_as_cls() -> None:
     assert not torch.allclose(rel, r[:, 0, 2:].reshape(2, 4, 4))  # reg1's row, which main read as CLS
     with pytest.raises(ValueError, match="unknown prefix token 'cls'"):
         class_relevance(model, images, query="cls")
+
+
+def test_every_layer_is_accumulated_and_the_docs_say_where_chefers_clip_notebook_differs() -> None:
+    """The app's R runs from layer 1 to L; the CLIP notebook's default (start_layer=-1) keeps only
+    the last layer, R = I + Ā_L, and min-max scales its maps: docs/analysis.md says both, and
+    that the logit lens has no head to read in DINOv3 or CLIP either."""
+    from conftest import REPO
+
+    torch.manual_seed(0)
+    a = [torch.softmax(torch.randn(1, 2, 5, 5), dim=-1) for _ in range(2)]  # two layers, CLS + 2 x 2 patches
+    g = [torch.randn(1, 2, 5, 5) for _ in range(2)]
+    every = relevance_from(AttentionMaps(a, (2, 2), 1), g)
+    last_only = relevance_from(AttentionMaps(a[1:], (2, 2), 1), g[1:])  # the notebook's default
+    assert not torch.allclose(every, last_only)  # the choice changes the map
+    docs = " ".join((REPO / "docs" / "analysis.md").read_text().split())
+    assert "`start_layer` argument whose default, -1, means the last layer only" in docs
+    assert "min-max scales each map to [0, 1]" in docs and "the app draws from 0" in docs
+    assert "a feature extractor (DINO, DINOv2, DINOv3) has no classes to read, and neither has CLIP's" in docs

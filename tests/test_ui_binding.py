@@ -103,3 +103,56 @@ def test_each_update_of_a_bound_generator_is_applied_to_the_view():
     f = view.bind(counting)
     assert inspect.isgeneratorfunction(f)
     assert list(f(2)) == [{view.name: "0"}, {view.name: "1"}]
+
+
+@pytest.fixture(scope="module")
+def app_config(tiny_checkpoint, tmp_path_factory) -> dict:
+    import ui
+    from explorer.catalog import ModelCatalog
+
+    return ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"))).config
+
+
+@pytest.mark.parametrize(
+    "api_name",
+    [
+        "train_start",
+        "lesson_compare",
+        "lesson_token_norms",
+        "lesson_heads_off",
+        "lesson_head_ranking",
+        "lesson_words",
+    ],
+)
+def test_a_refusing_step_has_no_outputs_so_no_bare_error_badge_is_left(app_config, api_name):
+    """Train's Start with an empty folder box left six red "Error" badges with no words (status,
+    progress, curves, probe, ...), lesson 3's "7.2, 3.9, banana" one on the top-5 box: Gradio
+    marks every output of a step that raises. The page checks first, in a step with no outputs;
+    the named event, which API clients call alone, follows it on success."""
+    by_id = {d["id"]: d for d in app_config["dependencies"]}
+    named = next(d for d in by_id.values() if d["api_name"] == api_name)
+    check = by_id[named["trigger_after"]]
+    assert named["trigger_only_on_success"] and named["outputs"]
+    assert check["outputs"] == [] and check["api_visibility"] == "private"
+    assert check["targets"] and check["targets"][0][1] == "click"  # the button's click runs the check first
+
+
+def test_an_analysis_that_fails_after_its_check_writes_its_outputs_again(app_config):
+    """A truncated file passes the header's check and fails in the analysis: a step on its
+    failure writes every output of the analysis again (as they were) and the image back."""
+    by_id = {d["id"]: d for d in app_config["dependencies"]}
+    page = [d for d in by_id.values() if d["api_name"].startswith("analyze_page_") and d["trigger_after"] is not None]
+    after_upload = next(d for d in page if by_id[d["trigger_after"]]["api_name"] == "check_new_image")
+    failed = [d for d in by_id.values() if d["trigger_after"] == after_upload["id"] and d["trigger_only_on_failure"]]
+    assert len(failed) == 1 and set(after_upload["outputs"]) < set(failed[0]["outputs"])
+
+
+def test_a_bound_check_with_no_outputs_returns_none():
+    """A check step (ui.binding.checked_first) has no outputs: its None passes through the view."""
+    with gr.Blocks():
+        view = TwoFields(gr.Textbox(), gr.Textbox())
+    assert view.bind(nothing)(3) is None
+
+
+def nothing(layer: int) -> None:
+    """A check that lets its event go on."""

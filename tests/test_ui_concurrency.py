@@ -82,11 +82,12 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
     # Page-only events that run no model: the Train tab's timer, Stop's confirmation, its "First
     # step" note and its jump to Explore, the Lessons tab's clearing of old results and its opening
     # (Explore's image and the visitor's models in its pickers), Explore's
-    # once-per-upload note, its keep slider's visibility, the refused upload's box put back, and the
-    # Live tab's patch sliders'. (Explore's clicks, keys, layer, style and Play run in the page: no fn.)
+    # once-per-upload note, its keep slider's visibility, the refused upload's box put back (with
+    # the views of a failed analysis written again as they were), and the Live tab's patch sliders'.
+    # (Explore's clicks, keys, layer, style and Play run in the page: no fn.)
     page_only = {"keep_polling", "ask_to_stop", "keep_training", "first_step", "show_explore", "new_image"}
-    page_only |= {"open_lessons"}
-    page_only |= {"note_image", "keep_slider", "keep_image", "patch_sliders"}
+    page_only |= {"open_lessons", "lesson_models"}  # and after each lesson, what the lessons say about models
+    page_only |= {"note_image", "keep_slider", "keep_image", "keep_analysis", "patch_sliders"}
     assert other <= OWN_SLOTS | page_only, other - OWN_SLOTS
     assert {"heads", "query_patch", "query_token", "restyle_shown", "restyle_relevance"} <= views
     # "More views" draws from the cached forward pass when a tab opens: redraws, not analyses.

@@ -99,6 +99,9 @@ def test_a_refused_upload_puts_back_the_image_the_views_belong_to(tab, explanati
     assert h.keep_image(server, explanation_key, request) == explanation_key.path
     assert not server.shown.is_new(common.owner(request), explanation_key.path)  # putting it back is no new image
     assert h.keep_image(server, None, request) is None  # no image before: the box is emptied
+    kept = h.keep_analysis(server, explanation_key, request)  # after an analysis that failed (a truncated file)
+    assert kept.pop("image") == explanation_key.path
+    assert kept == dict.fromkeys(h.PAGE_ANALYSIS_OUTPUTS, gr.skip())  # each view written again as it was
 
 
 def test_the_gif_offers_each_layers_own_scale_by_default_or_one_scale_for_all(tab, explanation_key, monkeypatch):

@@ -71,9 +71,9 @@ def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, r
 
 def test_the_comparison_refuses_no_models_too_many_or_none_loadable(tab, image):
     server = tab[1]
-    with pytest.raises(gr.Error, match="models must be a list of 1 to 3 model keys"):
+    with pytest.raises(gr.Error, match=r"pick 1 to 3 models to compare \(got \[\]\)"):
         h.compare_models(server, image, [], "inferno")
-    with pytest.raises(gr.Error, match="models must be a list of 1 to 3 model keys"):
+    with pytest.raises(gr.Error, match=r"pick 1 to 3 models to compare \(got \['bundled'"):
         h.compare_models(server, image, [BUNDLED] * 4, "inferno")
     with pytest.raises(gr.Error, match="none of these models can be loaded here"):
         h.compare_models(server, image, ["pretrained:nonexistent"], "inferno")
@@ -341,3 +341,77 @@ def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_mo
     key = catalog.register(tiny_checkpoint, owner(alice), label="my run, 3 epochs")
     for picker in ("compare_models", "with_registers", "without_registers", "heads_model"):
         assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, None, alice)[picker].choices
+
+
+def test_a_lessons_first_step_refuses_a_file_that_is_no_image_and_heads_out_of_range(tab, image):
+    """Lesson 3 with "7.2, 3.9, banana" left a bare "Error" badge on the top-5 box, a file that
+    is no image one on the lesson's picture: the first step, with no outputs, refuses them."""
+    server = tab[1]
+    request = SimpleNamespace(session_hash="visitor")
+    with pytest.raises(gr.Error, match=r"heads off: layer 7 in '7.2' is out of range; this model has layers 1 to 6"):
+        h.check_heads_off(server, image, BUNDLED, "7.2, 3.9, banana", request)
+    h.check_heads_off(server, image, BUNDLED, "6.4, 1.1", request)  # in range: on to the lesson
+    notes = cache_path("notes.png")  # in Gradio's upload folder, as a browser's upload
+    notes.write_text("not an image")
+    with pytest.raises(gr.Error, match="not an image format this app can read"):
+        h.check_lesson_image({"path": str(notes)})
+    with pytest.raises(gr.Error, match="No lesson image yet"):
+        h.check_words(None, "a cat, a dog")
+    with pytest.raises(gr.Error, match="type at least two words"):
+        h.check_words(image, "a cat")
+
+
+def test_lesson_4_offline_with_no_clip_model_says_none_is_here_and_what_to_do(
+    tiny_checkpoint, tmp_path, monkeypatch, image
+):
+    """It said "Pick one of the models at the top of the list: they are on this machine" when
+    the list held CLIP models only and none was on this machine."""
+    for cache in ("HF_HOME", "TORCH_HOME"):  # empty caches: nothing downloaded
+        monkeypatch.setenv(cache, str(tmp_path / cache))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
+    with pytest.raises(gr.Error) as info:
+        h.compare_words(server, image, f"pretrained:{lessons.WORDS[0]}", "a cat, a dog", "inferno")
+    said = info.value.message
+    assert "No CLIP model is on this machine" in said and "they are on this machine" not in said
+    assert f"python -m vit.download {lessons.WORDS[0]}" in said
+
+
+def test_what_the_lessons_say_about_models_follows_the_catalogue_when_drawn(tiny_checkpoint, tmp_path, monkeypatch):
+    """After lesson 1 had downloaded DeiT-S, DINO and DINOv2 it still said "Only one model is on
+    this machine … not downloaded on this server", lesson 3 called DeiT-S "not downloaded" while
+    using it, and the pickers kept "(pretrained, downloads once)": those words were drawn once,
+    when the server started. They are drawn again on opening the tab and after each lesson."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    downloaded: set[str] = set()
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in downloaded)
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
+    server.catalog.online = True  # downloads would work: none has happened yet
+    alice = SimpleNamespace(session_hash="alice")
+    deit = lessons.COMPARED[0]
+    before = h.lesson_models(server, alice)
+    assert "Only one model is on this machine" in before["compare_better"] and deit in before["heads_better"]
+    assert (f"{deit} (pretrained, downloads once)", f"pretrained:{deit}") in before["heads_model"].choices
+    downloaded |= set(lessons.COMPARED)  # what lesson 1's Compare downloads
+    after = h.lesson_models(server, alice)
+    assert "Only one model" not in after["compare_better"] and "not downloaded" not in after["compare_better"]
+    assert after["heads_better"] == ""  # lesson 3's DeiT-S is here now
+    assert (f"{deit} (pretrained)", f"pretrained:{deit}") in after["heads_model"].choices
+    opened = h.open_lessons(server, None, None, alice)
+    assert opened["compare_better"] == after["compare_better"]  # also after a reload, on opening the tab
+
+
+def test_after_each_lesson_and_each_model_load_the_pickers_are_drawn_again(tiny_checkpoint, tmp_path):
+    from ui.lessons import MODEL_WORDS
+
+    demo = ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path))
+    by_id = {d["id"]: d for d in demo.config["dependencies"]}
+    refreshes = {d["trigger_after"]: d for d in by_id.values() if d["api_name"].startswith("lesson_models")}
+    named = {"lesson_compare", "lesson_norms_models", "lesson_heads_model", "lesson_token_norms", "lesson_heads_off"}
+    named |= {"lesson_head_ranking", "lesson_words"}
+    assert {d["id"] for d in by_id.values() if d["api_name"] in named} <= set(refreshes)
+    assert all(len(d["outputs"]) == len(MODEL_WORDS) for d in refreshes.values())
+    load = next(d for d in by_id.values() if d["api_name"] == "load_model")
+    choices = next(d for d in by_id.values() if d["api_name"] == "model_choices")
+    assert choices["trigger_after"] == load["id"] and choices["outputs"] == [load["targets"][0][0]]

@@ -322,3 +322,51 @@ def test_a_run_that_cannot_fit_is_refused_in_a_sentence():
         train.memory_plan(TrainLimits(memory_bytes=2**40), "vit_l_16.tv_in1k", "cifar10", 1, 8, 1e-3)
     with pytest.raises(ValueError, match="epochs must be a whole number from 1 to 200, got True"):
         train.memory_plan(TrainLimits(), "vit_cifar_nano", "cifar10", True, 8, 1e-3)  # a bool is not 1 epoch
+
+
+def test_starts_first_step_refuses_as_the_start_would_and_starts_nothing(tiny_checkpoint, tmp_path):
+    """Start checks first, in a step with no outputs (its refusal left six bare "Error" badges):
+    that step says what `train_start` would say, and never starts a run."""
+    from training.registry import JobRegistry
+
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    runs, settings = JobRegistry(tmp_path / "runs"), ServerSettings()
+    request = SimpleNamespace(session_hash="visitor")
+    with pytest.raises(gr.Error, match="Enter the folder that holds train/ and test/ class folders"):
+        train.check_start(
+            runs, catalog, settings, train.run_options("vit_cifar_nano", "folder", " ", 1, 1e-3, 8), request
+        )
+    with pytest.raises(gr.Error, match="epochs must be a whole number from 1 to 200, got 0"):
+        train.check_start(
+            runs, catalog, settings, train.run_options("vit_cifar_nano", "cifar10", "", 0, 1e-3, 8), request
+        )
+    data = write_image_folder(tmp_path / "data", per_class=2)
+    train.check_start(
+        runs, catalog, settings, train.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8), request
+    )
+    assert not runs.snapshot("visitor").running and not (tmp_path / "runs").exists()  # checked, nothing started
+
+
+def test_each_epoch_is_said_once_in_the_status():
+    """Each epoch was said twice, in two formats: the job's "epoch 2/5: validation accuracy
+    75.00%" and the tab's "epoch 2: train loss 0.500, validation accuracy 75.0%"."""
+    from training.job import epoch_message
+
+    epoch = {"epoch": 2, "train_loss": 0.5, "val_acc": 0.75}
+    going = JobSnapshot(running=True, epochs=5, steps_per_epoch=4, history=[epoch], message=epoch_message(epoch, 5))
+    said = train.describe(going)
+    assert said.count("epoch 2") == 1 and "epoch 2: train loss 0.500, validation accuracy 75.0%" in said
+    stopping = JobSnapshot(running=True, epochs=5, history=[epoch], message="stopping after the current step")
+    assert "stopping after the current step" in train.describe(stopping)  # any other message is still said
+
+
+def test_no_step_of_the_poll_shows_gradios_status_tracker(tmp_path):
+    """Gradio's "processing 0.3/0.3s" and "queue: 1/1" came and went over the progress bar:
+    every step of the poll, its timer's restart included, hides the status tracker."""
+    import ui
+
+    config = ui.build_demo(ModelCatalog(runs_dir=tmp_path)).config
+    by_id = {d["id"]: d for d in config["dependencies"]}
+    polls = [d for d in by_id.values() if d["api_name"].startswith("train_status")]
+    steps = polls + [d for d in by_id.values() if d["trigger_after"] in {p["id"] for p in polls}]
+    assert len(steps) == 4 and {d["show_progress"] for d in steps} == {"hidden"}

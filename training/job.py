@@ -111,6 +111,13 @@ def named_checkpoint(out: Path, model: str, history: list[dict]) -> Path:
     return named
 
 
+def epoch_message(record: dict, epochs: int) -> str:
+    """A running job's message at the end of an epoch (the page says the epoch's numbers itself,
+    and leaves this one out rather than say the epoch twice)."""
+    val = "n/a" if record.get("val_acc") is None else f"{record['val_acc']:.2%}"
+    return f"epoch {record.get('epoch')}/{epochs}: validation accuracy {val}"
+
+
 class TrainingJob:
     """Start / stop / observe one training run: in a background thread, or in chunks (`chunks`)."""
 
@@ -288,4 +295,4 @@ class TrainingJob:
             s.history = [*s.history, dict(record)]
             s.probe = [*s.probe, (trainer.epoch, attention)]
             s.checkpoint = str(trainer.out / MODEL)
-            s.message = f"epoch {trainer.epoch}/{s.epochs}: validation accuracy {record['val_acc']:.2%}"
+            s.message = epoch_message(record, s.epochs)

@@ -114,14 +114,7 @@ class JobRegistry:
         epochs_i, batch_i, rate = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
         key = self._key(session)
         with self._lock:
-            job = self._jobs.get(key)
-            if job is not None and job.snapshot().running:
-                raise JobBusy("your training run is still going: stop it first")
-            if self.running() >= self.limits.max_concurrent:
-                raise JobBusy(
-                    f"the server is busy: {self.limits.max_concurrent} training run(s) at a time, "
-                    "all taken by other visitors; try again when one finishes"
-                )
+            self._check_room(key)
             self._make_room()
             out = self.runs_dir / f"{owner_id(session)}-{uuid.uuid4().hex[:12]}"
             out.mkdir(mode=0o700, parents=True)
@@ -139,6 +132,22 @@ class JobRegistry:
                 **({} if eval_batch_size is None else {"eval_batch_size": eval_batch_size}),
             )
         return out
+
+    def check_room(self, session: str) -> None:
+        """Raise JobBusy, as `start` would, when `session` may not start a run now (its own run
+        still going, or the server's limit reached); nothing starts (the Train tab's first step)."""
+        with self._lock:
+            self._check_room(self._key(session))
+
+    def _check_room(self, key: str) -> None:
+        job = self._jobs.get(key)
+        if job is not None and job.snapshot().running:
+            raise JobBusy("your training run is still going: stop it first")
+        if self.running() >= self.limits.max_concurrent:
+            raise JobBusy(
+                f"the server is busy: {self.limits.max_concurrent} training run(s) at a time, "
+                "all taken by other visitors; try again when one finishes"
+            )
 
     def snapshot(self, session: str) -> JobSnapshot:
         job = self._jobs.get(self._key(session))

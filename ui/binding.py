@@ -16,6 +16,8 @@ from typing import Any, ClassVar, get_type_hints
 
 import gradio as gr
 
+from . import concurrency
+
 
 @dataclass(frozen=True)
 class Controls:
@@ -87,7 +89,8 @@ def bound(
         return {p.name: _parsed(p, by_kind, given.arguments) for p in parameters}
 
     def applied(result: Any) -> Any:
-        return view.update(**result) if view is not None else result
+        # None: a step with no outputs (a check, ui.binding.checked_first)
+        return view.update(**result) if view is not None and result is not None else result
 
     if inspect.isgeneratorfunction(fn):  # Gradio streams a handler's updates only if it is one
 
@@ -105,6 +108,18 @@ def bound(
     handler.__signature__ = signature  # inspect.signature reads it before following __wrapped__ to `fn`
     handler.__annotations__ = {p.name: p.annotation for p in shown}
     return handler
+
+
+def checked_first(trigger: Callable[..., Any], check: Callable[..., None], checked: Any, **event: Any) -> Any:
+    """`event` (its fn, outputs, api_name, ...) on `trigger`, after `check` of the inputs `checked` in a
+    first step of its own, with no outputs and kept out of the API. Gradio marks every output of
+    a step that raises with a red "Error" badge with no words, which stays until that output is
+    next written: a refusal raised by `check` shows its toast and leaves every output as it was.
+    The event keeps its name, and its handler still checks for API clients, which call it alone."""
+    first = trigger(
+        check, checked, None, api_visibility="private", preprocess=False, show_progress="hidden", **concurrency.CHEAP
+    )
+    return first.success(**event)
 
 
 def _controls_of(parameter: inspect.Parameter, by_kind: dict[Any, Controls]) -> list[inspect.Parameter]:

@@ -554,10 +554,15 @@ def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
         bound(h.note_image, server), view.image, None, api_visibility="private", queue=False, **RAW
     )
     checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
-    checked.success(**analysis).success(**_words_after(view, server))
+    analysed = checked.success(**analysis)
+    analysed.success(**_words_after(view, server))
     # A refused file leaves the views of the last image: the upload box shows that image again.
     checked.failure(
         bound(h.keep_image, server), view.explanation_key, view.image, api_visibility="private", queue=False, **RAW
+    )
+    kept = [view.image, *view.pick(*h.PAGE_ANALYSIS_OUTPUTS)]
+    analysed.failure(
+        view.bind(h.keep_analysis, server), view.explanation_key, kept, api_visibility="private", queue=False, **RAW
     )
     return analysis
 
@@ -764,6 +769,9 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
     )
     switched.success(**analysis).success(**_words_after(view, server))
     switched.failure(common.keep_model, view.current_model, view.model_key, api_visibility="private")
+    # Choices only, never the value: the picker says what is on this machine now, and loads nothing.
+    picker = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
+    switched.then(view.bind(h.model_choices, server), None, view.model_key, **picker)
     view.checkpoint.upload(
         view.bind(h.upload_checkpoint, server),
         view.checkpoint,

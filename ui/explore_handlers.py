@@ -27,7 +27,7 @@ from explorer.explain import (
     explain_file,
     model_input,
 )
-from explorer.images import ImageError, check_image, load_image
+from explorer.images import ImageError, check_image, first_frame_note, load_image
 from explorer.prompts import PromptError, ZeroShot, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
 from explorer.views import Drawing, Showing
@@ -35,7 +35,7 @@ from vit.analysis import Query
 from vit.messages import shown
 
 from . import downloads, zerogpu
-from .checks import one_of, visitor_error, whole_number, yes_no
+from .checks import ERROR_TOAST_S, one_of, visitor_error, whole_number, yes_no
 from .common import (
     EXAMPLES_DIR,
     ExplanationKey,
@@ -389,10 +389,13 @@ def check_new_image(image: dict | None) -> None:
     in `analyze` marks each of its outputs)."""
     if image is None:
         return
+    path = uploaded_path(image)
     try:
-        check_image(uploaded_path(image))
+        check_image(path)
     except ImageError as e:
         raise visitor_error(str(e)) from e
+    if note := first_frame_note(path):
+        gr.Info(note, duration=ERROR_TOAST_S)
 
 
 def show_heads(
@@ -682,6 +685,13 @@ def keep_image(server: Server, explanation_key: ExplanationKey | None, request: 
     return path
 
 
+def keep_analysis(server: Server, explanation_key: ExplanationKey | None, request: gr.Request) -> dict:
+    """After an analysis that failed past the header's check (a truncated file decodes no
+    pixels): the upload box shows the image the views belong to, and each view of the page's
+    analysis is written again as it was, which takes away the bare "Error" badge Gradio left."""
+    return {"image": keep_image(server, explanation_key, request), **dict.fromkeys(PAGE_ANALYSIS_OUTPUTS, gr.skip())}
+
+
 def make_png(
     server: Server,
     explanation_key: ExplanationKey | None,
@@ -779,6 +789,12 @@ def load_model(
         "relevance_class": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
         "words": gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     }
+
+
+def model_choices(server: Server, request: gr.Request) -> dict:
+    """After a model loads: the picker as the catalogue is now (weights just downloaded are no
+    longer "downloads once"; a failed download offline marks what cannot be had)."""
+    return {"model_key": gr.Dropdown(choices=server.catalog.choices(owner(request)))}
 
 
 def upload_checkpoint(server: Server, checkpoint: str | None, request: gr.Request) -> dict:

@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 
 import gradio as gr
 
-import vit
 from explorer import lessons
 from explorer.canvas import COLORMAPS
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
@@ -16,7 +15,7 @@ from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 
 from . import concurrency, pictures
 from . import lessons_handlers as h
-from .binding import ComponentView, Controls
+from .binding import ComponentView, Controls, checked_first
 from .common import EXAMPLES_DIR, Server, layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
@@ -25,6 +24,12 @@ RAW = {"preprocess": False, **concurrency.HEAVY}
 # Every lesson opens on this picture (one of the Explore tab's examples), so its first press works.
 OPENING_IMAGE = EXAMPLES_DIR / "cat.jpg"
 FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a model without"
+
+
+# What the lessons say about models (ui.lessons_handlers.lesson_models): the pickers and each
+# lesson's line about the weights it lacks, drawn again as the catalogue changes.
+MODEL_WORDS = ("compare_models", "with_registers", "without_registers", "heads_model", "words_model")
+MODEL_WORDS += ("compare_better", "norms_better", "heads_better", "words_better")
 
 
 @dataclass(frozen=True)
@@ -197,7 +202,7 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
 
 def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, Any]:
     gr.Markdown(lessons.MANY_WORDS)
-    clip = [(label, key) for label, key in catalog.choices() if vit.pretrained.is_clip(key.partition(":")[2])]
+    clip = h.clip_choices(catalog)
     with gr.Row():
         model = gr.Dropdown(clip, value=opening.words or clip[0][1], label="Model (CLIP)", scale=2, min_width=300)
         prompts = gr.Textbox(
@@ -228,8 +233,7 @@ def layout(catalog: ModelCatalog) -> LessonsView:
     opening = lessons.opening_models(catalog.available)
     catalog.pinned |= {*opening.compare, opening.with_registers, opening.without_registers, opening.heads}
     pair = (_opening(catalog, opening.with_registers), _opening(catalog, opening.without_registers))
-    better = {lesson: lessons.better_models(names) for lesson, names in opening.missing.items()}
-    better["compare"] = lessons.compare_better(opening)
+    better = lessons.model_notes(opening)
     parts = _common()
     with gr.Tabs(overflow_behavior="wrap"):  # on a phone all four stay in view (no "…" menu)
         with gr.Tab("Supervised vs self-supervised"):
@@ -248,11 +252,10 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
     """The Lessons tab inside `tab`, the current Blocks' context, wired to its API endpoints;
     opening it brings the Explore tab's image (`explore_image`) and the visitor's models."""
     v = layout(server.catalog)
-    pickers = [v.compare_models, v.with_registers, v.without_registers, v.heads_model]
     tab.select(
         v.bind(h.open_lessons, server),
         [explore_image, v.followed],
-        [v.image, v.followed, *pickers],
+        [v.image, v.followed, *v.pick(*MODEL_WORDS)],
         api_visibility="private",
         show_progress="hidden",  # a quick update: no spinner over the pickers a teacher is about to open
     )
@@ -260,59 +263,109 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
     results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
     results += [v.words_label, v.words_note, v.words_maps]
     v.image.change(v.bind(h.new_image), None, results, api_visibility="private")
-    v.compare_button.click(
-        v.bind(h.compare_models, server),
-        [v.image, v.compare_models, v.cmap],
-        [v.compare_picture, v.compare_note],
-        api_name="lesson_compare",
-        **RAW,
-    )
-    # .input, as lesson 3's picker: a failed pick sets the pickers back, which must not count as a pick
-    gr.on(
-        [v.with_registers.input, v.without_registers.input],
-        v.bind(h.norms_models, server),
-        [v.with_registers, v.without_registers, v.norms_current],
-        [v.with_registers, v.without_registers, v.norms_current, v.norms_layer, v.norms_note],
-        api_name="lesson_norms_models",
-        **RAW,
-    )
-    chosen = v.bind(h.heads_model, server)
-    # .input: a failed pick sets the picker back, which must not count as another pick
-    v.heads_model.input(
-        chosen,
-        [v.heads_model, v.heads_current],
-        [v.heads_model, v.heads_current, v.heads_off, v.heads_note],
-        api_name="lesson_heads_model",
-        **RAW,
-    )
-    v.norms_button.click(
-        v.bind(h.compare_token_norms, server),
-        [v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],
-        [v.norms_picture, v.norms_table],
-        api_name="lesson_token_norms",
-        **RAW,
-    )
-    v.heads_button.click(
-        v.bind(h.switch_heads_off, server),
-        [v.image, v.heads_model, v.heads_off],
-        [v.top5, v.heads_note],
-        api_name="lesson_heads_off",
-        **RAW,
-    )
-    ranking = v.rank_button.click(
-        v.bind(h.rank_heads, server),
-        [v.image, v.heads_model],
-        [v.ranking, v.heads_note],
-        api_name="lesson_head_ranking",
-        **(RAW | concurrency.RANKING),
-    )
-    v.words_button.click(
-        v.bind(h.compare_words, server),
-        [v.image, v.words_model, v.words_prompts, v.cmap],
-        [v.words_label, v.words_note, v.words_maps],
-        api_name="lesson_words",
-        **RAW,
-    )
+    ranking = _wire_buttons(v, server)
     # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
     v.rank_stop.click(None, cancels=[ranking], api_visibility="private")
     return v
+
+
+def _wire_buttons(v: LessonsView, server: Server) -> Any:
+    """Each lesson's buttons under their API names (and `_wire_pickers`). A button checks its inputs
+    first, in a step with no outputs: a refusal is a toast, and the lesson's results stay as they
+    were (ui.binding.checked_first). Returns the ranking's event, which Stop cancels."""
+    image_first = v.bind(h.check_lesson_image)
+    events = _wire_pickers(v, server)
+    events.append(
+        checked_first(
+            v.compare_button.click,
+            v.bind(h.check_compared),
+            [v.image, v.compare_models],
+            fn=v.bind(h.compare_models, server),
+            inputs=[v.image, v.compare_models, v.cmap],
+            outputs=[v.compare_picture, v.compare_note],
+            api_name="lesson_compare",
+            **RAW,
+        )
+    )
+    events.append(
+        checked_first(
+            v.norms_button.click,
+            image_first,
+            [v.image],
+            fn=v.bind(h.compare_token_norms, server),
+            inputs=[v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],
+            outputs=[v.norms_picture, v.norms_table],
+            api_name="lesson_token_norms",
+            **RAW,
+        )
+    )
+    heads = [v.image, v.heads_model, v.heads_off]
+    events.append(
+        checked_first(
+            v.heads_button.click,
+            v.bind(h.check_heads_off, server),
+            heads,
+            fn=v.bind(h.switch_heads_off, server),
+            inputs=heads,
+            outputs=[v.top5, v.heads_note],
+            api_name="lesson_heads_off",
+            **RAW,
+        )
+    )
+    events.append(
+        ranking := checked_first(
+            v.rank_button.click,
+            image_first,
+            [v.image],
+            fn=v.bind(h.rank_heads, server),
+            inputs=[v.image, v.heads_model],
+            outputs=[v.ranking, v.heads_note],
+            api_name="lesson_head_ranking",
+            **(RAW | concurrency.RANKING),
+        )
+    )
+    events.append(
+        checked_first(
+            v.words_button.click,
+            v.bind(h.check_words),
+            [v.image, v.words_prompts],
+            fn=v.bind(h.compare_words, server),
+            inputs=[v.image, v.words_model, v.words_prompts, v.cmap],
+            outputs=[v.words_label, v.words_note, v.words_maps],
+            api_name="lesson_words",
+            **RAW,
+        )
+    )
+    # After each (which may have downloaded a model), what the lessons say about models follows.
+    refresh = v.bind(h.lesson_models, server)
+    for event in events:
+        event.then(refresh, None, v.pick(*MODEL_WORDS), api_visibility="private", show_progress="hidden", queue=False)
+    return ranking
+
+
+def _wire_pickers(v: LessonsView, server: Server) -> list[Any]:
+    """Lessons 2 and 3's pickers under their API names (each loads the model picked); their events."""
+    events: list[Any] = []
+    # .input, as lesson 3's picker: a failed pick sets the pickers back, which must not count as a pick
+    events.append(
+        gr.on(
+            [v.with_registers.input, v.without_registers.input],
+            v.bind(h.norms_models, server),
+            [v.with_registers, v.without_registers, v.norms_current],
+            [v.with_registers, v.without_registers, v.norms_current, v.norms_layer, v.norms_note],
+            api_name="lesson_norms_models",
+            **RAW,
+        )
+    )
+    chosen = v.bind(h.heads_model, server)
+    # .input: a failed pick sets the picker back, which must not count as another pick
+    events.append(
+        v.heads_model.input(
+            chosen,
+            [v.heads_model, v.heads_current],
+            [v.heads_model, v.heads_current, v.heads_off, v.heads_note],
+            api_name="lesson_heads_model",
+            **RAW,
+        )
+    )
+    return events

@@ -17,40 +17,115 @@ from PIL import Image
 from explorer import lessons
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
-from explorer.images import ImageError, load_image
+from explorer.images import ImageError, check_image, first_frame_note, load_image
 from explorer.prompts import PromptError, parse_prompts, zero_shot
 from explorer.views import Showing, prompt_note
 from vit.messages import shown
+from vit.pretrained import is_clip
 
 from . import downloads, pictures, zerogpu
-from .checks import visitor_error, whole_number
+from .checks import ERROR_TOAST_S, visitor_error, whole_number
 from .common import Server, colour_map_style, layer_slider, model_name, owner, uploaded_path, word_maps
 
 MAX_COMPARED = 3
 NORMS_LAYER_LABEL = "Layer (1 = first; up to the shallower model's depth)"
+NO_IMAGE = "No lesson image yet: upload an image at the top of the Lessons tab first."
 PROGRESS = gr.Progress()  # the handlers' default: Gradio gives each call its own, drawn on its outputs
 
 
 def lesson_image(image: dict | None) -> Image.Image:
     """The uploaded lesson image, decoded (gr.Error without one or for a bad file)."""
     if image is None:
-        raise visitor_error("No lesson image yet: upload an image at the top of the Lessons tab first.")
+        raise visitor_error(NO_IMAGE)
     try:
         return load_image(uploaded_path(image))
     except ImageError as e:
         raise visitor_error(str(e)) from e
 
 
+def check_lesson_image(image: dict | None) -> None:
+    """A lesson's first step (ui.binding.checked_first): no image, or a file that is no image
+    this app reads, refused from its header (nothing decoded) before the lesson runs, so the
+    lesson's pictures and tables stay as they were."""
+    if image is None:
+        raise visitor_error(NO_IMAGE)
+    path = uploaded_path(image)
+    try:
+        check_image(path)
+    except ImageError as e:
+        raise visitor_error(str(e)) from e
+    if note := first_frame_note(path):
+        gr.Info(note, duration=ERROR_TOAST_S)
+
+
+def check_compared(image: dict | None, models: list[str] | None) -> None:
+    """Lesson 1's first step: the image, and one to MAX_COMPARED models picked."""
+    check_lesson_image(image)
+    compared(models)
+
+
+def compared(models: object) -> list[str]:
+    """The models lesson 1 compares, if one to MAX_COMPARED are picked."""
+    if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
+        raise visitor_error(f"pick 1 to {MAX_COMPARED} models to compare (got {shown(models)})")
+    return models
+
+
+def check_heads_off(
+    server: Server, image: dict | None, model_key: str, heads: str | None, request: gr.Request | None = None
+) -> None:
+    """Lesson 3's first step: the image, and the heads typed against the model's layers and
+    heads when the model is held already (picking it loaded it); one still to load is checked
+    by `switch_heads_off`, after its download."""
+    check_lesson_image(image)
+    if model_key not in server.catalog.loaded_keys():
+        return
+    try:
+        c = server.catalog.get(model_key, owner=owner(request)).model.config
+    except ModelUnavailable:
+        return  # `switch_heads_off` says why, as it does for an API client
+    try:
+        lessons.parse_heads(str(heads or ""), c.depth, c.heads)
+    except lessons.LessonError as e:
+        raise visitor_error(str(e)) from e
+
+
+def check_words(image: dict | None, prompts: str) -> None:
+    """Lesson 4's first step: the image and the words (two to MAX_PROMPTS, none repeated)."""
+    check_lesson_image(image)
+    try:
+        parse_prompts(prompts)
+    except PromptError as e:
+        raise visitor_error(str(e)) from e
+
+
 def open_lessons(server: Server, explore_image: str | None, followed: str | None, request: gr.Request) -> dict:
-    """Opening the tab: the pickers list this visitor's models now (a checkpoint trained since
-    the page opened, which lesson 1 suggests comparing), and the lessons take the Explore tab's
-    image when it changed since they last took it (the teacher's photo, not the lessons' own
-    32 px example); an image uploaded here stays until Explore shows another."""
-    choices = server.catalog.choices(owner(request))
+    """Opening the tab: the pickers and the lines about models as the catalogue is now
+    (`lesson_models`), and the lessons take the Explore tab's image when it changed since they
+    last took it (the teacher's photo, not the lessons' own 32 px example); an image uploaded
+    here stays until Explore shows another."""
+    new = bool(explore_image) and explore_image != followed
+    shown = explore_image if new else gr.skip()
+    return dict(image=shown, followed=shown, **lesson_models(server, request))
+
+
+def clip_choices(catalog: ModelCatalog) -> list[tuple[str, str]]:
+    """Lesson 4's picker: the CLIP models of the catalogue's list, labelled as the list labels them."""
+    return [(label, key) for label, key in catalog.choices() if is_clip(key.partition(":")[2])]
+
+
+def lesson_models(server: Server, request: gr.Request | None = None) -> dict:
+    """What the lessons say about models, as the catalogue is now: the pickers list this
+    visitor's models (a checkpoint trained since the page opened; weights downloaded since, no
+    longer "downloads once"), and each lesson's line names only the weights still missing. On
+    opening the tab and after each lesson (which may have downloaded a model)."""
+    catalog = server.catalog
+    choices = catalog.choices(owner(request))
     names = ("compare_models", "with_registers", "without_registers", "heads_model")
     pickers = {name: gr.Dropdown(choices=choices) for name in names}
-    new = bool(explore_image) and explore_image != followed
-    return dict(image=explore_image if new else gr.skip(), followed=explore_image if new else gr.skip(), **pickers)
+    notes = lessons.model_notes(lessons.opening_models(catalog.available))
+    better = {f"{lesson}_better": note for lesson, note in notes.items()}
+    return pickers | better | {"words_model": gr.Dropdown(choices=clip_choices(catalog))}
 
 
 def new_image() -> dict:
@@ -177,10 +252,8 @@ def compare_models(
     model picker, e.g. a supervised ViT, DINO and DINOv2) side by side on one colour scale.
     Models that cannot be loaded here (offline) are named; the others are still compared."""
     picture, style = lesson_image(image), colour_map_style(cmap)
-    if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
-        raise visitor_error(f"models must be a list of 1 to {MAX_COMPARED} model keys, got {shown(models)}")
     loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
-    for key in models:
+    for key in compared(models):
         try:
             loaded.append(fetched(server.catalog, key, progress, owner(request)))
         except ModelUnavailable as e:
@@ -263,6 +336,17 @@ def switch_heads_off(
     return dict(top5=after, heads_note=note)
 
 
+def clip_model(catalog: ModelCatalog, key: object, progress: gr.Progress | None) -> LoadedModel:
+    """Lesson 4's model (downloading it, progress shown); offline with no CLIP model on this
+    machine, gr.Error says that none is and what the operator does (explorer.lessons.no_clip_offline)."""
+    try:
+        return fetched(catalog, key, progress, None)
+    except ModelUnavailable as e:
+        if catalog.online is False and lessons.opening_models(catalog.available).words is None:
+            raise visitor_error(lessons.no_clip_offline()) from e
+        raise visitor_error(str(e)) from e
+
+
 def compare_words(
     server: Server,
     image: dict | None,
@@ -273,7 +357,7 @@ def compare_words(
 ) -> dict:
     """One picture, many words: a CLIP model's probabilities over `prompts` (comma-separated) for
     the lesson image, and each word's relevance map (Chefer et al. 2021), as Explore's words."""
-    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress)
+    picture, loaded = lesson_image(image), clip_model(server.catalog, model_key, progress)
     if loaded.text is None:
         raise visitor_error(f"{loaded.label} is not a CLIP model: only a CLIP model understands words")
     try:

@@ -37,14 +37,14 @@ from training.budget import (
 )
 from training.chunks import ChunkRefused, ChunkReport, train_chunk
 from training.data import cifar10_downloaded
-from training.job import ChunkPlan, JobBusy, JobSnapshot
+from training.job import ChunkPlan, JobBusy, JobSnapshot, epoch_message
 from training.registry import JobRegistry, TrainLimits
 from vit.messages import shown
 from vit.model import CONFIGS
 from vit.pretrained import PRETRAINED
 
 from . import concurrency, zerogpu
-from .binding import ComponentView, Controls, bound
+from .binding import ComponentView, Controls, bound, checked_first
 from .checks import number, one_of, visitor_error
 from .common import owner
 from .pictures import TEXT as PICTURE_TEXT
@@ -243,7 +243,12 @@ def describe(snap: JobSnapshot) -> str:
         lines.append(f"**device:** {for_visitors(snap.device)}")
     if snap.error:
         lines.append(f"**error:** {for_visitors(snap.error)}")
-    elif snap.message and snap.running:
+    # The job's message at an epoch's end says that epoch in other words: the line below says it once.
+    elif (
+        snap.message
+        and snap.running
+        and not (snap.history and snap.message == epoch_message(snap.history[-1], snap.epochs))
+    ):
         lines.append(for_visitors(snap.message))
     if snap.history and snap.running:
         last = snap.history[-1]
@@ -501,6 +506,35 @@ def train_start(
     )
 
 
+class Rehearsal:
+    """The registry as `train_start` uses it, starting nothing: each check `train_start` makes
+    runs, and `start` only says whether the visitor may start a run now."""
+
+    def __init__(self, runs: JobRegistry) -> None:
+        self.runs = runs
+        self.limits = runs.limits
+
+    def start(self, session: str, *, epochs: object, batch_size: object, lr: object, **_asked: object) -> None:
+        self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
+        self.runs.check_room(session)
+
+    def snapshot(self, session: str) -> JobSnapshot:
+        return self.runs.snapshot(session)
+
+
+def check_start(
+    runs: JobRegistry,
+    catalog: ModelCatalog,
+    settings: ServerSettings,
+    run: RunOptions,
+    request: gr.Request | None = None,
+) -> None:
+    """Start's first step, with no outputs (ui.binding.checked_first): `train_start` rehearsed,
+    so a refused run (an empty folder box, a number out of range, a model that cannot be had)
+    is said in a toast, and the status, progress and pictures stay as they were."""
+    train_start(Rehearsal(runs), catalog, settings, run, request)  # a stand-in for the registry
+
+
 def first_step(folder: str) -> dict:
     """The "First step" note says to type a folder: hidden once one is typed."""
     return dict(note=gr.Markdown(visible=not (folder or "").strip()))
@@ -614,12 +648,18 @@ def show_explore() -> gr.Tabs:
 
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tabs) -> None:
     options = view.pick(*RUN.names)
+    # Every step of the poll hides Gradio's status tracker: its "processing 0.3/0.3s" and "queue: 1/1"
+    # would come and go over the progress bar once a second.
     polling = {"fn": keep_polling, "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
+    polling["show_progress"] = "hidden"
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
-    started = view.start.click(
-        view.bind(train_start, runs, catalog, settings),
+    started = checked_first(
+        view.start.click,
+        view.bind(check_start, runs, catalog, settings),
         options,
-        view.pick("status", "progress", "seen", "curves", "probe", "checkpoint", "note", "start"),
+        fn=view.bind(train_start, runs, catalog, settings),
+        inputs=options,
+        outputs=view.pick("status", "progress", "seen", "curves", "probe", "checkpoint", "note", "start"),
         api_name="train_start",
         preprocess=False,
     )
