@@ -123,16 +123,29 @@ def _size(path: Path) -> int:
 # so the soak's attacker and its class are two networks, as on a Space; a plain --public server
 # names every client here 127.0.0.1.
 ATTACKER_NETWORK = {"X-Forwarded-For": "203.0.113.66"}
+CLIP_B16 = "pretrained:vit_base_patch16_clip_224.openai"
+
+
+def serve(app_args: list[str]) -> None:
+    """app.py's main in this process, its CLIP B/16 loader giving open_clip's architecture with
+    random weights (`bench.request_memory.clip_b16`): the real shapes, no download."""
+    import app
+    from bench.request_memory import clip_b16
+
+    vit.pretrained.load_pretrained_clip = lambda name, progress=None: clip_b16()
+    app.main(app_args)
 
 
 class Server:
-    """`app.py --public` in a subprocess, with its memory and its Gradio folder in reach."""
+    """`app.py --public` in a subprocess (`serve`: its CLIP B/16 has random weights), with its
+    memory and its Gradio folder in reach."""
 
     def __init__(self, folder: Path, uploads_mb: int = 30, args: tuple[str, ...] = (), env: dict | None = None):
         self.gradio, self.runs = folder / "gradio", folder / "runs"
         port = free_port()
         env = {**os.environ, **(env or {}), "GRADIO_TEMP_DIR": str(self.gradio), "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, "app.py", "--public", "--port", str(port), "--runs-dir", str(self.runs)]
+        cmd = [sys.executable, "-m", "bench.attacks", "--serve", "--public", "--port", str(port)]
+        cmd += ["--runs-dir", str(self.runs)]
         cmd += ["--uploads-budget-mb", str(uploads_mb), *args]
         self.log = (folder / "server.log").open("w")
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -471,6 +484,37 @@ def raw_analyze(url: str, payload: dict | None) -> str:
     return "ok" if "event: complete" in reply else f"refused: {reply[-80:]}"
 
 
+def clip_words(client, folder: Path) -> str:
+    """CLIP B/16's 8 words on a 224 × 768 image in whole-image mode, the widest the maps budget
+    admits (issue 43: +1,290 MiB and 29 s, in two of the class's heavy slots). The model was loaded
+    by the attack before; the reply says how many maps came and the note's first words."""
+    from gradio_client import handle_file
+
+    from bench.request_memory import WORDS
+
+    image = folder / "wide.png"
+    Image.fromarray(np.random.default_rng(3).integers(0, 256, (224, 768, 3), np.uint8)).save(image)
+    client.predict(handle_file(str(image)), CLIP_B16, "whole", *VIEWS, api_name="/analyze")
+    _, maps, note = client.predict(", ".join(WORDS), *STYLE, "weights", 60, api_name="/zero_shot")
+    return f"{len(maps)} maps; the note: {note[:50]}…"
+
+
+def big_video(client, folder: Path, frames: int) -> str:
+    """An admitted checkpoint at crop 1,024 px (7 layers × 9 heads on a 32 × 32 grid: 253 MiB of
+    maps a frame) and a 1080p clip of `frames` frames on /attention_video (issue 43: 18 frames,
+    as many as the inputs' bound admits, +1,508 MiB against the 1 GiB a request may use)."""
+    from gradio_client import handle_file
+
+    from bench.request_memory import write_clip
+
+    pre, config = Preprocessing(1024, 1024), {"image_size": 1024, "patch_size": 32, "dim": 72, "heads": 9}
+    path = checkpoint(folder / "crop1024.safetensors", pre, **config, depth=7, mlp_dim=72)
+    key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    clip = write_clip(folder / f"video{frames}.mp4", frames)
+    controls = (key, 7, "cls", 4, 4, "inferno", "layer")
+    return attempt(lambda: client.predict(handle_file(str(clip)), *controls, api_name="/attention_video")[1])
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -514,13 +558,27 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["epochs=true on /train_start"] = lambda: attempt(
         lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
     )
+    attacks["CLIP B/16 loaded (/load_model; random weights, the real shapes)"] = lambda: attempt(
+        lambda: client.predict(CLIP_B16, api_name="/load_model")
+    )
+    attacks["8 words of CLIP B/16 on a 224 × 768 image, whole-image mode (/zero_shot)"] = lambda: attempt(
+        lambda: clip_words(client, folder)
+    )
+    for frames in (18, 15):
+        attacks[f"a crop-1,024 checkpoint, {frames} frames of 1080p on /attention_video"] = lambda n=frames: big_video(
+            client, folder, n
+        )
     return attacks
 
 
 def main(argv: list[str] | None = None) -> None:
     from gradio_client import Client
 
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--serve", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the server process itself
+    args = parser.parse_args(argv)
+    if args.serve is not None:
+        return serve(args.serve)
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -20,7 +20,7 @@ from .binding import ComponentView, Controls
 from .common import EXAMPLES_DIR, Server, layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
-# so all four share the server's heavy slots (ui/concurrency.py)
+# so they share the server's heavy slots, but the ranking and the words (ui/concurrency.py)
 RAW = {"preprocess": False, **concurrency.HEAVY}
 # Every lesson opens on this picture (one of the Explore tab's examples), so its first press works.
 OPENING_IMAGE = EXAMPLES_DIR / "cat.jpg"
@@ -311,7 +311,7 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
         [v.image, v.words_model, v.words_prompts, v.cmap],
         [v.words_label, v.words_note, v.words_maps],
         api_name="lesson_words",
-        **RAW,
+        **(RAW | concurrency.WORDS),
     )
     # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
     v.rank_stop.click(None, cancels=[ranking], api_visibility="private")
