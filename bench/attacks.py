@@ -36,6 +36,7 @@ from PIL import Image
 import vit
 from bench.live import cpu_seconds
 from bench.serving import free_port, wait_until_served
+from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -515,6 +516,43 @@ def big_video(client, folder: Path, frames: int) -> str:
     return attempt(lambda: client.predict(handle_file(str(clip)), *controls, api_name="/attention_video")[1])
 
 
+def weights_elsewhere(client) -> str:
+    """/train_start of pretrained weights that are not on this (offline) machine (issue 43: "started",
+    then the run failed with "NoInternet: cannot load …")."""
+    reply = attempt(lambda: client.predict(SPACE_MODEL, "operator", "", 1, 1e-4, 8, api_name="/train_start")[0])
+    attempt(lambda: client.predict(api_name="/train_stop"))
+    return reply
+
+
+def train_start_status(client, path: Path, batch: int) -> str:
+    """The status /train_start shows for the checkpoint at `path` trained `batch` images at a time
+    on the server's --data-folder (the run is stopped at once)."""
+    from gradio_client import handle_file
+
+    key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    try:
+        return client.predict(key, "operator", "", 1, 1e-3, batch, api_name="/train_start")[0]
+    finally:
+        attempt(lambda: client.predict(api_name="/train_stop"))
+
+
+def evaluation_scaled_down(client, folder: Path) -> str:
+    """Batch 8 of a 224 px checkpoint whose 500-image evaluation does not fit a run's memory (issue
+    43: "your run trains 8 images at a time (about 3.2 GB)" when only the evaluation was reduced)."""
+    config = {"image_size": 224, "patch_size": 14, "dim": 96, "depth": 1, "heads": 12, "mlp_dim": 96}  # 0.6 MB
+    path = checkpoint(folder / "eval224.safetensors", Preprocessing(224, 224), **config)
+    return " ".join(train_start_status(client, path, 8).split())[:100]
+
+
+def markdown_name(client, folder: Path) -> str:
+    """A checkpoint named as Markdown (a picture, emphasis, a tag) whose run is scaled down: the
+    start's status names it; does the raw Markdown reach the page?"""
+    name = "![x](p.png)*b*<i>.safetensors"
+    config = {"image_size": 1012, "patch_size": 22, "dim": 16, "mlp_dim": 16}
+    status = train_start_status(client, checkpoint(folder / name, Preprocessing(1012, 1012), **config), 128)
+    return f"the status holds '![x](' raw: {'![x](' in status}; '*b*' raw: {'*b*' in status}"
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -563,6 +601,13 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     )
     attacks["8 words of CLIP B/16 on a 224 × 768 image, whole-image mode (/zero_shot)"] = lambda: attempt(
         lambda: clip_words(client, folder)
+    )
+    attacks["pretrained weights not on this offline machine on /train_start"] = lambda: weights_elsewhere(client)
+    attacks["batch 8 of a 224 px checkpoint whose evaluation is scaled down, /train_start"] = lambda: attempt(
+        lambda: evaluation_scaled_down(client, folder)
+    )
+    attacks["a checkpoint named '![x](p.png)*b*<i>.safetensors' on /train_start"] = lambda: attempt(
+        lambda: markdown_name(client, folder)
     )
     for frames in (18, 15):
         attacks[f"a crop-1,024 checkpoint, {frames} frames of 1080p on /attention_video"] = lambda n=frames: big_video(
