@@ -37,6 +37,7 @@ from PIL import Image
 import vit
 from bench.live import cpu_seconds
 from bench.serving import free_port, wait_until_served
+from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -126,16 +127,29 @@ def _size(path: Path) -> int:
 # every client here 127.0.0.1.
 ATTACKER_NETWORK = {"X-Forwarded-For": "203.0.113.66"}
 VISITOR_NETWORK = {"X-Forwarded-For": "198.51.100.2"}  # a class behind another router
+CLIP_B16 = "pretrained:vit_base_patch16_clip_224.openai"
+
+
+def serve(app_args: list[str]) -> None:
+    """app.py's main in this process, its CLIP B/16 loader giving open_clip's architecture with
+    random weights (`bench.request_memory.clip_b16`): the real shapes, no download."""
+    import app
+    from bench.request_memory import clip_b16
+
+    vit.pretrained.load_pretrained_clip = lambda name, progress=None: clip_b16()
+    app.main(app_args)
 
 
 class Server:
-    """`app.py --public` in a subprocess, with its memory and its Gradio folder in reach."""
+    """`app.py --public` in a subprocess (`serve`: its CLIP B/16 has random weights), with its
+    memory and its Gradio folder in reach."""
 
     def __init__(self, folder: Path, uploads_mb: int = 30, args: tuple[str, ...] = (), env: dict | None = None):
         self.gradio, self.runs = folder / "gradio", folder / "runs"
         port = free_port()
         env = {**os.environ, **(env or {}), "GRADIO_TEMP_DIR": str(self.gradio), "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, "app.py", "--public", "--port", str(port), "--runs-dir", str(self.runs)]
+        cmd = [sys.executable, "-m", "bench.attacks", "--serve", "--public", "--port", str(port)]
+        cmd += ["--runs-dir", str(self.runs)]
         cmd += ["--uploads-budget-mb", str(uploads_mb), *args]
         self.log = (folder / "server.log").open("w")
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -550,6 +564,74 @@ def refused_files(server: Server, count: int = 1000) -> str:
     return f"{answered}; the log: +{len(said)} lines, {size:,} bytes, {tracebacks} tracebacks"
 
 
+def clip_words(client, folder: Path) -> str:
+    """CLIP B/16's 8 words on a 224 × 768 image in whole-image mode, the widest the maps budget
+    admits (issue 43: +1,290 MiB and 29 s, in two of the class's heavy slots). The model was loaded
+    by the attack before; the reply says how many maps came and the note's first words."""
+    from gradio_client import handle_file
+
+    from bench.request_memory import WORDS
+
+    image = folder / "wide.png"
+    Image.fromarray(np.random.default_rng(3).integers(0, 256, (224, 768, 3), np.uint8)).save(image)
+    client.predict(handle_file(str(image)), CLIP_B16, "whole", *VIEWS, api_name="/analyze")
+    _, maps, note = client.predict(", ".join(WORDS), *STYLE, "weights", 60, api_name="/zero_shot")
+    return f"{len(maps)} maps; the note: {note[:50]}…"
+
+
+def big_video(client, folder: Path, frames: int) -> str:
+    """An admitted checkpoint at crop 1,024 px (7 layers × 9 heads on a 32 × 32 grid: 253 MiB of
+    maps a frame) and a 1080p clip of `frames` frames on /attention_video (issue 43: 18 frames,
+    as many as the inputs' bound admits, +1,508 MiB against the 1 GiB a request may use)."""
+    from gradio_client import handle_file
+
+    from bench.request_memory import write_clip
+
+    pre, config = Preprocessing(1024, 1024), {"image_size": 1024, "patch_size": 32, "dim": 72, "heads": 9}
+    path = checkpoint(folder / "crop1024.safetensors", pre, **config, depth=7, mlp_dim=72)
+    key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    clip = write_clip(folder / f"video{frames}.mp4", frames)
+    controls = (key, 7, "cls", 4, 4, "inferno", "layer")
+    return attempt(lambda: client.predict(handle_file(str(clip)), *controls, api_name="/attention_video")[1])
+
+
+def weights_elsewhere(client) -> str:
+    """/train_start of pretrained weights that are not on this (offline) machine (issue 43: "started",
+    then the run failed with "NoInternet: cannot load …")."""
+    reply = attempt(lambda: client.predict(SPACE_MODEL, "operator", "", 1, 1e-4, 8, api_name="/train_start")[0])
+    attempt(lambda: client.predict(api_name="/train_stop"))
+    return reply
+
+
+def train_start_status(client, path: Path, batch: int) -> str:
+    """The status /train_start shows for the checkpoint at `path` trained `batch` images at a time
+    on the server's --data-folder (the run is stopped at once)."""
+    from gradio_client import handle_file
+
+    key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    try:
+        return client.predict(key, "operator", "", 1, 1e-3, batch, api_name="/train_start")[0]
+    finally:
+        attempt(lambda: client.predict(api_name="/train_stop"))
+
+
+def evaluation_scaled_down(client, folder: Path) -> str:
+    """Batch 8 of a 224 px checkpoint whose 500-image evaluation does not fit a run's memory (issue
+    43: "your run trains 8 images at a time (about 3.2 GB)" when only the evaluation was reduced)."""
+    config = {"image_size": 224, "patch_size": 14, "dim": 96, "depth": 1, "heads": 12, "mlp_dim": 96}  # 0.6 MB
+    path = checkpoint(folder / "eval224.safetensors", Preprocessing(224, 224), **config)
+    return " ".join(train_start_status(client, path, 8).split())[:100]
+
+
+def markdown_name(client, folder: Path) -> str:
+    """A checkpoint named as Markdown (a picture, emphasis, a tag) whose run is scaled down: the
+    start's status names it; does the raw Markdown reach the page?"""
+    name = "![x](p.png)*b*<i>.safetensors"
+    config = {"image_size": 1012, "patch_size": 22, "dim": 16, "mlp_dim": 16}
+    status = train_start_status(client, checkpoint(folder / name, Preprocessing(1012, 1012), **config), 128)
+    return f"the status holds '![x](' raw: {'![x](' in status}; '*b*' raw: {'*b*' in status}"
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -602,15 +684,35 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["epochs=true on /train_start"] = lambda: attempt(
         lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
     )
+    attacks["CLIP B/16 loaded (/load_model; random weights, the real shapes)"] = lambda: attempt(
+        lambda: client.predict(CLIP_B16, api_name="/load_model")
+    )
+    attacks["8 words of CLIP B/16 on a 224 × 768 image, whole-image mode (/zero_shot)"] = lambda: attempt(
+        lambda: clip_words(client, folder)
+    )
+    attacks["pretrained weights not on this offline machine on /train_start"] = lambda: weights_elsewhere(client)
+    attacks["batch 8 of a 224 px checkpoint whose evaluation is scaled down, /train_start"] = lambda: attempt(
+        lambda: evaluation_scaled_down(client, folder)
+    )
+    attacks["a checkpoint named '![x](p.png)*b*<i>.safetensors' on /train_start"] = lambda: attempt(
+        lambda: markdown_name(client, folder)
+    )
+    for frames in (18, 15):
+        attacks[f"a crop-1,024 checkpoint, {frames} frames of 1080p on /attention_video"] = lambda n=frames: big_video(
+            client, folder, n
+        )
     return attacks
 
 
 def main(argv: list[str] | None = None) -> None:
     from gradio_client import Client
 
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", metavar="WORDS", help="run only the attacks whose name contains WORDS")
-    args = p.parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", metavar="WORDS", help="run only the attacks whose name contains WORDS")
+    parser.add_argument("--serve", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the server process itself
+    args = parser.parse_args(argv)
+    if args.serve is not None:
+        return serve(args.serve)
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

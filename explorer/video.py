@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
 from pathlib import Path
+from typing import NoReturn
 
 import av
 import numpy as np
@@ -52,6 +53,11 @@ CLIP_INPUT_BYTES = 512 * 2**20
 # a frame: 10.5 TFLOP); ViT-S/16 takes 300 frames with room, ViT-L/16 about 90. The export has a
 # queue of its own (ui/concurrency.py), so even a clip at this bound never holds Explore's slots.
 CLIP_FLOPS = 11e12
+# What an export holds beyond its frames' inputs and the maps (`clip_bytes`): the decoder's frames,
+# the pictures drawn and the encoder's buffers. Measured on a warm process (bench.request_memory, a
+# crop-1,024 checkpoint of 253 MiB of maps a frame, 1080p clips): 3 frames +627 MiB, 15 frames +963
+# (estimated 1,011): 28 MiB a frame over 2 frames' maps and one layer's scores, nothing fixed beyond.
+EXPORT_FIXED_BYTES = 64 * 2**20
 INPUT_PX = 2 * views.HEAD_PX  # height of the model input drawn beside the head tiles
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -192,17 +198,14 @@ def _timed(frames: Iterator[Image.Image], seconds: dict[str, float]) -> Iterator
         yield image
 
 
-def _batch_size(loaded: LoadedModel, max_bytes: int | None) -> int:
-    """Frames per forward pass: as many as fit BATCH_BYTES of attention maps (at most MAX_BATCH).
-    A model whose maps for one frame exceed `max_bytes` is refused, as explain() refuses it."""
+def _batch_size(loaded: LoadedModel, frames: int, max_bytes: int | None) -> int:
+    """Frames per forward pass: as many as fit BATCH_BYTES of attention maps (at most MAX_BATCH),
+    fewer when an export of `frames` frames would pass `max_bytes` (`clip_bytes`); at least one."""
     crop = loaded.preprocessing.crop_size
-    one = attention_bytes(loaded.model, (crop, crop))
-    if max_bytes is not None and one > max_bytes:
-        raise ExplanationTooLarge(
-            f"one frame's attention maps would take {one / 2**20:,.0f} MiB, more than this server's "
-            f"{max_bytes / 2**20:,.0f} MiB budget: use a smaller model"
-        )
-    return max(1, min(MAX_BATCH, BATCH_BYTES // one))
+    most = max(1, min(MAX_BATCH, BATCH_BYTES // attention_bytes(loaded.model, (crop, crop))))
+    if max_bytes is None:
+        return most
+    return max([b for b in range(1, most + 1) if clip_bytes(loaded, frames, b) <= max_bytes], default=1)
 
 
 def layer_maps(
@@ -218,7 +221,9 @@ def layer_maps(
             _, attention = loaded.model(to_model(loaded.model, tensors[start : start + batch]), need_weights=True)
         maps.append(query_attention(attention, query)[:, layer - 1].float().cpu())  # (B, heads, gh, gw)
         prefix.append(query_prefix_attention(attention, query)[:, layer - 1].float().cpu())  # (B, heads, prefix)
-        first = first or attention.apply(lambda a: a[:1].float().cpu())
+        # a copy of the first frame's maps: a view would keep its whole batch through the next passes
+        first = first or attention.apply(lambda a: a[:1].to("cpu", torch.float32, copy=True))
+        del attention  # before the next pass, which would otherwise make its maps beside these (clip_bytes)
     assert first is not None, "layer_maps needs at least one frame"
     return torch.cat(maps).numpy(), torch.cat(prefix).numpy(), first
 
@@ -235,10 +240,21 @@ def frame_bytes(loaded: LoadedModel) -> int:
     return 2 * 3 * crop * crop * 4 + 3 * crop * crop
 
 
-def check_clip_inputs(loaded: LoadedModel, frames: int) -> None:
+def clip_bytes(loaded: LoadedModel, frames: int, batch: int) -> int:
+    """Peak bytes of an export of `frames` frames, `batch` a forward pass: every frame's input
+    (`frame_bytes`), the batch's attention maps and the first frame's (kept for the captions), one
+    layer's scores before their softmax for each frame of the batch, and EXPORT_FIXED_BYTES."""
+    crop = loaded.preprocessing.crop_size
+    one = attention_bytes(loaded.model, (crop, crop))
+    scores = batch * one // loaded.model.config.depth
+    return frames * frame_bytes(loaded) + (batch + 1) * one + scores + EXPORT_FIXED_BYTES
+
+
+def check_clip_inputs(loaded: LoadedModel, frames: int, max_bytes: int | None = None) -> None:
     """Refuse, before decoding, a clip whose frames would keep over CLIP_INPUT_BYTES (every
-    frame's input is kept for the one pass of `layer_maps`) or whose passes would take more than
-    CLIP_FLOPS: both grow with the model's input size and tokens, so a model at 1,024 px takes
+    frame's input is kept for the one pass of `layer_maps`), whose export would take more memory
+    than `max_bytes` even one frame a pass (`clip_bytes`), or whose passes would take more than
+    CLIP_FLOPS: all grow with the model's input size and tokens, so a model at 1,024 px takes
     fewer frames than one at 224 px."""
     crop = loaded.preprocessing.crop_size
     needed = frames * frame_bytes(loaded)
@@ -247,6 +263,8 @@ def check_clip_inputs(loaded: LoadedModel, frames: int) -> None:
             f"{frames} frames at this model's {crop} × {crop} px input would take {needed / 2**20:,.0f} MiB, more "
             f"than this server's {CLIP_INPUT_BYTES / 2**20:,.0f} MiB: trim the clip or use a smaller model"
         )
+    if max_bytes is not None and clip_bytes(loaded, frames, 1) > max_bytes:
+        _refuse_memory(loaded, frames, max_bytes)
     tokens = math.prod(loaded.model.patch_grid(crop, crop)) + len(loaded.model.config.prefix_names)
     work = forward_flops(loaded.model.config, tokens, frames)
     if work > CLIP_FLOPS:
@@ -256,6 +274,23 @@ def check_clip_inputs(loaded: LoadedModel, frames: int) -> None:
             f"{work / 1e12:,.1f} TFLOP, more than this server's {CLIP_FLOPS / 1e12:,.1f} for one clip: trim the clip "
             f"to {most} frames or use a smaller model"
         )
+
+
+def _refuse_memory(loaded: LoadedModel, frames: int, max_bytes: int) -> NoReturn:
+    """The VideoError of an export over `max_bytes`: the frames that would fit, if any."""
+    crop, budget = loaded.preprocessing.crop_size, f"{max_bytes / 2**20:,.0f} MiB"
+    most = (max_bytes - clip_bytes(loaded, 0, 1)) // frame_bytes(loaded)
+    if most < 1:
+        one = attention_bytes(loaded.model, (crop, crop)) / 2**20
+        raise ExplanationTooLarge(
+            f"one frame's attention maps take {one:,.0f} MiB with this model at {crop} × {crop} px: a video would "
+            f"take more memory than the {budget} one request may use on this server; use a smaller model"
+        )
+    needed = clip_bytes(loaded, frames, 1) / 2**20
+    raise VideoError(
+        f"{frames} frames with this model at {crop} × {crop} px would take about {needed:,.0f} MiB of memory, more "
+        f"than the {budget} one request may use on this server: trim the clip to {most} frames or use a smaller model"
+    )
 
 
 def clip_maps(
@@ -270,18 +305,20 @@ def clip_maps(
     run: Callable[..., tuple[np.ndarray, np.ndarray, AttentionMaps]] | None = None,
 ) -> tuple[ClipMaps, Explanation]:
     """Pass 1: the model input and `layer`'s (1-based) maps of every frame for `query`, and
-    the first frame's Explanation (what the captions say about the model and the query).
+    the first frame's Explanation (what the captions say about the model and the query). The
+    export is held to `max_bytes` (what one request may use: `clip_bytes`) before it starts.
     `run(loaded, ...)` runs `layer_maps` (a ZeroGPU worker: one GPU call for the whole clip);
     by default it runs here."""
-    size, out, inputs = _batch_size(loaded, max_bytes), ClipMaps(), []
-    check_clip_inputs(loaded, max(total, 1))
+    out, inputs = ClipMaps(), []
+    check_clip_inputs(loaded, max(total, 1), max_bytes)
     for image in _timed(_frames(path, limits), out.seconds):
         started = time.perf_counter()
         inputs.append(model_input(image, loaded.preprocessing, loaded.model.config.patch_size, "crop"))
         out.seconds["preprocess"] += time.perf_counter() - started
-        check_clip_inputs(loaded, len(inputs))  # a header may under-count frames
+        check_clip_inputs(loaded, len(inputs), max_bytes)  # a header may under-count frames
     if not inputs:
         raise VideoError("the clip has no frames")
+    size = _batch_size(loaded, len(inputs), max_bytes)
     if progress:
         progress("model", 0, len(inputs))
     started = time.perf_counter()
@@ -389,7 +426,8 @@ def attention_video(
 ) -> VideoReport:
     """The attention video of the clip at `path`, written to `out_path` (MP4): `layer`'s
     (1-based) head maps for `query`, both checked by the caller against the model, on one
-    colour scale over the whole clip (`style.scale`: "layer", "head" or "fixed")."""
+    colour scale over the whole clip (`style.scale`: "layer", "head" or "fixed"), in at most
+    `max_bytes` (what one request may use, checked before any frame is decoded)."""
     info = probe(path, limits)
     clip, first = clip_maps(loaded, path, query, layer, limits, progress, info.frames, max_bytes, run)
     tops = clip_tops(np.stack(clip.maps), style.scale)

@@ -464,16 +464,18 @@ def markdown_text(text: str) -> str:
     return _MARKDOWN_PUNCTUATION.sub(r"\\\1", re.sub(r"\s+", " ", text))
 
 
-def prompt_note(zs: ZeroShot) -> str:
-    """Markdown under the prompt maps: the template, what the probabilities are, and which
-    words were longer than CLIP reads. The words are the visitor's: shown as typed."""
+def prompt_note(zs: ZeroShot, left_out: str = "") -> str:
+    """Markdown under the prompt maps: the words left out for the server's memory, if any
+    (`left_out`, explorer.prompts.affordable_words' sentence, which holds none of the words), the
+    template, what the probabilities are, and which words were longer than CLIP reads. The words
+    are the visitor's: shown as typed."""
     cut = "".join(
         f" “{markdown_text(p)}” is longer than CLIP reads ({zs.context} tokens, the template's included): only "
         "its beginning was used."
         for p in zs.cut
     )
     return (
-        f"Each word was put into CLIP's template **“{zs.template}”** "
+        (f"**{left_out}** " if left_out else "") + f"Each word was put into CLIP's template **“{zs.template}”** "
         f"(e.g. “{zs.template.format(markdown_text(zs.prompts[0]))}”). "
         "The probabilities are a softmax over the words typed only: CLIP picks the best of *these* words, so it "
         f"answers even when none fits the picture. Each map shows which patches raised that word's similarity.{cut}"

@@ -8,6 +8,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+import torch
 
 import vit
 from bench.attacks import clip_that_grows
@@ -15,6 +16,7 @@ from explorer import video
 from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel
 from explorer.compute import forward_flops
+from explorer.explain import ExplanationTooLarge
 from explorer.video import VideoError, VideoLimits, attention_video, clip_tops, probe
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
@@ -177,7 +179,6 @@ def test_a_corrupt_clip_gets_a_clear_error_not_a_traceback(tmp_path):
 def test_one_pass_over_the_clip_gives_each_frame_the_maps_of_its_own_pass(tiny):
     """layer_maps (the clip's one GPU call on ZeroGPU) batches frames; every frame's maps equal
     those of a forward pass over that frame alone, to float32 rounding of a batched matmul."""
-    import torch
     from tolerance import assert_close_up_to_rounding
 
     from vit.analysis import query_attention
@@ -218,3 +219,29 @@ def test_a_clip_is_bounded_by_the_work_of_its_model_not_a_224_px_assumption(tmp_
     with pytest.raises(VideoError, match="would take .* MiB, more than this server's 512 MiB"):
         video.check_clip_inputs(big, 20 * 1)  # 20 frames of 1,024 px pass 512 MiB...
     video.check_clip_inputs(replace(big, meta=tiny.meta), 300)  # ...300 of 32 px do not
+
+
+def test_an_export_over_the_request_budget_is_refused_before_decoding_with_the_frames_that_fit(
+    tmp_path, monkeypatch, tiny
+):
+    """Issue 43: an admitted crop-1,024 checkpoint's export took +1,508 MiB against the 1 GiB a
+    request may use: every frame's input, two frames' maps (the batch's and the first frame's, kept
+    for the captions) and one layer's scores are estimated from the model (`clip_bytes`) and held
+    to the request's budget before a frame is decoded; the batch shrinks to what fits."""
+    budget = video.clip_bytes(tiny, 11, 1)  # room for 11 frames, one a pass
+    clip = write_clip(tmp_path / "c.mp4", 12, fps=10)
+    monkeypatch.setattr(video, "_frames", lambda *a: (_ for _ in ()).throw(AssertionError("decoded a frame")))
+    said = r"12 frames .* more than the \d+ MiB one request may use on this server: trim the clip to 11 frames"
+    with pytest.raises(VideoError, match=said):
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle(), max_bytes=budget)
+    with pytest.raises(ExplanationTooLarge, match="one frame's attention maps take 0 MiB .*; use a smaller model"):
+        video.check_clip_inputs(tiny, 1, video.clip_bytes(tiny, 0, 1) + video.frame_bytes(tiny) - 1)
+    assert video._batch_size(tiny, 11, budget) == 1 and video._batch_size(tiny, 11, None) == video.MAX_BATCH
+    assert video._batch_size(tiny, 11, video.clip_bytes(tiny, 11, 3)) == 3
+
+
+def test_the_first_frames_maps_are_its_own_not_a_view_of_its_batch(tiny):
+    """The captions keep the first frame's maps: a view kept its whole batch's (up to BATCH_BYTES)
+    through every later pass, beside that pass's own maps."""
+    _, _, first = video.layer_maps(tiny, torch.randn(4, 3, 32, 32), None, 3, 4)
+    assert all(a.untyped_storage().nbytes() == a.numel() * a.element_size() for a in first)

@@ -21,16 +21,9 @@ HEAVY_EVENTS = {
     "patch_pca",  # the PCA tab's controls and the tab itself: a forward pass up to the layer per image
     "pca_tab",
     "logit_lens",  # the logit lens tab: a forward pass
-    "zero_shot",  # a CLIP model's words: a forward pass and a backward pass per word
-    "compare_words",
     "analyze_page",  # the page's own analyses: a resize policy, a new image (its header checked), a model switch
     "analyze_page_1",
     "analyze_page_2",
-    "words_after",  # the words after an analysis with a CLIP model (after /analyze and the page's three)
-    "words_after_1",
-    "words_after_2",
-    "words_after_3",
-    "lesson_words",
     "export_png",
     "export_gif",
     "export_page_png",  # the page's exports, of the query it shows
@@ -43,6 +36,11 @@ HEAVY_EVENTS = {
     "lesson_heads_model",
     "live_model",
 }
+# A CLIP model's words, a backward pass per word (issue 43: two visitors' words took both heavy
+# slots for 30 s): Explore's button and box, the words after each analysis (after /analyze and the
+# page's three), the words lesson.
+WORDS_EVENTS = {"zero_shot", "compare_words", "words_after", "words_after_1", "words_after_2", "words_after_3"}
+WORDS_EVENTS |= {"lesson_words"}
 # Events with their own slots, each for a reason: Gradio's example loader and the picker's
 # rollback do no work; the Train tab's events start,
 # poll and stop a run whose training runs in its own thread, bounded by --max-runs.
@@ -63,8 +61,9 @@ OWN_SLOTS = {
 
 
 def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_path):
+    """Every event that runs a model is in one pool of its kind; the others are placed by name."""
     demo = ui.build_demo(ModelCatalog(runs_dir=tmp_path))
-    heavy, views, other, ranking = set(), set(), set(), set()
+    heavy, views, other, ranking, words = set(), set(), set(), set(), set()
     for fn in demo.fns.values():
         if fn.fn is None:  # a button that only cancels (Stop the ranking) runs nothing
             continue
@@ -76,9 +75,13 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
         elif fn.concurrency_id in ("ranking", "video"):  # up to minutes long: one slot of its own each
             ranking.add(fn.api_name)
             assert fn.concurrency_limit == 1
+        elif fn.concurrency_id == "words":  # seconds of a core a word: one slot of their own
+            words.add(fn.api_name)
+            assert fn.concurrency_limit == 1
         else:
             other.add(fn.api_name.rstrip("_0123456789"))
     assert heavy == HEAVY_EVENTS and ranking == {"lesson_head_ranking", "attention_video"}
+    assert words == WORDS_EVENTS
     # Page-only events that run no model: the Train tab's timer, Stop's confirmation, its "First
     # step" note and its jump to Explore, the Lessons tab's clearing of old results and its opening
     # (Explore's image and the visitor's models in its pickers), Explore's

@@ -14,7 +14,7 @@ from conftest import flip_byte
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 from PIL import Image
-from training_helpers import write_image_folder
+from training_helpers import shown_text, write_image_folder
 
 import vit
 from explorer.catalog import ModelCatalog
@@ -245,7 +245,8 @@ def test_an_ended_run_says_its_device_and_last_epoch_once_and_a_failure_in_words
     assert shown.count("slow") == 1 and "epoch 2: train loss" not in shown  # the bar says how it ended
     failed = JobSnapshot(device=cpu, epochs=2, error="CIFAR-10 cannot be downloaded here", message="training failed")
     bar = train.progress_html(*train.progress_text(failed), train.run_state(failed))
-    assert bar.endswith(">failed</b></div>") and "CIFAR-10 cannot be downloaded here" in train.describe(failed)
+    assert bar.endswith(">failed</b></div>")
+    assert "CIFAR-10 cannot be downloaded here" in shown_text(train.describe(failed))
 
 
 def test_the_default_data_source_is_one_that_works_offline(tmp_path, monkeypatch):
@@ -287,9 +288,10 @@ class Recorded:
         return JobSnapshot(running=True)
 
 
-def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint, tmp_path):
+def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint, tmp_path, monkeypatch):
     """The tab's defaults (batch 128) on the Space's DeiT-S took +7.5 GB; a run is now
     estimated before it starts (training.budget) and its batch scaled down, said in the status."""
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: True)  # DeiT-S's weights are on this machine
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
     settings = ServerSettings(public=True)
     runs, request = Recorded(), SimpleNamespace(session_hash="visitor")
@@ -308,6 +310,50 @@ def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint,
         runs, catalog, settings, train.run_options("vit_cifar_nano", "cifar10", "", 1, 1e-3, 128), request
     )
     assert runs.asked["batch_size"] == 128 and "Batch size" not in out["status"]  # a small run as asked
+
+
+def test_a_run_whose_evaluation_alone_is_scaled_down_says_so(tiny_checkpoint, tmp_path, monkeypatch):
+    """Issue 43: batch 8 of DeiT-S said "your run trains 8 images at a time (about 3.2 GB)" when only
+    the evaluation batch had been reduced: the status now says what was reduced."""
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: True)
+    runs, request = Recorded(), SimpleNamespace(session_hash="visitor")
+    catalog, settings = ModelCatalog(tiny_checkpoint, tmp_path / "runs"), ServerSettings(public=True)
+    out = train.train_start(runs, catalog, settings, train.run_options(SPACE_MODEL, "cifar10", "", 1, 1e-4, 8), request)
+    evaluated = runs.asked["eval_batch_size"]
+    assert runs.asked["batch_size"] == 8 and 1 <= evaluated < 500
+    assert out["status"].startswith("started\n\nEvaluating 500 images at a time would need about ")
+    assert f"so your run evaluates {evaluated} images at a time (about " in out["status"]
+    assert "and trains 8 at a time, as asked." in out["status"] and "Batch size" not in out["status"]
+
+
+def test_pretrained_weights_not_on_an_offline_machine_are_refused_at_start(tiny_checkpoint, tmp_path, monkeypatch):
+    """Issue 43: such a run said "started", then failed with "NoInternet: cannot load …"."""
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: False)
+    runs, request = Recorded(), SimpleNamespace(session_hash="visitor")
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    settings = ServerSettings(public=True, data_folder=write_image_folder(tmp_path / "data"))
+    catalog.online = False
+    options = train.run_options(SPACE_MODEL, "operator", "", 1, 1e-4, 8)
+    with pytest.raises(gr.Error, match="is not on this machine, and this machine has no internet connection"):
+        train.train_start(runs, catalog, settings, options, request)
+    assert runs.asked == {}  # no run registered
+    catalog.online = True  # online: the run downloads its weights
+    train.train_start(runs, catalog, settings, options, request)
+    assert runs.asked["model"] == SPACE_MODEL
+    catalog.online = False  # a preset needs no weights
+    train.train_start(runs, catalog, settings, train.run_options("vit_cifar_nano", "operator", "", 1, 1e-3, 8), request)
+    assert runs.asked["model"] == "vit_cifar_nano"
+
+
+def test_run_messages_show_as_written_not_as_markdown():
+    """A run's message may hold a visitor's words (an uploaded checkpoint's name): a `![x](url)` in it
+    would be fetched by every browser showing the status."""
+    error = "cannot use this checkpoint: ![x](http://evil.example/p.png) *a*.safetensors <b>"
+    shown = train.describe(JobSnapshot(device="cpu", error=error))
+    assert "![x](" not in shown and "*a*" not in shown and "<b>" not in shown and "&lt;" not in shown
+    assert shown_text(shown).endswith(error)  # every character shown as written
+    running_run = train.describe(JobSnapshot(running=True, message="training my_*run*"))
+    assert running_run == "training my\\_\\*run\\*"
 
 
 def test_a_run_that_cannot_fit_is_refused_in_a_sentence():

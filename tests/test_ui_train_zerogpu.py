@@ -15,7 +15,7 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from training_helpers import write_image_folder
+from training_helpers import shown_text, write_image_folder
 from zerogpu_fake import FakeZeroGpu
 
 import vit
@@ -115,7 +115,7 @@ def test_a_chunk_killed_by_the_platform_loses_nothing(tab, gpu, tmp_path):
     gpu.kill_after_s = 0.5  # the next worker dies before it saves
     shown = poll(tab)
     gpu.kill_after_s = None
-    assert "the last chunk was cut short (GPU task aborted); nothing is lost" in shown["status"]
+    assert "the last chunk was cut short (GPU task aborted); nothing is lost" in shown_text(shown["status"])
     assert ">running</b>" in shown["progress"] and "epoch 1 of 2, step 3 of 5" in shown["progress"]
     shown = poll(tab)
     assert "epoch 2 of 2, step 1 of 5" in shown["progress"]

@@ -14,7 +14,7 @@ from PIL import Image
 import vit
 from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
-from explorer.prompts import DEFAULT_PROMPTS
+from explorer.prompts import DEFAULT_PROMPTS, words_bytes
 from explorer.views import Drawing, Showing
 from ui import explore_handlers as h
 from ui.common import Server
@@ -85,6 +85,24 @@ def test_words_for_a_model_without_text_or_unusable_words_are_one_sentence(tab, 
     with pytest.raises(gr.Error, match="answers with its own classes, not with words: pick a CLIP model"):
         h.compare_words(server, bundled, DEFAULT_PROMPTS, *SHOWN)
     assert h.words_after(server, bundled, DEFAULT_PROMPTS, *SHOWN) == {}  # nothing changes
+
+
+def test_words_over_the_request_budget_are_cut_or_refused_before_any_pass(tab, tmp_path, monkeypatch) -> None:
+    """Issue 43: the words' backward passes are held to what one request may use (--request-mb):
+    the first words that fit are explained and the note says so first; when two do not fit, one
+    sentence says what to do, and no pass runs."""
+    view, server = tab
+    key, _ = analysed(server, CLIP_KEY, tmp_path)
+    ex, model = server.store.peek(key), server.catalog.get(CLIP_KEY).model
+    size = ex.input.tensor.shape[-2:]
+    monkeypatch.setattr(server.store, "max_request_bytes", words_bytes(model, size, 2))
+    out = h.compare_words(server, key, "a cat, a teapot, a rainbow", *SHOWN)
+    assert list(out["label"]) == ["a cat", "a teapot"] and len(out["prompt_maps"]) == 2
+    assert out["prompt_note"].startswith("**The first 2 words are explained; the last one would take more memory")
+    monkeypatch.setattr(server.store, "max_request_bytes", words_bytes(model, size, 2) - 1)
+    monkeypatch.setattr(h.zerogpu, "PROMPTS", None)  # a pass would fail: none may run
+    with pytest.raises(gr.Error, match="comparing words on this image would take about"):
+        h.compare_words(server, key, "a cat, a teapot, a rainbow", *SHOWN)
 
 
 def test_the_words_box_follows_the_model(tab, monkeypatch) -> None:

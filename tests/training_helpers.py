@@ -1,9 +1,10 @@
-"""Tiny synthetic data sets, a tiny run config, a host-sync counter and a finder of machine paths
-in checkpoint headers, for the training tests."""
+"""Tiny synthetic data sets, a tiny run config, a host-sync counter, a finder of machine paths
+in checkpoint headers and the text a Markdown status shows, for the training tests."""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,3 +114,8 @@ def machine_paths(header: dict, *places: Path) -> list[str]:
 
     walk(header)
     return found
+
+
+def shown_text(markdown: str) -> str:
+    """What a status written with explorer.views.markdown_text reads as: its backslash escapes gone."""
+    return re.sub(r"\\(.)", r"\1", markdown)

@@ -9,7 +9,7 @@ at once (837 -> 8,902 MiB, issue 17).
 from __future__ import annotations
 
 # Everything that runs a model or loads one: analyses, model loads and uploads, relevance,
-# exports, the lessons but the ranking (below). Two at a time on the whole server, one per
+# exports, the lessons but the ranking and the words (below). Two at a time on the whole server, one per
 # core (each request uses one torch thread, app.py --torch-threads).
 HEAVY_LIMIT = 2
 HEAVY = {"concurrency_id": "heavy", "concurrency_limit": HEAVY_LIMIT}
@@ -20,6 +20,11 @@ RANKING = {"concurrency_id": "ranking", "concurrency_limit": 1}
 # 0.5 GiB (CLIP_INPUT_BYTES). In the heavy pool, two exports at crop 1,024 made a nano /analyze
 # wait 92 s (issue 28): exports have one slot of their own, and wait for it in their own queue.
 VIDEO = {"concurrency_id": "video", "concurrency_limit": 1}
+# A CLIP model's word maps (Explore's and the words lesson's): a backward pass per word, seconds of a
+# core each (8 words of CLIP B/16 at 224 × 768: 22 CPU-s) and up to a request's memory
+# (explorer.prompts.words_bytes). In the heavy pool two visitors' words took both slots (+2,312 MiB)
+# and a class's /analyze waited 31.8 s (issue 43): words have one slot of their own, as exports do.
+WORDS = {"concurrency_id": "words", "concurrency_limit": 1}
 # Clicks, slider moves and restyles redraw one to three small pictures from the cached forward
 # pass (~10 ms of drawing). They share one pool of two of their own, so clicks, the most frequent
 # action, never wait behind an analysis, and at most four requests run at once on two cores

@@ -529,6 +529,7 @@ def layout(catalog: ModelCatalog, server_functions: Sequence[Callable] = ()) -> 
 RAW = {"preprocess": False}
 CHEAP = {**RAW, **concurrency.CHEAP}  # redraws from the cached forward pass (ui/concurrency.py)
 HEAVY = {**RAW, **concurrency.HEAVY}  # forward passes, loads, exports: two at a time, whole server
+WORDS = {**RAW, **concurrency.WORDS}  # a CLIP model's word maps: one at a time, never a heavy slot
 
 
 def _in_page(trigger: Callable, inputs: Any, outputs: Any, js: str) -> None:
@@ -725,7 +726,7 @@ def _wire_words(view: ExploreView, server: Server) -> None:
         "fn": view.bind(h.compare_words, server),
         "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
-        **HEAVY,
+        **WORDS,
     }
     view.prompts_button.click(**words, api_name="zero_shot")
     view.prompts.submit(**words, api_visibility="private")
@@ -738,7 +739,7 @@ def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:
         "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         "api_visibility": "private",
-        **HEAVY,
+        **WORDS,
     }
 
 

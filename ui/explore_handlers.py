@@ -28,7 +28,7 @@ from explorer.explain import (
     model_input,
 )
 from explorer.images import ImageError, check_image, first_frame_note, load_image
-from explorer.prompts import PromptError, ZeroShot, parse_prompts, zero_shot
+from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
 from explorer.views import Drawing, Showing
 from vit.analysis import Query
@@ -565,7 +565,8 @@ def compare_words(
 ) -> dict:
     """A CLIP model's zero-shot probabilities over `prompts` (comma-separated words, each put into
     CLIP's template) in place of the top classes, and for each its relevance map (Chefer et al.
-    2021, the image-text similarity as the score): one forward and one backward pass per word."""
+    2021, the image-text similarity as the score): one forward and one backward pass per word, the
+    first words that fit the memory one request may use (`affordable_words`)."""
     ex = server.require(explanation_key)
     loaded = load_or_error(server.catalog, explanation_key.model_key)
     if loaded.text is None:
@@ -573,14 +574,16 @@ def compare_words(
             f"{loaded.label} answers with its own classes, not with words: pick a CLIP model "
             "(vit_base_patch16_clip_224.openai) to compare words"
         )
+    size, budget = ex.input.tensor.shape[-2:], server.store.max_request_bytes
     try:
-        words = parse_prompts(prompts)
+        words, left_out = affordable_words(loaded, size, parse_prompts(prompts), budget)  # before any pass
     except PromptError as e:
         raise visitor_error(str(e)) from e
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, ex.input.tensor, words))
     maps = word_maps(ex.input.pixels, ex.grid, zs, style, showing, model_name(loaded.key))
     kept: WordsResult = (explanation_key, zs)
-    return {"label": zs.probabilities, "prompt_maps": maps, "prompt_note": views.prompt_note(zs), "words_result": kept}
+    note = views.prompt_note(zs, left_out)
+    return {"label": zs.probabilities, "prompt_maps": maps, "prompt_note": note, "words_result": kept}
 
 
 def restyle_words(

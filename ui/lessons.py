@@ -19,7 +19,7 @@ from .binding import ComponentView, Controls, checked_first
 from .common import EXAMPLES_DIR, Server, layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
-# so all four share the server's heavy slots (ui/concurrency.py)
+# so they share the server's heavy slots, but the ranking and the words (ui/concurrency.py)
 RAW = {"preprocess": False, **concurrency.HEAVY}
 # Every lesson opens on this picture (one of the Explore tab's examples), so its first press works.
 OPENING_IMAGE = EXAMPLES_DIR / "cat.jpg"
@@ -333,7 +333,7 @@ def _wire_buttons(v: LessonsView, server: Server) -> Any:
             inputs=[v.image, v.words_model, v.words_prompts, v.cmap],
             outputs=[v.words_label, v.words_note, v.words_maps],
             api_name="lesson_words",
-            **RAW,
+            **(RAW | concurrency.WORDS),
         )
     )
     # After each (which may have downloaded a model), what the lessons say about models follows.

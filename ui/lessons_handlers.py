@@ -18,7 +18,7 @@ from explorer import lessons
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
 from explorer.images import ImageError, check_image, first_frame_note, load_image
-from explorer.prompts import PromptError, parse_prompts, zero_shot
+from explorer.prompts import PromptError, affordable_words, parse_prompts, zero_shot
 from explorer.views import Showing, prompt_note
 from vit.messages import shown
 from vit.pretrained import is_clip
@@ -361,14 +361,15 @@ def compare_words(
     if loaded.text is None:
         raise visitor_error(f"{loaded.label} is not a CLIP model: only a CLIP model understands words")
     try:
-        words = parse_prompts(prompts)
         inp = model_input(picture, loaded.preprocessing, loaded.model.config.patch_size)
+        size = inp.tensor.shape[-2:]
+        words, left_out = affordable_words(loaded, size, parse_prompts(prompts), server.store.max_request_bytes)
     except (PromptError, ImageError) as e:
         raise visitor_error(str(e)) from e
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, inp.tensor, words))
-    grid = loaded.model.patch_grid(*inp.tensor.shape[-2:])
+    grid = loaded.model.patch_grid(*size)
     maps = word_maps(inp.pixels, grid, zs, colour_map_style(cmap), Showing(), model_name(loaded.key))
-    return dict(words_label=zs.probabilities, words_note=prompt_note(zs), words_maps=maps)
+    return dict(words_label=zs.probabilities, words_note=prompt_note(zs, left_out), words_maps=maps)
 
 
 def rank_heads(

@@ -222,7 +222,7 @@ def attention_video(
 
         started = time.perf_counter()
         made = video.attention_video(
-            loaded, path, out, query, layer, style, limits, report, server.store.max_bytes, zerogpu.CLIP
+            loaded, path, out, query, layer, style, limits, report, server.store.max_request_bytes, zerogpu.CLIP
         )
     except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e

@@ -142,10 +142,13 @@ def model_problem(path: str | None, max_parameters: int) -> str | None:
     return None
 
 
-def for_visitors(message: str) -> str:
-    """A message safe to show: server paths cut to their last part, at most MAX_MESSAGE_CHARS
-    characters, HTML escaped."""
+def visible(message: str) -> str:
+    """A message with server paths cut to their last part, at most MAX_MESSAGE_CHARS characters:
+    escape it for where it is shown (`for_visitors` for HTML, explorer.views.markdown_text for Markdown)."""
     text = _PATH.sub(lambda m: re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1], message)
-    if len(text) > MAX_MESSAGE_CHARS:
-        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
-    return html.escape(text, quote=False)  # text, never an attribute: quotes stay readable for API clients
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 1] + "…"
+
+
+def for_visitors(message: str) -> str:
+    """A message safe to show as HTML (or as text): `visible`, HTML escaped."""
+    return html.escape(visible(message), quote=False)  # text, never an attribute: quotes stay readable for API clients

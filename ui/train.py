@@ -23,7 +23,8 @@ import gradio as gr
 
 import vit
 from explorer import compute, run_views
-from explorer.catalog import ModelCatalog, ModelUnavailable
+from explorer.catalog import ModelCatalog, ModelUnavailable, no_internet
+from explorer.views import markdown_text
 from training.budget import (
     MAX_EVAL_BATCH,
     MemoryPlan,
@@ -49,7 +50,7 @@ from .checks import number, one_of, visitor_error
 from .common import owner
 from .pictures import TEXT as PICTURE_TEXT
 from .pictures import picture, with_alt
-from .settings import SPACE_MODEL, ServerSettings, for_visitors
+from .settings import SPACE_MODEL, ServerSettings, for_visitors, visible
 
 LOG = logging.getLogger(__name__)
 
@@ -234,22 +235,28 @@ def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
     return done, total, f"{epoch}, step {snap.step} of {steps}"
 
 
+def in_markdown(message: str) -> str:
+    """A run's message as Markdown that shows it as written: it may hold a visitor's words (an
+    uploaded checkpoint's name), whose `![x](url)` would be fetched, `*` emphasis, `<b>` a tag."""
+    return markdown_text(visible(message))
+
+
 def describe(snap: JobSnapshot) -> str:
     """Markdown status of the run: device, error (escaped); the running run's message and last
     epoch. An ended run's message, with its last epoch's numbers, is on its progress bar
     (`progress_text`), so neither is said twice; the device says once that a CPU is slow."""
     lines = []
     if snap.device:
-        lines.append(f"**device:** {for_visitors(snap.device)}")
+        lines.append(f"**device:** {in_markdown(snap.device)}")
     if snap.error:
-        lines.append(f"**error:** {for_visitors(snap.error)}")
+        lines.append(f"**error:** {in_markdown(snap.error)}")
     # The job's message at an epoch's end says that epoch in other words: the line below says it once.
     elif (
         snap.message
         and snap.running
         and not (snap.history and snap.message == epoch_message(snap.history[-1], snap.epochs))
     ):
-        lines.append(for_visitors(snap.message))
+        lines.append(in_markdown(snap.message))
     if snap.history and snap.running:
         last = snap.history[-1]
         val = "n/a" if last.get("val_acc") is None else f"{last['val_acc']:.1%}"
@@ -454,11 +461,31 @@ def memory_plan(
         raise ValueError(f"{name} cannot be trained on this server: {e}. Pick a smaller model.") from e
     if not plan.scaled_down:
         return plan, ""
+    name, given = markdown_text(name), gb(limits.memory_bytes)  # a checkpoint's name may be a visitor's words
+    if plan.batch == asked:  # only the evaluation was scaled down: the training batch is as asked
+        return plan, (
+            f"Evaluating {MAX_EVAL_BATCH} images at a time would need about {gb(plan.asked_bytes)} of memory for "
+            f"{name} at {cost.image_size} px; this server gives one run {given}, so your run evaluates "
+            f"{plan.eval_batch} images at a time (about {gb(plan.memory_bytes)}) and trains {asked} at a time, as "
+            "asked.\n\n"
+        )
     return plan, (
         f"Batch size {asked} would need about {gb(plan.asked_bytes)} of memory for {name} at {cost.image_size} px; "
-        f"this server gives one run {gb(limits.memory_bytes)}, so your run trains {plan.batch} images at a time "
+        f"this server gives one run {given}, so your run trains {plan.batch} images at a time "
         f"(about {gb(plan.memory_bytes)}) and evaluates {plan.eval_batch} at a time.\n\n"
     )
+
+
+def weights_here(catalog: ModelCatalog, spec: str) -> None:
+    """ValueError, in a teacher's words, for pretrained weights neither on this machine nor
+    downloadable (the machine offline, asked once): such a run said "started", then failed with
+    "NoInternet: cannot load …" (issue 43). Checked before the run is registered."""
+    if spec not in PRETRAINED or vit.is_pretrained_cached(spec):
+        return
+    if catalog.online is None:
+        catalog.check_downloads()
+    if catalog.online is False:
+        raise ValueError(no_internet(spec))
 
 
 def train_start(
@@ -481,6 +508,7 @@ def train_start(
             runs.limits.check(epochs=epochs, batch_size=batch, lr=lr)
             raise ValueError(CIFAR10_OFFLINE)
         plan, said = memory_plan(settings.train, spec, data, epochs, batch, lr)
+        weights_here(catalog, spec)
         runs.start(
             visitor,
             model=spec,
@@ -558,7 +586,7 @@ def train_status(runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request:
             catalog.register(snap.checkpoint, visitor, label=run_label(snap))
             listed = gr.Dropdown(choices=model_choices(catalog, visitor))
         except ModelUnavailable as e:
-            refused = f"\n\n**The run's checkpoint was not added to your models:** {for_visitors(str(e))}"
+            refused = f"\n\n**The run's checkpoint was not added to your models:** {in_markdown(str(e))}"
         now = (*now[:3], snap.checkpoint, now[4])
     drawable = snap.history or snap.step_losses
     curves = drawn(
