@@ -589,6 +589,20 @@ def clip_words(client, folder: Path) -> str:
     return f"{len(maps)} maps; the note: {note[:50]}…"
 
 
+def hostile_prompts(client, image: Path) -> str:
+    """Prompts that are Markdown, HTML, a look-alike (a zero-width space) and 60 emoji on /zero_shot
+    (issue 43: the note rendered the first two, fetching an address and making an element; the
+    look-alike passed the duplicate check; the emoji were cut to CLIP's 77 tokens silently)."""
+    from gradio_client import handle_file
+
+    client.predict(handle_file(str(image)), CLIP_B16, "crop", *VIEWS, api_name="/analyze")
+    prompts = ["![x](http://evil.example/p.png)", "<img src=x>", "a cat", "a c\u200bat", "🐱" * 60]
+    _, maps, note = client.predict(", ".join(prompts), *STYLE, "weights", 60, api_name="/zero_shot")
+    raw = len([p for p in prompts[:2] if p in note])
+    cut = "said" if "longer than CLIP reads" in note else "silent"
+    return f"{len(maps)} maps of 5; {raw} unescaped; cut {cut}"
+
+
 def big_video(client, folder: Path, frames: int) -> str:
     """An admitted checkpoint at crop 1,024 px (7 layers × 9 heads on a 32 × 32 grid: 253 MiB of
     maps a frame) and a 1080p clip of `frames` frames on /attention_video (issue 43: 18 frames,
@@ -699,6 +713,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
     attacks["epochs=true on /train_start"] = lambda: attempt(
         lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
+    )
+    attacks["Markdown, HTML, a look-alike and 60 emoji as CLIP B/16's prompts (/zero_shot)"] = lambda: attempt(
+        lambda: hostile_prompts(client, image)
     )
     attacks["8 words of CLIP B/16 on a 224 × 768 image, whole-image mode (/zero_shot)"] = lambda: attempt(
         lambda: clip_words(client, folder)
