@@ -16,7 +16,7 @@ from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from explorer.explain import ExplanationKey
 from ui.app import served_limits
-from ui.sessions import ParkedValues, SessionShares, worth_parking
+from ui.sessions import ParkedValues, SessionShares, WaitingSessionsKept, worth_parking
 from ui.settings import ServerSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
@@ -114,5 +114,44 @@ def test_a_students_next_click_works_after_a_flood_of_new_sessions(tiny_checkpoi
         assert len(demo.state_holder.session_data) <= 12
         assert student.session_hash not in demo.state_holder.session_data  # dropped...
         assert student.predict(1, *STYLE, api_name="/heads")  # ...and its analysis found again
+        assert isinstance(demo._queue.pending_messages_per_session, WaitingSessionsKept)
     finally:
+        demo.close()
+
+
+def test_a_waiting_events_session_keeps_its_messages_and_the_queue_goes_on():
+    """Gradio's queue drops the least recently used of its sessions' message queues past 2,000
+    (10 here), even one whose event waits: the next estimate sent to it raised KeyError in the
+    queue's processing task, and from then on no event ran (the soak stopped at minute 13)."""
+    import threading
+
+    from ui.sessions import keep_waiting_sessions
+
+    release = threading.Event()
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        slow, fast = gr.Button(), gr.Button()
+        one_at_a_time = {"concurrency_limit": 1, "concurrency_id": "slow"}
+        slow.click(lambda: "slow done" if release.wait(60) else "", None, box, api_name="slow", **one_at_a_time)
+        fast.click(lambda: "fast", None, box, api_name="fast", concurrency_limit=4, concurrency_id="fast")
+    demo.queue(max_size=64)
+    keep_waiting_sessions(demo)
+    demo._queue.pending_messages_per_session.max_size = 10
+    port = free_port()
+    demo.launch(server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        running = Client(url, verbose=False).submit(api_name="/slow")
+        waiting = Client(url, verbose=False).submit(api_name="/slow")  # behind it: sent estimates
+        for n in range(15):  # new sessions, each one quick event
+            body = {"data": [], "session_hash": f"passer-by-{n}"}
+            event = httpx.post(f"{url}gradio_api/call/fast", json=body, timeout=30).json()["event_id"]
+            assert "event: complete" in httpx.get(f"{url}gradio_api/call/fast/{event}", timeout=30).text
+        last = Client(url, verbose=False).submit(api_name="/slow")  # its arrival sends estimates to `waiting`
+        release.set()
+        assert [job.result(timeout=60) for job in (running, waiting, last)] == ["slow done"] * 3
+        event = httpx.post(f"{url}gradio_api/call/fast", json={"data": []}, timeout=30).json()["event_id"]
+        assert "event: complete" in httpx.get(f"{url}gradio_api/call/fast/{event}", timeout=30).text
+    finally:
+        release.set()
         demo.close()

@@ -22,7 +22,7 @@ from .limits import REFUSALS, SESSIONS, SESSIONS_SPARE, RequestLimits, frame_fns
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
 from .pictures import TEXT as PICTURE_TEXT
-from .sessions import SessionShares
+from .sessions import SessionShares, keep_waiting_sessions
 from .settings import ServerSettings
 from .train import EXPLORE_TAB, PageTabs, build_train_tab
 
@@ -132,6 +132,7 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
     # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
     # requests wait, then new ones are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
+    keep_waiting_sessions(demo)  # Gradio's queue dropped a waiting event's session and stopped
     UPLOADS.budget_bytes = settings.uploads_bytes
     UPLOADS.protect(demo.blocks.values())
     demo.shared = server  # what `holdings` reports (Blocks has a `server` of its own: uvicorn's)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gradio.state_holder import StateHolder
+from gradio.utils import LRUCache
 
 from explorer.explain import ExplanationKey
 
@@ -129,3 +130,35 @@ def _size(value: Any) -> int:
     if isinstance(value, tuple):
         return sys.getsizeof(value) + sum(_size(v) for v in value)
     return sys.getsizeof(value)
+
+
+class WaitingSessionsKept(LRUCache):
+    """Gradio's queue keeps each session's messages (`Queue.pending_messages_per_session`) in an
+    LRU of 2,000 sessions, and a new session dropped the oldest even while its event waited or
+    ran: the next message to it raised KeyError inside the queue's processing task, which ended
+    it, and every event after waited for good (the soak: about 2,200 new sessions in four minutes
+    stopped the server at minute 13). This one drops the least recently used session with no
+    event waiting or running (`waiting`); while every one has one it grows, by at most the
+    queue's own size (`demo.queue(max_size=...)`)."""
+
+    def __init__(self, max_size: int, waiting: Callable[[str], bool]):
+        super().__init__(max_size)
+        self.waiting = waiting
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key in self:
+            self.move_to_end(key)
+        elif len(self) >= self.max_size:
+            idle = next((session for session in self if not self.waiting(session)), None)
+            if idle is not None:
+                del self[idle]
+        OrderedDict.__setitem__(self, key, value)
+
+
+def keep_waiting_sessions(demo: Any) -> None:
+    """Give `demo`'s queue (made by `demo.queue`) a WaitingSessionsKept for its sessions' messages."""
+    queue = demo._queue
+    old = queue.pending_messages_per_session
+    kept = WaitingSessionsKept(old.max_size, lambda session: bool(queue.pending_event_ids_session.get(session)))
+    kept.update(old)
+    queue.pending_messages_per_session = kept
