@@ -536,3 +536,26 @@ def test_a_checkpoints_class_names_are_shown_as_written_never_as_markdown():
     rendered = MarkdownIt("commonmark").render(note)
     assert "<img" not in rendered and "<em>" not in rendered and "&lt;img src=x&gt;" in rendered
     assert "![x](http://evil.example/p.png), &lt;img src=x&gt;, *bold*, cat" in rendered
+
+
+def test_an_analysis_the_store_dropped_is_made_again_from_its_upload(tiny_checkpoint, tmp_path):
+    """Issue 43's soak: one visitor's 249 MiB analysis took the room of the class's, and every
+    student's next click said to upload again. Now the click pays a forward pass, while the
+    upload is on disk with the content the session analysed; then it asks for the upload."""
+    from explorer.explain import ExplanationStore, explain_file
+
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"), store=ExplanationStore(max_bytes=2**20))
+    path = tmp_path / "cat.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
+    key, first = explain_file(server.catalog.get(BUNDLED), str(path), "crop", server.store)
+    server = Server(server.catalog, store=ExplanationStore(max_bytes=2**20))  # as if dropped to make room
+    again = server.require(key)
+    assert again is not first and again.probabilities == first.probabilities
+    assert server.store.peek(key) is again  # kept for the next click
+    Image.new("RGB", (32, 32)).save(path)  # the same path, other content: not the session's image
+    server = Server(server.catalog, store=ExplanationStore(max_bytes=2**20))
+    with pytest.raises(gr.Error, match="dropped from the server's memory to make room: upload the image again"):
+        server.require(key)
+    path.unlink()
+    with pytest.raises(gr.Error, match="upload the image again"):
+        server.require(key)

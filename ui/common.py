@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,15 @@ import numpy as np
 from explorer import views
 from explorer.canvas import COLORMAPS, SCALES, MapStyle
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
-from explorer.explain import Explanation, ExplanationKey, ExplanationStore
+from explorer.explain import Explanation, ExplanationKey, ExplanationStore, ExplanationTooLarge, explain_file
+from explorer.images import ImageError
 from explorer.prompts import ZeroShot
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
 from vit.analysis import Query
 from vit.messages import shown
 
+from . import zerogpu
 from .binding import Controls
 from .checks import number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, saved, upload_folder
@@ -161,10 +164,23 @@ class Server:
         if key is None:
             raise visitor_error("No image analysed yet in this session: upload an image first.")
         ex = self.store.peek(key)
-        if ex is None:
-            raise visitor_error(
-                "This analysis was dropped from the server's memory to make room: upload the image again."
-            )
+        return ex if ex is not None else self.analysed_again(key)
+
+    def analysed_again(self, key: ExplanationKey) -> Explanation:
+        """The session's analysis once more, from its upload, when the store dropped it to make
+        room: one visitor's large analysis may take the room of a whole class's (issue 43's soak),
+        and a student then pays a forward pass, not an upload. Only while the upload is still
+        on disk with the same content; the model is the session's own (`key` is server state)."""
+        dropped = "This analysis was dropped from the server's memory to make room: upload the image again."
+        if not Path(key.path).is_file():
+            raise visitor_error(dropped)
+        try:
+            loaded = self.catalog.get(key.model_key)
+            again, ex = explain_file(loaded, key.path, key.mode, self.store, forward=partial(zerogpu.FORWARD, loaded))
+        except (ImageError, ModelUnavailable, ExplanationTooLarge, OSError) as e:
+            raise visitor_error(dropped) from e
+        if again.content != key.content:
+            raise visitor_error(dropped)
         return ex
 
 
