@@ -155,3 +155,25 @@ def test_a_waiting_events_session_keeps_its_messages_and_the_queue_goes_on():
     finally:
         release.set()
         demo.close()
+
+
+def test_a_fault_of_the_session_policy_never_fails_the_request(tmp_path, capsys):
+    """The policy only chooses what to drop: if it fails, the click still reaches Gradio, and the
+    log says why in one line (issue 43's soak: one HTTP 500 on a class's click)."""
+    from starlette.testclient import TestClient
+
+    from explorer.uploads import UploadBudget
+    from ui.limits import RequestLimits
+
+    async def gradio(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"queued"})
+
+    class Broken(SessionShares):
+        def admit(self, session: str, network: str | None) -> None:
+            raise RuntimeError("OrderedDict mutated during iteration")
+
+    limits = RequestLimits(gradio, uploads=UploadBudget(lambda: tmp_path, 10**6), sessions=Broken(lambda: None, 5))
+    reply = TestClient(limits).post("/gradio_api/queue/join", json={"data": [1, 2], "session_hash": "student"})
+    assert reply.status_code == 200 and reply.text == "queued"
+    assert "sessions: could not make room or restore a session: RuntimeError" in capsys.readouterr().out

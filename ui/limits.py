@@ -150,10 +150,18 @@ class RequestLimits:
             return await _refuse(send, 400, why)
         if self.sessions is not None and isinstance(session, str):
             # it may make room and restore a dropped session's values: not on the event loop
-            await run_in_threadpool(self.sessions.admit, session, sender(scope, self.trusted_hops))
+            await run_in_threadpool(self._admit, session, sender(scope, self.trusted_hops))
         if frame and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
+
+    def _admit(self, session: str, network: str | None) -> None:
+        """`sessions.admit`, which only chooses what to drop: a fault of its own is one log line and
+        the request goes on to Gradio, never an HTTP 500 (issue 43's soak had one on a class's click)."""
+        try:
+            self.sessions.admit(session, network)
+        except Exception as e:  # noqa: BLE001 - the visitor's request must not fail for the policy
+            print(f"sessions: could not make room or restore a session: {type(e).__name__}: {e}"[:300], flush=True)
 
     async def _join(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A new webcam stream event: refused with LIVE_BUSY once LIVE_WAITING wait in Live's

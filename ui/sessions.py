@@ -69,7 +69,9 @@ class SessionShares:
 
     def _victim(self, holder: StateHolder, keep: str) -> str:
         """The session to drop, by the rule in the class's docstring; never `keep`, the asking one."""
-        held = [s for s in holder.session_data if s != keep]  # least recently used first
+        # list() copies Gradio's dict in one step; a loop over it would meet Gradio's request threads,
+        # which add sessions without its lock ("mutated during iteration")
+        held = [s for s in list(holder.session_data) if s != keep]  # least recently used first
         counts = Counter(self.networks.get(s) for s in held)
         for session in held:
             network = self.networks.get(session)
@@ -82,7 +84,8 @@ class SessionShares:
             state = holder.session_data.pop(session, None)
             holder.time_last_used.pop(session, None)
         if state is not None:
-            self.parked.put(session, {k: v for k, v in state.state_data.items() if worth_parking(v)})
+            values = list(state.state_data.items())  # one step: a request of that session may still write
+            self.parked.put(session, {k: v for k, v in values if worth_parking(v)})
 
 
 def worth_parking(value: Any) -> bool:
