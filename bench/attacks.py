@@ -599,8 +599,8 @@ def hostile_prompts(client, image: Path) -> str:
     prompts = ["![x](http://evil.example/p.png)", "<img src=x>", "a cat", "a c\u200bat", "🐱" * 60]
     _, maps, note = client.predict(", ".join(prompts), *STYLE, "weights", 60, api_name="/zero_shot")
     raw = len([p for p in prompts[:2] if p in note])
-    cut = "said" if "longer than CLIP reads" in note else "silent"
-    return f"{len(maps)} maps of 5; {raw} unescaped; cut {cut}"
+    cut = "a cut said" if "longer than CLIP reads" in note else "no prompt cut"
+    return f"{len(maps)} maps of 5; {raw} unescaped; {cut}"
 
 
 def big_video(client, folder: Path, frames: int) -> str:
