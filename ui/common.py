@@ -24,7 +24,7 @@ from explorer import views
 from explorer.canvas import COLORMAPS, SCALES, MapStyle
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import Explanation, ExplanationKey, ExplanationStore, ExplanationTooLarge, explain_file
-from explorer.images import ImageError
+from explorer.images import ImageError, check_image, first_frame_note
 from explorer.prompts import ZeroShot
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id
@@ -33,7 +33,7 @@ from vit.messages import shown
 
 from . import zerogpu
 from .binding import Controls
-from .checks import number, one_of, visitor_error, whole_number
+from .checks import ERROR_TOAST_S, number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, saved, upload_folder
 from .pictures import TEXT as PICTURE_TEXT
 
@@ -220,6 +220,18 @@ def layer_slider(depth: int, value: int, **kwargs: Any) -> gr.Slider:
 def owner(request: gr.Request | None) -> str:
     """Who is asking: a digest of the browser (or gradio_client) session."""
     return owner_id(request.session_hash if request is not None and request.session_hash else "anonymous")
+
+
+def check_upload_header(image: dict) -> None:
+    """An uploaded image refused from its header (nothing decoded) in a visitor's sentence, and an
+    animated one's note that its first frame is shown: Explore's and the lessons' first steps."""
+    path = uploaded_path(image)
+    try:
+        check_image(path)
+    except ImageError as e:
+        raise visitor_error(str(e)) from e
+    if note := first_frame_note(path):
+        gr.Info(note, duration=ERROR_TOAST_S)
 
 
 def uploaded_path(payload: dict | None) -> str:

@@ -27,7 +27,7 @@ from explorer.explain import (
     explain_file,
     model_input,
 )
-from explorer.images import ImageError, check_image, first_frame_note, load_image
+from explorer.images import ImageError, load_image
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
 from explorer.views import Drawing, Showing
@@ -35,7 +35,7 @@ from vit.analysis import Query
 from vit.messages import shown
 
 from . import downloads, zerogpu
-from .checks import ERROR_TOAST_S, one_of, visitor_error, whole_number, yes_no
+from .checks import one_of, visitor_error, whole_number, yes_no
 from .common import (
     EXAMPLES_DIR,
     ExplanationKey,
@@ -43,6 +43,7 @@ from .common import (
     Server,
     check_layer,
     check_query,
+    check_upload_header,
     export_stem,
     layer_slider,
     load_or_error,
@@ -387,15 +388,8 @@ def check_new_image(image: dict | None) -> None:
     """The second step: a file that is no image (or of refused sides) gets its message here,
     from its header, so the views and controls of the last image stay as they were (an error
     in `analyze` marks each of its outputs)."""
-    if image is None:
-        return
-    path = uploaded_path(image)
-    try:
-        check_image(path)
-    except ImageError as e:
-        raise visitor_error(str(e)) from e
-    if note := first_frame_note(path):
-        gr.Info(note, duration=ERROR_TOAST_S)
+    if image is not None:
+        check_upload_header(image)
 
 
 def show_heads(

@@ -17,15 +17,24 @@ from PIL import Image
 from explorer import lessons
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
-from explorer.images import ImageError, check_image, first_frame_note, load_image
+from explorer.images import ImageError, load_image
 from explorer.prompts import PromptError, affordable_words, parse_prompts, zero_shot
 from explorer.views import Showing, prompt_note
 from vit.messages import shown
 from vit.pretrained import is_clip
 
 from . import downloads, pictures, zerogpu
-from .checks import ERROR_TOAST_S, visitor_error, whole_number
-from .common import Server, colour_map_style, layer_slider, model_name, owner, uploaded_path, word_maps
+from .checks import visitor_error, whole_number
+from .common import (
+    Server,
+    check_upload_header,
+    colour_map_style,
+    layer_slider,
+    model_name,
+    owner,
+    uploaded_path,
+    word_maps,
+)
 
 MAX_COMPARED = 3
 NORMS_LAYER_LABEL = "Layer (1 = first; up to the shallower model's depth)"
@@ -49,13 +58,7 @@ def check_lesson_image(image: dict | None) -> None:
     lesson's pictures and tables stay as they were."""
     if image is None:
         raise visitor_error(NO_IMAGE)
-    path = uploaded_path(image)
-    try:
-        check_image(path)
-    except ImageError as e:
-        raise visitor_error(str(e)) from e
-    if note := first_frame_note(path):
-        gr.Info(note, duration=ERROR_TOAST_S)
+    check_upload_header(image)
 
 
 def check_compared(image: dict | None, models: list[str] | None) -> None:
