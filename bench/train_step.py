@@ -28,6 +28,8 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 
 import timm
 import torch
@@ -37,6 +39,7 @@ import vit
 from training.augment import AugmentConfig, AugmentDraw, augment_batch, draw_augmentation, mix
 from training.config import resolve_device
 from training.device_data import Normalizer
+from training.graphs import CapturedStep
 from training.optim import make_optimizer, model_step
 from training.step import TrainStep
 from vit.preprocessing import CIFAR10
@@ -105,8 +108,12 @@ class Timer:
         return {name: statistics.median(t) for name, t in times.items()}, first
 
 
-def step_contenders(model_name: str, batch: int, device: torch.device, augment: AugmentConfig, compile: bool) -> dict:
-    """name -> a function doing one training step of `batch` images."""
+def step_contenders(
+    model_name: str, batch: int, device: torch.device, augment: AugmentConfig, compile: bool, graph: bool = False
+) -> dict:
+    """name -> a function doing one training step of `batch` images. With `graph`, ours (full and
+    model-only) replay each step as one CUDA graph (training.graphs), and timm is timed both as
+    people run it (eager, or compiled with `compile`) and graphed the same way."""
     torch.manual_seed(0)
     ours = vit.create_model(model_name).to(device).train()
     twin = timm_twin(ours).to(device).train()
@@ -117,7 +124,7 @@ def step_contenders(model_name: str, batch: int, device: torch.device, augment: 
     data_labels = torch.randint(0, classes, (DATA_SIZE,), device=device)
     full = TrainStep(
         full_model,
-        make_optimizer(full_model, 1e-3, 0.05, device),
+        make_optimizer(full_model, 1e-3, 0.05, device, capturable=graph),
         augment=augment,
         normalize=Normalizer(CIFAR10, device),
         num_classes=classes,
@@ -125,6 +132,7 @@ def step_contenders(model_name: str, batch: int, device: torch.device, augment: 
         label_smoothing=0.1,
         clip_grad=1.0,
         compile=compile,
+        cuda_graph=graph,
     )
     gen = torch.Generator(device).manual_seed(0)
     order = torch.randperm(DATA_SIZE, device=device)
@@ -136,13 +144,18 @@ def step_contenders(model_name: str, batch: int, device: torch.device, augment: 
 
     x = CIFAR10.normalize(data[:batch])
     targets = torch.eye(classes, device=device)[data_labels[:batch]]
-    forwards = {"model": torch.compile(ours) if compile else ours, "timm": torch.compile(twin) if compile else twin}
-    optimizers = {"model": make_optimizer(ours, 1e-3, 0.05, device), "timm": make_optimizer(twin, 1e-3, 0.05, device)}
-
-    def model_only(name: str) -> Callable[[], None]:
-        return lambda: model_step(forwards[name], optimizers[name], x, targets, 0.1, 1.0)
-
-    return {"full": full_step, "model": model_only("model"), "timm": model_only("timm")}
+    contenders = {"full": full_step}
+    models = {"model": ours, "timm": twin}
+    if graph:
+        models["timm graphed"] = timm_twin(ours).to(device).train()
+    for name, module in models.items():
+        captured = graph and name != "timm"
+        optimizer = make_optimizer(module, 1e-3, 0.05, device, capturable=captured)
+        step = partial(
+            model_step, torch.compile(module) if compile else module, optimizer, label_smoothing=0.1, clip_grad=1.0
+        )
+        contenders[name] = partial(CapturedStep(step, module, optimizer) if captured else step, x, targets)
+    return contenders
 
 
 def mix_contenders(batch: int, size: int, classes: int, device: torch.device, compile: bool) -> dict:
@@ -198,20 +211,49 @@ def augment_contenders(batch: int, size: int, classes: int, device: torch.device
 
 
 def print_steps(args: argparse.Namespace, timer: Timer, augment: AugmentConfig) -> None:
-    print("| batch | full img/s | model-only img/s | timm img/s | full / model | model / timm | full / timm |")
-    print("|---|---|---|---|---|---|---|")
+    graphed = " (graphed: full, model-only, timm graphed)" if args.cuda_graph else ""
+    extra = ("timm graphed img/s", "full / timm graphed") if args.cuda_graph else ()
+    names = ("batch", "full img/s", "model-only img/s", "timm img/s", *extra[:1])
+    print(f"# img/s{graphed}")
+    print("| " + " | ".join((*names, "full / model", "model / timm", "full / timm", *extra[1:])) + " |")
+    print("|" + "---|" * (len(names) + 3 + len(extra[1:])))
     for batch in args.batches:
-        contenders = step_contenders(args.model, batch, timer.device, augment, args.compile)
+        contenders = step_contenders(args.model, batch, timer.device, augment, args.compile, args.cuda_graph)
+        if args.profile:
+            profile_steps(contenders, Path(f"{args.profile}-{batch}.txt"), batch)
         t, first = timer.measure(contenders, args.rounds, args.steps)
         rate = {name: batch / seconds for name, seconds in t.items()}
-        print(
-            f"| {batch} | {rate['full']:.0f} | {rate['model']:.0f} | {rate['timm']:.0f} | "
-            f"{rate['full'] / rate['model']:.2f}x | {rate['model'] / rate['timm']:.2f}x | "
-            f"{rate['full'] / rate['timm']:.2f}x |"
-        )
-        if args.compile:
-            seconds = " | ".join(f"{first[name]:.0f} s" for name in ("full", "model", "timm"))
-            print(f"| {batch}, first step (compilation) | {seconds} | | | |")
+        cells = [str(batch), *(f"{rate[n]:.0f}" for n in rate)]
+        ratios = [rate["full"] / rate["model"], rate["model"] / rate["timm"], rate["full"] / rate["timm"]]
+        if args.cuda_graph:
+            ratios.append(rate["full"] / rate["timm graphed"])
+        print("| " + " | ".join(cells + [f"{r:.2f}x" for r in ratios]) + " |")
+        print(f"| {batch}, first step | " + " | ".join(f"{first[name]:.2f} s" for name in rate) + " |")
+
+
+def profile_steps(contenders: dict, path: Path, batch: int, steps: int = 10) -> None:
+    """torch.profiler's table of each contender's steps (after one warm-up step), written to `path`:
+    where a step's time goes, host (CPU total) against device (the kernels' own time)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with path.open("w") as out:
+        for name, run in contenders.items():
+            run()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            with profile(activities=activities) as prof:
+                for _ in range(steps):
+                    run()
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
+            wall = (time.perf_counter() - start) / steps * 1000
+            table = prof.key_averages()
+            device_ms = sum(e.self_device_time_total for e in table) / 1000 / steps
+            out.write(f"## {name}, batch {batch}: {wall:.2f} ms per step under the profiler, ")
+            out.write(f"{device_ms:.2f} ms of it kernels on the device\n\n")
+            out.write(table.table(sort_by="self_cpu_time_total", row_limit=25) + "\n\n")
 
 
 def print_ops(args: argparse.Namespace, timer: Timer, size: int) -> None:
@@ -235,6 +277,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--device", default="auto")
     parser.add_argument("--compile", action="store_true", help="torch.compile every contender")
+    parser.add_argument("--cuda-graph", action="store_true", help="ours replayed as one CUDA graph per step")
+    parser.add_argument("--profile", help="write torch.profiler's table of each contender to PROFILE-<batch>.txt")
     parser.add_argument("--light", action="store_true", help="crop + flip only (default: the trainer's defaults)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="cpu: this process's CPU time")
     parser.add_argument("--ops-only", action="store_true", help="only the MixUp/CutMix and augmentation tables")
@@ -248,7 +292,10 @@ def main() -> None:
     else:
         where = f"{cpu_name()} ({os.cpu_count()} cores), {args.threads} threads, fp32"
     print(f"# {where}, torch {torch.__version__}, timm {timm.__version__}")
-    print(f"# {args.model}, augmentation {'crop+flip' if args.light else 'defaults'}, compile {args.compile}")
+    print(
+        f"# {args.model}, augmentation {'crop+flip' if args.light else 'defaults'}, compile {args.compile}, "
+        f"CUDA graphs {args.cuda_graph}"
+    )
     print(f"# {args.rounds} rounds x {args.steps} steps, medians, {args.clock} clock")
     if not args.ops_only:
         print_steps(args, timer, light if args.light else AugmentConfig())

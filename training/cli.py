@@ -48,6 +48,7 @@ _AUGMENT_OPTIONS = {
 }
 _FLAGS = {  # boolean options: --name / --no-name
     "compile": "torch.compile the model",
+    "cuda_graph": "replay each training step as one CUDA graph (one CUDA GPU; drops each epoch's last, smaller batch)",
     "deterministic": "deterministic algorithms (bitwise reproducible on one machine)",
     "eval_test": "evaluate the test split after the last epoch",
     "download": "let torchvision download CIFAR-10",

@@ -35,6 +35,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"  # 'auto', 'cpu', 'cuda', 'cuda:1', ...
     compile: bool = False
+    cuda_graph: bool = False  # replay each step as one CUDA graph (training.graphs)
     deterministic: bool = False
     threads: int | None = None  # CPU threads for torch (None: torch's default)
     eval_batch_size: int = 500
@@ -79,7 +80,7 @@ class TrainConfig:
             value = getattr(self, name)
             if (value is not None or name == "label_smoothing") and not (is_real(value) and 0 <= value < 1):
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
-        for name in ("compile", "deterministic", "eval_test", "download"):
+        for name in ("compile", "cuda_graph", "deterministic", "eval_test", "download"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 

@@ -80,8 +80,9 @@ def eval_batch(images: Tensor, normalize: Normalizer, image_size: int) -> Tensor
 
 
 def autocast(device: torch.device) -> AbstractContextManager:
-    """bf16 on CUDA (no loss scaling needed, unlike fp16); full fp32 on the CPU."""
-    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+    """bf16 on CUDA (no loss scaling needed, unlike fp16); full fp32 on the CPU. No cast cache: a
+    CUDA graph's capture needs it off (training.graphs), and a ViT casts each weight once per pass."""
+    return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False) if device.type == "cuda" else nullcontext()
 
 
 @torch.no_grad()

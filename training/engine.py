@@ -26,7 +26,7 @@ import vit
 from .config import TrainConfig, describe_device, resolve_device
 from .data import ImageSet, holdout_split, load_split
 from .device_data import Normalizer, channel_stats, epoch_seed, epoch_shard, predict
-from .optim import lr_at, make_optimizer, warmup_steps
+from .optim import lr_at, make_optimizer, tensor_lr, warmup_steps
 from .provenance import Provenance, command_line, config_argv, public_info
 from .run_files import LAST, METRICS, MODEL, append_metrics, write_metrics
 from .sources import adapt, load_source
@@ -145,6 +145,8 @@ class Trainer:
                 torch.cuda.set_device(device)
             if not dist.is_initialized():
                 dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        if self.config.cuda_graph and (device.type != "cuda" or self.world > 1):
+            raise ValueError("--cuda-graph needs one CUDA GPU and one process (not torchrun's DDP)")
         self.device = device
 
     def _load_data(self) -> ImageSet:
@@ -180,8 +182,13 @@ class Trainer:
 
     def _build_optimizer(self) -> None:
         c = self.config
-        self.optimizer = make_optimizer(self.model, c.lr, c.weight_decay, self.device)
-        self.steps_per_epoch = math.ceil(len(self.train_set) // self.world / c.batch_size)
+        self.optimizer = make_optimizer(self.model, c.lr, c.weight_decay, self.device, capturable=c.cuda_graph)
+        # A CUDA graph replays one batch shape, so a graphed epoch drops its last, smaller batch
+        # (each epoch's shuffle leaves out different images).
+        per_rank = len(self.train_set) // self.world
+        self.steps_per_epoch = per_rank // c.batch_size if c.cuda_graph else math.ceil(per_rank / c.batch_size)
+        if self.steps_per_epoch == 0:
+            raise ValueError(f"--batch-size {c.batch_size} is larger than the {per_rank} training images per process")
         self.total_steps = self.steps_per_epoch * c.epochs
         self.warmup_steps = warmup_steps(c.warmup_epochs, self.steps_per_epoch, self.total_steps)
         self.train_step = TrainStep(
@@ -194,6 +201,7 @@ class Trainer:
             label_smoothing=c.label_smoothing,
             clip_grad=c.clip_grad,
             compile=c.compile,
+            cuda_graph=c.cuda_graph,
         )
 
     def _init_run_state(self, saved: tuple[vit.VisionTransformer, vit.ModelMeta] | None) -> None:
@@ -212,6 +220,7 @@ class Trainer:
         meta = saved[1]
         info = meta.info
         self.optimizer.load_state_dict(unflatten_optimizer(meta.extra, info["optimizer"]))
+        tensor_lr(self.optimizer)
         self.epoch, self.step = info["epoch"], info["step"]
         self.history = info["history"]
         self.elapsed = info["train_seconds"]
@@ -242,7 +251,7 @@ class Trainer:
                 "train_acc": train_acc,
                 "val_loss": val["loss"],
                 "val_acc": val["acc"],
-                "lr": self.optimizer.param_groups[0]["lr"],
+                "lr": float(self.optimizer.param_groups[0]["lr"]),
                 "img_per_s": img_per_s,
                 "seconds": seconds,
                 "elapsed_seconds": self.elapsed,  # cumulative, over all sessions: time-to-accuracy plots

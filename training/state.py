@@ -12,8 +12,15 @@ OPTIMIZER_PREFIX = "optimizer/"  # extra tensor keys: optimizer/<param index>/<s
 
 
 def _json_safe(value: object) -> object:
-    """Tuples become lists (betas); JSON round-trips everything else an optimizer stores."""
-    return json.loads(json.dumps(value))
+    """Tuples become lists (betas), a tensor learning rate (a capturable optimizer's) a number;
+    JSON round-trips everything else an optimizer stores."""
+    return json.loads(json.dumps(value, default=_number))
+
+
+def _number(value: object) -> float:
+    if isinstance(value, Tensor) and value.numel() == 1:
+        return value.item()
+    raise TypeError(f"an optimizer setting JSON cannot hold: {type(value).__name__}")
 
 
 def flatten_optimizer(state_dict: dict) -> tuple[dict[str, Tensor], dict]:
