@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / "sweep.md").write_text(text + "\n")
     (out / "sweep.json").write_text(json.dumps([r.__dict__ for r in results], indent=1, default=str))
     curves = [read_curve(out / r.name, r.name) for r in results]
-    plot_curves(curves, f"CIFAR-10, runs side by side ({args.seconds:.0f} s budget each)").savefig(
+    shared = "one run alone" if len(curves) == 1 else "runs side by side"
+    plot_curves(curves, f"CIFAR-10, {shared} ({args.seconds:.0f} s budget each)").savefig(
         out / "time_to_accuracy.png", dpi=120
     )
     print(text)

@@ -85,6 +85,7 @@ def plot_curves(curves: list[Curve], title: str = "Time to accuracy") -> Figure:
             ax.plot(curve.seconds[-1], 100 * curve.test_accuracy, marker="*", markersize=12, color=line.get_color())
     ax.set_xlabel("wall-clock time (s)")
     ax.set_ylabel("validation accuracy (%)  [star: final test accuracy]")
+    ax.set_ylim(0, 100)  # the whole scale: a short axis would make a few points look like a leap
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
