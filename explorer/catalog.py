@@ -40,7 +40,7 @@ BUNDLED = "bundled"
 PRETRAINED_PREFIX = "pretrained:"
 UNKNOWN_CHECKPOINT = "unknown checkpoint: pick one from the list or upload it"
 EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
-BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_nano.safetensors"
+BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_tiny.safetensors"
 MAX_KEY_CHARS = 200  # longer than any key the catalogue hands out ("checkpoint:" + 16 characters, pretrained names)
 
 

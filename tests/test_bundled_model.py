@@ -13,7 +13,7 @@ import vit
 from vit.checkpoint import read_header, read_tensors, tensor_digest
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
-BUNDLED = REPO / "checkpoints" / "vit_cifar10_nano.safetensors"
+BUNDLED = REPO / "checkpoints" / "vit_cifar10_tiny.safetensors"
 ARCHIVE = SHARED / "data" / "cifar10-jpeg.tar.gz"
 
 
@@ -30,7 +30,7 @@ def test_bundled_checkpoint_is_small_and_complete(bundled) -> None:
     assert (pre.resize_size, pre.crop_size) == (32, 32)
     assert pre.mean == pytest.approx(CIFAR10.mean, abs=0.01) and pre.std == pytest.approx(CIFAR10.std, abs=0.01)
     c = model.config
-    assert (c.image_size, c.patch_size, c.dim, c.depth, c.heads, c.num_classes) == (32, 4, 128, 6, 4, 10)
+    assert (c.image_size, c.patch_size, c.dim, c.depth, c.heads, c.num_classes) == (32, 4, 192, 9, 12, 10)
     info = meta.info
     for key in ("command", "data_sha256", "epochs", "train_seconds", "device", "code_commit", "final"):
         assert info.get(key) is not None, f"the bundled checkpoint does not record {key}"
@@ -43,13 +43,14 @@ def test_bundled_header_holds_no_machine_path_and_the_trained_weights(bundled) -
     # when the model was trained, so the weights are bit for bit the trained ones (and load
     # verified them against it).
     header, _ = read_header(BUNDLED)
-    assert header["tensor_sha256"] == "3f7618f0a053e972b28f828892d8d9ff56767f2ec03acf809d7c8bb02b74aaef"
+    assert header["tensor_sha256"] == "cf48e06a525e2fd723eefa09b733271d57be3871507cc4a3a1f8018b0ee6761b"
     tensors, _ = read_tensors(BUNDLED)
     assert tensor_digest(tensors) == header["tensor_sha256"]
     assert machine_paths(header) == []
     info = bundled[1].info
-    assert "--data cifar10-jpeg --data-archive cifar10-jpeg.tar.gz" in info["command"]
-    assert info["data_archive"] == "cifar10-jpeg.tar.gz" and info["train_config"]["out"] == "bundled12"
+    assert "--data cifar10-jpeg --cuda-graph --compile --device cuda" in info["command"]
+    assert info["data_archive"] == "cifar10-jpeg.tar.gz" and info["train_config"]["out"] == "tiny-b256"
+    assert info["device"] == "cuda (NVIDIA H100 80GB HBM3)" and info["final"]["test_acc"] > 0.80  # issue 46
 
 
 @pytest.mark.skipif(not ARCHIVE.exists(), reason=f"the CIFAR-10 archive is not at {ARCHIVE} (../shared is absent)")
@@ -68,5 +69,6 @@ def test_bundled_model_scores_its_recorded_accuracy_on_a_test_sample(bundled) ->
     with torch.no_grad():
         predictions = torch.cat([model(batch).argmax(-1) for batch in torch.stack(images).split(500)])
     accuracy = (predictions == torch.tensor(labels)).float().mean().item()
-    # 2,000 samples: one standard deviation is about 1.1 points; allow 4.
+    # 2,000 samples: one standard deviation is about 0.7 points at 90 %; allow 4.
     assert accuracy == pytest.approx(meta.info["final"]["test_acc"], abs=0.04)
+    assert accuracy > 0.80

@@ -208,7 +208,7 @@ def attention_video(
     request: gr.Request | None = None,
 ) -> dict:
     """An MP4 of the clip beside the chosen layer's head maps, one colour scale for the whole
-    clip, named by clip, model, layer and query (e.g. `clip-vit_cifar10_nano-layer6-cls.mp4`)."""
+    clip, named by clip, model, layer and query (e.g. `clip-vit_cifar10_tiny-layer9-cls.mp4`)."""
     if not clip:
         raise visitor_error("Upload a short video clip first (MP4, MOV or WebM).")
     path = uploaded_path(clip)
