@@ -76,14 +76,17 @@ def to_model(model: nn.Module, tensor: torch.Tensor) -> torch.Tensor:
     return tensor.to(model_device(model), non_blocking=True)
 
 
-# -- how long a task holds a GPU (docs/space.md: estimates, until measured on a ZeroGPU Space) --
+# -- how long a task holds a GPU (docs/space.md, "Durations, measured"; bench/gpu_tasks.py) --
 
-# float32 arithmetic a ZeroGPU slice (half an H200) sustains on one image's small matrices:
-# a tenth of the H200's 67 TFLOP/s float32 peak, so an estimate errs long.
-GPU_FLOPS = 7e12
-# Per call: a worker's CUDA start and the model's copy to the GPU (ViT-L/14: 1.2 GB at ~10 GB/s),
-# the arguments and results pickled across the fork (every map of a ViT-L/14 at 224 px: 100 MB).
-FIXED_GPU_S = 3.0
+# Sustained arithmetic of a task: the slowest rate measured on one H100 among the tasks that take
+# 50 ms or more (the PCA of 4 images, 3.7 TFLOP/s; CLIP's words 5.2; ViT-L/14's relevance 35),
+# scaled to a ZeroGPU slice (half an H200: 60 of the H100's 132 SMs, spaces/zero/configs.json).
+GPU_FLOPS = 1.7e12
+# Per call: a worker's first call spent 4.2-4.9 s before its task's own work on the H100 (CUDA's start
+# 0.3 s, every model the Space opens on copied to the GPU 3.1-4.0 s, the first task's cold start), a
+# later call 0.02-0.1 s; x1.5 for a host that is not the one measured. It also covers ViT-L/14's forward
+# pass with every map (2.2 s on the H100, not arithmetic: docs/space.md).
+FIXED_GPU_S = 7.5
 SOFTMAX_FLOPS = 5  # per attention weight: max, subtract, exp, sum, divide
 
 
