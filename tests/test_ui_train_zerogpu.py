@@ -128,7 +128,9 @@ def test_off_zerogpu_the_tab_trains_in_a_thread_as_before():
 
 def test_the_gpu_time_estimate_follows_from_its_stated_assumptions():
     text = train.fine_tune_estimate()
-    assert "an estimate from a measurement on another GPU" in text and "deit_small_patch16_224.fb_in1k at 224 px" in text
+    assert (
+        "an estimate from a measurement on another GPU" in text and "deit_small_patch16_224.fb_in1k at 224 px" in text
+    )
     forward, per_image, flops, rate = (
         float(re.search(pattern, text)[1].replace(",", ""))
         for pattern in (
