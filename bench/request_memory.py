@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import av
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
@@ -134,6 +133,8 @@ def video_checkpoint():  # -> LoadedModel
 
 def write_clip(path: Path, frames: int, width: int = 1920, height: int = 1080) -> Path:
     """An H.264 clip of a bright square moving over a dark background."""
+    import av  # here, not at the top: bench.gpu_tasks borrows clip_standin on a GPU machine without PyAV
+
     with av.open(str(path), "w", format="mp4") as out:
         stream = out.add_stream("libx264", rate=30)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
