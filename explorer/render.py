@@ -44,6 +44,7 @@ from .canvas import (
     scale_tops,
     styled_text,
     text_size,
+    text_width,
     tile_caption,
     titled,
 )
@@ -51,7 +52,10 @@ from .canvas import (
 if TYPE_CHECKING:
     pass
 
-PREFIX_PER_LINE = 2  # prefix shares per caption line, so five (CLS + 4 registers) fit under a small tile
+# Prefix shares per caption line. Two a line ("CLS 0.00 · reg1 0.00", 138 px) were wider than a
+# register model's 80-px tiles, which they widened to an 858-px picture in a 546-px column; one a
+# line ("reg1 0.00", 62 px) fits under them (issue 42). ui/page_maps.js's PER_LINE is the same.
+PREFIX_PER_LINE = 1
 
 
 def short_token_name(name: str) -> str:
@@ -60,8 +64,8 @@ def short_token_name(name: str) -> str:
 
 
 def prefix_lines(shares: np.ndarray, names: Sequence[str] = ()) -> list[str]:
-    """A head's attention to the prefix tokens the maps leave out, each token by name:
-    ["CLS 0.42 · dist 0.10", "reg1 0.05"]. Without names: "CLS 0.42" (the rest of several
+    """A head's attention to the prefix tokens the maps leave out, each token by name, PREFIX_PER_LINE
+    a line: ["CLS 0.42", "dist 0.10", "reg1 0.05"]. Without names: "CLS 0.42" (the rest of several
     prefix tokens summed)."""
     if len(names) != len(shares):
         text = f"CLS {shares[0]:.2f}"
@@ -392,32 +396,60 @@ def position_similarity_tiles(
     tile_scale: int = 0,
     compared: str = "position embeddings",
     text_px: int = TEXT_PX,
+    step: int = 1,
 ) -> Image.Image:
     """The ViT paper's Fig. 7 (centre): `similarity` is (gh, gw, gh, gw) cosine similarities;
     tile (i, j) shows how similar slot (i, j)'s position embedding is to every slot's, with
     slot (i, j) itself outlined. Rows and columns are numbered from 1; colours run from -1
     to 1 (the colour bar underneath). `compared` names what is compared in the title
-    (`views.position_words`: a rotary model's angles). Its words are `text_px` high."""
+    (`views.position_words`: a rotary model's angles). Its words are `text_px` high. `step`: a
+    tile for every `step`-th slot along each side only (`similarity_step`), the title says which."""
     with text_size(text_px):
-        return _similarity_tiles(similarity, cmap, tile_scale, compared)
+        return _similarity_tiles(similarity, cmap, tile_scale, compared, step)
 
 
-def _similarity_tiles(similarity: np.ndarray, cmap: str, tile_scale: int, compared: str) -> Image.Image:
+def _similarity_scale(side: int, step: int) -> int:
+    """Pixels per slot in a tile: tiles of at least 64 px; of every slot, at least 3 per slot,
+    of every `step`-th one at least 1 (their tiles may be smaller, there being fewer)."""
+    return max(3 if step == 1 else 1, math.ceil(64 / side))
+
+
+def similarity_step(grid: tuple[int, int], text_px: int, max_width: int) -> int:
+    """The smallest `step` whose tiles (one for every `step`-th slot along each side) fit
+    `max_width`: DINOv2's 37 x 37 slots drew 37 tiles of 111 px a row, 4,307 px that a
+    1280-px screen showed at 0.28 of their size, words and all; every 3rd slot's tile fits."""
+    gh, gw = grid
+    side = max(gh, gw)
+    for step in range(1, side):
+        rows = range(0, gh, step)
+        label = int(max(text_width(f"row {i + 1}", text_px) for i in rows)) + 2 * GAP  # canvas.mosaic's
+        if label + len(range(0, gw, step)) * (gw * _similarity_scale(side, step) + GAP) <= max_width:
+            return step
+    return side
+
+
+def _similarity_tiles(similarity: np.ndarray, cmap: str, tile_scale: int, compared: str, step: int) -> Image.Image:
     gh, gw = similarity.shape[:2]
-    scale = tile_scale or max(3, math.ceil(64 / max(gh, gw)))  # tiles of at least 64 px
+    scale = tile_scale or _similarity_scale(max(gh, gw), step)
     colour = colormaps[cmap]
+    rows, cols = range(0, gh, step), range(0, gw, step)
     tiles = [
         [
             _own_slot(enlarge(colour((similarity[i, j] + 1.0) / 2.0, bytes=True)[..., :3], scale), i, j, scale)
-            for j in range(gw)
+            for j in cols
         ]
-        for i in range(gh)
+        for i in rows
     ]
-    grid = mosaic(tiles, [f"row {i + 1}" for i in range(gh)], [str(j + 1) for j in range(gw)])
+    grid = mosaic(tiles, [f"row {i + 1}" for i in rows], [str(j + 1) for j in cols])
     title = (
         f"Cosine similarity of {compared}, grid {gh} rows × {gw} columns (columns numbered along the top). "
         "The tile in row i, column j compares slot (i, j), outlined in black, with every slot."
     )
+    if step > 1:
+        title += (
+            f" A tile for every {step} slots along each side (rows and columns 1, {1 + step}, {1 + 2 * step}, …): "
+            f"all {gh * gw} would not fit the screen."
+        )
     return titled(
         title, grid, [colour_bar(cmap, -1.0, 1.0, "colour: cosine similarity, from −1 to 1", max(grid.width, 320))]
     )

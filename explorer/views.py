@@ -242,8 +242,11 @@ def head_layout(ex: Explanation, columns: int | None = None, style: MapStyle | N
 
 def caption_px(ex: Explanation, style: MapStyle) -> float:
     """The widest line a head tile's caption may hold in `style`: its name, its own maximum on
-    the per-head scale (render._tile_lines)."""
-    lines = [f"head {ex.heads}", *(["max 0.0000"] if style.scale == "head" else [])]
+    the per-head scale, and its shares of the prefix tokens (render._tile_lines). The shares had
+    been left out: in `--present` a model with registers got six 80-px tiles a row under 95-px
+    lines ("reg1 0.00"), and the page shrank the picture, words and all."""
+    shares = render.prefix_lines(np.zeros(ex.attention.prefix_tokens), ex.prefix_names) if ex.has_prefix else []
+    lines = [f"head {ex.heads}", *(["max 0.0000"] if style.scale == "head" else []), *shares]
     return max(canvas.text_width(line, style.text_px) for line in lines)
 
 
@@ -567,12 +570,23 @@ def position_words(model: VisionTransformer) -> str:
     return "position embeddings"
 
 
-def similarity_alt(grid: tuple[int, int], model: str, compared: str = "position embeddings") -> str:
-    """The position-embedding similarity tiles (they do not depend on the image)."""
+def similarity_step(grid: tuple[int, int], text_px: int) -> int:
+    """A position-similarity tile for every how many slots along each side, so that the tiles
+    fit the picture's DISPLAY_WIDTH (render.similarity_step)."""
+    return render.similarity_step(grid, text_px, DISPLAY_WIDTH["similarity"])
+
+
+def similarity_alt(grid: tuple[int, int], model: str, compared: str = "position embeddings", step: int = 1) -> str:
+    """The position-embedding similarity tiles (they do not depend on the image), one for every
+    `step`-th slot along each side."""
     gh, gw = grid
+    tiles = f"{gh} × {gw} tiles (rows × columns)"
+    if step > 1:
+        shown = f"{len(range(0, gh, step))} × {len(range(0, gw, step))}"
+        tiles = f"{shown} tiles of the {gh} × {gw} slots, one every {step} slots"
     return (
-        f"Cosine similarity of the {compared}: {gh} × {gw} tiles (rows × columns), tile (i, j) comparing "
-        f"slot (i, j) with every slot, from −1 to 1; model: {model}."
+        f"Cosine similarity of the {compared}: {tiles}, tile (i, j) comparing slot (i, j) with every slot, "
+        f"from −1 to 1; model: {model}."
     )
 
 

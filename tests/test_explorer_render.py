@@ -140,11 +140,12 @@ def test_position_similarity_tiles_mark_each_tiles_own_slot_and_carry_a_colour_b
     assert gradient_runs(Image.fromarray(out), "viridis")
 
 
-def test_prefix_shares_name_every_prefix_token_two_per_line():
+def test_prefix_shares_name_every_prefix_token_one_per_line():
+    """Two a line ("CLS 0.40 · dist 0.10") were wider than a register model's tiles (issue 42)."""
     names = ("cls", "dist", "reg1")
-    assert render.prefix_lines(np.array([0.4, 0.1, 0.05]), names) == ["CLS 0.40 · dist 0.10", "reg1 0.05"]
+    assert render.prefix_lines(np.array([0.4, 0.1, 0.05]), names) == ["CLS 0.40", "dist 0.10", "reg1 0.05"]
     lines = render._tile_lines("head 1", 0.5, MapStyle(), np.array([0.4, 0.1, 0.05]), names)
-    assert lines == ["head 1", "CLS 0.40 · dist 0.10", "reg1 0.05"]
+    assert lines == ["head 1", "CLS 0.40", "dist 0.10", "reg1 0.05"]
 
 
 def test_outlined_patches_change_only_their_border():

@@ -242,4 +242,4 @@ def test_a_data_error_reaches_the_page_in_its_own_words():
     from training.job import failure
 
     assert failure(DataError("CIFAR-10 cannot be downloaded here")) == "CIFAR-10 cannot be downloaded here"
-    assert failure(KeyError("x")) == "KeyError: 'x'"  # other errors keep their type: it may be all they say
+    assert failure(KeyError("x")) == "the run stopped: 'x'"  # no type's name (issue 42): the log has it

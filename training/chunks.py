@@ -13,7 +13,9 @@ the running totals and the RNG states with the model and optimizer (`engine.Epoc
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from torch import Tensor
 from vit.analysis import query_attention
 
 from .config import TrainConfig, describe_device
-from .data import load_split
+from .data import DataError, load_split
 from .device_data import eval_batch
 from .engine import Hooks, Trainer
 from .run_files import LAST, MODEL, RUN_CONFIG, STOP, write_atomically
@@ -35,6 +37,29 @@ from .sources import load_source
 # and two atomic saves (DeiT-S: 88 MB of weights and 176 MB of AdamW state), at most a quarter of
 # the budget.
 SAVE_MARGIN_S = 8.0
+
+
+LOG = logging.getLogger(__name__)
+# An exception's type as Python writes it, at a message's start ("NoInternet: cannot load …") or
+# inside it ("(URLError …)"): a name for a programmer, which the page never shows (issue 42).
+_TYPE_NAME = re.compile(r"^[A-Z]\w*: |\b[A-Z]\w*(?:Error|Exception|Warning)\b:? ?")
+
+
+def in_words(error: Exception) -> str:
+    """What `error`'s message says, without a type's name in it."""
+    return _TYPE_NAME.sub("", str(error)).strip()
+
+
+def failure(error: Exception) -> str:
+    """A failed run's error as the page shows it, in a person's words: a DataError's message says
+    why and what to do; any other error says what its message says, without its type's name
+    ("NoInternet: cannot load …" reached the page, and "KeyError: 'x'"), which the server's log
+    keeps, written here with the traceback."""
+    if isinstance(error, DataError):
+        return str(error)
+    LOG.error("a training run failed", exc_info=error)
+    said = in_words(error)
+    return f"the run stopped: {said}" if said else "the run stopped for a reason the server's log gives"
 
 
 class ChunkRefused(RuntimeError):
@@ -205,5 +230,5 @@ def train_chunk(
         first = trainer.step
         summary = trainer.run()
     except Exception as e:  # noqa: BLE001 - see the docstring
-        return ChunkReport(error=f"{type(e).__name__}: {e}", message="training failed")
+        return ChunkReport(error=failure(e), message="training failed")
     return recorder.report(trainer, summary, trainer.step - first, time.perf_counter() - started)

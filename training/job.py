@@ -20,9 +20,9 @@ from pathlib import Path
 
 from torch import Tensor
 
-from .chunks import ChunkRefused, ChunkReport, new_reading, probe_attention, request_stop, start_run
+from .chunks import ChunkRefused, ChunkReport, failure, in_words, new_reading, probe_attention, request_stop, start_run
 from .config import TrainConfig, describe_device, resolve_device
-from .data import CIFAR10_NAME, DataError, list_image_folder
+from .data import CIFAR10_NAME, list_image_folder
 from .engine import Hooks, Trainer
 from .run_files import MODEL
 
@@ -90,12 +90,6 @@ def _prepared(config: TrainConfig) -> JobSnapshot:
     except Exception as e:  # noqa: BLE001 - any failure must reach the UI
         return JobSnapshot(epochs=config.epochs, error=failure(e), message="training failed")
     return JobSnapshot(running=True, epochs=config.epochs, message="waiting for the GPU")
-
-
-def failure(error: Exception) -> str:
-    """A failed run's error as the page shows it: a DataError's message says why and what to do
-    in a person's words; any other error keeps its type's name, which may be all it says."""
-    return str(error) if isinstance(error, DataError) else f"{type(error).__name__}: {error}"
 
 
 def named_checkpoint(out: Path, model: str, history: list[dict]) -> Path:
@@ -231,10 +225,13 @@ class TrainingJob:
             self._lost += 1
             s, where = self._snapshot, self._where()
             if self._lost < MAX_LOST_CHUNKS:
-                s.message = f"the last chunk was cut short ({error}); nothing is lost, the next goes on from {where}"
+                s.message = (
+                    f"the last chunk was cut short ({in_words(error)}); nothing is lost, the next goes on from {where}"
+                )
                 return
             s.running, s.message = False, "training failed"
-            s.error = f"{self._lost} chunks in a row were cut short (the last: {error}); the run is saved at {where}"
+            last = in_words(error)
+            s.error = f"{self._lost} chunks in a row were cut short (the last: {last}); the run is saved at {where}"
 
     def _merge(self, report: ChunkReport) -> None:
         """Add a chunk's report to the snapshot; end the run when the chunk ended it."""

@@ -30,9 +30,10 @@ MAX_UPLOAD = "20mb"
 # Legible on a projector: no text under 12 px (Gradio draws small buttons, slider ends and
 # captions at 10-12 px), arrow glyphs large, a one-line title, the upload prompt wrapped (not
 # cut). On a phone (issue 27) the title takes the whole width and breaks between words, the Live
-# button stays one line high under it, and wide pictures (the head maps, the lessons') keep their
-# drawn size and scroll sideways under a cue ("swipe"), instead of shrinking their text to a few
-# pixels; a model picker takes a line of its own, so that its model's name shows whole. A 1280 x 720
+# button stays one line high under it, and every picture (issue 42: the logit lens, distance, PCA)
+# keeps its drawn size and scrolls sideways under a cue ("swipe"), instead of shrinking its text to
+# a few pixels; a model picker, and each control of a `phone-lines` row (the PCA's checkboxes, whose
+# labels were cut), takes a line of its own, so that its words show whole. A 1280 x 720
 # projector at 150 % browser zoom (853 x 480 CSS px) or a small landscape screen keeps the model
 # input and the head maps side by side on the first screen, sized to its height, with the image
 # and the examples under them (the three columns had dropped to two and the maps off the screen).
@@ -50,6 +51,15 @@ CSS = """
 .page-frame { display: flex; justify-content: center; align-items: center; height: 330px; }
 .page-frame img { max-width: 100%; max-height: 100%; object-fit: scale-down; cursor: crosshair; }
 #heads .page-frame img { cursor: default; }
+/* The head maps' box grows to a picture taller than 330 px (a model with registers, whose tiles
+   have a caption line per prefix token), which it would otherwise shrink, words and all. */
+#heads .page-frame { height: auto; min-height: 330px; }
+/* CLIP's maps (ui/pictures.word_maps) at their drawn size, as many a line as fit: Gradio's gallery
+   fits each into a square box with its alt text as a caption over the map's bottom. */
+.gradio-container .word-maps .grid-container { display: flex; flex-wrap: wrap; align-items: flex-start; }
+.gradio-container .word-maps .thumbnail-item { flex: none; width: auto; height: auto; aspect-ratio: auto; }
+.gradio-container .word-maps .thumbnail-lg > img { width: auto; height: auto; max-width: none; object-fit: none; }
+.gradio-container .word-maps .caption-label { display: none; }
 .maps-status { margin: 4px 0 0 0; }
 .maps-status:empty { display: none; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
@@ -66,7 +76,11 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   .wide-picture img { max-width: none; width: auto; height: auto; }
   .wide-picture .page-frame { height: auto; max-height: none; }
   .wide-picture .page-frame img { max-height: none; }
-  .picker { flex: 1 1 100% !important; min-width: 100% !important; }
+  .gradio-container .word-maps .grid-wrap { overflow-x: auto; }
+  .gradio-container .word-maps .grid-container { flex-wrap: nowrap; }
+  .picker, .phone-lines > *, .phone-lines .form > * { flex: 1 1 100% !important; min-width: 100% !important; }
+  /* Gradio groups a row's form controls in a .form of their own: it too takes them a line each. */
+  .gradio-container .phone-lines, .gradio-container .phone-lines .form { flex-wrap: wrap; }
 }
 @media (min-width: 641px) and (max-width: 1100px) and (max-height: 600px) {
   #header { flex-wrap: nowrap; align-items: center; }
@@ -75,7 +89,7 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   .row:has(> .column > #input-view) { flex-wrap: wrap; }
   .row:has(> .column > #input-view) > .column { min-width: 0 !important; flex: 1 1 0 !important; }
   .row:has(> .column > #input-view) > .column:has(#upload) { order: 2; flex: 1 1 100% !important; }
-  #input-view .page-frame, #heads .page-frame { height: calc(100vh - 265px) !important; }
+  #input-view .page-frame, #heads .page-frame { height: calc(100vh - 265px) !important; min-height: 0; }
   #input-view img, #heads img { width: auto !important; height: auto !important; max-width: 100%; max-height: 100%; }
 }
 """

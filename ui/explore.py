@@ -22,7 +22,7 @@ from . import common, concurrency
 from . import explore_handlers as h
 from .binding import ComponentView, Controls, bound
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
-from .pictures import page_picture, picture
+from .pictures import page_picture, picture, word_maps
 from .settings import for_visitors
 
 EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
@@ -415,7 +415,7 @@ def _layer_tabs(start: LoadedModel, tabs: dict[str, gr.Tab]) -> dict[str, Any]:
     depth = start.model.config.depth
     with gr.Tab("Patch features (PCA)") as tabs["pca"]:
         gr.Markdown(PCA_HINT)
-        with gr.Row():
+        with gr.Row(elem_classes="phone-lines"):  # on a phone each on a line of its own: the labels were cut
             pca_layer = common.layer_slider(
                 depth, depth, step=1, label="Layer of the patch tokens (1 = first)", scale=2
             )
@@ -473,14 +473,7 @@ def _words(start: LoadedModel) -> dict[str, Any]:
             )
             prompts_button = gr.Button("Compare these words", size="sm", scale=1, elem_id="compare-words")
         prompt_note = gr.Markdown(label="The template and what the probabilities compare", elem_id="prompt-note")
-        prompt_maps = gr.Gallery(
-            label="Relevance of each word (Chefer et al. 2021)",
-            columns=3,
-            height="auto",
-            object_fit="contain",
-            buttons=[],
-            elem_id="prompt-maps",
-        )
+        prompt_maps = word_maps("**Relevance of each word** (Chefer et al. 2021)", elem_id="prompt-maps")
     return {
         "words": words,
         "prompts": prompts,

@@ -218,10 +218,12 @@ def logit_lens_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey
 
 
 def similarity_picture(loaded: LoadedModel) -> gr.Image:
-    compared = views.position_words(loaded.model)
-    alt = views.similarity_alt(loaded.model.config.grid, model_name(loaded.key), compared)
+    compared, grid = views.position_words(loaded.model), loaded.model.config.grid
+    step = views.similarity_step(grid, PICTURE_TEXT.px)  # DINOv2's 37 x 37 slots: a tile every 3 slots
+    alt = views.similarity_alt(grid, model_name(loaded.key), compared, step)
     similarity = loaded.position_similarity()
-    return with_alt(render.position_similarity_tiles(similarity, compared=compared, text_px=PICTURE_TEXT.px), alt)
+    tiles = render.position_similarity_tiles(similarity, compared=compared, text_px=PICTURE_TEXT.px, step=step)
+    return with_alt(tiles, alt)
 
 
 def full_analysis(

@@ -122,7 +122,6 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
     picture = pictures.picture(
         "**Last-layer CLS heads**, one row per model, one colour scale",
         "Last-layer CLS attention of every head, one row per compared model",
-        wide=True,
         elem_id="lesson-compare",
     )
     return {
@@ -149,7 +148,6 @@ def _norms(
     picture = pictures.picture(
         "**Token norms** after the chosen layer, high-norm patches outlined",
         "Token norms of every patch after the chosen layer, with and without registers",
-        wide=True,
         elem_id="lesson-norms",
     )
     table = gr.Markdown(label="High-norm patches: norm and share of CLS attention")
@@ -212,9 +210,7 @@ def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, A
     with gr.Row():
         label = gr.Label(num_top_classes=MAX_PROMPTS, label="How well each word fits (softmax over these words)")
         note = gr.Markdown(label="The template")
-    maps = gr.Gallery(
-        label="Relevance of each word (Chefer et al. 2021)", columns=3, height="auto", object_fit="contain", buttons=[]
-    )
+    maps = pictures.word_maps("**Relevance of each word** (Chefer et al. 2021)", elem_id="lesson-word-maps")
     return {
         "words_model": model,
         "words_better": gr.Markdown(lessons.words_missing(opening), label="CLIP on this machine"),

@@ -15,7 +15,7 @@
   const BACKGROUND = "#ffffff", TEXT = "rgb(30,30,30)", GRID = [255, 255, 255], MARK = [0, 200, 255];
   const ASCENT = 0.928; // DejaVu Sans's ascender in em: PIL writes a line from its top
   const FONT = '"DejaVu Sans", Verdana, sans-serif';
-  const PER_LINE = 2; // prefix shares per caption line (render.PREFIX_PER_LINE)
+  const PER_LINE = 1; // prefix shares per caption line (render.PREFIX_PER_LINE, which says why)
   const f32 = Math.fround;
 
   // ---- bytes and numbers ------------------------------------------------------------------

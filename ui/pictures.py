@@ -28,16 +28,41 @@ TEXT = PictureText()
 SWIPE_CUE = "← Swipe the picture sideways to see all of it →"
 
 
-def picture(caption: str, alt: str, wide: bool = False, **kwargs: Any) -> gr.Image:
+def picture(caption: str, alt: str, **kwargs: Any) -> gr.Image:
     """A read-only picture with its caption (Markdown) above it and `alt` saying what it shows.
-    The label (the caption in plain text) still names it in the API. A `wide` picture keeps its
-    drawn size on a phone, where its text would shrink to a few pixels, and scrolls sideways
-    under a cue saying so (ui/app.py's CSS shows the cue only on a narrow screen)."""
+    The label (the caption in plain text) still names it in the API. Every picture keeps its
+    drawn size on a phone, where its words would shrink to a few pixels (the logit lens's 590 px
+    to 302, the PCA of 7 images' 1200 px to 302), and scrolls sideways under a cue saying so
+    (ui/app.py's CSS shows the cue, and lets the picture scroll, only on a narrow screen)."""
     gr.Markdown(caption)
-    if wide:
-        gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")
-        kwargs["elem_classes"] = "wide-picture"
-    return gr.Image(label=caption.replace("*", ""), show_label=False, buttons=[], alt_text=alt, **kwargs)
+    gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")
+    return gr.Image(
+        label=caption.replace("*", ""),
+        show_label=False,
+        buttons=[],
+        alt_text=alt,
+        elem_classes="wide-picture",
+        **kwargs,
+    )
+
+
+def word_maps(caption: str, **kwargs: Any) -> gr.Gallery:
+    """CLIP's maps, one a word, each shown at its drawn size (ui/app.py's CSS, class "word-maps"),
+    side by side as many as fit and the rest on the next line, scrolling sideways on a phone
+    under the cue: Gradio's gallery fitted each into a square box (x 0.42 in `--present`), its
+    label over the first map's title and each map's alt text, as a caption, over its bottom. The
+    caption is above the maps; the alt texts stay the pictures' (a screen reader's) words."""
+    gr.Markdown(caption)
+    gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")
+    return gr.Gallery(
+        label=caption.replace("*", ""),
+        show_label=False,
+        columns=3,
+        height="auto",
+        buttons=[],
+        elem_classes="word-maps",
+        **kwargs,
+    )
 
 
 def page_picture(caption: str, alt: str, js_on_load: str, wide: bool = False, **kwargs: Any) -> gr.HTML:
