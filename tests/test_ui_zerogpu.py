@@ -3,6 +3,7 @@ Live tab's rule, and the GPU tasks' estimates (docs/space.md). The forked worker
 rehearsed in tests/test_zerogpu_space.py."""
 
 import functools
+import math
 
 import gradio as gr
 import pytest
@@ -146,7 +147,9 @@ def test_without_gpu_time_a_small_model_runs_on_the_cpu_and_a_large_one_is_refus
         logits, _ = task(small, x)
     assert torch.equal(logits, compute.run_here(explain.forward_maps, small, x, device="cpu")[0])
     on_zerogpu.setattr(zerogpu, "CPU_FALLBACK_PARAMS", 0)
-    with pytest.raises(gr.Error, match="This analysis needs about 4 s of GPU time .* 7 s left"):
+    asked = task.seconds(small, x)  # the bundled model's few FLOPs: the fixed cost, rounded up
+    assert asked == math.ceil(compute.FIXED_GPU_S)
+    with pytest.raises(gr.Error, match=f"This analysis needs about {asked} s of GPU time .* 7 s left"):
         task(small, x)
 
 

@@ -20,7 +20,7 @@ def _json_safe(value: object) -> object:
 def _number(value: object) -> float:
     if isinstance(value, Tensor) and value.numel() == 1:
         return value.item()
-    raise TypeError(f"an optimizer setting JSON cannot hold: {type(value).__name__}")
+    raise TypeError(f"an optimizer setting that is neither a number nor a one-element tensor: {value!r}")
 
 
 def flatten_optimizer(state_dict: dict) -> tuple[dict[str, Tensor], dict]:
