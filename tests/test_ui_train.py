@@ -416,3 +416,20 @@ def test_no_step_of_the_poll_shows_gradios_status_tracker(tmp_path):
     polls = [d for d in by_id.values() if d["api_name"].startswith("train_status")]
     steps = polls + [d for d in by_id.values() if d["trigger_after"] in {p["id"] for p in polls}]
     assert len(steps) == 4 and {d["show_progress"] for d in steps} == {"hidden"}
+
+
+def test_opening_the_tab_draws_the_model_picker_as_the_catalogue_is_now(tiny_checkpoint, tmp_path, monkeypatch):
+    """The picker's words were drawn when the page was built: after a lesson downloaded DeiT-S
+    it still offered "(pretrained, downloads once)" (issue 42, item 4)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    downloaded: set[str] = set()
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in downloaded)
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    catalog.online = True
+    alice = SimpleNamespace(session_hash="alice")
+    deit = "deit_small_patch16_224.fb_in1k"
+    labels = {value: label for label, value in train.train_models(catalog, alice)["model"].choices}
+    assert labels[deit] == f"{deit} (pretrained, downloads once)"
+    downloaded.add(deit)  # what lesson 1's Compare, or Explore, downloads meanwhile
+    labels = {value: label for label, value in train.train_models(catalog, alice)["model"].choices}
+    assert labels[deit] == f"{deit} (pretrained)"

@@ -655,6 +655,12 @@ def train_stop(runs: JobRegistry, request: gr.Request) -> dict:
     return dict(status=text, confirm=gr.Row(visible=False))
 
 
+def train_models(catalog: ModelCatalog, request: gr.Request) -> dict:
+    """On opening the tab: the model picker as the catalogue is now, so weights another tab has
+    downloaded since the page was built no longer say "(pretrained, downloads once)" (issue 42)."""
+    return {"model": gr.Dropdown(choices=model_choices(catalog, owner(request)))}
+
+
 def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:
     """Point the Explore tab's model picker at this visitor's latest checkpoint."""
     visitor = owner(request)
@@ -703,6 +709,8 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     }
     view.timer.tick(**watch, api_name="train_status").then(**polling)
     tabs.train.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
+    picker = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
+    tabs.train.select(view.bind(train_models, catalog), None, view.model, **picker)
     view.folder.change(view.bind(first_step), view.folder, view.note, api_visibility="private")
     view.stop.click(view.bind(ask_to_stop), None, view.confirm, api_visibility="private")
     view.keep_training.click(view.bind(keep_training), None, view.confirm, api_visibility="private")
