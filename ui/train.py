@@ -709,8 +709,8 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     }
     view.timer.tick(**watch, api_name="train_status").then(**polling)
     tabs.train.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
-    picker = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
-    tabs.train.select(view.bind(train_models, catalog), None, view.model, **picker)
+    redrawn = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
+    tabs.train.select(view.bind(train_models, catalog), None, view.model, **redrawn)
     view.folder.change(view.bind(first_step), view.folder, view.note, api_visibility="private")
     view.stop.click(view.bind(ask_to_stop), None, view.confirm, api_visibility="private")
     view.keep_training.click(view.bind(keep_training), None, view.confirm, api_visibility="private")
