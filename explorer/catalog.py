@@ -451,7 +451,7 @@ class ModelCatalog:
     def _bundled_label(self) -> str:
         if not self.bundled_path.is_file():
             return "CIFAR-10 nano (untrained weights)"
-        return "CIFAR-10 nano (bundled)" if self.bundled_path == BUNDLED_PATH else f"{self.bundled_path.name} (default)"
+        return "CIFAR-10 tiny (bundled)" if self.bundled_path == BUNDLED_PATH else f"{self.bundled_path.name} (default)"
 
     def _load_bundled(self) -> LoadedModel:
         if self.bundled_path.is_file():

@@ -22,6 +22,16 @@ def test_missing_bundled_model_falls_back_to_clearly_labelled_untrained_weights(
     assert all((a == b).all() for a, b in zip(loaded.model.parameters(), again.model.parameters(), strict=True))
 
 
+def test_the_bundled_models_name_in_the_picker_is_the_models_own(tmp_path):
+    """After issue 46 shipped a vit_cifar_tiny, the picker still called it "CIFAR-10 nano"."""
+    catalog = ModelCatalog(runs_dir=tmp_path)
+    loaded = catalog.get(BUNDLED)
+    size = {
+        c.dim: name.removeprefix("vit_cifar_") for name, c in vit.model.CONFIGS.items() if name.startswith("vit_cifar")
+    }
+    assert catalog.choices()[0] == (f"CIFAR-10 {size[loaded.model.config.dim]} (bundled)", BUNDLED)
+
+
 def test_keys_never_hold_paths_and_each_visitor_lists_only_their_own(tmp_path, tiny_checkpoint):
     runs = tmp_path / "runs"
     (runs / "job").mkdir(parents=True)

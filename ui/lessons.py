@@ -167,7 +167,7 @@ def _norms(
 def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> dict[str, Any]:
     gr.Markdown(lessons.WHICH_HEADS)
     with gr.Row():
-        # room for a model's whole name ("CIFAR-10 nano (bundled)" was cut at 1280 px)
+        # room for a model's whole name (the bundled model's, "CIFAR-10 nano (bundled)", was cut at 1280 px)
         model = gr.Dropdown(
             choices, value=start.key, label="Model (with classes)", scale=2, min_width=300, elem_classes="picker"
         )
