@@ -14,7 +14,7 @@ the prefix tokens the maps leave out ("CLS 0.42" under a tile) are sent as float
 Which rows. The prefix tokens' rows (CLS, registers, the mean patch query of a model without
 CLS) of every layer, always: "Play through layers" and the layer slider never wait for the
 default query. The patch queries' rows of the layer on screen, and of every layer when all of
-them fit UP_FRONT_BYTES (the bundled model's 6 layers take 0.2 MB); otherwise the page asks for
+them fit UP_FRONT_BYTES (the bundled model's 9 layers take 0.94 MB); otherwise the page asks for
 one layer's rows, as bytes, when it first shows a patch query there (`layer_rows`), and keeps
 them within its own memory budget (PAGE_MEMORY_BYTES).
 """
