@@ -33,6 +33,7 @@ import os
 import queue
 import random
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -617,6 +618,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--minute-s", type=float, default=60.0, help=argparse.SUPPRESS)  # shorter minutes: tests only
     p.add_argument("--csv", type=Path, default=PLOT.with_suffix(".csv"), help="the table as CSV")
     p.add_argument("--plot", type=Path, default=PLOT, help="memory and p95 over time (PNG)")
+    p.add_argument("--server-log", type=Path, help="keep the server's log here (it goes with the temporary folder)")
     args = p.parse_args(argv)
     args.settle = args.settle or min(5, max(1, args.minutes // 3))
     if args.minutes < 1 or args.visitors < 3 or args.think <= 0 or not 1 <= args.settle <= args.minutes:
@@ -627,7 +629,12 @@ def main(argv: list[str] | None = None) -> str:
 
         lower_this_thread(args.client_nice)  # the class's threads and clients, made from this one
     with tempfile.TemporaryDirectory() as tmp:
-        samples, log, rest = run(args, Path(tmp), launch)
+        try:
+            samples, log, rest = run(args, Path(tmp), launch)
+        finally:  # an error's cause is in the server's log: kept also when the run fails
+            if args.server_log:
+                for found in Path(tmp).rglob("server.log"):
+                    shutil.copyfile(found, args.server_log)
     text = report(args, samples, log, rest)
     write_csv(samples, args.csv)
     plot(samples, args.plot, f"{args.visitors} visitors, one attacker, {args.minutes} min ({machine()})")

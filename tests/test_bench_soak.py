@@ -105,9 +105,10 @@ def test_the_folder_budget_is_judged_in_one_unit_with_one_file_of_slack():
 def test_a_short_class_period_has_no_error_and_stays_within_its_budgets(tmp_path):
     out = soak.main(  # --client-nice 0: lowering this thread would slow every test after this one
         ["--minutes", "2", "--visitors", "4", "--client-nice", "0"]
-        + ["--csv", str(tmp_path / "s.csv"), "--plot", str(tmp_path / "s.png")]
+        + ["--csv", str(tmp_path / "s.csv"), "--plot", str(tmp_path / "s.png"), "--server-log", str(tmp_path / "log")]
     )
     assert "no error for the class: met" in out, out
+    assert "Running on local URL" in (tmp_path / "log").read_text()  # the server's log, kept
     assert "folders within budgets: met" in out, out
     with (tmp_path / "s.csv").open() as f:
         rows = list(csv.DictReader(f))
