@@ -16,7 +16,8 @@ import vit
 from training import job as job_module
 from training.chunks import ChunkRefused, train_chunk
 from training.config import describe_device, resolve_device
-from training.job import ChunkPlan, JobBusy, TrainingJob
+from training.job import RETRY_AFTER_S, ChunkPlan, JobBusy, TrainingJob
+from training.registry import JobRegistry, TrainLimits
 
 FAST = {"threads": 1, "warmup_epochs": 0.0}
 
@@ -179,19 +180,32 @@ def test_a_chunked_job_trains_only_when_advanced_and_ends_as_the_threaded_one(da
 def test_a_chunk_cut_short_loses_nothing_and_three_in_a_row_fail_the_run(data, tmp_path):
     killed = RuntimeError("GPU task aborted")
     runner = Chunks({2: killed, 4: killed, 5: killed, 6: killed})
-    job = chunked_job(data, tmp_path, runner)
+    now = [0.0]
+    job = TrainingJob(ChunkPlan(runner, seconds=45, clock=lambda: now[0]))
+    job.start(model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "run"), **FAST)
     job.advance()
     job.advance()  # cut short: the state saved by the first chunk stays
     s = job.snapshot()
     assert s.running and s.error is None and (s.epoch, s.step) == (0, 3)
     assert s.message == (
-        "the last chunk was cut short (GPU task aborted); nothing is lost, the next goes on from epoch 1 step 3"
+        "the last chunk was cut short (GPU task aborted); nothing is lost, the next goes on from epoch 1 step 3 in 15 s"
     )
+    job.advance()  # a poll within the 15 s asks for no chunk (three polls in 1.3 s asked for three: issue 44)
+    assert runner.calls == 2
+    now[0] += RETRY_AFTER_S[0]
     job.advance()
     assert (job.snapshot().epoch, job.snapshot().step) == (1, 1)  # 3 more steps: 5 an epoch
-    job.advance(), job.advance(), job.advance()
+    job.advance()  # cut short: 15 s again, the first in a row
+    now[0] += RETRY_AFTER_S[0]
+    job.advance()  # the second in a row: 45 s
+    assert job.snapshot().message.endswith("in 45 s") and runner.calls == 5
+    now[0] += RETRY_AFTER_S[0]
+    job.advance()
+    assert runner.calls == 5  # still backing off
+    now[0] += RETRY_AFTER_S[1]
+    job.advance()
     s = job.snapshot()
-    assert not s.running and s.message == "training failed"
+    assert not s.running and s.message == "training failed" and runner.calls == 6
     assert s.error == (
         "3 chunks in a row were cut short (the last: GPU task aborted); the run is saved at epoch 2 step 1"
     )
@@ -234,6 +248,34 @@ def test_a_stop_between_chunks_ends_the_run_at_the_next_chunk_with_a_model(data,
     s = job.snapshot()
     assert not s.running and s.message.startswith("stopped during epoch 1") and (s.epoch, s.step) == (0, 3)
     assert vit.load_checkpoint(s.checkpoint)[1].info["stopped"] is True
+
+
+def test_a_stop_while_waiting_for_gpu_time_ends_the_run_at_once_with_its_last_save(data, tmp_path):
+    """With the day's GPU time used up the run waited, and Stop was refused: the registry asked for
+    a running run (issue 44). Now it ends at once, asking for no chunk."""
+    runner = Chunks({3: ChunkRefused("GPU time used up for today", "continue tomorrow")})
+    registry = JobRegistry(tmp_path / "runs", TrainLimits(), chunks=ChunkPlan(runner, seconds=45))
+    registry.start("alice", model="vit_cifar_nano", data=data, epochs=2, batch_size=8, lr=1e-3, warmup_epochs=0.0)
+    registry.advance("alice"), registry.advance("alice"), registry.advance("alice")  # 6 steps, then refused
+    assert registry.snapshot("alice").paused
+    assert not registry.stop("bob") and registry.stop("alice")
+    s = registry.snapshot("alice")
+    assert not s.running and not s.paused and s.message.startswith("stopped during epoch 2; model saved to")
+    assert vit.load_checkpoint(s.checkpoint)[1].info["epoch"] == 1 and (s.epoch, s.step) == (1, 1)
+    registry.advance("alice")
+    assert runner.calls == 3  # no chunk asked for after the stop
+
+
+def test_a_stop_while_waiting_inside_the_first_epoch_says_no_model_file_was_written(data, tmp_path):
+    runner = Chunks({2: ChunkRefused("GPU time used up for today", "continue tomorrow")})
+    job = chunked_job(data, tmp_path, runner)
+    job.advance(), job.advance()  # 3 steps of the first epoch's 5, then refused
+    job.stop()
+    s = job.snapshot()
+    assert not s.running and not s.paused
+    assert s.message.startswith("stopped while waiting for GPU time, before its first epoch ended: no model file")
+    job.advance()
+    assert runner.calls == 2
 
 
 def test_a_data_error_reaches_the_page_in_its_own_words():

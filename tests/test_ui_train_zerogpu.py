@@ -21,6 +21,7 @@ from zerogpu_fake import FakeZeroGpu
 import vit
 from explorer import compute
 from explorer.catalog import ModelCatalog
+from training import job as job_module
 from training.chunks import train_chunk
 from training.registry import JobRegistry
 from ui import train, zerogpu
@@ -100,8 +101,8 @@ def test_used_up_gpu_time_waits_with_the_run_saved_and_goes_on_when_there_is_mor
     start(tab, tmp_path)
     poll(tab)
     shown = poll(tab)
-    advice = "log in to Hugging Face for 5 minutes a day, or continue tomorrow"
-    assert f"GPU time used up for today: the run is saved at epoch 1 step 3; {advice}" in shown["progress"]
+    advice = "try again in 1:00:00, or subscribe to Hugging Face PRO for 40 minutes a day"  # the platform's wait
+    assert f"no GPU time left for you today: the run is saved at epoch 1 step 3; {advice}" in shown["progress"]
     assert ">waiting</b>" in shown["progress"] and not train.keep_polling(shown["seen"]).active
     assert len(gpu.pids) == 1
     gpu.used.clear()  # the next day: opening the tab polls again
@@ -109,7 +110,8 @@ def test_used_up_gpu_time_waits_with_the_run_saved_and_goes_on_when_there_is_mor
     assert "epoch 2 of 2, step 1 of 5" in shown["progress"] and train.keep_polling(shown["seen"]).active
 
 
-def test_a_chunk_killed_by_the_platform_loses_nothing(tab, gpu, tmp_path):
+def test_a_chunk_killed_by_the_platform_loses_nothing(tab, gpu, tmp_path, monkeypatch):
+    monkeypatch.setattr(job_module, "RETRY_AFTER_S", (0.0, 0.0))  # no back-off here: tests/test_training_job.py
     start(tab, tmp_path)
     poll(tab)
     gpu.kill_after_s = 0.5  # the next worker dies before it saves

@@ -12,7 +12,8 @@ import torch
 import vit
 from explorer import compute, explain
 from explorer.catalog import LoadedModel
-from ui import zerogpu
+from training.chunks import ChunkRefused
+from ui import train, zerogpu
 from vit.preprocessing import CIFAR10
 
 # The `spaces` package's own messages (spaces/zero/client.py, 0.51.3), as its schedule() raises them.
@@ -51,8 +52,35 @@ def test_a_quota_refusal_says_the_seconds_needed_and_left_and_when_to_come_back(
 
 
 def test_the_cpu_fallback_says_whether_the_quota_or_the_platform_gave_no_gpu():
-    assert zerogpu.GpuShortage.of(gr.Error(QUOTA[0], title=QUOTA[1])).why() == "No GPU time left for you today"
-    assert zerogpu.GpuShortage.of(gr.Error(*WORKER)).why() == "No GPU free for this just now"  # quota untouched
+    def why(message: str, title: str) -> str:
+        return zerogpu.GpuShortage.of(gr.Error(message, title=title)).why()
+
+    assert why(*QUOTA) == "No GPU time left for you today"
+    assert why(QUOTA[0].replace("your free ZeroGPU", "your ZeroGPU"), QUOTA[1]) == "No GPU time left for you today"
+    # A visitor without a token spends the Space's quota: it was "No GPU free for this just now" (issue 44).
+    assert why(*SPACE_LIMIT) == "This Space has used its GPU time for now"
+    assert why(*NO_GPU) == "Every GPU of this Space is busy right now"
+    assert why(*WORKER) == "The GPU could not run it this time"  # quota untouched
+
+
+@pytest.mark.parametrize(
+    ("message", "reason", "advice"),
+    [
+        (QUOTA[0], "no GPU time left for you today", "try again in 3:04:05, or subscribe to Hugging Face PRO"),
+        (QUOTA[0].replace("your free ZeroGPU", "your ZeroGPU"), "no GPU time left", "try again in 3:04:05, or log in"),
+        (SPACE_LIMIT[0], "this Space has used its GPU time for now", "log in to Hugging Face to use your own"),
+    ],
+)
+def test_the_train_tab_waits_with_the_platforms_reason_and_when_to_come_back(message, reason, advice):
+    """The Train tab said "GPU time used up for today … log in" whoever the visitor was, and
+    dropped the platform's "try again in 13:20:00" (issue 44)."""
+
+    def refused(out_dir: str, seconds: float):
+        raise gr.Error(message, title="ZeroGPU quota exceeded")
+
+    with pytest.raises(ChunkRefused) as raised:
+        train.run_chunk(refused, "run", 45)
+    assert raised.value.reason.startswith(reason) and raised.value.advice.startswith(advice)
 
 
 def test_errors_of_the_task_itself_are_not_the_platform():

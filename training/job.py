@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,11 @@ from .run_files import MODEL
 
 MAX_STEP_LOSSES = 2000  # the live loss curve keeps its latest points
 MAX_LOST_CHUNKS = 3  # chunks cut short in a row before a chunked run is said to have failed
+# Seconds to wait before the next chunk after the first, second, ... chunk cut short in a row: a
+# failing worker was asked for three chunks of GPU time in 1.3 s (issue 44), each charged to the
+# visitor. Long enough for a worker the platform restarts; growing, as a failure that repeats is
+# less likely to be a moment's.
+RETRY_AFTER_S = (15.0, 45.0)
 
 
 class JobBusy(RuntimeError):
@@ -61,6 +67,7 @@ class ChunkPlan:
 
     run: Callable[[str, float], ChunkReport]
     seconds: float
+    clock: Callable[[], float] = time.monotonic  # when a chunk cut short may be tried again
 
 
 def _job_config(
@@ -124,6 +131,7 @@ class TrainingJob:
         self._chunks = chunks
         self._in_chunk = False  # a chunk of this run is training
         self._lost = 0  # chunks cut short in a row
+        self._retry_at = 0.0  # after a chunk cut short, no chunk before this (ChunkPlan.clock)
 
     def start(self, *, model: str, data: str, epochs: int, lr: float, batch_size: int, out_dir: str, **options) -> None:
         """Validate the arguments (ValueError), then train in the background, or, chunked,
@@ -135,7 +143,7 @@ class TrainingJob:
             config = self._config = _job_config(model, data, epochs, lr, batch_size, out_dir, options)
             self._stop.clear()
             if self._chunks is not None:
-                self._snapshot = _prepared(config)
+                self._snapshot, self._lost, self._retry_at = _prepared(config), 0, 0.0
                 return
             self._snapshot = JobSnapshot(
                 running=True,
@@ -148,13 +156,30 @@ class TrainingJob:
 
     def stop(self) -> None:
         """Ask the job to end at the next step; it saves the model before it finishes (a
-        chunked run's STOP file reaches its chunk in whatever process trains it)."""
+        chunked run's STOP file reaches its chunk in whatever process trains it). A chunked run
+        waiting for GPU time ends at once, with its last chunk's save: no chunk would run."""
         self._stop.set()
         with self._lock:
-            if self._snapshot.running:
-                self._snapshot.message = "stopping after the current step"
+            s = self._snapshot
+            waiting = s.paused and not self._in_chunk
+            if s.running:
+                s.message = "stopping after the current step"
                 if self._chunks is not None and self._config is not None:
                     request_stop(self._config.out)
+        if waiting:
+            self._end_waiting()
+
+    def _end_waiting(self) -> None:
+        """End a run stopped while it waited for GPU time: its model is the last chunk's save."""
+        s = self.snapshot()
+        if (Path(self._config.out) / MODEL).is_file():
+            self._end({"stopped": True, "epochs_done": s.epoch})
+        else:
+            self._update(
+                message="stopped while waiting for GPU time, before its first epoch ended: no model file was written "
+                "(one is written at the end of each epoch)"
+            )
+        self._update(running=False, paused=False)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job ends (or `timeout` seconds pass); True if it has ended."""
@@ -195,7 +220,13 @@ class TrainingJob:
         job has no chunks, its run is over, or one of its chunks is training already."""
         with self._lock:
             s = self._snapshot
-            if self._chunks is None or self._in_chunk or not (s.running or s.paused):
+            if (
+                self._chunks is None
+                or self._in_chunk
+                or not (s.running or s.paused)
+                or (s.paused and self._stop.is_set())  # stopped while waiting: `stop` ends it
+                or self._chunks.clock() < self._retry_at  # backing off after a chunk cut short
+            ):
                 return
             self._in_chunk, s.running, s.paused = True, True, False
         try:
@@ -225,8 +256,11 @@ class TrainingJob:
             self._lost += 1
             s, where = self._snapshot, self._where()
             if self._lost < MAX_LOST_CHUNKS:
+                wait = RETRY_AFTER_S[min(self._lost, len(RETRY_AFTER_S)) - 1]
+                self._retry_at = self._chunks.clock() + wait
                 s.message = (
-                    f"the last chunk was cut short ({in_words(error)}); nothing is lost, the next goes on from {where}"
+                    f"the last chunk was cut short ({in_words(error)}); nothing is lost, the next goes on from {where} "
+                    f"in {wait:.0f} s"
                 )
                 return
             s.running, s.message = False, "training failed"

@@ -162,10 +162,11 @@ class JobRegistry:
         job.advance()
 
     def stop(self, session: str) -> bool:
-        """Stop `session`'s run; False if it has none running (or, shared, did not start it)."""
+        """Stop `session`'s run, training or waiting for GPU time; False if it has none going on
+        (or, shared, did not start it)."""
         key = self._key(session)
         job = self._jobs.get(key)
-        if job is None or not job.snapshot().running or self._starters.get(key) != session:
+        if job is None or not _live(job.snapshot()) or self._starters.get(key) != session:
             return False
         job.stop()
         return True

@@ -77,7 +77,6 @@ STATUS_SLOTS = 2  # polls at once on the whole server that only read a run (Grad
 # an anonymous visitor's 2 minutes 2, PRO's 40 minutes 45. Longer chunks waste less on each
 # chunk's start (loading data and model, a few seconds) but strand more of the quota's rest.
 CHUNK_S = 45
-OUT_OF_GPU_TIME = ("GPU time used up for today", "log in to Hugging Face for 5 minutes a day, or continue tomorrow")
 
 
 def chunk_seconds(out_dir: str, seconds: float) -> int:
@@ -92,7 +91,9 @@ def run_chunk(on_gpu: Callable[[str, float], ChunkReport], out_dir: str, seconds
         return on_gpu(out_dir, seconds)
     except gr.Error as e:
         if zerogpu.is_platform_error(e) and str(e.title).startswith("ZeroGPU quota"):
-            raise ChunkRefused(*OUT_OF_GPU_TIME) from e
+            # The platform's own reason and advice: the visitor's quota (and when it comes back, as
+            # the package says it), or the Space's when the visitor has no token (issue 44).
+            raise ChunkRefused(*zerogpu.GpuShortage.of(e).reason()) from e
         raise RuntimeError(e.message) from e
 
 

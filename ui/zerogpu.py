@@ -122,9 +122,29 @@ class GpuShortage:
         named = (account["account"] or "").strip() if account else ""
         return cls(str(error.message), int(found["requested"]), int(found["left"]), found["wait"].strip(), named)
 
+    def reason(self) -> tuple[str, str]:
+        """(why there was no GPU, what the visitor can do) in a few words, from the platform's own
+        reason: the CPU fallback's note and the Train tab's waiting run say these, `words` the same
+        cases at length. An anonymous visitor's spent quota was "No GPU free for this just now"."""
+        if self.left is not None:  # this visitor's quota: the package names their account
+            return "no GPU time left for you today", f"try again in {self.wait}{_MORE_TIME.get(self.account, '.')[:-1]}"
+        if "runs limit" in self.message:
+            return "no GPU runs left for you for now", "try again later"
+        if "reached its GPU limit" in self.message:  # no visitor's token: the Space's own quota
+            return (
+                "this Space has used its GPU time for now",
+                "log in to Hugging Face to use your own daily GPU time, or try again later",
+            )
+        if "larger than the maximum allowed" in self.message:
+            return "more GPU time than ZeroGPU gives one call", "pick a smaller model or a smaller image"
+        if "No GPU was available" in self.message:
+            return "every GPU of this Space is busy right now", "try again in a minute"
+        return "the GPU could not run it this time", "try again in a minute"
+
     def why(self) -> str:
-        """Why there was no GPU, in a few words: the visitor's quota, or the platform's moment."""
-        return "No GPU time left for you today" if self.left is not None else "No GPU free for this just now"
+        """Why there was no GPU, in a few words, capitalised (the CPU fallback's note)."""
+        said = self.reason()[0]
+        return said[0].upper() + said[1:]
 
     def words(self, what: str, seconds: int) -> str:
         """The visitor's message: what could not run, the seconds asked and left, what to do."""
