@@ -49,17 +49,17 @@ def make_optimizer(
     never waits for the GPU; on CPU it is ~3x faster than the default for-each version.
     `capturable`: for a CUDA graph (training.graphs), the learning rate a tensor on the device
     that `set_lr` overwrites in place, so one captured step serves the whole schedule."""
+    assert not capturable or device.type == "cuda", f"a capturable optimizer is for CUDA graphs, not {device}"
     groups = param_groups(model, weight_decay)
-    if capturable:
-        assert device.type == "cuda", f"a capturable optimizer is for CUDA graphs, not {device}"
-        for group in groups:  # one tensor per group: the graph holds each group's own
-            group["lr"] = torch.tensor(lr, dtype=torch.float32, device=device)
-    return torch.optim.AdamW(groups, lr=lr, fused=device.type in ("cuda", "cpu"), capturable=capturable)
+    optimizer = torch.optim.AdamW(groups, lr=lr, fused=device.type in ("cuda", "cpu"), capturable=capturable)
+    tensor_lr(optimizer)
+    return optimizer
 
 
 def tensor_lr(optimizer: torch.optim.Optimizer) -> None:
-    """After `load_state_dict` of a capturable optimizer: its learning rates back to tensors on the
-    device (a saved state holds them as numbers, training.state)."""
+    """A capturable optimizer's learning rates as tensors on the device, one per group (the graph
+    holds each group's own): when it is made, and after `load_state_dict` (a saved state holds them
+    as numbers, training.state)."""
     for group in optimizer.param_groups:
         if group.get("capturable") and not isinstance(group["lr"], Tensor):
             group["lr"] = torch.tensor(float(group["lr"]), dtype=torch.float32, device=group["params"][0].device)
