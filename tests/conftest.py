@@ -75,17 +75,24 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 
 @contextmanager
 def app_server(
-    checkpoint: Path, tmp_path_factory, *options: str, program: tuple[str, ...] = ("app.py",)
+    checkpoint: Path,
+    tmp_path_factory,
+    *options: str,
+    program: tuple[str, ...] = ("app.py",),
+    env: dict[str, str] | None = None,
+    cwd: Path = REPO,
 ) -> Iterator[str]:
     """`python app.py` on `checkpoint` with `options`, in a subprocess on a free port, offline as a
     classroom without network; yields its URL. `program`: what python runs instead
-    of app.py (e.g. "-c", code that patches a loader and then calls app.main)."""
+    of app.py (e.g. "-c", code that patches a loader and then calls app.main); `env`: variables
+    set over those (`HF_HUB_OFFLINE="0"` and `HF_ENDPOINT` for a server that downloads from a stand-in);
+    `cwd`: the folder it runs in (a copy of what a Space receives)."""
     port = free_port()
     runs = tmp_path_factory.mktemp("runs")
     log = (tmp_path_factory.mktemp("log") / "app.log").open("w")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", **(env or {})}
     cmd = [sys.executable, *program, "--port", str(port), "--model", str(checkpoint), "--runs-dir", str(runs), *options]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_until_served(url, proc)

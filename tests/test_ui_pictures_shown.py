@@ -1,10 +1,11 @@
 """Every picture of every tab, as a browser shows it (issue 42, items 1 and 2): on a 1280 x 720
 projector at least 0.9 of its drawn width, its words at least 12 px (18 px in `--present`); on a
-390 x 844 phone at its drawn width exactly, a picture wider than the column scrolling sideways
-under the swipe cue. Walked for the bundled model, a model with 4 registers (DINOv2's, random
-weights laid out in a Hugging Face cache as a finished download leaves them) and CLIP (the tiny
-random CLIP of tests/clip_helpers.py in B/16's place). Live's frames come from a camera and are
-left to tests/test_ui_live.py."""
+390 x 844 phone, plain and in `--present`, at its drawn width exactly, a picture wider than the
+column scrolling sideways under the swipe cue. Walked for the bundled model, a model with 4
+registers (DINOv2's, random weights at the real shapes, downloaded by the app from the Hub
+stand-in, tests/hub_standin.py) and CLIP (the tiny random CLIP of tests/clip_helpers.py in B/16's
+place: B/16's 600 MB of random weights would cost the walk minutes and change no picture's layout),
+the Live tab's pictures included (Chromium's fake camera plays a clip, bench/fake_camera.py)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from contextlib import ExitStack
 
 import numpy as np
 import pytest
+from hub_standin import serve
 from page_helpers import assert_same_at_every_cell, drawn_heads
 from PIL import Image
-from test_ui_browser import PHONE, SCREEN, browser, open_more_views, open_page, patient_expect, train_in_the_page
+from test_ui_browser import ARGS, CHROMIUM, PHONE, SCREEN, open_more_views, open_page, patient_expect, train_in_the_page
 
+from bench.fake_camera import clip_frames, write_y4m
 from explorer import canvas
 
-__all__ = ["browser", "patient_expect"]  # the fixtures, used by name
+__all__ = ["patient_expect"]  # the fixture, used by name
 
 REGISTERS = "vit_small_patch14_reg4_dinov2.lvd142m"
 MODELS = ("bundled", "registers", "clip")
@@ -60,51 +63,65 @@ SHOWN = """async (img) => {
 }"""
 
 
-def cached_registers(home) -> None:
-    """DINOv2 S/14 with 4 registers, random weights, in a Hugging Face cache under `home` as a
-    finished download leaves it: the app opens it offline."""
+def publish_registers(hub, folder) -> None:
+    """DINOv2 S/14 with 4 registers, random weights at the real shapes, on the Hub stand-in as
+    timm's repository holds it (config.json and model.safetensors)."""
     import timm
     from conftest import randomise_
 
-    snapshot = home / "hub" / f"models--timm--{REGISTERS}" / "snapshots" / ("0" * 40)
     model = randomise_(timm.create_model(REGISTERS, pretrained=False)).eval()
-    timm.models.save_for_hf(model, str(snapshot), safe_serialization=True)
-    (snapshot.parents[1] / "refs").mkdir()
-    (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
+    timm.models.save_for_hf(model, str(folder), safe_serialization=True)
+    hub.publish_folder(f"timm/{REGISTERS}", folder)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One chromium for the module, its fake camera playing a clip for the Live tab."""
+    from playwright.sync_api import sync_playwright
+
+    clip = write_y4m(tmp_path_factory.mktemp("camera") / "clip.y4m", clip_frames(12, 192, 256), 6)
+    camera = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, args=[*ARGS, *camera, f"--use-file-for-fake-video-capture={clip}"]
+        )
+        yield browser
+        browser.close()
 
 
 @pytest.fixture(scope="module")
 def servers(tiny_checkpoint, tmp_path_factory) -> Iterator[Callable[[str, bool], str]]:
     """The app for a model ("bundled", "registers", "clip"), `present` or not: started when first
-    asked for, one at a time (the last one is stopped when another is asked for)."""
+    asked for, one at a time (the last one is stopped when another is asked for). The register
+    model's server is online, its Hub the stand-in: the first start downloads the weights over HTTP."""
     from clip_helpers import _CLIP_APP, CLIP_KEY
     from conftest import app_server
 
     home = tmp_path_factory.mktemp("hf")
-    cached_registers(home)
+    cache = {"HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub")}
     running: dict[tuple[str, bool], str] = {}
-    stack = ExitStack()
+    with serve() as hub, ExitStack() as module:  # the Hub outlives the apps
+        publish_registers(hub, tmp_path_factory.mktemp("registers"))
+        online = {"HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "0"}
 
-    def server(model: str, present: bool) -> str:
-        if (model, present) not in running:
-            stack.close()
-            running.clear()
-            options = ("--present",) if present else ()
-            with pytest.MonkeyPatch.context() as env:  # read once, when the server starts
-                env.setenv("HF_HOME", str(home))
-                env.delenv("HF_HUB_CACHE", raising=False)
+        def server(model: str, present: bool) -> str:
+            if (model, present) not in running:
+                module.close()
+                running.clear()
+                options = ("--present",) if present else ()
+                program, env = ("app.py",), cache
                 if model == "registers":
-                    options += ("--model", REGISTERS)
-                program = ("app.py",)
+                    options, env = (*options, "--model", REGISTERS), cache | online
                 if model == "clip":
                     options, program = (*options, "--model", CLIP_KEY.partition(":")[2]), ("-c", _CLIP_APP)
-                running[model, present] = stack.enter_context(
-                    app_server(tiny_checkpoint, tmp_path_factory, *options, program=program)
+                running[model, present] = module.enter_context(
+                    app_server(tiny_checkpoint, tmp_path_factory, *options, program=program, env=env)
                 )
-        return running[model, present]
+                if model == "registers":  # the weights came over HTTP, not from a cache laid out by hand
+                    assert f"/timm/{REGISTERS}/resolve/main/model.safetensors" in hub.downloads(), hub.requests
+            return running[model, present]
 
-    yield server
-    stack.close()
+        yield server
 
 
 def shown(page, selector: str) -> list[dict]:
@@ -141,9 +158,9 @@ def explore_pictures(page, model: str) -> list[dict]:
     from playwright.sync_api import expect
 
     analyse_an_example(page)
-    # Not the model input with its grid: it has no words, and is fitted to its box (the first
-    # screen's, the phone's column) so that a click or a tap reaches every patch.
-    seen = shown(page, "#heads")
+    # The model input with its grid: the page draws it at the size its frame shows (a register
+    # model's 448 px drawing was shown at 330 px, its 1 px grid blurred)
+    seen = shown(page, "#input-view") + shown(page, "#heads")
     if model == "registers":
         the_page_draws_the_png(page)
     if model == "clip":
@@ -184,8 +201,21 @@ def lessons_pictures(page, model: str) -> list[dict]:
     return seen
 
 
+def live_pictures(page) -> list[dict]:
+    """The Live tab's model input and head maps of a camera frame, measured once the stream is
+    stopped (while it plays, each frame replaces them) and so freed for the next visitor."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Explore").click()
+    page.locator("#open-live").click()
+    page.wait_for_selector("#live-heads")
+    page.locator("#live-camera .capture-button").click()
+    expect(page.locator("#live-status")).to_contain_text("Stopped")
+    return shown(page, "#live-pictures")
+
+
 def every_picture(page, model: str, tmp_path) -> list[dict]:
-    seen = explore_pictures(page, model) + lessons_pictures(page, model)
+    seen = explore_pictures(page, model) + lessons_pictures(page, model) + live_pictures(page)
     if model == "bundled":  # the Train tab trains its own model, whichever Explore shows
         train_in_the_page(page, tmp_path, epochs=1)
         seen += shown(page, "#curves") + shown(page, "#probe")
@@ -209,15 +239,16 @@ def test_every_picture_on_a_projector_is_shown_at_nine_tenths_of_its_width_or_mo
     assert [s for s in seen if not s["end"]] == []  # a picture that scrolls reaches its end
 
 
+@pytest.mark.parametrize("present", [False, True], ids=["plain", "present"])
 @pytest.mark.parametrize("model", MODELS)
 def test_every_picture_on_a_phone_keeps_its_drawn_size_and_a_wide_one_scrolls_under_the_cue(
-    servers, browser, tmp_path, model
+    servers, browser, tmp_path, model, present
 ):
     """At 390 x 844 the logit lens (590 px), distance (640), position embeddings (588) and the PCA
     with the examples (1200) were squeezed into the 302 px column, their words 3 to 7 px."""
     from playwright.sync_api import expect
 
-    page = open_page(browser, servers(model, False), PHONE)
+    page = open_page(browser, servers(model, present), PHONE)
     seen = every_picture(page, model, tmp_path)
     page.close()
     squeezed = {f"{s['name']} {s['natural']} px": round(s["shown"] / s["natural"], 2) for s in seen}
@@ -226,7 +257,7 @@ def test_every_picture_on_a_phone_keeps_its_drawn_size_and_a_wide_one_scrolls_un
     wide = [s for s in seen if s["natural"] > s["column"]]
     assert wide and [s for s in wide if not (s["scrolls"] and s["end"] and s["cue"])] == [], wide
     if model == "bundled":  # the PCA's checkboxes say all of their words
-        page = open_page(browser, servers(model, False), PHONE)
+        page = open_page(browser, servers(model, present), PHONE)
         open_more_views(page, "Patch features (PCA)")
         for label in ("Fit one PCA on this image and the six animal examples", "Remove the background"):
             words = page.locator("#more label").filter(has_text=label).first

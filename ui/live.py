@@ -25,6 +25,7 @@ from . import concurrency, zerogpu
 from . import live_handlers as h
 from .binding import ComponentView, Controls, bound
 from .common import SCALE_CHOICES, Server, keep_model, layer_slider
+from .pictures import SWIPE_CUE
 from .settings import ServerSettings
 
 STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server draws the newest
@@ -163,6 +164,7 @@ def _stream(start: LoadedModel) -> dict[str, Any]:
             )
             query = _query(start)
         with gr.Column(scale=5, min_width=400):
+            gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")  # a phone scrolls the pictures sideways
             pictures = gr.HTML(elem_id="live-pictures", label="Live pictures: model input, head maps, rollout")
     return {"camera": camera, "status": status, "pictures": pictures} | query
 

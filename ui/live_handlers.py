@@ -88,18 +88,17 @@ def live_request(
 
 def pictures_html(frame: live.LiveFrame) -> str:
     """The frame's three pictures as `<img>` elements carrying JPEG `data:` URLs: the head maps
-    first (the first screen shows them), the model input and rollout side by side under them."""
+    first (the first screen shows them), the model input and rollout beside each other under them
+    where they fit, each at its drawn size (ui/app.py's `.live-frame`: squeezed, their words shrank)."""
     parts = (
-        ("live-heads", frame.heads, "Attention of the query in every head of the chosen layer, with colour bar", 100),
-        ("live-input", frame.input, "The webcam frame as the model sees it (centre crop), with its patch grid", 40),
-        ("live-rollout", frame.rollout, "Attention rollout through all layers, with its colour bar", 55),
+        ("live-heads", frame.heads, "Attention of the query in every head of the chosen layer, with colour bar"),
+        ("live-input", frame.input, "The webcam frame as the model sees it (centre crop), with its patch grid"),
+        ("live-rollout", frame.rollout, "Attention rollout through all layers, with its colour bar"),
     )
     images = "".join(
-        f'<img id="{elem}" src="{live.data_url(picture)}" alt="{html.escape(alt)}" '
-        f'style="max-width:{width}%;height:auto">'
-        for elem, picture, alt, width in parts
+        f'<img id="{elem}" src="{live.data_url(picture)}" alt="{html.escape(alt)}">' for elem, picture, alt in parts
     )
-    return f'<div style="display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start">{images}</div>'
+    return f'<div class="live-frame">{images}</div>'
 
 
 def status_text(frame: live.LiveFrame, fps: float | None, seconds_left: int) -> str:

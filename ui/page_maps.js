@@ -204,6 +204,9 @@
       this.parts[name] = { element, props, server, events, url: null };
       if (name === "input") {
         element.addEventListener("click", (event) => this.clicked(event));
+        // A new window size or a phone turned: the input is drawn again at the size now shown.
+        new ResizeObserver(() => { if (this.data && this.inputFactor() !== this.inputScale) this.drawInput(); })
+          .observe(element.querySelector(".page-frame"));
       }
       if (name === "heads" && props.value && props.value.handle) this.load(props.value);
     }
@@ -215,8 +218,8 @@
       const decode = async (src) => {
         const img = new Image(); img.src = src; await img.decode();
         const c = document.createElement("canvas"); c.width = img.naturalWidth; c.height = img.naturalHeight;
-        const ctx = c.getContext("2d"); ctx.drawImage(img, 0, 0);
-        return { width: c.width, height: c.height, pixels: ctx.getImageData(0, 0, c.width, c.height).data };
+        c.getContext("2d").drawImage(img, 0, 0);
+        return { width: c.width, height: c.height, canvas: c };
       };
       const rgba = ({ rgb, width, height }) => { // the tiles' image, sent as raw RGB
         const from = bytesOf(rgb), pixels = new Uint8ClampedArray(width * height * 4);
@@ -294,7 +297,7 @@
       const rect = img.getBoundingClientRect(), [gh, gw] = this.data.grid;
       const x = (event.clientX - rect.left) * img.naturalWidth / rect.width;
       const y = (event.clientY - rect.top) * img.naturalHeight / rect.height;
-      const step = this.data.patch * this.data.input.scale;
+      const step = this.data.patch * this.inputScale;
       this.setQuery({ row: Math.min(Math.max(Math.floor(y / step), 0), gh - 1), col: Math.min(Math.max(Math.floor(x / step), 0), gw - 1) });
       this.parts.input.events.query();
     }
@@ -404,19 +407,32 @@
       }, "image/png");
       part.canvas = canvas;
     }
-    drawInput() { // canvas.patch_grid_image
-      const d = this.data, { image, scale } = d.input;
-      const width = image.width * scale, height = image.height * scale, step = d.patch * scale;
-      const canvas = Object.assign(document.createElement("canvas"), { width, height });
-      const ctx = canvas.getContext("2d"), out = ctx.createImageData(width, height), px = out.data;
-      for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
-        const i = (Math.floor(y / scale) * image.width + Math.floor(x / scale)) * 4, o = (y * width + x) * 4;
-        const grid = (x % step === 0 && x > 0) || (y % step === 0 && y > 0);
-        for (let ch = 0; ch < 3; ch++) px[o + ch] = grid ? GRID[ch] : image.pixels[i + ch];
-        px[o + 3] = 255;
-      }
+    // The model input is drawn at the size its frame shows it (issue 42: a 448 px drawing shown at
+    // 330 px blurred its 1 px grid): whole blocks while pixels are enlarged twice or more (crisp, every
+    // patch as wide as the next), fitted exactly below that. Before the frame is laid out (a hidden
+    // tab), the server's enlargement (views.input_scale).
+    inputFactor() {
+      const { image, scale } = this.data.input, frame = this.parts.input && this.parts.input.element.querySelector(".page-frame");
+      const room = frame ? Math.min(frame.clientWidth / image.width, frame.clientHeight / image.height) : 0;
+      if (!(room > 0)) return scale;
+      return room >= 2 ? Math.floor(room) : room;
+    }
+    drawInput() { // canvas.patch_grid_image, at this.inputFactor()
+      const d = this.data, { image } = d.input, [gh, gw] = d.grid, f = (this.inputScale = this.inputFactor());
+      const width = Math.round(image.width * f), height = Math.round(image.height * f);
+      const edge = (k) => Math.round(k * d.patch * f); // where patch k starts, in drawn pixels
+      const canvas = Object.assign(document.createElement("canvas"), { width, height }), ctx = canvas.getContext("2d");
+      ctx.imageSmoothingEnabled = !Number.isInteger(f); // whole blocks stay exact; a fitted photo is resampled
+      ctx.imageSmoothingQuality = "high";
+      ctx.drawImage(image.canvas, 0, 0, width, height);
+      const out = ctx.getImageData(0, 0, width, height), px = out.data;
+      const paint = (o) => { px[o] = GRID[0]; px[o + 1] = GRID[1]; px[o + 2] = GRID[2]; px[o + 3] = 255; };
+      for (let k = 1; k < gw; k++) for (let y = 0, x = edge(k); y < height; y++) paint((y * width + x) * 4);
+      for (let k = 1; k < gh; k++) for (let x = 0, y = edge(k); x < width; x++) paint((y * width + x) * 4);
       const q = this.query;
-      if (q && q.row !== undefined) outline(px, width, q.col * step, q.row * step, step, step, 3);
+      if (q && q.row !== undefined) {
+        outline(px, width, edge(q.col), edge(q.row), edge(q.col + 1) - edge(q.col), edge(q.row + 1) - edge(q.row), 3);
+      }
       ctx.putImageData(out, 0, 0);
       const alt = q && q.row !== undefined ? d.words.input_alt_patch : d.words.input_alt;
       this.show("input", canvas, alt.replace("{query}", this.label()));
