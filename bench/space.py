@@ -1,7 +1,7 @@
 """Rehearse a Hugging Face Space on this machine: `python -m bench.space` (docs/space.md).
 
-1. a fresh venv from requirements.txt alone (what a Space installs), and the files git tracks
-   (what a push uploads) copied to a temporary folder;
+1. a fresh venv from requirements.txt alone (what a Space installs), and the files README's deploy
+   command uploads (`deploy_files`) copied to a temporary folder;
 2. the Hub: the stand-in of tests/hub_standin.py on 127.0.0.1, serving the Space's weights
    (ui.settings.space_weights(): at their real shapes with random values, saved as their Hub
    repositories hold them: timm's models as timm uploads them, CLIP as open_clip's one file of
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,8 @@ from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
 import vit
 from bench.serving import file_of, free_port, wait_until_served
@@ -142,10 +145,30 @@ def requirements_line(python: Path) -> str:
     return f"{len(names)} packages, no transformers"
 
 
-def tracked_copy(folder: Path) -> str:
-    """The files git tracks (what a push to the Space uploads), as they are in the working tree."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True).stdout
-    names = [n for n in listed.decode().split("\0") if n and (REPO / n).is_file()]
+def deploy_commands() -> list[list[str]]:
+    """README's deploy block (`hf repos create ... && hf upload ...`): one argument list per command."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in text.split("```bash\n")[1:] if "hf upload" in b.split("```")[0]).split("```")[0]
+    return [shlex.split(command) for command in block.replace("\\\n", " ").split("&&")]
+
+
+def option(command: list[str], name: str) -> list[str]:
+    """Every value `command` gives option `name` (`--include` may come many times)."""
+    return [value for flag, value in zip(command, command[1:], strict=False) if flag == name]
+
+
+def deploy_files(folder: Path = REPO) -> list[str]:
+    """What README's `hf upload ... . .` sends from `folder`, selected as huggingface_hub's
+    upload_folder selects it (its `filter_repo_objects`, with the patterns it always ignores)."""
+    upload = deploy_commands()[-1]
+    files = [p.relative_to(folder).as_posix() for p in sorted(folder.glob("**/*")) if p.is_file()]
+    ignore = option(upload, "--exclude") + DEFAULT_IGNORE_PATTERNS
+    return list(filter_repo_objects(files, allow_patterns=option(upload, "--include"), ignore_patterns=ignore))
+
+
+def deployed_copy(folder: Path) -> str:
+    """The files README's deploy command uploads, copied as they are in the working tree."""
+    names = deploy_files()
     for name in names:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, folder / name)
@@ -413,7 +436,7 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
     if reuse_venv is None:
         steps.run("a fresh venv from requirements.txt only", fresh_venv, work / "venv")
     app, log = work / "app", work / "app.log"
-    steps.run("the files git tracks, copied (what a push uploads)", tracked_copy, app)
+    steps.run("the files README's deploy command uploads, copied", deployed_copy, app)
     with ExitStack() as stack:
         serving = hub_serving([*space_weights(), NOT_PRELOADED], weights)
         what = "Hub stand-in on 127.0.0.1 serving the weights as their repos hold them"
