@@ -285,3 +285,30 @@ def test_a_data_error_reaches_the_page_in_its_own_words():
 
     assert failure(DataError("CIFAR-10 cannot be downloaded here")) == "CIFAR-10 cannot be downloaded here"
     assert failure(KeyError("x")) == "the run stopped: 'x'"  # no type's name (issue 42): the log has it
+
+
+def test_a_run_whose_owner_left_frees_its_slot_keeps_its_save_and_goes_on_when_the_owner_is_back(data, tmp_path):
+    """Visitor A started a run on ZeroGPU and closed the page: every other visitor was told "the
+    server is busy: 1 training run(s) at a time" for as long as the Space ran (issue 44, item 1)."""
+    from training.registry import OWNER_GONE_S
+
+    now, runner = [0.0], Chunks()
+    plan = ChunkPlan(runner, seconds=45, clock=lambda: now[0])
+    registry = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1), chunks=plan)
+    registry.start("alice", model="vit_cifar_nano", data=data, epochs=2, batch_size=8, lr=1e-3, warmup_epochs=0.0)
+    registry.advance("alice")  # one chunk of 3 steps, then alice's page is gone
+    now[0] += OWNER_GONE_S - 1
+    with pytest.raises(JobBusy, match="the server is busy"):  # a minute and more: alice may be in a long chunk
+        registry.check_room("bob")
+    now[0] += 2
+    registry.check_room("bob")  # alice's run set aside: bob may start
+    s = registry.snapshot("alice")
+    assert not s.running and s.paused and (s.epoch, s.step) == (0, 3) and "set aside" in s.message
+    registry.start("bob", model="vit_cifar_nano", data=data, epochs=1, batch_size=8, lr=1e-3, warmup_epochs=0.0)
+    registry.advance("alice")  # alice is back while bob trains: her run waits for the slot
+    assert registry.snapshot("alice").paused and runner.calls == 1
+    assert registry.stop("bob")
+    registry.advance("bob")  # bob's run reads its STOP file and ends
+    registry.advance("alice")  # the slot is free: alice's run goes on from its save
+    s = registry.snapshot("alice")
+    assert s.running and not s.paused and (s.epoch, s.step) == (1, 1)  # 5 steps an epoch: 3, then 3 more

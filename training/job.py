@@ -181,6 +181,18 @@ class TrainingJob:
             )
         self._update(running=False, paused=False)
 
+    def set_aside(self, why: str) -> bool:
+        """Pause a chunked run between two chunks (its owner has left the page): it stops counting
+        against the server's limit, its last save stays, and the next `advance` goes on from it.
+        False when this is not a chunked run waiting for its next chunk."""
+        with self._lock:
+            s = self._snapshot
+            if self._chunks is None or self._in_chunk or not s.running:
+                return False
+            s.running, s.paused = False, True
+            s.message = f"{why}: the run is saved at {self._where()}; it goes on when you come back to the Train tab"
+            return True
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job ends (or `timeout` seconds pass); True if it has ended."""
         thread = self._thread

@@ -70,6 +70,15 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+# A chunked run trains only while its owner's page polls (`advance`): one whose owner has not polled
+# for this long has left (closed or reloaded the page) and is set aside, so that it no longer holds
+# one of the server's run slots (issue 44: it held it for as long as the Space ran). Two minutes:
+# a poll that trains a chunk blocks for it, at most ui.train's CHUNK_S (53 s) plus a worker's start
+# (7.5 s), and the page polls again within seconds after, so a present owner is never taken for gone.
+OWNER_GONE_S = 120.0
+OWNER_GONE = "set aside: your page stopped asking for it for 2 minutes, and another visitor may train meanwhile"
+
+
 class JobRegistry:
     """Per-visitor training jobs under one runs folder."""
 
@@ -85,6 +94,7 @@ class JobRegistry:
         self.shared = shared
         self.chunks = chunks  # runs train chunk by chunk, at each poll (`advance`), instead of in threads
         self._jobs: dict[str, TrainingJob] = {}
+        self._polled: dict[str, float] = {}  # job owner -> when its page last asked (ChunkPlan.clock)
         self._starters: dict[str, str] = {}  # job owner -> the session that started it (shared mode)
         self._folders: dict[str, Path] = {}  # job owner -> its current run folder
         self._lock = threading.Lock()
@@ -120,6 +130,8 @@ class JobRegistry:
             out.mkdir(mode=0o700, parents=True)
             (out / APP_RUN_MARKER).write_text(MARKER_TEXT)
             job = self._jobs[key] = TrainingJob(self.chunks)
+            if self.chunks is not None:
+                self._polled[key] = self.chunks.clock()
             self._starters[key], self._folders[key] = session, out
             job.start(
                 model=model,
@@ -140,6 +152,7 @@ class JobRegistry:
             self._check_room(self._key(session))
 
     def _check_room(self, key: str) -> None:
+        self._set_aside_the_left()
         job = self._jobs.get(key)
         if job is not None and job.snapshot().running:
             raise JobBusy("your training run is still going: stop it first")
@@ -156,10 +169,25 @@ class JobRegistry:
     def advance(self, session: str) -> None:
         """Train the next chunk of `session`'s chunked run if one is due (blocks for it). A run
         waiting for GPU time goes on only while the server's limit has room."""
-        job = self._jobs.get(self._key(session))
-        if job is None or (job.snapshot().paused and self.running() >= self.limits.max_concurrent):
+        key = self._key(session)
+        job = self._jobs.get(key)
+        if job is None:
+            return
+        if self.chunks is not None:
+            self._polled[key] = self.chunks.clock()
+            self._set_aside_the_left()
+        if job.snapshot().paused and self.running() >= self.limits.max_concurrent:
             return
         job.advance()
+
+    def _set_aside_the_left(self) -> None:
+        """Set aside every chunked run whose owner has not polled for OWNER_GONE_S."""
+        if self.chunks is None:  # a run in a thread trains on by itself and ends within the limits
+            return
+        now = self.chunks.clock()
+        for key, job in list(self._jobs.items()):
+            if now - self._polled.get(key, now) > OWNER_GONE_S and job.set_aside(OWNER_GONE):
+                log.info("a training run was set aside: its owner's page stopped polling")
 
     def stop(self, session: str) -> bool:
         """Stop `session`'s run, training or waiting for GPU time; False if it has none going on
