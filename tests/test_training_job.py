@@ -239,15 +239,21 @@ def test_a_chunked_run_that_cannot_load_its_model_fails_before_any_chunk(data, t
     assert runner.calls == 0
 
 
-def test_a_stop_between_chunks_ends_the_run_at_the_next_chunk_with_a_model(data, tmp_path):
-    job = chunked_job(data, tmp_path, Chunks())
+def test_a_stop_between_chunks_ends_the_run_at_once_with_a_model_and_asks_for_no_chunk(data, tmp_path):
+    """Stop between chunks cost one more 48 s GPU request, which only read the STOP file and saved
+    the model (issue 44): the model is now written from the last chunk's save, on the CPU."""
+    runner = Chunks()
+    job = chunked_job(data, tmp_path, runner)
     job.advance()
     job.stop()
-    assert (tmp_path / "run" / "STOP").is_file()
-    job.advance()
     s = job.snapshot()
     assert not s.running and s.message.startswith("stopped during epoch 1") and (s.epoch, s.step) == (0, 3)
-    assert vit.load_checkpoint(s.checkpoint)[1].info["stopped"] is True
+    model, meta = vit.load_checkpoint(s.checkpoint)
+    assert meta.info["stopped"] is True and meta.info["step"] == 3 and "optimizer" not in meta.info
+    saved, _ = vit.load_checkpoint(tmp_path / "run" / "last.safetensors")
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), saved.state_dict().values(), strict=True))
+    job.advance()
+    assert runner.calls == 1 and not (tmp_path / "run" / "STOP").exists()
 
 
 def test_a_stop_while_waiting_for_gpu_time_ends_the_run_at_once_with_its_last_save(data, tmp_path):
@@ -266,14 +272,15 @@ def test_a_stop_while_waiting_for_gpu_time_ends_the_run_at_once_with_its_last_sa
     assert runner.calls == 3  # no chunk asked for after the stop
 
 
-def test_a_stop_while_waiting_inside_the_first_epoch_says_no_model_file_was_written(data, tmp_path):
+def test_a_stop_while_waiting_inside_the_first_epoch_saves_the_model_of_its_last_chunk(data, tmp_path):
+    """It said that no model file was written, the first epoch unfinished: the last chunk's state is the model."""
     runner = Chunks({2: ChunkRefused("GPU time used up for today", "continue tomorrow")})
     job = chunked_job(data, tmp_path, runner)
     job.advance(), job.advance()  # 3 steps of the first epoch's 5, then refused
     job.stop()
     s = job.snapshot()
-    assert not s.running and not s.paused
-    assert s.message.startswith("stopped while waiting for GPU time, before its first epoch ended: no model file")
+    assert not s.running and not s.paused and s.message.startswith("stopped during epoch 1; model saved to")
+    assert vit.load_checkpoint(s.checkpoint)[1].info["step"] == 3
     job.advance()
     assert runner.calls == 2
 
@@ -312,3 +319,18 @@ def test_a_run_whose_owner_left_frees_its_slot_keeps_its_save_and_goes_on_when_t
     registry.advance("alice")  # the slot is free: alice's run goes on from its save
     s = registry.snapshot("alice")
     assert s.running and not s.paused and (s.epoch, s.step) == (1, 1)  # 5 steps an epoch: 3, then 3 more
+
+
+def test_a_stop_during_a_chunk_cut_short_ends_the_run_when_the_chunk_returns(data, tmp_path):
+    """The chunk that should have read the STOP file died first: the run must not wait for ever."""
+    job = None
+
+    def stopped_then_cut_short(out_dir: str, seconds: float):
+        job.stop()  # the visitor presses Stop while the chunk trains
+        raise RuntimeError("GPU task aborted")
+
+    job = TrainingJob(ChunkPlan(stopped_then_cut_short, seconds=45))
+    job.start(model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "run"), **FAST)
+    job.advance()
+    s = job.snapshot()
+    assert not s.running and not s.paused and s.message.startswith("stopped before its first chunk trained a step")

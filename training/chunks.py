@@ -24,12 +24,14 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+import vit
 from vit.analysis import query_attention
 
 from .config import TrainConfig, describe_device
 from .data import DataError, load_split
 from .device_data import eval_batch
 from .engine import Hooks, Trainer
+from .provenance import public_info
 from .run_files import LAST, MODEL, RUN_CONFIG, STOP, write_atomically
 from .sources import load_source
 
@@ -122,6 +124,24 @@ def start_run(config: TrainConfig) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     write_atomically(out / RUN_CONFIG, json.dumps(config.to_dict()))
     return out
+
+
+# What the training state records beside the model's own info (engine.Trainer._save_last).
+STATE_ONLY = ("optimizer", "scheduler", "rng", "position")
+
+
+def stopped_model(out: str | Path) -> bool:
+    """Write the run's model file from its last saved state, marked stopped, on the CPU: what a
+    chunk that reads the STOP file writes (engine.Trainer._save_model), without asking the GPU
+    for a chunk to do it (issue 44). False when no state was saved yet (no chunk has run)."""
+    last = Path(out) / LAST
+    if not last.is_file():
+        return False
+    model, meta = vit.load_checkpoint(last)
+    info = public_info({k: v for k, v in meta.info.items() if k not in STATE_ONLY} | {"stopped": True})
+    names, preprocessing = meta.class_names, meta.preprocessing
+    vit.save_checkpoint(model, Path(out) / MODEL, class_names=names, preprocessing=preprocessing, **info)
+    return True
 
 
 def request_stop(out: str | Path) -> None:

@@ -21,7 +21,17 @@ from pathlib import Path
 
 from torch import Tensor
 
-from .chunks import ChunkRefused, ChunkReport, failure, in_words, new_reading, probe_attention, request_stop, start_run
+from .chunks import (
+    ChunkRefused,
+    ChunkReport,
+    failure,
+    in_words,
+    new_reading,
+    probe_attention,
+    request_stop,
+    start_run,
+    stopped_model,
+)
 from .config import TrainConfig, describe_device, resolve_device
 from .data import CIFAR10_NAME, list_image_folder
 from .engine import Hooks, Trainer
@@ -157,28 +167,27 @@ class TrainingJob:
     def stop(self) -> None:
         """Ask the job to end at the next step; it saves the model before it finishes (a
         chunked run's STOP file reaches its chunk in whatever process trains it). A chunked run
-        waiting for GPU time ends at once, with its last chunk's save: no chunk would run."""
+        between two chunks, or waiting for GPU time, ends at once with its last chunk's save: no
+        chunk is asked for (one more 48 s request had only read the STOP file, issue 44)."""
         self._stop.set()
         with self._lock:
             s = self._snapshot
-            waiting = s.paused and not self._in_chunk
-            if s.running:
+            now = self._chunks is not None and not self._in_chunk and (s.running or s.paused)
+            if s.running and not now:
                 s.message = "stopping after the current step"
                 if self._chunks is not None and self._config is not None:
                     request_stop(self._config.out)
-        if waiting:
-            self._end_waiting()
+        if now:
+            self._end_between_chunks()
 
-    def _end_waiting(self) -> None:
-        """End a run stopped while it waited for GPU time: its model is the last chunk's save."""
+    def _end_between_chunks(self) -> None:
+        """End a chunked run stopped between chunks: its model is written from the last chunk's
+        saved state, here on the CPU (`stopped_model`), as that chunk would have written it."""
         s = self.snapshot()
-        if (Path(self._config.out) / MODEL).is_file():
+        if stopped_model(self._config.out):
             self._end({"stopped": True, "epochs_done": s.epoch})
         else:
-            self._update(
-                message="stopped while waiting for GPU time, before its first epoch ended: no model file was written "
-                "(one is written at the end of each epoch)"
-            )
+            self._update(message="stopped before its first chunk trained a step: there is no model to save")
         self._update(running=False, paused=False)
 
     def set_aside(self, why: str) -> bool:
@@ -236,7 +245,7 @@ class TrainingJob:
                 self._chunks is None
                 or self._in_chunk
                 or not (s.running or s.paused)
-                or (s.paused and self._stop.is_set())  # stopped while waiting: `stop` ends it
+                or self._stop.is_set()  # stopped between chunks: `stop` ends it
                 or self._chunks.clock() < self._retry_at  # backing off after a chunk cut short
             ):
                 return
@@ -252,6 +261,10 @@ class TrainingJob:
         finally:
             with self._lock:
                 self._in_chunk = False
+                s = self._snapshot
+                unfinished = self._stop.is_set() and (s.running or s.paused)
+        if unfinished:  # stopped during a chunk that ended before it read the STOP file (cut short, refused)
+            self._end_between_chunks()
 
     def _where(self) -> str:
         s = self._snapshot
