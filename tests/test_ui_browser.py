@@ -192,6 +192,28 @@ def test_the_train_tab_shows_progress_until_the_run_ends(server, browser, tmp_pa
     page.close()
 
 
+def test_a_reloaded_page_finds_its_run_and_another_browser_does_not(server, browser, tmp_path):
+    """The run's owner was the page's session: after a reload the Train tab said "no training job
+    has run yet", its run (and on ZeroGPU, its server slot) out of reach (issue 44). The page now
+    keeps a run token in the browser's local storage."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport=SCREEN)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(server)
+    train_in_the_page(page, tmp_path, epochs=1)
+    page.reload()
+    page.get_by_role("tab", name="Train").click()
+    expect(page.locator("#train-progress")).to_contain_text("finished 1 epoch")
+    expect(page.locator("#train-checkpoint")).to_contain_text(".safetensors")
+    context.close()
+    stranger = open_page(browser, server)  # another browser's storage: another token
+    stranger.get_by_role("tab", name="Train").click()
+    expect(stranger.locator("#train-progress")).to_contain_text("no training job has run yet")
+    stranger.close()
+
+
 def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_the_top_mass(server, browser):
     from playwright.sync_api import expect
 

@@ -433,3 +433,19 @@ def test_opening_the_tab_draws_the_model_picker_as_the_catalogue_is_now(tiny_che
     downloaded.add(deit)  # what lesson 1's Compare, or Explore, downloads meanwhile
     labels = {value: label for label, value in train.train_models(catalog, alice)["model"].choices}
     assert labels[deit] == f"{deit} (pretrained)"
+
+
+def test_the_tab_gives_the_page_a_run_token_that_a_reload_keeps_and_no_one_forges(tiny_checkpoint, tmp_path):
+    """The run belongs to the token the page keeps (issue 44): a reload (a new session) finds it,
+    another session or a made-up token does not, and an API client without one is its session."""
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    first = train.train_models(catalog, SimpleNamespace(session_hash="a"))["run_token"]
+    assert train.RUN_TOKEN.fullmatch(first) and train.train_models(catalog, SimpleNamespace(session_hash="b"))[
+        "run_token"
+    ] not in (first, "")
+    assert train.train_models(catalog, SimpleNamespace(session_hash="c"), first)["run_token"] == first  # kept
+    assert train.train_models(catalog, SimpleNamespace(session_hash="c"), "../x")["run_token"] != "../x"
+    reloaded, other = SimpleNamespace(session_hash="after a reload"), SimpleNamespace(session_hash="someone else")
+    assert train.run_owner(first, SimpleNamespace(session_hash="a")) == train.run_owner(first, reloaded)
+    assert train.run_owner(first, reloaded) != train.run_owner(None, reloaded) != train.run_owner(None, other)
+    assert train.run_owner("not a token", other) == train.run_owner(None, other) == train.owner(other)

@@ -9,6 +9,7 @@ So only what the chunk's arguments and files carry reaches the worker, as on the
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import re
@@ -23,7 +24,7 @@ from explorer import compute
 from explorer.catalog import ModelCatalog
 from training import job as job_module
 from training.chunks import train_chunk
-from training.registry import JobRegistry
+from training.registry import OWNER_GONE_S, JobRegistry, TrainLimits
 from ui import train, zerogpu
 from ui.settings import ServerSettings
 
@@ -154,3 +155,28 @@ def test_the_gpu_time_estimate_follows_from_its_stated_assumptions():
         assert float(images.replace(",", "")) == pytest.approx(rate * int(seconds), rel=0.01)
         assert float(epochs) == pytest.approx(rate * int(seconds) / 45_000, abs=0.06)
     assert "5 minutes a day are 5 chunks of 53 s" in text
+
+
+def test_a_run_whose_page_closed_frees_its_slot_and_its_owner_takes_it_back_after_a_reload(
+    gpu, tiny_checkpoint, tmp_path
+):
+    """A visitor who started a run and closed the page held the one run slot for as long as the
+    Space ran: every other visitor was told the server is busy (issue 44, item 1)."""
+    now = [0.0]
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    plan = dataclasses.replace(train.gpu_chunks(), clock=lambda: now[0])
+    runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1), chunks=plan)
+    alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
+    token = train.train_models(catalog, alice)["run_token"]  # opening the tab gives the page its token
+    data = write_image_folder(tmp_path / "data", per_class=12, size=16)
+    options = train.run_options("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8)
+    train.train_start(runs, catalog, ServerSettings(), options, alice, token)
+    train.train_status(runs, catalog, train.NOTHING_SHOWN, alice, token)  # one chunk, then the page closes
+    now[0] += OWNER_GONE_S + 1
+    train.check_start(runs, catalog, ServerSettings(), options, bob)  # bob may start: no "server is busy"
+    shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, bob)
+    assert "no training job has run yet" in shown["progress"]  # bob sees none of alice's run
+    assert "set aside" in runs.snapshot(train.run_owner(token, alice)).message
+    reloaded = SimpleNamespace(session_hash="alice, after a reload")
+    shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, reloaded, token)  # her page's token
+    assert "epoch 2 of 2, step 1 of 5" in shown["progress"] and len(gpu.pids) == 2  # on from its save

@@ -13,6 +13,8 @@ platform's GPU worker through `spaces.GPU`, each started by a status poll of the
 from __future__ import annotations
 
 import logging
+import re
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -58,6 +60,12 @@ POLL_S = 1.0
 # What this browser shows: (epochs, probes, loss readings, checkpoint listed, a running run). A
 # fresh page or a just-started run counts as running: a poll must follow and show its end.
 NOTHING_SHOWN = (-1, -1, -1, "", True)
+# A run's owner is the run token the page keeps in the browser's local storage (gr.BrowserState,
+# encrypted with the server's secret), not the page's session: after a reload, or on a page
+# opened again later, the Train tab finds the visitor's run (issue 44). Another visitor's browser
+# holds another token; an API client without one is its session, as before.
+RUN_TOKEN_KEY = "vit-explorer-train-run"
+RUN_TOKEN = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 random bits
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model", "start")
 EXPLORE_TAB = "explore"  # the Explore tab's id in ui/app.py
@@ -196,6 +204,8 @@ class TrainView(ComponentView):
     open_in_explore: gr.Button
     timer: gr.Timer
     seen: gr.State
+    stored_token: gr.BrowserState  # the run token, in the browser's local storage
+    run_token: gr.State  # the same, read from there when the tab opens
 
 
 def run_state(snap: JobSnapshot) -> str:
@@ -397,6 +407,8 @@ def _monitor() -> dict[str, Any]:
         "open_in_explore": open_in_explore,
         "timer": gr.Timer(POLL_S, active=False),
         "seen": gr.State(NOTHING_SHOWN),
+        "stored_token": gr.BrowserState("", storage_key=RUN_TOKEN_KEY),
+        "run_token": gr.State(None),  # the stored token, for the handlers (a State is not an API parameter)
     }
 
 
@@ -488,16 +500,25 @@ def weights_here(catalog: ModelCatalog, spec: str) -> None:
         raise ValueError(no_internet(spec))
 
 
+def run_owner(run_token: str | None, request: gr.Request | None) -> str:
+    """Who owns a Train run, for the registry: the page's run token (RUN_TOKEN_KEY), else the session."""
+    if isinstance(run_token, str) and RUN_TOKEN.fullmatch(run_token):
+        return f"run token {run_token}"
+    return owner(request)
+
+
 def train_start(
     runs: JobRegistry,
     catalog: ModelCatalog,
     settings: ServerSettings,
     run: RunOptions,
     request: gr.Request | None = None,
+    run_token: str | None = None,
 ) -> dict:
     """Start this visitor's training run in the background (the old run's pictures are cleared).
-    `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run."""
-    visitor = owner(request)
+    `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run. The
+    run belongs to the page's `run_token` (`train_models` gives it one), or to the session."""
+    visitor, runner = owner(request), run_owner(run_token, request)
     source = one_of("data source", run.source, [value for _, value in data_choices(settings)])
     warmup = warmup_epochs(run.warmup, settings.train.max_epochs)
     spec = training_source(catalog, settings, visitor, str(run.model))
@@ -510,7 +531,7 @@ def train_start(
         plan, said = memory_plan(settings.train, spec, data, epochs, batch, lr)
         weights_here(catalog, spec)
         runs.start(
-            visitor,
+            runner,
             model=spec,
             data=data,
             epochs=epochs,
@@ -521,7 +542,7 @@ def train_start(
         )
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
-    snap = runs.snapshot(visitor)
+    snap = runs.snapshot(runner)
     return dict(
         status=f"started\n\n{said}{describe(snap)}",
         progress=progress_html(0, 1, "loading data and model", "running"),
@@ -556,11 +577,12 @@ def check_start(
     settings: ServerSettings,
     run: RunOptions,
     request: gr.Request | None = None,
+    run_token: str | None = None,
 ) -> None:
     """Start's first step, with no outputs (ui.binding.checked_first): `train_start` rehearsed,
     so a refused run (an empty folder box, a number out of range, a model that cannot be had)
     is said in a toast, and the status, progress and pictures stay as they were."""
-    train_start(Rehearsal(runs), catalog, settings, run, request)  # a stand-in for the registry
+    train_start(Rehearsal(runs), catalog, settings, run, request, run_token)  # a stand-in for the registry
 
 
 def first_step(folder: str) -> dict:
@@ -568,13 +590,15 @@ def first_step(folder: str) -> dict:
     return dict(note=gr.Markdown(visible=not (folder or "").strip()))
 
 
-def train_status(runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request) -> dict:
+def train_status(
+    runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request: gr.Request, run_token: str | None = None
+) -> dict:
     """This visitor's run; the curves and probe only when they changed since `seen`; a
     finished run's checkpoint joins the visitor's model list. On ZeroGPU the poll first trains
     the run's next chunk, if one is due (it returns after the chunk, up to CHUNK_S + 3 s later)."""
-    visitor = owner(request)
-    runs.advance(visitor)
-    snap = runs.snapshot(visitor)
+    visitor, runner = owner(request), run_owner(run_token, request)
+    runs.advance(runner)
+    snap = runs.snapshot(runner)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
     now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], snap.running)
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
@@ -608,7 +632,7 @@ def train_status(runs: JobRegistry, catalog: ModelCatalog, seen: tuple, request:
         progress=progress_html(*progress_text(snap), run_state(snap)),
         curves=curves,
         probe=probe,
-        checkpoint=str(runs.checkpoint(visitor) or "") or None,
+        checkpoint=str(runs.checkpoint(runner) or "") or None,
         model=listed,
         start=gr.Button(interactive=not snap.running),
     )
@@ -649,27 +673,37 @@ def keep_training() -> dict:
     return dict(confirm=gr.Row(visible=False))
 
 
-def train_stop(runs: JobRegistry, request: gr.Request) -> dict:
+def train_stop(runs: JobRegistry, request: gr.Request, run_token: str | None = None) -> dict:
     """Stop this visitor's run; it saves its current state as a checkpoint."""
-    stopped = runs.stop(owner(request))
+    stopped = runs.stop(run_owner(run_token, request))
     text = "stopping: the current state will be saved as a checkpoint" if stopped else "you have no run to stop"
     return dict(status=text, confirm=gr.Row(visible=False))
 
 
-def train_models(catalog: ModelCatalog, request: gr.Request) -> dict:
+def train_models(catalog: ModelCatalog, request: gr.Request, run_token: str | None = None) -> dict:
     """On opening the tab: the model picker as the catalogue is now, so weights another tab has
-    downloaded since the page was built no longer say "(pretrained, downloads once)" (issue 42)."""
-    return {"model": gr.Dropdown(choices=model_choices(catalog, owner(request)))}
+    downloaded since the page was built no longer say "(pretrained, downloads once)" (issue 42),
+    and the page's run token, a new one if it has none yet (its first visit, or another server's
+    secret, which the browser's copy cannot be read with)."""
+    fresh = isinstance(run_token, str) and RUN_TOKEN.fullmatch(run_token)
+    token = run_token if fresh else secrets.token_hex(16)
+    return {
+        "model": gr.Dropdown(choices=model_choices(catalog, owner(request))),
+        "stored_token": token,
+        "run_token": token,
+    }
 
 
-def train_open_in_explore(runs: JobRegistry, catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:
+def train_open_in_explore(
+    runs: JobRegistry, catalog: ModelCatalog, request: gr.Request, run_token: str | None = None
+) -> gr.Dropdown:
     """Point the Explore tab's model picker at this visitor's latest checkpoint."""
-    visitor = owner(request)
-    path = runs.checkpoint(visitor)
+    visitor, runner = owner(request), run_owner(run_token, request)
+    path = runs.checkpoint(runner)
     if path is None:
         raise visitor_error("No checkpoint yet: train (or stop a run) first.")
     try:
-        key = catalog.register(path, visitor, label=run_label(runs.snapshot(visitor)))
+        key = catalog.register(path, visitor, label=run_label(runs.snapshot(runner)))
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e
     return gr.Dropdown(choices=catalog.choices(visitor), value=key)
@@ -681,7 +715,7 @@ def show_explore() -> gr.Tabs:
 
 
 def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: ServerSettings, picker, tabs) -> None:
-    options = view.pick(*RUN.names)
+    options = view.pick(*RUN.names, "run_token")
     # Every step of the poll hides Gradio's status tracker: its "processing 0.3/0.3s" and "queue: 1/1"
     # would come and go over the progress bar once a second.
     polling = {"fn": keep_polling, "inputs": view.seen, "outputs": view.timer, "api_visibility": "private"}
@@ -701,7 +735,7 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
     # Its own queue slot: progress stays live while analyses fill the shared ones.
     watch = {
         "fn": view.bind(train_status, runs, catalog),
-        "inputs": view.seen,
+        "inputs": view.pick("seen", "run_token"),
         "outputs": view.pick(*STATUS_OUTPUTS),
         "show_progress": "hidden",
         "concurrency_id": "train_status",
@@ -709,15 +743,22 @@ def _wire(view: TrainView, runs: JobRegistry, catalog: ModelCatalog, settings: S
         "concurrency_limit": STATUS_SLOTS + (settings.train.max_concurrent if runs.chunks else 0),
     }
     view.timer.tick(**watch, api_name="train_status").then(**polling)
-    tabs.train.select(**watch, api_visibility="private").then(**polling)  # also restarts the timer
     redrawn = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
-    tabs.train.select(view.bind(train_models, catalog), None, view.model, **redrawn)
+    # The picker redrawn and the run token read first: the status then shows the visitor's run,
+    # after a reload too, and a run still going restarts the timer.
+    tokened = tabs.train.select(
+        view.bind(train_models, catalog), view.stored_token, view.pick("model", "stored_token", "run_token"), **redrawn
+    )
+    tokened.then(**watch, api_visibility="private").then(**polling)
     view.folder.change(view.bind(first_step), view.folder, view.note, api_visibility="private")
     view.stop.click(view.bind(ask_to_stop), None, view.confirm, api_visibility="private")
     view.keep_training.click(view.bind(keep_training), None, view.confirm, api_visibility="private")
-    view.confirm_stop.click(view.bind(train_stop, runs), None, view.pick("status", "confirm"), api_name="train_stop")
+    stop = view.bind(train_stop, runs)
+    view.confirm_stop.click(stop, view.run_token, view.pick("status", "confirm"), api_name="train_stop")
     to_explore = bound(train_open_in_explore, runs, catalog)
-    opened = view.open_in_explore.click(to_explore, None, picker, api_name="train_open_in_explore", **concurrency.HEAVY)
+    opened = view.open_in_explore.click(
+        to_explore, view.run_token, picker, api_name="train_open_in_explore", **concurrency.HEAVY
+    )
     opened.success(show_explore, None, tabs.all, api_visibility="private")
 
 
