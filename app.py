@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     catalog.check_downloads()  # offline, the pickers say so before anyone picks weights to download
     demo = ui.build_demo(catalog, settings, present=args.present)
     # ZeroGPU: the models the Space opens on go to the GPU here, in the main thread (docs/space.md).
-    if placed := zerogpu.preload(catalog, catalog.loaded_keys()):
+    if placed := zerogpu.preload(catalog, zerogpu.start_models(catalog)):
         print(f"on the GPU from the start: {', '.join(placed)}", flush=True)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
     ui.launch(demo, args.host, args.port, args.share, settings, present=args.present)

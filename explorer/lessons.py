@@ -148,6 +148,12 @@ def opening_models(available: Callable[[str], bool]) -> OpeningModels:
     )
 
 
+def opening_keys(opening: OpeningModels) -> list[str]:
+    """Every model key the lessons open on, each once (CLIP's too, where there is one)."""
+    keys = [*opening.compare, opening.with_registers, opening.without_registers, opening.heads, opening.words]
+    return [key for key in dict.fromkeys(keys) if key is not None]
+
+
 def better_models(names: Sequence[str]) -> str:
     """One line naming the lesson's weights this server has not downloaded and how its
     operator gets them ("" when it has them all)."""

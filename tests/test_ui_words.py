@@ -171,3 +171,20 @@ def test_a_zerogpu_start_puts_both_towers_of_clip_on_the_gpu(tab, monkeypatch) -
     assert zerogpu.preload(catalog, [CLIP_KEY]) == [CLIP_KEY]
     loaded = catalog.get(CLIP_KEY)
     assert placed == [(loaded.model, "cuda"), (loaded.text.model, "cuda")]
+
+
+def test_a_zerogpu_space_puts_every_model_a_lesson_opens_on_on_the_gpu_at_start(tab, monkeypatch) -> None:
+    """Lesson 1's pair and lesson 4's CLIP were loaded at first use, so every worker copied them
+    itself, which docs/space.md said they did not (issue 44, item 5)."""
+    from explorer import compute, lessons
+    from ui import zerogpu
+
+    catalog = tab[1].catalog
+    monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
+    monkeypatch.setattr(compute, "place", lambda model, device: None)
+    opening = lessons.opening_models(catalog.available)
+    assert opening.words == CLIP_KEY
+    keys = zerogpu.start_models(catalog)
+    assert set(lessons.opening_keys(opening)) | set(catalog.loaded_keys()) == set(keys) and CLIP_KEY in keys
+    assert zerogpu.preload(catalog, [*keys, "pretrained:vit_huge_patch14_224.not_here"]) == keys  # the missing left out
+    assert set(keys) <= catalog.pinned  # kept: one dropped would be loaded again by each worker

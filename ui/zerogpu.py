@@ -29,7 +29,7 @@ import spaces  # before torch touches CUDA (app.py imports this module first)
 from spaces.config import Config as SpacesConfig
 
 from explorer import compute, explain, lessons, prompts, video, views
-from explorer.catalog import LoadedModel, ModelCatalog, from_ref, ref_of
+from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, from_ref, ref_of
 
 from .checks import visitor_error
 
@@ -267,17 +267,32 @@ def live_refusal(loaded: LoadedModel) -> str | None:
     )
 
 
+def start_models(catalog: ModelCatalog) -> list[str]:
+    """The models a Space opens on: those loaded now (Explore's, the lessons' that size their
+    controls) and every other model a lesson opens on, lesson 1's pair and lesson 4's CLIP among
+    them (issue 44: they were loaded at their first use, so each worker copied them itself)."""
+    return list(
+        dict.fromkeys([*catalog.loaded_keys(), *lessons.opening_keys(lessons.opening_models(catalog.available))])
+    )
+
+
 def preload(catalog: ModelCatalog, keys: list[str]) -> list[str]:
     """Put the models of `keys` on the GPU at start, in the main thread, where ZeroGPU emulates
-    CUDA and moves them to the real GPU in every worker it forks (docs/space.md). The
-    catalogue keeps its CPU models for the CPU fallback. Returns the keys placed."""
+    CUDA and moves them to the real GPU in every worker it forks (docs/space.md), and keep them
+    loaded (pinned: one dropped would be loaded again by each worker). The catalogue keeps its
+    CPU models for the CPU fallback. Returns the keys placed; a model that cannot be had is
+    left out (the catalogue logged why)."""
     if not ON_ZEROGPU:
         return []
     placed = []
     for key in dict.fromkeys(keys):
-        loaded = catalog.get(key)
+        try:
+            loaded = catalog.get(key)
+        except ModelUnavailable:
+            continue
         for model in (loaded.model, *([loaded.text.model] if loaded.text is not None else [])):  # CLIP: both towers
             compute.place(model, "cuda")
+        catalog.pinned.add(key)
         placed.append(key)
     return placed
 
