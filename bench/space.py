@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -42,6 +43,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
 import vit
@@ -49,6 +51,8 @@ from bench.serving import file_of, free_port, wait_until_served
 from explorer.catalog import pretrained_key
 from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS, WORDS
 from explorer.prompts import DEFAULT_PROMPTS
+from training.job import RETRY_AFTER_S
+from training.registry import OWNER_GONE_S
 from ui.settings import SPACE_MODEL, space_weights
 from vit.clip import OPEN_CLIP_WEIGHTS
 from vit.pretrained import PRETRAINED
@@ -59,6 +63,7 @@ NOT_PRELOADED = "deit_tiny_patch16_224.fb_in1k"  # a listed model a visitor pick
 IMAGE = REPO / "examples" / "cifar10" / "cat.jpg"
 START_TIMEOUT_S = 900  # a Space loads its start model and the lesson pair (2 x ViT-L/14) before serving
 LESSON_1 = "Models to compare (up to 3)"
+GPU_FAILED = "the GPU could not run it this time"  # ui.zerogpu's words for a failed worker
 # What the Lessons tab must open on once every lesson weight is preloaded, by component label.
 OPENING = {
     "Model": pretrained_key(SPACE_MODEL),
@@ -312,6 +317,115 @@ def lesson_words(client: Any, image: Any, key: str) -> str:
     return f"{len(words)} words, {len(maps)} maps; first {words[0]!r}"
 
 
+def more_views(client: Any, zerogpu: bool) -> str:
+    """Explore's other GPU tasks on the image just analysed: the patch features' PCA and the logit
+    lens (on ZeroGPU here, their failed workers answered on the CPU: DeiT-S is small), and the
+    relevance map, which has no CPU fallback (on ZeroGPU here: plain words)."""
+    pca, lens = client.predict(api_name="/patch_pca"), client.predict(api_name="/logit_lens")
+    drawn = [name for name, out in (("PCA", pca), ("logit lens", lens)) if Path(file_of(out)).is_file()]
+    if len(drawn) != 2:
+        raise StepFailed(f"drawn: {drawn}, of the PCA and the logit lens")
+    if zerogpu:
+        said = refused_in_plain_words(partial(client.predict, api_name="/relevance"), GPU_FAILED)
+        return f"PCA and logit lens drawn on the CPU; relevance refused: {said}"
+    return f"PCA, logit lens and relevance ({Path(file_of(client.predict(api_name='/relevance'))).name}) drawn"
+
+
+def explore_words(client: Any, key: str, zerogpu: bool) -> str:
+    """Explore with CLIP B/16 and the teacher's words: a probability and a map per word (on
+    ZeroGPU here CLIP's worker fails and CLIP, 86 M parameters, is too large for the CPU)."""
+    if zerogpu:
+        return refused_in_plain_words(partial(explore, client, key), GPU_FAILED)
+    said = explore(client, key)
+    label, _, maps = client.predict(DEFAULT_PROMPTS, api_name="/zero_shot")
+    if len(maps) != len(label.get("confidences", [])):
+        raise StepFailed(f"{len(maps)} maps for {len(label.get('confidences', []))} words")
+    return f"{said}; {len(maps)} words, a map each"
+
+
+def tiny_folder(folder: Path) -> Path:
+    """Two classes of 16 x 16 pictures, 8 each to train and 2 to test: the operator's folder."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for split, count in (("train", 8), ("test", 2)):
+        for name in ("cat", "dog"):
+            (folder / split / name).mkdir(parents=True)
+            for i in range(count):
+                pixels = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(folder / split / name / f"{i}.png")
+    return folder
+
+
+def train_said(outputs: Any) -> str:
+    """The Train tab's words in a reply: its status and progress."""
+    return " ".join(o for o in (outputs if isinstance(outputs, tuple | list) else [outputs]) if isinstance(o, str))
+
+
+def train_start(client: Any) -> str:
+    """A 1-epoch run of the bundled nano model on the operator's folder."""
+    said = train_said(
+        client.predict(
+            model="vit_cifar_nano", source="operator", folder="", epochs=1, lr=1e-3, batch=8, api_name="/train_start"
+        )
+    )
+    if "started" not in said:
+        raise StepFailed(said[:300])
+    return said.splitlines()[0]
+
+
+def train_poll(client: Any, *wanted: str) -> str:
+    """One poll of the visitor's run, which must say each of `wanted`."""
+    said = train_said(client.predict(api_name="/train_status"))
+    if missing := [w for w in wanted if w not in said]:
+        raise StepFailed(f"{missing} not said: {said[:400]}")
+    if re.search(r"\\?\(\\?\)", said):  # "cut short ()": an error with nothing to say (Markdown-escaped)
+        raise StepFailed(f"empty words in brackets: {said[:400]}")
+    return re.sub(r"<[^>]+>", "", said)[:200]
+
+
+def train_waits_then_stops(client: Any, gpu: Any) -> str:
+    """Out of GPU time the run waits, saved, in the quota's words; Stop then ends it at once
+    and asks the platform for nothing."""
+    time.sleep(RETRY_AFTER_S[0] + 1)  # past the back-off of the chunk cut short before
+    gpu.exceeded = True
+    try:
+        waiting = train_poll(client, "waiting")
+        before = len(gpu.requests)
+        client.predict(api_name="/train_stop")
+        stopped = train_poll(client, "stopped")
+    finally:
+        gpu.exceeded = False
+    if asked := [path for path, _ in gpu.requests[before:]]:
+        raise StepFailed(f"Stop while waiting asked the platform for {asked}")
+    return f"{waiting} ... then {stopped}"
+
+
+def train_owner_gone(url: str, gpu: Any) -> str:
+    """A run whose page stops polling holds the one run slot for OWNER_GONE_S, then another
+    visitor may train; back, its owner's run goes on from its save (a GPU call asked)."""
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    owner, other = Client(url, verbose=False), Client(url, verbose=False)
+    train_start(owner)
+    train_poll(owner)  # its first chunk (its worker fails here: cut short, saved)
+    try:
+        train_start(other)
+    except AppError as e:
+        busy = str(e)
+    else:
+        raise StepFailed("a second run started while the first's page still polled")
+    time.sleep(OWNER_GONE_S + 2)
+    train_start(other)  # the slot is free
+    other.predict(api_name="/train_stop")
+    before = len(gpu.requests)
+    back = train_poll(owner)
+    if "/schedule" not in [path for path, _ in gpu.requests[before:]] or "set aside" in back:
+        raise StepFailed(f"the owner's run did not go on: {back}")
+    return f"while polled: {busy[:80]}; {OWNER_GONE_S:.0f} s unpolled: set aside, another ran; back: goes on"
+
+
 def weight_downloads(hub: Any) -> list[str]:
     """The stand-in's GETs of repository files (the app also asks the Hub's API for other things)."""
     return [path for path in hub.downloads() if "/resolve/" in path]
@@ -445,6 +559,7 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
         if zerogpu:
             gpu = steps.run("ZeroGPU device API stand-in on 127.0.0.1", stack.enter_context, zerogpu_serving())
             env, started = env | zerogpu_env(gpu.url, work), f"{started}, SPACES_ZERO_GPU"
+            env["VIT_EXPLORER_DATA_FOLDER"] = str(tiny_folder(work / "train-data"))  # the operator's
         steps.run("the Space's build: preload_from_hub (python -m vit.download)", preload, python, app, env)
         built = len(weight_downloads(hub))
         proc = steps.run(f"python app.py as a Space starts it ({started})", start_app, python, app, env, log)
@@ -468,14 +583,16 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
 def visit_every_tab(steps: Steps, client: Any, image: Any, values: dict[str, Any], zerogpu: bool) -> None:
     """What a visitor does on each tab, on the models the page opens on. On ZeroGPU here every
     GPU worker fails (no GPU): the small models answer on the CPU, lesson 2's ViT-L/14 pair and
-    lesson 4's CLIP B/16, too large for it, in plain words."""
+    lesson 4's CLIP B/16, too large for it, and the relevance map (no CPU fallback) in plain words."""
     steps.run("every tab opens on the Space's models", opening_models, values)
     steps.run(f"Explore with {SPACE_MODEL}", explore, client, pretrained_key(SPACE_MODEL))
+    steps.run("Explore's PCA, logit lens and relevance", more_views, client, zerogpu)
     steps.run(f"Explore with DINO ViT-S/16 ({DINO})", explore, client, pretrained_key(DINO))
     steps.run("Lesson 1, supervised vs self-supervised", lesson_compare, client, image, values[LESSON_1])
     heads, words = values["Model (with classes)"], values["Model (CLIP)"]
+    steps.run("Explore with CLIP B/16 and words", explore_words, client, words, zerogpu)
     if zerogpu:  # lesson 2's ViT-L/14 pair and CLIP B/16 (86 M parameters) are too large for the CPU
-        said = "the GPU could not run it this time"
+        said = GPU_FAILED
         norms = partial(lesson_norms, client, image, values)
         steps.run("Lesson 2, its ViT-L/14 worker failed (no GPU here)", refused_in_plain_words, norms, said)
         steps.run("Lesson 3, which heads matter", lesson_heads, client, image, heads)
@@ -489,14 +606,19 @@ def visit_every_tab(steps: Steps, client: Any, image: Any, values: dict[str, Any
 
 def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any], gpu: Any) -> int:
     """ZeroGPU's steps: the GPU calls so far (each worker failed here), then a visitor out of GPU
-    time on a small model (the CPU) and on a ViT-L/14 (plain words). Returns the workers started."""
+    time on a small model (the CPU) and on a ViT-L/14 (plain words), then the Train tab's runs
+    (start, a chunk cut short, out of GPU time, Stop while waiting, an owner who left). Returns
+    the GPU workers started (each failed here)."""
     steps.run("every GPU call on this GPU-less machine", workers_failed_and_cpu_answered, gpu)
-    workers = gpu_calls(gpu)["/allow"]
     small = partial(explore, client, pretrained_key(SPACE_MODEL), "whole")  # not cached: a new forward pass
     steps.run(f"out of GPU time, {SPACE_MODEL} runs on the CPU", out_of_gpu_time, gpu, small)
     large = partial(refused_in_plain_words, partial(lesson_norms, client, image, values))
     steps.run("out of GPU time, lesson 2's ViT-L/14 gets plain words", out_of_gpu_time, gpu, large)
-    return workers
+    steps.run("Train: a run starts on the operator's folder", train_start, client)
+    steps.run("Train: its chunk's worker failed, the next waits", train_poll, client, "cut short", "in 15 s")
+    steps.run("Train: out of GPU time it waits; Stop ends it at once", train_waits_then_stops, client, gpu)
+    steps.run("Train: a run whose page left frees the slot, then goes on", train_owner_gone, client.src, gpu)
+    return gpu_calls(gpu)["/allow"]
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -71,3 +71,14 @@ def test_the_live_stream_limits_come_from_the_command_line(capsys):
         with pytest.raises(SystemExit, match="2"):
             app.parse_args(bad)
         assert "must be a number of at least 1" in capsys.readouterr().err
+
+
+def test_a_space_names_its_training_folder_in_a_variable(monkeypatch, tmp_path):
+    """A Space runs `python app.py` with no arguments: `--data-folder` is also VIT_EXPLORER_DATA_FOLDER."""
+    from ui.settings import ServerSettings
+
+    monkeypatch.delenv("VIT_EXPLORER_DATA_FOLDER", raising=False)
+    assert ServerSettings.from_args(app.parse_args([])).data_folder is None
+    monkeypatch.setenv("VIT_EXPLORER_DATA_FOLDER", str(tmp_path))
+    assert ServerSettings.from_args(app.parse_args([])).data_folder == tmp_path.resolve()
+    assert app.parse_args(["--data-folder", "elsewhere"]).data_folder == "elsewhere"

@@ -2,10 +2,9 @@
 projector at least 0.9 of its drawn width, its words at least 12 px (18 px in `--present`); on a
 390 x 844 phone, plain and in `--present`, at its drawn width exactly, a picture wider than the
 column scrolling sideways under the swipe cue. Walked for the bundled model, a model with 4
-registers (DINOv2's, random weights at the real shapes, downloaded by the app from the Hub
-stand-in, tests/hub_standin.py) and CLIP (the tiny random CLIP of tests/clip_helpers.py in B/16's
-place: B/16's 600 MB of random weights would cost the walk minutes and change no picture's layout),
-the Live tab's pictures included (Chromium's fake camera plays a clip, bench/fake_camera.py)."""
+registers (DINOv2's) and CLIP B/16, each with random weights at the real shapes, downloaded by
+the app from the Hub stand-in (tests/hub_standin.py), the Live tab's pictures included (Chromium's
+fake camera plays a clip, bench/fake_camera.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from test_ui_browser import ARGS, CHROMIUM, PHONE, SCREEN, open_more_views, open
 
 from bench.fake_camera import clip_frames, write_y4m
 from explorer import canvas
+from vit.pretrained import PRETRAINED
 
 __all__ = ["patient_expect"]  # the fixture, used by name
 
@@ -92,16 +92,20 @@ def browser(tmp_path_factory):
 @pytest.fixture(scope="module")
 def servers(tiny_checkpoint, tmp_path_factory) -> Iterator[Callable[[str, bool], str]]:
     """The app for a model ("bundled", "registers", "clip"), `present` or not: started when first
-    asked for, one at a time (the last one is stopped when another is asked for). The register
-    model's server is online, its Hub the stand-in: the first start downloads the weights over HTTP."""
-    from clip_helpers import _CLIP_APP, CLIP_KEY
+    asked for, one at a time (the last one is stopped when another is asked for). The register and
+    CLIP models' servers are online, their Hub the stand-in: a first start downloads the weights over HTTP."""
+    from clip_helpers import CLIP_KEY
     from conftest import app_server
+    from test_clip import publish_open_clip
 
     home = tmp_path_factory.mktemp("hf")
     cache = {"HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub")}
     running: dict[tuple[str, bool], str] = {}
     with serve() as hub, ExitStack() as module:  # the Hub outlives the apps
         publish_registers(hub, tmp_path_factory.mktemp("registers"))
+        clip = CLIP_KEY.partition(":")[2]
+        publish_open_clip(hub, tmp_path_factory.mktemp("clip"), clip)
+        downloaded = {"registers": f"/timm/{REGISTERS}/", "clip": f"/{PRETRAINED[clip].weights}/"}
         online = {"HF_ENDPOINT": hub.url, "HF_HUB_OFFLINE": "0"}
 
         def server(model: str, present: bool) -> str:
@@ -109,16 +113,14 @@ def servers(tiny_checkpoint, tmp_path_factory) -> Iterator[Callable[[str, bool],
                 module.close()
                 running.clear()
                 options = ("--present",) if present else ()
-                program, env = ("app.py",), cache
-                if model == "registers":
-                    options, env = (*options, "--model", REGISTERS), cache | online
-                if model == "clip":
-                    options, program = (*options, "--model", CLIP_KEY.partition(":")[2]), ("-c", _CLIP_APP)
+                env = cache
+                if model != "bundled":
+                    options, env = (*options, "--model", REGISTERS if model == "registers" else clip), cache | online
                 running[model, present] = module.enter_context(
-                    app_server(tiny_checkpoint, tmp_path_factory, *options, program=program, env=env)
+                    app_server(tiny_checkpoint, tmp_path_factory, *options, env=env)
                 )
-                if model == "registers":  # the weights came over HTTP, not from a cache laid out by hand
-                    assert f"/timm/{REGISTERS}/resolve/main/model.safetensors" in hub.downloads(), hub.requests
+                if model != "bundled":  # the weights came over HTTP, not from a cache laid out by hand
+                    assert any(path.startswith(downloaded[model]) for path in hub.downloads()), hub.requests
             return running[model, present]
 
         yield server

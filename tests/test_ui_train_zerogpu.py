@@ -180,3 +180,15 @@ def test_a_run_whose_page_closed_frees_its_slot_and_its_owner_takes_it_back_afte
     reloaded = SimpleNamespace(session_hash="alice, after a reload")
     shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, reloaded, token)  # her page's token
     assert "epoch 2 of 2, step 1 of 5" in shown["progress"] and len(gpu.pids) == 2  # on from its save
+
+
+def test_a_failed_worker_whose_message_says_nothing_is_said_in_words():
+    """The rehearsal's Train tab said "the last chunk was cut short (); nothing is lost": the
+    worker's error had only a type's name for a message."""
+    import gradio as gr
+
+    def failing(out_dir: str, seconds: float):
+        raise gr.Error("RuntimeError", title="ZeroGPU worker error")
+
+    with pytest.raises(RuntimeError, match="^the GPU could not run it this time$"):
+        train.run_chunk(failing, "run", 30)

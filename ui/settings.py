@@ -72,7 +72,11 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     space = "SPACE_ID" in os.environ  # Hugging Face sets it in every Space
     p.add_argument("--public", action=argparse.BooleanOptionalAction, default=space, help="public server mode")
     p.add_argument("--shared-runs", action="store_true", help="everyone sees one training run (a projector)")
-    p.add_argument("--data-folder", help="a train/ + test/ image folder visitors may train on")
+    p.add_argument(
+        "--data-folder",
+        default=os.environ.get("VIT_EXPLORER_DATA_FOLDER"),  # a Space runs `python app.py`: its settings are variables
+        help="a train/ + test/ image folder visitors may train on (or VIT_EXPLORER_DATA_FOLDER)",
+    )
     p.add_argument("--max-runs", type=int, default=1, help="training runs at once, whole server")
     p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
     p.add_argument("--train-mb", type=int, default=3072, help="memory one training run may allocate")

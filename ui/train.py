@@ -38,7 +38,7 @@ from training.budget import (
     run_config,
     training_cost,
 )
-from training.chunks import ChunkRefused, ChunkReport, train_chunk
+from training.chunks import ChunkRefused, ChunkReport, in_words, train_chunk
 from training.data import cifar10_downloaded
 from training.job import ChunkPlan, JobBusy, JobSnapshot, epoch_message
 from training.registry import JobRegistry, TrainLimits
@@ -94,15 +94,20 @@ def chunk_seconds(out_dir: str, seconds: float) -> int:
 
 def run_chunk(on_gpu: Callable[[str, float], ChunkReport], out_dir: str, seconds: float) -> ChunkReport:
     """One chunk through the decorated function. The quota's refusal becomes ChunkRefused (the
-    run waits, saved); any other error reaches the job in its words, as a chunk cut short."""
+    run waits, saved); any other error reaches the job in its words, as a chunk cut short (a
+    failed worker's, when its own message says nothing but a type's name, in ui.zerogpu's: the
+    rehearsal's tab said "cut short ()")."""
     try:
         return on_gpu(out_dir, seconds)
     except gr.Error as e:
-        if zerogpu.is_platform_error(e) and str(e.title).startswith("ZeroGPU quota"):
+        if not zerogpu.is_platform_error(e):
+            raise RuntimeError(e.message) from e
+        reason, advice = zerogpu.GpuShortage.of(e).reason()
+        if str(e.title).startswith("ZeroGPU quota"):
             # The platform's own reason and advice: the visitor's quota (and when it comes back, as
             # the package says it), or the Space's when the visitor has no token (issue 44).
-            raise ChunkRefused(*zerogpu.GpuShortage.of(e).reason()) from e
-        raise RuntimeError(e.message) from e
+            raise ChunkRefused(reason, advice) from e
+        raise RuntimeError(e.message if in_words(RuntimeError(e.message)) else reason) from e
 
 
 def gpu_chunks() -> ChunkPlan | None:
