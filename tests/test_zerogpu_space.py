@@ -18,6 +18,7 @@ import torch
 from app_helpers import analyze
 from PIL import Image
 from starlette.datastructures import Headers
+from training_helpers import write_image_folder
 from zerogpu_standin import ZeroGpuStandIn, serve, visitor_token
 
 from bench.serving import free_port, wait_until_served
@@ -52,6 +53,7 @@ def space(tmp_path_factory):
     with serve() as gpu:
         port, log_path = free_port(), tmp / "app.log"
         cmd = [sys.executable, "app.py", "--model", "bundled", "--port", str(port), "--runs-dir", str(tmp / "runs")]
+        cmd += ["--data-folder", str(write_image_folder(tmp / "data", per_class=8, size=16, test_per_class=2))]
         with log_path.open("w") as log:
             proc = subprocess.Popen(cmd, cwd=REPO, env=space_env(gpu, tmp), stdout=log, stderr=subprocess.STDOUT)
             url = f"http://127.0.0.1:{port}/"
@@ -205,3 +207,31 @@ def test_a_model_too_large_for_the_cpu_gets_the_platforms_refusal_in_plain_words
         assert f"needs about {seconds} s of GPU time" in raised.value.message
     assert "try again in a minute" not in raised.value.message or auth == "busy"  # a retry would not help
     assert gpu.paths() == ["/schedule"]  # refused before any worker
+
+
+def said(outputs) -> str:
+    return " ".join(o for o in outputs if isinstance(o, str))
+
+
+def test_a_train_run_out_of_gpu_time_waits_and_stops_without_asking_the_platform(space):
+    """The Train tab against the real package (issue 44, item 2): out of GPU time the run waits,
+    saved; Stop then ends it at once, asking the platform for nothing (it had been refused, then
+    cost one more chunk); a run whose worker fails says why in words (the tab said "cut short ()")."""
+    from gradio_client import Client
+
+    url, gpu, _, _ = space
+    client = Client(url, verbose=False)
+    run = {"model": "vit_cifar_nano", "source": "operator", "folder": "", "epochs": 1, "lr": 1e-3, "batch": 8}
+    assert "started" in said(client.predict(**run, api_name="/train_start"))
+    gpu.exceeded = True
+    try:
+        assert ">waiting</b>" in said(client.predict(api_name="/train_status"))
+        before = len(gpu.requests)
+        client.predict(api_name="/train_stop")
+        assert "stopped before its first chunk trained a step" in said(client.predict(api_name="/train_status"))
+    finally:
+        gpu.exceeded = False
+    assert gpu.requests[before:] == []
+    assert "started" in said(client.predict(**run, api_name="/train_start"))
+    shown = said(client.predict(api_name="/train_status"))  # granted, and the worker finds no GPU here
+    assert "the last chunk was cut short (the GPU could not run it this time)" in shown.replace("\\", ""), shown

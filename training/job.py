@@ -168,7 +168,7 @@ class TrainingJob:
         """Ask the job to end at the next step; it saves the model before it finishes (a
         chunked run's STOP file reaches its chunk in whatever process trains it). A chunked run
         between two chunks, or waiting for GPU time, ends at once with its last chunk's save: no
-        chunk is asked for (one more 48 s request had only read the STOP file, issue 44)."""
+        chunk is asked for (one more chunk's GPU request had only read the STOP file, issue 44)."""
         self._stop.set()
         with self._lock:
             s = self._snapshot

@@ -73,8 +73,9 @@ def folder_bytes(path: Path) -> int:
 # A chunked run trains only while its owner's page polls (`advance`): one whose owner has not polled
 # for this long has left (closed or reloaded the page) and is set aside, so that it no longer holds
 # one of the server's run slots (issue 44: it held it for as long as the Space ran). Two minutes:
-# a poll that trains a chunk blocks for it, at most ui.train's CHUNK_S (53 s) plus a worker's start
-# (7.5 s), and the page polls again within seconds after, so a present owner is never taken for gone.
+# a poll that trains a chunk blocks for it, a 53 s GPU request at most (ui.train's CHUNK_S, 45 s,
+# plus a worker's start), and the page polls again within a second after (ui.train.POLL_S), so a
+# present owner is never taken for gone.
 OWNER_GONE_S = 120.0
 OWNER_GONE = "set aside: your page stopped asking for it for 2 minutes, and another visitor may train meanwhile"
 
