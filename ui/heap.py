@@ -18,27 +18,16 @@ import threading
 import time
 
 # mallopt's parameters (glibc's malloc.h) and the environment variables that set them at start.
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
-ENV = {
-    M_ARENA_MAX: "MALLOC_ARENA_MAX",
-    M_MMAP_THRESHOLD: "MALLOC_MMAP_THRESHOLD_",
-    M_TRIM_THRESHOLD: "MALLOC_TRIM_THRESHOLD_",
-}
+M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
+ENV = {M_ARENA_MAX: "MALLOC_ARENA_MAX", M_MMAP_THRESHOLD: "MALLOC_MMAP_THRESHOLD_"}
 # One arena per core of the 2-core machines the app is budgeted for: requests share them (a
 # lock per allocation) instead of each pool thread keeping an arena of its own.
 ARENAS = 2
-# Blocks of 4 MiB and more (an image's pixels, a ViT-L layer's attention, a batch's tensors) are
+# Blocks of 1 MiB and more (an image's pixels, a ViT-B layer's attention, a batch's tensors) are
 # mapped apiece and unmapped when freed. glibc's default starts at 128 KiB but raises itself to
 # the largest block freed so far (up to 32 MiB), after which such blocks come from the arenas
 # and leave holes there; fixing it keeps them out.
-MMAP_THRESHOLD = 4 * 2**20
-# Up to 64 MiB freed at an arena's top is kept for the next request, not given back at once.
-# Fixing the mmap threshold also fixes this one at glibc's 128 KiB: every layer's tensors were
-# given back and faulted in again by the next (issue 41: a ViT-S/16 forward pass at batch 1, one
-# thread, took 9,830 page faults and 12.9 ms of system time with 1 MiB and 128 KiB; 7 faults and
-# 0.2 ms with 4 MiB and 64 MiB; 1 MiB with 64 MiB still 6,711, its 1.2 MB MLP activations mapped
-# apiece). The minute's `give_back_freed_memory` still returns whatever is kept.
-TRIM_THRESHOLD = 64 * 2**20
+MMAP_THRESHOLD = 2**20
 
 
 class _MallInfo2(ctypes.Structure):
@@ -77,15 +66,12 @@ def _glibc() -> ctypes.CDLL | None:
     return libc
 
 
-def bound_the_heap(
-    arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = TRIM_THRESHOLD
-) -> str | None:
-    """Limit glibc to `arenas` arenas, map blocks of `mmap_threshold` bytes and more apiece and
-    keep up to `trim_threshold` bytes freed at an arena's top; call before the server starts its
-    threads (an arena limit only stops arenas being made). A value the operator set in the
-    environment (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_) is kept.
-    Returns what was set, for the log, or None where there is no glibc."""
-    assert arenas >= 1 and mmap_threshold > 0 and trim_threshold > 0, (arenas, mmap_threshold, trim_threshold)
+def bound_the_heap(arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD) -> str | None:
+    """Limit glibc to `arenas` arenas and map blocks of `mmap_threshold` bytes and more apiece;
+    call before the server starts its threads (an arena limit only stops arenas being made).
+    A value the operator set in the environment (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_) is
+    kept. Returns what was set, for the log, or None where there is no glibc."""
+    assert arenas >= 1 and mmap_threshold > 0, (arenas, mmap_threshold)
     mallopt = getattr(_glibc(), "mallopt", None)
     if mallopt is None:
         return None
@@ -93,7 +79,6 @@ def bound_the_heap(
     for param, value, words in (
         (M_ARENA_MAX, arenas, f"at most {arenas} arenas"),
         (M_MMAP_THRESHOLD, mmap_threshold, f"blocks of {mmap_threshold / 2**20:g} MiB and more mapped apiece"),
-        (M_TRIM_THRESHOLD, trim_threshold, f"up to {trim_threshold / 2**20:g} MiB freed at an arena's top kept"),
     ):
         if ENV[param] in os.environ:
             said.append(f"{ENV[param]}={os.environ[ENV[param]]} (from the environment)")
