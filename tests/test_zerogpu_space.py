@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from explorer.catalog import BUNDLED, BUNDLED_PATH, ModelCatalog
 from ui import zerogpu
 
 REPO = Path(__file__).resolve().parents[1]
+IDLE_S = 5  # --train-idle-s: a run whose page stops polling is set aside after 5 s here, not 2 minutes
+RUN = {"model": "vit_cifar_nano", "source": "operator", "folder": "", "epochs": 1, "lr": 1e-3, "batch": 8}
 EXAMPLES = REPO / "examples" / "cifar10"
 
 
@@ -54,6 +57,7 @@ def space(tmp_path_factory):
         port, log_path = free_port(), tmp / "app.log"
         cmd = [sys.executable, "app.py", "--model", "bundled", "--port", str(port), "--runs-dir", str(tmp / "runs")]
         cmd += ["--data-folder", str(write_image_folder(tmp / "data", per_class=8, size=16, test_per_class=2))]
+        cmd += ["--train-idle-s", str(IDLE_S)]
         with log_path.open("w") as log:
             proc = subprocess.Popen(cmd, cwd=REPO, env=space_env(gpu, tmp), stdout=log, stderr=subprocess.STDOUT)
             url = f"http://127.0.0.1:{port}/"
@@ -221,8 +225,7 @@ def test_a_train_run_out_of_gpu_time_waits_and_stops_without_asking_the_platform
 
     url, gpu, _, _ = space
     client = Client(url, verbose=False)
-    run = {"model": "vit_cifar_nano", "source": "operator", "folder": "", "epochs": 1, "lr": 1e-3, "batch": 8}
-    assert "started" in said(client.predict(**run, api_name="/train_start"))
+    assert "started" in said(client.predict(**RUN, api_name="/train_start"))
     gpu.exceeded = True
     try:
         assert ">waiting</b>" in said(client.predict(api_name="/train_status"))
@@ -232,6 +235,27 @@ def test_a_train_run_out_of_gpu_time_waits_and_stops_without_asking_the_platform
     finally:
         gpu.exceeded = False
     assert gpu.requests[before:] == []
-    assert "started" in said(client.predict(**run, api_name="/train_start"))
+    assert "started" in said(client.predict(**RUN, api_name="/train_start"))
     shown = said(client.predict(api_name="/train_status"))  # granted, and the worker finds no GPU here
     assert "the last chunk was cut short (the GPU could not run it this time)" in shown.replace("\\", ""), shown
+    client.predict(api_name="/train_stop")
+
+
+def test_a_train_run_whose_page_left_frees_the_slot_and_goes_on_when_its_owner_is_back(space):
+    """A visitor who started a run and left held the one run slot for as long as the Space ran
+    (issue 44, item 1): against the real package, with the server's idle limit at IDLE_S."""
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    url, gpu, _, _ = space
+    owner, other = Client(url, verbose=False), Client(url, verbose=False)
+    assert "started" in said(owner.predict(**RUN, api_name="/train_start"))  # then its page is gone
+    with pytest.raises(AppError, match="the server is busy"):
+        other.predict(**RUN, api_name="/train_start")
+    time.sleep(IDLE_S + 1)
+    assert "started" in said(other.predict(**RUN, api_name="/train_start"))  # the slot was freed
+    other.predict(api_name="/train_stop")
+    before = len(gpu.requests)
+    back = said(owner.predict(api_name="/train_status"))  # the owner's page again: its run goes on
+    assert "/schedule" in [path for path, _ in gpu.requests[before:]] and "set aside" not in back, back
+    owner.predict(api_name="/train_stop")

@@ -33,6 +33,15 @@ MARKER_TEXT = "A Train-tab run of the app: it deletes this folder when its runs 
 log = logging.getLogger(__name__)
 
 
+# A chunked run trains only while its owner's page polls (`advance`): one whose owner has not polled
+# for this long has left (closed or reloaded the page) and is set aside, so that it no longer holds
+# one of the server's run slots (issue 44: it held it for as long as the Space ran). Two minutes:
+# a poll that trains a chunk blocks for it, a 53 s GPU request at most (ui.train's CHUNK_S, 45 s,
+# plus a worker's start), and the page polls again within a second after (ui.train.POLL_S), so a
+# present owner is never taken for gone. `TrainLimits.idle_s` (the app's --train-idle-s) changes it.
+OWNER_GONE_S = 120.0
+
+
 @dataclass(frozen=True)
 class TrainLimits:
     """The ranges a visitor may ask for (documented in docs/security.md)."""
@@ -43,6 +52,7 @@ class TrainLimits:
     max_concurrent: int = 1  # runs training at once on the whole server
     disk_budget_bytes: int = 2 * 1024**3  # the whole runs folder
     memory_bytes: int = 3 * 1024**3  # what one run may allocate (training.budget estimates it before it starts)
+    idle_s: float = OWNER_GONE_S  # a chunked run whose page has not polled for this long is set aside
 
     def check(self, *, epochs: object, batch_size: object, lr: object) -> tuple[int, int, float]:
         """(epochs, batch_size, lr) as numbers, or ValueError naming the field and its range."""
@@ -68,16 +78,6 @@ def owner_id(session: str) -> str:
 
 def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-# A chunked run trains only while its owner's page polls (`advance`): one whose owner has not polled
-# for this long has left (closed or reloaded the page) and is set aside, so that it no longer holds
-# one of the server's run slots (issue 44: it held it for as long as the Space ran). Two minutes:
-# a poll that trains a chunk blocks for it, a 53 s GPU request at most (ui.train's CHUNK_S, 45 s,
-# plus a worker's start), and the page polls again within a second after (ui.train.POLL_S), so a
-# present owner is never taken for gone.
-OWNER_GONE_S = 120.0
-OWNER_GONE = "set aside: your page stopped asking for it for 2 minutes, and another visitor may train meanwhile"
 
 
 class JobRegistry:
@@ -182,12 +182,13 @@ class JobRegistry:
         job.advance()
 
     def _set_aside_the_left(self) -> None:
-        """Set aside every chunked run whose owner has not polled for OWNER_GONE_S."""
+        """Set aside every chunked run whose owner has not polled for `limits.idle_s`."""
         if self.chunks is None:  # a run in a thread trains on by itself and ends within the limits
             return
-        now = self.chunks.clock()
+        now, idle = self.chunks.clock(), self.limits.idle_s
+        why = f"set aside: your page stopped asking for it for {idle:g} s, and another visitor may train meanwhile"
         for key, job in list(self._jobs.items()):
-            if now - self._polled.get(key, now) > OWNER_GONE_S and job.set_aside(OWNER_GONE):
+            if now - self._polled.get(key, now) > idle and job.set_aside(why):
                 log.info("a training run was set aside: its owner's page stopped polling")
 
     def stop(self, session: str) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 import vit
 from explorer.catalog import ServingLimits
 from explorer.lessons import lesson_weights
-from training.registry import TrainLimits
+from training.registry import OWNER_GONE_S, TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 
 MIB = 2**20
@@ -56,6 +56,7 @@ class ServerSettings:
                 max_concurrent=args.max_runs,
                 disk_budget_bytes=args.runs_budget_mb * MIB,
                 memory_bytes=args.train_mb * MIB,
+                idle_s=args.train_idle_s,
             ),
             load=LoadLimits(max_parameters=args.max_params),
             serving=ServingLimits(request_bytes=args.request_mb * MIB),
@@ -80,6 +81,12 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-runs", type=int, default=1, help="training runs at once, whole server")
     p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
     p.add_argument("--train-mb", type=int, default=3072, help="memory one training run may allocate")
+    p.add_argument(
+        "--train-idle-s",
+        type=_at_least(float, 1),
+        default=OWNER_GONE_S,
+        help="on ZeroGPU, a run whose page has not polled for this long is set aside and frees its slot",
+    )
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
     p.add_argument("--request-mb", type=int, default=1024, help="memory one request may compute")
