@@ -156,3 +156,35 @@ def test_a_bound_check_with_no_outputs_returns_none():
 
 def nothing(layer: int) -> None:
     """A check that lets its event go on."""
+
+
+@dataclass(frozen=True)
+class Tab(ComponentView):
+    name: gr.Textbox
+    low: gr.Number
+    high: gr.Number
+    out: gr.Markdown
+    controls = (PAIR,)
+
+
+def described(catalog: object, name: str, bounds: tuple, request: gr.Request | None = None) -> dict:
+    return {"out": (catalog, name, bounds, request)}
+
+
+def test_an_events_inputs_are_read_from_the_handlers_signature_not_written_by_hand():
+    with gr.Blocks():
+        tab = Tab(gr.Textbox(), gr.Number(), gr.Number(), gr.Markdown())
+    event = tab.event(described, "C")
+    assert event["inputs"] == [tab.name, tab.low, tab.high]  # the pair's two controls; no box for the request
+    assert event["fn"]("n", 1, 2) == {tab.out: ("C", "n", (1, 2), None)}
+
+
+def unwired(server: object, name: str, column: int) -> dict:
+    return {}
+
+
+def test_a_parameter_no_component_answers_fails_when_the_page_is_built():
+    with gr.Blocks():
+        tab = Tab(gr.Textbox(), gr.Number(), gr.Number(), gr.Markdown())
+    with pytest.raises(TypeError, match="unwired: no component of Tab is called column"):
+        tab.event(unwired, "S")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, get_type_hints
@@ -54,8 +56,24 @@ class ComponentView:
         return bound(fn, *context, view=self, controls=self.controls)
 
     def pick(self, *names: str) -> list[gr.components.Component]:
-        """The components called `names`, in that order (an event's inputs or outputs)."""
+        """The components called `names`, in that order (an event's outputs)."""
         return [getattr(self, name) for name in names]
+
+    def inputs(self, handler: Callable) -> list[gr.components.Component]:
+        """A bound handler's inputs, read from its signature: the component of each parameter
+        by its name, but those Gradio fills in itself (a `gr.Request`, an event's data). A
+        parameter no component answers is a mistake in the wiring, raised when the page is built."""
+        names = [p.name for p in inspect.signature(handler).parameters.values() if not _filled_by_gradio(p)]
+        missing = [name for name in names if not isinstance(getattr(self, name, None), gr.components.Component)]
+        if missing:
+            raise TypeError(f"{handler.__name__}: no component of {type(self).__name__} is called {', '.join(missing)}")
+        return self.pick(*names)
+
+    def event(self, fn: Callable, *context: Any) -> dict[str, Any]:
+        """An event's function and inputs: `fn` bound to this view (`bind`) and the components its
+        parameters name (`inputs`), for `trigger(**view.event(fn, server), outputs=...)`."""
+        handler = self.bind(fn, *context)
+        return {"fn": handler, "inputs": self.inputs(handler)}
 
     def update(self, **values: Any) -> dict[gr.components.Component, Any]:
         """A handler's result, {component: value}, from values given by field name; nothing
@@ -120,6 +138,19 @@ def checked_first(trigger: Callable[..., Any], check: Callable[..., None], check
         check, checked, None, api_visibility="private", preprocess=False, show_progress="hidden", **concurrency.CHEAP
     )
     return first.success(**event)
+
+
+def _filled_by_gradio(parameter: inspect.Parameter) -> bool:
+    """Whether Gradio gives this parameter itself (the request, an event's data, a progress
+    tracker), as it decides from the annotation, `X | None` included."""
+    hint = parameter.annotation
+    kinds = (
+        typing.get_args(hint)
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+        else (hint,)
+    )
+    special = (gr.Request, gr.EventData, gr.Progress)
+    return any(isinstance(kind, type) and issubclass(kind, special) for kind in kinds)
 
 
 def _controls_of(parameter: inspect.Parameter, by_kind: dict[Any, Controls]) -> list[inspect.Parameter]:
