@@ -41,7 +41,8 @@ import vit
 from bench.fake_camera import clip_frames, write_y4m
 from bench.serving import free_port, wait_until_served
 from explorer.canvas import MapStyle
-from explorer.catalog import BUNDLED_PATH, LoadedModel
+from explorer.catalog import BUNDLED_PATH
+from explorer.loaded import LoadedModel
 from explorer.video import VideoLimits, attention_video
 from vit.preprocessing import Preprocessing
 

@@ -32,9 +32,10 @@ from PIL import Image
 from bench.visitors import BUNDLED, Server, Visitor, cpu_per_request, load_average, machine, warm_up
 from explorer import render, views
 from explorer.canvas import MapStyle
-from explorer.catalog import BUNDLED_PATH, LoadedModel, ModelCatalog
+from explorer.catalog import BUNDLED_PATH, ModelCatalog
 from explorer.explain import explain
 from explorer.images import load_image
+from explorer.loaded import LoadedModel
 from ui.outputs import ENCODINGS as OUTPUT_ENCODINGS
 from ui.outputs import saved
 

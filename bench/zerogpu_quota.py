@@ -20,8 +20,8 @@ from PIL import Image
 
 import vit
 from explorer import explain
-from explorer.catalog import LoadedModel
 from explorer.explain import attention_bytes
+from explorer.loaded import LoadedModel
 from explorer.video import BATCH_BYTES, MAX_BATCH
 from ui import train, zerogpu
 from ui.live import STREAM_EVERY_S

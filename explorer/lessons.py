@@ -35,9 +35,10 @@ from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
 from . import canvas, render
 from .canvas import MapStyle
-from .catalog import BUNDLED, LoadedModel, pretrained_key
+from .catalog import BUNDLED, pretrained_key
 from .compute import forward_flops, pass_seconds, to_model
 from .explain import InputTooLarge, ModelInput, model_input, top_classes
+from .loaded import LoadedModel
 from .render import MapRow
 
 # The pretrained weights each lesson is about (vit.list_pretrained() names), best first.

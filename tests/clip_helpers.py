@@ -13,7 +13,7 @@ import open_clip
 import torch
 
 import vit
-from explorer.catalog import LoadedModel
+from explorer.loaded import LoadedModel
 from vit.clip import from_open_clip, text_tower
 from vit.preprocessing import CIFAR10
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import vit
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable, ServingLimits, download_text
+from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable, ServingLimits, download_text
+from explorer.loaded import LoadedModel
 from vit.clip import CLIP_CONFIGS
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 from vit.pretrained import PRETRAINED

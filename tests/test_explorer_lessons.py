@@ -10,7 +10,8 @@ from tolerance import rounding_tolerance
 import vit
 from explorer import lessons
 from explorer.canvas import MapStyle
-from explorer.catalog import BUNDLED, LoadedModel
+from explorer.catalog import BUNDLED
+from explorer.loaded import LoadedModel
 from vit import VisionTransformer, ViTConfig
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 

@@ -13,8 +13,8 @@ from PIL import Image
 import vit
 from explorer import render
 from explorer.canvas import MapStyle
-from explorer.catalog import LoadedModel
 from explorer.live import MAX_FRAME_PIXELS, FrameError, data_url, decode_frame, live_frame
+from explorer.loaded import LoadedModel
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 

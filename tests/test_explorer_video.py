@@ -14,9 +14,9 @@ import vit
 from bench.attacks import clip_that_grows
 from explorer import video
 from explorer.canvas import MapStyle
-from explorer.catalog import LoadedModel
 from explorer.compute import forward_flops
 from explorer.explain import ExplanationTooLarge
+from explorer.loaded import LoadedModel
 from explorer.video import VideoError, VideoLimits, attention_video, clip_tops, probe
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 

@@ -16,8 +16,8 @@ from tolerance import assert_close_up_to_rounding, rounding_tolerance
 import vit
 from explorer import canvas, charts, lessons, probe_strip, render, views
 from explorer.canvas import MapStyle
-from explorer.catalog import LoadedModel
 from explorer.explain import Explanation, explain, model_input
+from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
 from vit.analysis import grid_border, patch_pca, position_embedding_similarity
 from vit.preprocessing import CIFAR10

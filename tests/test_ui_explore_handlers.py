@@ -16,8 +16,9 @@ from PIL import Image
 import vit
 from explorer import views
 from explorer.canvas import MapStyle
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
+from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.explain import ExplanationKey, explain
+from explorer.loaded import LoadedModel
 from explorer.views import Drawing, Fusion, Showing
 from ui import common
 from ui import explore_handlers as h

@@ -11,7 +11,7 @@ import torch
 
 import vit
 from explorer import compute, explain
-from explorer.catalog import LoadedModel
+from explorer.loaded import LoadedModel
 from training.chunks import ChunkRefused
 from ui import train, zerogpu
 from vit.preprocessing import CIFAR10

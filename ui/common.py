@@ -22,9 +22,10 @@ import numpy as np
 
 from explorer import views
 from explorer.canvas import COLORMAPS, SCALES, MapStyle
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable
 from explorer.explain import Explanation, ExplanationKey, ExplanationStore, ExplanationTooLarge, explain_file
 from explorer.images import ImageError, check_image, first_frame_note
+from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import owner_id

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, Progress, download_text
+from explorer.catalog import ModelCatalog, ModelUnavailable, Progress, download_text
+from explorer.loaded import LoadedModel
 
 from .checks import visitor_error
 

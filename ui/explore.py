@@ -14,7 +14,8 @@ import gradio as gr
 
 from explorer import page_maps, views
 from explorer.canvas import COLORMAPS
-from explorer.catalog import LoadedModel, ModelCatalog
+from explorer.catalog import ModelCatalog
+from explorer.loaded import LoadedModel
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 from vit.preprocessing import CIFAR10_CLASSES
 

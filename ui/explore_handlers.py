@@ -18,7 +18,7 @@ import numpy as np
 
 from explorer import page_maps, render, views
 from explorer.canvas import MapStyle
-from explorer.catalog import LoadedModel, ModelUnavailable
+from explorer.catalog import ModelUnavailable
 from explorer.explain import (
     Explanation,
     ExplanationStore,
@@ -28,6 +28,7 @@ from explorer.explain import (
     model_input,
 )
 from explorer.images import ImageError, load_image
+from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
 from explorer.views import Drawing, Showing

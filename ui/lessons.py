@@ -10,7 +10,8 @@ import gradio as gr
 
 from explorer import lessons
 from explorer.canvas import COLORMAPS
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable
+from explorer.loaded import LoadedModel
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 
 from . import concurrency, pictures

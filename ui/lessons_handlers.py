@@ -15,9 +15,10 @@ import gradio as gr
 from PIL import Image
 
 from explorer import lessons
-from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.catalog import ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
 from explorer.images import ImageError, load_image
+from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, affordable_words, parse_prompts, zero_shot
 from explorer.views import Showing, prompt_note
 from vit.messages import shown

@@ -17,7 +17,8 @@ import gradio as gr
 
 from explorer import views
 from explorer.canvas import COLORMAPS
-from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
+from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.loaded import LoadedModel
 from explorer.streams import StreamSlots
 from explorer.video import VideoLimits
 

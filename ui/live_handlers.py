@@ -16,8 +16,9 @@ import gradio as gr
 
 from explorer import live, video, views
 from explorer.canvas import MapStyle
-from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable
+from explorer.catalog import ModelCatalog, ModelUnavailable
 from explorer.explain import ExplanationTooLarge
+from explorer.loaded import LoadedModel
 from explorer.streams import Admission, StreamSlots
 from vit.analysis import Query
 

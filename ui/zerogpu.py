@@ -29,7 +29,8 @@ import spaces  # before torch touches CUDA (app.py imports this module first)
 from spaces.config import Config as SpacesConfig
 
 from explorer import compute, explain, lessons, prompts, video, views
-from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, from_ref, ref_of
+from explorer.catalog import ModelCatalog, ModelUnavailable, from_ref, ref_of
+from explorer.loaded import LoadedModel
 
 from .checks import visitor_error
 
