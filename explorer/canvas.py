@@ -16,16 +16,12 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib import colormaps, get_data_path
 from matplotlib.colors import LinearSegmentedColormap, Normalize, TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 from PIL import Image, ImageDraw, ImageFont
-
-if TYPE_CHECKING:
-    pass
 
 COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "jet", "gray")
 SCALES = ("layer", "head", "fixed")

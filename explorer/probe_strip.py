@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image
 
 from .canvas import MapStyle, mosaic, titled
 from .render import row_scale_note, scaled_row
-
-if TYPE_CHECKING:
-    pass
 
 PROBE_COLUMNS = 6  # head tiles per row of the probe strip: 12 would not fit the Train tab's column
 PROBE_ROWS = 24  # rows of the probe strip at most, so a long run stays far under WebP's 16,383 px

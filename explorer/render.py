@@ -18,7 +18,6 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib import colormaps
@@ -48,9 +47,6 @@ from .canvas import (
     tile_caption,
     titled,
 )
-
-if TYPE_CHECKING:
-    pass
 
 # Prefix shares per caption line. Two a line ("CLS 0.00 · reg1 0.00", 138 px) were wider than a
 # register model's 80-px tiles, which they widened to an 858-px picture in a 546-px column; one a
