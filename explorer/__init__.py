@@ -1,4 +1,31 @@
-"""The Gradio-free picture layer between the ViT core (`vit`) and the app (`ui`): safe image
-decoding (images), the catalogue of loadable models (catalog), the one forward pass per image
-(explain), what each view shows (views), how pictures are drawn (render), and the numbers the
-page draws the first screen from itself (page_maps)."""
+"""The Gradio-free layer between the ViT core (`vit`) and the app (`ui`): what the app computes
+with a model, what each tab shows of it, and how the pictures are drawn. Of the project's
+packages it imports only vit; never gradio (docs/architecture.md). Its modules, by idea:
+
+Computing: models and their arithmetic, no pictures.
+- loaded: `LoadedModel`, a model the app has loaded (import it from here, its one home).
+- catalog: the models the app can explain, by key, loaded once and shared by all sessions.
+- compute: where a model's arithmetic runs (a *task*: the GPU if there is one, else the CPU).
+- priority: which thread runs it: the forward passes in a pool below the clicks' CPU priority.
+- explain: one forward pass per image (an `Explanation`) and the store of analyses.
+- prompts: CLIP's words: zero-shot probabilities and a relevance map per prompt.
+- images: untrusted image files decoded into RGB, or one `ImageError` a person can act on.
+
+What each tab shows: the passes a view needs, and its pictures and text.
+- views: the Explore tab's views of an `Explanation`.
+- page_maps: the numbers the page draws its first screen from itself (ui/page_maps.js).
+- lessons: the Lessons tab's four lessons.
+- live: one webcam frame in, the Live tab's views out; video: a clip in, an attention video out.
+- run_views: the Train tab's training curves and probe strip, with their alt text.
+
+Drawing: numpy arrays in, PIL images out (matplotlib's colours and charts).
+- canvas: words at the picture's text size, `MapStyle`, maps over images, colour bars, mosaics.
+- render: pictures of attention; charts: matplotlib charts; probe_strip: the Train tab's strip.
+
+Server policy: no model, no picture, used only by ui/.
+- uploads: which files a visitor may make the server open (their uploads), and a folder's disk
+  budget (uploads and rendered views).
+- streams: the live streams' slots: a server-wide limit, turns, one frame per visitor in flight.
+By docs/architecture.md's layers these two belong in ui/'s last floor, beside ui/limits.py and
+ui/sessions.py; they are here until they move. priority stays: explain, below ui/, runs its
+forward passes in priority's pool."""

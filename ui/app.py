@@ -1,4 +1,5 @@
-"""The whole page: both tabs in one Blocks, with the queue and cache limits."""
+"""The whole page: the four tabs (Explore, Live, Train, Lessons) in one Blocks, with the queue and
+the limits on requests, sessions and the cache; launch serves it."""
 
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ QUIET_MONITORING = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_
 
 
 def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, present: bool = False) -> gr.Blocks:
-    """The app's Blocks (not launched): the Explore and Train tabs over one model catalogue;
+    """The app's Blocks (not launched): the four tabs over one model catalogue;
     `present`: the pictures' words at the presentation mode's size (launch it with `present` too)."""
     settings = settings or ServerSettings()
     PICTURE_TEXT.px = canvas.PRESENT_TEXT_PX if present else canvas.TEXT_PX
