@@ -113,3 +113,9 @@ def expected_ring_heights(axes, distance: np.ndarray, height: int) -> np.ndarray
     """(layers, heads): the picture row where `axes` puts the ring of each distance."""
     points = np.column_stack([axes.layers, distance.reshape(-1)])
     return (height - axes.dots.axes.transData.transform(points)[:, 1]).reshape(distance.shape)
+
+
+def drawn_peaks(picture: Image.Image, side: int, cmap: str, grid: tuple[int, int]) -> list[tuple[int, int]]:
+    """The `brightest_cell` of each `side` x `side` map tile (`squares`), in reading order."""
+    pixels = np.asarray(picture)
+    return [brightest_cell(pixels[y : y + side, x : x + side], cmap, grid) for y, x in squares(picture, side)]
