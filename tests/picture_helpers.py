@@ -119,3 +119,18 @@ def drawn_peaks(picture: Image.Image, side: int, cmap: str, grid: tuple[int, int
     """The `brightest_cell` of each `side` x `side` map tile (`squares`), in reading order."""
     pixels = np.asarray(picture)
     return [brightest_cell(pixels[y : y + side, x : x + side], cmap, grid) for y, x in squares(picture, side)]
+
+
+def has_rising_bar(picture: np.ndarray, cmap: str) -> bool:
+    """Whether some column of `picture` (H, W, 3) climbs `cmap` from its bottom colour (at the
+    bottom) to its top colour (above), never down, over more than 200 pixels: a matplotlib
+    colour bar, which it resamples, so each pixel is read as its nearest colormap colour."""
+    colours = colormaps[cmap](np.arange(256), bytes=True)[:, :3].astype(float)
+    distance = np.linalg.norm(picture.astype(float)[:, :, None] - colours[None, None], axis=-1)  # (H, W, 256)
+    on_map = distance.min(axis=-1) < 3
+
+    def climbs(column: int) -> bool:
+        levels = distance[on_map[:, column], column].argmin(axis=-1)[::-1]  # bottom to top
+        return len(levels) > 200 and levels[0] < 3 and levels[-1] > 252 and bool((np.diff(levels) >= 0).all())
+
+    return any(climbs(column) for column in range(picture.shape[1]))

@@ -13,10 +13,14 @@ import torch
 from app_helpers import analyze, save_rgb
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
+from picture_helpers import expected_ring_heights, has_rising_bar, ring_heights, squares
 from PIL import Image
 
 import vit
 from bench.serving import file_of
+from explorer import canvas, charts, render
+from explorer.explain import explain
+from explorer.images import load_image
 from explorer.uploads import REFUSED
 from vit.preprocessing import CIFAR10
 
@@ -51,7 +55,7 @@ def test_every_view_has_an_api_name(client):
     assert names == {f"/{n}" for n in expected | train | live | {"load_model", "upload_checkpoint"}}
 
 
-def test_one_upload_drives_every_view(client):
+def test_one_upload_drives_every_view(client, tiny_checkpoint):
     outputs = analyze(client, CHEETAH)
     (
         input_view,
@@ -79,8 +83,25 @@ def test_one_upload_drives_every_view(client):
     assert pixels(client.predict(*more, api_name="/overview")).shape[0] > 6 * 64  # six layer rows
     rollout = client.predict(*more, api_name="/rollout")
     assert pixels(rollout).shape[1] == 320 and pixels(rollout).shape[0] > 320  # the map, its colour bar, the rule
-    assert pixels(client.predict(*more, api_name="/distance")).std() > 10
-    assert pixels(client.predict(*more, api_name="/similarity")).std() > 10
+    # The distance chart: each head's ring at this image's distance for it, as this process computes it.
+    model, meta = vit.load_checkpoint(tiny_checkpoint)
+    ex = explain(model.eval(), meta.class_names, meta.preprocessing, load_image(CHEETAH))
+    expected = ex.attention_distance()
+    chart = Image.fromarray(pixels(client.predict(*more, api_name="/distance")))
+    axes = charts.distance_axes(*expected.shape, ex.input.pixels.shape[:2])  # the chart's layout, drawn here
+    diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72
+    drawn = ring_heights(chart, axes, expected.shape[1])
+    assert np.abs(drawn - expected_ring_heights(axes, expected, chart.height)).max() < diameter / 4
+    # Position similarity: a tile per slot of the 8 x 8 grid, each with its own slot outlined in black.
+    tiles = Image.fromarray(pixels(client.predict(*more, api_name="/similarity")))
+    side = 8 * render._similarity_scale(8, 1)
+    corners = squares(tiles, side)
+    assert len(corners) == 64
+    cell = side // 8
+    for (row, col), (y, x) in zip(np.ndindex(8, 8), corners, strict=True):
+        black = np.argwhere((np.asarray(tiles)[y : y + side, x : x + side] == canvas.OWN_SLOT_COLOUR).all(-1))
+        assert black.min(0).tolist() == [row * cell, col * cell], (row, col)
+        assert black.max(0).tolist() == [(row + 1) * cell - 1, (col + 1) * cell - 1], (row, col)
     assert token["value"] == "cls" and [v for _, v in token["choices"]] == ["cls", "patch"]
     assert relevance is None  # drawn on request only
     assert "CLS token" in caption  # a new image starts at the default query, and the caption says so
@@ -127,7 +148,7 @@ def test_query_token_and_relevance_through_the_api(client):
 
 
 def test_patch_features_in_colour_and_the_logit_lens_through_the_api(client):
-    analyze(client, CHEETAH)
+    label = analyze(client, CHEETAH)[2]
     info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     names = [p["parameter_name"] for p in info["/patch_pca"]["parameters"]]
     assert names == ["pca_layer", "pca_examples", "pca_background"]  # named as the handler names them
@@ -136,7 +157,9 @@ def test_patch_features_in_colour_and_the_logit_lens_through_the_api(client):
     assert pixels(together).shape[1] > pixels(alone).shape[1]  # a column for each of the six animal examples
     assert "layer 3 of 6" in alone["alt_text"] and "bird, cat, deer, dog, frog, horse" in together["alt_text"]
     lens = client.predict("mean", 0.0, *STYLE, api_name="/logit_lens")
-    assert "never trained" in lens["alt_text"] and pixels(lens).std() > 10
+    assert "never trained" in lens["alt_text"]
+    assert f"layer 6: {label['label']} " in lens["alt_text"]  # the last layer reads what the model predicts
+    assert has_rising_bar(pixels(lens), charts.LOGIT_LENS_CMAP)  # the probability's colour bar, 0 to 1
     with pytest.raises(AppError, match=re.escape("layer must be a whole number from 1 to 6, got 9")):
         client.predict(9, False, True, api_name="/patch_pca")
 
