@@ -134,3 +134,41 @@ def has_rising_bar(picture: np.ndarray, cmap: str) -> bool:
         return len(levels) > 200 and levels[0] < 3 and levels[-1] > 252 and bool((np.diff(levels) >= 0).all())
 
     return any(climbs(column) for column in range(picture.shape[1]))
+
+
+SERIES = {"train": (31, 119, 180), "val": (255, 127, 14), "steps": (153, 153, 153)}  # C0, C1, the "0.6" grey
+
+
+def _longest_run(dark: np.ndarray) -> np.ndarray:
+    """The longest run of True along the last axis of `dark`, per line."""
+    edges = np.diff(np.pad(dark.astype(np.int8), [(0, 0)] * (dark.ndim - 1) + [(1, 1)]), axis=-1)
+    longest = np.zeros(dark.shape[:-1], int)
+    for index in np.ndindex(*dark.shape[:-1]):
+        starts, ends = np.flatnonzero(edges[index] == 1), np.flatnonzero(edges[index] == -1)
+        longest[index] = (ends - starts).max(initial=0)
+    return longest
+
+
+def panel_frames(chart: Image.Image, length: int = 100) -> list[tuple[int, int, int, int]]:
+    """(top, bottom, left, right) picture pixels inside the frame of each matplotlib panel of
+    `chart` side by side, left to right, read from its spines: dark lines unbroken over more
+    than `length` pixels (words never are)."""
+    dark = np.asarray(chart).astype(int).sum(-1) < 3 * 100
+    rows, cols = np.flatnonzero(_longest_run(dark) > length), np.flatnonzero(_longest_run(dark.T) > length)
+    top, bottom = int(rows.min()), int(rows.max())
+    lefts = [int(c) for i, c in enumerate(cols) if i == 0 or c > cols[i - 1] + 1]  # first column of each spine
+    rights = [int(c) for i, c in enumerate(cols) if i == len(cols) - 1 or cols[i + 1] > c + 1]
+    return [(top + 2, bottom - 1, left + 2, right - 1) for left, right in zip(lefts[::2], rights[1::2], strict=True)]
+
+
+def curve_series(curves: Image.Image) -> tuple[set[str], set[str]]:
+    """Which series (SERIES) the loss panel and the accuracy panel of `charts.training_curves`
+    draw, each found by its colour inside its panel's frame (`panel_frames`; words, outside
+    it, have antialiased greys of every level)."""
+    rgb = np.asarray(curves).astype(int)
+    found = []
+    for top, bottom, left, right in panel_frames(curves):
+        part = rgb[top:bottom, left:right]
+        found.append({name for name, colour in SERIES.items() if (np.abs(part - colour).sum(-1) < 30).sum() >= 20})
+    loss, accuracy = found
+    return loss, accuracy
