@@ -13,12 +13,20 @@ import torch
 from app_helpers import analyze, save_rgb
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
-from picture_helpers import expected_ring_heights, has_rising_bar, ring_heights, squares
+from picture_helpers import (
+    colour_index,
+    expected_ring_heights,
+    gradient_runs,
+    has_rising_bar,
+    ring_heights,
+    squares,
+)
 from PIL import Image
 
 import vit
 from bench.serving import file_of
-from explorer import canvas, charts, render
+from explorer import canvas, charts, render, views
+from explorer.canvas import MapStyle
 from explorer.explain import explain
 from explorer.images import load_image
 from explorer.uploads import REFUSED
@@ -108,22 +116,42 @@ def test_one_upload_drives_every_view(client, tiny_checkpoint):
     assert export is None  # no export of an earlier image is offered
 
 
-def test_controls_change_only_what_they_should(client):
+def test_controls_change_only_what_they_should(client, tiny_checkpoint):
     _, _, _, _, heads_cls, *_ = analyze(client, CHEETAH)
     overview = client.predict("mean", 0.0, *STYLE, api_name="/overview")
     rollout_mean = client.predict("mean", 0.0, *STYLE, api_name="/rollout")
     layer1 = client.predict(1, *STYLE, api_name="/heads")
     assert not np.array_equal(pixels(layer1), pixels(heads_cls))
+    assert "heads of layer 1 of 6" in layer1["alt_text"] and "heads of layer 6 of 6" in heads_cls["alt_text"]
     raw_style = ("viridis", 0.6, "smooth", "raw")
     heads_raw, *_ = client.predict(6, "mean", 0.0, *raw_style, api_name="/restyle")
     overview_raw = client.predict("mean", 0.0, *raw_style, api_name="/overview")
     rollout_raw = client.predict("mean", 0.0, *raw_style, api_name="/rollout")
-    for restyled, before in zip(
-        (heads_raw, overview_raw, rollout_raw), (heads_cls, overview, rollout_mean), strict=True
+    # Each restyled picture: its map tiles (sides from the views' own layout) wholly in viridis, the map
+    # alone; its colour bar viridis from end to end, where the picture before had inferno's.
+    model, meta = vit.load_checkpoint(tiny_checkpoint)
+    ex = explain(model.eval(), meta.class_names, meta.preprocessing, load_image(CHEETAH))
+    raw = MapStyle(cmap="viridis", smooth=True, raw=True)
+    sides = (
+        views.head_layout(ex, None, raw)[1],
+        canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0],
+        canvas.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX).shape[0],
+    )
+    for restyled, before, side, tiles in zip(
+        (heads_raw, overview_raw, rollout_raw), (heads_cls, overview, rollout_mean), sides, (4, 6 * 4, 1), strict=True
     ):
         assert not np.array_equal(pixels(restyled), pixels(before))
+        shown, earlier = Image.fromarray(pixels(restyled)), Image.fromarray(pixels(before))
+        corners = squares(shown, side)
+        assert len(corners) == tiles, (side, corners)
+        for y, x in corners:
+            assert (colour_index(pixels(restyled)[y : y + side, x : x + side], "viridis") >= 0).all()
+        assert gradient_runs(shown, "viridis") and not gradient_runs(shown, "inferno")
+        assert gradient_runs(earlier, "inferno") and not gradient_runs(earlier, "viridis")
     rollout_max = client.predict("max", 0.5, *STYLE, api_name="/rollout")
     assert not np.array_equal(pixels(rollout_max), pixels(rollout_mean))
+    assert "(max over heads, discard ratio 0.50)" in rollout_max["alt_text"]
+    assert "(mean over heads, discard ratio 0.00)" in rollout_mean["alt_text"]
 
 
 def test_clicking_a_patch_changes_the_query_and_reset_restores_cls(client):
