@@ -10,7 +10,14 @@ import pytest
 import torch
 from markdown_it import MarkdownIt
 from matplotlib import colormaps
-from picture_helpers import drawn_peaks, expected_ring_heights, gradient_runs, ring_heights, squares
+from picture_helpers import (
+    colour_index,
+    drawn_peaks,
+    expected_ring_heights,
+    gradient_runs,
+    ring_heights,
+    squares,
+)
 from PIL import Image
 from tolerance import assert_close_up_to_rounding, rounding_tolerance
 
@@ -20,7 +27,7 @@ from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel
 from explorer.explain import Explanation, explain, model_input
 from explorer.prompts import ZeroShot
-from vit.analysis import grid_border, patch_pca, position_embedding_similarity
+from vit.analysis import grid_border, patch_pca, position_embedding_similarity, top_mass_mask
 from vit.preprocessing import CIFAR10
 
 
@@ -201,9 +208,19 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
 def test_rollout_marks_uniform_and_says_what_above_and_below_mean(uniform):
     shares = uniform.rollout("mean", 0.0)
     assert views.uniform_value(shares) == pytest.approx(shares.sum() / 64)
-    for show in views.SHOWS:
-        picture = views.rollout(uniform, views.Fusion("mean", 0.0), MapStyle(), views.Showing(show))
-        assert picture.width >= views.ROLLOUT_PX
+    raw = MapStyle(cmap="viridis", raw=True)  # the map alone: a pixel's colour is its value
+    side = canvas.fit_to_grid(uniform.input.pixels, uniform.grid, views.ROLLOUT_PX).shape[0]
+    cells = {}
+    for show, cmap in (("weights", "viridis"), ("relative", render.RELATIVE_CMAP), ("top mass", "viridis")):
+        picture = views.rollout(uniform, views.Fusion("mean", 0.0), raw, views.Showing(show))
+        ((y, x),) = squares(picture, side)
+        index = colour_index(np.asarray(picture)[y : y + side, x : x + side], cmap)
+        cells[show] = index[side // 16 :: side // 8, side // 16 :: side // 8]  # each patch's centre pixel
+        assert any(d == "across" for d, *_ in gradient_runs(picture, cmap)), show  # its colour bar, end to end
+    assert (cells["weights"] >= 250).all()  # near uniform: every patch at about the largest weight
+    assert (np.abs(cells["relative"] - 127.5) <= 3).all()  # and at 1 x uniform, the diverging map's middle
+    kept = top_mass_mask(torch.from_numpy(shares), views.KEEP).numpy()
+    assert 0 < kept.sum() < 64 and ((cells["top mass"] >= 0) == kept).all()  # only the kept patches in colour
     with pytest.raises(ValueError, match="show must be one of weights, relative, top mass"):
         views.rollout(uniform, views.Fusion("mean", 0.0), MapStyle(), views.Showing("sideways"))
 
