@@ -159,6 +159,7 @@ def test_clicking_a_patch_changes_the_query_and_reset_restores_cls(client):
     marked, heads_patch, text, token = client.predict(3, 6, 6, *STYLE, api_name="/query_patch")  # 1-based
     assert "row 3, column 6" in text and token == "patch"
     assert not np.array_equal(pixels(heads_patch), pixels(heads_cls))
+    assert "for the query patch (3, 6):" in heads_patch["alt_text"] and "for the query CLS:" in heads_cls["alt_text"]
     diff = np.argwhere((pixels(marked) != pixels(input_view)).any(-1))  # only the outline of row 3, column 6 changed
     assert diff.min(0).tolist() == [2 * 48, 5 * 48] and diff.max(0).tolist() == [3 * 48 - 1, 6 * 48 - 1]
     _, heads_again, text, token = client.predict(6, *STYLE, api_name="/reset_query")
@@ -169,6 +170,7 @@ def test_query_token_and_relevance_through_the_api(client):
     heads_cls = analyze(client, CHEETAH)[4]
     _, heads_patch, text, token = client.predict("patch", 6, *STYLE, api_name="/query_token")
     assert token == "patch" and "row 5, column 5" in text and not np.array_equal(pixels(heads_patch), pixels(heads_cls))
+    assert "for the query patch (5, 5):" in heads_patch["alt_text"]
     _, heads_again, text, token = client.predict("cls", 6, *STYLE, api_name="/query_token")
     assert token == "cls" and np.array_equal(pixels(heads_again), pixels(heads_cls))
     relevance = client.predict("cat", *STYLE, api_name="/relevance")
