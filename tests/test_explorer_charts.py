@@ -3,15 +3,24 @@
 import numpy as np
 import pytest
 from matplotlib import colormaps
+from picture_helpers import expected_ring_heights, has_rising_bar, ring_heights
 from PIL import Image
 
 from explorer import canvas, charts, views
 
 
-def test_attention_distance_chart_draws_something():
-    chart = charts.attention_distance_chart(np.random.default_rng(0).random((6, 4)) * 20, (32, 32))
+def test_attention_distance_chart_puts_each_heads_ring_at_its_distance():
+    layers, heads = 6, 4
+    distance = 4 + 6 * np.arange(layers)[:, None] + 1.5 * np.arange(heads)[None]  # rising with layer and head
+    charts.distance_axes.cache_clear()
+    chart = charts.attention_distance_chart(distance, (32, 32))
     assert chart.size == (640, 360)
-    assert np.asarray(chart).std() > 10
+    axes = charts.distance_axes(layers, heads, (32, 32))
+    drawn = ring_heights(chart, axes, heads)  # picture rows, read from the pixels
+    diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72
+    assert np.abs(drawn - expected_ring_heights(axes, distance, chart.height)).max() < diameter / 4
+    assert (np.diff(drawn, axis=0) < -diameter).all()  # rows grow downwards: farther layers sit higher
+    assert (np.diff(drawn, axis=1) < 0).all()  # and so does each farther head within a layer
 
 
 def line_heights(curves: Image.Image) -> tuple[float, float]:
@@ -64,9 +73,30 @@ def test_distance_chart_redraws_only_the_dots_and_never_keeps_old_ones():
 
 
 def test_training_curves_show_the_loss_before_the_first_epoch_ends():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    steps = [(0.1, 2.3), (0.2, 2.1), (0.3, 1.9)]  # (epochs done, running loss): falling
+    figure = charts.training_figure([], steps)
+    FigureCanvasAgg(figure).draw()  # lays the figure out as training_curves does
+    early = np.asarray(charts.training_curves([], steps))
+    np.testing.assert_array_equal(early, np.asarray(figure.canvas.buffer_rgba())[..., :3])  # the same picture
+    loss = figure.axes[0]
+    x0, y0, x1, y1 = loss.bbox.extents  # the loss panel, in display pixels (y upwards)
+    height = early.shape[0]
+
+    def grey(picture: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and columns of the step line's pixels (matplotlib's "0.6" grey) inside the loss panel."""
+        rows, cols = np.nonzero(np.abs(picture.astype(int) - 153).sum(-1) < 30)
+        inside = (cols > x0 + 1) & (cols < x1 - 1) & (rows > height - y1 + 1) & (rows < height - y0 - 1)
+        return rows[inside], cols[inside]
+
     empty = np.asarray(charts.training_curves([]))
-    early = np.asarray(charts.training_curves([], [(0.1, 2.3), (0.2, 2.1), (0.3, 1.9)]))
-    assert empty.shape == early.shape and np.abs(early.astype(int) - empty.astype(int)).sum() > 0
+    assert empty.shape == early.shape and grey(empty)[0].size == 0  # no line before any step
+    rows, cols = grey(early)
+    (first_x, first_y), (last_x, last_y) = loss.transData.transform([steps[0], steps[-1]])
+    start, end = rows[np.abs(cols - first_x) < 2].mean(), rows[np.abs(cols - last_x) < 2].mean()
+    assert abs(start - (height - first_y)) < 3 and abs(end - (height - last_y)) < 3  # at the first and last loss
+    assert start < end - 20  # rows grow downwards: the falling loss ends lower than it starts
 
 
 @pytest.mark.parametrize("heads, apart", [(4, 1.0), (12, 0.5)])
@@ -93,14 +123,5 @@ def test_logit_lens_chart_carries_a_probability_bar_and_grows_with_the_layers():
     assert small.width < large.width <= 1192
     present = charts.logit_lens_chart(probs, list("abcde"), ["a"] * 6, "title", "note", canvas.PRESENT_TEXT_PX)
     assert present.height > small.height and present.width <= 1192  # the presentation mode's larger words
-    # The colour bar, 0 to 1: matplotlib resamples it, so its pixels are read by their nearest colormap colour.
-    colours = colormaps[charts.LOGIT_LENS_CMAP](np.arange(256), bytes=True)[:, :3].astype(float)
-    right = np.asarray(small)[:, -small.width // 6 :].astype(float)  # (H, w, 3): the bar is right of the map
-    distance = np.linalg.norm(right[:, :, None] - colours[None, None], axis=-1)  # (H, w, 256)
-    on_map = distance.min(axis=-1) < 3
-
-    def climbs(column: int) -> bool:  # from the bottom colour (0) up to the top colour (1), never down
-        levels = distance[on_map[:, column], column].argmin(axis=-1)[::-1]  # bottom to top
-        return len(levels) > 200 and levels[0] < 3 and levels[-1] > 252 and bool((np.diff(levels) >= 0).all())
-
-    assert any(climbs(column) for column in range(right.shape[1]))
+    right = np.asarray(small)[:, -small.width // 6 :]  # the colour bar, 0 to 1, is right of the map
+    assert has_rising_bar(right, charts.LOGIT_LENS_CMAP)

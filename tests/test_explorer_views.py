@@ -10,6 +10,14 @@ import pytest
 import torch
 from markdown_it import MarkdownIt
 from matplotlib import colormaps
+from picture_helpers import (
+    colour_index,
+    drawn_peaks,
+    expected_ring_heights,
+    gradient_runs,
+    ring_heights,
+    squares,
+)
 from PIL import Image
 from tolerance import assert_close_up_to_rounding, rounding_tolerance
 
@@ -19,7 +27,7 @@ from explorer.canvas import MapStyle
 from explorer.explain import Explanation, explain, model_input
 from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
-from vit.analysis import grid_border, patch_pca, position_embedding_similarity
+from vit.analysis import grid_border, patch_pca, position_embedding_similarity, top_mass_mask
 from vit.preprocessing import CIFAR10
 
 
@@ -155,27 +163,64 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
     assert ex.prefix_attention(None).shape == (ex.depth, ex.heads, 5)  # CLS and the 4 registers, printed
     left_out = views.left_out(ex)
     assert all(name in left_out for name in ("CLS", "reg1", "reg4")), left_out
-    for picture in (
-        views.heads(ex, None, 1, MapStyle()),
-        views.heads(ex, (2, 3), 1, MapStyle()),
-        views.overview(ex, MapStyle()),
-        *[views.rollout(ex, views.Fusion("mean", 0.0), MapStyle(), views.Showing(show)) for show in views.SHOWS],
-        views.distance_chart(ex),
-    ):
-        assert picture.width > 0
+    # Hand-made maps on its layout: every query puts half its weight on one patch, per layer and head.
+    peaks = {(0, 0): (1, 2), (0, 1): (3, 0), (1, 0): (0, 3), (1, 1): (1, 2)}  # (layer, head) -> (row, col)
+    layers = [torch.full((1, 2, 21, 21), 0.5 / 20) for _ in range(2)]  # 5 prefix tokens + 16 patches
+    for (layer, head), (row, col) in peaks.items():
+        layers[layer][0, head, :, 5 + 4 * row + col] = 0.5
+    ex = replace(ex, attention=vit.AttentionMaps(layers, ex.grid, 5, ex.prefix_names))
+    style = MapStyle(cmap="viridis", raw=True)  # the map alone: a pixel's colour is its weight
+    for layer in (1, 2):
+        for query in (None, (2, 3)):  # the outline of patch (2, 3) never hides a peak
+            picture = views.heads(ex, query, layer, style)
+            tile = views.head_layout(ex, None, style)[1]
+            drawn = drawn_peaks(picture, tile, "viridis", ex.grid)  # one tile per head
+            assert drawn == [peaks[layer - 1, 0], peaks[layer - 1, 1]], (layer, query)
+            assert any(d == "across" for d, *_ in gradient_runs(picture, "viridis"))  # its colour bar, 0 to top
+    overview = views.overview(ex, style)
+    tile = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0]
+    drawn = drawn_peaks(overview, tile, "viridis", ex.grid)
+    assert drawn == [peaks[0, 0], peaks[0, 1], peaks[1, 0], peaks[1, 1]]  # layers down, heads across
+    assert np.unravel_index(ex.rollout("mean", 0.0).argmax(), ex.grid) == (1, 2)  # the peak of both layers
+    side = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX).shape[0]
+    for show, cmap in (("weights", "viridis"), ("relative", render.RELATIVE_CMAP), ("top mass", "viridis")):
+        picture = views.rollout(ex, views.Fusion("mean", 0.0), style, views.Showing(show))
+        assert drawn_peaks(picture, side, cmap, ex.grid) == [(1, 2)], show
+    chart = views.distance_chart(ex)
+    axes = charts.distance_axes(ex.depth, ex.heads, tuple(ex.input.pixels.shape[:2]))
+    diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72
+    expected = expected_ring_heights(axes, ex.attention_distance(), chart.height)
+    assert np.abs(ring_heights(chart, axes, ex.heads) - expected).max() < diameter / 4
     compared = views.position_words(model)
     assert compared.startswith("rotary position angles") and views.position_words(_tiny()) == "position embeddings"
     assert compared in views.similarity_alt(ex.grid, "toy DINOv3", compared)
     tiles = render.position_similarity_tiles(position_embedding_similarity(model).numpy(), compared=compared)
-    assert tiles.height > 4 * 64
+    side = 4 * render._similarity_scale(4, 1)  # a tile: the 4 x 4 slots, each enlarged alike
+    corners = squares(tiles, side)
+    assert len(corners) == 16  # one tile per slot, rows down and columns across
+    cell = side // 4
+    for (row, col), (y, x) in zip(np.ndindex(4, 4), corners, strict=True):  # each outlines its own slot in black
+        black = np.argwhere((np.asarray(tiles)[y : y + side, x : x + side] == canvas.OWN_SLOT_COLOUR).all(-1))
+        assert black.min(0).tolist() == [row * cell, col * cell], (row, col)
+        assert black.max(0).tolist() == [(row + 1) * cell - 1, (col + 1) * cell - 1], (row, col)
 
 
 def test_rollout_marks_uniform_and_says_what_above_and_below_mean(uniform):
     shares = uniform.rollout("mean", 0.0)
     assert views.uniform_value(shares) == pytest.approx(shares.sum() / 64)
-    for show in views.SHOWS:
-        picture = views.rollout(uniform, views.Fusion("mean", 0.0), MapStyle(), views.Showing(show))
-        assert picture.width >= views.ROLLOUT_PX
+    raw = MapStyle(cmap="viridis", raw=True)  # the map alone: a pixel's colour is its value
+    side = canvas.fit_to_grid(uniform.input.pixels, uniform.grid, views.ROLLOUT_PX).shape[0]
+    cells = {}
+    for show, cmap in (("weights", "viridis"), ("relative", render.RELATIVE_CMAP), ("top mass", "viridis")):
+        picture = views.rollout(uniform, views.Fusion("mean", 0.0), raw, views.Showing(show))
+        ((y, x),) = squares(picture, side)
+        index = colour_index(np.asarray(picture)[y : y + side, x : x + side], cmap)
+        cells[show] = index[side // 16 :: side // 8, side // 16 :: side // 8]  # each patch's centre pixel
+        assert any(d == "across" for d, *_ in gradient_runs(picture, cmap)), show  # its colour bar, end to end
+    assert (cells["weights"] >= 250).all()  # near uniform: every patch at about the largest weight
+    assert (np.abs(cells["relative"] - 127.5) <= 3).all()  # and at 1 x uniform, the diverging map's middle
+    kept = top_mass_mask(torch.from_numpy(shares), views.KEEP).numpy()
+    assert 0 < kept.sum() < 64 and ((cells["top mass"] >= 0) == kept).all()  # only the kept patches in colour
     with pytest.raises(ValueError, match="show must be one of weights, relative, top mass"):
         views.rollout(uniform, views.Fusion("mean", 0.0), MapStyle(), views.Showing("sideways"))
 

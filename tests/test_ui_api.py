@@ -13,10 +13,22 @@ import torch
 from app_helpers import analyze, save_rgb
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
+from picture_helpers import (
+    colour_index,
+    expected_ring_heights,
+    gradient_runs,
+    has_rising_bar,
+    ring_heights,
+    squares,
+)
 from PIL import Image
 
 import vit
 from bench.serving import file_of
+from explorer import canvas, charts, render, views
+from explorer.canvas import MapStyle
+from explorer.explain import explain
+from explorer.images import load_image
 from explorer.uploads import REFUSED
 from vit.preprocessing import CIFAR10
 
@@ -51,7 +63,7 @@ def test_every_view_has_an_api_name(client):
     assert names == {f"/{n}" for n in expected | train | live | {"load_model", "upload_checkpoint"}}
 
 
-def test_one_upload_drives_every_view(client):
+def test_one_upload_drives_every_view(client, tiny_checkpoint):
     outputs = analyze(client, CHEETAH)
     (
         input_view,
@@ -79,30 +91,67 @@ def test_one_upload_drives_every_view(client):
     assert pixels(client.predict(*more, api_name="/overview")).shape[0] > 6 * 64  # six layer rows
     rollout = client.predict(*more, api_name="/rollout")
     assert pixels(rollout).shape[1] == 320 and pixels(rollout).shape[0] > 320  # the map, its colour bar, the rule
-    assert pixels(client.predict(*more, api_name="/distance")).std() > 10
-    assert pixels(client.predict(*more, api_name="/similarity")).std() > 10
+    # The distance chart: each head's ring at this image's distance for it, as this process computes it.
+    model, meta = vit.load_checkpoint(tiny_checkpoint)
+    ex = explain(model.eval(), meta.class_names, meta.preprocessing, load_image(CHEETAH))
+    expected = ex.attention_distance()
+    chart = Image.fromarray(pixels(client.predict(*more, api_name="/distance")))
+    axes = charts.distance_axes(*expected.shape, ex.input.pixels.shape[:2])  # the chart's layout, drawn here
+    diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72
+    drawn = ring_heights(chart, axes, expected.shape[1])
+    assert np.abs(drawn - expected_ring_heights(axes, expected, chart.height)).max() < diameter / 4
+    # Position similarity: a tile per slot of the 8 x 8 grid, each with its own slot outlined in black.
+    tiles = Image.fromarray(pixels(client.predict(*more, api_name="/similarity")))
+    side = 8 * render._similarity_scale(8, 1)
+    corners = squares(tiles, side)
+    assert len(corners) == 64
+    cell = side // 8
+    for (row, col), (y, x) in zip(np.ndindex(8, 8), corners, strict=True):
+        black = np.argwhere((np.asarray(tiles)[y : y + side, x : x + side] == canvas.OWN_SLOT_COLOUR).all(-1))
+        assert black.min(0).tolist() == [row * cell, col * cell], (row, col)
+        assert black.max(0).tolist() == [(row + 1) * cell - 1, (col + 1) * cell - 1], (row, col)
     assert token["value"] == "cls" and [v for _, v in token["choices"]] == ["cls", "patch"]
     assert relevance is None  # drawn on request only
     assert "CLS token" in caption  # a new image starts at the default query, and the caption says so
     assert export is None  # no export of an earlier image is offered
 
 
-def test_controls_change_only_what_they_should(client):
+def test_controls_change_only_what_they_should(client, tiny_checkpoint):
     _, _, _, _, heads_cls, *_ = analyze(client, CHEETAH)
     overview = client.predict("mean", 0.0, *STYLE, api_name="/overview")
     rollout_mean = client.predict("mean", 0.0, *STYLE, api_name="/rollout")
     layer1 = client.predict(1, *STYLE, api_name="/heads")
     assert not np.array_equal(pixels(layer1), pixels(heads_cls))
+    assert "heads of layer 1 of 6" in layer1["alt_text"] and "heads of layer 6 of 6" in heads_cls["alt_text"]
     raw_style = ("viridis", 0.6, "smooth", "raw")
     heads_raw, *_ = client.predict(6, "mean", 0.0, *raw_style, api_name="/restyle")
     overview_raw = client.predict("mean", 0.0, *raw_style, api_name="/overview")
     rollout_raw = client.predict("mean", 0.0, *raw_style, api_name="/rollout")
-    for restyled, before in zip(
-        (heads_raw, overview_raw, rollout_raw), (heads_cls, overview, rollout_mean), strict=True
+    # Each restyled picture: its map tiles (sides from the views' own layout) wholly in viridis, the map
+    # alone; its colour bar viridis from end to end, where the picture before had inferno's.
+    model, meta = vit.load_checkpoint(tiny_checkpoint)
+    ex = explain(model.eval(), meta.class_names, meta.preprocessing, load_image(CHEETAH))
+    raw = MapStyle(cmap="viridis", smooth=True, raw=True)
+    sides = (
+        views.head_layout(ex, None, raw)[1],
+        canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0],
+        canvas.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX).shape[0],
+    )
+    for restyled, before, side, tiles in zip(
+        (heads_raw, overview_raw, rollout_raw), (heads_cls, overview, rollout_mean), sides, (4, 6 * 4, 1), strict=True
     ):
         assert not np.array_equal(pixels(restyled), pixels(before))
+        shown, earlier = Image.fromarray(pixels(restyled)), Image.fromarray(pixels(before))
+        corners = squares(shown, side)
+        assert len(corners) == tiles, (side, corners)
+        for y, x in corners:
+            assert (colour_index(pixels(restyled)[y : y + side, x : x + side], "viridis") >= 0).all()
+        assert gradient_runs(shown, "viridis") and not gradient_runs(shown, "inferno")
+        assert gradient_runs(earlier, "inferno") and not gradient_runs(earlier, "viridis")
     rollout_max = client.predict("max", 0.5, *STYLE, api_name="/rollout")
     assert not np.array_equal(pixels(rollout_max), pixels(rollout_mean))
+    assert "(max over heads, discard ratio 0.50)" in rollout_max["alt_text"]
+    assert "(mean over heads, discard ratio 0.00)" in rollout_mean["alt_text"]
 
 
 def test_clicking_a_patch_changes_the_query_and_reset_restores_cls(client):
@@ -110,6 +159,7 @@ def test_clicking_a_patch_changes_the_query_and_reset_restores_cls(client):
     marked, heads_patch, text, token = client.predict(3, 6, 6, *STYLE, api_name="/query_patch")  # 1-based
     assert "row 3, column 6" in text and token == "patch"
     assert not np.array_equal(pixels(heads_patch), pixels(heads_cls))
+    assert "for the query patch (3, 6):" in heads_patch["alt_text"] and "for the query CLS:" in heads_cls["alt_text"]
     diff = np.argwhere((pixels(marked) != pixels(input_view)).any(-1))  # only the outline of row 3, column 6 changed
     assert diff.min(0).tolist() == [2 * 48, 5 * 48] and diff.max(0).tolist() == [3 * 48 - 1, 6 * 48 - 1]
     _, heads_again, text, token = client.predict(6, *STYLE, api_name="/reset_query")
@@ -120,6 +170,7 @@ def test_query_token_and_relevance_through_the_api(client):
     heads_cls = analyze(client, CHEETAH)[4]
     _, heads_patch, text, token = client.predict("patch", 6, *STYLE, api_name="/query_token")
     assert token == "patch" and "row 5, column 5" in text and not np.array_equal(pixels(heads_patch), pixels(heads_cls))
+    assert "for the query patch (5, 5):" in heads_patch["alt_text"]
     _, heads_again, text, token = client.predict("cls", 6, *STYLE, api_name="/query_token")
     assert token == "cls" and np.array_equal(pixels(heads_again), pixels(heads_cls))
     relevance = client.predict("cat", *STYLE, api_name="/relevance")
@@ -127,7 +178,7 @@ def test_query_token_and_relevance_through_the_api(client):
 
 
 def test_patch_features_in_colour_and_the_logit_lens_through_the_api(client):
-    analyze(client, CHEETAH)
+    label = analyze(client, CHEETAH)[2]
     info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     names = [p["parameter_name"] for p in info["/patch_pca"]["parameters"]]
     assert names == ["pca_layer", "pca_examples", "pca_background"]  # named as the handler names them
@@ -136,7 +187,9 @@ def test_patch_features_in_colour_and_the_logit_lens_through_the_api(client):
     assert pixels(together).shape[1] > pixels(alone).shape[1]  # a column for each of the six animal examples
     assert "layer 3 of 6" in alone["alt_text"] and "bird, cat, deer, dog, frog, horse" in together["alt_text"]
     lens = client.predict("mean", 0.0, *STYLE, api_name="/logit_lens")
-    assert "never trained" in lens["alt_text"] and pixels(lens).std() > 10
+    assert "never trained" in lens["alt_text"]
+    assert f"layer 6: {label['label']} " in lens["alt_text"]  # the last layer reads what the model predicts
+    assert has_rising_bar(pixels(lens), charts.LOGIT_LENS_CMAP)  # the probability's colour bar, 0 to 1
     with pytest.raises(AppError, match=re.escape("layer must be a whole number from 1 to 6, got 9")):
         client.predict(9, False, True, api_name="/patch_pca")
 

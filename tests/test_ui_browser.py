@@ -13,6 +13,7 @@ from picture_helpers import gradient_runs
 from PIL import Image
 from training_helpers import write_image_folder
 
+from ui import train
 from ui.common import EXAMPLES_DIR as EXAMPLES
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -186,9 +187,15 @@ def train_in_the_page(page, tmp_path, epochs: int) -> None:
 
 def test_the_train_tab_shows_progress_until_the_run_ends(server, browser, tmp_path):
     """Start in the page: the timer that polls /train_status must start (and stop) by itself."""
-
     page = open_page(browser, server)
+    events = []  # every event the page sends its server (a poll is one: /train_status, then its timer's update)
+    page.on("request", lambda request: events.append(request.url) if "/queue/join" in request.url else None)
     train_in_the_page(page, tmp_path, epochs=2)
+    assert len(events) >= 1 + 2 * 2, events  # the start, then at least two polls: the timer started by itself
+    page.wait_for_timeout(1500)  # the last poll's own events end
+    sent = len(events)
+    page.wait_for_timeout(4000 * train.POLL_S)  # four poll periods
+    assert len(events) == sent  # the finished run stopped the timer: the page polls no more
     page.close()
 
 

@@ -239,6 +239,7 @@ def test_each_prefix_token_can_be_the_query(prefixed):
     assert not np.array_equal(
         np.asarray(Image.open(opened(cls["heads"]))), np.asarray(Image.open(opened(reg2["heads"])))
     )
+    assert "for the query reg2:" in reg2["heads"].alt_text and "for the query CLS:" in cls["heads"].alt_text
     assert common.query_name("reg2") == "reg2"
 
 

@@ -6,13 +6,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
-import numpy as np
 import pytest
 import torch
 from app_helpers import analyze
 from conftest import flip_byte
 from gradio_client import Client
 from gradio_client.exceptions import AppError
+from picture_helpers import curve_series
 from PIL import Image
 from training_helpers import shown_text, write_image_folder
 
@@ -38,7 +38,8 @@ def running(progress: str) -> bool:
 def wait_for_job(client, timeout_s: float = 150) -> dict:
     """Poll /train_status until the job stops running. Returns what this visitor's page
     shows then: every output of the last poll, and the newest curves, probe and model list
-    among all polls (a poll sends a picture only when it changed)."""
+    among all polls (a poll sends a picture only when it changed), each picture's alt text as
+    "<name>_alt"."""
     shown: dict = {}
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -46,6 +47,7 @@ def wait_for_job(client, timeout_s: float = 150) -> dict:
         # A picture arrives as an update with its file and alt text; a skipped output (an unchanged
         # picture or list) as None or an update without a value.
         pictures = {k: status[k]["value"] for k in ("curves", "probe") if (status[k] or {}).get("value")}
+        pictures |= {f"{k}_alt": status[k]["alt_text"] for k in ("curves", "probe") if k in pictures}
         listed = (
             {"model": status["model"]} if isinstance(status["model"], dict) and "choices" in status["model"] else {}
         )
@@ -65,7 +67,9 @@ def test_train_watch_and_explore_the_checkpoint(client, tmp_path):
     shown = wait_for_job(client)
     assert "cpu" in shown["status"].lower() and "error" not in shown["status"].lower()
     assert "finished" in shown["progress"]
-    assert np.asarray(Image.open(shown["curves"])).std() > 10
+    assert re.fullmatch(r"Training loss and accuracy: 2 epochs done, [1-9]\d* loss readings", shown["curves_alt"])
+    loss, accuracy = curve_series(Image.open(shown["curves"]))
+    assert loss == {"train", "val", "steps"} and accuracy == {"train", "val"}  # each series in its panel
     assert Image.open(shown["probe"]).height > 2 * 64  # initial + two epochs, one row each
     # The run's checkpoint joined this visitor's model list without a reload.
     assert any(key.startswith("checkpoint:") for _, key in shown["model"]["choices"])
