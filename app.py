@@ -75,12 +75,13 @@ def main(argv: list[str] | None = None) -> None:
         checkpoint or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, default=start, **limits
     )
     catalog.check_downloads()  # offline, the pickers say so before anyone picks weights to download
-    demo = ui.build_demo(catalog, settings, present=args.present)
+    server = ui.server_for(catalog, settings)
+    demo = ui.build_page(server)
     # ZeroGPU: the models the Space opens on go to the GPU here, in the main thread (docs/space.md).
     if placed := zerogpu.preload(catalog, zerogpu.start_models(catalog)):
         print(f"on the GPU from the start: {', '.join(placed)}", flush=True)
     print(f"built in {time.perf_counter() - started:.1f} s", flush=True)
-    ui.launch(demo, args.host, args.port, args.share, settings, present=args.present)
+    ui.launch(demo, server, args.host, args.port, args.share)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from explorer import explain
 from explorer.explain import attention_bytes
 from explorer.loaded import LoadedModel
 from explorer.video import BATCH_BYTES, MAX_BATCH
-from ui import train, zerogpu
+from ui import zerogpu
 from ui.live import STREAM_EVERY_S
 
 # Daily quotas (hub-docs spaces-zerogpu.md, 2026-11) in seconds; anonymous visitors are counted
@@ -57,8 +57,8 @@ def action_seconds() -> dict[str, int]:
         "Lesson 3: rank every head (72 passes)": zerogpu.RANKING.seconds(deit, photo),
         f"Live: a minute of webcam ({60 / STREAM_EVERY_S:.0f} frames, on the CPU)": 0,
         f"Attention video: {CLIP_FRAMES} frames (one call)": zerogpu.CLIP.seconds(deit, clip, None, 12, frames),
-        f"Train: one chunk of {train.CHUNK_S} s (the tab asks for them one after another)": train.chunk_seconds(
-            "", train.CHUNK_S
+        f"Train: one chunk of {zerogpu.CHUNK_S} s (the tab asks for them one after another)": zerogpu.chunk_seconds(
+            "", zerogpu.CHUNK_S
         ),
     }
 

@@ -188,3 +188,12 @@ def test_a_parameter_no_component_answers_fails_when_the_page_is_built():
         tab = Tab(gr.Textbox(), gr.Number(), gr.Number(), gr.Markdown())
     with pytest.raises(TypeError, match="unwired: no component of Tab is called column"):
         tab.event(unwired, "S")
+
+
+def test_a_parameter_another_field_answers_is_named_at_the_event():
+    """Two pickers that are one API parameter (`name`) in two events: each event names its field."""
+    with gr.Blocks():
+        tab = Tab(gr.Textbox(), gr.Number(), gr.Number(), gr.Markdown())
+    assert tab.event(unwired, "S", column="low")["inputs"] == [tab.name, tab.low]
+    with pytest.raises(TypeError, match="unwired has no parameter row"):
+        tab.event(unwired, "S", column="low", row="high")

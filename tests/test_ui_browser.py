@@ -587,7 +587,7 @@ def test_a_file_that_is_not_an_image_gets_one_message_and_the_last_image_stays(s
 def test_the_warm_up_field_shows_sends_and_runs_the_same_warm_up(server, browser, tmp_path):
     """The warm-up box says "10% of the run" when empty; it must be empty on the
     page (not a 0 that the page would send as "no warm-up") and send nothing, which the run
-    reads as 10% of the run (ui.train.warmup_epochs)."""
+    reads as 10% of the run (ui.train_handlers.warmup_epochs)."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)

@@ -25,7 +25,7 @@ def tab(tiny_checkpoint, tmp_path_factory) -> tuple[LessonsView, Server]:
     """The tab's page (what its controls start with) and the server's context its handlers are bound to."""
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
     with gr.Blocks():
-        view = layout(server.catalog)
+        view = layout(server.catalog, gr.Image())
     return view, server
 
 
@@ -60,10 +60,10 @@ def width(update: gr.Image) -> int:
 def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, registers, image):
     server = tab[1]
     catalog = server.catalog
-    out = h.compare_models(server, image, [BUNDLED, registers, "pretrained:nonexistent"], "viridis")
+    out = h.compare_models(server, image, [BUNDLED, registers, "pretrained:nonexistent"], h.colour_map("viridis"))
     assert out["compare_picture"].alt_text == lessons.compare_alt([catalog.get(BUNDLED), catalog.get(registers)])
     assert "Not available here" in out["compare_note"] and "'pretrained:nonexistent'" in out["compare_note"]
-    clean = h.compare_models(server, image, [BUNDLED], "viridis")
+    clean = h.compare_models(server, image, [BUNDLED], h.colour_map("viridis"))
     assert clean["compare_note"] == ""
     # two models loaded: a column of maps more than one model's (the one that failed takes none)
     assert width(out["compare_picture"]) > width(clean["compare_picture"])
@@ -72,31 +72,31 @@ def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, r
 def test_the_comparison_refuses_no_models_too_many_or_none_loadable(tab, image):
     server = tab[1]
     with pytest.raises(gr.Error, match=r"pick 1 to 3 models to compare \(got \[\]\)"):
-        h.compare_models(server, image, [], "inferno")
+        h.compare_models(server, image, [], h.colour_map("inferno"))
     with pytest.raises(gr.Error, match=r"pick 1 to 3 models to compare \(got \['bundled'"):
-        h.compare_models(server, image, [BUNDLED] * 4, "inferno")
+        h.compare_models(server, image, [BUNDLED] * 4, h.colour_map("inferno"))
     with pytest.raises(gr.Error, match="none of these models can be loaded here"):
-        h.compare_models(server, image, ["pretrained:nonexistent"], "inferno")
+        h.compare_models(server, image, ["pretrained:nonexistent"], h.colour_map("inferno"))
     with pytest.raises(gr.Error, match="upload an image at the top of the Lessons tab first"):
-        h.compare_models(server, None, [BUNDLED], "inferno")
+        h.compare_models(server, None, [BUNDLED], h.colour_map("inferno"))
 
 
 def test_token_norms_of_a_model_with_and_without_registers(tab, registers, image):
     server = tab[1]
-    out = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 3, "inferno")
-    first = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 1, "inferno")
+    out = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 3, h.colour_map("inferno"))
+    first = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 1, h.colour_map("inferno"))
     assert picture(out["norms_picture"]).shape == picture(first["norms_picture"]).shape
     assert not np.array_equal(picture(out["norms_picture"]), picture(first["norms_picture"]))  # another layer
     table = out["norms_table"]
     assert "median patch norm" in table and "reg4" in table  # the registers' norms are listed by name
     with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):
-        h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 7, "inferno")
+        h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 7, h.colour_map("inferno"))
 
 
 def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(tab, registers, image):
     view, server = tab
     catalog = server.catalog
-    out = h.compare_token_norms(server, image, h.RegisterPair(BUNDLED, BUNDLED), 6, "inferno")
+    out = h.compare_token_norms(server, image, h.RegisterPair(BUNDLED, BUNDLED), 6, h.colour_map("inferno"))
     label = catalog.get(BUNDLED).label
     assert f"**no registers: {label}**" in out["norms_table"]  # it said "with registers"
     assert "with registers" not in out["norms_table"] + out["norms_picture"].alt_text
@@ -104,7 +104,9 @@ def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(ta
     same = h.norms_models(server, h.RegisterPair(BUNDLED, BUNDLED), [BUNDLED, BUNDLED])["norms_note"]
     assert same.startswith("**Both rows show the same model**") and "No model with registers is on this" in same
     assert "python -m vit.download" not in same  # said once, in "Better models for this lesson"
-    named = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 6, "inferno")["norms_table"]
+    named = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 6, h.colour_map("inferno"))[
+        "norms_table"
+    ]
     assert "**with 4 registers: checkpoint" in named
     assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
     assert (
@@ -220,24 +222,24 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path))
     with gr.Blocks():
-        view = layout(server.catalog)
-    assert view.compare_models.value == [BUNDLED] and view.heads_model.value == BUNDLED
-    assert view.norms_layer.maximum == view.norms_layer.value == 6  # the bundled model's depth
+        view = layout(server.catalog, gr.Image())
+    assert view.models.value == [BUNDLED] and view.heads_model.value == BUNDLED
+    assert view.layer.maximum == view.layer.value == 6  # the bundled model's depth
     assert (
         "python -m vit.download deit_small_patch16_224.fb_in1k vit_small_patch16_224.dino" in view.compare_better.value
     )
     assert view.compare_better.value.startswith("**Only one model is on this machine**, so this lesson shows it")
     assert "vit_large_patch14_reg4_dinov2.lvd142m vit_large_patch14_dinov2.lvd142m" in view.norms_better.value
-    assert "layers 1 to 6, heads 1 to 4" in view.heads_off.label
-    h.compare_models(server, image, view.compare_models.value, view.cmap.value)
+    assert "layers 1 to 6, heads 1 to 4" in view.heads.label
+    h.compare_models(server, image, view.models.value, h.colour_map(view.cmap.value))
     h.compare_token_norms(
         server,
         image,
         h.RegisterPair(view.with_registers.value, view.without_registers.value),
-        view.norms_layer.value,
-        "inferno",
+        view.layer.value,
+        h.colour_map("inferno"),
     )
-    h.switch_heads_off(server, image, view.heads_model.value, view.heads_off.value)
+    h.switch_heads_off(server, image, view.heads_model.value, view.heads.value)
     list(h.rank_heads(server, image, view.heads_model.value, None))
 
 
@@ -253,15 +255,15 @@ def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoi
     )
     catalog = ModelCatalog(tiny_checkpoint, tmp_path)
     with gr.Blocks():
-        view = layout(catalog)
-    assert view.compare_models.value == [
+        view = layout(catalog, gr.Image())
+    assert view.models.value == [
         "pretrained:deit_small_patch16_224.fb_in1k",
         "pretrained:vit_small_patch14_dinov2.lvd142m",
     ]
     assert "vit_small_patch16_224.dino" in view.compare_better.value and view.norms_better.value == ""
     assert view.with_registers.value == "pretrained:vit_large_patch14_reg4_dinov2.lvd142m"
-    assert view.norms_layer.maximum == view.norms_layer.value == 5  # the shallower of 5 and 7 layers
-    assert "layers 1 to 3, heads 1 to 2" in view.heads_off.label and view.heads_better.value == ""
+    assert view.layer.maximum == view.layer.value == 5  # the shallower of 5 and 7 layers
+    assert "layers 1 to 3, heads 1 to 2" in view.heads.label and view.heads_better.value == ""
     assert {
         "pretrained:vit_large_patch14_dinov2.lvd142m",
         "pretrained:deit_small_patch16_224.fb_in1k",
@@ -270,11 +272,11 @@ def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoi
 
 def test_the_controls_follow_the_chosen_models(tab, registers):
     server = tab[1]
-    slider = h.norms_models(server, h.RegisterPair(registers, BUNDLED), [BUNDLED, BUNDLED])["norms_layer"]
+    slider = h.norms_models(server, h.RegisterPair(registers, BUNDLED), [BUNDLED, BUNDLED])["layer"]
     assert slider.maximum == slider.value == 6
     out = h.heads_model(server, h.HeadsPick(BUNDLED, BUNDLED))
-    assert "layers 1 to 6, heads 1 to 4" in out["heads_off"].label and out["heads_note"] == ""
-    assert out["heads_off"].placeholder == "1.1, 6.4"  # an example this model accepts
+    assert "layers 1 to 6, heads 1 to 4" in out["heads"].label and out["heads_note"] == ""
+    assert out["heads"].placeholder == "1.1, 6.4"  # an example this model accepts
     headless = h.heads_model(server, h.HeadsPick(registers, BUNDLED))
     assert "has no classifier head" in headless["heads_note"]
     back = h.norms_models(server, h.RegisterPair(registers, "pretrained:nonexistent"), [registers, BUNDLED])
@@ -313,7 +315,7 @@ def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, mo
     assert out["heads_model"] == out["heads_current"] == BUNDLED
     assert out["heads_note"].startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
     assert "HF_HUB_OFFLINE" not in out["heads_note"] and str(tmp_path) not in out["heads_note"]
-    assert isinstance(out["heads_off"], type(gr.skip()))  # the box still describes the bundled model
+    assert isinstance(out["heads"], type(gr.skip()))  # the box still describes the bundled model
 
 
 def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, image, monkeypatch, tmp_path):
@@ -321,7 +323,9 @@ def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, im
     server = tab[1]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    note = h.compare_models(server, image, [BUNDLED, "pretrained:vit_small_patch14_dinov2.lvd142m"], "inferno")
+    note = h.compare_models(
+        server, image, [BUNDLED, "pretrained:vit_small_patch14_dinov2.lvd142m"], h.colour_map("inferno")
+    )
     said = note["compare_note"]
     assert "\n- vit_small_patch14_dinov2.lvd142m is not on this machine, and this machine has no internet" in said
     assert "pretrained:" not in said and str(tmp_path) not in said
@@ -339,7 +343,7 @@ def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_mo
     assert isinstance(again["image"], type(gr.skip()))  # an image uploaded in the lessons stays
     assert isinstance(h.open_lessons(server, None, None, alice)["image"], type(gr.skip()))
     key = catalog.register(tiny_checkpoint, owner(alice), label="my run, 3 epochs")
-    for picker in ("compare_models", "with_registers", "without_registers", "heads_model"):
+    for picker in ("models", "with_registers", "without_registers", "heads_model"):
         assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, None, alice)[picker].choices
 
 
@@ -372,7 +376,7 @@ def test_lesson_4_offline_with_no_clip_model_says_none_is_here_and_what_to_do(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
     with pytest.raises(gr.Error) as info:
-        h.compare_words(server, image, f"pretrained:{lessons.WORDS[0]}", "a cat, a dog", "inferno")
+        h.compare_words(server, image, f"pretrained:{lessons.WORDS[0]}", "a cat, a dog", h.colour_map("inferno"))
     said = info.value.message
     assert "No CLIP model is on this machine" in said and "they are on this machine" not in said
     assert f"python -m vit.download {lessons.WORDS[0]}" in said

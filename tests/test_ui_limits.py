@@ -17,6 +17,7 @@ from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from explorer.uploads import REFUSED, SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 from ui.app import holdings, served_limits
+from ui.common import Server
 from ui.concurrency import LIVE_WAITING
 from ui.limits import (
     LIVE_BUSY,
@@ -37,10 +38,16 @@ pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
 
 
 @pytest.fixture(scope="module")
-def app(tiny_checkpoint, tmp_path_factory):
-    """(URL, the launched Blocks) of the public app with the limits `ui.launch` gives it."""
+def server(tiny_checkpoint, tmp_path_factory) -> Server:
+    """What the public app holds for its visitors."""
     catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"), scan_runs=False)
-    demo = ui.build_demo(catalog, ServerSettings(public=True))
+    return ui.server_for(catalog, ServerSettings(public=True))
+
+
+@pytest.fixture(scope="module")
+def app(server):
+    """(URL, the launched Blocks) of the public app with the limits `ui.launch` gives it."""
+    demo = ui.build_page(server)
     port = free_port()
     demo.launch(**served_limits(demo), server_port=port, prevent_thread_lock=True, quiet=True)
     try:
@@ -87,7 +94,7 @@ def test_gradio_keeps_at_most_the_sessions_the_budget_allows(app):
     assert shares.capacity == SESSIONS and shares.holder() is demo.state_holder
 
 
-def test_the_operators_log_line_counts_what_the_server_holds(app):
+def test_the_operators_log_line_counts_what_the_server_holds(app, server):
     """The public server prints this every minute (ui.app.keep_within_budgets): the sessions
     Gradio keeps and the analyses cached, against their budgets, so a soak can say what grew."""
     url, demo = app
@@ -95,9 +102,9 @@ def test_the_operators_log_line_counts_what_the_server_holds(app):
     for n in range(3):
         status, _ = call(url, "analyze", [None, None, "bundled", "crop", *VIEWS], f"counted-{n}")
         assert status == 200
-    line = holdings(demo)
+    line = holdings(demo, server)
     assert line.startswith(f"holding: {before + 3} sessions (at most {SESSIONS}), ")
-    assert line.endswith(f"MiB of analyses (at most {demo.shared.store.max_bytes // 2**20} MiB)")
+    assert line.endswith(f"MiB of analyses (at most {server.store.max_bytes // 2**20} MiB)")
 
 
 def test_gradio_keeps_no_monitoring_records_and_serves_no_monitoring_page(app):

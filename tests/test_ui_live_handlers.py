@@ -98,5 +98,5 @@ def test_the_query_controls_name_a_token_or_a_patch(tab):
 
 def test_the_row_and_column_sliders_show_only_for_a_patch_query():
     """Beside the CLS query, sliders at row 4, column 4 named a patch the maps did not show."""
-    assert [s.visible for s in h.patch_sliders("patch")] == [True, True]
-    assert [s.visible for s in h.patch_sliders("cls")] == [False, False]
+    assert [s.visible for s in h.patch_sliders("patch").values()] == [True, True]
+    assert [s.visible for s in h.patch_sliders("cls").values()] == [False, False]

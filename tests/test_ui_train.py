@@ -21,7 +21,8 @@ from explorer.catalog import ModelCatalog
 from training.budget import gb, image_set_bytes, run_config, training_cost
 from training.job import JobSnapshot
 from training.registry import TrainLimits
-from ui import train
+from ui import train_handlers as h
+from ui.common import Server
 from ui.settings import SPACE_MODEL, ServerSettings
 
 CLASSES = ("cat", "dog")
@@ -85,11 +86,11 @@ def test_train_watch_and_explore_the_checkpoint(client, tmp_path):
 
 
 def test_an_empty_warm_up_box_means_the_default_and_0_means_none():
-    assert train.warmup_epochs("", 200) is None and train.warmup_epochs(None, 200) is None
-    assert train.warmup_epochs(" 0 ", 200) == 0.0 and train.warmup_epochs(0.5, 200) == 0.5
+    assert h.warmup_epochs("", 200) is None and h.warmup_epochs(None, 200) is None
+    assert h.warmup_epochs(" 0 ", 200) == 0.0 and h.warmup_epochs(0.5, 200) == 0.5
     for bad in ("ten", "nan", "-1", "201"):
         with pytest.raises(gr.Error, match="warm-up epochs must be a number from 0.0 to 200.0"):
-            train.warmup_epochs(bad, 200)
+            h.warmup_epochs(bad, 200)
 
 
 def test_stop_ends_the_run_early_and_keeps_a_checkpoint(client, tmp_path):
@@ -181,12 +182,12 @@ def test_a_run_checkpoint_that_fails_its_checks_is_said_not_hidden(tiny_checkpoi
     damaged = tmp_path / "model.safetensors"
     damaged.write_bytes(tiny_checkpoint.read_bytes())
     flip_byte(damaged)
-    out = train.train_status(OneRun(damaged), catalog, train.NOTHING_SHOWN, request)
+    out = h.train_status(Server(catalog, runs=OneRun(damaged)), h.NOTHING_SHOWN, request)
     assert "not added to your models" in out["status"] and "is corrupt" in out["status"]
     assert str(tmp_path) not in out["status"]  # the file by its name only
-    missing = train.train_status(OneRun(tmp_path / "none.safetensors"), catalog, train.NOTHING_SHOWN, request)
+    missing = h.train_status(Server(catalog, runs=OneRun(tmp_path / "none.safetensors")), h.NOTHING_SHOWN, request)
     assert "not added" not in missing["status"]  # stopped before its first checkpoint: nothing to say
-    listed = train.train_status(OneRun(tiny_checkpoint), catalog, train.NOTHING_SHOWN, request)
+    listed = h.train_status(Server(catalog, runs=OneRun(tiny_checkpoint)), h.NOTHING_SHOWN, request)
     assert "not added" not in listed["status"]
     assert [key for _, key in listed["model"].choices if key.startswith("checkpoint:")] != []
 
@@ -200,14 +201,14 @@ def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny
     request = SimpleNamespace(session_hash="visitor")
     runs = OneRun(tiny_checkpoint)
     runs.snap = JobSnapshot(running=True, device="cpu", epoch=1, epochs=2, steps_per_epoch=2)
-    assert train.keep_polling(train.NOTHING_SHOWN).active  # a run just started: poll
-    shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, request)
+    assert h.keep_polling(h.NOTHING_SHOWN)["timer"].active  # a run just started: poll
+    shown = h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, request)
     assert "epoch 2 of 2, step 0 of 2" in shown["progress"]
     runs.snap = JobSnapshot(epoch=2, epochs=2, steps_per_epoch=2, checkpoint=str(tiny_checkpoint), message="finished")
-    assert train.keep_polling(shown["seen"]).active  # the page still says "running": poll again
-    last = train.train_status(runs, catalog, shown["seen"], request)
+    assert h.keep_polling(shown["seen"])["timer"].active  # the page still says "running": poll again
+    last = h.train_status(Server(catalog, runs=runs), shown["seen"], request)
     assert ">finished</b>" in last["progress"]
-    assert not train.keep_polling(last["seen"]).active  # the end is on the page: stop
+    assert not h.keep_polling(last["seen"])["timer"].active  # the end is on the page: stop
 
 
 def test_a_poll_whose_picture_fails_still_shows_the_run_ended(tiny_checkpoint, tmp_path, monkeypatch):
@@ -220,20 +221,20 @@ def test_a_poll_whose_picture_fails_still_shows_the_run_ended(tiny_checkpoint, t
     def too_big(*_args) -> Image.Image:
         raise ValueError("Image size exceeds WebP limit")
 
-    monkeypatch.setattr(train.run_views, "probe", too_big)
-    shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, SimpleNamespace(session_hash="visitor"))
+    monkeypatch.setattr(h.run_views, "probe", too_big)
+    shown = h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, SimpleNamespace(session_hash="visitor"))
     assert ">finished</b> · finished 1 epochs" in shown["progress"] and "status" in shown
     assert isinstance(shown["probe"], type(gr.skip()))  # no picture this time, and no error
-    assert not train.keep_polling(shown["seen"]).active  # the end is on the page: the timer stops
+    assert not h.keep_polling(shown["seen"])["timer"].active  # the end is on the page: the timer stops
 
 
 def test_the_status_is_said_once_and_steps_are_not_guessed_before_the_first():
     loading = JobSnapshot(running=True, device="cpu", epochs=5, message="loading data and model")
-    assert train.progress_text(loading)[2] == "epoch 1 of 5, preparing…"  # not "step 0 of 1"
+    assert h.progress_text(loading)[2] == "epoch 1 of 5, preparing…"  # not "step 0 of 1"
     going = JobSnapshot(running=True, device="cpu", epochs=5, steps_per_epoch=352, step=8, message="training on 9")
-    assert train.progress_text(going)[2] == "epoch 1 of 5, step 8 of 352" and "training on 9" in train.describe(going)
+    assert h.progress_text(going)[2] == "epoch 1 of 5, step 8 of 352" and "training on 9" in h.describe(going)
     stopped = JobSnapshot(epoch=1, epochs=5, steps_per_epoch=352, checkpoint="m.safetensors", message="stopped early")
-    shown = train.describe(stopped) + train.progress_html(*train.progress_text(stopped), train.run_state(stopped))
+    shown = h.describe(stopped) + h.progress_html(*h.progress_text(stopped), h.run_state(stopped))
     assert shown.count("stopped early") == 1
 
 
@@ -243,20 +244,20 @@ def test_an_ended_run_says_its_device_and_last_epoch_once_and_a_failure_in_words
     cpu = "cpu (no GPU found: training runs on the CPU and will be slow)"
     epoch = {"epoch": 2, "train_loss": 0.5, "val_acc": 0.75}
     going = JobSnapshot(running=True, device=cpu, epochs=5, steps_per_epoch=4, history=[epoch], message="training")
-    assert train.describe(going).count("slow") == 1 and "epoch 2: train loss 0.500" in train.describe(going)
+    assert h.describe(going).count("slow") == 1 and "epoch 2: train loss 0.500" in h.describe(going)
     done = JobSnapshot(device=cpu, epoch=2, epochs=2, history=[epoch], checkpoint="m.safetensors", message="finished 2")
-    shown = train.describe(done) + train.progress_html(*train.progress_text(done), train.run_state(done))
+    shown = h.describe(done) + h.progress_html(*h.progress_text(done), h.run_state(done))
     assert shown.count("slow") == 1 and "epoch 2: train loss" not in shown  # the bar says how it ended
     failed = JobSnapshot(device=cpu, epochs=2, error="CIFAR-10 cannot be downloaded here", message="training failed")
-    bar = train.progress_html(*train.progress_text(failed), train.run_state(failed))
+    bar = h.progress_html(*h.progress_text(failed), h.run_state(failed))
     assert bar.endswith(">failed</b></div>")
-    assert "CIFAR-10 cannot be downloaded here" in shown_text(train.describe(failed))
+    assert "CIFAR-10 cannot be downloaded here" in shown_text(h.describe(failed))
 
 
 def test_the_default_data_source_is_one_that_works_offline(tmp_path, monkeypatch):
     from training.data import default_cache_dir
     from ui.settings import ServerSettings
-    from ui.train import data_choices, data_note
+    from ui.train_handlers import data_choices, data_note
 
     local = ServerSettings()
     assert data_choices(local)[0][1] == "folder" and data_choices(local)[-1][0] == "CIFAR-10 (downloads once)"
@@ -299,9 +300,8 @@ def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint,
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
     settings = ServerSettings(public=True)
     runs, request = Recorded(), SimpleNamespace(session_hash="visitor")
-    out = train.train_start(
-        runs, catalog, settings, train.run_options(SPACE_MODEL, "cifar10", "", 1, 1e-4, 128), request
-    )
+    server = Server(catalog, settings=settings, runs=runs)
+    out = h.train_start(server, h.run_options(SPACE_MODEL, "cifar10", "", 1, 1e-4, 128), request)
     limit = settings.train.memory_bytes
     cost = training_cost(run_config(SPACE_MODEL, 32))
     batch = runs.asked["batch_size"]
@@ -310,8 +310,10 @@ def test_a_run_is_fitted_to_the_servers_memory_before_it_starts(tiny_checkpoint,
     assert 1 <= runs.asked["eval_batch_size"] <= 500  # evaluation no longer 500 images at a time at 224 px
     assert f"Batch size 128 would need about {gb(cost.memory(128, 500, image_set_bytes(50_000, 32)))}" in out["status"]
     assert f"so your run trains {batch} images at a time" in out["status"]
-    out = train.train_start(
-        runs, catalog, settings, train.run_options("vit_cifar_nano", "cifar10", "", 1, 1e-3, 128), request
+    out = h.train_start(
+        server,
+        h.run_options("vit_cifar_nano", "cifar10", "", 1, 1e-3, 128),
+        request,
     )
     assert runs.asked["batch_size"] == 128 and "Batch size" not in out["status"]  # a small run as asked
 
@@ -322,7 +324,8 @@ def test_a_run_whose_evaluation_alone_is_scaled_down_says_so(tiny_checkpoint, tm
     monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: True)
     runs, request = Recorded(), SimpleNamespace(session_hash="visitor")
     catalog, settings = ModelCatalog(tiny_checkpoint, tmp_path / "runs"), ServerSettings(public=True)
-    out = train.train_start(runs, catalog, settings, train.run_options(SPACE_MODEL, "cifar10", "", 1, 1e-4, 8), request)
+    server = Server(catalog, settings=settings, runs=runs)
+    out = h.train_start(server, h.run_options(SPACE_MODEL, "cifar10", "", 1, 1e-4, 8), request)
     evaluated = runs.asked["eval_batch_size"]
     assert runs.asked["batch_size"] == 8 and 1 <= evaluated < 500
     assert out["status"].startswith("started\n\nEvaluating 500 images at a time would need about ")
@@ -337,15 +340,20 @@ def test_pretrained_weights_not_on_an_offline_machine_are_refused_at_start(tiny_
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
     settings = ServerSettings(public=True, data_folder=write_image_folder(tmp_path / "data"))
     catalog.online = False
-    options = train.run_options(SPACE_MODEL, "operator", "", 1, 1e-4, 8)
+    options = h.run_options(SPACE_MODEL, "operator", "", 1, 1e-4, 8)
+    server = Server(catalog, settings=settings, runs=runs)
     with pytest.raises(gr.Error, match="is not on this machine, and this machine has no internet connection"):
-        train.train_start(runs, catalog, settings, options, request)
+        h.train_start(server, options, request)
     assert runs.asked == {}  # no run registered
     catalog.online = True  # online: the run downloads its weights
-    train.train_start(runs, catalog, settings, options, request)
+    h.train_start(server, options, request)
     assert runs.asked["model"] == SPACE_MODEL
     catalog.online = False  # a preset needs no weights
-    train.train_start(runs, catalog, settings, train.run_options("vit_cifar_nano", "operator", "", 1, 1e-3, 8), request)
+    h.train_start(
+        server,
+        h.run_options("vit_cifar_nano", "operator", "", 1, 1e-3, 8),
+        request,
+    )
     assert runs.asked["model"] == "vit_cifar_nano"
 
 
@@ -353,10 +361,10 @@ def test_run_messages_show_as_written_not_as_markdown():
     """A run's message may hold a visitor's words (an uploaded checkpoint's name): a `![x](url)` in it
     would be fetched by every browser showing the status."""
     error = "cannot use this checkpoint: ![x](http://evil.example/p.png) *a*.safetensors <b>"
-    shown = train.describe(JobSnapshot(device="cpu", error=error))
+    shown = h.describe(JobSnapshot(device="cpu", error=error))
     assert "![x](" not in shown and "*a*" not in shown and "<b>" not in shown and "&lt;" not in shown
     assert shown_text(shown).endswith(error)  # every character shown as written
-    running_run = train.describe(JobSnapshot(running=True, message="training my_*run*"))
+    running_run = h.describe(JobSnapshot(running=True, message="training my_*run*"))
     assert running_run == "training my\\_\\*run\\*"
 
 
@@ -367,11 +375,11 @@ def test_a_run_that_cannot_fit_is_refused_in_a_sentence():
         match=r"deit_small_patch16_224.fb_in1k cannot be trained on this server: it needs "
         r"about \d+\.\d GB of memory even one image at a time .* Pick a smaller model",
     ):
-        train.memory_plan(small, SPACE_MODEL, "cifar10", 1, 8, 1e-3)
+        h.memory_plan(small, SPACE_MODEL, "cifar10", 1, 8, 1e-3)
     with pytest.raises(ValueError, match="checkpoints would take about 4.9 GB on disk"):
-        train.memory_plan(TrainLimits(memory_bytes=2**40), "vit_l_16.tv_in1k", "cifar10", 1, 8, 1e-3)
+        h.memory_plan(TrainLimits(memory_bytes=2**40), "vit_l_16.tv_in1k", "cifar10", 1, 8, 1e-3)
     with pytest.raises(ValueError, match="epochs must be a whole number from 1 to 200, got True"):
-        train.memory_plan(TrainLimits(), "vit_cifar_nano", "cifar10", True, 8, 1e-3)  # a bool is not 1 epoch
+        h.memory_plan(TrainLimits(), "vit_cifar_nano", "cifar10", True, 8, 1e-3)  # a bool is not 1 epoch
 
 
 def test_starts_first_step_refuses_as_the_start_would_and_starts_nothing(tiny_checkpoint, tmp_path):
@@ -382,17 +390,24 @@ def test_starts_first_step_refuses_as_the_start_would_and_starts_nothing(tiny_ch
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
     runs, settings = JobRegistry(tmp_path / "runs"), ServerSettings()
     request = SimpleNamespace(session_hash="visitor")
+    server = Server(catalog, settings=settings, runs=runs)
     with pytest.raises(gr.Error, match="Enter the folder that holds train/ and test/ class folders"):
-        train.check_start(
-            runs, catalog, settings, train.run_options("vit_cifar_nano", "folder", " ", 1, 1e-3, 8), request
+        h.check_start(
+            server,
+            h.run_options("vit_cifar_nano", "folder", " ", 1, 1e-3, 8),
+            request,
         )
     with pytest.raises(gr.Error, match="epochs must be a whole number from 1 to 200, got 0"):
-        train.check_start(
-            runs, catalog, settings, train.run_options("vit_cifar_nano", "cifar10", "", 0, 1e-3, 8), request
+        h.check_start(
+            server,
+            h.run_options("vit_cifar_nano", "cifar10", "", 0, 1e-3, 8),
+            request,
         )
     data = write_image_folder(tmp_path / "data", per_class=2)
-    train.check_start(
-        runs, catalog, settings, train.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8), request
+    h.check_start(
+        server,
+        h.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8),
+        request,
     )
     assert not runs.snapshot("visitor").running and not (tmp_path / "runs").exists()  # checked, nothing started
 
@@ -404,10 +419,10 @@ def test_each_epoch_is_said_once_in_the_status():
 
     epoch = {"epoch": 2, "train_loss": 0.5, "val_acc": 0.75}
     going = JobSnapshot(running=True, epochs=5, steps_per_epoch=4, history=[epoch], message=epoch_message(epoch, 5))
-    said = train.describe(going)
+    said = h.describe(going)
     assert said.count("epoch 2") == 1 and "epoch 2: train loss 0.500, validation accuracy 75.0%" in said
     stopping = JobSnapshot(running=True, epochs=5, history=[epoch], message="stopping after the current step")
-    assert "stopping after the current step" in train.describe(stopping)  # any other message is still said
+    assert "stopping after the current step" in h.describe(stopping)  # any other message is still said
 
 
 def test_no_step_of_the_poll_shows_gradios_status_tracker(tmp_path):
@@ -432,10 +447,10 @@ def test_opening_the_tab_draws_the_model_picker_as_the_catalogue_is_now(tiny_che
     catalog.online = True
     alice = SimpleNamespace(session_hash="alice")
     deit = "deit_small_patch16_224.fb_in1k"
-    labels = {value: label for label, value in train.train_models(catalog, alice)["model"].choices}
+    labels = {value: label for label, value in h.train_models(Server(catalog), alice)["model"].choices}
     assert labels[deit] == f"{deit} (pretrained, downloads once)"
     downloaded.add(deit)  # what lesson 1's Compare, or Explore, downloads meanwhile
-    labels = {value: label for label, value in train.train_models(catalog, alice)["model"].choices}
+    labels = {value: label for label, value in h.train_models(Server(catalog), alice)["model"].choices}
     assert labels[deit] == f"{deit} (pretrained)"
 
 
@@ -443,13 +458,13 @@ def test_the_tab_gives_the_page_a_run_token_that_a_reload_keeps_and_no_one_forge
     """The run belongs to the token the page keeps (issue 44): a reload (a new session) finds it,
     another session or a made-up token does not, and an API client without one is its session."""
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
-    first = train.train_models(catalog, SimpleNamespace(session_hash="a"))["run_token"]
-    assert train.RUN_TOKEN.fullmatch(first) and train.train_models(catalog, SimpleNamespace(session_hash="b"))[
+    first = h.train_models(Server(catalog), SimpleNamespace(session_hash="a"))["run_token"]
+    assert h.RUN_TOKEN.fullmatch(first) and h.train_models(Server(catalog), SimpleNamespace(session_hash="b"))[
         "run_token"
     ] not in (first, "")
-    assert train.train_models(catalog, SimpleNamespace(session_hash="c"), first)["run_token"] == first  # kept
-    assert train.train_models(catalog, SimpleNamespace(session_hash="c"), "../x")["run_token"] != "../x"
+    assert h.train_models(Server(catalog), SimpleNamespace(session_hash="c"), first)["run_token"] == first  # kept
+    assert h.train_models(Server(catalog), SimpleNamespace(session_hash="c"), "../x")["run_token"] != "../x"
     reloaded, other = SimpleNamespace(session_hash="after a reload"), SimpleNamespace(session_hash="someone else")
-    assert train.run_owner(first, SimpleNamespace(session_hash="a")) == train.run_owner(first, reloaded)
-    assert train.run_owner(first, reloaded) != train.run_owner(None, reloaded) != train.run_owner(None, other)
-    assert train.run_owner("not a token", other) == train.run_owner(None, other) == train.owner(other)
+    assert h.run_owner(first, SimpleNamespace(session_hash="a")) == h.run_owner(first, reloaded)
+    assert h.run_owner(first, reloaded) != h.run_owner(None, reloaded) != h.run_owner(None, other)
+    assert h.run_owner("not a token", other) == h.run_owner(None, other) == h.owner(other)

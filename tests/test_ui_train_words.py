@@ -17,12 +17,13 @@ import vit
 from training.chunks import ChunkRefused, failure, in_words
 from training.data import DataError
 from training.job import JobSnapshot
-from ui import train
+from ui import train_handlers as h
 
 REPO = Path(__file__).resolve().parents[1]
 # What the Train tab shows comes from these modules' words (and a library's message, below).
 SOURCES = [
     "ui/train.py",
+    "ui/train_handlers.py",
     "ui/checks.py",
     "ui/settings.py",
     *sorted(str(p.relative_to(REPO)) for p in (REPO / "training").glob("*.py")),
@@ -83,7 +84,7 @@ FAILURES = [
 def test_a_failed_run_says_why_in_words_on_the_status_and_the_bar(error):
     shown = failure(error)
     snap = JobSnapshot(epochs=3, error=shown, message="training failed")
-    page = [train.describe(snap), train.progress_html(*train.progress_text(snap), train.run_state(snap))]
+    page = [h.describe(snap), h.progress_html(*h.progress_text(snap), h.run_state(snap))]
     for text in (shown, *page):
         assert not CLASS_NAME.search(text) and type(error).__name__ not in text, text
     assert shown.startswith("the run stopped") and (str(error).split(":")[-1].strip() in shown)

@@ -26,7 +26,8 @@ from training import job as job_module
 from training.chunks import train_chunk
 from training.registry import OWNER_GONE_S, JobRegistry, TrainLimits
 from ui import train, zerogpu
-from ui.settings import ServerSettings
+from ui import train_handlers as h
+from ui.common import Server
 
 FORK = multiprocessing.get_context("forkserver")
 FORK.set_forkserver_preload(["ui.train"])  # each worker starts with torch, gradio and training loaded
@@ -50,8 +51,8 @@ def gpu(monkeypatch, fork_server) -> FakeZeroGpu:
     standin = FakeZeroGpu(quota_s=10_000, grace_s=0, context="forkserver")
     monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
     monkeypatch.setattr(zerogpu, "gpu_decorator", standin)
-    monkeypatch.setattr(train, "train_chunk", three_steps)
-    monkeypatch.setattr(train, "CHUNK_S", 30)  # never the limit here: 3 steps take seconds
+    monkeypatch.setattr(zerogpu, "train_chunk", three_steps)
+    monkeypatch.setattr(zerogpu, "CHUNK_S", 30)  # never the limit here: 3 steps take seconds
     return standin
 
 
@@ -59,7 +60,7 @@ def gpu(monkeypatch, fork_server) -> FakeZeroGpu:
 def tab(gpu, tiny_checkpoint, tmp_path):
     """(registry, catalogue, request) of the Train tab as a ZeroGPU Space builds it."""
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
-    runs = JobRegistry(tmp_path / "runs", chunks=train.gpu_chunks())
+    runs = JobRegistry(tmp_path / "runs", chunks=zerogpu.gpu_chunks())
     return runs, catalog, SimpleNamespace(session_hash="visitor")
 
 
@@ -67,22 +68,20 @@ def start(tab, tmp_path) -> None:
     """A 2-epoch run of 5 steps an epoch (36 images, 3 held out, batches of 8)."""
     runs, catalog, request = tab
     data = write_image_folder(tmp_path / "data", per_class=12, size=16)
-    train.train_start(
-        runs, catalog, ServerSettings(), train.run_options("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8), request
-    )
+    h.train_start(Server(catalog, runs=runs), h.run_options("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8), request)
 
 
-def poll(tab, seen=train.NOTHING_SHOWN) -> dict:
+def poll(tab, seen=h.NOTHING_SHOWN) -> dict:
     runs, catalog, request = tab
-    return train.train_status(runs, catalog, seen, request)
+    return h.train_status(Server(catalog, runs=runs), seen, request)
 
 
 def test_polls_train_the_run_chunk_by_chunk_in_forked_workers(tab, gpu, tmp_path):
     runs, *_ = tab
     start(tab, tmp_path)
     assert not gpu.pids  # starting trains nothing
-    seen, progress = train.NOTHING_SHOWN, []
-    while train.keep_polling(seen).active:
+    seen, progress = h.NOTHING_SHOWN, []
+    while h.keep_polling(seen)["timer"].active:
         shown = poll(tab, seen)
         seen = shown["seen"]
         progress.append(re.search(r"· (.*)</div>$", shown["progress"])[1])
@@ -90,7 +89,7 @@ def test_polls_train_the_run_chunk_by_chunk_in_forked_workers(tab, gpu, tmp_path
     assert progress[0] == "epoch 1 of 2, step 3 of 5" and progress[1] == "epoch 2 of 2, step 1 of 5"
     assert progress[-1].startswith("finished 2 epochs") and ">finished</b>" in shown["progress"]
     assert len(gpu.pids) == 4 and os.getpid() not in gpu.pids  # 10 steps, 3 a chunk
-    snap = runs.snapshot(train.owner(tab[2]))
+    snap = runs.snapshot(h.owner(tab[2]))
     assert [e for e, _ in snap.probe] == [0, 1, 2] and snap.step_losses and len(snap.history) == 2
     assert vit.load_checkpoint(snap.checkpoint)[1].info["epoch"] == 2
     assert gpu.left() == 10_000 - 4 * compute.gpu_seconds(30)  # each chunk: its budget and the fixed cost
@@ -104,11 +103,11 @@ def test_used_up_gpu_time_waits_with_the_run_saved_and_goes_on_when_there_is_mor
     shown = poll(tab)
     advice = "try again in 1:00:00, or subscribe to Hugging Face PRO for 40 minutes a day"  # the platform's wait
     assert f"no GPU time left for you today: the run is saved at epoch 1 step 3; {advice}" in shown["progress"]
-    assert ">waiting</b>" in shown["progress"] and not train.keep_polling(shown["seen"]).active
+    assert ">waiting</b>" in shown["progress"] and not h.keep_polling(shown["seen"])["timer"].active
     assert len(gpu.pids) == 1
     gpu.used.clear()  # the next day: opening the tab polls again
     shown = poll(tab, shown["seen"])
-    assert "epoch 2 of 2, step 1 of 5" in shown["progress"] and train.keep_polling(shown["seen"]).active
+    assert "epoch 2 of 2, step 1 of 5" in shown["progress"] and h.keep_polling(shown["seen"])["timer"].active
 
 
 def test_a_chunk_killed_by_the_platform_loses_nothing(tab, gpu, tmp_path, monkeypatch):
@@ -125,12 +124,12 @@ def test_a_chunk_killed_by_the_platform_loses_nothing(tab, gpu, tmp_path, monkey
 
 
 def test_off_zerogpu_the_tab_trains_in_a_thread_as_before():
-    assert not zerogpu.ON_ZEROGPU and train.gpu_chunks() is None
+    assert not zerogpu.ON_ZEROGPU and zerogpu.gpu_chunks() is None
     assert train.Defaults.here() == train.Defaults()
 
 
 def test_the_gpu_time_estimate_follows_from_its_stated_assumptions():
-    text = train.fine_tune_estimate()
+    text = h.fine_tune_estimate()
     assert (
         "an estimate from a measurement on another GPU" in text and "deit_small_patch16_224.fb_in1k at 224 px" in text
     )
@@ -164,21 +163,21 @@ def test_a_run_whose_page_closed_frees_its_slot_and_its_owner_takes_it_back_afte
     Space ran: every other visitor was told the server is busy (issue 44, item 1)."""
     now = [0.0]
     catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
-    plan = dataclasses.replace(train.gpu_chunks(), clock=lambda: now[0])
+    plan = dataclasses.replace(zerogpu.gpu_chunks(), clock=lambda: now[0])
     runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1), chunks=plan)
     alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
-    token = train.train_models(catalog, alice)["run_token"]  # opening the tab gives the page its token
+    token = h.train_models(Server(catalog), alice)["run_token"]  # opening the tab gives the page its token
     data = write_image_folder(tmp_path / "data", per_class=12, size=16)
-    options = train.run_options("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8)
-    train.train_start(runs, catalog, ServerSettings(), options, alice, token)
-    train.train_status(runs, catalog, train.NOTHING_SHOWN, alice, token)  # one chunk, then the page closes
+    options = h.run_options("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8)
+    h.train_start(Server(catalog, runs=runs), options, alice, token)
+    h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, alice, token)  # one chunk, then the page closes
     now[0] += OWNER_GONE_S + 1
-    train.check_start(runs, catalog, ServerSettings(), options, bob)  # bob may start: no "server is busy"
-    shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, bob)
+    h.check_start(Server(catalog, runs=runs), options, bob)  # bob may start: no "server is busy"
+    shown = h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, bob)
     assert "no training job has run yet" in shown["progress"]  # bob sees none of alice's run
-    assert "set aside" in runs.snapshot(train.run_owner(token, alice)).message
+    assert "set aside" in runs.snapshot(h.run_owner(token, alice)).message
     reloaded = SimpleNamespace(session_hash="alice, after a reload")
-    shown = train.train_status(runs, catalog, train.NOTHING_SHOWN, reloaded, token)  # her page's token
+    shown = h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, reloaded, token)  # her page's token
     assert "epoch 2 of 2, step 1 of 5" in shown["progress"] and len(gpu.pids) == 2  # on from its save
 
 
@@ -191,4 +190,4 @@ def test_a_failed_worker_whose_message_says_nothing_is_said_in_words():
         raise gr.Error("RuntimeError", title="ZeroGPU worker error")
 
     with pytest.raises(RuntimeError, match="^the GPU could not run it this time$"):
-        train.run_chunk(failing, "run", 30)
+        zerogpu.run_chunk(failing, "run", 30)

@@ -13,7 +13,7 @@ import vit
 from explorer import compute, explain
 from explorer.loaded import LoadedModel
 from training.chunks import ChunkRefused
-from ui import train, zerogpu
+from ui import zerogpu
 from vit.preprocessing import CIFAR10
 
 # The `spaces` package's own messages (spaces/zero/client.py, 0.51.3), as its schedule() raises them.
@@ -79,7 +79,7 @@ def test_the_train_tab_waits_with_the_platforms_reason_and_when_to_come_back(mes
         raise gr.Error(message, title="ZeroGPU quota exceeded")
 
     with pytest.raises(ChunkRefused) as raised:
-        train.run_chunk(refused, "run", 45)
+        zerogpu.run_chunk(refused, "run", 45)
     assert raised.value.reason.startswith(reason) and raised.value.advice.startswith(advice)
 
 

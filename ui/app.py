@@ -25,7 +25,8 @@ from .outputs import UPLOADS, forget_deleted_files
 from .pictures import TEXT as PICTURE_TEXT
 from .sessions import SessionShares, keep_waiting_sessions
 from .settings import ServerSettings
-from .train import EXPLORE_TAB, PageTabs, build_train_tab
+from .train import PageTabs, build_train_tab
+from .train_handlers import EXPLORE_TAB
 
 MAX_UPLOAD = "20mb"
 # Legible on a projector: no text under 12 px (Gradio draws small buttons, slider ends and
@@ -101,7 +102,7 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
 """
 # The presentation mode (`--present`, docs/app.md): every text at least 18 px at 1280x720, on the
 # page (Gradio's size variables, and a floor for the rest) and in the pictures (canvas.PRESENT_TEXT_PX,
-# set by build_demo), while the input, its grid and the head maps stay on the first screen: the
+# set by build_page), while the input, its grid and the head maps stay on the first screen: the
 # head maps' box grows to their taller picture, which it would otherwise shrink.
 PRESENT_CSS = """
 .gradio-container {
@@ -122,12 +123,26 @@ PRUNE_EVERY_S = 60
 QUIET_MONITORING = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(2**62)}
 
 
-def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, present: bool = False) -> gr.Blocks:
-    """The app's Blocks (not launched): the four tabs over one model catalogue;
-    `present`: the pictures' words at the presentation mode's size (launch it with `present` too)."""
+def server_for(catalog: ModelCatalog, settings: ServerSettings | None = None) -> Server:
+    """What the server holds for all its visitors over one model catalogue, within `settings`: the
+    store of analyses in its budget, the training runs, the pictures' text size (`settings.present`:
+    the presentation mode's)."""
     settings = settings or ServerSettings()
-    PICTURE_TEXT.px = canvas.PRESENT_TEXT_PX if present else canvas.TEXT_PX
-    server = Server(catalog, ExplanationStore(settings.cache_bytes, catalog.serving.request_bytes))
+    store = ExplanationStore(settings.cache_bytes, catalog.serving.request_bytes)
+    text_px = canvas.PRESENT_TEXT_PX if settings.present else canvas.TEXT_PX
+    return Server(catalog, store, settings=settings, text_px=text_px)
+
+
+def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) -> gr.Blocks:
+    """The app's Blocks (not launched) over one model catalogue, within `settings` (`build_page`)."""
+    return build_page(server_for(catalog, settings))
+
+
+def build_page(server: Server) -> gr.Blocks:
+    """The app's Blocks (not launched): the Explore, Live, Train and Lessons tabs over `server`."""
+    settings = server.settings
+    # Explore's pictures and the style controls' parser (ui.common.map_style) read the text size there.
+    PICTURE_TEXT.px = server.text_px
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
@@ -142,9 +157,9 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
             with gr.Tab("Explore", id=EXPLORE_TAB):
                 explore = build_explore_tab(server)
             with gr.Tab("Live", id="live") as live:
-                build_live_tab(server, settings, live, tabs, open_live, explore.model_key)
+                build_live_tab(server, live, tabs, open_live, explore.model_key)
             with gr.Tab("Train") as train:
-                build_train_tab(catalog, settings, explore.model_key, PageTabs(tabs, train))
+                build_train_tab(server, explore.model_key, PageTabs(tabs, train))
             with gr.Tab("Lessons") as lessons:
                 build_lessons_tab(server, lessons, explore.image)
     for name, value in QUIET_MONITORING.items():  # read when the queue is made
@@ -153,29 +168,29 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None, pr
     # requests wait, then new ones are refused.
     demo.queue(default_concurrency_limit=2, max_size=64)
     keep_waiting_sessions(demo)  # Gradio's queue dropped a waiting event's session and stopped
-    UPLOADS.budget_bytes = settings.uploads_bytes
+    UPLOADS.budget_bytes = settings.uploads_bytes  # the process's one upload folder: set here only
     UPLOADS.protect(demo.blocks.values())
-    demo.shared = server  # what `holdings` reports (Blocks has a `server` of its own: uvicorn's)
     return demo
 
 
-def holdings(demo: gr.Blocks) -> str:
+def holdings(demo: gr.Blocks, server: Server) -> str:
     """One line for the operator's log: what the server holds in memory against its budgets."""
-    store, mib = demo.shared.store, 2**20
+    store, mib = server.store, 2**20
     return (
         f"holding: {len(demo.state_holder.session_data)} sessions (at most {SESSIONS}), "
         f"{store.nbytes / mib:.0f} MiB of analyses (at most {store.max_bytes / mib:.0f} MiB)"
     )
 
 
-def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> threading.Thread:
+def keep_within_budgets(demo: gr.Blocks, server: Server) -> threading.Thread:
     """A daemon that, every minute, keeps Gradio's upload folder (uploads and rendered views)
-    under `uploads_bytes`, oldest files first (Gradio's own clean-up only bounds their age;
-    uploads are also checked when they reach a handler, `UPLOADS.admit`) and Gradio's list of
+    under its budget (`ServerSettings.uploads_bytes`, set by `build_page`), oldest files first
+    (Gradio's own clean-up only bounds their age; uploads are also checked when they reach a
+    handler, `UPLOADS.admit`) and Gradio's list of
     the files it served to those still there (`forget_deleted_files`), gives freed memory back,
-    prints how many refusals the log left out (`ui.limits.REFUSALS`), and (`report`: a public
-    server) what it holds for the operator's log."""
-    UPLOADS.budget_bytes = uploads_bytes
+    prints how many refusals the log left out (`ui.limits.REFUSALS`), and (a public server)
+    what it holds for the operator's log."""
+    report = server.settings.public
     pauses = CollectorPauses.watch() if report else None
 
     def run() -> None:
@@ -186,7 +201,7 @@ def keep_within_budgets(demo: gr.Blocks, uploads_bytes: int, report: bool) -> th
             if unwritten := REFUSALS.said():
                 print(unwritten, flush=True)
             if report:
-                print(holdings(demo), flush=True)
+                print(holdings(demo, server), flush=True)
                 print(heap_use() or "heap: not measured (no glibc)", flush=True)
                 print(pauses.said(), flush=True)
             time.sleep(PRUNE_EVERY_S)
@@ -216,17 +231,10 @@ def served_limits(demo: gr.Blocks, trusted_hops: int = 0) -> dict[str, Any]:
     }
 
 
-def launch(
-    demo: gr.Blocks,
-    host: str,
-    port: int,
-    share: bool = False,
-    settings: ServerSettings | None = None,
-    present: bool = False,
-) -> None:
-    """Serve `demo` and block (`settings`: its budgets, as built; `present`: the presentation
-    mode's CSS); torchvision's slow import is paid after the page is up."""
-    settings = settings or ServerSettings()
+def launch(demo: gr.Blocks, server: Server, host: str, port: int, share: bool = False) -> None:
+    """Serve `demo`, built over `server` (its settings: budgets, proxies, the presentation mode's
+    CSS), and block; torchvision's slow import is paid after the page is up."""
+    settings = server.settings
     demo.launch(
         **served_limits(demo, settings.trusted_hops),
         server_name=host,
@@ -235,10 +243,10 @@ def launch(
         max_file_size=MAX_UPLOAD,
         theme=gr.themes.Soft(),
         head=HEAD_JS + STOPPED_JS,
-        css=CSS + (PRESENT_CSS if present else ""),
+        css=CSS + (PRESENT_CSS if settings.present else ""),
         prevent_thread_lock=True,
     )
-    keep_within_budgets(demo, settings.uploads_bytes, report=settings.public)
+    keep_within_budgets(demo, server)
     # The page is served; now pay for the slow imports before a visitor's first request
     # instead of during it: torchvision (preprocessing), and torch._dynamo, which the first
     # optimizer built imports (torch.optim's constructors do): 3 s on the 2-core machine that

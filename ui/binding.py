@@ -59,21 +59,29 @@ class ComponentView:
         """The components called `names`, in that order (an event's outputs)."""
         return [getattr(self, name) for name in names]
 
-    def inputs(self, handler: Callable) -> list[gr.components.Component]:
+    def inputs(self, handler: Callable, **fields: str) -> list[gr.components.Component]:
         """A bound handler's inputs, read from its signature: the component of each parameter
-        by its name, but those Gradio fills in itself (a `gr.Request`, an event's data). A
-        parameter no component answers is a mistake in the wiring, raised when the page is built."""
+        by its name, but those Gradio fills in itself (a `gr.Request`, an event's data). `fields`:
+        the field that answers a parameter named as no field is, where two of the tab's controls
+        are one API parameter in two events (each lesson's picker is `model_key`). A parameter no
+        component answers is a mistake in the wiring, raised when the page is built."""
         names = [p.name for p in inspect.signature(handler).parameters.values() if not _filled_by_gradio(p)]
+        unknown = set(fields) - set(names)
+        names = [fields.get(name, name) for name in names]
         missing = [name for name in names if not isinstance(getattr(self, name, None), gr.components.Component)]
-        if missing:
-            raise TypeError(f"{handler.__name__}: no component of {type(self).__name__} is called {', '.join(missing)}")
+        if missing or unknown:
+            raise TypeError(
+                f"{handler.__name__}: no component of {type(self).__name__} is called {', '.join(missing)}"
+                if missing
+                else f"{handler.__name__} has no parameter {', '.join(sorted(unknown))}"
+            )
         return self.pick(*names)
 
-    def event(self, fn: Callable, *context: Any) -> dict[str, Any]:
+    def event(self, fn: Callable, *context: Any, **fields: str) -> dict[str, Any]:
         """An event's function and inputs: `fn` bound to this view (`bind`) and the components its
-        parameters name (`inputs`), for `trigger(**view.event(fn, server), outputs=...)`."""
+        parameters name (`inputs`, `fields` as there), for `trigger(**view.event(fn, server), outputs=...)`."""
         handler = self.bind(fn, *context)
-        return {"fn": handler, "inputs": self.inputs(handler)}
+        return {"fn": handler, "inputs": self.inputs(handler, **fields)}
 
     def update(self, **values: Any) -> dict[gr.components.Component, Any]:
         """A handler's result, {component: value}, from values given by field name; nothing

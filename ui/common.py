@@ -1,5 +1,5 @@
 """What every tab shares: the server's context (`Server`: the models, the analyses, ... built once
-by ui.app.build_demo and passed to each tab); the values several controls make (a `MapStyle`,
+by ui.app.server_for and passed to each tab); the values several controls make (a `MapStyle`,
 how a map is shown, rollout's fusion), parsed once at the binding (`ui.binding.Controls`); the
 layer slider; who is asking; the upload an image payload names; the model pickers' checks."""
 
@@ -21,14 +21,14 @@ import gradio as gr
 import numpy as np
 
 from explorer import views
-from explorer.canvas import COLORMAPS, SCALES, MapStyle
+from explorer.canvas import COLORMAPS, SCALES, TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable
 from explorer.explain import Explanation, ExplanationKey, ExplanationStore, ExplanationTooLarge, explain_file
 from explorer.images import ImageError, check_image, first_frame_note
 from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
 from explorer.uploads import UploadRefused, checked_upload
-from training.registry import owner_id
+from training.registry import JobRegistry, owner_id
 from vit.analysis import Query
 from vit.messages import shown
 
@@ -37,6 +37,7 @@ from .binding import Controls
 from .checks import ERROR_TOAST_S, number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, saved, upload_folder
 from .pictures import TEXT as PICTURE_TEXT
+from .settings import ServerSettings
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
 UPSAMPLING = ("nearest", "smooth")
@@ -149,16 +150,31 @@ class PageHandles:
 
 @dataclass(frozen=True)
 class Server:
-    """What the server holds for all its visitors, built once by ui.app.build_demo and passed to
+    """What the server holds for all its visitors, built once by ui.app.server_for and passed to
     every tab: the model catalogue; every session's forward passes in one store bounded in bytes
     (docs/security.md; a session's state holds only its key); the image each session last took
-    up (Explore); the handles of the analyses pages draw (Explore); the head rankings running (Lessons)."""
+    up (Explore); the handles of the analyses pages draw (Explore); the head rankings running (Lessons);
+    the operator's settings; the training runs (Train); the pictures' text size (larger in the
+    presentation mode)."""
 
     catalog: ModelCatalog
     store: ExplanationStore = field(default_factory=ExplanationStore)
     shown: ShownImages = field(default_factory=ShownImages)
     pages: PageHandles = field(default_factory=PageHandles)
     rankings: OnePerVisitor = field(default_factory=OnePerVisitor)
+    settings: ServerSettings = field(default_factory=ServerSettings)
+    runs: JobRegistry = None  # type: ignore[assignment]  # None: made by `__post_init__`
+    text_px: int = TEXT_PX
+
+    def __post_init__(self) -> None:
+        """The training runs, unless given (a test's stand-in): under the catalogue's runs folder,
+        within the settings' limits, in chunks on ZeroGPU (`ui.zerogpu.gpu_chunks`)."""
+        if self.runs is None:
+            settings = self.settings
+            runs = JobRegistry(
+                self.catalog.runs_dir, settings.train, shared=settings.shared_runs, chunks=zerogpu.gpu_chunks()
+            )
+            object.__setattr__(self, "runs", runs)  # frozen: set once, here
 
     def require(self, key: ExplanationKey | None) -> Explanation:
         """The session's current explanation, or a visitor's error saying why there is none."""

@@ -1,5 +1,6 @@
 """The Lessons tab: four views a teacher can show and read aloud (docs/lessons.md), their
-components (`LessonsView`), layout and wiring to ui/lessons_handlers.py under API names."""
+components (`LessonsView`), layout and wiring to ui/lessons_handlers.py under API names: each
+event's inputs are the fields its handler's parameters name (`ComponentView.event`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, ClassVar
 import gradio as gr
 
 from explorer import lessons
-from explorer.canvas import COLORMAPS
+from explorer.canvas import COLORMAPS, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable
 from explorer.loaded import LoadedModel
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
@@ -29,7 +30,7 @@ FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a mode
 
 # What the lessons say about models (ui.lessons_handlers.lesson_models): the pickers and each
 # lesson's line about the weights it lacks, drawn again as the catalogue changes.
-MODEL_WORDS = ("compare_models", "with_registers", "without_registers", "heads_model", "words_model")
+MODEL_WORDS = ("models", "with_registers", "without_registers", "heads_model", "words_model")
 MODEL_WORDS += ("compare_better", "norms_better", "heads_better", "words_better")
 
 
@@ -37,13 +38,18 @@ MODEL_WORDS += ("compare_better", "norms_better", "heads_better", "words_better"
 class LessonsView(ComponentView):
     """Every component of the Lessons tab, by name."""
 
-    controls: ClassVar = (Controls.of(h.RegisterPair, h.register_pair), Controls.of(h.HeadsPick, h.heads_pick))
+    controls: ClassVar = (
+        Controls.of(MapStyle, h.colour_map),
+        Controls.of(h.RegisterPair, h.register_pair),
+        Controls.of(h.HeadsPick, h.heads_pick),
+    )
 
+    explore_image: gr.Image  # the Explore tab's, which opening the tab brings here
     image: gr.Image
     followed: gr.State  # the Explore tab's image the lesson image last took (lessons_handlers.open_lessons)
     cmap: gr.Dropdown
     # supervised vs self-supervised
-    compare_models: gr.Dropdown
+    models: gr.Dropdown
     compare_better: gr.Markdown
     compare_button: gr.Button
     compare_note: gr.Markdown
@@ -53,7 +59,7 @@ class LessonsView(ComponentView):
     without_registers: gr.Dropdown
     norms_current: gr.State  # the pair the slider describes: the pickers return to it after a failed pick
     norms_better: gr.Markdown
-    norms_layer: gr.Slider
+    layer: gr.Slider
     norms_button: gr.Button
     norms_note: gr.Markdown  # when the two rows cannot differ (the same model, no registers)
     norms_picture: gr.Image
@@ -62,7 +68,7 @@ class LessonsView(ComponentView):
     heads_model: gr.Dropdown
     heads_current: gr.State  # the model the heads box describes: the picker returns to it after a failed pick
     heads_better: gr.Markdown
-    heads_off: gr.Textbox
+    heads: gr.Textbox
     heads_button: gr.Button
     rank_button: gr.Button
     rank_stop: gr.Button
@@ -72,7 +78,7 @@ class LessonsView(ComponentView):
     # one picture, many words (a CLIP model)
     words_model: gr.Dropdown
     words_better: gr.Markdown
-    words_prompts: gr.Textbox
+    prompts: gr.Textbox
     words_button: gr.Button
     words_label: gr.Label
     words_note: gr.Markdown
@@ -126,7 +132,7 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
         elem_id="lesson-compare",
     )
     return {
-        "compare_models": models,
+        "models": models,
         "compare_better": gr.Markdown(better, label="Better models for this lesson"),
         "compare_button": button,
         "compare_note": note,
@@ -157,7 +163,7 @@ def _norms(
         "without_registers": without,
         "norms_current": gr.State([pair[0].key, pair[1].key]),
         "norms_better": gr.Markdown(better, label="Better models for this lesson"),
-        "norms_layer": layer,
+        "layer": layer,
         "norms_button": button,
         "norms_note": warning,
         "norms_picture": picture,
@@ -189,7 +195,7 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
         "heads_model": model,
         "heads_current": gr.State(start.key),
         "heads_better": gr.Markdown(better, label="Better models for this lesson"),
-        "heads_off": off,
+        "heads": off,
         "heads_button": button,
         "rank_button": rank,
         "rank_stop": stop,
@@ -215,7 +221,7 @@ def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, A
     return {
         "words_model": model,
         "words_better": gr.Markdown(lessons.words_missing(opening), label="CLIP on this machine"),
-        "words_prompts": prompts,
+        "prompts": prompts,
         "words_button": button,
         "words_label": label,
         "words_note": note,
@@ -223,15 +229,16 @@ def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, A
     }
 
 
-def layout(catalog: ModelCatalog) -> LessonsView:
+def layout(catalog: ModelCatalog, explore_image: gr.Image) -> LessonsView:
     """Place the tab's components inside the current Blocks, one sub-tab per lesson, each
-    opening on models that load now (explorer.lessons.opening_models), kept loaded."""
+    opening on models that load now (explorer.lessons.opening_models), kept loaded; the view
+    also names the Explore tab's image (`explore_image`), which opening the tab brings."""
     choices = catalog.choices()
     opening = lessons.opening_models(catalog.available)
     catalog.pinned |= {*opening.compare, opening.with_registers, opening.without_registers, opening.heads}
     pair = (_opening(catalog, opening.with_registers), _opening(catalog, opening.without_registers))
     better = lessons.model_notes(opening)
-    parts = _common()
+    parts = _common() | {"explore_image": explore_image}
     with gr.Tabs(overflow_behavior="wrap"):  # on a phone all four stay in view (no "…" menu)
         with gr.Tab("Supervised vs self-supervised"):
             parts |= _compare(choices, opening.compare, better["compare"])
@@ -245,98 +252,94 @@ def layout(catalog: ModelCatalog) -> LessonsView:
     return LessonsView(**parts)
 
 
+# A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
+RESULTS = ("compare_picture", "compare_note", "norms_picture", "norms_table", "top5", "ranking", "heads_note")
+RESULTS += ("words_label", "words_note", "words_maps")
+
+
 def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> LessonsView:
     """The Lessons tab inside `tab`, the current Blocks' context, wired to its API endpoints;
     opening it brings the Explore tab's image (`explore_image`) and the visitor's models."""
-    v = layout(server.catalog)
+    v = layout(server.catalog, explore_image)
     tab.select(
-        v.bind(h.open_lessons, server),
-        [explore_image, v.followed],
-        [v.image, v.followed, *v.pick(*MODEL_WORDS)],
+        **v.event(h.open_lessons, server),
+        outputs=v.pick("image", "followed", *MODEL_WORDS),
         api_visibility="private",
         show_progress="hidden",  # a quick update: no spinner over the pickers a teacher is about to open
     )
-    # A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
-    results = [v.compare_picture, v.compare_note, v.norms_picture, v.norms_table, v.top5, v.ranking, v.heads_note]
-    results += [v.words_label, v.words_note, v.words_maps]
-    v.image.change(v.bind(h.new_image), None, results, api_visibility="private")
+    v.image.change(**v.event(h.new_image), outputs=v.pick(*RESULTS), api_visibility="private")
     ranking = _wire_buttons(v, server)
     # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
     v.rank_stop.click(None, cancels=[ranking], api_visibility="private")
     return v
 
 
+def _checked(trigger: Any, check: dict[str, Any], run: dict[str, Any], **event: Any) -> Any:
+    """`run` (a `v.event`) on `trigger` after `check` (another) in a first step with no outputs:
+    a refusal is a toast, and the lesson's results stay as they were (ui.binding.checked_first)."""
+    return checked_first(trigger, check["fn"], check["inputs"], **run, **event)
+
+
 def _wire_buttons(v: LessonsView, server: Server) -> Any:
     """Each lesson's buttons under their API names (and `_wire_pickers`). A button checks its inputs
-    first, in a step with no outputs: a refusal is a toast, and the lesson's results stay as they
-    were (ui.binding.checked_first). Returns the ranking's event, which Stop cancels."""
-    image_first = v.bind(h.check_lesson_image)
+    first (`_checked`). Returns the ranking's event, which Stop cancels."""
+    image_first = v.event(h.check_lesson_image)
+    heads_model = {"model_key": "heads_model"}  # lessons 3 and 4 each send their picker as `model_key`
     events = _wire_pickers(v, server)
     events.append(
-        checked_first(
+        _checked(
             v.compare_button.click,
-            v.bind(h.check_compared),
-            [v.image, v.compare_models],
-            fn=v.bind(h.compare_models, server),
-            inputs=[v.image, v.compare_models, v.cmap],
-            outputs=[v.compare_picture, v.compare_note],
+            v.event(h.check_compared),
+            v.event(h.compare_models, server),
+            outputs=v.pick("compare_picture", "compare_note"),
             api_name="lesson_compare",
             **RAW,
         )
     )
     events.append(
-        checked_first(
+        _checked(
             v.norms_button.click,
             image_first,
-            [v.image],
-            fn=v.bind(h.compare_token_norms, server),
-            inputs=[v.image, v.with_registers, v.without_registers, v.norms_layer, v.cmap],
-            outputs=[v.norms_picture, v.norms_table],
+            v.event(h.compare_token_norms, server),
+            outputs=v.pick("norms_picture", "norms_table"),
             api_name="lesson_token_norms",
             **RAW,
         )
     )
-    heads = [v.image, v.heads_model, v.heads_off]
     events.append(
-        checked_first(
+        _checked(
             v.heads_button.click,
-            v.bind(h.check_heads_off, server),
-            heads,
-            fn=v.bind(h.switch_heads_off, server),
-            inputs=heads,
-            outputs=[v.top5, v.heads_note],
+            v.event(h.check_heads_off, server, **heads_model),
+            v.event(h.switch_heads_off, server, **heads_model),
+            outputs=v.pick("top5", "heads_note"),
             api_name="lesson_heads_off",
             **RAW,
         )
     )
     events.append(
-        ranking := checked_first(
+        ranking := _checked(
             v.rank_button.click,
             image_first,
-            [v.image],
-            fn=v.bind(h.rank_heads, server),
-            inputs=[v.image, v.heads_model],
-            outputs=[v.ranking, v.heads_note],
+            v.event(h.rank_heads, server, **heads_model),
+            outputs=v.pick("ranking", "heads_note"),
             api_name="lesson_head_ranking",
             **(RAW | concurrency.RANKING),
         )
     )
     events.append(
-        checked_first(
+        _checked(
             v.words_button.click,
-            v.bind(h.check_words),
-            [v.image, v.words_prompts],
-            fn=v.bind(h.compare_words, server),
-            inputs=[v.image, v.words_model, v.words_prompts, v.cmap],
-            outputs=[v.words_label, v.words_note, v.words_maps],
+            v.event(h.check_words),
+            v.event(h.compare_words, server, model_key="words_model"),
+            outputs=v.pick("words_label", "words_note", "words_maps"),
             api_name="lesson_words",
             **(RAW | concurrency.WORDS),
         )
     )
     # After each (which may have downloaded a model), what the lessons say about models follows.
-    refresh = v.bind(h.lesson_models, server)
+    refresh = {**v.event(h.lesson_models, server), "outputs": v.pick(*MODEL_WORDS)}
     for event in events:
-        event.then(refresh, None, v.pick(*MODEL_WORDS), api_visibility="private", show_progress="hidden", queue=False)
+        event.then(**refresh, api_visibility="private", show_progress="hidden", queue=False)
     return ranking
 
 
@@ -347,20 +350,17 @@ def _wire_pickers(v: LessonsView, server: Server) -> list[Any]:
     events.append(
         gr.on(
             [v.with_registers.input, v.without_registers.input],
-            v.bind(h.norms_models, server),
-            [v.with_registers, v.without_registers, v.norms_current],
-            [v.with_registers, v.without_registers, v.norms_current, v.norms_layer, v.norms_note],
+            **v.event(h.norms_models, server),
+            outputs=v.pick("with_registers", "without_registers", "norms_current", "layer", "norms_note"),
             api_name="lesson_norms_models",
             **RAW,
         )
     )
-    chosen = v.bind(h.heads_model, server)
     # .input: a failed pick sets the picker back, which must not count as another pick
     events.append(
         v.heads_model.input(
-            chosen,
-            [v.heads_model, v.heads_current],
-            [v.heads_model, v.heads_current, v.heads_off, v.heads_note],
+            **v.event(h.heads_model, server, model_key="heads_model"),
+            outputs=v.pick("heads_model", "heads_current", "heads", "heads_note"),
             api_name="lesson_heads_model",
             **RAW,
         )

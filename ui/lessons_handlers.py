@@ -15,6 +15,7 @@ import gradio as gr
 from PIL import Image
 
 from explorer import lessons
+from explorer.canvas import MapStyle
 from explorer.catalog import ModelCatalog, ModelUnavailable
 from explorer.explain import model_input
 from explorer.images import ImageError, load_image
@@ -94,6 +95,12 @@ def check_heads_off(
         raise visitor_error(str(e)) from e
 
 
+def colour_map(cmap: str) -> MapStyle:
+    """The lessons' one style control, their colour map, as a MapStyle (for the binding:
+    ui.binding.Controls); the rest is Explore's defaults (`ui.common.colour_map_style`)."""
+    return colour_map_style(cmap)
+
+
 def check_words(image: dict | None, prompts: str) -> None:
     """Lesson 4's first step: the image and the words (two to MAX_PROMPTS, none repeated)."""
     check_lesson_image(image)
@@ -110,7 +117,7 @@ def open_lessons(server: Server, explore_image: str | None, followed: str | None
     here stays until Explore shows another."""
     new = bool(explore_image) and explore_image != followed
     shown = explore_image if new else gr.skip()
-    return dict(image=shown, followed=shown, **lesson_models(server, request))
+    return {"image": shown, "followed": shown} | lesson_models(server, request)
 
 
 def clip_choices(catalog: ModelCatalog) -> list[tuple[str, str]]:
@@ -125,7 +132,7 @@ def lesson_models(server: Server, request: gr.Request | None = None) -> dict:
     opening the tab and after each lesson (which may have downloaded a model)."""
     catalog = server.catalog
     choices = catalog.choices(owner(request))
-    names = ("compare_models", "with_registers", "without_registers", "heads_model")
+    names = ("models", "with_registers", "without_registers", "heads_model")
     pickers = {name: gr.Dropdown(choices=choices) for name in names}
     notes = lessons.model_notes(lessons.opening_models(catalog.available))
     better = {f"{lesson}_better": note for lesson, note in notes.items()}
@@ -134,18 +141,18 @@ def lesson_models(server: Server, request: gr.Request | None = None) -> dict:
 
 def new_image() -> dict:
     """A new lesson image: the lessons' pictures and tables of the old one (or their errors) go."""
-    return dict(
-        compare_picture=None,
-        compare_note="",
-        norms_picture=None,
-        norms_table="",
-        top5=None,
-        ranking=None,
-        words_label=None,
-        words_note="",
-        words_maps=None,
-        heads_note=gr.skip(),  # keeps "this model has no classifier"; its old error badge still goes
-    )
+    return {
+        "compare_picture": None,
+        "compare_note": "",
+        "norms_picture": None,
+        "norms_table": "",
+        "top5": None,
+        "ranking": None,
+        "words_label": None,
+        "words_note": "",
+        "words_maps": None,
+        "heads_note": gr.skip(),  # keeps "this model has no classifier"; its old error badge still goes
+    }
 
 
 def heads_box(loaded: LoadedModel) -> dict[str, str]:
@@ -180,27 +187,27 @@ def register_pair(with_registers: str, without_registers: str) -> RegisterPair:
 def norms_models(
     server: Server,
     pair: RegisterPair,
-    current: list[str],
+    norms_current: list[str],
     progress: gr.Progress = PROGRESS,
     request: gr.Request | None = None,
 ) -> dict:
     """The layer slider for a newly chosen pair: layers 1 to the shallower model's depth,
     set to its last layer (the pair is loaded, downloading if needed, progress shown), and the
     note saying when the pair cannot differ. A model that cannot be had here is said in the
-    note and both pickers return to `current`, the pair the slider still describes."""
+    note and both pickers return to `norms_current`, the pair the slider still describes."""
     try:
         models = [fetched(server.catalog, key, progress, owner(request)) for key in pair]
     except ModelUnavailable as e:
-        first, second = current
-        return dict(with_registers=first, without_registers=second, norms_layer=gr.skip(), norms_note=f"⚠️ {e}")
+        first, second = norms_current
+        return {"with_registers": first, "without_registers": second, "layer": gr.skip(), "norms_note": f"⚠️ {e}"}
     depth = min(m.model.config.depth for m in models)
-    return dict(
-        with_registers=models[0].key,
-        without_registers=models[1].key,
-        norms_current=[m.key for m in models],
-        norms_layer=layer_slider(depth, depth),
-        norms_note=norms_note(server.catalog, *models),
-    )
+    return {
+        "with_registers": models[0].key,
+        "without_registers": models[1].key,
+        "norms_current": [m.key for m in models],
+        "layer": layer_slider(depth, depth),
+        "norms_note": norms_note(server.catalog, *models),
+    }
 
 
 def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: LoadedModel) -> str:
@@ -217,9 +224,9 @@ class HeadsPick(NamedTuple):
     current: str
 
 
-def heads_pick(model_key: str, current: str) -> HeadsPick:
+def heads_pick(model_key: str, heads_current: str) -> HeadsPick:
     """Lesson 3's picker and the model its box describes as one value (ui.binding.Controls)."""
-    return HeadsPick(model_key, current)
+    return HeadsPick(model_key, heads_current)
 
 
 def heads_model(
@@ -233,29 +240,32 @@ def heads_model(
         loaded = fetched(server.catalog, pick.model_key, progress, owner(request))
     except ModelUnavailable as e:
         back = pick.current
-        return dict(heads_model=back, heads_current=back, heads_off=gr.skip(), heads_note=f"⚠️ {e}")
+        return {"heads_model": back, "heads_current": back, "heads": gr.skip(), "heads_note": f"⚠️ {e}"}
     try:
         lessons.require_head(loaded)
         note = ""
     except lessons.LessonError as e:
         note = f"⚠️ {e}"
-    return dict(
-        heads_model=loaded.key, heads_current=loaded.key, heads_off=gr.Textbox(**heads_box(loaded)), heads_note=note
-    )
+    return {
+        "heads_model": loaded.key,
+        "heads_current": loaded.key,
+        "heads": gr.Textbox(**heads_box(loaded)),
+        "heads_note": note,
+    }
 
 
 def compare_models(
     server: Server,
     image: dict | None,
     models: list[str] | None,
-    cmap: str,
+    style: MapStyle,
     progress: gr.Progress = PROGRESS,
     request: gr.Request | None = None,
 ) -> dict:
     """Supervised vs self-supervised: the last-layer CLS heads of up to three models (keys of the
     model picker, e.g. a supervised ViT, DINO and DINOv2) side by side on one colour scale.
     Models that cannot be loaded here (offline) are named; the others are still compared."""
-    picture, style = lesson_image(image), colour_map_style(cmap)
+    picture = lesson_image(image)
     loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
     for key in compared(models):
         try:
@@ -273,12 +283,11 @@ def compare_models(
         drawn = lessons.compare_cls_heads(loaded, [zerogpu.CLS_HEADS(m, picture) for m in loaded], style)
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
-    return dict(
-        compare_picture=pictures.with_alt(
-            drawn, lessons.compare_alt(loaded), "lesson-supervised-vs-self-supervised.png"
-        ),
-        compare_note=note,
-    )
+    alt = lessons.compare_alt(loaded)
+    return {
+        "compare_picture": pictures.with_alt(drawn, alt, "lesson-supervised-vs-self-supervised.png"),
+        "compare_note": note,
+    }
 
 
 def compare_token_norms(
@@ -286,14 +295,14 @@ def compare_token_norms(
     image: dict | None,
     pair: RegisterPair,
     layer: float,
-    cmap: str,
+    style: MapStyle,
     progress: gr.Progress = PROGRESS,
     request: gr.Request | None = None,
 ) -> dict:
     """Artefacts and registers: the L2 norm of every patch token after `layer` (1-based) for a
     model with registers and one without, on one colour scale; patches above 2 x the median
     norm outlined and listed with their norm and their share of the last layer's CLS attention."""
-    picture, style = lesson_image(image), colour_map_style(cmap)
+    picture = lesson_image(image)
     models = [downloads.load(server.catalog, key, progress, owner(request)) for key in pair]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
@@ -302,14 +311,11 @@ def compare_token_norms(
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     drawn = lessons.token_norm_maps(reports, index, style)
-    return dict(
-        norms_picture=pictures.with_alt(
-            drawn,
-            lessons.norms_alt(reports, index),
-            f"lesson-token-norms-layer{index + 1}.png",
-        ),
-        norms_table=lessons.describe_norms(reports),
-    )
+    alt = lessons.norms_alt(reports, index)
+    return {
+        "norms_picture": pictures.with_alt(drawn, alt, f"lesson-token-norms-layer{index + 1}.png"),
+        "norms_table": lessons.describe_norms(reports),
+    }
 
 
 def switch_heads_off(
@@ -337,7 +343,7 @@ def switch_heads_off(
         f"Heads off: **{which}** (of {c.depth} layers × {c.heads} heads). With every head on the model "
         f"says **{top}**; its probability: {change}."
     )
-    return dict(top5=after, heads_note=note)
+    return {"top5": after, "heads_note": note}
 
 
 def clip_model(catalog: ModelCatalog, key: object, progress: gr.Progress | None) -> LoadedModel:
@@ -356,7 +362,7 @@ def compare_words(
     image: dict | None,
     model_key: str,
     prompts: str,
-    cmap: str,
+    style: MapStyle,
     progress: gr.Progress = PROGRESS,
 ) -> dict:
     """One picture, many words: a CLIP model's probabilities over `prompts` (comma-separated) for
@@ -372,8 +378,8 @@ def compare_words(
         raise visitor_error(str(e)) from e
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, inp.tensor, words))
     grid = loaded.model.patch_grid(*size)
-    maps = word_maps(inp.pixels, grid, zs, colour_map_style(cmap), Showing(), model_name(loaded.key))
-    return dict(words_label=zs.probabilities, words_note=prompt_note(zs, left_out), words_maps=maps)
+    maps = word_maps(inp.pixels, grid, zs, style, Showing(), model_name(loaded.key))
+    return {"words_label": zs.probabilities, "words_note": prompt_note(zs, left_out), "words_maps": maps}
 
 
 def rank_heads(
@@ -392,7 +398,7 @@ def rank_heads(
     with server.rankings.claim(owner(request), lessons.MAX_RANKING_S):
         try:
             for ranking in zerogpu.RANKING(loaded, picture):
-                yield dict(ranking=ranking.rows, heads_note=ranking_note(ranking, c.depth, c.heads))
+                yield {"ranking": ranking.rows, "heads_note": ranking_note(ranking, c.depth, c.heads)}
         except lessons.LessonError as e:
             raise visitor_error(str(e)) from e
 

@@ -24,10 +24,9 @@ from explorer.video import VideoLimits
 
 from . import concurrency, zerogpu
 from . import live_handlers as h
-from .binding import ComponentView, Controls, bound
+from .binding import ComponentView, Controls
 from .common import SCALE_CHOICES, Server, keep_model, layer_slider
 from .pictures import SWIPE_CUE
-from .settings import ServerSettings
 
 STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server draws the newest
 # Gradio holds a stream's worker until its next frame or its time limit: a visitor who sent one
@@ -126,7 +125,7 @@ class LiveView(ComponentView):
     current_model: gr.State
     model_key: gr.Dropdown
     model_info: gr.Markdown
-    camera: gr.Image
+    frame: gr.Image  # the webcam, which streams the frames (`frame` on the API page)
     status: gr.Markdown
     pictures: gr.HTML
     layer: gr.Slider
@@ -139,6 +138,8 @@ class LiveView(ComponentView):
     make_video: gr.Button
     video_out: gr.Video
     video_note: gr.Markdown
+    explore_model: gr.Dropdown  # the Explore tab's picker, whose model the header's Live button opens
+    tabs: gr.Tabs  # the page's tabs, which that button moves to Live
 
 
 def _stream(start: LoadedModel) -> dict[str, Any]:
@@ -167,7 +168,7 @@ def _stream(start: LoadedModel) -> dict[str, Any]:
         with gr.Column(scale=5, min_width=400):
             gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")  # a phone scrolls the pictures sideways
             pictures = gr.HTML(elem_id="live-pictures", label="Live pictures: model input, head maps, rollout")
-    return {"camera": camera, "status": status, "pictures": pictures} | query
+    return {"frame": camera, "status": status, "pictures": pictures} | query
 
 
 def _query(start: LoadedModel) -> dict[str, Any]:
@@ -212,21 +213,21 @@ def _video(limits: VideoLimits) -> dict[str, Any]:
     return {"clip": clip, "make_video": make_video, "video_out": video_out, "video_note": video_note}
 
 
-def layout(catalog: ModelCatalog, limits: VideoLimits) -> LiveView:
-    """Place the tab's components inside the current Blocks and name them."""
+def layout(catalog: ModelCatalog, limits: VideoLimits, tabs: gr.Tabs, explore_model: gr.Dropdown) -> LiveView:
+    """Place the tab's components inside the current Blocks and name them, with the page's
+    `tabs` and the Explore tab's picker, which the header's Live button reads and moves."""
     start = catalog.get(BUNDLED)
     parts = {"current_model": gr.State(BUNDLED)} | _stream(start) | _controls(catalog, start)
     gr.Markdown(ABOUT)
     if zerogpu.ON_ZEROGPU:
         gr.Markdown(zerogpu.LIVE_NOTE, elem_id="live-zerogpu")
-    return LiveView(**parts, **_video(limits))
+    return LiveView(**parts, **_video(limits), explore_model=explore_model, tabs=tabs)
 
 
 def _wire_stream(view: LiveView, server: Server, slots: StreamSlots) -> None:
-    view.camera.stream(
-        view.bind(h.live_frame, server, slots, view.camera),
-        view.pick("camera", *CONTROLS.names),
-        view.pick("pictures", "status"),
+    view.frame.stream(
+        **view.event(h.live_frame, server, slots, view.frame),
+        outputs=view.pick("pictures", "status"),
         api_name="live_frame",
         stream_every=STREAM_EVERY_S,
         time_limit=STREAM_EVENT_S,  # a silent stream's worker is free within this (StreamSlots: its slot in idle_s)
@@ -239,9 +240,8 @@ def _wire_stream(view: LiveView, server: Server, slots: StreamSlots) -> None:
 
 def _wire_models(view: LiveView, server: Server, tab: gr.Tab) -> None:
     switched = view.model_key.change(
-        view.bind(h.live_model, server),
-        view.model_key,
-        view.pick("current_model", "model_info", "layer", "query_token", "row", "column"),
+        **view.event(h.live_model, server),
+        outputs=view.pick("current_model", "model_info", "layer", "query_token", "row", "column"),
         api_name="live_model",
         show_progress="full",
         preprocess=False,  # the key is checked by the handler (Gradio's check echoed it whole)
@@ -251,16 +251,15 @@ def _wire_models(view: LiveView, server: Server, tab: gr.Tab) -> None:
     # preprocess=False on every event with a picker among its inputs: Gradio's own check of a
     # choice echoes the value whole and unescaped; the handlers check what they use.
     view.query_token.change(
-        h.patch_sliders, view.query_token, [view.row, view.column], api_visibility="private", preprocess=False
+        **view.event(h.patch_sliders), outputs=view.pick("row", "column"), api_visibility="private", preprocess=False
     )
-    tab.select(bound(h.live_choices, server.catalog), None, view.model_key, api_visibility="private")
+    tab.select(**view.event(h.live_choices, server), outputs=view.pick("model_key"), api_visibility="private")
 
 
 def _wire_video(view: LiveView, server: Server, limits: VideoLimits) -> None:
     view.make_video.click(
-        view.bind(h.attention_video, server, limits),
-        view.pick("clip", *CONTROLS.names),
-        view.pick("video_out", "video_note"),
+        **view.event(h.attention_video, server, limits),
+        outputs=view.pick("video_out", "video_note"),
         api_name="attention_video",
         preprocess=False,  # the clip's upload payload, checked by ui.common.uploaded_path
         **concurrency.VIDEO,  # a clip keeps a core busy for up to a minute: never one of Explore's heavy slots
@@ -269,7 +268,6 @@ def _wire_video(view: LiveView, server: Server, limits: VideoLimits) -> None:
 
 def build_live_tab(
     server: Server,
-    settings: ServerSettings,
     tab: gr.Tab,
     tabs: gr.Tabs,
     open_button: gr.Button,
@@ -278,15 +276,15 @@ def build_live_tab(
     """The Live tab inside `tab`, the current Blocks' context. `open_button` (on the first
     screen) opens it on `explore_model`'s model and starts the webcam."""
     limits = VideoLimits()
-    view = layout(server.catalog, limits)
+    view = layout(server.catalog, limits, tabs, explore_model)
+    settings = server.settings
     slots = StreamSlots(limit=settings.live_streams, turn_s=settings.live_turn_s)
     _wire_stream(view, server, slots)
     _wire_models(view, server, tab)
     _wire_video(view, server, limits)
     opened = open_button.click(
-        bound(h.open_live, server.catalog),
-        explore_model,
-        [tabs, view.model_key],
+        **view.event(h.open_live, server),
+        outputs=view.pick("tabs", "model_key"),
         api_visibility="private",
         preprocess=False,
     )

@@ -182,21 +182,25 @@ def live_model(
     }
 
 
-def patch_sliders(query_token: str) -> tuple[gr.Slider, gr.Slider]:
+def patch_sliders(query_token: str) -> dict:
     """The row and column sliders are shown only while the query is a patch."""
     shown = query_token == views.PATCH
-    return gr.Slider(visible=shown), gr.Slider(visible=shown)
+    return {"row": gr.Slider(visible=shown), "column": gr.Slider(visible=shown)}
 
 
-def open_live(catalog: ModelCatalog, explore_model: str, request: gr.Request) -> tuple[gr.Tabs, gr.Dropdown]:
+def open_live(server: Server, explore_model: str, request: gr.Request) -> dict:
     """The header's Live button: open the Live tab on the model Explore shows."""
+    catalog = server.catalog
     model_key = picked_model(catalog, explore_model, request)
-    return gr.Tabs(selected="live"), gr.Dropdown(choices=catalog.choices(owner(request)), value=model_key)
+    return {
+        "tabs": gr.Tabs(selected="live"),
+        "model_key": gr.Dropdown(choices=catalog.choices(owner(request)), value=model_key),
+    }
 
 
-def live_choices(catalog: ModelCatalog, request: gr.Request) -> gr.Dropdown:
+def live_choices(server: Server, request: gr.Request) -> dict:
     """Opening the tab: the picker lists this visitor's own checkpoints too."""
-    return gr.Dropdown(choices=catalog.choices(owner(request)))
+    return {"model_key": gr.Dropdown(choices=server.catalog.choices(owner(request)))}
 
 
 def attention_video(

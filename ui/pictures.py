@@ -19,7 +19,8 @@ from .outputs import saved
 @dataclass
 class PictureText:
     """How large this server's pictures write their words: canvas.TEXT_PX, or canvas.PRESENT_TEXT_PX
-    in the presentation mode (`python app.py --present`, set by ui.build_demo)."""
+    in the presentation mode (`python app.py --present`): `ui.common.Server.text_px`, copied here by
+    ui.app.build_page for the readers that have no Server (`ui.common.map_style`, Explore's charts)."""
 
     px: int = canvas.TEXT_PX
 

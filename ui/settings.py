@@ -45,6 +45,7 @@ class ServerSettings:
     live_streams: int = 1  # webcam streams drawn at once (the Live tab); the others are told to wait
     live_turn_s: float = 180.0  # one visitor's turn at the webcam stream while others wait
     trusted_hops: int = 0  # proxies in front of the server, each appending to X-Forwarded-For (ui.limits.sender)
+    present: bool = False  # the presentation mode (`--present`, docs/app.md): larger words on the page and pictures
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServerSettings:
@@ -65,6 +66,7 @@ class ServerSettings:
             live_streams=args.live_streams,
             live_turn_s=args.live_seconds,
             trusted_hops=args.trusted_hops,
+            present=args.present,
         )
 
 

@@ -14,6 +14,8 @@ each call asks for a duration that is charged to the visitor's daily quota (docs
   many GPU seconds it needed, how many are left, what to do;
 - everywhere else (a CPU machine, a paid CPU Space, a local GPU) the decorator does nothing
   and the task runs in this process, exactly as before.
+
+A Train run on ZeroGPU goes in chunks (`gpu_chunks`), each one such call (docs/training.md).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 import gradio as gr
@@ -31,6 +34,8 @@ from spaces.config import Config as SpacesConfig
 from explorer import compute, explain, lessons, prompts, video, views
 from explorer.catalog import ModelCatalog, ModelUnavailable, from_ref, ref_of
 from explorer.loaded import LoadedModel
+from training.chunks import ChunkRefused, ChunkReport, in_words, train_chunk
+from training.job import ChunkPlan
 
 from .checks import visitor_error
 
@@ -309,3 +314,43 @@ RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance ma
 PATCH_PCA = GpuTask(views.patch_features, views.patch_features_cost, "The patch-feature colours")
 LOGIT_LENS = GpuTask(views.layer_predictions, views.layer_predictions_cost, "The logit lens")
 PROMPTS = GpuTask(prompts.prompt_relevance, prompts.prompt_cost, "Drawing a map per word", backward=True)
+
+
+# -- ZeroGPU: training in chunks, each one GPU call charged to the visitor's daily quota -------
+
+# One chunk's budget. Each chunk asks for CHUNK_S + FIXED_GPU_S = 53 s, and the platform runs a
+# call only if that much is left of the visitor's day: a free account's 5 minutes are 5 chunks,
+# an anonymous visitor's 2 minutes 2, PRO's 40 minutes 45. Longer chunks waste less on each
+# chunk's start (loading data and model, a few seconds) but strand more of the quota's rest.
+CHUNK_S = 45
+
+
+def chunk_seconds(out_dir: str, seconds: float) -> int:
+    """The GPU seconds a chunk asks for (the decorator's duration): its budget and a call's fixed cost."""
+    return compute.gpu_seconds(seconds)
+
+
+def run_chunk(on_gpu: Callable[[str, float], ChunkReport], out_dir: str, seconds: float) -> ChunkReport:
+    """One chunk through the decorated function. The quota's refusal becomes ChunkRefused (the
+    run waits, saved); any other error reaches the job in its words, as a chunk cut short (a
+    failed worker's, when its own message says nothing but a type's name, in ui.zerogpu's: the
+    rehearsal's tab said "cut short ()")."""
+    try:
+        return on_gpu(out_dir, seconds)
+    except gr.Error as e:
+        if not is_platform_error(e):
+            raise RuntimeError(e.message) from e
+        reason, advice = GpuShortage.of(e).reason()
+        if str(e.title).startswith("ZeroGPU quota"):
+            # The platform's own reason and advice: the visitor's quota (and when it comes back, as
+            # the package says it), or the Space's when the visitor has no token (issue 44).
+            raise ChunkRefused(reason, advice) from e
+        raise RuntimeError(e.message if in_words(RuntimeError(e.message)) else reason) from e
+
+
+def gpu_chunks() -> ChunkPlan | None:
+    """On ZeroGPU, how runs train: CHUNK_S-second chunks in the platform's GPU worker (only
+    the run folder and the budget cross the fork, the report comes back); None elsewhere."""
+    if not ON_ZEROGPU:
+        return None
+    return ChunkPlan(partial(run_chunk, gpu_decorator(train_chunk, duration=chunk_seconds)), CHUNK_S)

@@ -1,0 +1,535 @@
+"""Handlers of the Train tab: named inputs in, `{field: value}` out (see ui/binding.py), around
+`training.registry.JobRegistry` (which knows nothing of Gradio), the server's `runs`.
+
+Each visitor (browser session or gradio_client) sees, stops and downloads only their own
+run; a server-wide limit says "busy" when it is reached (docs/security.md). ui/train.py binds
+each handler to the tab's `TrainView` and the server's context (`ui.common.Server`: the runs,
+the catalogue, the settings, the pictures' text size).
+
+On a ZeroGPU Space no thread trains: runs go chunk by chunk (`ui.zerogpu.gpu_chunks`), each in
+the platform's GPU worker, each started by a status poll of the visitor (docs/training.md,
+"Chunks on ZeroGPU"). Everywhere else a background thread trains, as ever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import gradio as gr
+
+import vit
+from explorer import compute, run_views
+from explorer.catalog import ModelCatalog, ModelUnavailable, no_internet
+from explorer.views import markdown_text
+from training.budget import (
+    MAX_EVAL_BATCH,
+    MemoryPlan,
+    TrainingTooBig,
+    data_shape,
+    fit,
+    gb,
+    image_set_bytes,
+    run_config,
+    training_cost,
+)
+from training.data import cifar10_downloaded
+from training.job import JobBusy, JobSnapshot, epoch_message
+from training.registry import JobRegistry, TrainLimits
+from vit.messages import shown
+from vit.model import CONFIGS
+from vit.pretrained import PRETRAINED
+
+from . import zerogpu
+from .checks import number, one_of, visitor_error
+from .common import Server, owner
+from .pictures import with_alt
+from .settings import SPACE_MODEL, ServerSettings, for_visitors, visible
+
+LOG = logging.getLogger(__name__)
+
+# What this browser shows: (epochs, probes, loss readings, checkpoint listed, a running run). A
+# fresh page or a just-started run counts as running: a poll must follow and show its end.
+NOTHING_SHOWN = (-1, -1, -1, "", True)
+
+# The page's run token (ui.train.RUN_TOKEN_KEY), as `train_models` makes it and `run_owner` accepts it.
+RUN_TOKEN = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 random bits
+PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
+EXPLORE_TAB = "explore"  # the Explore tab's id in ui/app.py
+STATE_COLOURS = {
+    "running": "#2563eb",
+    "waiting": "#7c3aed",
+    "stopped": "#d97706",
+    "failed": "#dc2626",
+    "finished": "#16a34a",
+}
+
+# What a ZeroGPU visitor's GPU time buys fine-tuning SPACE_MODEL on CIFAR-10. Measured on one H100
+# (bench/gpu_tasks.py): this trainer's step on ViT-S/16 at 224 px, batch 64, eager, 1,512 images a
+# second, 41 TFLOP/s; scaled to a ZeroGPU slice's 60 of the H100's 132 SMs (spaces/zero/configs.json).
+SLICE_TRAIN_FLOPS = 18e12
+CIFAR10_TRAIN = 45_000  # CIFAR-10's 50,000 training images less the 5,000 held out for validation
+CHUNK_OVERHEAD_S = 10  # of each chunk: loading data and model, and the save margin (assumed)
+
+
+def fine_tune_estimate(model: str = SPACE_MODEL, seconds: tuple[int, ...] = (60, 120)) -> str:
+    """Markdown: images a second and epochs of CIFAR-10 that GPU time buys, with the arithmetic."""
+    config = CONFIGS[PRETRAINED[model].config]
+    tokens = (config.image_size // config.patch_size) ** 2 + 1
+    forward = compute.forward_flops(config, tokens)
+    rate = SLICE_TRAIN_FLOPS / (3 * forward)  # backward ≈ twice the forward pass
+    chunk = compute.gpu_seconds(zerogpu.CHUNK_S)
+    chunks = 300 // chunk
+    trained = chunks * (zerogpu.CHUNK_S - CHUNK_OVERHEAD_S)
+    items = (
+        f"- {s} s of training ≈ {rate * s:,.0f} images ≈ {rate * s / CIFAR10_TRAIN:.1f} epochs "
+        f"of {CIFAR10_TRAIN:,} images"
+        for s in (*seconds, trained)
+    )
+    return (
+        f"**What your GPU time buys fine-tuning {model}, the model this tab offers first (an estimate from a "
+        f"measurement on another GPU; a larger model trains fewer images a second).** {model} at "
+        f"{config.image_size} px ({tokens} tokens): {forward / 1e9:.1f} GFLOP a forward pass, so ≈ 3 × "
+        f"{forward / 1e9:.1f} = {3 * forward / 1e9:.1f} GFLOP to train on one image. This trainer sustained "
+        f"41 TFLOP/s on a whole H100; the Space's share of a GPU is 60 of its 132 SMs, so about "
+        f"{SLICE_TRAIN_FLOPS / 1e12:.0f} TFLOP/s here: ≈ {rate:,.0f} images a second.\n\n" + "\n".join(items) + "\n\n"
+        f"A free account's 5 minutes a day are {chunks} chunks of {chunk} s ({zerogpu.CHUNK_S} s of training time "
+        f"and {compute.FIXED_GPU_S:g} s to start the GPU); about {CHUNK_OVERHEAD_S} s of each go to loading "
+        f"and saving, which leaves the {trained} s of the last line."
+    )
+
+
+class RunOptions(NamedTuple):
+    """The run the form asks for, as it sends it (checked by `train_start` and the registry)."""
+
+    model: str
+    source: str
+    folder: str
+    epochs: float
+    lr: float
+    batch: float
+    warmup: float | str | None
+
+
+def run_options(
+    model: str,
+    source: str,
+    folder: str,
+    epochs: float,
+    lr: float,
+    batch: float,
+    warmup: float | str | None = None,  # optional for API clients (the tab sends its box's text, maybe empty)
+) -> RunOptions:
+    """The form's controls as one value (for the binding: ui.binding.Controls)."""
+    return RunOptions(model, source, folder, epochs, lr, batch, warmup)
+
+
+def run_state(snap: JobSnapshot) -> str:
+    """One word for the run: idle, running, waiting (for GPU time), stopped, failed or finished."""
+    if snap.running:
+        return "running"
+    if snap.paused:
+        return "waiting"
+    if snap.error:
+        return "failed"
+    if snap.checkpoint:
+        return "stopped" if snap.message.startswith("stopped") else "finished"
+    return "idle"
+
+
+def progress_html(done: int, total: int, text: str, state: str = "idle") -> str:
+    """A bar coloured by the run's state, with the state and `text` (escaped) under it."""
+    colour = STATE_COLOURS.get(state, "#9ca3af")
+    width = 100 * min(done, total) / max(total, 1)
+    return (
+        f'<div style="background:#e5e7eb;border-radius:4px"><div style="width:{width:.1f}%;height:12px;'
+        f'background:{colour};border-radius:4px"></div></div>'
+        f'<div><b style="color:{colour}">{state}</b>{f" · {for_visitors(text)}" if text else ""}</div>'
+    )
+
+
+def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
+    """(done, total, text) of the bar: epochs count from 1, as people do."""
+    steps = max(snap.steps_per_epoch, 1)
+    total = max(snap.epochs, 1) * steps
+    done = min(snap.epoch * steps + snap.step, total)
+    if not snap.running:  # a stopped or failed run's bar stops where the run did
+        return total if run_state(snap) == "finished" else done, total, "" if snap.error else snap.message
+    epoch = f"epoch {min(snap.epoch + 1, snap.epochs)} of {snap.epochs}"
+    if not snap.steps_per_epoch:  # data and model still loading: the number of steps is not known yet
+        return done, total, f"{epoch}, preparing…"
+    return done, total, f"{epoch}, step {snap.step} of {steps}"
+
+
+def in_markdown(message: str) -> str:
+    """A run's message as Markdown that shows it as written: it may hold a visitor's words (an
+    uploaded checkpoint's name), whose `![x](url)` would be fetched, `*` emphasis, `<b>` a tag."""
+    return markdown_text(visible(message))
+
+
+def describe(snap: JobSnapshot) -> str:
+    """Markdown status of the run: device, error (escaped); the running run's message and last
+    epoch. An ended run's message, with its last epoch's numbers, is on its progress bar
+    (`progress_text`), so neither is said twice; the device says once that a CPU is slow."""
+    lines = []
+    if snap.device:
+        lines.append(f"**device:** {in_markdown(snap.device)}")
+    if snap.error:
+        lines.append(f"**error:** {in_markdown(snap.error)}")
+    # The job's message at an epoch's end says that epoch in other words: the line below says it once.
+    elif (
+        snap.message
+        and snap.running
+        and not (snap.history and snap.message == epoch_message(snap.history[-1], snap.epochs))
+    ):
+        lines.append(in_markdown(snap.message))
+    if snap.history and snap.running:
+        last = snap.history[-1]
+        val = "n/a" if last.get("val_acc") is None else f"{last['val_acc']:.1%}"
+        lines.append(f"epoch {last['epoch']}: train loss {last['train_loss']:.3f}, validation accuracy {val}")
+    return "\n\n".join(lines)
+
+
+def model_choices(catalog: ModelCatalog, visitor: str) -> list[tuple[str, str]]:
+    """What a visitor may train: presets, pretrained weights on this machine, their own
+    checkpoints, then the pretrained weights to download, marked as the Explore pickers mark
+    them (offline: "not on this machine, and no internet to download it")."""
+    here, away = catalog.pretrained_choices()
+    names = [(name, name) for name in PRESETS] + [(label, name) for label, name in here]
+    return names + [(f"checkpoint: {label}", key) for key, label in catalog.checkpoints(visitor)] + away
+
+
+def cifar10_offline(catalog: ModelCatalog) -> bool:
+    """Whether CIFAR-10 is not here and cannot come: not downloaded, and this machine offline
+    (the catalogue's probe at start, or HF_HUB_OFFLINE)."""
+    return catalog.online is False and not cifar10_downloaded()
+
+
+# What the Train tab says of CIFAR-10 on a machine without the internet, in a teacher's words.
+CIFAR10_OFFLINE = (
+    "CIFAR-10 cannot be downloaded here: this machine has no internet. Pick “Local folder” and type a folder "
+    "with train/<class>/ and test/<class>/ image folders (a few images of each class is enough), or run the "
+    "app on a machine that is online."
+)
+
+
+def data_choices(settings: ServerSettings, offline: bool = False) -> list[tuple[str, str]]:
+    """The data sources, the one that works here first: the operator's folder, CIFAR-10 once
+    downloaded, a typed folder on a local server; CIFAR-10 still to download comes last
+    (`offline`: marked as impossible to get here)."""
+    operator = [(f"{settings.data_folder.name} (this server's folder)", "operator")] if settings.data_folder else []
+    typed = [] if settings.public else [("Local folder", "folder")]
+    if cifar10_downloaded():
+        return [("CIFAR-10 (downloaded)", "cifar10"), *operator, *typed]
+    cifar = "CIFAR-10 (cannot be downloaded here: no internet)" if offline else "CIFAR-10 (downloads once)"
+    return [*operator, *typed, (cifar, "cifar10")]
+
+
+def data_note(settings: ServerSettings, offline: bool = False) -> str:
+    """What to do first when no data is on the server: the default must work offline."""
+    if settings.data_folder or cifar10_downloaded():
+        return ""
+    if settings.public:
+        return "**First step:** CIFAR-10 downloads on the first run; this server needs the internet for that."
+    cifar = "CIFAR-10 cannot be downloaded here (no internet)." if offline else "Or pick CIFAR-10: it downloads once."
+    return (
+        "**First step:** no training data on this server yet. Type a folder holding `train/<class>/` and "
+        f"`test/<class>/` image folders (a few images of each class is enough). {cifar}"
+    )
+
+
+def training_source(catalog: ModelCatalog, settings: ServerSettings, visitor: str, model: str) -> str:
+    """The model spec to train from: a preset or pretrained name, or the visitor's own
+    checkpoint file; a typed file only on a local server."""
+    if model in PRESETS or model in vit.list_pretrained():
+        return model
+    if model.startswith("checkpoint:"):
+        try:
+            catalog.check_use(model, visitor)  # the one rule for checkpoint keys, one sentence
+        except ModelUnavailable as e:
+            raise visitor_error(str(e)) from e
+        return str(catalog.checkpoint_file(model))
+    if settings.public:
+        raise visitor_error("pick a model from the list")
+    return model
+
+
+def warmup_epochs(value: float | str | None, most: int) -> float | None:
+    """The warm-up box's epochs: a number (typed text or sent by an API client) from 0 to `most`;
+    empty or None for the run's default, 10% of the run."""
+    text = value.strip() if isinstance(value, str) else value
+    if text in (None, ""):
+        return None
+    try:
+        epochs = float(text) if isinstance(text, str) else text
+    except ValueError:
+        epochs = text  # `number` names the field and the typed text
+    return number("warm-up epochs", epochs, 0.0, float(most))
+
+
+def training_data(settings: ServerSettings, source: str, folder: str) -> str:
+    if source == "cifar10":
+        return "cifar10"
+    if source == "operator" and settings.data_folder is not None:
+        return str(settings.data_folder)
+    if source == "folder" and not settings.public:
+        if not (folder or "").strip():
+            raise visitor_error("Enter the folder that holds train/ and test/ class folders.")
+        return folder.strip()
+    raise visitor_error(f"unknown data source {shown(source)}: pick one from the list")
+
+
+def memory_plan(
+    limits: TrainLimits, spec: str, data: str, epochs: object, batch: object, lr: object
+) -> tuple[MemoryPlan, str]:
+    """The batch sizes a run gets within the server's memory budget for one run, estimated before
+    it starts (`training.budget`), and a sentence for the status when the batch asked was scaled
+    down. ValueError, in a teacher's words, when even one image at a time would not fit, or the
+    run's checkpoints would not fit the runs folder's budget."""
+    _, asked, _ = limits.check(epochs=epochs, batch_size=batch, lr=lr)
+    images, side = data_shape(data)
+    config = run_config(spec, side)
+    if config is None:  # a local server's own weights file: not estimated
+        return MemoryPlan(asked, MAX_EVAL_BATCH, 0, 0), ""
+    cost = training_cost(config)
+    name = Path(spec).name if Path(spec).is_file() else spec
+    try:
+        plan = fit(cost, asked, limits.memory_bytes, limits.disk_budget_bytes, image_set_bytes(images, side))
+    except TrainingTooBig as e:
+        raise ValueError(f"{name} cannot be trained on this server: {e}. Pick a smaller model.") from e
+    if not plan.scaled_down:
+        return plan, ""
+    name, given = markdown_text(name), gb(limits.memory_bytes)  # a checkpoint's name may be a visitor's words
+    if plan.batch == asked:  # only the evaluation was scaled down: the training batch is as asked
+        return plan, (
+            f"Evaluating {MAX_EVAL_BATCH} images at a time would need about {gb(plan.asked_bytes)} of memory for "
+            f"{name} at {cost.image_size} px; this server gives one run {given}, so your run evaluates "
+            f"{plan.eval_batch} images at a time (about {gb(plan.memory_bytes)}) and trains {asked} at a time, as "
+            "asked.\n\n"
+        )
+    return plan, (
+        f"Batch size {asked} would need about {gb(plan.asked_bytes)} of memory for {name} at {cost.image_size} px; "
+        f"this server gives one run {given}, so your run trains {plan.batch} images at a time "
+        f"(about {gb(plan.memory_bytes)}) and evaluates {plan.eval_batch} at a time.\n\n"
+    )
+
+
+def weights_here(catalog: ModelCatalog, spec: str) -> None:
+    """ValueError, in a teacher's words, for pretrained weights neither on this machine nor
+    downloadable (the machine offline, asked once): such a run said "started", then failed with
+    "NoInternet: cannot load …" (issue 43). Checked before the run is registered."""
+    if spec not in PRETRAINED or vit.is_pretrained_cached(spec):
+        return
+    if catalog.online is None:
+        catalog.check_downloads()
+    if catalog.online is False:
+        raise ValueError(no_internet(spec))
+
+
+def run_owner(run_token: str | None, request: gr.Request | None) -> str:
+    """Who owns a Train run, for the registry: the page's run token (RUN_TOKEN_KEY), else the session."""
+    if isinstance(run_token, str) and RUN_TOKEN.fullmatch(run_token):
+        return f"run token {run_token}"
+    return owner(request)
+
+
+def train_start(
+    server: Server, run: RunOptions, request: gr.Request | None = None, run_token: str | None = None
+) -> dict:
+    """Start this visitor's training run in the background (the old run's pictures are cleared).
+    `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run. The
+    run belongs to the page's `run_token` (`train_models` gives it one), or to the session."""
+    runs, catalog, settings = server.runs, server.catalog, server.settings
+    visitor, runner = owner(request), run_owner(run_token, request)
+    source = one_of("data source", run.source, [value for _, value in data_choices(settings)])
+    warmup = warmup_epochs(run.warmup, settings.train.max_epochs)
+    spec = training_source(catalog, settings, visitor, str(run.model))
+    data = training_data(settings, source, run.folder)
+    epochs, lr, batch = run.epochs, run.lr, run.batch
+    try:
+        if source == "cifar10" and cifar10_offline(catalog):  # after the numbers' checks, which name the field
+            runs.limits.check(epochs=epochs, batch_size=batch, lr=lr)
+            raise ValueError(CIFAR10_OFFLINE)
+        plan, said = memory_plan(settings.train, spec, data, epochs, batch, lr)
+        weights_here(catalog, spec)
+        runs.start(
+            runner,
+            model=spec,
+            data=data,
+            epochs=epochs,
+            batch_size=plan.batch,
+            lr=lr,
+            warmup_epochs=warmup,
+            eval_batch_size=plan.eval_batch,
+        )
+    except (JobBusy, ValueError) as e:
+        raise visitor_error(str(e)) from e
+    snap = runs.snapshot(runner)
+    return {
+        "status": f"started\n\n{said}{describe(snap)}",
+        "progress": progress_html(0, 1, "loading data and model", "running"),
+        "seen": NOTHING_SHOWN,
+        "curves": None,
+        "probe": None,
+        "checkpoint": None,
+        "note": gr.Markdown(visible=False),
+        "start": gr.Button(interactive=False),  # one run at a time: pressed again it would only be refused
+    }
+
+
+class Rehearsal:
+    """The registry as `train_start` uses it, starting nothing: each check `train_start` makes
+    runs, and `start` only says whether the visitor may start a run now."""
+
+    def __init__(self, runs: JobRegistry) -> None:
+        self.runs = runs
+        self.limits = runs.limits
+
+    def start(self, session: str, *, epochs: object, batch_size: object, lr: object, **_asked: object) -> None:
+        self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
+        self.runs.check_room(session)
+
+    def snapshot(self, session: str) -> JobSnapshot:
+        return self.runs.snapshot(session)
+
+
+def check_start(
+    server: Server, run: RunOptions, request: gr.Request | None = None, run_token: str | None = None
+) -> None:
+    """Start's first step, with no outputs (ui.binding.checked_first): `train_start` rehearsed,
+    so a refused run (an empty folder box, a number out of range, a model that cannot be had)
+    is said in a toast, and the status, progress and pictures stay as they were."""
+    rehearsal = dataclasses.replace(server, runs=Rehearsal(server.runs))  # a stand-in for the registry
+    train_start(rehearsal, run, request, run_token)
+
+
+def first_step(folder: str) -> dict:
+    """The "First step" note says to type a folder: hidden once one is typed."""
+    return {"note": gr.Markdown(visible=not (folder or "").strip())}
+
+
+def train_status(server: Server, seen: tuple, request: gr.Request, run_token: str | None = None) -> dict:
+    """This visitor's run; the curves and probe only when they changed since `seen`; a
+    finished run's checkpoint joins the visitor's model list. On ZeroGPU the poll first trains
+    the run's next chunk, if one is due (it returns after the chunk, up to zerogpu.CHUNK_S + 3 s later)."""
+    runs, catalog = server.runs, server.catalog
+    visitor, runner = owner(request), run_owner(run_token, request)
+    runs.advance(runner)
+    snap = runs.snapshot(runner)
+    seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
+    now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], snap.running)
+    curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
+    listed, refused = gr.skip(), ""
+    # A run stopped before its first checkpoint has no file: nothing to list. A file that fails
+    # its checks is said, never hidden.
+    if not snap.running and snap.checkpoint and seen[3] != snap.checkpoint and Path(snap.checkpoint).is_file():
+        try:
+            catalog.register(snap.checkpoint, visitor, label=run_label(snap))
+            listed = gr.Dropdown(choices=model_choices(catalog, visitor))
+        except ModelUnavailable as e:
+            refused = f"\n\n**The run's checkpoint was not added to your models:** {in_markdown(str(e))}"
+        now = (*now[:3], snap.checkpoint, now[4])
+    drawable = snap.history or snap.step_losses
+    curves = drawn(
+        lambda: with_alt(
+            run_views.curves(snap.history, snap.step_losses, server.text_px),
+            run_views.curves_alt(snap.history, snap.step_losses),
+        ),
+        curves_fresh and bool(drawable),
+    )
+    probe = drawn(
+        lambda: with_alt(
+            run_views.probe(snap.probe_image, snap.probe, server.text_px), run_views.probe_alt(snap.probe)
+        ),
+        probe_fresh and bool(snap.probe) and snap.probe_image is not None,
+    )
+    return {
+        "seen": now,
+        "status": describe(snap) + refused,
+        "progress": progress_html(*progress_text(snap), run_state(snap)),
+        "curves": curves,
+        "probe": probe,
+        "checkpoint": str(runs.checkpoint(runner) or "") or None,
+        "model": listed,
+        "start": gr.Button(interactive=not snap.running),
+    }
+
+
+def run_label(snap: JobSnapshot) -> str:
+    """How the model lists name a run's checkpoint (the same name, however it gets listed)."""
+    return f"my run, {snap.epoch} epoch{'' if snap.epoch == 1 else 's'}"
+
+
+def drawn(draw: Callable[[], gr.Image], fresh: bool) -> gr.Image | Any:
+    """A picture for the poll, or none (gr.skip) when unchanged or when drawing it fails: a
+    picture that cannot be drawn must never keep the run's status and end off the page (a
+    too-tall probe once failed every poll, leaving "running" shown after the run had ended)."""
+    if not fresh:
+        return gr.skip()
+    try:
+        return draw()
+    except Exception:  # noqa: BLE001 - any failure: the status still goes out, the log keeps the traceback
+        LOG.exception("a Train tab picture could not be drawn")
+        return gr.skip()
+
+
+def keep_polling(seen: tuple) -> dict:
+    """The timer runs while the page shows a running run (kept out of the API: it only drives
+    the page). It reads what the last poll showed, never the job again: a run that ended
+    between that poll and this call would stop the timer with "running" left on the page."""
+    shown = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
+    return {"timer": gr.Timer(active=bool(shown[4]))}
+
+
+def ask_to_stop() -> dict:
+    """Stop asks first: a running epoch is lost work."""
+    return {"confirm": gr.Row(visible=True)}
+
+
+def keep_training() -> dict:
+    return {"confirm": gr.Row(visible=False)}
+
+
+def train_stop(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
+    """Stop this visitor's run; it saves its current state as a checkpoint."""
+    stopped = server.runs.stop(run_owner(run_token, request))
+    text = "stopping: the current state will be saved as a checkpoint" if stopped else "you have no run to stop"
+    return {"status": text, "confirm": gr.Row(visible=False)}
+
+
+def train_models(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
+    """On opening the tab: the model picker as the catalogue is now, so weights another tab has
+    downloaded since the page was built no longer say "(pretrained, downloads once)" (issue 42),
+    and the page's run token, a new one if it has none yet (its first visit, or another server's
+    secret, which the browser's copy cannot be read with)."""
+    fresh = isinstance(run_token, str) and RUN_TOKEN.fullmatch(run_token)
+    token = run_token if fresh else secrets.token_hex(16)
+    return {
+        "model": gr.Dropdown(choices=model_choices(server.catalog, owner(request))),
+        "stored_token": token,
+        "run_token": token,
+    }
+
+
+def train_open_in_explore(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
+    """Point the Explore tab's model picker at this visitor's latest checkpoint."""
+    runs, catalog = server.runs, server.catalog
+    visitor, runner = owner(request), run_owner(run_token, request)
+    path = runs.checkpoint(runner)
+    if path is None:
+        raise visitor_error("No checkpoint yet: train (or stop a run) first.")
+    try:
+        key = catalog.register(path, visitor, label=run_label(runs.snapshot(runner)))
+    except ModelUnavailable as e:
+        raise visitor_error(str(e)) from e
+    return {"explore_model": gr.Dropdown(choices=catalog.choices(visitor), value=key)}
+
+
+def show_explore() -> dict:
+    """After "Open this checkpoint in Explore": go there (kept out of the API: it only moves the page)."""
+    return {"tabs": gr.Tabs(selected=EXPLORE_TAB)}
