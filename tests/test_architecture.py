@@ -34,7 +34,20 @@ def test_vit_needs_neither_timm_nor_transformers_at_run_time():
 
 
 def test_the_picture_layer_is_gradio_free():
-    pictures = ("canvas", "render", "charts", "probe_strip", "views", "run_views", "live", "streams", "video")
+    pictures = (
+        "canvas",
+        "render",
+        "charts",
+        "probe_strip",
+        "views",
+        "texts",
+        "controls",
+        "view_tasks",
+        "run_views",
+        "live",
+        "streams",
+        "video",
+    )
     modules = ["explorer." + m for m in ("catalog", "explain", "images", *pictures)]
     assert loaded_by(*modules).isdisjoint({"gradio", "ui", "training"})
 

@@ -14,11 +14,11 @@ from conftest import SHARED
 from PIL import Image
 
 import vit
-from explorer import views
+from explorer import controls, texts
 from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, LoadedModel, ModelCatalog
+from explorer.controls import Drawing, Fusion, Showing
 from explorer.explain import ExplanationKey, explain
-from explorer.views import Drawing, Fusion, Showing
 from ui import common
 from ui import explore_handlers as h
 from ui.common import EXAMPLES_DIR, Server
@@ -262,10 +262,10 @@ def test_unknown_query_tokens_are_refused_naming_the_models_tokens(prefixed, tab
 def test_head_tiles_and_captions_name_every_prefix_token(prefixed):
     _, server, key = prefixed
     ex = server.store.peek(key)
-    assert "the 4 prefix tokens (CLS, dist, reg1, reg2)" in views.left_out(ex)
+    assert "the 4 prefix tokens (CLS, dist, reg1, reg2)" in texts.left_out(ex)
     assert ex.prefix_attention(None).shape[-1] == 4
     shares = ex.rollout_prefix()
-    text = views.describe_rollout(ex, "mean", 0.0)
+    text = texts.describe_rollout(ex, "mean", 0.0)
     assert f"its share on the prefix tokens (CLS {shares[0]:.2f}, dist {shares[1]:.2f}, reg1" in text
 
 
@@ -342,7 +342,7 @@ def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_val
                 )
             )
         )
-        for show in views.SHOWS
+        for show in controls.SHOWS
     }
     assert len({p.tobytes() for p in pictures.values()}) == 3  # three different pictures
     with pytest.raises(gr.Error, match="unknown show 'sideways'; choose one of 'weights', 'relative', 'top mass'"):
@@ -434,7 +434,7 @@ def test_removing_the_image_clears_everything_that_described_it(tab):
     gone += ("export_file",)
     assert all(out[name] is None for name in (*gone, *h.IMAGE_VIEWS))
     assert out["numbers"] == ""
-    assert out["query_md"] == views.describe_query(None, True)  # the start text: "Query: the CLS token"
+    assert out["query_md"] == texts.describe_query(None, True)  # the start text: "Query: the CLS token"
     assert out["query_token"].value == "cls"
     assert "layer" not in out  # the slider keeps its layer for the next image
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import gradio as gr
 
-from explorer import page_maps, views
+from explorer import controls, page_maps, texts
 from explorer.canvas import COLORMAPS
 from explorer.catalog import LoadedModel, ModelCatalog
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
@@ -30,8 +30,8 @@ SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an ho
 PCA_CONTROLS = Controls.of(h.PcaChoice, h.pca_choice)
 UPLOAD = Controls.of(h.Upload, h.upload)
 STYLE = common.STYLE.names  # the controls one MapStyle is built from
-SHOW = common.SHOWING.names  # how rollout and relevance are drawn (views.Showing)
-FUSION = common.FUSION.names  # rollout's head fusion and discard ratio (views.Fusion)
+SHOW = common.SHOWING.names  # how rollout and relevance are drawn (controls.Showing)
+FUSION = common.FUSION.names  # rollout's head fusion and discard ratio (controls.Fusion)
 PCA = PCA_CONTROLS.names  # the PCA tab's controls (explore_handlers.PcaChoice)
 GIF_SCALE_CHOICES = [  # the first is the screen's: each layer on its own scale
     ("each layer its own scale, as on screen", "each layer"),
@@ -109,7 +109,7 @@ look noisy; **rollout** combines all layers into one smoother map.
 """
 LOGIT_LENS_HINT = (
     "The classifier is read after every layer, not only the last: where does the answer form? "
-    f"**{views.LENS_CAVEAT}** Only for models with a classifier head (not DINO, DINOv2, DINOv3 or CLIP)."
+    f"**{texts.LENS_CAVEAT}** Only for models with a classifier head (not DINO, DINOv2, DINOv3 or CLIP)."
 )
 PCA_HINT = (
     "Each patch token of the chosen layer as a colour: its first three principal components as red, green and "
@@ -247,9 +247,12 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
     input_view = page_picture(caption, "The model input with its patch grid", INPUT_VIEW_JS, elem_id="input-view")
     input_img = gr.Image(label=caption.replace("*", ""), visible=False)
     names = start.model.config.prefix_names
-    query_md = gr.Markdown(views.describe_query(None, "cls" in names), label="Query", elem_id="query")
+    query_md = gr.Markdown(texts.describe_query(None, "cls" in names), label="Query", elem_id="query")
     query_token = gr.Dropdown(
-        views.query_choices(names), value=views.query_token(None, names), label="Query token", elem_id="query-token"
+        controls.query_choices(names),
+        value=controls.query_token(None, names),
+        label="Query token",
+        elem_id="query-token",
     )
     with gr.Row():
         moves = {
@@ -337,7 +340,7 @@ def _map_display() -> dict[str, Any]:
         return {
             "show": gr.Radio(SHOW_CHOICES, value="weights", label="Rollout and relevance show"),
             "keep_percent": gr.Slider(  # shown only for the top-mass choice, the one it changes
-                5, 100, value=100 * views.KEEP, step=5, label="Keep the top X % of the attention mass", visible=False
+                5, 100, value=100 * controls.KEEP, step=5, label="Keep the top X % of the attention mass", visible=False
             ),
         }
 

@@ -2,7 +2,7 @@
 
 ui/explore.py binds each to the tab's `ExploreView` and the server's context (`ui.common.Server`)
 with `ExploreView.bind`. A handler takes the style controls as one `MapStyle` (rollout's fusion
-and how a single map shows as one value each, or all three as one `views.Drawing`: ui.common
+and how a single map shows as one value each, or all three as one `controls.Drawing`: ui.common
 parses them at the binding), asks `explorer.views` for pictures and returns them by field name,
 which the binding applies to the view, so a new view is one more name, not one more tuple slot.
 """
@@ -16,9 +16,10 @@ from typing import Any, NamedTuple
 import gradio as gr
 import numpy as np
 
-from explorer import page_maps, render, views
+from explorer import controls, page_maps, render, texts, views
 from explorer.canvas import MapStyle
 from explorer.catalog import LoadedModel, ModelUnavailable
+from explorer.controls import Drawing, Showing
 from explorer.explain import (
     Explanation,
     ExplanationStore,
@@ -30,7 +31,6 @@ from explorer.explain import (
 from explorer.images import ImageError, load_image
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
-from explorer.views import Drawing, Showing
 from vit.analysis import Query
 from vit.messages import shown
 
@@ -156,32 +156,32 @@ def classes_note(loaded: LoadedModel, listed: int = 20) -> str:
     more = f", … ({len(names) - listed} more)" if len(names) > listed else ""
     always = "The model always answers with one of them, even for a picture of something else."
     # A checkpoint's names are its author's words (a visitor may upload one): shown as written.
-    shown_names = ", ".join(views.markdown_text(name) for name in names[:listed])
+    shown_names = ", ".join(texts.markdown_text(name) for name in names[:listed])
     return f"**{len(names)} classes:** {shown_names}{more}. {always}"
 
 
 # Each view as its component's value, with the alt text explorer.views writes for it.
 def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> gr.Image:
-    return with_alt(views.input_view(ex, query), views.input_alt(ex, query, model_name(key.model_key)))
+    return with_alt(views.input_view(ex, query), texts.input_alt(ex, query, model_name(key.model_key)))
 
 
 def heads_picture(ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle) -> gr.Image:
-    alt = views.heads_alt(ex, query, layer, model_name(key.model_key))
+    alt = texts.heads_alt(ex, query, layer, model_name(key.model_key))
     return with_alt(views.heads(ex, query, layer, style), alt)
 
 
 def overview_picture(ex: Explanation, key: ExplanationKey, style: MapStyle) -> gr.Image:
-    return with_alt(views.overview(ex, style), views.overview_alt(ex, model_name(key.model_key)))
+    return with_alt(views.overview(ex, style), texts.overview_alt(ex, model_name(key.model_key)))
 
 
 def rollout_picture(ex: Explanation, key: ExplanationKey, drawing: Drawing) -> gr.Image:
     fusion, showing = drawing.fusion, drawing.showing
-    alt = views.rollout_alt(ex, fusion, showing, model_name(key.model_key))
+    alt = texts.rollout_alt(ex, fusion, showing, model_name(key.model_key))
     return with_alt(views.rollout(ex, fusion, drawing.style, showing), alt)
 
 
 def distance_picture(ex: Explanation, key: ExplanationKey) -> gr.Image:
-    return with_alt(views.distance_chart(ex, PICTURE_TEXT.px), views.distance_alt(ex, model_name(key.model_key)))
+    return with_alt(views.distance_chart(ex, PICTURE_TEXT.px), texts.distance_alt(ex, model_name(key.model_key)))
 
 
 def pca_inputs(loaded: LoadedModel, ex: Explanation, examples: bool) -> list[tuple[str, ModelInput]]:
@@ -203,7 +203,7 @@ def pca_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey, choic
     computed = zerogpu.PATCH_PCA(loaded, [i.tensor for i in inputs], layer - 1, background)
     pixels = [i.pixels for i in inputs]
     picture = views.pca_view(pixels, names, computed, layer, ex.depth, ex.prefix_names, PICTURE_TEXT.px)
-    return with_alt(picture, views.pca_alt(names, computed, layer, ex.depth, model_name(key.model_key)))
+    return with_alt(picture, texts.pca_alt(names, computed, layer, ex.depth, model_name(key.model_key)))
 
 
 def logit_lens_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey) -> gr.Image | None:
@@ -213,14 +213,14 @@ def logit_lens_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey
         return None
     probabilities = zerogpu.LOGIT_LENS(loaded, ex.input.tensor).numpy()
     names = loaded.meta.class_names
-    alt = views.logit_lens_alt(probabilities, names, model_name(key.model_key))
+    alt = texts.logit_lens_alt(probabilities, names, model_name(key.model_key))
     return with_alt(views.logit_lens_view(probabilities, names, PICTURE_TEXT.px), alt)
 
 
 def similarity_picture(loaded: LoadedModel) -> gr.Image:
-    compared, grid = views.position_words(loaded.model), loaded.model.config.grid
+    compared, grid = texts.position_words(loaded.model), loaded.model.config.grid
     step = views.similarity_step(grid, PICTURE_TEXT.px)  # DINOv2's 37 x 37 slots: a tile every 3 slots
-    alt = views.similarity_alt(grid, model_name(loaded.key), compared, step)
+    alt = texts.similarity_alt(grid, model_name(loaded.key), compared, step)
     similarity = loaded.position_similarity()
     tiles = render.position_similarity_tiles(similarity, compared=compared, text_px=PICTURE_TEXT.px, step=step)
     return with_alt(tiles, alt)
@@ -253,13 +253,13 @@ def full_analysis(
     return first | {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
-        "query_md": views.describe_query(None, ex.has_cls),
-        "numbers": views.describe_input(ex),
+        "query_md": texts.describe_query(None, ex.has_cls),
+        "numbers": texts.describe_input(ex),
         "label": ex.probabilities,
         "layer": layer_slider(ex.depth, layer),
         **image_views(on_screen, ex, key, drawing, loaded=loaded, pca=pca),
         "query_token": gr.Dropdown(
-            choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
+            choices=controls.query_choices(ex.prefix_names), value=controls.query_token(None, ex.prefix_names)
         ),
         "relevance": None,  # drawn on request: it costs a forward and a backward pass
         "relevance_map": None,
@@ -277,9 +277,9 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
         **dict.fromkeys(("relevance", "relevance_map")),
         **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
         "numbers": "",
-        "query_md": views.describe_query(None, "cls" in prefix_names),
+        "query_md": texts.describe_query(None, "cls" in prefix_names),
         "query_token": gr.Dropdown(
-            choices=views.query_choices(prefix_names), value=views.query_token(None, prefix_names)
+            choices=controls.query_choices(prefix_names), value=controls.query_token(None, prefix_names)
         ),
     }
 
@@ -449,7 +449,7 @@ def keep_slider(show: str) -> dict:
 
 def show_rollout(server: Server, explanation_key: ExplanationKey | None, drawing: Drawing) -> dict:
     """Attention rollout through all layers with a head fusion and discard ratio, drawn as
-    `show` says (views.SHOWS; `keep_percent` of the mass for "top mass")."""
+    `show` says (controls.SHOWS; `keep_percent` of the mass for "top mass")."""
     return {"rollout": rollout_picture(server.require(explanation_key), explanation_key, drawing)}
 
 
@@ -496,8 +496,8 @@ def show_query(server: Server, key: ExplanationKey, query: Query, layer: object,
         "query": query,
         "input_img": input_picture(ex, key, query),
         "heads": heads_picture(ex, key, query, check_layer(layer, ex.depth), style),
-        "query_md": views.describe_query(query, ex.has_cls),
-        "query_token": views.query_token(query, ex.prefix_names),
+        "query_md": texts.describe_query(query, ex.has_cls),
+        "query_token": controls.query_token(query, ex.prefix_names),
     }
 
 
@@ -578,7 +578,7 @@ def compare_words(
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, ex.input.tensor, words))
     maps = word_maps(ex.input.pixels, ex.grid, zs, style, showing, model_name(loaded.key))
     kept: WordsResult = (explanation_key, zs)
-    note = views.prompt_note(zs, left_out)
+    note = texts.prompt_note(zs, left_out)
     return {"label": zs.probabilities, "prompt_maps": maps, "prompt_note": note, "words_result": kept}
 
 
@@ -622,7 +622,7 @@ def relevance_picture(
     _, target, computed = drawn
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
     picture = views.relevance(loaded.model, loaded.meta.class_names, ex, index, style, showing, computed=computed)
-    alt = views.relevance_alt(ex, None if index is None else target, showing, model_name(loaded.key))
+    alt = texts.relevance_alt(ex, None if index is None else target, showing, model_name(loaded.key))
     return with_alt(picture, alt, f"{export_name or 'attention'}_relevance_{slug(target)}.png")
 
 

@@ -28,7 +28,7 @@ import gradio as gr
 import spaces  # before torch touches CUDA (app.py imports this module first)
 from spaces.config import Config as SpacesConfig
 
-from explorer import compute, explain, lessons, prompts, video, views
+from explorer import compute, explain, lessons, prompts, video, view_tasks
 from explorer.catalog import LoadedModel, ModelCatalog, ModelUnavailable, from_ref, ref_of
 
 from .checks import visitor_error
@@ -304,7 +304,7 @@ NORMS = GpuTask(lessons.norm_report, lessons.two_pass_cost, "This lesson")
 HEADS_OFF = GpuTask(lessons.predictions_with_heads_off, lessons.two_pass_cost, "Switching heads off")
 RANKING = GpuTask(lessons.head_ranking_steps, lessons.ranking_cost, "The head ranking", iterate=True)
 CLIP = GpuTask(video.layer_maps, video.layer_maps_cost, "The attention video")
-RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance map", backward=True)
-PATCH_PCA = GpuTask(views.patch_features, views.patch_features_cost, "The patch-feature colours")
-LOGIT_LENS = GpuTask(views.layer_predictions, views.layer_predictions_cost, "The logit lens")
+RELEVANCE = GpuTask(view_tasks.relevance_map, view_tasks.relevance_cost, "The relevance map", backward=True)
+PATCH_PCA = GpuTask(view_tasks.patch_features, view_tasks.patch_features_cost, "The patch-feature colours")
+LOGIT_LENS = GpuTask(view_tasks.layer_predictions, view_tasks.layer_predictions_cost, "The logit lens")
 PROMPTS = GpuTask(prompts.prompt_relevance, prompts.prompt_cost, "Drawing a map per word", backward=True)
