@@ -289,7 +289,7 @@ def test_relevance_follows_the_style_and_show_without_another_pass(tab, explanat
     server = tab
     out = h.show_relevance(server, explanation_key, "cat-bundled", h.PREDICTED, STYLE, Showing("weights", 0.6))
     kept = out["relevance_map"]
-    monkeypatch.setattr(h.zerogpu, "RELEVANCE", None)  # a redraw runs no model
+    monkeypatch.setattr(h.explore_views, "RELEVANCE", None)  # a redraw runs no model
     redrawn = h.restyle_relevance(server, explanation_key, kept, "cat-bundled", STYLE, Showing("relative", 0.6))
     picture = redrawn["relevance"]
     assert "drawn as multiples of uniform" in picture.alt_text and "weights from 0" in out["relevance"].alt_text

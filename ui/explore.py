@@ -20,14 +20,15 @@ from vit.preprocessing import CIFAR10_CLASSES
 
 from . import common, concurrency
 from . import explore_handlers as h
+from . import explore_views as ev
 from .binding import ComponentView, Controls, bound
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
-from .pictures import page_picture, picture, word_maps
+from .pictures import page_picture, word_maps
 from .settings import for_visitors
 
 EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
-PCA_CONTROLS = Controls.of(h.PcaChoice, h.pca_choice)
+PCA_CONTROLS = Controls.of(ev.PcaChoice, ev.pca_choice)
 UPLOAD = Controls.of(h.Upload, h.upload)
 STYLE = common.STYLE.names  # the controls one MapStyle is built from
 SHOW = common.SHOWING.names  # how rollout and relevance are drawn (controls.Showing)
@@ -107,19 +108,6 @@ keys, to change it) attends to every patch. Rows, columns, layers and heads coun
 Supervised ViTs spread attention over many patches, including the background, so single-head maps
 look noisy; **rollout** combines all layers into one smoother map.
 """
-LOGIT_LENS_HINT = (
-    "The classifier is read after every layer, not only the last: where does the answer form? "
-    f"**{texts.LENS_CAVEAT}** Only for models with a classifier head (not DINO, DINOv2, DINOv3 or CLIP)."
-)
-PCA_HINT = (
-    "Each patch token of the chosen layer as a colour: its first three principal components as red, green and "
-    "blue (DINOv2, Oquab et al. 2023, Fig. 1). With the examples, one PCA is fitted on this image and the six "
-    "animal examples together, so the same part gets the same colour in every image."
-)
-RELEVANCE_HINT = (
-    "Press **Explain this class** to draw the map (one forward and one backward pass); "
-    "a new image or model clears it until you press it again."
-)
 
 
 @dataclass(frozen=True)
@@ -133,7 +121,7 @@ class ExploreView(ComponentView):
     export_name: gr.State  # "<image>-<model>", how export files begin
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
-    on_screen: gr.State  # the "More views" tab on screen (explore_handlers.MORE_VIEWS), None while closed
+    on_screen: gr.State  # the "More views" tab on screen (explore_views.MORE_VIEWS), None while closed
     more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
     relevance_map: gr.State  # the relevance on screen, redrawn in a new style (explore_handlers.RelevanceMap)
     words_result: gr.State  # a CLIP model's words on screen, redrawn in a new style (explore_handlers.WordsResult)
@@ -167,7 +155,7 @@ class ExploreView(ComponentView):
     pause: gr.Button  # in Play's place while the layers play
     # views and exports; "More views" (an accordion of tabs) is drawn only when opened
     more: gr.Accordion
-    more_tabs: dict[str, gr.Tab]  # by MORE_VIEWS name
+    more_tabs: dict[str, gr.Tab]  # by ui.explore_views.MORE_VIEWS name
     maps: gr.HTML  # the head maps, drawn in the page from the numbers its value holds (explorer/page_maps.py)
     heads: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
     export_png: gr.Button
@@ -210,7 +198,7 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
         "query": gr.State(None),
         "current_model": gr.State(start.key),
         "on_screen": gr.State(None),
-        "more_tab": gr.State(h.MORE_VIEWS[0]),
+        "more_tab": gr.State(ev.MORE_VIEWS[0]),
         "relevance_map": gr.State(None),
         "words_result": gr.State(None),
     }
@@ -346,118 +334,20 @@ def _map_display() -> dict[str, Any]:
 
 
 def _more_views(start: LoadedModel) -> dict[str, Any]:
-    more = gr.Accordion(
-        "More views: layers x heads, rollout, distance, position embeddings, relevance, patch features (PCA), "
-        "logit lens",
-        open=False,
-        elem_id="more",
-    )
+    more = gr.Accordion(ev.MORE_LABEL, open=False, elem_id="more")
     with more:
         display = _map_display()
         with gr.Tabs(overflow_behavior="wrap"):
             return {"more": more, **display, **_more_tabs(start)}
 
 
-# The "More views" that are one picture each: field -> (tab, caption, alt text before the first image).
-PICTURE_TABS = {
-    "overview": (
-        "Layers x heads",
-        "**Attention of the default query (CLS)** in every head of every layer",
-        "Attention of the default query in every head of every layer",
-    ),
-    "distance": (
-        "Mean attention distance",
-        "**How far each head looks, in this image** (the ViT paper's Fig. 7, right, averages over many images)",
-        "Mean attention distance per head, for this image",
-    ),
-    "similarity": (
-        "Position embeddings",
-        "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
-        "Position-embedding similarity of every patch slot",
-    ),
-}
-
-
-def _picture_tab(tabs: dict[str, gr.Tab], field: str) -> gr.Image:
-    """One of PICTURE_TABS: a tab holding its picture, registered in `tabs` under `field`."""
-    name, caption, alt = PICTURE_TABS[field]
-    with gr.Tab(name) as tabs[field]:
-        return picture(caption, alt, elem_id=field)
-
-
 def _more_tabs(start: LoadedModel) -> dict[str, Any]:
-    tabs = {}
-    overview = _picture_tab(tabs, "overview")
-    with gr.Tab("Rollout") as tabs["rollout"]:
-        with gr.Row():
-            fusion = gr.Radio(list(common.FUSIONS), value="mean", label="Head fusion")
-            discard = gr.Slider(
-                0.0, common.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
-            )
-        rollout = picture(
-            "**Attention rollout** (Abnar & Zuidema, 2020)", "Attention rollout through all layers", elem_id="rollout"
-        )
-    distance, similarity = _picture_tab(tabs, "distance"), _picture_tab(tabs, "similarity")
-    with gr.Tab("Relevance (Chefer et al. 2021)") as tabs["relevance"]:
-        relevance = _relevance_view(start)
-    return {
-        **relevance,
-        **_layer_tabs(start, tabs),
-        "more_tabs": tabs,
-        "overview": overview,
-        "fusion": fusion,
-        "discard": discard,
-        "rollout": rollout,
-        "distance": distance,
-        "similarity": similarity,
-    }
-
-
-def _layer_tabs(start: LoadedModel, tabs: dict[str, gr.Tab]) -> dict[str, Any]:
-    """What each layer holds: its patch tokens in colour (PCA) and what its CLS token would answer."""
-    depth = start.model.config.depth
-    with gr.Tab("Patch features (PCA)") as tabs["pca"]:
-        gr.Markdown(PCA_HINT)
-        with gr.Row(elem_classes="phone-lines"):  # on a phone each on a line of its own: the labels were cut
-            pca_layer = common.layer_slider(
-                depth, depth, step=1, label="Layer of the patch tokens (1 = first)", scale=2
-            )
-            pca_examples = gr.Checkbox(False, label="Fit one PCA on this image and the six animal examples")
-            pca_background = gr.Checkbox(True, label="Remove the background (component 1 below 0, as DINOv2)")
-        pca = picture(
-            "**Patch features in colour** (DINOv2, Oquab et al. 2023, Fig. 1)",
-            "The patch tokens of the chosen layer in colour",
-            elem_id="pca",
-        )
-    with gr.Tab("Logit lens") as tabs["logit_lens"]:
-        gr.Markdown(LOGIT_LENS_HINT)
-        logit_lens = picture(
-            "**What each layer would answer** (logit lens)",
-            "The classifier's reading after every layer",
-            elem_id="logit-lens",
-        )
-    return {
-        "pca_layer": pca_layer,
-        "pca_examples": pca_examples,
-        "pca_background": pca_background,
-        "pca": pca,
-        "logit_lens": logit_lens,
-    }
-
-
-def _relevance_view(start: LoadedModel) -> dict[str, Any]:
-    with gr.Row():
-        classes = h.relevance_classes(start)
-        relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
-        relevance_button = gr.Button("Explain this class", size="sm")
-    # The picture stays empty until the button is pressed (a backward pass), and after each new image.
-    gr.Markdown(RELEVANCE_HINT, elem_id="relevance-hint")
-    relevance = picture(
-        "**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class",
-        "Class-specific relevance of every patch",
-        elem_id="relevance",
-    )
-    return {"relevance_class": relevance_class, "relevance_button": relevance_button, "relevance": relevance}
+    """A tab for each of ui.explore_views.MORE, in order, holding what its record says."""
+    tabs, parts = {}, {}
+    for view in ev.MORE.values():
+        with gr.Tab(view.tab) as tabs[view.name]:
+            parts |= view.layout(start)
+    return parts | {"more_tabs": tabs}
 
 
 def _words(start: LoadedModel) -> dict[str, Any]:
@@ -581,7 +471,7 @@ def _wire_views(view: ExploreView, server: Server) -> None:
     view.api_buttons["restyle"].click(
         view.bind(h.restyle, server),
         view.pick("explanation_key", "on_screen", "query", "layer", *FUSION, *STYLE, *SHOW),
-        view.pick("heads", "overview", "rollout"),
+        view.pick("heads", *ev.STYLE_VIEWS),
         api_name="restyle",
         **CHEAP,
     )
@@ -590,7 +480,7 @@ def _wire_views(view: ExploreView, server: Server) -> None:
         view.pick(
             "explanation_key", "on_screen", "words_result", "relevance_map", "export_name", *FUSION, *STYLE, *SHOW
         ),
-        view.pick("overview", "rollout", "prompt_maps", "relevance"),
+        view.pick(*ev.STYLE_VIEWS, "prompt_maps", "relevance"),
         api_visibility="private",
         trigger_mode="always_last",
         **CHEAP,
@@ -642,21 +532,23 @@ def _wire_play(view: ExploreView) -> None:
 
 def _wire_more(view: ExploreView, server: Server) -> None:
     """The "More views" tabs: a view is drawn when it comes on screen (its tab picked, or the
-    accordion opened on it). API clients ask for one by name: /overview, /distance, /similarity
-    (and /rollout, /relevance, /patch_pca with their own controls), /logit_lens."""
+    accordion opened on it). API clients ask for one by its record's name (ui/explore_views.py):
+    /overview, /distance, /similarity, /logit_lens (and /rollout, /relevance, /patch_pca with
+    their own controls)."""
     inputs = ("explanation_key", "current_model", *FUSION, *STYLE, *SHOW, *PCA)
-    for name, tab in view.more_tabs.items():
-        if name in ("overview", "distance", "similarity", "logit_lens"):
-            api = {"api_name": name}
-        else:  # the PCA tab's API is /patch_pca, with its controls
-            api = {"api_visibility": "private", **({"api_name": f"{name}_tab"} if name in h.MODEL_VIEWS else {})}
-        outputs = view.pick("on_screen", "more_tab", *([name] if name != "relevance" else []))
-        pool = HEAVY if name in h.MODEL_VIEWS else CHEAP  # a forward pass, not a redraw of the cached one
-        tab.select(view.bind(h.show_more, server, name), view.pick(*inputs), outputs, **api, **pool)
+    for more in ev.MORE.values():
+        if more.api_name is not None:
+            api = {"api_name": more.api_name}
+        else:  # a heavy one gets a private name, which tests/test_ui_concurrency.py checks the pool of
+            api = {"api_visibility": "private", **({"api_name": f"{more.name}_tab"} if more.heavy else {})}
+        outputs = view.pick("on_screen", "more_tab", *([more.name] if more.draw is not None else []))
+        pool = HEAVY if more.heavy else CHEAP  # a forward pass, not a redraw of the cached one
+        tab = view.more_tabs[more.name]
+        tab.select(view.bind(h.show_more, server, more.name), view.pick(*inputs), outputs, **api, **pool)
     view.more.expand(
         view.bind(h.show_more, server),
         view.pick("more_tab", *inputs),
-        view.pick("on_screen", "more_tab", *h.IMAGE_VIEWS, "similarity"),  # relevance waits for its button
+        view.pick("on_screen", "more_tab", *ev.DRAWN_VIEWS),  # relevance waits for its button
         api_visibility="private",
         **CHEAP,
     )
@@ -758,7 +650,14 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
         view.bind(h.load_model, server),
         view.pick("model_key", "on_screen"),
         view.pick(
-            "current_model", "model_info", "classes", "layer", "pca_layer", "similarity", "relevance_class", "words"
+            "current_model",
+            "model_info",
+            "classes",
+            "layer",
+            "pca_layer",
+            *ev.MODEL_ONLY_VIEWS,
+            "relevance_class",
+            "words",
         ),
         api_name="load_model",
         show_progress="full",
