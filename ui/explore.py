@@ -145,7 +145,7 @@ class ExploreView(ComponentView):
     scale: gr.Radio
     gif_scale: gr.Radio  # the GIF export's frames: each layer's own scale, or one for all
     query_md: gr.Markdown
-    query_token: gr.Dropdown
+    token: gr.Dropdown  # the query token picker
     reset: gr.Button
     up: gr.Button
     down: gr.Button
@@ -169,7 +169,7 @@ class ExploreView(ComponentView):
     rollout: gr.Image
     distance: gr.Image
     similarity: gr.Image
-    relevance_class: gr.Dropdown
+    target: gr.Dropdown  # the class relevance explains
     relevance_button: gr.Button
     relevance: gr.Image
     pca_layer: gr.Slider
@@ -185,7 +185,7 @@ class ExploreView(ComponentView):
     prompt_maps: gr.Gallery
     # /query_patch: hidden inputs for API clients
     row: gr.Number
-    col: gr.Number
+    column: gr.Number
     query_button: gr.Button
     # the named endpoints whose pictures the page now draws itself: API clients only (_api_only_inputs)
     api_buttons: dict[str, gr.Button]
@@ -236,7 +236,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
     input_img = gr.Image(label=caption.replace("*", ""), visible=False)
     names = start.model.config.prefix_names
     query_md = gr.Markdown(texts.describe_query(None, "cls" in names), label="Query", elem_id="query")
-    query_token = gr.Dropdown(
+    token = gr.Dropdown(
         controls.query_choices(names),
         value=controls.query_token(None, names),
         label="Query token",
@@ -252,7 +252,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
         "input_view": input_view,
         "input_img": input_img,
         "query_md": query_md,
-        "query_token": query_token,
+        "token": token,
         "reset": reset,
         **moves,
     }
@@ -385,7 +385,7 @@ def _api_only_inputs() -> dict[str, Any]:
     hidden trigger for each of API_ONLY."""
     return {
         "row": gr.Number(visible=False, precision=0, label="Row of the query patch (1 = top)"),
-        "col": gr.Number(visible=False, precision=0, label="Column of the query patch (1 = left)"),
+        "column": gr.Number(visible=False, precision=0, label="Column of the query patch (1 = left)"),
         "query_button": gr.Button(visible=False),
         "api_buttons": {name: gr.Button(visible=False) for name in API_ONLY},
     }
@@ -427,30 +427,24 @@ def _in_page(trigger: Callable, inputs: Any, outputs: Any, js: str) -> None:
 def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
     """The page's analysis on a new image or resize policy, and /analyze for API clients; returns
     the page's event arguments for reuse."""
-    inputs = view.pick("on_screen", *UPLOAD.names, "layer", *FUSION, *STYLE, *SHOW, *PCA)
-    api = {"fn": view.bind(h.analyze, server), "inputs": inputs, "outputs": view.pick(*h.ANALYSIS_OUTPUTS), **HEAVY}
+    api = {**view.event(h.analyze, server), "outputs": view.pick(*h.ANALYSIS_OUTPUTS), **HEAVY}
     view.api_buttons["analyze"].click(**api, api_name="analyze").success(**_words_after(view, server))
-    analysis = {"fn": view.bind(h.analyze_page, server), "inputs": inputs, **HEAVY}
-    analysis["outputs"] = view.pick(*h.PAGE_ANALYSIS_OUTPUTS)
+    analysis = {**view.event(h.analyze_page, server), "outputs": view.pick(*h.PAGE_ANALYSIS_OUTPUTS), **HEAVY}
     # Named: a script may ask for the numbers too (bench.visitors --page sends what the page sends).
     view.mode.input(**analysis, api_name="analyze_page").success(**_words_after(view, server))
     analysis["api_visibility"] = "private"
     # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
     # image refused before the analysis, whose error would mark every output (explore_handlers).
-    noted = view.image.change(
-        bound(h.note_image, server), view.image, None, api_visibility="private", queue=False, **RAW
-    )
+    noted = view.image.change(**view.event(h.note_image, server), api_visibility="private", queue=False, **RAW)
     checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
     analysed = checked.success(**analysis)
     analysed.success(**_words_after(view, server))
-    # A refused file leaves the views of the last image: the upload box shows that image again.
-    checked.failure(
-        bound(h.keep_image, server), view.explanation_key, view.image, api_visibility="private", queue=False, **RAW
-    )
+    # A refused file leaves the views of the last image: the upload box shows that image again
+    # (a path, not {field: value}: bound without the view).
+    keep_image = bound(h.keep_image, server)
+    checked.failure(keep_image, view.inputs(keep_image), view.image, api_visibility="private", queue=False, **RAW)
     kept = [view.image, *view.pick(*h.PAGE_ANALYSIS_OUTPUTS)]
-    analysed.failure(
-        view.bind(h.keep_analysis, server), view.explanation_key, kept, api_visibility="private", queue=False, **RAW
-    )
+    analysed.failure(**view.event(h.keep_analysis, server), outputs=kept, api_visibility="private", queue=False, **RAW)
     return analysis
 
 
@@ -461,61 +455,26 @@ def _wire_views(view: ExploreView, server: Server) -> None:
     _in_page(view.layer.input, view.layer, view.layer, f"(layer) => {MAPS}.setLayer(layer)")
     style = f"(...style) => {{ {MAPS}.setStyle(...style); }}"
     _in_page(partial(gr.on, _style_inputs(view)), view.pick(*STYLE), None, style)
-    view.api_buttons["heads"].click(
-        view.bind(h.show_heads, server),
-        view.pick("explanation_key", "query", "layer", *STYLE),
-        view.heads,
-        api_name="heads",
-        **CHEAP,
-    )
-    view.api_buttons["restyle"].click(
-        view.bind(h.restyle, server),
-        view.pick("explanation_key", "on_screen", "query", "layer", *FUSION, *STYLE, *SHOW),
-        view.pick("heads", *ev.STYLE_VIEWS),
-        api_name="restyle",
-        **CHEAP,
-    )
-    view.input_view.restyle(
-        view.bind(h.restyle_shown, server),
-        view.pick(
-            "explanation_key", "on_screen", "words_result", "relevance_map", "export_name", *FUSION, *STYLE, *SHOW
-        ),
-        view.pick(*ev.STYLE_VIEWS, "prompt_maps", "relevance"),
-        api_visibility="private",
-        trigger_mode="always_last",
-        **CHEAP,
-    )
+    view.api_buttons["heads"].click(**view.event(h.show_heads, server), outputs=view.heads, api_name="heads", **CHEAP)
+    restyled = view.pick("heads", *ev.STYLE_VIEWS)
+    view.api_buttons["restyle"].click(**view.event(h.restyle, server), outputs=restyled, api_name="restyle", **CHEAP)
+    redrawn = {"api_visibility": "private", "trigger_mode": "always_last", **CHEAP}
+    shown = view.pick(*ev.STYLE_VIEWS, "prompt_maps", "relevance")
+    view.input_view.restyle(**view.event(h.restyle_shown, server), outputs=shown, **redrawn)
     gr.on(
         [view.fusion.input, view.discard.input, view.show.input, view.keep_percent.input],
-        view.bind(h.show_rollout, server),
-        view.pick("explanation_key", *FUSION, *STYLE, *SHOW),
-        view.rollout,
+        **view.event(h.show_rollout, server),
+        outputs=view.rollout,
         api_name="rollout",
         trigger_mode="always_last",
         **CHEAP,
     )
-    view.show.change(
-        view.bind(h.keep_slider), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
-    )
-    shown = [view.show.input, view.keep_percent.input]
-    gr.on(  # so do a CLIP model's word maps, from their kept result
-        shown,
-        view.bind(h.restyle_words, server),
-        view.pick("explanation_key", "words_result", *STYLE, *SHOW),
-        view.prompt_maps,
-        api_visibility="private",
-        trigger_mode="always_last",
-        **CHEAP,
-    )
-    gr.on(  # relevance follows "show" as rollout does, from its kept map
-        shown,
-        view.bind(h.restyle_relevance, server),
-        view.pick("explanation_key", "relevance_map", "export_name", *STYLE, *SHOW),
-        view.relevance,
-        api_visibility="private",
-        trigger_mode="always_last",
-        **CHEAP,
-    )
+    slider = view.event(h.keep_slider)
+    view.show.change(**slider, outputs=view.keep_percent, api_visibility="private", queue=False, **RAW)
+    showing = [view.show.input, view.keep_percent.input]
+    # so do a CLIP model's word maps, from their kept result, and relevance, from its kept map
+    gr.on(showing, **view.event(h.restyle_words, server), outputs=view.prompt_maps, **redrawn)
+    gr.on(showing, **view.event(h.restyle_relevance, server), outputs=view.relevance, **redrawn)
 
 
 def _style_inputs(view: ExploreView) -> list:
@@ -535,7 +494,6 @@ def _wire_more(view: ExploreView, server: Server) -> None:
     accordion opened on it). API clients ask for one by its record's name (ui/explore_views.py):
     /overview, /distance, /similarity, /logit_lens (and /rollout, /relevance, /patch_pca with
     their own controls)."""
-    inputs = ("explanation_key", "current_model", *FUSION, *STYLE, *SHOW, *PCA)
     for more in ev.MORE.values():
         if more.api_name is not None:
             api = {"api_name": more.api_name}
@@ -543,21 +501,18 @@ def _wire_more(view: ExploreView, server: Server) -> None:
             api = {"api_visibility": "private", **({"api_name": f"{more.name}_tab"} if more.heavy else {})}
         outputs = view.pick("on_screen", "more_tab", *([more.name] if more.draw is not None else []))
         pool = HEAVY if more.heavy else CHEAP  # a forward pass, not a redraw of the cached one
-        tab = view.more_tabs[more.name]
-        tab.select(view.bind(h.show_more, server, more.name), view.pick(*inputs), outputs, **api, **pool)
-    view.more.expand(
-        view.bind(h.show_more, server),
-        view.pick("more_tab", *inputs),
-        view.pick("on_screen", "more_tab", *ev.DRAWN_VIEWS),  # relevance waits for its button
+        view.more_tabs[more.name].select(**view.event(h.show_more, server, more.name), outputs=outputs, **api, **pool)
+    view.more.expand(  # the tab picked last (`more_tab`) comes on screen; relevance waits for its button
+        **view.event(h.show_more, server),
+        outputs=view.pick("on_screen", "more_tab", *ev.DRAWN_VIEWS),
         api_visibility="private",
         **CHEAP,
     )
-    view.more.collapse(view.bind(h.hide_more), None, view.on_screen, api_visibility="private", queue=False)
+    view.more.collapse(**view.event(h.hide_more), outputs=view.on_screen, api_visibility="private", queue=False)
     gr.on(
         [view.pca_layer.input, view.pca_examples.input, view.pca_background.input],
-        view.bind(h.show_pca, server),
-        view.pick("explanation_key", *PCA),
-        view.pca,
+        **view.event(h.show_pca, server),
+        outputs=view.pca,
         api_name="patch_pca",
         trigger_mode="always_last",
         **HEAVY,
@@ -568,41 +523,22 @@ def _wire_query(view: ExploreView, server: Server) -> None:
     """A click on a patch, the arrows (and their keys), Reset (and Escape) and the query picker
     change the query in the page, which redraws its maps and returns the caption, the picker's
     choice and its own state. /query_patch, /query_token and /reset_query do it on the server."""
-    page = view.pick("query_md", "query_token", "input_view")
+    page = view.pick("query_md", "token", "input_view")
     _in_page(view.input_view.query, None, page, f"() => {MAPS}.queryOutputs()")
     _in_page(view.reset.click, None, page, f"() => {MAPS}.reset()")
-    _in_page(view.query_token.input, view.query_token, page, f"(token) => {MAPS}.pick(token)")
+    _in_page(view.token.input, view.token, page, f"(token) => {MAPS}.pick(token)")
     for name, (rows, columns) in MOVES.items():
         _in_page(getattr(view, name).click, None, page, f"() => {MAPS}.move({rows}, {columns})")
-    outputs = view.pick(*h.QUERY_OUTPUTS)
-    view.query_button.click(
-        view.bind(h.choose_patch, server),
-        view.pick("explanation_key", "row", "col", "layer", *STYLE),
-        outputs,
-        api_name="query_patch",
-        **CHEAP,
-    )
-    view.api_buttons["query_token"].click(
-        view.bind(h.choose_token, server),
-        view.pick("explanation_key", "query_token", "query", "layer", *STYLE),
-        outputs,
-        api_name="query_token",
-        **CHEAP,
-    )
-    view.api_buttons["reset_query"].click(
-        view.bind(h.reset_query, server),
-        view.pick("explanation_key", "layer", *STYLE),
-        outputs,
-        api_name="reset_query",
-        **CHEAP,
-    )
+    outputs = {"outputs": view.pick(*h.QUERY_OUTPUTS), **CHEAP}
+    view.query_button.click(**view.event(h.choose_patch, server), **outputs, api_name="query_patch")
+    view.api_buttons["query_token"].click(**view.event(h.choose_token, server), **outputs, api_name="query_token")
+    view.api_buttons["reset_query"].click(**view.event(h.reset_query, server), **outputs, api_name="reset_query")
 
 
 def _wire_relevance(view: ExploreView, server: Server) -> None:
     view.relevance_button.click(
-        view.bind(h.show_relevance, server),
-        view.pick("explanation_key", "export_name", "relevance_class", *STYLE, *SHOW),
-        view.pick("relevance", "relevance_map"),
+        **view.event(h.show_relevance, server),
+        outputs=view.pick("relevance", "relevance_map"),
         api_name="relevance",
         **HEAVY,
     )
@@ -611,8 +547,7 @@ def _wire_relevance(view: ExploreView, server: Server) -> None:
 def _wire_words(view: ExploreView, server: Server) -> None:
     """/zero_shot: the words typed, scored by a CLIP model, with a map per word."""
     words = {
-        "fn": view.bind(h.compare_words, server),
-        "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
+        **view.event(h.compare_words, server),
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         **WORDS,
     }
@@ -623,8 +558,7 @@ def _wire_words(view: ExploreView, server: Server) -> None:
 def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:
     """The event arguments that draw a CLIP model's words after an analysis (nothing for other models)."""
     return {
-        "fn": view.bind(h.words_after, server),
-        "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
+        **view.event(h.words_after, server),
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         "api_visibility": "private",
         **WORDS,
@@ -632,32 +566,20 @@ def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:
 
 
 def _wire_exports(view: ExploreView, server: Server) -> None:
-    """The page exports the query it shows (its state); API clients, the session's."""
-    png = view.pick("explanation_key", "export_name", "query", "layer", *STYLE)
-    gif = view.pick("explanation_key", "export_name", "query", *STYLE, "gif_scale")
-    for name, handler, inputs in (("png", h.make_png, png), ("gif", h.make_gif, gif)):
-        api = view.api_buttons[f"export_{name}"]
-        api.click(view.bind(handler, server), inputs, view.export_file, api_name=f"export_{name}", **HEAVY)
-    on_page = {"outputs": view.export_file, "api_visibility": "private", **HEAVY}
-    shown = ("explanation_key", "export_name", "input_view")  # the query the page shows, not the session's
-    view.export_png.click(view.bind(h.export_page_png, server), view.pick(*shown, "layer", *STYLE), **on_page)
-    view.export_gif.click(view.bind(h.export_page_gif, server), view.pick(*shown, *STYLE, "gif_scale"), **on_page)
+    """The page exports the query it shows (its `input_view` value); API clients, the session's."""
+    export = {"outputs": view.export_file, **HEAVY}
+    for name, handler in (("png", h.make_png), ("gif", h.make_gif)):
+        view.api_buttons[f"export_{name}"].click(**view.event(handler, server), **export, api_name=f"export_{name}")
+    view.export_png.click(**view.event(h.export_page_png, server), **export, api_visibility="private")
+    view.export_gif.click(**view.event(h.export_page_gif, server), **export, api_visibility="private")
 
 
 def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) -> None:
     # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
     switched = view.model_key.change(
-        view.bind(h.load_model, server),
-        view.pick("model_key", "on_screen"),
-        view.pick(
-            "current_model",
-            "model_info",
-            "classes",
-            "layer",
-            "pca_layer",
-            *ev.MODEL_ONLY_VIEWS,
-            "relevance_class",
-            "words",
+        **view.event(h.load_model, server),
+        outputs=view.pick(
+            "current_model", "model_info", "classes", "layer", "pca_layer", *ev.MODEL_ONLY_VIEWS, "target", "words"
         ),
         api_name="load_model",
         show_progress="full",
@@ -667,11 +589,10 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
     switched.failure(common.keep_model, view.current_model, view.model_key, api_visibility="private")
     # Choices only, never the value: the picker says what is on this machine now, and loads nothing.
     picker = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
-    switched.then(view.bind(h.model_choices, server), None, view.model_key, **picker)
+    switched.then(**view.event(h.model_choices, server), outputs=view.model_key, **picker)
     view.checkpoint.upload(
-        view.bind(h.upload_checkpoint, server),
-        view.checkpoint,
-        view.model_key,
+        **view.event(h.upload_checkpoint, server),
+        outputs=view.model_key,
         api_name="upload_checkpoint",
         **concurrency.HEAVY,
     )

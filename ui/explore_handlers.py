@@ -84,13 +84,13 @@ ANALYSIS_OUTPUTS = (
     "layer",
     "heads",
     *IMAGE_VIEWS,  # each drawn only while on screen (the accordion open on its tab): see `full_analysis`
-    "query_token",
+    "token",
     "relevance",
     "relevance_map",
     "query_md",
     "export_file",  # an export of the previous image is cleared
 )
-QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
+QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "token")
 # What the page's own analysis returns: the model input and the head maps as the numbers the
 # page draws them from ("maps": explorer/page_maps.py, ui/page_maps.js), not as pictures.
 PAGE_ANALYSIS_OUTPUTS = (*(name for name in ANALYSIS_OUTPUTS if name not in ("input_img", "heads")), "maps")
@@ -175,7 +175,7 @@ def full_analysis(
         "label": ex.probabilities,
         "layer": layer_slider(ex.depth, layer),
         **draw_on_screen(IMAGE_VIEWS, on_screen, Scene(loaded, ex, key, drawing, pca)),
-        "query_token": gr.Dropdown(
+        "token": gr.Dropdown(
             choices=controls.query_choices(ex.prefix_names), value=controls.query_token(None, ex.prefix_names)
         ),
         "relevance": None,  # drawn on request: it costs a forward and a backward pass
@@ -195,7 +195,7 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
         **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
         "numbers": "",
         "query_md": texts.describe_query(None, "cls" in prefix_names),
-        "query_token": gr.Dropdown(
+        "token": gr.Dropdown(
             choices=controls.query_choices(prefix_names), value=controls.query_token(None, prefix_names)
         ),
     }
@@ -350,16 +350,16 @@ def show_rollout(server: Server, explanation_key: ExplanationKey | None, drawing
 
 def show_more(
     server: Server,
-    tab: str,
+    more_tab: str,
     explanation_key: ExplanationKey | None,
     current_model: str,
     drawing: Drawing,
     pca: PcaChoice,
 ) -> dict:
-    """The "More views" tab `tab` comes on screen (its tab picked, or the accordion opened on
+    """The "More views" tab `more_tab` comes on screen (its tab picked, or the accordion opened on
     it): remember it, and draw its view (a view of the model alone for the current model; an
     image's view once there is one; relevance waits for its button, as it costs a backward pass)."""
-    view = MORE[one_of("view", tab, MORE_VIEWS)]
+    view = MORE[one_of("view", more_tab, MORE_VIEWS)]
     on_screen = {"on_screen": view.name, "more_tab": view.name}
     if view.draw is None or (view.image and explanation_key is None):
         return on_screen
@@ -392,7 +392,7 @@ def show_query(server: Server, key: ExplanationKey, query: Query, layer: object,
         "input_img": input_picture(ex, key, query),
         "heads": heads_picture(ex, key, query, check_layer(layer, ex.depth), style),
         "query_md": texts.describe_query(query, ex.has_cls),
-        "query_token": controls.query_token(query, ex.prefix_names),
+        "token": controls.query_token(query, ex.prefix_names),
     }
 
 
@@ -680,7 +680,7 @@ def load_model(
         "pca_layer": layer_slider(depth, depth),
         # drawn now only if on screen; else None, drawn for this model when opened (show_more)
         **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, Scene(loaded)),
-        "relevance_class": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
+        "target": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
         "words": gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     }
 

@@ -168,11 +168,11 @@ def rollout_controls(start: LoadedModel) -> dict[str, Any]:
 def relevance_controls(start: LoadedModel) -> dict[str, Any]:
     with gr.Row():
         classes = relevance_classes(start)
-        relevance_class = gr.Dropdown(classes, value=PREDICTED, label="Class to explain", scale=3)
+        target = gr.Dropdown(classes, value=PREDICTED, label="Class to explain", scale=3)
         relevance_button = gr.Button("Explain this class", size="sm")
     # The picture stays empty until the button is pressed (a backward pass), and after each new image.
     gr.Markdown(RELEVANCE_HINT, elem_id="relevance-hint")
-    return {"relevance_class": relevance_class, "relevance_button": relevance_button}
+    return {"target": target, "relevance_button": relevance_button}
 
 
 def pca_controls(start: LoadedModel) -> dict[str, Any]:
