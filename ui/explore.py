@@ -1,5 +1,7 @@
 """The Explore tab: its components (`ExploreView`), their layout, and which event runs which
-handler of ui/explore_handlers.py under which API name."""
+handler of ui/explore_handlers.py under which API name. An event's inputs are the components
+its handler's parameters name (`view.event`); the "More views" tabs are laid out and wired from
+their records (ui/explore_views.py)."""
 
 from __future__ import annotations
 
