@@ -31,10 +31,10 @@ import torchvision
 import vit
 from bench.serving import free_port, wait_until_served
 from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.controls import Drawing
 from explorer.explain import model_input
 from explorer.images import load_image
 from explorer.loaded import LoadedModel
-from explorer.views import Drawing
 from ui.explore_handlers import full_analysis
 from vit.preprocessing import CIFAR10_CLASSES
 

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 import vit
-from explorer import compute, explain, prompts, views
+from explorer import compute, explain, prompts, view_tasks
 from explorer.loaded import LoadedModel
 
 # The Space's models (docs/space.md, "What the Space preloads"): key -> preset of the same shapes.
@@ -83,16 +83,21 @@ def tasks(
     return {
         "forward with maps, DeiT-S": (explain.forward_maps, deit, (image(deit),), explain.forward_cost),
         "forward with maps, ViT-L/14 reg4": (explain.forward_maps, large, (image(large),), explain.forward_cost),
-        "relevance, DeiT-S": (views.relevance_map, deit, (image(deit), None), views.relevance_cost),
-        "relevance, ViT-L/14 + head": (views.relevance_map, headed, (image(headed), None), views.relevance_cost),
+        "relevance, DeiT-S": (view_tasks.relevance_map, deit, (image(deit), None), view_tasks.relevance_cost),
+        "relevance, ViT-L/14 + head": (
+            view_tasks.relevance_map,
+            headed,
+            (image(headed), None),
+            view_tasks.relevance_cost,
+        ),
         "CLIP words (5), B/16": (prompts.prompt_relevance, clip, (image(clip), WORDS), prompts.prompt_cost),
         "PCA, 4 images, DINOv2 S/14": (
-            views.patch_features,
+            view_tasks.patch_features,
             dinov2,
             (pca_images, 11, False),
-            views.patch_features_cost,
+            view_tasks.patch_features_cost,
         ),
-        "logit lens, DeiT-S": (views.layer_predictions, deit, (image(deit),), views.layer_predictions_cost),
+        "logit lens, DeiT-S": (view_tasks.layer_predictions, deit, (image(deit),), view_tasks.layer_predictions_cost),
     }
 
 

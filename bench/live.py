@@ -168,7 +168,7 @@ def summary(samples: list[list], status: str) -> dict:
 
 def frame_costs(model: Path, camera_frame: np.ndarray, repeats: int) -> dict[str, float]:
     """Median CPU milliseconds per stage of one live frame, in this process, one torch thread."""
-    from explorer import live, views
+    from explorer import controls, live, views
     from explorer.explain import explain
     from ui.live_handlers import pictures_html
 
@@ -187,7 +187,7 @@ def frame_costs(model: Path, camera_frame: np.ndarray, repeats: int) -> dict[str
         "drawing": lambda: (
             views.input_view(ex),
             views.heads(ex, None, depth, style),
-            views.rollout(ex, views.Fusion(), style),
+            views.rollout(ex, controls.Fusion(), style),
         ),
         "JPEG + HTML": lambda: pictures_html(shown),
     }

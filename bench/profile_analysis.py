@@ -30,7 +30,7 @@ import torch
 from PIL import Image
 
 from bench.visitors import BUNDLED, Server, Visitor, cpu_per_request, load_average, machine, warm_up
-from explorer import render, views
+from explorer import controls, render, views
 from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED_PATH, ModelCatalog
 from explorer.explain import explain
@@ -83,7 +83,7 @@ def stages(loaded: LoadedModel, repeats: int) -> tuple[dict[str, float], dict[st
         "input view": lambda: views.input_view(ex),
         "head maps (CLS)": lambda: views.heads(ex, None, layer, style),
         "layers x heads overview": lambda: views.overview(ex, style),
-        "rollout": lambda: views.rollout(ex, views.Fusion(), style),
+        "rollout": lambda: views.rollout(ex, controls.Fusion(), style),
         "distance chart": lambda: views.distance_chart(ex),
         "position similarity": lambda: render.position_similarity_tiles(loaded.position_similarity()),
         "input view, patch outlined": lambda: views.input_view(ex, patch),

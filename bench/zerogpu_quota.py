@@ -23,7 +23,7 @@ from explorer import explain
 from explorer.explain import attention_bytes
 from explorer.loaded import LoadedModel
 from explorer.video import BATCH_BYTES, MAX_BATCH
-from ui import zerogpu
+from ui import explore_views, zerogpu
 from ui.live import STREAM_EVERY_S
 
 # Daily quotas (hub-docs spaces-zerogpu.md, 2026-11) in seconds; anonymous visitors are counted
@@ -50,7 +50,7 @@ def action_seconds() -> dict[str, int]:
     return {
         "Explore: an upload or a new model (DeiT-S)": zerogpu.FORWARD.seconds(deit, x),
         "Explore: a click, a slider, a style (drawn from the stored pass)": 0,
-        "Explore: relevance": zerogpu.RELEVANCE.seconds(deit, x, None),
+        "Explore: relevance": explore_views.RELEVANCE.seconds(deit, x, None),
         "Lesson 1: three ViT-S side by side (3 calls)": 3 * zerogpu.CLS_HEADS.seconds(deit, photo),
         "Lesson 2: two ViT-L/14 (2 calls)": 2 * zerogpu.NORMS.seconds(large, photo, 23, ""),
         "Lesson 3: heads off": zerogpu.HEADS_OFF.seconds(deit, photo, []),

@@ -5,7 +5,7 @@
   the app's own heads view;
 - rollout-before.png and rollout-{weights,relative,top-mass}.png: the rollout of the CIFAR-10
   cat example coloured from 0 with nothing marking uniform (as drawn until then), and the
-  three ways the app draws it now (views.SHOWS).
+  three ways the app draws it now (controls.SHOWS).
 
     python docs/make_pictures_figure.py
 """
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # After the path: the script runs from anywhere.
-from explorer import canvas, render, views  # noqa: E402
+from explorer import canvas, controls, render, texts, views  # noqa: E402
 from explorer.catalog import BUNDLED, ModelCatalog  # noqa: E402
 from explorer.explain import Explanation, explain  # noqa: E402
 from explorer.render import MapStyle  # noqa: E402
@@ -43,7 +43,7 @@ def before(ex: Explanation, layer: int, style: MapStyle) -> Image.Image:
 def rollout_before(ex: Explanation, style: MapStyle) -> Image.Image:
     """The old rollout picture: coloured from 0 to its maximum, nothing marking uniform."""
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX)
-    note = views.describe_rollout(ex, "mean", 0.0)
+    note = texts.describe_rollout(ex, "mean", 0.0)
     return render.map_picture(
         base, ex.rollout("mean", 0.0), style, "attention rollout, query: CLS", "rollout weight", note
     )
@@ -60,8 +60,8 @@ def main() -> None:
         "pictures-after": views.heads(ex, None, ex.depth, style),
         "rollout-before": rollout_before(cat, style),
         **{
-            f"rollout-{show.replace(' ', '-')}": views.rollout(cat, views.Fusion(), style, views.Showing(show))
-            for show in views.SHOWS
+            f"rollout-{show.replace(' ', '-')}": views.rollout(cat, controls.Fusion(), style, controls.Showing(show))
+            for show in controls.SHOWS
         },
     }
     for name, picture in pictures.items():

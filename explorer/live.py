@@ -21,7 +21,7 @@ from PIL import Image, UnidentifiedImageError
 
 from vit.analysis import Query
 
-from . import views
+from . import controls, views
 from .canvas import MapStyle
 from .explain import explain
 from .images import to_rgb
@@ -94,7 +94,7 @@ def live_frame(
     pictures = (
         views.input_view(ex, query),
         views.heads(ex, query, layer, style),
-        views.rollout(ex, views.Fusion(ROLLOUT_FUSION, ROLLOUT_DISCARD), style, views.Showing(ROLLOUT_SHOW)),
+        views.rollout(ex, controls.Fusion(ROLLOUT_FUSION, ROLLOUT_DISCARD), style, controls.Showing(ROLLOUT_SHOW)),
     )
     drawn = time.perf_counter()
     return LiveFrame(*pictures, ex.probabilities, 1000 * (computed - started), 1000 * (drawn - computed))

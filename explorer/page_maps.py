@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from . import canvas, render, views
+from . import canvas, controls, render, texts, views
 from .canvas import COLORMAPS, MapStyle
 from .explain import Explanation
 
@@ -120,20 +120,20 @@ def layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, Any]]:
 
 
 def words(ex: Explanation, model: str) -> dict[str, Any]:
-    """The words the pictures and captions need, written by explorer.views with placeholders
+    """The words the pictures and captions need, written by explorer.texts with placeholders
     the page fills in ("{layer}", "{query}", "{row}", "{column}")."""
-    patch = views.describe_query((0, 0), ex.has_cls)
+    patch = texts.describe_query((0, 0), ex.has_cls)
     return {
-        "title": views.heads_title(ex, "{query}", "{layer}"),
-        "note": views.left_out(ex),
-        "heads_alt": views.heads_alt(ex, "{query}", 0, model).replace("layer 0 of", "layer {layer} of"),
-        "input_alt": views.input_alt(ex, "{query}", model),
-        "input_alt_patch": views.input_alt(ex, (0, 0), model).replace("patch (1, 1)", "{query}"),
+        "title": texts.heads_title(ex, "{query}", "{layer}"),
+        "note": texts.left_out(ex),
+        "heads_alt": texts.heads_alt(ex, "{query}", 0, model).replace("layer 0 of", "layer {layer} of"),
+        "input_alt": texts.input_alt(ex, "{query}", model),
+        "input_alt_patch": texts.input_alt(ex, (0, 0), model).replace("patch (1, 1)", "{query}"),
         "patch_caption": patch.replace("row 1", "row {row}").replace("column 1", "column {column}"),
         "patch_label": "patch ({row}, {column})",
-        "labels": [views.query_label(ex, query) for query in query_tokens(ex)],
-        "captions": [views.describe_query(query, ex.has_cls) for query in query_tokens(ex)],
-        "picks": [views.query_token(query, ex.prefix_names) for query in query_tokens(ex)],
+        "labels": [texts.query_label(ex, query) for query in query_tokens(ex)],
+        "captions": [texts.describe_query(query, ex.has_cls) for query in query_tokens(ex)],
+        "picks": [controls.query_token(query, ex.prefix_names) for query in query_tokens(ex)],
         "short_names": [render.short_token_name(name) for name in ex.prefix_names],
     }
 

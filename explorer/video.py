@@ -33,7 +33,7 @@ from vit import AttentionMaps
 from vit.analysis import Query, query_attention, query_prefix_attention
 from vit.messages import shown
 
-from . import canvas, render, views
+from . import canvas, render, texts, views
 from .canvas import MapStyle
 from .compute import forward_flops, pass_seconds, run_here, to_model
 from .explain import Explanation, ExplanationTooLarge, attention_bytes, model_input
@@ -358,7 +358,7 @@ def frame_picture(
     base = canvas.fit_to_grid(pixels, first.grid, views.HEAD_PX)
     title = (
         f"frame {i + 1} of {len(clip.maps)} ({i / fps:.1f} s) · layer {layer} of {first.depth}, "
-        f"query: {views.query_label(first, query)}"
+        f"query: {texts.query_label(first, query)}"
     )
     heads = render.head_grid(
         base,
@@ -366,7 +366,7 @@ def frame_picture(
         style,
         title,
         prefix=clip.prefix[i],
-        note=views.left_out(first),
+        note=texts.left_out(first),
         prefix_names=first.prefix_names,
         mark=views.patch_of(query),
         top=render.ScaleTop(tops, "this layer over the whole clip"),

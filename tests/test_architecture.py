@@ -34,7 +34,20 @@ def test_vit_needs_neither_timm_nor_transformers_at_run_time():
 
 
 def test_the_picture_layer_is_gradio_free():
-    pictures = ("canvas", "render", "charts", "probe_strip", "views", "run_views", "live", "streams", "video")
+    pictures = (
+        "canvas",
+        "render",
+        "charts",
+        "probe_strip",
+        "views",
+        "texts",
+        "controls",
+        "view_tasks",
+        "run_views",
+        "live",
+        "streams",
+        "video",
+    )
     modules = ["explorer." + m for m in ("catalog", "explain", "images", *pictures)]
     assert loaded_by(*modules).isdisjoint({"gradio", "ui", "training"})
 
@@ -111,3 +124,98 @@ def test_no_import_circle_anywhere_in_the_house():
     graph = {name: imported_modules(path, name, set(paths)) for name, path in paths.items()}
     assert "explorer.catalog" in graph["explorer.views"] | graph["explorer.lessons"]  # the graph sees imports
     assert import_circles(graph) == []
+
+
+def more_view_names() -> set[str]:
+    """The views of the Explore tab's "More views", as their records name them: the first
+    argument of each `MoreView(...)` in ui/explore_views.py."""
+    tree = ast.parse((REPO / "ui" / "explore_views.py").read_text())
+    return {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "MoreView" and node.args
+    }
+
+
+def listed_view_names(tree: ast.AST, names: set[str]) -> list[tuple[int, set[str]]]:
+    """(line, names) of each tuple, list, set, dict's keys or call's arguments written with two
+    view names or more as strings: a list of views written by hand."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            items = node.elts
+        elif isinstance(node, ast.Dict):
+            items = [key for key in node.keys if key is not None]
+        elif isinstance(node, ast.Call):
+            items = node.args
+        else:
+            continue
+        listed = {item.value for item in items if isinstance(item, ast.Constant) and item.value in names}
+        if len(listed) > 1:
+            found.append((node.lineno, listed))
+    return found
+
+
+def test_a_view_is_named_only_in_its_record():
+    """Issue 45: a "More views" view is one record (ui/explore_views.py), and the lists of views
+    (which are drawn, which follow the image or the style) are derived from the records. A tuple
+    of view names written by hand anywhere in ui/ is one more place a new view must be added to."""
+    names = more_view_names()
+    assert {"overview", "rollout", "logit_lens"} <= names  # the records are where the check looks
+    listed = [
+        f"{path.relative_to(REPO)}:{line} {sorted(found)}"
+        for path in sorted((REPO / "ui").glob("*.py"))
+        for line, found in listed_view_names(ast.parse(path.read_text()), names)
+    ]
+    assert not listed
+
+
+def _bound_handler(node: ast.AST) -> bool:
+    """`view.bind(fn, ...)` or `bound(fn, ...)`: a handler whose inputs its signature names."""
+    return isinstance(node, ast.Call) and (
+        getattr(node.func, "attr", None) == "bind" or getattr(node.func, "id", None) == "bound"
+    )
+
+
+def _hand_written(node: ast.AST | None, picked: set[str]) -> bool:
+    """Components listed by hand: `view.pick(...)`, a list or tuple, or a name given one."""
+    if isinstance(node, ast.Call):
+        return getattr(node.func, "attr", None) == "pick"
+    return isinstance(node, ast.List | ast.Tuple) or (isinstance(node, ast.Name) and node.id in picked)
+
+
+def hand_written_inputs(tree: ast.AST) -> list[int]:
+    """Lines of the events whose function is a bound handler and whose inputs are listed by hand
+    (positionally after the function, as `inputs=`, or as a dict's "inputs" beside its "fn")."""
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        picked = {  # names given a hand-written list in this function, e.g. `inputs = view.pick(...)`
+            target.id
+            for node in ast.walk(function)
+            if isinstance(node, ast.Assign) and _hand_written(node.value, set())
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call):
+                keywords = {k.arg: k.value for k in node.keywords}
+                after = [node.args[i + 1] for i, arg in enumerate(node.args[:-1]) if _bound_handler(arg)]
+                if _bound_handler(keywords.get("fn")):
+                    after.append(keywords.get("inputs"))
+            elif isinstance(node, ast.Dict):
+                entries = {getattr(k, "value", None): v for k, v in zip(node.keys, node.values, strict=True)}
+                after = [entries.get("inputs")] if _bound_handler(entries.get("fn")) else []
+            else:
+                continue
+            if any(_hand_written(inputs, picked) for inputs in after):
+                found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_an_explore_events_inputs_are_read_from_its_handler():
+    """Issue 45: an Explore event's inputs are the components its bound handler's parameters name
+    (`ComponentView.event`, `ComponentView.inputs`), never a list written again by hand beside it,
+    which nothing checked against the handler (`col` in the list, `column` in the handler)."""
+    assert not hand_written_inputs(ast.parse((REPO / "ui" / "explore.py").read_text()))

@@ -7,7 +7,7 @@ from PIL import Image
 from tolerance import assert_close_up_to_rounding
 
 import vit
-from explorer import views
+from explorer import texts
 from explorer.explain import explain, model_input, whole_image_size
 from vit.preprocessing import CIFAR10, INTERPOLATIONS
 
@@ -99,7 +99,7 @@ def test_models_without_a_cls_token_say_what_the_default_query_is():
     model = vit.create_model("vit_cifar_showcase").eval()  # mean pooling, no CLS token
     ex = explain(model, [str(i) for i in range(10)], CIFAR10, bright_patch_image(32, 32), "crop")
     assert not ex.has_cls and ex.tokens == 16
-    assert "no CLS token" in views.describe_query(None, ex.has_cls)
+    assert "no CLS token" in texts.describe_query(None, ex.has_cls)
     assert ex.query_maps(None).shape == (2, 2, 4, 4)
 
 

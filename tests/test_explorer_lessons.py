@@ -159,7 +159,7 @@ def test_timm_models_with_a_distillation_token_and_registers_through_the_views()
     timm = pytest.importorskip("timm")
     from conftest import randomise_
 
-    from explorer import views
+    from explorer import controls, views
     from explorer.explain import explain
 
     small = {"img_size": 32, "depth": 2}
@@ -170,7 +170,7 @@ def test_timm_models_with_a_distillation_token_and_registers_through_the_views()
     deit_loaded = LoadedModel("deit", "deit", deit.eval(), vit.ModelMeta([f"c{i}" for i in range(1000)], CIFAR10))
     ex = explain(deit_loaded.model, deit_loaded.meta.class_names, CIFAR10, photo())
     assert ex.prefix_names == ("cls", "dist")
-    assert views.query_choices(ex.prefix_names)[1] == ("distillation token", "dist")
+    assert controls.query_choices(ex.prefix_names)[1] == ("distillation token", "dist")
     assert not np.allclose(ex.query_maps("dist"), ex.query_maps())
     dist, cls = (np.asarray(views.heads(ex, query, 2, MapStyle())) for query in ("dist", "cls"))
     assert dist.shape == cls.shape and not np.array_equal(dist, cls)  # the distillation token's own maps

@@ -10,7 +10,7 @@ from matplotlib import colormaps
 from PIL import Image
 
 import vit
-from explorer import canvas, page_maps, views
+from explorer import canvas, page_maps, texts, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from vit.preprocessing import Preprocessing
@@ -76,14 +76,14 @@ def test_the_words_are_the_servers_with_places_for_the_query_and_layer(nano_expl
     ex = nano_explanation
     words = page_maps.words(ex, "nano")
     heads = words["heads_alt"].replace("{layer}", "3").replace("{query}", "patch (2, 5)")
-    assert heads == views.heads_alt(ex, (1, 4), 3, "nano")
+    assert heads == texts.heads_alt(ex, (1, 4), 3, "nano")
     patch = words["input_alt_patch"].replace("{query}", "patch (2, 5)")
-    assert patch == views.input_alt(ex, (1, 4), "nano")
-    assert words["input_alt"].replace("{query}", "CLS") == views.input_alt(ex, None, "nano")
+    assert patch == texts.input_alt(ex, (1, 4), "nano")
+    assert words["input_alt"].replace("{query}", "CLS") == texts.input_alt(ex, None, "nano")
     caption = words["patch_caption"].replace("{row}", "2").replace("{column}", "5")
-    assert caption == views.describe_query((1, 4), ex.has_cls)
-    assert words["title"].replace("{layer}", "3").replace("{query}", "CLS") == views.heads_title(ex, "CLS", 3)
-    assert words["picks"] == ["cls"] and words["labels"] == ["CLS"] and words["note"] == views.left_out(ex)
+    assert caption == texts.describe_query((1, 4), ex.has_cls)
+    assert words["title"].replace("{layer}", "3").replace("{query}", "CLS") == texts.heads_title(ex, "CLS", 3)
+    assert words["picks"] == ["cls"] and words["labels"] == ["CLS"] and words["note"] == texts.left_out(ex)
 
 
 def test_the_tiles_are_laid_out_as_the_servers_heads_view(nano_explanation):

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 import vit
-from explorer import canvas, render, views
+from explorer import canvas, render, texts, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from vit.preprocessing import CIFAR10
@@ -58,5 +58,5 @@ def test_the_position_similarity_fits_the_screen_one_tile_every_few_slots_where_
     tiles = render.position_similarity_tiles(similarity, text_px=text_px, step=step)
     assert tiles.width <= views.DISPLAY_WIDTH["similarity"], (side, tiles.size)
     assert step == (1 if side <= 16 else 3)
-    alt = views.similarity_alt((side, side), "m", step=step)
+    alt = texts.similarity_alt((side, side), "m", step=step)
     assert ("one every 3 slots" in alt) == (step == 3) and (f"{side} × {side}" in alt)

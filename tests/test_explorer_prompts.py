@@ -14,7 +14,7 @@ import torch
 from clip_helpers import tiny_loaded
 from PIL import Image
 
-from explorer import views
+from explorer import controls, texts, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from explorer.prompts import (
@@ -62,10 +62,10 @@ def test_a_prompt_longer_than_clip_reads_is_said_to_be_cut(clip) -> None:
     prompts = parse_prompts(f"a cat, {long}")
     zs = zero_shot(clip, prompts, (np.zeros(2), np.zeros((2, 4, 4))))
     assert zs.cut == (long,) and zs.context == 77
-    assert f"“{long}” is longer than CLIP reads (77 tokens" in views.prompt_note(zs)
-    assert "only its beginning was used" in views.prompt_note(zs)
+    assert f"“{long}” is longer than CLIP reads (77 tokens" in texts.prompt_note(zs)
+    assert "only its beginning was used" in texts.prompt_note(zs)
     whole = zero_shot(clip, ["a cat", "🦜" * 30], (np.zeros(2), np.zeros((2, 4, 4))))  # 66 tokens
-    assert whole.cut == () and "longer than" not in views.prompt_note(whole)
+    assert whole.cut == () and "longer than" not in texts.prompt_note(whole)
 
 
 @pytest.mark.parametrize(
@@ -114,11 +114,11 @@ def test_each_prompt_map_names_its_words_probability_and_template(clip) -> None:
     ex = explain(clip.model, [], clip.preprocessing, image)
     assert ex.probabilities == {}  # a CLIP image tower has no classes: the prompts answer instead
     zs = ZeroShot(("a cat", "a dog"), "a photo of {}.", np.array([2.0, 0.0]), np.random.rand(2, 4, 4))
-    picture = views.prompt_relevance(ex.input.pixels, ex.grid, zs, 1, MapStyle(), views.Showing("weights"))
+    picture = views.prompt_relevance(ex.input.pixels, ex.grid, zs, 1, MapStyle(), controls.Showing("weights"))
     assert picture.width > 100
-    alt = views.prompt_alt(ex.grid, zs, 0, views.Showing("weights", 0.6), "clip")
+    alt = texts.prompt_alt(ex.grid, zs, 0, controls.Showing("weights", 0.6), "clip")
     assert "'a cat' (probability 88% among 2 prompts" in alt and "weights from 0" in alt
-    assert "“a photo of {}.”" in views.prompt_note(zs) and "“a photo of a cat.”" in views.prompt_note(zs)
+    assert "“a photo of {}.”" in texts.prompt_note(zs) and "“a photo of a cat.”" in texts.prompt_note(zs)
 
 
 def test_words_are_cut_to_what_one_request_may_use_before_any_pass(clip) -> None:

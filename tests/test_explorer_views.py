@@ -22,7 +22,7 @@ from PIL import Image
 from tolerance import assert_close_up_to_rounding, rounding_tolerance
 
 import vit
-from explorer import canvas, charts, lessons, probe_strip, render, views
+from explorer import canvas, charts, compute, controls, lessons, probe_strip, render, texts, view_tasks, views
 from explorer.canvas import MapStyle
 from explorer.explain import Explanation, explain, model_input
 from explorer.loaded import LoadedModel
@@ -64,13 +64,13 @@ def test_a_near_uniform_model_draws_flat_maps_in_heads_and_overview(uniform):
 
 
 def test_captions_say_what_the_maps_leave_out(uniform):
-    assert views.left_out(uniform) == (
+    assert texts.left_out(uniform) == (
         "Maps show attention to the 64 patches; attention to CLS (printed under each head) is left out."
     )
     np.testing.assert_allclose(uniform.prefix_attention(None), 1 / 65, rtol=1e-3)
     rows = uniform.query_maps((1, 2)).sum((-2, -1)) + uniform.prefix_attention((1, 2))[..., 0]
     assert_close_up_to_rounding(torch.from_numpy(rows), torch.ones(rows.shape), reduction=65, steps=2)
-    text = views.describe_rollout(uniform, "mean", 0.5)
+    text = texts.describe_rollout(uniform, "mean", 0.5)
     assert "0.5·A + 0.5·I" in text and "weakest 50%" in text and "never all zero" in text
     cls = float(uniform.rollout_prefix("mean", 0.5)[0])
     assert f"its share on CLS itself, {cls:.2f}, is left out" in text
@@ -90,7 +90,7 @@ def test_a_model_without_cls_says_nothing_is_left_out():
     image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), dtype=np.uint8))
     ex = explain(model, [str(i) for i in range(10)], CIFAR10, image)
     assert ex.prefix_attention(None).shape == (ex.depth, ex.heads, 0)
-    assert "nothing is left out" in views.left_out(ex) and "nothing is left out" in views.describe_rollout(
+    assert "nothing is left out" in texts.left_out(ex) and "nothing is left out" in texts.describe_rollout(
         ex, "mean", 0
     )
     with_cls = views.heads(
@@ -114,41 +114,41 @@ def _explained(**prefix):
 def test_an_enlarged_image_is_said_with_both_sizes_width_by_height():
     """A 5 x 5 image was enlarged to the model's 32 x 32 with no note."""
     tiny = explain(_tiny(), ["a", "b", "c"], CIFAR10, Image.new("RGB", (5, 5)))
-    numbers = views.describe_input(tiny)
+    numbers = texts.describe_input(tiny)
     assert "**Enlarged:** the image is 5 × 5 px" in numbers and "upscaled to 32 × 32 px (width × height)" in numbers
-    wide = views.describe_input(explain(_tiny(), ["a", "b", "c"], CIFAR10, Image.new("RGB", (50, 20)), "whole"))
+    wide = texts.describe_input(explain(_tiny(), ["a", "b", "c"], CIFAR10, Image.new("RGB", (50, 20)), "whole"))
     assert "uploaded **50 × 20** px" in wide and "Enlarged" in wide  # 20 px high, below the 32 px short side
-    assert "Enlarged" not in views.describe_input(_explained())  # 32 x 32: the model's own size
+    assert "Enlarged" not in texts.describe_input(_explained())  # 32 x 32: the model's own size
 
 
 def test_captions_name_the_prefix_tokens_of_deit_with_registers():
     ex = _explained(distill_token=True, register_tokens=4)
     assert ex.has_prefix and ex.has_cls
-    numbers = views.describe_input(ex)
+    numbers = texts.describe_input(ex)
     assert "**22 tokens** (6 prefix tokens: CLS, dist, reg1, reg2, reg3, reg4 + 16 patches)" in numbers
     assert "6 CLS" not in numbers
-    assert "the CLS token" in views.describe_query(None, ex.has_cls)
+    assert "the CLS token" in texts.describe_query(None, ex.has_cls)
     # "Query: the register 2" read wrong: "register 2" is a name, as "layer 3" is
-    assert views.describe_query("reg2").startswith("Query: **register 2**, a token with no pixels of its own.")
-    assert views.describe_query("dist").startswith("Query: **the distillation token**, a token")
-    assert views.describe_query("cls").startswith("Query: **the CLS token**, a token")
+    assert texts.describe_query("reg2").startswith("Query: **register 2**, a token with no pixels of its own.")
+    assert texts.describe_query("dist").startswith("Query: **the distillation token**, a token")
+    assert texts.describe_query("cls").startswith("Query: **the CLS token**, a token")
 
 
 def test_captions_of_a_model_without_prefix_tokens_never_name_a_cls_token():
     ex = _explained(class_token=False, pool="gap")
     assert not ex.has_prefix and not ex.has_cls
-    assert "**16 tokens**\n" in views.describe_input(ex)  # no "(... + 16 patches)" part
-    assert "no CLS token" in views.describe_query(None, ex.has_cls)
-    assert "the CLS token" not in views.describe_query(None, ex.has_cls)
-    assert "nothing is left out" in views.describe_rollout(ex, "mean", 0.0)
+    assert "**16 tokens**\n" in texts.describe_input(ex)  # no "(... + 16 patches)" part
+    assert "no CLS token" in texts.describe_query(None, ex.has_cls)
+    assert "the CLS token" not in texts.describe_query(None, ex.has_cls)
+    assert "nothing is left out" in texts.describe_rollout(ex, "mean", 0.0)
 
 
 def test_registers_without_cls_query_the_mean_patch_and_leave_the_registers_out():
     ex = _explained(class_token=False, pool="gap", register_tokens=2)
     assert ex.has_prefix and not ex.has_cls
-    assert "(2 prefix tokens: reg1, reg2 + 16 patches)" in views.describe_input(ex)
-    assert "the CLS token" not in views.describe_query(None, ex.has_cls)
-    rollout = views.describe_rollout(ex, "mean", 0.0)
+    assert "(2 prefix tokens: reg1, reg2 + 16 patches)" in texts.describe_input(ex)
+    assert "the CLS token" not in texts.describe_query(None, ex.has_cls)
+    rollout = texts.describe_rollout(ex, "mean", 0.0)
     assert "the mean patch row of R over the patches" in rollout and "reg1" in rollout and "CLS row" not in rollout
 
 
@@ -159,9 +159,9 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
     model = vit.VisionTransformer(config).eval()
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8))
     ex = explain(model, [], CIFAR10, image)
-    assert "(5 prefix tokens: CLS, reg1, reg2, reg3, reg4 + 16 patches)" in views.describe_input(ex)
+    assert "(5 prefix tokens: CLS, reg1, reg2, reg3, reg4 + 16 patches)" in texts.describe_input(ex)
     assert ex.prefix_attention(None).shape == (ex.depth, ex.heads, 5)  # CLS and the 4 registers, printed
-    left_out = views.left_out(ex)
+    left_out = texts.left_out(ex)
     assert all(name in left_out for name in ("CLS", "reg1", "reg4")), left_out
     # Hand-made maps on its layout: every query puts half its weight on one patch, per layer and head.
     peaks = {(0, 0): (1, 2), (0, 1): (3, 0), (1, 0): (0, 3), (1, 1): (1, 2)}  # (layer, head) -> (row, col)
@@ -184,16 +184,16 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
     assert np.unravel_index(ex.rollout("mean", 0.0).argmax(), ex.grid) == (1, 2)  # the peak of both layers
     side = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX).shape[0]
     for show, cmap in (("weights", "viridis"), ("relative", render.RELATIVE_CMAP), ("top mass", "viridis")):
-        picture = views.rollout(ex, views.Fusion("mean", 0.0), style, views.Showing(show))
+        picture = views.rollout(ex, controls.Fusion("mean", 0.0), style, controls.Showing(show))
         assert drawn_peaks(picture, side, cmap, ex.grid) == [(1, 2)], show
     chart = views.distance_chart(ex)
     axes = charts.distance_axes(ex.depth, ex.heads, tuple(ex.input.pixels.shape[:2]))
     diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72
     expected = expected_ring_heights(axes, ex.attention_distance(), chart.height)
     assert np.abs(ring_heights(chart, axes, ex.heads) - expected).max() < diameter / 4
-    compared = views.position_words(model)
-    assert compared.startswith("rotary position angles") and views.position_words(_tiny()) == "position embeddings"
-    assert compared in views.similarity_alt(ex.grid, "toy DINOv3", compared)
+    compared = texts.position_words(model)
+    assert compared.startswith("rotary position angles") and texts.position_words(_tiny()) == "position embeddings"
+    assert compared in texts.similarity_alt(ex.grid, "toy DINOv3", compared)
     tiles = render.position_similarity_tiles(position_embedding_similarity(model).numpy(), compared=compared)
     side = 4 * render._similarity_scale(4, 1)  # a tile: the 4 x 4 slots, each enlarged alike
     corners = squares(tiles, side)
@@ -212,17 +212,17 @@ def test_rollout_marks_uniform_and_says_what_above_and_below_mean(uniform):
     side = canvas.fit_to_grid(uniform.input.pixels, uniform.grid, views.ROLLOUT_PX).shape[0]
     cells = {}
     for show, cmap in (("weights", "viridis"), ("relative", render.RELATIVE_CMAP), ("top mass", "viridis")):
-        picture = views.rollout(uniform, views.Fusion("mean", 0.0), raw, views.Showing(show))
+        picture = views.rollout(uniform, controls.Fusion("mean", 0.0), raw, controls.Showing(show))
         ((y, x),) = squares(picture, side)
         index = colour_index(np.asarray(picture)[y : y + side, x : x + side], cmap)
         cells[show] = index[side // 16 :: side // 8, side // 16 :: side // 8]  # each patch's centre pixel
         assert any(d == "across" for d, *_ in gradient_runs(picture, cmap)), show  # its colour bar, end to end
     assert (cells["weights"] >= 250).all()  # near uniform: every patch at about the largest weight
     assert (np.abs(cells["relative"] - 127.5) <= 3).all()  # and at 1 x uniform, the diverging map's middle
-    kept = top_mass_mask(torch.from_numpy(shares), views.KEEP).numpy()
+    kept = top_mass_mask(torch.from_numpy(shares), controls.KEEP).numpy()
     assert 0 < kept.sum() < 64 and ((cells["top mass"] >= 0) == kept).all()  # only the kept patches in colour
     with pytest.raises(ValueError, match="show must be one of weights, relative, top mass"):
-        views.rollout(uniform, views.Fusion("mean", 0.0), MapStyle(), views.Showing("sideways"))
+        views.rollout(uniform, controls.Fusion("mean", 0.0), MapStyle(), controls.Showing("sideways"))
 
 
 def test_one_map_keeps_the_top_mass_and_dims_the_rest():
@@ -232,7 +232,7 @@ def test_one_map_keeps_the_top_mass_and_dims_the_rest():
     style = MapStyle(cmap="gray", raw=True)
     top = canvas.text_block("t", 320).height + canvas.GAP  # the body starts under the one-line title
     cells = [
-        np.asarray(views.one_map(base, amap, style, "t", "u", "", views.Showing(show, 0.6)))[
+        np.asarray(views.one_map(base, amap, style, "t", "u", "", controls.Showing(show, 0.6)))[
             top + 5 : top + 40 : 10, 5:40:10, 0
         ]
         for show in ("top mass", "weights")
@@ -248,33 +248,33 @@ def test_one_map_keeps_the_top_mass_and_dims_the_rest():
 
 def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform):
     model = "CIFAR-10 nano"
-    texts = {
-        "input": views.input_alt(uniform, (2, 4), model),
-        "heads": views.heads_alt(uniform, (2, 4), 3, model),
-        "overview": views.overview_alt(uniform, model),
-        "rollout": views.rollout_alt(uniform, views.Fusion("max", 0.25), views.Showing("relative", 0.6), model),
-        "relevance": views.relevance_alt(uniform, "cat", views.Showing("top mass", 0.4), model),
-        "distance": views.distance_alt(uniform, model),
-        "similarity": views.similarity_alt(uniform.grid, model),
+    alts = {
+        "input": texts.input_alt(uniform, (2, 4), model),
+        "heads": texts.heads_alt(uniform, (2, 4), 3, model),
+        "overview": texts.overview_alt(uniform, model),
+        "rollout": texts.rollout_alt(uniform, controls.Fusion("max", 0.25), controls.Showing("relative", 0.6), model),
+        "relevance": texts.relevance_alt(uniform, "cat", controls.Showing("top mass", 0.4), model),
+        "distance": texts.distance_alt(uniform, model),
+        "similarity": texts.similarity_alt(uniform.grid, model),
     }
-    assert all(f"model: {model}" in text and "8 × 8" in text for text in texts.values())
-    assert "the query, patch (3, 5), is outlined" in texts["input"]
-    assert "the query is CLS" in views.input_alt(uniform, None, model)
-    assert "outlined" not in views.input_alt(uniform, None, model)
-    assert "4 heads of layer 3 of 6" in texts["heads"] and "query patch (3, 5)" in texts["heads"]
-    assert "query CLS" in texts["overview"] and "layers 1 to 6" in texts["overview"]
-    assert "rollout of the query CLS" in texts["rollout"] and "max over heads, discard ratio 0.25" in texts["rollout"]
-    assert "drawn as multiples of uniform" in texts["rollout"]
+    assert all(f"model: {model}" in text and "8 × 8" in text for text in alts.values())
+    assert "the query, patch (3, 5), is outlined" in alts["input"]
+    assert "the query is CLS" in texts.input_alt(uniform, None, model)
+    assert "outlined" not in texts.input_alt(uniform, None, model)
+    assert "4 heads of layer 3 of 6" in alts["heads"] and "query patch (3, 5)" in alts["heads"]
+    assert "query CLS" in alts["overview"] and "layers 1 to 6" in alts["overview"]
+    assert "rollout of the query CLS" in alts["rollout"] and "max over heads, discard ratio 0.25" in alts["rollout"]
+    assert "drawn as multiples of uniform" in alts["rollout"]
     assert (
-        "the chosen class 'cat'" in texts["relevance"]
-        and "top 40% of its mass, the rest as the photo in a light tint" in texts["relevance"]
+        "the chosen class 'cat'" in alts["relevance"]
+        and "top 40% of its mass, the rest as the photo in a light tint" in alts["relevance"]
     )
-    predicted = views.relevance_alt(uniform, None, views.Showing("weights", 0.6), model)
+    predicted = texts.relevance_alt(uniform, None, controls.Showing("weights", 0.6), model)
     top = max(uniform.probabilities, key=uniform.probabilities.get)  # the class the model predicts
     assert f"the predicted class '{top}'" in predicted
     assert "weights from 0 with uniform marked" in predicted
-    assert "mean attention distance" in texts["distance"]
-    assert "position embeddings" in texts["similarity"]
+    assert "mean attention distance" in alts["distance"]
+    assert "position embeddings" in alts["similarity"]
 
 
 MIN_TEXT_PX = 12  # the smallest text a projector shows legibly at 1280×720
@@ -310,9 +310,12 @@ def styled_pictures(model: vit.VisionTransformer, ex: Explanation, style: MapSty
         ("heads", views.heads(ex, (1, 2), 2, style)),
         ("heads", views.heads(ex, None, 2, replace(style, scale="head"))),  # "max" on its own caption line
         ("overview", views.overview(ex, style)),
-        *[("rollout", views.rollout(ex, views.Fusion(), style, views.Showing(show))) for show in views.SHOWS],
-        ("relevance", views.relevance(model, names, ex, None, style, views.Showing("top mass"))),
-        ("prompts", views.prompt_relevance(ex.input.pixels, ex.grid, words(ex), 1, style, views.Showing("top mass"))),
+        *[("rollout", views.rollout(ex, controls.Fusion(), style, controls.Showing(show))) for show in controls.SHOWS],
+        ("relevance", views.relevance(model, names, ex, None, style, controls.Showing("top mass"))),
+        (
+            "prompts",
+            views.prompt_relevance(ex.input.pixels, ex.grid, words(ex), 1, style, controls.Showing("top mass")),
+        ),
     ]
 
 
@@ -332,8 +335,8 @@ def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tupl
     distance = views.distance_chart(ex)
     figure = charts.distance_axes(ex.depth, ex.heads, tuple(ex.input.pixels.shape[:2])).canvas.figure
     loaded = LoadedModel("m", "m", model, vit.ModelMeta([f"c{i}" for i in range(10)], vit.Preprocessing(224, 224)))
-    pca = views.patch_features(loaded, [ex.input.tensor] * 7, ex.depth - 1, True)  # the app's most: 7 images
-    lens = views.layer_predictions(loaded, ex.input.tensor).numpy()
+    pca = view_tasks.patch_features(loaded, [ex.input.tensor] * 7, ex.depth - 1, True)  # the app's most: 7 images
+    lens = view_tasks.layer_predictions(loaded, ex.input.tensor).numpy()
     return [
         *pictures,
         ("distance", distance, chart_text_px(figure)),
@@ -432,7 +435,7 @@ def test_the_relevance_picture_is_titled_by_its_class_not_by_a_query(monkeypatch
     monkeypatch.setattr(views, "one_map", lambda base, amap, style, title, *rest: titles.append(title))
     views.relevance(model, [f"c{i}" for i in range(10)], ex, 3, MapStyle())
     assert titles == ["relevance for the chosen class 'c3' (Chefer et al. 2021)"]
-    assert "query" not in views.relevance_alt(ex, "c3", views.Showing("weights", 0.6), "m")
+    assert "query" not in texts.relevance_alt(ex, "c3", controls.Showing("weights", 0.6), "m")
 
 
 def nano_loaded(seed: int = 0) -> LoadedModel:
@@ -444,7 +447,7 @@ def nano_loaded(seed: int = 0) -> LoadedModel:
 def test_patch_features_fit_one_pca_on_all_images_and_the_picture_shows_each_images_rows():
     loaded, g = nano_loaded(), torch.Generator().manual_seed(4)
     one, other = torch.randn(1, 3, 32, 32, generator=g), torch.randn(1, 3, 32, 40, generator=g)
-    computed = views.patch_features(loaded, [one, other, one], 2, True)
+    computed = view_tasks.patch_features(loaded, [one, other, one], 2, True)
     assert computed.grids == ((8, 8), (8, 10), (8, 8)) and computed.pca.rgb.shape == (64 + 80 + 64, 3)
     assert torch.equal(computed.pca.rgb[:64], computed.pca.rgb[144:])  # one PCA: the same patches, the same colours
     with torch.inference_mode():  # block 3's patch tokens through the final norm
@@ -460,53 +463,56 @@ def test_patch_features_fit_one_pca_on_all_images_and_the_picture_shows_each_ima
     drawn = np.asarray(picture)
     for i, colour in enumerate(computed.pca.rgb[computed.pca.foreground][:5]):
         assert (drawn == (colour.numpy() * 255 + 0.5).astype(np.uint8)).all(-1).any(), i  # each patch colour drawn
-    note = views.describe_pca(computed.pca, 3, ("cls",))
+    note = texts.describe_pca(computed.pca, 3, ("cls",))
     assert "per image, a first PCA" in note and "thresholded at 0" in note and "border patches" in note
     assert "One PCA for all 3 images" in note
     assert "(CLS) have no place on the grid" in note
-    alt = views.pca_alt(["this image", "b", "c"], computed, 3, 6, "nano")
+    alt = texts.pca_alt(["this image", "b", "c"], computed, 3, 6, "nano")
     assert "layer 3 of 6" in alt and "red, green and blue" in alt
-    kept = views.patch_features(loaded, [one], 2, False)
-    assert not kept.pca.removed.any() and "No background removed" in views.describe_pca(kept.pca, 1, ())
+    kept = view_tasks.patch_features(loaded, [one], 2, False)
+    assert not kept.pca.removed.any() and "No background removed" in texts.describe_pca(kept.pca, 1, ())
 
 
 def test_the_logit_lens_view_shows_the_last_layers_top_classes_and_says_it_was_never_trained_so():
     loaded = nano_loaded(5)
     tensor = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(6))
-    lens = views.layer_predictions(loaded, tensor)
+    lens = view_tasks.layer_predictions(loaded, tensor)
     with torch.inference_mode():
         final = loaded.model(tensor).softmax(-1)[0]
     assert lens.shape == (6, 10)
     torch.testing.assert_close(lens[-1], final, atol=rounding_tolerance(torch.float32, 128, 1.0, 26), rtol=0)
-    alt = views.logit_lens_alt(lens.numpy(), loaded.meta.class_names, "nano")
+    alt = texts.logit_lens_alt(lens.numpy(), loaded.meta.class_names, "nano")
     assert f"layer 6: c{int(final.argmax())}" in alt and "never trained" in alt
     picture = views.logit_lens_view(lens.numpy(), loaded.meta.class_names)
     assert picture.width <= views.DISPLAY_WIDTH["logit_lens"] and picture.height > 200
-    assert "never trained" in views.LENS_CAVEAT
+    assert "never trained" in texts.LENS_CAVEAT
 
 
 def test_the_new_tasks_cost_more_for_more_images_and_deeper_layers():
     loaded, x = nano_loaded(), torch.zeros(1, 3, 32, 32)
-    shallow, deep = views.patch_features_cost(loaded, [x], 0, True), views.patch_features_cost(loaded, [x], 5, True)
-    assert 0 < shallow < deep < views.patch_features_cost(loaded, [x, x], 5, True)
-    assert views.layer_predictions_cost(loaded, x) > views.pass_seconds(loaded.model, (32, 32))
+    shallow, deep = (
+        view_tasks.patch_features_cost(loaded, [x], 0, True),
+        view_tasks.patch_features_cost(loaded, [x], 5, True),
+    )
+    assert 0 < shallow < deep < view_tasks.patch_features_cost(loaded, [x, x], 5, True)
+    assert view_tasks.layer_predictions_cost(loaded, x) > compute.pass_seconds(loaded.model, (32, 32))
 
 
 def test_one_query_parser_for_every_picker_of_a_query_token():
-    """Explore's token picker and Live's name a query the same way (views.parse_query)."""
+    """Explore's token picker and Live's name a query the same way (controls.parse_query)."""
     names = ("cls", "dist", "reg1")
 
     def refused() -> tuple[int, int]:
         raise AssertionError("the patch was asked for a token that is no patch")
 
-    assert views.parse_query("cls", names, refused) is None
-    assert views.parse_query("reg1", names, refused) == "reg1"
-    assert views.parse_query("patch", names, lambda: (2, 3)) == (2, 3)
-    assert views.parse_query("mean", ("reg1",), refused) is None  # no CLS: the mean of the patches
-    with pytest.raises(views.QueryError, match=r"unknown query token 'reg2'; choose one of 'cls', 'dist', 'reg1'"):
-        views.parse_query("reg2", names, refused)
-    with pytest.raises(views.QueryError, match="unknown query token 'mean'"):
-        views.parse_query("mean", names, refused)  # a model with CLS has no "mean" query
+    assert controls.parse_query("cls", names, refused) is None
+    assert controls.parse_query("reg1", names, refused) == "reg1"
+    assert controls.parse_query("patch", names, lambda: (2, 3)) == (2, 3)
+    assert controls.parse_query("mean", ("reg1",), refused) is None  # no CLS: the mean of the patches
+    with pytest.raises(controls.QueryError, match=r"unknown query token 'reg2'; choose one of 'cls', 'dist', 'reg1'"):
+        controls.parse_query("reg2", names, refused)
+    with pytest.raises(controls.QueryError, match="unknown query token 'mean'"):
+        controls.parse_query("mean", names, refused)  # a model with CLS has no "mean" query
 
 
 def rendered(markdown: str) -> str:
@@ -526,12 +532,12 @@ def read(page: str) -> str:
 
 def test_markdown_text_shows_every_character_as_typed_and_makes_no_element():
     typed = "".join(map(chr, range(33, 127))) + " é 猫 🦜 ＜b＞"  # every ASCII punctuation character among them
-    page = rendered(views.markdown_text(typed))
+    page = rendered(texts.markdown_text(typed))
     assert read(page).strip() == typed and tags(page) == ["<p>", "</p>"]
     for link in ("http://evil.example", "www.evil.example", "a@evil.example"):  # marked's GFM links them bare
-        assert link not in views.markdown_text(link)
-    assert "$$" not in views.markdown_text("$$x$$")  # gr.Markdown's LaTeX delimiter
-    assert views.markdown_text("a\n\n# not a heading\n    not code") == "a \\# not a heading not code"
+        assert link not in texts.markdown_text(link)
+    assert "$$" not in texts.markdown_text("$$x$$")  # gr.Markdown's LaTeX delimiter
+    assert texts.markdown_text("a\n\n# not a heading\n    not code") == "a \\# not a heading not code"
 
 
 @pytest.mark.parametrize(
@@ -545,8 +551,8 @@ def test_markdown_text_shows_every_character_as_typed_and_makes_no_element():
 )
 def test_the_prompt_note_shows_the_visitors_words_as_typed_never_as_markdown_or_html(typed):
     maps = np.zeros((2, 2, 2))
-    note = views.prompt_note(ZeroShot((typed, "a dog"), "a photo of {}.", np.zeros(2), maps))
-    plain = views.prompt_note(ZeroShot(("a cat", "a dog"), "a photo of {}.", np.zeros(2), maps))
+    note = texts.prompt_note(ZeroShot((typed, "a dog"), "a photo of {}.", np.zeros(2), maps))
+    plain = texts.prompt_note(ZeroShot(("a cat", "a dog"), "a photo of {}.", np.zeros(2), maps))
     # the words add no element: no picture, link, tag, emphasis or code; and no formula
     assert tags(rendered(note)) == tags(rendered(plain)) and "$$" not in note
     assert f"(e.g. “a photo of {typed}.”)" in read(rendered(note))

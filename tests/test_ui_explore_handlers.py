@@ -14,12 +14,12 @@ from conftest import SHARED
 from PIL import Image
 
 import vit
-from explorer import views
+from explorer import controls, texts
 from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.controls import Drawing, Fusion, Showing
 from explorer.explain import ExplanationKey, explain
 from explorer.loaded import LoadedModel
-from explorer.views import Drawing, Fusion, Showing
 from ui import common
 from ui import explore_handlers as h
 from ui.common import EXAMPLES_DIR, Server
@@ -225,7 +225,7 @@ def prefixed(tmp_path_factory) -> tuple[ExploreView, Server, ExplanationKey]:
 
 def test_the_query_token_picker_lists_every_prefix_token_of_the_model(prefixed):
     view, _, key = prefixed
-    choices = view.query_token.choices
+    choices = view.token.choices
     assert [value for _, value in choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert ("register 1", "reg1") in choices and ("distillation token", "dist") in choices  # 1-based for people
 
@@ -234,7 +234,7 @@ def test_each_prefix_token_can_be_the_query(prefixed):
     _, server, key = prefixed
     cls = h.choose_token(server, key, "cls", None, 6, STYLE)
     reg2 = h.choose_token(server, key, "reg2", None, 6, STYLE)
-    assert cls["query"] is None and reg2["query"] == "reg2" and reg2["query_token"] == "reg2"
+    assert cls["query"] is None and reg2["query"] == "reg2" and reg2["token"] == "reg2"
     assert "register 2" in reg2["query_md"]
     assert not np.array_equal(
         np.asarray(Image.open(opened(cls["heads"]))), np.asarray(Image.open(opened(reg2["heads"])))
@@ -249,7 +249,7 @@ def test_the_patch_token_keeps_a_patch_query_or_starts_at_the_centre(prefixed):
     assert h.choose_token(server, key, "patch", (1, 2), 6, STYLE)["query"] == (1, 2)
     assert h.move_query(server, (0, 1), key, "reg1", 6, STYLE)["query"] == (0, 0)  # arrows from a register
     clicked = h.choose_patch(server, key, 2, 3, 6, STYLE)
-    assert clicked["query_token"] == "patch"  # the picker follows a click
+    assert clicked["token"] == "patch"  # the picker follows a click
 
 
 def test_unknown_query_tokens_are_refused_naming_the_models_tokens(prefixed, tab, explanation_key):
@@ -264,10 +264,10 @@ def test_unknown_query_tokens_are_refused_naming_the_models_tokens(prefixed, tab
 def test_head_tiles_and_captions_name_every_prefix_token(prefixed):
     _, server, key = prefixed
     ex = server.store.peek(key)
-    assert "the 4 prefix tokens (CLS, dist, reg1, reg2)" in views.left_out(ex)
+    assert "the 4 prefix tokens (CLS, dist, reg1, reg2)" in texts.left_out(ex)
     assert ex.prefix_attention(None).shape[-1] == 4
     shares = ex.rollout_prefix()
-    text = views.describe_rollout(ex, "mean", 0.0)
+    text = texts.describe_rollout(ex, "mean", 0.0)
     assert f"its share on the prefix tokens (CLS {shares[0]:.2f}, dist {shares[1]:.2f}, reg1" in text
 
 
@@ -291,7 +291,7 @@ def test_relevance_follows_the_style_and_show_without_another_pass(tab, explanat
     server = tab
     out = h.show_relevance(server, explanation_key, "cat-bundled", h.PREDICTED, STYLE, Showing("weights", 0.6))
     kept = out["relevance_map"]
-    monkeypatch.setattr(h.zerogpu, "RELEVANCE", None)  # a redraw runs no model
+    monkeypatch.setattr(h.explore_views, "RELEVANCE", None)  # a redraw runs no model
     redrawn = h.restyle_relevance(server, explanation_key, kept, "cat-bundled", STYLE, Showing("relative", 0.6))
     picture = redrawn["relevance"]
     assert "drawn as multiples of uniform" in picture.alt_text and "weights from 0" in out["relevance"].alt_text
@@ -325,10 +325,10 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     Image.fromarray(np.random.default_rng(2).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
     loaded = catalog.get(BUNDLED)
     out = h.full_analysis(loaded, str(path), "crop", 6, Drawing(), store=None)
-    picker = out["query_token"]
+    picker = out["token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(server, BUNDLED, None, None)["relevance_class"]  # closed; no request
+    classes = h.load_model(server, BUNDLED, None, None)["target"]  # closed; no request
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
 
 
@@ -344,7 +344,7 @@ def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_val
                 )
             )
         )
-        for show in views.SHOWS
+        for show in controls.SHOWS
     }
     assert len({p.tobytes() for p in pictures.values()}) == 3  # three different pictures
     with pytest.raises(gr.Error, match="unknown show 'sideways'; choose one of 'weights', 'relative', 'top mass'"):
@@ -436,8 +436,8 @@ def test_removing_the_image_clears_everything_that_described_it(tab):
     gone += ("export_file",)
     assert all(out[name] is None for name in (*gone, *h.IMAGE_VIEWS))
     assert out["numbers"] == ""
-    assert out["query_md"] == views.describe_query(None, True)  # the start text: "Query: the CLS token"
-    assert out["query_token"].value == "cls"
+    assert out["query_md"] == texts.describe_query(None, True)  # the start text: "Query: the CLS token"
+    assert out["token"].value == "cls"
     assert "layer" not in out  # the slider keeps its layer for the next image
 
 

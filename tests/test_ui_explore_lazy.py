@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from explorer import render, views
+from explorer import controls, render, views
 from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.controls import Drawing, Fusion
 from explorer.explain import ExplanationKey, explain
-from explorer.views import Drawing, Fusion
 from ui import explore_handlers as h
 from ui.common import Server
 from ui.explore import build_explore_tab
@@ -97,7 +97,7 @@ def test_opening_a_view_draws_what_the_eager_analysis_drew(tab, explanation, nam
     ex, style, loaded = server.store.peek(explanation), STYLE, server.catalog.get(BUNDLED)
     eager = {  # what main's full_analysis (and load_model) drew for every upload
         "overview": lambda: views.overview(ex, style),
-        "rollout": lambda: views.rollout(ex, views.Fusion("max", 0.5), style),
+        "rollout": lambda: views.rollout(ex, controls.Fusion("max", 0.5), style),
         "distance": lambda: views.distance_chart(ex),
         "similarity": lambda: render.position_similarity_tiles(loaded.position_similarity()),
     }[name]()

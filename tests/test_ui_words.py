@@ -14,8 +14,8 @@ from PIL import Image
 import vit
 from explorer.canvas import MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.controls import Drawing, Showing
 from explorer.prompts import DEFAULT_PROMPTS, words_bytes
-from explorer.views import Drawing, Showing
 from ui import explore_handlers as h
 from ui.common import Server
 from ui.explore import ExploreView, layout

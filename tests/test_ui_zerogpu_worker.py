@@ -17,9 +17,9 @@ import torch
 from PIL import Image
 from zerogpu_fake import FakeZeroGpu, install
 
-from explorer import explain, lessons, views
+from explorer import controls, explain, lessons, view_tasks
 from explorer.catalog import BUNDLED, ModelCatalog
-from ui import explore_handlers, lessons_handlers, zerogpu
+from ui import explore_handlers, explore_views, lessons_handlers, zerogpu
 from ui.common import Server
 from ui.outputs import cache_path
 
@@ -149,7 +149,7 @@ def test_the_forward_pass_crosses_the_fork_with_the_cpus_maps_and_little_else(fa
 
 def test_the_explore_analysis_on_zerogpu_is_the_cpus(fake, loaded, picture):
     store = explain.ExplanationStore()
-    out = explore_handlers.full_analysis(loaded, CAT, "crop", 6, views.Drawing(), store=store)
+    out = explore_handlers.full_analysis(loaded, CAT, "crop", 6, controls.Drawing(), store=store)
     on_cpu = explain.explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, picture)
     ex = store.peek(out["explanation_key"])
     assert_same(ex.attention, on_cpu.attention)
@@ -160,7 +160,7 @@ def test_the_explore_analysis_on_zerogpu_is_the_cpus(fake, loaded, picture):
 
 def test_relevance_and_the_lessons_tasks_on_zerogpu_are_the_cpus(fake, loaded, picture):
     tensor = explain.model_input(picture, loaded.preprocessing, loaded.model.config.patch_size, "crop").tensor
-    assert_same(zerogpu.RELEVANCE(loaded, tensor, 3), views.relevance_map(loaded, tensor, 3))
+    assert_same(explore_views.RELEVANCE(loaded, tensor, 3), view_tasks.relevance_map(loaded, tensor, 3))
     assert_same(zerogpu.CLS_HEADS(loaded, picture), lessons.cls_heads(loaded, picture))
     assert_same(zerogpu.NORMS(loaded, picture, 2, "with"), lessons.norm_report(loaded, picture, 2, "with"))
     off = [(0, 1), (3, 2)]
@@ -174,12 +174,13 @@ def test_the_patch_pca_and_the_logit_lens_on_zerogpu_are_the_cpus(fake, loaded, 
     tensor = explain.model_input(picture, loaded.preprocessing, loaded.model.config.patch_size, "crop").tensor
     other = torch.flip(tensor, dims=[-1])
     assert_same(
-        zerogpu.PATCH_PCA(loaded, [tensor, other], 3, True), views.patch_features(loaded, [tensor, other], 3, True)
+        explore_views.PATCH_PCA(loaded, [tensor, other], 3, True),
+        view_tasks.patch_features(loaded, [tensor, other], 3, True),
     )
-    assert_same(zerogpu.LOGIT_LENS(loaded, tensor), views.layer_predictions(loaded, tensor))
+    assert_same(explore_views.LOGIT_LENS(loaded, tensor), view_tasks.layer_predictions(loaded, tensor))
     assert [c.name for c in fake.calls] == ["gpu_patch_features", "gpu_layer_predictions"]
     assert [c.outcome for c in fake.calls] == ["ok", "ok"]
-    assert fake.calls[0].requested == zerogpu.PATCH_PCA.seconds(loaded, [tensor, other], 3, True)
+    assert fake.calls[0].requested == explore_views.PATCH_PCA.seconds(loaded, [tensor, other], 3, True)
 
 
 @pytest.fixture

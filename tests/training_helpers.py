@@ -117,5 +117,5 @@ def machine_paths(header: dict, *places: Path) -> list[str]:
 
 
 def shown_text(markdown: str) -> str:
-    """What a status written with explorer.views.markdown_text reads as: its backslash escapes gone."""
+    """What a status written with explorer.texts.markdown_text reads as: its backslash escapes gone."""
     return re.sub(r"\\(.)", r"\1", markdown)

@@ -17,7 +17,7 @@ what `FakeZeroGpu` does in its place:
 
 A visitor is their Gradio session (the platform: their token, or the Space's IP-based quota);
 outside a Gradio request, everyone is one visitor. The `zerogpu_fake` fixture puts the stand-in
-into `ui.zerogpu` (ON_ZEROGPU, the decorator, every GpuTask rebuilt with it).
+into `ui.zerogpu` (ON_ZEROGPU, the decorator, every GpuTask, `zerogpu.TASKS`, decorated with it).
 """
 
 from __future__ import annotations
@@ -210,11 +210,8 @@ def install(monkeypatch: pytest.MonkeyPatch) -> FakeZeroGpu:
     fake = FakeZeroGpu()
     monkeypatch.setattr(zerogpu, "ON_ZEROGPU", True)
     monkeypatch.setattr(zerogpu, "gpu_decorator", fake)
-    for name, task in list(vars(zerogpu).items()):
-        if isinstance(task, zerogpu.GpuTask):
-            monkeypatch.setattr(
-                zerogpu, name, zerogpu.GpuTask(task.task, task.cost, task.what, task.iterate, task.backward)
-            )
+    for task in list(zerogpu.TASKS):
+        monkeypatch.setattr(task, "_decorated", task.decorated(fake))
     return fake
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
-from explorer import views
+from explorer import controls, texts, views
 from explorer.canvas import COLORMAPS, SCALES, TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable
 from explorer.explain import Explanation, ExplanationKey, ExplanationStore, ExplanationTooLarge, explain_file
@@ -69,14 +69,16 @@ def colour_map_style(cmap: str, scale: str = "layer") -> MapStyle:
     return map_style(cmap, 0.6, "nearest", "overlay", scale)
 
 
-def map_showing(show: str = "weights", keep_percent: float = 100 * views.KEEP) -> views.Showing:
-    """How rollout and relevance are drawn (views.SHOWS) and the kept share of the mass, 0 to 1."""
-    return views.Showing(one_of("show", show, views.SHOWS), number("keep percent", keep_percent, 1.0, 100.0) / 100)
+def map_showing(show: str = "weights", keep_percent: float = 100 * controls.KEEP) -> controls.Showing:
+    """How rollout and relevance are drawn (controls.SHOWS) and the kept share of the mass, 0 to 1."""
+    return controls.Showing(
+        one_of("show", show, controls.SHOWS), number("keep percent", keep_percent, 1.0, 100.0) / 100
+    )
 
 
-def map_fusion(fusion: str, discard: float) -> views.Fusion:
+def map_fusion(fusion: str, discard: float) -> controls.Fusion:
     """Rollout's head fusion and discard ratio."""
-    return views.Fusion(one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX))
+    return controls.Fusion(one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX))
 
 
 class ShownImages:
@@ -202,16 +204,16 @@ class Server:
 
 
 STYLE = Controls.of(MapStyle, map_style)
-SHOWING = Controls.of(views.Showing, map_showing)
-FUSION = Controls.of(views.Fusion, map_fusion)
+SHOWING = Controls.of(controls.Showing, map_showing)
+FUSION = Controls.of(controls.Fusion, map_fusion)
 
 
-def map_drawing(fusion: views.Fusion, style: MapStyle, showing: views.Showing) -> views.Drawing:
+def map_drawing(fusion: controls.Fusion, style: MapStyle, showing: controls.Showing) -> controls.Drawing:
     """How an image's maps are drawn, from the controls of its three parts."""
-    return views.Drawing(fusion, style, showing)
+    return controls.Drawing(fusion, style, showing)
 
 
-DRAWING = Controls.of(views.Drawing, map_drawing)
+DRAWING = Controls.of(controls.Drawing, map_drawing)
 
 
 def check_layer(layer: object, depth: int) -> int:
@@ -220,10 +222,10 @@ def check_layer(layer: object, depth: int) -> int:
 
 
 def check_query(token: object, prefix_names: tuple[str, ...], patch: Callable[[], tuple[int, int]]) -> Query:
-    """`views.parse_query`, its refusal as a visitor's error."""
+    """`controls.parse_query`, its refusal as a visitor's error."""
     try:
-        return views.parse_query(token, prefix_names, patch)
-    except views.QueryError as e:
+        return controls.parse_query(token, prefix_names, patch)
+    except controls.QueryError as e:
         raise visitor_error(str(e)) from e
 
 
@@ -289,13 +291,13 @@ def query_name(query: Query) -> str:
 
 
 def word_maps(
-    pixels: np.ndarray, grid: tuple[int, int], zs: ZeroShot, style: MapStyle, showing: views.Showing, model: str
+    pixels: np.ndarray, grid: tuple[int, int], zs: ZeroShot, style: MapStyle, showing: controls.Showing, model: str
 ) -> list[tuple[str, str]]:
     """A gallery's value: each prompt's relevance map (a file) with its alt text as its caption."""
     return [
         (
             saved(views.prompt_relevance(pixels, grid, zs, i, style, showing)),
-            views.prompt_alt(grid, zs, i, showing, model),
+            texts.prompt_alt(grid, zs, i, showing, model),
         )
         for i in range(len(zs.prompts))
     ]

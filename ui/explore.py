@@ -1,5 +1,7 @@
 """The Explore tab: its components (`ExploreView`), their layout, and which event runs which
-handler of ui/explore_handlers.py under which API name."""
+handler of ui/explore_handlers.py under which API name. An event's inputs are the components
+its handler's parameters name (`view.event`); the "More views" tabs are laid out and wired from
+their records (ui/explore_views.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any, ClassVar
 
 import gradio as gr
 
-from explorer import page_maps, views
+from explorer import controls, page_maps, texts
 from explorer.canvas import COLORMAPS
 from explorer.catalog import ModelCatalog
 from explorer.loaded import LoadedModel
@@ -21,18 +23,19 @@ from vit.preprocessing import CIFAR10_CLASSES
 
 from . import common, concurrency
 from . import explore_handlers as h
+from . import explore_views as ev
 from .binding import ComponentView, Controls, bound
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
-from .pictures import page_picture, picture, word_maps
+from .pictures import page_picture, word_maps
 from .settings import for_visitors
 
 EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
-PCA_CONTROLS = Controls.of(h.PcaChoice, h.pca_choice)
+PCA_CONTROLS = Controls.of(ev.PcaChoice, ev.pca_choice)
 UPLOAD = Controls.of(h.Upload, h.upload)
 STYLE = common.STYLE.names  # the controls one MapStyle is built from
-SHOW = common.SHOWING.names  # how rollout and relevance are drawn (views.Showing)
-FUSION = common.FUSION.names  # rollout's head fusion and discard ratio (views.Fusion)
+SHOW = common.SHOWING.names  # how rollout and relevance are drawn (controls.Showing)
+FUSION = common.FUSION.names  # rollout's head fusion and discard ratio (controls.Fusion)
 PCA = PCA_CONTROLS.names  # the PCA tab's controls (explore_handlers.PcaChoice)
 GIF_SCALE_CHOICES = [  # the first is the screen's: each layer on its own scale
     ("each layer its own scale, as on screen", "each layer"),
@@ -108,19 +111,6 @@ keys, to change it) attends to every patch. Rows, columns, layers and heads coun
 Supervised ViTs spread attention over many patches, including the background, so single-head maps
 look noisy; **rollout** combines all layers into one smoother map.
 """
-LOGIT_LENS_HINT = (
-    "The classifier is read after every layer, not only the last: where does the answer form? "
-    f"**{views.LENS_CAVEAT}** Only for models with a classifier head (not DINO, DINOv2, DINOv3 or CLIP)."
-)
-PCA_HINT = (
-    "Each patch token of the chosen layer as a colour: its first three principal components as red, green and "
-    "blue (DINOv2, Oquab et al. 2023, Fig. 1). With the examples, one PCA is fitted on this image and the six "
-    "animal examples together, so the same part gets the same colour in every image."
-)
-RELEVANCE_HINT = (
-    "Press **Explain this class** to draw the map (one forward and one backward pass); "
-    "a new image or model clears it until you press it again."
-)
 
 
 @dataclass(frozen=True)
@@ -134,7 +124,7 @@ class ExploreView(ComponentView):
     export_name: gr.State  # "<image>-<model>", how export files begin
     query: gr.State  # None = CLS, else (row, col), 0-based
     current_model: gr.State
-    on_screen: gr.State  # the "More views" tab on screen (explore_handlers.MORE_VIEWS), None while closed
+    on_screen: gr.State  # the "More views" tab on screen (explore_views.MORE_VIEWS), None while closed
     more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
     relevance_map: gr.State  # the relevance on screen, redrawn in a new style (explore_handlers.RelevanceMap)
     words_result: gr.State  # a CLIP model's words on screen, redrawn in a new style (explore_handlers.WordsResult)
@@ -158,7 +148,7 @@ class ExploreView(ComponentView):
     scale: gr.Radio
     gif_scale: gr.Radio  # the GIF export's frames: each layer's own scale, or one for all
     query_md: gr.Markdown
-    query_token: gr.Dropdown
+    token: gr.Dropdown  # the query token picker
     reset: gr.Button
     up: gr.Button
     down: gr.Button
@@ -168,7 +158,7 @@ class ExploreView(ComponentView):
     pause: gr.Button  # in Play's place while the layers play
     # views and exports; "More views" (an accordion of tabs) is drawn only when opened
     more: gr.Accordion
-    more_tabs: dict[str, gr.Tab]  # by MORE_VIEWS name
+    more_tabs: dict[str, gr.Tab]  # by ui.explore_views.MORE_VIEWS name
     maps: gr.HTML  # the head maps, drawn in the page from the numbers its value holds (explorer/page_maps.py)
     heads: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
     export_png: gr.Button
@@ -182,7 +172,7 @@ class ExploreView(ComponentView):
     rollout: gr.Image
     distance: gr.Image
     similarity: gr.Image
-    relevance_class: gr.Dropdown
+    target: gr.Dropdown  # the class relevance explains
     relevance_button: gr.Button
     relevance: gr.Image
     pca_layer: gr.Slider
@@ -198,7 +188,7 @@ class ExploreView(ComponentView):
     prompt_maps: gr.Gallery
     # /query_patch: hidden inputs for API clients
     row: gr.Number
-    col: gr.Number
+    column: gr.Number
     query_button: gr.Button
     # the named endpoints whose pictures the page now draws itself: API clients only (_api_only_inputs)
     api_buttons: dict[str, gr.Button]
@@ -211,7 +201,7 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
         "query": gr.State(None),
         "current_model": gr.State(start.key),
         "on_screen": gr.State(None),
-        "more_tab": gr.State(h.MORE_VIEWS[0]),
+        "more_tab": gr.State(ev.MORE_VIEWS[0]),
         "relevance_map": gr.State(None),
         "words_result": gr.State(None),
     }
@@ -248,9 +238,12 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
     input_view = page_picture(caption, "The model input with its patch grid", INPUT_VIEW_JS, elem_id="input-view")
     input_img = gr.Image(label=caption.replace("*", ""), visible=False)
     names = start.model.config.prefix_names
-    query_md = gr.Markdown(views.describe_query(None, "cls" in names), label="Query", elem_id="query")
-    query_token = gr.Dropdown(
-        views.query_choices(names), value=views.query_token(None, names), label="Query token", elem_id="query-token"
+    query_md = gr.Markdown(texts.describe_query(None, "cls" in names), label="Query", elem_id="query")
+    token = gr.Dropdown(
+        controls.query_choices(names),
+        value=controls.query_token(None, names),
+        label="Query token",
+        elem_id="query-token",
     )
     with gr.Row():
         moves = {
@@ -262,7 +255,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
         "input_view": input_view,
         "input_img": input_img,
         "query_md": query_md,
-        "query_token": query_token,
+        "token": token,
         "reset": reset,
         **moves,
     }
@@ -338,124 +331,26 @@ def _map_display() -> dict[str, Any]:
         return {
             "show": gr.Radio(SHOW_CHOICES, value="weights", label="Rollout and relevance show"),
             "keep_percent": gr.Slider(  # shown only for the top-mass choice, the one it changes
-                5, 100, value=100 * views.KEEP, step=5, label="Keep the top X % of the attention mass", visible=False
+                5, 100, value=100 * controls.KEEP, step=5, label="Keep the top X % of the attention mass", visible=False
             ),
         }
 
 
 def _more_views(start: LoadedModel) -> dict[str, Any]:
-    more = gr.Accordion(
-        "More views: layers x heads, rollout, distance, position embeddings, relevance, patch features (PCA), "
-        "logit lens",
-        open=False,
-        elem_id="more",
-    )
+    more = gr.Accordion(ev.MORE_LABEL, open=False, elem_id="more")
     with more:
         display = _map_display()
         with gr.Tabs(overflow_behavior="wrap"):
             return {"more": more, **display, **_more_tabs(start)}
 
 
-# The "More views" that are one picture each: field -> (tab, caption, alt text before the first image).
-PICTURE_TABS = {
-    "overview": (
-        "Layers x heads",
-        "**Attention of the default query (CLS)** in every head of every layer",
-        "Attention of the default query in every head of every layer",
-    ),
-    "distance": (
-        "Mean attention distance",
-        "**How far each head looks, in this image** (the ViT paper's Fig. 7, right, averages over many images)",
-        "Mean attention distance per head, for this image",
-    ),
-    "similarity": (
-        "Position embeddings",
-        "**Position-embedding similarity** (ViT paper Fig. 7, centre)",
-        "Position-embedding similarity of every patch slot",
-    ),
-}
-
-
-def _picture_tab(tabs: dict[str, gr.Tab], field: str) -> gr.Image:
-    """One of PICTURE_TABS: a tab holding its picture, registered in `tabs` under `field`."""
-    name, caption, alt = PICTURE_TABS[field]
-    with gr.Tab(name) as tabs[field]:
-        return picture(caption, alt, elem_id=field)
-
-
 def _more_tabs(start: LoadedModel) -> dict[str, Any]:
-    tabs = {}
-    overview = _picture_tab(tabs, "overview")
-    with gr.Tab("Rollout") as tabs["rollout"]:
-        with gr.Row():
-            fusion = gr.Radio(list(common.FUSIONS), value="mean", label="Head fusion")
-            discard = gr.Slider(
-                0.0, common.DISCARD_MAX, value=0.0, step=0.05, label="Discard ratio (weakest attention zeroed)"
-            )
-        rollout = picture(
-            "**Attention rollout** (Abnar & Zuidema, 2020)", "Attention rollout through all layers", elem_id="rollout"
-        )
-    distance, similarity = _picture_tab(tabs, "distance"), _picture_tab(tabs, "similarity")
-    with gr.Tab("Relevance (Chefer et al. 2021)") as tabs["relevance"]:
-        relevance = _relevance_view(start)
-    return {
-        **relevance,
-        **_layer_tabs(start, tabs),
-        "more_tabs": tabs,
-        "overview": overview,
-        "fusion": fusion,
-        "discard": discard,
-        "rollout": rollout,
-        "distance": distance,
-        "similarity": similarity,
-    }
-
-
-def _layer_tabs(start: LoadedModel, tabs: dict[str, gr.Tab]) -> dict[str, Any]:
-    """What each layer holds: its patch tokens in colour (PCA) and what its CLS token would answer."""
-    depth = start.model.config.depth
-    with gr.Tab("Patch features (PCA)") as tabs["pca"]:
-        gr.Markdown(PCA_HINT)
-        with gr.Row(elem_classes="phone-lines"):  # on a phone each on a line of its own: the labels were cut
-            pca_layer = common.layer_slider(
-                depth, depth, step=1, label="Layer of the patch tokens (1 = first)", scale=2
-            )
-            pca_examples = gr.Checkbox(False, label="Fit one PCA on this image and the six animal examples")
-            pca_background = gr.Checkbox(True, label="Remove the background (component 1 below 0, as DINOv2)")
-        pca = picture(
-            "**Patch features in colour** (DINOv2, Oquab et al. 2023, Fig. 1)",
-            "The patch tokens of the chosen layer in colour",
-            elem_id="pca",
-        )
-    with gr.Tab("Logit lens") as tabs["logit_lens"]:
-        gr.Markdown(LOGIT_LENS_HINT)
-        logit_lens = picture(
-            "**What each layer would answer** (logit lens)",
-            "The classifier's reading after every layer",
-            elem_id="logit-lens",
-        )
-    return {
-        "pca_layer": pca_layer,
-        "pca_examples": pca_examples,
-        "pca_background": pca_background,
-        "pca": pca,
-        "logit_lens": logit_lens,
-    }
-
-
-def _relevance_view(start: LoadedModel) -> dict[str, Any]:
-    with gr.Row():
-        classes = h.relevance_classes(start)
-        relevance_class = gr.Dropdown(classes, value=h.PREDICTED, label="Class to explain", scale=3)
-        relevance_button = gr.Button("Explain this class", size="sm")
-    # The picture stays empty until the button is pressed (a backward pass), and after each new image.
-    gr.Markdown(RELEVANCE_HINT, elem_id="relevance-hint")
-    relevance = picture(
-        "**Class-specific relevance** (Chefer, Gur & Wolf, 2021): which patches made this class",
-        "Class-specific relevance of every patch",
-        elem_id="relevance",
-    )
-    return {"relevance_class": relevance_class, "relevance_button": relevance_button, "relevance": relevance}
+    """A tab for each of ui.explore_views.MORE, in order, holding what its record says."""
+    tabs, parts = {}, {}
+    for view in ev.MORE.values():
+        with gr.Tab(view.tab) as tabs[view.name]:
+            parts |= view.layout(start)
+    return parts | {"more_tabs": tabs}
 
 
 def _words(start: LoadedModel) -> dict[str, Any]:
@@ -493,7 +388,7 @@ def _api_only_inputs() -> dict[str, Any]:
     hidden trigger for each of API_ONLY."""
     return {
         "row": gr.Number(visible=False, precision=0, label="Row of the query patch (1 = top)"),
-        "col": gr.Number(visible=False, precision=0, label="Column of the query patch (1 = left)"),
+        "column": gr.Number(visible=False, precision=0, label="Column of the query patch (1 = left)"),
         "query_button": gr.Button(visible=False),
         "api_buttons": {name: gr.Button(visible=False) for name in API_ONLY},
     }
@@ -535,30 +430,24 @@ def _in_page(trigger: Callable, inputs: Any, outputs: Any, js: str) -> None:
 def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
     """The page's analysis on a new image or resize policy, and /analyze for API clients; returns
     the page's event arguments for reuse."""
-    inputs = view.pick("on_screen", *UPLOAD.names, "layer", *FUSION, *STYLE, *SHOW, *PCA)
-    api = {"fn": view.bind(h.analyze, server), "inputs": inputs, "outputs": view.pick(*h.ANALYSIS_OUTPUTS), **HEAVY}
+    api = {**view.event(h.analyze, server), "outputs": view.pick(*h.ANALYSIS_OUTPUTS), **HEAVY}
     view.api_buttons["analyze"].click(**api, api_name="analyze").success(**_words_after(view, server))
-    analysis = {"fn": view.bind(h.analyze_page, server), "inputs": inputs, **HEAVY}
-    analysis["outputs"] = view.pick(*h.PAGE_ANALYSIS_OUTPUTS)
+    analysis = {**view.event(h.analyze_page, server), "outputs": view.pick(*h.PAGE_ANALYSIS_OUTPUTS), **HEAVY}
     # Named: a script may ask for the numbers too (bench.visitors --page sends what the page sends).
     view.mode.input(**analysis, api_name="analyze_page").success(**_words_after(view, server))
     analysis["api_visibility"] = "private"
     # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
     # image refused before the analysis, whose error would mark every output (explore_handlers).
-    noted = view.image.change(
-        bound(h.note_image, server), view.image, None, api_visibility="private", queue=False, **RAW
-    )
+    noted = view.image.change(**view.event(h.note_image, server), api_visibility="private", queue=False, **RAW)
     checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
     analysed = checked.success(**analysis)
     analysed.success(**_words_after(view, server))
-    # A refused file leaves the views of the last image: the upload box shows that image again.
-    checked.failure(
-        bound(h.keep_image, server), view.explanation_key, view.image, api_visibility="private", queue=False, **RAW
-    )
+    # A refused file leaves the views of the last image: the upload box shows that image again
+    # (a path, not {field: value}: bound without the view).
+    keep_image = bound(h.keep_image, server)
+    checked.failure(keep_image, view.inputs(keep_image), view.image, api_visibility="private", queue=False, **RAW)
     kept = [view.image, *view.pick(*h.PAGE_ANALYSIS_OUTPUTS)]
-    analysed.failure(
-        view.bind(h.keep_analysis, server), view.explanation_key, kept, api_visibility="private", queue=False, **RAW
-    )
+    analysed.failure(**view.event(h.keep_analysis, server), outputs=kept, api_visibility="private", queue=False, **RAW)
     return analysis
 
 
@@ -569,61 +458,26 @@ def _wire_views(view: ExploreView, server: Server) -> None:
     _in_page(view.layer.input, view.layer, view.layer, f"(layer) => {MAPS}.setLayer(layer)")
     style = f"(...style) => {{ {MAPS}.setStyle(...style); }}"
     _in_page(partial(gr.on, _style_inputs(view)), view.pick(*STYLE), None, style)
-    view.api_buttons["heads"].click(
-        view.bind(h.show_heads, server),
-        view.pick("explanation_key", "query", "layer", *STYLE),
-        view.heads,
-        api_name="heads",
-        **CHEAP,
-    )
-    view.api_buttons["restyle"].click(
-        view.bind(h.restyle, server),
-        view.pick("explanation_key", "on_screen", "query", "layer", *FUSION, *STYLE, *SHOW),
-        view.pick("heads", "overview", "rollout"),
-        api_name="restyle",
-        **CHEAP,
-    )
-    view.input_view.restyle(
-        view.bind(h.restyle_shown, server),
-        view.pick(
-            "explanation_key", "on_screen", "words_result", "relevance_map", "export_name", *FUSION, *STYLE, *SHOW
-        ),
-        view.pick("overview", "rollout", "prompt_maps", "relevance"),
-        api_visibility="private",
-        trigger_mode="always_last",
-        **CHEAP,
-    )
+    view.api_buttons["heads"].click(**view.event(h.show_heads, server), outputs=view.heads, api_name="heads", **CHEAP)
+    restyled = view.pick("heads", *ev.STYLE_VIEWS)
+    view.api_buttons["restyle"].click(**view.event(h.restyle, server), outputs=restyled, api_name="restyle", **CHEAP)
+    redrawn = {"api_visibility": "private", "trigger_mode": "always_last", **CHEAP}
+    shown = view.pick(*ev.STYLE_VIEWS, "prompt_maps", "relevance")
+    view.input_view.restyle(**view.event(h.restyle_shown, server), outputs=shown, **redrawn)
     gr.on(
         [view.fusion.input, view.discard.input, view.show.input, view.keep_percent.input],
-        view.bind(h.show_rollout, server),
-        view.pick("explanation_key", *FUSION, *STYLE, *SHOW),
-        view.rollout,
+        **view.event(h.show_rollout, server),
+        outputs=view.rollout,
         api_name="rollout",
         trigger_mode="always_last",
         **CHEAP,
     )
-    view.show.change(
-        view.bind(h.keep_slider), view.show, view.keep_percent, api_visibility="private", queue=False, **RAW
-    )
-    shown = [view.show.input, view.keep_percent.input]
-    gr.on(  # so do a CLIP model's word maps, from their kept result
-        shown,
-        view.bind(h.restyle_words, server),
-        view.pick("explanation_key", "words_result", *STYLE, *SHOW),
-        view.prompt_maps,
-        api_visibility="private",
-        trigger_mode="always_last",
-        **CHEAP,
-    )
-    gr.on(  # relevance follows "show" as rollout does, from its kept map
-        shown,
-        view.bind(h.restyle_relevance, server),
-        view.pick("explanation_key", "relevance_map", "export_name", *STYLE, *SHOW),
-        view.relevance,
-        api_visibility="private",
-        trigger_mode="always_last",
-        **CHEAP,
-    )
+    slider = view.event(h.keep_slider)
+    view.show.change(**slider, outputs=view.keep_percent, api_visibility="private", queue=False, **RAW)
+    showing = [view.show.input, view.keep_percent.input]
+    # so do a CLIP model's word maps, from their kept result, and relevance, from its kept map
+    gr.on(showing, **view.event(h.restyle_words, server), outputs=view.prompt_maps, **redrawn)
+    gr.on(showing, **view.event(h.restyle_relevance, server), outputs=view.relevance, **redrawn)
 
 
 def _style_inputs(view: ExploreView) -> list:
@@ -640,30 +494,28 @@ def _wire_play(view: ExploreView) -> None:
 
 def _wire_more(view: ExploreView, server: Server) -> None:
     """The "More views" tabs: a view is drawn when it comes on screen (its tab picked, or the
-    accordion opened on it). API clients ask for one by name: /overview, /distance, /similarity
-    (and /rollout, /relevance, /patch_pca with their own controls), /logit_lens."""
-    inputs = ("explanation_key", "current_model", *FUSION, *STYLE, *SHOW, *PCA)
-    for name, tab in view.more_tabs.items():
-        if name in ("overview", "distance", "similarity", "logit_lens"):
-            api = {"api_name": name}
-        else:  # the PCA tab's API is /patch_pca, with its controls
-            api = {"api_visibility": "private", **({"api_name": f"{name}_tab"} if name in h.MODEL_VIEWS else {})}
-        outputs = view.pick("on_screen", "more_tab", *([name] if name != "relevance" else []))
-        pool = HEAVY if name in h.MODEL_VIEWS else CHEAP  # a forward pass, not a redraw of the cached one
-        tab.select(view.bind(h.show_more, server, name), view.pick(*inputs), outputs, **api, **pool)
-    view.more.expand(
-        view.bind(h.show_more, server),
-        view.pick("more_tab", *inputs),
-        view.pick("on_screen", "more_tab", *h.IMAGE_VIEWS, "similarity"),  # relevance waits for its button
+    accordion opened on it). API clients ask for one by its record's name (ui/explore_views.py):
+    /overview, /distance, /similarity, /logit_lens (and /rollout, /relevance, /patch_pca with
+    their own controls)."""
+    for more in ev.MORE.values():
+        if more.api_name is not None:
+            api = {"api_name": more.api_name}
+        else:  # a heavy one gets a private name, which tests/test_ui_concurrency.py checks the pool of
+            api = {"api_visibility": "private", **({"api_name": f"{more.name}_tab"} if more.heavy else {})}
+        outputs = view.pick("on_screen", "more_tab", *([more.name] if more.draw is not None else []))
+        pool = HEAVY if more.heavy else CHEAP  # a forward pass, not a redraw of the cached one
+        view.more_tabs[more.name].select(**view.event(h.show_more, server, more.name), outputs=outputs, **api, **pool)
+    view.more.expand(  # the tab picked last (`more_tab`) comes on screen; relevance waits for its button
+        **view.event(h.show_more, server),
+        outputs=view.pick("on_screen", "more_tab", *ev.DRAWN_VIEWS),
         api_visibility="private",
         **CHEAP,
     )
-    view.more.collapse(view.bind(h.hide_more), None, view.on_screen, api_visibility="private", queue=False)
+    view.more.collapse(**view.event(h.hide_more), outputs=view.on_screen, api_visibility="private", queue=False)
     gr.on(
         [view.pca_layer.input, view.pca_examples.input, view.pca_background.input],
-        view.bind(h.show_pca, server),
-        view.pick("explanation_key", *PCA),
-        view.pca,
+        **view.event(h.show_pca, server),
+        outputs=view.pca,
         api_name="patch_pca",
         trigger_mode="always_last",
         **HEAVY,
@@ -674,41 +526,22 @@ def _wire_query(view: ExploreView, server: Server) -> None:
     """A click on a patch, the arrows (and their keys), Reset (and Escape) and the query picker
     change the query in the page, which redraws its maps and returns the caption, the picker's
     choice and its own state. /query_patch, /query_token and /reset_query do it on the server."""
-    page = view.pick("query_md", "query_token", "input_view")
+    page = view.pick("query_md", "token", "input_view")
     _in_page(view.input_view.query, None, page, f"() => {MAPS}.queryOutputs()")
     _in_page(view.reset.click, None, page, f"() => {MAPS}.reset()")
-    _in_page(view.query_token.input, view.query_token, page, f"(token) => {MAPS}.pick(token)")
+    _in_page(view.token.input, view.token, page, f"(token) => {MAPS}.pick(token)")
     for name, (rows, columns) in MOVES.items():
         _in_page(getattr(view, name).click, None, page, f"() => {MAPS}.move({rows}, {columns})")
-    outputs = view.pick(*h.QUERY_OUTPUTS)
-    view.query_button.click(
-        view.bind(h.choose_patch, server),
-        view.pick("explanation_key", "row", "col", "layer", *STYLE),
-        outputs,
-        api_name="query_patch",
-        **CHEAP,
-    )
-    view.api_buttons["query_token"].click(
-        view.bind(h.choose_token, server),
-        view.pick("explanation_key", "query_token", "query", "layer", *STYLE),
-        outputs,
-        api_name="query_token",
-        **CHEAP,
-    )
-    view.api_buttons["reset_query"].click(
-        view.bind(h.reset_query, server),
-        view.pick("explanation_key", "layer", *STYLE),
-        outputs,
-        api_name="reset_query",
-        **CHEAP,
-    )
+    outputs = {"outputs": view.pick(*h.QUERY_OUTPUTS), **CHEAP}
+    view.query_button.click(**view.event(h.choose_patch, server), **outputs, api_name="query_patch")
+    view.api_buttons["query_token"].click(**view.event(h.choose_token, server), **outputs, api_name="query_token")
+    view.api_buttons["reset_query"].click(**view.event(h.reset_query, server), **outputs, api_name="reset_query")
 
 
 def _wire_relevance(view: ExploreView, server: Server) -> None:
     view.relevance_button.click(
-        view.bind(h.show_relevance, server),
-        view.pick("explanation_key", "export_name", "relevance_class", *STYLE, *SHOW),
-        view.pick("relevance", "relevance_map"),
+        **view.event(h.show_relevance, server),
+        outputs=view.pick("relevance", "relevance_map"),
         api_name="relevance",
         **HEAVY,
     )
@@ -717,8 +550,7 @@ def _wire_relevance(view: ExploreView, server: Server) -> None:
 def _wire_words(view: ExploreView, server: Server) -> None:
     """/zero_shot: the words typed, scored by a CLIP model, with a map per word."""
     words = {
-        "fn": view.bind(h.compare_words, server),
-        "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
+        **view.event(h.compare_words, server),
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         **WORDS,
     }
@@ -729,8 +561,7 @@ def _wire_words(view: ExploreView, server: Server) -> None:
 def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:
     """The event arguments that draw a CLIP model's words after an analysis (nothing for other models)."""
     return {
-        "fn": view.bind(h.words_after, server),
-        "inputs": view.pick("explanation_key", "prompts", *STYLE, *SHOW),
+        **view.event(h.words_after, server),
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         "api_visibility": "private",
         **WORDS,
@@ -738,25 +569,20 @@ def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:
 
 
 def _wire_exports(view: ExploreView, server: Server) -> None:
-    """The page exports the query it shows (its state); API clients, the session's."""
-    png = view.pick("explanation_key", "export_name", "query", "layer", *STYLE)
-    gif = view.pick("explanation_key", "export_name", "query", *STYLE, "gif_scale")
-    for name, handler, inputs in (("png", h.make_png, png), ("gif", h.make_gif, gif)):
-        api = view.api_buttons[f"export_{name}"]
-        api.click(view.bind(handler, server), inputs, view.export_file, api_name=f"export_{name}", **HEAVY)
-    on_page = {"outputs": view.export_file, "api_visibility": "private", **HEAVY}
-    shown = ("explanation_key", "export_name", "input_view")  # the query the page shows, not the session's
-    view.export_png.click(view.bind(h.export_page_png, server), view.pick(*shown, "layer", *STYLE), **on_page)
-    view.export_gif.click(view.bind(h.export_page_gif, server), view.pick(*shown, *STYLE, "gif_scale"), **on_page)
+    """The page exports the query it shows (its `input_view` value); API clients, the session's."""
+    export = {"outputs": view.export_file, **HEAVY}
+    for name, handler in (("png", h.make_png), ("gif", h.make_gif)):
+        view.api_buttons[f"export_{name}"].click(**view.event(handler, server), **export, api_name=f"export_{name}")
+    view.export_png.click(**view.event(h.export_page_png, server), **export, api_visibility="private")
+    view.export_gif.click(**view.event(h.export_page_gif, server), **export, api_visibility="private")
 
 
 def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) -> None:
     # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
     switched = view.model_key.change(
-        view.bind(h.load_model, server),
-        view.pick("model_key", "on_screen"),
-        view.pick(
-            "current_model", "model_info", "classes", "layer", "pca_layer", "similarity", "relevance_class", "words"
+        **view.event(h.load_model, server),
+        outputs=view.pick(
+            "current_model", "model_info", "classes", "layer", "pca_layer", *ev.MODEL_ONLY_VIEWS, "target", "words"
         ),
         api_name="load_model",
         show_progress="full",
@@ -766,11 +592,10 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
     switched.failure(common.keep_model, view.current_model, view.model_key, api_visibility="private")
     # Choices only, never the value: the picker says what is on this machine now, and loads nothing.
     picker = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
-    switched.then(view.bind(h.model_choices, server), None, view.model_key, **picker)
+    switched.then(**view.event(h.model_choices, server), outputs=view.model_key, **picker)
     view.checkpoint.upload(
-        view.bind(h.upload_checkpoint, server),
-        view.checkpoint,
-        view.model_key,
+        **view.event(h.upload_checkpoint, server),
+        outputs=view.model_key,
         api_name="upload_checkpoint",
         **concurrency.HEAVY,
     )

@@ -2,43 +2,40 @@
 
 ui/explore.py binds each to the tab's `ExploreView` and the server's context (`ui.common.Server`)
 with `ExploreView.bind`. A handler takes the style controls as one `MapStyle` (rollout's fusion
-and how a single map shows as one value each, or all three as one `views.Drawing`: ui.common
-parses them at the binding), asks `explorer.views` for pictures and returns them by field name,
-which the binding applies to the view, so a new view is one more name, not one more tuple slot.
+and how a single map shows as one value each, or all three as one `controls.Drawing`: ui.common
+parses them at the binding), asks `explorer.views` for pictures (the "More views" through their
+records, ui/explore_views.py) and returns them by field name, which the binding applies to the
+view, so a new view is one more name, not one more tuple slot.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
 import gradio as gr
 import numpy as np
 
-from explorer import page_maps, render, views
+from explorer import controls, page_maps, render, texts, views
 from explorer.canvas import MapStyle
 from explorer.catalog import ModelUnavailable
+from explorer.controls import Drawing, Showing
 from explorer.explain import (
     Explanation,
     ExplanationStore,
     ExplanationTooLarge,
-    ModelInput,
     explain_file,
-    model_input,
 )
-from explorer.images import ImageError, load_image
+from explorer.images import ImageError
 from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
-from explorer.views import Drawing, Showing
 from vit.analysis import Query
 from vit.messages import shown
 
-from . import downloads, zerogpu
-from .checks import one_of, visitor_error, whole_number, yes_no
+from . import downloads, explore_views, zerogpu
+from .checks import one_of, visitor_error, whole_number
 from .common import (
-    EXAMPLES_DIR,
     ExplanationKey,
     PageHandles,
     Server,
@@ -55,6 +52,20 @@ from .common import (
     slug,
     uploaded_path,
     word_maps,
+)
+from .explore_views import (
+    IMAGE_VIEWS,
+    MODEL_ONLY_VIEWS,
+    MORE,
+    MORE_VIEWS,
+    PREDICTED,
+    STYLE_VIEWS,
+    PcaChoice,
+    Scene,
+    draw_on_screen,
+    pca_picture,
+    relevance_classes,
+    rollout_picture,
 )
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import TEXT as PICTURE_TEXT
@@ -73,45 +84,17 @@ ANALYSIS_OUTPUTS = (
     "label",
     "layer",
     "heads",
-    "overview",
-    "rollout",
-    "distance",
-    "pca",
-    "logit_lens",
-    "query_token",
+    *IMAGE_VIEWS,  # each drawn only while on screen (the accordion open on its tab): see `full_analysis`
+    "token",
     "relevance",
     "relevance_map",
     "query_md",
     "export_file",  # an export of the previous image is cleared
 )
-# The views under "More views", by ExploreView field: each is drawn only while on screen (the
-# accordion open on its tab), when its tab or the accordion opens, so an analysis costs what the
-# visitor sees (a ViT-S's 12 x 6 overview cost more than its forward pass: docs/benchmarks-app.md).
-MORE_VIEWS = ("overview", "rollout", "distance", "similarity", "relevance", "pca", "logit_lens")
-IMAGE_VIEWS = ("overview", "rollout", "distance", "pca", "logit_lens")  # those that change with the image
-MODEL_VIEWS = ("pca", "logit_lens")  # those that run the model again (a GPU task): heavy work, not a redraw
-QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "query_token")
+QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "token")
 # What the page's own analysis returns: the model input and the head maps as the numbers the
 # page draws them from ("maps": explorer/page_maps.py, ui/page_maps.js), not as pictures.
 PAGE_ANALYSIS_OUTPUTS = (*(name for name in ANALYSIS_OUTPUTS if name not in ("input_img", "heads")), "maps")
-PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
-# The examples one PCA may be fitted on beside the image: the six animal classes of CIFAR-10, whose
-# parts (heads, legs, bodies) a good model's features match across images (DINOv2 Fig. 1).
-PCA_EXAMPLES = ("bird", "cat", "deer", "dog", "frog", "horse")
-NO_LENS = (
-    "This model has no classifier head (a feature extractor such as DINO or DINOv2), so there are no classes to "
-    "read after each layer: the logit lens needs a model with classes, e.g. the bundled model, DeiT or ViT-B/16."
-)
-
-
-@dataclass(frozen=True)
-class PcaChoice:
-    """The PCA tab's controls: the layer (1-based; None: the last), whether the animal examples
-    are fitted with the image, whether the background is removed."""
-
-    layer: object = None
-    examples: bool = False
-    background: bool = True
 
 
 class Upload(NamedTuple):
@@ -126,17 +109,6 @@ class Upload(NamedTuple):
 def upload(image: dict | None, model_key: str, mode: str) -> Upload:
     """The image, model and resize controls as one value (for the binding: ui.binding.Controls)."""
     return Upload(image, model_key, mode)
-
-
-def pca_choice(pca_layer: float | None = None, pca_examples: bool = False, pca_background: bool = True) -> PcaChoice:
-    """The PCA tab's three controls as one value (checked when the PCA is drawn: `pca_picture`)."""
-    return PcaChoice(pca_layer, pca_examples, pca_background)
-
-
-def relevance_classes(loaded: LoadedModel) -> list[str]:
-    """The relevance class picker's choices for a model: the predicted class, then every class
-    by name (none but the first for a model without a classifier, which the handler refuses)."""
-    return [PREDICTED, *loaded.meta.class_names]
 
 
 # The relevance on screen, kept in the session so that a new style or "show" redraws it without
@@ -157,74 +129,19 @@ def classes_note(loaded: LoadedModel, listed: int = 20) -> str:
     more = f", … ({len(names) - listed} more)" if len(names) > listed else ""
     always = "The model always answers with one of them, even for a picture of something else."
     # A checkpoint's names are its author's words (a visitor may upload one): shown as written.
-    shown_names = ", ".join(views.markdown_text(name) for name in names[:listed])
+    shown_names = ", ".join(texts.markdown_text(name) for name in names[:listed])
     return f"**{len(names)} classes:** {shown_names}{more}. {always}"
 
 
-# Each view as its component's value, with the alt text explorer.views writes for it.
+# The first screen's views as their components' values, with the alt text explorer.texts writes for each
+# (the "More views" are ui/explore_views.py's).
 def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> gr.Image:
-    return with_alt(views.input_view(ex, query), views.input_alt(ex, query, model_name(key.model_key)))
+    return with_alt(views.input_view(ex, query), texts.input_alt(ex, query, model_name(key.model_key)))
 
 
 def heads_picture(ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle) -> gr.Image:
-    alt = views.heads_alt(ex, query, layer, model_name(key.model_key))
+    alt = texts.heads_alt(ex, query, layer, model_name(key.model_key))
     return with_alt(views.heads(ex, query, layer, style), alt)
-
-
-def overview_picture(ex: Explanation, key: ExplanationKey, style: MapStyle) -> gr.Image:
-    return with_alt(views.overview(ex, style), views.overview_alt(ex, model_name(key.model_key)))
-
-
-def rollout_picture(ex: Explanation, key: ExplanationKey, drawing: Drawing) -> gr.Image:
-    fusion, showing = drawing.fusion, drawing.showing
-    alt = views.rollout_alt(ex, fusion, showing, model_name(key.model_key))
-    return with_alt(views.rollout(ex, fusion, drawing.style, showing), alt)
-
-
-def distance_picture(ex: Explanation, key: ExplanationKey) -> gr.Image:
-    return with_alt(views.distance_chart(ex, PICTURE_TEXT.px), views.distance_alt(ex, model_name(key.model_key)))
-
-
-def pca_inputs(loaded: LoadedModel, ex: Explanation, examples: bool) -> list[tuple[str, ModelInput]]:
-    """The images one PCA is fitted on: the explanation's model input, then (with `examples`)
-    each of PCA_EXAMPLES as the model's own preprocessing gives it."""
-    inputs = [("this image", ex.input)]
-    for name in PCA_EXAMPLES if examples else ():
-        image = load_image(str(EXAMPLES_DIR / f"{name}.jpg"))
-        inputs.append((name, model_input(image, loaded.preprocessing, loaded.model.config.patch_size)))
-    return inputs
-
-
-def pca_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey, choice: PcaChoice) -> gr.Image:
-    """Patch features of the chosen layer in colour (DINOv2 Fig. 1), on the GPU where there is one."""
-    layer = ex.depth if choice.layer is None else check_layer(choice.layer, ex.depth)
-    examples = yes_no("with the examples", choice.examples)
-    background = yes_no("remove the background", choice.background)
-    names, inputs = zip(*pca_inputs(loaded, ex, examples), strict=True)
-    computed = zerogpu.PATCH_PCA(loaded, [i.tensor for i in inputs], layer - 1, background)
-    pixels = [i.pixels for i in inputs]
-    picture = views.pca_view(pixels, names, computed, layer, ex.depth, ex.prefix_names, PICTURE_TEXT.px)
-    return with_alt(picture, views.pca_alt(names, computed, layer, ex.depth, model_name(key.model_key)))
-
-
-def logit_lens_picture(loaded: LoadedModel, ex: Explanation, key: ExplanationKey) -> gr.Image | None:
-    """What each layer would answer; for a model without a classifier head, nothing and NO_LENS."""
-    if loaded.model.config.num_classes < 1:
-        gr.Warning(NO_LENS)
-        return None
-    probabilities = zerogpu.LOGIT_LENS(loaded, ex.input.tensor).numpy()
-    names = loaded.meta.class_names
-    alt = views.logit_lens_alt(probabilities, names, model_name(key.model_key))
-    return with_alt(views.logit_lens_view(probabilities, names, PICTURE_TEXT.px), alt)
-
-
-def similarity_picture(loaded: LoadedModel) -> gr.Image:
-    compared, grid = views.position_words(loaded.model), loaded.model.config.grid
-    step = views.similarity_step(grid, PICTURE_TEXT.px)  # DINOv2's 37 x 37 slots: a tile every 3 slots
-    alt = views.similarity_alt(grid, model_name(loaded.key), compared, step)
-    similarity = loaded.position_similarity()
-    tiles = render.position_similarity_tiles(similarity, compared=compared, text_px=PICTURE_TEXT.px, step=step)
-    return with_alt(tiles, alt)
 
 
 def full_analysis(
@@ -254,13 +171,13 @@ def full_analysis(
     return first | {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
-        "query_md": views.describe_query(None, ex.has_cls),
-        "numbers": views.describe_input(ex),
+        "query_md": texts.describe_query(None, ex.has_cls),
+        "numbers": texts.describe_input(ex),
         "label": ex.probabilities,
         "layer": layer_slider(ex.depth, layer),
-        **image_views(on_screen, ex, key, drawing, loaded=loaded, pca=pca),
-        "query_token": gr.Dropdown(
-            choices=views.query_choices(ex.prefix_names), value=views.query_token(None, ex.prefix_names)
+        **draw_on_screen(IMAGE_VIEWS, on_screen, Scene(loaded, ex, key, drawing, pca)),
+        "token": gr.Dropdown(
+            choices=controls.query_choices(ex.prefix_names), value=controls.query_token(None, ex.prefix_names)
         ),
         "relevance": None,  # drawn on request: it costs a forward and a backward pass
         "relevance_map": None,
@@ -278,33 +195,11 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
         **dict.fromkeys(("relevance", "relevance_map")),
         **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
         "numbers": "",
-        "query_md": views.describe_query(None, "cls" in prefix_names),
-        "query_token": gr.Dropdown(
-            choices=views.query_choices(prefix_names), value=views.query_token(None, prefix_names)
+        "query_md": texts.describe_query(None, "cls" in prefix_names),
+        "token": gr.Dropdown(
+            choices=controls.query_choices(prefix_names), value=controls.query_token(None, prefix_names)
         ),
     }
-
-
-def image_views(
-    on_screen: str | None,
-    ex: Explanation,
-    key: ExplanationKey,
-    drawing: Drawing,
-    names: tuple[str, ...] = IMAGE_VIEWS,
-    loaded: LoadedModel | None = None,
-    pca: PcaChoice = PcaChoice(),  # noqa: B008 - frozen, never changed
-) -> dict[str, gr.Image | None]:
-    """`names` (of IMAGE_VIEWS) by field: the one `on_screen` drawn with its alt text, the others
-    None (so no picture of an earlier image or style is left in a closed tab; opening it draws it).
-    The PCA and the logit lens run the model (`loaded`, the explanation's) once more."""
-    draw = {
-        "overview": lambda: overview_picture(ex, key, drawing.style),
-        "rollout": lambda: rollout_picture(ex, key, drawing),
-        "distance": lambda: distance_picture(ex, key),
-        "pca": lambda: pca_picture(loaded, ex, key, pca),
-        "logit_lens": lambda: logit_lens_picture(loaded, ex, key),
-    }
-    return {name: draw[name]() if name == on_screen else None for name in names}
 
 
 def analyze(
@@ -415,7 +310,7 @@ def restyle(
     screen (the other None: drawn in the new style when opened)."""
     ex = server.require(explanation_key)
     layer = check_layer(layer, ex.depth)
-    shown_views = image_views(on_screen, ex, explanation_key, drawing, ("overview", "rollout"))
+    shown_views = draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, ex, explanation_key, drawing))
     return {"heads": heads_picture(ex, explanation_key, query, layer, drawing.style), **shown_views}
 
 
@@ -437,7 +332,7 @@ def restyle_shown(
     ex = server.require(explanation_key)
     style, showing = drawing.style, drawing.showing
     return (
-        image_views(on_screen, ex, explanation_key, drawing, ("overview", "rollout"))
+        draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, ex, explanation_key, drawing))
         | restyle_words(server, explanation_key, words_result, style, showing)
         | restyle_relevance(server, explanation_key, relevance_map, export_name, style, showing)
     )
@@ -450,29 +345,29 @@ def keep_slider(show: str) -> dict:
 
 def show_rollout(server: Server, explanation_key: ExplanationKey | None, drawing: Drawing) -> dict:
     """Attention rollout through all layers with a head fusion and discard ratio, drawn as
-    `show` says (views.SHOWS; `keep_percent` of the mass for "top mass")."""
-    return {"rollout": rollout_picture(server.require(explanation_key), explanation_key, drawing)}
+    `show` says (controls.SHOWS; `keep_percent` of the mass for "top mass")."""
+    return {"rollout": rollout_picture(Scene(None, server.require(explanation_key), explanation_key, drawing))}
 
 
 def show_more(
     server: Server,
-    tab: str,
+    more_tab: str,
     explanation_key: ExplanationKey | None,
     current_model: str,
     drawing: Drawing,
     pca: PcaChoice,
 ) -> dict:
-    """The "More views" tab `tab` comes on screen (its tab picked, or the accordion opened on
-    it): remember it, and draw its view (position similarity for the current model; an image's
-    view once there is one; relevance waits for its button, as it costs a backward pass)."""
-    tab = one_of("view", tab, MORE_VIEWS)
-    on_screen = {"on_screen": tab, "more_tab": tab}
-    if tab == "similarity":
-        return on_screen | {"similarity": similarity_picture(load_or_error(server.catalog, current_model))}
-    if tab not in IMAGE_VIEWS or explanation_key is None:
+    """The "More views" tab `more_tab` comes on screen (its tab picked, or the accordion opened on
+    it): remember it, and draw its view (a view of the model alone for the current model; an
+    image's view once there is one; relevance waits for its button, as it costs a backward pass)."""
+    view = MORE[one_of("view", more_tab, MORE_VIEWS)]
+    on_screen = {"on_screen": view.name, "more_tab": view.name}
+    if view.draw is None or (view.image and explanation_key is None):
         return on_screen
+    if not view.image:
+        return on_screen | draw_on_screen((view.name,), view.name, Scene(load_or_error(server.catalog, current_model)))
     ex, loaded = server.require(explanation_key), load_or_error(server.catalog, explanation_key.model_key)
-    return on_screen | image_views(tab, ex, explanation_key, drawing, (tab,), loaded=loaded, pca=pca)
+    return on_screen | draw_on_screen((view.name,), view.name, Scene(loaded, ex, explanation_key, drawing, pca))
 
 
 def show_pca(server: Server, explanation_key: ExplanationKey | None, pca: PcaChoice) -> dict:
@@ -482,7 +377,7 @@ def show_pca(server: Server, explanation_key: ExplanationKey | None, pca: PcaCho
     `pca_background`, the background removed by thresholding the first component at 0."""
     ex = server.require(explanation_key)
     loaded = load_or_error(server.catalog, explanation_key.model_key)
-    return {"pca": pca_picture(loaded, ex, explanation_key, pca)}
+    return {"pca": pca_picture(Scene(loaded, ex, explanation_key, pca=pca))}
 
 
 def hide_more() -> dict:
@@ -497,8 +392,8 @@ def show_query(server: Server, key: ExplanationKey, query: Query, layer: object,
         "query": query,
         "input_img": input_picture(ex, key, query),
         "heads": heads_picture(ex, key, query, check_layer(layer, ex.depth), style),
-        "query_md": views.describe_query(query, ex.has_cls),
-        "query_token": views.query_token(query, ex.prefix_names),
+        "query_md": texts.describe_query(query, ex.has_cls),
+        "token": controls.query_token(query, ex.prefix_names),
     }
 
 
@@ -553,7 +448,7 @@ def show_relevance(
         )
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
-    drawn: RelevanceMap = (explanation_key, target, zerogpu.RELEVANCE(loaded, ex.input.tensor, index))
+    drawn: RelevanceMap = (explanation_key, target, explore_views.RELEVANCE(loaded, ex.input.tensor, index))
     return {"relevance": relevance_picture(loaded, ex, export_name, drawn, style, showing), "relevance_map": drawn}
 
 
@@ -579,7 +474,7 @@ def compare_words(
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, ex.input.tensor, words))
     maps = word_maps(ex.input.pixels, ex.grid, zs, style, showing, model_name(loaded.key))
     kept: WordsResult = (explanation_key, zs)
-    note = views.prompt_note(zs, left_out)
+    note = texts.prompt_note(zs, left_out)
     return {"label": zs.probabilities, "prompt_maps": maps, "prompt_note": note, "words_result": kept}
 
 
@@ -623,7 +518,7 @@ def relevance_picture(
     _, target, computed = drawn
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
     picture = views.relevance(loaded.model, loaded.meta.class_names, ex, index, style, showing, computed=computed)
-    alt = views.relevance_alt(ex, None if index is None else target, showing, model_name(loaded.key))
+    alt = texts.relevance_alt(ex, None if index is None else target, showing, model_name(loaded.key))
     return with_alt(picture, alt, f"{export_name or 'attention'}_relevance_{slug(target)}.png")
 
 
@@ -785,8 +680,8 @@ def load_model(
         "layer": layer_slider(depth, depth),  # the analysis that follows starts at the last layer
         "pca_layer": layer_slider(depth, depth),
         # drawn now only if on screen; else None, drawn for this model when opened (show_more)
-        "similarity": similarity_picture(loaded) if on_screen == "similarity" else None,
-        "relevance_class": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
+        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, Scene(loaded)),
+        "target": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
         "words": gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     }
 

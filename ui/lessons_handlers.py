@@ -17,11 +17,12 @@ from PIL import Image
 from explorer import lessons
 from explorer.canvas import MapStyle
 from explorer.catalog import ModelCatalog, ModelUnavailable
+from explorer.controls import Showing
 from explorer.explain import model_input
 from explorer.images import ImageError, load_image
 from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, affordable_words, parse_prompts, zero_shot
-from explorer.views import Showing, prompt_note
+from explorer.texts import prompt_note
 from vit.messages import shown
 from vit.pretrained import is_clip
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import gradio as gr
 
-from explorer import views
+from explorer import controls
 from explorer.canvas import COLORMAPS
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.loaded import LoadedModel
@@ -177,7 +177,10 @@ def _query(start: LoadedModel) -> dict[str, Any]:
     names = config.prefix_names
     layer = layer_slider(config.depth, config.depth, step=1, label="Layer (1 = first)", elem_id="live-layer")
     query_token = gr.Dropdown(
-        views.query_choices(names), value=views.query_token(None, names), label="Query token", elem_id="live-query"
+        controls.query_choices(names),
+        value=controls.query_token(None, names),
+        label="Query token",
+        elem_id="live-query",
     )
     # shown only while the query is a patch: beside the CLS query they would name a patch not drawn
     row = gr.Slider(1, rows, value=(rows + 1) // 2, step=1, label="Query patch row (1 = top)", visible=False)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import gradio as gr
 
-from explorer import live, video, views
+from explorer import controls, live, video
 from explorer.canvas import MapStyle
 from explorer.catalog import ModelCatalog, ModelUnavailable
 from explorer.explain import ExplanationTooLarge
@@ -176,7 +176,7 @@ def live_model(
         "current_model": model_key,
         "model_info": loaded.describe(),
         "layer": layer_slider(depth, depth),
-        "query_token": gr.Dropdown(choices=views.query_choices(names), value=views.query_token(None, names)),
+        "query_token": gr.Dropdown(choices=controls.query_choices(names), value=controls.query_token(None, names)),
         "row": gr.Slider(maximum=rows, value=(rows + 1) // 2, visible=False),  # the query is back to its start
         "column": gr.Slider(maximum=columns, value=(columns + 1) // 2, visible=False),
     }
@@ -184,7 +184,7 @@ def live_model(
 
 def patch_sliders(query_token: str) -> dict:
     """The row and column sliders are shown only while the query is a patch."""
-    shown = query_token == views.PATCH
+    shown = query_token == controls.PATCH
     return {"row": gr.Slider(visible=shown), "column": gr.Slider(visible=shown)}
 
 

@@ -157,7 +157,7 @@ def model_problem(path: str | None, max_parameters: int) -> str | None:
 
 def visible(message: str) -> str:
     """A message with server paths cut to their last part, at most MAX_MESSAGE_CHARS characters:
-    escape it for where it is shown (`for_visitors` for HTML, explorer.views.markdown_text for Markdown)."""
+    escape it for where it is shown (`for_visitors` for HTML, explorer.texts.markdown_text for Markdown)."""
     text = _PATH.sub(lambda m: re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1], message)
     return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 1] + "…"
 

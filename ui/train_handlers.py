@@ -26,7 +26,7 @@ import gradio as gr
 import vit
 from explorer import compute, run_views
 from explorer.catalog import ModelCatalog, ModelUnavailable, no_internet
-from explorer.views import markdown_text
+from explorer.texts import markdown_text
 from training.budget import (
     MAX_EVAL_BATCH,
     MemoryPlan,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -31,7 +32,7 @@ import gradio as gr
 import spaces  # before torch touches CUDA (app.py imports this module first)
 from spaces.config import Config as SpacesConfig
 
-from explorer import compute, explain, lessons, prompts, video, views
+from explorer import compute, explain, lessons, prompts, video
 from explorer.catalog import ModelCatalog, ModelUnavailable, from_ref, ref_of
 from explorer.loaded import LoadedModel
 from training.chunks import ChunkRefused, ChunkReport, in_words, train_chunk
@@ -183,6 +184,12 @@ def small_enough_for_cpu(loaded: LoadedModel) -> bool:
     return loaded.parameters <= CPU_FALLBACK_PARAMS
 
 
+# Every GpuTask made, wherever it is held (here, or a view's record in ui/explore_views.py), so
+# that tests/zerogpu_fake.py can decorate each with the platform's stand-in; weak: a test's own
+# tasks go with the test.
+TASKS: weakref.WeakSet[GpuTask] = weakref.WeakSet()
+
+
 class GpuTask(Generic[T]):
     """One task of explorer.compute, run on the GPU where the platform lends one per call."""
 
@@ -198,9 +205,14 @@ class GpuTask(Generic[T]):
         # process's CPU on ZeroGPU: after one backward pass here, PyTorch refuses autograd in every
         # process forked later (each GPU call's worker, the Train tab's chunks; docs/space.md).
         self.task, self.cost, self.what, self.iterate, self.backward = task, cost, what, iterate, backward
-        in_worker = _generator_entry(task) if iterate else _function_entry(task)
-        in_worker.__name__ = in_worker.__qualname__ = f"gpu_{task.__name__}"  # the name ZeroGPU's logs show
-        self._decorated = gpu_decorator(in_worker, duration=_requested)
+        self._decorated = self.decorated(gpu_decorator)
+        TASKS.add(self)
+
+    def decorated(self, decorator: Callable[..., Any]) -> Callable[..., Any]:
+        """The function run in the GPU worker, decorated by `decorator` (`spaces.GPU`)."""
+        in_worker = _generator_entry(self.task) if self.iterate else _function_entry(self.task)
+        in_worker.__name__ = in_worker.__qualname__ = f"gpu_{self.task.__name__}"  # the name ZeroGPU's logs show
+        return decorator(in_worker, duration=_requested)
 
     def seconds(self, loaded: LoadedModel, *args: Any) -> int:
         """The GPU seconds this call asks for (docs/space.md: work estimate plus fixed cost)."""
@@ -303,16 +315,14 @@ def preload(catalog: ModelCatalog, keys: list[str]) -> list[str]:
     return placed
 
 
-# The GPU work of every tab, one decorated function each (the names ZeroGPU's logs show).
+# The GPU work of every tab, one decorated function each (the names ZeroGPU's logs show); the
+# Explore tab's "More views" hold their own (ui/explore_views.py).
 FORWARD = GpuTask(explain.forward_maps, explain.forward_cost, "This analysis")
 CLS_HEADS = GpuTask(lessons.cls_heads, lessons.one_pass_cost, "This comparison")
 NORMS = GpuTask(lessons.norm_report, lessons.two_pass_cost, "This lesson")
 HEADS_OFF = GpuTask(lessons.predictions_with_heads_off, lessons.two_pass_cost, "Switching heads off")
 RANKING = GpuTask(lessons.head_ranking_steps, lessons.ranking_cost, "The head ranking", iterate=True)
 CLIP = GpuTask(video.layer_maps, video.layer_maps_cost, "The attention video")
-RELEVANCE = GpuTask(views.relevance_map, views.relevance_cost, "The relevance map", backward=True)
-PATCH_PCA = GpuTask(views.patch_features, views.patch_features_cost, "The patch-feature colours")
-LOGIT_LENS = GpuTask(views.layer_predictions, views.layer_predictions_cost, "The logit lens")
 PROMPTS = GpuTask(prompts.prompt_relevance, prompts.prompt_cost, "Drawing a map per word", backward=True)
 
 

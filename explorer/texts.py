@@ -1,0 +1,331 @@
+"""What the views say in words, Gradio-free: the Markdown beside the pictures (the sizes, the
+query, rollout's convention, the PCA's note, a CLIP model's words), the pictures' titles and
+the alt text of every Explore picture (docs/pictures.md). Counts are 1-based, as people read them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from vit import VisionTransformer
+from vit.analysis import MIN_FOREGROUND, PatchPca, Query
+
+from . import canvas, render
+from .controls import Fusion, Showing, token_label
+from .explain import Explanation
+from .prompts import ZeroShot
+from .view_tasks import LayerPca
+
+
+def describe_input(ex: Explanation) -> str:
+    """Markdown: upload and model input sizes (width × height, as every message of the app
+    writes sizes; the grid reads rows × columns), and a note when the image was enlarged."""
+    (h, w), (ih, iw, _) = ex.original_size, ex.input.pixels.shape
+    gh, gw = ex.grid
+    prefix = ex.tokens - gh * gw
+    names = _prefix_list(ex)
+    listed = names if prefix == 1 else f"{prefix} prefix tokens: {names}"
+    return (
+        f"uploaded **{w} × {h}** px → model input **{iw} × {ih}** px (width × height) · "
+        f"patch **{ex.patch_size}** px · grid **{gh} rows × {gw} columns** = {gh * gw} patches · "
+        f"**{ex.tokens} tokens**{f' ({listed} + {gh * gw} patches)' if prefix else ''}\n\n{ex.input.policy}"
+        + upscale_note((w, h), (iw, ih))
+    )
+
+
+def upscale_note(original: tuple[int, int], model: tuple[int, int]) -> str:
+    """A sentence when the model input is larger than the upload on either side (sizes width ×
+    height): the model sees an enlarged, blurred picture, and the maps describe that one."""
+    if original[0] >= model[0] and original[1] >= model[1]:
+        return ""
+    return (
+        f"\n\n**Enlarged:** the image is {original[0]} × {original[1]} px, smaller than the model's input, so it "
+        f"was upscaled to {model[0]} × {model[1]} px (width × height): the model sees a blurred enlargement, "
+        "not more detail."
+    )
+
+
+def _prefix_list(ex: Explanation) -> str:
+    """The prefix tokens as a picture names them: "CLS, dist, reg1"."""
+    return ", ".join(render.short_token_name(n) for n in ex.prefix_names)
+
+
+def describe_query(query: Query, has_cls: bool = True) -> str:
+    if isinstance(query, str):
+        label = token_label(query)
+        named = label if label.startswith("register ") else f"the {label}"  # "register 2" is a name, as "layer 3"
+        return (
+            f"Query: **{named}**, a token with no pixels of its own. Click a patch in the input "
+            "to see where that patch looks, or pick another token."
+        )
+    if query is None:
+        who = "the CLS token" if has_cls else "the average of all patches (this model has no CLS token)"
+        return f"Query: **{who}**. Click a patch in the input to see where that patch looks."
+    row, col = query
+    return f"Query: **the patch at row {row + 1}, column {col + 1}** (outlined). Reset to go back to the default."
+
+
+def query_label(ex: Explanation, query: Query) -> str:
+    """The query as pictures name it: "CLS", "reg1", "patch (3, 7)" (1-based), "mean of patches"."""
+    if isinstance(query, str):
+        return render.short_token_name(query)
+    if query is None:
+        return "CLS" if ex.has_cls else "mean of patches"
+    return f"patch ({query[0] + 1}, {query[1] + 1})"
+
+
+def left_out(ex: Explanation) -> str:
+    """The caption sentence that says what the patch maps leave out."""
+    n, p = ex.grid[0] * ex.grid[1], ex.tokens - ex.grid[0] * ex.grid[1]
+    if not p:
+        return f"Maps show attention to all {n} patches (this model has no CLS token: nothing is left out)."
+    names = _prefix_list(ex)
+    what = names if p == 1 else f"the {p} prefix tokens ({names})"
+    return f"Maps show attention to the {n} patches; attention to {what} (printed under each head) is left out."
+
+
+def heads_title(ex: Explanation, label: str, layer: int | str) -> str:
+    """The head maps' title: the layer (1-based) and the query as pictures name it (`query_label`)."""
+    return f"layer {layer} of {ex.depth}, query: {label}"
+
+
+def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) -> str:
+    """Rollout's convention in words (Abnar & Zuidema 2020; docs/pictures.md), and its share
+    on CLS, which the map leaves out."""
+    discard = (
+        f"the weakest {discard_ratio:.0%} of entries are set to 0 (never the CLS column nor a row's strongest "
+        "patch entry, so the map is never all zero); "
+        if discard_ratio > 0
+        else ""
+    )
+    rule = (
+        f"Rollout (Abnar & Zuidema 2020): per layer the heads are fused ({head_fusion}), {discard}the identity "
+        "is added for the residual connection and each row renormalised: Â = rownorm(A + I), which is "
+        "0.5·A + 0.5·I for mean fusion; the layers are multiplied, R = Â_L ⋯ Â_1."
+    )
+    if not ex.has_prefix:
+        return f"{rule} Map: the mean patch row of R (no CLS token: nothing is left out)."
+    shares = ex.rollout_prefix(head_fusion, discard_ratio)
+    if ex.prefix_names == ("cls",):
+        return f"{rule} Map: the CLS row of R over the patches; its share on CLS itself, {shares[0]:.2f}, is left out."
+    row = "the CLS row" if ex.has_cls else "the mean patch row"
+    named = ", ".join(f"{render.short_token_name(n)} {s:.2f}" for n, s in zip(ex.prefix_names, shares, strict=True))
+    return f"{rule} Map: {row} of R over the patches; its share on the prefix tokens ({named}) is left out."
+
+
+# Every ASCII punctuation character: CommonMark lets each be backslash-escaped, and marked (the
+# renderer of gr.Markdown) escapes the same set.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_text(text: str) -> str:
+    """`text` (a visitor's words) as Markdown that shows it as typed: every ASCII punctuation
+    character backslash-escaped, so none of it becomes a picture (a `![x](url)` was fetched), a
+    link, an HTML tag, an entity, emphasis, code or a $$ formula (`\\<` shows "<", so no
+    html.escape on top, whose "&lt;" would then show), and each run of whitespace one space, as
+    the page shows it anyway, so no heading, list or code block starts inside it."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", re.sub(r"\s+", " ", text))
+
+
+def prompt_note(zs: ZeroShot, left_out: str = "") -> str:
+    """Markdown under the prompt maps: the words left out for the server's memory, if any
+    (`left_out`, explorer.prompts.affordable_words' sentence, which holds none of the words), the
+    template, what the probabilities are, and which words were longer than CLIP reads. The words
+    are the visitor's: shown as typed."""
+    cut = "".join(
+        f" “{markdown_text(p)}” is longer than CLIP reads ({zs.context} tokens, the template's included): only "
+        "its beginning was used."
+        for p in zs.cut
+    )
+    return (
+        (f"**{left_out}** " if left_out else "") + f"Each word was put into CLIP's template **“{zs.template}”** "
+        f"(e.g. “{zs.template.format(markdown_text(zs.prompts[0]))}”). "
+        "The probabilities are a softmax over the words typed only: CLIP picks the best of *these* words, so it "
+        f"answers even when none fits the picture. Each map shows which patches raised that word's similarity.{cut}"
+    )
+
+
+# Alt texts (docs/pictures.md): what each picture shows, in words, for screen readers and for
+# anyone who cannot see it: the view, the layer, the query and the model, 1-based.
+
+
+def _on(ex: Explanation, model: str) -> str:
+    gh, gw = ex.grid
+    return f"model: {model}, on the {gh} × {gw} patch grid (rows × columns)"
+
+
+def input_alt(ex: Explanation, query: Query, model: str) -> str:
+    """The clickable model input."""
+    (h, w, _), who = ex.input.pixels.shape, query_label(ex, query)
+    marked = f"; the query, {who}, is outlined" if isinstance(query, tuple) else f"; the query is {who}"
+    return f"The model input, {w} × {h} pixels, with its patch grid drawn over it{marked}; {_on(ex, model)}."
+
+
+def heads_alt(ex: Explanation, query: Query, layer: int, model: str) -> str:
+    """The head maps of one layer (1-based), and the PNG export."""
+    return (
+        f"Attention maps of the {ex.heads} heads of layer {layer} of {ex.depth}, one tile each, for the query "
+        f"{query_label(ex, query)}: where it looks over the image, with a colour bar; {_on(ex, model)}."
+    )
+
+
+def overview_alt(ex: Explanation, model: str) -> str:
+    """The layers × heads overview."""
+    return (
+        f"Attention of the query {query_label(ex, None)} in every head of every layer: {ex.depth} rows (layers 1 to "
+        f"{ex.depth}) of {ex.heads} tiles (heads 1 to {ex.heads}), each row with its colour bar; {_on(ex, model)}."
+    )
+
+
+def rollout_alt(ex: Explanation, fusion: Fusion, showing: Showing, model: str) -> str:
+    """The rollout map, its heads fused as `fusion` says, drawn as `showing` says."""
+    return (
+        f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers ({fusion.how} over "
+        f"heads, discard ratio {fusion.discard:.2f}), drawn as {_shown(showing)}; {_on(ex, model)}."
+    )
+
+
+def relevance_alt(ex: Explanation, class_name: str | None, showing: Showing, model: str) -> str:
+    """The class-relevance map for `class_name` (None: the predicted class, the explanation's
+    top class, as `relevance` picks it), drawn as `showing` says."""
+    which = (
+        f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
+    )
+    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(showing)}; {_on(ex, model)}."
+
+
+def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, showing: Showing, model: str) -> str:
+    """The relevance map of one prompt on a (gh, gw) `grid`, drawn as `showing` says."""
+    prompt, (gh, gw) = zs.prompts[index], grid
+    return (
+        f"Relevance of each patch for the words '{prompt}' (probability {zs.probabilities[prompt]:.0%} among "
+        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_shown(showing)}; model: {model}, on the "
+        f"{gh} × {gw} patch grid (rows × columns)."
+    )
+
+
+def _shown(showing: Showing) -> str:
+    return {
+        "weights": "weights from 0 with uniform marked on the colour bar",
+        "relative": "multiples of uniform (blue below, white at, red above)",
+        "top mass": f"only the patches holding the top {showing.keep:.0%} of its mass, the rest as the photo in a "
+        "light tint",
+    }[showing.how]
+
+
+def distance_alt(ex: Explanation, model: str) -> str:
+    """The mean attention distance chart."""
+    return (
+        f"Chart of the mean attention distance in pixels (y) of each of the {ex.heads} heads in each of the "
+        f"{ex.depth} layers (x) for this image, one dot per head, side by side; {_on(ex, model)}."
+    )
+
+
+def position_words(model: VisionTransformer) -> str:
+    """What the position-similarity picture compares for `model`: its learned position
+    embeddings, or, for a rotary model (DINOv3), the rotation angles of each slot, which are
+    computed, not learned (docs/analysis.md)."""
+    if model.config.pos_embed == "rope":
+        return "rotary position angles (computed, not learned)"
+    return "position embeddings"
+
+
+def similarity_alt(grid: tuple[int, int], model: str, compared: str = "position embeddings", step: int = 1) -> str:
+    """The position-embedding similarity tiles (they do not depend on the image), one for every
+    `step`-th slot along each side."""
+    gh, gw = grid
+    tiles = f"{gh} × {gw} tiles (rows × columns)"
+    if step > 1:
+        shown = f"{len(range(0, gh, step))} × {len(range(0, gw, step))}"
+        tiles = f"{shown} tiles of the {gh} × {gw} slots, one every {step} slots"
+    return (
+        f"Cosine similarity of the {compared}: {tiles}, tile (i, j) comparing slot (i, j) with every slot, "
+        f"from −1 to 1; model: {model}."
+    )
+
+
+def pca_legend(pca: PatchPca) -> list[str]:
+    """The label of each channel's colour bar: its component, its share of the variance, its units."""
+    return [
+        f"{channel} = colour component {i + 1} ({float(share):.0%} of the kept patches' variance): projection, "
+        f"min-max scaled (0 = its smallest, {canvas.number(float(low))}; 1 = its largest, {canvas.number(float(high))})"
+        for i, (channel, share, (low, high)) in enumerate(zip("RGB", pca.explained, pca.ranges.tolist(), strict=False))
+    ]
+
+
+def describe_pca(pca: PatchPca, images: int, prefix_names: Sequence[str]) -> str:
+    """The PCA picture's note: how the background was removed (the threshold, its sign), what is left out."""
+    patches, kept = len(pca.foreground), int(pca.foreground.sum())
+    shares = ", ".join(f"{float(s):.0%}" for s in pca.first_explained)
+    if bool(pca.removed.any()):
+        how = (
+            f"Background removed as in DINOv2 (Oquab et al. 2023, Fig. 1): per image, a first PCA over its patches; "
+            f"its component 1 ({shares} of the variance) is thresholded at 0 (the image's mean patch) and the "
+            f"patches above 0 are kept, {kept} of {patches}. Its sign is chosen so that the image's border patches, "
+            f"where background usually is, score below 0 on average (turned for {int(pca.flipped.sum())} of "
+            f"{len(pca.flipped)} images). A second PCA over the kept patches of all images gives the colours; the "
+            f"other patches show the photo in {render.dim_tint('gray')}, no colour value."
+        )
+        whole = [str(i + 1) for i, removed in enumerate(pca.removed.tolist()) if not removed]
+        if whole:
+            how += f" Image {', '.join(whole)} keeps all its patches: fewer than {MIN_FOREGROUND} on one side."
+    else:
+        how = (
+            f"No background removed (not asked for, or fewer than {MIN_FOREGROUND} patches on one side of the "
+            f"threshold in every image): one PCA over all {patches} patches gives the colours."
+        )
+    parts = [how]
+    if images > 1:
+        parts.append(f"One PCA for all {images} images, so the same colour means the same direction in every image.")
+    if prefix_names:
+        parts.append(f"Prefix tokens ({_prefix_names(prefix_names)}) have no place on the grid and are left out.")
+    parts.append("PCA signs: each component's largest entry is positive (as scikit-learn's PCA).")
+    return " ".join(parts)
+
+
+def _prefix_names(names: Sequence[str]) -> str:
+    return ", ".join(render.short_token_name(n) for n in names)
+
+
+LENS_TOP = 5  # classes shown by the logit lens: the last layer's top 5
+
+
+LENS_CAVEAT = (
+    "Intermediate layers were never trained to be read this way: only the last layer's reading is the model's "
+    "prediction. An earlier reading is what the classifier makes of an unfinished representation, not what the "
+    "model 'thought' at that layer."
+)
+
+
+def class_name(class_names: Sequence[str], index: int) -> str:
+    return class_names[index] if index < len(class_names) else f"class {index}"
+
+
+def pca_alt(names: Sequence[str], computed: LayerPca, layer: int, depth: int, model: str) -> str:
+    """The PCA picture."""
+    background = (
+        "background patches (component 1 of a first PCA below 0) shown as the pale photo"
+        if bool(computed.pca.removed.any())
+        else "no background removed"
+    )
+    return (
+        f"Patch tokens of layer {layer} of {depth} in colour for {len(names)} image(s) ({', '.join(names)}): one PCA "
+        f"over all their patches, components 1, 2, 3 as red, green and blue, each min-max scaled, {background}, "
+        f"each image's colours under its photo; model: {model}."
+    )
+
+
+def logit_lens_alt(probabilities: np.ndarray, class_names: Sequence[str], model: str) -> str:
+    """The logit lens chart: every layer's top class in words."""
+    read = ", ".join(
+        f"layer {i + 1}: {class_name(class_names, int(row.argmax()))} {float(row.max()):.2f}"
+        for i, row in enumerate(probabilities)
+    )
+    return (
+        f"Heat map of the probability, 0 to 1, of the last layer's top {min(LENS_TOP, probabilities.shape[1])} classes "
+        f"read after each of the {len(probabilities)} layers (logit lens; intermediate layers were never trained to "
+        f"be read this way). Top class per layer: {read}; model: {model}."
+    )
