@@ -138,16 +138,16 @@ def test_the_words_lesson_scores_the_lesson_image(tab, tmp_path) -> None:
 
     _, server = tab
     with gr.Blocks():
-        lessons_view = layout(server.catalog)
+        lessons_view = layout(server.catalog, gr.Image())
     assert lessons_view.words_model.value == CLIP_KEY  # loaded already: the lesson opens on it
     path = cache_path("lesson.png")  # in Gradio's upload folder, as the browser's upload is
     Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
     image = {"path": str(path), "orig_name": "lesson.png"}
-    out = lh.compare_words(server, image, CLIP_KEY, "a cat, a dog, a teapot", "inferno", None)
+    out = lh.compare_words(server, image, CLIP_KEY, "a cat, a dog, a teapot", lh.colour_map("inferno"), None)
     assert list(out["words_label"]) == ["a cat", "a dog", "a teapot"]
     assert len(out["words_maps"]) == 3 and "a photo of {}." in out["words_note"]
     with pytest.raises(gr.Error, match="is not a CLIP model: only a CLIP model understands words"):
-        lh.compare_words(server, image, BUNDLED, "a cat, a dog", "inferno", None)
+        lh.compare_words(server, image, BUNDLED, "a cat, a dog", lh.colour_map("inferno"), None)
 
 
 def test_the_words_lesson_without_a_clip_model_says_what_to_do() -> None:
