@@ -195,11 +195,12 @@ def words_missing(opening: OpeningModels) -> str:
 
 def no_clip_offline() -> str:
     """What lesson 4 says when no CLIP model is on this machine and none can be downloaded: the
-    picker's models are all away, so "pick one on this machine" would send the class nowhere."""
+    picker's models are all away, so "pick one on this machine" would send the class nowhere.
+    Plain words: it is said in a toast, which shows Markdown's marks as they are."""
     return (
-        "**No CLIP model is on this machine**, and this machine has no internet connection to download one, so "
+        "No CLIP model is on this machine, and this machine has no internet connection to download one, so "
         "this lesson cannot run here today. Before the next class, on this machine while it is online, the "
-        f"operator runs `python -m vit.download {WORDS[0]}` (about 600 MB) once and restarts the app. The other "
+        f'operator runs "python -m vit.download {WORDS[0]}" (about 600 MB) once and restarts the app. The other '
         "three lessons work with the models on this machine."
     )
 

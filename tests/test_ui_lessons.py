@@ -359,10 +359,11 @@ def test_a_lessons_first_step_refuses_a_file_that_is_no_image_and_heads_out_of_r
     notes.write_text("not an image")
     with pytest.raises(gr.Error, match="not an image format this app can read"):
         h.check_lesson_image({"path": str(notes)})
+    clip = f"pretrained:{lessons.WORDS[0]}"
     with pytest.raises(gr.Error, match="No lesson image yet"):
-        h.check_words(None, "a cat, a dog")
+        h.check_words(server, None, clip, "a cat, a dog")
     with pytest.raises(gr.Error, match="type at least two words"):
-        h.check_words(image, "a cat")
+        h.check_words(server, image, clip, "a cat")
 
 
 def test_lesson_4_offline_with_no_clip_model_says_none_is_here_and_what_to_do(
@@ -375,11 +376,20 @@ def test_lesson_4_offline_with_no_clip_model_says_none_is_here_and_what_to_do(
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
-    with pytest.raises(gr.Error) as info:
-        h.compare_words(server, image, f"pretrained:{lessons.WORDS[0]}", "a cat, a dog", h.colour_map("inferno"))
-    said = info.value.message
-    assert "No CLIP model is on this machine" in said and "they are on this machine" not in said
-    assert f"python -m vit.download {lessons.WORDS[0]}" in said
+    clip = f"pretrained:{lessons.WORDS[0]}"
+    server.catalog.check_downloads()  # as app.py does: this machine is offline, and the catalogue knows
+    assert server.catalog.online is False
+    # Refused in the check, before the step that writes the results: its refusal had marked them
+    # "Error" with no words once the toast faded. The toast is plain words: it showed "**" and "`".
+    for step in (
+        lambda: h.check_words(server, image, clip, "a cat, a dog"),
+        lambda: h.compare_words(server, image, clip, "a cat, a dog", h.colour_map("inferno")),
+    ):
+        with pytest.raises(gr.Error) as info:
+            step()
+        said = info.value.message
+        assert "No CLIP model is on this machine" in said and "they are on this machine" not in said
+        assert f'"python -m vit.download {lessons.WORDS[0]}"' in said and not set("*`") & set(said)
 
 
 def test_what_the_lessons_say_about_models_follows_the_catalogue_when_drawn(tiny_checkpoint, tmp_path, monkeypatch):

@@ -329,7 +329,7 @@ def _wire_buttons(v: LessonsView, server: Server) -> Any:
     events.append(
         _checked(
             v.words_button.click,
-            v.event(h.check_words),
+            v.event(h.check_words, server, model_key="words_model"),
             v.event(h.compare_words, server, model_key="words_model"),
             outputs=v.pick("words_label", "words_note", "words_maps"),
             api_name="lesson_words",

@@ -16,7 +16,7 @@ from PIL import Image
 
 from explorer import lessons
 from explorer.canvas import MapStyle
-from explorer.catalog import ModelCatalog, ModelUnavailable
+from explorer.catalog import ModelCatalog, ModelUnavailable, no_internet
 from explorer.controls import Showing
 from explorer.explain import model_input
 from explorer.images import ImageError, load_image
@@ -102,13 +102,26 @@ def colour_map(cmap: str) -> MapStyle:
     return colour_map_style(cmap)
 
 
-def check_words(image: dict | None, prompts: str) -> None:
-    """Lesson 4's first step: the image and the words (two to MAX_PROMPTS, none repeated)."""
+def check_words(server: Server, image: dict | None, model_key: str, prompts: str) -> None:
+    """Lesson 4's first step: the image, the words (two to MAX_PROMPTS, none repeated) and, on a
+    machine known to be offline, a CLIP model already here: refused in the second step, that
+    sentence faded and left both results marked "Error" with no words (a teacher's walk)."""
     check_lesson_image(image)
     try:
         parse_prompts(prompts)
     except PromptError as e:
         raise visitor_error(str(e)) from e
+    catalog = server.catalog
+    if catalog.online is False and not catalog.available(str(model_key)):
+        raise _no_clip(catalog, str(model_key))
+
+
+def _no_clip(catalog: ModelCatalog, key: str) -> gr.Error:
+    """Lesson 4's refusal of a CLIP model this offline machine does not have, in plain words (a
+    toast shows no Markdown): that none is here and what the operator does, or which one is."""
+    if lessons.opening_models(catalog.available).words is None:
+        return visitor_error(lessons.no_clip_offline())
+    return visitor_error(no_internet(key.partition(":")[2]))
 
 
 def open_lessons(server: Server, explore_image: str | None, followed: str | None, request: gr.Request) -> dict:
@@ -353,9 +366,7 @@ def clip_model(catalog: ModelCatalog, key: object, progress: gr.Progress | None)
     try:
         return fetched(catalog, key, progress, None)
     except ModelUnavailable as e:
-        if catalog.online is False and lessons.opening_models(catalog.available).words is None:
-            raise visitor_error(lessons.no_clip_offline()) from e
-        raise visitor_error(str(e)) from e
+        raise (_no_clip(catalog, str(key)) if catalog.online is False else visitor_error(str(e))) from e
 
 
 def compare_words(
