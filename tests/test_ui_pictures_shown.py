@@ -258,6 +258,10 @@ def test_every_picture_on_a_phone_keeps_its_drawn_size_and_a_wide_one_scrolls_un
     assert len(seen) >= 8 and squeezed == {}, seen
     wide = [s for s in seen if s["natural"] > s["column"]]
     assert wide and [s for s in wide if not (s["scrolls"] and s["end"] and s["cue"])] == [], wide
+    # The head maps wrap their tiles to the column, colour bar and all: scrolled, a phone had shown
+    # 3 of 5 columns and a bar to 0.08 of its 0.57 (a teacher's walk).
+    (heads,) = [s for s in seen if s["name"] == "heads"]
+    assert heads["natural"] <= heads["column"] and not heads["scrolls"], heads
     if model == "bundled":  # the PCA's checkboxes say all of their words
         page = open_page(browser, servers(model, present), PHONE)
         open_more_views(page, "Patch features (PCA)")

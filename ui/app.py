@@ -98,6 +98,9 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   .row:has(> .column > #input-view) > .column:has(#upload) { order: 2; flex: 1 1 100% !important; }
   #input-view .page-frame, #heads .page-frame { height: calc(100vh - 265px) !important; min-height: 0; }
   #input-view img, #heads img { width: auto !important; height: auto !important; max-width: 100%; max-height: 100%; }
+  /* A box of fixed height: the head maps keep the server's tiles a row and are shrunk to fit, as
+     fewer a row would make them taller and shrink them more (ui/page_maps.js, headsRoom). */
+  #heads .page-frame { --maps-shrink: 1; }
 }
 """
 # The presentation mode (`--present`, docs/app.md): every text at least 18 px at 1280x720, on the
@@ -113,7 +116,7 @@ PRESENT_CSS = """
   --prose-text-size: 18px; --table-text-size: 18px;
 }
 .gradio-container * { font-size: max(18px, 1em); }
-#heads .page-frame { height: auto !important; }
+#heads .page-frame { height: auto !important; --maps-shrink: 0; }
 """
 PRUNE_EVERY_S = 60
 # Gradio records up to 10,000 events for its /monitoring page and, after every event, summarises

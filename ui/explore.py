@@ -264,7 +264,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
 def _heads_column(depth: int, server_functions: Sequence[Callable]) -> dict[str, Any]:
     caption = "**Attention per head** in the chosen layer, for the query"
     alt = "Attention of every head in the chosen layer, for the query"
-    maps = page_picture(caption, alt, MAPS_JS, wide=True, elem_id="heads", server_functions=list(server_functions))
+    maps = page_picture(caption, alt, MAPS_JS, elem_id="heads", server_functions=list(server_functions))
     heads = gr.Image(label=caption.replace("*", ""), visible=False)
     with gr.Row():
         layer = common.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")

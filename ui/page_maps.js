@@ -208,6 +208,10 @@
         new ResizeObserver(() => { if (this.data && this.inputFactor() !== this.inputScale) this.drawInput(); })
           .observe(element.querySelector(".page-frame"));
       }
+      if (name === "heads") { // the maps' tiles a row follow the frame's width (`fittingColumns`)
+        new ResizeObserver(() => { if (this.data && this.headsRoom() !== this.drawnRoom) this.draw(); })
+          .observe(element.querySelector(".page-frame"));
+      }
       if (name === "heads" && props.value && props.value.handle) this.load(props.value);
     }
 
@@ -461,15 +465,33 @@
       });
       this.compose(tiles, tops, writer, layout, base);
     }
+    // The frame's width in CSS px, which the maps must not pass: Infinity before it is laid out,
+    // and for a frame of fixed height (ui/app.py's CSS sets --maps-shrink), where they are shrunk.
+    headsRoom() {
+      const frame = this.parts.heads && this.parts.heads.element.querySelector(".page-frame");
+      if (!frame || frame.clientWidth === 0) return Infinity;
+      return getComputedStyle(frame).getPropertyValue("--maps-shrink").trim() === "1" ? Infinity : frame.clientWidth;
+    }
+    // The tiles a row: the server's layout (explorer.views.head_layout, what the PNG export draws)
+    // where it fits the frame, else as many as fit, each tile at its drawn size. A phone had shown
+    // 3 of 5 columns and the colour bar up to 0.08 of 0.57, as if that were its top (a teacher's walk).
+    fittingColumns(tiles, cols, room) {
+      for (; cols > 1; cols--) {
+        const widths = Array.from({ length: Math.min(cols, tiles.length) }, (_, c) => Math.max(...tiles.filter((_, i) => i % cols === c).map((t) => t.width)));
+        if (widths.reduce((a, b) => a + b + GAP, 0) <= room) break;
+      }
+      return cols;
+    }
     compose(tiles, tops, writer, layout, base) { // canvas.mosaic, canvas.colour_bar, canvas.titled
-      const d = this.data, style = this.style, cols = layout.cols, rows = [];
+      const d = this.data, style = this.style, room = (this.drawnRoom = this.headsRoom()), rows = [];
+      const cols = this.fittingColumns(tiles, layout.cols, room);
       for (let i = 0; i < tiles.length; i += cols) rows.push(tiles.slice(i, i + cols));
       const widths = Array.from({ length: Math.min(cols, tiles.length) }, (_, c) => Math.max(...rows.filter((r) => c < r.length).map((r) => r[c].width)));
       const heights = rows.map((r) => Math.max(...r.map((t) => t.height)));
       const xs = widths.map((_, c) => widths.slice(0, c).reduce((a, b) => a + b, 0) + c * GAP);
       const gridWidth = xs[xs.length - 1] + widths[widths.length - 1] + GAP;
       const gridHeight = heights.reduce((a, b) => a + b, 0) + rows.length * GAP;
-      const barWidth = Math.max(gridWidth, 320), width = Math.max(gridWidth, barWidth);
+      const barWidth = Math.max(gridWidth, Math.min(320, room)), width = Math.max(gridWidth, barWidth);
       const title = writer.wrap(d.words.title.replace("{layer}", this.layer).replace("{query}", this.label()), width - GAP);
       const note = writer.wrap(d.words.note, width - GAP);
       const high = style.scale === "layer" ? Math.max(...tops) : 1;
@@ -491,7 +513,7 @@
         row.forEach((tile, c) => {
           ctx.putImageData(new ImageData(tile.pixels, base.width, base.height), xs[c], y);
           tile.lines.forEach((line, i) => writer.put(ctx, xs[c], y + base.height + i * writer.line + 1, line));
-          this.cells.push({ head: r * layout.cols + c + 1, x: xs[c], y, width: base.width, height: base.height });
+          this.cells.push({ head: r * cols + c + 1, x: xs[c], y, width: base.width, height: base.height });
         });
         y += heights[r] + GAP;
       });
