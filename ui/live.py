@@ -39,6 +39,7 @@ CONTROLS = Controls.of(h.LiveControls, h.live_controls)  # every control a frame
 # The header's Live button: after the tab opens, grant the webcam and press Record (as a
 # teacher would), unless the stream already runs. Gradio's webcam has no API for this.
 START_CAMERA_JS = """async () => {
+  if (await window.liveCameraProblem()) return;  // said under the camera: nothing to start
   const root = () => document.getElementById("live-camera");
   const wait = async (find) => {
     for (let i = 0; i < 100; i++) {
@@ -90,7 +91,32 @@ STOPPED_JS = """<script>
       watched = box;
     }
   };
+  // Why no camera can start, said where its readout is (Gradio's webcam only logs it to the
+  // console, and a class saw nothing happen, a teacher's walk), or null when one may.
+  window.liveCameraProblem = async () => {
+    let said = null;
+    if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
+      said = "This page cannot use a camera: a browser allows one only on an https:// address or on this " +
+        "computer's own (localhost). Upload a clip below instead (Video in, attention video out).";
+    } else {
+      const devices = await navigator.mediaDevices.enumerateDevices().catch(() => []);
+      if (!devices.some((d) => d.kind === "videoinput")) {
+        said = "No camera found: plug one in (or allow this browser to use it) and press ▶ Live again, " +
+          "or upload a clip below (Video in, attention video out).";
+      }
+    }
+    const box = document.getElementById("live-status");
+    let note = document.getElementById("live-no-camera");
+    if (said && box && !note) {
+      note = Object.assign(document.createElement("p"), { id: "live-no-camera", role: "alert" });
+      box.append(note);
+    }
+    if (note) note.textContent = said || "";
+    if (note && !said) note.remove();
+    return said;
+  };
   document.addEventListener("click", (event) => {
+    if (event.target.closest("#live-camera")) setTimeout(() => window.liveCameraProblem(), 300);
     if (!event.target.closest("#live-camera .capture-button")) return;
     clicked = true;
     setTimeout(() => sync(true), 500);  // after the button has changed and the last frame in flight
@@ -148,7 +174,7 @@ def _stream(start: LoadedModel) -> dict[str, Any]:
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=240):
             # the caption above the preview, not in Gradio's corner badge, which covered its top
-            gr.Markdown("**Webcam**: the ▶ Live button above starts it; Stop ends your turn, Record starts again")
+            gr.Markdown("**Webcam**: ▶ Live above, or Record under the camera, starts it; Stop ends your turn")
             camera = gr.Image(
                 sources=["webcam"],
                 streaming=True,
@@ -160,7 +186,7 @@ def _stream(start: LoadedModel) -> dict[str, Any]:
                 height=200,  # with the readout and the query's controls under it, all on a 720 px screen
             )
             status = gr.Markdown(
-                "Press Record under the camera to start.",
+                "Press ▶ Live above, or Record under the camera, to start.",
                 label="Frames per second and top classes",
                 elem_id="live-status",
             )
