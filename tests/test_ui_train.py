@@ -192,6 +192,20 @@ def test_a_run_checkpoint_that_fails_its_checks_is_said_not_hidden(tiny_checkpoi
     assert [key for _, key in listed["model"].choices if key.startswith("checkpoint:")] != []
 
 
+def test_stop_asks_to_confirm_only_when_there_is_a_run_to_stop(tiny_checkpoint, tmp_path):
+    """Stop asked "Yes, stop my run / No, keep training" under an idle status, and only after "Yes"
+    said there was no run (a teacher's walk). A run training or waiting for GPU time is asked about."""
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    request = SimpleNamespace(session_hash="visitor")
+    runs = OneRun(tiny_checkpoint)  # ended
+    idle = h.ask_to_stop(Server(catalog, runs=runs), request)
+    assert idle["status"] == "you have no run to stop" and idle["confirm"].visible is False
+    for snap in (JobSnapshot(running=True), JobSnapshot(paused=True)):
+        runs.snap = snap
+        asked = h.ask_to_stop(Server(catalog, runs=runs), request)
+        assert "status" not in asked and asked["confirm"].visible is True
+
+
 def test_a_run_that_ends_between_a_poll_and_the_timer_is_still_shown_ending(tiny_checkpoint, tmp_path):
     # The Train-tab browser test once stood 150 s at "running · epoch 2 of 2, step 0 of 2" under
     # load: a poll showed the run running, the run ended, and the timer's on/off step (a

@@ -171,7 +171,8 @@ def check_source(data: str) -> None:
         return
     root = Path(data)
     if not root.is_dir():
-        raise DataError(f"{root}: no such folder; pass '{CIFAR10_NAME}' or a folder with train/<class>/ images")
+        # Said on the Train tab too, where no one "passes" anything: the words fit a form and the CLI.
+        raise DataError(f"{root}: no such folder; the data is a folder with train/<class>/ images, or CIFAR-10")
     list_image_folder(root / "train")
 
 

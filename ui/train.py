@@ -194,7 +194,8 @@ def _wire(view: TrainView, server: Server, train_tab: gr.Tab) -> None:
     )
     tokened.then(**watch, api_visibility="private").then(**polling)
     view.folder.change(**view.event(h.first_step), outputs=view.pick("note"), api_visibility="private")
-    view.stop.click(**view.event(h.ask_to_stop), outputs=view.pick("confirm"), api_visibility="private")
+    asked = {"outputs": view.pick("status", "confirm"), "api_visibility": "private", "queue": False}
+    view.stop.click(**view.event(h.ask_to_stop, server), **asked)
     view.keep_training.click(**view.event(h.keep_training), outputs=view.pick("confirm"), api_visibility="private")
     view.confirm_stop.click(
         **view.event(h.train_stop, server), outputs=view.pick("status", "confirm"), api_name="train_stop"

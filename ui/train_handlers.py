@@ -486,8 +486,12 @@ def keep_polling(seen: tuple) -> dict:
     return {"timer": gr.Timer(active=bool(shown[4]))}
 
 
-def ask_to_stop() -> dict:
-    """Stop asks first: a running epoch is lost work."""
+def ask_to_stop(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
+    """Stop asks first, a running epoch being lost work, when there is a run to stop: with none it
+    had asked "Yes, stop my run / No, keep training" under an idle status (a teacher's walk)."""
+    snap = server.runs.snapshot(run_owner(run_token, request))
+    if not (snap.running or snap.paused):
+        return {"status": "you have no run to stop", "confirm": gr.Row(visible=False)}
     return {"confirm": gr.Row(visible=True)}
 
 
