@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from vit.analysis import Query
-from vit.messages import shown
+from vit.messages import quoted
 
 from .canvas import MapStyle
 
@@ -63,7 +63,7 @@ def parse_query(token: object, prefix_names: Sequence[str], patch: Callable[[], 
     its own values)."""
     tokens = [value for _, value in query_choices(prefix_names)]
     if token not in tokens:
-        raise QueryError(f"unknown query token {shown(token)}; choose one of {', '.join(map(repr, tokens))}")
+        raise QueryError(f"unknown query token {quoted(token)}; choose one of {', '.join(map(repr, tokens))}")
     if token == PATCH:
         return patch()
     return None if token in ("cls", MEAN) else str(token)

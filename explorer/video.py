@@ -31,7 +31,7 @@ from PIL import Image
 
 from vit import AttentionMaps
 from vit.analysis import Query, query_attention, query_prefix_attention
-from vit.messages import shown
+from vit.messages import quoted
 
 from . import canvas, render, texts, views
 from .canvas import MapStyle
@@ -137,7 +137,7 @@ def _video_stream(container: av.container.InputContainer, limits: VideoLimits) -
     stream = container.streams.video[0]
     codec = stream.codec_context.codec.canonical_name
     if codec not in CODECS:
-        raise VideoError(f"the clip's codec {shown(codec)} is not one this app decodes: re-encode it as MP4 (H.264)")
+        raise VideoError(f"the clip's codec {quoted(codec)} is not one this app decodes: re-encode it as MP4 (H.264)")
     stream.codec_context.options = {"max_pixels": str(limits.max_pixels)}
     stream.thread_type = "SLICE"  # threads within one frame, never frames in parallel
     return stream

@@ -30,7 +30,7 @@ from explorer.prompts import ZeroShot
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import JobRegistry, owner_id
 from vit.analysis import Query
-from vit.messages import shown
+from vit.messages import quoted
 
 from . import zerogpu
 from .binding import Controls
@@ -327,7 +327,7 @@ def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request |
     except ModelUnavailable as e:
         raise visitor_error(str(e), duration=None) from e
     if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
-        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list")
+        raise visitor_error(f"unknown model {quoted(model_key)}: pick one from the list")
     return model_key
 
 

@@ -31,7 +31,7 @@ from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
 from vit.analysis import Query
-from vit.messages import shown
+from vit.messages import quoted
 
 from . import downloads, explore_views, zerogpu
 from .checks import one_of, visitor_error, whole_number
@@ -269,7 +269,7 @@ def layer_rows(server: Server, asked: object) -> dict:
         return {"error": "This analysis was dropped from the server's memory to make room: upload the image again."}
     layer = asked.get("layer")
     if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer <= ex.depth:
-        return {"error": f"There is no layer {shown(layer)}: this model has layers 1 to {ex.depth}."}
+        return {"error": f"There is no layer {quoted(layer)}: this model has layers 1 to {ex.depth}."}
     return page_maps.layer_rows(ex, layer - 1)
 
 

@@ -23,7 +23,7 @@ from explorer.images import ImageError, load_image
 from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, affordable_words, parse_prompts, zero_shot
 from explorer.texts import prompt_note
-from vit.messages import shown
+from vit.messages import quoted
 from vit.pretrained import is_clip
 
 from . import downloads, pictures, zerogpu
@@ -73,7 +73,7 @@ def check_compared(image: dict | None, models: list[str] | None) -> None:
 def compared(models: object) -> list[str]:
     """The models lesson 1 compares, if one to MAX_COMPARED are picked."""
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
-        raise visitor_error(f"pick 1 to {MAX_COMPARED} models to compare (got {shown(models)})")
+        raise visitor_error(f"pick 1 to {MAX_COMPARED} models to compare (got {quoted(models)})")
     return models
 
 
