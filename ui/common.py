@@ -81,7 +81,7 @@ def map_fusion(fusion: str, discard: float) -> controls.Fusion:
     return controls.Fusion(one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX))
 
 
-class ShownImages:
+class SeenUploads:
     """The image path each browser session last took up (the `size` most recent sessions), so
     that Gradio's two .change events for one upload (it sets the value twice, a few
     milliseconds apart, so a session state read by the second may not hold the first's write
@@ -161,7 +161,7 @@ class Server:
 
     catalog: ModelCatalog
     store: ExplanationStore = field(default_factory=ExplanationStore)
-    shown: ShownImages = field(default_factory=ShownImages)
+    seen_uploads: SeenUploads = field(default_factory=SeenUploads)
     pages: PageHandles = field(default_factory=PageHandles)
     rankings: OnePerVisitor = field(default_factory=OnePerVisitor)
     settings: ServerSettings = field(default_factory=ServerSettings)

@@ -278,7 +278,7 @@ def note_image(server: Server, image: dict | None, request: gr.Request) -> None:
     session's last (Gradio's second .change for one upload) stops here silently, so an image
     is analysed, and a bad file's message shown, once."""
     path = image.get("path") if isinstance(image, dict) else None
-    if not server.shown.is_new(owner(request), path if isinstance(path, str) else None):
+    if not server.seen_uploads.is_new(owner(request), path if isinstance(path, str) else None):
         raise visitor_error("this image is already shown", visible=False, print_exception=False)
 
 
@@ -574,9 +574,9 @@ def reset_query(server: Server, explanation_key: ExplanationKey | None, layer: f
 
 def keep_image(server: Server, explanation_key: ExplanationKey | None, request: gr.Request) -> str | None:
     """After a refused upload, the upload box shows again the image the views on the page
-    belong to (empty if none): marked as shown, so putting it back starts no analysis."""
+    belong to (empty if none): marked as seen, so putting it back starts no analysis."""
     path = explanation_key.path if explanation_key is not None else None
-    server.shown.is_new(owner(request), path)
+    server.seen_uploads.is_new(owner(request), path)
     return path
 
 
