@@ -169,8 +169,8 @@ def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None, vi
     """The model behind a lesson picker's `key` for `visitor` (ModelCatalog.check_use), its
     download drawn on `progress`; raises ModelUnavailable (one line, for the note beside the
     picker) if it cannot be had here."""
-    shown_progress = downloads.shown_as(progress, str(key)) if progress is not None else None
-    return catalog.get(str(key), progress=shown_progress, owner=visitor)
+    on_bytes = downloads.download_progress(progress, str(key)) if progress is not None else None
+    return catalog.get(str(key), progress=on_bytes, owner=visitor)
 
 
 class RegisterPair(NamedTuple):
