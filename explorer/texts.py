@@ -183,8 +183,9 @@ def overview_alt(ex: Explanation, model: str) -> str:
 def rollout_alt(ex: Explanation, fusion: Fusion, showing: Showing, model: str) -> str:
     """The rollout map, its heads fused as `fusion` says, drawn as `showing` says."""
     return (
-        f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers ({fusion.how} over "
-        f"heads, discard ratio {fusion.discard:.2f}), drawn as {_shown(showing)}; {_on(ex, model)}."
+        f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers "
+        f"({fusion.head_fusion} over heads, discard ratio {fusion.discard:.2f}), drawn as {_drawn_as(showing)}; "
+        f"{_on(ex, model)}."
     )
 
 
@@ -194,7 +195,7 @@ def relevance_alt(ex: Explanation, class_name: str | None, showing: Showing, mod
     which = (
         f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
     )
-    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(showing)}; {_on(ex, model)}."
+    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_drawn_as(showing)}; {_on(ex, model)}."
 
 
 def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, showing: Showing, model: str) -> str:
@@ -202,18 +203,18 @@ def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, showing: Showing
     prompt, (gh, gw) = zs.prompts[index], grid
     return (
         f"Relevance of each patch for the words '{prompt}' (probability {zs.probabilities[prompt]:.0%} among "
-        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_shown(showing)}; model: {model}, on the "
+        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_drawn_as(showing)}; model: {model}, on the "
         f"{gh} × {gw} patch grid (rows × columns)."
     )
 
 
-def _shown(showing: Showing) -> str:
+def _drawn_as(showing: Showing) -> str:
     return {
         "weights": "weights from 0 with uniform marked on the colour bar",
         "relative": "multiples of uniform (blue below, white at, red above)",
         "top mass": f"only the patches holding the top {showing.keep:.0%} of its mass, the rest as the photo in a "
         "light tint",
-    }[showing.how]
+    }[showing.show]
 
 
 def distance_alt(ex: Explanation, model: str) -> str:

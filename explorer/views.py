@@ -196,7 +196,7 @@ def uniform_value(amap: np.ndarray) -> float:
 def one_map(
     base: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str, showing: Showing
 ) -> Image.Image:
-    """A map over the whole grid (rollout, relevance) as `showing.how` says: "weights" from 0
+    """A map over the whole grid (rollout, relevance) as `showing.show` says: "weights" from 0
     with uniform marked, "relative" to uniform, or "top mass": only the patches holding the top
     `showing.keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021)."""
     show, keep = showing
