@@ -115,13 +115,12 @@ def caption_px(ex: Explanation, style: MapStyle) -> float:
 
 
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: int | None = None) -> Image.Image:
-    """Where the query looks, one tile per head, in `layer` (1-based), `columns` tiles a row
-    (see `head_layout`)."""
+    """Where the query looks, one tile per head, in `layer` (0-based; the title says it from 1),
+    `columns` tiles a row (see `head_layout`)."""
     cols, tile = head_layout(ex, columns, style)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
-    title = heads_title(ex, query_label(ex, query), layer)
-    i = layer - 1
-    maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
+    title = heads_title(ex, query_label(ex, query), layer + 1)
+    maps, prefix = ex.query_maps(query)[layer], ex.prefix_attention(query)[layer]
     return render.head_grid(
         base,
         maps,
@@ -282,13 +281,14 @@ def pca_view(
     pixels: Sequence[np.ndarray],
     names: Sequence[str],
     computed: LayerPca,
-    layer: int,
+    layer_number: int,
     depth: int,
     prefix_names: Sequence[str] = (),
     text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
-    """Patch features of `layer` (1-based) in colour, one column per image (`pixels`, the model
-    inputs (H, W, 3), named `names`), with its RGB legend and note (describe_pca)."""
+    """Patch features of the layer `layer_number` (from 1, as the title writes it) in colour, one
+    column per image (`pixels`, the model inputs (H, W, 3), named `names`), with its RGB legend
+    and note (describe_pca)."""
     pca = computed.pca
     room = (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - canvas.GAP  # 80 px: the row labels "image", "PCA"
     tile = max(48, min(render.PCA_TILE_PX, room))
@@ -300,7 +300,7 @@ def pca_view(
         keep.append(pca.foreground[start : start + n].reshape(grid).numpy())
         start += n
     title = (
-        f"Patch tokens of layer {layer} of {depth} in colour: their first three principal components as R, G, B "
+        f"Patch tokens of layer {layer_number} of {depth} in colour: their first three principal components as R, G, B "
         f"({', '.join(f'{float(s):.0%}' for s in pca.explained)} of the variance)"
     )
     note = describe_pca(pca, len(pixels), prefix_names)

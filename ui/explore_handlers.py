@@ -140,8 +140,9 @@ def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> 
 
 
 def heads_picture(ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle) -> gr.Image:
+    """The head maps of `layer`, counted from 1 as people do (explorer's views count from 0)."""
     alt = texts.heads_alt(ex, query, layer, model_name(key.model_key))
-    return with_alt(views.heads(ex, query, layer, style), alt)
+    return with_alt(views.heads(ex, query, layer - 1, style), alt)
 
 
 def full_analysis(
@@ -167,7 +168,7 @@ def full_analysis(
         first = {"input_img": input_picture(ex, key), "heads": heads_picture(ex, key, None, layer, drawing.style)}
     else:
         handle = pages.handle(key)
-        first = {"maps": page_maps.page_maps(ex, model_name(key.model_key), layer, PICTURE_TEXT.px, handle)}
+        first = {"maps": page_maps.page_maps(ex, model_name(key.model_key), layer - 1, PICTURE_TEXT.px, handle)}
     return first | {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
@@ -598,7 +599,7 @@ def make_png(
     """The head maps of one layer (1-based) as a PNG file named by image, model, layer and query."""
     ex = server.require(explanation_key)
     layer = check_layer(layer, ex.depth)
-    picture = views.heads(ex, query, layer, style)
+    picture = views.heads(ex, query, layer - 1, style)
     return {"export_file": saved(picture, f"{export_name or 'attention'}_layer{layer}_{query_name(query)}.png")}
 
 
