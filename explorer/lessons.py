@@ -288,7 +288,7 @@ def compare_cls_heads(models: Sequence[LoadedModel], results: Sequence[ClsHeads]
     rows = []
     for loaded, r in zip(models, results, strict=True):
         captions = [
-            [f"head {i + 1}", *render.prefix_lines(p, r.prefix_names)] if len(p) else [f"head {i + 1}"]
+            [f"head {i + 1}", *render.prefix_lines(render.Prefix(p, r.prefix_names))] if len(p) else [f"head {i + 1}"]
             for i, p in enumerate(r.prefix)
         ]
         base = canvas.fit_to_grid(r.pixels, r.heads.shape[1:], TILE_PX)

@@ -366,9 +366,8 @@ def frame_picture(
         clip.maps[i],
         style,
         title,
-        prefix=clip.prefix[i],
+        prefix=render.Prefix(clip.prefix[i], first.prefix_names),
         note=texts.left_out(first),
-        prefix_names=first.prefix_names,
         mark=views.patch_of(query),
         top=render.ScaleTop(tops, "this layer over the whole clip"),
     )

@@ -84,6 +84,11 @@ def patch_of(query: Query) -> tuple[int, int] | None:
     return query if isinstance(query, tuple) else None
 
 
+def prefix_of(ex: Explanation, query: Query) -> render.Prefix:
+    """The query's attention to the prefix tokens, (layers, heads, prefix_tokens), with their names."""
+    return render.Prefix(ex.prefix_attention(query), ex.prefix_names)
+
+
 def head_layout(ex: Explanation, columns: int | None = None, style: MapStyle | None = None) -> tuple[int, int]:
     """(tiles per row, tile side in px) of the heads view: `columns` tiles a row (default: up
     to MAX_COLUMNS), each at most HEAD_PX and small enough for the row to fit the heads'
@@ -109,7 +114,8 @@ def caption_px(ex: Explanation, style: MapStyle) -> float:
     the per-head scale, and its shares of the prefix tokens (render._tile_lines). The shares had
     been left out: in `--present` a model with registers got six 80-px tiles a row under 95-px
     lines ("reg1 0.00"), and the page shrank the picture, words and all."""
-    shares = render.prefix_lines(np.zeros(ex.attention.prefix_tokens), ex.prefix_names) if ex.has_prefix else []
+    widest = render.Prefix(np.zeros(ex.attention.prefix_tokens), ex.prefix_names)  # "reg1 0.00"
+    shares = render.prefix_lines(widest) if ex.has_prefix else []
     lines = [f"head {ex.heads}", *(["max 0.0000"] if style.scale == "head" else []), *shares]
     return max(canvas.text_width(line, style.text_px) for line in lines)
 
@@ -120,16 +126,14 @@ def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: i
     cols, tile = head_layout(ex, columns, style)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
     title = heads_title(ex, query_label(ex, query), layer + 1)
-    maps, prefix = ex.query_maps(query)[layer], ex.prefix_attention(query)[layer]
     return render.head_grid(
         base,
-        maps,
+        ex.query_maps(query)[layer],
         style,
         title,
         cols,
-        prefix=prefix,
+        prefix=prefix_of(ex, query).at(layer),
         note=left_out(ex),
-        prefix_names=ex.prefix_names,
         mark=patch_of(query),
     )
 
@@ -141,16 +145,14 @@ def layer_frames(
     that layer, or with `one_scale` all on the scale of the largest weight of all layers."""
     cols, tile = head_layout(ex, columns)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
-    maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
     note = f"query: {query_label(ex, query)}. {left_out(ex)}"
     return render.layer_frames(
         base,
-        maps,
+        ex.query_maps(query),
         style,
         cols,
-        prefix=prefix,
+        prefix=prefix_of(ex, query),
         note=note,
-        prefix_names=ex.prefix_names,
         mark=patch_of(query),
         one_scale=one_scale,
     )
@@ -165,9 +167,8 @@ def overview(ex: Explanation, style: MapStyle) -> Image.Image:
         ex.query_maps(None),
         style,
         title,
-        prefix=ex.prefix_attention(None),
+        prefix=prefix_of(ex, None),
         note=left_out(ex),
-        prefix_names=ex.prefix_names,
     )
 
 
