@@ -176,17 +176,17 @@ def frame_costs(model: Path, camera_frame: np.ndarray, repeats: int) -> dict[str
     net, meta = vit.load_checkpoint(model)
     loaded = LoadedModel("bench", model.stem, net.eval(), meta)
     url = live.data_url(Image.fromarray(np.repeat(camera_frame[..., None], 3, axis=2)))
-    style, depth = MapStyle(), net.config.depth
+    style, last = MapStyle(), net.config.depth - 1  # the last layer, 0-based
     stages = {
         "decode": lambda: live.decode_frame(url),
         "model": lambda: explain(net, meta.class_names, loaded.preprocessing, live.decode_frame(url), top_k=3),
     }
     ex = stages["model"]()
-    shown = live.live_frame(loaded, live.decode_frame(url), None, depth, style)
+    shown = live.live_frame(loaded, live.decode_frame(url), None, last, style)
     stages |= {
         "drawing": lambda: (
             views.input_view(ex),
-            views.heads(ex, None, depth, style),
+            views.heads(ex, None, last, style),
             views.rollout(ex, controls.Fusion(), style),
         ),
         "JPEG + HTML": lambda: pictures_html(shown),
@@ -221,7 +221,7 @@ def video_export(model: Path, clip: Path) -> tuple[float, dict]:
     loaded_model, meta = vit.load_checkpoint(model)
     loaded = LoadedModel("bench", model.stem, loaded_model.eval(), meta)
     started = time.perf_counter()
-    report = attention_video(loaded, clip, clip.with_name("out.mp4"), None, loaded_model.config.depth, MapStyle())
+    report = attention_video(loaded, clip, clip.with_name("out.mp4"), None, loaded_model.config.depth - 1, MapStyle())
     return time.perf_counter() - started, report.seconds | {"frames": report.frames}
 
 

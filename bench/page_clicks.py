@@ -167,7 +167,7 @@ def reply_bytes() -> list[str]:
         side = model.config.image_size if model.config.image_size <= 224 else 224
         image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (side, side, 3), dtype=np.uint8))
         ex = explain(model, [str(i) for i in range(model.config.num_classes)], Preprocessing(side, side), image)
-        first = page_maps.reply_bytes(page_maps.page_maps(ex, name, ex.depth, canvas.TEXT_PX, "h"))
+        first = page_maps.reply_bytes(page_maps.page_maps(ex, name, ex.depth - 1, canvas.TEXT_PX, "h"))
         if page_maps.patch_bytes(ex) * ex.depth <= page_maps.UP_FRONT_BYTES:
             later = "none: every layer is in the first"
         else:

@@ -78,7 +78,7 @@ def stages(loaded: LoadedModel, repeats: int) -> tuple[dict[str, float], dict[st
     pre, names = loaded.preprocessing, loaded.meta.class_names
     picture = load_image(IMAGE)
     ex = explain(loaded.model, names, pre, picture)
-    style, layer, patch = MapStyle(), ex.depth, (ex.grid[0] // 2, ex.grid[1] // 3)
+    style, layer, patch = MapStyle(), ex.depth - 1, (ex.grid[0] // 2, ex.grid[1] // 3)  # the last layer, 0-based
     draw = {
         "input view": lambda: views.input_view(ex),
         "head maps (CLS)": lambda: views.heads(ex, None, layer, style),

@@ -157,11 +157,11 @@ def video_request(frames: int, folder: Path) -> Callable[[], str]:
     clip = write_clip(folder / "clip.mp4", frames)
     # a server has decoded, preprocessed and encoded before (torchvision's transforms, libx264): once here too
     warm = write_clip(folder / "one.mp4", 1, 64, 48)
-    video.attention_video(loaded, warm, folder / "one-out.mp4", None, 7, MapStyle())
+    video.attention_video(loaded, warm, folder / "one-out.mp4", None, 6, MapStyle())
 
     def request() -> str:
         try:
-            made = video.attention_video(loaded, clip, folder / "out.mp4", None, 7, MapStyle(), max_bytes=REQUEST_BYTES)
+            made = video.attention_video(loaded, clip, folder / "out.mp4", None, 6, MapStyle(), max_bytes=REQUEST_BYTES)
         except video.VideoError as e:
             return f"refused: {str(e)[:60]}…"
         estimate = video.clip_bytes(loaded, made.frames, 1) / 2**20

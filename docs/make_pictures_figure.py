@@ -57,7 +57,7 @@ def main() -> None:
     style = MapStyle()
     pictures = {
         "pictures-before": before(ex, ex.depth, style),
-        "pictures-after": views.heads(ex, None, ex.depth, style),
+        "pictures-after": views.heads(ex, None, ex.depth - 1, style),
         "rollout-before": rollout_before(cat, style),
         **{
             f"rollout-{show.replace(' ', '-')}": views.rollout(cat, controls.Fusion(), style, controls.Showing(show))

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 import vit
-from vit.messages import shown
+from vit.messages import quoted
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 from .explain import REQUEST_FACTOR, attention_bytes
@@ -347,7 +347,7 @@ class ModelCatalog:
         if not self.known(key):
             if isinstance(key, str) and key.startswith("checkpoint:"):
                 raise ModelUnavailable(UNKNOWN_CHECKPOINT)
-            raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
+            raise ModelUnavailable(f"unknown model {quoted(key)}: pick one from the list")
         with self._lock:
             if key in self._loaded:
                 self._loaded.move_to_end(key)
@@ -438,7 +438,7 @@ class ModelCatalog:
             except vit.CheckpointError as e:
                 raise ModelUnavailable(f"cannot use this checkpoint: {e}") from e
             return LoadedModel(key, f"checkpoint {self._checkpoints[name][2]}", model, meta)
-        raise ModelUnavailable(f"unknown model {shown(key)}: pick one from the list")
+        raise ModelUnavailable(f"unknown model {quoted(key)}: pick one from the list")
 
     def _on_this_machine(self, name: str) -> bool:
         return pretrained_key(name) in self._loaded or vit.is_pretrained_cached(name)

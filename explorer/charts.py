@@ -178,7 +178,7 @@ def logit_lens_chart(
     width, height = 3.2 + 0.45 * layers * grow, (1.9 + 0.32 * k + 0.06 * max(map(len, top1))) * grow
     fig = _figure(min(11.9, width), height, layout="constrained")
     ax = fig.add_subplot()
-    shown = ax.imshow(probabilities, vmin=0.0, vmax=1.0, cmap=LOGIT_LENS_CMAP, aspect="auto")
+    heat = ax.imshow(probabilities, vmin=0.0, vmax=1.0, cmap=LOGIT_LENS_CMAP, aspect="auto")
     ax.set_xticks(range(layers), [str(i + 1) for i in range(layers)], fontsize=pt)
     ax.set_yticks(range(k), list(classes), fontsize=pt)
     ax.set_xlabel("layer (1 = first block; the last is the model's prediction)", fontsize=pt)
@@ -190,7 +190,7 @@ def logit_lens_chart(
         for (row, col), p in np.ndenumerate(probabilities):
             colour = "black" if p > 0.6 else "white"  # viridis is light at the top
             ax.text(col, row, f"{p:.2f}", ha="center", va="center", fontsize=pt, color=colour)
-    bar = fig.colorbar(shown, ax=ax, fraction=0.05, pad=0.02)
+    bar = fig.colorbar(heat, ax=ax, fraction=0.05, pad=0.02)
     bar.set_label("probability, 0 to 1", fontsize=pt)
     bar.ax.tick_params(labelsize=pt)
     with text_size(text_px):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from vit.analysis import Query
-from vit.messages import shown
+from vit.messages import quoted
 
 from .canvas import MapStyle
 
@@ -29,18 +29,19 @@ KEEP = 0.6
 
 
 class Showing(NamedTuple):
-    """How a single map (rollout, relevance, a word's) is drawn: `how`, one of SHOWS, and for
-    "top mass" the share `keep` of the map's mass kept, 0 to 1."""
+    """How a single map (rollout, relevance, a word's) is drawn: `show` (the API's `show`), one of
+    SHOWS, and for "top mass" the share `keep` of the map's mass kept, 0 to 1."""
 
-    how: str = "weights"
+    show: str = "weights"
     keep: float = KEEP
 
 
 class Fusion(NamedTuple):
-    """How rollout fuses a layer's heads (`how`: mean, max or min) and the share of its weakest
-    entries it discards (Abnar & Zuidema 2020, with Gildenblat's fusion and discard)."""
+    """How rollout fuses a layer's heads (`head_fusion`, the API's `fusion`: mean, max or min) and
+    the share of its weakest entries it discards (Abnar & Zuidema 2020, with Gildenblat's fusion
+    and discard)."""
 
-    how: str = "mean"
+    head_fusion: str = "mean"
     discard: float = 0.0
 
 
@@ -63,7 +64,7 @@ def parse_query(token: object, prefix_names: Sequence[str], patch: Callable[[], 
     its own values)."""
     tokens = [value for _, value in query_choices(prefix_names)]
     if token not in tokens:
-        raise QueryError(f"unknown query token {shown(token)}; choose one of {', '.join(map(repr, tokens))}")
+        raise QueryError(f"unknown query token {quoted(token)}; choose one of {', '.join(map(repr, tokens))}")
     if token == PATCH:
         return patch()
     return None if token in ("cls", MEAN) else str(token)

@@ -29,7 +29,7 @@ import torch
 from PIL import Image
 
 from vit.analysis import query_attention, query_prefix_attention
-from vit.messages import shown
+from vit.messages import quoted
 from vit.model import ViTConfig
 from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
@@ -289,7 +289,7 @@ def compare_cls_heads(models: Sequence[LoadedModel], results: Sequence[ClsHeads]
     rows = []
     for loaded, r in zip(models, results, strict=True):
         captions = [
-            [f"head {i + 1}", *render.prefix_lines(p, r.prefix_names)] if len(p) else [f"head {i + 1}"]
+            [f"head {i + 1}", *render.prefix_lines(render.Prefix(p, r.prefix_names))] if len(p) else [f"head {i + 1}"]
             for i, p in enumerate(r.prefix)
         ]
         base = canvas.fit_to_grid(r.pixels, r.heads.shape[1:], TILE_PX)
@@ -416,15 +416,15 @@ def parse_heads(text: str, depth: int, heads: int) -> list[Head]:
             continue
         match = re.fullmatch(r"(\d{1,4})\.(\d{1,4})", item)  # no model has 10,000 layers or heads
         if match is None:
-            raise LessonError(f"heads off: {shown(item)} is not layer.head (e.g. 3.2 = layer 3, head 2; both from 1)")
+            raise LessonError(f"heads off: {quoted(item)} is not layer.head (e.g. 3.2 = layer 3, head 2; both from 1)")
         layer, head = int(match[1]), int(match[2])
         if not 1 <= layer <= depth:
             raise LessonError(
-                f"heads off: layer {layer} in {shown(item)} is out of range; this model has layers 1 to {depth}"
+                f"heads off: layer {layer} in {quoted(item)} is out of range; this model has layers 1 to {depth}"
             )
         if not 1 <= head <= heads:
             raise LessonError(
-                f"heads off: head {head} in {shown(item)} is out of range; each layer has heads 1 to {heads}"
+                f"heads off: head {head} in {quoted(item)} is out of range; each layer has heads 1 to {heads}"
             )
         out.append((layer - 1, head - 1))
     return sorted(set(out))

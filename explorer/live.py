@@ -85,7 +85,7 @@ def live_frame(
     loaded: LoadedModel, frame: Image.Image, query: Query, layer: int, style: MapStyle, max_bytes: int | None = None
 ) -> LiveFrame:
     """The Live view of one frame: one forward pass, then the Explore tab's views of it for
-    `layer` (1-based) and `query`, both checked by the caller against the model. A model whose
+    `layer` (0-based) and `query`, both checked by the caller against the model. A model whose
     attention maps would take more than `max_bytes` is refused (ExplanationTooLarge)."""
     started = time.perf_counter()
     pre = loaded.preprocessing

@@ -140,7 +140,8 @@ def words(ex: Explanation, model: str) -> dict[str, Any]:
 
 def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str) -> dict[str, Any]:
     """Everything the page draws the first screen from, for an analysis shown at `layer`
-    (1-based); `handle` names it when the page asks for another layer's patch rows."""
+    (0-based; the page's slider counts from 1); `handle` names it when the page asks for
+    another layer's patch rows."""
     every_layer = patch_bytes(ex) * ex.depth <= UP_FRONT_BYTES
     gh, gw = ex.grid
     return {
@@ -156,8 +157,8 @@ def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str
         "layouts": layouts(ex, text_px),
         "words": words(ex, model),
         "token_rows": [encode_rows(rows, ex.attention.prefix_tokens) for rows in token_rows(ex)],
-        "patch_rows": [layer_rows(ex, i) for i in (range(ex.depth) if every_layer else [layer - 1])],
-        "layer": layer,
+        "patch_rows": [layer_rows(ex, i) for i in (range(ex.depth) if every_layer else [layer])],
+        "layer": layer + 1,
         "memory_bytes": PAGE_MEMORY_BYTES,
     }
 

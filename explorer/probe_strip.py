@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 from .canvas import MapStyle, mosaic, titled
-from .render import row_scale_note, scaled_row
+from .render import Prefix, row_scale_note, scaled_row
 
 PROBE_COLUMNS = 6  # head tiles per row of the probe strip: 12 would not fit the Train tab's column
 PROBE_ROWS = 24  # rows of the probe strip at most, so a long run stays far under WebP's 16,383 px
@@ -54,7 +54,7 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
     wrapped = heads > PROBE_COLUMNS  # then each tile is named, as columns no longer hold one head
     rows, labels = [], []
     for (epoch, maps), share in zip(probes, left_out, strict=True):
-        *tiles, bar = scaled_row(image, maps[-1], style, share if has_prefix else None, named=wrapped)
+        *tiles, bar = scaled_row(image, maps[-1], style, Prefix(share) if has_prefix else None, named=wrapped)
         for start in range(0, len(tiles), PROBE_COLUMNS):
             rows.append([*tiles[start : start + PROBE_COLUMNS], bar])
             labels.append(("before training" if epoch == 0 else f"after epoch {epoch}") if start == 0 else "")

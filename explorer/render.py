@@ -18,6 +18,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 from matplotlib import colormaps
@@ -54,15 +55,30 @@ from .canvas import (
 PREFIX_PER_LINE = 1
 
 
+class Prefix(NamedTuple):
+    """The attention the maps leave out, to the prefix tokens: `shares` (..., prefix_tokens), of
+    one head, of a layer's heads or of every layer's, and the tokens' `names` ('cls', 'dist',
+    'reg1', ...; AttentionMaps.prefix_names). Without names the first share is CLS's and the
+    rest are summed."""
+
+    shares: np.ndarray
+    names: Sequence[str] = ()
+
+    def at(self, i: int) -> Prefix:
+        """The shares of layer or head `i`, with the same names."""
+        return Prefix(self.shares[i], self.names)
+
+
 def short_token_name(name: str) -> str:
     """How a prefix token ('cls', 'dist', 'reg1', ...; AttentionMaps.prefix_names) is named on a picture."""
     return "CLS" if name == "cls" else name
 
 
-def prefix_lines(shares: np.ndarray, names: Sequence[str] = ()) -> list[str]:
+def prefix_lines(prefix: Prefix) -> list[str]:
     """A head's attention to the prefix tokens the maps leave out, each token by name, PREFIX_PER_LINE
     a line: ["CLS 0.42", "dist 0.10", "reg1 0.05"]. Without names: "CLS 0.42" (the rest of several
     prefix tokens summed)."""
+    shares, names = prefix
     if len(names) != len(shares):
         text = f"CLS {shares[0]:.2f}"
         return [text if len(shares) == 1 else f"{text} + {len(shares) - 1} more {shares[1:].sum():.2f}"]
@@ -70,14 +86,12 @@ def prefix_lines(shares: np.ndarray, names: Sequence[str] = ()) -> list[str]:
     return [" · ".join(parts[i : i + PREFIX_PER_LINE]) for i in range(0, len(parts), PREFIX_PER_LINE)]
 
 
-def _tile_lines(
-    name: str, top: float, style: MapStyle, prefix: np.ndarray | None, prefix_names: Sequence[str] = ()
-) -> list[str]:
+def _tile_lines(name: str, top: float, style: MapStyle, prefix: Prefix | None) -> list[str]:
     """Caption lines of one tile: its name, its own maximum when each head is stretched
     alone (a line of its own: beside the name it widened a small tile, and with it the
     picture, which the page then shrank), and its attention to each prefix token."""
     first = [part for part in (name, f"max {top:.2g}" if style.scale == "head" else "") if part]
-    shares = prefix_lines(prefix, prefix_names) if prefix is not None and len(prefix) else []
+    shares = prefix_lines(prefix) if prefix is not None and len(prefix.shares) else []
     return first + shares
 
 
@@ -104,15 +118,14 @@ def head_grid(
     style: MapStyle,
     title: str = "",
     max_cols: int = 6,
-    prefix: np.ndarray | None = None,
+    prefix: Prefix | None = None,
     note: str = "",
-    prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
     top: ScaleTop | None = None,
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
-    input, `prefix` (heads, prefix_tokens) each head's attention to the tokens the maps
-    leave out (printed under its tile, by `prefix_names`), `mark` the query patch, outlined
+    input, `prefix` (shares (heads, prefix_tokens)) each head's attention to the tokens the maps
+    leave out (printed under its tile, by name), `mark` the query patch, outlined
     in every tile. A colour bar and `note` go underneath. `top`: the colour scale's top, by
     default these maps' own (`ScaleTop.of`); a video passes its whole clip's, a GIF on one
     scale its layers'."""
@@ -122,7 +135,7 @@ def head_grid(
     tiles = [
         tile_caption(
             outline_patches(overlay(image, m, style, t), grid, [mark] if mark else []),
-            _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix[i], prefix_names),
+            _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix.at(i)),
         )
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
@@ -137,16 +150,12 @@ def layers_by_heads(
     maps: np.ndarray,
     style: MapStyle,
     title: str = "",
-    prefix: np.ndarray | None = None,
+    prefix: Prefix | None = None,
     note: str = "",
-    prefix_names: Sequence[str] = (),
 ) -> Image.Image:
-    """Every head of every layer at a glance: `maps` is (layers, heads, gh, gw), `prefix`
-    (layers, heads, prefix_tokens). Each row (a layer) ends with its own colour bar."""
-    rows = [
-        scaled_row(image, layer, style, None if prefix is None else prefix[i], prefix_names)
-        for i, layer in enumerate(maps)
-    ]
+    """Every head of every layer at a glance: `maps` is (layers, heads, gh, gw), `prefix`'s
+    shares (layers, heads, prefix_tokens). Each row (a layer) ends with its own colour bar."""
+    rows = [scaled_row(image, layer, style, None if prefix is None else prefix.at(i)) for i, layer in enumerate(maps)]
     labels = [f"layer {i + 1}" for i in range(maps.shape[0])]
     cols = [f"head {j + 1}" for j in range(maps.shape[1])]
     return titled(title, mosaic(rows, labels, cols), note=row_scale_note(style, note))
@@ -156,8 +165,7 @@ def scaled_row(
     image: np.ndarray,
     maps: np.ndarray,
     style: MapStyle,
-    prefix: np.ndarray | None,
-    prefix_names: Sequence[str] = (),
+    prefix: Prefix | None,
     named: bool = False,
 ) -> list[np.ndarray]:
     """One layer's (heads, gh, gw) maps as captioned tiles (each named "head j" if `named`,
@@ -166,9 +174,7 @@ def scaled_row(
     tiles = [
         tile_caption(
             overlay(image, m, style, t),
-            _tile_lines(
-                f"head {j + 1}" if named else "", t, style, None if prefix is None else prefix[j], prefix_names
-            ),
+            _tile_lines(f"head {j + 1}" if named else "", t, style, None if prefix is None else prefix.at(j)),
         )
         for j, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
@@ -190,9 +196,8 @@ def layer_frames(
     maps: np.ndarray,
     style: MapStyle,
     max_cols: int = 6,
-    prefix: np.ndarray | None = None,
+    prefix: Prefix | None = None,
     note: str = "",
-    prefix_names: Sequence[str] = (),
     mark: tuple[int, int] | None = None,
     one_scale: bool = False,
 ) -> list[Image.Image]:
@@ -211,9 +216,8 @@ def layer_frames(
             style,
             f"layer {i + 1} of {len(maps)}",
             max_cols,
-            prefix=None if prefix is None else prefix[i],
+            prefix=None if prefix is None else prefix.at(i),
             note=note,
-            prefix_names=prefix_names,
             mark=mark,
             top=top if joint else None,
         )

@@ -87,9 +87,10 @@ def left_out(ex: Explanation) -> str:
     return f"Maps show attention to the {n} patches; attention to {what} (printed under each head) is left out."
 
 
-def heads_title(ex: Explanation, label: str, layer: int | str) -> str:
-    """The head maps' title: the layer (1-based) and the query as pictures name it (`query_label`)."""
-    return f"layer {layer} of {ex.depth}, query: {label}"
+def heads_title(ex: Explanation, label: str, layer_number: int | str) -> str:
+    """The head maps' title: the layer as people count it (from 1, or the page's placeholder) and
+    the query as pictures name it (`query_label`)."""
+    return f"layer {layer_number} of {ex.depth}, query: {label}"
 
 
 def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) -> str:
@@ -164,10 +165,10 @@ def input_alt(ex: Explanation, query: Query, model: str) -> str:
     return f"The model input, {w} × {h} pixels, with its patch grid drawn over it{marked}; {_on(ex, model)}."
 
 
-def heads_alt(ex: Explanation, query: Query, layer: int, model: str) -> str:
-    """The head maps of one layer (1-based), and the PNG export."""
+def heads_alt(ex: Explanation, query: Query, layer_number: int, model: str) -> str:
+    """The head maps of one layer (`layer_number`: from 1, as written), and the PNG export."""
     return (
-        f"Attention maps of the {ex.heads} heads of layer {layer} of {ex.depth}, one tile each, for the query "
+        f"Attention maps of the {ex.heads} heads of layer {layer_number} of {ex.depth}, one tile each, for the query "
         f"{query_label(ex, query)}: where it looks over the image, with a colour bar; {_on(ex, model)}."
     )
 
@@ -183,8 +184,9 @@ def overview_alt(ex: Explanation, model: str) -> str:
 def rollout_alt(ex: Explanation, fusion: Fusion, showing: Showing, model: str) -> str:
     """The rollout map, its heads fused as `fusion` says, drawn as `showing` says."""
     return (
-        f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers ({fusion.how} over "
-        f"heads, discard ratio {fusion.discard:.2f}), drawn as {_shown(showing)}; {_on(ex, model)}."
+        f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers "
+        f"({fusion.head_fusion} over heads, discard ratio {fusion.discard:.2f}), drawn as {_drawn_as(showing)}; "
+        f"{_on(ex, model)}."
     )
 
 
@@ -194,7 +196,7 @@ def relevance_alt(ex: Explanation, class_name: str | None, showing: Showing, mod
     which = (
         f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
     )
-    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_shown(showing)}; {_on(ex, model)}."
+    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_drawn_as(showing)}; {_on(ex, model)}."
 
 
 def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, showing: Showing, model: str) -> str:
@@ -202,18 +204,18 @@ def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, showing: Showing
     prompt, (gh, gw) = zs.prompts[index], grid
     return (
         f"Relevance of each patch for the words '{prompt}' (probability {zs.probabilities[prompt]:.0%} among "
-        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_shown(showing)}; model: {model}, on the "
+        f"{len(zs.prompts)} prompts; Chefer et al. 2021), drawn as {_drawn_as(showing)}; model: {model}, on the "
         f"{gh} × {gw} patch grid (rows × columns)."
     )
 
 
-def _shown(showing: Showing) -> str:
+def _drawn_as(showing: Showing) -> str:
     return {
         "weights": "weights from 0 with uniform marked on the colour bar",
         "relative": "multiples of uniform (blue below, white at, red above)",
         "top mass": f"only the patches holding the top {showing.keep:.0%} of its mass, the rest as the photo in a "
         "light tint",
-    }[showing.how]
+    }[showing.show]
 
 
 def distance_alt(ex: Explanation, model: str) -> str:
@@ -304,17 +306,17 @@ def class_name(class_names: Sequence[str], index: int) -> str:
     return class_names[index] if index < len(class_names) else f"class {index}"
 
 
-def pca_alt(names: Sequence[str], computed: LayerPca, layer: int, depth: int, model: str) -> str:
-    """The PCA picture."""
+def pca_alt(names: Sequence[str], computed: LayerPca, layer_number: int, depth: int, model: str) -> str:
+    """The PCA picture of the layer `layer_number` (from 1, as written)."""
     background = (
         "background patches (component 1 of a first PCA below 0) shown as the pale photo"
         if bool(computed.pca.removed.any())
         else "no background removed"
     )
     return (
-        f"Patch tokens of layer {layer} of {depth} in colour for {len(names)} image(s) ({', '.join(names)}): one PCA "
-        f"over all their patches, components 1, 2, 3 as red, green and blue, each min-max scaled, {background}, "
-        f"each image's colours under its photo; model: {model}."
+        f"Patch tokens of layer {layer_number} of {depth} in colour for {len(names)} image(s) ({', '.join(names)}): "
+        "one PCA over all their patches, components 1, 2, 3 as red, green and blue, each min-max scaled, "
+        f"{background}, each image's colours under its photo; model: {model}."
     )
 
 

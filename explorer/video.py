@@ -31,7 +31,7 @@ from PIL import Image
 
 from vit import AttentionMaps
 from vit.analysis import Query, query_attention, query_prefix_attention
-from vit.messages import shown
+from vit.messages import quoted
 
 from . import canvas, render, texts, views
 from .canvas import MapStyle
@@ -137,7 +137,7 @@ def _video_stream(container: av.container.InputContainer, limits: VideoLimits) -
     stream = container.streams.video[0]
     codec = stream.codec_context.codec.canonical_name
     if codec not in CODECS:
-        raise VideoError(f"the clip's codec {shown(codec)} is not one this app decodes: re-encode it as MP4 (H.264)")
+        raise VideoError(f"the clip's codec {quoted(codec)} is not one this app decodes: re-encode it as MP4 (H.264)")
     stream.codec_context.options = {"max_pixels": str(limits.max_pixels)}
     stream.thread_type = "SLICE"  # threads within one frame, never frames in parallel
     return stream
@@ -211,7 +211,7 @@ def _batch_size(loaded: LoadedModel, frames: int, max_bytes: int | None) -> int:
 def layer_maps(
     loaded: LoadedModel, tensors: torch.Tensor, query: Query, layer: int, batch: int
 ) -> tuple[np.ndarray, np.ndarray, AttentionMaps]:
-    """Task (explorer/compute.py): every frame's `layer` (1-based) maps for `query`, `batch`
+    """Task (explorer/compute.py): every frame's `layer` (0-based) maps for `query`, `batch`
     frames per pass over `tensors` (frames, 3, H, W): (maps (frames, heads, gh, gw), attention
     to the prefix tokens (frames, heads, prefix), the first frame's whole AttentionMaps, for
     its captions), on the CPU. Only the chosen layer crosses back, not every layer's maps."""
@@ -219,8 +219,8 @@ def layer_maps(
     for start in range(0, len(tensors), batch):
         with torch.inference_mode():
             _, attention = loaded.model(to_model(loaded.model, tensors[start : start + batch]), need_weights=True)
-        maps.append(query_attention(attention, query)[:, layer - 1].float().cpu())  # (B, heads, gh, gw)
-        prefix.append(query_prefix_attention(attention, query)[:, layer - 1].float().cpu())  # (B, heads, prefix)
+        maps.append(query_attention(attention, query)[:, layer].float().cpu())  # (B, heads, gh, gw)
+        prefix.append(query_prefix_attention(attention, query)[:, layer].float().cpu())  # (B, heads, prefix)
         # a copy of the first frame's maps: a view would keep its whole batch through the next passes
         first = first or attention.apply(lambda a: a[:1].to("cpu", torch.float32, copy=True))
         del attention  # before the next pass, which would otherwise make its maps beside these (clip_bytes)
@@ -304,7 +304,7 @@ def clip_maps(
     max_bytes: int | None = None,
     run: Callable[..., tuple[np.ndarray, np.ndarray, AttentionMaps]] | None = None,
 ) -> tuple[ClipMaps, Explanation]:
-    """Pass 1: the model input and `layer`'s (1-based) maps of every frame for `query`, and
+    """Pass 1: the model input and `layer`'s (0-based) maps of every frame for `query`, and
     the first frame's Explanation (what the captions say about the model and the query). The
     export is held to `max_bytes` (what one request may use: `clip_bytes`) before it starts.
     `run(loaded, ...)` runs `layer_maps` (a ZeroGPU worker: one GPU call for the whole clip);
@@ -353,11 +353,12 @@ class VideoReport:
 def frame_picture(
     first: Explanation, clip: ClipMaps, i: int, fps: float, query: Query, layer: int, style: MapStyle, tops: np.ndarray
 ) -> Image.Image:
-    """Frame `i` (0-based) of the attention video: the model input beside the head maps."""
+    """Frame `i` (0-based) of the attention video: the model input beside the head maps of
+    `layer` (0-based; the title says both from 1)."""
     pixels = clip.pixels[i]
     base = canvas.fit_to_grid(pixels, first.grid, views.HEAD_PX)
     title = (
-        f"frame {i + 1} of {len(clip.maps)} ({i / fps:.1f} s) · layer {layer} of {first.depth}, "
+        f"frame {i + 1} of {len(clip.maps)} ({i / fps:.1f} s) · layer {layer + 1} of {first.depth}, "
         f"query: {texts.query_label(first, query)}"
     )
     heads = render.head_grid(
@@ -365,9 +366,8 @@ def frame_picture(
         clip.maps[i],
         style,
         title,
-        prefix=clip.prefix[i],
+        prefix=render.Prefix(clip.prefix[i], first.prefix_names),
         note=texts.left_out(first),
-        prefix_names=first.prefix_names,
         mark=views.patch_of(query),
         top=render.ScaleTop(tops, "this layer over the whole clip"),
     )
@@ -425,7 +425,7 @@ def attention_video(
     run: Callable[..., tuple[np.ndarray, np.ndarray, AttentionMaps]] | None = None,
 ) -> VideoReport:
     """The attention video of the clip at `path`, written to `out_path` (MP4): `layer`'s
-    (1-based) head maps for `query`, both checked by the caller against the model, on one
+    (0-based) head maps for `query`, both checked by the caller against the model, on one
     colour scale over the whole clip (`style.scale`: "layer", "head" or "fixed"), in at most
     `max_bytes` (what one request may use, checked before any frame is decoded)."""
     info = probe(path, limits)

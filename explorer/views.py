@@ -84,6 +84,11 @@ def patch_of(query: Query) -> tuple[int, int] | None:
     return query if isinstance(query, tuple) else None
 
 
+def prefix_of(ex: Explanation, query: Query) -> render.Prefix:
+    """The query's attention to the prefix tokens, (layers, heads, prefix_tokens), with their names."""
+    return render.Prefix(ex.prefix_attention(query), ex.prefix_names)
+
+
 def head_layout(ex: Explanation, columns: int | None = None, style: MapStyle | None = None) -> tuple[int, int]:
     """(tiles per row, tile side in px) of the heads view: `columns` tiles a row (default: up
     to MAX_COLUMNS), each at most HEAD_PX and small enough for the row to fit the heads'
@@ -109,28 +114,26 @@ def caption_px(ex: Explanation, style: MapStyle) -> float:
     the per-head scale, and its shares of the prefix tokens (render._tile_lines). The shares had
     been left out: in `--present` a model with registers got six 80-px tiles a row under 95-px
     lines ("reg1 0.00"), and the page shrank the picture, words and all."""
-    shares = render.prefix_lines(np.zeros(ex.attention.prefix_tokens), ex.prefix_names) if ex.has_prefix else []
+    widest = render.Prefix(np.zeros(ex.attention.prefix_tokens), ex.prefix_names)  # "reg1 0.00"
+    shares = render.prefix_lines(widest) if ex.has_prefix else []
     lines = [f"head {ex.heads}", *(["max 0.0000"] if style.scale == "head" else []), *shares]
     return max(canvas.text_width(line, style.text_px) for line in lines)
 
 
 def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: int | None = None) -> Image.Image:
-    """Where the query looks, one tile per head, in `layer` (1-based), `columns` tiles a row
-    (see `head_layout`)."""
+    """Where the query looks, one tile per head, in `layer` (0-based; the title says it from 1),
+    `columns` tiles a row (see `head_layout`)."""
     cols, tile = head_layout(ex, columns, style)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
-    title = heads_title(ex, query_label(ex, query), layer)
-    i = layer - 1
-    maps, prefix = ex.query_maps(query)[i], ex.prefix_attention(query)[i]
+    title = heads_title(ex, query_label(ex, query), layer + 1)
     return render.head_grid(
         base,
-        maps,
+        ex.query_maps(query)[layer],
         style,
         title,
         cols,
-        prefix=prefix,
+        prefix=prefix_of(ex, query).at(layer),
         note=left_out(ex),
-        prefix_names=ex.prefix_names,
         mark=patch_of(query),
     )
 
@@ -142,16 +145,14 @@ def layer_frames(
     that layer, or with `one_scale` all on the scale of the largest weight of all layers."""
     cols, tile = head_layout(ex, columns)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
-    maps, prefix = ex.query_maps(query), ex.prefix_attention(query)
     note = f"query: {query_label(ex, query)}. {left_out(ex)}"
     return render.layer_frames(
         base,
-        maps,
+        ex.query_maps(query),
         style,
         cols,
-        prefix=prefix,
+        prefix=prefix_of(ex, query),
         note=note,
-        prefix_names=ex.prefix_names,
         mark=patch_of(query),
         one_scale=one_scale,
     )
@@ -166,9 +167,8 @@ def overview(ex: Explanation, style: MapStyle) -> Image.Image:
         ex.query_maps(None),
         style,
         title,
-        prefix=ex.prefix_attention(None),
+        prefix=prefix_of(ex, None),
         note=left_out(ex),
-        prefix_names=ex.prefix_names,
     )
 
 
@@ -196,7 +196,7 @@ def uniform_value(amap: np.ndarray) -> float:
 def one_map(
     base: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str, showing: Showing
 ) -> Image.Image:
-    """A map over the whole grid (rollout, relevance) as `showing.how` says: "weights" from 0
+    """A map over the whole grid (rollout, relevance) as `showing.show` says: "weights" from 0
     with uniform marked, "relative" to uniform, or "top mass": only the patches holding the top
     `showing.keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021)."""
     show, keep = showing
@@ -282,13 +282,14 @@ def pca_view(
     pixels: Sequence[np.ndarray],
     names: Sequence[str],
     computed: LayerPca,
-    layer: int,
+    layer_number: int,
     depth: int,
     prefix_names: Sequence[str] = (),
     text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
-    """Patch features of `layer` (1-based) in colour, one column per image (`pixels`, the model
-    inputs (H, W, 3), named `names`), with its RGB legend and note (describe_pca)."""
+    """Patch features of the layer `layer_number` (from 1, as the title writes it) in colour, one
+    column per image (`pixels`, the model inputs (H, W, 3), named `names`), with its RGB legend
+    and note (describe_pca)."""
     pca = computed.pca
     room = (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - canvas.GAP  # 80 px: the row labels "image", "PCA"
     tile = max(48, min(render.PCA_TILE_PX, room))
@@ -300,7 +301,7 @@ def pca_view(
         keep.append(pca.foreground[start : start + n].reshape(grid).numpy())
         start += n
     title = (
-        f"Patch tokens of layer {layer} of {depth} in colour: their first three principal components as R, G, B "
+        f"Patch tokens of layer {layer_number} of {depth} in colour: their first three principal components as R, G, B "
         f"({', '.join(f'{float(s):.0%}' for s in pca.explained)} of the variance)"
     )
     note = describe_pca(pca, len(pixels), prefix_names)

@@ -73,12 +73,12 @@ def test_bad_frames_get_a_clear_error(url, message):
 
 def test_one_frame_gives_the_input_every_head_and_rollout(tiny):
     frame = Image.fromarray(np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8))
-    shown = live_frame(tiny, frame, (2, 3), 4, MapStyle())
+    shown = live_frame(tiny, frame, (2, 3), 3, MapStyle())
     assert shown.input.size == (384, 384)  # 32 px, enlarged 12 times, the query patch outlined
     assert shown.heads.width > 4 * 128  # 4 head tiles, each fit to the heads column
     assert shown.rollout.width == 320
     assert gradient_runs(shown.rollout, render.RELATIVE_CMAP)  # relative to uniform: the object stands out
     assert len(shown.predictions) == 3 and set(shown.predictions) <= set(CIFAR10_CLASSES)
     assert shown.model_ms > 0 and shown.drawing_ms > 0
-    other = live_frame(tiny, frame, None, 4, MapStyle())
+    other = live_frame(tiny, frame, None, 3, MapStyle())
     assert not np.array_equal(np.asarray(other.heads), np.asarray(shown.heads))  # another query, other maps

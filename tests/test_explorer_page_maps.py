@@ -44,7 +44,7 @@ def nano_explanation():
 def test_every_level_gives_the_very_colour_the_server_draws_on_the_layer_scale(nano_explanation):
     """floor(level / 256) is canvas.heatmap's colour index for every head, query and layer."""
     ex = nano_explanation
-    payload = page_maps.page_maps(ex, "nano", ex.depth, canvas.TEXT_PX, "handle")
+    payload = page_maps.page_maps(ex, "nano", ex.depth - 1, canvas.TEXT_PX, "handle")
     gh, gw = ex.grid
     queries = {0: None, 5: (0, 4), 40: (4, 7)}  # a token row, then patch rows (patch index: row-major)
     for layer in range(ex.depth):
@@ -115,7 +115,7 @@ def test_the_first_screens_reply_fits_its_budget(name, budget, every_layer):
     pre = Preprocessing(resize_size=side, crop_size=side)
     image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (side, side, 3), dtype=np.uint8))
     ex = explain(model, [str(i) for i in range(model.config.num_classes)], pre, image)
-    payload = page_maps.page_maps(ex, name, ex.depth, canvas.TEXT_PX, "handle")
+    payload = page_maps.page_maps(ex, name, ex.depth - 1, canvas.TEXT_PX, "handle")
     assert page_maps.reply_bytes(payload) <= budget
     assert len(payload["patch_rows"]) == (ex.depth if every_layer else 1)
     assert len(payload["token_rows"]) == ex.depth  # the default query's rows: every layer, always
@@ -127,7 +127,7 @@ def test_vit_large_with_registers_fits_six_megabytes():
     pre = Preprocessing(resize_size=224, crop_size=224)
     image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (224, 224, 3), dtype=np.uint8))
     ex = explain(model, [], pre, image)
-    payload = page_maps.page_maps(ex, "L/14", ex.depth, canvas.TEXT_PX, "handle")
+    payload = page_maps.page_maps(ex, "L/14", ex.depth - 1, canvas.TEXT_PX, "handle")
     assert page_maps.reply_bytes(payload) <= 6 * MB
     assert len(payload["token_rows"][0]["tops"]) > 0 and len(payload["words"]["picks"]) == 5  # CLS, reg1 ... reg4
     one_layer = page_maps.layer_rows(ex, 3)
@@ -155,7 +155,7 @@ def test_the_whole_image_mode_keeps_rows_and_columns(nano_explanation):
     ex = explain(model, [str(i) for i in range(10)], pre, image, mode="whole")
     gh, gw = ex.grid
     assert gh != gw
-    payload = page_maps.page_maps(ex, "nano", 1, canvas.TEXT_PX, "h")
+    payload = page_maps.page_maps(ex, "nano", 0, canvas.TEXT_PX, "h")
     assert payload["grid"] == [gh, gw]
     levels = decoded(payload["patch_rows"][0]["levels"], np.uint16).reshape(gh * gw, ex.heads, gh, gw)
     query = (1, gw - 2)
@@ -168,7 +168,7 @@ def test_a_model_without_cls_sends_the_mean_patch_query_first():
     pre = Preprocessing(resize_size=32, crop_size=32)
     image = Image.fromarray(np.random.default_rng(3).integers(0, 256, (32, 32, 3), dtype=np.uint8))
     ex = explain(model, [str(i) for i in range(10)], pre, image)
-    payload = page_maps.page_maps(ex, "showcase", 1, canvas.TEXT_PX, "h")
+    payload = page_maps.page_maps(ex, "showcase", 0, canvas.TEXT_PX, "h")
     assert payload["words"]["picks"] == ["mean"] and payload["words"]["labels"] == ["mean of patches"]
     gh, gw = ex.grid
     levels = decoded(payload["token_rows"][0]["levels"], np.uint16).reshape(ex.heads, gh, gw)

@@ -33,7 +33,7 @@ def test_a_register_models_head_maps_fit_their_column_with_every_caption_under_i
     ex = registers_explained()
     for scale in ("layer", "head"):
         style = MapStyle(scale=scale, text_px=text_px)
-        picture = views.heads(ex, None, 1, style)
+        picture = views.heads(ex, None, 0, style)
         assert picture.width <= views.DISPLAY_WIDTH["heads"], (scale, picture.size)
         cols, tile = views.head_layout(ex, None, style)
         widest = views.caption_px(ex, style)

@@ -22,7 +22,7 @@ def test_probe_strip_prints_the_cls_share_only_for_models_with_a_cls_token():
     with_cls = probe_strip.probe_strip(image, [(1, (0.6 * gap).reshape(1, 2, 2, 2))], MapStyle())
     without = probe_strip.probe_strip(image, [(1, gap.reshape(1, 2, 2, 2))], MapStyle())
     assert with_cls.height > without.height  # the "CLS 0.40" caption line (and the caption sentence)
-    assert render.prefix_lines(1.0 - (0.6 * gap).sum(-1)[0, :1]) == ["CLS 0.40"]
+    assert render.prefix_lines(render.Prefix(1.0 - (0.6 * gap).sum(-1)[0, :1])) == ["CLS 0.40"]
 
 
 def test_a_long_runs_probe_strip_has_a_bounded_height_and_says_which_epochs_it_shows():

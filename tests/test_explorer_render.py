@@ -82,13 +82,14 @@ def test_head_grid_wraps_heads_into_rows_and_carries_a_colour_bar():
 
 
 def test_prefix_shares_are_printed_per_tile():
-    assert render.prefix_lines(np.array([0.4213])) == ["CLS 0.42"]
-    assert render.prefix_lines(np.array([0.4, 0.1, 0.05])) == ["CLS 0.40 + 2 more 0.15"]
+    assert render.prefix_lines(render.Prefix(np.array([0.4213]))) == ["CLS 0.42"]
+    assert render.prefix_lines(render.Prefix(np.array([0.4, 0.1, 0.05]))) == ["CLS 0.40 + 2 more 0.15"]
     head_scale = MapStyle(scale="head")
-    assert render._tile_lines("head 3", 0.123, head_scale, np.array([0.5])) == ["head 3", "max 0.12", "CLS 0.50"]
+    one = render.Prefix(np.array([0.5]))
+    assert render._tile_lines("head 3", 0.123, head_scale, one) == ["head 3", "max 0.12", "CLS 0.50"]
     assert render._tile_lines("head 3", 0.123, MapStyle(), None) == ["head 3"]
     image, maps = np.zeros((16, 16, 3), np.uint8), np.random.default_rng(0).random((2, 4, 4))
-    with_prefix = render.head_grid(image, maps, MapStyle(), prefix=np.full((2, 1), 0.3))
+    with_prefix = render.head_grid(image, maps, MapStyle(), prefix=render.Prefix(np.full((2, 1), 0.3)))
     assert with_prefix.height == render.head_grid(image, maps, MapStyle()).height + canvas._line()
 
 
@@ -143,8 +144,9 @@ def test_position_similarity_tiles_mark_each_tiles_own_slot_and_carry_a_colour_b
 def test_prefix_shares_name_every_prefix_token_one_per_line():
     """Two a line ("CLS 0.40 · dist 0.10") were wider than a register model's tiles (issue 42)."""
     names = ("cls", "dist", "reg1")
-    assert render.prefix_lines(np.array([0.4, 0.1, 0.05]), names) == ["CLS 0.40", "dist 0.10", "reg1 0.05"]
-    lines = render._tile_lines("head 1", 0.5, MapStyle(), np.array([0.4, 0.1, 0.05]), names)
+    prefix = render.Prefix(np.array([0.4, 0.1, 0.05]), names)
+    assert render.prefix_lines(prefix) == ["CLS 0.40", "dist 0.10", "reg1 0.05"]
+    lines = render._tile_lines("head 1", 0.5, MapStyle(), prefix)
     assert lines == ["head 1", "CLS 0.40", "dist 0.10", "reg1 0.05"]
 
 

@@ -65,7 +65,7 @@ def test_a_clip_over_the_limits_is_refused_before_a_frame_is_decoded(tmp_path, m
 
     monkeypatch.setattr(video, "_frames", no_decoding)
     with pytest.raises(VideoError, match=message):
-        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle(), limits)
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 5, MapStyle(), limits)
 
 
 def test_a_clip_at_a_millionth_of_a_frame_per_second_is_refused_not_made_ten_million_seconds_long(tmp_path, tiny):
@@ -73,7 +73,7 @@ def test_a_clip_at_a_millionth_of_a_frame_per_second_is_refused_not_made_ten_mil
     last 10,000,000 s; its rate is refused from the header (VideoLimits.min_fps)."""
     clip = write_clip(tmp_path / "slow.mkv", 3, fps=Fraction(1, 1_000_000), fmt="matroska")
     with pytest.raises(VideoError, match="frames per second; at least 1 are accepted"):
-        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle())
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 5, MapStyle())
     assert not (tmp_path / "out.mp4").exists()
 
 
@@ -149,7 +149,7 @@ def test_the_attention_video_has_every_frame_beside_its_maps(tmp_path, tiny):
     clip = write_clip(tmp_path / "c.mp4", 7, fps=10)
     seen = []
     made = attention_video(
-        tiny, clip, tmp_path / "out.mp4", (1, 2), 6, MapStyle(), progress=lambda *stage: seen.append(stage)
+        tiny, clip, tmp_path / "out.mp4", (1, 2), 5, MapStyle(), progress=lambda *stage: seen.append(stage)
     )
     assert made.frames == 7 and set(made.seconds) == {"decode", "preprocess", "model", "draw", "encode"}
     assert ("drawing and encoding", 6, 7) in seen  # the progress bar counts frames
@@ -184,7 +184,7 @@ def test_one_pass_over_the_clip_gives_each_frame_the_maps_of_its_own_pass(tiny):
     from vit.analysis import query_attention
 
     frames = torch.randn(5, 3, 32, 32)
-    maps, prefix, first = video.layer_maps(tiny, frames, None, 3, 2)  # batches of 2, 2, 1
+    maps, prefix, first = video.layer_maps(tiny, frames, None, 2, 2)  # batches of 2, 2, 1
     assert maps.shape == (5, 4, 8, 8) and prefix.shape == (5, 4, 1) and first[0].shape[0] == 1
     for i in range(5):
         with torch.inference_mode():
@@ -199,7 +199,7 @@ def test_a_clip_whose_inputs_would_not_fit_is_refused_before_decoding(tmp_path, 
     clip = write_clip(tmp_path / "c.mp4", 12, fps=10)
     monkeypatch.setattr(video, "_frames", lambda *a: (_ for _ in ()).throw(AssertionError("decoded a frame")))
     with pytest.raises(VideoError, match="12 frames at this model's 32 × 32 px input would take 0 MiB"):
-        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle())
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 5, MapStyle())
 
 
 def test_a_clip_is_bounded_by_the_work_of_its_model_not_a_224_px_assumption(tmp_path, monkeypatch, tiny):
@@ -212,7 +212,7 @@ def test_a_clip_is_bounded_by_the_work_of_its_model_not_a_224_px_assumption(tmp_
     with pytest.raises(
         VideoError, match=r"12 frames through this model \(65 tokens a frame at 32 × 32 px\).* to 11 frames"
     ):
-        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle())
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 5, MapStyle())
     big = replace(tiny, meta=replace(tiny.meta, preprocessing=Preprocessing(1024, 1024)))
     assert video.frame_bytes(big) == 2 * 3 * 1024**2 * 4 + 3 * 1024**2  # a 1,024 px model's frame: 28 MiB
     monkeypatch.setattr(video, "CLIP_FLOPS", math.inf)
@@ -233,7 +233,7 @@ def test_an_export_over_the_request_budget_is_refused_before_decoding_with_the_f
     monkeypatch.setattr(video, "_frames", lambda *a: (_ for _ in ()).throw(AssertionError("decoded a frame")))
     said = r"12 frames .* more than the \d+ MiB one request may use on this server: trim the clip to 11 frames"
     with pytest.raises(VideoError, match=said):
-        attention_video(tiny, clip, tmp_path / "out.mp4", None, 6, MapStyle(), max_bytes=budget)
+        attention_video(tiny, clip, tmp_path / "out.mp4", None, 5, MapStyle(), max_bytes=budget)
     with pytest.raises(ExplanationTooLarge, match="one frame's attention maps take 0 MiB .*; use a smaller model"):
         video.check_clip_inputs(tiny, 1, video.clip_bytes(tiny, 0, 1) + video.frame_bytes(tiny) - 1)
     assert video._batch_size(tiny, 11, budget) == 1 and video._batch_size(tiny, 11, None) == video.MAX_BATCH
@@ -243,5 +243,5 @@ def test_an_export_over_the_request_budget_is_refused_before_decoding_with_the_f
 def test_the_first_frames_maps_are_its_own_not_a_view_of_its_batch(tiny):
     """The captions keep the first frame's maps: a view kept its whole batch's (up to BATCH_BYTES)
     through every later pass, beside that pass's own maps."""
-    _, _, first = video.layer_maps(tiny, torch.randn(4, 3, 32, 32), None, 3, 4)
+    _, _, first = video.layer_maps(tiny, torch.randn(4, 3, 32, 32), None, 2, 4)
     assert all(a.untyped_storage().nbytes() == a.numel() * a.element_size() for a in first)

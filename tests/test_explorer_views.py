@@ -55,7 +55,7 @@ def test_a_near_uniform_model_draws_flat_maps_in_heads_and_overview(uniform):
     assert 0 < deviation.max() < 1e-3  # near uniform, not exactly
     top = tuple(colormaps["inferno"](1.0, bytes=True)[:3])
     for picture, tiles, side in (
-        (views.heads(uniform, None, 3, MapStyle(raw=True)), uniform.heads, views.head_layout(uniform)[1]),
+        (views.heads(uniform, None, 2, MapStyle(raw=True)), uniform.heads, views.head_layout(uniform)[1]),
         (views.overview(uniform, MapStyle(raw=True)), uniform.heads * uniform.depth, views.OVERVIEW_PX),
     ):
         flat = (np.asarray(picture) == top).all(-1).sum()
@@ -94,9 +94,9 @@ def test_a_model_without_cls_says_nothing_is_left_out():
         ex, "mean", 0
     )
     with_cls = views.heads(
-        explain(near_uniform_model(), [str(i) for i in range(10)], CIFAR10, image), None, 1, MapStyle()
+        explain(near_uniform_model(), [str(i) for i in range(10)], CIFAR10, image), None, 0, MapStyle()
     )
-    assert views.heads(ex, None, 1, MapStyle()).height < with_cls.height  # no "CLS 0.xx" line under the tiles
+    assert views.heads(ex, None, 0, MapStyle()).height < with_cls.height  # no "CLS 0.xx" line under the tiles
 
 
 def _tiny(**prefix) -> vit.VisionTransformer:
@@ -170,12 +170,12 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
         layers[layer][0, head, :, 5 + 4 * row + col] = 0.5
     ex = replace(ex, attention=vit.AttentionMaps(layers, ex.grid, 5, ex.prefix_names))
     style = MapStyle(cmap="viridis", raw=True)  # the map alone: a pixel's colour is its weight
-    for layer in (1, 2):
+    for layer in (0, 1):
         for query in (None, (2, 3)):  # the outline of patch (2, 3) never hides a peak
             picture = views.heads(ex, query, layer, style)
             tile = views.head_layout(ex, None, style)[1]
             drawn = drawn_peaks(picture, tile, "viridis", ex.grid)  # one tile per head
-            assert drawn == [peaks[layer - 1, 0], peaks[layer - 1, 1]], (layer, query)
+            assert drawn == [peaks[layer, 0], peaks[layer, 1]], (layer, query)
             assert any(d == "across" for d, *_ in gradient_runs(picture, "viridis"))  # its colour bar, 0 to top
     overview = views.overview(ex, style)
     tile = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0]
@@ -307,8 +307,8 @@ def styled_pictures(model: vit.VisionTransformer, ex: Explanation, style: MapSty
     """(view, picture) for every Explore picture drawn in `style`, its words at `style.text_px`."""
     names = [f"c{i}" for i in range(10)]
     return [
-        ("heads", views.heads(ex, (1, 2), 2, style)),
-        ("heads", views.heads(ex, None, 2, replace(style, scale="head"))),  # "max" on its own caption line
+        ("heads", views.heads(ex, (1, 2), 1, style)),
+        ("heads", views.heads(ex, None, 1, replace(style, scale="head"))),  # "max" on its own caption line
         ("overview", views.overview(ex, style)),
         *[("rollout", views.rollout(ex, controls.Fusion(), style, controls.Showing(show))) for show in controls.SHOWS],
         ("relevance", views.relevance(model, names, ex, None, style, controls.Showing("top mass"))),
@@ -369,8 +369,8 @@ def test_in_the_presentation_mode_the_text_of_every_styled_picture_is_at_least_1
     heads = lessons.cls_heads(loaded, Image.new("RGB", (240, 240)))
     compare = lessons.compare_cls_heads([loaded, loaded], [heads, heads], present)
     assert shown_px(canvas.PRESENT_TEXT_PX, compare, "compare") >= PRESENT_MIN_PX
-    plain = views.heads(ex, None, 2, MapStyle())
-    assert views.heads(ex, None, 2, present).height > plain.height  # the words really are larger
+    plain = views.heads(ex, None, 1, MapStyle())
+    assert views.heads(ex, None, 1, present).height > plain.height  # the words really are larger
 
 
 def test_in_the_presentation_mode_the_charts_similarity_and_train_pictures_are_at_least_18_px(uniform):
@@ -424,7 +424,7 @@ def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():
 def test_on_a_phone_two_columns_keep_head_maps_at_least_150_px_wide(uniform):
     phone_column = 326  # the heads picture's CSS width at 390 × 844 (measured in Chromium)
     cols, tile = views.head_layout(uniform, columns=2)
-    picture = views.heads(uniform, None, 6, MapStyle(), columns=2)
+    picture = views.heads(uniform, None, 5, MapStyle(), columns=2)
     assert cols == 2 and tile * min(1.0, phone_column / picture.width) >= 150
 
 

@@ -94,11 +94,11 @@ def test_arrow_moves_start_at_the_centre_and_stop_at_the_edges(tab, explanation_
 
 def test_a_refused_upload_puts_back_the_image_the_views_belong_to(tab, explanation_key):
     """After a refused file the upload box showed it (or a broken icon) beside the
-    previous image's maps. It shows that image again, marked as shown so no analysis runs."""
+    previous image's maps. It shows that image again, marked as seen so no analysis runs."""
     server, request = tab, gr.Request(session_hash="refused-upload")
-    server.shown.is_new(common.owner(request), "/uploads/strip.png")  # the refused file, taken up
+    server.seen_uploads.is_new(common.owner(request), "/uploads/strip.png")  # the refused file, taken up
     assert h.keep_image(server, explanation_key, request) == explanation_key.path
-    assert not server.shown.is_new(common.owner(request), explanation_key.path)  # putting it back is no new image
+    assert not server.seen_uploads.is_new(common.owner(request), explanation_key.path)  # put back: not new
     assert h.keep_image(server, None, request) is None  # no image before: the box is emptied
     kept = h.keep_analysis(server, explanation_key, request)  # after an analysis that failed (a truncated file)
     assert kept.pop("image") == explanation_key.path
@@ -455,13 +455,13 @@ def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
     """Gradio's image fires .change twice per upload; the second must not analyse again."""
     from concurrent.futures import ThreadPoolExecutor
 
-    shown = common.ShownImages(size=2)
-    assert shown.is_new("a", "/up/x.png") and not shown.is_new("a", "/up/x.png")
-    assert shown.is_new("b", "/up/x.png")  # another visitor's session
-    assert shown.is_new("a", None) and shown.is_new("a", "/up/x.png")  # removed, then the same file again
-    assert shown.is_new("c", "/up/y.png") and list(shown.paths) == ["a", "c"]  # the oldest session forgotten
+    seen = common.SeenUploads(size=2)
+    assert seen.is_new("a", "/up/x.png") and not seen.is_new("a", "/up/x.png")
+    assert seen.is_new("b", "/up/x.png")  # another visitor's session
+    assert seen.is_new("a", None) and seen.is_new("a", "/up/x.png")  # removed, then the same file again
+    assert seen.is_new("c", "/up/y.png") and list(seen.paths) == ["a", "c"]  # the oldest session forgotten
     with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda _: shown.is_new("d", "/up/z.png"), range(8)))
+        answers = list(pool.map(lambda _: seen.is_new("d", "/up/z.png"), range(8)))
     assert sorted(answers) == [False] * 7 + [True]
 
 

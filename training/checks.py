@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from vit.messages import shown
+from vit.messages import quoted
 
 
 def is_real(value: object) -> bool:
@@ -16,7 +16,7 @@ def is_real(value: object) -> bool:
 def check_whole(name: str, value: object, low: int) -> int:
     """`value` if it is an int (not a bool) of at least `low`, else ValueError."""
     if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
-        raise ValueError(f"{name} must be a whole number of at least {low}, got {shown(value)}")
+        raise ValueError(f"{name} must be a whole number of at least {low}, got {quoted(value)}")
     return value
 
 
@@ -25,5 +25,5 @@ def check_lr(value: object, high: float = math.inf, name: str = "lr") -> float:
     0, and at most `high` where a server caps it (TrainLimits.max_lr)."""
     if not (is_real(value) and 0 < value <= high):
         cap = f" and at most {high:g}" if math.isfinite(high) else ""
-        raise ValueError(f"{name} must be a number above 0{cap}, got {shown(value)}")
+        raise ValueError(f"{name} must be a number above 0{cap}, got {quoted(value)}")
     return float(value)

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from vit.messages import shown
+from vit.messages import quoted
 
 from .checks import check_lr
 from .job import ChunkPlan, JobBusy, JobSnapshot, TrainingJob
@@ -67,7 +67,7 @@ def _whole(value: object, name: str, low: int, high: int) -> int:
     except (TypeError, ValueError):  # a bool is no number here: `epochs=true` once trained 1 epoch
         number = math.nan
     if not (math.isfinite(number) and number == int(number) and low <= number <= high):
-        raise ValueError(f"{name} must be a whole number from {low} to {high}, got {shown(value)}")
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, got {quoted(value)}")
     return int(number)
 
 

@@ -106,8 +106,8 @@ def bound(
     ]
     parameters = parameters[len(context) :]
     by_kind = {c.kind: c for c in controls}
-    shown = [leaf for p in parameters for leaf in _controls_of(p, by_kind)]  # what the API page shows
-    signature = inspect.Signature(shown)
+    api_parameters = [leaf for p in parameters for leaf in _controls_of(p, by_kind)]  # as the API page names them
+    signature = inspect.Signature(api_parameters)
 
     def call_args(args: tuple, kwargs: dict) -> dict[str, Any]:
         given = signature.bind(*args, **kwargs)
@@ -132,7 +132,7 @@ def bound(
             return applied(fn(*context, **call_args(args, kwargs)))
 
     handler.__signature__ = signature  # inspect.signature reads it before following __wrapped__ to `fn`
-    handler.__annotations__ = {p.name: p.annotation for p in shown}
+    handler.__annotations__ = {p.name: p.annotation for p in api_parameters}
     return handler
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import gradio as gr
 
-from vit.messages import shown
+from vit.messages import quoted
 
 from .settings import for_visitors
 
@@ -26,7 +26,7 @@ ERROR_TOAST_S = 15
 def visitor_error(message: str, **kwargs: object) -> gr.Error:
     """The one way ui/ builds an error for a visitor: server paths cut to their last part, HTML
     escaped and length-capped (`ui.settings.for_visitors`). Values a visitor sent are quoted
-    with `shown`, which keeps a few dozen characters of them. A refusal is the visitor's, not
+    with `quoted`, which keeps a few dozen characters of them. A refusal is the visitor's, not
     the server's: no traceback in the log (each one wrote 2.4 KB of it). Its toast fades
     after ERROR_TOAST_S."""
     return gr.Error(for_visitors(message), **({"print_exception": False, "duration": ERROR_TOAST_S} | kwargs))
@@ -40,7 +40,7 @@ def whole_number(name: str, value: object, low: int, high: int | None = None) ->
     """`value` as an int in [low, high] (no upper bound when `high` is None)."""
     allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
     if not _is_number(value) or value != int(value) or value < low or (high is not None and value > high):
-        raise visitor_error(f"{name} must be a whole number {allowed}, got {shown(value)}")
+        raise visitor_error(f"{name} must be a whole number {allowed}, got {quoted(value)}")
     return int(value)
 
 
@@ -48,19 +48,19 @@ def number(name: str, value: object, low: float, high: float | None = None) -> f
     """`value` as a finite float in [low, high] (no upper bound when `high` is None)."""
     allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
     if not _is_number(value) or value < low or (high is not None and value > high):
-        raise visitor_error(f"{name} must be a number {allowed}, got {shown(value)}")
+        raise visitor_error(f"{name} must be a number {allowed}, got {quoted(value)}")
     return float(value)
 
 
 def one_of(name: str, value: object, allowed: Sequence[str]) -> str:
     """`value`, if it is one of `allowed`."""
     if value not in allowed:
-        raise visitor_error(f"unknown {name} {shown(value)}; choose one of {', '.join(map(repr, allowed))}")
+        raise visitor_error(f"unknown {name} {quoted(value)}; choose one of {', '.join(map(repr, allowed))}")
     return str(value)
 
 
 def yes_no(name: str, value: object) -> bool:
     """`value`, if it is a checkbox's true or false."""
     if not isinstance(value, bool):
-        raise visitor_error(f"{name} must be true or false, got {shown(value)}")
+        raise visitor_error(f"{name} must be true or false, got {quoted(value)}")
     return value

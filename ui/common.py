@@ -30,7 +30,7 @@ from explorer.prompts import ZeroShot
 from explorer.uploads import UploadRefused, checked_upload
 from training.registry import JobRegistry, owner_id
 from vit.analysis import Query
-from vit.messages import shown
+from vit.messages import quoted
 
 from . import zerogpu
 from .binding import Controls
@@ -52,7 +52,11 @@ SCALE_CHOICES = [
 
 
 def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: str) -> MapStyle:
-    """The one MapStyle the five style controls describe (gr.Error for values they cannot take)."""
+    """The one MapStyle the five style controls describe (gr.Error for values they cannot take).
+    Two controls keep their API names and become yes-or-no in the drawing here: `upsampling`
+    ("nearest" or "smooth") is `MapStyle.smooth`, `display` ("overlay" or "raw") is `MapStyle.raw`;
+    the page's own style object (ui/page_maps.js, `setStyle`) converts them the same way, to the
+    same names."""
     return MapStyle(
         cmap=one_of("colour map", cmap, COLORMAPS),
         opacity=number("opacity", opacity, 0.0, 1.0),
@@ -81,7 +85,7 @@ def map_fusion(fusion: str, discard: float) -> controls.Fusion:
     return controls.Fusion(one_of("head fusion", fusion, FUSIONS), number("discard ratio", discard, 0.0, DISCARD_MAX))
 
 
-class ShownImages:
+class SeenUploads:
     """The image path each browser session last took up (the `size` most recent sessions), so
     that Gradio's two .change events for one upload (it sets the value twice, a few
     milliseconds apart, so a session state read by the second may not hold the first's write
@@ -161,7 +165,7 @@ class Server:
 
     catalog: ModelCatalog
     store: ExplanationStore = field(default_factory=ExplanationStore)
-    shown: ShownImages = field(default_factory=ShownImages)
+    seen_uploads: SeenUploads = field(default_factory=SeenUploads)
     pages: PageHandles = field(default_factory=PageHandles)
     rankings: OnePerVisitor = field(default_factory=OnePerVisitor)
     settings: ServerSettings = field(default_factory=ServerSettings)
@@ -327,7 +331,7 @@ def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request |
     except ModelUnavailable as e:
         raise visitor_error(str(e), duration=None) from e
     if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
-        raise visitor_error(f"unknown model {shown(model_key)}: pick one from the list")
+        raise visitor_error(f"unknown model {quoted(model_key)}: pick one from the list")
     return model_key
 
 

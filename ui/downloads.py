@@ -12,7 +12,7 @@ from explorer.loaded import LoadedModel
 from .checks import visitor_error
 
 
-def shown_as(progress: gr.Progress, key: str) -> Progress:
+def download_progress(progress: gr.Progress, key: str) -> Progress:
     """The catalogue's progress callback drawn as `progress`: a bar with "downloading NAME:
     12.5 of 88.3 MB (14%)" (an open bar with the megabytes so far when the size is unknown)."""
     name = key.partition(":")[2] or key
@@ -34,7 +34,7 @@ def load(
     drawn on `progress`; gr.Error (one line) if it cannot be had. The full reason is in the
     server log (explorer.catalog logs it)."""
     try:
-        shown = shown_as(progress, str(key)) if progress is not None else None
-        return catalog.get(str(key), progress=shown, owner=owner)
+        on_bytes = download_progress(progress, str(key)) if progress is not None else None
+        return catalog.get(str(key), progress=on_bytes, owner=owner)
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e

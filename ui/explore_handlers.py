@@ -31,7 +31,7 @@ from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from explorer.uploads import UploadRefused, checked_upload
 from vit.analysis import Query
-from vit.messages import shown
+from vit.messages import quoted
 
 from . import downloads, explore_views, zerogpu
 from .checks import one_of, visitor_error, whole_number
@@ -140,8 +140,9 @@ def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> 
 
 
 def heads_picture(ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle) -> gr.Image:
+    """The head maps of `layer`, counted from 1 as people do (explorer's views count from 0)."""
     alt = texts.heads_alt(ex, query, layer, model_name(key.model_key))
-    return with_alt(views.heads(ex, query, layer, style), alt)
+    return with_alt(views.heads(ex, query, layer - 1, style), alt)
 
 
 def full_analysis(
@@ -167,7 +168,7 @@ def full_analysis(
         first = {"input_img": input_picture(ex, key), "heads": heads_picture(ex, key, None, layer, drawing.style)}
     else:
         handle = pages.handle(key)
-        first = {"maps": page_maps.page_maps(ex, model_name(key.model_key), layer, PICTURE_TEXT.px, handle)}
+        first = {"maps": page_maps.page_maps(ex, model_name(key.model_key), layer - 1, PICTURE_TEXT.px, handle)}
     return first | {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
@@ -269,7 +270,7 @@ def layer_rows(server: Server, asked: object) -> dict:
         return {"error": "This analysis was dropped from the server's memory to make room: upload the image again."}
     layer = asked.get("layer")
     if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer <= ex.depth:
-        return {"error": f"There is no layer {shown(layer)}: this model has layers 1 to {ex.depth}."}
+        return {"error": f"There is no layer {quoted(layer)}: this model has layers 1 to {ex.depth}."}
     return page_maps.layer_rows(ex, layer - 1)
 
 
@@ -278,7 +279,7 @@ def note_image(server: Server, image: dict | None, request: gr.Request) -> None:
     session's last (Gradio's second .change for one upload) stops here silently, so an image
     is analysed, and a bad file's message shown, once."""
     path = image.get("path") if isinstance(image, dict) else None
-    if not server.shown.is_new(owner(request), path if isinstance(path, str) else None):
+    if not server.seen_uploads.is_new(owner(request), path if isinstance(path, str) else None):
         raise visitor_error("this image is already shown", visible=False, print_exception=False)
 
 
@@ -574,9 +575,9 @@ def reset_query(server: Server, explanation_key: ExplanationKey | None, layer: f
 
 def keep_image(server: Server, explanation_key: ExplanationKey | None, request: gr.Request) -> str | None:
     """After a refused upload, the upload box shows again the image the views on the page
-    belong to (empty if none): marked as shown, so putting it back starts no analysis."""
+    belong to (empty if none): marked as seen, so putting it back starts no analysis."""
     path = explanation_key.path if explanation_key is not None else None
-    server.shown.is_new(owner(request), path)
+    server.seen_uploads.is_new(owner(request), path)
     return path
 
 
@@ -598,7 +599,7 @@ def make_png(
     """The head maps of one layer (1-based) as a PNG file named by image, model, layer and query."""
     ex = server.require(explanation_key)
     layer = check_layer(layer, ex.depth)
-    picture = views.heads(ex, query, layer, style)
+    picture = views.heads(ex, query, layer - 1, style)
     return {"export_file": saved(picture, f"{export_name or 'attention'}_layer{layer}_{query_name(query)}.png")}
 
 

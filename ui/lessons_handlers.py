@@ -23,7 +23,7 @@ from explorer.images import ImageError, load_image
 from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, affordable_words, parse_prompts, zero_shot
 from explorer.texts import prompt_note
-from vit.messages import shown
+from vit.messages import quoted
 from vit.pretrained import is_clip
 
 from . import downloads, pictures, zerogpu
@@ -73,7 +73,7 @@ def check_compared(image: dict | None, models: list[str] | None) -> None:
 def compared(models: object) -> list[str]:
     """The models lesson 1 compares, if one to MAX_COMPARED are picked."""
     if not isinstance(models, list) or not 1 <= len(models) <= MAX_COMPARED:
-        raise visitor_error(f"pick 1 to {MAX_COMPARED} models to compare (got {shown(models)})")
+        raise visitor_error(f"pick 1 to {MAX_COMPARED} models to compare (got {quoted(models)})")
     return models
 
 
@@ -182,8 +182,8 @@ def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None, vi
     """The model behind a lesson picker's `key` for `visitor` (ModelCatalog.check_use), its
     download drawn on `progress`; raises ModelUnavailable (one line, for the note beside the
     picker) if it cannot be had here."""
-    shown_progress = downloads.shown_as(progress, str(key)) if progress is not None else None
-    return catalog.get(str(key), progress=shown_progress, owner=visitor)
+    on_bytes = downloads.download_progress(progress, str(key)) if progress is not None else None
+    return catalog.get(str(key), progress=on_bytes, owner=visitor)
 
 
 class RegisterPair(NamedTuple):

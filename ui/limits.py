@@ -144,8 +144,8 @@ class RequestLimits:
             return await _refuse(send, 400, "session_hash must not be empty")  # Gradio answered 500
         if refused := _refused_file(fields.get("data")):
             why, named = refused
-            shown = named if len(named) <= 80 else named[:79] + "…"
-            if line := self.refusals.line(sender(scope, self.trusted_hops), f"it names the file {shown!r}: {why}"):
+            cut = named if len(named) <= 80 else named[:79] + "…"
+            if line := self.refusals.line(sender(scope, self.trusted_hops), f"it names the file {cut!r}: {why}"):
                 print(line, flush=True)
             return await _refuse(send, 400, why)
         if self.sessions is not None and isinstance(session, str):

@@ -337,7 +337,7 @@
       this.layer = nearest; this.draw();
       return nearest;
     }
-    setStyle(cmap, opacity, upsampling, display, scale) {
+    setStyle(cmap, opacity, upsampling, display, scale) { // as ui.common.map_style parses them into a MapStyle
       this.stop();
       this.style = { cmap: TABLES[cmap] ? cmap : "inferno", opacity: Number(opacity), smooth: upsampling === "smooth", raw: display === "raw", scale };
       this.draw();

@@ -41,7 +41,7 @@ from training.budget import (
 from training.data import cifar10_downloaded
 from training.job import JobBusy, JobSnapshot, epoch_message
 from training.registry import JobRegistry, TrainLimits
-from vit.messages import shown
+from vit.messages import quoted
 from vit.model import CONFIGS
 from vit.pretrained import PRETRAINED
 
@@ -281,7 +281,7 @@ def training_data(settings: ServerSettings, source: str, folder: str) -> str:
         if not (folder or "").strip():
             raise visitor_error("Enter the folder that holds train/ and test/ class folders.")
         return folder.strip()
-    raise visitor_error(f"unknown data source {shown(source)}: pick one from the list")
+    raise visitor_error(f"unknown data source {quoted(source)}: pick one from the list")
 
 
 def memory_plan(
