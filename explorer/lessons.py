@@ -163,7 +163,8 @@ def better_models(names: Sequence[str]) -> str:
     listed = ", ".join(f"`{n}`" for n in names)
     return (
         f"Better models for this lesson are not downloaded on this server: {listed}. The operator gets them "
-        f"with `python -m vit.download {' '.join(names)}` and restarts the app; until then the lesson uses the models in its pickers."
+        f"with `python -m vit.download {' '.join(names)}` and restarts the app; until then the lesson uses "
+        "the models in its pickers."
     )
 
 
