@@ -45,11 +45,30 @@ def test_the_picture_layer_is_gradio_free():
         "view_tasks",
         "run_views",
         "live",
-        "streams",
         "video",
     )
     modules = ["explorer." + m for m in ("catalog", "explain", "images", *pictures)]
     assert loaded_by(*modules).isdisjoint({"gradio", "ui", "training"})
+
+
+def top_level_imports(path) -> set[str]:
+    """The top-level packages `path` imports anywhere in it (a relative import as ".")."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add("." if node.level else node.module.partition(".")[0])
+    return found
+
+
+def test_uis_server_policies_of_uploads_and_streams_are_gradio_free():
+    """ui/uploads.py and ui/streams.py sit on ui/'s last floor (docs/architecture.md) but hold no
+    Gradio, no model and no picture: the standard library only. (Importing them loads ui/__init__.py,
+    and with it Gradio, so this reads their imports rather than importing them.)"""
+    for name in ("uploads", "streams"):
+        imports = top_level_imports(REPO / "ui" / f"{name}.py")
+        assert imports <= set(sys.stdlib_module_names) | {"__future__"}, (name, imports)
 
 
 def test_training_imports_neither_the_picture_layer_nor_the_ui():

@@ -29,7 +29,6 @@ from explorer.explain import (
 from explorer.images import ImageError
 from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
-from explorer.uploads import UploadRefused, checked_upload
 from vit.analysis import Query
 from vit.messages import shown
 
@@ -70,6 +69,7 @@ from .explore_views import (
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import TEXT as PICTURE_TEXT
 from .pictures import with_alt
+from .uploads import UploadRefused, checked_upload
 
 MODES = ("crop", "whole")
 GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or one scale for all layers
