@@ -145,6 +145,40 @@ def test_no_import_circle_anywhere_in_the_house():
     assert import_circles(graph) == []
 
 
+def loaded_model_through_the_catalogue(path, name: str) -> list[int]:
+    """Lines of `path` (module `name`) that take `LoadedModel` from explorer.catalog: imported from it
+    (`from explorer.catalog import LoadedModel`, `from .catalog import ...` inside explorer/) or read
+    off it (`catalog.LoadedModel`)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            source = ".".join([*base, node.module] if node.module else base)
+            if source == "explorer.catalog" and "LoadedModel" in {alias.name for alias in node.names}:
+                found.append(node.lineno)
+        elif isinstance(node, ast.Attribute) and node.attr == "LoadedModel":
+            owner = node.value
+            if getattr(owner, "id", None) == "catalog" or getattr(owner, "attr", None) == "catalog":
+                found.append(node.lineno)
+    return found
+
+
+def test_loaded_model_has_one_door():
+    """`LoadedModel` lives in explorer/loaded.py, so that the catalogue and the modules that work with a
+    loaded model need not import each other (docs/architecture.md). explorer/catalog.py imports it
+    too, so `from explorer.catalog import LoadedModel` works, and would tie a module that only
+    handles a loaded model to the catalogue again: nothing but the catalogue itself takes it there."""
+    paths = sorted(p for p in REPO.rglob("*.py") if ".venv" not in p.parts)
+    through = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in paths
+        if path != REPO / "explorer" / "catalog.py"
+        for line in loaded_model_through_the_catalogue(path, module_name(path))
+    ]
+    assert not through
+
+
 def more_view_names() -> set[str]:
     """The views of the Explore tab's "More views", as their records name them: the first
     argument of each `MoreView(...)` in ui/explore_views.py."""

@@ -18,10 +18,10 @@ from typing import Any
 import gradio as gr
 
 from explorer import render, texts, view_tasks, views
-from explorer.catalog import LoadedModel
 from explorer.controls import Drawing
 from explorer.explain import Explanation, ExplanationKey, ModelInput, model_input
 from explorer.images import load_image
+from explorer.loaded import LoadedModel
 
 from . import common
 from .checks import yes_no
