@@ -4,9 +4,13 @@ Each check imports a layer in a fresh interpreter and lists what it pulled in, s
 added anywhere below (even a lazy one at module level) shows up here."""
 
 import ast
+import importlib
+import inspect
 import json
 import subprocess
 import sys
+import types
+from collections.abc import Callable
 
 from conftest import REPO
 
@@ -223,52 +227,106 @@ def test_a_view_is_named_only_in_its_record():
     assert not listed
 
 
-def _bound_handler(node: ast.AST) -> bool:
-    """`view.bind(fn, ...)` or `bound(fn, ...)`: a handler whose inputs its signature names."""
-    return isinstance(node, ast.Call) and (
-        getattr(node.func, "attr", None) == "bind" or getattr(node.func, "id", None) == "bound"
-    )
+TAB_MODULES = ("explore", "lessons", "train", "live")  # each tab's layout and wiring
 
 
-def _hand_written(node: ast.AST | None, picked: set[str]) -> bool:
-    """Components listed by hand: `view.pick(...)`, a list or tuple, or a name given one."""
+def _project_function(node: ast.AST | None, module: types.ModuleType) -> bool:
+    """`h.check_new_image`, `common.keep_model`, `keep_model`: a name, or attributes of one, that
+    `module` reads as a function of the project's (not a component, not Gradio's `gr.on`)."""
+    attributes = []
+    while isinstance(node, ast.Attribute):
+        attributes.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in vars(module):
+        return False
+    found = vars(module)[node.id]
+    for attribute in reversed(attributes):
+        found = getattr(found, attribute, None)
+    return inspect.isfunction(found) and found.__module__.partition(".")[0] in LAYERS
+
+
+def _handler(node: ast.AST | None, module: types.ModuleType, made: set[str]) -> bool:
+    """An event's function: `view.bind(fn, ...)` or `bound(fn, ...)` (a handler whose inputs its
+    signature names), a name given one (`made`), a view.event's "fn", or a plain function."""
     if isinstance(node, ast.Call):
-        return getattr(node.func, "attr", None) == "pick"
-    return isinstance(node, ast.List | ast.Tuple) or (isinstance(node, ast.Name) and node.id in picked)
+        return getattr(node.func, "attr", None) == "bind" or getattr(node.func, "id", None) == "bound"
+    if isinstance(node, ast.Subscript):
+        return getattr(node.slice, "value", None) == "fn"
+    return (isinstance(node, ast.Name) and node.id in made) or _project_function(node, module)
 
 
-def hand_written_inputs(tree: ast.AST) -> list[int]:
-    """Lines of the events whose function is a bound handler and whose inputs are listed by hand
-    (positionally after the function, as `inputs=`, or as a dict's "inputs" beside its "fn")."""
+def _read_from_handler(node: ast.AST | None, read: set[str]) -> bool:
+    """Inputs read from the handler's signature: `view.inputs(...)`, a view.event's "inputs", a name
+    given one (`read`), or none at all. Anything else (`view.pick(...)`, a list, one component) is
+    written by hand."""
+    if node is None or (isinstance(node, ast.Constant) and node.value is None):
+        return True
+    if isinstance(node, ast.Call):
+        return getattr(node.func, "attr", None) == "inputs"
+    if isinstance(node, ast.Subscript):
+        return getattr(node.slice, "value", None) == "inputs"
+    return isinstance(node, ast.Name) and node.id in read
+
+
+def _names_given(function: ast.FunctionDef, given: Callable[[ast.AST], bool]) -> set[str]:
+    """The names `function` assigns a value that `given` accepts."""
+    return {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and given(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _events(node: ast.AST, is_handler: Callable[[ast.AST | None], bool]) -> list[ast.AST | None]:
+    """The inputs of each event `node` wires to a function: positionally after it, as `inputs=`
+    beside `fn=`, or as a dict's "inputs" beside its "fn". The binding's own calls (`view.event(fn,
+    server)`, `bound(fn, server)`) are no events: what follows their function is its context."""
+    binding = {"event", "bind", "inputs", "bound"}
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) not in binding:
+        keywords = {k.arg: k.value for k in node.keywords}
+        after = [node.args[i + 1] for i, arg in enumerate(node.args[:-1]) if is_handler(arg)]
+        if node.args and is_handler(node.args[-1]):
+            after.append(keywords.get("inputs"))
+        return after + ([keywords.get("inputs")] if is_handler(keywords.get("fn")) else [])
+    if isinstance(node, ast.Dict):
+        entries = {getattr(k, "value", None): v for k, v in zip(node.keys, node.values, strict=True)}
+        return [entries.get("inputs")] if is_handler(entries.get("fn")) else []
+    return []
+
+
+def hand_written_inputs(tree: ast.AST, module: types.ModuleType) -> list[int]:
+    """Lines of the events whose function is a handler (bound or plain) and whose inputs are
+    listed by hand rather than read from its signature."""
     found = []
     for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef):
             continue
-        picked = {  # names given a hand-written list in this function, e.g. `inputs = view.pick(...)`
-            target.id
-            for node in ast.walk(function)
-            if isinstance(node, ast.Assign) and _hand_written(node.value, set())
-            for target in node.targets
-            if isinstance(target, ast.Name)
-        }
+        made = _names_given(function, lambda value: _handler(value, module, set()))  # keep_image = bound(...)
+        read = _names_given(function, lambda value: _read_from_handler(value, set()) and value is not None)
+
+        def is_handler(node: ast.AST | None, made: set[str] = made) -> bool:
+            return _handler(node, module, made)
+
         for node in ast.walk(function):
-            if isinstance(node, ast.Call):
-                keywords = {k.arg: k.value for k in node.keywords}
-                after = [node.args[i + 1] for i, arg in enumerate(node.args[:-1]) if _bound_handler(arg)]
-                if _bound_handler(keywords.get("fn")):
-                    after.append(keywords.get("inputs"))
-            elif isinstance(node, ast.Dict):
-                entries = {getattr(k, "value", None): v for k, v in zip(node.keys, node.values, strict=True)}
-                after = [entries.get("inputs")] if _bound_handler(entries.get("fn")) else []
-            else:
-                continue
-            if any(_hand_written(inputs, picked) for inputs in after):
+            if any(not _read_from_handler(inputs, read) for inputs in _events(node, is_handler)):
                 found.append(node.lineno)
     return sorted(set(found))
 
 
-def test_an_explore_events_inputs_are_read_from_its_handler():
-    """Issue 45: an Explore event's inputs are the components its bound handler's parameters name
+def test_every_tabs_events_read_their_inputs_from_their_handlers():
+    """Issue 45: an event's inputs are the components its handler's parameters name
     (`ComponentView.event`, `ComponentView.inputs`), never a list written again by hand beside it,
-    which nothing checked against the handler (`col` in the list, `column` in the handler)."""
-    assert not hand_written_inputs(ast.parse((REPO / "ui" / "explore.py").read_text()))
+    which nothing checked against the handler (`col` in the list, `column` in the handler). So on
+    every tab, for bound handlers and plain functions alike (a failed switch's `keep_model`)."""
+    hand_written = {
+        name: lines
+        for name in TAB_MODULES
+        if (
+            lines := hand_written_inputs(
+                ast.parse((REPO / "ui" / f"{name}.py").read_text()), importlib.import_module(f"ui.{name}")
+            )
+        )
+    }
+    assert not hand_written

@@ -250,7 +250,7 @@ def _wire_models(view: LiveView, server: Server, tab: gr.Tab) -> None:
         preprocess=False,  # the key is checked by the handler (Gradio's check echoed it whole)
         **concurrency.HEAVY,  # loads a model, maybe downloading it
     )
-    switched.failure(keep_model, view.current_model, view.model_key, api_visibility="private")
+    switched.failure(keep_model, view.inputs(keep_model), view.model_key, api_visibility="private")
     # preprocess=False on every event with a picker among its inputs: Gradio's own check of a
     # choice echoes the value whole and unescaped; the handlers check what they use.
     view.query_token.change(
