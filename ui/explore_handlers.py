@@ -57,6 +57,7 @@ from .explore_views import (
     MODEL_ONLY_VIEWS,
     MORE,
     MORE_VIEWS,
+    ON_REQUEST,
     PREDICTED,
     STYLE_VIEWS,
     PcaChoice,
@@ -86,8 +87,7 @@ ANALYSIS_OUTPUTS = (
     "heads",
     *IMAGE_VIEWS,  # each drawn only while on screen (the accordion open on its tab): see `full_analysis`
     "token",
-    "relevance",
-    "relevance_map",
+    *ON_REQUEST,  # relevance and its kept map: drawn when its button is pressed, cleared here
     "query_md",
     "export_file",  # an export of the previous image is cleared
 )
@@ -179,8 +179,7 @@ def full_analysis(
         "token": gr.Dropdown(
             choices=controls.query_choices(ex.prefix_names), value=controls.query_token(None, ex.prefix_names)
         ),
-        "relevance": None,  # drawn on request: it costs a forward and a backward pass
-        "relevance_map": None,
+        **dict.fromkeys(ON_REQUEST),  # drawn on request: relevance costs a forward and a backward pass
         "export_file": None,
     }
 
@@ -192,7 +191,7 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
     return {
         **dict.fromkeys(("explanation_key", "export_name", "query", "label")),
         **dict.fromkeys(("maps",) if page else ("input_img", "heads")),
-        **dict.fromkeys(("relevance", "relevance_map")),
+        **dict.fromkeys(ON_REQUEST),
         **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
         "numbers": "",
         "query_md": texts.describe_query(None, "cls" in prefix_names),
