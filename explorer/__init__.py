@@ -22,10 +22,6 @@ Drawing: numpy arrays in, PIL images out (matplotlib's colours and charts).
 - canvas: words at the picture's text size, `MapStyle`, maps over images, colour bars, mosaics.
 - render: pictures of attention; charts: matplotlib charts; probe_strip: the Train tab's strip.
 
-Server policy: no model, no picture, used only by ui/.
-- uploads: which files a visitor may make the server open (their uploads), and a folder's disk
-  budget (uploads and rendered views).
-- streams: the live streams' slots: a server-wide limit, turns, one frame per visitor in flight.
-By docs/architecture.md's layers these two belong in ui/'s last floor, beside ui/limits.py and
-ui/sessions.py; they are here until they move. priority stays: explain, below ui/, runs its
-forward passes in priority's pool."""
+The server's policies (which files a visitor may open, the live streams' slots) are ui/'s:
+ui/uploads.py and ui/streams.py. priority stays here: explain, below ui/, runs its forward passes
+in priority's pool."""

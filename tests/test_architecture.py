@@ -4,9 +4,13 @@ Each check imports a layer in a fresh interpreter and lists what it pulled in, s
 added anywhere below (even a lazy one at module level) shows up here."""
 
 import ast
+import importlib
+import inspect
 import json
 import subprocess
 import sys
+import types
+from collections.abc import Callable
 
 from conftest import REPO
 
@@ -45,11 +49,30 @@ def test_the_picture_layer_is_gradio_free():
         "view_tasks",
         "run_views",
         "live",
-        "streams",
         "video",
     )
     modules = ["explorer." + m for m in ("catalog", "explain", "images", *pictures)]
     assert loaded_by(*modules).isdisjoint({"gradio", "ui", "training"})
+
+
+def top_level_imports(path) -> set[str]:
+    """The top-level packages `path` imports anywhere in it (a relative import as ".")."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add("." if node.level else node.module.partition(".")[0])
+    return found
+
+
+def test_uis_server_policies_of_uploads_and_streams_are_gradio_free():
+    """ui/uploads.py and ui/streams.py sit on ui/'s last floor (docs/architecture.md) but hold no
+    Gradio, no model and no picture: the standard library only. (Importing them loads ui/__init__.py,
+    and with it Gradio, so this reads their imports rather than importing them.)"""
+    for name in ("uploads", "streams"):
+        imports = top_level_imports(REPO / "ui" / f"{name}.py")
+        assert imports <= set(sys.stdlib_module_names) | {"__future__"}, (name, imports)
 
 
 def test_training_imports_neither_the_picture_layer_nor_the_ui():
@@ -126,6 +149,40 @@ def test_no_import_circle_anywhere_in_the_house():
     assert import_circles(graph) == []
 
 
+def loaded_model_through_the_catalogue(path, name: str) -> list[int]:
+    """Lines of `path` (module `name`) that take `LoadedModel` from explorer.catalog: imported from it
+    (`from explorer.catalog import LoadedModel`, `from .catalog import ...` inside explorer/) or read
+    off it (`catalog.LoadedModel`)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            source = ".".join([*base, node.module] if node.module else base)
+            if source == "explorer.catalog" and "LoadedModel" in {alias.name for alias in node.names}:
+                found.append(node.lineno)
+        elif isinstance(node, ast.Attribute) and node.attr == "LoadedModel":
+            owner = node.value
+            if getattr(owner, "id", None) == "catalog" or getattr(owner, "attr", None) == "catalog":
+                found.append(node.lineno)
+    return found
+
+
+def test_loaded_model_has_one_door():
+    """`LoadedModel` lives in explorer/loaded.py, so that the catalogue and the modules that work with a
+    loaded model need not import each other (docs/architecture.md). explorer/catalog.py imports it
+    too, so `from explorer.catalog import LoadedModel` works, and would tie a module that only
+    handles a loaded model to the catalogue again: nothing but the catalogue itself takes it there."""
+    paths = sorted(p for p in REPO.rglob("*.py") if ".venv" not in p.parts)
+    through = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in paths
+        if path != REPO / "explorer" / "catalog.py"
+        for line in loaded_model_through_the_catalogue(path, module_name(path))
+    ]
+    assert not through
+
+
 def more_view_names() -> set[str]:
     """The views of the Explore tab's "More views", as their records name them: the first
     argument of each `MoreView(...)` in ui/explore_views.py."""
@@ -170,52 +227,106 @@ def test_a_view_is_named_only_in_its_record():
     assert not listed
 
 
-def _bound_handler(node: ast.AST) -> bool:
-    """`view.bind(fn, ...)` or `bound(fn, ...)`: a handler whose inputs its signature names."""
-    return isinstance(node, ast.Call) and (
-        getattr(node.func, "attr", None) == "bind" or getattr(node.func, "id", None) == "bound"
-    )
+TAB_MODULES = ("explore", "lessons", "train", "live")  # each tab's layout and wiring
 
 
-def _hand_written(node: ast.AST | None, picked: set[str]) -> bool:
-    """Components listed by hand: `view.pick(...)`, a list or tuple, or a name given one."""
+def _project_function(node: ast.AST | None, module: types.ModuleType) -> bool:
+    """`h.check_new_image`, `common.keep_model`, `keep_model`: a name, or attributes of one, that
+    `module` reads as a function of the project's (not a component, not Gradio's `gr.on`)."""
+    attributes = []
+    while isinstance(node, ast.Attribute):
+        attributes.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in vars(module):
+        return False
+    found = vars(module)[node.id]
+    for attribute in reversed(attributes):
+        found = getattr(found, attribute, None)
+    return inspect.isfunction(found) and found.__module__.partition(".")[0] in LAYERS
+
+
+def _handler(node: ast.AST | None, module: types.ModuleType, made: set[str]) -> bool:
+    """An event's function: `view.bind(fn, ...)` or `bound(fn, ...)` (a handler whose inputs its
+    signature names), a name given one (`made`), a view.event's "fn", or a plain function."""
     if isinstance(node, ast.Call):
-        return getattr(node.func, "attr", None) == "pick"
-    return isinstance(node, ast.List | ast.Tuple) or (isinstance(node, ast.Name) and node.id in picked)
+        return getattr(node.func, "attr", None) == "bind" or getattr(node.func, "id", None) == "bound"
+    if isinstance(node, ast.Subscript):
+        return getattr(node.slice, "value", None) == "fn"
+    return (isinstance(node, ast.Name) and node.id in made) or _project_function(node, module)
 
 
-def hand_written_inputs(tree: ast.AST) -> list[int]:
-    """Lines of the events whose function is a bound handler and whose inputs are listed by hand
-    (positionally after the function, as `inputs=`, or as a dict's "inputs" beside its "fn")."""
+def _read_from_handler(node: ast.AST | None, read: set[str]) -> bool:
+    """Inputs read from the handler's signature: `view.inputs(...)`, a view.event's "inputs", a name
+    given one (`read`), or none at all. Anything else (`view.pick(...)`, a list, one component) is
+    written by hand."""
+    if node is None or (isinstance(node, ast.Constant) and node.value is None):
+        return True
+    if isinstance(node, ast.Call):
+        return getattr(node.func, "attr", None) == "inputs"
+    if isinstance(node, ast.Subscript):
+        return getattr(node.slice, "value", None) == "inputs"
+    return isinstance(node, ast.Name) and node.id in read
+
+
+def _names_given(function: ast.FunctionDef, given: Callable[[ast.AST], bool]) -> set[str]:
+    """The names `function` assigns a value that `given` accepts."""
+    return {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and given(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _events(node: ast.AST, is_handler: Callable[[ast.AST | None], bool]) -> list[ast.AST | None]:
+    """The inputs of each event `node` wires to a function: positionally after it, as `inputs=`
+    beside `fn=`, or as a dict's "inputs" beside its "fn". The binding's own calls (`view.event(fn,
+    server)`, `bound(fn, server)`) are no events: what follows their function is its context."""
+    binding = {"event", "bind", "inputs", "bound"}
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) not in binding:
+        keywords = {k.arg: k.value for k in node.keywords}
+        after = [node.args[i + 1] for i, arg in enumerate(node.args[:-1]) if is_handler(arg)]
+        if node.args and is_handler(node.args[-1]):
+            after.append(keywords.get("inputs"))
+        return after + ([keywords.get("inputs")] if is_handler(keywords.get("fn")) else [])
+    if isinstance(node, ast.Dict):
+        entries = {getattr(k, "value", None): v for k, v in zip(node.keys, node.values, strict=True)}
+        return [entries.get("inputs")] if is_handler(entries.get("fn")) else []
+    return []
+
+
+def hand_written_inputs(tree: ast.AST, module: types.ModuleType) -> list[int]:
+    """Lines of the events whose function is a handler (bound or plain) and whose inputs are
+    listed by hand rather than read from its signature."""
     found = []
     for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef):
             continue
-        picked = {  # names given a hand-written list in this function, e.g. `inputs = view.pick(...)`
-            target.id
-            for node in ast.walk(function)
-            if isinstance(node, ast.Assign) and _hand_written(node.value, set())
-            for target in node.targets
-            if isinstance(target, ast.Name)
-        }
+        made = _names_given(function, lambda value: _handler(value, module, set()))  # keep_image = bound(...)
+        read = _names_given(function, lambda value: _read_from_handler(value, set()) and value is not None)
+
+        def is_handler(node: ast.AST | None, made: set[str] = made) -> bool:
+            return _handler(node, module, made)
+
         for node in ast.walk(function):
-            if isinstance(node, ast.Call):
-                keywords = {k.arg: k.value for k in node.keywords}
-                after = [node.args[i + 1] for i, arg in enumerate(node.args[:-1]) if _bound_handler(arg)]
-                if _bound_handler(keywords.get("fn")):
-                    after.append(keywords.get("inputs"))
-            elif isinstance(node, ast.Dict):
-                entries = {getattr(k, "value", None): v for k, v in zip(node.keys, node.values, strict=True)}
-                after = [entries.get("inputs")] if _bound_handler(entries.get("fn")) else []
-            else:
-                continue
-            if any(_hand_written(inputs, picked) for inputs in after):
+            if any(not _read_from_handler(inputs, read) for inputs in _events(node, is_handler)):
                 found.append(node.lineno)
     return sorted(set(found))
 
 
-def test_an_explore_events_inputs_are_read_from_its_handler():
-    """Issue 45: an Explore event's inputs are the components its bound handler's parameters name
+def test_every_tabs_events_read_their_inputs_from_their_handlers():
+    """Issue 45: an event's inputs are the components its handler's parameters name
     (`ComponentView.event`, `ComponentView.inputs`), never a list written again by hand beside it,
-    which nothing checked against the handler (`col` in the list, `column` in the handler)."""
-    assert not hand_written_inputs(ast.parse((REPO / "ui" / "explore.py").read_text()))
+    which nothing checked against the handler (`col` in the list, `column` in the handler). So on
+    every tab, for bound handlers and plain functions alike (a failed switch's `keep_model`)."""
+    hand_written = {
+        name: lines
+        for name in TAB_MODULES
+        if (
+            lines := hand_written_inputs(
+                ast.parse((REPO / "ui" / f"{name}.py").read_text()), importlib.import_module(f"ui.{name}")
+            )
+        )
+    }
+    assert not hand_written

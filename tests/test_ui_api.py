@@ -29,7 +29,7 @@ from explorer import canvas, charts, render, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from explorer.images import load_image
-from explorer.uploads import REFUSED
+from ui.uploads import REFUSED
 from vit.preprocessing import CIFAR10
 
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale

@@ -44,7 +44,7 @@ WORDS_EVENTS |= {"lesson_words"}
 # Events with their own slots, each for a reason: Gradio's example loader and the picker's
 # rollback do no work; the Train tab's events start,
 # poll and stop a run whose training runs in its own thread, bounded by --max-runs.
-# Live webcam frames have their own slots (explorer.streams.StreamSlots bounds the streams);
+# Live webcam frames have their own slots (ui.streams.StreamSlots bounds the streams);
 # opening the Live tab and listing its models run nothing heavy; closing "More views" only
 # forgets which of its tabs is on screen.
 OWN_SLOTS = {

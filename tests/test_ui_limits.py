@@ -15,7 +15,6 @@ import ui
 from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
-from explorer.uploads import REFUSED, SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 from ui.app import holdings, served_limits
 from ui.common import Server
 from ui.concurrency import LIVE_WAITING
@@ -33,6 +32,7 @@ from ui.limits import (
 )
 from ui.outputs import UPLOADS, forget_deleted_files, upload_folder
 from ui.settings import ServerSettings
+from ui.uploads import REFUSED, SENDER_SHARE, UPLOAD_SHARE, UploadBudget
 
 pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
 

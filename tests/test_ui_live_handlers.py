@@ -11,9 +11,9 @@ import pytest
 from PIL import Image
 
 from explorer.catalog import BUNDLED, ModelCatalog
-from explorer.streams import StreamSlots
 from ui import live_handlers as h
 from ui.common import Server, owner
+from ui.streams import StreamSlots
 
 CONTROLS = h.LiveControls(BUNDLED, 6, "cls", 1, 1, "inferno", "layer")  # model, layer, token, row, column, map, scale
 

@@ -162,8 +162,8 @@ def test_a_fault_of_the_session_policy_never_fails_the_request(tmp_path, capsys)
     log says why in one line (issue 43's soak: one HTTP 500 on a class's click)."""
     from starlette.testclient import TestClient
 
-    from explorer.uploads import UploadBudget
     from ui.limits import RequestLimits
+    from ui.uploads import UploadBudget
 
     async def gradio(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": []})

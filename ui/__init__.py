@@ -4,8 +4,9 @@ wiring (explore, live, train, lessons) and one of handlers (explore_handlers, li
 train_handlers, lessons_handlers: what each event does); what the tabs share (common); and what they
 all stand on: binding handlers to a tab (binding), checking what people send (checks), the pictures
 and files served (outputs, pictures), the GPU (zerogpu), model downloads (downloads), and the
-server's limits and budgets (limits, sessions, concurrency, heap, settings). Nothing outside this
-package imports gradio."""
+server's policies, limits and budgets (limits, sessions, concurrency, heap, settings; uploads: which
+files a visitor may make the server open and the upload folder's disk budget; streams: the live
+streams' slots). Nothing outside this package imports gradio."""
 
 from .app import build_demo, build_page, launch, server_for
 

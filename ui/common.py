@@ -27,7 +27,6 @@ from explorer.explain import Explanation, ExplanationKey, ExplanationStore, Expl
 from explorer.images import ImageError, check_image, first_frame_note
 from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
-from explorer.uploads import UploadRefused, checked_upload
 from training.registry import JobRegistry, owner_id
 from vit.analysis import Query
 from vit.messages import quoted
@@ -38,6 +37,7 @@ from .checks import ERROR_TOAST_S, number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, saved, upload_folder
 from .pictures import TEXT as PICTURE_TEXT
 from .settings import ServerSettings
+from .uploads import UploadRefused, checked_upload
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
 UPSAMPLING = ("nearest", "smooth")

@@ -439,7 +439,7 @@ def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
     # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
     # image refused before the analysis, whose error would mark every output (explore_handlers).
     noted = view.image.change(**view.event(h.note_image, server), api_visibility="private", queue=False, **RAW)
-    checked = noted.success(h.check_new_image, view.image, None, api_visibility="private", **CHEAP)
+    checked = noted.success(**view.event(h.check_new_image), outputs=None, api_visibility="private", **CHEAP)
     analysed = checked.success(**analysis)
     analysed.success(**_words_after(view, server))
     # A refused file leaves the views of the last image: the upload box shows that image again
@@ -589,7 +589,8 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
         **HEAVY,
     )
     switched.success(**analysis).success(**_words_after(view, server))
-    switched.failure(common.keep_model, view.current_model, view.model_key, api_visibility="private")
+    # The picker's value, not {field: value}: a plain function, its inputs read from its signature.
+    switched.failure(common.keep_model, view.inputs(common.keep_model), view.model_key, api_visibility="private")
     # Choices only, never the value: the picker says what is on this machine now, and loads nothing.
     picker = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
     switched.then(**view.event(h.model_choices, server), outputs=view.model_key, **picker)

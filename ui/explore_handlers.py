@@ -29,7 +29,6 @@ from explorer.explain import (
 from explorer.images import ImageError
 from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
-from explorer.uploads import UploadRefused, checked_upload
 from vit.analysis import Query
 from vit.messages import quoted
 
@@ -58,6 +57,7 @@ from .explore_views import (
     MODEL_ONLY_VIEWS,
     MORE,
     MORE_VIEWS,
+    ON_REQUEST,
     PREDICTED,
     STYLE_VIEWS,
     PcaChoice,
@@ -70,6 +70,7 @@ from .explore_views import (
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import TEXT as PICTURE_TEXT
 from .pictures import with_alt
+from .uploads import UploadRefused, checked_upload
 
 MODES = ("crop", "whole")
 GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or one scale for all layers
@@ -86,8 +87,7 @@ ANALYSIS_OUTPUTS = (
     "heads",
     *IMAGE_VIEWS,  # each drawn only while on screen (the accordion open on its tab): see `full_analysis`
     "token",
-    "relevance",
-    "relevance_map",
+    *ON_REQUEST,  # relevance and its kept map: drawn when its button is pressed, cleared here
     "query_md",
     "export_file",  # an export of the previous image is cleared
 )
@@ -180,8 +180,7 @@ def full_analysis(
         "token": gr.Dropdown(
             choices=controls.query_choices(ex.prefix_names), value=controls.query_token(None, ex.prefix_names)
         ),
-        "relevance": None,  # drawn on request: it costs a forward and a backward pass
-        "relevance_map": None,
+        **dict.fromkeys(ON_REQUEST),  # drawn on request: relevance costs a forward and a backward pass
         "export_file": None,
     }
 
@@ -193,7 +192,7 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
     return {
         **dict.fromkeys(("explanation_key", "export_name", "query", "label")),
         **dict.fromkeys(("maps",) if page else ("input_img", "heads")),
-        **dict.fromkeys(("relevance", "relevance_map")),
+        **dict.fromkeys(ON_REQUEST),
         **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
         "numbers": "",
         "query_md": texts.describe_query(None, "cls" in prefix_names),

@@ -18,10 +18,10 @@ from typing import Any
 import gradio as gr
 
 from explorer import render, texts, view_tasks, views
-from explorer.catalog import LoadedModel
 from explorer.controls import Drawing
 from explorer.explain import Explanation, ExplanationKey, ModelInput, model_input
 from explorer.images import load_image
+from explorer.loaded import LoadedModel
 
 from . import common
 from .checks import yes_no
@@ -203,6 +203,7 @@ class MoreView:
     task: GpuTask | None = None  # the model's arithmetic it runs again beyond the analysis's pass
     hint: str = ""  # Markdown at the top of its tab
     controls: Callable[[LoadedModel], dict[str, Any]] | None = None  # its tab's controls, by field
+    kept: str | None = None  # the ExploreView field (a gr.State) keeping what it drew, to redraw it in a new style
 
     @property
     def heavy(self) -> bool:
@@ -274,6 +275,7 @@ MORE = {
             style=True,
             task=RELEVANCE,
             controls=relevance_controls,
+            kept="relevance_map",  # explore_handlers.RelevanceMap: a new style or "show" redraws it from this
         ),
         MoreView(
             "pca",
@@ -304,6 +306,8 @@ DRAWN_VIEWS = tuple(name for name, view in MORE.items() if view.draw is not None
 IMAGE_VIEWS = tuple(name for name in DRAWN_VIEWS if MORE[name].image)  # of those, the ones of an image
 MODEL_ONLY_VIEWS = tuple(name for name in DRAWN_VIEWS if not MORE[name].image)  # of the model alone
 STYLE_VIEWS = tuple(name for name in IMAGE_VIEWS if MORE[name].style)  # redrawn in a new style
+# Drawn by a button of their own (relevance), with what the session keeps of each: cleared with the image.
+ON_REQUEST = tuple(field for view in MORE.values() if view.draw is None for field in (view.name, view.kept) if field)
 MORE_LABEL = "More views: " + ", ".join(view.listed for view in MORE.values())  # the accordion's label
 
 

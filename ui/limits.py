@@ -24,10 +24,10 @@ from gradio.utils import get_upload_folder, is_in_or_equal
 from starlette.concurrency import run_in_threadpool
 
 from explorer.live import MAX_URL_CHARS
-from explorer.uploads import REFUSED, UploadBudget, UploadSpaceFull
 
 from .concurrency import LIVE_ID, LIVE_WAITING
 from .sessions import SessionShares
+from .uploads import REFUSED, UploadBudget, UploadSpaceFull
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -205,7 +205,7 @@ def sender(scope: Scope, trusted_hops: int) -> str | None:
     Hub's, 1) every connection is the last proxy's, and each proxy appends the address it saw to
     X-Forwarded-For: the entry `trusted_hops` from the right is the one the outermost proxy
     wrote. Entries left of it are the client's own writing (a flood under invented first entries
-    took a new upload share for each, explorer.uploads.SENDER_SHARE). A header with fewer entries
+    took a new upload share for each, ui.uploads.SENDER_SHARE). A header with fewer entries
     than that did not pass every proxy: the peer is the sender."""
     client = scope.get("client")
     peer = client[0] if client else None
@@ -298,7 +298,7 @@ def _is_upload(path: str) -> bool:
     """Whether Gradio takes `path` as an upload: inside its upload folder, symlinks resolved
     (gradio.utils.is_in_or_equal), where the page's uploads, the examples' cached copies and
     gradio_client's uploads are. A file gone from there (deleted after an hour) still passes: the
-    handler says so in its own words (explorer.uploads.checked_upload)."""
+    handler says so in its own words (ui.uploads.checked_upload)."""
     if _SCHEME.match(path):
         return False
     try:

@@ -5,7 +5,7 @@ The webcam stream is Gradio's (`gr.Image(streaming=True)` with `.stream`): the b
 JPEG frame every STREAM_EVERY_S seconds and Gradio keeps only the newest one while the
 previous frame is drawn, so frames are dropped rather than queued. The stream has its own
 queue (`concurrency_id="live"`), so it never takes the Explore tab's slots; how many streams
-draw at once is `explorer.streams.StreamSlots`' business (a busy message for the others).
+draw at once is `ui.streams.StreamSlots`' business (a busy message for the others).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from explorer import controls
 from explorer.canvas import COLORMAPS
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.loaded import LoadedModel
-from explorer.streams import StreamSlots
 from explorer.video import VideoLimits
 
 from . import concurrency, zerogpu
@@ -27,6 +26,7 @@ from . import live_handlers as h
 from .binding import ComponentView, Controls
 from .common import SCALE_CHOICES, Server, keep_model, layer_slider
 from .pictures import SWIPE_CUE
+from .streams import StreamSlots
 
 STREAM_EVERY_S = 0.04  # the browser sends up to 25 frames a second; the server draws the newest
 # Gradio holds a stream's worker until its next frame or its time limit: a visitor who sent one
@@ -276,7 +276,7 @@ def _wire_models(view: LiveView, server: Server, tab: gr.Tab) -> None:
         preprocess=False,  # the key is checked by the handler (Gradio's check echoed it whole)
         **concurrency.HEAVY,  # loads a model, maybe downloading it
     )
-    switched.failure(keep_model, view.current_model, view.model_key, api_visibility="private")
+    switched.failure(keep_model, view.inputs(keep_model), view.model_key, api_visibility="private")
     # preprocess=False on every event with a picker among its inputs: Gradio's own check of a
     # choice echoes the value whole and unescaped; the handlers check what they use.
     view.query_token.change(

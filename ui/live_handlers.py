@@ -1,7 +1,7 @@
 """Handlers of the Live tab: module-level functions from named inputs to `{field: value}`.
 
 ui/live.py binds each to the tab's `LiveView`, the server's context (`ui.common.Server`) and its
-`explorer.streams.StreamSlots`. The pictures come from explorer/live.py (a webcam frame) and
+`ui.streams.StreamSlots`. The pictures come from explorer/live.py (a webcam frame) and
 explorer/video.py (a clip); these handlers check the controls, turn a frame's pictures into
 HTML that carries them as `data:` URLs (never a file on disk), and write the readouts.
 """
@@ -19,7 +19,6 @@ from explorer.canvas import MapStyle
 from explorer.catalog import ModelCatalog, ModelUnavailable
 from explorer.explain import ExplanationTooLarge
 from explorer.loaded import LoadedModel
-from explorer.streams import Admission, StreamSlots
 from vit.analysis import Query
 
 from . import zerogpu
@@ -39,6 +38,7 @@ from .common import (
 from .limits import forget_frame
 from .outputs import UPLOADS, cache_path
 from .settings import for_visitors
+from .streams import Admission, StreamSlots
 
 WAIT_POLL_S = 1.0  # a stream waiting for a slot asks once a second, not at the webcam's frame rate
 

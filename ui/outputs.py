@@ -12,7 +12,7 @@ import gradio as gr
 from gradio.utils import get_upload_folder
 from PIL import Image
 
-from explorer.uploads import UploadBudget
+from .uploads import UploadBudget
 
 
 def upload_folder() -> Path:

@@ -24,7 +24,7 @@ from explorer.explain import ExplanationKey
 
 # A network may hold a quarter of the sessions (125 of 500) before the drops start with its own:
 # a class of 30 behind one router, each student with a few tabs or reloads, fits. Uploads share
-# their room the same way (explorer.uploads.SENDER_SHARE).
+# their room the same way (ui.uploads.SENDER_SHARE).
 SESSION_SHARE = 0.25
 # What the parked values of dropped sessions may take: a session parks its analysis's key, model
 # and query, under a kilobyte; 8 MiB holds about 10,000 of them (20 × the sessions kept).

@@ -1,9 +1,9 @@
-"""explorer/streams.py: the server-wide limit on live streams, turns, and frames in flight,
+"""ui/streams.py: the server-wide limit on live streams, turns, and frames in flight,
 on a clock the test moves by hand."""
 
 import pytest
 
-from explorer.streams import StreamSlots
+from ui.streams import StreamSlots
 
 
 class Clock:

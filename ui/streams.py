@@ -1,5 +1,6 @@
 """Live webcam streams on a shared server: a server-wide limit, turns of bounded length, and
-at most one frame per visitor in flight. No Gradio here; ui/live.py asks before every frame.
+at most one frame per visitor in flight: server policy of ui/ (its last floor, docs/architecture.md),
+with no Gradio, no model and no picture; ui/live.py holds them, ui/live_handlers.py asks before every frame.
 
 A free Space's two vCPUs serve one or two live streams; more would slow every one of them
 (and Explore's visitors). So at most `limit` visitors (an `owner`: the app passes a digest of

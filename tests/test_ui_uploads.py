@@ -1,4 +1,4 @@
-"""explorer.uploads: only files inside the upload folder, one message for every refusal."""
+"""ui.uploads: only files inside the upload folder, one message for every refusal."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import explorer.uploads
-from explorer.uploads import (
+import ui.uploads
+from ui.uploads import (
     LOW_WATER,
     REFUSED,
     UploadBudget,
@@ -93,8 +93,8 @@ def test_a_file_is_admitted_or_refused_when_it_arrives_and_kept_files_stay(tmp_p
 @pytest.fixture
 def walks(monkeypatch) -> list[int]:
     """Counts the walks of the upload folder."""
-    counted, walk = [], explorer.uploads._files
-    monkeypatch.setattr(explorer.uploads, "_files", lambda root: counted.append(1) or walk(root))
+    counted, walk = [], ui.uploads._files
+    monkeypatch.setattr(ui.uploads, "_files", lambda root: counted.append(1) or walk(root))
     return counted
 
 
@@ -152,8 +152,8 @@ def test_files_that_came_another_way_are_counted_at_the_next_walk(tmp_path: Path
     budget = UploadBudget(lambda: tmp_path, 3000, recount_s=60.0)
     budget.admit(arrive(tmp_path, "a/first.png", 1000))
     arrive(tmp_path, "gradio/direct.png", 1500)  # not through a handler: the count does not know it
-    clock = explorer.uploads.time.monotonic() + 61.0
-    monkeypatch.setattr(explorer.uploads.time, "monotonic", lambda: clock)
+    clock = ui.uploads.time.monotonic() + 61.0
+    monkeypatch.setattr(ui.uploads.time, "monotonic", lambda: clock)
     budget.admit(arrive(tmp_path, "b/second.png", 1000))  # the count is stale: walk, see 3500, prune
     assert len(walks) == 2 and not (tmp_path / "a/first.png").exists()
 
@@ -197,7 +197,7 @@ def test_an_upload_flood_is_refused_rather_than_push_out_another_visitors_fresh_
     (tmp_path / "f").mkdir()
     (tmp_path / "f" / "flood.png").write_bytes(b"x" * 1400)
     budget.arrived(1400)
-    aged = time.time() - explorer.uploads.FRESH_S - 1  # once it is older than FRESH_S it may go
+    aged = time.time() - ui.uploads.FRESH_S - 1  # once it is older than FRESH_S it may go
     os.utime(theirs, (aged, aged))
     budget.reserve(1500)  # 1400 young + 1500 within the share; the aged file makes the room
     assert not theirs.exists() and (tmp_path / "f" / "flood.png").exists()
@@ -216,7 +216,7 @@ def test_one_sender_cannot_take_the_whole_room_for_uploads(tmp_path: Path, monke
     take, and for two minutes every visitor's upload was refused. One sender (an address) now gets
     SENDER_SHARE of that room within FRESH_S; the others keep theirs, and its share comes back."""
     clock = [1000.0]
-    monkeypatch.setattr(explorer.uploads.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(ui.uploads.time, "monotonic", lambda: clock[0])
     budget = UploadBudget(lambda: tmp_path, 40_000)  # room 30,000 (UPLOAD_SHARE); a sender 7,500
     budget.reserve(4000, "203.0.113.7")
     budget.reserve(3000, "203.0.113.7")
@@ -224,7 +224,7 @@ def test_one_sender_cannot_take_the_whole_room_for_uploads(tmp_path: Path, monke
         budget.reserve(1000, "203.0.113.7")  # 8,000 within two minutes: past its 7,500
     budget.reserve(7000, "198.51.100.2")  # a class behind another router still uploads
     budget.reserve(1000)  # and so does a sender the app cannot name
-    clock[0] += explorer.uploads.FRESH_S + 1
+    clock[0] += ui.uploads.FRESH_S + 1
     budget.reserve(4000, "203.0.113.7")  # two minutes on, its share is back
     assert list(budget._sent) == ["203.0.113.7"]  # the senders of long ago are forgotten
 
@@ -248,7 +248,7 @@ def test_a_walk_that_found_no_room_holds_for_a_second_for_uploads_as_large(tmp_p
     without a walk, while a smaller one still walks and may fit, and so does one after an upload
     ended (a failed one frees its room)."""
     clock = [1000.0]
-    monkeypatch.setattr(explorer.uploads.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(ui.uploads.time, "monotonic", lambda: clock[0])
     budget = UploadBudget(lambda: tmp_path, 4000)  # young uploads may fill 3000 of it
     young = tmp_path / "a" / "young.png"
     young.parent.mkdir()
@@ -260,7 +260,7 @@ def test_a_walk_that_found_no_room_holds_for_a_second_for_uploads_as_large(tmp_p
         with pytest.raises(UploadSpaceFull, match="try again in a few minutes"):
             budget.reserve(size)
     assert len(walks) == 1 and young.exists()
-    clock[0] += explorer.uploads.REFUSED_S
+    clock[0] += ui.uploads.REFUSED_S
     with pytest.raises(UploadSpaceFull):
         budget.reserve(2000)  # a second on: walks again
     assert len(walks) == 2

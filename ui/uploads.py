@@ -4,6 +4,9 @@ Gradio hands handlers the path of each uploaded file. With `preprocess=False` (t
 decodes images itself) that path is whatever the client sent, so every handler checks it
 here. A path outside the upload folder and a missing file get the same answer, so a
 visitor learns nothing about the server's files, and messages never print server paths.
+
+Server policy of ui/ (its last floor, docs/architecture.md), with no Gradio, no model and no
+picture: ui/common.py, ui/explore_handlers.py, ui/limits.py and ui/outputs.py use it.
 """
 
 from __future__ import annotations
