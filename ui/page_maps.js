@@ -12,6 +12,7 @@
   const COLOUR_TABLES = "__COLOUR_TABLES__";
   const PLAY_STEP_MS = "__PLAY_STEP_MS__"; // ui/explore.py's PLAY_STEP_S
   const GAP = 4, BAR_PX = 12, LEVELS = 65536;
+  const SHRUNK_AT_MOST = 0.9; // the head maps' layout is kept while shown at 9/10 of its width or more (tests/test_ui_pictures_shown.py)
   const BACKGROUND = "#ffffff", TEXT = "rgb(30,30,30)", GRID = [255, 255, 255], MARK = [0, 200, 255];
   const ASCENT = 0.928; // DejaVu Sans's ascender in em: PIL writes a line from its top
   const FONT = '"DejaVu Sans", Verdana, sans-serif';
@@ -473,13 +474,14 @@
       return getComputedStyle(frame).getPropertyValue("--maps-shrink").trim() === "1" ? Infinity : frame.clientWidth;
     }
     // The tiles a row: the server's layout (explorer.views.head_layout, what the PNG export draws)
-    // where it fits the frame, else as many as fit, each tile at its drawn size. A phone had shown
-    // 3 of 5 columns and the colour bar up to 0.08 of 0.57, as if that were its top (a teacher's walk).
+    // where the frame shows it at SHRUNK_AT_MOST of its width or more, else as many as fit, each tile
+    // at its drawn size. A phone had shown 3 of 5 columns and the colour bar up to 0.08 of 0.57, as
+    // if that were its top (a teacher's walk); a projector's frame a few pixels narrower keeps the
+    // layout, as fewer a row would make the maps taller than its screen.
     fittingColumns(tiles, cols, room) {
-      for (; cols > 1; cols--) {
-        const widths = Array.from({ length: Math.min(cols, tiles.length) }, (_, c) => Math.max(...tiles.filter((_, i) => i % cols === c).map((t) => t.width)));
-        if (widths.reduce((a, b) => a + b + GAP, 0) <= room) break;
-      }
+      const width = (n) => Array.from({ length: Math.min(n, tiles.length) }, (_, c) => Math.max(...tiles.filter((_, i) => i % n === c).map((t) => t.width))).reduce((a, b) => a + b + GAP, 0);
+      if (width(cols) * SHRUNK_AT_MOST <= room) return cols;
+      while (cols > 1 && width(cols) > room) cols--;
       return cols;
     }
     compose(tiles, tops, writer, layout, base) { // canvas.mosaic, canvas.colour_bar, canvas.titled
@@ -491,7 +493,8 @@
       const xs = widths.map((_, c) => widths.slice(0, c).reduce((a, b) => a + b, 0) + c * GAP);
       const gridWidth = xs[xs.length - 1] + widths[widths.length - 1] + GAP;
       const gridHeight = heights.reduce((a, b) => a + b, 0) + rows.length * GAP;
-      const barWidth = Math.max(gridWidth, Math.min(320, room)), width = Math.max(gridWidth, barWidth);
+      // canvas.colour_bar's 320 px at least, as the PNG export draws it, but no wider than a frame the tiles were wrapped to
+      const barWidth = Math.max(gridWidth, cols === layout.cols ? 320 : Math.min(320, room)), width = Math.max(gridWidth, barWidth);
       const title = writer.wrap(d.words.title.replace("{layer}", this.layer).replace("{query}", this.label()), width - GAP);
       const note = writer.wrap(d.words.note, width - GAP);
       const high = style.scale === "layer" ? Math.max(...tops) : 1;
