@@ -195,7 +195,7 @@ def test_lesson_1_and_heads_off_on_zerogpu_show_what_the_cpu_shows(fake, catalog
     server, image = Server(catalog), lesson
 
     def run() -> tuple:
-        compared = lessons_handlers.compare_models(server, image, [BUNDLED], "inferno")
+        compared = lessons_handlers.compare_models(server, image, [BUNDLED], lessons_handlers.colour_map("inferno"))
         heads = lessons_handlers.switch_heads_off(server, image, BUNDLED, "1.2, 4.3")
         return compared["compare_picture"], heads["top5"], heads["heads_note"]
 
