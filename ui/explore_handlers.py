@@ -141,7 +141,8 @@ def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> 
 def heads_picture(
     ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle, text_px: int
 ) -> gr.Image:
-    """The head maps of `layer`, counted from 1 as people do (explorer's views count from 0), words `text_px` high."""
+    """The head maps of `layer`, counted from 1 as people do (explorer's views count from 0), their
+    words `text_px` high."""
     alt = texts.heads_alt(ex, query, layer, model_name(key.model_key))
     return with_alt(views.heads(ex, query, layer - 1, style, text_px=text_px), alt)
 
@@ -162,10 +163,9 @@ def full_analysis(
     per file, model and mode) and draw the views a visitor sees: ANALYSIS_OUTPUTS by name (all
     but export_name, which needs the upload's name); of IMAGE_VIEWS only the one `on_screen` (a
     MORE_VIEWS name or None), the others None until opened (`show_more`), words `text_px` high
-    (the Server's). With `pages`, for the
-    page (PAGE_ANALYSIS_OUTPUTS): the input and the head maps as the numbers it draws them from,
-    under a handle of `pages`. Raises ImageError for unusable files, ExplanationTooLarge past the
-    store's budget."""
+    (the Server's). With `pages`, for the page (PAGE_ANALYSIS_OUTPUTS): the input and the head maps
+    as the numbers it draws them from, under a handle of `pages`. Raises ImageError for unusable
+    files, ExplanationTooLarge past the store's budget."""
     key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded))
     if pages is None:
         first = {
