@@ -36,8 +36,10 @@ def before(ex: Explanation, layer: int, style: MapStyle) -> Image.Image:
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.HEAD_PX)
     maps = ex.query_maps(None)[layer - 1]
     tiles = [canvas.overlay(base, m - m.min(), style, float(m.max() - m.min())) for m in maps]
-    grid = canvas.mosaic([tiles], col_labels=[f"head {j + 1}" for j in range(len(tiles))])
-    return canvas.stack([canvas.text_block(f"layer {layer} of {ex.depth}, query: CLS", grid.width), grid])
+    grid = canvas.mosaic([tiles], canvas.TEXT_PX, col_labels=[f"head {j + 1}" for j in range(len(tiles))])
+    return canvas.stack(
+        [canvas.text_block(f"layer {layer} of {ex.depth}, query: CLS", grid.width, canvas.TEXT_PX), grid]
+    )
 
 
 def rollout_before(ex: Explanation, style: MapStyle) -> Image.Image:

@@ -1,5 +1,5 @@
-"""The canvas every picture is drawn on: words (one font, at the size of the picture's
-`MapStyle`), colour maps laid over images, colour bars with their ticks and units, tiles in a
+"""The canvas every picture is drawn on: words (one font, at the text size each helper is
+given, `px`), colour maps laid over images, colour bars with their ticks and units, tiles in a
 mosaic with captions. Rendering only: plain numpy arrays in, PIL images out.
 
 The colour rule (docs/pictures.md): colour starts at 0, so attention 0 is always the
@@ -9,12 +9,10 @@ carries a colour bar that says what the colours mean, with units.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +35,8 @@ GIF_MAP_COLOURS = 128  # of a GIF frame's 256 palette entries, those kept for th
 # has ×, → and · . TEXT_PX: the size of every word drawn on a picture; shown at its own size
 # or at most 8 % smaller (explorer.views.DISPLAY_WIDTH), it stays at least 12 px on screen.
 # PRESENT_TEXT_PX: the presentation mode's (docs/app.md), at least 18 px on a projector even 8 %
-# smaller. A picture's text size is its MapStyle's `text_px`, set for the drawing by `text_size`.
+# smaller. The text size travels one way: each drawing function that writes words takes it
+# (`text_px`, from ui.common.Server.text_px in the app) and hands it to every helper here (`px`).
 TEXT_PX = 13
 PRESENT_TEXT_PX = 20
 # The PCA picture's legend: one colour bar per channel, from black (the component's smallest
@@ -47,17 +46,6 @@ for _name, _top in zip(CHANNELS.values(), ((1, 0, 0), (0, 1, 0), (0, 0, 1)), str
     if _name not in colormaps:
         colormaps.register(LinearSegmentedColormap.from_list(_name, [(0, 0, 0), _top]))
 CHART_PT = 9  # the smallest text on a matplotlib chart: 9 pt at 100 dpi is 12.5 px
-_TEXT_PX: ContextVar[int] = ContextVar("text_px", default=TEXT_PX)
-
-
-@contextlib.contextmanager
-def text_size(px: int) -> Iterator[None]:
-    """Every word drawn inside is `px` high (the picture's MapStyle.text_px)."""
-    token = _TEXT_PX.set(px)
-    try:
-        yield
-    finally:
-        _TEXT_PX.reset(token)
 
 
 @functools.lru_cache(maxsize=8)
@@ -65,17 +53,9 @@ def _font_of(px: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), px)
 
 
-def _px() -> int:
-    return _TEXT_PX.get()
-
-
-def _line() -> int:
-    """Height of one line of text at the current size."""
-    return _px() + GAP
-
-
-def _text_width(text: str) -> float:
-    return _width_of(text, _px())
+def _line(px: int) -> int:
+    """Height of one line of text `px` high."""
+    return px + GAP
 
 
 def text_width(text: str, px: int) -> float:
@@ -98,9 +78,9 @@ def _text_image(text: str, px: int) -> Image.Image:
     return image
 
 
-def _put_text(canvas: Image.Image, xy: tuple[float, float], text: str) -> None:
-    """Write `text` at `xy` (top left) on a part of `canvas` that is background colour."""
-    canvas.paste(_text_image(text, _px()), (round(xy[0]), round(xy[1])))
+def _put_text(canvas: Image.Image, xy: tuple[float, float], text: str, px: int) -> None:
+    """Write `text`, `px` high, at `xy` (top left) on a part of `canvas` that is background colour."""
+    canvas.paste(_text_image(text, px), (round(xy[0]), round(xy[1])))
 
 
 @dataclass(frozen=True)
@@ -118,25 +98,10 @@ class MapStyle:
     smooth: bool = False  # bilinear instead of nearest (honest patch blocks) upsampling
     raw: bool = False  # the heat map alone, without the image underneath
     scale: str = "layer"  # one of SCALES
-    text_px: int = TEXT_PX  # every word on the picture: PRESENT_TEXT_PX in the presentation mode
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
             raise ValueError(f"colour scale must be one of {', '.join(SCALES)}; got {self.scale!r}")
-        if not TEXT_PX <= self.text_px <= 2 * PRESENT_TEXT_PX:
-            raise ValueError(f"text size must be from {TEXT_PX} to {2 * PRESENT_TEXT_PX} px; got {self.text_px!r}")
-
-
-def styled_text(draw: Callable[..., Image.Image]) -> Callable[..., Image.Image]:
-    """`draw` with its words at the text size of the MapStyle it is given (`MapStyle.text_px`)."""
-
-    @functools.wraps(draw)
-    def drawn(*args: object, **kwargs: object) -> Image.Image:
-        style = next(a for a in (*args, *kwargs.values()) if isinstance(a, MapStyle))
-        with text_size(style.text_px):
-            return draw(*args, **kwargs)
-
-    return drawn
 
 
 def scale_tops(maps: np.ndarray, scale: str) -> np.ndarray:
@@ -234,19 +199,15 @@ def patch_grid_image(
     return big
 
 
-def _wrap(text: str, width: int) -> tuple[str, ...]:
-    """Greedy word wrap of each paragraph of `text` to lines at most `width` pixels wide."""
-    return _wrap_at(text, width, _px())
-
-
 @functools.lru_cache(maxsize=512)
-def _wrap_at(text: str, width: int, px: int) -> tuple[str, ...]:
+def _wrap(text: str, width: int, px: int) -> tuple[str, ...]:
+    """Greedy word wrap of each paragraph of `text`, `px` high, to lines at most `width` pixels wide."""
     lines: list[str] = []
     for paragraph in text.split("\n"):
         line = ""
         for word in paragraph.split(" "):
             candidate = f"{line} {word}" if line else word
-            if line and _text_width(candidate) > width:
+            if line and _width_of(candidate, px) > width:
                 lines.append(line)
                 line = word
             else:
@@ -255,12 +216,12 @@ def _wrap_at(text: str, width: int, px: int) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def text_block(text: str, width: int) -> Image.Image:
-    """`text` wrapped to `width` pixels, on the background colour."""
-    lines = _wrap(text, width - GAP)
-    block = Image.new("RGB", (width, len(lines) * _line() + GAP // 2), BACKGROUND)
+def text_block(text: str, width: int, px: int) -> Image.Image:
+    """`text`, `px` high, wrapped to `width` pixels, on the background colour."""
+    lines = _wrap(text, width - GAP, px)
+    block = Image.new("RGB", (width, len(lines) * _line(px) + GAP // 2), BACKGROUND)
     for i, line in enumerate(lines):
-        _put_text(block, (GAP // 2, i * _line() + 1), line)
+        _put_text(block, (GAP // 2, i * _line(px) + 1), line, px)
     return block
 
 
@@ -275,11 +236,11 @@ def stack(parts: Sequence[Image.Image]) -> Image.Image:
     return canvas
 
 
-def titled(title: str, body: Image.Image, footer: Sequence[Image.Image] = (), note: str = "") -> Image.Image:
-    """A picture: wrapped title, the body, footer parts (colour bars), then a wrapped note."""
+def titled(title: str, body: Image.Image, px: int, footer: Sequence[Image.Image] = (), note: str = "") -> Image.Image:
+    """A picture: wrapped title, the body, footer parts (colour bars), then a wrapped note, words `px` high."""
     width = max([body.width, *(f.width for f in footer)])
-    parts = ([text_block(title, width)] if title else []) + [body, *footer]
-    return stack(parts + ([text_block(note, width)] if note else []))
+    parts = ([text_block(title, width, px)] if title else []) + [body, *footer]
+    return stack(parts + ([text_block(note, width, px)] if note else []))
 
 
 @functools.lru_cache(maxsize=64)
@@ -318,21 +279,22 @@ def colour_bar(
     low: float,
     high: float,
     label: str,
+    px: int,
     width: int = 320,
     centre: float | None = None,
     mark: tuple[float, str] | None = None,
 ) -> Image.Image:
     """A horizontal colour bar `width` pixels wide: the colormap from `low` (left, its bottom
     colour) to `high` (right), ticks at round values, and `label` (what the colours mean,
-    with units) wrapped under it. With a `centre` (see `heatmap`), the middle of the bar is
+    with units) wrapped under it, its words `px` high. With a `centre` (see `heatmap`), the middle of the bar is
     `centre` and each half is linear. `mark` = (value, text) points at a value from above
     the bar ("▼ uniform 0.0156")."""
-    pad = GAP + int(_text_width(number(low))) // 2
-    length = max(width - pad - int(_text_width(number(high))) // 2 - GAP, 2)
+    pad = GAP + int(_width_of(number(low), px)) // 2
+    length = max(width - pad - int(_width_of(number(high), px)) // 2 - GAP, 2)
     ticks = bar_ticks(low, high, centre)
     position = Normalize(low, high) if centre is None else TwoSlopeNorm(centre, low, high)
-    top = _line() if mark else 0
-    bar = Image.new("RGB", (width, top + BAR_PX + 4 + _line()), BACKGROUND)
+    top = _line(px) if mark else 0
+    bar = Image.new("RGB", (width, top + BAR_PX + 4 + _line(px)), BACKGROUND)
     bar.paste(Image.fromarray(np.repeat(map_gradient(cmap, length)[None], BAR_PX, axis=0)), (pad, top))
     draw = ImageDraw.Draw(bar)
 
@@ -343,30 +305,30 @@ def colour_bar(
         x = x_of(t)
         draw.line([(x, top + BAR_PX), (x, top + BAR_PX + 3)], fill=TEXT)
         text = number(t)
-        _put_text(bar, (x - _text_width(text) / 2, top + BAR_PX + 4), text)
+        _put_text(bar, (x - _width_of(text, px) / 2, top + BAR_PX + 4), text, px)
     if mark:
-        _put_mark(bar, x_of(mark[0]), mark[1])
-    return stack([bar, text_block(label, width)])
+        _put_mark(bar, x_of(mark[0]), mark[1], px)
+    return stack([bar, text_block(label, width, px)])
 
 
-def _put_mark(bar: Image.Image, x: int, text: str) -> None:
+def _put_mark(bar: Image.Image, x: int, text: str, px: int) -> None:
     """ "▼ text" (or "text ▼" near the right end) on the top line of `bar`, the ▼ over `x`."""
-    arrow = _text_width("▼")
-    if x + arrow / 2 + _text_width(f" {text}") <= bar.width:
-        _put_text(bar, (x - arrow / 2, 0), f"▼ {text}")
+    arrow = _width_of("▼", px)
+    if x + arrow / 2 + _width_of(f" {text}", px) <= bar.width:
+        _put_text(bar, (x - arrow / 2, 0), f"▼ {text}", px)
     else:
-        _put_text(bar, (x + arrow / 2 - _text_width(f"{text} ▼"), 0), f"{text} ▼")
+        _put_text(bar, (x + arrow / 2 - _width_of(f"{text} ▼", px), 0), f"{text} ▼", px)
 
 
-def row_bar(cmap: str, top_text: str, height: int) -> np.ndarray:
+def row_bar(cmap: str, top_text: str, height: int, px: int) -> np.ndarray:
     """A compact vertical colour bar for one row of tiles: bottom colour at the bottom
-    (labelled 0), top colour at the top (labelled `top_text`)."""
+    (labelled 0), top colour at the top (labelled `top_text`), its words `px` high."""
     column = map_gradient(cmap, height)[::-1]  # top of the picture = top of the scale
-    width = BAR_PX + GAP + int(max(_text_width(top_text), _text_width("0"))) + 2
+    width = BAR_PX + GAP + int(max(_width_of(top_text, px), _width_of("0", px))) + 2
     bar = Image.new("RGB", (width, height), BACKGROUND)
     bar.paste(Image.fromarray(np.repeat(column[:, None], BAR_PX, axis=1)), (0, 0))
-    _put_text(bar, (BAR_PX + GAP, 0), top_text)
-    _put_text(bar, (BAR_PX + GAP, height - _px() - 2), "0")
+    _put_text(bar, (BAR_PX + GAP, 0), top_text, px)
+    _put_text(bar, (BAR_PX + GAP, height - px - 2), "0", px)
     return np.asarray(bar)
 
 
@@ -380,43 +342,43 @@ def scale_legend(style: MapStyle, top: float, unit: str, scope: str, shared: str
     return top, f"colour: {unit} from 0 to {number(top)}, the largest in {scope} (one scale for {shared})"
 
 
-def _label_width(labels: Sequence[str]) -> int:
-    return max((int(_text_width(s)) for s in labels), default=0)
+def _label_width(labels: Sequence[str], px: int) -> int:
+    return max((int(_width_of(s, px)) for s in labels), default=0)
 
 
 def mosaic(
-    tiles: Sequence[Sequence[np.ndarray]], row_labels: Sequence[str] = (), col_labels: Sequence[str] = ()
+    tiles: Sequence[Sequence[np.ndarray]], px: int, row_labels: Sequence[str] = (), col_labels: Sequence[str] = ()
 ) -> Image.Image:
-    """Lay (h, w, 3) tiles out in rows, with optional row and column labels. Each column is
-    as wide as its widest tile, each row as tall as its tallest."""
+    """Lay (h, w, 3) tiles out in rows, with optional row and column labels `px` high. Each
+    column is as wide as its widest tile, each row as tall as its tallest."""
     ncols = max(len(r) for r in tiles)
     widths = [max(row[c].shape[1] for row in tiles if c < len(row)) for c in range(ncols)]
     heights = [max(t.shape[0] for t in row) for row in tiles]
-    left = _label_width(row_labels) + 2 * GAP if row_labels else 0
-    top = _line() if col_labels else 0
+    left = _label_width(row_labels, px) + 2 * GAP if row_labels else 0
+    top = _line(px) if col_labels else 0
     xs = [left + sum(widths[:c]) + c * GAP for c in range(ncols)]
     canvas = Image.new("RGB", (xs[-1] + widths[-1] + GAP, top + sum(heights) + len(tiles) * GAP), BACKGROUND)
     for c, label in enumerate(col_labels):
-        _put_text(canvas, (xs[c], 0), label)
+        _put_text(canvas, (xs[c], 0), label, px)
     y = top
     for r, row in enumerate(tiles):
         if r < len(row_labels):
-            _put_text(canvas, (GAP, y + row[0].shape[0] // 2 - _px() // 2), row_labels[r])
+            _put_text(canvas, (GAP, y + row[0].shape[0] // 2 - px // 2), row_labels[r], px)
         for c, tile in enumerate(row):
             canvas.paste(Image.fromarray(tile), (xs[c], y))
         y += heights[r] + GAP
     return canvas
 
 
-def tile_caption(tile: np.ndarray, lines: Sequence[str]) -> np.ndarray:
-    """A tile with caption lines underneath (so labels survive wrapping into rows). A caption
+def tile_caption(tile: np.ndarray, lines: Sequence[str], px: int) -> np.ndarray:
+    """A tile with caption lines `px` high underneath (so labels survive wrapping into rows). A caption
     wider than the tile widens it with background on the right rather than being cut off."""
     if not lines:
         return tile
     h, w = tile.shape[:2]
-    width = max(w, math.ceil(max(_text_width(line) for line in lines)) + 1)
-    framed = Image.new("RGB", (width, h + len(lines) * _line()), BACKGROUND)
+    width = max(w, math.ceil(max(_width_of(line, px) for line in lines)) + 1)
+    framed = Image.new("RGB", (width, h + len(lines) * _line(px)), BACKGROUND)
     framed.paste(Image.fromarray(tile), (0, 0))
     for i, line in enumerate(lines):
-        _put_text(framed, (0, h + i * _line() + 1), line)
+        _put_text(framed, (0, h + i * _line(px) + 1), line, px)
     return np.asarray(framed)

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib import colormaps
 from PIL import Image
 
-from .canvas import CHART_PT, TEXT_PX, text_size, titled
+from .canvas import CHART_PT, TEXT_PX, titled
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -193,5 +193,4 @@ def logit_lens_chart(
     bar = fig.colorbar(heat, ax=ax, fraction=0.05, pad=0.02)
     bar.set_label("probability, 0 to 1", fontsize=pt)
     bar.ax.tick_params(labelsize=pt)
-    with text_size(text_px):
-        return titled(title, _figure_to_image(fig), note=note)
+    return titled(title, _figure_to_image(fig), text_px, note=note)

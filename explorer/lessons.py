@@ -284,9 +284,11 @@ def two_pass_cost(loaded: LoadedModel, *_: object) -> float:
     return 2 * one_pass_cost(loaded)
 
 
-def compare_cls_heads(models: Sequence[LoadedModel], results: Sequence[ClsHeads], style: MapStyle) -> Image.Image:
+def compare_cls_heads(
+    models: Sequence[LoadedModel], results: Sequence[ClsHeads], style: MapStyle, text_px: int = canvas.TEXT_PX
+) -> Image.Image:
     """Lesson 1's picture: each model's `cls_heads`, one row of heads per model (rows of
-    ROW_TILES), all on one colour scale."""
+    ROW_TILES), all on one colour scale; its words `text_px` high."""
     rows = []
     for loaded, r in zip(models, results, strict=True):
         captions = [
@@ -298,7 +300,7 @@ def compare_cls_heads(models: Sequence[LoadedModel], results: Sequence[ClsHeads]
             label = f"{loaded.label} ({_who(loaded)})" if start == 0 else ""
             end = start + ROW_TILES
             rows.append(MapRow(label, base, r.heads[start:end], captions[start:end]))
-    return render.shared_scale_rows(rows, style, compare_title(models), "attention weight")
+    return render.shared_scale_rows(rows, style, compare_title(models), "attention weight", text_px=text_px)
 
 
 def compare_title(models: Sequence[LoadedModel]) -> str:
@@ -357,15 +359,17 @@ def norm_report(loaded: LoadedModel, image: Image.Image, layer: int, role: str =
     return NormReport(label, inp.pixels, patches, prefix, median, high, cls_share)
 
 
-def token_norm_maps(reports: Sequence[NormReport], layer: int, style: MapStyle) -> Image.Image:
-    """Every report's patch norms on one colour scale, high-norm patches outlined."""
+def token_norm_maps(
+    reports: Sequence[NormReport], layer: int, style: MapStyle, text_px: int = canvas.TEXT_PX
+) -> Image.Image:
+    """Every report's patch norms on one colour scale, high-norm patches outlined; words `text_px` high."""
     rows = []
     for r in reports:
         caption = [f"median {r.median:.3g}", f"{len(r.high)} patches > {HIGH_NORM_FACTOR:g}× median"]
         base = canvas.fit_to_grid(r.pixels, r.norms.shape, 2 * TILE_PX)
         rows.append(MapRow(r.label, base, r.norms[None], [caption], r.high))
     title = f"Norm of each patch token after layer {layer + 1}, high-norm patches outlined"
-    return render.shared_scale_rows(rows, style, title, "token norm (L2)")
+    return render.shared_scale_rows(rows, style, title, "token norm (L2)", text_px=text_px)
 
 
 def norms_alt(reports: Sequence[NormReport], layer: int) -> str:

@@ -22,7 +22,7 @@ from PIL import Image, UnidentifiedImageError
 from vit.analysis import Query
 
 from . import controls, views
-from .canvas import MapStyle
+from .canvas import TEXT_PX, MapStyle
 from .explain import explain
 from .images import to_rgb
 from .loaded import LoadedModel
@@ -82,19 +82,28 @@ class LiveFrame:
 
 
 def live_frame(
-    loaded: LoadedModel, frame: Image.Image, query: Query, layer: int, style: MapStyle, max_bytes: int | None = None
+    loaded: LoadedModel,
+    frame: Image.Image,
+    query: Query,
+    layer: int,
+    style: MapStyle,
+    max_bytes: int | None = None,
+    text_px: int = TEXT_PX,
 ) -> LiveFrame:
     """The Live view of one frame: one forward pass, then the Explore tab's views of it for
     `layer` (0-based) and `query`, both checked by the caller against the model. A model whose
-    attention maps would take more than `max_bytes` is refused (ExplanationTooLarge)."""
+    attention maps would take more than `max_bytes` is refused (ExplanationTooLarge). Their
+    words are `text_px` high."""
     started = time.perf_counter()
     pre = loaded.preprocessing
     ex = explain(loaded.model, loaded.meta.class_names, pre, frame, "crop", top_k=3, max_bytes=max_bytes)
     computed = time.perf_counter()
     pictures = (
         views.input_view(ex, query),
-        views.heads(ex, query, layer, style),
-        views.rollout(ex, controls.Fusion(ROLLOUT_FUSION, ROLLOUT_DISCARD), style, controls.Showing(ROLLOUT_SHOW)),
+        views.heads(ex, query, layer, style, text_px=text_px),
+        views.rollout(
+            ex, controls.Fusion(ROLLOUT_FUSION, ROLLOUT_DISCARD), style, controls.Showing(ROLLOUT_SHOW), text_px
+        ),
     )
     drawn = time.perf_counter()
     return LiveFrame(*pictures, ex.probabilities, 1000 * (computed - started), 1000 * (drawn - computed))

@@ -111,7 +111,7 @@ def layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, Any]]:
     result: dict[str, dict[str, Any]] = {}
     bases: dict[int, dict[str, Any]] = {}
     for scale in SCALES:
-        cols, tile = views.head_layout(ex, None, MapStyle(scale=scale, text_px=text_px))
+        cols, tile = views.head_layout(ex, None, MapStyle(scale=scale), text_px)
         if tile not in bases:
             pixels = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)  # (H, W, 3) uint8
             bases[tile] = {"rgb": _b64(pixels), "width": pixels.shape[1], "height": pixels.shape[0]}

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from .canvas import MapStyle, mosaic, titled
+from .canvas import TEXT_PX, MapStyle, mosaic, titled
 from .render import Prefix, row_scale_note, scaled_row
 
 PROBE_COLUMNS = 6  # head tiles per row of the probe strip: 12 would not fit the Train tab's column
@@ -36,14 +36,16 @@ def probe_epochs(epochs: Sequence[int]) -> str:
     return " and ".join(part for part in (before, f"after {noun} {said}" if after else "") if part)
 
 
-def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], style: MapStyle) -> Image.Image:
+def probe_strip(
+    image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], style: MapStyle, text_px: int = TEXT_PX
+) -> Image.Image:
     """How the probe image's CLS attention (last layer, one tile per head) changes over
     training: one row per epoch (of up to PROBE_COLUMNS heads; more heads continue on the
     next row), each ending with its colour bar; a long run shows the epochs probe_shown picks
     and says which. `probes` holds (epoch, (layers, heads, gh, gw))
     pairs of patch maps only; each map is the patch part of a softmax row, so 1 - its total
     is the attention to CLS, printed under each tile (models without a CLS token leave
-    nothing out and print nothing)."""
+    nothing out and print nothing). Its words are `text_px` high."""
     heads = probes[0][1].shape[1]
     chosen = [probes[i] for i in probe_shown(len(probes), heads)]
     shown = f"Rows: {probe_epochs([e for e, _ in chosen])} ({len(chosen)} of {len(probes)} readings)."
@@ -54,7 +56,7 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
     wrapped = heads > PROBE_COLUMNS  # then each tile is named, as columns no longer hold one head
     rows, labels = [], []
     for (epoch, maps), share in zip(probes, left_out, strict=True):
-        *tiles, bar = scaled_row(image, maps[-1], style, Prefix(share) if has_prefix else None, named=wrapped)
+        *tiles, bar = scaled_row(image, maps[-1], style, Prefix(share) if has_prefix else None, text_px, named=wrapped)
         for start in range(0, len(tiles), PROBE_COLUMNS):
             rows.append([*tiles[start : start + PROBE_COLUMNS], bar])
             labels.append(("before training" if epoch == 0 else f"after epoch {epoch}") if start == 0 else "")
@@ -62,4 +64,4 @@ def probe_strip(image: np.ndarray, probes: Sequence[tuple[int, np.ndarray]], sty
     left = "Maps show attention to the patches; attention to CLS (printed under each tile) is left out."
     note = f"{left if has_prefix else ''} {shown}".strip()
     title = "CLS attention of the probe image, last layer"
-    return titled(title, mosaic(rows, labels, cols), note=row_scale_note(style, note))
+    return titled(title, mosaic(rows, text_px, labels, cols), text_px, note=row_scale_note(style, note))

@@ -42,8 +42,6 @@ from .canvas import (
     row_bar,
     scale_legend,
     scale_tops,
-    styled_text,
-    text_size,
     text_width,
     tile_caption,
     titled,
@@ -111,7 +109,6 @@ class ScaleTop:
         return cls(scale_tops(maps, style.scale), scope)
 
 
-@styled_text
 def head_grid(
     image: np.ndarray,
     maps: np.ndarray,
@@ -122,13 +119,14 @@ def head_grid(
     note: str = "",
     mark: tuple[int, int] | None = None,
     top: ScaleTop | None = None,
+    text_px: int = TEXT_PX,
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
     input, `prefix` (shares (heads, prefix_tokens)) each head's attention to the tokens the maps
     leave out (printed under its tile, by name), `mark` the query patch, outlined
     in every tile. A colour bar and `note` go underneath. `top`: the colour scale's top, by
     default these maps' own (`ScaleTop.of`); a video passes its whole clip's, a GIF on one
-    scale its layers'."""
+    scale its layers'. Its words are `text_px` high."""
     top = ScaleTop.of(maps, style) if top is None else top
     tops = top.tops
     grid = maps.shape[-2:]
@@ -136,15 +134,16 @@ def head_grid(
         tile_caption(
             outline_patches(overlay(image, m, style, t), grid, [mark] if mark else []),
             _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix.at(i)),
+            text_px,
         )
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
-    grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)])
+    grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)], text_px)
     high, label = scale_legend(style, float(tops.max()), "attention weight", top.scope, top.shared)
-    return titled(title, grid, [colour_bar(style.cmap, 0.0, high, label, max(grid.width, 320))], note)
+    bar = colour_bar(style.cmap, 0.0, high, label, text_px, max(grid.width, 320))
+    return titled(title, grid, text_px, [bar], note)
 
 
-@styled_text
 def layers_by_heads(
     image: np.ndarray,
     maps: np.ndarray,
@@ -152,13 +151,18 @@ def layers_by_heads(
     title: str = "",
     prefix: Prefix | None = None,
     note: str = "",
+    text_px: int = TEXT_PX,
 ) -> Image.Image:
     """Every head of every layer at a glance: `maps` is (layers, heads, gh, gw), `prefix`'s
-    shares (layers, heads, prefix_tokens). Each row (a layer) ends with its own colour bar."""
-    rows = [scaled_row(image, layer, style, None if prefix is None else prefix.at(i)) for i, layer in enumerate(maps)]
+    shares (layers, heads, prefix_tokens). Each row (a layer) ends with its own colour bar.
+    Its words are `text_px` high."""
+    rows = [
+        scaled_row(image, layer, style, None if prefix is None else prefix.at(i), text_px)
+        for i, layer in enumerate(maps)
+    ]
     labels = [f"layer {i + 1}" for i in range(maps.shape[0])]
     cols = [f"head {j + 1}" for j in range(maps.shape[1])]
-    return titled(title, mosaic(rows, labels, cols), note=row_scale_note(style, note))
+    return titled(title, mosaic(rows, text_px, labels, cols), text_px, note=row_scale_note(style, note))
 
 
 def scaled_row(
@@ -166,20 +170,22 @@ def scaled_row(
     maps: np.ndarray,
     style: MapStyle,
     prefix: Prefix | None,
+    text_px: int,
     named: bool = False,
 ) -> list[np.ndarray]:
     """One layer's (heads, gh, gw) maps as captioned tiles (each named "head j" if `named`,
-    else the columns are labelled) followed by the layer's colour bar."""
+    else the columns are labelled) followed by the layer's colour bar, words `text_px` high."""
     tops = scale_tops(maps, style.scale)
     tiles = [
         tile_caption(
             overlay(image, m, style, t),
             _tile_lines(f"head {j + 1}" if named else "", t, style, None if prefix is None else prefix.at(j)),
+            text_px,
         )
         for j, (m, t) in enumerate(zip(maps, tops, strict=True))
     ]
     high, _ = scale_legend(style, float(tops.max()), "", "")
-    return [*tiles, row_bar(style.cmap, "max" if style.scale == "head" else number(high), image.shape[0])]
+    return [*tiles, row_bar(style.cmap, "max" if style.scale == "head" else number(high), image.shape[0], text_px)]
 
 
 def row_scale_note(style: MapStyle, note: str) -> str:
@@ -200,12 +206,13 @@ def layer_frames(
     note: str = "",
     mark: tuple[int, int] | None = None,
     one_scale: bool = False,
+    text_px: int = TEXT_PX,
 ) -> list[Image.Image]:
     """One head grid per layer, for the animation: `maps` is (layers, heads, gh, gw), each
     frame with the colour bar of its own scale. On the "layer" scale each frame is coloured up
     to its own layer's largest weight, as the screen shows it; with `one_scale`, every frame up
     to the largest weight of all layers, so brightness compares across frames (and the early,
-    spread-out layers come out dark)."""
+    spread-out layers come out dark). Their words are `text_px` high."""
     # one scale: on the "layer" scale, every frame up to the largest weight of all layers
     joint = one_scale and style.scale == "layer"
     top = ScaleTop(np.full(maps.shape[1], float(maps.max())), f"all {len(maps)} layers", "every frame")
@@ -220,12 +227,12 @@ def layer_frames(
             note=note,
             mark=mark,
             top=top if joint else None,
+            text_px=text_px,
         )
         for i, m in enumerate(maps)
     ]
 
 
-@styled_text
 def map_picture(
     image: np.ndarray,
     amap: np.ndarray,
@@ -235,11 +242,12 @@ def map_picture(
     note: str = "",
     uniform: float | None = None,
     keep: np.ndarray | None = None,
+    text_px: int = TEXT_PX,
 ) -> Image.Image:
     """One (gh, gw) map over `image` with a title, a colour bar in `unit` and a note.
     `uniform` (the value of every patch were the map's total spread evenly) is marked on the
     colour bar; `keep`, a (gh, gw) bool mask, draws every patch outside it as the photo in a
-    light tint without the map (`dim_outside`)."""
+    light tint without the map (`dim_outside`). Its words are `text_px` high."""
     top = float(scale_tops(amap, style.scale))
     high, label = scale_legend(style, top, unit, "this map")
     drawn = overlay(image, amap, style, top)
@@ -248,22 +256,27 @@ def map_picture(
     mark = None
     if uniform is not None:  # on the per-map stretch the bar runs in shares of the map's maximum
         mark = (uniform / top if style.scale == "head" and top > 0 else uniform, f"uniform {number(uniform)}")
-    bar = colour_bar(style.cmap, 0.0, high, label, max(drawn.shape[1], 320), mark=mark)
-    return titled(title, Image.fromarray(drawn), [bar], note)
+    bar = colour_bar(style.cmap, 0.0, high, label, text_px, max(drawn.shape[1], 320), mark=mark)
+    return titled(title, Image.fromarray(drawn), text_px, [bar], note)
 
 
 RELATIVE_CMAP = "RdBu_r"  # diverging: blue below uniform, white at uniform, red above
 RELATIVE_TOP = 2.0  # the relative scale reaches at least 2× uniform, so a near-uniform map stays white
 
 
-@styled_text
 def relative_picture(
-    image: np.ndarray, amap: np.ndarray, uniform: float, style: MapStyle, title: str, note: str = ""
+    image: np.ndarray,
+    amap: np.ndarray,
+    uniform: float,
+    style: MapStyle,
+    title: str,
+    note: str = "",
+    text_px: int = TEXT_PX,
 ) -> Image.Image:
     """One (gh, gw) map as multiples of `uniform` (its total spread evenly over its patches):
     a diverging colour map with uniform in its middle colour, 0 at the bottom and
     max(RELATIVE_TOP, the largest multiple) at the top, so patches above and below an even
-    share stand apart however flat the map is."""
+    share stand apart however flat the map is. Its words are `text_px` high."""
     ratio = amap / uniform if uniform > 0 else np.zeros_like(amap)
     top = max(RELATIVE_TOP, float(ratio.max()))
     relative = replace(style, cmap=RELATIVE_CMAP)
@@ -272,8 +285,8 @@ def relative_picture(
         f"colour: × uniform, each patch's value divided by {number(uniform)} (the map's total spread evenly over "
         f"its {amap.size} patches): 1 = uniform (white), blue below, red above"
     )
-    bar = colour_bar(RELATIVE_CMAP, 0.0, top, label, max(drawn.shape[1], 320), centre=1.0)
-    return titled(title, Image.fromarray(drawn), [bar], note)
+    bar = colour_bar(RELATIVE_CMAP, 0.0, top, label, text_px, max(drawn.shape[1], 320), centre=1.0)
+    return titled(title, Image.fromarray(drawn), text_px, [bar], note)
 
 
 # Patches outside a mask are drawn as the photo in light grey (DIM_LEVELS), without the map's
@@ -336,20 +349,21 @@ class MapRow:
     marks: Sequence[tuple[int, int]] = ()
 
 
-@styled_text
-def shared_scale_rows(rows: Sequence[MapRow], style: MapStyle, title: str, unit: str, note: str = "") -> Image.Image:
+def shared_scale_rows(
+    rows: Sequence[MapRow], style: MapStyle, title: str, unit: str, note: str = "", text_px: int = TEXT_PX
+) -> Image.Image:
     """Rows of maps (e.g. several models, one image) on ONE colour scale from 0 to the largest
     value of all of them, whatever `style.scale` says, so every tile compares with every
-    other; one colour bar in `unit` underneath (docs/pictures.md)."""
+    other; one colour bar in `unit` underneath (docs/pictures.md). Its words are `text_px` high."""
     top = max(float(row.maps.max()) for row in rows)
     tiles = []
     for row in rows:
         drawn = [outline_patches(overlay(row.image, m, style, top), m.shape, row.marks) for m in row.maps]
         captions = list(row.captions) + [[]] * (len(drawn) - len(row.captions))
-        tiles.append([tile_caption(t, c) for t, c in zip(drawn, captions, strict=True)])
-    grid = mosaic(tiles, [row.label for row in rows])
+        tiles.append([tile_caption(t, c, text_px) for t, c in zip(drawn, captions, strict=True)])
+    grid = mosaic(tiles, text_px, [row.label for row in rows])
     label = f"colour: {unit} from 0 to {number(top)}, the largest of all maps shown (one scale for all)"
-    return titled(title, grid, [colour_bar(style.cmap, 0.0, top, label, max(grid.width, 320))], note)
+    return titled(title, grid, text_px, [colour_bar(style.cmap, 0.0, top, label, text_px, max(grid.width, 320))], note)
 
 
 def save_gif(
@@ -404,8 +418,7 @@ def position_similarity_tiles(
     to 1 (the colour bar underneath). `compared` names what is compared in the title
     (`texts.position_words`: a rotary model's angles). Its words are `text_px` high. `step`: a
     tile for every `step`-th slot along each side only (`similarity_step`), the title says which."""
-    with text_size(text_px):
-        return _similarity_tiles(similarity, cmap, tile_scale, compared, step)
+    return _similarity_tiles(similarity, cmap, tile_scale, compared, step, text_px)
 
 
 def _similarity_scale(side: int, step: int) -> int:
@@ -428,7 +441,9 @@ def similarity_step(grid: tuple[int, int], text_px: int, max_width: int) -> int:
     return side
 
 
-def _similarity_tiles(similarity: np.ndarray, cmap: str, tile_scale: int, compared: str, step: int) -> Image.Image:
+def _similarity_tiles(
+    similarity: np.ndarray, cmap: str, tile_scale: int, compared: str, step: int, text_px: int
+) -> Image.Image:
     gh, gw = similarity.shape[:2]
     scale = tile_scale or _similarity_scale(max(gh, gw), step)
     colour = colormaps[cmap]
@@ -440,7 +455,7 @@ def _similarity_tiles(similarity: np.ndarray, cmap: str, tile_scale: int, compar
         ]
         for i in rows
     ]
-    grid = mosaic(tiles, [f"row {i + 1}" for i in rows], [str(j + 1) for j in cols])
+    grid = mosaic(tiles, text_px, [f"row {i + 1}" for i in rows], [str(j + 1) for j in cols])
     title = (
         f"Cosine similarity of {compared}, grid {gh} rows × {gw} columns (columns numbered along the top). "
         "The tile in row i, column j compares slot (i, j), outlined in black, with every slot."
@@ -450,9 +465,8 @@ def _similarity_tiles(similarity: np.ndarray, cmap: str, tile_scale: int, compar
             f" A tile for every {step} slots along each side (rows and columns 1, {1 + step}, {1 + 2 * step}, …): "
             f"all {gh * gw} would not fit the screen."
         )
-    return titled(
-        title, grid, [colour_bar(cmap, -1.0, 1.0, "colour: cosine similarity, from −1 to 1", max(grid.width, 320))]
-    )
+    bar = colour_bar(cmap, -1.0, 1.0, "colour: cosine similarity, from −1 to 1", text_px, max(grid.width, 320))
+    return titled(title, grid, text_px, [bar])
 
 
 def _own_slot(tile: np.ndarray, row: int, col: int, scale: int) -> np.ndarray:
@@ -481,18 +495,19 @@ def pca_picture(
     uint8 already the size of its grid's whole cells, above its (gh, gw, 3) colours in [0, 1]
     (R, G, B = components 1, 2, 3, upsampled as honest patch blocks), the patches outside its
     (gh, gw) `keep` mask drawn as the photo in a light tint (no colour value). Under the
-    tiles, one colour bar per channel (black to its pure colour, 0 to 1) labelled `legend`."""
-    with text_size(text_px):
-        tiles = []
-        for photo, colour, kept in zip(photos, colours, keep, strict=True):
-            blocks = (np.clip(colour, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)  # (gh, gw, 3)
-            cell = photo.shape[0] // colour.shape[0], photo.shape[1] // colour.shape[1]
-            big = np.repeat(np.repeat(blocks, cell[0], axis=0), cell[1], axis=1)  # (h, w, 3), one block a patch
-            # the background tinted as over a grey colour map (pale blue): grey is a colour RGB mixes can make
-            tiles.append((photo, dim_outside(big, kept, photo, "gray")))
-        grid = mosaic([[p for p, _ in tiles], [c for _, c in tiles]], ["image", "PCA"], list(names))
-        across = grid.width >= 3 * 320  # the three bars side by side where they fit, else one under another
-        width = (grid.width - 2 * GAP) // 3 if across else max(grid.width, 320)
-        bars = [colour_bar(cmap, 0.0, 1.0, text, width) for cmap, text in zip(CHANNELS.values(), legend, strict=False)]
-        footer = [mosaic([[np.asarray(bar) for bar in bars]])] if across else bars
-        return titled(title, grid, footer, note)
+    tiles, one colour bar per channel (black to its pure colour, 0 to 1) labelled `legend`. Its
+    words are `text_px` high."""
+    tiles = []
+    for photo, colour, kept in zip(photos, colours, keep, strict=True):
+        blocks = (np.clip(colour, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)  # (gh, gw, 3)
+        cell = photo.shape[0] // colour.shape[0], photo.shape[1] // colour.shape[1]
+        big = np.repeat(np.repeat(blocks, cell[0], axis=0), cell[1], axis=1)  # (h, w, 3), one block a patch
+        # the background tinted as over a grey colour map (pale blue): grey is a colour RGB mixes can make
+        tiles.append((photo, dim_outside(big, kept, photo, "gray")))
+    grid = mosaic([[p for p, _ in tiles], [c for _, c in tiles]], text_px, ["image", "PCA"], list(names))
+    across = grid.width >= 3 * 320  # the three bars side by side where they fit, else one under another
+    width = (grid.width - 2 * GAP) // 3 if across else max(grid.width, 320)
+    channels = zip(CHANNELS.values(), legend, strict=False)
+    bars = [colour_bar(cmap, 0.0, 1.0, text, text_px, width) for cmap, text in channels]
+    footer = [mosaic([[np.asarray(bar) for bar in bars]], text_px)] if across else bars
+    return titled(title, grid, text_px, footer, note)

@@ -23,13 +23,16 @@ def curves_alt(history: Sequence[dict], step_losses: Sequence[tuple[float, float
     return f"Training loss and accuracy: {len(history)} epochs done, {len(step_losses)} loss readings"
 
 
-def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]], text_px: int = TEXT_PX) -> Image.Image:
+def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]]) -> Image.Image:
     """The probe image (3, H, W in 0..1) beside its per-head CLS attention of the last layer,
-    one row per (epoch, (layers, heads, gh, gw) maps) reading."""
+    one row per (epoch, (layers, heads, gh, gw) maps) reading. Its words are TEXT_PX high in the
+    presentation mode too, as they always were (the text size it was handed never reached its
+    words): at PRESENT_TEXT_PX a 12-head strip is 796 px wide, which its 600-px column shrinks to
+    0.75, its words to 15 px."""
     pixels = image.permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
     grid = tuple(probes[0][1].shape[-2:])
     base = canvas.fit_to_grid(pixels, grid, PROBE_PX)
-    return probe_strip.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in probes], MapStyle(text_px=text_px))
+    return probe_strip.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in probes], MapStyle(), TEXT_PX)
 
 
 def probe_alt(probes: Sequence[tuple[int, torch.Tensor]]) -> str:

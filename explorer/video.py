@@ -351,10 +351,18 @@ class VideoReport:
 
 
 def frame_picture(
-    first: Explanation, clip: ClipMaps, i: int, fps: float, query: Query, layer: int, style: MapStyle, tops: np.ndarray
+    first: Explanation,
+    clip: ClipMaps,
+    i: int,
+    fps: float,
+    query: Query,
+    layer: int,
+    style: MapStyle,
+    tops: np.ndarray,
+    text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """Frame `i` (0-based) of the attention video: the model input beside the head maps of
-    `layer` (0-based; the title says both from 1)."""
+    `layer` (0-based; the title says both from 1), words `text_px` high."""
     pixels = clip.pixels[i]
     base = canvas.fit_to_grid(pixels, first.grid, views.HEAD_PX)
     title = (
@@ -370,9 +378,10 @@ def frame_picture(
         note=texts.left_out(first),
         mark=views.patch_of(query),
         top=render.ScaleTop(tops, "this layer over the whole clip"),
+        text_px=text_px,
     )
     frame = canvas.enlarge(pixels, canvas.scale_for(pixels.shape[:2], INPUT_PX))
-    return canvas.mosaic([[frame, np.asarray(heads)]])
+    return canvas.mosaic([[frame, np.asarray(heads)]], text_px)
 
 
 def _even(picture: Image.Image, size: tuple[int, int]) -> Image.Image:
@@ -423,11 +432,13 @@ def attention_video(
     progress: Progress | None = None,
     max_bytes: int | None = None,
     run: Callable[..., tuple[np.ndarray, np.ndarray, AttentionMaps]] | None = None,
+    text_px: int = canvas.TEXT_PX,
 ) -> VideoReport:
     """The attention video of the clip at `path`, written to `out_path` (MP4): `layer`'s
     (0-based) head maps for `query`, both checked by the caller against the model, on one
     colour scale over the whole clip (`style.scale`: "layer", "head" or "fixed"), in at most
-    `max_bytes` (what one request may use, checked before any frame is decoded)."""
+    `max_bytes` (what one request may use, checked before any frame is decoded); its words
+    `text_px` high."""
     info = probe(path, limits)
     clip, first = clip_maps(loaded, path, query, layer, limits, progress, info.frames, max_bytes, run)
     tops = clip_tops(np.stack(clip.maps), style.scale)
@@ -438,6 +449,6 @@ def attention_video(
         for i in range(total):
             if progress:
                 progress("drawing and encoding", i, total)
-            yield frame_picture(first, clip, i, info.fps, query, layer, style, tops)
+            yield frame_picture(first, clip, i, info.fps, query, layer, style, tops, text_px)
 
     return VideoReport(info, encode(pictures(), out_path, info.fps, seconds), seconds)

@@ -89,13 +89,15 @@ def prefix_of(ex: Explanation, query: Query) -> render.Prefix:
     return render.Prefix(ex.prefix_attention(query), ex.prefix_names)
 
 
-def head_layout(ex: Explanation, columns: int | None = None, style: MapStyle | None = None) -> tuple[int, int]:
+def head_layout(
+    ex: Explanation, columns: int | None = None, style: MapStyle | None = None, text_px: int = canvas.TEXT_PX
+) -> tuple[int, int]:
     """(tiles per row, tile side in px) of the heads view: `columns` tiles a row (default: up
     to MAX_COLUMNS), each at most HEAD_PX and small enough for the row to fit the heads'
     DISPLAY_WIDTH, in whole pixels per patch. `columns=2` keeps HEAD_PX tiles in a 332-px
     picture, at least 150 px wide on a phone's 326-px column. With a `style`, fewer tiles a
-    row where its captions (`caption_px`) would widen the row past DISPLAY_WIDTH, which the
-    page would then shrink, text and all (large text: the presentation mode)."""
+    row where its captions (`caption_px`, `text_px` high) would widen the row past DISPLAY_WIDTH,
+    which the page would then shrink, text and all (large text: the presentation mode)."""
     cols = max(1, min(ex.heads, columns or MAX_COLUMNS))
     side = max(ex.grid)
 
@@ -103,27 +105,34 @@ def head_layout(ex: Explanation, columns: int | None = None, style: MapStyle | N
         room = (DISPLAY_WIDTH["heads"] - canvas.GAP * n) // n
         return side * max(1, min(HEAD_PX, room) // side)
 
-    widest = 0.0 if style is None else caption_px(ex, style)
+    widest = 0.0 if style is None else caption_px(ex, style, text_px)
     while cols > 1 and cols * (max(tile(cols), widest) + canvas.GAP) > DISPLAY_WIDTH["heads"]:
         cols -= 1
     return cols, tile(cols)
 
 
-def caption_px(ex: Explanation, style: MapStyle) -> float:
-    """The widest line a head tile's caption may hold in `style`: its name, its own maximum on
-    the per-head scale, and its shares of the prefix tokens (render._tile_lines). The shares had
+def caption_px(ex: Explanation, style: MapStyle, text_px: int) -> float:
+    """The widest line, `text_px` high, a head tile's caption may hold in `style`: its name, its own
+    maximum on the per-head scale, and its shares of the prefix tokens (render._tile_lines). The shares had
     been left out: in `--present` a model with registers got six 80-px tiles a row under 95-px
     lines ("reg1 0.00"), and the page shrank the picture, words and all."""
     widest = render.Prefix(np.zeros(ex.attention.prefix_tokens), ex.prefix_names)  # "reg1 0.00"
     shares = render.prefix_lines(widest) if ex.has_prefix else []
     lines = [f"head {ex.heads}", *(["max 0.0000"] if style.scale == "head" else []), *shares]
-    return max(canvas.text_width(line, style.text_px) for line in lines)
+    return max(canvas.text_width(line, text_px) for line in lines)
 
 
-def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: int | None = None) -> Image.Image:
+def heads(
+    ex: Explanation,
+    query: Query,
+    layer: int,
+    style: MapStyle,
+    columns: int | None = None,
+    text_px: int = canvas.TEXT_PX,
+) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (0-based; the title says it from 1),
-    `columns` tiles a row (see `head_layout`)."""
-    cols, tile = head_layout(ex, columns, style)
+    `columns` tiles a row (see `head_layout`), words `text_px` high."""
+    cols, tile = head_layout(ex, columns, style, text_px)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
     title = heads_title(ex, query_label(ex, query), layer + 1)
     return render.head_grid(
@@ -135,14 +144,21 @@ def heads(ex: Explanation, query: Query, layer: int, style: MapStyle, columns: i
         prefix=prefix_of(ex, query).at(layer),
         note=left_out(ex),
         mark=patch_of(query),
+        text_px=text_px,
     )
 
 
 def layer_frames(
-    ex: Explanation, query: Query, style: MapStyle, columns: int | None = None, one_scale: bool = False
+    ex: Explanation,
+    query: Query,
+    style: MapStyle,
+    columns: int | None = None,
+    one_scale: bool = False,
+    text_px: int = canvas.TEXT_PX,
 ) -> list[Image.Image]:
     """The `heads` view of every layer, for the animated GIF: each frame as the screen draws
-    that layer, or with `one_scale` all on the scale of the largest weight of all layers."""
+    that layer, or with `one_scale` all on the scale of the largest weight of all layers; words
+    `text_px` high."""
     cols, tile = head_layout(ex, columns)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
     note = f"query: {query_label(ex, query)}. {left_out(ex)}"
@@ -155,11 +171,12 @@ def layer_frames(
         note=note,
         mark=patch_of(query),
         one_scale=one_scale,
+        text_px=text_px,
     )
 
 
-def overview(ex: Explanation, style: MapStyle) -> Image.Image:
-    """The default query's attention (CLS) in every head of every layer."""
+def overview(ex: Explanation, style: MapStyle, text_px: int = canvas.TEXT_PX) -> Image.Image:
+    """The default query's attention (CLS) in every head of every layer, words `text_px` high."""
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
     title = f"query: {query_label(ex, None)}, every layer and head"
     return render.layers_by_heads(
@@ -169,6 +186,7 @@ def overview(ex: Explanation, style: MapStyle) -> Image.Image:
         title,
         prefix=prefix_of(ex, None),
         note=left_out(ex),
+        text_px=text_px,
     )
 
 
@@ -177,14 +195,15 @@ def rollout(
     fusion: Fusion,
     style: MapStyle,
     showing: Showing = Showing(),  # noqa: B008 - a NamedTuple
+    text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """Attention rollout of the CLS token (or the mean patch) through all layers, its heads fused
-    as `fusion` says, drawn as `showing` says (see `one_map`)."""
+    as `fusion` says, drawn as `showing` says (see `one_map`), words `text_px` high."""
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     title = f"attention rollout, query: {query_label(ex, None)}"
     note = describe_rollout(ex, *fusion)
     amap = ex.rollout(*fusion)
-    return one_map(base, amap, style, title, "rollout weight", note, showing)
+    return one_map(base, amap, style, title, "rollout weight", note, showing, text_px)
 
 
 def uniform_value(amap: np.ndarray) -> float:
@@ -194,28 +213,37 @@ def uniform_value(amap: np.ndarray) -> float:
 
 
 def one_map(
-    base: np.ndarray, amap: np.ndarray, style: MapStyle, title: str, unit: str, note: str, showing: Showing
+    base: np.ndarray,
+    amap: np.ndarray,
+    style: MapStyle,
+    title: str,
+    unit: str,
+    note: str,
+    showing: Showing,
+    text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """A map over the whole grid (rollout, relevance) as `showing.show` says: "weights" from 0
     with uniform marked, "relative" to uniform, or "top mass": only the patches holding the top
-    `showing.keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021)."""
+    `showing.keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021).
+    Its words are `text_px` high."""
     show, keep = showing
     if show not in SHOWS:
         raise ValueError(f"show must be one of {', '.join(SHOWS)}; got {show!r}")
     uniform, n = uniform_value(amap), amap.size
     even = f"Uniform = {canvas.number(uniform)}: the map's total spread evenly over its {n} patches"
     if show == "relative":
-        return render.relative_picture(base, amap, uniform, style, title, f"{note} {even}.")
+        return render.relative_picture(base, amap, uniform, style, title, f"{note} {even}.", text_px)
     even += " (▼ on the colour bar); a patch above it gets more than an even share, one below it less."
     if show == "weights":
-        return render.map_picture(base, amap, style, title, unit, f"{note} {even}", uniform=uniform)
+        return render.map_picture(base, amap, style, title, unit, f"{note} {even}", uniform=uniform, text_px=text_px)
     mask = top_mass_mask(torch.from_numpy(amap), keep).numpy()
     kept = (
         f"Shown: the {int(mask.sum())} of {n} patches that hold the top {keep:.0%} of the map's mass (largest first, "
         "as DINO's visualize_attention, Caron et al. 2021); the others show the photo in "
         f"{render.dim_tint(style.cmap)} without the colour map (no value of the colour bar)."
     )
-    return render.map_picture(base, amap, style, title, unit, f"{note} {even} {kept}", uniform=uniform, keep=mask)
+    note = f"{note} {even} {kept}"
+    return render.map_picture(base, amap, style, title, unit, note, uniform=uniform, keep=mask, text_px=text_px)
 
 
 def distance_chart(ex: Explanation, text_px: int = canvas.TEXT_PX) -> Image.Image:
@@ -230,12 +258,14 @@ def relevance(
     style: MapStyle,
     showing: Showing = Showing(),  # noqa: B008 - a NamedTuple, never changed
     computed: tuple[np.ndarray, int] | None = None,
+    text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """Class-specific relevance (Chefer, Gur & Wolf 2021, Eq. 5-6; docs/lessons.md) of every
     patch for class `target` (0-based; None: the predicted class), for the CLS token, drawn as
     `showing` says (see `one_map`). One more forward and backward pass over the explanation's
     model input, unless `computed` brings `relevance_map`'s result (made on a GPU). Raises
-    ValueError for a model without a classifier head or a class out of range."""
+    ValueError for a model without a classifier head or a class out of range. Its words are
+    `text_px` high."""
     amap, chosen = computed if computed is not None else model_relevance(model, ex.input.tensor, target)
     name = class_names[chosen] if chosen < len(class_names) else f"class {chosen}"
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
@@ -246,7 +276,7 @@ def relevance(
         "of (∇A ⊙ A)⁺ (Eq. 5), and accumulated as R ← R + Ā·R from R = I (Eq. 6); the map is the "
         f"{query_label(ex, None)} row of R over the patches. Unlike rollout, it changes with the class."
     )
-    return one_map(base, amap, style, title, "relevance (a.u.)", note, showing)
+    return one_map(base, amap, style, title, "relevance (a.u.)", note, showing, text_px)
 
 
 def prompt_relevance(
@@ -256,10 +286,11 @@ def prompt_relevance(
     index: int,
     style: MapStyle,
     showing: Showing = Showing(),  # noqa: B008 - a NamedTuple, never changed
+    text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """The relevance map (on the (gh, gw) `grid` of the model input `pixels`) of prompt `index`
     (0-based) of a CLIP model's ZeroShot (Chefer et al. 2021, Eq. 5-6 with the image-text logit as
-    the score), drawn as `showing` says (see `one_map`)."""
+    the score), drawn as `showing` says (see `one_map`), words `text_px` high."""
     prompt = zs.prompts[index]
     base = canvas.fit_to_grid(pixels, grid, ROLLOUT_PX)
     title = f"'{prompt}': {zs.probabilities[prompt]:.0%} (relevance, Chefer et al. 2021)"
@@ -269,7 +300,7 @@ def prompt_relevance(
         "(∇A ⊙ A)⁺ (Eq. 5), R ← R + Ā·R from R = I (Eq. 6); the map is the CLS row of R over the patches, "
         "on its own colour scale."
     )
-    return one_map(base, zs.relevance[index], style, title, "relevance (a.u.)", note, showing)
+    return one_map(base, zs.relevance[index], style, title, "relevance (a.u.)", note, showing, text_px)
 
 
 def similarity_step(grid: tuple[int, int], text_px: int) -> int:

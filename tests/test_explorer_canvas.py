@@ -84,15 +84,17 @@ def test_patch_grid_lines_and_mark_sit_on_patch_boundaries():
 
 
 def test_the_uniform_value_is_marked_above_the_colour_bar_where_it_lies():
-    plain = canvas.colour_bar("inferno", 0.0, 0.04, "rollout weight", 320)
-    marked = canvas.colour_bar("inferno", 0.0, 0.04, "rollout weight", 320, mark=(0.01, "uniform 0.01"))
-    assert marked.height == plain.height + canvas._line()  # one line above the bar holds the mark
+    plain = canvas.colour_bar("inferno", 0.0, 0.04, "rollout weight", canvas.TEXT_PX, 320)
+    marked = canvas.colour_bar("inferno", 0.0, 0.04, "rollout weight", canvas.TEXT_PX, 320, mark=(0.01, "uniform 0.01"))
+    assert marked.height == plain.height + canvas._line(canvas.TEXT_PX)  # one line above the bar holds the mark
     top = top_of_bar(marked, "inferno")
     ((_, start, end),) = {run for run in gradient_runs(marked, "inferno") if run[0] == "across"}
     above = np.asarray(marked)[:top].min(axis=(0, 2))  # darkest value per column above the bar
     ink = np.flatnonzero(above < 128)
     arrow_x = start + round(0.25 * (end - start - 1))  # 0.01 is a quarter of the way from 0 to 0.04
-    assert ink.min() <= arrow_x + 1 and abs(ink.min() - arrow_x) <= canvas._text_width("▼")  # ▼ starts the mark
+    assert ink.min() <= arrow_x + 1 and abs(ink.min() - arrow_x) <= canvas.text_width(
+        "▼", canvas.TEXT_PX
+    )  # ▼ starts the mark
 
 
 def test_relative_colour_bar_ticks_step_evenly_on_each_side_of_uniform():

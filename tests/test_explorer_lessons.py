@@ -44,7 +44,9 @@ def test_the_comparison_has_one_row_per_model_on_one_colour_bar():
 
 def test_the_comparison_title_says_the_models_real_head_count(monkeypatch):
     titles = []
-    monkeypatch.setattr(lessons.render, "shared_scale_rows", lambda _rows, _style, title, _unit: titles.append(title))
+    monkeypatch.setattr(
+        lessons.render, "shared_scale_rows", lambda _rows, _style, title, _unit, **_: titles.append(title)
+    )
     compare([loaded("four")], photo())  # 4 heads: one row, not "rows of 6"
     assert titles[-1].endswith("4 heads per model, one row each")
     compare([loaded("four"), loaded("eight", heads=8)], photo())

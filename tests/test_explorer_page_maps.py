@@ -89,7 +89,7 @@ def test_the_words_are_the_servers_with_places_for_the_query_and_layer(nano_expl
 def test_the_tiles_are_laid_out_as_the_servers_heads_view(nano_explanation):
     ex = nano_explanation
     for scale, layout in page_maps.layouts(ex, canvas.PRESENT_TEXT_PX).items():
-        cols, tile = views.head_layout(ex, None, MapStyle(scale=scale, text_px=canvas.PRESENT_TEXT_PX))
+        cols, tile = views.head_layout(ex, None, MapStyle(scale=scale), canvas.PRESENT_TEXT_PX)
         assert (layout["cols"], layout["tile"]) == (cols, tile)
         base = layout["base"]
         expected = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)  # what views.heads lays the maps over

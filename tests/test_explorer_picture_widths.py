@@ -32,13 +32,13 @@ def test_a_register_models_head_maps_fit_their_column_with_every_caption_under_i
     546-px column. Now one share a line, and as many tiles a row as their captions leave room for."""
     ex = registers_explained()
     for scale in ("layer", "head"):
-        style = MapStyle(scale=scale, text_px=text_px)
-        picture = views.heads(ex, None, 0, style)
+        style = MapStyle(scale=scale)
+        picture = views.heads(ex, None, 0, style, text_px=text_px)
         assert picture.width <= views.DISPLAY_WIDTH["heads"], (scale, picture.size)
-        cols, tile = views.head_layout(ex, None, style)
-        widest = views.caption_px(ex, style)
+        cols, tile = views.head_layout(ex, None, style, text_px)
+        widest = views.caption_px(ex, style, text_px)
         assert cols * (max(tile, widest) + canvas.GAP) <= views.DISPLAY_WIDTH["heads"]
-    assert views.head_layout(ex, None, MapStyle(text_px=canvas.TEXT_PX)) == (6, 80)  # as DINOv2 without registers
+    assert views.head_layout(ex, None, MapStyle(), canvas.TEXT_PX) == (6, 80)  # as DINOv2 without registers
 
 
 def test_a_model_with_only_cls_keeps_its_layout():
@@ -46,7 +46,7 @@ def test_a_model_with_only_cls_keeps_its_layout():
     model = vit.create_model("vit_cifar_nano")
     ex = explain(model, [f"c{i}" for i in range(10)], CIFAR10, Image.new("RGB", (32, 32)))
     for text_px in SIZES:
-        assert views.head_layout(ex, None, MapStyle(text_px=text_px)) == views.head_layout(ex)
+        assert views.head_layout(ex, None, MapStyle(), text_px) == views.head_layout(ex)
 
 
 @pytest.mark.parametrize("text_px", SIZES)

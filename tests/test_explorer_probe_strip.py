@@ -30,7 +30,7 @@ def test_a_long_runs_probe_strip_has_a_bounded_height_and_says_which_epochs_it_s
     image = np.zeros((64, 64, 3), np.uint8)
     maps = np.random.default_rng(0).random((2, 3, 2, 2)) / 8
     strip = probe_strip.probe_strip(image, [(e, maps) for e in range(201)], MapStyle())
-    assert strip.height <= probe_strip.PROBE_ROWS * (64 + 3 * canvas._line() + canvas.GAP) + 600 < 16_383
+    assert strip.height <= probe_strip.PROBE_ROWS * (64 + 3 * canvas._line(canvas.TEXT_PX) + canvas.GAP) + 600 < 16_383
     shown = probe_strip.probe_shown(201, 3)
     assert shown[0] == 0 and shown[-1] == 200 and len(shown) == probe_strip.PROBE_ROWS
     assert probe_strip.probe_shown(5, 3) == [0, 1, 2, 3, 4]  # a short run: every epoch

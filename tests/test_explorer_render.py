@@ -90,7 +90,7 @@ def test_prefix_shares_are_printed_per_tile():
     assert render._tile_lines("head 3", 0.123, MapStyle(), None) == ["head 3"]
     image, maps = np.zeros((16, 16, 3), np.uint8), np.random.default_rng(0).random((2, 4, 4))
     with_prefix = render.head_grid(image, maps, MapStyle(), prefix=render.Prefix(np.full((2, 1), 0.3)))
-    assert with_prefix.height == render.head_grid(image, maps, MapStyle()).height + canvas._line()
+    assert with_prefix.height == render.head_grid(image, maps, MapStyle()).height + canvas._line(canvas.TEXT_PX)
 
 
 def test_layers_by_heads_has_one_tile_per_layer_and_head_and_a_bar_per_row():
@@ -189,7 +189,7 @@ def test_relative_display_puts_uniform_in_the_middle_colour_and_spreads_both_sid
     amap = np.array([[0.0, 0.125], [0.25, 0.625]])  # uniform = total / 4 = 0.25
     out = np.asarray(render.relative_picture(image, amap, 0.25, MapStyle(raw=True), "title"))
     colour = colormaps[render.RELATIVE_CMAP]
-    y = canvas._line() + 12  # inside the first row of patches, under the one-line title
+    y = canvas._line(canvas.TEXT_PX) + 12  # inside the first row of patches, under the one-line title
     top = 0.625 / 0.25  # 2.5× uniform: above RELATIVE_TOP, so it is the top of the scale
     assert tuple(out[y, 5]) == tuple(colour(0.0, bytes=True)[:3])  # 0: the bottom colour
     assert tuple(out[y, 25]) == tuple(colour(0.25, bytes=True)[:3])  # 0.5× uniform: half way down
@@ -223,7 +223,7 @@ def test_dimmed_patches_are_no_colour_of_the_colour_bar(cmap):
     amap = rng.random((4, 4))
     keep = amap > np.median(amap)
     picture = np.asarray(render.map_picture(image, amap, MapStyle(cmap=cmap), "t", "u", keep=keep))
-    top = canvas.text_block("t", 320).height + canvas.GAP  # the body starts under the one-line title
+    top = canvas.text_block("t", 320, canvas.TEXT_PX).height + canvas.GAP  # the body starts under the one-line title
     body = picture[top : top + 40, :40].astype(float)
     outside = body[np.repeat(np.repeat(~keep, 10, 0), 10, 1)]  # (pixels, 3)
     bar = colormaps[cmap](np.linspace(0.0, 1.0, 1024), bytes=True)[:, :3].astype(float)
@@ -266,7 +266,7 @@ def test_gif_frames_are_drawn_as_the_screen_draws_each_layer_unless_one_scale_is
     labels.clear()
     shared = render.layer_frames(image, maps, MapStyle(), one_scale=True)
     assert len(set(labels)) == 1 and f"from 0 to {canvas.number(maps.max())}, the largest in all 3" in labels[0]
-    top = canvas.text_block("layer 1 of 3", 320).height + canvas.GAP  # the tiles start under the title
+    top = canvas.text_block("layer 1 of 3", 320, canvas.TEXT_PX).height + canvas.GAP  # the tiles start under the title
     tile = [np.asarray(frame)[top : top + 32, :32].astype(float) for frame in (own[0], shared[0])]
     assert tile[1].mean() < tile[0].mean() / 2  # layer 1's first head: much darker on the shared scale
 

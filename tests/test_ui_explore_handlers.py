@@ -15,7 +15,7 @@ from PIL import Image
 
 import vit
 from explorer import controls, texts
-from explorer.canvas import MapStyle
+from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.controls import Drawing, Fusion, Showing
 from explorer.explain import ExplanationKey, explain
@@ -196,8 +196,8 @@ def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(
     assert "makes no predictions" in h.classes_note(loaded)
     image = tmp_path / "green.png"
     Image.new("RGB", (32, 32), (10, 200, 30)).save(image)
-    pictures = h.full_analysis(loaded, str(image), "crop", 6, Drawing(), store=None)
-    classified = h.full_analysis(catalog.get(BUNDLED), str(image), "crop", 6, Drawing(), store=None)
+    pictures = h.full_analysis(loaded, str(image), "crop", 6, TEXT_PX, Drawing(), store=None)
+    classified = h.full_analysis(catalog.get(BUNDLED), str(image), "crop", 6, TEXT_PX, Drawing(), store=None)
     assert pictures["label"] == {} and classified["label"]  # only the model with a classifier predicts
     # the same architecture draws the same grid of head maps, its own weights' maps in it
     assert pixels(pictures["heads"]).shape == pixels(classified["heads"]).shape
@@ -324,7 +324,7 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     path = tmp_path / "photo.png"
     Image.fromarray(np.random.default_rng(2).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
     loaded = catalog.get(BUNDLED)
-    out = h.full_analysis(loaded, str(path), "crop", 6, Drawing(), store=None)
+    out = h.full_analysis(loaded, str(path), "crop", 6, TEXT_PX, Drawing(), store=None)
     picker = out["token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
@@ -384,10 +384,10 @@ def test_a_request_that_would_compute_past_the_budget_is_refused_before_its_forw
     Image.new("RGB", (128, 32), (10, 200, 10)).save(wide)
     budget = 8 * 2**20  # crop: 4 x 0.4 MiB of maps; whole (8 x 32 grid): 4 x 6.3 MiB
     store = ExplanationStore(max_request_bytes=budget)
-    assert h.full_analysis(loaded, str(wide), "crop", 6, Drawing(), store)["label"]
+    assert h.full_analysis(loaded, str(wide), "crop", 6, TEXT_PX, Drawing(), store)["label"]
     monkeypatch.setattr(type(loaded.model), "forward", lambda *_: pytest.fail("the forward pass ran"))
     with pytest.raises(ExplanationTooLarge, match="attention maps would take 6 MiB, more than this server's 2 MiB"):
-        h.full_analysis(loaded, str(wide), "whole", 6, Drawing(), store)
+        h.full_analysis(loaded, str(wide), "whole", 6, TEXT_PX, Drawing(), store)
 
 
 def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_checkpoint, tmp_path, monkeypatch):
@@ -447,7 +447,7 @@ def test_a_new_image_clears_the_previous_images_export(tab, tmp_path):
     catalog = server.catalog
     path = tmp_path / "dog.png"
     Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(path)
-    out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, Drawing(), store=None)
+    out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, TEXT_PX, Drawing(), store=None)
     assert "export_file" in h.ANALYSIS_OUTPUTS and out["export_file"] is None
 
 

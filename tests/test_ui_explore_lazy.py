@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from explorer import controls, render, views
-from explorer.canvas import MapStyle
+from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.controls import Drawing, Fusion
 from explorer.explain import ExplanationKey, explain
@@ -77,7 +77,7 @@ def pixels(picture: gr.Image) -> np.ndarray:
 
 def test_an_analysis_draws_no_view_of_the_closed_accordion(tab, image, drawn):
     catalog = tab[1].catalog
-    out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, Drawing(), store=None)
+    out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, TEXT_PX, Drawing(), store=None)
     assert drawn == Counter()
     assert out["overview"] is None and out["rollout"] is None and out["distance"] is None
     assert pixels(out["heads"]).size and pixels(out["input_img"]).size  # what the first screen shows
@@ -86,7 +86,7 @@ def test_an_analysis_draws_no_view_of_the_closed_accordion(tab, image, drawn):
 def test_an_analysis_draws_the_one_view_on_screen(tab, image, drawn):
     catalog = tab[1].catalog
     drawing = Drawing(Fusion("max", 0.0), STYLE)
-    out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, drawing, store=None, on_screen="rollout")
+    out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, TEXT_PX, drawing, store=None, on_screen="rollout")
     assert drawn == Counter(rollout=1)
     assert out["overview"] is None and out["distance"] is None and pixels(out["rollout"]).size
 

@@ -12,7 +12,7 @@ from clip_helpers import CLIP_KEY, clip_app, tiny_clip
 from PIL import Image
 
 import vit
-from explorer.canvas import MapStyle
+from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.controls import Drawing, Showing
 from explorer.prompts import DEFAULT_PROMPTS, words_bytes
@@ -40,7 +40,7 @@ def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, Server]:
 def analysed(server: Server, key: str, tmp_path) -> tuple:
     path = tmp_path / "photo.png"
     Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 48, 3), np.uint8)).save(path)
-    out = h.full_analysis(server.catalog.get(key), str(path), "crop", 2, Drawing(), server.store)
+    out = h.full_analysis(server.catalog.get(key), str(path), "crop", 2, TEXT_PX, Drawing(), server.store)
     return out["explanation_key"], out
 
 

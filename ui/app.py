@@ -22,7 +22,6 @@ from .lessons import build_lessons_tab
 from .limits import REFUSALS, SESSIONS, SESSIONS_SPARE, RequestLimits, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
-from .pictures import TEXT as PICTURE_TEXT
 from .sessions import SessionShares, keep_waiting_sessions
 from .settings import ServerSettings
 from .train import PageTabs, build_train_tab
@@ -144,8 +143,6 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
 def build_page(server: Server) -> gr.Blocks:
     """The app's Blocks (not launched): the Explore, Live, Train and Lessons tabs over `server`."""
     settings = server.settings
-    # Explore's pictures and the style controls' parser (ui.common.map_style) read the text size there.
-    PICTURE_TEXT.px = server.text_px
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:

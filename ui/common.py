@@ -35,7 +35,6 @@ from . import zerogpu
 from .binding import Controls
 from .checks import ERROR_TOAST_S, number, one_of, visitor_error, whole_number
 from .outputs import UPLOADS, saved, upload_folder
-from .pictures import TEXT as PICTURE_TEXT
 from .settings import ServerSettings
 from .uploads import UploadRefused, checked_upload
 
@@ -63,7 +62,6 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: s
         smooth=one_of("upsampling", upsampling, UPSAMPLING) == "smooth",
         raw=one_of("display", display, DISPLAYS) == "raw",
         scale=one_of("colour scale", scale, SCALES),
-        text_px=PICTURE_TEXT.px,  # larger in the presentation mode
     )
 
 
@@ -295,12 +293,19 @@ def query_name(query: Query) -> str:
 
 
 def word_maps(
-    pixels: np.ndarray, grid: tuple[int, int], zs: ZeroShot, style: MapStyle, showing: controls.Showing, model: str
+    pixels: np.ndarray,
+    grid: tuple[int, int],
+    zs: ZeroShot,
+    style: MapStyle,
+    showing: controls.Showing,
+    model: str,
+    text_px: int,
 ) -> list[tuple[str, str]]:
-    """A gallery's value: each prompt's relevance map (a file) with its alt text as its caption."""
+    """A gallery's value: each prompt's relevance map (a file, its words `text_px` high: the
+    Server's) with its alt text as its caption."""
     return [
         (
-            saved(views.prompt_relevance(pixels, grid, zs, i, style, showing)),
+            saved(views.prompt_relevance(pixels, grid, zs, i, style, showing, text_px)),
             texts.prompt_alt(grid, zs, i, showing, model),
         )
         for i in range(len(zs.prompts))

@@ -68,7 +68,6 @@ from .explore_views import (
     rollout_picture,
 )
 from .outputs import UPLOADS, cache_path, saved, upload_folder
-from .pictures import TEXT as PICTURE_TEXT
 from .pictures import with_alt
 from .uploads import UploadRefused, checked_upload
 
@@ -139,10 +138,13 @@ def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> 
     return with_alt(views.input_view(ex, query), texts.input_alt(ex, query, model_name(key.model_key)))
 
 
-def heads_picture(ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle) -> gr.Image:
-    """The head maps of `layer`, counted from 1 as people do (explorer's views count from 0)."""
+def heads_picture(
+    ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle, text_px: int
+) -> gr.Image:
+    """The head maps of `layer`, counted from 1 as people do (explorer's views count from 0), their
+    words `text_px` high."""
     alt = texts.heads_alt(ex, query, layer, model_name(key.model_key))
-    return with_alt(views.heads(ex, query, layer - 1, style), alt)
+    return with_alt(views.heads(ex, query, layer - 1, style, text_px=text_px), alt)
 
 
 def full_analysis(
@@ -150,6 +152,7 @@ def full_analysis(
     path: str,
     mode: str,
     layer: int,
+    text_px: int,
     drawing: Drawing = Drawing(),  # noqa: B008 - frozen, never changed
     store: ExplanationStore | None = None,
     on_screen: str | None = None,
@@ -159,16 +162,19 @@ def full_analysis(
     """Analyse an image file (`explorer.explain.explain_file`: within the store's budget, once
     per file, model and mode) and draw the views a visitor sees: ANALYSIS_OUTPUTS by name (all
     but export_name, which needs the upload's name); of IMAGE_VIEWS only the one `on_screen` (a
-    MORE_VIEWS name or None), the others None until opened (`show_more`). With `pages`, for the
-    page (PAGE_ANALYSIS_OUTPUTS): the input and the head maps as the numbers it draws them from,
-    under a handle of `pages`. Raises ImageError for unusable files, ExplanationTooLarge past the
-    store's budget."""
+    MORE_VIEWS name or None), the others None until opened (`show_more`), words `text_px` high
+    (the Server's). With `pages`, for the page (PAGE_ANALYSIS_OUTPUTS): the input and the head maps
+    as the numbers it draws them from, under a handle of `pages`. Raises ImageError for unusable
+    files, ExplanationTooLarge past the store's budget."""
     key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded))
     if pages is None:
-        first = {"input_img": input_picture(ex, key), "heads": heads_picture(ex, key, None, layer, drawing.style)}
+        first = {
+            "input_img": input_picture(ex, key),
+            "heads": heads_picture(ex, key, None, layer, drawing.style, text_px),
+        }
     else:
         handle = pages.handle(key)
-        first = {"maps": page_maps.page_maps(ex, model_name(key.model_key), layer - 1, PICTURE_TEXT.px, handle)}
+        first = {"maps": page_maps.page_maps(ex, model_name(key.model_key), layer - 1, text_px, handle)}
     return first | {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
@@ -176,7 +182,7 @@ def full_analysis(
         "numbers": texts.describe_input(ex),
         "label": ex.probabilities,
         "layer": layer_slider(ex.depth, layer),
-        **draw_on_screen(IMAGE_VIEWS, on_screen, Scene(loaded, ex, key, drawing, pca)),
+        **draw_on_screen(IMAGE_VIEWS, on_screen, Scene(loaded, text_px, ex, key, drawing, pca)),
         "token": gr.Dropdown(
             choices=controls.query_choices(ex.prefix_names), value=controls.query_token(None, ex.prefix_names)
         ),
@@ -252,7 +258,9 @@ def analysed(
         layer = check_layer(layer, loaded.model.config.depth)
         path = uploaded_path(given.image)
         pages = server.pages if page else None
-        pictures = full_analysis(loaded, path, mode, layer, drawing, server.store, on_screen, pca, pages)
+        pictures = full_analysis(
+            loaded, path, mode, layer, server.text_px, drawing, server.store, on_screen, pca, pages
+        )
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return pictures | {"export_name": export_stem(given.image, given.model_key, catalog)}
@@ -295,7 +303,7 @@ def show_heads(
 ) -> dict:
     """Every head's attention map for the current query in one layer (1-based)."""
     ex = server.require(explanation_key)
-    return {"heads": heads_picture(ex, explanation_key, query, check_layer(layer, ex.depth), style)}
+    return {"heads": heads_picture(ex, explanation_key, query, check_layer(layer, ex.depth), style, server.text_px)}
 
 
 def restyle(
@@ -310,8 +318,9 @@ def restyle(
     screen (the other None: drawn in the new style when opened)."""
     ex = server.require(explanation_key)
     layer = check_layer(layer, ex.depth)
-    shown_views = draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, ex, explanation_key, drawing))
-    return {"heads": heads_picture(ex, explanation_key, query, layer, drawing.style), **shown_views}
+    shown_views = draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, server.text_px, ex, explanation_key, drawing))
+    heads = heads_picture(ex, explanation_key, query, layer, drawing.style, server.text_px)
+    return {"heads": heads, **shown_views}
 
 
 def restyle_shown(
@@ -332,7 +341,7 @@ def restyle_shown(
     ex = server.require(explanation_key)
     style, showing = drawing.style, drawing.showing
     return (
-        draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, ex, explanation_key, drawing))
+        draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, server.text_px, ex, explanation_key, drawing))
         | restyle_words(server, explanation_key, words_result, style, showing)
         | restyle_relevance(server, explanation_key, relevance_map, export_name, style, showing)
     )
@@ -346,7 +355,11 @@ def keep_slider(show: str) -> dict:
 def show_rollout(server: Server, explanation_key: ExplanationKey | None, drawing: Drawing) -> dict:
     """Attention rollout through all layers with a head fusion and discard ratio, drawn as
     `show` says (controls.SHOWS; `keep_percent` of the mass for "top mass")."""
-    return {"rollout": rollout_picture(Scene(None, server.require(explanation_key), explanation_key, drawing))}
+    return {
+        "rollout": rollout_picture(
+            Scene(None, server.text_px, server.require(explanation_key), explanation_key, drawing)
+        )
+    }
 
 
 def show_more(
@@ -365,9 +378,13 @@ def show_more(
     if view.draw is None or (view.image and explanation_key is None):
         return on_screen
     if not view.image:
-        return on_screen | draw_on_screen((view.name,), view.name, Scene(load_or_error(server.catalog, current_model)))
+        return on_screen | draw_on_screen(
+            (view.name,), view.name, Scene(load_or_error(server.catalog, current_model), server.text_px)
+        )
     ex, loaded = server.require(explanation_key), load_or_error(server.catalog, explanation_key.model_key)
-    return on_screen | draw_on_screen((view.name,), view.name, Scene(loaded, ex, explanation_key, drawing, pca))
+    return on_screen | draw_on_screen(
+        (view.name,), view.name, Scene(loaded, server.text_px, ex, explanation_key, drawing, pca)
+    )
 
 
 def show_pca(server: Server, explanation_key: ExplanationKey | None, pca: PcaChoice) -> dict:
@@ -377,7 +394,7 @@ def show_pca(server: Server, explanation_key: ExplanationKey | None, pca: PcaCho
     `pca_background`, the background removed by thresholding the first component at 0."""
     ex = server.require(explanation_key)
     loaded = load_or_error(server.catalog, explanation_key.model_key)
-    return {"pca": pca_picture(Scene(loaded, ex, explanation_key, pca=pca))}
+    return {"pca": pca_picture(Scene(loaded, server.text_px, ex, explanation_key, pca=pca))}
 
 
 def hide_more() -> dict:
@@ -391,7 +408,7 @@ def show_query(server: Server, key: ExplanationKey, query: Query, layer: object,
     return {
         "query": query,
         "input_img": input_picture(ex, key, query),
-        "heads": heads_picture(ex, key, query, check_layer(layer, ex.depth), style),
+        "heads": heads_picture(ex, key, query, check_layer(layer, ex.depth), style, server.text_px),
         "query_md": texts.describe_query(query, ex.has_cls),
         "token": controls.query_token(query, ex.prefix_names),
     }
@@ -449,7 +466,8 @@ def show_relevance(
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
     drawn: RelevanceMap = (explanation_key, target, explore_views.RELEVANCE(loaded, ex.input.tensor, index))
-    return {"relevance": relevance_picture(loaded, ex, export_name, drawn, style, showing), "relevance_map": drawn}
+    picture = relevance_picture(loaded, ex, export_name, drawn, style, showing, server.text_px)
+    return {"relevance": picture, "relevance_map": drawn}
 
 
 def compare_words(
@@ -472,7 +490,7 @@ def compare_words(
     except PromptError as e:
         raise visitor_error(str(e)) from e
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, ex.input.tensor, words))
-    maps = word_maps(ex.input.pixels, ex.grid, zs, style, showing, model_name(loaded.key))
+    maps = word_maps(ex.input.pixels, ex.grid, zs, style, showing, model_name(loaded.key), server.text_px)
     kept: WordsResult = (explanation_key, zs)
     note = texts.prompt_note(zs, left_out)
     return {"label": zs.probabilities, "prompt_maps": maps, "prompt_note": note, "words_result": kept}
@@ -491,7 +509,7 @@ def restyle_words(
         return {}
     ex = server.require(explanation_key)
     model = model_name(explanation_key.model_key)
-    return {"prompt_maps": word_maps(ex.input.pixels, ex.grid, words_result[1], style, showing, model)}
+    return {"prompt_maps": word_maps(ex.input.pixels, ex.grid, words_result[1], style, showing, model, server.text_px)}
 
 
 def words_after(
@@ -513,11 +531,14 @@ def relevance_picture(
     drawn: RelevanceMap,
     style: MapStyle,
     showing: Showing,
+    text_px: int,
 ) -> gr.Image:
-    """The relevance map `drawn` computed, as `showing` and `style` say, with its alt text and file name."""
+    """The relevance map `drawn` computed, as `showing` and `style` say (words `text_px` high), with its alt
+    text and file name."""
     _, target, computed = drawn
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
-    picture = views.relevance(loaded.model, loaded.meta.class_names, ex, index, style, showing, computed=computed)
+    names = loaded.meta.class_names
+    picture = views.relevance(loaded.model, names, ex, index, style, showing, computed, text_px)
     alt = texts.relevance_alt(ex, None if index is None else target, showing, model_name(loaded.key))
     return with_alt(picture, alt, f"{export_name or 'attention'}_relevance_{slug(target)}.png")
 
@@ -536,7 +557,7 @@ def restyle_relevance(
         return {}
     ex = server.require(explanation_key)
     loaded = load_or_error(server.catalog, explanation_key.model_key)
-    return {"relevance": relevance_picture(loaded, ex, export_name, relevance_map, style, showing)}
+    return {"relevance": relevance_picture(loaded, ex, export_name, relevance_map, style, showing, server.text_px)}
 
 
 def click_patch(
@@ -598,7 +619,7 @@ def make_png(
     """The head maps of one layer (1-based) as a PNG file named by image, model, layer and query."""
     ex = server.require(explanation_key)
     layer = check_layer(layer, ex.depth)
-    picture = views.heads(ex, query, layer - 1, style)
+    picture = views.heads(ex, query, layer - 1, style, text_px=server.text_px)
     return {"export_file": saved(picture, f"{export_name or 'attention'}_layer{layer}_{query_name(query)}.png")}
 
 
@@ -656,7 +677,9 @@ def make_gif(
     one_scale = one_of("GIF scale", gif_scale, GIF_SCALES) == "all layers"
     scaled = "_one-scale" if one_scale else ""
     path = cache_path(f"{export_name or 'attention'}_layers1-{ex.depth}_{query_name(query)}{scaled}.gif")
-    render.save_gif(views.layer_frames(ex, query, style, one_scale=one_scale), path, cmap=style.cmap)
+    render.save_gif(
+        views.layer_frames(ex, query, style, one_scale=one_scale, text_px=server.text_px), path, cmap=style.cmap
+    )
     UPLOADS.added(path.stat().st_size)  # counted against the upload folder's budget, as every view
     return {"export_file": str(path)}
 
@@ -680,7 +703,7 @@ def load_model(
         "layer": layer_slider(depth, depth),  # the analysis that follows starts at the last layer
         "pca_layer": layer_slider(depth, depth),
         # drawn now only if on screen; else None, drawn for this model when opened (show_more)
-        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, Scene(loaded)),
+        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, Scene(loaded, server.text_px)),
         "target": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
         "words": gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     }

@@ -26,7 +26,6 @@ from explorer.loaded import LoadedModel
 from . import common
 from .checks import yes_no
 from .common import EXAMPLES_DIR, check_layer, model_name
-from .pictures import TEXT as PICTURE_TEXT
 from .pictures import picture, with_alt
 from .zerogpu import GpuTask
 
@@ -75,10 +74,12 @@ def pca_choice(pca_layer: float | None = None, pca_examples: bool = False, pca_b
 
 @dataclass(frozen=True)
 class Scene:
-    """What a view is drawn from: the model, and for a view of an image its analysis and key
-    (None for a view of the model alone), how the maps are drawn and the PCA tab's choice."""
+    """What a view is drawn from: the model, the pictures' text size (the Server's `text_px`), and
+    for a view of an image its analysis and key (None for a view of the model alone), how the maps
+    are drawn and the PCA tab's choice."""
 
     loaded: LoadedModel | None
+    text_px: int
     ex: Explanation | None = None
     key: ExplanationKey | None = None
     drawing: Drawing = Drawing()
@@ -88,28 +89,28 @@ class Scene:
 # Each view as its component's value, with the alt text explorer.texts writes for it.
 def overview_picture(scene: Scene) -> gr.Image:
     ex, model = scene.ex, model_name(scene.key.model_key)
-    return with_alt(views.overview(ex, scene.drawing.style), texts.overview_alt(ex, model))
+    return with_alt(views.overview(ex, scene.drawing.style, scene.text_px), texts.overview_alt(ex, model))
 
 
 def rollout_picture(scene: Scene) -> gr.Image:
     ex, drawing = scene.ex, scene.drawing
     alt = texts.rollout_alt(ex, drawing.fusion, drawing.showing, model_name(scene.key.model_key))
-    return with_alt(views.rollout(ex, drawing.fusion, drawing.style, drawing.showing), alt)
+    return with_alt(views.rollout(ex, drawing.fusion, drawing.style, drawing.showing, scene.text_px), alt)
 
 
 def distance_picture(scene: Scene) -> gr.Image:
     ex, model = scene.ex, model_name(scene.key.model_key)
-    return with_alt(views.distance_chart(ex, PICTURE_TEXT.px), texts.distance_alt(ex, model))
+    return with_alt(views.distance_chart(ex, scene.text_px), texts.distance_alt(ex, model))
 
 
 def similarity_picture(scene: Scene) -> gr.Image:
     """Position similarity: of the model alone, not of an image."""
     loaded = scene.loaded
     compared, grid = texts.position_words(loaded.model), loaded.model.config.grid
-    step = views.similarity_step(grid, PICTURE_TEXT.px)  # DINOv2's 37 x 37 slots: a tile every 3 slots
+    step = views.similarity_step(grid, scene.text_px)  # DINOv2's 37 x 37 slots: a tile every 3 slots
     alt = texts.similarity_alt(grid, model_name(loaded.key), compared, step)
     similarity = loaded.position_similarity()
-    tiles = render.position_similarity_tiles(similarity, compared=compared, text_px=PICTURE_TEXT.px, step=step)
+    tiles = render.position_similarity_tiles(similarity, compared=compared, text_px=scene.text_px, step=step)
     return with_alt(tiles, alt)
 
 
@@ -132,7 +133,7 @@ def pca_picture(scene: Scene) -> gr.Image:
     names, inputs = zip(*pca_inputs(loaded, ex, examples), strict=True)
     computed = PATCH_PCA(loaded, [i.tensor for i in inputs], layer - 1, background)
     pixels = [i.pixels for i in inputs]
-    drawn = views.pca_view(pixels, names, computed, layer, ex.depth, ex.prefix_names, PICTURE_TEXT.px)
+    drawn = views.pca_view(pixels, names, computed, layer, ex.depth, ex.prefix_names, scene.text_px)
     return with_alt(drawn, texts.pca_alt(names, computed, layer, ex.depth, model_name(scene.key.model_key)))
 
 
@@ -145,7 +146,7 @@ def logit_lens_picture(scene: Scene) -> gr.Image | None:
     probabilities = LOGIT_LENS(loaded, scene.ex.input.tensor).numpy()
     names = loaded.meta.class_names
     alt = texts.logit_lens_alt(probabilities, names, model_name(scene.key.model_key))
-    return with_alt(views.logit_lens_view(probabilities, names, PICTURE_TEXT.px), alt)
+    return with_alt(views.logit_lens_view(probabilities, names, scene.text_px), alt)
 
 
 def relevance_classes(loaded: LoadedModel) -> list[str]:

@@ -294,7 +294,8 @@ def compare_models(
         else ""
     )
     try:
-        drawn = lessons.compare_cls_heads(loaded, [zerogpu.CLS_HEADS(m, picture) for m in loaded], style)
+        heads = [zerogpu.CLS_HEADS(m, picture) for m in loaded]
+        drawn = lessons.compare_cls_heads(loaded, heads, style, server.text_px)
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
     alt = lessons.compare_alt(loaded)
@@ -324,7 +325,7 @@ def compare_token_norms(
         reports = [zerogpu.NORMS(m, picture, index, lessons.register_role(m)) for m in models]
     except lessons.LessonError as e:
         raise visitor_error(str(e)) from e
-    drawn = lessons.token_norm_maps(reports, index, style)
+    drawn = lessons.token_norm_maps(reports, index, style, server.text_px)
     alt = lessons.norms_alt(reports, index)
     return {
         "norms_picture": pictures.with_alt(drawn, alt, f"lesson-token-norms-layer{index + 1}.png"),
@@ -390,7 +391,7 @@ def compare_words(
         raise visitor_error(str(e)) from e
     zs = zero_shot(loaded, words, zerogpu.PROMPTS(loaded, inp.tensor, words))
     grid = loaded.model.patch_grid(*size)
-    maps = word_maps(inp.pixels, grid, zs, style, Showing(), model_name(loaded.key))
+    maps = word_maps(inp.pixels, grid, zs, style, Showing(), model_name(loaded.key), server.text_px)
     return {"words_label": zs.probabilities, "words_note": prompt_note(zs, left_out), "words_maps": maps}
 
 

@@ -145,7 +145,8 @@ def live_frame(
         if refusal := zerogpu.live_refusal(loaded):
             raise visitor_error(refusal)
         url = frame.get("url") if isinstance(frame, dict) else None
-        pictures = live.live_frame(loaded, live.decode_frame(url), query, layer - 1, style, server.store.max_bytes)
+        image = live.decode_frame(url)
+        pictures = live.live_frame(loaded, image, query, layer - 1, style, server.store.max_bytes, server.text_px)
     except (gr.Error, live.FrameError, ModelUnavailable, ExplanationTooLarge) as e:
         # In the status line, not as an error: an error ends the stream, and the webcam starts
         # a new one with the next frame, so the visitor would see the same error 25 times a second.
@@ -226,7 +227,17 @@ def attention_video(
 
         started = time.perf_counter()
         made = video.attention_video(
-            loaded, path, out, query, layer - 1, style, limits, report, server.store.max_request_bytes, zerogpu.CLIP
+            loaded,
+            path,
+            out,
+            query,
+            layer - 1,
+            style,
+            limits,
+            report,
+            server.store.max_request_bytes,
+            zerogpu.CLIP,
+            server.text_px,
         )
     except (video.VideoError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e

@@ -5,27 +5,13 @@ and, in the input view, over the first row of patches a click must reach)."""
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 from PIL import Image
 
-from explorer import canvas
-
 from .outputs import saved
 
-
-@dataclass
-class PictureText:
-    """How large this server's pictures write their words: canvas.TEXT_PX, or canvas.PRESENT_TEXT_PX
-    in the presentation mode (`python app.py --present`): `ui.common.Server.text_px`, copied here by
-    ui.app.build_page for the readers that have no Server (`ui.common.map_style`, Explore's charts)."""
-
-    px: int = canvas.TEXT_PX
-
-
-TEXT = PictureText()
 SWIPE_CUE = "← Swipe the picture sideways to see all of it →"
 
 
