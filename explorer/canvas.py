@@ -274,13 +274,16 @@ def bar_ticks(low: float, high: float, centre: float | None = None) -> list[floa
     return sorted({round(t, 12) for t in below + above})
 
 
+BAR_WIDTH = 320  # a colour bar's width under a narrower picture: room for its ticks and its label
+
+
 def colour_bar(
     cmap: str,
     low: float,
     high: float,
     label: str,
     px: int,
-    width: int = 320,
+    width: int = BAR_WIDTH,
     centre: float | None = None,
     mark: tuple[float, str] | None = None,
 ) -> Image.Image:

@@ -26,6 +26,7 @@ from PIL import Image, ImageDraw
 
 from .canvas import (
     BACKGROUND,
+    BAR_WIDTH,
     CHANNELS,
     GAP,
     GIF_MAP_COLOURS,
@@ -120,13 +121,14 @@ def head_grid(
     mark: tuple[int, int] | None = None,
     top: ScaleTop | None = None,
     text_px: int = TEXT_PX,
+    bar_px: int = BAR_WIDTH,
 ) -> Image.Image:
     """One tile per head of one layer: `maps` is (heads, gh, gw), `image` the enlarged model
     input, `prefix` (shares (heads, prefix_tokens)) each head's attention to the tokens the maps
     leave out (printed under its tile, by name), `mark` the query patch, outlined
-    in every tile. A colour bar and `note` go underneath. `top`: the colour scale's top, by
-    default these maps' own (`ScaleTop.of`); a video passes its whole clip's, a GIF on one
-    scale its layers'. Its words are `text_px` high."""
+    in every tile. A colour bar (as wide as the tiles, and at least `bar_px`) and `note` go
+    underneath. `top`: the colour scale's top, by default these maps' own (`ScaleTop.of`); a
+    video passes its whole clip's, a GIF on one scale its layers'. Its words are `text_px` high."""
     top = ScaleTop.of(maps, style) if top is None else top
     tops = top.tops
     grid = maps.shape[-2:]
@@ -140,7 +142,7 @@ def head_grid(
     ]
     grid = mosaic([tiles[i : i + max_cols] for i in range(0, len(tiles), max_cols)], text_px)
     high, label = scale_legend(style, float(tops.max()), "attention weight", top.scope, top.shared)
-    bar = colour_bar(style.cmap, 0.0, high, label, text_px, max(grid.width, 320))
+    bar = colour_bar(style.cmap, 0.0, high, label, text_px, max(grid.width, bar_px))
     return titled(title, grid, text_px, [bar], note)
 
 
@@ -256,7 +258,7 @@ def map_picture(
     mark = None
     if uniform is not None:  # on the per-map stretch the bar runs in shares of the map's maximum
         mark = (uniform / top if style.scale == "head" and top > 0 else uniform, f"uniform {number(uniform)}")
-    bar = colour_bar(style.cmap, 0.0, high, label, text_px, max(drawn.shape[1], 320), mark=mark)
+    bar = colour_bar(style.cmap, 0.0, high, label, text_px, max(drawn.shape[1], BAR_WIDTH), mark=mark)
     return titled(title, Image.fromarray(drawn), text_px, [bar], note)
 
 
@@ -285,7 +287,7 @@ def relative_picture(
         f"colour: × uniform, each patch's value divided by {number(uniform)} (the map's total spread evenly over "
         f"its {amap.size} patches): 1 = uniform (white), blue below, red above"
     )
-    bar = colour_bar(RELATIVE_CMAP, 0.0, top, label, text_px, max(drawn.shape[1], 320), centre=1.0)
+    bar = colour_bar(RELATIVE_CMAP, 0.0, top, label, text_px, max(drawn.shape[1], BAR_WIDTH), centre=1.0)
     return titled(title, Image.fromarray(drawn), text_px, [bar], note)
 
 
@@ -363,7 +365,8 @@ def shared_scale_rows(
         tiles.append([tile_caption(t, c, text_px) for t, c in zip(drawn, captions, strict=True)])
     grid = mosaic(tiles, text_px, [row.label for row in rows])
     label = f"colour: {unit} from 0 to {number(top)}, the largest of all maps shown (one scale for all)"
-    return titled(title, grid, text_px, [colour_bar(style.cmap, 0.0, top, label, text_px, max(grid.width, 320))], note)
+    bar = colour_bar(style.cmap, 0.0, top, label, text_px, max(grid.width, BAR_WIDTH))
+    return titled(title, grid, text_px, [bar], note)
 
 
 def save_gif(
@@ -465,7 +468,7 @@ def _similarity_tiles(
             f" A tile for every {step} slots along each side (rows and columns 1, {1 + step}, {1 + 2 * step}, …): "
             f"all {gh * gw} would not fit the screen."
         )
-    bar = colour_bar(cmap, -1.0, 1.0, "colour: cosine similarity, from −1 to 1", text_px, max(grid.width, 320))
+    bar = colour_bar(cmap, -1.0, 1.0, "colour: cosine similarity, from −1 to 1", text_px, max(grid.width, BAR_WIDTH))
     return titled(title, grid, text_px, [bar])
 
 
@@ -505,8 +508,8 @@ def pca_picture(
         # the background tinted as over a grey colour map (pale blue): grey is a colour RGB mixes can make
         tiles.append((photo, dim_outside(big, kept, photo, "gray")))
     grid = mosaic([[p for p, _ in tiles], [c for _, c in tiles]], text_px, ["image", "PCA"], list(names))
-    across = grid.width >= 3 * 320  # the three bars side by side where they fit, else one under another
-    width = (grid.width - 2 * GAP) // 3 if across else max(grid.width, 320)
+    across = grid.width >= 3 * BAR_WIDTH  # the three bars side by side where they fit, else one under another
+    width = (grid.width - 2 * GAP) // 3 if across else max(grid.width, BAR_WIDTH)
     channels = zip(CHANNELS.values(), legend, strict=False)
     bars = [colour_bar(cmap, 0.0, 1.0, text, text_px, width) for cmap, text in channels]
     footer = [mosaic([[np.asarray(bar) for bar in bars]], text_px)] if across else bars

@@ -92,13 +92,13 @@ def prefix_of(ex: Explanation, query: Query) -> render.Prefix:
 def head_layout(
     ex: Explanation, columns: int | None = None, style: MapStyle | None = None, text_px: int = canvas.TEXT_PX
 ) -> tuple[int, int]:
-    """(tiles per row, tile side in px) of the heads view: `columns` tiles a row (default: up
-    to MAX_COLUMNS), each at most HEAD_PX and small enough for the row to fit the heads'
-    DISPLAY_WIDTH, in whole pixels per patch. `columns=2` keeps HEAD_PX tiles in a 332-px
-    picture, at least 150 px wide on a phone's 326-px column. With a `style`, fewer tiles a
-    row where its captions (`caption_px`, `text_px` high) would widen the row past DISPLAY_WIDTH,
-    which the page would then shrink, text and all (large text: the presentation mode)."""
-    cols = max(1, min(ex.heads, columns or MAX_COLUMNS))
+    """(tiles per row, tile side in px) of the heads view: up to MAX_COLUMNS tiles a row, each at
+    most HEAD_PX and small enough for the row to fit the heads' DISPLAY_WIDTH, in whole pixels per
+    patch. With a `style`, fewer tiles a row where its captions (`caption_px`, `text_px` high)
+    would widen the row past DISPLAY_WIDTH, which the page would then shrink, text and all (large
+    text: the presentation mode). `columns`: at most that many tiles a row, each as large, as the
+    page wraps them in a narrower frame (ui/page_maps.js, fittingColumns: a phone)."""
+    cols = max(1, min(ex.heads, MAX_COLUMNS))
     side = max(ex.grid)
 
     def tile(n: int) -> int:
@@ -108,7 +108,7 @@ def head_layout(
     widest = 0.0 if style is None else caption_px(ex, style, text_px)
     while cols > 1 and cols * (max(tile(cols), widest) + canvas.GAP) > DISPLAY_WIDTH["heads"]:
         cols -= 1
-    return cols, tile(cols)
+    return min(cols, columns or cols), tile(cols)
 
 
 def caption_px(ex: Explanation, style: MapStyle, text_px: int) -> float:
@@ -131,8 +131,10 @@ def heads(
     text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (0-based; the title says it from 1),
-    `columns` tiles a row (see `head_layout`), words `text_px` high."""
+    at most `columns` tiles a row (see `head_layout`; wrapped, the colour bar is as wide as the
+    tiles, as the page draws it), words `text_px` high."""
     cols, tile = head_layout(ex, columns, style, text_px)
+    wrapped = cols < head_layout(ex, None, style, text_px)[0]
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
     title = heads_title(ex, query_label(ex, query), layer + 1)
     return render.head_grid(
@@ -145,6 +147,7 @@ def heads(
         note=left_out(ex),
         mark=patch_of(query),
         text_px=text_px,
+        bar_px=0 if wrapped else canvas.BAR_WIDTH,
     )
 
 

@@ -420,11 +420,14 @@ def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():
     assert shown_px(canvas.TEXT_PX, norms, "norms") >= MIN_TEXT_PX
 
 
-def test_on_a_phone_two_columns_keep_head_maps_at_least_150_px_wide(uniform):
-    phone_column = 326  # the heads picture's CSS width at 390 × 844 (measured in Chromium)
-    cols, tile = views.head_layout(uniform, columns=2)
-    picture = views.heads(uniform, None, 5, MapStyle(), columns=2)
-    assert cols == 2 and tile * min(1.0, phone_column / picture.width) >= 150
+def test_wrapped_into_fewer_columns_the_tiles_keep_their_size_and_the_colour_bar_spans_them(uniform):
+    """As the page wraps the head maps in a phone's column (ui/page_maps.js, fittingColumns), so
+    the PNG export of that screen: each tile as large as in the full layout, the bar no wider."""
+    cols, tile = views.head_layout(uniform)
+    assert cols > 2 and views.head_layout(uniform, columns=2) == (2, tile)
+    wide, wrapped = views.heads(uniform, None, 5, MapStyle()), views.heads(uniform, None, 5, MapStyle(), columns=2)
+    assert len(squares(wide, tile)) == len(squares(wrapped, tile)) == uniform.heads  # every head, as large
+    assert wrapped.width == 2 * (tile + canvas.GAP) < canvas.BAR_WIDTH < wide.width
 
 
 def test_the_relevance_picture_is_titled_by_its_class_not_by_a_query(monkeypatch):

@@ -525,6 +525,16 @@ def test_the_page_exports_the_query_it_shows(tab, explanation_key):
         h.page_query(server, explanation_key, {"query": [9, 1]})
     with pytest.raises(gr.Error, match="unknown query token"):
         h.page_query(server, explanation_key, {"query": "reg7"})
+    # A phone's page wraps the head maps into fewer columns (ui/page_maps.js): the file is its picture.
+    full = Image.open(exported["export_file"])
+    wrapped = Image.open(
+        h.export_page_png(server, explanation_key, "cat", {"query": [3, 5], "columns": 2}, 4, STYLE)["export_file"]
+    )
+    assert wrapped.width < full.width and wrapped.height > full.height
+    assert h.page_columns(server, explanation_key, {"query": "default"}) is None
+    for hostile in (0, 99, "two", 1.5):
+        with pytest.raises(gr.Error, match="columns must be a whole number from 1 to"):
+            h.page_columns(server, explanation_key, {"columns": hostile})
 
 
 def test_a_checkpoints_class_names_are_shown_as_written_never_as_markdown():

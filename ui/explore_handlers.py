@@ -617,10 +617,23 @@ def make_png(
     style: MapStyle,
 ) -> dict:
     """The head maps of one layer (1-based) as a PNG file named by image, model, layer and query."""
+    return {"export_file": png_file(server, explanation_key, export_name, query, layer, style)}
+
+
+def png_file(
+    server: Server,
+    explanation_key: ExplanationKey | None,
+    export_name: str | None,
+    query: Query,
+    layer: object,
+    style: MapStyle,
+    columns: int | None = None,
+) -> str:
+    """`make_png`'s file; `columns` (the page's, `page_columns`): at most that many tiles a row."""
     ex = server.require(explanation_key)
     layer = check_layer(layer, ex.depth)
-    picture = views.heads(ex, query, layer - 1, style, text_px=server.text_px)
-    return {"export_file": saved(picture, f"{export_name or 'attention'}_layer{layer}_{query_name(query)}.png")}
+    picture = views.heads(ex, query, layer - 1, style, columns, server.text_px)
+    return saved(picture, f"{export_name or 'attention'}_layer{layer}_{query_name(query)}.png")
 
 
 def page_query(server: Server, explanation_key: ExplanationKey | None, input_view: object) -> Query:
@@ -644,9 +657,18 @@ def export_page_png(
     layer: float,
     style: MapStyle,
 ) -> dict:
-    """Export PNG on the page: `make_png` of the query the page shows (`page_query`)."""
+    """Export PNG on the page: `make_png` of the query the page shows (`page_query`), its tiles
+    wrapped as the page wraps them (`page_columns`), so the file is the picture on the screen."""
     query = page_query(server, explanation_key, input_view)
-    return make_png(server, explanation_key, export_name, query, layer, style)
+    columns = page_columns(server, explanation_key, input_view)
+    return {"export_file": png_file(server, explanation_key, export_name, query, layer, style, columns)}
+
+
+def page_columns(server: Server, explanation_key: ExplanationKey | None, input_view: object) -> int | None:
+    """The head maps' tiles a row on the page, from its state: {"columns": n} where it wrapped
+    them into a narrow frame (a phone; ui/page_maps.js, fittingColumns), else None."""
+    columns = input_view.get("columns") if isinstance(input_view, dict) else None
+    return None if columns is None else whole_number("columns", columns, 1, server.require(explanation_key).heads)
 
 
 def export_page_gif(

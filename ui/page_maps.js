@@ -194,7 +194,7 @@
   // ---- the controller ----------------------------------------------------------------------
   class AttentionMaps {
     constructor() {
-      this.data = null; this.query = null; this.layer = 1; this.timer = null;
+      this.data = null; this.query = null; this.layer = 1; this.timer = null; this.wrapped = null;
       this.style = { cmap: "inferno", opacity: 0.6, smooth: false, raw: false, scale: "layer" };
       this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
       this.parts = {}; this.cells = []; this.echoes = [];
@@ -246,8 +246,10 @@
     share() { // the query on screen, as the exports read it (the input view's value; ui/explore.py)
       const q = this.query, w = this.data && this.data.words;
       const query = q === null || !w ? "default" : q.token !== undefined ? w.picks[q.token] : [q.row + 1, q.col + 1];
-      if (this.parts.input) this.parts.input.props.value = { query };
-      return { query };
+      // and the head maps' tiles a row where a narrow frame wrapped them, which the PNG export follows
+      const state = this.wrapped ? { query, columns: this.wrapped } : { query };
+      if (this.parts.input) this.parts.input.props.value = state;
+      return state;
     }
 
     keep(layer, rows) { // a layer's patch rows, the least recently used dropped past the page's budget
@@ -487,14 +489,16 @@
     compose(tiles, tops, writer, layout, base) { // canvas.mosaic, canvas.colour_bar, canvas.titled
       const d = this.data, style = this.style, room = (this.drawnRoom = this.headsRoom()), rows = [];
       const cols = this.fittingColumns(tiles, layout.cols, room);
+      this.wrapped = cols < layout.cols ? cols : null;
+      this.share();
       for (let i = 0; i < tiles.length; i += cols) rows.push(tiles.slice(i, i + cols));
       const widths = Array.from({ length: Math.min(cols, tiles.length) }, (_, c) => Math.max(...rows.filter((r) => c < r.length).map((r) => r[c].width)));
       const heights = rows.map((r) => Math.max(...r.map((t) => t.height)));
       const xs = widths.map((_, c) => widths.slice(0, c).reduce((a, b) => a + b, 0) + c * GAP);
       const gridWidth = xs[xs.length - 1] + widths[widths.length - 1] + GAP;
       const gridHeight = heights.reduce((a, b) => a + b, 0) + rows.length * GAP;
-      // canvas.colour_bar's 320 px at least, as the PNG export draws it, but no wider than a frame the tiles were wrapped to
-      const barWidth = Math.max(gridWidth, cols === layout.cols ? 320 : Math.min(320, room)), width = Math.max(gridWidth, barWidth);
+      // canvas.BAR_WIDTH at least, as render.head_grid draws it; as wide as the tiles where they were wrapped
+      const barWidth = Math.max(gridWidth, this.wrapped ? 0 : 320), width = Math.max(gridWidth, barWidth);
       const title = writer.wrap(d.words.title.replace("{layer}", this.layer).replace("{query}", this.label()), width - GAP);
       const note = writer.wrap(d.words.note, width - GAP);
       const high = style.scale === "layer" ? Math.max(...tops) : 1;
