@@ -11,6 +11,7 @@ from PIL import Image
 
 from . import canvas, charts, probe_strip
 from .canvas import TEXT_PX, MapStyle
+from .views import DISPLAY_WIDTH
 
 PROBE_PX = 64  # display size of the probe image's longer side, per tile
 
@@ -23,22 +24,25 @@ def curves_alt(history: Sequence[dict], step_losses: Sequence[tuple[float, float
     return f"Training loss and accuracy: {len(history)} epochs done, {len(step_losses)} loss readings"
 
 
-def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]]) -> Image.Image:
-    """The probe image (3, H, W in 0..1) beside its per-head CLS attention of the last layer,
-    one row per (epoch, (layers, heads, gh, gw) maps) reading. Its words are TEXT_PX high in the
-    presentation mode too, as they always were (the text size it was handed never reached its
-    words): at PRESENT_TEXT_PX a 12-head strip is 796 px wide, which its 600-px column shrinks to
-    0.75, its words to 15 px."""
+def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]], text_px: int = TEXT_PX) -> Image.Image:
+    """The probe image ((3, H, W) uint8) beside its per-head CLS attention of the last layer,
+    one row per (epoch, (layers, heads, gh, gw) maps) reading, words `text_px` high, as many
+    tiles a row as fit the Train tab's column (probe_strip.probe_columns)."""
     pixels = image.permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
     grid = tuple(probes[0][1].shape[-2:])
     base = canvas.fit_to_grid(pixels, grid, PROBE_PX)
-    return probe_strip.probe_strip(base, [(epoch, maps.numpy()) for epoch, maps in probes], MapStyle(), TEXT_PX)
+    readings = [(epoch, maps.numpy()) for epoch, maps in probes]
+    return probe_strip.probe_strip(base, readings, MapStyle(), text_px, _columns(text_px))
 
 
-def probe_alt(probes: Sequence[tuple[int, torch.Tensor]]) -> str:
+def _columns(text_px: int) -> int:
+    return probe_strip.probe_columns(text_px, DISPLAY_WIDTH["probe"])
+
+
+def probe_alt(probes: Sequence[tuple[int, torch.Tensor]], text_px: int = TEXT_PX) -> str:
     """The first reading is taken before training; one follows each epoch. A long run's
     picture shows some of them (probe_strip.probe_shown): the alt text names which."""
-    shown = probe_strip.probe_shown(len(probes), probes[0][1].shape[1])
+    shown = probe_strip.probe_shown(len(probes), probes[0][1].shape[1], _columns(text_px))
     text = (
         "CLS attention of the probe image in every head of the last layer, before training "
         f"and after each of {len(probes) - 1} epochs"

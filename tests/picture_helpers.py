@@ -7,6 +7,7 @@ import numpy as np
 from matplotlib import colormaps
 from PIL import Image
 
+from explorer import canvas
 from explorer.canvas import MapStyle
 
 RAW = MapStyle(cmap="gray", raw=True)  # the map alone, grey: a pixel's level is its weight
@@ -172,3 +173,13 @@ def curve_series(curves: Image.Image) -> tuple[set[str], set[str]]:
         found.append({name for name, colour in SERIES.items() if (np.abs(part - colour).sum(-1) < 30).sum() >= 20})
     loss, accuracy = found
     return loss, accuracy
+
+
+def first_line_px(picture: Image.Image) -> int:
+    """How tall a picture's first line of text (its title) is drawn, in pixels: the rows from the
+    top holding text-coloured pixels, from the top of its tallest letter to the bottom of "y"."""
+    rgb = np.asarray(picture.convert("RGB")).astype(int)
+    ink = (np.abs(rgb - np.array(canvas.TEXT)).max(axis=-1) < 60).any(axis=1)
+    top = int(np.argmax(ink))
+    bottom = top + int(np.argmin(ink[top:]))  # the first row after the line with no ink
+    return bottom - top

@@ -14,6 +14,7 @@ from picture_helpers import (
     colour_index,
     drawn_peaks,
     expected_ring_heights,
+    first_line_px,
     gradient_runs,
     ring_heights,
     squares,
@@ -22,7 +23,19 @@ from PIL import Image
 from tolerance import assert_close_up_to_rounding, rounding_tolerance
 
 import vit
-from explorer import canvas, charts, compute, controls, lessons, probe_strip, render, texts, view_tasks, views
+from explorer import (
+    canvas,
+    charts,
+    compute,
+    controls,
+    lessons,
+    probe_strip,
+    render,
+    run_views,
+    texts,
+    view_tasks,
+    views,
+)
 from explorer.canvas import MapStyle
 from explorer.explain import Explanation, explain, model_input
 from explorer.loaded import LoadedModel
@@ -378,8 +391,8 @@ def test_in_the_presentation_mode_the_text_of_every_styled_picture_is_at_least_1
 
 def test_in_the_presentation_mode_the_charts_similarity_and_train_curves_are_at_least_18_px(uniform):
     """The presentation mode grew the maps' words but not the distance chart's, the position
-    similarity's or the Train tab's curves (13 px on a projector). The probe strip's words stay
-    TEXT_PX high (run_views.probe), as they always were."""
+    similarity's or the Train tab's curves and probe strip (13 px on a projector; the probe strip's
+    words stayed 13 px high after a test that computed them at 20 px had passed)."""
     present = canvas.PRESENT_TEXT_PX
     chart = views.distance_chart(uniform, present)
     layers, heads = uniform.attention_distance().shape
@@ -396,6 +409,14 @@ def test_in_the_presentation_mode_the_charts_similarity_and_train_curves_are_at_
     ]
     curves = charts.training_figure(history, [(0.5, 2.2)], present)
     assert shown_px(chart_text_px(curves), charts.training_curves(history, [(0.5, 2.2)], present), "curves") >= 18
+    for heads in (4, 12):
+        maps = torch.from_numpy(np.random.default_rng(0).random((6, heads, 8, 8)) / 80)
+        readings = [(e, maps) for e in range(4)]
+        image = torch.zeros(3, 32, 32, dtype=torch.uint8)  # as the run keeps it (training.chunks)
+        probe, plain = run_views.probe(image, readings, present), run_views.probe(image, readings)
+        assert first_line_px(probe) > first_line_px(plain)  # drawn at PRESENT_TEXT_PX: its title is taller
+        assert shown_px(present, probe, "probe") >= PRESENT_MIN_PX, (heads, probe.size)
+        assert "before training" in run_views.probe_alt(readings, present)
 
 
 def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():

@@ -9,7 +9,7 @@ import gradio
 import numpy as np
 import pytest
 from page_helpers import assert_same_at_every_cell, drawn_heads, shown_picture
-from picture_helpers import gradient_runs
+from picture_helpers import first_line_px, gradient_runs
 from PIL import Image
 from training_helpers import write_image_folder
 
@@ -883,20 +883,6 @@ def test_the_phone_keeps_the_title_whole_the_live_button_small_and_every_picture
     page = open_page(browser, server)
     expect(page.get_by_text(SWIPE_CUE).first).to_be_hidden()  # a projector sees the whole picture
     page.close()
-
-
-def first_line_px(picture: Image.Image) -> int:
-    """How tall a picture's first line of text (its title) is drawn, in pixels: the rows from the
-    top holding text-coloured pixels, from the top of its tallest letter to the bottom of "y"."""
-    import numpy as np
-
-    from explorer import canvas
-
-    rgb = np.asarray(picture.convert("RGB")).astype(int)
-    ink = (np.abs(rgb - np.array(canvas.TEXT)).max(axis=-1) < 60).any(axis=1)
-    top = int(np.argmax(ink))
-    bottom = top + int(np.argmin(ink[top:]))  # the first row after the line with no ink
-    return bottom - top
 
 
 def test_the_presentation_mode_makes_every_text_18_px_and_keeps_the_maps_on_the_first_screen(

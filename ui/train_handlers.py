@@ -443,7 +443,10 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
         curves_fresh and bool(drawable),
     )
     probe = drawn(
-        lambda: with_alt(run_views.probe(snap.probe_image, snap.probe), run_views.probe_alt(snap.probe)),
+        lambda: with_alt(
+            run_views.probe(snap.probe_image, snap.probe, server.text_px),
+            run_views.probe_alt(snap.probe, server.text_px),
+        ),
         probe_fresh and bool(snap.probe) and snap.probe_image is not None,
     )
     return {
