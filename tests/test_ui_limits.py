@@ -16,7 +16,7 @@ from bench.attacks import VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from ui.app import holdings, served_limits
-from ui.common import Server
+from ui.common import EXAMPLES_DIR, Server
 from ui.concurrency import LIVE_WAITING
 from ui.limits import (
     LIVE_BUSY,
@@ -358,7 +358,9 @@ def test_uploads_examples_and_files_gone_from_the_upload_folder_still_reach_the_
         Image.new("RGB", (32, 32), (200, 120, 40)).save(png, "PNG")
         sent = httpx.post(f"{url}gradio_api/upload", files={"files": ("cat.png", png.getvalue())}, timeout=60)
     uploaded = sent.json()[0]
-    example = next(upload_folder().rglob("*.jpg"))  # the examples' cached copies
+    # An example's cached copy, by its name: another test's upload (a truncated.jpg) may be there too.
+    examples = {path.name for path in EXAMPLES_DIR.glob("*.jpg")}
+    example = next(path for path in upload_folder().rglob("*.jpg") if path.name in examples)
     for path in (uploaded, str(example)):
         status, text = call(url, "analyze", [None, file_payload(path), "bundled", "crop", *VIEWS], "uploader")
         assert status == 200 and "event: complete" in text and "label" in text, path
