@@ -214,8 +214,13 @@ class Attacker:
         self.process.start()
 
     def _run(self, server: Server, folder: Path) -> None:
+        import torch
         from gradio_client import Client
 
+        # The attacks' checkpoints are built here, after the fork: torch's thread pool, forked from
+        # a process that had used it, crashed the child in trunc_normal_ (in 3 of 6 test runs this session).
+        # One thread runs no parallel region; the server's cost, not this child's, is measured.
+        torch.set_num_threads(1)
         client = Client(server.url, verbose=False, download_files=False, headers=ATTACKER_NETWORK)
         attacks = attack_list(server, client, folder)
         self.begin.wait()
