@@ -192,6 +192,18 @@ def test_a_run_checkpoint_that_fails_its_checks_is_said_not_hidden(tiny_checkpoi
     assert [key for _, key in listed["model"].choices if key.startswith("checkpoint:")] != []
 
 
+def test_the_checkpoint_is_offered_for_download_once_the_run_has_ended(tiny_checkpoint, tmp_path):
+    """A running run's model file is renamed when the run ends: a poll that handed Gradio its old
+    name at that moment failed, the file gone before Gradio read it."""
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs")
+    request = SimpleNamespace(session_hash="visitor")
+    runs = OneRun(tiny_checkpoint)
+    runs.snap = JobSnapshot(running=True, epoch=1, epochs=2, steps_per_epoch=2, checkpoint=str(tiny_checkpoint))
+    assert h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, request)["checkpoint"] is None
+    runs.snap = JobSnapshot(epoch=2, epochs=2, steps_per_epoch=2, checkpoint=str(tiny_checkpoint), message="finished")
+    assert h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, request)["checkpoint"] == str(tiny_checkpoint)
+
+
 def test_stop_asks_to_confirm_only_when_there_is_a_run_to_stop(tiny_checkpoint, tmp_path):
     """Stop asked "Yes, stop my run / No, keep training" under an idle status, and only after "Yes"
     said there was no run (a teacher's walk). A run training or waiting for GPU time is asked about."""

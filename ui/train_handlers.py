@@ -455,7 +455,10 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
         "progress": progress_html(*progress_text(snap), run_state(snap)),
         "curves": curves,
         "probe": probe,
-        "checkpoint": str(runs.checkpoint(runner) or "") or None,
+        # Offered once the run has ended: a running run's model.safetensors is renamed when it ends,
+        # and a poll that handed Gradio the old name just then failed (the file gone before Gradio
+        # read it, one full test run in six). An ended run's file keeps its name.
+        "checkpoint": None if snap.running else str(runs.checkpoint(runner) or "") or None,
         "model": listed,
         "start": gr.Button(interactive=not snap.running),
     }
