@@ -159,6 +159,9 @@
     }
     return plane;
   }
+  function columnWidths(tiles, n) { // the widest tile of each column, `n` tiles a row (canvas.mosaic)
+    return Array.from({ length: Math.min(n, tiles.length) }, (_, c) => Math.max(...tiles.filter((_, i) => i % n === c).map((t) => t.width)));
+  }
   function colourIndex(position) { // matplotlib: int(clip(x, 0, 1) * 256), 1 itself the last colour
     const x = f32(Math.min(Math.max(position, 0), 1) * 256);
     return x >= 256 ? 255 : Math.floor(x);
@@ -481,7 +484,7 @@
     // if that were its top (a teacher's walk); a projector's frame a few pixels narrower keeps the
     // layout, as fewer a row would make the maps taller than its screen.
     fittingColumns(tiles, cols, room) {
-      const width = (n) => Array.from({ length: Math.min(n, tiles.length) }, (_, c) => Math.max(...tiles.filter((_, i) => i % n === c).map((t) => t.width))).reduce((a, b) => a + b + GAP, 0);
+      const width = (n) => columnWidths(tiles, n).reduce((a, b) => a + b + GAP, 0);
       if (width(cols) * SHRUNK_AT_MOST <= room) return cols;
       while (cols > 1 && width(cols) > room) cols--;
       return cols;
@@ -492,7 +495,7 @@
       this.wrapped = cols < layout.cols ? cols : null;
       this.share();
       for (let i = 0; i < tiles.length; i += cols) rows.push(tiles.slice(i, i + cols));
-      const widths = Array.from({ length: Math.min(cols, tiles.length) }, (_, c) => Math.max(...rows.filter((r) => c < r.length).map((r) => r[c].width)));
+      const widths = columnWidths(tiles, cols);
       const heights = rows.map((r) => Math.max(...r.map((t) => t.height)));
       const xs = widths.map((_, c) => widths.slice(0, c).reduce((a, b) => a + b, 0) + c * GAP);
       const gridWidth = xs[xs.length - 1] + widths[widths.length - 1] + GAP;
