@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -130,6 +131,7 @@ def test_a_file_the_app_writes_past_the_budget_prunes_at_once(tmp_path: Path, wa
     budget.added(arrive(tmp_path, "v/view.webp", 1500).stat().st_size)  # 2500: within, no walk
     assert len(walks) == 1
     budget.added(arrive(tmp_path, "e/export.gif", 1000).stat().st_size)  # 3500: over, so walk and prune now
+    budget.pruned()  # in a thread of its own (below)
     assert len(walks) == 2 and not (tmp_path / "a/first.png").exists() and (tmp_path / "e/export.gif").exists()
     assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 3000
 
@@ -144,8 +146,76 @@ def test_with_the_folder_at_its_budget_a_view_drawn_does_not_walk_it_each_time(t
     budget.admit(arrive(tmp_path, "a/upload.png", 100))  # 10,100 bytes: the first arrival walks and prunes
     for i in range(10):  # ten more views of the size of those before them
         budget.added(arrive(tmp_path, f"new{i}/view.webp", 100).stat().st_size)
+        budget.pruned()
     assert len(walks) == 2  # the first view past the budget walked; the nine after it found room
     assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= LOW_WATER * 10_000 + 900
+
+
+@pytest.fixture
+def held_walk(monkeypatch):
+    """Every walk of the upload folder waits until the test lets it go (`.set()`): a walk of a
+    folder at its budget, thousands of views, takes a tenth of a second and more beside a class."""
+    started, go, walk = threading.Event(), threading.Event(), ui.uploads._files
+
+    def held(root):
+        started.set()
+        go.wait(timeout=30)
+        return walk(root)
+
+    monkeypatch.setattr(ui.uploads, "_files", held)
+    yield started, go
+    go.set()
+
+
+def finishes(call, timeout: float = 10.0) -> bool:
+    """Whether `call` returns within `timeout` seconds (it runs on in its thread if not)."""
+    done = threading.Event()
+    threading.Thread(target=lambda: (call(), done.set()), daemon=True).start()
+    return done.wait(timeout)
+
+
+def test_a_view_drawn_while_the_folder_is_walked_is_counted_without_waiting(tmp_path: Path, held_walk) -> None:
+    """The 12- and 50-minute soaks: from the minute the folder filled, each walk (the minute's
+    prune, an upload past the count) held the budget's lock, and the clicks drawn meanwhile waited
+    for it: the class's click p95 rose by a third."""
+    started, go = held_walk
+    budget = UploadBudget(lambda: tmp_path, 10_000)
+    walk = threading.Thread(target=budget.prune, daemon=True)
+    walk.start()
+    assert started.wait(10)
+    assert finishes(lambda: budget.added(arrive(tmp_path, "v/view.webp", 100).stat().st_size))
+    go.set()
+    walk.join(10)
+
+
+def test_the_view_that_passes_the_budget_does_not_wait_for_the_prune(tmp_path: Path, held_walk) -> None:
+    started, go = held_walk
+    budget = UploadBudget(lambda: tmp_path, 3000)
+    old = arrive(tmp_path, "a/old.png", 2000)
+    go.set()
+    budget.admit(arrive(tmp_path, "b/upload.png", 500))  # walks: 2500 counted
+    go.clear()
+    started.clear()
+    assert finishes(lambda: budget.added(arrive(tmp_path, "v/view.webp", 1000).stat().st_size))  # 3500: over
+    assert started.wait(10) and old.exists()  # the prune it started is walking, in its own thread
+    go.set()
+    budget.pruned(10)
+    assert not old.exists() and sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= LOW_WATER * 3000
+
+
+def test_an_upload_with_room_in_the_count_is_held_while_the_folder_is_walked(tmp_path: Path, held_walk) -> None:
+    started, go = held_walk
+    budget = UploadBudget(lambda: tmp_path, 10_000)
+    go.set()
+    budget.reserve(1000)  # the first walk: the count is known
+    go.clear()
+    started.clear()
+    walk = threading.Thread(target=budget.prune, daemon=True)
+    walk.start()
+    assert started.wait(10)
+    assert finishes(lambda: budget.reserve(1000))
+    go.set()
+    walk.join(10)
 
 
 def test_files_that_came_another_way_are_counted_at_the_next_walk(tmp_path: Path, walks, monkeypatch) -> None:
@@ -285,4 +355,5 @@ def test_the_views_the_app_draws_keep_the_whole_budget_oldest_first(tmp_path: Pa
     view.parent.mkdir()
     view.write_bytes(b"x" * 2000)
     budget.added(2000)  # 4500: over, so the oldest goes even though young
+    budget.pruned()
     assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 4000 and view.exists()
