@@ -36,7 +36,7 @@ from PIL import Image
 
 import vit
 from bench.live import cpu_seconds
-from bench.serving import free_port, wait_until_served
+from bench.serving import free_port, gradio_client, wait_until_served
 from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
@@ -272,9 +272,9 @@ def checkpoint_attacks(client, folder: Path) -> dict[str, Callable[[], str]]:
 
 def concurrency_attack(url: str, image: Path) -> Callable[[], str]:
     """Eight heavy requests at once over /analyze and the three lessons, from eight sessions."""
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
 
-    clients = [Client(url, verbose=False, download_files=False) for _ in range(8)]
+    clients = [gradio_client(url) for _ in range(8)]
     calls = [
         lambda c: c.predict(handle_file(str(image)), "bundled", "whole", *VIEWS, api_name="/analyze"),
         lambda c: c.predict(handle_file(str(image)), ["bundled"], "inferno", api_name="/lesson_compare"),
@@ -331,9 +331,9 @@ def eviction_attack(url: str, image: Path, sessions: int = 510) -> str:
     """A student analyses an image, then `sessions` new sessions (more than the server keeps) send
     one cheap request each from the student's own network, then the student clicks once more:
     it used to be told "No image analysed yet in this session" (issue 43)."""
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
 
-    student = Client(url, verbose=False, download_files=False)
+    student = gradio_client(url)
     student.predict(handle_file(str(image)), "bundled", "crop", *VIEWS, api_name="/analyze")
     flood = session_attack(url, sessions, 16, first=20_000)
     return f"{flood}; the student's next click: {attempt(lambda: student.predict(6, *STYLE, api_name='/heads'))}"
@@ -479,9 +479,9 @@ def frame_hoard(url: str, image: Path, sessions: int = 20) -> str:
 
 def foreign_key(url: str, folder: Path, image: Path) -> str:
     """Another visitor's checkpoint key on /analyze (issue 28: taken, where /load_model refused it)."""
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
 
-    owner, other = (Client(url, verbose=False, download_files=False) for _ in range(2))
+    owner, other = (gradio_client(url) for _ in range(2))
     path = checkpoint(folder / "theirs.safetensors", dim=16, heads=1)
     key = owner.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
     return attempt(lambda: other.predict(handle_file(str(image)), key, "crop", 1, *VIEWS[1:], api_name="/analyze"))
@@ -735,8 +735,6 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gradio_client import Client
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", metavar="WORDS", help="run only the attacks whose name contains WORDS")
     parser.add_argument("--serve", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the server process itself
@@ -751,7 +749,7 @@ def main(argv: list[str] | None = None) -> None:
         server_args = ("--data-folder", str(stand_in_data(folder / "data")), "--trusted-hops", "1")
         server = Server(folder, args=server_args)  # the runs attacked
 
-        client = Client(server.url, verbose=False, download_files=False, headers=ATTACKER_NETWORK)
+        client = gradio_client(server.url, headers=ATTACKER_NETWORK)
         attacks = {k: v for k, v in attack_list(server, client, folder).items() if (args.only or "") in k}
         try:
             print(f"server at rest: {server.rss_mib():.0f} MiB; load average {os.getloadavg()[0]:.1f}")

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench.serving import gradio_client
 from bench.visitors import EXAMPLES, Server, load_average, machine
 
 SPACE_BYTES = 16 * 10**9  # a free CPU Space: 16 GB of RAM (2 vCPUs)
@@ -61,12 +62,10 @@ def visits(image: str) -> dict[str, dict]:
 
 def one_round(url: str, image: str) -> dict[str, str]:
     """Every visit at once, each its own client; returns seconds (or the error) per endpoint."""
-    from gradio_client import Client
-
     results: dict[str, str] = {}
 
     def visit(name: str, kwargs: dict) -> None:
-        client = Client(url, verbose=False, download_files=False)
+        client = gradio_client(url)
         began = time.perf_counter()
         try:
             client.predict(**kwargs, api_name=f"/{name}")

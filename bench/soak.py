@@ -45,6 +45,7 @@ import numpy as np
 from PIL import Image
 
 from bench.attacks import ATTACKER_NETWORK, Server, attack_list, stand_in_data, web
+from bench.serving import gradio_client
 from bench.visitors import CHEAP, Launcher, images_for, load_average, machine, percentile, warm_up
 from bench.visitors import Visitor as Clicker
 from ui.limits import LIVE_BUSY
@@ -215,13 +216,12 @@ class Attacker:
 
     def _run(self, server: Server, folder: Path) -> None:
         import torch
-        from gradio_client import Client
 
         # The attacks' checkpoints are built here, after the fork: torch's thread pool, forked from
         # a process that had used it, crashed the child in trunc_normal_ (in 3 of 6 test runs this session).
         # One thread runs no parallel region; the server's cost, not this child's, is measured.
         torch.set_num_threads(1)
-        client = Client(server.url, verbose=False, download_files=False, headers=ATTACKER_NETWORK)
+        client = gradio_client(server.url, headers=ATTACKER_NETWORK)
         attacks = attack_list(server, client, folder)
         self.begin.wait()
         while not self.stop.is_set():
@@ -519,18 +519,16 @@ def class_threads(
     server: Server, args: argparse.Namespace, folder: Path, log: Log, stop: threading.Event
 ) -> list[threading.Thread]:
     """The class (each visitor its own session), Live's stream and the two runs, not started."""
-    from gradio_client import Client
-
     grid, depth = warm_up(server.url, folder)
     images = images_for(args.visitors, folder)
     threads = []
     for i, image in enumerate(images):
         pupil = Pupil(Clicker(i, image, [], args.think, grid, depth), random.Random(i))
-        client = Client(server.url, verbose=False, download_files=False)
+        client = gradio_client(server.url)
         threads.append(threading.Thread(target=pupil.run, args=(client, log, stop), daemon=True))
     threads.append(threading.Thread(target=stream, args=(server.url, images[0], log, stop), daemon=True))
     for delay in (args.minute_s / 4, args.minutes * args.minute_s / 2):
-        client = Client(server.url, verbose=False, download_files=False)
+        client = gradio_client(server.url)
         threads.append(threading.Thread(target=train, args=(client, log, stop, delay), daemon=True))
     return threads
 

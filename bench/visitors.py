@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from bench.serving import free_port, wait_until_served
+from bench.serving import free_port, gradio_client, wait_until_served
 from vit.preprocessing import CIFAR10_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -312,11 +312,11 @@ def warm_up(url: str, folder: Path) -> tuple[tuple[int, int], int]:
     """One analysis of an image no visitor uploads: the server's first request pays for lazy
     imports (torchvision), which a class arriving minutes after start-up would not see.
     Returns the model's grid and depth (model_shape)."""
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
 
     image = folder / "warm-up.png"
     Image.fromarray(np.full((32, 32, 3), 128, np.uint8)).save(image)
-    client = Client(url, verbose=False, download_files=False)
+    client = gradio_client(url)
     out = client.predict(image=handle_file(str(image)), model_key="bundled", mode="crop", api_name="/analyze")
     client.close()
     return model_shape(out[1], out[3])
@@ -325,9 +325,7 @@ def warm_up(url: str, folder: Path) -> tuple[tuple[int, int], int]:
 def page_draws(url: str) -> bool:
     """Whether the server's page draws its own maps (issue 41): it then sends no click, key or
     slider step to the server, and analyses through /analyze_page."""
-    from gradio_client import Client
-
-    client = Client(url, verbose=False, download_files=False)
+    client = gradio_client(url)
     try:
         return "/analyze_page" in client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     finally:
@@ -340,9 +338,9 @@ def cpu_per_request(server: Server, visitor: Visitor, folder: Path, samples: int
     and then the same images again ("analyze, cached": the request without its forward pass).
     "analyze, system": the kernel's share of a fresh analysis (page faults of its allocations).
     A visitor with no steps (the page draws its own maps: --page) sends analyses only."""
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
 
-    client = Client(server.url, verbose=False, download_files=False)
+    client = gradio_client(server.url)
     rng, cost = random.Random(1), {}
     pixels = np.asarray(Image.open(visitor.image).convert("RGB"))
     for action in ("analyze", "analyze, cached", *(ACTION_WEIGHTS if visitor.steps else ())):
@@ -366,10 +364,10 @@ def clicks_beside_analyses(url: str, visitor: Visitor, folder: Path, uploaders: 
     """Issue 30's "a click never waits behind an analysis", without a class's own load: one
     visitor clicks `clicks` patches in a row, first alone, then while `uploaders` clients upload
     new pictures without pause (each a forward pass). Returns the clicks' seconds in each case."""
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
 
     def clicking() -> list[float]:
-        client, rng, seconds = Client(url, verbose=False, download_files=False), random.Random(2), []
+        client, rng, seconds = gradio_client(url), random.Random(2), []
         client.predict(image=handle_file(str(visitor.image)), model_key="bundled", mode="crop", api_name="/analyze")
         for _ in range(clicks):
             began = time.perf_counter()
@@ -380,7 +378,7 @@ def clicks_beside_analyses(url: str, visitor: Visitor, folder: Path, uploaders: 
         return seconds
 
     def uploading(index: int, stop: threading.Event) -> None:
-        client, n = Client(url, verbose=False, download_files=False), 0
+        client, n = gradio_client(url), 0
         pixels = np.asarray(Image.open(visitor.image).convert("RGB")).astype(int)
         while not stop.is_set():
             path = folder / f"load-{index}-{n}.png"
@@ -405,9 +403,7 @@ def clicks_beside_analyses(url: str, visitor: Visitor, folder: Path, uploaders: 
 def run_class(url: str, visitors: list[Visitor], max_seconds: float) -> tuple[Tally, float]:
     """Every visitor at once, each with its own client (session); returns the tally and the
     seconds from the start signal until the last visitor finished."""
-    from gradio_client import Client
-
-    clients = [Client(url, verbose=False, download_files=False) for _ in visitors]
+    clients = [gradio_client(url) for _ in visitors]
     tally, start = Tally(), threading.Barrier(len(visitors) + 1)
     deadline = time.monotonic() + max_seconds
     threads = [

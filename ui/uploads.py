@@ -181,9 +181,8 @@ class UploadBudget:
 
     Two locks: the count's, held for arithmetic only, and the walk's, one walk (and its
     deletions) at a time. A view drawn is counted without waiting for a walk: walked under the
-    count's lock, a folder at its budget (thousands of views, 0.1 s a walk on an idle core, more
-    beside a class) held up the clicks drawn meanwhile, and the 12- and 50-minute soaks' click p95
-    rose by a third from the minute the folder filled. Files counted while a walk is under way
+    count's lock, a folder at its budget (8,000 views: 0.1 s a walk on an idle core, more beside
+    a class) held up every click drawn meanwhile. Files counted while a walk is under way
     are added to what it found (`_counted`): one it also saw is counted twice until the next
     walk, which errs toward pruning early, never toward passing the budget."""
 
