@@ -180,14 +180,30 @@ def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
             log.timed("live_frame", one)
 
 
+# The server trains one run at a time and tells whoever asks meanwhile that it is busy (the
+# attacker starts and stops runs of its own): a student tries again, every BUSY_WAIT_S, for as
+# long as BUSY_TRIES allow; only a start still refused then, or refused otherwise, is an error.
+BUSY_WAIT_S, BUSY_TRIES = 10.0, 12
+TRAIN_PRESET = ("vit_cifar_nano", "operator", "", 2, 1e-3, 32)  # a preset on the operator's folder
+
+
+def start_when_free(client, stop: threading.Event) -> object:
+    """/train_start of TRAIN_PRESET, asked again while the server is busy."""
+    for tries_left in reversed(range(BUSY_TRIES)):
+        try:
+            return client.predict(*TRAIN_PRESET, api_name="/train_start")
+        except Exception as e:  # noqa: BLE001 - gradio_client's AppError carries the app's sentence
+            if not tries_left or "the server is busy" not in str(e) or stop.wait(BUSY_WAIT_S):
+                raise
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
 def train(client, log: Log, stop: threading.Event, delay_s: float) -> None:
     """One Train-tab run of a preset on the operator's folder, `delay_s` into the period, polled
     every 2 s until it ends; a failed run is an error of the class."""
     if stop.wait(delay_s):
         return
-    log.timed(
-        "train_start", lambda: client.predict("vit_cifar_nano", "operator", "", 2, 1e-3, 32, api_name="/train_start")
-    )
+    log.timed("train_start", lambda: start_when_free(client, stop))
 
     def until_ended() -> None:
         while not stop.wait(2):

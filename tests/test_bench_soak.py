@@ -4,6 +4,9 @@ server's folders stay within their budgets (the 50-minute run is the benchmark, 
 
 import csv
 import re
+import threading
+
+import pytest
 
 from bench import soak
 from bench.soak import GROUPS, ONE_FILE_MB, RUNS_MB, UPLOADS_MB, Sample, judge, mb, table
@@ -159,3 +162,30 @@ def test_the_soaks_webcam_keeps_answering_after_the_attackers_silent_streams(tmp
     finally:
         stop.set()
         server.close()
+
+
+class BusyServer:
+    """A client whose /train_start is refused as busy `busy` times, then starts."""
+
+    def __init__(self, busy: int, refusal: str = "the server is busy: 1 training run(s) at a time") -> None:
+        self.busy, self.refusal, self.asked = busy, refusal, 0
+
+    def predict(self, *args, api_name: str) -> str:
+        self.asked += 1
+        if self.asked <= self.busy:
+            raise RuntimeError(self.refusal)
+        return "started"
+
+
+def test_the_class_train_run_is_asked_again_while_the_one_run_slot_is_taken(monkeypatch) -> None:
+    """A 12-minute soak counted "the server is busy" as the class's error: the attacker's run held
+    the one slot when the class's second run started. A student tries again."""
+    monkeypatch.setattr(soak, "BUSY_WAIT_S", 0.0)
+    server = BusyServer(busy=3)
+    assert soak.start_when_free(server, threading.Event()) == "started" and server.asked == 4
+    with pytest.raises(RuntimeError, match="busy"):  # still busy after every try: an error
+        soak.start_when_free(BusyServer(busy=soak.BUSY_TRIES), threading.Event())
+    other = BusyServer(busy=1, refusal="epochs must be a whole number")
+    with pytest.raises(RuntimeError, match="epochs"):  # any other refusal: an error at once
+        soak.start_when_free(other, threading.Event())
+    assert other.asked == 1
