@@ -13,10 +13,11 @@ from bench.soak import GROUPS, ONE_FILE_MB, RUNS_MB, UPLOADS_MB, Sample, judge, 
 from ui.heap import ARENAS
 
 
-def sample(minute: int, rss: float, p95: float = 1.0, uploads_mb: float = 10.0) -> Sample:
+def sample(minute: int, rss: float, p95: float = 1.0, uploads_mb: float = 10.0, high: float | None = None) -> Sample:
     return Sample(
         minute=minute,
         rss_mib=rss,
+        rss_high_mib=rss if high is None else high,
         sessions=40,
         analyses_mib=20.0,
         heap_mib=300.0,
@@ -40,10 +41,21 @@ def test_the_judge_finds_growing_memory_and_slower_actions():
     flat = [sample(m, 1000 + (m % 2) * 5) for m in range(1, 11)]
     assert all(" met " in line for line in judge(flat, 0, 5))
     growing = [sample(m, 1000 + 30 * m) for m in range(1, 11)]  # +150 MiB over minutes 5..10: more than 10%
-    assert "memory flat after minute 5: MISSED" in "\n".join(judge(growing, 0, 5))
+    assert "memory flat after minute 5 (each minute's lowest reading): MISSED" in "\n".join(judge(growing, 0, 5))
     slower = [sample(1, 1000, 1.0), sample(2, 1000, 1.3)]
     assert "analyze p95, last minute against the first: MISSED" in "\n".join(judge(slower, 0, 1))
     assert "no error for the class: MISSED (2 errors)" in "\n".join(judge(flat, 2, 5))
+
+
+def test_memory_is_judged_on_each_minutes_lowest_reading_and_its_highest_is_reported():
+    """The run on 5de5e99: one reading a minute fell in the attacker's 900 MiB video export every
+    second minute from minute 30 on, +573 MiB of least-squares "growth" over a floor that grew 10."""
+    aliased = [sample(m, 2000 + m, high=2000 + m + (900 if m % 2 == 0 and m > 5 else 0)) for m in range(1, 21)]
+    said = "\n".join(judge(aliased, 0, 5))
+    assert "memory flat after minute 5 (each minute's lowest reading): met" in said and "highest reading 2920" in said
+    watch = soak.ResidentWatch(readings=[(0.5, 2100.0), (1.5, 3000.0), (2.5, 2050.0), (3.5, 2900.0)])
+    assert watch.span(1.0, 3.0, now=2080.0) == (2050.0, 3000.0)
+    assert watch.span(10.0, 11.0, now=2080.0) == (2080.0, 2080.0)  # no reading in it: the one at its end
 
 
 def test_the_first_and_last_five_minutes_are_compared_pooled():
@@ -127,7 +139,9 @@ def test_a_short_class_period_has_no_error_and_stays_within_its_budgets(tmp_path
         for r in rows
     )
     assert sum(int(r["actions"]) for r in rows) > 20  # the class did act
-    assert all(0 < float(r["heap_mib"]) < float(r["rss_mib"]) and int(r["python_blocks"]) > 0 for r in rows)
+    assert all(0 < float(r["rss_mib"]) <= float(r["rss_high_mib"]) for r in rows)
+    # the heap is read at the minute's end, as is the last of its readings: within the highest
+    assert all(0 < float(r["heap_mib"]) < float(r["rss_high_mib"]) and int(r["python_blocks"]) > 0 for r in rows)
     assert all(1 <= int(r["arenas"]) <= ARENAS for r in rows)  # the server bounded its heap (ui.heap)
     assert all(int(r["full_collections"]) >= 0 for r in rows)  # and said its collector's pauses
     assert float(rows[-1]["runs_mb"]) > 0  # the first Train run wrote its checkpoint
