@@ -218,7 +218,7 @@ class UploadBudget:
             self._pruner.start()
 
     def pruned(self, timeout: float | None = None) -> None:
-        """Wait for the prune `added` started, if one is under way (tests, and a server closing)."""
+        """Wait for the prune `added` started, if one is under way (the tests)."""
         pruner = self._pruner
         if pruner is not None:
             pruner.join(timeout)
@@ -275,7 +275,7 @@ class UploadBudget:
             with self._lock:
                 since = self._counted - mark  # counted while the folder was walked
                 try:
-                    held = _held(files, self.keep, self.budget_bytes, self._arriving + since + size)
+                    held = _held(files, self.keep, self.budget_bytes, self._arriving + size)
                 except UploadSpaceFull:
                     self._short = root, time.monotonic() + _no_room_for(files), size
                     raise
