@@ -195,7 +195,6 @@ def start_when_free(client, stop: threading.Event) -> object:
         except Exception as e:  # noqa: BLE001 - gradio_client's AppError carries the app's sentence
             if not tries_left or "the server is busy" not in str(e) or stop.wait(BUSY_WAIT_S):
                 raise
-    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def train(client, log: Log, stop: threading.Event, delay_s: float) -> None:
