@@ -613,10 +613,14 @@ def big_video(client, folder: Path, frames: int) -> str:
 
     pre, config = Preprocessing(1024, 1024), {"image_size": 1024, "patch_size": 32, "dim": 72, "heads": 9}
     path = checkpoint(folder / "crop1024.safetensors", pre, **config, depth=7, mlp_dim=72)
-    key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
     clip = write_clip(folder / f"video{frames}.mp4", frames)
-    controls = (key, 7, "cls", 4, 4, "inferno", "layer")
-    return attempt(lambda: client.predict(handle_file(str(clip)), *controls, api_name="/attention_video")[1])
+
+    def export() -> object:  # the checkpoint's upload too may be refused (the network's upload share)
+        key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+        controls = (key, 7, "cls", 4, 4, "inferno", "layer")
+        return client.predict(handle_file(str(clip)), *controls, api_name="/attention_video")[1]
+
+    return attempt(export)
 
 
 def weights_elsewhere(client) -> str:
