@@ -61,8 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # Before the server starts its threads: few arenas, and large blocks mapped apiece, keep a
-    # server's resident memory flat over a class period (ui/heap.py; docs/security.md, the soak);
-    # an arena's free top kept up to 32 MiB spares each analysis faulting its tensors in afresh.
+    # server's resident memory flat over a class period (ui/heap.py; docs/security.md, the soak).
     if bounded := bound_the_heap():
         print(bounded, flush=True)
     # One thread per request: on a small shared machine, intra-op threads fight the other

@@ -18,12 +18,8 @@ import threading
 import time
 
 # mallopt's parameters (glibc's malloc.h) and the environment variables that set them at start.
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
-ENV = {
-    M_ARENA_MAX: "MALLOC_ARENA_MAX",
-    M_MMAP_THRESHOLD: "MALLOC_MMAP_THRESHOLD_",
-    M_TRIM_THRESHOLD: "MALLOC_TRIM_THRESHOLD_",
-}
+M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
+ENV = {M_ARENA_MAX: "MALLOC_ARENA_MAX", M_MMAP_THRESHOLD: "MALLOC_MMAP_THRESHOLD_"}
 # One arena per core of the 2-core machines the app is budgeted for: requests share them (a
 # lock per allocation) instead of each pool thread keeping an arena of its own.
 ARENAS = 2
@@ -32,12 +28,6 @@ ARENAS = 2
 # the largest block freed so far (up to 32 MiB), after which such blocks come from the arenas
 # and leave holes there; fixing it keeps them out.
 MMAP_THRESHOLD = 2**20
-# An arena's free top is given back to the system once it passes this. Fixing the mmap threshold
-# fixes this one too, at glibc's 128 KiB: each layer's freed tensors were given back and faulted
-# in again by the next: 9,900 page faults and 12 ms of system time in a ViT-S/16 analysis (16
-# MiB: 2,700 faults; 32 MiB: 90; bench.heap_faults, docs/security.md). At most this much free
-# memory stays at each arena's top; every minute's malloc_trim gives it back too.
-TRIM_THRESHOLD = 32 * 2**20
 
 
 class _MallInfo2(ctypes.Structure):
@@ -76,15 +66,12 @@ def _glibc() -> ctypes.CDLL | None:
     return libc
 
 
-def bound_the_heap(
-    arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = TRIM_THRESHOLD
-) -> str | None:
-    """Limit glibc to `arenas` arenas, map blocks of `mmap_threshold` bytes and more apiece, and
-    keep up to `trim_threshold` bytes free at an arena's top; call before the server starts its
-    threads (an arena limit only stops arenas being made). A value the operator set in the
-    environment (ENV's variables) is kept. Returns what was set, for the log, or None where there
-    is no glibc."""
-    assert arenas >= 1 and mmap_threshold > 0 and trim_threshold >= 0, (arenas, mmap_threshold, trim_threshold)
+def bound_the_heap(arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD) -> str | None:
+    """Limit glibc to `arenas` arenas and map blocks of `mmap_threshold` bytes and more apiece;
+    call before the server starts its threads (an arena limit only stops arenas being made).
+    A value the operator set in the environment (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_) is
+    kept. Returns what was set, for the log, or None where there is no glibc."""
+    assert arenas >= 1 and mmap_threshold > 0, (arenas, mmap_threshold)
     mallopt = getattr(_glibc(), "mallopt", None)
     if mallopt is None:
         return None
@@ -92,7 +79,6 @@ def bound_the_heap(
     for param, value, words in (
         (M_ARENA_MAX, arenas, f"at most {arenas} arenas"),
         (M_MMAP_THRESHOLD, mmap_threshold, f"blocks of {mmap_threshold / 2**20:g} MiB and more mapped apiece"),
-        (M_TRIM_THRESHOLD, trim_threshold, f"up to {trim_threshold / 2**20:g} MiB kept free at an arena's top"),
     ):
         if ENV[param] in os.environ:
             said.append(f"{ENV[param]}={os.environ[ENV[param]]} (from the environment)")
