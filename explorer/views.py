@@ -155,14 +155,13 @@ def layer_frames(
     ex: Explanation,
     query: Query,
     style: MapStyle,
-    columns: int | None = None,
     one_scale: bool = False,
     text_px: int = canvas.TEXT_PX,
 ) -> list[Image.Image]:
     """The `heads` view of every layer, for the animated GIF: each frame as the screen draws
     that layer, or with `one_scale` all on the scale of the largest weight of all layers; words
-    `text_px` high."""
-    cols, tile = head_layout(ex, columns)
+    `text_px` high, the tiles laid out as the screen lays them in that style and text size."""
+    cols, tile = head_layout(ex, None, style, text_px)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
     note = f"query: {query_label(ex, query)}. {left_out(ex)}"
     return render.layer_frames(

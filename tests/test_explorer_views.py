@@ -451,6 +451,17 @@ def test_wrapped_into_fewer_columns_the_tiles_keep_their_size_and_the_colour_bar
     assert wrapped.width == 2 * (tile + canvas.GAP) < canvas.BAR_WIDTH < wide.width
 
 
+def test_the_gifs_frames_are_laid_out_as_the_screens_head_maps_in_every_style_and_text_size():
+    """The GIF's frames had the plain layout whatever the style and text size: in the
+    presentation mode, its captions widened a row of 6 tiles past the heads' column, where the
+    screen (and its PNG export) shows 4."""
+    _, ex = twelve_heads()
+    for style, text_px in ((MapStyle(), canvas.TEXT_PX), (MapStyle(scale="head"), canvas.PRESENT_TEXT_PX)):
+        frames = views.layer_frames(ex, None, style, text_px=text_px)
+        screen = views.heads(ex, None, 1, style, text_px=text_px)
+        assert frames[1].width == screen.width <= views.DISPLAY_WIDTH["heads"], (style, text_px)
+
+
 def test_the_relevance_picture_is_titled_by_its_class_not_by_a_query(monkeypatch):
     """It read "query: CLS" although no query changes relevance."""
     model, ex = twelve_heads()
