@@ -5,11 +5,13 @@
 In-process with one torch thread (the app's default), CPU time of this thread
 (`time.thread_time`), median of `--repeats`, for each stage: decoding the upload; the forward
 pass with every attention map (`explorer.explain.explain`: preprocessing, forward, maps,
-probabilities); each view's drawing; writing each view (`ui.outputs.saved`, the encoding the app
-uses) and other encodings for comparison. Then the whole of an analysis drawing every view
-main drew at once (this checkout's stages: main's own cost needs main's code, e.g. this script
-copied into a checkout of main) and as the app draws it now (what the first screen shows), a
-click and a slider move, each as a ratio to the forward pass. With `--server`, the same model served by app.py:
+probabilities); the numbers the page draws its first screen from (`explorer.page_maps`); each
+view's drawing; writing each view (`ui.outputs.saved`, the encoding the app uses) and other
+encodings for comparison. Then the whole of an analysis drawing every view main drew at once
+(this checkout's stages: another checkout's own cost needs its code, e.g. `PYTHONPATH=.` in that
+checkout and this script's path), as the page gets it (the first screen's numbers), as `/analyze`
+draws it for API clients, a click and a slider move (API clients; the page draws its own), each as
+a ratio to the forward pass. With `--server`, the same model served by app.py:
 the server's CPU per request, one client asking in a row, so that what the in-process stages
 leave out (Gradio's queue, HTTP, JSON; "transport") shows as the difference.
 `bench.checkpoints` writes checkpoints of ViT-S/16 and ViT-B/16 shape with random weights.
@@ -30,8 +32,8 @@ import torch
 from PIL import Image
 
 from bench.visitors import BUNDLED, Server, Visitor, cpu_per_request, load_average, machine, warm_up
-from explorer import controls, render, views
-from explorer.canvas import MapStyle
+from explorer import controls, page_maps, render, views
+from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED_PATH, ModelCatalog
 from explorer.explain import explain
 from explorer.images import load_image
@@ -92,6 +94,7 @@ def stages(loaded: LoadedModel, repeats: int) -> tuple[dict[str, float], dict[st
     ms = {
         "decode the upload": cpu_ms(lambda: load_image(IMAGE), repeats),
         "forward pass with maps": cpu_ms(lambda: explain(loaded.model, names, pre, picture), repeats),
+        "the page's numbers": cpu_ms(lambda: page_maps.page_maps(ex, "model", layer, TEXT_PX, "handle"), repeats),
     }
     pictures = {name: fn() for name, fn in draw.items()}
     for name, fn in draw.items():
@@ -110,9 +113,10 @@ def totals(ms: dict[str, float]) -> dict[str, float]:
     eager = ("input view", "head maps (CLS)", "layers x heads overview", "rollout", "distance chart")
     return {
         "analysis drawing every view (main's set)": first + views_of(*eager),
-        "analysis now (input view + head maps)": first + views_of("input view", "head maps (CLS)"),
-        "click a patch (input view + head maps)": views_of("input view, patch outlined", "head maps (a patch)"),
-        "slider move (head maps)": views_of("head maps (CLS)"),
+        "analysis for the page (its numbers)": first + ms["the page's numbers"],
+        "analysis for API clients (input view + head maps)": first + views_of("input view", "head maps (CLS)"),
+        "click a patch (API: input view + head maps)": views_of("input view, patch outlined", "head maps (a patch)"),
+        "slider move (API: head maps)": views_of("head maps (CLS)"),
     }
 
 

@@ -98,6 +98,16 @@ def test_the_tiles_are_laid_out_as_the_servers_heads_view(nano_explanation):
         )
 
 
+def test_the_model_input_is_sent_as_its_own_pixels_with_no_encoding(nano_explanation):
+    """It was a PNG: encoding it took 16 % of the server's CPU for an analysis beside its
+    forward pass (ViT-S/16), and the page decoded it again."""
+    ex = nano_explanation
+    sent = page_maps.page_maps(ex, "nano", 0, canvas.TEXT_PX, "handle")["input"]
+    pixels = decoded(sent["rgb"], np.uint8).reshape(sent["height"], sent["width"], 3)
+    np.testing.assert_array_equal(pixels, ex.input.pixels)
+    assert sent["scale"] == views.input_scale(ex)
+
+
 def spread_model(name: str) -> vit.VisionTransformer:
     """A model of a pretrained one's shapes (random weights: the bytes depend on the shapes only)."""
     torch.manual_seed(0)

@@ -219,25 +219,22 @@
       if (name === "heads" && props.value && props.value.handle) this.load(props.value);
     }
 
-    async load(payload) {
+    load(payload) { // nothing to decode: the pictures come as raw RGB, so the last analysis sent is drawn
       this.stop();
-      const loading = (this.loading = (this.loading || 0) + 1); // a later analysis wins over one still decoding
       if (!payload || !payload.handle) { this.data = null; this.query = null; this.share(); this.clear(); return; }
-      const decode = async (src) => {
-        const img = new Image(); img.src = src; await img.decode();
-        const c = document.createElement("canvas"); c.width = img.naturalWidth; c.height = img.naturalHeight;
-        c.getContext("2d").drawImage(img, 0, 0);
-        return { width: c.width, height: c.height, canvas: c };
-      };
-      const rgba = ({ rgb, width, height }) => { // the tiles' image, sent as raw RGB
+      const rgba = ({ rgb, width, height }) => { // a picture sent as raw RGB (explorer/page_maps.py, _rgb)
         const from = bytesOf(rgb), pixels = new Uint8ClampedArray(width * height * 4);
         for (let i = 0, o = 0; i < from.length; i += 3, o += 4) {
           pixels[o] = from[i]; pixels[o + 1] = from[i + 1]; pixels[o + 2] = from[i + 2]; pixels[o + 3] = 255;
         }
         return { width, height, pixels };
       };
-      const input = await decode(payload.input.png);
-      if (loading !== this.loading) return;
+      const onCanvas = ({ width, height, pixels }) => { // the model input, drawn scaled from a canvas
+        const c = Object.assign(document.createElement("canvas"), { width, height });
+        c.getContext("2d").putImageData(new ImageData(pixels, width, height), 0, 0);
+        return { width, height, canvas: c };
+      };
+      const input = onCanvas(rgba(payload.input));
       const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: rgba(l.base) }]));
       const decodeRows = (r) => ({ levels: u16(r.levels), tops: floats(r.tops), headTops: floats(r.head_tops), shares: floats(r.shares) });
       this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
