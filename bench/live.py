@@ -2,6 +2,7 @@
 
     python -m bench.live                          # both models, the browser and the video export
     python -m bench.live --models bundled --seconds 20 --skip-video
+    python -m bench.live --skip-video --skip-costs --app-dir ../before --app-dir .   # before and after
 
 1. **Webcam to picture, in a real browser.** Starts `python app.py` on a free port with the model,
    and Debian's Chromium whose fake webcam plays a 640 x 480, 30 fps clip that says which frame
@@ -12,7 +13,9 @@
    the camera to the picture, in clip frames of 33 ms.
 2. **Server side, per frame**: the CPU time (of the one thread that does the work, so what the
    wall time would be on an idle core) of decoding the browser's JPEG, the model's forward pass
-   (`explain`), drawing the three pictures and encoding them as JPEG `data:` URLs.
+   (`explain`), and making the numbers the page draws the pictures from (`frame_numbers`, with
+   the model input as a JPEG; the server drew the pictures until issue 41). With `--app-dir`
+   the browser part serves each checkout in turn (A B B A), before and after side by side.
 3. **Video export.** `explorer.video.attention_video` on a 10 s, 30 fps, 640 x 480 clip, in this
    process (one torch thread, as the app), with the seconds per stage.
 
@@ -72,12 +75,14 @@ RECORDER = """() => {
   const camera = document.querySelector("#live-camera video");
   let last = null;
   new MutationObserver(async () => {
-    const img = document.querySelector("#live-input");
-    if (!img || img.src === last) return;
-    last = img.src;
+    // the server's picture (an <img> whose src changes: before issue 41) or the page's (a new canvas)
+    const shown = document.querySelector("#live-input"), drawn = shown && shown.tagName === "CANVAS";
+    if (!shown || (drawn ? shown : shown.src) === last) return;
+    last = drawn ? shown : shown.src;
     const t = performance.now(), now = number(camera, camera.videoWidth, camera.videoHeight);
-    await img.decode();
-    window.__live.push([t, now, number(img, img.naturalWidth, img.naturalHeight)]);
+    if (!drawn) await shown.decode();
+    window.__live.push([t, now, drawn ? number(shown, shown.width, shown.height)
+      : number(shown, shown.naturalWidth, shown.naturalHeight)]);
   }).observe(document.querySelector("#live-pictures"), {subtree: true, childList: true, attributes: true});
 }"""
 
@@ -116,13 +121,14 @@ def vit_s_checkpoint(folder: Path) -> Path:
     return path
 
 
-def browser_fps(model: Path, clip: Path, seconds: float, threads: int) -> dict:
-    """Frames shown per second and camera-to-picture latency with one stream, in Chromium."""
+def browser_fps(model: Path, clip: Path, seconds: float, threads: int, app_dir: Path = ROOT) -> dict:
+    """Frames shown per second and camera-to-picture latency with one stream, in Chromium, of the
+    app in `app_dir` (a checkout)."""
     from playwright.sync_api import sync_playwright
 
     port = free_port()
     cmd = [sys.executable, "app.py", "--port", str(port), "--model", str(model), "--torch-threads", str(threads)]
-    server = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(cmd, cwd=app_dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     args = ["--no-sandbox", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
     try:
@@ -167,10 +173,13 @@ def summary(samples: list[list], status: str) -> dict:
 
 
 def frame_costs(model: Path, camera_frame: np.ndarray, repeats: int) -> dict[str, float]:
-    """Median CPU milliseconds per stage of one live frame, in this process, one torch thread."""
-    from explorer import controls, live, views
+    """Median CPU milliseconds per stage of one live frame, in this process, one torch thread:
+    the browser's JPEG decoded, the forward pass, the numbers the page draws from made and
+    encoded as Gradio sends them."""
+    from explorer import live
+    from explorer.canvas import TEXT_PX
     from explorer.explain import explain
-    from ui.live_handlers import pictures_html
+    from explorer.page_maps import reply_bytes
 
     torch.set_num_threads(1)
     net, meta = vit.load_checkpoint(model)
@@ -182,15 +191,7 @@ def frame_costs(model: Path, camera_frame: np.ndarray, repeats: int) -> dict[str
         "model": lambda: explain(net, meta.class_names, loaded.preprocessing, live.decode_frame(url), top_k=3),
     }
     ex = stages["model"]()
-    shown = live.live_frame(loaded, live.decode_frame(url), None, last, style)
-    stages |= {
-        "drawing": lambda: (
-            views.input_view(ex),
-            views.heads(ex, None, last, style),
-            views.rollout(ex, controls.Fusion(), style),
-        ),
-        "JPEG + HTML": lambda: pictures_html(shown),
-    }
+    stages["numbers"] = lambda: reply_bytes(live.frame_numbers(ex, None, last, style, TEXT_PX, model.stem))
     costs = {}
     for name, fn in stages.items():
         fn()
@@ -234,6 +235,13 @@ def main() -> None:
     p.add_argument("--skip-video", action="store_true")
     p.add_argument("--skip-costs", action="store_true")
     p.add_argument("--repeats", type=int, default=20, help="frames timed per stage (server side)")
+    p.add_argument(
+        "--app-dir",
+        action="append",
+        type=Path,
+        help="a checkout whose app.py the browser part serves (repeatable, run A B B A: before and after "
+        "side by side; default: this one)",
+    )
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -242,26 +250,25 @@ def main() -> None:
         print(f"torch {torch.__version__}, {os.cpu_count()} cores, PyAV {av.__version__}\n")
         if not args.skip_browser:
             print(
-                "| model | app torch threads | frames shown | frames/s shown | latency p50 | latency p90 "
+                "| model | app | app torch threads | frames shown | frames/s shown | latency p50 | latency p90 "
                 "| CPU: app, browser (cores) | load before → after |"
             )
-            print("|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|")
+            dirs = [d.resolve() for d in args.app_dir or [ROOT]]
             for name in args.models:
                 for threads in args.torch_threads:
-                    before = uptime()
-                    r = browser_fps(models[name], camera, args.seconds, threads)
-                    print(
-                        f"| {name} | {threads} | {r['shown']} | **{r['fps']:.1f}** | {r['latency_p50']:.0f} ms | "
-                        f"{r['latency_p90']:.0f} ms | {r['app_cores']:.2f}, {r['browser_cores']:.2f} | "
-                        f"{before} → {uptime()} |"
-                    )
-                    print(f"<!-- status: {r['status']}; unreadable frames: {r['unreadable']} -->", flush=True)
+                    for app_dir in dirs + dirs[::-1] if len(dirs) > 1 else dirs:  # A B B A: a drift weighs alike
+                        before = uptime()
+                        r = browser_fps(models[name], camera, args.seconds, threads, app_dir)
+                        print(
+                            f"| {name} | {app_dir.name} | {threads} | {r['shown']} | **{r['fps']:.1f}** | "
+                            f"{r['latency_p50']:.0f} ms | {r['latency_p90']:.0f} ms | "
+                            f"{r['app_cores']:.2f}, {r['browser_cores']:.2f} | {before} → {uptime()} |"
+                        )
+                        print(f"<!-- status: {r['status']}; unreadable frames: {r['unreadable']} -->", flush=True)
         if not args.skip_costs:
-            print(
-                "\n| model | decode | model | drawing | JPEG + HTML | total CPU per frame | at most "
-                "| load before → after |"
-            )
-            print("|---|---|---|---|---|---|---|---|")
+            print("\n| model | decode | model | numbers | total CPU per frame | at most | load before → after |")
+            print("|---|---|---|---|---|---|---|")
             for name in args.models:
                 before = uptime()
                 c = frame_costs(models[name], clip_frames(CLIP_FRAMES, 480, 640)[5], args.repeats)

@@ -168,7 +168,8 @@ def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
                     # "complete" ends this event's answer (a "Live view busy" one, say); the
                     # connection may stay open with heartbeats after it (the soak's stream
                     # waited on them from minute 6 to the end of the period)
-                    if "live-heads" in line or "Live is busy" in line or line == "event: complete":
+                    # a frame's numbers (explorer/live.py, frame_numbers) are the first picture
+                    if '"rollout"' in line or "Live is busy" in line or line == "event: complete":
                         break
                     if line.startswith("event: error"):
                         raise RuntimeError(f"the stream answered an error: {next(replies.iter_lines(), '')}")

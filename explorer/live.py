@@ -3,8 +3,11 @@
 A frame arrives as the browser sends it, a `data:image/jpeg;base64,...` URL (Gradio's
 webcam stream), and is decoded here, in memory: frames are never written to disk. Its size is
 checked from the image header before the pixels are decoded, as explorer/images.py does for
-uploads. The pictures are the Explore tab's own views (explorer/views.py) of one forward pass,
-so a live frame and an uploaded photo of the same scene look alike.
+uploads. What goes back is numbers, not pictures (issue 41): the model input as a JPEG, the
+chosen layer's row of the query in every head, and the rollout, which the page draws as the
+Explore tab's own views (ui/page_maps.js, LiveMaps, step for step as explorer/render.py), so a
+live frame and an uploaded photo of the same scene look alike. Drawing them on the server took
+23 of a ViT-S/16 frame's 150 ms of CPU (docs/benchmarks-app.md); the numbers take about 1.
 """
 
 from __future__ import annotations
@@ -15,15 +18,17 @@ import io
 import re
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
+import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from vit.analysis import Query
 
-from . import controls, views
+from . import page_maps, render, texts, views
 from .canvas import TEXT_PX, MapStyle
-from .explain import explain
+from .explain import Explanation, explain
 from .images import to_rgb
 from .loaded import LoadedModel
 
@@ -33,11 +38,11 @@ MAX_URL_CHARS = 16 * 2**20  # base64 text of one frame, checked before decoding 
 _DATA_URL = re.compile(r"data:image/(jpeg|png|webp);base64")
 FORMATS = {"JPEG", "PNG", "WEBP"}
 ROLLOUT_FUSION, ROLLOUT_DISCARD = "mean", 0.0  # rollout as Abnar & Zuidema define it, no options live
-# Relative to uniform (a diverging map centred on 1/N): a rollout spans a narrow band around
-# uniform, so coloured from 0 every patch looked alike and the object held up to the camera
-# vanished (what issue 19 found in Explore, whose default stays "weights" beside the choice).
-ROLLOUT_SHOW = "relative"
-JPEG_QUALITY = 90  # the pictures sent back: JPEG encodes ~20x faster than PNG here, text stays legible
+# The rollout is drawn relative to uniform (a diverging map centred on 1/N: render.relative_picture):
+# a rollout spans a narrow band around uniform, so coloured from 0 every patch looked alike and the
+# object held up to the camera vanished (what issue 19 found in Explore, whose default stays
+# "weights" beside the choice).
+JPEG_QUALITY = 90  # the model input sent back: JPEG encodes ~20x faster than PNG here
 
 
 class FrameError(ValueError):
@@ -73,12 +78,10 @@ def decode_frame(data_url: object) -> Image.Image:
 class LiveFrame:
     """What the Live view shows for one frame, and what it cost."""
 
-    input: Image.Image  # the model input with its patch grid (the query patch outlined)
-    heads: Image.Image  # every head of the chosen layer, with its colour bar
-    rollout: Image.Image  # attention rollout through all layers, with its colour bar
+    numbers: dict[str, Any]  # what the page draws the frame's pictures from (`frame_numbers`)
     predictions: dict[str, float]  # top classes (empty for a model without a classifier)
     model_ms: float  # preprocessing and the forward pass
-    drawing_ms: float
+    numbers_ms: float  # the numbers made and encoded
 
 
 def live_frame(
@@ -89,28 +92,77 @@ def live_frame(
     style: MapStyle,
     max_bytes: int | None = None,
     text_px: int = TEXT_PX,
+    model: str = "",
 ) -> LiveFrame:
-    """The Live view of one frame: one forward pass, then the Explore tab's views of it for
+    """The Live view of one frame: one forward pass, then the numbers of its pictures for
     `layer` (0-based) and `query`, both checked by the caller against the model. A model whose
     attention maps would take more than `max_bytes` is refused (ExplanationTooLarge). Their
-    words are `text_px` high."""
+    words are `text_px` high; `model` names the model in their descriptions."""
     started = time.perf_counter()
     pre = loaded.preprocessing
     ex = explain(loaded.model, loaded.meta.class_names, pre, frame, "crop", top_k=3, max_bytes=max_bytes)
     computed = time.perf_counter()
-    pictures = (
-        views.input_view(ex, query),
-        views.heads(ex, query, layer, style, text_px=text_px),
-        views.rollout(
-            ex, controls.Fusion(ROLLOUT_FUSION, ROLLOUT_DISCARD), style, controls.Showing(ROLLOUT_SHOW), text_px
-        ),
-    )
-    drawn = time.perf_counter()
-    return LiveFrame(*pictures, ex.probabilities, 1000 * (computed - started), 1000 * (drawn - computed))
+    numbers = frame_numbers(ex, query, layer, style, text_px, model)
+    done = time.perf_counter()
+    return LiveFrame(numbers, ex.probabilities, 1000 * (computed - started), 1000 * (done - computed))
+
+
+def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, text_px: int, model: str) -> dict:
+    """What the page draws one frame from (ui/page_maps.js, LiveMaps): the Explore tab's numbers
+    (explorer/page_maps.py) cut to one layer (0-based) and one query, with the model input as a
+    JPEG (about 15 kB at 224 px, against 150 kB raw; the tiles' images are resized from it in the
+    page) and the rollout's values, drawn relative to uniform."""
+    gh, gw = ex.grid
+    maps, shares = ex.query_maps(query)[layer], ex.prefix_attention(query)[layer]  # (H, gh, gw), (H, P)
+    row = np.concatenate([shares, maps.reshape(ex.heads, gh * gw)], axis=-1)[None]  # (1, H, T)
+    rollout = ex.rollout(ROLLOUT_FUSION, ROLLOUT_DISCARD).astype(np.float32)  # (gh, gw)
+    uniform = views.uniform_value(rollout)
+    note = texts.describe_rollout(ex, ROLLOUT_FUSION, ROLLOUT_DISCARD)
+    return {
+        "grid": [gh, gw],
+        "patch": ex.patch_size,
+        "heads": ex.heads,
+        "prefix": list(ex.prefix_names),
+        "has_cls": ex.has_cls,
+        "text_px": text_px,
+        "input": {"jpeg": jpeg(ex.input.pixels), "scale": views.input_scale(ex)},
+        "layouts": page_maps.tile_layouts(ex, text_px),
+        "words": page_maps.words(ex, model),
+        "query": page_query(ex, query),
+        "layer": layer + 1,
+        "style": asdict(style),
+        "rows": page_maps.encode_rows(row.astype(np.float32), ex.attention.prefix_tokens),
+        "rollout": {
+            "values": page_maps.b64(rollout),
+            "uniform": uniform,
+            "side": views.ROLLOUT_PX,
+            "title": views.rollout_title(ex),
+            "note": f"{note} {views.uniform_words(uniform, rollout.size)}.",
+            "label": render.relative_label(uniform, rollout.size),
+            "alt": f"Attention rollout through all layers, query: {texts.query_label(ex, None)}, each patch relative "
+            "to uniform (red above an even share, blue below), with its colour bar",
+            "top": render.RELATIVE_TOP,
+            "cmap": render.RELATIVE_CMAP,
+        },
+    }
+
+
+def page_query(ex: Explanation, query: Query) -> dict[str, int] | None:
+    """The query as the page names it: None for the default (CLS, or the mean patch of a model
+    without CLS), {"token": i} for the i-th of page_maps.query_tokens, {"row", "col"} (0-based)."""
+    if isinstance(query, tuple):
+        return {"row": query[0], "col": query[1]}
+    index = page_maps.query_tokens(ex).index(query)
+    return None if query is None else {"token": index}
+
+
+def jpeg(pixels: np.ndarray) -> str:
+    """An (H, W, 3) uint8 image as JPEG bytes in base64 text."""
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=JPEG_QUALITY, subsampling=0)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def data_url(image: Image.Image) -> str:
-    """`image` as a JPEG `data:` URL, for the page to show without a file on disk."""
-    buffer = io.BytesIO()
-    image.save(buffer, "JPEG", quality=JPEG_QUALITY)
-    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    """`image` as a JPEG `data:` URL, as the browser sends a webcam frame (the benchmark's frames)."""
+    return "data:image/jpeg;base64," + jpeg(np.asarray(image.convert("RGB")))

@@ -40,11 +40,13 @@ SCALES = ("layer", "head")  # the head tiles' layouts: the per-head scale adds a
 
 def colour_tables() -> dict[str, str]:
     """Each colour map's 256 entries, from matplotlib (canvas.map_gradient: RGB bytes, base64):
-    the page colours with the very table the server's PNG uses."""
-    return {name: _b64(canvas.map_gradient(name, 256)) for name in COLORMAPS}
+    the page colours with the very table the server's PNG uses. With the picker's maps, the
+    diverging map of a map drawn relative to uniform (Live's rollout)."""
+    return {name: b64(canvas.map_gradient(name, 256)) for name in (*COLORMAPS, render.RELATIVE_CMAP)}
 
 
-def _b64(array: np.ndarray) -> str:
+def b64(array: np.ndarray) -> str:
+    """`array`'s bytes, little-endian, as base64 text (what the page's typed arrays read)."""
     return base64.b64encode(np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()).decode()
 
 
@@ -52,7 +54,7 @@ def _rgb(pixels: np.ndarray) -> dict[str, Any]:
     """(H, W, 3) uint8 as the page reads a picture: raw RGB bytes (base64) and the size. Lossless
     with no encoding or decoding on either side: as a PNG, the model input alone took 16 % of the
     server's CPU for an analysis beside its forward pass (py-spy, ViT-S/16)."""
-    return {"rgb": _b64(pixels), "width": pixels.shape[1], "height": pixels.shape[0]}
+    return {"rgb": b64(pixels), "width": pixels.shape[1], "height": pixels.shape[0]}
 
 
 def query_tokens(ex: Explanation) -> list[str | None]:
@@ -72,7 +74,7 @@ def encode_rows(rows: np.ndarray, prefix: int) -> dict[str, str]:
     safe = np.where(tops > 0, tops, np.float32(1.0)).astype(np.float32)
     position = maps / safe[:, None, None]  # float32, as canvas.heatmap divides
     levels = np.minimum(np.floor(position * np.float32(LEVELS)), LEVELS - 1).astype(np.uint16)
-    return {"levels": _b64(levels), "tops": _b64(tops), "head_tops": _b64(head_tops), "shares": _b64(shares)}
+    return {"levels": b64(levels), "tops": b64(tops), "head_tops": b64(head_tops), "shares": b64(shares)}
 
 
 def token_rows(ex: Explanation) -> np.ndarray:
@@ -102,17 +104,26 @@ def patch_bytes(ex: Explanation) -> int:
     return n * ex.heads * (2 * n + 4 * (1 + p)) + 4 * n
 
 
-def layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, Any]]:
+def tile_layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, int]]:
     """The head tiles' layout on each scale ("head" adds a caption line, which may take a
-    column), as `views.heads` lays them out, with the image under the tiles (`canvas.fit_to_grid`,
-    drawn once per tile size) as raw RGB: the page needs no decoding, the server no encoding."""
-    result: dict[str, dict[str, Any]] = {}
-    bases: dict[int, dict[str, Any]] = {}
+    column), as `views.heads` lays them out: tiles a row and a tile's side."""
+    layouts = {}
     for scale in SCALES:
         cols, tile = views.head_layout(ex, None, MapStyle(scale=scale), text_px)
+        layouts[scale] = {"cols": cols, "tile": tile}
+    return layouts
+
+
+def layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, Any]]:
+    """`tile_layouts` with the image under the tiles (`canvas.fit_to_grid`, drawn once per tile
+    size) as raw RGB: the page needs no decoding, the server no encoding."""
+    result: dict[str, dict[str, Any]] = {}
+    bases: dict[int, dict[str, Any]] = {}
+    for scale, layout in tile_layouts(ex, text_px).items():
+        tile = layout["tile"]
         if tile not in bases:
             bases[tile] = _rgb(canvas.fit_to_grid(ex.input.pixels, ex.grid, tile))  # (H, W, 3) uint8
-        result[scale] = {"cols": cols, "tile": tile, "base": bases[tile]}
+        result[scale] = {**layout, "base": bases[tile]}
     return result
 
 

@@ -283,12 +283,17 @@ def relative_picture(
     top = max(RELATIVE_TOP, float(ratio.max()))
     relative = replace(style, cmap=RELATIVE_CMAP)
     drawn = overlay(image, ratio, relative, top, centre=1.0)
-    label = (
-        f"colour: × uniform, each patch's value divided by {number(uniform)} (the map's total spread evenly over "
-        f"its {amap.size} patches): 1 = uniform (white), blue below, red above"
-    )
+    label = relative_label(uniform, amap.size)
     bar = colour_bar(RELATIVE_CMAP, 0.0, top, label, text_px, max(drawn.shape[1], BAR_WIDTH), centre=1.0)
     return titled(title, Image.fromarray(drawn), text_px, [bar], note)
+
+
+def relative_label(uniform: float, patches: int) -> str:
+    """The colour bar's words of a map drawn relative to uniform (`relative_picture`)."""
+    return (
+        f"colour: × uniform, each patch's value divided by {number(uniform)} (the map's total spread evenly over "
+        f"its {patches} patches): 1 = uniform (white), blue below, red above"
+    )
 
 
 # Patches outside a mask are drawn as the photo in light grey (DIM_LEVELS), without the map's

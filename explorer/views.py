@@ -202,16 +202,25 @@ def rollout(
     """Attention rollout of the CLS token (or the mean patch) through all layers, its heads fused
     as `fusion` says, drawn as `showing` says (see `one_map`), words `text_px` high."""
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
-    title = f"attention rollout, query: {query_label(ex, None)}"
-    note = describe_rollout(ex, *fusion)
     amap = ex.rollout(*fusion)
-    return one_map(base, amap, style, title, "rollout weight", note, showing, text_px)
+    return one_map(
+        base, amap, style, rollout_title(ex), "rollout weight", describe_rollout(ex, *fusion), showing, text_px
+    )
+
+
+def rollout_title(ex: Explanation) -> str:
+    return f"attention rollout, query: {query_label(ex, None)}"
 
 
 def uniform_value(amap: np.ndarray) -> float:
     """What every patch of a (gh, gw) map would hold were its total spread evenly: total / N
     (1/N for a map that sums to 1)."""
     return float(amap.sum()) / amap.size
+
+
+def uniform_words(uniform: float, patches: int) -> str:
+    """What uniform is, in the note under a map over the whole grid (`one_map`)."""
+    return f"Uniform = {canvas.number(uniform)}: the map's total spread evenly over its {patches} patches"
 
 
 def one_map(
@@ -232,7 +241,7 @@ def one_map(
     if show not in SHOWS:
         raise ValueError(f"show must be one of {', '.join(SHOWS)}; got {show!r}")
     uniform, n = uniform_value(amap), amap.size
-    even = f"Uniform = {canvas.number(uniform)}: the map's total spread evenly over its {n} patches"
+    even = uniform_words(uniform, n)
     if show == "relative":
         return render.relative_picture(base, amap, uniform, style, title, f"{note} {even}.", text_px)
     even += " (▼ on the colour bar); a patch above it gets more than an even share, one below it less."

@@ -1,21 +1,25 @@
-"""explorer/live.py: decoding a webcam frame from its data: URL, and one frame's pictures."""
+"""explorer/live.py: decoding a webcam frame from its data: URL, and one frame's numbers."""
 
 import base64
 import io
 import struct
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
-from picture_helpers import gradient_runs
 from PIL import Image
 
 import vit
 from explorer import render
 from explorer.canvas import MapStyle
+from explorer.explain import explain
 from explorer.live import MAX_FRAME_PIXELS, FrameError, data_url, decode_frame, live_frame
 from explorer.loaded import LoadedModel
+from explorer.page_maps import reply_bytes
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cifar10"
 
 
 def url_of(image: Image.Image, fmt: str = "JPEG") -> str:
@@ -45,7 +49,7 @@ def test_a_jpeg_frame_decodes_to_rgb_and_round_trips():
     decoded = decode_frame(url_of(image, "PNG"))
     assert decoded.mode == "RGB" and decoded.size == (64, 48)
     assert np.array_equal(np.asarray(decoded), np.asarray(image))
-    again = decode_frame(data_url(decoded))  # what the Live view sends back is a frame too
+    again = decode_frame(data_url(decoded))  # the JPEG a browser would send
     assert again.size == (64, 48) and np.abs(np.asarray(again, int) - np.asarray(image, int)).max() <= 8
 
 
@@ -71,14 +75,28 @@ def test_bad_frames_get_a_clear_error(url, message):
         decode_frame(url)
 
 
-def test_one_frame_gives_the_input_every_head_and_rollout(tiny):
-    frame = Image.fromarray(np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8))
-    shown = live_frame(tiny, frame, (2, 3), 3, MapStyle())
-    assert shown.input.size == (384, 384)  # 32 px, enlarged 12 times, the query patch outlined
-    assert shown.heads.width > 4 * 128  # 4 head tiles, each fit to the heads column
-    assert shown.rollout.width == 320
-    assert gradient_runs(shown.rollout, render.RELATIVE_CMAP)  # relative to uniform: the object stands out
+def test_one_frame_gives_the_numbers_of_the_input_every_head_and_rollout(tiny):
+    """A frame sends numbers the page draws (issue 41): the model input as a JPEG, the chosen
+    layer's row of the query in every head as 16-bit levels of the layer's scale, the rollout."""
+    frame = Image.open(EXAMPLES / "cat.jpg").convert("RGB").resize((64, 48))  # a webcam's 4:3
+    shown = live_frame(tiny, frame, (2, 3), 3, MapStyle(), model="the tiny model")
+    numbers, ex = shown.numbers, explain(tiny.model, tiny.meta.class_names, tiny.preprocessing, frame, top_k=3)
+    sent = np.asarray(Image.open(io.BytesIO(base64.b64decode(numbers["input"]["jpeg"]))).convert("RGB"), int)
+    error = np.abs(sent - ex.input.pixels)  # the centre crop as JPEG, colour at every pixel (4:4:4)
+    assert sent.shape == (32, 32, 3) and error.mean() < 2 and error.max() <= 12, (error.mean(), error.max())
+    assert numbers["input"]["scale"] == 12 and numbers["query"] == {"row": 2, "col": 3} and numbers["layer"] == 4
+    assert numbers["layouts"]["layer"]["cols"] == ex.heads  # every head's tile in one row, as views.heads
+    assert "the tiny model" in numbers["words"]["input_alt"]
+    rows = numbers["rows"]
+    levels = np.frombuffer(base64.b64decode(rows["levels"]), "<u2").reshape(ex.heads, 8, 8)
+    maps = ex.query_maps((2, 3))[3]  # (heads, 8, 8)
+    top = np.frombuffer(base64.b64decode(rows["tops"]), "<f4")[0]
+    assert top == maps.max() and np.array_equal(levels >> 8, np.minimum(np.floor(maps / top * 256), 255))
+    rollout = np.frombuffer(base64.b64decode(numbers["rollout"]["values"]), "<f4").reshape(8, 8)
+    assert np.array_equal(rollout, ex.rollout()) and numbers["rollout"]["cmap"] == render.RELATIVE_CMAP
+    assert numbers["rollout"]["uniform"] == pytest.approx(1 / 64, rel=0.2)  # CLS's own share is left out
     assert len(shown.predictions) == 3 and set(shown.predictions) <= set(CIFAR10_CLASSES)
-    assert shown.model_ms > 0 and shown.drawing_ms > 0
-    other = live_frame(tiny, frame, None, 3, MapStyle())
-    assert not np.array_equal(np.asarray(other.heads), np.asarray(shown.heads))  # another query, other maps
+    assert shown.model_ms > 0 and shown.numbers_ms > 0
+    cls = live_frame(tiny, frame, None, 3, MapStyle()).numbers
+    assert cls["query"] is None and cls["rows"]["levels"] != rows["levels"]  # another query, other maps
+    assert reply_bytes(cls) < 16_000  # a few kB a frame, where three JPEG pictures were sent

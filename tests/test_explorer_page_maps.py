@@ -10,7 +10,7 @@ from matplotlib import colormaps
 from PIL import Image
 
 import vit
-from explorer import canvas, page_maps, texts, views
+from explorer import canvas, page_maps, render, texts, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from vit.preprocessing import Preprocessing
@@ -66,7 +66,7 @@ def test_every_level_gives_the_very_colour_the_server_draws_on_the_layer_scale(n
 
 def test_the_page_gets_the_colour_maps_own_256_entries():
     tables = page_maps.colour_tables()
-    assert set(tables) == set(canvas.COLORMAPS)
+    assert set(tables) == {*canvas.COLORMAPS, render.RELATIVE_CMAP}  # the picker's, and Live's rollout's
     for name, b64 in tables.items():
         table = decoded(b64, np.uint8).reshape(256, 3)
         np.testing.assert_array_equal(table, colormaps[name](np.arange(256), bytes=True)[:, :3])  # the LUT itself

@@ -40,8 +40,9 @@ def launch(playwright, clip):
 
 
 def data_url_pixels(src: str) -> np.ndarray:
+    """The pixels of a picture the page drew (its canvas as a PNG `data:` URL)."""
     header, _, body = src.partition(",")
-    assert header == "data:image/jpeg;base64", header[:40]  # shown from memory, not from a file
+    assert header == "data:image/png;base64", header[:40]
     return np.asarray(Image.open(io.BytesIO(base64.b64decode(body))).convert("RGB"))
 
 
@@ -64,17 +65,19 @@ def start_live(browser, server):
     return page
 
 
+# The page draws each frame's pictures on new canvases (ui/page_maps.js, LiveMaps): a frame not seen yet.
+NEW_FRAME = """() => { const c = document.querySelector('#live-input');
+  if (!c || c === window.__seen) return false; window.__seen = c; return true; }"""
+
+
 def shown_frames(page, count: int) -> list[tuple[str, str]]:
-    """(model input, head maps) `data:` URLs of `count` successive pictures the page shows."""
+    """(model input, head maps) of `count` successive frames the page shows, as PNG `data:` URLs."""
     page.wait_for_selector("#live-input")
-    shown, last = [], None
+    shown = []
     for _ in range(count):
-        page.wait_for_function(
-            "old => { const i = document.querySelector('#live-input'); return i && i.src !== old; }", arg=last
-        )
-        both = page.evaluate("() => ['#live-input', '#live-heads'].map(s => document.querySelector(s).src)")
+        page.wait_for_function(NEW_FRAME)
+        both = page.evaluate("() => ['#live-input', '#live-heads'].map(s => document.querySelector(s).toDataURL())")
         shown.append(tuple(both))
-        last = both[0]
     return shown
 
 

@@ -13,7 +13,11 @@ from page_helpers import assert_same_at_every_cell, drawn_heads
 from PIL import Image
 from test_ui_browser import CHROMIUM, DRAWN_SCALE, PHONE, SCREEN, click_patch, open_page, pick_example
 
-from explorer import canvas
+import vit
+from explorer import canvas, live, views
+from explorer.controls import Fusion, Showing
+from explorer.explain import explain
+from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 pytestmark = pytest.mark.skipif(
     not shutil.which(CHROMIUM), reason=f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)"
@@ -271,4 +275,63 @@ def test_after_a_new_image_the_export_is_of_the_query_on_screen(server, browser)
     pick_example(page, "dog")
     page.get_by_role("button", name="Export PNG").click()
     expect(link).to_have_attribute("download", re.compile(r"^dog-\w+_layer6_cls\.png$"))
+    page.close()
+
+
+# A Live frame's pictures as the page drew them (ui/page_maps.js, LiveMaps): pixels, where the maps are, names.
+LIVE_CANVASES = """() => { const m = window.liveMaps, pictures = {};
+  for (const name of ["heads", "input", "rollout"]) {
+    const c = document.getElementById(`live-${name}`);
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    pictures[name] = {width: c.width, height: c.height, pixels: Array.from(d), role: c.getAttribute("role"),
+                      name: c.getAttribute("aria-label")};
+  }
+  return {pictures, cells: m.cells, rollout: {head: 1, ...m.rolloutCell}, grid: m.data.grid, heads: m.data.heads}; }"""
+
+
+def live_frame_drawn(page, numbers: dict) -> tuple[dict[str, np.ndarray], dict]:
+    """Hand a frame's numbers to the Live tab's pictures, as its stream does, and read them back."""
+    page.evaluate("async (numbers) => { await window.liveMaps.frame(numbers); }", numbers)
+    got = page.evaluate(LIVE_CANVASES)
+    pixels = {
+        name: np.array(p["pixels"], np.uint8).reshape(p["height"], p["width"], 4)[..., :3]
+        for name, p in got["pictures"].items()
+    }
+    return pixels, got
+
+
+@pytest.mark.parametrize("query", [None, (2, 6)], ids=["cls", "patch"])
+def test_live_frames_are_drawn_in_the_page_in_the_colours_of_the_servers_pictures(server, browser, query):
+    """Issue 41, Live: a frame sends numbers, and the page draws the head maps and the rollout
+    (relative to uniform, its diverging bar centred on 1) as the server's views draw them: the map
+    alone in the very colours, each channel within 1/255 at every cell; over the photo within the
+    JPEG's error under the map's 40 % (the input is sent as a JPEG); the model input itself too."""
+    model = vit.create_model("vit_cifar_nano").eval()
+    photo = Image.open(test_ui_browser.EXAMPLES / "cat.jpg").convert("RGB")
+    ex = explain(model, list(CIFAR10_CLASSES), CIFAR10, photo)
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Live").click()
+    page.wait_for_function("() => window.liveMaps.parts.heads && window.liveMaps.parts.heads.element")
+    for style, tolerance in ((canvas.MapStyle(raw=True), 1), (canvas.MapStyle(), 6)):
+        drawn, got = live_frame_drawn(page, live.frame_numbers(ex, query, 2, style, canvas.TEXT_PX, "a nano"))
+        heads = np.asarray(views.heads(ex, query, 2, style, text_px=canvas.TEXT_PX))
+        rollout = views.rollout(ex, Fusion(live.ROLLOUT_FUSION, live.ROLLOUT_DISCARD), style, Showing("relative"))
+        for name, server_picture, cells in (("heads", heads, got["cells"]), ("rollout", rollout, [got["rollout"]])):
+            picture = np.asarray(server_picture)
+            assert drawn[name].shape == picture.shape, name  # the same layout, words and colour bar
+            assert len(cells) == (ex.heads if name == "heads" else 1)
+            gh, gw = got["grid"]
+            for cell in cells:
+                for r in range(gh):
+                    for c in range(gw):
+                        y = int(cell["y"] + (r + 0.5) * cell["height"] / gh)
+                        x = int(cell["x"] + (c + 0.5) * cell["width"] / gw)
+                        difference = np.abs(drawn[name][y, x].astype(int) - picture[y, x].astype(int)).max()
+                        assert difference <= tolerance, (name, cell["head"], r + 1, c + 1, style.raw)
+    scale = views.input_scale(ex)  # the model input, enlarged by whole blocks, read at each block's centre
+    model_pixels = drawn["input"][scale // 2 :: scale, scale // 2 :: scale].astype(int)
+    assert drawn["input"].shape[:2] == (32 * scale, 32 * scale)
+    assert np.abs(model_pixels - ex.input.pixels).mean() < 2
+    assert {p["role"] for p in got["pictures"].values()} == {"img"}
+    assert "a nano" in got["pictures"]["input"]["name"] and "rollout" in got["pictures"]["rollout"]["name"]
     page.close()

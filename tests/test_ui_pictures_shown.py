@@ -31,10 +31,11 @@ MODELS = ("bundled", "registers", "clip")
 # One picture as shown: its drawn (natural) width, the width it takes on the page, and whether
 # the one thing that scrolls sideways around it reaches its right end (scrolled there).
 SHOWN = """async (img) => {
+  const drawn = img.tagName === "CANVAS";  // a picture the page draws itself (Live's): nothing to decode
   img.loading = "eager";  // a gallery's maps load lazily: one scrolled out of view would never decode
   const late = () => new Promise((_, no) => setTimeout(() => no(new Error("not decoded in 10 s")), 10000));
   const decoded = () => Promise.race([img.decode(), late()]);
-  for (let tries = 0; ; tries++) {  // measured once loaded: on a busy machine the element may come first
+  for (let tries = 0; !drawn; tries++) {  // measured once loaded: on a busy machine the element may come first
     try { await decoded(); break; } catch (e) {  // or a redraw replaced its picture meanwhile
       if (tries === 20) throw e;
       await new Promise((done) => setTimeout(done, 250));
@@ -47,7 +48,8 @@ SHOWN = """async (img) => {
   const r = img.getBoundingClientRect(), frame = scrolls ? box.getBoundingClientRect() : r;
   // The picture's own width inside its element: "contain" fits it into the element's box, which
   // may be larger than the picture (a gallery's square thumbnails) and then says nothing.
-  const fit = getComputedStyle(img).objectFit, nw = img.naturalWidth, nh = img.naturalHeight;
+  const fit = getComputedStyle(img).objectFit, nw = drawn ? img.width : img.naturalWidth;
+  const nh = drawn ? img.height : img.naturalHeight;
   let scale = r.width / nw;
   if (fit === "contain") scale = Math.min(scale, r.height / nh);
   if (fit === "scale-down") scale = Math.min(scale, r.height / nh, 1);
@@ -130,8 +132,9 @@ def shown(page, selector: str) -> list[dict]:
     """SHOWN for every picture under `selector`, once they are drawn."""
     from playwright.sync_api import expect
 
-    pictures = page.locator(f"{selector} img")
-    expect(pictures.first).to_have_attribute("src", re.compile("."))
+    pictures = page.locator(f"{selector} img, {selector} canvas")
+    if pictures.first.evaluate("(el) => el.tagName") == "IMG":
+        expect(pictures.first).to_have_attribute("src", re.compile("."))
     return [pictures.nth(i).evaluate(SHOWN) for i in range(pictures.count())]
 
 

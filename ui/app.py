@@ -61,9 +61,10 @@ CSS = """
 .gradio-container .word-maps .thumbnail-item { flex: none; width: auto; height: auto; aspect-ratio: auto; }
 .gradio-container .word-maps .thumbnail-lg > img { width: auto; height: auto; max-width: none; object-fit: none; }
 .gradio-container .word-maps .caption-label { display: none; }
-/* Live's pictures (ui/live_handlers.pictures_html) at their drawn size, side by side where they fit. */
+/* Live's pictures (ui/live.py, drawn by ui/page_maps.js) at their drawn size, side by side where they fit. */
 .live-frame { display: flex; flex-wrap: wrap; gap: 8px; align-items: flex-start; }
-.live-frame img { max-width: 100%; height: auto; }
+.live-frame > div { max-width: 100%; }
+.live-frame canvas { display: block; max-width: 100%; height: auto; }
 .maps-status { margin: 4px 0 0 0; }
 .maps-status:empty { display: none; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
@@ -82,7 +83,7 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   .wide-picture .page-frame img { max-height: none; }
   .gradio-container .word-maps .grid-wrap { overflow-x: auto; }
   .live-frame { overflow-x: auto; }
-  .live-frame img { max-width: none; }
+  .live-frame > div, .live-frame canvas { max-width: none; }
   .gradio-container .word-maps .grid-container { flex-wrap: nowrap; }
   .picker, .phone-lines > *, .phone-lines .form > * { flex: 1 1 100% !important; min-width: 100% !important; }
   /* Gradio groups a row's form controls in a .form of their own: it too takes them a line each. */

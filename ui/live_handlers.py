@@ -1,14 +1,13 @@
 """Handlers of the Live tab: module-level functions from named inputs to `{field: value}`.
 
 ui/live.py binds each to the tab's `LiveView`, the server's context (`ui.common.Server`) and its
-`ui.streams.StreamSlots`. The pictures come from explorer/live.py (a webcam frame) and
-explorer/video.py (a clip); these handlers check the controls, turn a frame's pictures into
-HTML that carries them as `data:` URLs (never a file on disk), and write the readouts.
+`ui.streams.StreamSlots`. A webcam frame's numbers come from explorer/live.py (the page draws
+its pictures: ui/page_maps.js, LiveMaps), a clip's video from explorer/video.py; these handlers
+check the controls and write the readouts.
 """
 
 from __future__ import annotations
 
-import html
 import time
 from typing import NamedTuple
 
@@ -30,6 +29,7 @@ from .common import (
     colour_map_style,
     export_stem,
     layer_slider,
+    model_name,
     owner,
     picked_model,
     query_name,
@@ -87,25 +87,11 @@ def live_request(
     return loaded, layer, query, colour_map_style(controls.cmap, controls.scale)
 
 
-def pictures_html(frame: live.LiveFrame) -> str:
-    """The frame's three pictures as `<img>` elements carrying JPEG `data:` URLs: the head maps
-    first (the first screen shows them), the model input and rollout beside each other under them
-    where they fit, each at its drawn size (ui/app.py's `.live-frame`: squeezed, their words shrank)."""
-    parts = (
-        ("live-heads", frame.heads, "Attention of the query in every head of the chosen layer, with colour bar"),
-        ("live-input", frame.input, "The webcam frame as the model sees it (centre crop), with its patch grid"),
-        ("live-rollout", frame.rollout, "Attention rollout through all layers, with its colour bar"),
-    )
-    images = "".join(
-        f'<img id="{elem}" src="{live.data_url(picture)}" alt="{html.escape(alt)}">' for elem, picture, alt in parts
-    )
-    return f'<div class="live-frame">{images}</div>'
-
-
 def status_text(frame: live.LiveFrame, fps: float | None, seconds_left: int) -> str:
-    """Markdown: frames per second shown, where each frame's time goes, the turn, the top classes."""
+    """Markdown: frames per second shown, where each frame's time goes on the server (the page
+    draws the pictures), the turn, the top classes."""
     rate = f"**{fps:.1f} frames/s** shown" if fps else "first frame shown"
-    cost = f"model {frame.model_ms:.0f} ms + drawing {frame.drawing_ms:.0f} ms per frame"
+    cost = f"model {frame.model_ms:.0f} ms + numbers {frame.numbers_ms:.0f} ms per frame, drawn in your browser"
     top = " · ".join(f"{name} {p:.0%}" for name, p in frame.predictions.items())
     return f"{rate} · {cost} · your turn ends in {seconds_left} s" + (f"\n\nTop classes: {top}" if top else "")
 
@@ -146,14 +132,15 @@ def live_frame(
             raise visitor_error(refusal)
         url = frame.get("url") if isinstance(frame, dict) else None
         image = live.decode_frame(url)
-        pictures = live.live_frame(loaded, image, query, layer - 1, style, server.store.max_bytes, server.text_px)
+        model = model_name(controls.model_key)
+        shown = live.live_frame(loaded, image, query, layer - 1, style, server.store.max_bytes, server.text_px, model)
     except (gr.Error, live.FrameError, ModelUnavailable, ExplanationTooLarge) as e:
         # In the status line, not as an error: an error ends the stream, and the webcam starts
         # a new one with the next frame, so the visitor would see the same error 25 times a second.
         return {"status": f"**Cannot draw this frame:** {for_visitors(getattr(e, 'message', str(e)))}"}
     finally:
         fps = slots.end(visitor)
-    return {"pictures": pictures_html(pictures), "status": status_text(pictures, fps, slots.seconds_left(visitor))}
+    return {"pictures": shown.numbers, "status": status_text(shown, fps, slots.seconds_left(visitor))}
 
 
 def live_model(

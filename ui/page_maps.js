@@ -11,7 +11,7 @@
   "use strict";
   const COLOUR_TABLES = "__COLOUR_TABLES__";
   const PLAY_STEP_MS = "__PLAY_STEP_MS__"; // ui/explore.py's PLAY_STEP_S
-  const GAP = 4, BAR_PX = 12, LEVELS = 65536;
+  const GAP = 4, BAR_PX = 12, BAR_WIDTH = 320, LEVELS = 65536; // canvas.GAP, BAR_PX, BAR_WIDTH
   const SHRUNK_AT_MOST = 0.9; // the head maps' layout is kept while shown at 9/10 of its width or more (tests/test_ui_pictures_shown.py)
   const BACKGROUND = "#ffffff", TEXT = "rgb(30,30,30)", GRID = [255, 255, 255], MARK = [0, 200, 255];
   const ASCENT = 0.928; // DejaVu Sans's ascender in em: PIL writes a line from its top
@@ -69,8 +69,11 @@
   }
   const number = (x) => pyG(x, 3).replaceAll("-", "\u2212"); // canvas.number
 
-  // matplotlib's MaxNLocator(nbins=4).tick_values(low, high), kept within [low, high] (canvas._ticks)
+  // matplotlib's MaxNLocator(nbins, steps).tick_values(low, high), kept within [low, high] (canvas._ticks):
+  // STEPS are its default steps' staircase, HALF_STEPS canvas.HALF_STEPS' (MaxNLocator._staircase)
   const STEPS = [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15];
+  const staircase = (steps) => [...steps.slice(0, -1).map((s) => 0.1 * s), ...steps, 10 * steps[1]];
+  const HALF_STEPS = staircase([1, 2, 5, 10]);
   function pyDivmod(x, y) { // Python's divmod of floats (Objects/floatobject.c), not floor(x / y)
     let mod = x % y, div = (x - mod) / y;
     if (mod) { if ((y < 0) !== (mod < 0)) { mod += y; div -= 1; } } else mod = 0;
@@ -78,13 +81,13 @@
     if (div) { if (div - floor > 0.5) floor += 1; } else floor = 0;
     return [floor, mod];
   }
-  function ticks(low, high, nbins = 4) {
+  function ticks(low, high, nbins = 4, staircase = STEPS) {
     if (high - low < 1e-14 * Math.max(Math.abs(low), Math.abs(high), 1e-14)) { low -= 1e-13; high += 1e-13; }
     const dv = Math.abs(high - low), meanv = (high + low) / 2;
     const offset = Math.abs(meanv) / dv < 100 ? 0 : Math.sign(meanv) * 10 ** Math.floor(Math.log10(Math.abs(meanv)));
     const scale = 10 ** Math.floor(Math.log10(dv / nbins));
     const vmin = low - offset, vmax = high - offset, raw = (vmax - vmin) / nbins;
-    const steps = STEPS.map((s) => s * scale);
+    const steps = staircase.map((s) => s * scale);
     let istep = steps.findIndex((s) => s >= raw);
     if (istep < 0) istep = steps.length - 1;
     let found = [];
@@ -102,6 +105,19 @@
     }
     return found.map((t) => t + offset)
       .filter((t) => low - 1e-9 * Math.abs(low) <= t && t <= high + 1e-9 * Math.abs(high));
+  }
+  function barTicks(low, high, centre) { // canvas.bar_ticks: with a centre, each half steps evenly away from it
+    if (centre === null) return ticks(low, high);
+    const below = ticks(0, centre - low, 2, HALF_STEPS).map((t) => centre - t);
+    const above = ticks(0, high - centre, 3, HALF_STEPS).map((t) => centre + t);
+    return [...new Set([...below, ...above].map((t) => Number(t.toFixed(12))))].sort((a, b) => a - b);
+  }
+  // matplotlib's TwoSlopeNorm(centre, 0, top): np.interp(x, [0, centre, top], [0, 0.5, 1]) step for step
+  function twoSlope(x, centre, top) {
+    if (x < 0) return -Infinity;
+    if (x >= top) return x === top ? 1 : Infinity;
+    if (x < centre) return x === 0 ? 0 : (0.5 / centre) * x;
+    return x === centre ? 0.5 : (0.5 / (top - centre)) * (x - centre) + 0.5;
   }
 
   // ---- words on the canvas (explorer/canvas.py's text helpers) ------------------------------
@@ -162,19 +178,24 @@
   function columnWidths(tiles, n) { // the widest tile of each column, `n` tiles a row (canvas.mosaic)
     return Array.from({ length: Math.min(n, tiles.length) }, (_, c) => Math.max(...tiles.filter((_, i) => i % n === c).map((t) => t.width)));
   }
-  function colourIndex(position) { // matplotlib: int(clip(x, 0, 1) * 256), 1 itself the last colour
+  function colourIndex(position) { // matplotlib: int(clip(x, 0, 1) * 256), 1 itself the last colour (float32 x)
     const x = f32(Math.min(Math.max(position, 0), 1) * 256);
     return x >= 256 ? 255 : Math.floor(x);
   }
-  // One head's tile: `indexAt(row, col)` or `valueAt` gives the map; `top` its scale's top.
+  function colourIndex64(position) { // the same of a float64 position (a TwoSlopeNorm's)
+    const x = Math.min(Math.max(position, 0), 1) * 256;
+    return x >= 256 ? 255 : Math.floor(x);
+  }
+  // One map's tile: `indexAt(row, col)` gives its colour index per patch, `values()` its values
+  // (smoothed, coloured by `valueIndex`, by default from 0 to `top`).
   function paintTile(image, base, map, style, mark) {
     const { width, height, pixels } = base, table = TABLES[style.cmap];
     const cell = height / map.gh, a = f32(Math.min(Math.max(style.opacity, 0), 1)), keep = f32(1 - a);
     const plane = style.smooth ? bilinear(map.values(), map.gh, map.gw, height, width) : null;
-    const top = f32(map.top > 0 ? map.top : 1);
+    const top = f32(map.top > 0 ? map.top : 1), valueIndex = map.valueIndex || ((v) => colourIndex(f32(v / top)));
     for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
       let index;
-      if (plane) index = colourIndex(f32(plane[y * width + x] / top));
+      if (plane) index = valueIndex(plane[y * width + x]);
       else index = map.indexAt(Math.floor(y / cell), Math.floor(x / cell));
       const o = (y * width + x) * 4;
       for (let ch = 0; ch < 3; ch++) {
@@ -498,7 +519,7 @@
       const gridWidth = xs[xs.length - 1] + widths[widths.length - 1] + GAP;
       const gridHeight = heights.reduce((a, b) => a + b, 0) + rows.length * GAP;
       // canvas.BAR_WIDTH at least, as render.head_grid draws it; as wide as the tiles where they were wrapped
-      const barWidth = Math.max(gridWidth, this.wrapped ? 0 : 320), width = Math.max(gridWidth, barWidth);
+      const barWidth = Math.max(gridWidth, this.wrapped ? 0 : BAR_WIDTH), width = Math.max(gridWidth, barWidth);
       const title = writer.wrap(d.words.title.replace("{layer}", this.layer).replace("{query}", this.label()), width - GAP);
       const note = writer.wrap(d.words.note, width - GAP);
       const high = style.scale === "layer" ? Math.max(...tops) : 1;
@@ -532,8 +553,8 @@
       note.forEach((line, i) => writer.put(ctx, GAP / 2, y + i * writer.line + 1, line));
       this.show("heads", canvas, this.headsAlt());
     }
-    colourBar(ctx, writer, y0, width, high) { // canvas.colour_bar from 0 to `high`
-      const table = TABLES[this.style.cmap];
+    colourBar(ctx, writer, y0, width, high, cmap = this.style.cmap, centre = null) { // canvas.colour_bar from 0 to `high`
+      const table = TABLES[cmap], position = centre === null ? (t) => t / high : (t) => twoSlope(t, centre, high);
       const pad = GAP + Math.trunc(Math.trunc(writer.width(number(0))) / 2);
       const length = Math.max(width - pad - Math.trunc(Math.trunc(writer.width(number(high))) / 2) - GAP, 2);
       const bar = ctx.createImageData(length, BAR_PX);
@@ -546,8 +567,8 @@
       }
       ctx.putImageData(bar, pad, y0);
       ctx.fillStyle = TEXT;
-      for (const t of ticks(0, high)) {
-        const x = pad + roundHalfEven(Math.min(Math.max(t / high, 0), 1) * (length - 1));
+      for (const t of barTicks(0, high, centre)) {
+        const x = pad + roundHalfEven(Math.min(Math.max(position(t), 0), 1) * (length - 1));
         ctx.fillRect(x, y0 + BAR_PX, 1, 4);
         const text = number(t);
         writer.put(ctx, x - writer.width(text) / 2, y0 + BAR_PX + 4, text);
@@ -555,7 +576,82 @@
     }
   }
 
+  // ---- Live: each webcam frame's pictures, drawn from its numbers -----------------------------
+  // explorer/live.py (frame_numbers) says what a frame sends: the model input as a JPEG, one
+  // layer's row of the query in every head, and the rollout. The input and the head maps are
+  // drawn as Explore draws them, at the server's layout and size; the rollout as
+  // render.relative_picture draws it. Each canvas is shown as drawn, with no PNG to encode, as a
+  // frame is replaced a few times a second; a frame arriving while the last one is decoded
+  // replaces it.
+  class LiveMaps extends AttentionMaps {
+    attach(element) { // ui/live.py's js_on_load: the three places the pictures go
+      for (const name of ["heads", "input", "rollout"]) this.parts[name] = { element: element.querySelector(`[data-part="${name}"]`) };
+      this.received = 0;
+    }
+    async frame(payload) {
+      if (!payload || !payload.rows) return;
+      const seq = (this.received += 1);
+      const jpeg = new Blob([bytesOf(payload.input.jpeg)], { type: "image/jpeg" });
+      const bitmap = await createImageBitmap(jpeg).catch(() => null);
+      if (!bitmap || seq !== this.received) { if (bitmap) bitmap.close(); return; } // a newer frame came meanwhile
+      const [gh, gw] = payload.grid;
+      const resized = (side) => { // canvas.fit_to_grid: whole pixels a patch, nearest upwards, smoothed downwards
+        const cell = Math.max(1, Math.ceil(side / Math.max(gh, gw))), width = gw * cell, height = gh * cell;
+        const ctx = Object.assign(document.createElement("canvas"), { width, height }).getContext("2d");
+        ctx.imageSmoothingEnabled = width < bitmap.width; ctx.imageSmoothingQuality = "high";
+        ctx.drawImage(bitmap, 0, 0, width, height);
+        return { width, height, pixels: ctx.getImageData(0, 0, width, height).data };
+      };
+      const input = Object.assign(document.createElement("canvas"), { width: bitmap.width, height: bitmap.height });
+      input.getContext("2d").drawImage(bitmap, 0, 0);
+      const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: resized(l.tile) }]));
+      const r = payload.rows;
+      this.rows = { levels: u16(r.levels), top: floats(r.tops)[0], headTops: floats(r.head_tops), shares: floats(r.shares) };
+      this.rollout = { ...payload.rollout, values: floats(payload.rollout.values), base: resized(payload.rollout.side) };
+      const image = { width: bitmap.width, height: bitmap.height, canvas: input };
+      bitmap.close();
+      this.data = { ...payload, input: { ...payload.input, image }, layouts };
+      this.query = payload.query; this.layer = payload.layer; this.style = { ...payload.style };
+      this.drawInput(); this.drawHeads(this.rows); this.drawRollout();
+    }
+    rowsOf() { return this.rows; }
+    share() { return null; } // no export reads Live's query
+    headsRoom() { return Infinity; } // the server's layout at its drawn size: a phone scrolls it (ui/app.py)
+    inputFactor() { return this.data.input.scale; }
+    show(name, canvas, alt) {
+      Object.assign(canvas, { id: `live-${name}` });
+      canvas.setAttribute("role", "img"); canvas.setAttribute("aria-label", alt);
+      this.parts[name].element.replaceChildren(canvas);
+    }
+    drawRollout() { // render.relative_picture: multiples of uniform, a diverging map whose middle colour is 1
+      const d = this.data, ro = this.rollout, [gh, gw] = d.grid, base = ro.base, writer = new Writer(d.text_px);
+      const uniform = f32(ro.uniform); // numpy divides the float32 map by uniform as a float32
+      const ratio = ro.values.map((v) => (ro.uniform > 0 ? f32(v / uniform) : 0));
+      const top = ratio.reduce((a, b) => Math.max(a, b), ro.top);
+      const index = (x) => colourIndex64(twoSlope(x, 1, top));
+      const map = { gh, gw, top, indexAt: (row, col) => index(ratio[row * gw + col]), values: () => ratio, valueIndex: index };
+      const pixels = new Uint8ClampedArray(base.width * base.height * 4);
+      paintTile(pixels, base, map, { ...this.style, cmap: ro.cmap }, null);
+      const width = Math.max(base.width, BAR_WIDTH); // canvas.titled over the map and its colour bar
+      const title = writer.wrap(ro.title, width - GAP), label = writer.wrap(ro.label, width - GAP), note = writer.wrap(ro.note, width - GAP);
+      const block = (lines) => lines.length * writer.line + GAP / 2, barHeight = BAR_PX + 4 + writer.line;
+      const height = block(title) + GAP + base.height + GAP + barHeight + GAP + block(label) + GAP + block(note);
+      const canvas = Object.assign(document.createElement("canvas"), { width, height }), ctx = canvas.getContext("2d");
+      ctx.fillStyle = BACKGROUND; ctx.fillRect(0, 0, width, height);
+      const lines = (words, y) => words.forEach((line, i) => writer.put(ctx, GAP / 2, y + i * writer.line + 1, line));
+      let y = 0;
+      lines(title, y); y += block(title) + GAP;
+      this.rolloutCell = { x: 0, y, width: base.width, height: base.height }; // where the map is, for the browser test
+      ctx.putImageData(new ImageData(pixels, base.width, base.height), 0, y); y += base.height + GAP;
+      this.colourBar(ctx, writer, y, width, top, ro.cmap, 1); y += barHeight + GAP;
+      lines(label, y); y += block(label) + GAP;
+      lines(note, y);
+      this.show("rollout", canvas, ro.alt);
+    }
+  }
+
   window.attentionMaps = new AttentionMaps();
+  window.liveMaps = new LiveMaps();
   window.attentionMaps.ticks = ticks; // for the browser test's comparison with matplotlib
   window.attentionMaps.formats = { fixed2, pyG, number };
 })();
