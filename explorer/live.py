@@ -152,8 +152,7 @@ def page_query(ex: Explanation, query: Query) -> dict[str, int] | None:
     without CLS), {"token": i} for the i-th of page_maps.query_tokens, {"row", "col"} (0-based)."""
     if isinstance(query, tuple):
         return {"row": query[0], "col": query[1]}
-    index = page_maps.query_tokens(ex).index(query)
-    return None if query is None else {"token": index}
+    return None if query is None else {"token": page_maps.query_tokens(ex).index(query)}
 
 
 def jpeg(pixels: np.ndarray) -> str:
