@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 
 import vit
-from explorer import render
+from explorer import render, texts
 from explorer.canvas import MapStyle
 from explorer.explain import explain
-from explorer.live import MAX_FRAME_PIXELS, FrameError, data_url, decode_frame, live_frame
+from explorer.live import MAX_FRAME_PIXELS, FrameError, data_url, decode_frame, frame_numbers, live_frame, page_query
 from explorer.loaded import LoadedModel
 from explorer.page_maps import reply_bytes
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
@@ -100,3 +100,16 @@ def test_one_frame_gives_the_numbers_of_the_input_every_head_and_rollout(tiny):
     cls = live_frame(tiny, frame, None, 3, MapStyle()).numbers
     assert cls["query"] is None and cls["rows"]["levels"] != rows["levels"]  # another query, other maps
     assert reply_bytes(cls) < 16_000  # a few kB a frame, where three JPEG pictures were sent
+
+
+def test_a_frame_names_its_query_as_the_page_does():
+    """None for the default query, a register by its place among the prefix tokens, a patch 0-based."""
+    model = vit.create_model("vit_cifar_nano", register_tokens=2).eval()
+    frame = Image.open(EXAMPLES / "dog.jpg").convert("RGB")
+    ex = explain(model, list(CIFAR10_CLASSES), CIFAR10, frame)
+    assert [page_query(ex, q) for q in (None, "reg2", (0, 7))] == [None, {"token": 2}, {"row": 0, "col": 7}]
+    numbers = frame_numbers(ex, "reg2", 1, MapStyle(), 13, "nano")
+    assert numbers["prefix"] == ["cls", "reg1", "reg2"]
+    assert numbers["words"]["labels"][2] == texts.query_label(ex, "reg2")
+    shares = np.frombuffer(base64.b64decode(numbers["rows"]["shares"]), "<f4").reshape(ex.heads, 3)
+    np.testing.assert_array_equal(shares, ex.prefix_attention("reg2")[1])  # what "CLS 0.42" under a tile says
