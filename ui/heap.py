@@ -23,11 +23,14 @@ ENV = {M_ARENA_MAX: "MALLOC_ARENA_MAX", M_MMAP_THRESHOLD: "MALLOC_MMAP_THRESHOLD
 # One arena per core of the 2-core machines the app is budgeted for: requests share them (a
 # lock per allocation) instead of each pool thread keeping an arena of its own.
 ARENAS = 2
-# Blocks of 1 MiB and more (an image's pixels, a ViT-B layer's attention, a batch's tensors) are
+# Blocks of 4 MiB and more (a photo's pixels, a ViT-L layer's attention, a batch's tensors) are
 # mapped apiece and unmapped when freed. glibc's default starts at 128 KiB but raises itself to
 # the largest block freed so far (up to 32 MiB), after which such blocks come from the arenas
-# and leave holes there; fixing it keeps them out.
-MMAP_THRESHOLD = 2**20
+# and leave holes there; fixing it keeps them out. Not lower: at 1 MiB a ViT-S/16 forward pass's
+# MLP activations (1.2 MB a layer) were mapped and faulted in afresh every time, 10 ms of system
+# CPU per analysis (docs/benchmarks-app.md, issue 41); at 4 MiB a class period's memory stays flat
+# (docs/security.md, the soak).
+MMAP_THRESHOLD = 4 * 2**20
 
 
 class _MallInfo2(ctypes.Structure):
