@@ -3,11 +3,12 @@
 A frame arrives as the browser sends it, a `data:image/jpeg;base64,...` URL (Gradio's
 webcam stream), and is decoded here, in memory: frames are never written to disk. Its size is
 checked from the image header before the pixels are decoded, as explorer/images.py does for
-uploads. What goes back is numbers, not pictures (issue 41): the model input as a JPEG, the
-chosen layer's row of the query in every head, and the rollout, which the page draws as the
-Explore tab's own views (ui/page_maps.js, LiveMaps, step for step as explorer/render.py), so a
-live frame and an uploaded photo of the same scene look alike. Drawing them on the server took
-23 of a ViT-S/16 frame's 150 ms of CPU (docs/benchmarks-app.md); the numbers take about 1.
+uploads. What goes back is numbers, not pictures (issue 41): the model input, the chosen
+layer's row of the query in every head, and the rollout, which the page draws as the Explore
+tab's own views (ui/page_maps.js, LiveMaps, step for step as explorer/render.py), so a live frame
+and an uploaded photo of the same scene look alike. Drawing them on the server took 16 to 23 ms
+of a ViT-S/16 frame's CPU; the numbers take 6.5, and the page draws more frames a second
+(docs/benchmarks-app.md, "Live view").
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ ROLLOUT_FUSION, ROLLOUT_DISCARD = "mean", 0.0  # rollout as Abnar & Zuidema defi
 # a rollout spans a narrow band around uniform, so coloured from 0 every patch looked alike and the
 # object held up to the camera vanished (what issue 19 found in Explore, whose default stays
 # "weights" beside the choice).
-JPEG_QUALITY = 90  # the model input sent back: JPEG encodes ~20x faster than PNG here
 
 
 class FrameError(ValueError):
@@ -109,9 +109,10 @@ def live_frame(
 
 def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, text_px: int, model: str) -> dict:
     """What the page draws one frame from (ui/page_maps.js, LiveMaps): the Explore tab's numbers
-    (explorer/page_maps.py) cut to one layer (0-based) and one query, with the model input as a
-    JPEG (about 15 kB at 224 px, against 150 kB raw; the tiles' images are resized from it in the
-    page) and the rollout's values, drawn relative to uniform."""
+    (explorer/page_maps.py) cut to one layer (0-based) and one query, with the model input as raw
+    RGB (the tiles' images are resized from it in the page: a frame is 9 kB for the bundled model,
+    210 kB for ViT-S/16, where its three JPEG pictures took 190 kB) and the rollout's values, drawn
+    relative to uniform."""
     gh, gw = ex.grid
     maps, shares = ex.query_maps(query)[layer], ex.prefix_attention(query)[layer]  # (H, gh, gw), (H, P)
     row = np.concatenate([shares, maps.reshape(ex.heads, gh * gw)], axis=-1)[None]  # (1, H, T)
@@ -125,7 +126,7 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
         "prefix": list(ex.prefix_names),
         "has_cls": ex.has_cls,
         "text_px": text_px,
-        "input": {"jpeg": jpeg(ex.input.pixels), "scale": views.input_scale(ex)},
+        "input": {**page_maps.rgb(ex.input.pixels), "scale": views.input_scale(ex)},
         "layouts": page_maps.tile_layouts(ex, text_px),
         "words": page_maps.words(ex, model),
         "query": page_query(ex, query),
@@ -155,13 +156,8 @@ def page_query(ex: Explanation, query: Query) -> dict[str, int] | None:
     return None if query is None else {"token": page_maps.query_tokens(ex).index(query)}
 
 
-def jpeg(pixels: np.ndarray) -> str:
-    """An (H, W, 3) uint8 image as JPEG bytes in base64 text."""
-    buffer = io.BytesIO()
-    Image.fromarray(pixels).save(buffer, "JPEG", quality=JPEG_QUALITY, subsampling=0)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def data_url(image: Image.Image) -> str:
     """`image` as a JPEG `data:` URL, as the browser sends a webcam frame (the benchmark's frames)."""
-    return "data:image/jpeg;base64," + jpeg(np.asarray(image.convert("RGB")))
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, "JPEG", quality=90)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

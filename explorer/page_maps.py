@@ -50,7 +50,7 @@ def b64(array: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()).decode()
 
 
-def _rgb(pixels: np.ndarray) -> dict[str, Any]:
+def rgb(pixels: np.ndarray) -> dict[str, Any]:
     """(H, W, 3) uint8 as the page reads a picture: raw RGB bytes (base64) and the size. Lossless
     with no encoding or decoding on either side: as a PNG, the model input alone took 16 % of the
     server's CPU for an analysis beside its forward pass (py-spy, ViT-S/16)."""
@@ -122,7 +122,7 @@ def layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, Any]]:
     for scale, layout in tile_layouts(ex, text_px).items():
         tile = layout["tile"]
         if tile not in bases:
-            bases[tile] = _rgb(canvas.fit_to_grid(ex.input.pixels, ex.grid, tile))  # (H, W, 3) uint8
+            bases[tile] = rgb(canvas.fit_to_grid(ex.input.pixels, ex.grid, tile))  # (H, W, 3) uint8
         result[scale] = {**layout, "base": bases[tile]}
     return result
 
@@ -161,7 +161,7 @@ def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str
         "prefix": list(ex.prefix_names),
         "has_cls": ex.has_cls,
         "text_px": text_px,
-        "input": {**_rgb(ex.input.pixels), "scale": views.input_scale(ex)},
+        "input": {**rgb(ex.input.pixels), "scale": views.input_scale(ex)},
         "layouts": layouts(ex, text_px),
         "words": words(ex, model),
         "token_rows": [encode_rows(rows, ex.attention.prefix_tokens) for rows in token_rows(ex)],

@@ -45,7 +45,7 @@ def test_a_frame_gives_the_numbers_of_its_pictures_and_a_readout(tab):
     assert set(out) == {"pictures", "status"}
     numbers = out["pictures"]  # drawn by the page (ui/page_maps.js, LiveMaps); the input inline, no file
     assert numbers["layer"] == 6 and numbers["query"] is None and numbers["style"]["cmap"] == "inferno"
-    assert set(numbers["input"]) == {"jpeg", "scale"} and "rollout" in numbers
+    assert set(numbers["input"]) == {"rgb", "width", "height", "scale"} and "rollout" in numbers
     assert "first frame shown" in out["status"] and "Top classes:" in out["status"]
     assert "drawn in your browser" in out["status"]
     again = h.live_frame(server, slots, CAMERA, webcam_frame(), CONTROLS, visitor("a"))

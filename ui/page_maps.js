@@ -142,6 +142,19 @@
     }
   }
 
+  function rgba({ rgb, width, height }) { // a picture sent as raw RGB (explorer/page_maps.py, rgb)
+    const from = bytesOf(rgb), pixels = new Uint8ClampedArray(width * height * 4);
+    for (let i = 0, o = 0; i < from.length; i += 3, o += 4) {
+      pixels[o] = from[i]; pixels[o + 1] = from[i + 1]; pixels[o + 2] = from[i + 2]; pixels[o + 3] = 255;
+    }
+    return { width, height, pixels };
+  }
+  function onCanvas({ width, height, pixels }) { // the model input, drawn scaled from a canvas
+    const c = Object.assign(document.createElement("canvas"), { width, height });
+    c.getContext("2d").putImageData(new ImageData(pixels, width, height), 0, 0);
+    return { width, height, canvas: c };
+  }
+
   // ---- maps to colours (canvas.heatmap, canvas.overlay) ------------------------------------
   function pilCoefficients(inSize, outSize) { // PIL's bilinear resampling weights (upscaling)
     const scale = inSize / outSize, support = Math.max(scale, 1), ss = 1 / Math.max(scale, 1), out = [];
@@ -243,18 +256,6 @@
     load(payload) { // nothing to decode: the pictures come as raw RGB, so the last analysis sent is drawn
       this.stop();
       if (!payload || !payload.handle) { this.data = null; this.query = null; this.share(); this.clear(); return; }
-      const rgba = ({ rgb, width, height }) => { // a picture sent as raw RGB (explorer/page_maps.py, _rgb)
-        const from = bytesOf(rgb), pixels = new Uint8ClampedArray(width * height * 4);
-        for (let i = 0, o = 0; i < from.length; i += 3, o += 4) {
-          pixels[o] = from[i]; pixels[o + 1] = from[i + 1]; pixels[o + 2] = from[i + 2]; pixels[o + 3] = 255;
-        }
-        return { width, height, pixels };
-      };
-      const onCanvas = ({ width, height, pixels }) => { // the model input, drawn scaled from a canvas
-        const c = Object.assign(document.createElement("canvas"), { width, height });
-        c.getContext("2d").putImageData(new ImageData(pixels, width, height), 0, 0);
-        return { width, height, canvas: c };
-      };
       const input = onCanvas(rgba(payload.input));
       const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: rgba(l.base) }]));
       const decodeRows = (r) => ({ levels: u16(r.levels), tops: floats(r.tops), headTops: floats(r.head_tops), shares: floats(r.shares) });
@@ -581,36 +582,28 @@
   // layer's row of the query in every head, and the rollout. The input and the head maps are
   // drawn as Explore draws them, at the server's layout and size; the rollout as
   // render.relative_picture draws it. Each canvas is shown as drawn, with no PNG to encode, as a
-  // frame is replaced a few times a second; a frame arriving while the last one is decoded
-  // replaces it.
+  // frame is replaced many times a second. The input comes as raw RGB, as Explore's does: a JPEG's
+  // decoding, which the browser does apart, put 100 ms between a frame's arrival and its pictures
+  // (bench.live: camera to picture 200 ms, against 100 ms when the server drew them).
   class LiveMaps extends AttentionMaps {
     attach(element) { // ui/live.py's js_on_load: the three places the pictures go
       for (const name of ["heads", "input", "rollout"]) this.parts[name] = { element: element.querySelector(`[data-part="${name}"]`) };
-      this.received = 0;
     }
-    async frame(payload) {
+    frame(payload) {
       if (!payload || !payload.rows) return;
-      const seq = (this.received += 1);
-      const jpeg = new Blob([bytesOf(payload.input.jpeg)], { type: "image/jpeg" });
-      const bitmap = await createImageBitmap(jpeg).catch(() => null);
-      if (!bitmap || seq !== this.received) { if (bitmap) bitmap.close(); return; } // a newer frame came meanwhile
-      const [gh, gw] = payload.grid;
+      const [gh, gw] = payload.grid, input = onCanvas(rgba(payload.input));
       const resized = (side) => { // canvas.fit_to_grid: whole pixels a patch, nearest upwards, smoothed downwards
         const cell = Math.max(1, Math.ceil(side / Math.max(gh, gw))), width = gw * cell, height = gh * cell;
         const ctx = Object.assign(document.createElement("canvas"), { width, height }).getContext("2d");
-        ctx.imageSmoothingEnabled = width < bitmap.width; ctx.imageSmoothingQuality = "high";
-        ctx.drawImage(bitmap, 0, 0, width, height);
+        ctx.imageSmoothingEnabled = width < input.width; ctx.imageSmoothingQuality = "high";
+        ctx.drawImage(input.canvas, 0, 0, width, height);
         return { width, height, pixels: ctx.getImageData(0, 0, width, height).data };
       };
-      const input = Object.assign(document.createElement("canvas"), { width: bitmap.width, height: bitmap.height });
-      input.getContext("2d").drawImage(bitmap, 0, 0);
       const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: resized(l.tile) }]));
       const r = payload.rows;
       this.rows = { levels: u16(r.levels), top: floats(r.tops)[0], headTops: floats(r.head_tops), shares: floats(r.shares) };
       this.rollout = { ...payload.rollout, values: floats(payload.rollout.values), base: resized(payload.rollout.side) };
-      const image = { width: bitmap.width, height: bitmap.height, canvas: input };
-      bitmap.close();
-      this.data = { ...payload, input: { ...payload.input, image }, layouts };
+      this.data = { ...payload, input: { ...payload.input, image: input }, layouts };
       this.query = payload.query; this.layer = payload.layer; this.style = { ...payload.style };
       this.drawInput(); this.drawHeads(this.rows); this.drawRollout();
     }
