@@ -6,7 +6,7 @@ checked from the image header before the pixels are decoded, as explorer/images.
 uploads. What goes back is numbers, not pictures (issue 41): the model input, the chosen
 layer's row of the query in every head, and the rollout, which the page draws as the Explore
 tab's own views (ui/page_maps.js, LiveMaps, step for step as explorer/render.py), so a live frame
-and an uploaded photo of the same scene look alike. Drawing them on the server took 16 to 23 ms
+and an uploaded photo of the same scene look alike. Drawing them on the server took 16 to 25 ms
 of a ViT-S/16 frame's CPU; the numbers take 6.5, and the page draws more frames a second
 (docs/benchmarks-app.md, "Live view").
 """
