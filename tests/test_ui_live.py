@@ -65,9 +65,10 @@ def start_live(browser, server):
     return page
 
 
-# The page draws each frame's pictures on new canvases (ui/page_maps.js, LiveMaps): a frame not seen yet.
-NEW_FRAME = """() => { const c = document.querySelector('#live-input');
-  if (!c || c === window.__seen) return false; window.__seen = c; return true; }"""
+# The page draws each frame's pictures on new canvases (ui/page_maps.js, LiveMaps), the same
+# camera frame sent twice as two: a model input not seen last time.
+NEW_FRAME = """() => { const c = document.querySelector('#live-input'), url = c && c.toDataURL();
+  if (!url || url === window.__seen) return false; window.__seen = url; return true; }"""
 
 
 def shown_frames(page, count: int) -> list[tuple[str, str]]:
