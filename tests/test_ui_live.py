@@ -66,20 +66,18 @@ def start_live(browser, server):
 
 
 # The page draws each frame's pictures on new canvases (ui/page_maps.js, LiveMaps), the same
-# camera frame sent twice as two: a model input not seen last time.
-NEW_FRAME = """() => { const c = document.querySelector('#live-input'), url = c && c.toDataURL();
-  if (!url || url === window.__seen) return false; window.__seen = url; return true; }"""
+# camera frame sent twice as two: a model input not seen last time, with its head maps, read in
+# one go (read apart, the next frame could come between and be taken for this one twice).
+NEW_FRAME = """() => { const input = document.querySelector('#live-input'), url = input && input.toDataURL();
+  if (!url || url === window.__seen) return null;
+  window.__seen = url;
+  return [url, document.querySelector('#live-heads').toDataURL()]; }"""
 
 
 def shown_frames(page, count: int) -> list[tuple[str, str]]:
     """(model input, head maps) of `count` successive frames the page shows, as PNG `data:` URLs."""
     page.wait_for_selector("#live-input")
-    shown = []
-    for _ in range(count):
-        page.wait_for_function(NEW_FRAME)
-        both = page.evaluate("() => ['#live-input', '#live-heads'].map(s => document.querySelector(s).toDataURL())")
-        shown.append(tuple(both))
-    return shown
+    return [tuple(page.wait_for_function(NEW_FRAME).json_value()) for _ in range(count)]
 
 
 @needs_chromium
