@@ -167,11 +167,13 @@ def reply_bytes() -> list[str]:
         side = model.config.image_size if model.config.image_size <= 224 else 224
         image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (side, side, 3), dtype=np.uint8))
         ex = explain(model, [str(i) for i in range(model.config.num_classes)], Preprocessing(side, side), image)
-        first = page_maps.reply_bytes(page_maps.page_maps(ex, name, ex.depth - 1, canvas.TEXT_PX, "h"))
-        if page_maps.patch_bytes(ex) * ex.depth <= page_maps.UP_FRONT_BYTES:
+        payload = page_maps.page_maps(ex, name, ex.depth - 1, canvas.TEXT_PX, "h")
+        first = page_maps.reply_bytes(payload)
+        if len(payload["patch_rows"]) == ex.depth:
             later = "none: every layer is in the first"
         else:
-            later = f"{page_maps.reply_bytes(page_maps.layer_rows(ex, 0)) / 1e6:.2f} MB"
+            bands = page_maps.page_shape(ex).bands
+            later = f"{page_maps.reply_bytes(page_maps.layer_rows(ex, 0)) / 1e6:.2f} MB × {bands} band(s)"
         gh, gw = ex.grid
         rows.append(f"| {label} | {gh} x {gw} | {ex.depth} x {ex.heads} | {first / 1e6:.2f} MB | {later} |")
     return rows

@@ -130,14 +130,19 @@ def enlarge(image: np.ndarray, scale: int) -> np.ndarray:
     return np.asarray(Image.fromarray(image).resize((w * scale, h * scale), Image.Resampling.NEAREST))
 
 
+def fitted_size(grid: tuple[int, int], target: int) -> tuple[int, int]:
+    """(H, W) of `fit_to_grid`'s picture for a (gh, gw) grid: known before it is drawn."""
+    gh, gw = grid
+    cell = max(1, math.ceil(target / max(gh, gw)))
+    return gh * cell, gw * cell
+
+
 def fit_to_grid(image: np.ndarray, grid: tuple[int, int], target: int) -> np.ndarray:
     """Resize an (H, W, 3) image so its longer side is at least `target` pixels (the
     nearest whole number of cells above) and each side is a whole number of cells of the
     (gh, gw) patch grid, so nearest-upsampled maps land exactly on patch boundaries.
     Upscaling is nearest (crisp pixels), downscaling Lanczos."""
-    gh, gw = grid
-    cell = max(1, math.ceil(target / max(gh, gw)))
-    w, h = gw * cell, gh * cell
+    h, w = fitted_size(grid, target)
     resample = Image.Resampling.NEAREST if w >= image.shape[1] else Image.Resampling.LANCZOS
     return np.asarray(Image.fromarray(image).resize((w, h), resample))
 

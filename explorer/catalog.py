@@ -33,6 +33,7 @@ from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 from .explain import REQUEST_FACTOR, attention_bytes
 from .loaded import LoadedModel
+from .page_budget import PageShape
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +101,15 @@ class ServingLimits:
     """What a model may make one request compute, checked when it is loaded, before any view
     uses it (docs/security.md). Every config and preprocessing field that scales work is
     bounded, then the memory of a crop-mode request (REQUEST_FACTOR x its attention maps) and
-    of the position-similarity picture (grows as grid⁴) against `request_bytes`. The defaults
-    admit every pretrained model of the picker."""
+    of the position-similarity picture (grows as grid⁴) against `request_bytes`, and the bytes
+    of the page's first screen against explorer.page_budget.REPLY_BYTES. The defaults admit
+    every pretrained model of the picker."""
 
     max_side: int = 1024  # resize_size, crop_size, image_size (px)
     max_grid_side: int = 48  # patch-grid rows or columns (DINOv2's position embeddings: 37)
     max_depth: int = 64
     max_heads: int = 64
+    max_prefix_tokens: int = 16  # CLS, distillation and registers (DINOv3: 5); each is a row of every layer sent
     max_dim: int = 4096
     min_head_width: int = 8  # channels of one head (dim / heads): every trained ViT here has 16 to 64
     request_bytes: int = 1024 * 2**20
@@ -122,6 +125,7 @@ class ServingLimits:
             ("patch grid side", max(*c.grid, *crop_grid), self.max_grid_side),
             ("depth", c.depth, self.max_depth),
             ("heads", c.heads, self.max_heads),
+            ("prefix tokens (CLS, distillation, registers)", len(c.prefix_names), self.max_prefix_tokens),
             ("dim", c.dim, self.max_dim),
         ]
         for name, value, bound in fields:
@@ -138,6 +142,10 @@ class ServingLimits:
                     f"{loaded.label}: {what} would need about {cost / 2**20:,.0f} MiB, more than this server's "
                     f"{self.request_bytes / 2**20:,.0f} MiB per request"
                 )
+        queries = len(c.prefix_names) + ("cls" not in c.prefix_names)  # explorer.page_maps.query_tokens
+        page = PageShape(crop_grid, c.heads, c.depth, len(c.prefix_names), queries, (side, side))
+        if why := page.refusal():
+            raise ModelUnavailable(f"{loaded.label}: {why}")
         # The weights' shapes do not say how dim splits into heads: a header claiming 64 heads for
         # a 384-wide model loads, and draws maps of heads that were never trained (issue 28).
         if c.dim // c.heads < self.min_head_width:

@@ -13,16 +13,19 @@ the prefix tokens the maps leave out ("CLS 0.42" under a tile) are sent as float
 
 Which rows. The prefix tokens' rows (CLS, registers, the mean patch query of a model without
 CLS) of every layer, always: "Play through layers" and the layer slider never wait for the
-default query. The patch queries' rows of the layer on screen, and of every layer when all of
-them fit UP_FRONT_BYTES (the bundled model's 9 layers take 0.94 MB); otherwise the page asks for
-one layer's rows, as bytes, when it first shows a patch query there (`layer_rows`), and keeps
-them within its own memory budget (PAGE_MEMORY_BYTES).
+default query. The patch queries' rows of every layer when all of them fit UP_FRONT_BYTES (the
+bundled model's 9 layers take 0.94 MB), else of the layer on screen when they fit the reply's
+budget; otherwise the page asks for a band of them, as bytes, when it first shows a patch query
+there (`layer_rows`), and keeps them within its own memory budget (PAGE_MEMORY_BYTES). Every reply
+is sized from the model's shape before it is built (explorer/page_budget.py): an analysis whose
+first screen would not fit is refused in words (PageTooLarge), never built.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,10 +33,11 @@ import numpy as np
 
 from . import canvas, controls, render, texts, views
 from .canvas import COLORMAPS, MapStyle
-from .explain import Explanation
+from .explain import Explanation, ExplanationTooLarge
+from .page_budget import REPLY_BYTES, PageShape
 
 LEVELS = 65536  # 16-bit levels per layer-and-query scale: floor(level / 256) is the colour index exactly
-UP_FRONT_BYTES = 1_400_000  # raw bytes of patch rows sent with an analysis (base64: 1.9 MB, within 2 MB)
+UP_FRONT_BYTES = 1_900_000  # JSON bytes of every layer's patch rows, sent with an analysis when they fit
 PAGE_MEMORY_BYTES = 40 * 2**20  # the page keeps at most this much of layers' rows (the budget: 50 MB)
 SCALES = ("layer", "head")  # the head tiles' layouts: the per-head scale adds a caption line
 
@@ -86,22 +90,32 @@ def token_rows(ex: Explanation) -> np.ndarray:
     return np.stack(rows, axis=1).astype(np.float32)
 
 
-def patch_rows(ex: Explanation, layer: int) -> np.ndarray:
-    """(patches, heads, tokens) float32: every patch query's row in `layer` (0-based)."""
+def patch_rows(ex: Explanation, layer: int, first: int, count: int) -> np.ndarray:
+    """(count, heads, tokens) float32: the rows of patch queries `first` to `first + count - 1`
+    (row-major over the grid) in `layer` (0-based)."""
+    start = ex.attention.prefix_tokens + first
     attention = ex.attention[layer][0]  # (H, T, T), batch of one
-    return attention[:, ex.attention.prefix_tokens :, :].permute(1, 0, 2).numpy().astype(np.float32)
+    return attention[:, start : start + count, :].permute(1, 0, 2).numpy().astype(np.float32)
 
 
-def layer_rows(ex: Explanation, layer: int) -> dict[str, Any]:
-    """One layer's patch rows (0-based `layer`), as the page asks for them."""
-    return {"layer": layer, **encode_rows(patch_rows(ex, layer), ex.attention.prefix_tokens)}
+def layer_rows(ex: Explanation, layer: int, band: int = 0) -> dict[str, Any]:
+    """Band `band` of one layer's patch rows (0-based `layer`), as the page asks for them:
+    `page_shape(ex).band` patch queries from `first` on (the whole layer when one band holds it)."""
+    size = page_shape(ex).band
+    first = band * size
+    count = min(size, ex.grid[0] * ex.grid[1] - first)
+    rows = patch_rows(ex, layer, first, count)
+    return {"layer": layer, "band": band, "first": first, **encode_rows(rows, ex.attention.prefix_tokens)}
 
 
-def patch_bytes(ex: Explanation) -> int:
-    """Raw bytes of one layer's patch rows as sent (16-bit levels and float32 tops and shares)."""
-    gh, gw = ex.grid
-    n, p = gh * gw, ex.attention.prefix_tokens
-    return n * ex.heads * (2 * n + 4 * (1 + p)) + 4 * n
+class PageTooLarge(ExplanationTooLarge):
+    """The page's numbers for an analysis would be more than a reply may send (page_budget)."""
+
+
+def page_shape(ex: Explanation) -> PageShape:
+    """The shape of what the page is sent for `ex` (explorer/page_budget.py sizes it)."""
+    h, w = ex.input.pixels.shape[:2]
+    return PageShape(ex.grid, ex.heads, ex.depth, ex.attention.prefix_tokens, len(query_tokens(ex)), (h, w))
 
 
 def tile_layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, int]]:
@@ -114,12 +128,18 @@ def tile_layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, int]]:
     return layouts
 
 
-def layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, Any]]:
+def base_pixels(ex: Explanation, tiles: dict[str, dict[str, int]]) -> int:
+    """Pixels of the images under the tiles `layouts` sends: one a scale (drawn once per tile
+    size, but the reply's JSON writes a shared one in each scale's layout)."""
+    return sum(math.prod(canvas.fitted_size(ex.grid, layout["tile"])) for layout in tiles.values())
+
+
+def layouts(ex: Explanation, tiles: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
     """`tile_layouts` with the image under the tiles (`canvas.fit_to_grid`, drawn once per tile
     size) as raw RGB: the page needs no decoding, the server no encoding."""
     result: dict[str, dict[str, Any]] = {}
     bases: dict[int, dict[str, Any]] = {}
-    for scale, layout in tile_layouts(ex, text_px).items():
+    for scale, layout in tiles.items():
         tile = layout["tile"]
         if tile not in bases:
             bases[tile] = rgb(canvas.fit_to_grid(ex.input.pixels, ex.grid, tile))  # (H, W, 3) uint8
@@ -149,8 +169,13 @@ def words(ex: Explanation, model: str) -> dict[str, Any]:
 def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str) -> dict[str, Any]:
     """Everything the page draws the first screen from, for an analysis shown at `layer`
     (0-based; the page's slider counts from 1); `handle` names it when the page asks for
-    another layer's patch rows."""
-    every_layer = patch_bytes(ex) * ex.depth <= UP_FRONT_BYTES
+    another layer's patch rows. Raises PageTooLarge, before building anything, when the reply
+    would not fit REPLY_BYTES (explorer/page_budget.py)."""
+    shape, tiles = page_shape(ex), tile_layouts(ex, text_px)
+    pixels = base_pixels(ex, tiles)
+    if why := shape.refusal(pixels):
+        raise PageTooLarge(f"this image cannot be drawn in the page: {why}; use the centre-crop mode")
+    up_front = layers_up_front(shape, layer, shape.first_screen_bytes(pixels))
     gh, gw = ex.grid
     return {
         "handle": handle,
@@ -162,13 +187,28 @@ def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str
         "has_cls": ex.has_cls,
         "text_px": text_px,
         "input": {**rgb(ex.input.pixels), "scale": views.input_scale(ex)},
-        "layouts": layouts(ex, text_px),
+        "layouts": layouts(ex, tiles),
         "words": words(ex, model),
         "token_rows": [encode_rows(rows, ex.attention.prefix_tokens) for rows in token_rows(ex)],
-        "patch_rows": [layer_rows(ex, i) for i in (range(ex.depth) if every_layer else [layer])],
+        "band": shape.band,
+        "patch_rows": [layer_rows(ex, i) for i in up_front],
         "layer": layer + 1,
         "memory_bytes": PAGE_MEMORY_BYTES,
     }
+
+
+def layers_up_front(shape: PageShape, layer: int, first_screen: int) -> range:
+    """The layers whose patch rows come with the analysis: every layer's when they fit
+    UP_FRONT_BYTES, else the shown `layer`'s when they are one band and fit the reply's budget
+    beside the `first_screen`'s bytes, else none (the page asks for bands)."""
+    if (
+        shape.depth * shape.layer_bytes <= UP_FRONT_BYTES
+        and first_screen + shape.depth * shape.layer_bytes <= REPLY_BYTES
+    ):
+        return range(shape.depth)
+    if shape.bands == 1 and first_screen + shape.layer_bytes <= REPLY_BYTES:
+        return range(layer, layer + 1)
+    return range(0)
 
 
 def reply_bytes(payload: dict[str, Any] | Sequence[Any]) -> int:

@@ -130,6 +130,12 @@ def _hostile(tmp_path, name: str, pre: Preprocessing = CIFAR10, **config) -> str
         ("resize", Preprocessing(16000, 32), {}, "preprocessing resize_size 16,000 is more than this server's 1,024"),
         ("grid80", CIFAR10, {"image_size": 320, "patch_size": 4}, "patch grid side 80 is more than this server's 48"),
         ("heads144", CIFAR10, {"dim": 144, "heads": 144}, "heads 144 is more than this server's 64"),
+        (  # issue 56: a 1 x 1 grid with 1,500 registers sent 145 MB of rows to the page
+            "registers",
+            Preprocessing(4, 4),
+            {"image_size": 4, "register_tokens": 1500},
+            r"prefix tokens \(CLS, distillation, registers\) 1,501 is more than this server's 16",
+        ),
         (  # a header claiming 64 heads for a 128-wide model (2 channels a head)
             "heads64",
             CIFAR10,
@@ -167,6 +173,20 @@ def test_every_pretrained_model_of_the_picker_fits_the_default_limits():
             model = vit.VisionTransformer(config)
         crop = spec.input_size or model.config.image_size
         loaded = LoadedModel(name, name, model, vit.ModelMeta([], Preprocessing(round(crop / 0.875), crop)))
+        ServingLimits().check(loaded)
+
+
+def test_a_model_whose_first_screen_would_not_fit_a_reply_is_refused_when_loaded():
+    """Every field within its bound, the maps within the request's memory, but 64 layers x 64
+    heads x 17 token queries of rows: more than a reply to the page may send (page_budget)."""
+    config = vit.ViTConfig(
+        image_size=20, patch_size=4, num_classes=10, dim=512, depth=64, heads=64, mlp_dim=8,
+        class_token=False, register_tokens=16, pool="gap",
+    )  # fmt: skip
+    with torch.device("meta"):  # the weights are never allocated
+        model = vit.VisionTransformer(config)
+    loaded = LoadedModel("deep", "deep", model, vit.ModelMeta([], Preprocessing(20, 20)))
+    with pytest.raises(ModelUnavailable, match=r"its first screen would send 1\d\.\d MB to the page, more than"):
         ServingLimits().check(loaded)
 
 

@@ -10,7 +10,7 @@ from matplotlib import colormaps
 from PIL import Image
 
 import vit
-from explorer import canvas, page_maps, render, texts, views
+from explorer import canvas, page_budget, page_maps, render, texts, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from vit.preprocessing import Preprocessing
@@ -88,7 +88,7 @@ def test_the_words_are_the_servers_with_places_for_the_query_and_layer(nano_expl
 
 def test_the_tiles_are_laid_out_as_the_servers_heads_view(nano_explanation):
     ex = nano_explanation
-    for scale, layout in page_maps.layouts(ex, canvas.PRESENT_TEXT_PX).items():
+    for scale, layout in page_maps.layouts(ex, page_maps.tile_layouts(ex, canvas.PRESENT_TEXT_PX)).items():
         cols, tile = views.head_layout(ex, None, MapStyle(scale=scale), canvas.PRESENT_TEXT_PX)
         assert (layout["cols"], layout["tile"]) == (cols, tile)
         base = layout["base"]
@@ -140,10 +140,69 @@ def test_vit_large_with_registers_fits_six_megabytes():
     payload = page_maps.page_maps(ex, "L/14", ex.depth - 1, canvas.TEXT_PX, "handle")
     assert page_maps.reply_bytes(payload) <= 6 * MB
     assert len(payload["token_rows"][0]["tops"]) > 0 and len(payload["words"]["picks"]) == 5  # CLS, reg1 ... reg4
-    one_layer = page_maps.layer_rows(ex, 3)
-    levels = decoded(one_layer["levels"], np.uint16)
-    assert levels.size == 256 * 16 * 256  # every patch query, head and patch of layer 4
-    assert page_maps.patch_bytes(ex) * 24 > page_maps.UP_FRONT_BYTES  # so they are asked for, a layer at a time
+    assert payload["patch_rows"] == []  # a layer is two bands: the page asks for the one it shows
+    assert_bands_are_the_layer(ex, 3)
+
+
+def assert_bands_are_the_layer(ex, layer: int) -> None:
+    """Every band of `layer`'s patch rows fits page_budget.BAND_BYTES, and the bands together,
+    in order, are every patch query's row of that layer (levels within half a level)."""
+    shape, n, p = page_maps.page_shape(ex), ex.grid[0] * ex.grid[1], ex.attention.prefix_tokens
+    levels, tops = [], []
+    for band in range(shape.bands):
+        rows = page_maps.layer_rows(ex, layer, band)
+        assert page_maps.reply_bytes(rows) <= page_budget.BAND_BYTES
+        assert rows["first"] == band * shape.band
+        levels.append(decoded(rows["levels"], np.uint16).reshape(-1, ex.heads, n))
+        tops.append(decoded(rows["tops"], np.float32))
+    levels, tops = np.concatenate(levels), np.concatenate(tops)
+    attention = ex.attention[layer][0, :, p:, p:].permute(1, 0, 2).numpy()  # (patch queries, heads, patches)
+    assert levels.shape == attention.shape
+    rebuilt = (levels + 0.5) / page_maps.LEVELS * tops[:, None, None]
+    assert np.abs(rebuilt - attention).max() <= tops.max() / page_maps.LEVELS
+
+
+def test_a_48_by_48_grid_is_sent_within_the_budgets():
+    """Issue 56's checkpoint: 1 layer, 12 heads of 8 channels, 768 px in 16-px patches. Its layer
+    of patch rows was one 170 MB reply; now its first screen fits REPLY_BYTES with no patch rows,
+    and the page asks for bands of at most BAND_BYTES."""
+    torch.manual_seed(0)
+    config = vit.ViTConfig(image_size=768, patch_size=16, num_classes=10, dim=96, depth=1, heads=12, mlp_dim=96)
+    model = vit.VisionTransformer(config).eval()
+    image = Image.fromarray(np.random.default_rng(3).integers(0, 256, (768, 768, 3), dtype=np.uint8))
+    ex = explain(model, [str(i) for i in range(10)], Preprocessing(768, 768), image)
+    payload = page_maps.page_maps(ex, "attack", 0, canvas.TEXT_PX, "handle")
+    assert page_maps.reply_bytes(payload) <= page_budget.REPLY_BYTES
+    assert payload["patch_rows"] == [] and payload["band"] < 48 * 48
+    assert page_maps.page_shape(ex).bands > 1
+    last = page_maps.page_shape(ex).bands - 1
+    rows = page_maps.layer_rows(ex, 0, last)
+    assert page_maps.reply_bytes(rows) <= page_budget.BAND_BYTES
+    count = decoded(rows["tops"], np.float32).size
+    assert rows["first"] + count == 48 * 48  # the last band ends at the last patch
+
+
+@pytest.mark.parametrize("name", ["vit_cifar_nano", "vit_small_patch14_reg4_dinov2"])
+def test_the_estimate_of_a_first_screen_is_what_is_sent(name):
+    """page_budget's bytes, known from the shape before anything is built, bound the reply's
+    bytes without patch rows from above and by no more than its slack."""
+    model = spread_model(name)
+    side = 32 if model.config.image_size == 32 else 224
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (side, side, 3), dtype=np.uint8))
+    ex = explain(model, [str(i) for i in range(model.config.num_classes)], Preprocessing(side, side), image)
+    payload = page_maps.page_maps(ex, name, 0, canvas.TEXT_PX, "handle")
+    sent = page_maps.reply_bytes({**payload, "patch_rows": []})
+    tiles = page_maps.tile_layouts(ex, canvas.TEXT_PX)
+    estimate = page_maps.page_shape(ex).first_screen_bytes(page_maps.base_pixels(ex, tiles))
+    assert sent <= estimate <= sent + (ex.depth + 1) * page_budget.JSON_SLACK
+
+
+def test_a_first_screen_over_its_budget_is_refused_in_words_before_it_is_built(nano_explanation, monkeypatch):
+    ex = nano_explanation
+    monkeypatch.setattr(page_budget, "REPLY_BYTES", 10_000)
+    monkeypatch.setattr(page_maps, "encode_rows", lambda *a: pytest.fail("rows were encoded"))
+    with pytest.raises(page_maps.PageTooLarge, match=r"first screen would send 0\.\d MB .* 0 MB per reply"):
+        page_maps.page_maps(ex, "nano", 0, canvas.TEXT_PX, "handle")
 
 
 def test_a_layers_patch_rows_decode_to_the_attention(nano_explanation):

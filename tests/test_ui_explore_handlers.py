@@ -512,6 +512,25 @@ def test_the_page_asks_for_a_layers_numbers_by_the_handle_it_was_sent(tab, expla
     assert h.layer_rows(server, {"handle": handle, "layer": 7}) == {"error": out_of_range}
     assert "There is no layer True" in h.layer_rows(server, {"handle": handle, "layer": True})["error"]
     assert server.pages.handle(explanation_key) != handle  # a new handle for every analysis sent
+    no_band = "There is no band 1: this analysis sends a layer in bands 0 to 0."
+    assert h.layer_rows(server, {"handle": handle, "layer": 2, "band": 1}) == {"error": no_band}
+    assert "There is no band '0'" in h.layer_rows(server, {"handle": handle, "layer": 2, "band": "0"})["error"]
+
+
+def test_a_band_of_rows_is_encoded_once_however_many_ask(tab, explanation_key, monkeypatch):
+    """Issue 56: each question for a layer's rows encoded the layer again (170 MB, 3.5 s apiece for
+    a 48 x 48 grid, eight at once +7 GB); a band asked for again is the one encoded before."""
+    from explorer import page_maps
+
+    server, encoded = tab, []
+    real = page_maps.layer_rows
+    monkeypatch.setattr(page_maps, "layer_rows", lambda *args: encoded.append(args) or real(*args))
+    handle = server.pages.handle(explanation_key)
+    first = h.layer_rows(server, {"handle": handle, "layer": 3, "band": 0})
+    again = h.layer_rows(server, {"handle": server.pages.handle(explanation_key), "layer": 3, "band": 0})
+    assert again is first and len(encoded) == 1
+    h.layer_rows(server, {"handle": handle, "layer": 4, "band": 0})
+    assert len(encoded) == 2
 
 
 def test_the_page_exports_the_query_it_shows(tab, explanation_key):

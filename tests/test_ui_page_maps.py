@@ -260,6 +260,41 @@ def test_a_layer_not_sent_is_asked_for_once_as_bytes(layer_at_a_time_server, bro
     page.close()
 
 
+@pytest.fixture(scope="module")
+def band_at_a_time_server(tiny_checkpoint, tmp_path_factory):
+    """The app sending a layer's patch rows in bands of a few patch queries (as for a 48 x 48 grid)."""
+    from conftest import app_server
+
+    code = (
+        "import sys, app, explorer.page_maps as p, explorer.page_budget as b; p.UP_FRONT_BYTES = 0; "
+        "b.BAND_BYTES = b.JSON_SLACK + 6_000; app.main(sys.argv[1:])"
+    )
+    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
+        yield url
+
+
+def test_a_band_of_a_layer_is_asked_for_when_a_patch_in_it_is_shown(band_at_a_time_server, browser):
+    """Issue 56: a layer's patch rows come in bands (explorer/page_budget.py); a patch query in a
+    band the page has not got asks for that band only, and is drawn as the server exports it."""
+    server = band_at_a_time_server
+    page = open_page(browser, server, SCREEN)
+    pick_example(page, "bird")
+    band, grid = page.evaluate("() => [window.attentionMaps.data.band, window.attentionMaps.data.grid]")
+    assert 1 < band < grid[0] * grid[1] // 2  # several bands a layer
+    sent = server_requests(page, server)
+    click_patch(page, 1, 1)
+    wait_drawn(page, "patch (1, 1)")
+    click_patch(page, 1, 2)  # the same band: no request
+    wait_drawn(page, "patch (1, 2)")
+    assert len(sent) == 1
+    click_patch(page, grid[0], grid[1])  # the last band
+    wait_drawn(page, f"patch ({grid[0]}, {grid[1]})")
+    assert [url.rsplit("/", 2)[-2] for url in sent] == ["component_server"] * 2
+    drawn, png, got = drawn_and_exported(page)
+    assert_same_at_every_cell(drawn, png, got)
+    page.close()
+
+
 def test_after_a_new_image_the_export_is_of_the_query_on_screen(server, browser):
     """The page keeps the query it shows as its state, which the exports read: a new image takes
     it back to CLS, and so must the export (it once kept the last image's patch)."""

@@ -127,15 +127,24 @@ class OnePerVisitor:
                 self._until.pop(visitor, None)
 
 
+ROWS_KEPT_BYTES = 32 * 2**20  # bands of patch rows kept encoded, for the pages asking again (16 of ViT-B/16's layers)
+ROWS_AT_ONCE = 2  # bands encoded at once: a band is a few milliseconds of one core (issue 56)
+
+
 class PageHandles:
     """The analyses pages show, each under an unguessable handle the page was sent with its
-    numbers (explorer/page_maps.py): the page asks for a layer's rows by it, and a handle no page
-    was sent names nothing. The `size` most recent are kept; an older one's page is told to
-    upload again, as a session whose analysis the store dropped is."""
+    numbers (explorer/page_maps.py): the page asks for a band of a layer's patch rows by it, and a
+    handle no page was sent names nothing. The `size` most recent are kept; an older one's page is
+    told to upload again, as a session whose analysis the store dropped is. The bands asked for are
+    encoded ROWS_AT_ONCE at a time and kept, ROWS_KEPT_BYTES at most, so that a class asking for
+    the same layer, or one page asking eight times at once, costs one encoding."""
 
-    def __init__(self, size: int = 4096):
+    def __init__(self, size: int = 4096, kept_bytes: int = ROWS_KEPT_BYTES):
         self.keys: OrderedDict[str, ExplanationKey] = OrderedDict()
         self.size, self.lock = size, threading.Lock()
+        self.bands: OrderedDict[tuple[ExplanationKey, int, int], tuple[dict, int]] = OrderedDict()
+        self.kept, self.kept_bytes = 0, kept_bytes
+        self.encoding = threading.BoundedSemaphore(ROWS_AT_ONCE)
 
     def handle(self, key: ExplanationKey) -> str:
         """A new handle for `key`."""
@@ -150,6 +159,31 @@ class PageHandles:
         """The analysis `handle` names, or None."""
         with self.lock:
             return self.keys.get(handle) if isinstance(handle, str) else None
+
+    def rows(self, key: ExplanationKey, layer: int, band: int, encode: Callable[[], dict]) -> dict:
+        """Band `band` of layer `layer`'s patch rows of the analysis `key`, `encode`d once."""
+        name = (key, layer, band)
+        if (kept := self._kept(name)) is not None:
+            return kept
+        with self.encoding:
+            if (kept := self._kept(name)) is not None:  # encoded while this one waited
+                return kept
+            rows = encode()
+        size = sum(len(v) for v in rows.values() if isinstance(v, str))
+        with self.lock:
+            if name not in self.bands and size <= self.kept_bytes:
+                self.bands[name] = rows, size
+                self.kept += size
+                while self.kept > self.kept_bytes:
+                    self.kept -= self.bands.popitem(last=False)[1][1]
+        return rows
+
+    def _kept(self, name: tuple[ExplanationKey, int, int]) -> dict | None:
+        with self.lock:
+            if name not in self.bands:
+                return None
+            self.bands.move_to_end(name)
+            return self.bands[name][0]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,9 @@ from starlette.concurrency import run_in_threadpool
 
 from explorer.live import MAX_URL_CHARS
 
+from . import server_functions
 from .concurrency import LIVE_ID, LIVE_WAITING
+from .server_functions import ServerFunctionGate
 from .sessions import SessionShares
 from .uploads import REFUSED, UploadBudget, UploadSpaceFull
 
@@ -103,9 +105,10 @@ class RequestLimits:
     """ASGI middleware: an event's request over its limit gets 413, an upload that does not fit
     the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
     reads the body, an empty session hash or a file that is no upload 400 (with a line in
-    `refusals`), and a new webcam stream event while Live's queue is full 503 with LIVE_BUSY;
-    anything else passes untouched. `frame_fns` are the fn indices of the webcam frame's event
-    (ui.app finds them), whose requests may carry a frame."""
+    `refusals`), a new webcam stream event while Live's queue is full 503 with LIVE_BUSY, and a
+    page's server function with no place in `functions` 429; anything else passes untouched.
+    `frame_fns` are the fn indices of the webcam frame's event (ui.app finds them), whose requests
+    may carry a frame."""
 
     def __init__(
         self,
@@ -116,6 +119,7 @@ class RequestLimits:
         trusted_hops: int = 0,
         refusals: RefusalLog = REFUSALS,
         sessions: SessionShares | None = None,
+        functions: ServerFunctionGate | None = None,
     ) -> None:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
         self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
@@ -123,6 +127,7 @@ class RequestLimits:
         self.refusals = refusals
         self.joining = 0  # webcam stream events let through and not yet in Gradio's queue
         self.sessions = sessions  # which session to drop when Gradio's are full
+        self.functions = functions or ServerFunctionGate()  # the page's questions outside Gradio's queue
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -153,7 +158,16 @@ class RequestLimits:
             await run_in_threadpool(self._admit, session, sender(scope, self.trusted_hops))
         if frame and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
+        if path.rstrip("/") == server_functions.ROUTE:
+            return await self._server_function(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
+
+    async def _server_function(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A page's server function (a band of a layer's rows): in one of its network's places,
+        its reply read in chunks (ui/server_functions.py), or refused in words when none comes."""
+        network = sender(scope, self.trusted_hops)
+        if not await self.functions.run(network, lambda chunked: self.app(scope, receive, chunked), send):
+            await _refuse(send, 429, server_functions.BUSY)
 
     def _admit(self, session: str, network: str | None) -> None:
         """`sessions.admit`, which only chooses what to drop: a fault of its own is one log line and

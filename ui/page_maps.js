@@ -261,7 +261,7 @@
       const decodeRows = (r) => ({ levels: u16(r.levels), tops: floats(r.tops), headTops: floats(r.head_tops), shares: floats(r.shares) });
       this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts, tokenRows: payload.token_rows.map(decodeRows) };
-      for (const rows of payload.patch_rows) this.keep(rows.layer, decodeRows(rows));
+      for (const rows of payload.patch_rows) this.keep(`${rows.layer}/${rows.band}`, decodeRows(rows));
       this.query = null; this.layer = payload.layer;
       this.say(""); this.share(); this.draw();
     }
@@ -274,11 +274,12 @@
       return state;
     }
 
-    keep(layer, rows) { // a layer's patch rows, the least recently used dropped past the page's budget
+    // A band of a layer's patch rows ("layer/band", 0-based), the least recently used dropped past the page's budget.
+    keep(band, rows) {
       const size = rows.levels.byteLength + rows.tops.byteLength + rows.headTops.byteLength + rows.shares.byteLength;
-      this.patchRows.delete(layer); this.patchRows.set(layer, { rows, size }); this.keptBytes += size;
+      this.patchRows.delete(band); this.patchRows.set(band, { rows, size }); this.keptBytes += size;
       for (const [old, kept] of this.patchRows) {
-        if (this.keptBytes <= this.data.memory_bytes || old === layer) break;
+        if (this.keptBytes <= this.data.memory_bytes || old === band) break;
         this.patchRows.delete(old); this.keptBytes -= kept.size;
       }
     }
@@ -290,10 +291,12 @@
       if (this.query === null || this.query.token !== undefined) {
         rows = d.tokenRows[layer - 1]; q = this.query === null ? this.defaultToken() : this.query.token;
       } else {
-        const kept = this.patchRows.get(layer - 1);
-        if (!kept) { this.ask(layer - 1); return null; }
-        this.patchRows.delete(layer - 1); this.patchRows.set(layer - 1, kept); // most recently used
-        rows = kept.rows; q = this.query.row * gw + this.query.col;
+        // patch queries come in bands of d.band (explorer/page_budget.py), row-major over the grid
+        const patch = this.query.row * gw + this.query.col, band = Math.floor(patch / d.band);
+        const name = `${layer - 1}/${band}`, kept = this.patchRows.get(name);
+        if (!kept) { this.ask(layer - 1, band); return null; }
+        this.patchRows.delete(name); this.patchRows.set(name, kept); // most recently used
+        rows = kept.rows; q = patch - band * d.band;
       }
       return {
         levels: rows.levels.subarray(q * heads * n, (q + 1) * heads * n), top: rows.tops[q],
@@ -301,20 +304,21 @@
       };
     }
 
-    async ask(layer) { // a layer's patch rows as bytes (ui/explore_handlers.layer_rows)
-      if (this.asked.has(layer)) return;
-      this.asked.add(layer);
+    async ask(layer, band) { // a band of a layer's patch rows as bytes (ui/explore_handlers.layer_rows)
+      const name = `${layer}/${band}`;
+      if (this.asked.has(name)) return;
+      this.asked.add(name);
       const handle = this.data.handle;
       this.say("Fetching this layer's numbers from the server…");
       try {
-        const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1 });
+        const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1, band });
         if (!this.data || this.data.handle !== handle) return;
         if (rows.error) { this.say(rows.error); return; }
-        this.keep(layer, { levels: u16(rows.levels), tops: floats(rows.tops), headTops: floats(rows.head_tops), shares: floats(rows.shares) });
+        this.keep(name, { levels: u16(rows.levels), tops: floats(rows.tops), headTops: floats(rows.head_tops), shares: floats(rows.shares) });
         this.say(""); this.draw();
       } catch (error) {
         this.say("This layer's numbers could not be fetched from the server: try the layer again.");
-      } finally { this.asked.delete(layer); }
+      } finally { this.asked.delete(name); }
     }
 
     defaultToken() { return this.data.words.picks.indexOf(this.data.has_cls ? "cls" : "mean"); }

@@ -1,0 +1,73 @@
+"""The page's server functions' places (ui/server_functions.py): a network never takes every
+place, a reply goes out in chunks as its reader takes them, and a reader who stops is dropped."""
+
+import asyncio
+
+from ui.server_functions import CHUNK_BYTES, ServerFunctionGate
+
+
+def reply(body: bytes):
+    """An app that answers with `body` in one message, as FastAPI's JSONResponse does."""
+
+    async def app(send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+def test_one_network_never_takes_every_place():
+    async def scenario():
+        gate, release = ServerFunctionGate(in_flight=3, per_network=2, wait_s=0.2), asyncio.Event()
+
+        async def held(send) -> None:
+            await release.wait()
+
+        async def nothing(message) -> None:
+            pass
+
+        first = [asyncio.create_task(gate.run("203.0.113.66", held, nothing)) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        third = await gate.run("203.0.113.66", held, nothing)  # its network's two places are taken
+        other = asyncio.create_task(gate.run("198.51.100.2", held, nothing))  # another network gets the third
+        await asyncio.sleep(0.01)
+        assert gate.running == {"203.0.113.66": 2, "198.51.100.2": 1}
+        release.set()
+        return third, await asyncio.gather(*first, other), gate.running
+
+    third, ran, running = asyncio.run(scenario())
+    assert third is False and ran == [True, True, True] and running == {}
+
+
+def test_a_reply_is_sent_in_chunks_that_make_the_whole():
+    sent = []
+
+    async def send(message) -> None:
+        sent.append(message)
+
+    body = bytes(range(256)) * (CHUNK_BYTES // 64)  # 4 chunks
+    assert asyncio.run(ServerFunctionGate().run(None, reply(body), send))
+    chunks = [m for m in sent if m["type"] == "http.response.body"]
+    assert len(chunks) == 4 and all(len(c["body"]) <= CHUNK_BYTES for c in chunks)
+    assert b"".join(c["body"] for c in chunks) == body
+    assert [c["more_body"] for c in chunks] == [True, True, True, False]
+
+
+def test_a_reader_who_stops_reading_is_dropped_and_frees_its_place():
+    """uvicorn's send waits while the connection's buffer is full: a reader that takes nothing
+    would hold the place, and the reply, for as long as its socket stays open."""
+    chunks = []
+
+    async def stuck(message) -> None:
+        if message["type"] == "http.response.body" and len(chunks) == 2:
+            await asyncio.Event().wait()  # the buffer is full after the first chunk, and never drains
+        chunks.append(message)
+
+    async def scenario():
+        gate = ServerFunctionGate(stall_s=0.1)
+        done = await asyncio.wait_for(gate.run(None, reply(b"x" * (5 * CHUNK_BYTES)), stuck), 5)
+        return done, gate.running
+
+    done, running = asyncio.run(scenario())
+    assert done is True and running == {}
+    assert len(chunks) == 2  # the head and the first chunk; the other four never left

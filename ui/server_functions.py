@@ -1,0 +1,108 @@
+"""Admission for the page's server functions: Gradio's /gradio_api/component_server, which the
+page calls for a band of a layer's patch rows (ui.explore_handlers.layer_rows; docs/security.md).
+
+Gradio runs these outside its queue, each as soon as it comes, in its thread pool (40 threads
+shared with every event), and sends each reply whole into the connection's buffer: a page's
+eight questions at once for a 48 × 48 grid's layer took +7 GB, and four replies nobody read held
++618 MiB for as long as their sockets stayed open (issue 56). Here (a part of
+`ui.limits.RequestLimits`, before Gradio reads the request):
+
+- at most IN_FLIGHT run or send at once, PER_NETWORK of them from one network (the trusted
+  address, `ui.limits.sender`): a class behind one router shares it, and one network never takes
+  every place; a request waits up to WAIT_S for a place, then is refused in words (HTTP 429);
+- a reply is sent CHUNK_BYTES at a time, each chunk once the reader took the last (uvicorn waits
+  for its buffer to drain), so a place is held until the reply is read; a reader that takes no
+  chunk for STALL_S is dropped, the rest of its reply freed.
+
+So what replies hold is at most IN_FLIGHT × explorer.page_budget.BAND_BYTES, whoever asks. The
+event loop runs this code one coroutine at a time: the counts need no lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
+from functools import partial
+from typing import Any
+
+Message = MutableMapping[str, Any]
+Send = Callable[[Message], Awaitable[None]]
+
+ROUTE = "/gradio_api/component_server"
+IN_FLIGHT = 16  # every network's questions running or sending at once (Gradio's pool: 40 threads)
+PER_NETWORK = 8  # one network's (a class of 30 behind one router asks a few at a time)
+WAIT_S = 20.0
+CHUNK_BYTES = 64 * 2**10  # uvicorn's buffer drains below 16 KiB before it takes more
+STALL_S = 30.0  # a school Wi-Fi share of 1.5 Mbit/s reads 64 KiB in 0.4 s
+BUSY = "The server is answering many questions for numbers at once: try the layer again in a moment."
+
+
+class StalledReader(Exception):
+    """The client took no chunk of its reply for STALL_S."""
+
+
+class ServerFunctionGate:
+    """The places of the page's server functions (the module's docstring says why)."""
+
+    def __init__(
+        self,
+        in_flight: int = IN_FLIGHT,
+        per_network: int = PER_NETWORK,
+        wait_s: float = WAIT_S,
+        stall_s: float = STALL_S,
+    ) -> None:
+        self.in_flight, self.per_network, self.wait_s, self.stall_s = in_flight, per_network, wait_s, stall_s
+        self.running: dict[str | None, int] = {}  # network: its questions running or sending
+        self.changed: asyncio.Condition | None = None  # made on the event loop, at the first question
+
+    def _room(self, network: str | None) -> bool:
+        return sum(self.running.values()) < self.in_flight and self.running.get(network, 0) < self.per_network
+
+    async def admit(self, network: str | None) -> bool:
+        """Take a place for `network`'s question, waiting up to `wait_s`; False if none came."""
+        self.changed = self.changed or asyncio.Condition()
+        async with self.changed:
+            try:
+                await asyncio.wait_for(self.changed.wait_for(lambda: self._room(network)), self.wait_s)
+            except TimeoutError:
+                return False
+            self.running[network] = self.running.get(network, 0) + 1
+            return True
+
+    async def leave(self, network: str | None) -> None:
+        assert self.changed is not None, "leave() without admit()"
+        async with self.changed:
+            self.running[network] -= 1
+            if not self.running[network]:
+                del self.running[network]
+            self.changed.notify_all()
+
+    async def run(self, network: str | None, app: Callable[[Send], Awaitable[None]], send: Send) -> bool:
+        """Run `app` (the request, given the `send` to answer with) in one of `network`'s places,
+        its reply sent in chunks; False, with nothing run, if no place came within `wait_s`."""
+        if not await self.admit(network):
+            return False
+        try:
+            await app(partial(self._chunked, send))
+        except StalledReader:
+            pass  # uvicorn closes a connection whose reply was left unfinished: the rest is never sent
+        finally:
+            await self.leave(network)
+        return True
+
+    async def _chunked(self, send: Send, message: Message) -> None:
+        """`message` sent on, a reply's body CHUNK_BYTES at a time."""
+        body = message.get("body", b"")
+        if message["type"] != "http.response.body" or len(body) <= CHUNK_BYTES:
+            return await self._sent(send, message)
+        more = message.get("more_body", False)
+        for start in range(0, len(body), CHUNK_BYTES):
+            last = start + CHUNK_BYTES >= len(body)
+            chunk = body[start : start + CHUNK_BYTES]
+            await self._sent(send, {"type": "http.response.body", "body": chunk, "more_body": more or not last})
+
+    async def _sent(self, send: Send, message: Message) -> None:
+        try:
+            await asyncio.wait_for(send(message), self.stall_s)
+        except TimeoutError as e:
+            raise StalledReader from e
