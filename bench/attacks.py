@@ -16,7 +16,9 @@ would keep each file in the machine's own Gradio folder, never deleted.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -25,6 +27,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 from typing import NamedTuple
@@ -660,6 +663,90 @@ def markdown_name(client, folder: Path) -> str:
     return f"the status holds '![x](' raw: {'![x](' in status}; '*b*' raw: {'*b*' in status}"
 
 
+def page_rows_flood(server: Server, client, folder: Path, questions: int = 8, unread: int = 4) -> str:
+    """Issue 56: a 1.4 MB checkpoint of a 48 × 48 grid (1 layer, 12 heads of 8 channels, 768 px),
+    its /analyze_page, then `unread` questions for a band of its layer's rows whose replies are
+    never read and `questions` more at once, while another network's visitor analyses a photo
+    with a 2-layer ViT-Ti-shaped checkpoint: that analysis alone, and meanwhile (medians of 3)."""
+    from gradio_client import handle_file
+
+    grid48 = checkpoint(folder / "grid48.safetensors", Preprocessing(768, 768), image_size=768, patch_size=16,
+                        dim=96, heads=12, mlp_dim=96)  # fmt: skip
+    key = client.predict(handle_file(str(grid48)), api_name="/upload_checkpoint")["value"]
+    photo = folder / "photo768.png"
+    Image.fromarray(np.random.default_rng(4).integers(0, 256, (768, 768, 3), np.uint8)).save(photo)
+    page = client.predict(handle_file(str(photo)), key, "crop", 1, *VIEWS[1:], api_name="/analyze_page")[-1]
+    first = len(json.dumps(page, separators=(",", ":")))
+    victim = victim_analysis(server, folder)
+    alone = victim()
+    body = json.dumps(layer_rows_question(client, page["handle"], page["band"])).encode()
+    held = [unread_question(server.url, body) for _ in range(unread)]
+    try:
+        with web() as http, ThreadPoolExecutor(questions + 1) as pool:
+            asked = [pool.submit(http.post, f"{server.url}gradio_api/component_server", content=body,
+                                 headers={"content-type": "application/json", **ATTACKER_NETWORK})
+                     for _ in range(questions)]  # fmt: skip
+            meanwhile = victim()
+            replies = [future.result() for future in asked]
+        held_mib = server.rss_mib()
+    finally:
+        for sock in held:
+            sock.close()
+    sizes = [len(r.content) for r in replies if r.status_code == 200]
+    codes = ", ".join(sorted({str(r.status_code) for r in replies}))
+    return (
+        f"first screen {first / 1e6:.2f} MB; {len(sizes)} of {questions} bands answered (HTTP {codes}), "
+        f"at most {max(sizes, default=0) / 1e6:.2f} MB; {unread} unread: server at {held_mib:.0f} MiB; "
+        f"a visitor's analysis {alone:.2f} s alone, {meanwhile:.2f} s meanwhile ({meanwhile / alone:.2f} ×)"
+    )
+
+
+def layer_rows_question(client, handle: str, band: int) -> dict:
+    """The page's question for a band of layer 1's rows, as ui/page_maps.js asks Gradio's
+    component server: the `heads` picture's server function, by its component id."""
+    ids = [c["id"] for c in client.config["components"] if "layer_rows" in (c.get("props", {}).get("server_fns") or [])]
+    assert ids, "no component serves layer_rows"
+    data = {"handle": handle, "layer": 1, "band": band}
+    return {"data": data, "component_id": ids[0], "fn_name": "layer_rows", "session_hash": client.session_hash}
+
+
+def unread_question(url: str, body: bytes) -> socket.socket:
+    """A connection that asks for a band of rows and never reads the reply (its socket is returned)."""
+    host, port = httpx.URL(url).host, httpx.URL(url).port
+    sock = socket.create_connection((host, port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    head = (
+        f"POST /gradio_api/component_server HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"X-Forwarded-For: {ATTACKER_NETWORK['X-Forwarded-For']}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    sock.sendall(head.encode() + body)
+    return sock
+
+
+def victim_analysis(server: Server, folder: Path) -> Callable[[], float]:
+    """A visitor on another network: the median of 3 timed /analyze of a 224 px photo with an
+    2-layer ViT-Ti-shaped checkpoint (4 MB: within a network's share of the uploads), uploaded once."""
+    from gradio_client import handle_file
+
+    visitor = gradio_client(server.url, headers=VISITOR_NETWORK)
+    tiny = checkpoint(folder / "victim.safetensors", Preprocessing(224, 224), image_size=224, patch_size=16,
+                      dim=192, depth=2, heads=3, mlp_dim=768)  # fmt: skip
+    key = visitor.predict(handle_file(str(tiny)), api_name="/upload_checkpoint")["value"]
+    seeds = iter(range(10, 10**6))
+
+    def timed() -> float:
+        times = []
+        for _ in range(3):  # a new picture each time: no analysis comes from the store
+            photo = folder / "victim.png"
+            Image.fromarray(np.random.default_rng(next(seeds)).integers(0, 256, (224, 224, 3), np.uint8)).save(photo)
+            start = time.perf_counter()
+            visitor.predict(handle_file(str(photo)), key, "crop", 1, *VIEWS[1:], api_name="/analyze")
+            times.append(time.perf_counter() - start)
+        return sorted(times)[1]
+
+    return timed
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -730,6 +817,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     )
     attacks["a checkpoint named '![x](p.png)*b*<i>.safetensors' on /train_start"] = lambda: attempt(
         lambda: markdown_name(client, folder)
+    )
+    attacks["a 48 × 48-grid checkpoint's /analyze_page, 4 unread and 8 simultaneous questions for its rows"] = lambda: (
+        page_rows_flood(server, client, folder)
     )
     for frames in (18, 15):
         attacks[f"a crop-1,024 checkpoint, {frames} frames of 1080p on /attention_video"] = lambda n=frames: big_video(

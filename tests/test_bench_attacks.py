@@ -134,3 +134,23 @@ def test_issue_43s_attacks_on_a_server_behind_one_proxy(tmp_path):
         "4 × HTTP 400 a file must be uploaded, not n, 16 × HTTP 400 this file is not an upload of"
     )
     assert "; the log: +1 lines, " in refused and refused.endswith(" bytes, 0 tracebacks"), refused
+
+
+def test_issue_56s_checkpoint_sends_every_reply_within_its_budget(tmp_path):
+    """A 48 x 48 grid's /analyze_page sent 172.6 MB and each question for its layer 170 MB; now
+    the first screen and every band fit explorer.page_budget's bytes, and questions whose replies
+    are never read leave the others answered."""
+    import re
+
+    from bench.attacks import page_rows_flood
+    from bench.serving import gradio_client
+    from explorer.page_budget import BAND_BYTES, REPLY_BYTES
+
+    server = Server(tmp_path, args=("--trusted-hops", "1"))
+    try:
+        reply = page_rows_flood(server, gradio_client(server.url), tmp_path, questions=4, unread=2)
+    finally:
+        server.close()
+    first, band = (float(x) * 1e6 for x in re.findall(r"first screen ([\d.]+) MB.*at most ([\d.]+) MB", reply)[0])
+    assert "4 of 4 bands answered (HTTP 200)" in reply, reply
+    assert 0 < first <= REPLY_BYTES and 0 < band <= BAND_BYTES
