@@ -660,6 +660,39 @@ def markdown_name(client, folder: Path) -> str:
     return f"the status holds '![x](' raw: {'![x](' in status}; '*b*' raw: {'*b*' in status}"
 
 
+def store_oracle(url: str, folder: Path, rounds: int = 3, model: str = CLIP_B16) -> str:
+    """Issue 56: the store of analyses was one for the whole server, and a picture another session
+    had analysed answered in 0.05-0.09 s, a new one in 0.24-0.66 s. Each round a visitor from
+    another network (VISITOR_NETWORK) analyses a photo; the attacker then times `/analyze_page` of
+    that photo, of a photo no one has analysed, and of the first again (its own network's now). The
+    medians: the first two alike (nothing learnt), the third from the store. On `model`, CLIP
+    B/16 by default: the bundled model's pass is too short beside the rest of a reply to show."""
+    from statistics import median
+
+    from gradio_client import handle_file
+
+    visitor, attacker = gradio_client(url, headers=VISITOR_NETWORK), gradio_client(url, headers=ATTACKER_NETWORK)
+    rng, times = np.random.default_rng(56), {"theirs": [], "new": [], "own again": []}
+
+    def timed(client, path: Path) -> float:
+        start = time.perf_counter()
+        client.predict(handle_file(str(path)), model, "crop", *VIEWS, api_name="/analyze_page")
+        return time.perf_counter() - start
+
+    visitor.predict(model, api_name="/load_model")  # loaded before anything is timed
+    for n in range(rounds):
+        theirs, new = folder / f"oracle-theirs-{n}.png", folder / f"oracle-new-{n}.png"
+        for path in (theirs, new):
+            Image.fromarray(rng.integers(0, 256, (96, 128, 3), np.uint8)).save(path)
+        timed(visitor, theirs)
+        order = ("theirs", "new") if n % 2 == 0 else ("new", "theirs")  # neither always first on a busy machine
+        for name in order:
+            times[name].append(timed(attacker, theirs if name == "theirs" else new))
+        times["own again"].append(timed(attacker, theirs))
+    said = {name: f"{median(values):.3f} s" for name, values in times.items()}
+    return f"another network's photo {said['theirs']}, a new one {said['new']}, its own again {said['own again']}"
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -714,6 +747,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
         refused_files(server)
     )
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
+    attacks["timing /analyze_page of a photo another network analysed (the store as an oracle)"] = lambda: store_oracle(
+        server.url, folder
+    )
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
     attacks["epochs=true on /train_start"] = lambda: attempt(
         lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
