@@ -693,6 +693,22 @@ def store_oracle(url: str, folder: Path, rounds: int = 3, model: str = CLIP_B16)
     return f"another network's photo {said['theirs']}, a new one {said['new']}, its own again {said['own again']}"
 
 
+def page_paths(url: str) -> str:
+    """Issue 56 (open since s6): the page's description and the API page named the examples'
+    cached copies by their paths in Gradio's temp folder. How many absolute paths each holds,
+    a path being "/" then one of this machine's top folders (as in a `/file=/tmp/…` URL)."""
+    import re
+
+    tops = "|".join(re.escape(entry) for entry in sorted(os.listdir("/")))
+    path = re.compile(rf"""(?:^|[\s"'=(:,\[])/(?:{tops})/""")
+    with web() as http:
+        counts = {route: len(path.findall(http.get(f"{url}{route.lstrip('/')}").text)) for route in PAGE_ROUTES}
+    return "; ".join(f"{route}: {n} server paths" for route, n in counts.items())
+
+
+PAGE_ROUTES = ("/config", "/gradio_api/info")
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -747,6 +763,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
         refused_files(server)
     )
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
+    attacks["server paths in the page's description and the API page (/config, /gradio_api/info)"] = lambda: page_paths(
+        server.url
+    )
     attacks["timing /analyze_page of a photo another network analysed (the store as an oracle)"] = lambda: store_oracle(
         server.url, folder
     )
