@@ -709,6 +709,18 @@ def page_paths(url: str) -> str:
 PAGE_ROUTES = ("/config", "/gradio_api/info")
 
 
+def issue_56_attacks(server: Server, folder: Path) -> dict[str, Callable[[], str]]:
+    """The page's description read for server paths, and the store of analyses timed across networks."""
+    return {
+        "server paths in the page's description and the API page (/config, /gradio_api/info)": lambda: page_paths(
+            server.url
+        ),
+        "timing /analyze_page of a photo another network analysed (the store as an oracle)": lambda: store_oracle(
+            server.url, folder
+        ),
+    }
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -763,12 +775,7 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
         refused_files(server)
     )
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
-    attacks["server paths in the page's description and the API page (/config, /gradio_api/info)"] = lambda: page_paths(
-        server.url
-    )
-    attacks["timing /analyze_page of a photo another network analysed (the store as an oracle)"] = lambda: store_oracle(
-        server.url, folder
-    )
+    attacks |= issue_56_attacks(server, folder)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
     attacks["epochs=true on /train_start"] = lambda: attempt(
         lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
