@@ -747,6 +747,71 @@ def victim_analysis(server: Server, folder: Path) -> Callable[[], float]:
     return timed
 
 
+def store_oracle(url: str, folder: Path, rounds: int = 3, model: str = CLIP_B16) -> str:
+    """Issue 56: the store of analyses was one for the whole server, and a picture another session
+    had analysed answered in 0.05-0.09 s, a new one in 0.24-0.66 s. Each round a visitor from
+    another network (VISITOR_NETWORK) analyses a photo; the attacker then times `/analyze_page` of
+    that photo, of a photo no one has analysed, and of the first again (its own network's now). The
+    medians: the first two alike (nothing learnt), the third from the store. On `model`, CLIP
+    B/16 by default: the bundled model's pass is too short beside the rest of a reply to show."""
+    from statistics import median
+
+    from gradio_client import handle_file
+
+    visitor, attacker = gradio_client(url, headers=VISITOR_NETWORK), gradio_client(url, headers=ATTACKER_NETWORK)
+    rng, times = np.random.default_rng(56), {"theirs": [], "new": [], "own again": []}
+
+    def timed(client, path: Path) -> float:
+        start = time.perf_counter()
+        client.predict(handle_file(str(path)), model, "crop", *VIEWS, api_name="/analyze_page")
+        return time.perf_counter() - start
+
+    visitor.predict(model, api_name="/load_model")  # loaded before anything is timed
+    for n in range(rounds):
+        theirs, new = folder / f"oracle-theirs-{n}.png", folder / f"oracle-new-{n}.png"
+        for path in (theirs, new):
+            Image.fromarray(rng.integers(0, 256, (96, 128, 3), np.uint8)).save(path)
+        timed(visitor, theirs)
+        order = ("theirs", "new") if n % 2 == 0 else ("new", "theirs")  # neither always first on a busy machine
+        for name in order:
+            times[name].append(timed(attacker, theirs if name == "theirs" else new))
+        times["own again"].append(timed(attacker, theirs))
+    said = {name: f"{median(values):.3f} s" for name, values in times.items()}
+    return f"another network's photo {said['theirs']}, a new one {said['new']}, its own again {said['own again']}"
+
+
+def page_paths(url: str) -> str:
+    """Issue 56 (open since s6): the page's description and the API page named the examples'
+    cached copies by their paths in Gradio's temp folder. How many absolute paths each holds,
+    a path being "/" then one of this machine's top folders (as in a `/file=/tmp/…` URL)."""
+    import re
+
+    tops = "|".join(re.escape(entry) for entry in sorted(os.listdir("/")))
+    path = re.compile(rf"""(?:^|[\s"'=(:,\[])/(?:{tops})/""")
+    with web() as http:
+        counts = {route: len(path.findall(http.get(f"{url}{route.lstrip('/')}").text)) for route in PAGE_ROUTES}
+    return "; ".join(f"{route}: {n} server paths" for route, n in counts.items())
+
+
+PAGE_ROUTES = ("/config", "/gradio_api/info")
+
+
+def issue_56_attacks(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
+    """A checkpoint whose page's numbers were 170 MB, the page's description read for server paths,
+    and the store of analyses timed across networks."""
+    return {
+        "a 48 × 48-grid checkpoint's /analyze_page, 4 unread and 8 simultaneous questions for its rows": lambda: (
+            page_rows_flood(server, client, folder)
+        ),
+        "server paths in the page's description and the API page (/config, /gradio_api/info)": lambda: page_paths(
+            server.url
+        ),
+        "timing /analyze_page of a photo another network analysed (the store as an oracle)": lambda: store_oracle(
+            server.url, folder
+        ),
+    }
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -801,6 +866,7 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
         refused_files(server)
     )
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
+    attacks |= issue_56_attacks(server, client, folder)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
     attacks["epochs=true on /train_start"] = lambda: attempt(
         lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
@@ -817,9 +883,6 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     )
     attacks["a checkpoint named '![x](p.png)*b*<i>.safetensors' on /train_start"] = lambda: attempt(
         lambda: markdown_name(client, folder)
-    )
-    attacks["a 48 × 48-grid checkpoint's /analyze_page, 4 unread and 8 simultaneous questions for its rows"] = lambda: (
-        page_rows_flood(server, client, folder)
     )
     for frames in (18, 15):
         attacks[f"a crop-1,024 checkpoint, {frames} frames of 1080p on /attention_video"] = lambda n=frames: big_video(

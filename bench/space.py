@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -44,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
 import vit
+from bench.deploy import app_files
 from bench.serving import file_of, free_port, wait_until_served
 from explorer.catalog import pretrained_key
 from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS, WORDS
@@ -150,25 +149,10 @@ def requirements_line(python: Path) -> str:
     return f"{len(names)} packages, no transformers"
 
 
-def deploy_commands() -> list[list[str]]:
-    """README's deploy block (`hf repos create ... && hf upload ...`): one argument list per command."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    block = next(b for b in text.split("```bash\n")[1:] if "hf upload" in b.split("```")[0]).split("```")[0]
-    return [shlex.split(command) for command in block.replace("\\\n", " ").split("&&")]
-
-
-def option(command: list[str], name: str) -> list[str]:
-    """Every value `command` gives option `name` (`--include` may come many times)."""
-    return [value for flag, value in zip(command, command[1:], strict=False) if flag == name]
-
-
 def deploy_files(folder: Path = REPO) -> list[str]:
-    """What README's `hf upload ... . .` sends from `folder`, selected as huggingface_hub's
-    upload_folder selects it (its `filter_repo_objects`, with the patterns it always ignores)."""
-    upload = deploy_commands()[-1]
-    files = [p.relative_to(folder).as_posix() for p in sorted(folder.glob("**/*")) if p.is_file()]
-    ignore = option(upload, "--exclude") + DEFAULT_IGNORE_PATTERNS
-    return list(filter_repo_objects(files, allow_patterns=option(upload, "--include"), ignore_patterns=ignore))
+    """What README's deploy command (`python -m bench.deploy`) sends from `folder`: the app's
+    files git tracks there, and nothing else."""
+    return app_files(folder)
 
 
 def deployed_copy(folder: Path) -> str:

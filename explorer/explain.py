@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Literal
@@ -281,18 +281,27 @@ class ExplanationTooLarge(ValueError):
 
 
 class ExplanationStore:
-    """Every session's explanations in one cache bounded in bytes, shared by the whole server.
+    """Every session's explanations in one cache bounded in bytes, kept by the whole server.
 
-    Keys are `ExplanationKey`s (image content, model, mode), so visitors looking at the same
-    picture share one forward pass, whatever its file is called; a key lives in its session's
-    state on the server, so a visitor can only name an entry whose image they hold. Least
-    recently used entries go first; a session whose entry was evicted recomputes it from its
-    upload on its next request.
+    Keys are `ExplanationKey`s (image content, model, mode, and who may share the entry), so
+    visitors of one network looking at the same picture share one forward pass, whatever its file
+    is called; a key lives in its session's state on the server, so a visitor can only name an
+    entry whose image they hold. Least recently used entries go first; a session whose entry was
+    evicted recomputes it from its upload on its next request.
+
+    Shared across networks are only the pictures in `public` (sha256 of their bytes: the app's
+    own examples, which anyone may fetch): an answer from the store comes in a fraction of a
+    fresh pass's time, so a store shared by all would tell any visitor whether anyone anywhere
+    had analysed a given photo (issue 56). Within one network (a class behind its school's
+    router) the pass is shared, which is what a class needs: one forward pass for the room.
     """
 
-    def __init__(self, max_bytes: int = 2 * 1024**3, max_request_bytes: int | None = None):
+    def __init__(
+        self, max_bytes: int = 2 * 1024**3, max_request_bytes: int | None = None, public: Collection[str] = ()
+    ):
         self.max_bytes = max_bytes
         self.max_request_bytes = max_request_bytes  # what one request may compute (REQUEST_FACTOR x its maps)
+        self.public = frozenset(public)  # contents every network shares (`sharing`)
         self._items: OrderedDict[Hashable, Explanation] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -309,6 +318,12 @@ class ExplanationStore:
         if self.max_request_bytes is None:
             return self.max_bytes
         return min(self.max_bytes, self.max_request_bytes // REQUEST_FACTOR)
+
+    def sharing(self, content: str, network: str | None) -> str:
+        """Who may share the entry of a picture with sha256 `content` asked for from `network`:
+        "" (everyone) for a public picture or a caller that names no network (a benchmark, a
+        script in this process), else that network."""
+        return "" if network is None or content in self.public else network
 
     def peek(self, key: Hashable) -> Explanation | None:
         """The entry for `key` if it is still held (marking it recently used), else None."""
@@ -351,13 +366,15 @@ class ExplanationKey:
     its content (two visitors' copies of the same picture under different names share one
     forward pass), and the model object's id (not just its key) to tell apart two catalogues'
     "bundled" models in one process. The session's own file goes along, outside the key's
-    identity: the upload box shows it again after a refused upload."""
+    identity: the upload box shows it again after a refused upload. `within`: the network whose
+    sessions share the entry, "" for all (`ExplanationStore.sharing`)."""
 
     path: str = field(compare=False)
     model_key: str
     model_id: int
     mode: str
     content: str  # sha256 of the file's bytes
+    within: str = ""
 
 
 def content_digest(path: str) -> str:
@@ -375,12 +392,16 @@ def explain_file(
     mode: Mode,
     store: ExplanationStore | None = None,
     forward: Forward | None = None,
+    network: str | None = None,
 ) -> tuple[ExplanationKey, Explanation]:
     """The analysis of an image file by a loaded model, its key beside it: decoded, refused past
-    the store's `maps_budget` before the forward pass, and run once for every session asking
-    for the same (image content, model, mode) while the store keeps it (None: no caching, no
-    budget, as the benchmarks measure). `forward` runs the pass elsewhere (a ZeroGPU worker)."""
-    key = ExplanationKey(path, loaded.key, id(loaded.model), mode, content_digest(path))
+    the store's `maps_budget` before the forward pass, and run once for every session of
+    `network` asking for the same (image content, model, mode) while the store keeps it (for
+    every session, a public picture's: `ExplanationStore.sharing`; None: no caching, no budget,
+    as the benchmarks measure). `forward` runs the pass elsewhere (a ZeroGPU worker)."""
+    content = content_digest(path)
+    within = store.sharing(content, network) if store else ""
+    key = ExplanationKey(path, loaded.key, id(loaded.model), mode, content, within)
 
     def forward_pass() -> Explanation:
         budget = store.maps_budget if store else None

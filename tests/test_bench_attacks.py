@@ -1,6 +1,7 @@
 """bench/attacks.py's hostile files are what they claim to be (the run itself is a benchmark)."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -120,20 +121,25 @@ def test_an_attacks_cost_tells_the_servers_cpu_from_the_attackers():
 def test_issue_43s_attacks_on_a_server_behind_one_proxy(tmp_path):
     """`app.py --public --trusted-hops 1`, as a Space runs: a flood under invented first
     X-Forwarded-For entries is one network and a visitor's photos are stored; requests naming
-    files that are no upload are refused with one line in the log and no traceback."""
-    from bench.attacks import forged_senders, refused_files
+    files that are no upload are refused with one line in the log and no traceback; and issue 56's
+    two cases run (the store's timing, the page's description without server paths)."""
+    from bench.attacks import forged_senders, page_paths, refused_files, store_oracle
 
     server = Server(tmp_path, args=("--trusted-hops", "1"))
     try:
         flood = forged_senders(server, count=8)
         assert flood == "the flood: 2 × 200, 6 × 507; the visitor's photos: 5 of 5 stored", flood
         refused = refused_files(server, count=20)
+        timed = store_oracle(server.url, tmp_path, rounds=1, model="bundled")  # its times: a benchmark's
+        paths = page_paths(server.url)
     finally:
         server.close()
     assert refused.startswith(
         "4 × HTTP 400 a file must be uploaded, not n, 16 × HTTP 400 this file is not an upload of"
     )
     assert "; the log: +1 lines, " in refused and refused.endswith(" bytes, 0 tracebacks"), refused
+    assert re.fullmatch(r"another network's photo [\d.]+ s, a new one [\d.]+ s, its own again [\d.]+ s", timed), timed
+    assert paths == "/config: 0 server paths; /gradio_api/info: 0 server paths", paths
 
 
 def test_issue_56s_checkpoint_sends_every_reply_within_its_budget(tmp_path):

@@ -69,3 +69,35 @@ def test_concurrent_requests_for_one_key_compute_it_once(model) -> None:
     for t in threads:
         t.join()
     assert computed == [1]
+
+
+def test_a_picture_is_shared_within_its_network_and_a_public_one_by_all(model, tmp_path, monkeypatch) -> None:
+    """Issue 56: the store answered a picture another session had analysed in a fraction of a
+    fresh pass's time, telling any visitor whether anyone had analysed a given photo. Now a
+    picture's pass is shared by the sessions of one network only (a class behind its router), and
+    the app's own examples (public: `ExplanationStore.public`) by everyone. Passes counted, not timed."""
+    from explorer import explain as explain_module
+    from explorer.explain import content_digest, explain_file
+    from explorer.loaded import LoadedModel
+
+    loaded = LoadedModel("nano", "nano", model, vit.ModelMeta(list(CIFAR10_CLASSES), CIFAR10))
+    photo, example = tmp_path / "photo.png", tmp_path / "cat.png"
+    Image.new("RGB", (32, 32), (200, 30, 30)).save(photo)
+    Image.new("RGB", (32, 32), (30, 30, 200)).save(example)
+    passes = []
+    real = explain_module.explain
+    monkeypatch.setattr(explain_module, "explain", lambda *a, **k: passes.append(1) or real(*a, **k))
+    store = ExplanationStore(public={content_digest(str(example))})
+    school, elsewhere = "198.51.100.2", "203.0.113.66"
+
+    first, ex = explain_file(loaded, str(photo), "crop", store, network=school)
+    classmate, same = explain_file(loaded, str(photo), "crop", store, network=school)
+    assert len(passes) == 1 and same is ex and classmate == first  # one pass for the room
+    stranger, fresh = explain_file(loaded, str(photo), "crop", store, network=elsewhere)
+    assert len(passes) == 2 and fresh is not ex and stranger != first  # a pass of its own: nothing learnt
+    assert (first.within, stranger.within) == (school, elsewhere)
+
+    explain_file(loaded, str(example), "crop", store, network=school)
+    public, _ = explain_file(loaded, str(example), "crop", store, network=elsewhere)
+    assert len(passes) == 3 and public.within == ""  # the app's own pictures: one pass for everyone
+    assert store.sharing("any", None) == ""  # a caller naming no network (a script, a benchmark) shares

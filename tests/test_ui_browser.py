@@ -397,6 +397,8 @@ def test_examples_and_how_to_read_this_are_on_the_first_screen(server, browser):
     page = open_page(browser, server)
     pick_example(page, "cat")
     examples = page.locator("#examples button")
+    # drawn from the inline pictures the page's description carries (no server path: issue 56)
+    assert examples.locator("img").evaluate_all("imgs => imgs.map((i) => i.naturalWidth)") == [32] * 10
     first_row = [examples.nth(i).bounding_box() for i in range(examples.count())]
     first_row = [b for b in first_row if b["y"] == first_row[0]["y"]]
     assert len(first_row) >= 3 and all(b["y"] + b["height"] <= SCREEN["height"] for b in first_row)

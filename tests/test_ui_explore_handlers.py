@@ -590,3 +590,46 @@ def test_an_analysis_the_store_dropped_is_made_again_from_its_upload(tiny_checkp
     path.unlink()
     with pytest.raises(gr.Error, match="upload the image again"):
         server.require(key)
+
+
+def test_a_photo_another_network_analysed_is_a_fresh_pass_and_an_example_is_shared(
+    tiny_checkpoint, tmp_path, monkeypatch
+):
+    """Issue 56's oracle, through `/analyze`'s handler as Gradio calls it (a starlette request behind
+    one trusted proxy, `--trusted-hops 1`, as on a Space): two students of one school share the
+    photo's pass; a visitor from another network, even one who writes the school's address first in
+    X-Forwarded-For, gets a fresh pass; the app's own example is shared by both networks."""
+    import shutil
+
+    from starlette.requests import Request
+
+    from explorer import explain as explain_module
+    from ui.app import server_for
+    from ui.outputs import upload_folder
+    from ui.settings import ServerSettings
+
+    server = server_for(ModelCatalog(tiny_checkpoint, tmp_path / "runs"), ServerSettings(trusted_hops=1))
+    folder = Path(upload_folder()) / f"oracle-{tmp_path.name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    photo, example = folder / "photo.png", folder / "cat.jpg"  # an upload, and an example as Gradio caches it
+    Image.fromarray(np.random.default_rng(5).integers(0, 256, (32, 32, 3), np.uint8)).save(photo)
+    shutil.copy(EXAMPLES_DIR / "cat.jpg", example)
+    passes = []
+    real = explain_module.explain
+    monkeypatch.setattr(explain_module, "explain", lambda *a, **k: passes.append(1) or real(*a, **k))
+
+    def analyse(path: Path, forwarded: str, session: str) -> None:
+        http = Request(
+            {"type": "http", "client": ("10.16.3.80", 1), "headers": [(b"x-forwarded-for", forwarded.encode())]}
+        )
+        given = h.Upload({"path": str(path)}, BUNDLED, "crop")
+        h.analyze(server, None, given, 6, Drawing(), h.PcaChoice(), gr.Request(http, session_hash=session))
+
+    analyse(photo, "198.51.100.2", "student-1")
+    analyse(photo, "198.51.100.2", "student-2")
+    assert len(passes) == 1  # the class's pass, shared
+    analyse(photo, "198.51.100.2, 203.0.113.66", "stranger")  # the school's address written by the client
+    assert len(passes) == 2  # a pass of its own: it took as long as any new picture
+    analyse(example, "198.51.100.2", "student-1")
+    analyse(example, "203.0.113.66", "stranger")
+    assert len(passes) == 3  # public: one pass for everyone

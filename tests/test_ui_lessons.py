@@ -337,14 +337,18 @@ def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_mo
     server = tab[1]
     catalog = server.catalog
     alice = SimpleNamespace(session_hash="alice")
-    opened = h.open_lessons(server, "/cache/photo.jpg", None, alice)
+    example = "/cache/cat.jpg"  # the lessons' own, as Gradio cached it
+    opened = h.open_lessons(server, "/cache/photo.jpg", None, example, alice)
     assert opened["image"] == opened["followed"] == "/cache/photo.jpg"
-    again = h.open_lessons(server, "/cache/photo.jpg", "/cache/photo.jpg", alice)  # the same photo
+    again = h.open_lessons(server, "/cache/photo.jpg", "/cache/photo.jpg", example, alice)  # the same photo
     assert isinstance(again["image"], type(gr.skip()))  # an image uploaded in the lessons stays
-    assert isinstance(h.open_lessons(server, None, None, alice)["image"], type(gr.skip()))
+    first = h.open_lessons(server, None, None, example, alice)  # Explore empty: the lessons' example, once
+    assert (first["image"], first["followed"]) == (example, "")
+    assert isinstance(h.open_lessons(server, None, "", example, alice)["image"], type(gr.skip()))
+    assert h.open_lessons(server, "/cache/photo.jpg", "", example, alice)["image"] == "/cache/photo.jpg"
     key = catalog.register(tiny_checkpoint, owner(alice), label="my run, 3 epochs")
     for picker in ("models", "with_registers", "without_registers", "heads_model"):
-        assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, None, alice)[picker].choices
+        assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, "", example, alice)[picker].choices
 
 
 def test_a_lessons_first_step_refuses_a_file_that_is_no_image_and_heads_out_of_range(tab, image):
@@ -412,7 +416,7 @@ def test_what_the_lessons_say_about_models_follows_the_catalogue_when_drawn(tiny
     assert "Only one model" not in after["compare_better"] and "not downloaded" not in after["compare_better"]
     assert after["heads_better"] == ""  # lesson 3's DeiT-S is here now
     assert (f"{deit} (pretrained)", f"pretrained:{deit}") in after["heads_model"].choices
-    opened = h.open_lessons(server, None, None, alice)
+    opened = h.open_lessons(server, None, None, None, alice)
     assert opened["compare_better"] == after["compare_better"]  # also after a reload, on opening the tab
 
 

@@ -161,3 +161,35 @@ def test_another_visitors_checkpoint_key_is_refused_by_every_endpoint_in_one_sen
         said = next(line for line in replies.iter_lines() if "Cannot draw" in line or "error" in line)
     httpx.post(f"{public}gradio_api/stream/{event.json()['event_id']}/close", timeout=60)
     assert UNKNOWN_CHECKPOINT in said  # /live_frame says it in its status line, the same sentence
+
+
+def server_paths(text: str) -> list[str]:
+    """Every absolute path of this machine in `text`: its temp folders, this repository, the home
+    folder, and any path from `/` into one of the machine's top folders (also inside a URL's
+    `/file=/…`)."""
+    import os
+    import re
+    import tempfile
+
+    from conftest import REPO
+
+    from ui.outputs import upload_folder
+
+    named = {str(upload_folder()), tempfile.gettempdir(), str(REPO), str(REPO.resolve()), str(Path.home())}
+    found = sorted(name for name in named if name in text)
+    tops = "|".join(re.escape(entry) for entry in sorted(os.listdir("/")))
+    found += re.findall(rf"""(?:^|[\\s"'=(:,\[])/(?:{tops})(?:/[^\s"',)]*|(?=["'\s]))""", text)
+    return found
+
+
+def test_the_page_and_the_api_page_name_no_server_path(public):
+    """Issue 56 (open since s6): /config and /gradio_api/info showed the examples' and the
+    lessons' opening picture's cached copies by their paths in Gradio's temp folder. The examples
+    are inline pictures now and the lessons' picture is handed over when the tab opens."""
+    import httpx
+
+    for route in ("config", "gradio_api/info"):
+        text = httpx.get(f"{public}{route}", timeout=60).text
+        assert len(text) > 10_000 and server_paths(text) == [], route
+    assert server_paths('{"url": "http://h/gradio_api/file=/tmp/gradio/ab/cat.jpg"}')  # the check sees them
+    assert server_paths('{"path": "/etc/passwd"}') and not server_paths('{"url": "https://huggingface.co/x"}')

@@ -15,7 +15,7 @@ from explorer import canvas
 from explorer.catalog import ModelCatalog
 from explorer.explain import ExplanationStore
 
-from .common import Server
+from .common import Server, example_contents
 from .explore import HEAD_JS, build_explore_tab
 from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
@@ -131,7 +131,9 @@ def server_for(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
     store of analyses in its budget, the training runs, the pictures' text size (`settings.present`:
     the presentation mode's)."""
     settings = settings or ServerSettings()
-    store = ExplanationStore(settings.cache_bytes, catalog.serving.request_bytes)
+    # the app's examples are public: every network shares their analyses; any other picture's only
+    # its own network's sessions do (no visitor learns from the time whether another analysed it)
+    store = ExplanationStore(settings.cache_bytes, catalog.serving.request_bytes, public=example_contents())
     text_px = canvas.PRESENT_TEXT_PX if settings.present else canvas.TEXT_PX
     return Server(catalog, store, settings=settings, text_px=text_px)
 

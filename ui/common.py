@@ -23,7 +23,14 @@ import numpy as np
 from explorer import controls, texts, views
 from explorer.canvas import COLORMAPS, SCALES, TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable
-from explorer.explain import Explanation, ExplanationKey, ExplanationStore, ExplanationTooLarge, explain_file
+from explorer.explain import (
+    Explanation,
+    ExplanationKey,
+    ExplanationStore,
+    ExplanationTooLarge,
+    content_digest,
+    explain_file,
+)
 from explorer.images import ImageError, check_image, first_frame_note
 from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
@@ -34,6 +41,7 @@ from vit.messages import quoted
 from . import zerogpu
 from .binding import Controls
 from .checks import ERROR_TOAST_S, number, one_of, visitor_error, whole_number
+from .limits import sender
 from .outputs import UPLOADS, saved, upload_folder
 from .settings import ServerSettings
 from .uploads import UploadRefused, checked_upload
@@ -231,7 +239,9 @@ class Server:
             raise visitor_error(dropped)
         try:
             loaded = self.catalog.get(key.model_key)
-            again, ex = explain_file(loaded, key.path, key.mode, self.store, forward=partial(zerogpu.FORWARD, loaded))
+            forward = partial(zerogpu.FORWARD, loaded)
+            # shared as before: within the same network (`within` is that network, or "" for all)
+            again, ex = explain_file(loaded, key.path, key.mode, self.store, forward, network=key.within or None)
         except (ImageError, ModelUnavailable, ExplanationTooLarge, OSError) as e:
             raise visitor_error(dropped) from e
         if again.content != key.content:
@@ -270,6 +280,19 @@ def layer_slider(depth: int, value: int, **kwargs: Any) -> gr.Slider:
     is not below its maximum, so a one-layer model gets a hidden one (0 to 1, at 1): there is
     nothing to choose, and the handlers still accept only layer 1."""
     return gr.Slider(minimum=1 if depth > 1 else 0, maximum=depth, value=value, visible=depth > 1, **kwargs)
+
+
+def example_contents() -> frozenset[str]:
+    """sha256 of each of the app's example pictures (`EXAMPLES_DIR`): public, so every network
+    shares their analyses (`ExplanationStore.public`)."""
+    return frozenset(content_digest(str(path)) for path in sorted(EXAMPLES_DIR.glob("*.jpg")))
+
+
+def network(server: Server, request: gr.Request | None) -> str | None:
+    """The network an event's request comes from (`ui.limits.sender`, behind the server's
+    trusted proxies), whose sessions share analyses; None without an HTTP request (a direct call)."""
+    scope = getattr(getattr(request, "request", None), "scope", None)  # Gradio's wrapped starlette Request
+    return sender(scope, server.settings.trusted_hops) if isinstance(scope, dict) else None
 
 
 def owner(request: gr.Request | None) -> str:

@@ -5,6 +5,7 @@ their records (ui/explore_views.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -72,7 +73,10 @@ ACCESSIBLE_NAMES_JS = """<script>
 const BUTTON_NAMES = BUTTON_NAMES_JSON;
 new MutationObserver(() => {
   for (const img of document.querySelectorAll("#examples button img:not([data-named])")) {
-    const name = decodeURIComponent(img.src.split("/").pop()).replace(/[.][^.]*$/, "");
+    // the examples' data: URLs end in "#<class>" (thumbnails); a file's URL, in its name
+    const src = new URL(img.src);
+    const file = src.hash.slice(1) || src.pathname.split("/").pop();
+    const name = decodeURIComponent(file).replace(/[.][^.]*$/, "");
     img.alt = `${name} (example image)`;
     img.dataset.named = "1";
     img.closest("button").setAttribute("aria-label", `example: ${name}`);
@@ -207,6 +211,19 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
     }
 
 
+def thumbnails(paths: Sequence[Path]) -> list[list[dict[str, str]]]:
+    """The examples as the page's description (/config) shows them: each picture inline, a
+    `data:` URL named by its file after "#" (ACCESSIBLE_NAMES_JS reads it), with no path. Gradio's
+    own samples are FileData of its cached copies, whose paths and /file= URLs named its temp
+    folder for anyone to read (issue 56); without FileData's `meta` Gradio adds no server address
+    either. A click still loads the example: the page sends its index, and the server answers with
+    the cached copy (gr.Examples' own samples, kept by it), the file the page is then given."""
+    return [
+        [{"url": f"data:image/jpeg;base64,{base64.b64encode(path.read_bytes()).decode()}#{path.stem}"}]
+        for path in paths
+    ]
+
+
 def _image_column(start: LoadedModel) -> dict[str, Any]:
     image = gr.Image(
         type="filepath",
@@ -221,13 +238,14 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
         height=150,
     )
     # Named by class for screen readers by ACCESSIBLE_NAMES_JS.
-    gr.Examples(
+    examples = gr.Examples(
         [[str(path)] for path in EXAMPLES],
         inputs=image,
         label="CIFAR-10 test images, one per class",
         examples_per_page=10,
         elem_id="examples",
     )
+    examples.dataset.samples = thumbnails(EXAMPLES)
     label = gr.Label(num_top_classes=3, label="Top predictions", elem_id="predictions")
     classes = gr.Markdown(h.classes_note(start), label="Classes of the model", elem_id="classes")
     return {"image": image, "label": label, "classes": classes}

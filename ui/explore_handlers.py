@@ -45,6 +45,7 @@ from .common import (
     layer_slider,
     load_or_error,
     model_name,
+    network,
     owner,
     picked_model,
     query_name,
@@ -158,15 +159,17 @@ def full_analysis(
     on_screen: str | None = None,
     pca: PcaChoice = PcaChoice(),  # noqa: B008 - frozen, never changed
     pages: PageHandles | None = None,
+    network: str | None = None,
 ) -> dict[str, Any]:
     """Analyse an image file (`explorer.explain.explain_file`: within the store's budget, once
     per file, model and mode) and draw the views a visitor sees: ANALYSIS_OUTPUTS by name (all
     but export_name, which needs the upload's name); of IMAGE_VIEWS only the one `on_screen` (a
     MORE_VIEWS name or None), the others None until opened (`show_more`), words `text_px` high
     (the Server's). With `pages`, for the page (PAGE_ANALYSIS_OUTPUTS): the input and the head maps
-    as the numbers it draws them from, under a handle of `pages`. Raises ImageError for unusable
-    files, ExplanationTooLarge past the store's budget."""
-    key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded))
+    as the numbers it draws them from, under a handle of `pages`. `network`: whose sessions share
+    the pass (`ExplanationStore.sharing`). Raises ImageError for unusable files,
+    ExplanationTooLarge past the store's budget."""
+    key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded), network=network)
     if pages is None:
         first = {
             "input_img": input_picture(ex, key),
@@ -259,7 +262,17 @@ def analysed(
         path = uploaded_path(given.image)
         pages = server.pages if page else None
         pictures = full_analysis(
-            loaded, path, mode, layer, server.text_px, drawing, server.store, on_screen, pca, pages
+            loaded,
+            path,
+            mode,
+            layer,
+            server.text_px,
+            drawing,
+            server.store,
+            on_screen,
+            pca,
+            pages,
+            network(server, request),
         )
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e

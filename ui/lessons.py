@@ -23,7 +23,8 @@ from .common import EXAMPLES_DIR, Server, layer_slider
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
 # so they share the server's heavy slots, but the ranking and the words (ui/concurrency.py)
 RAW = {"preprocess": False, **concurrency.HEAVY}
-# Every lesson opens on this picture (one of the Explore tab's examples), so its first press works.
+# Every lesson opens on this picture (one of the Explore tab's examples), so its first press works
+# (shown when the tab is first opened: `lessons_handlers.open_lessons`).
 OPENING_IMAGE = EXAMPLES_DIR / "cat.jpg"
 FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a model without"
 
@@ -47,6 +48,7 @@ class LessonsView(ComponentView):
     explore_image: gr.Image  # the Explore tab's, which opening the tab brings here
     image: gr.Image
     followed: gr.State  # the Explore tab's image the lesson image last took (lessons_handlers.open_lessons)
+    opening: gr.State  # Gradio's cached copy of OPENING_IMAGE, which opening the tab first shows
     cmap: gr.Dropdown
     # supervised vs self-supervised
     models: gr.Dropdown
@@ -109,7 +111,13 @@ def _common() -> dict[str, Any]:
             elem_id="lesson-image",
         )
         cmap = gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map", scale=1)
-    return {"image": image, "cmap": cmap, "followed": gr.State(None)}
+    # Gradio copies the opening picture into its cache here; as the image's value, that copy's
+    # server path would be in the page's description (/config) and on the API page for anyone to
+    # read (issue 56). The page starts empty and opening the tab hands it the copy
+    # (`lessons_handlers.open_lessons`): the path reaches only a page given that file.
+    opening = gr.State(image.value["path"])
+    image.value = None
+    return {"image": image, "cmap": cmap, "followed": gr.State(None), "opening": opening}
 
 
 def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) -> dict[str, Any]:

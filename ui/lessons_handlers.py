@@ -124,14 +124,22 @@ def _no_clip(catalog: ModelCatalog, key: str) -> gr.Error:
     return visitor_error(no_internet(key.partition(":")[2]))
 
 
-def open_lessons(server: Server, explore_image: str | None, followed: str | None, request: gr.Request) -> dict:
+def open_lessons(
+    server: Server, explore_image: str | None, followed: str | None, opening: str | None, request: gr.Request
+) -> dict:
     """Opening the tab: the pickers and the lines about models as the catalogue is now
     (`lesson_models`), and the lessons take the Explore tab's image when it changed since they
     last took it (the teacher's photo, not the lessons' own 32 px example); an image uploaded
-    here stays until Explore shows another."""
-    new = bool(explore_image) and explore_image != followed
-    shown = explore_image if new else gr.skip()
-    return {"image": shown, "followed": shown} | lesson_models(server, request)
+    here stays until Explore shows another. Opened first with no image on Explore, they show
+    their own example, `opening` (the page starts without it: ui/lessons.py), once: `followed`
+    is then "", which no Explore image is."""
+    if bool(explore_image) and explore_image != followed:
+        shown = took = explore_image
+    elif followed is None and opening:
+        shown, took = opening, ""
+    else:
+        shown = took = gr.skip()
+    return {"image": shown, "followed": took} | lesson_models(server, request)
 
 
 def clip_choices(catalog: ModelCatalog) -> list[tuple[str, str]]:
