@@ -256,6 +256,15 @@ class TrainingJob:
         self._thread = threading.Thread(target=self._run, args=(config, resume), name="training-job", daemon=True)
         self._thread.start()
 
+    def drop(self, why: str) -> None:
+        """A waiting run whose folder its registry deletes (to make room on the disk): it ends,
+        failed, with `why`; its files are gone, so nothing is offered."""
+        with self._lock:
+            s = self._snapshot
+            if s.paused:
+                s.paused, s.checkpoint, s.message = False, None, "training failed"
+                s.error = f"{why}: it was deleted; start a new run"
+
     def wait_for_slot(self, advice: str) -> None:
         """A waiting run's owner is back but the server's run slots are taken: say so."""
         with self._lock:

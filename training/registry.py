@@ -263,18 +263,24 @@ class JobRegistry:
         return sorted((p for p in folders if (p / APP_RUN_MARKER).is_file()), key=lambda p: p.stat().st_mtime)
 
     def _make_room(self) -> None:
-        """Delete the app's oldest finished runs until its runs fit the budget (called with the
-        lock held, before a new run starts). Raises JobBusy when what cannot be deleted (running
-        runs, or a failed delete) alone fills it."""
+        """Delete the app's oldest finished runs, then the oldest runs waiting with their save
+        (set aside, or waiting for GPU time), until its runs fit the budget (called with the lock
+        held, before a new run starts). Raises JobBusy when what cannot be deleted (running runs,
+        or a failed delete) alone fills it. A waiting run is a run deleted last, not never: each
+        visitor who leaves sets one aside, and kept for ever they would fill the budget (six
+        DeiT-S runs, one every 2 minutes) and refuse every Start."""
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        live = {self._folders[k] for k, job in self._jobs.items() if _live(job.snapshot())}
+        snaps = {self._folders[k].resolve(): (job, job.snapshot()) for k, job in self._jobs.items()}
+        waiting = {folder: job for folder, (job, snap) in snaps.items() if snap.paused}
         folders = self._app_runs()
         used = sum(folder_bytes(p) for p in folders)
-        for folder in folders:
+        ended = [p for p in folders if not (p.resolve() in snaps and _live(snaps[p.resolve()][1]))]
+        for folder in [*ended, *(p for p in folders if p.resolve() in waiting)]:
             if used <= self.limits.disk_budget_bytes:
                 return
-            if folder.resolve() not in live:
-                used -= _delete(folder)
+            if (job := waiting.get(folder.resolve())) is not None:
+                job.drop("your run waited with its save until the server needed its disk space for newer runs")
+            used -= _delete(folder)
         if used > self.limits.disk_budget_bytes:
             raise JobBusy("the server's disk budget for training runs is full; try again later")
 
