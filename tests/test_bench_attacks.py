@@ -1,6 +1,7 @@
 """bench/attacks.py's hostile files are what they claim to be (the run itself is a benchmark)."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -134,3 +135,23 @@ def test_issue_43s_attacks_on_a_server_behind_one_proxy(tmp_path):
         "4 × HTTP 400 a file must be uploaded, not n, 16 × HTTP 400 this file is not an upload of"
     )
     assert "; the log: +1 lines, " in refused and refused.endswith(" bytes, 0 tracebacks"), refused
+
+
+def test_a_long_run_that_never_polls_frees_the_slot_after_the_idle_time(tmp_path):
+    """Issue 56, item 2, as `bench.attacks` replays it against `app.py --public` off ZeroGPU (with
+    an idle time of 3 s, not 2 minutes): a 200-epoch run whose page never polls held the only
+    run slot for hours; now another network starts a run once the idle time has passed, and the
+    long run's page, back, reads that it was set aside with its save."""
+    from bench.attacks import slot_hold
+
+    data = stand_in_data(tmp_path / "data", per_class=30)
+    server = Server(tmp_path, args=("--data-folder", str(data), "--train-idle-s", "3"))
+    try:
+        assert server.train_idle_s == 3
+        reply = slot_hold(server.url, server.train_idle_s, poll_s=0.5)
+    finally:
+        server.close()
+    assert "another network at once: refused: the server is busy" in reply, reply
+    waited = float(re.search(r"after (\d+) s \(idle time 3 s\): ok", reply)[1])
+    assert 3 <= waited < 60, reply
+    assert "the long run's page then: waiting · set aside after 3 s without your page: the run is saved at" in reply
