@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -40,6 +41,7 @@ from PIL import Image
 import vit
 from bench.live import cpu_seconds
 from bench.serving import free_port, gradio_client, wait_until_served
+from training.registry import OWNER_GONE_S
 from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
@@ -159,6 +161,8 @@ class Server:
 
     def __init__(self, folder: Path, uploads_mb: int = 30, args: tuple[str, ...] = (), env: dict | None = None):
         self.gradio, self.runs = folder / "gradio", folder / "runs"
+        # After this long without its page polling, a training run gives its slot up (the app's default, or as asked)
+        self.train_idle_s = float(args[args.index("--train-idle-s") + 1]) if "--train-idle-s" in args else OWNER_GONE_S
         port = free_port()
         env = {**os.environ, **(env or {}), "GRADIO_TEMP_DIR": str(self.gradio), "PYTHONUNBUFFERED": "1"}
         cmd = [sys.executable, "-m", "bench.attacks", "--serve", "--public", "--port", str(port)]
@@ -517,6 +521,38 @@ def big_run(client, folder: Path, source: tuple[str, str] = ("operator", "")) ->
     return reply
 
 
+def shown_state(progress: str) -> str:
+    """The Train tab's progress bar in words: its state and its text ("waiting · set aside …")."""
+    return re.sub(r"<[^>]+>", "", progress).strip()
+
+
+def slot_hold(url: str, idle_s: float, model: str = "vit_cifar_small", poll_s: float = 2.0) -> str:
+    """Issue 56: one /train_start of a long run (200 epochs at batch 1 on the operator's folder)
+    from a session that never polls again; a visitor from another network asks to start one (as
+    long: the slot stays taken while the long run's page is read) at once and every `poll_s`
+    after. Off ZeroGPU the run trained in a thread for hours and every other visitor was told
+    "the server is busy"; now it is set aside after `idle_s` without a poll. The reply: the
+    visitor's first answer, when it could start, what the long run's page then reads. The
+    visitor's run is stopped, and ended, before the next attack."""
+    attacker, visitor = gradio_client(url, headers=ATTACKER_NETWORK), gradio_client(url, headers=VISITOR_NETWORK)
+    long = attempt(lambda: attacker.predict(model, "operator", "", 200, 1e-3, 1, api_name="/train_start")[0])
+    began = time.monotonic()
+    another = ("vit_cifar_nano", "operator", "", 200, 1e-3, 8)
+    first = reply = attempt(lambda: visitor.predict(*another, api_name="/train_start")[0])
+    while not reply.startswith("ok") and time.monotonic() - began < idle_s + 120:
+        time.sleep(poll_s)
+        reply = attempt(lambda: visitor.predict(*another, api_name="/train_start")[0])
+    waited = time.monotonic() - began
+    page = shown_state(attacker.predict(api_name="/train_status")[1])  # the attacker's page, back at last
+    attempt(lambda: visitor.predict(api_name="/train_stop"))
+    while "running" in shown_state(visitor.predict(api_name="/train_status")[1]) and time.monotonic() - began < 600:
+        time.sleep(poll_s)
+    return (
+        f"the long run: {long[:20]}; another network at once: {first[:40]}; after {waited:.0f} s "
+        f"(idle time {idle_s:g} s): {reply[:12]}; the long run's page then: {page[:130]}"
+    )
+
+
 def empty_session(url: str) -> str:
     """/analyze joined with an empty session hash: Gradio answered HTTP 500 with a KeyError."""
 
@@ -868,6 +904,9 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
     attacks |= issue_56_attacks(server, client, folder)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
+    attacks["a 200-epoch run on /train_start that never polls, then another network's Start"] = lambda: slot_hold(
+        server.url, server.train_idle_s
+    )
     attacks["epochs=true on /train_start"] = lambda: attempt(
         lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
     )

@@ -73,6 +73,19 @@ def test_the_live_stream_limits_come_from_the_command_line(capsys):
         assert "must be a number of at least 1" in capsys.readouterr().err
 
 
+def test_a_training_runs_turn_comes_from_the_command_line(capsys):
+    """How long a run keeps its slot without its page, and at most (issue 56): 2 and 30 minutes."""
+    from ui.settings import ServerSettings
+
+    settings = ServerSettings.from_args(app.parse_args(["--train-idle-s", "30", "--train-limit-s", "600"]))
+    assert (settings.train.idle_s, settings.train.time_limit_s) == (30.0, 600.0)
+    default = ServerSettings.from_args(app.parse_args([])).train
+    assert (default.idle_s, default.time_limit_s) == (120.0, 1800.0)
+    with pytest.raises(SystemExit, match="2"):
+        app.parse_args(["--train-limit-s", "0"])
+    assert "must be a number of at least 1" in capsys.readouterr().err
+
+
 def test_a_space_names_its_training_folder_in_a_variable(monkeypatch, tmp_path):
     """A Space runs `python app.py` with no arguments: `--data-folder` is also VIT_EXPLORER_DATA_FOLDER."""
     from ui.settings import ServerSettings

@@ -146,8 +146,6 @@ def test_issue_56s_checkpoint_sends_every_reply_within_its_budget(tmp_path):
     """A 48 x 48 grid's /analyze_page sent 172.6 MB and each question for its layer 170 MB; now
     the first screen and every band fit explorer.page_budget's bytes, and questions whose replies
     are never read leave the others answered."""
-    import re
-
     from bench.attacks import page_rows_flood
     from bench.serving import gradio_client
     from explorer.page_budget import BAND_BYTES, REPLY_BYTES
@@ -160,3 +158,23 @@ def test_issue_56s_checkpoint_sends_every_reply_within_its_budget(tmp_path):
     first, band = (float(x) * 1e6 for x in re.findall(r"first screen ([\d.]+) MB.*at most ([\d.]+) MB", reply)[0])
     assert "4 of 4 bands answered (HTTP 200)" in reply, reply
     assert 0 < first <= REPLY_BYTES and 0 < band <= BAND_BYTES
+
+
+def test_a_long_run_that_never_polls_frees_the_slot_after_the_idle_time(tmp_path):
+    """Issue 56, item 2, as `bench.attacks` replays it against `app.py --public` off ZeroGPU (with
+    an idle time of 3 s, not 2 minutes): a 200-epoch run whose page never polls held the only
+    run slot for hours; now another network starts a run once the idle time has passed, and the
+    long run's page, back, reads that it was set aside with its save."""
+    from bench.attacks import slot_hold
+
+    data = stand_in_data(tmp_path / "data", per_class=30)
+    server = Server(tmp_path, args=("--data-folder", str(data), "--train-idle-s", "3"))
+    try:
+        assert server.train_idle_s == 3
+        reply = slot_hold(server.url, server.train_idle_s, poll_s=0.5)
+    finally:
+        server.close()
+    assert "another network at once: refused: the server is busy" in reply, reply
+    waited = float(re.search(r"after (\d+) s \(idle time 3 s\): ok", reply)[1])
+    assert 3 <= waited < 60, reply
+    assert "the long run's page then: waiting · set aside after 3 s without your page: the run is saved at" in reply

@@ -16,7 +16,7 @@ import vit
 from training import job as job_module
 from training.chunks import ChunkRefused, train_chunk
 from training.config import describe_device, resolve_device
-from training.job import RETRY_AFTER_S, ChunkPlan, JobBusy, TrainingJob
+from training.job import RETRY_AFTER_S, ChunkPlan, JobBusy, TrainingJob, TurnOver
 from training.registry import JobRegistry, TrainLimits
 
 FAST = {"threads": 1, "warmup_epochs": 0.0}
@@ -71,7 +71,9 @@ class Images(list):
 
 def test_the_start_message_says_how_many_images_are_held_out_for_validation(monkeypatch):
     monkeypatch.setattr(job_module, "probe_attention", lambda _trainer, _image: torch.zeros(1, 1, 1, 1))
-    trainer = SimpleNamespace(train_set=Images([0] * 45_000), val_set=Images([0] * 5_000), steps_per_epoch=352, epoch=0)
+    trainer = SimpleNamespace(
+        train_set=Images([0] * 45_000), val_set=Images([0] * 5_000), steps_per_epoch=352, epoch=0, step=0
+    )
     job = TrainingJob()
     job._on_start(trainer)
     assert job.snapshot().message == "training on 45,000 images (5,000 held out for validation)"
@@ -334,3 +336,88 @@ def test_a_stop_during_a_chunk_cut_short_ends_the_run_when_the_chunk_returns(dat
     job.advance()
     s = job.snapshot()
     assert not s.running and not s.paused and s.message.startswith("stopped before its first chunk trained a step")
+
+
+def turn_at(call: int, ends: bool = False):
+    """A registry's watch that ends the run's turn before its `call`-th step (1-based), once."""
+    calls = [0]
+
+    def watch():
+        calls[0] += 1
+        return TurnOver("the turn is over", "what next", ends=ends) if calls[0] == call else None
+
+    return watch
+
+
+def test_a_thread_set_aside_goes_on_from_its_save_bitwise_as_if_never_paused(data, tmp_path):
+    """Off ZeroGPU a run trained in a thread that nothing could set aside: one API call that never
+    polled again held the server's only run slot for hours (issue 56). Set aside, the thread saves
+    the resumable state and ends; `resume` goes on from that very step, history and curves kept."""
+    options = {**FAST, "deterministic": True}
+    alone = TrainingJob()  # first: two runs at once would share torch's global random state
+    alone.start(
+        model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "a"), **options
+    )
+    assert alone.wait(timeout=120)
+    job = TrainingJob(watch=turn_at(7))  # before epoch 2's second step (5 steps an epoch)
+    job.start(
+        model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "b"), **options
+    )
+    assert job.wait(timeout=120)
+    aside = job.snapshot()
+    assert not aside.running and aside.paused and (aside.epoch, aside.step) == (1, 1)
+    assert aside.message == "the turn is over: the run is saved at epoch 2 step 1; what next"
+    assert vit.load_checkpoint(tmp_path / "b" / "last.safetensors")[1].info["step"] == 6
+    job.resume()
+    assert job.snapshot().running and job.snapshot().message == "going on from its save at epoch 2 step 1"
+    assert job.wait(timeout=120)
+    s = job.snapshot()
+    assert s.message.startswith("finished 2 epochs") and [r["epoch"] for r in s.history] == [1, 2]
+    assert s.history[0] == aside.history[0] and s.step_losses[: len(aside.step_losses)] == aside.step_losses
+    assert [epoch for epoch, _ in s.probe] == [0, 1, 2]
+    model, meta = vit.load_checkpoint(s.checkpoint)
+    expected, _ = vit.load_checkpoint(alone.snapshot().checkpoint)
+    assert meta.info["step"] == 10
+    assert all(
+        torch.equal(a, b) for a, b in zip(model.state_dict().values(), expected.state_dict().values(), strict=True)
+    )
+
+
+def test_a_thread_set_aside_and_then_stopped_ends_from_its_save(data, tmp_path):
+    job = TrainingJob(watch=turn_at(4))
+    job.start(model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "run"), **FAST)
+    assert job.wait(timeout=120) and job.snapshot().paused
+    job.stop()
+    s = job.snapshot()
+    assert not s.running and not s.paused and s.message.startswith("stopped during epoch 1; model saved to")
+    assert vit.load_checkpoint(s.checkpoint)[1].info["step"] == 3
+    job.resume()  # an ended run does not go on
+    assert not job.snapshot().running
+
+
+def test_a_thread_at_its_time_limit_stops_with_its_model_saved_and_says_so(data, tmp_path):
+    job = TrainingJob(watch=turn_at(4, ends=True))
+    job.start(model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "run"), **FAST)
+    assert job.wait(timeout=120)
+    s = job.snapshot()
+    assert not s.running and not s.paused and s.error is None
+    assert s.message.startswith("the turn is over: the run is saved at epoch 1 step 3, its model in ")
+    assert s.message.endswith(f"{Path(s.checkpoint).name}; what next")
+    assert vit.load_checkpoint(s.checkpoint)[1].info["step"] == 3
+    assert vit.load_checkpoint(tmp_path / "run" / "last.safetensors")[1].info["step"] == 3  # resumable, as a Stop's
+
+
+def test_a_chunked_run_past_its_time_limit_ends_between_chunks_from_its_save(data, tmp_path):
+    """On ZeroGPU too a run's turn ends at the time limit, without asking for one more chunk."""
+    now, runner = [0.0], Chunks()
+    plan = ChunkPlan(runner, seconds=45, clock=lambda: now[0])
+    registry = JobRegistry(tmp_path / "runs", TrainLimits(time_limit_s=600), chunks=plan)
+    registry.start("alice", model="vit_cifar_nano", data=data, epochs=2, batch_size=8, lr=1e-3, warmup_epochs=0.0)
+    registry.advance("alice")  # one chunk of 3 steps
+    now[0] += 600
+    registry.advance("alice")  # the owner polls on, but the turn is over
+    s = registry.snapshot("alice")
+    assert runner.calls == 1 and not s.running and not s.paused
+    assert s.message.startswith("stopped at the time limit of 10 minutes a run has on this server: the run is saved")
+    assert vit.load_checkpoint(s.checkpoint)[1].info["step"] == 3
+    registry.check_room("bob")  # the slot is free

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,29 @@ def test_a_failed_delete_is_not_counted_as_freed(data, tmp_path: Path, monkeypat
     with pytest.raises(JobBusy, match="disk budget for training runs is full"):
         runs.start("alice", data=data, **TINY)
     assert (root / "stuck" / "model.safetensors").is_file() and len(list(root.iterdir())) == 1
+
+
+def test_a_run_set_aside_is_deleted_last_when_the_runs_outgrow_their_budget(data, tmp_path: Path) -> None:
+    """A run set aside keeps its folder for its owner, but not for ever: each visitor who leaves
+    sets one aside, and kept whatever the budget, a few of them would refuse every Start."""
+    now, root = [0.0], tmp_path / "runs"
+    runs = JobRegistry(root, clock=lambda: now[0])
+    alice = runs.start("alice", data=data, **{**TINY, "epochs": 200})
+    while not runs.snapshot("alice").step_losses:
+        time.sleep(0.01)
+    now[0] += registry.OWNER_GONE_S + 1  # alice's page is gone
+    assert runs._jobs[owner_id("alice")].wait(60) and runs.snapshot("alice").paused
+    app_run(root, "old", 1000, 0)  # a finished run, older than alice's
+    runs.limits = TrainLimits(disk_budget_bytes=registry.folder_bytes(alice) + 1)
+    bob = runs.start("bob", data=data, **TINY)  # the finished run goes first
+    assert not (root / "old").exists() and alice.exists() and runs.snapshot("alice").paused
+    assert runs._jobs[owner_id("bob")].wait(60)
+    runs.limits = TrainLimits(disk_budget_bytes=1)
+    runs.start("carol", data=data, **TINY)  # then the runs set aside
+    s = runs.snapshot("alice")
+    assert not bob.exists() and not alice.exists() and not s.paused and not s.running and s.checkpoint is None
+    assert s.error == (
+        "your run waited with its save until the server needed its disk space for newer runs: it was deleted; "
+        "start a new run"
+    )
+    runs._jobs[owner_id("carol")].wait(60)

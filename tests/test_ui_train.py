@@ -20,7 +20,7 @@ import vit
 from explorer.catalog import ModelCatalog
 from training.budget import gb, image_set_bytes, run_config, training_cost
 from training.job import JobSnapshot
-from training.registry import TrainLimits
+from training.registry import OWNER_GONE_S, JobRegistry, TrainLimits
 from ui import train_handlers as h
 from ui.common import Server
 from ui.settings import SPACE_MODEL, ServerSettings
@@ -494,3 +494,78 @@ def test_the_tab_gives_the_page_a_run_token_that_a_reload_keeps_and_no_one_forge
     assert h.run_owner(first, SimpleNamespace(session_hash="a")) == h.run_owner(first, reloaded)
     assert h.run_owner(first, reloaded) != h.run_owner(None, reloaded) != h.run_owner(None, other)
     assert h.run_owner("not a token", other) == h.run_owner(None, other) == h.owner(other)
+
+
+def until(check, timeout_s: float = 150):
+    """`check()`'s first true value, asked every 10 ms (a loaded machine may take a while)."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := check()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+    return value
+
+
+def clocked_tab(tiny_checkpoint, tmp_path, **limits) -> tuple[Server, list[float], Path]:
+    """The Train tab off ZeroGPU over a registry whose idle time and time limit read a fake clock
+    (now[0], seconds), and a folder of tiny images: 5 steps an epoch at batch 8."""
+    now = [0.0]
+    runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1, **limits), clock=lambda: now[0])
+    data = write_image_folder(tmp_path / "data", per_class=12, size=16)
+    return Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"), runs=runs), now, data
+
+
+def test_a_run_whose_page_stops_polling_frees_the_slot_and_goes_on_exactly_from_its_save(tiny_checkpoint, tmp_path):
+    """Issue 56: off ZeroGPU one /train_start that never polled again held the server's only run
+    slot for hours ("the server is busy" for everyone else) while its thread trained on. Now its
+    page's silence sets it aside with its save; its owner's page, back, reads why and goes on
+    from the very step it was saved at, its history kept."""
+    server, now, data = clocked_tab(tiny_checkpoint, tmp_path)
+    alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
+    token = h.train_models(server, alice)["run_token"]
+    h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice, token)
+    owner = h.run_owner(token, alice)
+    until(lambda: server.runs.snapshot(owner).step_losses)  # it trains; alice's page never polls
+    short = h.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8)
+    with pytest.raises(gr.Error, match="the server is busy"):
+        h.check_start(server, short, bob)
+    now[0] += OWNER_GONE_S + 1
+    aside = until(lambda: (s := server.runs.snapshot(owner)).paused and s)
+    saved = vit.load_checkpoint(next((tmp_path / "runs").glob("*/last.safetensors")))[1].info
+    assert saved["step"] == aside.epoch * 5 + aside.step and len(saved["history"]) == aside.epoch
+    h.check_start(server, short, bob)  # the slot is free: bob may start
+    h.train_start(server, short, bob)
+    shown = h.train_status(server, h.NOTHING_SHOWN, alice, token)  # alice's page is back while bob trains
+    said = f"set aside after 2 minutes without your page: the run is saved at epoch {aside.epoch + 1} step {aside.step}"
+    assert ">waiting</b>" in shown["progress"] and said in shown_text(shown["progress"])
+    assert "another visitor's run has the server's run slot now" in shown["progress"]
+    until(lambda: not server.runs.snapshot(h.run_owner(None, bob)).running)
+    shown = h.train_status(server, shown["seen"], alice, token)
+    assert running(shown["progress"]) and h.keep_polling(shown["seen"])["timer"].active
+    end = until(lambda: (s := server.runs.snapshot(owner)).checkpoint and not s.running and s)
+    assert end.message.startswith("finished 20 epochs") and [r["epoch"] for r in end.history] == list(range(1, 21))
+    assert (
+        end.history[: aside.epoch] == aside.history and end.step_losses[: len(aside.step_losses)] == aside.step_losses
+    )
+    assert vit.load_checkpoint(end.checkpoint)[1].info["step"] == 20 * 5  # not one step lost or done twice
+
+
+def test_a_run_stops_at_the_time_limit_with_its_model_saved_and_says_how_to_go_on(tiny_checkpoint, tmp_path):
+    """Every run has a time limit (`--train-limit-s`), polled or not: then it stops as a Stop
+    would, its model saved, and the slot is another visitor's."""
+    server, now, data = clocked_tab(tiny_checkpoint, tmp_path, time_limit_s=600, idle_s=3600)  # the page polls on
+    alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
+    h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice)
+    owner = h.run_owner(None, alice)
+    until(lambda: server.runs.snapshot(owner).step_losses)
+    now[0] += 600
+    ended = until(lambda: not (s := server.runs.snapshot(owner)).running and s)
+    shown = h.train_status(server, h.NOTHING_SHOWN, alice)
+    where = f"epoch {ended.epoch + 1} step {ended.step}"
+    said = (
+        f"stopped at the time limit of 10 minutes a run has on this server: the run is saved at {where}, its model in"
+    )
+    assert ">stopped</b>" in shown["progress"] and said in shown_text(shown["progress"])
+    assert "to train it further, start a new run from its checkpoint (it is in your model list)" in shown["progress"]
+    assert shown["checkpoint"] == ended.checkpoint and Path(ended.checkpoint).name in shown["progress"]
+    assert vit.load_checkpoint(ended.checkpoint)[1].info["step"] == ended.epoch * 5 + ended.step
+    h.check_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8), bob)  # the slot is free

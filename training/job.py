@@ -7,11 +7,18 @@ A chunked job (`ChunkPlan`, for a ZeroGPU Space, where a GPU exists only inside 
 call) has no thread: each `advance()` (the UI calls it from its status poll) runs the next
 chunk of `training.chunks`, possibly in another process, and merges its report into the same
 snapshot. A chunk cut short loses nothing: the run's last saved state stays, the next continues.
+
+Either kind gives the server's run slot up when its registry's `watch` says its turn is over
+(`TurnOver`: its owner's page gone, or the run's time limit reached): a thread checks before every
+step, a chunked job between chunks. Set aside, the run waits with its resumable save, and
+`resume()` takes the slot again from there (a thread starts again from `last.safetensors`); at the
+time limit it ends as a Stop would, its model saved.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import re
 import threading
 import time
@@ -37,6 +44,7 @@ from .data import CIFAR10_NAME, list_image_folder
 from .engine import Hooks, Trainer
 from .run_files import MODEL
 
+LOG = logging.getLogger(__name__)
 MAX_STEP_LOSSES = 2000  # the live loss curve keeps its latest points
 MAX_LOST_CHUNKS = 3  # chunks cut short in a row before a chunked run is said to have failed
 # Seconds to wait before the next chunk after the first, second, ... chunk cut short in a row: a
@@ -48,6 +56,21 @@ RETRY_AFTER_S = (15.0, 45.0)
 
 class JobBusy(RuntimeError):
     """A training job is already running."""
+
+
+@dataclass(frozen=True)
+class TurnOver:
+    """Why a run gives up the server's run slot now, in a person's words (the registry's policy,
+    `JobRegistry._turn_over`): `ends` at the time limit (the run stops, its model saved), else
+    it is set aside, saved, and goes on when its owner is back."""
+
+    reason: str  # "set aside after 2 minutes without your page", "stopped at the time limit of 30 minutes"
+    advice: str  # what happens next, what the owner may do
+    ends: bool = False
+
+
+# The registry's policy for one run, asked before each step (thread) or chunk: None while the turn goes on.
+Watch = Callable[[], "TurnOver | None"]
 
 
 @dataclass
@@ -66,7 +89,7 @@ class JobSnapshot:
     checkpoint: str | None = None  # latest model checkpoint, loadable by vit.load_checkpoint
     message: str = "no training job has run yet"
     error: str | None = None
-    paused: bool = False  # a chunked run waiting for GPU time: saved, it goes on with the next chunk
+    paused: bool = False  # a run waiting, saved: for GPU time (chunked), or set aside (`TurnOver`); `resume` goes on
 
 
 @dataclass(frozen=True)
@@ -130,9 +153,10 @@ def epoch_message(record: dict, epochs: int) -> str:
 
 
 class TrainingJob:
-    """Start / stop / observe one training run: in a background thread, or in chunks (`chunks`)."""
+    """Start / stop / observe one training run: in a background thread, or in chunks (`chunks`);
+    `watch`: when the run must give the server's run slot up (none: never)."""
 
-    def __init__(self, chunks: ChunkPlan | None = None) -> None:
+    def __init__(self, chunks: ChunkPlan | None = None, watch: Watch | None = None) -> None:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -142,6 +166,9 @@ class TrainingJob:
         self._in_chunk = False  # a chunk of this run is training
         self._lost = 0  # chunks cut short in a row
         self._retry_at = 0.0  # after a chunk cut short, no chunk before this (ChunkPlan.clock)
+        self._watch = watch
+        self._turn: TurnOver | None = None  # the thread's: what the watch said before the current step
+        self._reason = ""  # why a paused run waits (the first half of its message)
 
     def start(self, *, model: str, data: str, epochs: int, lr: float, batch_size: int, out_dir: str, **options) -> None:
         """Validate the arguments (ValueError), then train in the background, or, chunked,
@@ -152,6 +179,7 @@ class TrainingJob:
                 raise JobBusy(f"a training job is already running (epoch {s.epoch + 1}/{s.epochs}); stop it first")
             config = self._config = _job_config(model, data, epochs, lr, batch_size, out_dir, options)
             self._stop.clear()
+            self._turn = None
             if self._chunks is not None:
                 self._snapshot, self._lost, self._retry_at = _prepared(config), 0, 0.0
                 return
@@ -161,46 +189,87 @@ class TrainingJob:
                 epochs=config.epochs,
                 message="loading data and model",
             )
-            self._thread = threading.Thread(target=self._run, args=(config,), name="training-job", daemon=True)
-            self._thread.start()
+            self._start_thread(config)
 
     def stop(self) -> None:
         """Ask the job to end at the next step; it saves the model before it finishes (a
-        chunked run's STOP file reaches its chunk in whatever process trains it). A chunked run
-        between two chunks, or waiting for GPU time, ends at once with its last chunk's save: no
-        chunk is asked for (one more chunk's GPU request had only read the STOP file, issue 44)."""
+        chunked run's STOP file reaches its chunk in whatever process trains it). A run no step
+        is training (a chunked run between two chunks, any run waiting with its save) ends at once
+        from its last save: no chunk is asked for (one more chunk's GPU request had only read the
+        STOP file, issue 44)."""
         self._stop.set()
         with self._lock:
             s = self._snapshot
-            now = self._chunks is not None and not self._in_chunk and (s.running or s.paused)
-            if s.running and not now:
+            training = self._in_chunk or (self._chunks is None and s.running)
+            now = (s.running or s.paused) and not training
+            if training:
                 s.message = "stopping after the current step"
                 if self._chunks is not None and self._config is not None:
                     request_stop(self._config.out)
         if now:
-            self._end_between_chunks()
+            self._end_from_save()
 
-    def _end_between_chunks(self) -> None:
-        """End a chunked run stopped between chunks: its model is written from the last chunk's
-        saved state, here on the CPU (`stopped_model`), as that chunk would have written it."""
+    def _end_from_save(self, turn: TurnOver | None = None) -> None:
+        """End a run no step is training: its model is written from its last saved state, here on
+        the CPU (`stopped_model`), as a step reading the stop would have written it."""
         s = self.snapshot()
         if stopped_model(self._config.out):
-            self._end({"stopped": True, "epochs_done": s.epoch})
+            self._end({"stopped": True, "epochs_done": s.epoch}, turn)
         else:
             self._update(message="stopped before its first chunk trained a step: there is no model to save")
         self._update(running=False, paused=False)
 
-    def set_aside(self, why: str) -> bool:
-        """Pause a chunked run between two chunks (its owner has left the page): it stops counting
-        against the server's limit, its last save stays, and the next `advance` goes on from it.
-        False when this is not a chunked run waiting for its next chunk."""
+    def check_turn(self) -> TurnOver | None:
+        """Between two chunks, give the run slot up when the watch says the run's turn is over:
+        set aside, to go on at `resume`, or at the time limit ended from its last save; the turn
+        acted on, or None. (A thread asks its watch before every step itself.)"""
+        if self._chunks is None or self._watch is None:
+            return None
+        turn = self._watch()
         with self._lock:
             s = self._snapshot
-            if self._chunks is None or self._in_chunk or not s.running:
-                return False
-            s.running, s.paused = False, True
-            s.message = f"{why}: the run is saved at {self._where()}; it goes on when you come back to the Train tab"
-            return True
+            if turn is None or self._in_chunk or not s.running:
+                return None
+            if not turn.ends:
+                s.running, s.paused = False, True
+                self._say_waiting(turn.reason, turn.advice)
+                return turn
+            self._stop.set()  # as a Stop between chunks: no chunk is asked for
+        self._end_from_save(turn)
+        return turn
+
+    def resume(self) -> None:
+        """Take the run slot again for a run waiting with its save (the registry checks there is
+        room): a chunked run's next `advance` trains from there; a thread starts again from
+        `last.safetensors` at once, at the very step it was set aside."""
+        with self._lock:
+            s = self._snapshot
+            if not s.paused or self._stop.is_set():
+                return
+            s.running, s.paused, self._turn = True, False, None
+            if self._chunks is not None:
+                return
+            s.message = f"going on from its save at {self._where()}"
+            self._start_thread(self._config, resume=True)
+
+    def _start_thread(self, config: TrainConfig, resume: bool = False) -> None:
+        self._thread = threading.Thread(target=self._run, args=(config, resume), name="training-job", daemon=True)
+        self._thread.start()
+
+    def drop(self, why: str) -> None:
+        """A waiting run whose folder its registry deletes (to make room on the disk): it ends,
+        failed, with `why`; its files are gone, so nothing is offered."""
+        with self._lock:
+            s = self._snapshot
+            if s.paused:
+                s.paused, s.checkpoint, s.message = False, None, "training failed"
+                s.error = f"{why}: it was deleted; start a new run"
+
+    def wait_for_slot(self, advice: str) -> None:
+        """A waiting run's owner is back but the server's run slots are taken: say so."""
+        with self._lock:
+            if self._snapshot.paused:
+                self._say_waiting(self._reason, advice)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job ends (or `timeout` seconds pass); True if it has ended."""
@@ -223,11 +292,14 @@ class TrainingJob:
             for name, value in changes.items():
                 setattr(self._snapshot, name, value)
 
-    def _end(self, summary: dict) -> None:
-        """The run ended (finished or stopped): name its model file after it and say so."""
+    def _end(self, summary: dict, turn: TurnOver | None = None) -> None:
+        """The run ended (finished, stopped, or stopped by its `turn`, the time limit): name its
+        model file after it and say so."""
         config = self._config
         checkpoint = str(named_checkpoint(Path(config.out), config.model, self.snapshot().history))
-        if summary["stopped"]:
+        if turn is not None:
+            message = f"{turn.reason}: the run is saved at {self._where()}, its model in {checkpoint}; {turn.advice}"
+        elif summary["stopped"]:
             message = f"stopped during epoch {summary['epochs_done'] + 1}; model saved to {checkpoint}"
         else:
             accuracies = ", ".join(f"{k} {v:.2%}" for k, v in summary.items() if k.endswith("_acc") and v is not None)
@@ -264,17 +336,22 @@ class TrainingJob:
                 s = self._snapshot
                 unfinished = self._stop.is_set() and (s.running or s.paused)
         if unfinished:  # stopped during a chunk that ended before it read the STOP file (cut short, refused)
-            self._end_between_chunks()
+            self._end_from_save()
 
     def _where(self) -> str:
         s = self._snapshot
         return f"epoch {s.epoch + 1} step {s.step}"
 
+    def _say_waiting(self, reason: str, advice: str) -> None:
+        """A waiting run's message (with the lock held): why it waits, where it is saved, what next."""
+        self._reason = reason
+        self._snapshot.message = f"{reason}: the run is saved at {self._where()}; {advice}"
+
     def _waiting(self, refusal: ChunkRefused) -> None:
         with self._lock:
             s = self._snapshot
             s.running, s.paused = False, True
-            s.message = f"{refusal.reason}: the run is saved at {self._where()}; {refusal.advice}"
+            self._say_waiting(refusal.reason, refusal.advice)
 
     def _cut_short(self, error: Exception) -> None:
         with self._lock:
@@ -311,19 +388,44 @@ class TrainingJob:
 
     # -- the thread ----------------------------------------------------------------------
 
-    def _run(self, config: TrainConfig) -> None:
+    def _run(self, config: TrainConfig, resume: bool = False) -> None:
         hooks = Hooks(
             on_start=self._on_start,
             on_step=self._on_step,
             on_epoch=self._on_epoch,
-            should_stop=self._stop.is_set,
+            should_stop=self._should_stop,
+            should_pause=self._should_pause,
         )
         try:
-            summary = Trainer(config, hooks=hooks, progress=False).run()
+            summary = Trainer(config, resume=resume, hooks=hooks, progress=False).run()
         except Exception as e:  # noqa: BLE001 - any failure must reach the UI, not die with the thread
             self._update(running=False, error=failure(e), message="training failed")
             return
-        self._end(summary)
+        if summary.get("paused"):  # the engine saved the resumable state, in-epoch position included
+            LOG.info("a training run gave its slot up: %s", self._turn.reason)
+            self._set_aside(self._turn)
+        else:
+            self._end(summary, self._turn if summary["stopped"] else None)
+
+    def _should_stop(self) -> bool:
+        """Before every step: a Stop, or the watch's time limit (asked here, once a step)."""
+        if self._stop.is_set():
+            return True
+        self._turn = self._watch() if self._watch is not None else None
+        return self._turn is not None and self._turn.ends
+
+    def _should_pause(self) -> bool:
+        return self._turn is not None and not self._turn.ends
+
+    def _set_aside(self, turn: TurnOver) -> None:
+        """The thread paused for `turn` and saved: the run waits, off the server's run slots."""
+        with self._lock:
+            stopped = self._stop.is_set()
+            if not stopped:
+                self._snapshot.running, self._snapshot.paused = False, True
+                self._say_waiting(turn.reason, turn.advice)
+        if stopped:  # Stop was pressed while the run saved to be set aside: it ends from that save
+            self._end_from_save()
 
     def _on_step(self, trainer: Trainer, step: int) -> None:
         with self._lock:
@@ -333,15 +435,17 @@ class TrainingJob:
                 s.step_losses = [*s.step_losses[-(MAX_STEP_LOSSES - 1) :], reading]
 
     def _on_start(self, trainer: Trainer) -> None:
+        """The run's first step is next (its probe before training is taken), or a resumed run's
+        next step: its probe, history and loss readings so far stay, and so does its message."""
         image = trainer.val_set.images[0].cpu()  # (3, H, W): the same image every epoch
-        attention = probe_attention(trainer, image)
-        self._update(
-            steps_per_epoch=trainer.steps_per_epoch,
-            epoch=trainer.epoch,
-            probe_image=image,
-            probe=[(trainer.epoch, attention)],
-            message=f"training on {len(trainer.train_set):,} images ({len(trainer.val_set):,} held out for validation)",
-        )
+        first: dict = {}
+        if not trainer.step:
+            first["probe"] = [(trainer.epoch, probe_attention(trainer, image))]
+            held_out = f"{len(trainer.train_set):,} images ({len(trainer.val_set):,} held out for validation)"
+            first["message"] = f"training on {held_out}"
+        step = trainer.step - trainer.epoch * trainer.steps_per_epoch
+        self._update(steps_per_epoch=trainer.steps_per_epoch, epoch=trainer.epoch, step=step, probe_image=image)
+        self._update(**first)
 
     def _on_epoch(self, trainer: Trainer, record: dict) -> None:
         attention = probe_attention(trainer, self._snapshot.probe_image)

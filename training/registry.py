@@ -3,7 +3,9 @@ and a disk budget (no UI code here; docs/security.md has the threat model).
 
 Each visitor (an `owner`: the app passes a digest of the browser session) sees, stops and
 downloads only their own run. At most `max_concurrent` runs train at once across the
-server; a visitor asking for one more is told the server is busy. In `shared` mode (a
+server; a visitor asking for one more is told the server is busy. A run holds its slot only
+while its owner's page polls and for at most `TrainLimits.time_limit_s` a turn (`_turn_over`).
+In `shared` mode (a
 teacher's projector) everyone sees the one run, and only the visitor who started it may
 stop it. Run folders are unique, private (0700), marked as the app's (`APP_RUN_MARKER`) and
 pruned oldest-finished-first when the app's runs outgrow their disk budget. A folder without
@@ -17,14 +19,17 @@ import logging
 import math
 import shutil
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from vit.messages import quoted
 
 from .checks import check_lr
-from .job import ChunkPlan, JobBusy, JobSnapshot, TrainingJob
+from .job import ChunkPlan, JobBusy, JobSnapshot, TrainingJob, TurnOver
 
 SHARED_OWNER = "shared"
 # Written into every run folder the registry creates: only folders holding it may be pruned.
@@ -33,13 +38,22 @@ MARKER_TEXT = "A Train-tab run of the app: it deletes this folder when its runs 
 log = logging.getLogger(__name__)
 
 
-# A chunked run trains only while its owner's page polls (`advance`): one whose owner has not polled
-# for this long has left (closed or reloaded the page) and is set aside, so that it no longer holds
-# one of the server's run slots (issue 44: it held it for as long as the Space ran). Two minutes:
-# a poll that trains a chunk blocks for it, a 53 s GPU request at most (ui.train's CHUNK_S, 45 s,
-# plus a worker's start), and the page polls again within a second after (ui.train.POLL_S), so a
-# present owner is never taken for gone. `TrainLimits.idle_s` (the app's --train-idle-s) changes it.
+# A run whose owner's page has not polled (`advance`) for this long has left (closed or reloaded the
+# page) and is set aside with its save, so that it no longer holds one of the server's run slots: on
+# ZeroGPU it held it for as long as the Space ran (issue 44); off ZeroGPU one API call that never
+# polled again held the only slot for hours (issue 56). Two minutes: a poll that trains a chunk
+# blocks for it, a 53 s GPU request at most (ui.zerogpu's CHUNK_S, 45 s, plus a worker's start), the
+# page polls again within a second after (ui.train.POLL_S), and a browser polls a hidden tab at
+# least once a minute, so a present owner is never taken for gone. `TrainLimits.idle_s` (the app's
+# --train-idle-s) changes it.
 OWNER_GONE_S = 120.0
+# A run's longest turn at a run slot, from its start or from going on after it waited: then it stops,
+# its model saved, and the slot is free for another visitor. Half an hour: the Train tab's default
+# run (vit_cifar_nano, 5 epochs of CIFAR-10's 45,000 images) takes about 16 minutes on one core at
+# 238 images a second (docs/benchmarks-training.md), and a class sharing one slot gets a turn each
+# half hour, not one run of 200 epochs for the afternoon. `TrainLimits.time_limit_s` (the app's
+# --train-limit-s) changes it.
+RUN_LIMIT_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +66,8 @@ class TrainLimits:
     max_concurrent: int = 1  # runs training at once on the whole server
     disk_budget_bytes: int = 2 * 1024**3  # the whole runs folder
     memory_bytes: int = 3 * 1024**3  # what one run may allocate (training.budget estimates it before it starts)
-    idle_s: float = OWNER_GONE_S  # a chunked run whose page has not polled for this long is set aside
+    idle_s: float = OWNER_GONE_S  # a run whose page has not polled for this long is set aside
+    time_limit_s: float = RUN_LIMIT_S  # a run's longest turn at a run slot: then it stops, saved
 
     def check(self, *, epochs: object, batch_size: object, lr: object) -> tuple[int, int, float]:
         """(epochs, batch_size, lr) as numbers, or ValueError naming the field and its range."""
@@ -69,6 +84,14 @@ def _whole(value: object, name: str, low: int, high: int) -> int:
     if not (math.isfinite(number) and number == int(number) and low <= number <= high):
         raise ValueError(f"{name} must be a whole number from {low} to {high}, got {quoted(value)}")
     return int(number)
+
+
+def duration(seconds: float) -> str:
+    """Seconds in a person's words: "2 minutes", "90 s"."""
+    minutes = seconds / 60
+    if seconds >= 60 and minutes == round(minutes):
+        return f"{minutes:g} minute{'' if minutes == 1 else 's'}"
+    return f"{seconds:g} s"
 
 
 def owner_id(session: str) -> str:
@@ -89,13 +112,17 @@ class JobRegistry:
         limits: TrainLimits | None = None,
         shared: bool = False,
         chunks: ChunkPlan | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.runs_dir = Path(runs_dir).resolve()
         self.limits = limits or TrainLimits()
         self.shared = shared
         self.chunks = chunks  # runs train chunk by chunk, at each poll (`advance`), instead of in threads
+        # What the idle time and the time limit are measured with (a test's fake clock); chunked, the plan's
+        self.clock = clock or (chunks.clock if chunks is not None else time.monotonic)
         self._jobs: dict[str, TrainingJob] = {}
-        self._polled: dict[str, float] = {}  # job owner -> when its page last asked (ChunkPlan.clock)
+        self._polled: dict[str, float] = {}  # job owner -> when its page last asked (`clock`)
+        self._since: dict[str, float] = {}  # job owner -> when its run's turn at a slot began (`clock`)
         self._starters: dict[str, str] = {}  # job owner -> the session that started it (shared mode)
         self._folders: dict[str, Path] = {}  # job owner -> its current run folder
         self._lock = threading.Lock()
@@ -130,9 +157,8 @@ class JobRegistry:
             out = self.runs_dir / f"{owner_id(session)}-{uuid.uuid4().hex[:12]}"
             out.mkdir(mode=0o700, parents=True)
             (out / APP_RUN_MARKER).write_text(MARKER_TEXT)
-            job = self._jobs[key] = TrainingJob(self.chunks)
-            if self.chunks is not None:
-                self._polled[key] = self.chunks.clock()
+            job = self._jobs[key] = TrainingJob(self.chunks, watch=partial(self._turn_over, key))
+            self._polled[key] = self._since[key] = self.clock()
             self._starters[key], self._folders[key] = session, out
             job.start(
                 model=model,
@@ -160,7 +186,8 @@ class JobRegistry:
         if self.running() >= self.limits.max_concurrent:
             raise JobBusy(
                 f"the server is busy: {self.limits.max_concurrent} training run(s) at a time, "
-                "all taken by other visitors; try again when one finishes"
+                f"all taken by other visitors; try again when one finishes (a run keeps its slot at most "
+                f"{duration(self.limits.time_limit_s)}, and {duration(self.limits.idle_s)} once its page is closed)"
             )
 
     def snapshot(self, session: str) -> JobSnapshot:
@@ -168,28 +195,51 @@ class JobRegistry:
         return job.snapshot() if job else JobSnapshot()
 
     def advance(self, session: str) -> None:
-        """Train the next chunk of `session`'s chunked run if one is due (blocks for it). A run
-        waiting for GPU time goes on only while the server's limit has room."""
+        """`session`'s page polls: a run waiting with its save goes on when the server's limit has
+        room (a thread at once; chunked, with this call); a chunked run then trains its next
+        chunk if one is due (blocks for it)."""
         key = self._key(session)
         job = self._jobs.get(key)
         if job is None:
             return
-        if self.chunks is not None:
-            self._polled[key] = self.chunks.clock()
-            self._set_aside_the_left()
-        if job.snapshot().paused and self.running() >= self.limits.max_concurrent:
-            return
+        self._polled[key] = self.clock()
+        self._set_aside_the_left()
+        with self._lock:  # two owners back at once: one takes the free slot, the other is told
+            if job.snapshot().paused:
+                if self.running() >= self.limits.max_concurrent:
+                    job.wait_for_slot(
+                        "another visitor's run has the server's run slot now: open the Train tab again later to go on"
+                    )
+                    return
+                self._since[key] = self.clock()  # a new turn
+                job.resume()
         job.advance()
 
+    def _turn_over(self, key: str) -> TurnOver | None:
+        """The one policy for every run, threaded or chunked: why the run of `key` must give its
+        slot up now (its owner's page silent for `limits.idle_s`, its turn past
+        `limits.time_limit_s`), or None. Asked by a thread before each step, between chunks
+        by `_set_aside_the_left`."""
+        now, idle, limit = self.clock(), self.limits.idle_s, self.limits.time_limit_s
+        if now - self._polled.get(key, now) > idle:
+            return TurnOver(
+                f"set aside after {duration(idle)} without your page",
+                "another visitor may train meanwhile; it goes on from there when you come back to the Train tab",
+            )
+        if now - self._since.get(key, now) >= limit:
+            return TurnOver(
+                f"stopped at the time limit of {duration(limit)} a run has on this server",
+                "to train it further, start a new run from its checkpoint (it is in your model list)",
+                ends=True,
+            )
+        return None
+
     def _set_aside_the_left(self) -> None:
-        """Set aside every chunked run whose owner has not polled for `limits.idle_s`."""
-        if self.chunks is None:  # a run in a thread trains on by itself and ends within the limits
-            return
-        now, idle = self.chunks.clock(), self.limits.idle_s
-        why = f"set aside: your page stopped asking for it for {idle:g} s, and another visitor may train meanwhile"
-        for key, job in list(self._jobs.items()):
-            if now - self._polled.get(key, now) > idle and job.set_aside(why):
-                log.info("a training run was set aside: its owner's page stopped polling")
+        """Give up the slots of the chunked runs whose turn is over (`_turn_over`): those of
+        owners who left are set aside, those past the time limit end. A thread asks itself."""
+        for job in list(self._jobs.values()):
+            if (turn := job.check_turn()) is not None:
+                log.info("a chunked training run gave its slot up: %s", turn.reason)
 
     def stop(self, session: str) -> bool:
         """Stop `session`'s run, training or waiting for GPU time; False if it has none going on
@@ -213,18 +263,24 @@ class JobRegistry:
         return sorted((p for p in folders if (p / APP_RUN_MARKER).is_file()), key=lambda p: p.stat().st_mtime)
 
     def _make_room(self) -> None:
-        """Delete the app's oldest finished runs until its runs fit the budget (called with the
-        lock held, before a new run starts). Raises JobBusy when what cannot be deleted (running
-        runs, or a failed delete) alone fills it."""
+        """Delete the app's oldest finished runs, then the oldest runs waiting with their save
+        (set aside, or waiting for GPU time), until its runs fit the budget (called with the lock
+        held, before a new run starts). Raises JobBusy when what cannot be deleted (running runs,
+        or a failed delete) alone fills it. A waiting run is a run deleted last, not never: each
+        visitor who leaves sets one aside, and kept for ever they would fill the budget (six
+        DeiT-S runs, one every 2 minutes) and refuse every Start."""
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        live = {self._folders[k] for k, job in self._jobs.items() if _live(job.snapshot())}
+        snaps = {self._folders[k].resolve(): (job, job.snapshot()) for k, job in self._jobs.items()}
+        waiting = {folder: job for folder, (job, snap) in snaps.items() if snap.paused}
         folders = self._app_runs()
         used = sum(folder_bytes(p) for p in folders)
-        for folder in folders:
+        ended = [p for p in folders if not (p.resolve() in snaps and _live(snaps[p.resolve()][1]))]
+        for folder in [*ended, *(p for p in folders if p.resolve() in waiting)]:
             if used <= self.limits.disk_budget_bytes:
                 return
-            if folder.resolve() not in live:
-                used -= _delete(folder)
+            if (job := waiting.get(folder.resolve())) is not None:
+                job.drop("your run waited with its save until the server needed its disk space for newer runs")
+            used -= _delete(folder)
         if used > self.limits.disk_budget_bytes:
             raise JobBusy("the server's disk budget for training runs is full; try again later")
 

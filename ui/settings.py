@@ -14,7 +14,7 @@ from pathlib import Path
 import vit
 from explorer.catalog import ServingLimits
 from explorer.lessons import lesson_weights
-from training.registry import OWNER_GONE_S, TrainLimits
+from training.registry import OWNER_GONE_S, RUN_LIMIT_S, TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 
 MIB = 2**20
@@ -58,6 +58,7 @@ class ServerSettings:
                 disk_budget_bytes=args.runs_budget_mb * MIB,
                 memory_bytes=args.train_mb * MIB,
                 idle_s=args.train_idle_s,
+                time_limit_s=args.train_limit_s,
             ),
             load=LoadLimits(max_parameters=args.max_params),
             serving=ServingLimits(request_bytes=args.request_mb * MIB),
@@ -87,7 +88,13 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
         "--train-idle-s",
         type=_at_least(float, 1),
         default=OWNER_GONE_S,
-        help="on ZeroGPU, a run whose page has not polled for this long is set aside and frees its slot",
+        help="seconds: a training run whose page has not polled for this long is set aside, saved, and frees its slot",
+    )
+    p.add_argument(
+        "--train-limit-s",
+        type=_at_least(float, 1),
+        default=RUN_LIMIT_S,
+        help="seconds: a training run's longest turn at its slot; then it stops, its model saved",
     )
     p.add_argument("--cache-mb", type=int, default=2048, help="memory budget of all cached analyses")
     p.add_argument("--uploads-budget-mb", type=int, default=2048, help="disk budget of uploads and views")
