@@ -134,3 +134,15 @@ def test_issue_43s_attacks_on_a_server_behind_one_proxy(tmp_path):
         "4 × HTTP 400 a file must be uploaded, not n, 16 × HTTP 400 this file is not an upload of"
     )
     assert "; the log: +1 lines, " in refused and refused.endswith(" bytes, 0 tracebacks"), refused
+
+
+def test_a_checkpoints_markdown_class_names_reach_every_text_escaped(server, tmp_path):
+    """Issue 56's attack: the lessons' notes and Live's status named such a checkpoint's classes raw."""
+    from gradio_client import Client
+
+    from bench.attacks import markdown_classes
+
+    image = tmp_path / "cat.png"
+    Image.new("RGB", (32, 32), (200, 120, 40)).save(image)
+    reply = markdown_classes(Client(server, verbose=False), server, tmp_path, image)
+    assert reply == "raw in: none; escaped in: heads off, ranking, Live", reply
