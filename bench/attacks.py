@@ -548,16 +548,23 @@ NOT_UPLOADS = ("/etc/passwd", "../../../../etc/passwd", "file:///etc/passwd", "d
 NOT_UPLOADS += ("HTTPS://example.com/cat.png",)
 
 
-def refused_files(server: Server, count: int = 1000) -> str:
-    """`count` /analyze requests, eight at a time, each naming a file that is no upload
-    (NOT_UPLOADS in turn): what they were answered and what they wrote to the server's log."""
+# File inputs that are no file payload at all (issue 56: Gradio refused each with a 1,303-byte
+# traceback and a bare "Error"): a bare path, a number, a list, a path that is no string.
+NOT_FILE_PAYLOADS = ("/etc/passwd", 7, ["/etc/passwd"], {"path": 5}, {"path": ["/etc/passwd"]}, True)
+
+
+def refused_files(server: Server, count: int = 1000, images: Sequence[object] = ()) -> str:
+    """`count` /analyze requests, eight at a time, each with one of `images` in turn as its image
+    (default: a file payload of each of NOT_UPLOADS, files that are no upload): what they were
+    answered and what they wrote to the server's log."""
     from concurrent.futures import ThreadPoolExecutor
 
     log = Path(server.log.name)
     before = log.stat().st_size
+    images = images or [{"path": path, "meta": {"_type": "gradio.FileData"}} for path in NOT_UPLOADS]
 
     def one(i: int) -> str:
-        image = {"path": NOT_UPLOADS[i % len(NOT_UPLOADS)], "meta": {"_type": "gradio.FileData"}}
+        image = images[i % len(images)]
         reply = http.post(
             f"{server.url}gradio_api/call/analyze", json={"data": [None, image, "bundled", "crop", *VIEWS]}
         )
@@ -709,6 +716,18 @@ def markdown_classes(client, url: str, folder: Path, image: Path) -> str:
     return f"raw in: {', '.join(raw) or 'none'}; escaped in: {', '.join(escaped) or 'none'}"
 
 
+def names_and_shapes(server: Server, client, folder: Path, image: Path) -> dict[str, Callable[[], str]]:
+    """Issue 56's attacks: file inputs that are no file payload, a checkpoint's hostile class names."""
+    return {
+        "1,000 images that are no file payload (a bare path, a number, a list, a path no string) on /analyze": (
+            lambda: refused_files(server, images=NOT_FILE_PAYLOADS)
+        ),
+        "a checkpoint whose class names are Markdown and HTML, on the lessons' notes and Live's status": (
+            lambda: attempt(lambda: markdown_classes(client, server.url, folder, image))
+        ),
+    }
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -762,6 +781,7 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["1,000 files that are no upload (/etc/passwd, ../, file:, data:, HTTPS://) on /analyze"] = lambda: (
         refused_files(server)
     )
+    attacks |= names_and_shapes(server, client, folder, image)
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
     attacks["epochs=true on /train_start"] = lambda: attempt(
@@ -779,9 +799,6 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     )
     attacks["a checkpoint named '![x](p.png)*b*<i>.safetensors' on /train_start"] = lambda: attempt(
         lambda: markdown_name(client, folder)
-    )
-    attacks["a checkpoint whose class names are Markdown and HTML, on the lessons' notes and Live's status"] = lambda: (
-        attempt(lambda: markdown_classes(client, server.url, folder, image))
     )
     for frames in (18, 15):
         attacks[f"a crop-1,024 checkpoint, {frames} frames of 1080p on /attention_video"] = lambda n=frames: big_video(

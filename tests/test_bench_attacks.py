@@ -121,15 +121,19 @@ def test_issue_43s_attacks_on_a_server_behind_one_proxy(tmp_path):
     """`app.py --public --trusted-hops 1`, as a Space runs: a flood under invented first
     X-Forwarded-For entries is one network and a visitor's photos are stored; requests naming
     files that are no upload are refused with one line in the log and no traceback."""
-    from bench.attacks import forged_senders, refused_files
+    from bench.attacks import NOT_FILE_PAYLOADS, forged_senders, refused_files
 
     server = Server(tmp_path, args=("--trusted-hops", "1"))
     try:
         flood = forged_senders(server, count=8)
         assert flood == "the flood: 2 × 200, 6 × 507; the visitor's photos: 5 of 5 stored", flood
         refused = refused_files(server, count=20)
+        malformed = refused_files(server, count=24, images=NOT_FILE_PAYLOADS)  # issue 56
     finally:
         server.close()
+    # this network's line of the minute was written for the files above
+    assert malformed.startswith("24 × HTTP 400 image must be a file this serv; "), malformed  # the reply cut
+    assert "; the log: +0 lines, " in malformed and malformed.endswith(" bytes, 0 tracebacks"), malformed
     assert refused.startswith(
         "4 × HTTP 400 a file must be uploaded, not n, 16 × HTTP 400 this file is not an upload of"
     )
