@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
@@ -110,11 +110,13 @@ def wide_image(path: Path, mode: str, side: int = 7999) -> Path:
     return path
 
 
-def checkpoint(path: Path, pre: Preprocessing = CIFAR10, **config) -> Path:
-    """A small, valid checkpoint with a costly header."""
-    base = {"image_size": 32, "patch_size": 4, "num_classes": 10, "dim": 8, "depth": 1, "heads": 2, "mlp_dim": 8}
-    model = vit.VisionTransformer(vit.ViTConfig(**(base | config)))
-    vit.save_checkpoint(model, path, class_names=CIFAR10_CLASSES, preprocessing=pre)
+def checkpoint(
+    path: Path, pre: Preprocessing = CIFAR10, class_names: Sequence[str] = CIFAR10_CLASSES, **config
+) -> Path:
+    """A small, valid checkpoint with a costly header (or hostile `class_names`)."""
+    base = {"image_size": 32, "patch_size": 4, "num_classes": len(class_names), "dim": 8, "depth": 1, "heads": 2}
+    model = vit.VisionTransformer(vit.ViTConfig(**(base | {"mlp_dim": 8} | config)))
+    vit.save_checkpoint(model, path, class_names=list(class_names), preprocessing=pre)
     return path
 
 
@@ -585,16 +587,23 @@ NOT_UPLOADS = ("/etc/passwd", "../../../../etc/passwd", "file:///etc/passwd", "d
 NOT_UPLOADS += ("HTTPS://example.com/cat.png",)
 
 
-def refused_files(server: Server, count: int = 1000) -> str:
-    """`count` /analyze requests, eight at a time, each naming a file that is no upload
-    (NOT_UPLOADS in turn): what they were answered and what they wrote to the server's log."""
+# File inputs that are no file payload at all (issue 56: Gradio refused each with a 1,303-byte
+# traceback and a bare "Error"): a bare path, a number, a list, a path that is no string.
+NOT_FILE_PAYLOADS = ("/etc/passwd", 7, ["/etc/passwd"], {"path": 5}, {"path": ["/etc/passwd"]}, True)
+
+
+def refused_files(server: Server, count: int = 1000, images: Sequence[object] = ()) -> str:
+    """`count` /analyze requests, eight at a time, each with one of `images` in turn as its image
+    (default: a file payload of each of NOT_UPLOADS, files that are no upload): what they were
+    answered and what they wrote to the server's log."""
     from concurrent.futures import ThreadPoolExecutor
 
     log = Path(server.log.name)
     before = log.stat().st_size
+    images = images or [{"path": path, "meta": {"_type": "gradio.FileData"}} for path in NOT_UPLOADS]
 
     def one(i: int) -> str:
-        image = {"path": NOT_UPLOADS[i % len(NOT_UPLOADS)], "meta": {"_type": "gradio.FileData"}}
+        image = images[i % len(images)]
         reply = http.post(
             f"{server.url}gradio_api/call/analyze", json={"data": [None, image, "bundled", "crop", *VIEWS]}
         )
@@ -848,6 +857,65 @@ def issue_56_attacks(server: Server, client, folder: Path) -> dict[str, Callable
     }
 
 
+# Class names a checkpoint's author writes (issue 56): a tag with a script, a picture and a link
+# to a third host (RFC 5737's documentation range), emphasis.
+MARKDOWN_CLASSES = (
+    "<img src=x onerror=alert(1)>",
+    "![p](http://203.0.113.9/p.png)",
+    "[click me](http://203.0.113.9/)",
+    "**bold**",
+)
+
+
+def live_status(url: str, session: str, image: Path, key: str) -> str:
+    """Live's status line for one webcam frame of `image` with the model `key`, in `session`."""
+    import base64
+    import json
+
+    frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
+    body = {"data": [{"url": frame}, key, 1, "cls", 1, 1, "inferno", "layer"], "session_hash": session}
+    with web() as http:
+        joined = http.post(f"{url}gradio_api/call/live_frame", json=body)
+        if joined.status_code != 200:
+            return f"HTTP {joined.status_code} {joined.text[:60]}"
+        reply = http.get(f"{url}gradio_api/call/live_frame/{joined.json()['event_id']}").text
+    data = [line.removeprefix("data: ") for line in reply.splitlines() if line.startswith("data: [")]
+    return str(json.loads(data[-1])[-1]) if data else reply[-80:]
+
+
+def markdown_classes(client, url: str, folder: Path, image: Path) -> str:
+    """A checkpoint whose class names are Markdown and HTML (MARKDOWN_CLASSES) on the three texts
+    that name a prediction: /lesson_heads_off's and /lesson_head_ranking's notes and Live's
+    status (issue 56: rendered, and Chromium fetched a picture from the third host). Which of
+    them hold a name raw, and which show it escaped (vit.messages.markdown_text)."""
+    from gradio_client import handle_file
+
+    from vit.messages import markdown_text
+
+    path = checkpoint(folder / "markdown-classes.safetensors", class_names=MARKDOWN_CLASSES, dim=16)
+    key = client.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    notes = {
+        "heads off": client.predict(handle_file(str(image)), key, "", api_name="/lesson_heads_off")[1],
+        "ranking": client.predict(handle_file(str(image)), key, api_name="/lesson_head_ranking")[1],
+        "Live": live_status(url, client.session_hash, image, key),
+    }
+    raw = [where for where, note in notes.items() if any(name in note for name in MARKDOWN_CLASSES)]
+    escaped = [where for where, note in notes.items() if any(markdown_text(n) in note for n in MARKDOWN_CLASSES)]
+    return f"raw in: {', '.join(raw) or 'none'}; escaped in: {', '.join(escaped) or 'none'}"
+
+
+def names_and_shapes(server: Server, client, folder: Path, image: Path) -> dict[str, Callable[[], str]]:
+    """Issue 56's attacks: file inputs that are no file payload, a checkpoint's hostile class names."""
+    return {
+        "1,000 images that are no file payload (a bare path, a number, a list, a path no string) on /analyze": (
+            lambda: refused_files(server, images=NOT_FILE_PAYLOADS)
+        ),
+        "a checkpoint whose class names are Markdown and HTML, on the lessons' notes and Live's status": (
+            lambda: attempt(lambda: markdown_classes(client, server.url, folder, image))
+        ),
+    }
+
+
 def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """Every attack, by name, as a call that returns its reply on one line (`python -m
     bench.soak` replays them in a loop beside a class)."""
@@ -901,6 +969,7 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["1,000 files that are no upload (/etc/passwd, ../, file:, data:, HTTPS://) on /analyze"] = lambda: (
         refused_files(server)
     )
+    attacks |= names_and_shapes(server, client, folder, image)
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
     attacks |= issue_56_attacks(server, client, folder)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)

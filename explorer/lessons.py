@@ -29,7 +29,7 @@ import torch
 from PIL import Image
 
 from vit.analysis import query_attention, query_prefix_attention
-from vit.messages import quoted
+from vit.messages import markdown_text, quoted
 from vit.model import ViTConfig
 from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
@@ -224,11 +224,13 @@ def registers_note(with_registers: LoadedModel, without: LoadedModel, missing: S
     """Lesson 2's warning when its two rows cannot differ: the same model twice, or a first
     model that has no registers; then what to do: pick one with registers, or (`missing`, the
     lesson's weights not here, named once in its "Better models" line) none is here yet.
-    "" when the pair can show the registers' effect."""
+    "" when the pair can show the registers' effect. The model's label is shown as written (an
+    uploaded checkpoint's is the visitor's file name)."""
+    label = markdown_text(with_registers.label)
     if with_registers.key == without.key:
-        head = f"**Both rows show the same model** ({with_registers.label}), so they cannot differ."
+        head = f"**Both rows show the same model** ({label}), so they cannot differ."
     elif not with_registers.model.config.register_tokens:
-        head = f"**Neither row has registers**: {with_registers.label} has none, so the rows cannot show their effect."
+        head = f"**Neither row has registers**: {label} has none, so the rows cannot show their effect."
     else:
         return ""
     if missing:
@@ -380,11 +382,12 @@ def norms_alt(reports: Sequence[NormReport], layer: int) -> str:
 
 
 def describe_norms(reports: Sequence[NormReport]) -> str:
-    """Markdown: per model, the rule, the high-norm patches (1-based) with norm and CLS share."""
+    """Markdown: per model (its label shown as written: an uploaded checkpoint's is the visitor's
+    file name), the rule, the high-norm patches (1-based) with norm and CLS share."""
     parts = []
     for r in reports:
         prefix = ", ".join(f"{render.short_token_name(n)} {v:.3g}" for n, v in r.prefix.items())
-        head = f"**{r.label}**: median patch norm {r.median:.3g}" + (
+        head = f"**{markdown_text(r.label)}**: median patch norm {r.median:.3g}" + (
             f"; prefix token norms: {prefix}" if prefix else ""
         )
         if not r.high:

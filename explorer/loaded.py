@@ -11,6 +11,7 @@ import numpy as np
 import vit
 from vit.analysis import position_embedding_similarity
 from vit.clip import ClipText
+from vit.messages import markdown_text
 from vit.preprocessing import CIFAR10
 
 
@@ -44,7 +45,8 @@ class LoadedModel:
         return position_embedding_similarity(self.model).numpy()
 
     def describe(self) -> str:
-        """Markdown: what this model is and how it preprocesses images."""
+        """Markdown: what this model is and how it preprocesses images. Its label is shown as
+        written: an uploaded checkpoint's is the visitor's file name."""
         c, p = self.model.config, self.preprocessing
         gh, gw = c.grid
         params = self.parameters
@@ -52,7 +54,8 @@ class LoadedModel:
         if self.text is not None:
             answers = f"CLIP's image tower: no classes, it answers your words ('{self.text.template}')"
         lines = [
-            f"**{self.label}** — {params / 1e6:.2f} M parameters, {c.depth} layers x {c.heads} heads, {answers}",
+            f"**{markdown_text(self.label)}** — {params / 1e6:.2f} M parameters, "
+            f"{c.depth} layers x {c.heads} heads, {answers}",
             f"trained at {c.image_size}x{c.image_size} px, patch {c.patch_size} px -> {gh}x{gw} grid, "
             f"{'CLS token' if c.class_token else 'no CLS token (average pooling)'}"
             + (f", {c.register_tokens} registers" if c.register_tokens else "")

@@ -5,13 +5,13 @@ the alt text of every Explore picture (docs/pictures.md). Counts are 1-based, as
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from vit import VisionTransformer
 from vit.analysis import MIN_FOREGROUND, PatchPca, Query
+from vit.messages import markdown_text
 
 from . import canvas, render
 from .controls import Fusion, Showing, token_label
@@ -115,20 +115,6 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
     row = "the CLS row" if ex.has_cls else "the mean patch row"
     named = ", ".join(f"{render.short_token_name(n)} {s:.2f}" for n, s in zip(ex.prefix_names, shares, strict=True))
     return f"{rule} Map: {row} of R over the patches; its share on the prefix tokens ({named}) is left out."
-
-
-# Every ASCII punctuation character: CommonMark lets each be backslash-escaped, and marked (the
-# renderer of gr.Markdown) escapes the same set.
-_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
-
-
-def markdown_text(text: str) -> str:
-    """`text` (a visitor's words) as Markdown that shows it as typed: every ASCII punctuation
-    character backslash-escaped, so none of it becomes a picture (a `![x](url)` was fetched), a
-    link, an HTML tag, an entity, emphasis, code or a $$ formula (`\\<` shows "<", so no
-    html.escape on top, whose "&lt;" would then show), and each run of whitespace one space, as
-    the page shows it anyway, so no heading, list or code block starts inside it."""
-    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", re.sub(r"\s+", " ", text))
 
 
 def prompt_note(zs: ZeroShot, left_out: str = "") -> str:

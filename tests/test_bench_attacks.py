@@ -121,19 +121,24 @@ def test_an_attacks_cost_tells_the_servers_cpu_from_the_attackers():
 def test_issue_43s_attacks_on_a_server_behind_one_proxy(tmp_path):
     """`app.py --public --trusted-hops 1`, as a Space runs: a flood under invented first
     X-Forwarded-For entries is one network and a visitor's photos are stored; requests naming
-    files that are no upload are refused with one line in the log and no traceback; and issue 56's
-    two cases run (the store's timing, the page's description without server paths)."""
-    from bench.attacks import forged_senders, page_paths, refused_files, store_oracle
+    files that are no upload are refused with one line in the log and no traceback; file inputs
+    that are no file payload likewise; and issue 56's two cases run (the store's timing, the page's
+    description without server paths)."""
+    from bench.attacks import NOT_FILE_PAYLOADS, forged_senders, page_paths, refused_files, store_oracle
 
     server = Server(tmp_path, args=("--trusted-hops", "1"))
     try:
         flood = forged_senders(server, count=8)
         assert flood == "the flood: 2 × 200, 6 × 507; the visitor's photos: 5 of 5 stored", flood
         refused = refused_files(server, count=20)
+        malformed = refused_files(server, count=24, images=NOT_FILE_PAYLOADS)  # issue 56
         timed = store_oracle(server.url, tmp_path, rounds=1, model="bundled")  # its times: a benchmark's
         paths = page_paths(server.url)
     finally:
         server.close()
+    # this network's line of the minute was written for the files above
+    assert malformed.startswith("24 × HTTP 400 image must be a file this serv; "), malformed  # the reply cut
+    assert "; the log: +0 lines, " in malformed and malformed.endswith(" bytes, 0 tracebacks"), malformed
     assert refused.startswith(
         "4 × HTTP 400 a file must be uploaded, not n, 16 × HTTP 400 this file is not an upload of"
     )
@@ -178,3 +183,15 @@ def test_a_long_run_that_never_polls_frees_the_slot_after_the_idle_time(tmp_path
     waited = float(re.search(r"after (\d+) s \(idle time 3 s\): ok", reply)[1])
     assert 3 <= waited < 60, reply
     assert "the long run's page then: waiting · set aside after 3 s without your page: the run is saved at" in reply
+
+
+def test_a_checkpoints_markdown_class_names_reach_every_text_escaped(server, tmp_path):
+    """Issue 56's attack: the lessons' notes and Live's status named such a checkpoint's classes raw."""
+    from gradio_client import Client
+
+    from bench.attacks import markdown_classes
+
+    image = tmp_path / "cat.png"
+    Image.new("RGB", (32, 32), (200, 120, 40)).save(image)
+    reply = markdown_classes(Client(server, verbose=False), server, tmp_path, image)
+    assert reply == "raw in: none; escaped in: heads off, ranking, Live", reply

@@ -5,6 +5,7 @@ import time
 
 import pytest
 import torch
+from markdown_helpers import HOSTILE_NAMES, shows_as_written
 
 import vit
 from explorer.catalog import BUNDLED, ModelCatalog, ModelUnavailable, ServingLimits, download_text
@@ -425,3 +426,11 @@ def test_a_restarted_server_lists_a_train_tab_run_by_its_name_and_when_it_was_tr
     os.utime(model, (saved, saved))
     [(_, label)] = ModelCatalog(tiny_checkpoint, tmp_path / "runs").checkpoints()
     assert label == "vit_cifar_nano_5epochs_acc41, trained 2025-01-02 03:04"
+
+
+@pytest.mark.parametrize("label", HOSTILE_NAMES)
+def test_a_models_description_shows_its_label_as_written(label):
+    """An uploaded checkpoint is labelled by its file name, which the visitor chose (issue 56)."""
+    model = vit.create_model("vit_cifar_nano")
+    described = LoadedModel("k", label, model, vit.ModelMeta(list(CIFAR10_CLASSES), CIFAR10)).describe()
+    assert shows_as_written(described, f"{label} — ")

@@ -4,6 +4,7 @@ found by the stated rule, heads switched off by 1-based "layer.head" and the hea
 import numpy as np
 import pytest
 import torch
+from markdown_helpers import HOSTILE_NAMES, shows_as_written
 from PIL import Image
 from tolerance import rounding_tolerance
 
@@ -236,3 +237,13 @@ def test_dinov3_stands_in_for_a_model_with_registers():
     without = LoadedModel("b", "plain", vit.create_model("vit_cifar_nano"), vit.ModelMeta([], None))
     assert lessons.registers_note(with_reg, without, []) == "" and lessons.register_role(with_reg) == "with 4 registers"
     assert "“dinov3”" in lessons.registers_note(without, with_reg, [])  # the note names what to pick
+
+
+@pytest.mark.parametrize("label", HOSTILE_NAMES)
+def test_a_models_label_is_shown_as_written_in_the_lessons_markdown(label):
+    """An uploaded checkpoint is labelled by its file name, which the visitor chose (issue 56)."""
+    with_reg, other = loaded(label), loaded("plain")
+    assert shows_as_written(lessons.registers_note(with_reg, with_reg, []), f"({label}), so")
+    assert shows_as_written(lessons.registers_note(with_reg, other, []), f"registers: {label} has none")
+    report = lessons.norm_report(with_reg, photo(), 0, "no registers")
+    assert shows_as_written(lessons.describe_norms([report]), f"no registers: {label}: median")

@@ -1,14 +1,12 @@
 """The app's pictures as a class sees them: a near-uniform model draws a flat picture, every
 caption says what the maps leave out, grids read rows × columns and sizes width × height."""
 
-import html
-import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
-from markdown_it import MarkdownIt
+from markdown_helpers import read, rendered, tags
 from matplotlib import colormaps
 from picture_helpers import (
     colour_index,
@@ -547,31 +545,6 @@ def test_one_query_parser_for_every_picker_of_a_query_token():
         controls.parse_query("reg2", names, refused)
     with pytest.raises(controls.QueryError, match="unknown query token 'mean'"):
         controls.parse_query("mean", names, refused)  # a model with CLS has no "mean" query
-
-
-def rendered(markdown: str) -> str:
-    """The HTML of `markdown` by a CommonMark renderer with GFM's strikethrough, as gr.Markdown's
-    marked reads it (both escape the same ASCII punctuation)."""
-    return MarkdownIt("commonmark").enable("strikethrough").render(markdown)
-
-
-def tags(page: str) -> list[str]:
-    return re.findall(r"</?[A-Za-z][^>]*>", page)
-
-
-def read(page: str) -> str:
-    """What a person reads on the rendered page: its text, entities decoded."""
-    return html.unescape(re.sub(r"<[^>]*>", "", page))
-
-
-def test_markdown_text_shows_every_character_as_typed_and_makes_no_element():
-    typed = "".join(map(chr, range(33, 127))) + " é 猫 🦜 ＜b＞"  # every ASCII punctuation character among them
-    page = rendered(texts.markdown_text(typed))
-    assert read(page).strip() == typed and tags(page) == ["<p>", "</p>"]
-    for link in ("http://evil.example", "www.evil.example", "a@evil.example"):  # marked's GFM links them bare
-        assert link not in texts.markdown_text(link)
-    assert "$$" not in texts.markdown_text("$$x$$")  # gr.Markdown's LaTeX delimiter
-    assert texts.markdown_text("a\n\n# not a heading\n    not code") == "a \\# not a heading not code"
 
 
 @pytest.mark.parametrize(

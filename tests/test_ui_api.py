@@ -13,6 +13,7 @@ import torch
 from app_helpers import analyze, save_rgb
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
+from markdown_helpers import unescaped
 from picture_helpers import (
     colour_index,
     expected_ring_heights,
@@ -210,7 +211,7 @@ def test_exports_png_of_the_grid_and_gif_through_the_layers(client):
 def test_the_three_lessons_through_the_api(client):
     image = handle_file(CHEETAH)
     picture, note = client.predict(image, ["bundled", "pretrained:nonexistent"], "inferno", api_name="/lesson_compare")
-    assert pixels(picture).shape[1] > 4 * 100 and "pretrained:nonexistent" in note
+    assert pixels(picture).shape[1] > 4 * 100 and "pretrained:nonexistent" in unescaped(note)
     norms, table = client.predict(image, "bundled", "bundled", 6, "inferno", api_name="/lesson_token_norms")
     assert Path(file_of(norms)).name == "lesson-token-norms-layer6.png" and "median patch norm" in table
     top5, note = client.predict(image, "bundled", "1.1, 6.4", api_name="/lesson_heads_off")

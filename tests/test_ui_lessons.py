@@ -7,6 +7,7 @@ import gradio as gr
 import numpy as np
 import pytest
 import torch
+from markdown_helpers import HOSTILE_NAMES, hostile_checkpoint, planted, read, rendered, shows_as_written, unescaped
 from PIL import Image
 
 import ui
@@ -62,7 +63,8 @@ def test_the_comparison_names_models_it_cannot_load_and_compares_the_rest(tab, r
     catalog = server.catalog
     out = h.compare_models(server, image, [BUNDLED, registers, "pretrained:nonexistent"], h.colour_map("viridis"))
     assert out["compare_picture"].alt_text == lessons.compare_alt([catalog.get(BUNDLED), catalog.get(registers)])
-    assert "Not available here" in out["compare_note"] and "'pretrained:nonexistent'" in out["compare_note"]
+    note = unescaped(out["compare_note"])  # the catalogue's sentence shown as written (it names the key sent)
+    assert "Not available here" in note and "'pretrained:nonexistent'" in note
     clean = h.compare_models(server, image, [BUNDLED], h.colour_map("viridis"))
     assert clean["compare_note"] == ""
     # two models loaded: a column of maps more than one model's (the one that failed takes none)
@@ -98,7 +100,7 @@ def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(ta
     catalog = server.catalog
     out = h.compare_token_norms(server, image, h.RegisterPair(BUNDLED, BUNDLED), 6, h.colour_map("inferno"))
     label = catalog.get(BUNDLED).label
-    assert f"**no registers: {label}**" in out["norms_table"]  # it said "with registers"
+    assert f"**no registers: {label}**" in unescaped(out["norms_table"])  # it said "with registers"
     assert "with registers" not in out["norms_table"] + out["norms_picture"].alt_text
     assert f"no registers: {label} (" in out["norms_picture"].alt_text
     same = h.norms_models(server, h.RegisterPair(BUNDLED, BUNDLED), [BUNDLED, BUNDLED])["norms_note"]
@@ -107,7 +109,7 @@ def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(ta
     named = h.compare_token_norms(server, image, h.RegisterPair(registers, BUNDLED), 6, h.colour_map("inferno"))[
         "norms_table"
     ]
-    assert "**with 4 registers: checkpoint" in named
+    assert "**with 4 registers: checkpoint" in unescaped(named)
     assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
     assert (
         "**Neither row has registers**"
@@ -281,7 +283,7 @@ def test_the_controls_follow_the_chosen_models(tab, registers):
     assert "has no classifier head" in headless["heads_note"]
     back = h.norms_models(server, h.RegisterPair(registers, "pretrained:nonexistent"), [registers, BUNDLED])
     assert (back["with_registers"], back["without_registers"]) == (registers, BUNDLED)  # no Error badge
-    assert back["norms_note"] == "⚠️ unknown model 'pretrained:nonexistent': pick one from the list"
+    assert unescaped(back["norms_note"]) == "⚠️ unknown model 'pretrained:nonexistent': pick one from the list"
 
 
 def test_a_download_a_lesson_waits_for_is_shown_in_bytes_and_percent(tab, monkeypatch):
@@ -313,7 +315,7 @@ def test_lesson_3s_picker_returns_to_its_model_when_a_pick_cannot_be_had(tab, mo
         server, h.HeadsPick("pretrained:vit_small_patch16_224.dino", BUNDLED)
     )  # loaded by no other test
     assert out["heads_model"] == out["heads_current"] == BUNDLED
-    assert out["heads_note"].startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
+    assert unescaped(out["heads_note"]).startswith("⚠️ vit_small_patch16_224.dino is not on this machine")
     assert "HF_HUB_OFFLINE" not in out["heads_note"] and str(tmp_path) not in out["heads_note"]
     assert isinstance(out["heads"], type(gr.skip()))  # the box still describes the bundled model
 
@@ -326,7 +328,7 @@ def test_lesson_1_names_an_offline_model_by_its_name_in_a_teachers_words(tab, im
     note = h.compare_models(
         server, image, [BUNDLED, "pretrained:vit_small_patch14_dinov2.lvd142m"], h.colour_map("inferno")
     )
-    said = note["compare_note"]
+    said = unescaped(note["compare_note"])
     assert "\n- vit_small_patch14_dinov2.lvd142m is not on this machine, and this machine has no internet" in said
     assert "pretrained:" not in said and str(tmp_path) not in said
 
@@ -433,3 +435,41 @@ def test_after_each_lesson_and_each_model_load_the_pickers_are_drawn_again(tiny_
     load = next(d for d in by_id.values() if d["api_name"] == "load_model")
     choices = next(d for d in by_id.values() if d["api_name"] == "model_choices")
     assert choices["trigger_after"] == load["id"] and choices["outputs"] == [load["targets"][0][0]]
+
+
+@pytest.fixture(scope="module")
+def hostile(tab, tmp_path_factory) -> str:
+    """The key of a checkpoint whose class names are Markdown and HTML (HOSTILE_NAMES), as a visitor uploads it."""
+    path = hostile_checkpoint(tmp_path_factory.mktemp("models") / "![x](p.png)*b*<i>.safetensors")
+    return tab[1].catalog.register(path, "*", label=f"upload {path.name}")
+
+
+def test_a_checkpoints_class_names_are_shown_as_written_in_the_heads_notes(tab, hostile, image):
+    """Issue 56: lesson 3's notes said "says **<img src=… onerror=…>**" and "Predicted class
+    ![p](…)": a checkpoint's class names made the page fetch from a third host and plant a link."""
+    server = tab[1]
+    off = h.switch_heads_off(server, image, hostile, "1.1")["heads_note"]
+    assert shows_as_written(off) and sum(f"says {name}; its" in read(rendered(off)) for name in HOSTILE_NAMES) == 1
+    ranked = list(h.rank_heads(server, image, hostile, None))[-1]["heads_note"]
+    shown = read(rendered(ranked))
+    assert not planted(ranked) and sum(f"Predicted class {name}. Ranked" in shown for name in HOSTILE_NAMES) == 1
+    for name in HOSTILE_NAMES:
+        note = h.ranking_note(lessons.Ranking(name, [], 2, 24), 6, 4)
+        assert shows_as_written(note, f"Predicted class {name}. Ranked"), note
+
+
+def test_a_visitors_key_and_a_checkpoints_file_name_are_shown_as_written_in_the_lessons_notes(tab, hostile, image):
+    server = tab[1]
+    for name in HOSTILE_NAMES:
+        sent = f"checkpoint:{name}"  # a key no picker listed: the refusal quotes it
+        norms = h.norms_models(server, h.RegisterPair(sent, BUNDLED), [BUNDLED, BUNDLED])["norms_note"]
+        heads = h.heads_model(server, h.HeadsPick(sent, BUNDLED))["heads_note"]
+        compared = h.compare_models(server, image, [BUNDLED, f"pretrained:{name}"], h.colour_map("inferno"))
+        for note in (norms, heads, compared["compare_note"]):
+            assert not planted(note) and "unknown" in note, note
+    label = server.catalog.get(hostile).label
+    assert label.endswith("upload ![x](p.png)*b*<i>.safetensors")  # the visitor's file name
+    same = h.norms_models(server, h.RegisterPair(hostile, hostile), [BUNDLED, BUNDLED])["norms_note"]
+    assert shows_as_written(same, f"({label})"), same
+    table = h.compare_token_norms(server, image, h.RegisterPair(hostile, BUNDLED), 1, h.colour_map("inferno"))
+    assert shows_as_written(table["norms_table"], f"no registers: {label}:"), table["norms_table"]

@@ -27,7 +27,9 @@ from ui.limits import (
     WEB_FILE,
     RefusalLog,
     RequestLimits,
+    event_files,
     live_waiting,
+    malformed_file,
     sender,
 )
 from ui.outputs import UPLOADS, forget_deleted_files, upload_folder
@@ -460,3 +462,71 @@ def test_webcam_joins_sent_together_are_held_to_lives_share_of_the_queue(app):
     # holds its place for STREAM_EVENT_S (10 s), longer than these joins take.
     assert codes.count(200) <= fn.concurrency_limit + LIVE_WAITING
     assert codes.count(503) >= 64 - fn.concurrency_limit - LIVE_WAITING
+
+
+# Malformed file inputs (issue 56): Gradio refused each with a 1,303-byte traceback and a bare "Error"
+NOT_FILE_PAYLOADS = (
+    "/etc/passwd",
+    7,
+    ["/etc/passwd"],
+    {"path": 5},
+    {"path": ["/etc/passwd"], "meta": {"_type": "gradio.FileData"}},
+    {"url": 5},
+    True,
+)
+
+
+def test_a_file_input_that_is_no_file_payload_is_refused_in_a_sentence_with_one_log_line(app, capsys, monkeypatch):
+    """A bare path, a number, a list, a dict whose path is no string, on every route an API
+    client may call an event by: HTTP 400 naming the parameter, one log line a minute per network,
+    no traceback. A dict Gradio reads (no path: the handler says it is no upload) and null pass."""
+    url, demo = app
+    index = next(fn._id for fn in demo.fns.values() if fn.api_name == "analyze")  # as the page sends it
+    monkeypatch.setattr(REFUSALS, "written", OrderedDict())  # other tests' refusals are not this one's
+    monkeypatch.setattr(REFUSALS, "unwritten", 0)
+    capsys.readouterr()
+    for shape in NOT_FILE_PAYLOADS:
+        for route, body in (
+            ("call/analyze", {"data": [None, shape, "bundled", "crop", *VIEWS]}),
+            ("call/analyze", {"data": [shape, "bundled", "crop", *VIEWS]}),  # without the session's state
+            ("call/v2/analyze", {"image": shape, "model_key": "bundled"}),
+            ("run/analyze", {"data": [None, shape, "bundled", "crop", *VIEWS]}),
+            ("queue/join", {"data": [None, shape, "bundled", "crop", *VIEWS], "fn_index": index, "session_hash": "s"}),
+            ("call/lesson_heads_off", {"data": [shape, "bundled", ""]}),
+            ("call/upload_checkpoint", {"data": [shape]}),
+        ):
+            reply = httpx.post(f"{url}gradio_api/{route}", json=body, timeout=60)
+            name = "checkpoint" if "checkpoint" in route else "image"
+            assert (reply.status_code, reply.text) == (400, malformed_file(name)), (route, shape)
+    no_meta = httpx.post(f"{url}gradio_api/call/upload_checkpoint", json={"data": [{"path": "/x.safetensors"}]})
+    assert (no_meta.status_code, no_meta.text) == (400, malformed_file("checkpoint"))  # gr.File's needs its meta
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    lines = [line for line in out.splitlines() if line.startswith("refused a request from")]
+    assert lines == ["refused a request from 127.0.0.1: its image is no file payload: '/etc/passwd'"]
+    for fine in ({"x": 1}, None):
+        status, text = call(url, "analyze", [None, fine, "bundled", "crop", *VIEWS], "fine")
+        assert status == 200 and "Traceback" not in text, fine
+
+
+def test_a_file_payloads_fields_of_the_wrong_type_are_refused_in_any_input(tmp_path):
+    """Gradio reads every file payload of a request into its FileData before the event runs, the
+    model picker's as much as the image's: a size that is no number was a traceback."""
+    from starlette.testclient import TestClient
+
+    client = TestClient(RequestLimits(stored_upload(), uploads=UploadBudget(lambda: tmp_path, 40_000)))
+    inside = str(upload_folder() / "a" / "b.png")
+    for payload in (file_payload(inside) | {"size": "big"}, {"path": inside, "meta": "gradio.FileData"}):
+        reply = client.post("/gradio_api/queue/join", json={"data": [None, None, payload], "fn_index": 0})
+        assert (reply.status_code, reply.text) == (400, malformed_file("a file")), payload
+
+
+def test_each_events_file_inputs_are_found_by_index_and_by_name(app):
+    _, demo = app
+    files = event_files(demo)
+    analyze = files["analyze"]
+    assert analyze.inputs == analyze.api_inputs + 1  # the "More views" tab on screen: the session's, not the API's
+    assert [(f.position, f.api_position, f.name) for f in analyze.files] == [(1, 0, "image")]
+    assert files["upload_checkpoint"].files[0].name == "checkpoint" and files["attention_video"].files[0].name == "clip"
+    assert files[next(fn._id for fn in demo.fns.values() if fn.api_name == "analyze")] is analyze
+    assert not {"load_model", "heads", "train_start"} & set(files)  # no file input

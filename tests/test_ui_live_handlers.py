@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import gradio as gr
 import numpy as np
 import pytest
+from markdown_helpers import HOSTILE_NAMES, hostile_checkpoint, planted, read, rendered, shows_as_written, unescaped
 from PIL import Image
 
 from explorer.catalog import BUNDLED, ModelCatalog
@@ -78,14 +79,14 @@ def test_bad_controls_are_named_in_the_status_line_and_free_the_slot(tab, contro
     server = tab
     slots = StreamSlots()
     out = h.live_frame(server, slots, CAMERA, webcam_frame(), h.LiveControls(*controls), visitor("a"))
-    assert set(out) == {"status"} and message in out["status"]
+    assert set(out) == {"status"} and message in unescaped(out["status"])
     assert slots.begin(owner(visitor("a"))).admitted  # the failed frame did not keep the slot busy
 
 
 def test_a_frame_that_is_not_an_image_is_named_in_the_status_line(tab):
     server = tab
     out = h.live_frame(server, StreamSlots(), CAMERA, {"url": "/etc/passwd"}, CONTROLS, visitor("a"))
-    assert "Cannot draw this frame" in out["status"] and "data:image" in out["status"]
+    assert "Cannot draw this frame" in out["status"] and "data:image" in unescaped(out["status"])
 
 
 def test_the_query_controls_name_a_token_or_a_patch(tab):
@@ -101,3 +102,21 @@ def test_the_row_and_column_sliders_show_only_for_a_patch_query():
     """Beside the CLS query, sliders at row 4, column 4 named a patch the maps did not show."""
     assert [s.visible for s in h.patch_sliders("patch").values()] == [True, True]
     assert [s.visible for s in h.patch_sliders("cls").values()] == [False, False]
+
+
+def test_the_status_shows_a_checkpoints_class_names_as_written(tab, tmp_path):
+    """Issue 56: a checkpoint's class names were Markdown in the status line ("Top classes: <img …> ·
+    ![p](…) · [click me](…)"), and Chromium fetched the picture from a third host."""
+    frame = SimpleNamespace(predictions=dict.fromkeys(HOSTILE_NAMES, 0.1), model_ms=5.0, numbers_ms=1.0)
+    status = h.status_text(frame, 12.0, 100)
+    assert shows_as_written(status, *(f"{name} 10%" for name in HOSTILE_NAMES)), status
+    key = tab.catalog.register(hostile_checkpoint(tmp_path / "hostile.safetensors"), "*")
+    drawn = h.live_frame(tab, StreamSlots(), CAMERA, webcam_frame(), CONTROLS._replace(model_key=key), visitor("h"))
+    shown = read(rendered(drawn["status"]))
+    assert not planted(drawn["status"]) and sum(name in shown for name in HOSTILE_NAMES) == 3  # the top 3
+
+
+def test_a_refusal_in_the_status_shows_what_was_sent_as_written(tab):
+    hostile = "![x](http://203.0.113.9/p.png)"
+    out = h.live_frame(tab, StreamSlots(), CAMERA, webcam_frame(), CONTROLS._replace(model_key=hostile), visitor("k"))
+    assert shows_as_written(out["status"], f"unknown model '{hostile}'"), out["status"]

@@ -2,6 +2,7 @@
 and who may stop the one shared run (docs/security.md)."""
 
 import html
+import json
 import time
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 from app_helpers import served
 from gradio_client import Client
 from gradio_client.exceptions import AppError
+from markdown_helpers import unescaped
 from training_helpers import write_image_folder
 
 import ui
@@ -160,7 +162,8 @@ def test_another_visitors_checkpoint_key_is_refused_by_every_endpoint_in_one_sen
     with httpx.stream("GET", f"{base}/{event.json()['event_id']}", timeout=120) as replies:
         said = next(line for line in replies.iter_lines() if "Cannot draw" in line or "error" in line)
     httpx.post(f"{public}gradio_api/stream/{event.json()['event_id']}/close", timeout=60)
-    assert UNKNOWN_CHECKPOINT in said  # /live_frame says it in its status line, the same sentence
+    # /live_frame says it in its status line, the same sentence, as Markdown that shows it as written
+    assert UNKNOWN_CHECKPOINT in unescaped(str(json.loads(said.removeprefix("data: "))[-1]))
 
 
 def server_paths(text: str) -> list[str]:

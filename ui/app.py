@@ -19,7 +19,7 @@ from .common import Server, example_contents
 from .explore import HEAD_JS, build_explore_tab
 from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
-from .limits import REFUSALS, SESSIONS, SESSIONS_SPARE, RequestLimits, frame_fns, live_waiting
+from .limits import REFUSALS, SESSIONS, SESSIONS_SPARE, RequestLimits, event_files, frame_fns, live_waiting
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
 from .sessions import SessionShares, keep_waiting_sessions
@@ -223,6 +223,7 @@ def served_limits(demo: gr.Blocks, trusted_hops: int = 0) -> dict[str, Any]:
         RequestLimits,
         uploads=UPLOADS,
         frame_fns=frame_fns(demo),
+        files=event_files(demo),
         live_waiting=lambda: live_waiting(demo),
         trusted_hops=trusted_hops,
         sessions=SessionShares(lambda: getattr(demo, "state_holder", None), SESSIONS),

@@ -30,7 +30,7 @@ from explorer.images import ImageError
 from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from vit.analysis import Query
-from vit.messages import quoted
+from vit.messages import markdown_text, quoted
 
 from . import downloads, explore_views, zerogpu
 from .checks import one_of, visitor_error, whole_number
@@ -129,7 +129,7 @@ def classes_note(loaded: LoadedModel, listed: int = 20) -> str:
     more = f", … ({len(names) - listed} more)" if len(names) > listed else ""
     always = "The model always answers with one of them, even for a picture of something else."
     # A checkpoint's names are its author's words (a visitor may upload one): shown as written.
-    shown_names = ", ".join(texts.markdown_text(name) for name in names[:listed])
+    shown_names = ", ".join(markdown_text(name) for name in names[:listed])
     return f"**{len(names)} classes:** {shown_names}{more}. {always}"
 
 

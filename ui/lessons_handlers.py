@@ -23,7 +23,7 @@ from explorer.images import ImageError, load_image
 from explorer.loaded import LoadedModel
 from explorer.prompts import PromptError, affordable_words, parse_prompts, zero_shot
 from explorer.texts import prompt_note
-from vit.messages import quoted
+from vit.messages import markdown_text, quoted
 from vit.pretrained import is_clip
 
 from . import downloads, pictures, zerogpu
@@ -38,6 +38,7 @@ from .common import (
     uploaded_path,
     word_maps,
 )
+from .settings import in_markdown
 
 MAX_COMPARED = 3
 NORMS_LAYER_LABEL = "Layer (1 = first; up to the shallower model's depth)"
@@ -221,7 +222,12 @@ def norms_models(
         models = [fetched(server.catalog, key, progress, owner(request)) for key in pair]
     except ModelUnavailable as e:
         first, second = norms_current
-        return {"with_registers": first, "without_registers": second, "layer": gr.skip(), "norms_note": f"⚠️ {e}"}
+        return {
+            "with_registers": first,
+            "without_registers": second,
+            "layer": gr.skip(),
+            "norms_note": f"⚠️ {in_markdown(str(e))}",
+        }
     depth = min(m.model.config.depth for m in models)
     return {
         "with_registers": models[0].key,
@@ -262,12 +268,17 @@ def heads_model(
         loaded = fetched(server.catalog, pick.model_key, progress, owner(request))
     except ModelUnavailable as e:
         back = pick.current
-        return {"heads_model": back, "heads_current": back, "heads": gr.skip(), "heads_note": f"⚠️ {e}"}
+        return {
+            "heads_model": back,
+            "heads_current": back,
+            "heads": gr.skip(),
+            "heads_note": f"⚠️ {in_markdown(str(e))}",
+        }
     try:
         lessons.require_head(loaded)
         note = ""
     except lessons.LessonError as e:
-        note = f"⚠️ {e}"
+        note = f"⚠️ {in_markdown(str(e))}"  # it names the model: an uploaded checkpoint's file name
     return {
         "heads_model": loaded.key,
         "heads_current": loaded.key,
@@ -297,7 +308,8 @@ def compare_models(
     if not loaded:
         raise visitor_error(f"none of these models can be loaded here: {missing[0]}")
     note = (
-        "**Not available here**: the comparison shows the other models.\n\n" + "\n".join(f"- {why}" for why in missing)
+        "**Not available here**: the comparison shows the other models.\n\n"
+        + "\n".join(f"- {in_markdown(why)}" for why in missing)
         if missing
         else ""
     )
@@ -364,7 +376,7 @@ def switch_heads_off(
     which = ", ".join(f"{layer + 1}.{head + 1}" for layer, head in off) or "none"
     note = (
         f"Heads off: **{which}** (of {c.depth} layers × {c.heads} heads). With every head on the model "
-        f"says **{top}**; its probability: {change}."
+        f"says **{markdown_text(top)}**; its probability: {change}."
     )
     return {"top5": after, "heads_note": note}
 
@@ -425,10 +437,11 @@ def rank_heads(
 
 
 def ranking_note(ranking: lessons.Ranking, depth: int, heads: int) -> str:
-    """Markdown: what the ranking measured, and how far it got."""
+    """Markdown: what the ranking measured, and how far it got; the class as its checkpoint names it,
+    shown as written (a visitor's upload names its classes)."""
     note = (
-        f"Predicted class **{ranking.predicted}**. Ranked by the drop of its probability when each head alone is "
-        f"switched off ({depth} × {heads} = {ranking.total} forward passes). The table shows the top "
+        f"Predicted class **{markdown_text(ranking.predicted)}**. Ranked by the drop of its probability when each "
+        f"head alone is switched off ({depth} × {heads} = {ranking.total} forward passes). The table shows the top "
         f"{len(ranking.rows)} of the {ranking.done} heads ranked."
     )
     if ranking.done < ranking.total:

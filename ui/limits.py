@@ -16,14 +16,16 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Collection, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
+from typing import Any, NamedTuple
 
 import gradio as gr
+from gradio.data_classes import FileData, ImageData, ListFiles
 from gradio.utils import get_upload_folder, is_in_or_equal
 from starlette.concurrency import run_in_threadpool
 
 from explorer.live import MAX_URL_CHARS
+from vit.messages import quoted
 
 from . import server_functions
 from .concurrency import LIVE_ID, LIVE_WAITING
@@ -52,6 +54,13 @@ STREAM_ROUTE = "/gradio_api/stream/"  # a running stream's next frame
 FRAME_API = "live_frame"
 WEB_FILE = "a file must be uploaded, not named by a web address: this server fetches no file from the web"
 LIVE_BUSY = "Live is busy: every webcam place is taken. Try again in a minute; Explore works meanwhile."
+# What a malformed file input is told, after its parameter's name (`malformed_file`)
+NOT_A_FILE = (
+    'must be a file this server received, sent as its upload route answered: {"path": "<the path '
+    '/gradio_api/upload answered>", "meta": {"_type": "gradio.FileData"}}, or null'
+)
+# The routes that name their event by its API name (/call/v2 takes the inputs by their names)
+_NAMED_ROUTE = re.compile(r"/(call/v2|call|run|api)/([^/]+)/?$")
 # A URL's scheme, in any case (Gradio fetches only a lower-case "http://" or "https://" and takes
 # anything else for a path); two letters at least, so a Windows drive ("C:") is none.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
@@ -101,14 +110,61 @@ class RefusalLog:
 REFUSALS = RefusalLog()  # the server's, told every minute by ui.app.keep_within_budgets
 
 
+class FileInput(NamedTuple):
+    """One file input of an event (gr.Image, gr.File, gr.Video): where each route puts its value."""
+
+    position: int  # among the event's inputs, as the page (/queue/join) and /call/<api_name> send them
+    api_position: int  # among the inputs an API client may send alone (no session state); -1: none
+    name: str  # its API parameter, by which /call/v2/<api_name> sends it and a refusal names it
+    model: Any  # the component's data model (pydantic), which Gradio validates the value with
+
+
+class EventFiles(NamedTuple):
+    """An event's file inputs, and how many inputs it has in all and for an API client."""
+
+    inputs: int
+    api_inputs: int
+    files: tuple[FileInput, ...]
+
+
+def event_files(demo: gr.Blocks) -> dict[int | str, EventFiles]:
+    """The file inputs of every event that has some, by fn index and by API name (the first event
+    of a name, as Gradio finds it)."""
+    found: dict[int | str, EventFiles] = {}
+    for fn in demo.fns.values():
+        api = [i for i, block in enumerate(fn.inputs) if not block.skip_api]
+        names = [*(fn.input_parameter_names or []), *[None] * len(fn.inputs)]  # Gradio's, or "param_<i>" as it says
+        files = tuple(
+            FileInput(i, api.index(i) if i in api else -1, names[i] or f"param_{i}", block.data_model)
+            for i, block in enumerate(fn.inputs)
+            if _is_file_model(getattr(block, "data_model", None))
+        )
+        if files:
+            found[fn._id] = EventFiles(len(fn.inputs), len(api), files)
+            if fn.api_name:
+                found.setdefault(str(fn.api_name), found[fn._id])
+    return found
+
+
+def _is_file_model(model: object) -> bool:
+    """Whether an input's data model is a file's (gr.Image's, gr.File's, gr.Video's, gr.Audio's)."""
+    return isinstance(model, type) and issubclass(model, (FileData, ImageData, ListFiles))
+
+
+def malformed_file(name: str) -> str:
+    """The sentence a request gets whose file input `name` is no file payload."""
+    return f"{name} {NOT_A_FILE}"
+
+
 class RequestLimits:
     """ASGI middleware: an event's request over its limit gets 413, an upload that does not fit
     the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
-    reads the body, an empty session hash or a file that is no upload 400 (with a line in
-    `refusals`), a new webcam stream event while Live's queue is full 503 with LIVE_BUSY, and a
-    page's server function with no place in `functions` 429; anything else passes untouched.
-    `frame_fns` are the fn indices of the webcam frame's event (ui.app finds them), whose requests
-    may carry a frame."""
+    reads the body, an empty session hash, a file that is no upload or a file input that is no
+    file payload 400 (with a line in `refusals`), a new webcam stream event while Live's queue is
+    full 503 with LIVE_BUSY, and a page's server function with no place in `functions` 429;
+    anything else passes untouched. `frame_fns` are the fn indices of the webcam frame's event
+    (ui.app finds them), whose requests may carry a frame; `files` each event's file inputs
+    (`event_files`)."""
 
     def __init__(
         self,
@@ -119,9 +175,11 @@ class RequestLimits:
         trusted_hops: int = 0,
         refusals: RefusalLog = REFUSALS,
         sessions: SessionShares | None = None,
+        files: Mapping[int | str, EventFiles] | None = None,
         functions: ServerFunctionGate | None = None,
     ) -> None:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
+        self.files = files or {}
         self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
         self.trusted_hops = trusted_hops  # proxies in front of the server that name the visitor (`sender`)
         self.refusals = refusals
@@ -150,9 +208,14 @@ class RequestLimits:
         if refused := _refused_file(fields.get("data")):
             why, named = refused
             cut = named if len(named) <= 80 else named[:79] + "…"
-            if line := self.refusals.line(sender(scope, self.trusted_hops), f"it names the file {cut!r}: {why}"):
-                print(line, flush=True)
+            self._log_refusal(scope, f"it names the file {cut!r}: {why}")
             return await _refuse(send, 400, why)
+        # a frame's data: URL is validated as a string of up to 16 MiB: not on the event loop
+        check, small = self._malformed_file, len(body) <= MAX_EVENT_BYTES
+        if malformed := check(path, fields) if small else await run_in_threadpool(check, path, fields):
+            name, value = malformed
+            self._log_refusal(scope, f"its {name} is no file payload: {quoted(value)}")
+            return await _refuse(send, 400, malformed_file(name))
         if self.sessions is not None and isinstance(session, str):
             # it may make room and restore a dropped session's values: not on the event loop
             await run_in_threadpool(self._admit, session, sender(scope, self.trusted_hops))
@@ -168,6 +231,50 @@ class RequestLimits:
         network = sender(scope, self.trusted_hops)
         if not await self.functions.run(network, lambda chunked: self.app(scope, receive, chunked), send):
             await _refuse(send, 429, server_functions.BUSY)
+
+    def _log_refusal(self, scope: Scope, what: str) -> None:
+        """The operator's line for a refused request, unless its network had one this minute (`refusals`)."""
+        if line := self.refusals.line(sender(scope, self.trusted_hops), what):
+            print(line, flush=True)
+
+    def _malformed_file(self, path: str, fields: dict[str, Any]) -> tuple[str, Any] | None:
+        """(its parameter's name, its value) for the first file input of the request's event whose
+        value is neither null nor a payload its component's data model reads, or None. Gradio
+        validates it only once the event runs, and its refusal of a bare "/etc/passwd", a number,
+        a list or a dict whose path is no string was a traceback in the log (1,303 bytes) and a
+        bare "Error" for the visitor (issue 56)."""
+        found = self._event_inputs(path, fields)
+        if found is None:
+            return None
+        event, value_of = found
+        for file in event.files:
+            value = value_of(file)
+            if value is not None and not _reads(file.model, value):
+                return file.name, value
+        return None
+
+    def _event_inputs(self, path: str, fields: dict[str, Any]) -> tuple[EventFiles, Callable[[FileInput], Any]] | None:
+        """The file inputs of the event a request runs, and how to read each one's value from it,
+        as Gradio's route finds them: the event by fn index (the page's /queue/join; /run and /api
+        when one is given), by the API name in the path, or a running stream's (the webcam's);
+        the values by position, except /call's without the session's state and /call/v2's by name."""
+        data, index = fields.get("data"), fields.get("fn_index")
+        index = index if isinstance(index, int) and not isinstance(index, bool) else None
+        named = _NAMED_ROUTE.search(path)
+        if path.startswith(STREAM_ROUTE):
+            event = next((self.files[fn] for fn in sorted(self.frame_fns) if fn in self.files), None)
+        elif named is None:
+            event = self.files.get(index) if index is not None else None
+        elif named[1] == "call/v2":
+            event = self.files.get(named[2])
+            return (event, lambda file: fields.get(file.name)) if event is not None else None
+        else:
+            event = self.files.get(index if index is not None and named[1] != "call" else named[2])
+        if event is None or not isinstance(data, list):
+            return None
+        if named is not None and named[1] == "call" and len(data) != event.inputs and len(data) == event.api_inputs:
+            return event, lambda file: data[file.api_position] if file.api_position >= 0 else None
+        return event, lambda file: data[file.position] if file.position < len(data) else None
 
     def _admit(self, session: str, network: str | None) -> None:
         """`sessions.admit`, which only chooses what to drop: a fault of its own is one log line and
@@ -298,7 +405,20 @@ def _refused_file(value: Any) -> tuple[str, str] | None:
         return WEB_FILE, path
     if isinstance(path, str) and _is_file_payload(value) and not _is_upload(path):
         return REFUSED, path
+    # Gradio reads a file payload in any input into its FileData before the event runs: a field of
+    # the wrong type (a `meta` that is no object, a size that is no number) was a traceback too
+    if isinstance(path, str) and _is_file_payload(value) and not _reads(FileData, value):
+        return malformed_file("a file"), path
     return next((found for v in value.values() if (found := _refused_file(v))), None)
+
+
+def _reads(model: Any, value: Any) -> bool:
+    """Whether Gradio's validation of an input's value with its component's data model passes."""
+    try:
+        model.model_validate(value, context={"validate_meta": True})
+    except (ValueError, TypeError, AttributeError):  # pydantic's ValidationError is a ValueError; Gradio's
+        return False  # own check of `meta` (gradio_client.utils.is_file_obj_with_meta) fails on one that is no object
+    return True
 
 
 def _is_file_payload(value: dict[str, Any]) -> bool:

@@ -8,6 +8,7 @@ check the controls and write the readouts.
 
 from __future__ import annotations
 
+import html
 import time
 from typing import NamedTuple
 
@@ -19,6 +20,7 @@ from explorer.catalog import ModelCatalog, ModelUnavailable
 from explorer.explain import ExplanationTooLarge
 from explorer.loaded import LoadedModel
 from vit.analysis import Query
+from vit.messages import markdown_text
 
 from . import zerogpu
 from .checks import visitor_error, whole_number
@@ -37,7 +39,7 @@ from .common import (
 )
 from .limits import forget_frame
 from .outputs import UPLOADS, cache_path
-from .settings import for_visitors
+from .settings import in_markdown
 from .streams import Admission, StreamSlots
 
 WAIT_POLL_S = 1.0  # a stream waiting for a slot asks once a second, not at the webcam's frame rate
@@ -89,10 +91,11 @@ def live_request(
 
 def status_text(frame: live.LiveFrame, fps: float | None, seconds_left: int) -> str:
     """Markdown: frames per second shown, where each frame's time goes on the server (the page
-    draws the pictures), the turn, the top classes."""
+    draws the pictures), the turn, the top classes (as their checkpoint names them, shown as written:
+    a visitor's upload names its classes)."""
     rate = f"**{fps:.1f} frames/s** shown" if fps else "first frame shown"
     cost = f"model {frame.model_ms:.0f} ms + numbers {frame.numbers_ms:.0f} ms per frame, drawn in your browser"
-    top = " · ".join(f"{name} {p:.0%}" for name, p in frame.predictions.items())
+    top = " · ".join(f"{markdown_text(name)} {p:.0%}" for name, p in frame.predictions.items())
     return f"{rate} · {cost} · your turn ends in {seconds_left} s" + (f"\n\nTop classes: {top}" if top else "")
 
 
@@ -137,7 +140,9 @@ def live_frame(
     except (gr.Error, live.FrameError, ModelUnavailable, ExplanationTooLarge) as e:
         # In the status line, not as an error: an error ends the stream, and the webcam starts
         # a new one with the next frame, so the visitor would see the same error 25 times a second.
-        return {"status": f"**Cannot draw this frame:** {for_visitors(getattr(e, 'message', str(e)))}"}
+        # gr.Error's message is HTML-escaped already (ui.checks.visitor_error): read back as written
+        why = html.unescape(e.message) if isinstance(e, gr.Error) else str(e)
+        return {"status": f"**Cannot draw this frame:** {in_markdown(why)}"}
     finally:
         fps = slots.end(visitor)
     return {"pictures": shown.numbers, "status": status_text(shown, fps, slots.seconds_left(visitor))}

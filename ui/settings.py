@@ -16,6 +16,7 @@ from explorer.catalog import ServingLimits
 from explorer.lessons import lesson_weights
 from training.registry import OWNER_GONE_S, RUN_LIMIT_S, TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
+from vit.messages import markdown_text
 
 MIB = 2**20
 MAX_MESSAGE_CHARS = 1000  # a message for a visitor is cut here (it may list a model's 1,000 classes)
@@ -164,7 +165,7 @@ def model_problem(path: str | None, max_parameters: int) -> str | None:
 
 def visible(message: str) -> str:
     """A message with server paths cut to their last part, at most MAX_MESSAGE_CHARS characters:
-    escape it for where it is shown (`for_visitors` for HTML, explorer.texts.markdown_text for Markdown)."""
+    escape it for where it is shown (`for_visitors` for HTML, vit.messages.markdown_text for Markdown)."""
     text = _PATH.sub(lambda m: re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1], message)
     return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 1] + "…"
 
@@ -172,3 +173,11 @@ def visible(message: str) -> str:
 def for_visitors(message: str) -> str:
     """A message safe to show as HTML (or as text): `visible`, HTML escaped."""
     return html.escape(visible(message), quote=False)  # text, never an attribute: quotes stay readable for API clients
+
+
+def in_markdown(message: str) -> str:
+    """A message safe to show in Markdown: `visible`, every character shown as written
+    (vit.messages.markdown_text). A message may name what a visitor or a checkpoint wrote (an
+    uploaded checkpoint's file name, a model key sent, a class name), whose `![x](url)` would be
+    fetched by every browser showing it, `*` emphasis, `<b>` a tag."""
+    return markdown_text(visible(message))

@@ -26,7 +26,6 @@ import gradio as gr
 import vit
 from explorer import compute, run_views
 from explorer.catalog import ModelCatalog, ModelUnavailable, no_internet
-from explorer.texts import markdown_text
 from training.budget import (
     MAX_EVAL_BATCH,
     MemoryPlan,
@@ -41,7 +40,7 @@ from training.budget import (
 from training.data import cifar10_downloaded
 from training.job import JobBusy, JobSnapshot, epoch_message
 from training.registry import JobRegistry, TrainLimits
-from vit.messages import quoted
+from vit.messages import markdown_text, quoted
 from vit.model import CONFIGS
 from vit.pretrained import PRETRAINED
 
@@ -49,7 +48,7 @@ from . import zerogpu
 from .checks import number, one_of, visitor_error
 from .common import Server, owner
 from .pictures import with_alt
-from .settings import SPACE_MODEL, ServerSettings, for_visitors, visible
+from .settings import SPACE_MODEL, ServerSettings, for_visitors, in_markdown
 
 LOG = logging.getLogger(__name__)
 
@@ -164,12 +163,6 @@ def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
     if not snap.steps_per_epoch:  # data and model still loading: the number of steps is not known yet
         return done, total, f"{epoch}, preparing…"
     return done, total, f"{epoch}, step {snap.step} of {steps}"
-
-
-def in_markdown(message: str) -> str:
-    """A run's message as Markdown that shows it as written: it may hold a visitor's words (an
-    uploaded checkpoint's name), whose `![x](url)` would be fetched, `*` emphasis, `<b>` a tag."""
-    return markdown_text(visible(message))
 
 
 def describe(snap: JobSnapshot) -> str:

@@ -39,6 +39,7 @@ from training.chunks import ChunkRefused, ChunkReport, in_words, train_chunk
 from training.job import ChunkPlan
 
 from .checks import visitor_error
+from .settings import for_visitors
 
 T = TypeVar("T")
 LOG = logging.getLogger(__name__)
@@ -251,7 +252,10 @@ class GpuTask(Generic[T]):
 
     def _without_gpu(self, shortage: GpuShortage, loaded: LoadedModel, seconds: int, args: tuple) -> T:
         if small_enough_for_cpu(loaded) and not self.backward:
-            gr.Warning(f"{shortage.why()}: {loaded.label} ran on the server's CPU instead (slower, same result).")
+            # a toast shows HTML: the label may be an uploaded checkpoint's file name
+            gr.Warning(
+                for_visitors(f"{shortage.why()}: {loaded.label} ran on the server's CPU instead (slower, same result).")
+            )
             return compute.run_here(self.task, loaded, *args, device="cpu")
         raise _refused(shortage, self.what, seconds)
 
