@@ -843,8 +843,11 @@ PAGE_ROUTES = ("/config", "/gradio_api/info")
 
 def issue_56_attacks(server: Server, client, folder: Path) -> dict[str, Callable[[], str]]:
     """A checkpoint whose page's numbers were 170 MB, the page's description read for server paths,
-    and the store of analyses timed across networks."""
+    the store of analyses timed across networks, and a run that never polls holding the Train slot."""
     return {
+        "a 200-epoch run on /train_start that never polls, then another network's Start": lambda: slot_hold(
+            server.url, server.train_idle_s
+        ),
         "a 48 × 48-grid checkpoint's /analyze_page, 4 unread and 8 simultaneous questions for its rows": lambda: (
             page_rows_flood(server, client, folder)
         ),
@@ -973,9 +976,6 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
     attacks["another visitor's checkpoint key on /analyze"] = lambda: foreign_key(server.url, folder, image)
     attacks |= issue_56_attacks(server, client, folder)
     attacks["a 1,012 px checkpoint trained at batch 128 on /train_start"] = lambda: big_run(client, folder)
-    attacks["a 200-epoch run on /train_start that never polls, then another network's Start"] = lambda: slot_hold(
-        server.url, server.train_idle_s
-    )
     attacks["epochs=true on /train_start"] = lambda: attempt(
         lambda: client.predict("vit_cifar_nano", "cifar10", "", True, 1e-3, 8, api_name="/train_start")
     )
