@@ -265,6 +265,12 @@ class ModelCatalog:
         out += [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
         return out + [(label, pretrained_key(name)) for label, name in away]
 
+    def here(self, owner: str = EVERYONE) -> list[str]:
+        """The keys of `owner`'s picker's models that open now, without a download (the bundled
+        model, pretrained weights on this machine, their checkpoints), in the picker's order: what
+        the lessons call "on this machine"."""
+        return [key for _, key in self.choices(owner) if self.available(key)]
+
     def pretrained_choices(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """(label, name) of the listed pretrained weights: those on this machine, and those to
         download, each marked as such (or as impossible to get while this machine is offline)."""
