@@ -432,6 +432,10 @@ def test_after_each_lesson_and_each_model_load_the_pickers_are_drawn_again(tiny_
     named |= {"lesson_head_ranking", "lesson_words"}
     assert {d["id"] for d in by_id.values() if d["api_name"] in named} <= set(refreshes)
     assert all(len(d["outputs"]) == len(MODEL_WORDS) for d in refreshes.values())
+    # then the pickers left where their lesson opened follow the catalogue: after each refresh and the tab's opening
+    follows = {d["trigger_after"] for d in by_id.values() if d["api_name"].startswith("follow_lessons")}
+    opening = next(d["id"] for d in by_id.values() if d["api_name"] == "open_lessons")
+    assert {d["id"] for d in refreshes.values()} | {opening} <= follows
     load = next(d for d in by_id.values() if d["api_name"] == "load_model")
     choices = next(d for d in by_id.values() if d["api_name"] == "model_choices")
     assert choices["trigger_after"] == load["id"] and choices["outputs"] == [load["targets"][0][0]]
@@ -440,8 +444,9 @@ def test_after_each_lesson_and_each_model_load_the_pickers_are_drawn_again(tiny_
 def test_lesson_2_opens_on_a_model_with_registers_once_one_is_on_this_machine(tiny_checkpoint, tmp_path, monkeypatch):
     """A register model downloaded on the Explore tab: lesson 2 still opened on the bundled model
     twice and said "No model with registers is on this machine yet" (its pickers' values were the
-    page's, set when the server started). Opening the tab moves pickers the visitor left where the
-    lesson opened to the models it opens on now, with the slider and the note; a choice stays."""
+    page's, set when the server started). Opening the tab (then `follow_lessons`) moves pickers the
+    visitor left where the lesson opened to the models it opens on now, with the slider and the
+    note; a choice stays."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     downloaded: set[str] = set()
     monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in downloaded)
@@ -456,7 +461,7 @@ def test_lesson_2_opens_on_a_model_with_registers_once_one_is_on_this_machine(ti
     alice = SimpleNamespace(session_hash="alice")
     left = (view.opened.value, view.models.value, view.norms_current.value, view.heads_current.value)
     downloaded.add(reg)  # what Explore's picker downloaded
-    opened = h.open_lessons(server, None, "", None, *left, request=alice)
+    opened = h.lesson_models(server, request=alice) | h.follow_lessons(server, *left, request=alice)
     assert opened["with_registers"].value == f"pretrained:{reg}" and opened["without_registers"].value == BUNDLED
     assert opened["norms_current"] == [f"pretrained:{reg}", BUNDLED]
     assert opened["layer"].maximum == opened["layer"].value == 5  # the shallower of 5 and 6 layers
@@ -466,9 +471,7 @@ def test_lesson_2_opens_on_a_model_with_registers_once_one_is_on_this_machine(ti
     assert "heads_current" not in opened  # lesson 3's DeiT-S is still away: it stays on the bundled model
     assert opened["opened"]["norms"] == [f"pretrained:{reg}", BUNDLED]
     # a pair the visitor chose stays, and after the move nothing moves again
-    chose = h.open_lessons(
-        server, None, "", None, left[0], left[1], [BUNDLED, f"pretrained:{reg}"], BUNDLED, request=alice
-    )
+    chose = h.follow_lessons(server, left[0], left[1], [BUNDLED, f"pretrained:{reg}"], BUNDLED, request=alice)
     assert "norms_current" not in chose and "norms_note" not in chose
     moved = (opened["opened"], opened["models"].value, opened["norms_current"], BUNDLED)
-    assert "opened" not in h.open_lessons(server, None, "", None, *moved, request=alice)
+    assert h.follow_lessons(server, *moved, request=alice) == {}

@@ -33,9 +33,10 @@ FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a mode
 # lesson's line about the weights it lacks, drawn again as the catalogue changes.
 MODEL_WORDS = ("models", "with_registers", "without_registers", "heads_model", "words_model")
 MODEL_WORDS += ("compare_better", "norms_better", "heads_better", "words_better")
-# and where a lesson's pickers still hold what it opened on, the models it opens on now with the
-# controls that follow them (`lessons_handlers.follow`)
-MODEL_WORDS += ("opened", "norms_current", "layer", "norms_note", "heads_current", "heads", "heads_note")
+# Then, where a lesson's pickers still hold what it opened on, the models it opens on now with the
+# controls that follow them (`lessons_handlers.follow_lessons`).
+FOLLOWED = ("opened", "models", "with_registers", "without_registers", "norms_current", "layer", "norms_note")
+FOLLOWED += ("heads_model", "heads_current", "heads", "heads_note")
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,7 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
         outputs=v.pick("image", "followed", *MODEL_WORDS),
         api_visibility="private",
         show_progress="hidden",  # a quick update: no spinner over the pickers a teacher is about to open
-    )
+    ).then(**_follow(v, server))
     v.image.change(**v.event(h.new_image), outputs=v.pick(*RESULTS), api_visibility="private")
     ranking = _wire_buttons(v, server)
     # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
@@ -353,8 +354,22 @@ def _wire_buttons(v: LessonsView, server: Server) -> Any:
     # After each (which may have downloaded a model), what the lessons say about models follows.
     refresh = {**v.event(h.lesson_models, server), "outputs": v.pick(*MODEL_WORDS)}
     for event in events:
-        event.then(**refresh, api_visibility="private", show_progress="hidden", queue=False)
+        event.then(**refresh, api_visibility="private", show_progress="hidden", queue=False).then(**_follow(v, server))
     return ranking
+
+
+def _follow(v: LessonsView, server: Server) -> dict[str, Any]:
+    """The event that moves pickers left where their lesson opened to the models it opens on now
+    (`lessons_handlers.follow_lessons`): it may load a model from the cache, so in the heavy slots
+    and, as lesson 1's picker is among its inputs, unchecked by Gradio (RAW: the handler only
+    compares it)."""
+    return {
+        **v.event(h.follow_lessons, server),
+        "outputs": v.pick(*FOLLOWED),
+        "api_visibility": "private",
+        "show_progress": "hidden",
+        **RAW,
+    }
 
 
 def _wire_pickers(v: LessonsView, server: Server) -> list[Any]:

@@ -125,15 +125,7 @@ def _no_clip(catalog: ModelCatalog, key: str) -> gr.Error:
 
 
 def open_lessons(
-    server: Server,
-    explore_image: str | None,
-    followed: str | None,
-    opening: str | None,
-    opened: dict | None = None,
-    models: list[str] | None = None,
-    norms_current: list[str] | None = None,
-    heads_current: str | None = None,
-    request: gr.Request | None = None,
+    server: Server, explore_image: str | None, followed: str | None, opening: str | None, request: gr.Request
 ) -> dict:
     """Opening the tab: the pickers and the lines about models as the catalogue is now
     (`lesson_models`), and the lessons take the Explore tab's image when it changed since they
@@ -147,8 +139,7 @@ def open_lessons(
         shown, took = opening, ""
     else:
         shown = took = gr.skip()
-    pickers = lesson_models(server, opened, models, norms_current, heads_current, request)
-    return {"image": shown, "followed": took} | pickers
+    return {"image": shown, "followed": took} | lesson_models(server, request)
 
 
 def clip_choices(catalog: ModelCatalog) -> list[tuple[str, str]]:
@@ -156,29 +147,35 @@ def clip_choices(catalog: ModelCatalog) -> list[tuple[str, str]]:
     return [(label, key) for label, key in catalog.choices() if is_clip(key.partition(":")[2])]
 
 
-def lesson_models(
-    server: Server,
-    opened: dict | None = None,
-    models: list[str] | None = None,
-    norms_current: list[str] | None = None,
-    heads_current: str | None = None,
-    request: gr.Request | None = None,
-) -> dict:
+def lesson_models(server: Server, request: gr.Request | None = None) -> dict:
     """What the lessons say about models, as the catalogue is now (the list Explore's picker shows,
     `ModelCatalog.here`): the pickers list this visitor's models (a checkpoint trained since the
-    page opened; weights downloaded since, no longer "downloads once"), each lesson's line names
-    only the weights still missing, and a lesson whose pickers still hold what it opened on
-    (`opened`, as the visitor left them) opens on the models it would open on now (`follow`). On
-    opening the tab and after each lesson (which may have downloaded a model)."""
+    page opened; weights downloaded since, no longer "downloads once"), and each lesson's line
+    names only the weights still missing. On opening the tab and after each lesson (which may
+    have downloaded a model); `follow_lessons` comes next."""
     catalog, visitor = server.catalog, owner(request)
     choices = catalog.choices(visitor)
-    opening = lessons.opening_models(catalog.available, catalog.here(visitor))
     names = ("models", "with_registers", "without_registers", "heads_model")
-    pickers: dict = {name: gr.Dropdown(choices=choices) for name in names}
-    notes = lessons.model_notes(opening)
+    pickers = {name: gr.Dropdown(choices=choices) for name in names}
+    notes = lessons.model_notes(lessons.opening_models(catalog.available, catalog.here(visitor)))
     better = {f"{lesson}_better": note for lesson, note in notes.items()}
-    words = {"words_model": gr.Dropdown(choices=clip_choices(catalog))}
-    return pickers | better | words | follow(server, opening, opened, models, norms_current, heads_current, request)
+    return pickers | better | {"words_model": gr.Dropdown(choices=clip_choices(catalog))}
+
+
+def follow_lessons(
+    server: Server,
+    opened: dict | None,
+    models: object,
+    norms_current: list[str] | None,
+    heads_current: str | None,
+    request: gr.Request | None = None,
+) -> dict:
+    """After `lesson_models`: lessons 1 to 3's pickers that the visitor left on what the lesson
+    opened on move to the models it opens on now (`follow`). `models` is lesson 1's picker as the
+    page sent it (unchecked: it is only compared with what the lesson opened on)."""
+    visitor = owner(request)
+    opening = lessons.opening_models(server.catalog.available, server.catalog.here(visitor))
+    return follow(server, opening, opened, models, norms_current, heads_current, request)
 
 
 def opened_models(compare: list[str], pair: list[str], heads: str) -> dict:
@@ -190,7 +187,7 @@ def follow(
     server: Server,
     opening: lessons.OpeningModels,
     opened: dict | None,
-    models: list[str] | None,
+    models: object,
     norms_current: list[str] | None,
     heads_current: str | None,
     request: gr.Request | None,
