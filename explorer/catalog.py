@@ -71,6 +71,15 @@ def no_internet(name: str) -> str:
     )
 
 
+def not_on_hub(name: str) -> str:
+    """What a visitor is told when `name`'s weights are not here and the Hub does not have them
+    (moved or removed there): the same plain words as `no_internet`, no address, no file name."""
+    return (
+        f"{name} cannot be downloaded: the Hugging Face Hub does not have it (it may have been moved, renamed "
+        "or removed there). Pick another model: the ones at the top of the list are on this machine."
+    )
+
+
 def scanned_label(path: Path, runs_dir: Path) -> str:
     """How the model lists name a checkpoint found in the runs folder by a restarted local server:
     a Train-tab run by its own name and when it was trained ("vit_cifar_nano_5epochs_acc41,
@@ -256,6 +265,12 @@ class ModelCatalog:
         out += [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
         return out + [(label, pretrained_key(name)) for label, name in away]
 
+    def here(self, owner: str = EVERYONE) -> list[str]:
+        """The keys of `owner`'s picker's models that open now, without a download (the bundled
+        model, pretrained weights on this machine, their checkpoints), in the picker's order: what
+        the lessons call "on this machine"."""
+        return [key for _, key in self.choices(owner) if self.available(key)]
+
     def pretrained_choices(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """(label, name) of the listed pretrained weights: those on this machine, and those to
         download, each marked as such (or as impossible to get while this machine is offline)."""
@@ -436,6 +451,8 @@ class ModelCatalog:
             except vit.NoInternet as e:
                 self.online = False
                 raise ModelUnavailable(no_internet(name)) from e
+            except vit.NotOnHub as e:
+                raise ModelUnavailable(not_on_hub(name)) from e
             except vit.PretrainedUnavailable as e:
                 raise ModelUnavailable(str(e)) from e
             return LoadedModel(key, name, model.eval(), meta, text=text)

@@ -35,7 +35,7 @@ from vit.probes import Head, head_importance_steps, heads_off, token_norms
 
 from . import canvas, render
 from .canvas import MapStyle
-from .catalog import BUNDLED, pretrained_key
+from .catalog import BUNDLED, PRETRAINED_PREFIX, pretrained_key
 from .compute import forward_flops, pass_seconds, to_model
 from .explain import InputTooLarge, ModelInput, model_input, top_classes
 from .loaded import LoadedModel
@@ -60,6 +60,7 @@ WITHOUT_REGISTERS = ("vit_large_patch14_dinov2.lvd142m", "vit_small_patch14_dino
 RANKED = ("deit_small_patch16_224.fb_in1k",)
 WORDS = ("vit_base_patch16_clip_224.openai", "vit_base_patch32_clip_224.openai")  # CLIP: image and text tower
 
+MAX_COMPARED = 3  # models lesson 1 compares at most (its picker's limit)
 RANKING_ROWS = 10  # heads listed by the head ranking, largest drop first
 TILE_PX = 112  # each map's longer side in the lessons' pictures
 ROW_TILES = 6  # head tiles per row: 12 heads of 112 px would be wider than the tab (views.DISPLAY_WIDTH)
@@ -122,21 +123,38 @@ class OpeningModels:
     heads: str
     words: str | None  # a CLIP model, or None: no other model answers words
     missing: dict[str, list[str]]  # lesson ("compare", "norms", "heads", "words") -> pretrained names
+    here: tuple[str, ...] = ()  # every model on this machine, as the model pickers list it first
 
 
-def opening_models(available: Callable[[str], bool]) -> OpeningModels:
+def has_registers(key: str) -> bool:
+    """Whether the pretrained weights `key` names have registers, by their name (DINOv2's "_reg4"
+    or "-with-registers", DINOv3's four from the start), as lesson 2's note tells people to look."""
+    name = key.removeprefix(PRETRAINED_PREFIX)
+    return key.startswith(PRETRAINED_PREFIX) and any(mark in name for mark in ("_reg", "registers", "dinov3"))
+
+
+def opening_models(available: Callable[[str], bool], here: Sequence[str] = ()) -> OpeningModels:
     """Each lesson's models among those `available(key)` says load now: the lesson's own
-    first, then a stand-in of the same kind, else the bundled model."""
+    first, then a stand-in of the same kind, else the bundled model. `here`: every model on this
+    machine, as Explore's picker lists it (`ModelCatalog.here`): lesson 1 with fewer than two of its
+    own compares those instead (a teacher's DeiT-B, CLIP and DINOv2 with registers were left out
+    while it said "only one model is on this machine"), and lesson 2 takes any model with
+    registers among them before the bundled one."""
 
-    def first(names: Sequence[str]) -> str:
-        return next((pretrained_key(n) for n in names if available(pretrained_key(n))), BUNDLED)
+    def first(names: Sequence[str], also: Sequence[str] = ()) -> str:
+        keys = [pretrained_key(n) for n in names if available(pretrained_key(n))]
+        return next(iter([*keys, *also]), BUNDLED)
 
     def absent(names: Sequence[str]) -> list[str]:
         return [n for n in names if not available(pretrained_key(n))]
 
+    own = [pretrained_key(n) for n in COMPARED if available(pretrained_key(n))]
+    if len(own) < 2:  # nothing to compare: the other models here, the bundled one last
+        others = sorted((key for key in here if key not in own), key=lambda key: key == BUNDLED)
+        own = [*own, *others][:MAX_COMPARED]
     return OpeningModels(
-        compare=[pretrained_key(n) for n in COMPARED if available(pretrained_key(n))] or [BUNDLED],
-        with_registers=first(WITH_REGISTERS),
+        compare=own or [BUNDLED],
+        with_registers=first(WITH_REGISTERS, [key for key in here if has_registers(key)]),
         without_registers=first(WITHOUT_REGISTERS),
         heads=first(RANKED),
         words=next((pretrained_key(n) for n in WORDS if available(pretrained_key(n))), None),
@@ -146,6 +164,7 @@ def opening_models(available: Callable[[str], bool]) -> OpeningModels:
             "heads": absent(RANKED[:1]),
             "words": absent(WORDS[:1]),
         },
+        here=tuple(here),
     )
 
 
@@ -169,8 +188,9 @@ def better_models(names: Sequence[str]) -> str:
 
 
 def compare_better(opening: OpeningModels) -> str:
-    """Lesson 1's line above its picture: said plainly when it opens on one model alone (it then
-    compares that model with nothing), and which weights the operator could add."""
+    """Lesson 1's line above its picture: said plainly when the one model it opens on is the only
+    one on this machine (`opening.here`, Explore's picker's list: it then compares that model with
+    nothing), and which weights the operator could add."""
     better = better_models(opening.missing["compare"])
     if len(opening.compare) > 1:
         return better
@@ -212,6 +232,13 @@ def model_notes(opening: OpeningModels) -> dict[str, str]:
     model downloaded since the server started is never called "not downloaded"."""
     better = {lesson: better_models(opening.missing[lesson]) for lesson in ("norms", "heads")}
     return {"compare": compare_better(opening), **better, "words": words_missing(opening)}
+
+
+def registers_missing(opening: OpeningModels) -> list[str]:
+    """Lesson 2's weights not here, for `registers_note` to say "No model with registers is on this
+    machine yet": none when a model with registers is here (one downloaded from Explore's picker
+    is not among the lesson's own, and the note said none was here while the picker listed it)."""
+    return [] if any(has_registers(key) for key in opening.here) else opening.missing["norms"]
 
 
 def register_role(loaded: LoadedModel) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 
 from vit import VisionTransformer
 from vit.analysis import MIN_FOREGROUND, PatchPca, Query
+from vit.clip import as_typed, sentence
 from vit.messages import markdown_text
 
 from . import canvas, render
@@ -117,6 +118,14 @@ def describe_rollout(ex: Explanation, head_fusion: str, discard_ratio: float) ->
     return f"{rule} Map: {row} of R over the patches; its share on the prefix tokens ({named}) is left out."
 
 
+def _sentence_shown(template: str, prompt: str) -> str:
+    """Markdown of the sentence the text tower read for `prompt` (vit.clip.sentence): the visitor's
+    words escaped, the template's own marks as they are."""
+    if not as_typed(template, prompt):
+        return template.format(markdown_text(prompt))
+    return markdown_text(prompt) + sentence(template, prompt)[len(prompt) :]  # the ending it was given
+
+
 def prompt_note(zs: ZeroShot, left_out: str = "") -> str:
     """Markdown under the prompt maps: the words left out for the server's memory, if any
     (`left_out`, explorer.prompts.affordable_words' sentence, which holds none of the words), the
@@ -127,9 +136,14 @@ def prompt_note(zs: ZeroShot, left_out: str = "") -> str:
         "its beginning was used."
         for p in zs.cut
     )
+    # the example is a word the template really wrapped, as the tower read it (it printed "a photo
+    # of a photo of a cat." for a typed "a photo of a cat"); the rule for the others is said beside it
+    wrapped = next((p for p in zs.prompts if not as_typed(zs.template, p)), zs.prompts[0])
+    opening = zs.template.partition("{}")[0].strip()
     return (
         (f"**{left_out}** " if left_out else "") + f"Each word was put into CLIP's template **“{zs.template}”** "
-        f"(e.g. “{zs.template.format(markdown_text(zs.prompts[0]))}”). "
+        f"(e.g. “{_sentence_shown(zs.template, wrapped)}”); words that already begin with “{opening}” "
+        "were read as typed, not put into it again. "
         "The probabilities are a softmax over the words typed only: CLIP picks the best of *these* words, so it "
         f"answers even when none fits the picture. Each map shows which patches raised that word's similarity.{cut}"
     )

@@ -95,3 +95,23 @@ def test_a_space_names_its_training_folder_in_a_variable(monkeypatch, tmp_path):
     monkeypatch.setenv("VIT_EXPLORER_DATA_FOLDER", str(tmp_path))
     assert ServerSettings.from_args(app.parse_args([])).data_folder == tmp_path.resolve()
     assert app.parse_args(["--data-folder", "elsewhere"]).data_folder == "elsewhere"
+
+
+def test_the_readme_tells_a_teacher_how_to_reach_the_app_from_the_class_first():
+    """Issue 61: read as a teacher, the README never mentioned --present, phones, or how students'
+    devices reach a laptop's app, and its first screen was configuration. Its "Teaching with it"
+    section comes right after the title, before "Two commands", with flags the app really has."""
+    from pathlib import Path
+
+    root = Path(app.__file__).resolve().parent
+    readme = (root / "README.md").read_text(encoding="utf-8").split("---\n", 2)[2]  # after the front matter
+    sections = [line for line in readme.splitlines() if line.startswith("## ")]
+    assert sections[:2] == ["## Teaching with it", "## Two commands"]
+    teaching = readme.split("## Teaching with it", 1)[1].split("## Two commands", 1)[0]
+    command = next(line for line in teaching.splitlines() if line.startswith(".venv/bin/python app.py"))
+    args = app.parse_args(command.split()[2:])  # the command as typed parses
+    assert args.present and args.host == "0.0.0.0" and args.port == 7860
+    for said in ("phones", ":7860", "firewall", "same network", "docs/space.md", "--port"):
+        assert said in teaching, said
+    picture = teaching.split("![", 1)[1].split("](", 1)[1].split(")", 1)[0]  # the screenshot
+    assert picture == "docs/app-present.png" and (root / picture).is_file()

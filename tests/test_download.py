@@ -30,5 +30,5 @@ def test_each_failure_is_one_line_and_the_exit_status_is_1(hub, capsys) -> None:
     assert main(["nope", "facebook/dinov2-small"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "nope: not a pretrained name (see python -m vit.download --help)"
-    assert lines[1].startswith("facebook/dinov2-small: cannot load facebook/dinov2-small: the Hub at ")
+    assert lines[1].startswith("facebook/dinov2-small: cannot load facebook/dinov2-small: the Hugging Face Hub does ")
     assert len(lines) == 2

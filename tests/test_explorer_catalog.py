@@ -5,6 +5,7 @@ import time
 
 import pytest
 import torch
+from hub_standin import hub  # noqa: F401 - the fixture
 from markdown_helpers import HOSTILE_NAMES, shows_as_written
 
 import vit
@@ -382,6 +383,24 @@ def test_a_pick_that_cannot_download_is_said_in_a_teachers_words_and_marks_the_r
     assert said.startswith("deit_small_patch16_224.fb_in1k is not on this machine, and this machine has no internet")
     assert "pretrained:" not in said and str(tmp_path) not in said and "HF_HUB" not in said
     assert catalog.online is False and "no internet to download it" in catalog.choices()[-1][0]
+
+
+def test_a_model_the_hub_does_not_have_is_said_in_a_teachers_words(hub, tmp_path, tiny_checkpoint):  # noqa: F811
+    """It said "cannot load vit_small_patch16_224.dino: the Hub at http://127.0.0.1:… has no file
+    config.json of timm/…" where, offline, the same pick got a sentence a teacher can act on. The
+    stand-in answers 404 for a repository it lacks and for a file a repository lacks."""
+    hub.publish("facebook/dinov2-small", "config.json", b"{}")  # preprocessor_config.json is missing
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path, scan_runs=False)
+    for name in ("vit_small_patch16_224.dino", "facebook/dinov2-small"):
+        with pytest.raises(ModelUnavailable) as caught:
+            catalog.get(f"pretrained:{name}")
+        said = str(caught.value)
+        assert said.startswith(f"{name} cannot be downloaded: the Hugging Face Hub does not have it"), said
+        assert "Pick another model: the ones at the top of the list are on this machine." in said
+        for jargon in ("http", "127.0.0.1", hub.url, ".json", "timm/", "pretrained:", "404"):
+            assert jargon not in said, jargon
+        assert isinstance(caught.value.__cause__, vit.NotOnHub)  # the whole reason goes to the log
+    assert catalog.online is not False  # the machine is online: the other downloads stay offered
 
 
 def test_gated_weights_reach_the_visitor_as_the_sentence_that_says_what_to_do(tmp_path, tiny_checkpoint, monkeypatch):

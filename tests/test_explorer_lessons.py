@@ -11,7 +11,7 @@ from tolerance import rounding_tolerance
 import vit
 from explorer import lessons
 from explorer.canvas import MapStyle
-from explorer.catalog import BUNDLED
+from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.loaded import LoadedModel
 from vit import VisionTransformer, ViTConfig
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
@@ -208,6 +208,51 @@ def test_each_lesson_opens_on_its_own_models_then_a_stand_in_then_the_bundled_on
     assert "\n" not in line and "`python -m vit.download deit_small_patch16_224.fb_in1k`" in line
     assert lessons.better_models([]) == ""
     assert len(lessons.lesson_weights()) == 6 and lessons.lesson_weights()[0] == "deit_small_patch16_224.fb_in1k"
+
+
+# A teacher's machine (issue 61): DeiT-B, CLIP, DINOv2-S with registers in the cache, none of lesson 1's own
+THE_WALKS = (
+    "deit_base_patch16_224.fb_in1k",
+    "vit_base_patch16_clip_224.openai",
+    "vit_small_patch14_reg4_dinov2.lvd142m",
+)
+
+
+def test_the_lessons_words_say_which_models_are_on_this_machine(tmp_path, tiny_checkpoint, monkeypatch):
+    """With DeiT-B, CLIP, DINOv2-S with registers and a trained checkpoint in Explore's picker,
+    lesson 1 said "Only one model is on this machine … its checkpoint then joins this list" and
+    opened on the bundled model alone; lesson 2 said no model with registers was here. The lessons
+    read "which models are here" from the list Explore's picker shows (`ModelCatalog.here`)."""
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in THE_WALKS)
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs", scan_runs=False)
+    run = catalog.register(tiny_checkpoint, "alice", label="my run, 3 epochs")
+    here = catalog.here("alice")
+    assert here == [BUNDLED, *(f"pretrained:{n}" for n in THE_WALKS), run]  # the picker's order
+    opening = lessons.opening_models(catalog.available, here)
+    # lesson 1 compares what is here, the bundled model last: none of its own models is
+    assert opening.compare == [f"pretrained:{n}" for n in THE_WALKS]
+    said = lessons.compare_better(opening)
+    assert "Only one model" not in said and "joins this list" not in said
+    assert "python -m vit.download deit_small_patch16_224.fb_in1k" in said  # its own models: how to get them
+    # lesson 2 opens on the model with registers that is here, and never says none is
+    assert opening.with_registers == "pretrained:vit_small_patch14_reg4_dinov2.lvd142m"
+    assert lessons.registers_missing(opening) == []
+    # a machine with the bundled model alone: that sentence is true there, and still said
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: False)
+    alone = ModelCatalog(tiny_checkpoint, tmp_path / "runs", scan_runs=False)
+    lone = lessons.opening_models(alone.available, alone.here())
+    assert lone.compare == [BUNDLED] and lessons.compare_better(lone).startswith(
+        "**Only one model is on this machine**"
+    )
+    assert lessons.registers_missing(lone) == lone.missing["norms"] != []
+    # one of lesson 1's own and the bundled model: the two are compared, not one alone
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name == lessons.COMPARED[1])
+    one = lessons.opening_models(alone.available, alone.here())
+    assert one.compare == [f"pretrained:{lessons.COMPARED[1]}", BUNDLED] and "Only one" not in lessons.compare_better(
+        one
+    )
+    assert lessons.has_registers("pretrained:facebook/dinov2-with-registers-small")
+    assert not lessons.has_registers("pretrained:vit_small_patch14_dinov2.lvd142m") and not lessons.has_registers(run)
 
 
 def test_dinov3_stands_in_for_a_model_with_registers():

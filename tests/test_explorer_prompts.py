@@ -29,6 +29,7 @@ from explorer.prompts import (
     words_bytes,
     zero_shot,
 )
+from vit.clip import as_typed, sentence
 from vit.relevance import similarity_relevance
 
 
@@ -104,6 +105,26 @@ def test_the_gpu_estimate_grows_with_each_prompts_backward_pass(clip) -> None:
     assert 0 < two < three
 
 
+def test_a_prompt_that_already_reads_as_the_sentence_is_not_templated_again(clip) -> None:
+    """ "a photo of a cat, dog" became "a photo of a photo of a cat." and the note printed that as
+    its example: a word that begins with the template's own opening is read as typed."""
+    template = "a photo of {}."
+    assert sentence(template, "a photo of a cat") == "a photo of a cat."
+    assert sentence(template, "A photo of my dog.") == "A photo of my dog."  # its own full stop, any case
+    assert sentence(template, "dog") == "a photo of dog."
+    assert sentence(template, "a photographer") == "a photo of a photographer."  # a word, not the opening
+    assert as_typed(template, "a photo of a cat") and not as_typed(template, "a photon")
+    assert clip.text.embed(["a photo of a cat"]).equal(clip.text.embed(["a photo of a cat."]))  # what the tower reads
+    zs = ZeroShot(("a photo of a cat", "dog"), template, np.zeros(2), np.zeros((2, 4, 4)))
+    note = texts.prompt_note(zs)
+    assert "a photo of a photo" not in note
+    assert "(e.g. “a photo of dog.”); words that already begin with “a photo of” were read as typed" in note
+    whole = texts.prompt_note(
+        ZeroShot(("a photo of a cat", "a photo of a dog"), template, np.zeros(2), np.zeros((2, 4, 4)))
+    )
+    assert "(e.g. “a photo of a cat.”)" in whole and "a photo of a photo" not in whole
+
+
 def test_a_model_without_a_text_tower_is_refused(clip) -> None:
     with pytest.raises(ValueError, match="is not a CLIP model"):
         prompt_relevance(replace(clip, text=None), torch.randn(1, 3, 32, 32), ["a", "b"])
@@ -147,6 +168,7 @@ torch.set_num_threads(1)
 import vit
 from explorer.loaded import LoadedModel
 from explorer.prompts import words_bytes
+from vit.clip import as_typed, sentence
 from vit.relevance import similarity_relevance
 config = vit.ViTConfig(image_size=192, patch_size=8, num_classes=0, dim=128, depth=6, heads=16, mlp_dim=512,
                        pre_norm=True, act="quick_gelu", patch_bias=False, embed_dim=32)

@@ -197,18 +197,23 @@ def test_the_zoo_loads_without_timm_or_transformers_installed(hub, tmp_path, mon
         assert model.config.num_classes == 0
 
 
+NOT_ON_HUB = "does not have these weights (they may have been moved, renamed or removed there)"
+
+
 def test_a_missing_repository_is_one_clear_sentence(hub) -> None:  # noqa: F811
-    with pytest.raises(vit.PretrainedUnavailable, match="has no repository timm/vit_small_patch16_224.dino") as caught:
+    with pytest.raises(vit.NotOnHub, match=r"^cannot load vit_small_patch16_224.dino: the Hugging Face Hub") as caught:
         vit.load_pretrained("vit_small_patch16_224.dino")
     assert_one_clear_line(caught.value)
+    assert NOT_ON_HUB in str(caught.value) and hub.url not in str(caught.value)  # no address: a person's words
+    assert "timm/vit_small_patch16_224.dino" in str(caught.value.__cause__)  # the log gets what was missing
 
 
 def test_a_missing_file_is_one_clear_sentence(hub) -> None:  # noqa: F811
     hub.publish("facebook/dinov2-small", "config.json", b"{}")
-    with pytest.raises(
-        vit.PretrainedUnavailable, match="has no file preprocessor_config.json of facebook/dinov2-small"
-    ):
+    with pytest.raises(vit.NotOnHub) as caught:
         vit.load_pretrained("facebook/dinov2-small")
+    assert str(caught.value) == f"cannot load facebook/dinov2-small: the Hugging Face Hub {NOT_ON_HUB}"
+    assert "preprocessor_config.json" in str(caught.value.__cause__)
 
 
 def test_an_unreachable_hub_is_one_clear_sentence_at_once(monkeypatch, tmp_path) -> None:

@@ -1179,3 +1179,34 @@ def test_the_live_button_without_a_camera_says_so_where_the_readout_is(server, b
     expect(said).to_have_text(re.compile(r"^No camera found: plug one in .* or upload a clip below"))
     expect(said).to_be_visible()
     page.close()
+
+
+def test_lesson_2_opens_on_a_register_model_downloaded_since_the_page_was_built(
+    browser, tiny_checkpoint, tmp_path, monkeypatch
+):
+    """Issue 61: a register model downloaded on the Explore tab, lesson 2 still opened on the
+    bundled model twice and said "No model with registers is on this machine yet"."""
+    from app_helpers import served
+    from playwright.sync_api import expect
+
+    import ui
+    import vit
+    from explorer.catalog import ModelCatalog
+    from vit.preprocessing import CIFAR10
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    downloaded: set[str] = set()
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in downloaded)
+    fake = vit.create_model("vit_cifar_nano", depth=5, register_tokens=4, pos_embed_prefix=False, num_classes=0)
+    monkeypatch.setattr(vit, "load_pretrained", lambda name, progress=None: (fake, vit.ModelMeta([], CIFAR10)))
+    reg = "vit_small_patch14_reg4_dinov2.lvd142m"
+    with served(ui.build_demo(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))) as url:
+        page = open_page(browser, url)
+        downloaded.add(reg)  # as Explore's picker would have downloaded it
+        page.get_by_role("tab", name="Lessons").click()
+        page.get_by_role("tab", name="Artefacts and registers").click()
+        first_row = page.get_by_role("combobox", name="First row: a model with registers")
+        expect(first_row).to_have_value(re.compile(re.escape(reg)))
+        expect(page.get_by_text("No model with registers is on this machine yet")).to_have_count(0)
+        expect(page.get_by_role("slider", name=re.compile("Layer")).first).to_have_value("5")
+        page.close()

@@ -340,17 +340,19 @@ def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_mo
     catalog = server.catalog
     alice = SimpleNamespace(session_hash="alice")
     example = "/cache/cat.jpg"  # the lessons' own, as Gradio cached it
-    opened = h.open_lessons(server, "/cache/photo.jpg", None, example, alice)
+    opened = h.open_lessons(server, "/cache/photo.jpg", None, example, request=alice)
     assert opened["image"] == opened["followed"] == "/cache/photo.jpg"
-    again = h.open_lessons(server, "/cache/photo.jpg", "/cache/photo.jpg", example, alice)  # the same photo
+    again = h.open_lessons(server, "/cache/photo.jpg", "/cache/photo.jpg", example, request=alice)  # the same photo
     assert isinstance(again["image"], type(gr.skip()))  # an image uploaded in the lessons stays
-    first = h.open_lessons(server, None, None, example, alice)  # Explore empty: the lessons' example, once
+    first = h.open_lessons(server, None, None, example, request=alice)  # Explore empty: the lessons' example, once
     assert (first["image"], first["followed"]) == (example, "")
-    assert isinstance(h.open_lessons(server, None, "", example, alice)["image"], type(gr.skip()))
-    assert h.open_lessons(server, "/cache/photo.jpg", "", example, alice)["image"] == "/cache/photo.jpg"
+    assert isinstance(h.open_lessons(server, None, "", example, request=alice)["image"], type(gr.skip()))
+    assert h.open_lessons(server, "/cache/photo.jpg", "", example, request=alice)["image"] == "/cache/photo.jpg"
     key = catalog.register(tiny_checkpoint, owner(alice), label="my run, 3 epochs")
     for picker in ("models", "with_registers", "without_registers", "heads_model"):
-        assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, "", example, alice)[picker].choices
+        assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, "", example, request=alice)[
+            picker
+        ].choices
 
 
 def test_a_lessons_first_step_refuses_a_file_that_is_no_image_and_heads_out_of_range(tab, image):
@@ -410,15 +412,15 @@ def test_what_the_lessons_say_about_models_follows_the_catalogue_when_drawn(tiny
     server.catalog.online = True  # downloads would work: none has happened yet
     alice = SimpleNamespace(session_hash="alice")
     deit = lessons.COMPARED[0]
-    before = h.lesson_models(server, alice)
+    before = h.lesson_models(server, request=alice)
     assert "Only one model is on this machine" in before["compare_better"] and deit in before["heads_better"]
     assert (f"{deit} (pretrained, downloads once)", f"pretrained:{deit}") in before["heads_model"].choices
     downloaded |= set(lessons.COMPARED)  # what lesson 1's Compare downloads
-    after = h.lesson_models(server, alice)
+    after = h.lesson_models(server, request=alice)
     assert "Only one model" not in after["compare_better"] and "not downloaded" not in after["compare_better"]
     assert after["heads_better"] == ""  # lesson 3's DeiT-S is here now
     assert (f"{deit} (pretrained)", f"pretrained:{deit}") in after["heads_model"].choices
-    opened = h.open_lessons(server, None, None, None, alice)
+    opened = h.open_lessons(server, None, None, None, request=alice)
     assert opened["compare_better"] == after["compare_better"]  # also after a reload, on opening the tab
 
 
@@ -432,6 +434,10 @@ def test_after_each_lesson_and_each_model_load_the_pickers_are_drawn_again(tiny_
     named |= {"lesson_head_ranking", "lesson_words"}
     assert {d["id"] for d in by_id.values() if d["api_name"] in named} <= set(refreshes)
     assert all(len(d["outputs"]) == len(MODEL_WORDS) for d in refreshes.values())
+    # then the pickers left where their lesson opened follow the catalogue: after each refresh and the tab's opening
+    follows = {d["trigger_after"] for d in by_id.values() if d["api_name"].startswith("follow_lessons")}
+    opening = next(d["id"] for d in by_id.values() if d["api_name"] == "open_lessons")
+    assert {d["id"] for d in refreshes.values()} | {opening} <= follows
     load = next(d for d in by_id.values() if d["api_name"] == "load_model")
     choices = next(d for d in by_id.values() if d["api_name"] == "model_choices")
     assert choices["trigger_after"] == load["id"] and choices["outputs"] == [load["targets"][0][0]]
@@ -473,3 +479,39 @@ def test_a_visitors_key_and_a_checkpoints_file_name_are_shown_as_written_in_the_
     assert shows_as_written(same, f"({label})"), same
     table = h.compare_token_norms(server, image, h.RegisterPair(hostile, BUNDLED), 1, h.colour_map("inferno"))
     assert shows_as_written(table["norms_table"], f"no registers: {label}:"), table["norms_table"]
+
+
+def test_lesson_2_opens_on_a_model_with_registers_once_one_is_on_this_machine(tiny_checkpoint, tmp_path, monkeypatch):
+    """A register model downloaded on the Explore tab: lesson 2 still opened on the bundled model
+    twice and said "No model with registers is on this machine yet" (its pickers' values were the
+    page's, set when the server started). Opening the tab (then `follow_lessons`) moves pickers the
+    visitor left where the lesson opened to the models it opens on now, with the slider and the
+    note; a choice stays."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    downloaded: set[str] = set()
+    monkeypatch.setattr(vit, "is_pretrained_cached", lambda name: name in downloaded)
+    reg = "vit_small_patch14_reg4_dinov2.lvd142m"
+    fake = vit.create_model("vit_cifar_nano", depth=5, register_tokens=4, pos_embed_prefix=False, num_classes=0)
+    monkeypatch.setattr(vit, "load_pretrained", lambda name, progress=None: (fake, vit.ModelMeta([], CIFAR10)))
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
+    with gr.Blocks():
+        view = layout(server.catalog, gr.Image())
+    assert (view.with_registers.value, view.without_registers.value) == (BUNDLED, BUNDLED)
+    assert "No model with registers is on this machine yet" in view.norms_note.value
+    alice = SimpleNamespace(session_hash="alice")
+    left = (view.opened.value, view.models.value, view.norms_current.value, view.heads_current.value)
+    downloaded.add(reg)  # what Explore's picker downloaded
+    opened = h.lesson_models(server, request=alice) | h.follow_lessons(server, *left, request=alice)
+    assert opened["with_registers"].value == f"pretrained:{reg}" and opened["without_registers"].value == BUNDLED
+    assert opened["norms_current"] == [f"pretrained:{reg}", BUNDLED]
+    assert opened["layer"].maximum == opened["layer"].value == 5  # the shallower of 5 and 6 layers
+    assert opened["norms_note"] == ""  # the rows can differ now: no warning
+    assert opened["models"].value == [f"pretrained:{reg}", BUNDLED]  # lesson 1 compares the two models here
+    assert "Only one model" not in opened["compare_better"]
+    assert "heads_current" not in opened  # lesson 3's DeiT-S is still away: it stays on the bundled model
+    assert opened["opened"]["norms"] == [f"pretrained:{reg}", BUNDLED]
+    # a pair the visitor chose stays, and after the move nothing moves again
+    chose = h.follow_lessons(server, left[0], left[1], [BUNDLED, f"pretrained:{reg}"], BUNDLED, request=alice)
+    assert "norms_current" not in chose and "norms_note" not in chose
+    moved = (opened["opened"], opened["models"].value, opened["norms_current"], BUNDLED)
+    assert h.follow_lessons(server, *moved, request=alice) == {}

@@ -133,6 +133,19 @@ def classes_note(loaded: LoadedModel, listed: int = 20) -> str:
     return f"**{len(names)} classes:** {shown_names}{more}. {always}"
 
 
+# What "Top predictions" says for a model without classes (DINO, DINOv2, DINOv3): its empty box
+# looked broken on a projector (issue 61); a CLIP model's box waits for its words' probabilities.
+NO_CLASSES = "No classifier: this model predicts no classes. Its attention is still shown."
+
+
+def predictions(loaded: LoadedModel, ex: Explanation) -> dict[str, float] | str:
+    """The "Top predictions" box's value: the top classes, or for a model without classes (not
+    CLIP, whose words answer instead) a sentence saying there are none and why the maps still work."""
+    if ex.probabilities or loaded.text is not None:
+        return ex.probabilities
+    return NO_CLASSES
+
+
 # The first screen's views as their components' values, with the alt text explorer.texts writes for each
 # (the "More views" are ui/explore_views.py's).
 def input_picture(ex: Explanation, key: ExplanationKey, query: Query = None) -> gr.Image:
@@ -183,7 +196,7 @@ def full_analysis(
         "query": None,  # the query goes back to the CLS token, and the caption says so
         "query_md": texts.describe_query(None, ex.has_cls),
         "numbers": texts.describe_input(ex),
-        "label": ex.probabilities,
+        "label": predictions(loaded, ex),
         "layer": layer_slider(ex.depth, layer),
         **draw_on_screen(IMAGE_VIEWS, on_screen, Scene(loaded, text_px, ex, key, drawing, pca)),
         "token": gr.Dropdown(

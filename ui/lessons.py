@@ -33,6 +33,10 @@ FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a mode
 # lesson's line about the weights it lacks, drawn again as the catalogue changes.
 MODEL_WORDS = ("models", "with_registers", "without_registers", "heads_model", "words_model")
 MODEL_WORDS += ("compare_better", "norms_better", "heads_better", "words_better")
+# Then, where a lesson's pickers still hold what it opened on, the models it opens on now with the
+# controls that follow them (`lessons_handlers.follow_lessons`).
+FOLLOWED = ("opened", "models", "with_registers", "without_registers", "norms_current", "layer", "norms_note")
+FOLLOWED += ("heads_model", "heads_current", "heads", "heads_note")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class LessonsView(ComponentView):
     image: gr.Image
     followed: gr.State  # the Explore tab's image the lesson image last took (lessons_handlers.open_lessons)
     opening: gr.State  # Gradio's cached copy of OPENING_IMAGE, which opening the tab first shows
+    opened: gr.State  # what lessons 1 to 3's pickers opened on (lessons_handlers.opened_models, `follow`)
     cmap: gr.Dropdown
     # supervised vs self-supervised
     models: gr.Dropdown
@@ -242,19 +247,21 @@ def layout(catalog: ModelCatalog, explore_image: gr.Image) -> LessonsView:
     opening on models that load now (explorer.lessons.opening_models), kept loaded; the view
     also names the Explore tab's image (`explore_image`), which opening the tab brings."""
     choices = catalog.choices()
-    opening = lessons.opening_models(catalog.available)
+    opening = lessons.opening_models(catalog.available, catalog.here())
     catalog.pinned |= {*opening.compare, opening.with_registers, opening.without_registers, opening.heads}
     pair = (_opening(catalog, opening.with_registers), _opening(catalog, opening.without_registers))
+    heads = _opening(catalog, opening.heads)
     better = lessons.model_notes(opening)
-    parts = _common() | {"explore_image": explore_image}
+    opened = h.opened_models(opening.compare, [pair[0].key, pair[1].key], heads.key)
+    parts = _common() | {"explore_image": explore_image, "opened": gr.State(opened)}
     with gr.Tabs(overflow_behavior="wrap"):  # on a phone all four stay in view (no "…" menu)
         with gr.Tab("Supervised vs self-supervised"):
             parts |= _compare(choices, opening.compare, better["compare"])
         with gr.Tab("Artefacts and registers"):
-            note = lessons.registers_note(*pair, opening.missing["norms"])
+            note = lessons.registers_note(*pair, lessons.registers_missing(opening))
             parts |= _norms(choices, pair, better["norms"], note)
         with gr.Tab("Which heads matter"):
-            parts |= _heads(choices, _opening(catalog, opening.heads), better["heads"])
+            parts |= _heads(choices, heads, better["heads"])
         with gr.Tab("One picture, many words"):
             parts |= _words(catalog, opening)
     return LessonsView(**parts)
@@ -274,7 +281,7 @@ def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> L
         outputs=v.pick("image", "followed", *MODEL_WORDS),
         api_visibility="private",
         show_progress="hidden",  # a quick update: no spinner over the pickers a teacher is about to open
-    )
+    ).then(**_follow(v, server))
     v.image.change(**v.event(h.new_image), outputs=v.pick(*RESULTS), api_visibility="private")
     ranking = _wire_buttons(v, server)
     # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
@@ -347,8 +354,22 @@ def _wire_buttons(v: LessonsView, server: Server) -> Any:
     # After each (which may have downloaded a model), what the lessons say about models follows.
     refresh = {**v.event(h.lesson_models, server), "outputs": v.pick(*MODEL_WORDS)}
     for event in events:
-        event.then(**refresh, api_visibility="private", show_progress="hidden", queue=False)
+        event.then(**refresh, api_visibility="private", show_progress="hidden", queue=False).then(**_follow(v, server))
     return ranking
+
+
+def _follow(v: LessonsView, server: Server) -> dict[str, Any]:
+    """The event that moves pickers left where their lesson opened to the models it opens on now
+    (`lessons_handlers.follow_lessons`): it may load a model from the cache, so in the heavy slots
+    and, as lesson 1's picker is among its inputs, unchecked by Gradio (RAW: the handler only
+    compares it)."""
+    return {
+        **v.event(h.follow_lessons, server),
+        "outputs": v.pick(*FOLLOWED),
+        "api_visibility": "private",
+        "show_progress": "hidden",
+        **RAW,
+    }
 
 
 def _wire_pickers(v: LessonsView, server: Server) -> list[Any]:

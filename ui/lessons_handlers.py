@@ -149,17 +149,70 @@ def clip_choices(catalog: ModelCatalog) -> list[tuple[str, str]]:
 
 
 def lesson_models(server: Server, request: gr.Request | None = None) -> dict:
-    """What the lessons say about models, as the catalogue is now: the pickers list this
-    visitor's models (a checkpoint trained since the page opened; weights downloaded since, no
-    longer "downloads once"), and each lesson's line names only the weights still missing. On
-    opening the tab and after each lesson (which may have downloaded a model)."""
-    catalog = server.catalog
-    choices = catalog.choices(owner(request))
+    """What the lessons say about models, as the catalogue is now (the list Explore's picker shows,
+    `ModelCatalog.here`): the pickers list this visitor's models (a checkpoint trained since the
+    page opened; weights downloaded since, no longer "downloads once"), and each lesson's line
+    names only the weights still missing. On opening the tab and after each lesson (which may
+    have downloaded a model); `follow_lessons` comes next."""
+    catalog, visitor = server.catalog, owner(request)
+    choices = catalog.choices(visitor)
     names = ("models", "with_registers", "without_registers", "heads_model")
     pickers = {name: gr.Dropdown(choices=choices) for name in names}
-    notes = lessons.model_notes(lessons.opening_models(catalog.available))
+    notes = lessons.model_notes(lessons.opening_models(catalog.available, catalog.here(visitor)))
     better = {f"{lesson}_better": note for lesson, note in notes.items()}
     return pickers | better | {"words_model": gr.Dropdown(choices=clip_choices(catalog))}
+
+
+def follow_lessons(
+    server: Server,
+    opened: dict | None,
+    models: object,
+    norms_current: list[str] | None,
+    heads_current: str | None,
+    request: gr.Request | None = None,
+) -> dict:
+    """After `lesson_models`: lessons 1 to 3's pickers that the visitor left on what the lesson
+    opened on move to the models it opens on now (`follow`). `models` is lesson 1's picker as the
+    page sent it (unchecked: it is only compared with what the lesson opened on)."""
+    visitor = owner(request)
+    opening = lessons.opening_models(server.catalog.available, server.catalog.here(visitor))
+    return follow(server, opening, opened, models, norms_current, heads_current, request)
+
+
+def opened_models(compare: list[str], pair: list[str], heads: str) -> dict:
+    """What lessons 1 to 3 opened on (or last followed the catalogue to): the `opened` state."""
+    return {"compare": list(compare), "norms": list(pair), "heads": heads}
+
+
+def follow(
+    server: Server,
+    opening: lessons.OpeningModels,
+    opened: dict | None,
+    models: object,
+    norms_current: list[str] | None,
+    heads_current: str | None,
+    request: gr.Request | None,
+) -> dict:
+    """Lessons 1 to 3's pickers moved to `opening` where the visitor left them on what the lesson
+    opened on (a choice of theirs stays), with the controls that follow them: lesson 2 opened on the
+    bundled model twice and said "No model with registers is on this machine yet" after one had
+    been downloaded on the Explore tab. `{}` without `opened` (an API client's call)."""
+    if not opened:
+        return {}
+    out: dict = {}
+    choices = server.catalog.choices(owner(request))
+    now = opened_models(opening.compare, [opening.with_registers, opening.without_registers], opening.heads)
+    if models == opened["compare"] != now["compare"]:
+        out["models"] = gr.Dropdown(choices=choices, value=now["compare"], multiselect=True)
+    if norms_current == opened["norms"] != now["norms"]:
+        pair = RegisterPair(*now["norms"])
+        out |= norms_models(server, pair, norms_current, progress=None, request=request)
+    if heads_current == opened["heads"] != now["heads"]:
+        out |= heads_model(server, HeadsPick(now["heads"], heads_current), progress=None, request=request)
+    for name in ("with_registers", "without_registers", "heads_model"):  # the choices, with the value
+        if name in out and not isinstance(out[name], gr.Dropdown):
+            out[name] = gr.Dropdown(choices=choices, value=out[name])
+    return out | {"opened": now} if out else out
 
 
 def new_image() -> dict:
@@ -240,7 +293,7 @@ def norms_models(
 
 def norms_note(catalog: ModelCatalog, with_registers: LoadedModel, without: LoadedModel) -> str:
     """Said above lesson 2's picture when its two rows cannot differ (explorer.lessons.registers_note)."""
-    missing = lessons.opening_models(catalog.available).missing["norms"]
+    missing = lessons.registers_missing(lessons.opening_models(catalog.available, catalog.here()))
     return lessons.registers_note(with_registers, without, missing)
 
 

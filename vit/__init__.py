@@ -8,7 +8,7 @@ to load foreign weights, save safe checkpoints and analyse attention.
 """
 
 from .checkpoint import CheckpointError, ModelMeta, load_checkpoint, load_state_dict_file, save_checkpoint
-from .hub import Gated, NoInternet, PretrainedUnavailable, can_download, offline_by_setting
+from .hub import Gated, NoInternet, NotOnHub, PretrainedUnavailable, can_download, offline_by_setting
 from .model import (
     AttentionMaps,
     VisionTransformer,
@@ -38,6 +38,7 @@ __all__ = [
     "Gated",
     "ModelMeta",
     "NoInternet",
+    "NotOnHub",
     "Preprocessing",
     "PretrainedUnavailable",
     "ViTConfig",

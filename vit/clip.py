@@ -103,6 +103,23 @@ def from_open_clip(
     return assign_weights(model, visual_state_dict(sd), "open_clip weights").eval()
 
 
+def as_typed(template: str, prompt: str) -> bool:
+    """Whether `prompt` already reads as the template's sentence: it starts with the template's
+    own opening ("a photo of a cat" for "a photo of {}."). Templated again it read "a photo of a
+    photo of a cat." (issue 61), a sentence CLIP never saw in training."""
+    opening = template.partition("{}")[0].lower()
+    return bool(opening.strip()) and (prompt.lower() + " ").startswith(opening)
+
+
+def sentence(template: str, prompt: str) -> str:
+    """The text the tower reads for `prompt`: put into `template`, unless it reads as its sentence
+    already (`as_typed`); then as typed, ended as the template ends ("a photo of a cat.")."""
+    if not as_typed(template, prompt):
+        return template.format(prompt)
+    ending = template.partition("{}")[2]
+    return prompt if prompt.endswith(ending) else prompt + ending
+
+
 @dataclass
 class ClipText:
     """open_clip's text tower (its CLIP module without the image tower) and tokenizer."""
@@ -122,15 +139,15 @@ class ClipText:
         return self.tokenizer.context_length
 
     def reads_whole(self, prompt: str) -> bool:
-        """Whether all of `prompt`, put into `template`, fits the context: open_clip's
+        """Whether all of `prompt`'s sentence (`sentence`: put into `template`) fits the context: open_clip's
         SimpleTokenizer keeps [start] + its BPE tokens (`encode`) + [end] up to `context_length`
         and cuts the rest without a word (the end token kept last): forty 🦜 take 86."""
-        return len(self.tokenizer.encode(self.template.format(prompt))) + 2 <= self.context_length
+        return len(self.tokenizer.encode(sentence(self.template, prompt))) + 2 <= self.context_length
 
     def embed(self, prompts: list[str]) -> Tensor:
-        """(P, E) unit-length text embeddings of the prompts, each put into `template` first, on
+        """(P, E) unit-length text embeddings of the prompts, each made a `sentence` first, on
         the device of `model` (explorer/compute.py places a copy on the GPU)."""
-        tokens = self.tokenizer([self.template.format(p) for p in prompts])  # (P, context)
+        tokens = self.tokenizer([sentence(self.template, p) for p in prompts])  # (P, context)
         with torch.no_grad():
             return self.model.encode_text(tokens.to(self.model.logit_scale.device), normalize=True)
 

@@ -36,6 +36,12 @@ class Gated(PretrainedUnavailable):
         self.url = url
 
 
+class NotOnHub(PretrainedUnavailable):
+    """The Hub answered that it has no such repository or file (HTTP 404): the weights were
+    moved, renamed or removed there. Said in a person's words; the address and the file the Hub
+    lacked are in the chained error, for the server log."""
+
+
 class NoInternet(PretrainedUnavailable):
     """The weights are not cached and this machine cannot download them: `HF_HUB_OFFLINE` is
     set or the host does not answer. An app can tell its visitors so before they pick a model."""
@@ -114,13 +120,17 @@ def _why(repo: str, filename: str, error: Exception) -> str:
     where = f"{filename} of {repo}"
     if isinstance(error, GatedRepoError):  # a RepositoryNotFoundError too: asked first
         return gated_sentence(f"{repo}'s weights", "their licence", f"{hub_endpoint()}/{repo}")
-    if isinstance(error, RepositoryNotFoundError):
-        return f"the Hub at {hub_endpoint()} has no repository {repo} (or it is private or gated)"
-    if isinstance(error, EntryNotFoundError):
-        return f"the Hub at {hub_endpoint()} has no file {where}"
+    if isinstance(error, RepositoryNotFoundError | EntryNotFoundError):
+        return NOT_ON_HUB
     if isinstance(error, HfHubHTTPError) and error.response is not None:
         return f"the Hub at {hub_endpoint()} answered HTTP {error.response.status_code} for {where}"
     return f"the download of {where} did not complete (nothing was cached; try again)"
+
+
+# A visitor who picked a model the Hub does not have reads why in words they can act on: no Hub
+# address, no file name (a teacher read "the Hub at http://127.0.0.1:… has no file config.json"
+# where, offline, the same pick got a clear sentence; issue 61).
+NOT_ON_HUB = "the Hugging Face Hub does not have these weights (they may have been moved, renamed or removed there)"
 
 
 def gated_sentence(what: str, licence: str, url: str) -> str:
@@ -170,9 +180,11 @@ def download(repo: str, filenames: Sequence[str], progress: Progress | None = No
             kwargs = {"cache_dir": cache, "endpoint": endpoint, "tqdm_class": _progress_bar(report)}
             paths[filename] = Path(hf_hub_download(repo, filename, **kwargs))
     except Exception as e:  # noqa: BLE001 - the Hub and the network fail in many library-specific ways
-        from huggingface_hub.errors import GatedRepoError
+        from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, RepositoryNotFoundError
 
         if isinstance(e, GatedRepoError):
             raise Gated(_why(repo, filename, e), f"{endpoint}/{repo}") from e
+        if isinstance(e, RepositoryNotFoundError | EntryNotFoundError):
+            raise NotOnHub(_why(repo, filename, e)) from e
         raise PretrainedUnavailable(_why(repo, filename, e)) from e
     return paths
