@@ -101,6 +101,19 @@ def test_oldest_finished_runs_are_pruned_to_fit_the_disk_budget(data, tmp_path: 
     runs._jobs[owner_id("alice")].wait(60)
 
 
+def test_room_is_made_for_the_new_runs_own_checkpoints(data, tmp_path: Path) -> None:
+    """Issue 56's soak: pruned only down to the budget, the runs folder reached 345 MB of 268 once
+    a run that writes 190 MB started beside the others; now the start makes room for what it will
+    write (training.budget's estimate) as well."""
+    root = tmp_path / "runs"
+    for i, name in enumerate(["old", "newer"]):
+        app_run(root, name, 500 - len(MARKER_TEXT), i)
+    runs = JobRegistry(root, TrainLimits(disk_budget_bytes=1500))
+    runs.start("alice", data=data, disk_bytes=900, **TINY)  # 1,000 kept + 900 would pass 1,500
+    assert not (root / "old").exists() and (root / "newer").exists()
+    runs._jobs[owner_id("alice")].wait(60)
+
+
 def test_a_cli_run_beside_the_app_runs_is_never_deleted(data, tmp_path: Path) -> None:
     # `python -m training --out runs/cli` into the app's runs folder: older and larger than
     # the whole budget, it is neither deleted nor counted; the app prunes only its own runs.

@@ -63,6 +63,9 @@ def test_a_checkpoints_names_are_text_on_explore_the_lessons_and_live(hostile_se
 
         # Lesson 3: the heads-off note, then the ranking's
         page.get_by_role("tab", name="Lessons").click()
+        # the lessons' picture comes when the tab opens (ui.lessons_handlers.open_lessons): a click
+        # before it would ask with no image, as a person would not
+        expect(page.locator("#lesson-image img")).to_be_visible()
         page.get_by_role("tab", name="Which heads matter").click()
         page.get_by_role("button", name="Switch these heads off").click()
         note = page.get_by_text("With every head on the model says")

@@ -105,6 +105,7 @@ class MemoryPlan:
     eval_batch: int
     memory_bytes: int
     asked_bytes: int  # what the batch size asked for would have cost
+    disk_bytes: int = 0  # what its checkpoints write (the runs folder makes room for it before it starts)
 
     @property
     def scaled_down(self) -> bool:
@@ -135,6 +136,7 @@ def fit(cost: TrainingCost, batch: int, memory_budget: int, disk_budget: int, da
         eval_batch,
         cost.memory(chosen, eval_batch, data_bytes),
         cost.memory(batch, MAX_EVAL_BATCH, data_bytes),
+        cost.written_bytes,
     )
 
 

@@ -359,6 +359,7 @@ def train_start(
             lr=lr,
             warmup_epochs=warmup,
             eval_batch_size=plan.eval_batch,
+            disk_bytes=plan.disk_bytes,
         )
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
