@@ -302,9 +302,11 @@ def test_the_layer_redraws_by_keys_and_typed_number_and_exports_match_the_screen
 
 
 def compare_with_the_bundled_model(page) -> None:
-    """Lesson 1 with the bundled (default) model alone: the pretrained defaults cannot download offline."""
+    """Lesson 1 with the bundled (default) model alone: the pretrained defaults cannot download offline.
+    First its picture, which the tab hands over when it opens (ui.lessons_handlers.open_lessons)."""
     from playwright.sync_api import expect
 
+    expect(page.locator("#lesson-image img")).to_be_visible()
     page.get_by_role("button", name="Clear").first.click()
     page.get_by_role("combobox", name="Models to compare (up to 3)").click()
     page.get_by_role("option", name=re.compile(r"\((bundled|default)\)")).click()
