@@ -33,7 +33,7 @@ from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 from .explain import REQUEST_FACTOR, attention_bytes
 from .loaded import LoadedModel
-from .page_budget import PageShape
+from .page_budget import PageShape, token_queries
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ class ServingLimits:
                     f"{loaded.label}: {what} would need about {cost / 2**20:,.0f} MiB, more than this server's "
                     f"{self.request_bytes / 2**20:,.0f} MiB per request"
                 )
-        queries = len(c.prefix_names) + ("cls" not in c.prefix_names)  # explorer.page_maps.query_tokens
+        queries = token_queries(c.prefix_names)
         page = PageShape(crop_grid, c.heads, c.depth, len(c.prefix_names), queries, (side, side))
         if why := page.refusal():
             raise ModelUnavailable(f"{loaded.label}: {why}")

@@ -29,6 +29,12 @@ def base64_bytes(raw: int) -> int:
     return 4 * math.ceil(raw / 3)
 
 
+def token_queries(prefix_names: tuple[str, ...]) -> int:
+    """The token queries whose rows every layer sends (explorer.page_maps.query_tokens): each
+    prefix token, and the mean patch query of a model without CLS."""
+    return len(prefix_names) + ("cls" not in prefix_names)
+
+
 @dataclass(frozen=True)
 class PageShape:
     """The shape of what the page is sent for one input: (rows, columns) of patches, heads, layers,

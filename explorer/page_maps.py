@@ -34,7 +34,7 @@ import numpy as np
 from . import canvas, controls, render, texts, views
 from .canvas import COLORMAPS, MapStyle
 from .explain import Explanation, ExplanationTooLarge
-from .page_budget import REPLY_BYTES, PageShape
+from .page_budget import REPLY_BYTES, PageShape, token_queries
 
 LEVELS = 65536  # 16-bit levels per layer-and-query scale: floor(level / 256) is the colour index exactly
 UP_FRONT_BYTES = 1_900_000  # JSON bytes of every layer's patch rows, sent with an analysis when they fit
@@ -115,7 +115,8 @@ class PageTooLarge(ExplanationTooLarge):
 def page_shape(ex: Explanation) -> PageShape:
     """The shape of what the page is sent for `ex` (explorer/page_budget.py sizes it)."""
     h, w = ex.input.pixels.shape[:2]
-    return PageShape(ex.grid, ex.heads, ex.depth, ex.attention.prefix_tokens, len(query_tokens(ex)), (h, w))
+    queries = token_queries(ex.prefix_names)
+    return PageShape(ex.grid, ex.heads, ex.depth, ex.attention.prefix_tokens, queries, (h, w))
 
 
 def tile_layouts(ex: Explanation, text_px: int) -> dict[str, dict[str, int]]:
