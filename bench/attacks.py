@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -711,8 +712,9 @@ def markdown_name(client, folder: Path) -> str:
 def page_rows_flood(server: Server, client, folder: Path, questions: int = 8, unread: int = 4) -> str:
     """Issue 56: a 1.4 MB checkpoint of a 48 × 48 grid (1 layer, 12 heads of 8 channels, 768 px),
     its /analyze_page, then `unread` questions for a band of its layer's rows whose replies are
-    never read and `questions` more at once, while another network's visitor analyses a photo
-    with a 2-layer ViT-Ti-shaped checkpoint: that analysis alone, and meanwhile (medians of 3)."""
+    never read, and `questions` at a time for ever new bands (none of them encoded yet) for as
+    long as another network's visitor analyses photos with CLIP B/16: that analysis alone, and
+    meanwhile (medians of 3)."""
     from gradio_client import handle_file
 
     grid48 = checkpoint(folder / "grid48.safetensors", Preprocessing(768, 768), image_size=768, patch_size=16,
@@ -722,28 +724,46 @@ def page_rows_flood(server: Server, client, folder: Path, questions: int = 8, un
     Image.fromarray(np.random.default_rng(4).integers(0, 256, (768, 768, 3), np.uint8)).save(photo)
     page = client.predict(handle_file(str(photo)), key, "crop", 1, *VIEWS[1:], api_name="/analyze_page")[-1]
     first = len(json.dumps(page, separators=(",", ":")))
+    bands = -(-48 * 48 // page["band"])
     victim = victim_analysis(server, folder)
     alone = victim()
-    body = json.dumps(layer_rows_question(client, page["handle"], page["band"])).encode()
-    held = [unread_question(server.url, body) for _ in range(unread)]
+    question = partial(layer_rows_question, client, page["handle"])
+    held = [unread_question(server.url, json.dumps(question(page["band"] % bands)).encode()) for _ in range(unread)]
     try:
-        with web() as http, ThreadPoolExecutor(questions + 1) as pool:
-            asked = [pool.submit(http.post, f"{server.url}gradio_api/component_server", content=body,
-                                 headers={"content-type": "application/json", **ATTACKER_NETWORK})
-                     for _ in range(questions)]  # fmt: skip
+        with web() as http, ThreadPoolExecutor(questions) as pool:
+            done, replies = threading.Event(), []
+            asking = partial(ask_bands, http, server.url, question, bands, pool, questions)
+            flood = threading.Thread(target=asking, args=(done, replies))
+            flood.start()
             meanwhile = victim()
-            replies = [future.result() for future in asked]
-        held_mib = server.rss_mib()
+            held_mib = server.rss_mib()
+            done.set()
+            flood.join()
     finally:
         for sock in held:
             sock.close()
     sizes = [len(r.content) for r in replies if r.status_code == 200]
     codes = ", ".join(sorted({str(r.status_code) for r in replies}))
     return (
-        f"first screen {first / 1e6:.2f} MB; {len(sizes)} of {questions} bands answered (HTTP {codes}), "
+        f"first screen {first / 1e6:.2f} MB; {len(sizes)} of {len(replies)} bands answered (HTTP {codes}), "
         f"at most {max(sizes, default=0) / 1e6:.2f} MB; {unread} unread: server at {held_mib:.0f} MiB; "
         f"a visitor's analysis {alone:.2f} s alone, {meanwhile:.2f} s meanwhile ({meanwhile / alone:.2f} ×)"
     )
+
+
+def ask_bands(http, url: str, question: Callable[[int], dict], bands: int, pool, at_once: int,
+              done: threading.Event, replies: list) -> None:  # fmt: skip
+    """Ask for band after band of layer 1, `at_once` at a time, until `done`: each
+    band new to the server (it keeps the last few encoded), so each is encoded again."""
+    headers = {"content-type": "application/json", **ATTACKER_NETWORK}
+    band = 0
+    while not done.is_set():
+        asked = []
+        for _ in range(at_once):
+            body = json.dumps(question(band % bands)).encode()
+            asked.append(pool.submit(http.post, f"{url}gradio_api/component_server", content=body, headers=headers))
+            band += 1
+        replies.extend(future.result() for future in asked)
 
 
 def layer_rows_question(client, handle: str, band: int) -> dict:
@@ -769,14 +789,13 @@ def unread_question(url: str, body: bytes) -> socket.socket:
 
 
 def victim_analysis(server: Server, folder: Path) -> Callable[[], float]:
-    """A visitor on another network: the median of 3 timed /analyze of a 224 px photo with an
-    2-layer ViT-Ti-shaped checkpoint (4 MB: within a network's share of the uploads), uploaded once."""
+    """A visitor on another network: the median of 3 timed /analyze of a 224 px photo with CLIP
+    B/16 (random weights of its real shapes; a class's model of seconds a photo, as DeiT-S was in
+    issue 56's report), loaded first."""
     from gradio_client import handle_file
 
     visitor = gradio_client(server.url, headers=VISITOR_NETWORK)
-    tiny = checkpoint(folder / "victim.safetensors", Preprocessing(224, 224), image_size=224, patch_size=16,
-                      dim=192, depth=2, heads=3, mlp_dim=768)  # fmt: skip
-    key = visitor.predict(handle_file(str(tiny)), api_name="/upload_checkpoint")["value"]
+    visitor.predict(CLIP_B16, api_name="/load_model")
     seeds = iter(range(10, 10**6))
 
     def timed() -> float:
@@ -785,7 +804,7 @@ def victim_analysis(server: Server, folder: Path) -> Callable[[], float]:
             photo = folder / "victim.png"
             Image.fromarray(np.random.default_rng(next(seeds)).integers(0, 256, (224, 224, 3), np.uint8)).save(photo)
             start = time.perf_counter()
-            visitor.predict(handle_file(str(photo)), key, "crop", 1, *VIEWS[1:], api_name="/analyze")
+            visitor.predict(handle_file(str(photo)), CLIP_B16, "crop", *VIEWS, api_name="/analyze")
             times.append(time.perf_counter() - start)
         return sorted(times)[1]
 

@@ -279,8 +279,11 @@ class Attacker:
         return True
 
 
-# The line the public server prints every minute (ui.app.holdings): sessions and cached analyses.
-HOLDING = re.compile(r"holding: (\d+) sessions .*?, (\d+) MiB of analyses")
+# The line the public server prints every minute (ui.app.holdings): sessions and cached analyses,
+# the models' weights loaded and the training runs running.
+HOLDING = re.compile(
+    r"holding: (\d+) sessions .*?, (\d+) MiB of analyses .*?, (\d+) MiB of models \((\d+) loaded\), (\d+) training"
+)
 
 
 # ... and what the heap holds (ui.heap.heap_use): in use, and free but kept by the allocator's arenas.
@@ -304,10 +307,11 @@ def collector(server: Server) -> tuple[int, float]:
     return int(count), float(longest)
 
 
-def holding(server: Server) -> tuple[int, float]:
-    """(sessions, MiB of cached analyses) as the server last said, or (-1, nan) before it has."""
-    sessions, analyses = last_said(server, HOLDING) or (-1, "nan")
-    return int(sessions), float(analyses)
+def holding(server: Server) -> tuple[int, float, float, int, int]:
+    """(sessions, MiB of cached analyses, MiB of models' weights, models loaded, training runs
+    running) as the server last said, or (-1, nan, nan, -1, -1) before it has."""
+    sessions, analyses, models, loaded, runs = last_said(server, HOLDING) or (-1, "nan", "nan", -1, -1)
+    return int(sessions), float(analyses), float(models), int(loaded), int(runs)
 
 
 def last_said(server: Server, line: re.Pattern) -> tuple[str, ...] | None:
@@ -325,6 +329,9 @@ class Sample:
     rss_high_mib: float  # the highest: what the requests under way held besides
     sessions: int  # Gradio's sessions held (at most ui.limits.SESSIONS)
     analyses_mib: float  # the explanation cache (at most CACHE_MB)
+    models_mib: float  # the weights of the models loaded (the catalogue's)
+    models: int  # how many (the pinned ones and at most the catalogue's capacity of others)
+    training_runs: int  # running, each holding its model, optimiser and batches
     heap_mib: float  # glibc's heap in use (ui.heap.heap_use)
     free_mib: float  # freed bytes glibc keeps in its arenas
     arenas: int  # glibc's arenas (ui.heap.bound_the_heap limits them)
@@ -379,7 +386,7 @@ def sample(server: Server, log: Log, m: int, minute_s: float, resident: tuple[fl
         for line in Path(f"/proc/{pid}/status").read_text().splitlines()
         if line.startswith("Threads:")
     )
-    sessions, analyses_mib = holding(server)
+    sessions, analyses_mib, models_mib, models, training_runs = holding(server)
     heap_mib, free_mib, arenas, python_blocks = heap(server)
     full_collections, longest_collection_ms = collector(server)
     return Sample(
@@ -388,6 +395,9 @@ def sample(server: Server, log: Log, m: int, minute_s: float, resident: tuple[fl
         rss_high_mib=resident[1],
         sessions=sessions,
         analyses_mib=analyses_mib,
+        models_mib=models_mib,
+        models=models,
+        training_runs=training_runs,
         heap_mib=heap_mib,
         free_mib=free_mib,
         arenas=arenas,
@@ -418,6 +428,9 @@ COLUMNS = [
     ("longest GC ms", "longest_collection_ms", ".0f"),
     ("sessions", "sessions", "d"),
     ("analyses MiB", "analyses_mib", ".0f"),
+    ("models MiB", "models_mib", ".0f"),
+    ("models", "models", "d"),
+    ("training runs", "training_runs", "d"),
     ("open files", "open_files", "d"),
     ("threads", "threads", "d"),
     ("uploads MB", "uploads_mb", ".1f"),

@@ -410,6 +410,15 @@ class ModelCatalog:
         while len(self._loaded) - len(self.pinned & self._loaded.keys()) > self.capacity and evictable:
             del self._loaded[evictable.pop(0)]
 
+    def loaded_bytes(self) -> int:
+        """Bytes of the weights held now (parameters and buffers, a CLIP model's text tower
+        included): with the number held, what the operator's log says the catalogue holds."""
+        with self._lock:
+            modules = [loaded.model for loaded in self._loaded.values()]
+            modules += [loaded.text.model for loaded in self._loaded.values() if loaded.text is not None]
+        tensors = {id(t): t for m in modules for t in (*m.parameters(), *m.buffers())}  # tied weights once
+        return sum(t.nbytes for t in tensors.values())
+
     def loaded_keys(self) -> list[str]:
         """The keys of the models held now, pinned ones included (oldest use first)."""
         with self._lock:

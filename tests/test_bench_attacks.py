@@ -150,7 +150,8 @@ def test_issue_43s_attacks_on_a_server_behind_one_proxy(tmp_path):
 def test_issue_56s_checkpoint_sends_every_reply_within_its_budget(tmp_path):
     """A 48 x 48 grid's /analyze_page sent 172.6 MB and each question for its layer 170 MB; now
     the first screen and every band fit explorer.page_budget's bytes, and questions whose replies
-    are never read leave the others answered."""
+    are never read leave the others answered, band after new band while another network's
+    visitor analyses."""
     from bench.attacks import page_rows_flood
     from bench.serving import gradio_client
     from explorer.page_budget import BAND_BYTES, REPLY_BYTES
@@ -161,7 +162,8 @@ def test_issue_56s_checkpoint_sends_every_reply_within_its_budget(tmp_path):
     finally:
         server.close()
     first, band = (float(x) * 1e6 for x in re.findall(r"first screen ([\d.]+) MB.*at most ([\d.]+) MB", reply)[0])
-    assert "4 of 4 bands answered (HTTP 200)" in reply, reply
+    answered, asked = (int(n) for n in re.search(r"(\d+) of (\d+) bands answered \(HTTP 200\)", reply).groups())
+    assert answered == asked >= 4, reply
     assert 0 < first <= REPLY_BYTES and 0 < band <= BAND_BYTES
 
 

@@ -94,6 +94,10 @@ def test_loaded_models_are_bounded_and_the_bundled_one_stays(tmp_path, tiny_chec
     for key in keys:
         catalog.get(key)
     assert list(catalog._loaded) == [BUNDLED, keys[2]]
+    weights = sum(
+        t.nbytes for m in (catalog.get(BUNDLED).model, catalog.get(keys[2]).model) for t in m.state_dict().values()
+    )
+    assert catalog.loaded_bytes() == weights  # what the operator's log says the catalogue holds
 
 
 def test_unknown_keys_are_refused_without_being_remembered_or_echoed_whole(tmp_path, tiny_checkpoint):

@@ -3,6 +3,7 @@ launched with the app's own limits (ui.app.served_limits), in-process so its ses
 
 import base64
 import io
+import re
 import time
 from collections import OrderedDict
 
@@ -106,7 +107,10 @@ def test_the_operators_log_line_counts_what_the_server_holds(app, server):
         assert status == 200
     line = holdings(demo, server)
     assert line.startswith(f"holding: {before + 3} sessions (at most {SESSIONS}), ")
-    assert line.endswith(f"MiB of analyses (at most {server.store.max_bytes // 2**20} MiB)")
+    assert f"MiB of analyses (at most {server.store.max_bytes // 2**20} MiB), " in line
+    models = re.search(r", (\d+) MiB of models \((\d+) loaded\), 0 training runs running$", line)
+    assert models and int(models[2]) == len(server.catalog.loaded_keys()) >= 1, line
+    assert int(models[1]) == round(server.catalog.loaded_bytes() / 2**20) > 0, line
 
 
 def test_gradio_keeps_no_monitoring_records_and_serves_no_monitoring_page(app):

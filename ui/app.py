@@ -178,10 +178,13 @@ def build_page(server: Server) -> gr.Blocks:
 
 def holdings(demo: gr.Blocks, server: Server) -> str:
     """One line for the operator's log: what the server holds in memory against its budgets."""
-    store, mib = server.store, 2**20
+    store, catalog, mib = server.store, server.catalog, 2**20
+    runs = server.runs.running()
     return (
         f"holding: {len(demo.state_holder.session_data)} sessions (at most {SESSIONS}), "
-        f"{store.nbytes / mib:.0f} MiB of analyses (at most {store.max_bytes / mib:.0f} MiB)"
+        f"{store.nbytes / mib:.0f} MiB of analyses (at most {store.max_bytes / mib:.0f} MiB), "
+        f"{catalog.loaded_bytes() / mib:.0f} MiB of models ({len(catalog.loaded_keys())} loaded), "
+        f"{runs} training run{'s' * (runs != 1)} running"
     )
 
 
