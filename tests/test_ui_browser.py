@@ -412,6 +412,26 @@ def test_examples_and_how_to_read_this_are_on_the_first_screen(server, browser):
     page.close()
 
 
+def test_the_model_picker_is_on_the_first_screen(server, browser):
+    """Issue 61: at 1280x720 the model picker was under the style controls, out of sight (a teacher
+    scrolled to find which model answered). It heads the image column, before and after an image,
+    with the top predictions still on the first screen under it."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    picker = page.get_by_role("combobox", name="Model", exact=True)
+    expect(picker).to_have_value("tiny.safetensors (default)")
+    assert picker.evaluate("e => e.scrollWidth <= e.clientWidth")  # its name whole
+    for moment in ("on load", "after an image"):
+        if moment == "after an image":
+            pick_example(page, "cat")
+        for element in (picker, page.locator("#predictions")):
+            box = element.bounding_box()
+            assert 0 <= box["y"] and box["y"] + box["height"] <= SCREEN["height"], (moment, box)
+            assert box["x"] + box["width"] <= SCREEN["width"], (moment, box)
+    page.close()
+
+
 def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, browser):
     """Pictures say what they show, examples and arrows are named, one h1."""
     from playwright.sync_api import expect
