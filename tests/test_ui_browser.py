@@ -221,6 +221,35 @@ def test_a_reloaded_page_finds_its_run_and_another_browser_does_not(server, brow
     stranger.close()
 
 
+def test_stop_offers_continue_this_run_which_goes_on_from_where_it_stopped(server, browser, tmp_path):
+    """Issue 61: after Stop the tab offered only a new run from "my run, 0 epochs". A stopped run
+    shows Continue this run, which takes the run on from where it stopped to its end, the page
+    polling it again."""
+    from playwright.sync_api import expect
+
+    data = write_image_folder(tmp_path / "data", per_class=32, size=16, classes=("cat", "dog"), test_per_class=2)
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    page.get_by_label("Local folder").check()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("30")
+    page.get_by_label("Batch size").fill("8")
+    go_on = page.get_by_role("button", name="Continue this run")
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator("#train-progress")).to_contain_text(re.compile(r"running · epoch \d+ of 30, step \d"))
+    expect(go_on).to_be_hidden()
+    page.get_by_role("button", name="Stop (saves a checkpoint)").click()
+    page.get_by_role("button", name="Yes, stop my run").click()
+    expect(page.locator("#train-progress")).to_contain_text("stopped during epoch")
+    expect(go_on).to_be_visible()
+    go_on.click()
+    expect(page.locator("#train-progress")).to_contain_text("running")
+    expect(go_on).to_be_hidden()
+    expect(page.locator("#train-progress")).to_contain_text("finished 30 epochs", timeout=150_000)
+    expect(go_on).to_be_hidden()  # nothing left to continue
+    page.close()
+
+
 def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_the_top_mass(server, browser):
     from playwright.sync_api import expect
 
