@@ -461,6 +461,40 @@ def test_the_model_picker_is_on_the_first_screen(server, browser):
     page.close()
 
 
+@pytest.fixture(scope="module")
+def classless_server(tmp_path_factory):
+    """The app on a checkpoint without a classifier head (as DINO's), with 4 registers."""
+    import torch
+    from conftest import app_server
+
+    import vit
+    from vit.preprocessing import CIFAR10
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("classless") / "features.safetensors"
+    model = vit.create_model("vit_cifar_nano", register_tokens=4, pos_embed_prefix=False, num_classes=0)
+    vit.save_checkpoint(model, path, class_names=[], preprocessing=CIFAR10)
+    with app_server(path, tmp_path_factory) as url:
+        yield url
+
+
+def test_a_model_without_classes_says_so_in_top_predictions(classless_server, browser):
+    """Issue 61: a model without classes left the Top predictions box empty, which looked broken
+    on a projector. The box says in a sentence that it predicts none, beside its maps."""
+    from playwright.sync_api import expect
+
+    from ui.explore_handlers import NO_CLASSES
+
+    page = open_page(browser, classless_server)
+    page.get_by_role("button", name="example: cat").click()
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS:"))
+    predictions = page.locator("#predictions")
+    expect(predictions).to_contain_text(NO_CLASSES)
+    expect(predictions.get_by_text(NO_CLASSES)).to_be_visible()
+    assert "%" not in predictions.inner_text()
+    page.close()
+
+
 def test_the_accessibility_tree_names_every_picture_example_and_arrow(server, browser):
     """Pictures say what they show, examples and arrows are named, one h1."""
     from playwright.sync_api import expect
