@@ -421,3 +421,88 @@ def test_a_chunked_run_past_its_time_limit_ends_between_chunks_from_its_save(dat
     assert s.message.startswith("stopped at the time limit of 10 minutes a run has on this server: the run is saved")
     assert vit.load_checkpoint(s.checkpoint)[1].info["step"] == 3
     registry.check_room("bob")  # the slot is free
+
+
+def stop_at(call: int, job: list):
+    """A registry's watch that presses Stop on `job[0]` while it checks before its `call`-th step
+    (1-based): that step is trained, the run stops before the next."""
+    calls = [0]
+
+    def watch():
+        calls[0] += 1
+        if calls[0] == call:
+            job[0].stop()
+
+    return watch
+
+
+def test_a_stopped_thread_goes_on_from_its_save_bitwise_as_if_never_stopped(data, tmp_path):
+    """Issue 61: after Stop the Train tab offered only a new run from the stopped model, its
+    optimiser and schedule started afresh. `go_on` continues the run itself from the step it
+    stopped at: its history, probe and loss readings go on, and its model is the one a run never
+    stopped ends with."""
+    options = {**FAST, "deterministic": True}
+    alone = TrainingJob()  # first: two runs at once would share torch's global random state
+    alone.start(
+        model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "a"), **options
+    )
+    assert alone.wait(timeout=120)
+    pressed: list = []
+    job = TrainingJob(watch=stop_at(7, pressed))  # epoch 2's second step trained, then Stop (5 steps an epoch)
+    pressed.append(job)
+    with pytest.raises(ValueError, match="you have no stopped run to continue"):
+        job.go_on()  # nothing has run yet
+    job.start(
+        model="vit_cifar_nano", data=data, epochs=2, lr=1e-3, batch_size=8, out_dir=str(tmp_path / "b"), **options
+    )
+    assert job.wait(timeout=120)
+    stopped = job.snapshot()
+    assert stopped.message.startswith("stopped during epoch 2") and stopped.resumable
+    assert (stopped.epoch, stopped.step) == (1, 2) and [r["epoch"] for r in stopped.history] == [1]
+    assert vit.load_checkpoint(tmp_path / "b" / "last.safetensors")[1].info["step"] == 7
+    job.go_on()
+    going = job.snapshot()
+    assert going.running and not going.resumable and going.message == "going on from its save at epoch 2 step 2"
+    assert job.wait(timeout=120)
+    s = job.snapshot()
+    assert s.message.startswith("finished 2 epochs") and not s.resumable
+    assert s.history[0] == stopped.history[0] and [r["epoch"] for r in s.history] == [1, 2]
+    assert s.step_losses[: len(stopped.step_losses)] == stopped.step_losses and [e for e, _ in s.probe] == [0, 1, 2]
+    model, meta = vit.load_checkpoint(s.checkpoint)
+    expected, _ = vit.load_checkpoint(alone.snapshot().checkpoint)
+    assert meta.info["step"] == 10
+    assert all(
+        torch.equal(a, b) for a, b in zip(model.state_dict().values(), expected.state_dict().values(), strict=True)
+    )
+    with pytest.raises(ValueError, match="you have no stopped run to continue"):
+        job.go_on()  # a finished run has nothing left to continue
+
+
+def test_a_stopped_chunked_run_goes_on_from_its_save(data, tmp_path):
+    """On ZeroGPU too: Stop between chunks ends the run from its last save; Continue takes it on
+    from there, chunk by chunk, and it finishes with every step trained once."""
+    runner = Chunks()
+    job = chunked_job(data, tmp_path, runner)
+    job.advance()  # 3 steps
+    job.stop()
+    stopped = job.snapshot()
+    assert not stopped.running and stopped.resumable and (stopped.epoch, stopped.step) == (0, 3)
+    job.go_on()
+    assert job.snapshot().running and job.snapshot().message == "going on from its save at epoch 1 step 3"
+    while job.snapshot().running:
+        job.advance()
+        assert runner.calls < 10
+    s = job.snapshot()
+    assert s.message.startswith("finished 2 epochs") and [r["epoch"] for r in s.history] == [1, 2]
+    assert vit.load_checkpoint(s.checkpoint)[1].info["step"] == 10
+
+
+def test_a_stopped_run_whose_save_was_deleted_says_so(data, tmp_path):
+    runner = Chunks()
+    job = chunked_job(data, tmp_path, runner)
+    job.advance()
+    job.stop()
+    (tmp_path / "run" / "last.safetensors").unlink()  # the registry made room on the disk
+    with pytest.raises(ValueError, match="your stopped run's save is gone"):
+        job.go_on()
+    assert not job.snapshot().running and not job.snapshot().resumable

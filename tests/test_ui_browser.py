@@ -221,6 +221,35 @@ def test_a_reloaded_page_finds_its_run_and_another_browser_does_not(server, brow
     stranger.close()
 
 
+def test_stop_offers_continue_this_run_which_goes_on_from_where_it_stopped(server, browser, tmp_path):
+    """Issue 61: after Stop the tab offered only a new run from "my run, 0 epochs". A stopped run
+    shows Continue this run, which takes the run on from where it stopped to its end, the page
+    polling it again."""
+    from playwright.sync_api import expect
+
+    data = write_image_folder(tmp_path / "data", per_class=32, size=16, classes=("cat", "dog"), test_per_class=2)
+    page = open_page(browser, server)
+    page.get_by_role("tab", name="Train").click()
+    page.get_by_label("Local folder").check()
+    page.get_by_label("Folder with train/<class>/ and test/<class>/ images").fill(str(data))
+    page.get_by_label("Epochs", exact=True).fill("30")
+    page.get_by_label("Batch size").fill("8")
+    go_on = page.get_by_role("button", name="Continue this run")
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator("#train-progress")).to_contain_text(re.compile(r"running · epoch \d+ of 30, step \d"))
+    expect(go_on).to_be_hidden()
+    page.get_by_role("button", name="Stop (saves a checkpoint)").click()
+    page.get_by_role("button", name="Yes, stop my run").click()
+    expect(page.locator("#train-progress")).to_contain_text("stopped during epoch")
+    expect(go_on).to_be_visible()
+    go_on.click()
+    expect(page.locator("#train-progress")).to_contain_text("running")
+    expect(go_on).to_be_hidden()
+    expect(page.locator("#train-progress")).to_contain_text("finished 30 epochs", timeout=150_000)
+    expect(go_on).to_be_hidden()  # nothing left to continue
+    page.close()
+
+
 def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_the_top_mass(server, browser):
     from playwright.sync_api import expect
 
@@ -409,6 +438,60 @@ def test_examples_and_how_to_read_this_are_on_the_first_screen(server, browser):
     assert 0 <= box["y"] and box["y"] + box["height"] <= SCREEN["height"]
     how.click()
     expect(page.get_by_text("A ViT cuts the image into square")).to_be_visible()
+    page.close()
+
+
+def test_the_model_picker_is_on_the_first_screen(server, browser):
+    """Issue 61: at 1280x720 the model picker was under the style controls, out of sight (a teacher
+    scrolled to find which model answered). It heads the image column, before and after an image,
+    with the top predictions still on the first screen under it."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    picker = page.get_by_role("combobox", name="Model", exact=True)
+    expect(picker).to_have_value("tiny.safetensors (default)")
+    assert picker.evaluate("e => e.scrollWidth <= e.clientWidth")  # its name whole
+    for moment in ("on load", "after an image"):
+        if moment == "after an image":
+            pick_example(page, "cat")
+        for element in (picker, page.locator("#predictions")):
+            box = element.bounding_box()
+            assert 0 <= box["y"] and box["y"] + box["height"] <= SCREEN["height"], (moment, box)
+            assert box["x"] + box["width"] <= SCREEN["width"], (moment, box)
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def classless_server(tmp_path_factory):
+    """The app on a checkpoint without a classifier head (as DINO's), with 4 registers."""
+    import torch
+    from conftest import app_server
+
+    import vit
+    from vit.preprocessing import CIFAR10
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("classless") / "features.safetensors"
+    model = vit.create_model("vit_cifar_nano", register_tokens=4, pos_embed_prefix=False, num_classes=0)
+    vit.save_checkpoint(model, path, class_names=[], preprocessing=CIFAR10)
+    with app_server(path, tmp_path_factory) as url:
+        yield url
+
+
+def test_a_model_without_classes_says_so_in_top_predictions(classless_server, browser):
+    """Issue 61: a model without classes left the Top predictions box empty, which looked broken
+    on a projector. The box says in a sentence that it predicts none, beside its maps."""
+    from playwright.sync_api import expect
+
+    from ui.explore_handlers import NO_CLASSES
+
+    page = open_page(browser, classless_server)
+    page.get_by_role("button", name="example: cat").click()
+    expect(page.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS:"))
+    predictions = page.locator("#predictions")
+    expect(predictions).to_contain_text(NO_CLASSES)
+    expect(predictions.get_by_text(NO_CLASSES)).to_be_visible()
+    assert "%" not in predictions.inner_text()
     page.close()
 
 

@@ -295,6 +295,63 @@ def test_a_band_of_a_layer_is_asked_for_when_a_patch_in_it_is_shown(band_at_a_ti
     page.close()
 
 
+@pytest.fixture(scope="module")
+def slow_rows_server(tiny_checkpoint, tmp_path_factory):
+    """The app sending no layer's patch rows up front (a model with registers: DINOv2-S/14's are not
+    all sent) and taking 0.3 s to encode a band, as a busy server takes longer."""
+    from conftest import app_server
+
+    code = (
+        "import sys, time, app, explorer.page_maps as p; p.UP_FRONT_BYTES = 0; real = p.layer_rows; "
+        "p.layer_rows = lambda *a: time.sleep(0.3) or real(*a); app.main(sys.argv[1:])"
+    )
+    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
+        yield url
+
+
+# What the maps said (their status line) and which layers they drew, from now on.
+RECORD = """() => { const m = window.attentionMaps, say = m.say.bind(m), drawHeads = m.drawHeads.bind(m);
+  m.said = []; m.drawnLayers = [];
+  m.say = (text) => { m.said.push([m.layer, text]); say(text); };
+  m.drawHeads = (rows) => { m.drawnLayers.push(m.layer); drawHeads(rows); }; }"""
+# The layers at which the maps said they were fetching their numbers (once or more: a redraw says it again).
+FETCHED_AT = "() => [...new Set(window.attentionMaps.said.filter(([, t]) => t.startsWith('Fetching')).map(([l]) => l))]"
+
+
+def test_play_with_a_patch_query_asks_for_the_next_layers_before_it_shows_them(slow_rows_server, browser):
+    """Issue 61: Play through layers with a patch query on a model with registers stalled on
+    "Fetching this layer's numbers…" at every layer, as it asked for a layer's rows only when it
+    showed it. Now the next layers' are asked for while it plays: only the first layer waits.
+    A step of the layer slider asks for the next layer the way it steps likewise."""
+    from playwright.sync_api import expect
+
+    server = slow_rows_server
+    page = open_page(browser, server, SCREEN)
+    pick_example(page, "bird")
+    click_patch(page, 4, 4)  # layer 6: its rows came with the analysis
+    wait_drawn(page, "patch (4, 4)")
+    page.evaluate(RECORD)
+    page.locator("#play").click()  # layers 1, 2, ..., 6, 0.8 s each
+    expect(page.get_by_label("number input for Layer (1 = first)")).to_have_value("6", timeout=30_000)
+    wait_drawn(page, "layer 6 of 6, one tile each, for the query patch (4, 4)")
+    assert page.evaluate(FETCHED_AT) == [1]  # the first layer played waited; none after it
+    drawn = page.evaluate("() => window.attentionMaps.drawnLayers")
+    assert sorted(set(drawn)) == [1, 2, 3, 4, 5, 6] and drawn == sorted(drawn)  # every layer, in order
+
+    pick_example(page, "cat")  # a new image: no rows of any layer but the last, slider steps down
+    click_patch(page, 2, 3)
+    wait_drawn(page, "patch (2, 3)")
+    page.evaluate(RECORD)
+    slider = page.get_by_label("range slider for Layer (1 = first)")
+    slider.press("ArrowLeft")  # layer 5 waits, and layer 4 is asked for meanwhile
+    wait_drawn(page, "layer 5 of 6, one tile each, for the query patch (2, 3)")
+    page.wait_for_function("() => window.attentionMaps.patchRows.has('3/0')")
+    slider.press("ArrowLeft")
+    wait_drawn(page, "layer 4 of 6, one tile each, for the query patch (2, 3)")
+    assert page.evaluate(FETCHED_AT) == [5]
+    page.close()
+
+
 def test_after_a_new_image_the_export_is_of_the_query_on_screen(server, browser):
     """The page keeps the query it shows as its state, which the exports read: a new image takes
     it back to CLS, and so must the export (it once kept the last image's patch)."""

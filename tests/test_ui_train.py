@@ -565,7 +565,46 @@ def test_a_run_stops_at_the_time_limit_with_its_model_saved_and_says_how_to_go_o
         f"stopped at the time limit of 10 minutes a run has on this server: the run is saved at {where}, its model in"
     )
     assert ">stopped</b>" in shown["progress"] and said in shown_text(shown["progress"])
-    assert "to train it further, start a new run from its checkpoint (it is in your model list)" in shown["progress"]
+    advice = (
+        "to train it further, press Continue this run (it goes on from there, when a run slot is free) "
+        "or start a new run from its checkpoint (it is in your model list)"
+    )
+    assert advice in shown["progress"]
     assert shown["checkpoint"] == ended.checkpoint and Path(ended.checkpoint).name in shown["progress"]
     assert vit.load_checkpoint(ended.checkpoint)[1].info["step"] == ended.epoch * 5 + ended.step
     h.check_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8), bob)  # the slot is free
+
+
+def test_stop_then_continue_goes_on_from_the_saved_step_with_the_same_history(tiny_checkpoint, tmp_path):
+    """Issue 61: after Stop the tab offered only a new run from "my run, 0 epochs", its optimiser
+    and learning-rate schedule started afresh. A stopped run now shows Continue this run, which
+    goes on from the very step it stopped at: the same run, its history and loss readings going on,
+    not one step lost or done twice; it is offered to its owner only, and not once the run is over."""
+    server, _, data = clocked_tab(tiny_checkpoint, tmp_path)
+    alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
+    token = h.train_models(server, alice)["run_token"]
+    started = h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice, token)
+    assert started["continue_run"].visible is False
+    owner = h.run_owner(token, alice)
+    until(lambda: server.runs.snapshot(owner).history)  # an epoch done: its record must go on into the next
+    assert h.train_status(server, h.NOTHING_SHOWN, alice, token)["continue_run"].visible is False  # running
+    assert "stopping" in h.train_stop(server, alice, token)["status"]
+    stopped = until(lambda: not (s := server.runs.snapshot(owner)).running and s)
+    shown = h.train_status(server, h.NOTHING_SHOWN, alice, token)
+    assert ">stopped</b>" in shown["progress"] and shown["continue_run"].visible is True
+    saved = vit.load_checkpoint(next((tmp_path / "runs").glob("*/last.safetensors")))[1].info
+    assert saved["step"] == stopped.epoch * 5 + stopped.step and len(saved["history"]) == stopped.epoch
+    with pytest.raises(gr.Error, match="you have no stopped run to continue"):
+        h.check_continue(server, bob)  # another visitor's run is not theirs to continue
+    h.check_continue(server, alice, token)
+    going = h.train_continue(server, alice, token)
+    assert running(going["progress"]) and going["continue_run"].visible is False and going["seen"][4] is True
+    assert f"going on from its save at epoch {stopped.epoch + 1} step {stopped.step}" in shown_text(going["status"])
+    end = until(lambda: (s := server.runs.snapshot(owner)).checkpoint and not s.running and s)
+    assert end.message.startswith("finished 20 epochs") and [r["epoch"] for r in end.history] == list(range(1, 21))
+    assert end.history[: stopped.epoch] == stopped.history
+    assert end.step_losses[: len(stopped.step_losses)] == stopped.step_losses
+    assert vit.load_checkpoint(end.checkpoint)[1].info["step"] == 20 * 5  # not one step lost or done twice
+    assert h.train_status(server, h.NOTHING_SHOWN, alice, token)["continue_run"].visible is False
+    with pytest.raises(gr.Error, match="you have no stopped run to continue"):
+        h.train_continue(server, alice, token)

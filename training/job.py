@@ -42,7 +42,7 @@ from .chunks import (
 from .config import TrainConfig, describe_device, resolve_device
 from .data import CIFAR10_NAME, list_image_folder
 from .engine import Hooks, Trainer
-from .run_files import MODEL
+from .run_files import LAST, MODEL, STOP
 
 LOG = logging.getLogger(__name__)
 MAX_STEP_LOSSES = 2000  # the live loss curve keeps its latest points
@@ -90,6 +90,8 @@ class JobSnapshot:
     message: str = "no training job has run yet"
     error: str | None = None
     paused: bool = False  # a run waiting, saved: for GPU time (chunked), or set aside (`TurnOver`); `resume` goes on
+    # a run stopped (Stop, or its time limit) before its last epoch, saved where it stopped: `go_on` continues it
+    resumable: bool = False
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,29 @@ class TrainingJob:
             s.message = f"going on from its save at {self._where()}"
             self._start_thread(self._config, resume=True)
 
+    def go_on(self) -> None:
+        """Continue a stopped run (`JobSnapshot.resumable`) from its save, at the very step it stopped,
+        as if it had never stopped: its history, probe and loss readings stay and the next epochs add
+        to them (the Train tab offered only a new run from its model, "my run, 0 epochs", which
+        starts its optimiser and schedule afresh). A thread starts again from `last.safetensors`; a
+        chunked run's next `advance` trains from there. ValueError, in a person's words, when there
+        is no such run, or its save is gone (deleted to make room on the disk)."""
+        with self._lock:
+            s, config = self._snapshot, self._config
+            if not s.resumable or s.running or s.paused or config is None:
+                raise ValueError("you have no stopped run to continue")
+            if not (Path(config.out) / LAST).is_file():
+                s.resumable = False
+                raise ValueError("your stopped run's save is gone (deleted to make room on the disk): start a new run")
+            self._stop.clear()
+            self._turn, s.running, s.resumable, s.error = None, True, False, None
+            s.message = f"going on from its save at {self._where()}"
+            if self._chunks is not None:
+                (Path(config.out) / STOP).unlink(missing_ok=True)  # the stopped chunk's request, read
+                self._lost, self._retry_at = 0, 0.0
+                return
+            self._start_thread(config, resume=True)
+
     def _start_thread(self, config: TrainConfig, resume: bool = False) -> None:
         self._thread = threading.Thread(target=self._run, args=(config, resume), name="training-job", daemon=True)
         self._thread.start()
@@ -297,6 +322,9 @@ class TrainingJob:
         model file after it and say so."""
         config = self._config
         checkpoint = str(named_checkpoint(Path(config.out), config.model, self.snapshot().history))
+        stopped = turn is not None or summary["stopped"]
+        # A stop saves the training state where it stopped (engine.Trainer._finish), which `go_on` reads.
+        resumable = stopped and self.snapshot().epoch < config.epochs and (Path(config.out) / LAST).is_file()
         if turn is not None:
             message = f"{turn.reason}: the run is saved at {self._where()}, its model in {checkpoint}; {turn.advice}"
         elif summary["stopped"]:
@@ -304,7 +332,7 @@ class TrainingJob:
         else:
             accuracies = ", ".join(f"{k} {v:.2%}" for k, v in summary.items() if k.endswith("_acc") and v is not None)
             message = f"finished {summary['epochs_done']} epochs ({accuracies}); model saved to {checkpoint}"
-        self._update(running=False, checkpoint=checkpoint, message=message)
+        self._update(running=False, checkpoint=checkpoint, message=message, resumable=resumable)
 
     # -- chunks --------------------------------------------------------------------------
 

@@ -231,7 +231,8 @@ class JobRegistry:
         if now - self._since.get(key, now) >= limit:
             return TurnOver(
                 f"stopped at the time limit of {duration(limit)} a run has on this server",
-                "to train it further, start a new run from its checkpoint (it is in your model list)",
+                "to train it further, press Continue this run (it goes on from there, when a run slot is free) "
+                "or start a new run from its checkpoint (it is in your model list)",
                 ends=True,
             )
         return None
@@ -253,6 +254,35 @@ class JobRegistry:
         job.stop()
         return True
 
+    def check_go_on(self, session: str) -> None:
+        """Raise as `go_on` would when `session`'s stopped run may not go on now; nothing starts
+        (the Train tab's first step)."""
+        with self._lock:
+            self._resumable(session)
+
+    def _resumable(self, session: str) -> JobSnapshot:
+        key = self._key(session)
+        job = self._jobs.get(key)
+        snap = job.snapshot() if job is not None else JobSnapshot()
+        if not snap.resumable or self._starters.get(key) != session:
+            raise ValueError("you have no stopped run to continue")
+        self._check_room(key)
+        return snap
+
+    def go_on(self, session: str) -> None:
+        """Continue `session`'s stopped run from where it stopped, in its own folder (`TrainingJob.go_on`),
+        as a new turn at a run slot. Raises ValueError (no stopped run of theirs, or its save is gone)
+        or JobBusy (the server's limit, or its disk budget, as `start` would)."""
+        key = self._key(session)
+        with self._lock:
+            snap = self._resumable(session)
+            # Room for what it writes next, its model once more (its training state is rewritten in
+            # place), and never by deleting its own folder, which an ended run's is to the others.
+            model = Path(snap.checkpoint) if snap.checkpoint else None
+            self._make_room(model.stat().st_size if model and model.is_file() else 0, keep=self._folders[key])
+            self._polled[key] = self._since[key] = self.clock()  # a new turn
+            self._jobs[key].go_on()
+
     def checkpoint(self, session: str) -> Path | None:
         """The latest model file of `session`'s run, if it exists."""
         path = self.snapshot(session).checkpoint
@@ -264,7 +294,7 @@ class JobRegistry:
         folders = (p for p in self.runs_dir.iterdir() if p.is_dir() and not p.is_symlink())
         return sorted((p for p in folders if (p / APP_RUN_MARKER).is_file()), key=lambda p: p.stat().st_mtime)
 
-    def _make_room(self, room: int = 0) -> None:
+    def _make_room(self, room: int = 0, keep: Path | None = None) -> None:
         """Delete the app's oldest finished runs, then the oldest runs waiting with their save
         (set aside, or waiting for GPU time), until its runs fit the budget with `room` bytes to
         spare for the new run's checkpoints (called with the lock held, before a new run starts:
@@ -272,13 +302,16 @@ class JobRegistry:
         268 when a 190 MB run started beside it). Raises JobBusy when what cannot be deleted
         (running runs, or a failed delete) alone fills it. A waiting run is a run deleted last, not never: each
         visitor who leaves sets one aside, and kept for ever they would fill the budget (six
-        DeiT-S runs, one every 2 minutes) and refuse every Start."""
+        DeiT-S runs, one every 2 minutes) and refuse every Start. `keep`: a folder never deleted (a
+        stopped run about to go on)."""
         self.runs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         snaps = {self._folders[k].resolve(): (job, job.snapshot()) for k, job in self._jobs.items()}
         waiting = {folder: job for folder, (job, snap) in snaps.items() if snap.paused}
         folders = self._app_runs()
         used = sum(folder_bytes(p) for p in folders)
+        kept = keep.resolve() if keep is not None else None
         ended = [p for p in folders if not (p.resolve() in snaps and _live(snaps[p.resolve()][1]))]
+        ended = [p for p in ended if p.resolve() != kept]
         budget = self.limits.disk_budget_bytes - room
         for folder in [*ended, *(p for p in folders if p.resolve() in waiting)]:
             if used <= budget:

@@ -45,6 +45,10 @@ CSS = """
 #examples .gallery { gap: 6px; }
 #examples .gallery-item .container { width: 46px; height: 46px; }
 #examples .gallery-item img { width: 100%; height: 100%; object-fit: cover; }
+/* Explore's model picker, at the top of the image column: compact, so that the top predictions stay
+   on a 1280x720 screen under it (its name keeps the column's whole width). */
+#model-picker { padding: 6px 10px; }
+#model-picker [data-testid="block-info"] { margin-bottom: 4px; }
 #upload p, #lesson-image p { white-space: normal; overflow: visible; text-overflow: clip; text-align: center; }
 .swipe-cue { display: none; }
 /* The pictures the page draws (ui/page_maps.js): as gr.Image shows one, never enlarged, in a box

@@ -224,7 +224,12 @@ def thumbnails(paths: Sequence[Path]) -> list[list[dict[str, str]]]:
     ]
 
 
-def _image_column(start: LoadedModel) -> dict[str, Any]:
+def _image_column(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
+    # The picker first, on the first screen at 1280x720 (issue 61: it was under the style controls,
+    # out of sight, and a teacher scrolled to find which model answered).
+    model_key = gr.Dropdown(
+        catalog.choices(), value=start.key, label="Model", elem_classes="picker", elem_id="model-picker"
+    )
     image = gr.Image(
         type="filepath",
         elem_id="upload",
@@ -235,20 +240,20 @@ def _image_column(start: LoadedModel) -> dict[str, Any]:
         placeholder="Drop an image here or click to upload it, or pick an example below",
         buttons=[],
         alt_text="The image being explained",
-        height=150,
+        height=120,
     )
     # Named by class for screen readers by ACCESSIBLE_NAMES_JS.
     examples = gr.Examples(
         [[str(path)] for path in EXAMPLES],
         inputs=image,
-        label="CIFAR-10 test images, one per class",
+        label="CIFAR-10 test images",
         examples_per_page=10,
         elem_id="examples",
     )
     examples.dataset.samples = thumbnails(EXAMPLES)
     label = gr.Label(num_top_classes=3, label="Top predictions", elem_id="predictions")
     classes = gr.Markdown(h.classes_note(start), label="Classes of the model", elem_id="classes")
-    return {"image": image, "label": label, "classes": classes}
+    return {"model_key": model_key, "image": image, "label": label, "classes": classes}
 
 
 def _query_column(start: LoadedModel) -> dict[str, Any]:
@@ -328,10 +333,10 @@ def _style_controls() -> dict[str, Any]:
         }
 
 
-def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
+def _model_about(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
+    """What the picked model is (its picker heads the image column), and a checkpoint to add to the picker."""
     with gr.Row():
         with gr.Column(scale=2):
-            model_key = gr.Dropdown(catalog.choices(), value=start.key, label="Model", elem_classes="picker")
             with gr.Accordion("Upload a checkpoint (.safetensors from this app's Train tab)", open=False):
                 checkpoint = gr.File(file_types=[".safetensors"], label="Checkpoint")
         with gr.Column(scale=3):
@@ -339,7 +344,7 @@ def _model_picker(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
             note = f"{for_visitors(catalog.note)}\n\n" if catalog.note else ""
             model_info = gr.Markdown(note + start.describe(), label="Model description")
             numbers = gr.Markdown(label="Image and grid sizes", elem_id="numbers")
-    return {"model_key": model_key, "checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}
+    return {"checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}
 
 
 def _map_display() -> dict[str, Any]:
@@ -420,13 +425,13 @@ def layout(catalog: ModelCatalog, server_functions: Sequence[Callable] = ()) -> 
     parts = _session_state(start)
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=240):
-            parts |= _image_column(start)
+            parts |= _image_column(catalog, start)
         with gr.Column(scale=4, min_width=300):
             parts |= _query_column(start)
         with gr.Column(scale=6, min_width=400):
             parts |= _heads_column(start.model.config.depth, server_functions)
     parts |= _words(start)
-    parts |= _style_controls() | _model_picker(catalog, start) | _more_views(start) | _api_only_inputs()
+    parts |= _style_controls() | _model_about(catalog, start) | _more_views(start) | _api_only_inputs()
     return ExploreView(**parts)  # a TypeError names any field left out or misspelt
 
 

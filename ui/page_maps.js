@@ -17,6 +17,11 @@
   const ASCENT = 0.928; // DejaVu Sans's ascender in em: PIL writes a line from its top
   const FONT = '"DejaVu Sans", Verdana, sans-serif';
   const PER_LINE = 1; // prefix shares per caption line (render.PREFIX_PER_LINE, which says why)
+  // Play and the layer slider ask for the next layers' band of a patch query before they show it,
+  // up to this many layers ahead, one such request at a time: on a model with registers (its patch
+  // rows not all sent) Play had stalled ~1 s a layer on "Fetching this layer's numbers…" (issue 61).
+  const AHEAD = 2;
+  const FETCHING = "Fetching this layer's numbers from the server…";
   const f32 = Math.fround;
 
   // ---- bytes and numbers ------------------------------------------------------------------
@@ -233,7 +238,7 @@
     constructor() {
       this.data = null; this.query = null; this.layer = 1; this.timer = null; this.wrapped = null;
       this.style = { cmap: "inferno", opacity: 0.6, smooth: false, raw: false, scale: "layer" };
-      this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
+      this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set(); this.ahead = 0;
       this.parts = {}; this.cells = []; this.echoes = [];
     }
 
@@ -255,11 +260,13 @@
 
     load(payload) { // nothing to decode: the pictures come as raw RGB, so the last analysis sent is drawn
       this.stop();
+      // a new Set: what the last image asked for is not waited on, and its late replies are dropped
+      this.asked = new Set(); this.ahead = 0;
       if (!payload || !payload.handle) { this.data = null; this.query = null; this.share(); this.clear(); return; }
       const input = onCanvas(rgba(payload.input));
       const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: rgba(l.base) }]));
       const decodeRows = (r) => ({ levels: u16(r.levels), tops: floats(r.tops), headTops: floats(r.head_tops), shares: floats(r.shares) });
-      this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set();
+      this.patchRows = new Map(); this.keptBytes = 0;
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts, tokenRows: payload.token_rows.map(decodeRows) };
       for (const rows of payload.patch_rows) this.keep(`${rows.layer}/${rows.band}`, decodeRows(rows));
       this.query = null; this.layer = payload.layer;
@@ -291,12 +298,10 @@
       if (this.query === null || this.query.token !== undefined) {
         rows = d.tokenRows[layer - 1]; q = this.query === null ? this.defaultToken() : this.query.token;
       } else {
-        // patch queries come in bands of d.band (explorer/page_budget.py), row-major over the grid
-        const patch = this.query.row * gw + this.query.col, band = Math.floor(patch / d.band);
-        const name = `${layer - 1}/${band}`, kept = this.patchRows.get(name);
+        const { name, band, row } = this.patchBand(layer), kept = this.patchRows.get(name);
         if (!kept) { this.ask(layer - 1, band); return null; }
         this.patchRows.delete(name); this.patchRows.set(name, kept); // most recently used
-        rows = kept.rows; q = patch - band * d.band;
+        rows = kept.rows; q = row;
       }
       return {
         levels: rows.levels.subarray(q * heads * n, (q + 1) * heads * n), top: rows.tops[q],
@@ -304,21 +309,53 @@
       };
     }
 
-    async ask(layer, band) { // a band of a layer's patch rows as bytes (ui/explore_handlers.layer_rows)
-      const name = `${layer}/${band}`;
-      if (this.asked.has(name)) return;
-      this.asked.add(name);
+    // Where the current patch query's rows are in layer `layer` (1-based): patch queries come in bands
+    // of d.band (explorer/page_budget.py), row-major over the grid; "layer/band" 0-based, and its row.
+    patchBand(layer) {
+      const d = this.data, patch = this.query.row * d.grid[1] + this.query.col, band = Math.floor(patch / d.band);
+      return { name: `${layer - 1}/${band}`, band, row: patch - band * d.band };
+    }
+    waitsFor(name) { // the maps on screen wait for this band
+      const q = this.query;
+      return this.data !== null && q !== null && q.row !== undefined && this.patchBand(this.layer).name === name;
+    }
+
+    // A band of a layer's patch rows as bytes (ui/explore_handlers.layer_rows). `ahead`: asked before
+    // it is shown (prefetch), so nothing is said unless the maps come to wait for it.
+    async ask(layer, band, ahead = false) {
+      const name = `${layer}/${band}`, asked = this.asked;
+      if (!ahead) this.say(FETCHING); // also while it is on its way, asked ahead
+      if (asked.has(name)) return;
+      asked.add(name);
       const handle = this.data.handle;
-      this.say("Fetching this layer's numbers from the server…");
       try {
         const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1, band });
-        if (!this.data || this.data.handle !== handle) return;
-        if (rows.error) { this.say(rows.error); return; }
+        if (asked !== this.asked) return; // another image's analysis came meanwhile
+        const shown = !ahead || this.waitsFor(name);
+        if (rows.error) { if (shown) this.say(rows.error); return; }
         this.keep(name, { levels: u16(rows.levels), tops: floats(rows.tops), headTops: floats(rows.head_tops), shares: floats(rows.shares) });
-        this.say(""); this.draw();
+        if (shown) { this.say(""); this.draw(); }
       } catch (error) {
-        this.say("This layer's numbers could not be fetched from the server: try the layer again.");
-      } finally { this.asked.delete(name); }
+        if (asked === this.asked && (!ahead || this.waitsFor(name))) {
+          this.say("This layer's numbers could not be fetched from the server: try the layer again.");
+        }
+      } finally {
+        asked.delete(name);
+        if (asked === this.asked) this.prefetch();
+      }
+    }
+    // The bands of the current patch query in the next AHEAD layers the way the layers are going
+    // (this.ahead: +1 for Play, else the slider's last step), the nearest missing one asked for.
+    prefetch() {
+      const d = this.data, q = this.query;
+      if (!d || !this.ahead || q === null || q.row === undefined) return;
+      for (let k = 1; k <= AHEAD; k++) {
+        const layer = this.layer + k * this.ahead;
+        if (layer < 1 || layer > d.depth) return;
+        const { name, band } = this.patchBand(layer);
+        if (this.asked.has(name)) return; // on its way: the next is asked for when it comes
+        if (!this.patchRows.has(name)) { this.ask(layer - 1, band, true); return; }
+      }
     }
 
     defaultToken() { return this.data.words.picks.indexOf(this.data.has_cls ? "cls" : "mean"); }
@@ -334,7 +371,7 @@
       this.setQuery({ row: Math.min(Math.max(Math.floor(y / step), 0), gh - 1), col: Math.min(Math.max(Math.floor(x / step), 0), gw - 1) });
       this.parts.input.events.query();
     }
-    setQuery(query) { this.stop(); this.say(""); this.query = query; this.share(); this.draw(); return this.queryOutputs(); }
+    setQuery(query) { this.stop(); this.say(""); this.ahead = 0; this.query = query; this.share(); this.draw(); return this.queryOutputs(); }
     move(dr, dc) { // explore_handlers.move_query: from a token, any arrow goes to row 1, column 1
       if (!this.data) return this.queryOutputs();
       const [gh, gw] = this.data.grid, q = this.query;
@@ -363,6 +400,7 @@
       if (!(Number.isInteger(typed) && typed >= 1 && typed <= depth)) {
         this.say(`There is no layer ${Number.isFinite(typed) ? typed : value}: this model has layers 1 to ${depth}. Showing layer ${nearest}.`);
       } else this.say("");
+      if (nearest !== this.layer) this.ahead = Math.sign(nearest - this.layer); // ask ahead the way it steps
       this.layer = nearest; this.draw();
       return nearest;
     }
@@ -382,7 +420,7 @@
         if (next >= this.data.depth) { this.stop(); return; }
         next += 1;
       };
-      this.buttons(true); step();
+      this.ahead = 1; this.buttons(true); step();
       if (this.data && this.layer < this.data.depth) this.timer = setInterval(step, PLAY_STEP_MS);
     }
     stop() { if (this.timer !== null) clearInterval(this.timer); this.timer = null; this.buttons(false); }
@@ -424,6 +462,7 @@
       this.drawInput();
       const rows = this.rowsOf(this.layer);
       if (rows) this.drawHeads(rows);
+      this.prefetch();
       const live = this.parts.heads && this.parts.heads.element.querySelector(".maps-live");
       if (live && rows) live.textContent = this.headsAlt();
     }

@@ -27,7 +27,8 @@ POLL_S = 1.0
 # opened again later, the Train tab finds the visitor's run (issue 44). Another visitor's browser
 # holds another token; an API client without one is its session, as before.
 RUN_TOKEN_KEY = "vit-explorer-train-run"
-STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model", "start")
+STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model", "start", "continue_run")
+STARTED_OUTPUTS = ("status", "progress", "seen", "curves", "probe", "checkpoint", "note", "start", "continue_run")
 STATUS_SLOTS = 2  # polls at once on the whole server that only read a run (Gradio's default)
 
 RUN = Controls.of(h.RunOptions, h.run_options)
@@ -50,6 +51,7 @@ class TrainView(ComponentView):
     warmup: gr.Textbox  # a Number cannot be empty: Gradio draws None as 0, which means "no warm-up"
     start: gr.Button
     stop: gr.Button
+    continue_run: gr.Button  # shown while the visitor's run is stopped with its save: it goes on from there
     confirm: gr.Row  # "really stop?", shown by Stop
     confirm_stop: gr.Button
     keep_training: gr.Button
@@ -114,11 +116,12 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="train-start")
         stop = gr.Button("Stop (saves a checkpoint)", variant="stop")
+        continue_run = gr.Button("Continue this run", visible=False, elem_id="train-continue")
     with gr.Row(visible=False) as confirm:
         confirm_stop = gr.Button("Yes, stop my run", variant="stop", size="sm")
         keep_training = gr.Button("No, keep training", size="sm")
-    names = ("model", "source", "folder", "epochs", "lr", "batch", "warmup", "start", "stop")
-    values = (model, source, folder, epochs, lr, batch, warmup, start, stop)
+    names = ("model", "source", "folder", "epochs", "lr", "batch", "warmup", "start", "stop", "continue_run")
+    values = (model, source, folder, epochs, lr, batch, warmup, start, stop, continue_run)
     names, values = (*names, "note", "gpu_time"), (*values, note, gpu_time)
     names, values = (*names, "confirm_stop", "keep_training"), (*values, confirm_stop, keep_training)
     return dict(zip(names, values, strict=True)) | {"confirm": confirm}
@@ -169,11 +172,22 @@ def _wire(view: TrainView, server: Server, train_tab: gr.Tab) -> None:
         check["fn"],
         check["inputs"],
         **view.event(h.train_start, server),
-        outputs=view.pick("status", "progress", "seen", "curves", "probe", "checkpoint", "note", "start"),
+        outputs=view.pick(*STARTED_OUTPUTS),
         api_name="train_start",
         preprocess=False,
     )
     started.success(**polling)
+    # A stopped run goes on from its save, the same run: its curves and probe go on.
+    go_on = view.event(h.check_continue, server)
+    continued = checked_first(
+        view.continue_run.click,
+        go_on["fn"],
+        go_on["inputs"],
+        **view.event(h.train_continue, server),
+        outputs=view.pick("status", "progress", "seen", "checkpoint", "start", "continue_run"),
+        api_name="train_continue",
+    )
+    continued.success(**polling)
     # Its own queue slot: progress stays live while analyses fill the shared ones.
     watch = {
         **view.event(h.train_status, server),

@@ -373,6 +373,7 @@ def train_start(
         "checkpoint": None,
         "note": gr.Markdown(visible=False),
         "start": gr.Button(interactive=False),  # one run at a time: pressed again it would only be refused
+        "continue_run": gr.Button(visible=False),  # the new run replaces a stopped one
     }
 
 
@@ -455,6 +456,7 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
         "checkpoint": None if snap.running else str(runs.checkpoint(runner) or "") or None,
         "model": listed,
         "start": gr.Button(interactive=not snap.running),
+        "continue_run": gr.Button(visible=snap.resumable),
     }
 
 
@@ -502,6 +504,35 @@ def train_stop(server: Server, request: gr.Request, run_token: str | None = None
     stopped = server.runs.stop(run_owner(run_token, request))
     text = "stopping: the current state will be saved as a checkpoint" if stopped else "you have no run to stop"
     return {"status": text, "confirm": gr.Row(visible=False)}
+
+
+def check_continue(server: Server, request: gr.Request | None = None, run_token: str | None = None) -> None:
+    """Continue's first step, with no outputs (ui.binding.checked_first): a run that may not go on
+    now (the server's run slots taken, no stopped run) is said in a toast, and the page stays."""
+    try:
+        server.runs.check_go_on(run_owner(run_token, request))
+    except (JobBusy, ValueError) as e:
+        raise visitor_error(str(e)) from e
+
+
+def train_continue(server: Server, request: gr.Request | None = None, run_token: str | None = None) -> dict:
+    """Continue this visitor's stopped run from its save, at the very step it stopped: the same run,
+    its curves and probe going on (a new run from its model, "my run, 0 epochs", would start its
+    optimiser and learning-rate schedule afresh)."""
+    runner = run_owner(run_token, request)
+    try:
+        server.runs.go_on(runner)
+    except (JobBusy, ValueError) as e:
+        raise visitor_error(str(e)) from e
+    snap = server.runs.snapshot(runner)
+    return {
+        "status": describe(snap),
+        "progress": progress_html(*progress_text(snap), run_state(snap)),
+        "seen": (*NOTHING_SHOWN[:4], True),  # what is on the page stays; the poll follows the run
+        "checkpoint": None,
+        "start": gr.Button(interactive=False),
+        "continue_run": gr.Button(visible=False),
+    }
 
 
 def train_models(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
