@@ -360,7 +360,7 @@ def mosaic(
     """Lay (h, w, 3) tiles out in rows, with optional row and column labels `px` high. Each
     column is as wide as its widest tile, each row as tall as its tallest."""
     ncols = max(len(r) for r in tiles)
-    widths = [max(row[c].shape[1] for row in tiles if c < len(row)) for c in range(ncols)]
+    widths = _column_widths(tiles)
     heights = [max(t.shape[0] for t in row) for row in tiles]
     left = _label_width(row_labels, px) + 2 * GAP if row_labels else 0
     top = _line(px) if col_labels else 0
@@ -376,6 +376,18 @@ def mosaic(
             canvas.paste(Image.fromarray(tile), (xs[c], y))
         y += heights[r] + GAP
     return canvas
+
+
+def _column_widths(tiles: Sequence[Sequence[np.ndarray]]) -> list[int]:
+    ncols = max(len(r) for r in tiles)
+    return [max(row[c].shape[1] for row in tiles if c < len(row)) for c in range(ncols)]
+
+
+def mosaic_width(tiles: Sequence[Sequence[np.ndarray]], px: int, row_labels: Sequence[str] = ()) -> int:
+    """The width `mosaic` draws these tiles and row labels at, without drawing them."""
+    widths = _column_widths(tiles)
+    left = _label_width(row_labels, px) + 2 * GAP if row_labels else 0
+    return left + sum(widths) + len(widths) * GAP
 
 
 def tile_caption(tile: np.ndarray, lines: Sequence[str], px: int) -> np.ndarray:

@@ -38,11 +38,13 @@ from .canvas import (
     enlarge,
     map_gradient,
     mosaic,
+    mosaic_width,
     number,
     overlay,
     row_bar,
     scale_legend,
     scale_tops,
+    stack,
     text_width,
     tile_caption,
     titled,
@@ -154,17 +156,40 @@ def layers_by_heads(
     prefix: Prefix | None = None,
     note: str = "",
     text_px: int = TEXT_PX,
+    width: int | None = None,
 ) -> Image.Image:
     """Every head of every layer at a glance: `maps` is (layers, heads, gh, gw), `prefix`'s
     shares (layers, heads, prefix_tokens). Each row (a layer) ends with its own colour bar.
-    Its words are `text_px` high."""
+    Its words are `text_px` high. With a `width` (the page's), the heads are split into as few
+    blocks, one under another, as keep each block within it (heads 1 to 8 above heads 9 to 16),
+    every block with its layers' names and colour bars: the page shrinks a wider picture, and a
+    16-head model's 20-px words in `--present` had been shown at 14 px, captions touching."""
     rows = [
         scaled_row(image, layer, style, None if prefix is None else prefix.at(i), text_px)
         for i, layer in enumerate(maps)
     ]
     labels = [f"layer {i + 1}" for i in range(maps.shape[0])]
     cols = [f"head {j + 1}" for j in range(maps.shape[1])]
-    return titled(title, mosaic(rows, text_px, labels, cols), text_px, note=row_scale_note(style, note))
+    heads = maps.shape[1]
+    step = heads if width is None else heads_per_block(rows, text_px, labels, width)
+    blocks = [
+        mosaic([[*row[a : a + step], row[-1]] for row in rows], text_px, labels, cols[a : a + step])
+        for a in range(0, heads, step)
+    ]
+    return titled(title, stack(blocks), text_px, note=row_scale_note(style, note))
+
+
+def heads_per_block(rows: Sequence[Sequence[np.ndarray]], text_px: int, labels: Sequence[str], width: int) -> int:
+    """The heads a block of `layers_by_heads` holds: of rows of head tiles each ending with its
+    colour bar, the most in blocks of equal share (12 heads: 12, 6, 4, ...; never 10 above 2) whose
+    every block is at most `width` wide; 1 where even one head is wider."""
+    heads = len(rows[0]) - 1
+    for count in range(1, heads + 1):
+        step = math.ceil(heads / count)
+        blocks = [[[*row[a : a + step], row[-1]] for row in rows] for a in range(0, heads, step)]
+        if all(mosaic_width(block, text_px, labels) <= width for block in blocks):
+            return step
+    return 1
 
 
 def scaled_row(

@@ -178,7 +178,8 @@ def layer_frames(
 
 
 def overview(ex: Explanation, style: MapStyle, text_px: int = canvas.TEXT_PX) -> Image.Image:
-    """The default query's attention (CLS) in every head of every layer, words `text_px` high."""
+    """The default query's attention (CLS) in every head of every layer, words `text_px` high, its
+    heads in blocks that fit the page's width (`render.layers_by_heads`): shown as drawn, never shrunk."""
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
     title = f"query: {query_label(ex, None)}, every layer and head"
     return render.layers_by_heads(
@@ -189,6 +190,7 @@ def overview(ex: Explanation, style: MapStyle, text_px: int = canvas.TEXT_PX) ->
         prefix=prefix_of(ex, None),
         note=left_out(ex),
         text_px=text_px,
+        width=DISPLAY_WIDTH["overview"],
     )
 
 

@@ -71,11 +71,11 @@ _CLIP_APP = (
 
 
 @contextmanager
-def clip_app(checkpoint: Path, tmp_path_factory) -> Iterator[str]:
-    """`python app.py --model vit_base_patch16_clip_224.openai` in a subprocess (conftest.app_server)
-    whose CLIP loader gives the tiny random CLIP; yields its URL."""
+def clip_app(checkpoint: Path, tmp_path_factory, *options: str) -> Iterator[str]:
+    """`python app.py --model vit_base_patch16_clip_224.openai` (and `options`, e.g. "--present") in
+    a subprocess (conftest.app_server) whose CLIP loader gives the tiny random CLIP; yields its URL."""
     from conftest import app_server
 
     name = CLIP_KEY.partition(":")[2]
-    with app_server(checkpoint, tmp_path_factory, "--model", name, program=("-c", _CLIP_APP)) as url:
+    with app_server(checkpoint, tmp_path_factory, "--model", name, *options, program=("-c", _CLIP_APP)) as url:
         yield url

@@ -100,6 +100,18 @@ def test_layers_by_heads_has_one_tile_per_layer_and_head_and_a_bar_per_row():
     assert len(gradient_runs(out, "viridis")) == 3  # one vertical colour bar per layer
 
 
+def test_layers_by_heads_splits_its_heads_into_equal_blocks_that_fit_a_width():
+    """Issue 61: a wide overview was shrunk by the page, words and all; given the page's width, its
+    heads come in blocks one under another (5 heads: 3 above 2), each with its layers' colour bars."""
+    image, maps = np.zeros((64, 64, 3), np.uint8), np.random.default_rng(0).random((3, 5, 2, 2))
+    whole = render.layers_by_heads(image, maps, MapStyle(cmap="viridis"))
+    assert render.layers_by_heads(image, maps, MapStyle(cmap="viridis"), width=whole.width).size == whole.size
+    split = render.layers_by_heads(image, maps, MapStyle(cmap="viridis"), width=whole.width - 1)
+    assert split.width <= whole.width - 1 - 64 and split.height > 1.8 * whole.height  # 3 heads a row, not 4
+    assert len(gradient_runs(split, "viridis")) == 6  # each block: a colour bar per layer
+    assert render.layers_by_heads(image, maps, MapStyle(), width=10).width > 10  # a head a block at least
+
+
 def test_gif_has_one_frame_per_layer(tmp_path):
     image = np.zeros((16, 16, 3), np.uint8)
     frames = render.layer_frames(image, np.random.default_rng(0).random((5, 2, 4, 4)), MapStyle())

@@ -387,6 +387,21 @@ def test_in_the_presentation_mode_the_text_of_every_styled_picture_is_at_least_1
     assert views.heads(ex, None, 1, MapStyle(), text_px=present).height > plain.height  # the words really are larger
 
 
+def test_in_the_presentation_mode_a_16_head_overview_is_drawn_within_its_width():
+    """Issue 61: in `--present` a model with more heads than fit (ViT-L's 16; 12 with registers)
+    had its overview shown at 0.71 to 0.8 of its drawn size, its 20-px words at 14 to 16 px; its
+    heads now come in blocks that fit the page's width, every tile still drawn."""
+    config = vit.ViTConfig(image_size=64, patch_size=16, num_classes=10, dim=128, depth=2, heads=16, mlp_dim=64)
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (64, 64, 3), dtype=np.uint8))
+    ex = explain(vit.VisionTransformer(config).eval(), [f"c{i}" for i in range(10)], vit.Preprocessing(64, 64), image)
+    style = MapStyle(cmap="viridis", raw=True)
+    for text_px in (canvas.TEXT_PX, canvas.PRESENT_TEXT_PX):
+        overview = views.overview(ex, style, text_px)
+        assert overview.width <= views.DISPLAY_WIDTH["overview"], (text_px, overview.size)
+        tile = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0]
+        assert len(squares(overview, tile)) == ex.depth * ex.heads  # every head of every layer
+
+
 def test_in_the_presentation_mode_the_charts_similarity_and_train_curves_are_at_least_18_px(uniform):
     """The presentation mode grew the maps' words but not the distance chart's, the position
     similarity's or the Train tab's curves and probe strip (13 px on a projector; the probe strip's

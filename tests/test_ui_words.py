@@ -87,6 +87,23 @@ def test_words_for_a_model_without_text_or_unusable_words_are_one_sentence(tab, 
     assert h.words_after(server, bundled, DEFAULT_PROMPTS, *SHOWN) == {}  # nothing changes
 
 
+def test_one_word_after_a_new_example_is_a_sentence_in_the_note_not_an_error(tab, tmp_path) -> None:
+    """Issue 61: with one word in the box, every new example ran the words again into an error, whose
+    red "Error" badges covered the note, the maps and Top predictions ("Error (2)"). Now the note says
+    what to type, the last maps go, and the button's first step refuses with a toast alone."""
+    view, server = tab
+    key, _ = analysed(server, CLIP_KEY, tmp_path)
+    after = h.words_after(server, key, "a cat", *SHOWN)
+    note = after.pop("prompt_note")  # Markdown, its words escaped (a word a visitor typed may be quoted)
+    assert after == {"prompt_maps": None, "words_result": None}
+    assert note.startswith("**No words compared:** type at least two words") and note.endswith("CLIP compares them.")
+    with pytest.raises(gr.Error, match="type at least two words"):
+        h.check_words(server, key, "a cat")
+    with pytest.raises(gr.Error, match="upload an image first"):
+        h.check_words(server, None, "a cat, a dog")
+    assert h.check_words(server, key, "a cat, a dog") is None
+
+
 def test_words_over_the_request_budget_are_cut_or_refused_before_any_pass(tab, tmp_path, monkeypatch) -> None:
     """Issue 43: the words' backward passes are held to what one request may use (--request-mb):
     the first words that fit are explained and the note says so first; when two do not fit, one

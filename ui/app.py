@@ -59,13 +59,19 @@ CSS = """
 /* The head maps' box grows to a picture taller than 330 px (a model with registers, whose tiles
    have a caption line per prefix token), which it would otherwise shrink, words and all. */
 #heads .page-frame { height: auto; min-height: 330px; }
-/* CLIP's maps (ui/pictures.word_maps) at their drawn size, as many a line as fit: Gradio's gallery
-   fits each into a square box with its alt text as a caption over the map's bottom. */
+/* CLIP's maps (ui/pictures.word_maps) at their drawn size, as many a line as fit (on a phone, one
+   a line): Gradio's gallery fits each into a square box with its alt text as a caption over the
+   map's bottom, and Gradio 6 wraps each in a .gallery-item the row's whole width, in a box 450 px
+   high that scrolls on its own (the five maps had stood one a line, only the first in view). */
+.gradio-container .word-maps .grid-wrap { height: auto; min-height: 0; max-height: none; overflow-y: visible; }
+.gradio-container .word-maps .grid-wrap { padding: 0; }  /* a 322-px map fits a phone's 326-px column */
 .gradio-container .word-maps .grid-container { display: flex; flex-wrap: wrap; align-items: flex-start; }
+.gradio-container .word-maps .gallery-item { flex: none; width: auto; height: auto; }
 .gradio-container .word-maps .thumbnail-item { flex: none; width: auto; height: auto; aspect-ratio: auto; }
 .gradio-container .word-maps .thumbnail-lg > img { width: auto; height: auto; max-width: none; object-fit: none; }
 .gradio-container .word-maps .caption-label { display: none; }
-/* Live's pictures (ui/live.py, drawn by ui/page_maps.js) at their drawn size, side by side where they fit. */
+/* Live's pictures (ui/live.py, drawn by ui/page_maps.js) at their drawn size, side by side where they fit;
+   the head maps wrap their tiles to the frame's width, as Explore's do (on a phone, the input and rollout scroll). */
 .live-frame { display: flex; flex-wrap: wrap; gap: 8px; align-items: flex-start; }
 .live-frame > div { max-width: 100%; }
 .live-frame canvas { display: block; max-width: 100%; height: auto; }
@@ -85,10 +91,13 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   .wide-picture img { max-width: none; width: auto; height: auto; }
   .wide-picture .page-frame { height: auto; max-height: none; }
   .wide-picture .page-frame img { max-height: none; }
-  .gradio-container .word-maps .grid-wrap { overflow-x: auto; }
-  .live-frame { overflow-x: auto; }
-  .live-frame > div, .live-frame canvas { max-width: none; }
-  .gradio-container .word-maps .grid-container { flex-wrap: nowrap; }
+  /* Not ".gradio-container .word-maps" here: Gradio puts ".gradio-container... .contain" before each
+     selector of an @media block, which a .gradio-container inside .contain then never matched. */
+  .word-maps .grid-wrap { overflow-x: auto; }
+  /* each of Live's pictures scrolls on its own where wider than the screen (the rollout), never the
+     head maps, which wrap their tiles to it (ui/page_maps.js) */
+  .live-frame > div { overflow-x: auto; }
+  .live-frame canvas { max-width: none; }
   .picker, .phone-lines > *, .phone-lines .form > * { flex: 1 1 100% !important; min-width: 100% !important; }
   /* Gradio groups a row's form controls in a .form of their own: it too takes them a line each. */
   .gradio-container .phone-lines, .gradio-container .phone-lines .form { flex-wrap: wrap; }

@@ -25,7 +25,7 @@ from vit.preprocessing import CIFAR10_CLASSES
 from . import common, concurrency
 from . import explore_handlers as h
 from . import explore_views as ev
-from .binding import ComponentView, Controls, bound
+from .binding import ComponentView, Controls, bound, checked_first
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
 from .pictures import page_picture, word_maps
 from .settings import for_visitors
@@ -577,8 +577,11 @@ def _wire_words(view: ExploreView, server: Server) -> None:
         "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
         **WORDS,
     }
-    view.prompts_button.click(**words, api_name="zero_shot")
-    view.prompts.submit(**words, api_visibility="private")
+    # Checked first, as the lessons' buttons: a refusal (one word) is its toast, and the last
+    # words' probabilities, note and maps stay, with no "Error" badge over them.
+    check = view.event(h.check_words, server)
+    checked_first(view.prompts_button.click, check["fn"], check["inputs"], **words, api_name="zero_shot")
+    checked_first(view.prompts.submit, check["fn"], check["inputs"], **words, api_visibility="private")
 
 
 def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:

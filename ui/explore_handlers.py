@@ -541,15 +541,36 @@ def restyle_words(
     return {"prompt_maps": word_maps(ex.input.pixels, ex.grid, words_result[1], style, showing, model, server.text_px)}
 
 
+def check_words(server: Server, explanation_key: ExplanationKey | None, prompts: str) -> None:
+    """The words' first step (`ui.binding.checked_first`): an image analysed, and words CLIP can
+    compare. A refusal is its toast alone: raised in `compare_words`, it had marked the template
+    sentence, the maps and Top predictions with red "Error" badges, which a new example kept."""
+    server.require(explanation_key)
+    try:
+        parse_prompts(prompts)
+    except PromptError as e:
+        raise visitor_error(str(e)) from e
+
+
 def words_after(
     server: Server, explanation_key: ExplanationKey | None, prompts: str, style: MapStyle, showing: Showing
 ) -> dict:
     """After an analysis with a CLIP model, its words at once (`compare_words`); after the image
-    was removed, no word maps (the analysis cleared the probabilities); else nothing."""
+    was removed, no word maps (the analysis cleared the probabilities); else nothing. Words CLIP
+    cannot compare (one word) get the note's sentence saying what to type, not an error: no
+    toast, but one "Error" badge on each output, came back with every new example."""
     if explanation_key is None:
         return {"prompt_maps": None, "prompt_note": "", "words_result": None}
     if load_or_error(server.catalog, explanation_key.model_key).text is None:
         return {}
+    try:
+        parse_prompts(prompts)
+    except PromptError as e:
+        return {
+            "prompt_maps": None,
+            "prompt_note": f"**No words compared:** {markdown_text(str(e))}.",
+            "words_result": None,
+        }
     return compare_words(server, explanation_key, prompts, style, showing)
 
 

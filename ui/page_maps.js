@@ -631,6 +631,9 @@
   class LiveMaps extends AttentionMaps {
     attach(element) { // ui/live.py's js_on_load: the three places the pictures go
       for (const name of ["heads", "input", "rollout"]) this.parts[name] = { element: element.querySelector(`[data-part="${name}"]`) };
+      // a phone turned while the stream is stopped: the last frame's maps wrap to the new width
+      new ResizeObserver(() => { if (this.rows && this.headsRoom() !== this.drawnRoom) this.drawHeads(this.rows); })
+        .observe(element.querySelector(".live-frame"));
     }
     frame(payload) {
       if (!payload || !payload.rows) return;
@@ -652,7 +655,12 @@
     }
     rowsOf() { return this.rows; }
     share() { return null; } // no export reads Live's query
-    headsRoom() { return Infinity; } // the server's layout at its drawn size: a phone scrolls it (ui/app.py)
+    // The frame's width, to which the maps wrap their tiles as Explore's do (`fittingColumns`): a
+    // phone had scrolled the server's layout sideways, 3.5 of 6 columns and the colour bar to 0.1 of 0.196 shown.
+    headsRoom() {
+      const frame = this.parts.heads && this.parts.heads.element.parentElement;
+      return frame && frame.clientWidth > 0 ? frame.clientWidth : Infinity;
+    }
     inputFactor() { return this.data.input.scale; }
     show(name, canvas, alt) {
       Object.assign(canvas, { id: `live-${name}` });

@@ -35,10 +35,11 @@ def picture(caption: str, alt: str, **kwargs: Any) -> gr.Image:
 
 def word_maps(caption: str, **kwargs: Any) -> gr.Gallery:
     """CLIP's maps, one a word, each shown at its drawn size (ui/app.py's CSS, class "word-maps"),
-    side by side as many as fit and the rest on the next line, scrolling sideways on a phone
-    under the cue: Gradio's gallery fitted each into a square box (x 0.42 in `--present`), its
-    label over the first map's title and each map's alt text, as a caption, over its bottom. The
-    caption is above the maps; the alt texts stay the pictures' (a screen reader's) words."""
+    side by side as many as fit and the rest on the next line (one a line on a phone; one wider
+    than the column scrolls sideways under the cue): Gradio's gallery fitted each into a square box
+    (x 0.42 in `--present`), its label over the first map's title and each map's alt text, as a
+    caption, over its bottom. The caption is above the maps; the alt texts stay the pictures' (a
+    screen reader's) words."""
     gr.Markdown(caption)
     gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")
     return gr.Gallery(
