@@ -1295,3 +1295,25 @@ def test_lesson_2_opens_on_a_register_model_downloaded_since_the_page_was_built(
         expect(page.get_by_text("No model with registers is on this machine yet")).to_have_count(0)
         expect(page.get_by_role("slider", name=re.compile("Layer")).first).to_have_value("5")
         page.close()
+
+
+def test_the_phone_gives_each_pca_control_a_line_with_its_words_whole(server, browser):
+    """The PCA tab's slider and two checkboxes share a row (`phone-lines`) whose controls on a phone
+    each take the whole width, so Gradio's rows, which wrap, put them a line each (issue 42: the
+    checkboxes' labels were cut side by side). A rule that also set the wrap began
+    ".gradio-container", which Gradio's prefix for @media blocks never matched: removed, as this
+    test passed with it dead."""
+    phone = open_page(browser, server, PHONE)
+    pick_example(phone, "cat")
+    open_more_views(phone, "Patch features (PCA)")
+    labels = [phone.get_by_label(words) for words in ("Fit one PCA on this image", "Remove the background")]
+    for label in labels:
+        label.wait_for()
+    boxes = [label.locator("xpath=ancestor::label[1]").bounding_box() for label in labels]
+    assert boxes[0]["y"] + boxes[0]["height"] <= boxes[1]["y"], boxes  # one under the other
+    whole = phone.evaluate(
+        """() => [...document.querySelectorAll('.phone-lines label')].filter(l => l.offsetParent)
+                 .map(l => l.scrollWidth <= l.clientWidth + 1 && l.getBoundingClientRect().right <= innerWidth)"""
+    )
+    assert whole and all(whole), whole
+    phone.close()

@@ -99,8 +99,6 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   .live-frame > div { overflow-x: auto; }
   .live-frame canvas { max-width: none; }
   .picker, .phone-lines > *, .phone-lines .form > * { flex: 1 1 100% !important; min-width: 100% !important; }
-  /* Gradio groups a row's form controls in a .form of their own: it too takes them a line each. */
-  .gradio-container .phone-lines, .gradio-container .phone-lines .form { flex-wrap: wrap; }
 }
 @media (min-width: 641px) and (max-width: 1100px) and (max-height: 600px) {
   #header { flex-wrap: nowrap; align-items: center; }
