@@ -728,6 +728,8 @@ def page_rows_flood(server: Server, client, folder: Path, questions: int = 8, un
     victim = victim_analysis(server, folder)
     alone = victim()
     question = partial(layer_rows_question, client, page["handle"])
+    server.reset_peak()  # the flood's own peak, past the photo's analysis and CLIP's load
+    before = server.rss_mib()
     held = [unread_question(server.url, json.dumps(question(page["band"] % bands)).encode()) for _ in range(unread)]
     try:
         with web() as http, ThreadPoolExecutor(questions) as pool:
@@ -736,7 +738,7 @@ def page_rows_flood(server: Server, client, folder: Path, questions: int = 8, un
             flood = threading.Thread(target=asking, args=(done, replies))
             flood.start()
             meanwhile = victim()
-            held_mib = server.rss_mib()
+            held_mib, peak_mib = server.rss_mib(), server.rss_mib("VmHWM")
             done.set()
             flood.join()
     finally:
@@ -746,7 +748,8 @@ def page_rows_flood(server: Server, client, folder: Path, questions: int = 8, un
     codes = ", ".join(sorted({str(r.status_code) for r in replies}))
     return (
         f"first screen {first / 1e6:.2f} MB; {len(sizes)} of {len(replies)} bands answered (HTTP {codes}), "
-        f"at most {max(sizes, default=0) / 1e6:.2f} MB; {unread} unread: server at {held_mib:.0f} MiB; "
+        f"at most {max(sizes, default=0) / 1e6:.2f} MB; {unread} unread: server at {held_mib:.0f} MiB, the flood's "
+        f"peak +{peak_mib - before:.0f} MiB; "
         f"a visitor's analysis {alone:.2f} s alone, {meanwhile:.2f} s meanwhile ({meanwhile / alone:.2f} ×)"
     )
 
@@ -867,9 +870,8 @@ def issue_56_attacks(server: Server, client, folder: Path) -> dict[str, Callable
         "a 200-epoch run on /train_start that never polls, then another network's Start": lambda: slot_hold(
             server.url, server.train_idle_s
         ),
-        "a 48 × 48-grid checkpoint's /analyze_page, 4 unread and 8 simultaneous questions for its rows": lambda: (
-            page_rows_flood(server, client, folder)
-        ),
+        "a 48 × 48-grid checkpoint's /analyze_page, 4 unread questions for its rows, then 8 at a time for new "
+        "bands while a CLIP B/16 visitor analyses": lambda: page_rows_flood(server, client, folder),
         "server paths in the page's description and the API page (/config, /gradio_api/info)": lambda: page_paths(
             server.url
         ),

@@ -12,7 +12,10 @@ eight questions at once for a 48 × 48 grid's layer took +7 GB, and four replies
   every place; a request waits up to WAIT_S for a place, then is refused in words (HTTP 429);
 - a reply is sent CHUNK_BYTES at a time, each chunk once the reader took the last (uvicorn waits
   for its buffer to drain), so a place is held until the reply is read; a reader that takes no
-  chunk for STALL_S is dropped, the rest of its reply freed.
+  chunk for STALL_S is dropped, the rest of its reply freed;
+- one network's replies are paced to PACE_BYTES_S after a first BURST_BYTES: a page's band comes at
+  once, but a network asking band after new band (an encode and 2 MB each) no longer keeps the
+  event loop and a core sending (110 MB/s, another network's analysis 2.4 x slower, issue 56).
 
 So what replies hold is at most IN_FLIGHT × explorer.page_budget.BAND_BYTES, whoever asks. The
 event loop runs this code one coroutine at a time: the counts need no lock.
@@ -34,6 +37,9 @@ PER_NETWORK = 8  # one network's (a class of 30 behind one router asks a few at 
 WAIT_S = 20.0
 CHUNK_BYTES = 64 * 2**10  # uvicorn's buffer drains below 16 KiB before it takes more
 STALL_S = 30.0  # a school Wi-Fi share of 1.5 Mbit/s reads 64 KiB in 0.4 s
+# A school's whole Wi-Fi share is a few MB/s (issue 58: 1.5 Mbit/s a student), less than a network's pace.
+PACE_BYTES_S = 8 * 10**6
+BURST_BYTES = 4 * 10**6  # two bands at once, unpaced
 BUSY = "The server is answering many questions for numbers at once: try the layer again in a moment."
 
 
@@ -54,6 +60,7 @@ class ServerFunctionGate:
         self.in_flight, self.per_network, self.wait_s, self.stall_s = in_flight, per_network, wait_s, stall_s
         self.running: dict[str | None, int] = {}  # network: its questions running or sending
         self.changed: asyncio.Condition | None = None  # made on the event loop, at the first question
+        self.paced: dict[str | None, float] = {}  # network: when its replies so far are due, at the pace
 
     def _room(self, network: str | None) -> bool:
         return sum(self.running.values()) < self.in_flight and self.running.get(network, 0) < self.per_network
@@ -83,15 +90,15 @@ class ServerFunctionGate:
         if not await self.admit(network):
             return False
         try:
-            await app(partial(self._chunked, send))
+            await app(partial(self._chunked, send, network))
         except StalledReader:
             pass  # uvicorn closes a connection whose reply was left unfinished: the rest is never sent
         finally:
             await self.leave(network)
         return True
 
-    async def _chunked(self, send: Send, message: Message) -> None:
-        """`message` sent on, a reply's body CHUNK_BYTES at a time."""
+    async def _chunked(self, send: Send, network: str | None, message: Message) -> None:
+        """`message` sent on, a reply's body CHUNK_BYTES at a time, at `network`'s pace."""
         body = message.get("body", b"")
         if message["type"] != "http.response.body" or len(body) <= CHUNK_BYTES:
             return await self._sent(send, message)
@@ -99,7 +106,20 @@ class ServerFunctionGate:
         for start in range(0, len(body), CHUNK_BYTES):
             last = start + CHUNK_BYTES >= len(body)
             chunk = body[start : start + CHUNK_BYTES]
+            await self._pace(network, len(chunk))
             await self._sent(send, {"type": "http.response.body", "body": chunk, "more_body": more or not last})
+
+    async def _pace(self, network: str | None, size: int) -> None:
+        """Wait until `size` more bytes are within `network`'s pace (a virtual clock: its replies'
+        bytes are due one after another at PACE_BYTES_S, and may run BURST_BYTES ahead of it)."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for gone in [n for n, due in self.paced.items() if due < now]:
+            del self.paced[gone]  # caught up: the map holds only networks still ahead of their pace
+        due = max(now, self.paced.get(network, now)) + size / PACE_BYTES_S
+        self.paced[network] = due
+        if (ahead := due - now - BURST_BYTES / PACE_BYTES_S) > 0:
+            await asyncio.sleep(ahead)
 
     async def _sent(self, send: Send, message: Message) -> None:
         try:
