@@ -54,6 +54,7 @@ OWN_SLOTS = {
     "load_example",
     "keep_model",
     "train_start",
+    "train_continue",  # starts a stopped run again from its save, as train_start starts one
     "train_status",
     "train_stop",
     "hide_more",
