@@ -35,8 +35,10 @@ def hostile_server(tmp_path_factory):
         yield url
 
 
-# Live's status once a frame's top classes are in it, read in the same evaluation (it is rewritten every frame)
-LIVE_STATUS = """() => { const t = document.getElementById('live-status').innerText;
+# Live's status once a frame's top classes are in it, read in the same evaluation (it is rewritten every
+# frame); none before the Live tab has drawn its status line (a busy machine drew it after the first poll)
+LIVE_STATUS = """() => { const line = document.getElementById('live-status');
+  const t = line ? line.innerText : '';
   return t.includes('Top classes:') && t; }"""
 
 
