@@ -39,7 +39,7 @@ import pytest
 from hub_standin import serve
 from page_helpers import assert_same_at_every_cell, drawn_heads
 from PIL import Image
-from test_ui_browser import LAYER, PHONE, SCREEN, click_patch
+from test_ui_browser import LAYER, PHONE, SCREEN, click_patch, pick_example
 from test_ui_live import launch, needs_chromium, shown_frames
 from test_ui_pictures_shown import REGISTERS, SHOWN, publish_registers
 from training_helpers import write_image_folder
@@ -209,23 +209,11 @@ def missing_model(walk: Walk, page) -> None:
     walk.sees("the picker goes back", lambda: expect(picker).to_have_value(re.compile(rf"^{re.escape(DEIT)}")))
 
 
-def analyse(page, example: str) -> None:
-    """Click an example and wait for its maps (new ones, where another image's were shown)."""
-    from playwright.sync_api import expect
-
-    heads = page.locator("#heads img")
-    before = heads.get_attribute("src") if heads.count() else None
-    page.get_by_role("button", name=f"example: {example}").click()
-    if before is not None:
-        expect(heads).not_to_have_attribute("src", before)
-    expect(heads).to_have_attribute("alt", re.compile("for the query CLS:"))
-
-
 def first_screen(walk: Walk, page, hub, model: str) -> None:
     """An example analysed: the maps, the top predictions, the grid and the tokens named."""
     from playwright.sync_api import expect
 
-    analyse(page, "cat")
+    pick_example(page, "cat", percent=False)
     heads, predictions, numbers = page.locator("#heads img"), page.locator("#predictions"), page.locator("#numbers")
     walk.sees(
         "the maps are drawn for CLS",
@@ -405,7 +393,7 @@ def new_image(walk: Walk, page, model: str) -> None:
     from playwright.sync_api import expect
 
     rollout = page.locator("#rollout img").get_attribute("src")
-    analyse(page, "dog")
+    pick_example(page, "dog", percent=False)
     walk.sees("the query is CLS again", lambda: expect(page.locator("#query")).to_contain_text("the CLS token"))
     walk.sees(
         "the maps are of CLS",
