@@ -172,11 +172,15 @@ def layers_by_heads(
     cols = [f"head {j + 1}" for j in range(maps.shape[1])]
     heads = maps.shape[1]
     step = heads if width is None else heads_per_block(rows, text_px, labels, width)
-    blocks = [
-        mosaic([[*row[a : a + step], row[-1]] for row in rows], text_px, labels, cols[a : a + step])
-        for a in range(0, heads, step)
-    ]
+    blocks = [mosaic(block, text_px, labels, cols[a : a + step]) for a, block in head_blocks(rows, step)]
     return titled(title, stack(blocks), text_px, note=row_scale_note(style, note))
+
+
+def head_blocks(rows: Sequence[Sequence[np.ndarray]], step: int) -> list[tuple[int, list[list[np.ndarray]]]]:
+    """Rows of head tiles, each ending with its colour bar, cut into blocks of `step` heads: (the
+    block's first head, 0-based; its rows, each with its colour bar again)."""
+    heads = len(rows[0]) - 1
+    return [(a, [[*row[a : a + step], row[-1]] for row in rows]) for a in range(0, heads, step)]
 
 
 def heads_per_block(rows: Sequence[Sequence[np.ndarray]], text_px: int, labels: Sequence[str], width: int) -> int:
@@ -186,8 +190,7 @@ def heads_per_block(rows: Sequence[Sequence[np.ndarray]], text_px: int, labels: 
     heads = len(rows[0]) - 1
     for count in range(1, heads + 1):
         step = math.ceil(heads / count)
-        blocks = [[[*row[a : a + step], row[-1]] for row in rows] for a in range(0, heads, step)]
-        if all(mosaic_width(block, text_px, labels) <= width for block in blocks):
+        if all(mosaic_width(block, text_px, labels) <= width for _, block in head_blocks(rows, step)):
             return step
     return 1
 
