@@ -51,3 +51,47 @@ def test_the_tests_write_views_into_their_own_folder_not_the_machines(gradio_fol
     downloaded = Path(analyze(client, Path(__file__).parents[1] / "examples" / "cifar10" / "cat.jpg")[0]["value"])
     assert downloaded.is_relative_to(gradio_folder) and downloaded.is_file()
     assert len(set(gradio_folder.rglob("*.webp")) - before) >= 2  # the server's view and the client's copy
+
+
+class CountedSpace:
+    """An upload folder's budget that records what is counted against it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.counted = (lambda: folder), []
+
+    def added(self, size: int) -> None:
+        self.counted.append(size)
+
+
+def test_a_file_from_outside_the_folder_is_served_as_one_copy_counted_against_the_budget(gradio_folder, tmp_path):
+    """Handed a run's checkpoint from the runs folder, Gradio copied it into its folder itself,
+    uncounted: the soak's folder went 25 MB past its budget (issue 56). One copy a version."""
+    from ui.outputs import ServedCopies
+
+    space, model = CountedSpace(gradio_folder), tmp_path / "runs" / "model.safetensors"
+    model.parent.mkdir()
+    model.write_bytes(b"w" * 1000)
+    copies = ServedCopies(space)
+    first = Path(copies.copy(model))
+    assert first.is_relative_to(gradio_folder) and first.read_bytes() == model.read_bytes()
+    assert space.counted == [1000]
+    assert copies.copy(model) == str(first) and space.counted == [1000]  # the next poll: no copy
+    first.unlink()  # the budget pruned it
+    second = Path(copies.copy(model))
+    assert second != first and second.is_file() and space.counted == [1000, 1000]
+    model.write_bytes(b"v" * 1500)  # a new version (a run continued)
+    assert Path(copies.copy(model)).read_bytes() == b"v" * 1500 and space.counted == [1000, 1000, 1500]
+    assert copies.copy(second) == str(second.resolve()) and len(space.counted) == 3  # already in the folder
+    model.unlink()
+    assert copies.copy(model) is None  # gone: nothing offered, no error
+
+
+def test_the_copies_remembered_are_bounded(gradio_folder, tmp_path):
+    from ui.outputs import ServedCopies
+
+    copies = ServedCopies(CountedSpace(gradio_folder), kept=2)
+    files = [tmp_path / f"{i}.bin" for i in range(3)]
+    for f in files:
+        f.write_bytes(f.name.encode())
+        copies.copy(f)
+    assert len(copies._copies) == 2 and str(files[0]) not in {v[0] for v in copies._copies}

@@ -23,6 +23,7 @@ from training.job import JobSnapshot
 from training.registry import OWNER_GONE_S, JobRegistry, TrainLimits
 from ui import train_handlers as h
 from ui.common import Server
+from ui.outputs import upload_folder
 from ui.settings import SPACE_MODEL, ServerSettings
 
 CLASSES = ("cat", "dog")
@@ -201,7 +202,9 @@ def test_the_checkpoint_is_offered_for_download_once_the_run_has_ended(tiny_chec
     runs.snap = JobSnapshot(running=True, epoch=1, epochs=2, steps_per_epoch=2, checkpoint=str(tiny_checkpoint))
     assert h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, request)["checkpoint"] is None
     runs.snap = JobSnapshot(epoch=2, epochs=2, steps_per_epoch=2, checkpoint=str(tiny_checkpoint), message="finished")
-    assert h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, request)["checkpoint"] == str(tiny_checkpoint)
+    offered = Path(h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, request)["checkpoint"])
+    assert offered.read_bytes() == tiny_checkpoint.read_bytes()  # a copy in Gradio's folder, counted (test_ui_outputs)
+    assert offered.is_relative_to(upload_folder()) and offered.name == tiny_checkpoint.name
 
 
 def test_stop_asks_to_confirm_only_when_there_is_a_run_to_stop(tiny_checkpoint, tmp_path):
@@ -570,7 +573,8 @@ def test_a_run_stops_at_the_time_limit_with_its_model_saved_and_says_how_to_go_o
         "or start a new run from its checkpoint (it is in your model list)"
     )
     assert advice in shown["progress"]
-    assert shown["checkpoint"] == ended.checkpoint and Path(ended.checkpoint).name in shown["progress"]
+    assert Path(shown["checkpoint"]).read_bytes() == Path(ended.checkpoint).read_bytes()
+    assert Path(ended.checkpoint).name in shown["progress"]
     assert vit.load_checkpoint(ended.checkpoint)[1].info["step"] == ended.epoch * 5 + ended.step
     h.check_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8), bob)  # the slot is free
 

@@ -4,6 +4,8 @@ place that knows Gradio's cache folder."""
 from __future__ import annotations
 
 import os
+import shutil
+import threading
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -92,3 +94,47 @@ def forget_deleted_files(demo: gr.Blocks) -> int:
         files.difference_update(gone)
         forgotten += len(gone)
     return forgotten
+
+
+class ServedCopies:
+    """Copies, inside Gradio's folder and counted against its budget, of files from outside it
+    that a page may download (a training run's checkpoint, in the runs folder). Handed a path
+    outside its folder, Gradio copies the file in itself, uncounted: a 25 MB checkpoint took the
+    soak's folder past its budget by that much (issue 56), and Gradio hashed the whole file again
+    at every poll to name its copy. One copy per version of a file (its path, size and time)."""
+
+    def __init__(self, space: UploadSpace, kept: int = 64) -> None:
+        self.space, self.kept = space, kept
+        self._copies: dict[tuple[str, int, int], Path] = {}  # version -> its copy, oldest first
+        self._lock = threading.Lock()
+
+    def copy(self, path: Path) -> str | None:
+        """The path of `path`'s copy in the folder, made (and counted) if none is there; None
+        if `path` is gone (a finished run's folder deleted to make room for a new run)."""
+        path = path.resolve()
+        if path.is_relative_to(Path(self.space.folder()).resolve()):
+            return str(path)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        version = (str(path), stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            copy = self._copies.get(version)
+        if copy is not None and copy.is_file():  # the budget may have pruned it since
+            return str(copy)
+        copy = cache_path(path.name)
+        try:
+            shutil.copyfile(path, copy)  # its fresh folder is named to no one until this returns
+        except FileNotFoundError:
+            shutil.rmtree(copy.parent)
+            return None
+        self.space.added(copy.stat().st_size)
+        with self._lock:
+            self._copies[version] = copy
+            while len(self._copies) > self.kept:
+                del self._copies[next(iter(self._copies))]
+        return str(copy)
+
+
+SERVED = ServedCopies(UPLOADS)

@@ -47,6 +47,7 @@ from vit.pretrained import PRETRAINED
 from . import zerogpu
 from .checks import number, one_of, visitor_error
 from .common import Server, owner
+from .outputs import SERVED
 from .pictures import with_alt
 from .settings import SPACE_MODEL, ServerSettings, for_visitors, in_markdown
 
@@ -444,16 +445,17 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
         ),
         probe_fresh and bool(snap.probe) and snap.probe_image is not None,
     )
+    # Offered once the run has ended: a running run's model.safetensors is renamed when it ends,
+    # and a poll that handed Gradio the old name just then failed (the file gone before Gradio
+    # read it, one full test run in six). An ended run's file keeps its name.
+    ended_model = None if snap.running else runs.checkpoint(runner)
     return {
         "seen": now,
         "status": describe(snap) + refused,
         "progress": progress_html(*progress_text(snap), run_state(snap)),
         "curves": curves,
         "probe": probe,
-        # Offered once the run has ended: a running run's model.safetensors is renamed when it ends,
-        # and a poll that handed Gradio the old name just then failed (the file gone before Gradio
-        # read it, one full test run in six). An ended run's file keeps its name.
-        "checkpoint": None if snap.running else str(runs.checkpoint(runner) or "") or None,
+        "checkpoint": ended_model and SERVED.copy(ended_model),
         "model": listed,
         "start": gr.Button(interactive=not snap.running),
         "continue_run": gr.Button(visible=snap.resumable),
