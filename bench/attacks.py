@@ -891,20 +891,27 @@ MARKDOWN_CLASSES = (
 )
 
 
-def live_status(url: str, session: str, image: Path, key: str) -> str:
-    """Live's status line for one webcam frame of `image` with the model `key`, in `session`."""
+def live_status(url: str, session: str, image: Path, key: str, wait_s: float = 120.0) -> str:
+    """Live's status line for one webcam frame of `image` with the model `key`, in `session`;
+    while Live is busy (the streams of an attack just before still hold its slots) the frame is
+    sent again, as a webcam does, for up to `wait_s`."""
     import base64
     import json
 
     frame = "data:image/png;base64," + base64.b64encode(image.read_bytes()).decode()
     body = {"data": [{"url": frame}, key, 1, "cls", 1, 1, "inferno", "layer"], "session_hash": session}
+    deadline = time.monotonic() + wait_s
     with web() as http:
-        joined = http.post(f"{url}gradio_api/call/live_frame", json=body)
-        if joined.status_code != 200:
-            return f"HTTP {joined.status_code} {joined.text[:60]}"
-        reply = http.get(f"{url}gradio_api/call/live_frame/{joined.json()['event_id']}").text
-    data = [line.removeprefix("data: ") for line in reply.splitlines() if line.startswith("data: [")]
-    return str(json.loads(data[-1])[-1]) if data else reply[-80:]
+        while True:
+            joined = http.post(f"{url}gradio_api/call/live_frame", json=body)
+            if joined.status_code != 200:
+                return f"HTTP {joined.status_code} {joined.text[:60]}"
+            reply = http.get(f"{url}gradio_api/call/live_frame/{joined.json()['event_id']}").text
+            data = [line.removeprefix("data: ") for line in reply.splitlines() if line.startswith("data: [")]
+            status = str(json.loads(data[-1])[-1]) if data else reply[-80:]
+            if not status.startswith("**Live view busy") or time.monotonic() > deadline:
+                return status
+            time.sleep(1.0)
 
 
 def markdown_classes(client, url: str, folder: Path, image: Path) -> str:
