@@ -1,7 +1,7 @@
 """What each view of the app shows for an `Explanation`: PIL images, no Gradio.
 
 The app (`ui/`) wires these to components; the benchmark and the tests call them directly. Their
-words (titles, notes, alt texts) are in `explorer.words`, the values of the controls that pick
+words (titles, notes, alt texts) are in `explorer.texts`, the values of the controls that pick
 what they show in `explorer.controls`, the arithmetic a view runs beyond the analysis in
 `explorer.view_tasks`. A query is `vit.analysis.Query`: None (the CLS token) or a (row, col)
 patch position, 0-based as tensors are; people see 1-based numbers.
@@ -45,14 +45,10 @@ INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size o
 # tests/test_explorer_views.py checks every view against this table).
 DISPLAY_WIDTH = {
     "heads": 546,
-    "overview": 1192,  # these five sit in the "More views" accordion, whose padding takes 24 px
-    "rollout": 1192,
-    "relevance": 1192,
+    # Every "More views" view: each fills the accordion's width, whose padding takes 24 px of the page's
+    # 1216, so a new view has this width without a line here (ui/explore_views.py).
+    "more": 1192,
     "prompts": 390,  # one map per prompt, three to a row of the full-width gallery
-    "distance": 1192,
-    "similarity": 1192,
-    "pca": 1192,
-    "logit_lens": 1192,
     "curves": 600,  # the Train tab shows the curves and the probe strip side by side
     "probe": 600,
     "compare": 1216,  # the Lessons tab
@@ -190,7 +186,7 @@ def overview(ex: Explanation, style: MapStyle, text_px: int = canvas.TEXT_PX) ->
         prefix=prefix_of(ex, None),
         note=left_out(ex),
         text_px=text_px,
-        width=DISPLAY_WIDTH["overview"],
+        width=DISPLAY_WIDTH["more"],
     )
 
 
@@ -319,7 +315,7 @@ def prompt_relevance(
 def similarity_step(grid: tuple[int, int], text_px: int) -> int:
     """A position-similarity tile for every how many slots along each side, so that the tiles
     fit the picture's DISPLAY_WIDTH (render.similarity_step)."""
-    return render.similarity_step(grid, text_px, DISPLAY_WIDTH["similarity"])
+    return render.similarity_step(grid, text_px, DISPLAY_WIDTH["more"])
 
 
 def pca_view(
@@ -335,7 +331,7 @@ def pca_view(
     column per image (`pixels`, the model inputs (H, W, 3), named `names`), with its RGB legend
     and note (describe_pca)."""
     pca = computed.pca
-    room = (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - canvas.GAP  # 80 px: the row labels "image", "PCA"
+    room = (DISPLAY_WIDTH["more"] - 80) // len(pixels) - canvas.GAP  # 80 px: the row labels "image", "PCA"
     tile = max(48, min(render.PCA_TILE_PX, room))
     photos, colours, keep, start = [], [], [], 0
     for image, grid in zip(pixels, computed.grids, strict=True):

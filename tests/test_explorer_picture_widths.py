@@ -56,7 +56,7 @@ def test_the_position_similarity_fits_the_screen_one_tile_every_few_slots_where_
     similarity = np.random.default_rng(0).uniform(-1, 1, (side, side, side, side))
     step = views.similarity_step((side, side), text_px)
     tiles = render.position_similarity_tiles(similarity, text_px=text_px, step=step)
-    assert tiles.width <= views.DISPLAY_WIDTH["similarity"], (side, tiles.size)
+    assert tiles.width <= views.DISPLAY_WIDTH["more"], (side, tiles.size)
     assert step == (1 if side <= 16 else 3)
     alt = texts.similarity_alt((side, side), "m", step=step)
     assert ("one every 3 slots" in alt) == (step == 3) and (f"{side} × {side}" in alt)

@@ -38,6 +38,7 @@ from explorer.canvas import MapStyle
 from explorer.explain import Explanation, explain, model_input
 from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
+from ui.explore_views import MORE
 from vit.analysis import grid_border, patch_pca, position_embedding_similarity, top_mass_mask
 from vit.preprocessing import CIFAR10
 
@@ -294,7 +295,7 @@ MIN_TEXT_PX = 12  # the smallest text a projector shows legibly at 1280×720
 def shown_px(drawn_px: float, picture: Image.Image, view: str) -> float:
     """Text `drawn_px` high in `picture`, as the app shows the picture on a 1280×720 screen:
     gr.Image shrinks a picture wider than its column to fit and never enlarges one."""
-    return drawn_px * min(1.0, views.DISPLAY_WIDTH[view] / picture.width)
+    return drawn_px * min(1.0, views.DISPLAY_WIDTH["more" if view in MORE else view] / picture.width)
 
 
 def chart_text_px(fig) -> float:
@@ -397,7 +398,7 @@ def test_in_the_presentation_mode_a_16_head_overview_is_drawn_within_its_width()
     style = MapStyle(cmap="viridis", raw=True)
     for text_px in (canvas.TEXT_PX, canvas.PRESENT_TEXT_PX):
         overview = views.overview(ex, style, text_px)
-        assert overview.width <= views.DISPLAY_WIDTH["overview"], (text_px, overview.size)
+        assert overview.width <= views.DISPLAY_WIDTH["more"], (text_px, overview.size)
         tile = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0]
         assert len(squares(overview, tile)) == ex.depth * ex.heads  # every head of every layer
 
@@ -531,7 +532,7 @@ def test_the_logit_lens_view_shows_the_last_layers_top_classes_and_says_it_was_n
     alt = texts.logit_lens_alt(lens.numpy(), loaded.meta.class_names, "nano")
     assert f"layer 6: c{int(final.argmax())}" in alt and "never trained" in alt
     picture = views.logit_lens_view(lens.numpy(), loaded.meta.class_names)
-    assert picture.width <= views.DISPLAY_WIDTH["logit_lens"] and picture.height > 200
+    assert picture.width <= views.DISPLAY_WIDTH["more"] and picture.height > 200
     assert "never trained" in texts.LENS_CAVEAT
 
 

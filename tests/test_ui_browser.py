@@ -269,7 +269,7 @@ def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_th
     expect(rollout).to_be_visible()
     assert canvas.TEXT_PX * min(1, rollout.evaluate(DRAWN_SCALE)) >= 12
     column = rollout.evaluate("i => i.closest('.block').clientWidth")
-    assert column >= views.DISPLAY_WIDTH["rollout"] - 1  # the width the text test assumes
+    assert column >= views.DISPLAY_WIDTH["more"] - 1  # the width the text test assumes
     for choice, cmap in (("relative to uniform (× 1/N)", render.RELATIVE_CMAP), ("only the top X %", "inferno")):
         before = rollout.get_attribute("src")
         page.get_by_label(choice).check()
