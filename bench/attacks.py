@@ -47,22 +47,8 @@ from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
 REPO = Path(__file__).resolve().parent.parent
-VIEWS = (
-    6,
-    "mean",
-    0.0,
-    "inferno",
-    0.6,
-    "nearest",
-    "overlay",
-    "layer",
-    "weights",
-    60,
-    6,
-    False,
-    True,
-)  # /analyze after image, model, mode (the last three: the PCA tab's layer, examples, background)
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")
+VIEWS = (6, *STYLE)  # /analyze after image, model, mode: the layer and the style
 
 
 def thin_png(path: Path, width: int, height: int) -> Path:

@@ -7,6 +7,7 @@ import ast
 import importlib
 import inspect
 import json
+import re
 import subprocess
 import sys
 import types
@@ -216,16 +217,33 @@ def listed_view_names(tree: ast.AST, names: set[str]) -> list[tuple[int, set[str
 
 def test_a_view_is_named_only_in_its_record():
     """Issue 45: a "More views" view is one record (ui/explore_views.py), and the lists of views
-    (which are drawn, which follow the image or the style) are derived from the records. A tuple
-    of view names written by hand anywhere in ui/ is one more place a new view must be added to."""
+    (which are drawn, which follow the image or the style, their widths) are derived from the
+    records. A tuple of view names written by hand anywhere in ui/ or explorer/ is one more place a
+    new view must be added to (issue 57: explorer/views.py's table of widths was one)."""
     names = more_view_names()
     assert {"overview", "rollout", "logit_lens"} <= names  # the records are where the check looks
     listed = [
         f"{path.relative_to(REPO)}:{line} {sorted(found)}"
-        for path in sorted((REPO / "ui").glob("*.py"))
+        for path in sorted([*(REPO / "ui").glob("*.py"), *(REPO / "explorer").rglob("*.py")])
         for line, found in listed_view_names(ast.parse(path.read_text()), names)
     ]
     assert not listed
+
+
+def test_the_page_is_sent_the_pictures_that_follow_the_style():
+    """Issue 57: the page's selector of the pictures the server redraws in a new style was written
+    in ui/page_maps.js (`#overview img, #rollout img, ...`), so a new view that follows the style
+    did not redraw unless the JS was edited too. The page reads it from what the server sends
+    (ui/explore.py, from the records); the JS names no view's element."""
+    from ui import explore, explore_views
+
+    script = (REPO / "ui" / "page_maps.js").read_text()
+    ids = {more.elem_id for more in explore_views.MORE.values()}
+    assert not [i for i in ids if re.search(rf"#{re.escape(i)}\b", script)]
+    sent = re.search(r'const FOLLOW_STYLE = ("[^"]*");', explore.PAGE_MAPS_JS)
+    assert sent is not None  # the placeholder was replaced with the selector
+    expected = {f"#{more.elem_id} img" for more in explore_views.MORE.values() if more.style}
+    assert expected and expected <= set(json.loads(sent.group(1)).split(", "))
 
 
 TAB_MODULES = ("explore", "lessons", "train", "live")  # each tab's layout and wiring

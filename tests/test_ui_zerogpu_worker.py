@@ -17,8 +17,8 @@ import torch
 from PIL import Image
 from zerogpu_fake import FakeZeroGpu, install
 
-from explorer import controls, explain, lessons, view_tasks
-from explorer.canvas import TEXT_PX
+from explorer import explain, lessons, view_tasks
+from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import explore_handlers, explore_views, lessons_handlers, zerogpu
 from ui.common import Server
@@ -150,7 +150,7 @@ def test_the_forward_pass_crosses_the_fork_with_the_cpus_maps_and_little_else(fa
 
 def test_the_explore_analysis_on_zerogpu_is_the_cpus(fake, loaded, picture):
     store = explain.ExplanationStore()
-    out = explore_handlers.full_analysis(loaded, CAT, "crop", 6, TEXT_PX, controls.Drawing(), store=store)
+    out = explore_handlers.full_analysis(loaded, CAT, "crop", 6, TEXT_PX, MapStyle(), store=store)
     on_cpu = explain.explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, picture)
     ex = store.peek(out["explanation_key"])
     assert_same(ex.attention, on_cpu.attention)

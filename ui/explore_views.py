@@ -1,29 +1,35 @@
 """The Explore tab's "More views", one record each (`MoreView`), registered once in `MORE`.
 
 A record says everything the tab, its wiring and its handlers need to know of a view: its
-field and tab, its named endpoint, its caption and alt text, the controls its tab holds, the
-function that draws it (`Scene` in, the picture with its alt text out), the model's arithmetic
+field and tab, its named endpoint, its caption and alt text, the controls its tab holds and the
+record they make (`asked`: what a call of its endpoint takes, and nothing else), the function that
+draws it (`Scene` and that record in, the picture with its alt text out), the model's arithmetic
 it runs again (a `ui.zerogpu.GpuTask`) and what it changes with (the image, the model, the
-style). The lists the rest of the tab reads (`MORE_VIEWS`, `IMAGE_VIEWS`, ...) are derived from
-`MORE`, so a new view is one record, one picture function and its test; ui/explore.py and
+style). The lists the rest of the tab reads (`MORE_VIEWS`, `IMAGE_VIEWS`, ...) and the records of
+several views' controls that one event takes (`IMAGE_ASKED`, ...) are derived from `MORE`, so a
+new view is one record, one picture function and its test; ui/explore.py and
 ui/explore_handlers.py name no view of it by hand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 import gradio as gr
 
 from explorer import render, texts, view_tasks, views
+from explorer.canvas import MapStyle
 from explorer.controls import Drawing
 from explorer.explain import Explanation, ExplanationKey, ModelInput, model_input
 from explorer.images import load_image
 from explorer.loaded import LoadedModel
 
 from . import common
+from .binding import Controls
 from .checks import yes_no
 from .common import EXAMPLES_DIR, check_layer, model_name
 from .pictures import picture, with_alt
@@ -72,38 +78,51 @@ def pca_choice(pca_layer: float | None = None, pca_examples: bool = False, pca_b
     return PcaChoice(pca_layer, pca_examples, pca_background)
 
 
+class NoControls(NamedTuple):
+    """The record of a view with no controls of its own: its endpoint takes no parameter."""
+
+
+def no_controls() -> NoControls:
+    return NoControls()
+
+
+PCA_CONTROLS = Controls.of(PcaChoice, pca_choice)
+NO_CONTROLS = Controls.of(NoControls, no_controls)
+# Every record a view's controls make, and the values they are made of (a Drawing of a MapStyle, ...).
+KINDS = (common.STYLE, common.SHOWING, common.FUSION, common.DRAWING, PCA_CONTROLS, NO_CONTROLS)
+
+
 @dataclass(frozen=True)
 class Scene:
-    """What a view is drawn from: the model, the pictures' text size (the Server's `text_px`), and
-    for a view of an image its analysis and key (None for a view of the model alone), how the maps
-    are drawn and the PCA tab's choice."""
+    """What a view is drawn from, beside its own controls' record: the model, the pictures' text
+    size (the Server's `text_px`), and for a view of an image its analysis and key (None for a view
+    of the model alone)."""
 
     loaded: LoadedModel | None
     text_px: int
     ex: Explanation | None = None
     key: ExplanationKey | None = None
-    drawing: Drawing = Drawing()
-    pca: PcaChoice = PcaChoice()
 
 
-# Each view as its component's value, with the alt text explorer.texts writes for it.
-def overview_picture(scene: Scene) -> gr.Image:
+# Each view as its component's value, with the alt text explorer.texts writes for it, from the
+# scene and the record of its own controls (its record's `asked`).
+def overview_picture(scene: Scene, style: MapStyle) -> gr.Image:
     ex, model = scene.ex, model_name(scene.key.model_key)
-    return with_alt(views.overview(ex, scene.drawing.style, scene.text_px), texts.overview_alt(ex, model))
+    return with_alt(views.overview(ex, style, scene.text_px), texts.overview_alt(ex, model))
 
 
-def rollout_picture(scene: Scene) -> gr.Image:
-    ex, drawing = scene.ex, scene.drawing
+def rollout_picture(scene: Scene, drawing: Drawing) -> gr.Image:
+    ex = scene.ex
     alt = texts.rollout_alt(ex, drawing.fusion, drawing.showing, model_name(scene.key.model_key))
     return with_alt(views.rollout(ex, drawing.fusion, drawing.style, drawing.showing, scene.text_px), alt)
 
 
-def distance_picture(scene: Scene) -> gr.Image:
+def distance_picture(scene: Scene, _: NoControls) -> gr.Image:
     ex, model = scene.ex, model_name(scene.key.model_key)
     return with_alt(views.distance_chart(ex, scene.text_px), texts.distance_alt(ex, model))
 
 
-def similarity_picture(scene: Scene) -> gr.Image:
+def similarity_picture(scene: Scene, _: NoControls) -> gr.Image:
     """Position similarity: of the model alone, not of an image."""
     loaded = scene.loaded
     compared, grid = texts.position_words(loaded.model), loaded.model.config.grid
@@ -124,9 +143,9 @@ def pca_inputs(loaded: LoadedModel, ex: Explanation, examples: bool) -> list[tup
     return inputs
 
 
-def pca_picture(scene: Scene) -> gr.Image:
+def pca_picture(scene: Scene, choice: PcaChoice) -> gr.Image:
     """Patch features of the chosen layer in colour (DINOv2 Fig. 1), on the GPU where there is one."""
-    loaded, ex, choice = scene.loaded, scene.ex, scene.pca
+    loaded, ex = scene.loaded, scene.ex
     layer = ex.depth if choice.layer is None else check_layer(choice.layer, ex.depth)
     examples = yes_no("with the examples", choice.examples)
     background = yes_no("remove the background", choice.background)
@@ -137,7 +156,7 @@ def pca_picture(scene: Scene) -> gr.Image:
     return with_alt(drawn, texts.pca_alt(names, computed, layer, ex.depth, model_name(scene.key.model_key)))
 
 
-def logit_lens_picture(scene: Scene) -> gr.Image | None:
+def logit_lens_picture(scene: Scene, _: NoControls) -> gr.Image | None:
     """What each layer would answer; for a model without a classifier head, nothing and NO_LENS."""
     loaded = scene.loaded
     if loaded.model.config.num_classes < 1:
@@ -197,8 +216,11 @@ class MoreView:
     listed: str  # how the accordion's label names it
     caption: str  # Markdown above the picture (its plain text labels it in the API)
     alt: str  # the picture's alt text until it is first drawn
-    draw: Callable[[Scene], gr.Image | None] | None  # None: drawn by a button of its own, not on opening
-    api_name: str | None = None  # the named endpoint of its tab's opening; None: the page's only
+    draw: Callable[[Scene, Any], gr.Image | None] | None  # None: drawn by a button of its own, not on opening
+    asked: Controls = NO_CONTROLS  # the record its own controls make, `draw`'s second argument
+    # Its named endpoint, which takes `asked`'s controls only: its tab's opening, or, for a view
+    # with controls of its own beside the style's (`own_controls`), their change; None: the page's only.
+    api_name: str | None = None
     image: bool = True  # it changes with the image (False: with the model alone)
     style: bool = False  # it follows the style controls (/restyle redraws it when on screen)
     task: GpuTask | None = None  # the model's arithmetic it runs again beyond the analysis's pass
@@ -215,6 +237,12 @@ class MoreView:
     def elem_id(self) -> str:
         return self.name.replace("_", "-")
 
+    @property
+    def own_controls(self) -> tuple[str, ...]:
+        """The controls of `asked` that redraw it alone when they change: all but the style's, whose
+        change redraws every picture that follows it at once (/restyle)."""
+        return tuple(name for name in self.asked.leaves(KINDS) if name not in common.STYLE.names)
+
     def layout(self, start: LoadedModel) -> dict[str, Any]:
         """Its tab's contents inside the current gr.Tab: its hint, its controls, its picture."""
         if self.hint:
@@ -225,8 +253,8 @@ class MoreView:
 
 # The "More views", in the order of their tabs.
 MORE = {
-    view.name: view
-    for view in (
+    more.name: more
+    for more in (
         MoreView(
             "overview",
             "Layers x heads",
@@ -234,6 +262,7 @@ MORE = {
             "**Attention of the default query (CLS)** in every head of every layer",
             "Attention of the default query in every head of every layer",
             overview_picture,
+            asked=common.STYLE,
             api_name="overview",
             style=True,
         ),
@@ -244,6 +273,8 @@ MORE = {
             "**Attention rollout** (Abnar & Zuidema, 2020)",
             "Attention rollout through all layers",
             rollout_picture,
+            asked=common.DRAWING,
+            api_name="rollout",
             style=True,
             controls=rollout_controls,
         ),
@@ -285,6 +316,8 @@ MORE = {
             "**Patch features in colour** (DINOv2, Oquab et al. 2023, Fig. 1)",
             "The patch tokens of the chosen layer in colour",
             pca_picture,
+            asked=PCA_CONTROLS,
+            api_name="patch_pca",
             task=PATCH_PCA,
             hint=PCA_HINT,
             controls=pca_controls,
@@ -303,16 +336,67 @@ MORE = {
     )
 }
 MORE_VIEWS = tuple(MORE)  # by ExploreView field
-DRAWN_VIEWS = tuple(name for name, view in MORE.items() if view.draw is not None)  # drawn when opened
+DRAWN_VIEWS = tuple(name for name, more in MORE.items() if more.draw is not None)  # drawn when opened
 IMAGE_VIEWS = tuple(name for name in DRAWN_VIEWS if MORE[name].image)  # of those, the ones of an image
 MODEL_ONLY_VIEWS = tuple(name for name in DRAWN_VIEWS if not MORE[name].image)  # of the model alone
 STYLE_VIEWS = tuple(name for name in IMAGE_VIEWS if MORE[name].style)  # redrawn in a new style
 # Drawn by a button of their own (relevance), with what the session keeps of each: cleared with the image.
-ON_REQUEST = tuple(field for view in MORE.values() if view.draw is None for field in (view.name, view.kept) if field)
-MORE_LABEL = "More views: " + ", ".join(view.listed for view in MORE.values())  # the accordion's label
+ON_REQUEST = tuple(field for more in MORE.values() if more.draw is None for field in (more.name, more.kept) if field)
+KEPT = tuple(more.kept for more in MORE.values() if more.kept)  # of those, what the session keeps
+MORE_LABEL = "More views: " + ", ".join(more.listed for more in MORE.values())  # the accordion's label
+# The pictures on the page that follow the style controls, as the page finds them: the style views
+# (relevance among them) and a CLIP model's word maps (ui/explore.py, `WORD_MAPS_ID`). The page asks
+# the server to redraw them after it redraws its own maps (ui/page_maps.js, setStyle).
+FOLLOW_STYLE = tuple(more.elem_id for more in MORE.values() if more.style)
 
 
-def draw_on_screen(names: tuple[str, ...], on_screen: str | None, scene: Scene) -> dict[str, gr.Image | None]:
-    """`names` (of DRAWN_VIEWS) by field: the one `on_screen` drawn from `scene`, the others None
-    (so no picture of an earlier image, model or style is left in a closed tab; opening it draws it)."""
-    return {name: MORE[name].draw(scene) if name == on_screen else None for name in names}
+class ViewsAsked(dict[str, Any]):
+    """Several views' records of their own controls, by view name: what one event takes where it may
+    draw any of those views (the page's analysis, a new style, a new model, the accordion opened)."""
+
+
+class DrawnAsked(ViewsAsked):
+    """DRAWN_VIEWS' records (the accordion opened on any of them)."""
+
+
+class ImageAsked(ViewsAsked):
+    """IMAGE_VIEWS' records (the page's analysis draws the one on screen)."""
+
+
+class StyleAsked(ViewsAsked):
+    """STYLE_VIEWS' records (a new style redraws the one on screen)."""
+
+
+class ModelAsked(ViewsAsked):
+    """MODEL_ONLY_VIEWS' records (a new model redraws the one on screen)."""
+
+
+def _by_view(kind: type[ViewsAsked], names: tuple[str, ...], *records: Any) -> ViewsAsked:
+    return kind(zip(names, records, strict=True))
+
+
+def views_controls(kind: type[ViewsAsked], names: Sequence[str]) -> Controls:
+    """`names`' records as one value of `kind`. The views with the most controls come first, so that
+    the controls the views share (the style, rollout's fusion) lead the API page's parameters and
+    a new view's own controls come after them: an endpoint that takes these records keeps the order
+    of the parameters it had when a view is added."""
+    widest = tuple(sorted(names, key=lambda name: -len(MORE[name].asked.leaves(KINDS))))
+    parameters = tuple(
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=MORE[name].asked.kind)
+        for name in widest
+    )
+    return Controls(kind, parameters, partial(_by_view, kind, widest))
+
+
+VIEWS_OF = {DrawnAsked: DRAWN_VIEWS, ImageAsked: IMAGE_VIEWS, StyleAsked: STYLE_VIEWS, ModelAsked: MODEL_ONLY_VIEWS}
+# What the binding parses (ExploreView.controls): each view's record and several views' together.
+CONTROLS = (*KINDS, *(views_controls(kind, names) for kind, names in VIEWS_OF.items()))
+
+
+def draw_on_screen(
+    names: tuple[str, ...], on_screen: str | None, scene: Scene, asked: ViewsAsked
+) -> dict[str, gr.Image | None]:
+    """`names` (of DRAWN_VIEWS) by field: the one `on_screen` drawn from `scene` and its record in
+    `asked`, the others None (so no picture of an earlier image, model or style is left in a closed
+    tab; opening it draws it)."""
+    return {name: MORE[name].draw(scene, asked[name]) if name == on_screen else None for name in names}
