@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 import ui
-from bench.attacks import STYLE, VIEWS
+from bench.attacks import PAGE_VIEWS, VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from ui.app import holdings, served_limits
@@ -469,9 +469,6 @@ def test_webcam_joins_sent_together_are_held_to_lives_share_of_the_queue(app):
 
 
 # Malformed file inputs (issue 56): Gradio refused each with a 1,303-byte traceback and a bare "Error"
-# /analyze_page after the tab on screen, image, model, mode: the layer, rollout's fusion and discard
-# ratio, the style, how rollout shows, the PCA tab's layer, examples and background.
-PAGE_VIEWS = (6, "mean", 0.0, *STYLE, "weights", 60, 6, False, True)
 NOT_FILE_PAYLOADS = (
     "/etc/passwd",
     7,
@@ -494,7 +491,7 @@ def test_a_file_input_that_is_no_file_payload_is_refused_in_a_sentence_with_one_
     capsys.readouterr()
     for shape in NOT_FILE_PAYLOADS:
         for route, body in (
-            ("call/analyze_page", {"data": [shape, "bundled", "crop", *PAGE_VIEWS]}),  # the tab on screen first
+            ("call/analyze_page", {"data": [None, shape, "bundled", "crop", *PAGE_VIEWS]}),  # the tab on screen first
             ("call/analyze", {"data": [shape, "bundled", "crop", *VIEWS]}),  # an event without the session's state
             ("call/v2/analyze", {"image": shape, "model_key": "bundled"}),
             ("run/analyze", {"data": [shape, "bundled", "crop", *VIEWS]}),
