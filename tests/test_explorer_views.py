@@ -37,8 +37,8 @@ from explorer import (
 from explorer.canvas import MapStyle
 from explorer.explain import Explanation, explain, model_input
 from explorer.loaded import LoadedModel
+from explorer.more_views import REGISTRY
 from explorer.prompts import ZeroShot
-from ui.explore_views import MORE
 from vit.analysis import grid_border, patch_pca, position_embedding_similarity, top_mass_mask
 from vit.preprocessing import CIFAR10
 
@@ -295,7 +295,7 @@ MIN_TEXT_PX = 12  # the smallest text a projector shows legibly at 1280×720
 def shown_px(drawn_px: float, picture: Image.Image, view: str) -> float:
     """Text `drawn_px` high in `picture`, as the app shows the picture on a 1280×720 screen:
     gr.Image shrinks a picture wider than its column to fit and never enlarges one."""
-    return drawn_px * min(1.0, views.DISPLAY_WIDTH["more" if view in MORE else view] / picture.width)
+    return drawn_px * min(1.0, views.DISPLAY_WIDTH["more" if view in REGISTRY else view] / picture.width)
 
 
 def chart_text_px(fig) -> float:

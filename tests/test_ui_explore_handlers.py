@@ -21,6 +21,8 @@ from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.controls import Drawing, Fusion, Showing
 from explorer.explain import ExplanationKey, explain
 from explorer.loaded import LoadedModel
+from explorer.more_views import NoControls, relevance
+from explorer.more_views.pca import PcaChoice
 from ui import common
 from ui import explore_handlers as h
 from ui import explore_views as ev
@@ -297,7 +299,7 @@ def test_relevance_follows_the_style_and_show_without_another_pass(tab, explanat
     server = tab
     out = h.show_relevance(server, explanation_key, "cat-bundled", h.PREDICTED, STYLE, Showing("weights", 0.6))
     kept = out["relevance_map"]
-    monkeypatch.setattr(h.explore_views, "RELEVANCE", None)  # a redraw runs no model
+    monkeypatch.setitem(ev.GPU_TASKS, relevance.TASK, None)  # a redraw runs no model
     redrawn = h.restyle_relevance(server, explanation_key, kept, "cat-bundled", STYLE, Showing("relative", 0.6))
     picture = redrawn["relevance"]
     assert "drawn as multiples of uniform" in picture.alt_text and "weights from 0" in out["relevance"].alt_text
@@ -435,7 +437,7 @@ def test_removing_the_image_clears_everything_that_described_it(tab):
     gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance_map", "export_file")
     assert set(out) == {*h.ANALYSIS_OUTPUTS} - {"layer"}
     assert all(out[name] is None for name in gone)
-    page = h.analyze_page(tab, "rollout", removed, 6, asked(ev.ImageAsked, Drawing(), ev.PcaChoice()))
+    page = h.analyze_page(tab, "rollout", removed, 6, asked(ev.ImageAsked, Drawing(), PcaChoice()))
     assert set(page) == {*h.PAGE_ANALYSIS_OUTPUTS} - {"layer"}
     assert all(page[name] is None for name in (*ev.IMAGE_VIEWS, *ev.ON_REQUEST, "maps"))  # the "More views" too
     assert out["numbers"] == ""
@@ -470,21 +472,21 @@ def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
 
 def test_the_pca_tab_draws_the_chosen_layer_alone_or_with_the_six_animal_examples(tab, explanation_key):
     server = tab
-    alone = h.show_more(server, "pca", explanation_key, BUNDLED, ev.PcaChoice(2, False, True))["pca"]
+    alone = h.show_more(server, "pca", explanation_key, BUNDLED, PcaChoice(2, False, True))["pca"]
     assert "layer 2 of 6" in alone.alt_text and "1 image(s) (this image)" in alone.alt_text
-    together = h.show_view(server, "pca", explanation_key, BUNDLED, ev.PcaChoice(6, True, True))["pca"]
+    together = h.show_view(server, "pca", explanation_key, BUNDLED, PcaChoice(6, True, True))["pca"]
     assert "7 image(s) (this image, bird, cat, deer, dog, frog, horse)" in together.alt_text
     assert Image.open(opened(together)).width > Image.open(opened(alone)).width  # a column per image
-    kept = h.show_view(server, "pca", explanation_key, BUNDLED, ev.PcaChoice(6, False, False))["pca"]
+    kept = h.show_view(server, "pca", explanation_key, BUNDLED, PcaChoice(6, False, False))["pca"]
     assert "no background removed" in kept.alt_text
     with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):
-        h.show_view(server, "pca", explanation_key, BUNDLED, ev.PcaChoice(7, False, True))
+        h.show_view(server, "pca", explanation_key, BUNDLED, PcaChoice(7, False, True))
     with pytest.raises(gr.Error, match="with the examples must be true or false, got 'yes'"):
-        h.show_view(server, "pca", explanation_key, BUNDLED, ev.PcaChoice(6, "yes", True))
+        h.show_view(server, "pca", explanation_key, BUNDLED, PcaChoice(6, "yes", True))
 
 
 def test_the_logit_lens_tab_reads_every_layer_and_a_headless_model_gets_a_sentence(tab, explanation_key, tmp_path):
-    server, none = tab, ev.NoControls()
+    server, none = tab, NoControls()
     lens = h.show_more(server, "logit_lens", explanation_key, BUNDLED, none)["logit_lens"]
     predicted = next(iter(server.require(explanation_key).probabilities))
     assert f"layer 6: {predicted} " in lens.alt_text and "never trained" in lens.alt_text

@@ -10,11 +10,12 @@ import pytest
 from app_helpers import asked
 from PIL import Image
 
-from explorer import controls, render, views
+from explorer import more_views
 from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.controls import Drawing, Fusion
 from explorer.explain import ExplanationKey, explain
+from explorer.more_views import NoControls, Scene
 from ui import explore_handlers as h
 from ui import explore_views as ev
 from ui.common import Server
@@ -56,14 +57,14 @@ def drawn(monkeypatch) -> Counter:
     """How many times each "More views" view was drawn, by name: every record's picture function counted."""
     counts = Counter()
     for name, more in ev.MORE.items():
-        if more.draw is None:
+        if more.picture is None:
             continue
 
-        def counting(*args, _name=name, _original=more.draw, **kwargs):
+        def counting(*args, _name=name, _original=more.picture, **kwargs):
             counts[_name] += 1
             return _original(*args, **kwargs)
 
-        monkeypatch.setitem(ev.MORE, name, replace(more, draw=counting))
+        monkeypatch.setitem(ev.MORE, name, replace(more, picture=counting))
     return counts
 
 
@@ -90,19 +91,19 @@ def test_the_pages_analysis_draws_the_one_view_on_screen(tab, image, drawn, name
     assert all(out[other] is None for other in ev.IMAGE_VIEWS if other != name)
 
 
-@pytest.mark.parametrize("name", ["overview", "rollout", "distance", "similarity"])
-def test_opening_a_view_draws_what_the_eager_analysis_drew(tab, explanation, name):
+@pytest.mark.parametrize("name", ev.DRAWN_VIEWS)
+def test_opening_a_view_draws_its_picture_of_this_image_and_its_controls(tab, explanation, name):
+    """Opening a tab draws the view's own picture (its module's) of the session's image, from the
+    record of its controls (MAX: max fusion, half the weights discarded), as the analysis drew it
+    for every upload before the views waited to be opened."""
     view, server, _ = tab
-    ex, style, loaded = server.store.peek(explanation), STYLE, server.catalog.get(BUNDLED)
-    eager = {  # what main's full_analysis (and load_model) drew for every upload
-        "overview": lambda: views.overview(ex, style),
-        "rollout": lambda: views.rollout(ex, controls.Fusion("max", 0.5), style),
-        "distance": lambda: views.distance_chart(ex),
-        "similarity": lambda: render.position_similarity_tiles(loaded.position_similarity()),
-    }[name]()
-    out = h.show_more(server, name, explanation, BUNDLED, asked(ev.DrawnAsked, MAX)[name])
+    ex, loaded, record = server.store.peek(explanation), server.catalog.get(BUNDLED), asked(ev.DrawnAsked, MAX)[name]
+    scene = Scene(loaded, "the bundled model", server.text_px, more_views.run_here, ex)
+    expected = more_views.REGISTRY[name].picture(scene, record)
+    out = h.show_more(server, name, explanation, BUNDLED, record)
     assert out["on_screen"] == name and out["more_tab"] == name
-    assert np.array_equal(pixels(out[name]), np.asarray(eager))
+    assert np.array_equal(pixels(out[name]), np.asarray(expected.image.convert("RGB")))
+    assert out[name].alt_text == expected.alt
 
 
 @pytest.mark.parametrize("name", ev.DRAWN_VIEWS)
@@ -115,11 +116,11 @@ def test_before_any_upload_opening_draws_only_the_models_own_view(tab, drawn, na
 
 def test_relevance_waits_for_its_button_and_closing_puts_nothing_on_screen(tab, explanation, drawn):
     view, server, _ = tab
-    out = h.show_more(server, "relevance", explanation, BUNDLED, ev.NoControls())
+    out = h.show_more(server, "relevance", explanation, BUNDLED, NoControls())
     assert out == {"on_screen": "relevance", "more_tab": "relevance"} and drawn == Counter()
     assert h.hide_more() == {"on_screen": None}
     with pytest.raises(gr.Error, match="view"):
-        h.show_more(server, "../etc", explanation, BUNDLED, ev.NoControls())
+        h.show_more(server, "../etc", explanation, BUNDLED, NoControls())
 
 
 def test_a_restyle_redraws_the_open_view_and_clears_the_closed_one(tab, explanation, drawn):

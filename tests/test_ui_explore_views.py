@@ -1,10 +1,12 @@
-"""The "More views" records (ui/explore_views.py): what the tab, its wiring, its handlers and the
-API page read of each view comes from its one record, so every test here runs over the registry."""
+"""The "More views" records (explorer.more_views, as ui/explore_views.py adds Gradio to them): what
+the tab, its wiring, its handlers and the API page read of each view comes from its one module, so
+every test here runs over the registry."""
 
 import gradio as gr
 import pytest
 
 from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.more_views import relevance
 from ui import explore_views as ev
 from ui import zerogpu
 from ui.common import Server
@@ -34,21 +36,22 @@ def endpoints(tab) -> dict:
 @pytest.mark.parametrize("more", VIEWS, ids=lambda more: more.name)
 def test_each_views_endpoint_takes_its_own_controls_and_nothing_else(more, endpoints):
     if more.api_name is None:  # relevance: drawn by its button's /relevance, with the class it explains
-        assert more.draw is None
+        assert more.picture is None
         return
     assert endpoints[f"/{more.api_name}"] == list(more.asked.leaves(ev.KINDS))
 
 
 @pytest.mark.parametrize("more", VIEWS, ids=lambda more: more.name)
 def test_each_record_sorts_itself_into_the_lists_the_tab_reads(more):
-    drawn = more.draw is not None
+    drawn = more.picture is not None
     assert (more.name in ev.DRAWN_VIEWS) is drawn
     assert (more.name in ev.IMAGE_VIEWS) is (drawn and more.image)
     assert (more.name in ev.MODEL_ONLY_VIEWS) is (drawn and not more.image)
     assert (more.name in ev.STYLE_VIEWS) is (drawn and more.image and more.style)
     assert (more.elem_id in ev.FOLLOW_STYLE) is more.style  # the page asks for it after a style change
     assert (more.name in ev.ON_REQUEST) is not drawn and f" {more.listed}" in ev.MORE_LABEL
-    assert more.task is None or more.task in zerogpu.TASKS  # tests/zerogpu_fake.py reaches it
+    assert (more.gpu is None) is (more.task is None)
+    assert more.gpu is None or more.gpu in zerogpu.TASKS  # tests/zerogpu_fake.py reaches it
 
 
 @pytest.mark.parametrize(("kind", "names"), list(ev.VIEWS_OF.items()), ids=lambda x: getattr(x, "__name__", ""))
@@ -71,8 +74,10 @@ def test_a_change_of_a_views_own_controls_redraws_it(more, tab):
     assert [o._id for o in fn.outputs] == [getattr(view, more.name)._id]
 
 
-def test_a_views_task_is_never_run_on_this_processs_cpu_on_zerogpu_when_it_needs_a_backward_pass():
-    assert ev.RELEVANCE.backward and not ev.LOGIT_LENS.backward and not ev.PATCH_PCA.backward
+@pytest.mark.parametrize("more", [more for more in VIEWS if more.task], ids=lambda more: more.name)
+def test_a_views_task_is_never_run_on_this_processs_cpu_on_zerogpu_when_it_needs_a_backward_pass(more):
+    assert more.gpu.backward is more.task.backward and more.gpu.what == more.task.what
+    assert relevance.TASK.backward  # a backward pass: the one task that must say so
 
 
 @pytest.mark.parametrize("more", VIEWS, ids=lambda more: more.name)

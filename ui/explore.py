@@ -129,7 +129,6 @@ class ExploreView(ComponentView):
     current_model: gr.State
     on_screen: gr.State  # the "More views" tab on screen (explore_views.MORE_VIEWS), None while closed
     more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
-    relevance_map: gr.State  # the relevance on screen, redrawn in a new style (explore_handlers.RelevanceMap)
     words_result: gr.State  # a CLIP model's words on screen, redrawn in a new style (explore_handlers.WordsResult)
     # model and image
     model_key: gr.Dropdown
@@ -162,27 +161,16 @@ class ExploreView(ComponentView):
     # views and exports; "More views" (an accordion of tabs) is drawn only when opened
     more: gr.Accordion
     more_tabs: dict[str, gr.Tab]  # by ui.explore_views.MORE_VIEWS name
+    # Each "More views" view's picture, its own controls and what the session keeps of it (a state),
+    # by name, as its module and ui/explore_views.py lay them out: read as fields (`view.pca_layer`).
+    more_parts: dict[str, gr.components.Component]
     maps: gr.HTML  # the head maps, drawn in the page from the numbers its value holds (explorer/page_maps.py)
     heads: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
     export_png: gr.Button
     export_gif: gr.Button
     export_file: gr.File
-    overview: gr.Image
-    fusion: gr.Radio
-    discard: gr.Slider
     show: gr.Radio
     keep_percent: gr.Slider
-    rollout: gr.Image
-    distance: gr.Image
-    similarity: gr.Image
-    target: gr.Dropdown  # the class relevance explains
-    relevance_button: gr.Button
-    relevance: gr.Image
-    pca_layer: gr.Slider
-    pca_examples: gr.Checkbox
-    pca_background: gr.Checkbox
-    pca: gr.Image
-    logit_lens: gr.Image
     # a CLIP model's words (ui.explore_handlers.compare_words): shown for CLIP models only
     words: gr.Column
     prompts: gr.Textbox
@@ -196,6 +184,14 @@ class ExploreView(ComponentView):
     # the named endpoints whose pictures the page now draws itself: API clients only (_api_only_inputs)
     api_buttons: dict[str, gr.Button]
 
+    def __getattr__(self, name: str) -> gr.components.Component:
+        # Called only for a name that is no field: a "More views" part, so that a new view needs no
+        # field here (issue 57), and handlers and events name its parts as they name the others.
+        parts = self.__dict__.get("more_parts", {})
+        if name not in parts:
+            raise AttributeError(f"{type(self).__name__} has no component called {name!r}")
+        return parts[name]
+
 
 def _session_state(start: LoadedModel) -> dict[str, gr.State]:
     return {
@@ -205,7 +201,6 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
         "current_model": gr.State(start.key),
         "on_screen": gr.State(None),
         "more_tab": gr.State(ev.MORE_VIEWS[0]),
-        "relevance_map": gr.State(None),
         "words_result": gr.State(None),
     }
 
@@ -359,20 +354,23 @@ def _map_display() -> dict[str, Any]:
 
 
 def _more_views(start: LoadedModel) -> dict[str, Any]:
+    kept = {name: gr.State(None) for name in ev.KEPT}  # what the session keeps of a view, by name
     more = gr.Accordion(ev.MORE_LABEL, open=False, elem_id="more")
     with more:
         display = _map_display()
         with gr.Tabs(overflow_behavior="wrap"):
-            return {"more": more, **display, **_more_tabs(start)}
+            tabs, parts = _more_tabs(start)
+    return {"more": more, **display, "more_tabs": tabs, "more_parts": kept | parts}
 
 
-def _more_tabs(start: LoadedModel) -> dict[str, Any]:
-    """A tab for each of ui.explore_views.MORE, in order, holding what its record says."""
+def _more_tabs(start: LoadedModel) -> tuple[dict[str, gr.Tab], dict[str, Any]]:
+    """A tab for each of ui.explore_views.MORE, in order, holding what its record says: the tabs and
+    their parts, by name."""
     tabs, parts = {}, {}
     for more in ev.MORE.values():
         with gr.Tab(more.tab) as tabs[more.name]:
             parts |= more.layout(start)
-    return parts | {"more_tabs": tabs}
+    return tabs, parts
 
 
 def _words(start: LoadedModel) -> dict[str, Any]:
@@ -539,7 +537,7 @@ def _wire_more_view(view: ExploreView, server: Server, more: ev.MoreView) -> Non
             **named,
             **pool,
         )
-    outputs = view.pick("on_screen", "more_tab", *([more.name] if more.draw is not None else []))
+    outputs = view.pick("on_screen", "more_tab", *([more.name] if more.picture is not None else []))
     select = view.event(h.show_more, server, more.name, retyped={"asked": more.asked.kind})
     view.more_tabs[more.name].select(**select, outputs=outputs, **opened, **pool)
 

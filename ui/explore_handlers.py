@@ -29,11 +29,12 @@ from explorer.explain import (
 )
 from explorer.images import ImageError
 from explorer.loaded import LoadedModel
+from explorer.more_views import relevance as relevance_view
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from vit.analysis import Query
 from vit.messages import markdown_text, quoted
 
-from . import downloads, explore_views, zerogpu
+from . import downloads, zerogpu
 from .checks import one_of, visitor_error, whole_number
 from .common import (
     ExplanationKey,
@@ -65,10 +66,11 @@ from .explore_views import (
     DrawnAsked,
     ImageAsked,
     ModelAsked,
-    Scene,
     StyleAsked,
     draw_on_screen,
     relevance_classes,
+    run_task,
+    view_scene,
 )
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import with_alt
@@ -218,7 +220,7 @@ def page_analysis(
     forward = partial(zerogpu.FORWARD, loaded)
     key, ex = explain_file(loaded, path, mode, server.store, forward=forward, network=network)
     maps = page_maps.page_maps(ex, model_name(key.model_key), layer - 1, server.text_px, server.pages.handle(key))
-    scene = Scene(loaded, server.text_px, ex, key)
+    scene = view_scene(loaded, server.text_px, ex, key)
     return (
         described(loaded, ex, key, layer)
         | {"maps": maps}
@@ -365,7 +367,7 @@ def restyle(
     drawn in the new style when opened)."""
     ex = server.require(explanation_key)
     layer = check_layer(layer, ex.depth)
-    shown_views = draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, server.text_px, ex, explanation_key), asked)
+    shown_views = draw_on_screen(STYLE_VIEWS, on_screen, view_scene(None, server.text_px, ex, explanation_key), asked)
     heads = heads_picture(ex, explanation_key, query, layer, style, server.text_px)
     return {"heads": heads, **shown_views}
 
@@ -401,7 +403,7 @@ def restyle_shown(
     ex = server.require(explanation_key)
     style, showing = drawing.style, drawing.showing
     return (
-        draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, server.text_px, ex, explanation_key), asked)
+        draw_on_screen(STYLE_VIEWS, on_screen, view_scene(None, server.text_px, ex, explanation_key), asked)
         | restyle_words(server, explanation_key, shown.words_result, style, showing)
         | restyle_relevance(server, explanation_key, shown.relevance_map, export_name, style, showing)
     )
@@ -420,9 +422,9 @@ def show_view(
     view for the image analysed (refused before any upload)."""
     more = MORE[one_of("view", more_tab, MORE_VIEWS)]
     if not more.image:
-        return {more.name: more.draw(Scene(load_or_error(server.catalog, current_model), server.text_px), asked)}
+        return {more.name: more.draw(view_scene(load_or_error(server.catalog, current_model), server.text_px), asked)}
     ex, loaded = server.require(explanation_key), load_or_error(server.catalog, explanation_key.model_key)
-    return {more.name: more.draw(Scene(loaded, server.text_px, ex, explanation_key), asked)}
+    return {more.name: more.draw(view_scene(loaded, server.text_px, ex, explanation_key), asked)}
 
 
 def show_more(
@@ -434,7 +436,7 @@ def show_more(
     backward pass)."""
     more = MORE[one_of("view", more_tab, MORE_VIEWS)]
     on_screen = {"on_screen": more.name, "more_tab": more.name}
-    if more.draw is None or (more.image and explanation_key is None):
+    if more.picture is None or (more.image and explanation_key is None):
         return on_screen
     return on_screen | show_view(server, more.name, explanation_key, current_model, asked)
 
@@ -516,7 +518,7 @@ def show_relevance(
         )
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
-    drawn: RelevanceMap = (explanation_key, target, explore_views.RELEVANCE(loaded, ex.input.tensor, index))
+    drawn: RelevanceMap = (explanation_key, target, run_task(relevance_view.TASK, loaded, ex.input.tensor, index))
     picture = relevance_picture(loaded, ex, export_name, drawn, style, showing, server.text_px)
     return {"relevance": picture, "relevance_map": drawn}
 
@@ -798,7 +800,7 @@ def load_model(
         "layer": layer_slider(depth, depth),  # the analysis that follows starts at the last layer
         "pca_layer": layer_slider(depth, depth),
         # drawn now only if on screen; else None, drawn for this model when opened (show_more)
-        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, Scene(loaded, server.text_px), asked),
+        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, view_scene(loaded, server.text_px), asked),
         "target": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
         "words": gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     }
