@@ -30,6 +30,7 @@ from explorer import canvas, charts, render, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from explorer.images import load_image
+from explorer.more_views import overview as overview_view
 from ui import explore_views as ev
 from ui.uploads import REFUSED
 from vit.preprocessing import CIFAR10
@@ -110,7 +111,7 @@ def test_controls_change_only_what_they_should(client, tiny_checkpoint):
     raw = MapStyle(cmap="viridis", smooth=True, raw=True)
     sides = (
         views.head_layout(ex, None, raw)[1],
-        canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0],
+        canvas.fit_to_grid(ex.input.pixels, ex.grid, overview_view.OVERVIEW_PX).shape[0],
         canvas.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX).shape[0],
     )
     for restyled, before, side, tiles in zip(

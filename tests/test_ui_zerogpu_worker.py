@@ -177,9 +177,9 @@ def test_the_patch_pca_and_the_logit_lens_on_zerogpu_are_the_cpus(fake, loaded, 
     other = torch.flip(tensor, dims=[-1])
     assert_same(
         explore_views.GPU_TASKS[pca.TASK](loaded, [tensor, other], 3, True),
-        view_tasks.patch_features(loaded, [tensor, other], 3, True),
+        pca.patch_features(loaded, [tensor, other], 3, True),
     )
-    assert_same(explore_views.GPU_TASKS[logit_lens.TASK](loaded, tensor), view_tasks.layer_predictions(loaded, tensor))
+    assert_same(explore_views.GPU_TASKS[logit_lens.TASK](loaded, tensor), logit_lens.layer_predictions(loaded, tensor))
     assert [c.name for c in fake.calls] == ["gpu_patch_features", "gpu_layer_predictions"]
     assert [c.outcome for c in fake.calls] == ["ok", "ok"]
     assert fake.calls[0].requested == explore_views.GPU_TASKS[pca.TASK].seconds(loaded, [tensor, other], 3, True)

@@ -61,7 +61,7 @@ def run_task(task: Task, loaded: LoadedModel, *args: Any) -> Any:
 def view_scene(
     loaded: LoadedModel, text_px: int, ex: Explanation | None = None, key: ExplanationKey | None = None
 ) -> Scene:
-    """What a view is drawn from: `loaded`, words `text_px` high, and for a view of an image its
+    """What a view is drawn from: `loaded`, its text `text_px` high, and for a view of an image its
     analysis `ex` and key (whose model the alt text names; none: `loaded`'s)."""
     return Scene(loaded, model_name(key.model_key if key is not None else loaded.key), text_px, run_task, ex)
 

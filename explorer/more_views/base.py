@@ -1,8 +1,8 @@
 """What every "More views" view is made of, and the registry that holds them (`REGISTRY`, in the
 order of their tabs). A view is one module of this package: its record (`MoreView`), the function
-that draws it, its words, the model arithmetic it runs again (`Task`) and the record its own controls
-make. Gradio-free: ui/explore_views.py reads the registry and builds the tab, its controls' wiring and
-each view's endpoint from it."""
+that draws it, its text (titles, notes, alt text), the model arithmetic it runs again (`Task`) and
+the record its own controls make. Gradio-free: ui/explore_views.py reads the registry and builds
+the tab, its controls' wiring and each view's endpoint from it."""
 
 from __future__ import annotations
 
