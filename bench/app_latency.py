@@ -30,9 +30,8 @@ import torchvision
 
 import vit
 from bench.serving import free_port, wait_until_served
-from explorer.canvas import TEXT_PX
+from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
-from explorer.controls import Drawing
 from explorer.explain import model_input
 from explorer.images import load_image
 from explorer.loaded import LoadedModel
@@ -83,7 +82,7 @@ def seconds(samples: list[float]) -> str:
 
 def analysis_latency(loaded: LoadedModel, repeats: int) -> tuple[list[float], list[float]]:
     depth = loaded.model.config.depth
-    return timed(lambda: full_analysis(loaded, IMAGE, "crop", depth, TEXT_PX, Drawing(), store=None), repeats)
+    return timed(lambda: full_analysis(loaded, IMAGE, "crop", depth, TEXT_PX, MapStyle(), store=None), repeats)
 
 
 def vit_b16(repeats: int) -> tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]:

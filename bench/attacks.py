@@ -47,22 +47,11 @@ from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
 REPO = Path(__file__).resolve().parent.parent
-VIEWS = (
-    6,
-    "mean",
-    0.0,
-    "inferno",
-    0.6,
-    "nearest",
-    "overlay",
-    "layer",
-    "weights",
-    60,
-    6,
-    False,
-    True,
-)  # /analyze after image, model, mode (the last three: the PCA tab's layer, examples, background)
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")
+VIEWS = (6, *STYLE)  # /analyze after image, model, mode: the layer and the style
+# /analyze_page after image, model, mode: the layer, rollout's fusion and discard ratio, the style, how
+# rollout shows, the PCA tab's layer, examples and background (the "More views" tab on screen is drawn)
+PAGE_VIEWS = (6, "mean", 0.0, *STYLE, "weights", 60, 6, False, True)
 
 
 def thin_png(path: Path, width: int, height: int) -> Path:
@@ -325,7 +314,7 @@ def session_attack(url: str, sessions: int, chars: int, first: int = 0) -> str:
     base = f"{url}gradio_api/call/analyze"
 
     def one(i: int) -> int:
-        data = [None, None, "bundled", f"{i:07d}".ljust(chars, "m"), *VIEWS]
+        data = [None, "bundled", f"{i:07d}".ljust(chars, "m"), *VIEWS]
         reply = http.post(base, json={"data": data, "session_hash": f"visitor{i:07d}"})
         if reply.status_code == 200:
             http.get(f"{base}/{reply.json()['event_id']}").raise_for_status()
@@ -559,7 +548,7 @@ def slot_hold(url: str, idle_s: float, model: str = "vit_cifar_small", poll_s: f
 def empty_session(url: str) -> str:
     """/analyze joined with an empty session hash: Gradio answered HTTP 500 with a KeyError."""
 
-    body = {"data": [None, None, "bundled", "crop", *VIEWS], "fn_index": 0, "session_hash": ""}
+    body = {"data": [None, "bundled", "crop", *VIEWS], "fn_index": 0, "session_hash": ""}
     with web() as http:
         reply = http.post(f"{url}gradio_api/queue/join", json=body)
     return f"HTTP {reply.status_code} {reply.text[:60]}"
@@ -570,10 +559,11 @@ def raw_analyze(url: str, payload: dict | None) -> str:
     "ok" once answered, with the image's classes when one was given."""
 
     base = f"{url}gradio_api/call/analyze"
-    # The REST API takes every input, the page's state included: None for which "More views"
-    # tab is on screen (gradio_client fills it in by itself), the first. (The payload went there
-    # before issue 43, where Gradio ignores it: the image was None, and an example "answered".)
-    data = [None, payload, "bundled", "crop", *VIEWS]
+    # The REST API takes every input, the page's state included; /analyze reads none since it
+    # stopped drawing the "More views" (docs/app.md, 2026-11-28), so the payload comes first. (A
+    # state's place is where Gradio ignores a value: before issue 43 the payload was put in one,
+    # the image was None, and an example "answered".)
+    data = [payload, "bundled", "crop", *VIEWS]
     with web() as http:
         joined = http.post(base, json={"data": data})
         if joined.status_code != 200:  # e.g. 503 "Queue is full"
@@ -605,9 +595,7 @@ def refused_files(server: Server, count: int = 1000, images: Sequence[object] = 
 
     def one(i: int) -> str:
         image = images[i % len(images)]
-        reply = http.post(
-            f"{server.url}gradio_api/call/analyze", json={"data": [None, image, "bundled", "crop", *VIEWS]}
-        )
+        reply = http.post(f"{server.url}gradio_api/call/analyze", json={"data": [image, "bundled", "crop", *VIEWS]})
         if reply.status_code == 200:  # queued: the event's end says how it went
             return "HTTP 200, " + http.get(f"{server.url}gradio_api/call/analyze/{reply.json()['event_id']}").text[-40:]
         return f"HTTP {reply.status_code} {reply.text[:30]}"
@@ -722,7 +710,7 @@ def page_rows_flood(server: Server, client, folder: Path, questions: int = 8, un
     key = client.predict(handle_file(str(grid48)), api_name="/upload_checkpoint")["value"]
     photo = folder / "photo768.png"
     Image.fromarray(np.random.default_rng(4).integers(0, 256, (768, 768, 3), np.uint8)).save(photo)
-    page = client.predict(handle_file(str(photo)), key, "crop", 1, *VIEWS[1:], api_name="/analyze_page")[-1]
+    page = client.predict(handle_file(str(photo)), key, "crop", 1, *PAGE_VIEWS[1:], api_name="/analyze_page")[-1]
     first = len(json.dumps(page, separators=(",", ":")))
     bands = -(-48 * 48 // page["band"])
     victim = victim_analysis(server, folder)
@@ -830,7 +818,7 @@ def store_oracle(url: str, folder: Path, rounds: int = 3, model: str = CLIP_B16)
 
     def timed(client, path: Path) -> float:
         start = time.perf_counter()
-        client.predict(handle_file(str(path)), model, "crop", *VIEWS, api_name="/analyze_page")
+        client.predict(handle_file(str(path)), model, "crop", *PAGE_VIEWS, api_name="/analyze_page")
         return time.perf_counter() - start
 
     visitor.predict(model, api_name="/load_model")  # loaded before anything is timed

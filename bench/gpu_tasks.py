@@ -31,6 +31,7 @@ import torch
 import vit
 from explorer import compute, explain, prompts, view_tasks
 from explorer.loaded import LoadedModel
+from explorer.more_views import logit_lens, pca
 
 # The Space's models (docs/space.md, "What the Space preloads"): key -> preset of the same shapes.
 SPACE_MODELS = {
@@ -92,12 +93,12 @@ def tasks(
         ),
         "CLIP words (5), B/16": (prompts.prompt_relevance, clip, (image(clip), WORDS), prompts.prompt_cost),
         "PCA, 4 images, DINOv2 S/14": (
-            view_tasks.patch_features,
+            pca.patch_features,
             dinov2,
             (pca_images, 11, False),
-            view_tasks.patch_features_cost,
+            pca.patch_features_cost,
         ),
-        "logit lens, DeiT-S": (view_tasks.layer_predictions, deit, (image(deit),), view_tasks.layer_predictions_cost),
+        "logit lens, DeiT-S": (logit_lens.layer_predictions, deit, (image(deit),), logit_lens.layer_predictions_cost),
     }
 
 

@@ -38,6 +38,8 @@ from explorer.catalog import BUNDLED_PATH, ModelCatalog
 from explorer.explain import explain
 from explorer.images import load_image
 from explorer.loaded import LoadedModel
+from explorer.more_views import distance as distance_view
+from explorer.more_views import overview as overview_view
 from ui.outputs import ENCODINGS as OUTPUT_ENCODINGS
 from ui.outputs import saved
 
@@ -84,9 +86,9 @@ def stages(loaded: LoadedModel, repeats: int) -> tuple[dict[str, float], dict[st
     draw = {
         "input view": lambda: views.input_view(ex),
         "head maps (CLS)": lambda: views.heads(ex, None, layer, style),
-        "layers x heads overview": lambda: views.overview(ex, style),
+        "layers x heads overview": lambda: overview_view.overview(ex, style),
         "rollout": lambda: views.rollout(ex, controls.Fusion(), style),
-        "distance chart": lambda: views.distance_chart(ex),
+        "distance chart": lambda: distance_view.distance_chart(ex),
         "position similarity": lambda: render.position_similarity_tiles(loaded.position_similarity()),
         "input view, patch outlined": lambda: views.input_view(ex, patch),
         "head maps (a patch)": lambda: views.heads(ex, patch, layer, style),

@@ -22,6 +22,7 @@ import vit
 from explorer import explain
 from explorer.explain import attention_bytes
 from explorer.loaded import LoadedModel
+from explorer.more_views import relevance
 from explorer.video import BATCH_BYTES, MAX_BATCH
 from ui import explore_views, zerogpu
 from ui.live import STREAM_EVERY_S
@@ -50,7 +51,7 @@ def action_seconds() -> dict[str, int]:
     return {
         "Explore: an upload or a new model (DeiT-S)": zerogpu.FORWARD.seconds(deit, x),
         "Explore: a click, a slider, a style (drawn from the stored pass)": 0,
-        "Explore: relevance": explore_views.RELEVANCE.seconds(deit, x, None),
+        "Explore: relevance": explore_views.GPU_TASKS[relevance.TASK].seconds(deit, x, None),
         "Lesson 1: three ViT-S side by side (3 calls)": 3 * zerogpu.CLS_HEADS.seconds(deit, photo),
         "Lesson 2: two ViT-L/14 (2 calls)": 2 * zerogpu.NORMS.seconds(large, photo, 23, ""),
         "Lesson 3: heads off": zerogpu.HEADS_OFF.seconds(deit, photo, []),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -15,6 +16,8 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 # Decompression-bomb guard. PIL warns above MAX_IMAGE_PIXELS and refuses above twice that;
 # we set the limit deliberately (a 64-megapixel phone photo still opens) and turn the
 # warning into a refusal too, so a 20000x20000 PNG of a few kilobytes never gets decoded.
+# The CIFAR-10 test images the app offers as examples (examples/cifar10/pick.py chose them).
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"
 MAX_PIXELS = 64_000_000
 Image.MAX_IMAGE_PIXELS = MAX_PIXELS
 

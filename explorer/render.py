@@ -451,9 +451,10 @@ def position_similarity_tiles(
     """The ViT paper's Fig. 7 (centre): `similarity` is (gh, gw, gh, gw) cosine similarities;
     tile (i, j) shows how similar slot (i, j)'s position embedding is to every slot's, with
     slot (i, j) itself outlined. Rows and columns are numbered from 1; colours run from -1
-    to 1 (the colour bar underneath). `compared` names what is compared in the title
-    (`texts.position_words`: a rotary model's angles). Its words are `text_px` high. `step`: a
-    tile for every `step`-th slot along each side only (`similarity_step`), the title says which."""
+    to 1 (the colour bar underneath). `compared` names what is compared in the title (a rotary
+    model's angles: explorer/more_views/similarity.py, `position_words`). Its words are `text_px`
+    high. `step`: a tile for every `step`-th slot along each side only (`similarity_step`), the
+    title says which."""
     return _similarity_tiles(similarity, cmap, tile_scale, compared, step, text_px)
 
 

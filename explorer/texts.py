@@ -5,20 +5,14 @@ the alt text of every Explore picture (docs/pictures.md). Counts are 1-based, as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
-
-from vit import VisionTransformer
-from vit.analysis import MIN_FOREGROUND, PatchPca, Query
+from vit.analysis import Query
 from vit.clip import as_typed, sentence
 from vit.messages import markdown_text
 
-from . import canvas, render
+from . import render
 from .controls import Fusion, Showing, token_label
 from .explain import Explanation
 from .prompts import ZeroShot
-from .view_tasks import LayerPca
 
 
 def describe_input(ex: Explanation) -> str:
@@ -153,7 +147,8 @@ def prompt_note(zs: ZeroShot, left_out: str = "") -> str:
 # anyone who cannot see it: the view, the layer, the query and the model, 1-based.
 
 
-def _on(ex: Explanation, model: str) -> str:
+def on_grid(ex: Explanation, model: str) -> str:
+    """How every alt text of a picture of an analysis ends: the model and the patch grid."""
     gh, gw = ex.grid
     return f"model: {model}, on the {gh} × {gw} patch grid (rows × columns)"
 
@@ -162,22 +157,14 @@ def input_alt(ex: Explanation, query: Query, model: str) -> str:
     """The clickable model input."""
     (h, w, _), who = ex.input.pixels.shape, query_label(ex, query)
     marked = f"; the query, {who}, is outlined" if isinstance(query, tuple) else f"; the query is {who}"
-    return f"The model input, {w} × {h} pixels, with its patch grid drawn over it{marked}; {_on(ex, model)}."
+    return f"The model input, {w} × {h} pixels, with its patch grid drawn over it{marked}; {on_grid(ex, model)}."
 
 
 def heads_alt(ex: Explanation, query: Query, layer_number: int, model: str) -> str:
     """The head maps of one layer (`layer_number`: from 1, as written), and the PNG export."""
     return (
         f"Attention maps of the {ex.heads} heads of layer {layer_number} of {ex.depth}, one tile each, for the query "
-        f"{query_label(ex, query)}: where it looks over the image, with a colour bar; {_on(ex, model)}."
-    )
-
-
-def overview_alt(ex: Explanation, model: str) -> str:
-    """The layers × heads overview."""
-    return (
-        f"Attention of the query {query_label(ex, None)} in every head of every layer: {ex.depth} rows (layers 1 to "
-        f"{ex.depth}) of {ex.heads} tiles (heads 1 to {ex.heads}), each row with its colour bar; {_on(ex, model)}."
+        f"{query_label(ex, query)}: where it looks over the image, with a colour bar; {on_grid(ex, model)}."
     )
 
 
@@ -186,7 +173,7 @@ def rollout_alt(ex: Explanation, fusion: Fusion, showing: Showing, model: str) -
     return (
         f"Attention rollout of the query {query_label(ex, None)} through all {ex.depth} layers "
         f"({fusion.head_fusion} over heads, discard ratio {fusion.discard:.2f}), drawn as {_drawn_as(showing)}; "
-        f"{_on(ex, model)}."
+        f"{on_grid(ex, model)}."
     )
 
 
@@ -196,7 +183,8 @@ def relevance_alt(ex: Explanation, class_name: str | None, showing: Showing, mod
     which = (
         f"the chosen class '{class_name}'" if class_name else f"the predicted class '{next(iter(ex.probabilities))}'"
     )
-    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {_drawn_as(showing)}; {_on(ex, model)}."
+    drawn = _drawn_as(showing)
+    return f"Relevance of each patch for {which} (Chefer et al. 2021), drawn as {drawn}; {on_grid(ex, model)}."
 
 
 def prompt_alt(grid: tuple[int, int], zs: ZeroShot, index: int, showing: Showing, model: str) -> str:
@@ -216,118 +204,3 @@ def _drawn_as(showing: Showing) -> str:
         "top mass": f"only the patches holding the top {showing.keep:.0%} of its mass, the rest as the photo in a "
         "light tint",
     }[showing.show]
-
-
-def distance_alt(ex: Explanation, model: str) -> str:
-    """The mean attention distance chart."""
-    return (
-        f"Chart of the mean attention distance in pixels (y) of each of the {ex.heads} heads in each of the "
-        f"{ex.depth} layers (x) for this image, one dot per head, side by side; {_on(ex, model)}."
-    )
-
-
-def position_words(model: VisionTransformer) -> str:
-    """What the position-similarity picture compares for `model`: its learned position
-    embeddings, or, for a rotary model (DINOv3), the rotation angles of each slot, which are
-    computed, not learned (docs/analysis.md)."""
-    if model.config.pos_embed == "rope":
-        return "rotary position angles (computed, not learned)"
-    return "position embeddings"
-
-
-def similarity_alt(grid: tuple[int, int], model: str, compared: str = "position embeddings", step: int = 1) -> str:
-    """The position-embedding similarity tiles (they do not depend on the image), one for every
-    `step`-th slot along each side."""
-    gh, gw = grid
-    tiles = f"{gh} × {gw} tiles (rows × columns)"
-    if step > 1:
-        shown = f"{len(range(0, gh, step))} × {len(range(0, gw, step))}"
-        tiles = f"{shown} tiles of the {gh} × {gw} slots, one every {step} slots"
-    return (
-        f"Cosine similarity of the {compared}: {tiles}, tile (i, j) comparing slot (i, j) with every slot, "
-        f"from −1 to 1; model: {model}."
-    )
-
-
-def pca_legend(pca: PatchPca) -> list[str]:
-    """The label of each channel's colour bar: its component, its share of the variance, its units."""
-    return [
-        f"{channel} = colour component {i + 1} ({float(share):.0%} of the kept patches' variance): projection, "
-        f"min-max scaled (0 = its smallest, {canvas.number(float(low))}; 1 = its largest, {canvas.number(float(high))})"
-        for i, (channel, share, (low, high)) in enumerate(zip("RGB", pca.explained, pca.ranges.tolist(), strict=False))
-    ]
-
-
-def describe_pca(pca: PatchPca, images: int, prefix_names: Sequence[str]) -> str:
-    """The PCA picture's note: how the background was removed (the threshold, its sign), what is left out."""
-    patches, kept = len(pca.foreground), int(pca.foreground.sum())
-    shares = ", ".join(f"{float(s):.0%}" for s in pca.first_explained)
-    if bool(pca.removed.any()):
-        how = (
-            f"Background removed as in DINOv2 (Oquab et al. 2023, Fig. 1): per image, a first PCA over its patches; "
-            f"its component 1 ({shares} of the variance) is thresholded at 0 (the image's mean patch) and the "
-            f"patches above 0 are kept, {kept} of {patches}. Its sign is chosen so that the image's border patches, "
-            f"where background usually is, score below 0 on average (turned for {int(pca.flipped.sum())} of "
-            f"{len(pca.flipped)} images). A second PCA over the kept patches of all images gives the colours; the "
-            f"other patches show the photo in {render.dim_tint('gray')}, no colour value."
-        )
-        whole = [str(i + 1) for i, removed in enumerate(pca.removed.tolist()) if not removed]
-        if whole:
-            how += f" Image {', '.join(whole)} keeps all its patches: fewer than {MIN_FOREGROUND} on one side."
-    else:
-        how = (
-            f"No background removed (not asked for, or fewer than {MIN_FOREGROUND} patches on one side of the "
-            f"threshold in every image): one PCA over all {patches} patches gives the colours."
-        )
-    parts = [how]
-    if images > 1:
-        parts.append(f"One PCA for all {images} images, so the same colour means the same direction in every image.")
-    if prefix_names:
-        parts.append(f"Prefix tokens ({_prefix_names(prefix_names)}) have no place on the grid and are left out.")
-    parts.append("PCA signs: each component's largest entry is positive (as scikit-learn's PCA).")
-    return " ".join(parts)
-
-
-def _prefix_names(names: Sequence[str]) -> str:
-    return ", ".join(render.short_token_name(n) for n in names)
-
-
-LENS_TOP = 5  # classes shown by the logit lens: the last layer's top 5
-
-
-LENS_CAVEAT = (
-    "Intermediate layers were never trained to be read this way: only the last layer's reading is the model's "
-    "prediction. An earlier reading is what the classifier makes of an unfinished representation, not what the "
-    "model 'thought' at that layer."
-)
-
-
-def class_name(class_names: Sequence[str], index: int) -> str:
-    return class_names[index] if index < len(class_names) else f"class {index}"
-
-
-def pca_alt(names: Sequence[str], computed: LayerPca, layer_number: int, depth: int, model: str) -> str:
-    """The PCA picture of the layer `layer_number` (from 1, as written)."""
-    background = (
-        "background patches (component 1 of a first PCA below 0) shown as the pale photo"
-        if bool(computed.pca.removed.any())
-        else "no background removed"
-    )
-    return (
-        f"Patch tokens of layer {layer_number} of {depth} in colour for {len(names)} image(s) ({', '.join(names)}): "
-        "one PCA over all their patches, components 1, 2, 3 as red, green and blue, each min-max scaled, "
-        f"{background}, each image's colours under its photo; model: {model}."
-    )
-
-
-def logit_lens_alt(probabilities: np.ndarray, class_names: Sequence[str], model: str) -> str:
-    """The logit lens chart: every layer's top class in words."""
-    read = ", ".join(
-        f"layer {i + 1}: {class_name(class_names, int(row.argmax()))} {float(row.max()):.2f}"
-        for i, row in enumerate(probabilities)
-    )
-    return (
-        f"Heat map of the probability, 0 to 1, of the last layer's top {min(LENS_TOP, probabilities.shape[1])} classes "
-        f"read after each of the {len(probabilities)} layers (logit lens; intermediate layers were never trained to "
-        f"be read this way). Top class per layer: {read}; model: {model}."
-    )

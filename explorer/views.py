@@ -1,7 +1,7 @@
 """What each view of the app shows for an `Explanation`: PIL images, no Gradio.
 
 The app (`ui/`) wires these to components; the benchmark and the tests call them directly. Their
-words (titles, notes, alt texts) are in `explorer.words`, the values of the controls that pick
+words (titles, notes, alt texts) are in `explorer.texts`, the values of the controls that pick
 what they show in `explorer.controls`, the arithmetic a view runs beyond the analysis in
 `explorer.view_tasks`. A query is `vit.analysis.Query`: None (the CLS token) or a (row, col)
 patch position, 0-based as tensors are; people see 1-based numbers.
@@ -18,25 +18,20 @@ from PIL import Image
 from vit import VisionTransformer
 from vit.analysis import Query, top_mass_mask
 
-from . import canvas, charts, render
+from . import canvas, render
 from .canvas import MapStyle
 from .controls import SHOWS, Fusion, Showing
 from .explain import Explanation
 from .prompts import ZeroShot
 from .texts import (
-    LENS_CAVEAT,
-    LENS_TOP,
-    class_name,
-    describe_pca,
     describe_rollout,
     heads_title,
     left_out,
-    pca_legend,
     query_label,
 )
-from .view_tasks import LayerPca, model_relevance
+from .view_tasks import model_relevance
 
-INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size of each view's longer side
+INPUT_PX, HEAD_PX, ROLLOUT_PX = 384, 160, 320  # display size of each view's longer side
 
 
 # The CSS width (px) the app's layout gives each picture on a 1280×720 screen, measured in
@@ -45,14 +40,10 @@ INPUT_PX, HEAD_PX, OVERVIEW_PX, ROLLOUT_PX = 384, 160, 64, 320  # display size o
 # tests/test_explorer_views.py checks every view against this table).
 DISPLAY_WIDTH = {
     "heads": 546,
-    "overview": 1192,  # these five sit in the "More views" accordion, whose padding takes 24 px
-    "rollout": 1192,
-    "relevance": 1192,
+    # Every "More views" view: each fills the accordion's width, whose padding takes 24 px of the page's
+    # 1216, so a new view has this width without a line here (ui/explore_views.py).
+    "more": 1192,
     "prompts": 390,  # one map per prompt, three to a row of the full-width gallery
-    "distance": 1192,
-    "similarity": 1192,
-    "pca": 1192,
-    "logit_lens": 1192,
     "curves": 600,  # the Train tab shows the curves and the probe strip side by side
     "probe": 600,
     "compare": 1216,  # the Lessons tab
@@ -177,23 +168,6 @@ def layer_frames(
     )
 
 
-def overview(ex: Explanation, style: MapStyle, text_px: int = canvas.TEXT_PX) -> Image.Image:
-    """The default query's attention (CLS) in every head of every layer, words `text_px` high, its
-    heads in blocks that fit the page's width (`render.layers_by_heads`): shown as drawn, never shrunk."""
-    base = canvas.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
-    title = f"query: {query_label(ex, None)}, every layer and head"
-    return render.layers_by_heads(
-        base,
-        ex.query_maps(None),
-        style,
-        title,
-        prefix=prefix_of(ex, None),
-        note=left_out(ex),
-        text_px=text_px,
-        width=DISPLAY_WIDTH["overview"],
-    )
-
-
 def rollout(
     ex: Explanation,
     fusion: Fusion,
@@ -259,10 +233,6 @@ def one_map(
     return render.map_picture(base, amap, style, title, unit, note, uniform=uniform, keep=mask, text_px=text_px)
 
 
-def distance_chart(ex: Explanation, text_px: int = canvas.TEXT_PX) -> Image.Image:
-    return charts.attention_distance_chart(ex.attention_distance(), ex.input.pixels.shape[:2], text_px)
-
-
 def relevance(
     model: VisionTransformer,
     class_names: Sequence[str],
@@ -314,59 +284,3 @@ def prompt_relevance(
         "on its own colour scale."
     )
     return one_map(base, zs.relevance[index], style, title, "relevance (a.u.)", note, showing, text_px)
-
-
-def similarity_step(grid: tuple[int, int], text_px: int) -> int:
-    """A position-similarity tile for every how many slots along each side, so that the tiles
-    fit the picture's DISPLAY_WIDTH (render.similarity_step)."""
-    return render.similarity_step(grid, text_px, DISPLAY_WIDTH["similarity"])
-
-
-def pca_view(
-    pixels: Sequence[np.ndarray],
-    names: Sequence[str],
-    computed: LayerPca,
-    layer_number: int,
-    depth: int,
-    prefix_names: Sequence[str] = (),
-    text_px: int = canvas.TEXT_PX,
-) -> Image.Image:
-    """Patch features of the layer `layer_number` (from 1, as the title writes it) in colour, one
-    column per image (`pixels`, the model inputs (H, W, 3), named `names`), with its RGB legend
-    and note (describe_pca)."""
-    pca = computed.pca
-    room = (DISPLAY_WIDTH["pca"] - 80) // len(pixels) - canvas.GAP  # 80 px: the row labels "image", "PCA"
-    tile = max(48, min(render.PCA_TILE_PX, room))
-    photos, colours, keep, start = [], [], [], 0
-    for image, grid in zip(pixels, computed.grids, strict=True):
-        n = grid[0] * grid[1]
-        photos.append(canvas.fit_to_grid(image, grid, tile))
-        colours.append(pca.rgb[start : start + n].reshape(*grid, 3).numpy())  # (N, 3) -> (gh, gw, 3) row-major
-        keep.append(pca.foreground[start : start + n].reshape(grid).numpy())
-        start += n
-    title = (
-        f"Patch tokens of layer {layer_number} of {depth} in colour: their first three principal components as R, G, B "
-        f"({', '.join(f'{float(s):.0%}' for s in pca.explained)} of the variance)"
-    )
-    note = describe_pca(pca, len(pixels), prefix_names)
-    return render.pca_picture(photos, colours, keep, names, pca_legend(pca), title, note, text_px)
-
-
-def logit_lens_view(
-    probabilities: np.ndarray, class_names: Sequence[str], text_px: int = canvas.TEXT_PX
-) -> Image.Image:
-    """What each layer would answer (`layer_predictions`' (layers, classes) probabilities): the
-    last layer's top LENS_TOP classes at every layer, and each layer's own top class."""
-    layers, classes = probabilities.shape
-    top = np.argsort(-probabilities[-1], kind="stable")[: min(LENS_TOP, classes)]
-    names = [class_name(class_names, i) for i in top]
-    top1 = [class_name(class_names, i) for i in probabilities.argmax(axis=1)]
-    title = (
-        "What each layer would answer (logit lens): the token the classifier reads, taken after each block and "
-        "passed through the model's final norm and classifier head"
-    )
-    note = (
-        f"{LENS_CAVEAT} Rows: the last layer's top {len(top)} classes, their probability after every layer; the other "
-        f"{classes - len(top)} classes' share is left out (printed on top: each layer's own top class)."
-    )
-    return charts.logit_lens_chart(probabilities[:, top].T, names, top1, title, note, text_px)

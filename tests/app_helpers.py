@@ -13,23 +13,18 @@ from bench.serving import free_port
 
 VIEW_DEFAULTS = {
     "layer": 6,
-    "fusion": "mean",
-    "discard": 0.0,
     "cmap": "inferno",
     "opacity": 0.6,
     "upsampling": "nearest",
     "display": "overlay",
     "scale": "layer",
-    "show": "weights",
-    "keep_percent": 60,
-    "pca_layer": 6,
-    "pca_examples": False,
-    "pca_background": True,
 }
 
 
 def analyze(client, path, mode: str = "crop", model: str = "bundled", **settings):
-    """Call /analyze with default view settings (or `settings` by name); returns its outputs."""
+    """Call /analyze with default view settings (or `settings` by name); returns its outputs, the
+    first screen: the input, the sizes, the predictions, the layer, the head maps, the query token,
+    the query's caption, the export."""
     from gradio_client import handle_file
 
     d = VIEW_DEFAULTS | settings
@@ -38,18 +33,11 @@ def analyze(client, path, mode: str = "crop", model: str = "bundled", **settings
         model,
         mode,
         d["layer"],
-        d["fusion"],
-        d["discard"],
         d["cmap"],
         d["opacity"],
         d["upsampling"],
         d["display"],
         d["scale"],
-        d["show"],
-        d["keep_percent"],
-        d["pca_layer"],
-        d["pca_examples"],
-        d["pca_background"],
         api_name="/analyze",
     )
 
@@ -68,3 +56,16 @@ def served(demo) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/"
     finally:
         demo.close()
+
+
+def asked(kind: type, *records: object) -> dict:
+    """Several "More views" views' own controls as a handler takes them (`kind`, one of
+    ui.explore_views.VIEWS_OF): each view gets the one of `records` of its record's kind (a
+    Drawing, a MapStyle, a PcaChoice), a view with no controls its empty record."""
+    from ui import explore_views as ev
+
+    def of(name: str) -> object:
+        wanted = ev.MORE[name].asked.kind
+        return next((r for r in records if isinstance(r, wanted)), None) or wanted()
+
+    return kind({name: of(name) for name in ev.VIEWS_OF[kind]})

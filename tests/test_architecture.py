@@ -7,12 +7,15 @@ import ast
 import importlib
 import inspect
 import json
+import re
 import subprocess
 import sys
 import types
 from collections.abc import Callable
 
+import numpy as np
 from conftest import REPO
+from PIL import Image
 
 MAX_FUNCTION_LINES = 80
 
@@ -185,14 +188,10 @@ def test_loaded_model_has_one_door():
 
 
 def more_view_names() -> set[str]:
-    """The views of the Explore tab's "More views", as their records name them: the first
-    argument of each `MoreView(...)` in ui/explore_views.py."""
-    tree = ast.parse((REPO / "ui" / "explore_views.py").read_text())
-    return {
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "MoreView" and node.args
-    }
+    """The views of the Explore tab's "More views", as the registry names them (explorer.more_views)."""
+    from explorer.more_views import REGISTRY
+
+    return set(REGISTRY)
 
 
 def listed_view_names(tree: ast.AST, names: set[str]) -> list[tuple[int, set[str]]]:
@@ -215,17 +214,34 @@ def listed_view_names(tree: ast.AST, names: set[str]) -> list[tuple[int, set[str
 
 
 def test_a_view_is_named_only_in_its_record():
-    """Issue 45: a "More views" view is one record (ui/explore_views.py), and the lists of views
-    (which are drawn, which follow the image or the style) are derived from the records. A tuple
-    of view names written by hand anywhere in ui/ is one more place a new view must be added to."""
+    """Issue 45: a "More views" view is one module (explorer.more_views), and the lists of views
+    (which are drawn, which follow the image or the style, their widths) are derived from the
+    records. A tuple of view names written by hand anywhere in ui/ or explorer/ is one more place a
+    new view must be added to (issue 57: explorer/views.py's table of widths was one)."""
     names = more_view_names()
     assert {"overview", "rollout", "logit_lens"} <= names  # the records are where the check looks
     listed = [
         f"{path.relative_to(REPO)}:{line} {sorted(found)}"
-        for path in sorted((REPO / "ui").glob("*.py"))
+        for path in sorted([*(REPO / "ui").glob("*.py"), *(REPO / "explorer").rglob("*.py")])
         for line, found in listed_view_names(ast.parse(path.read_text()), names)
     ]
     assert not listed
+
+
+def test_the_page_is_sent_the_pictures_that_follow_the_style():
+    """Issue 57: the page's selector of the pictures the server redraws in a new style was written
+    in ui/page_maps.js (`#overview img, #rollout img, ...`), so a new view that follows the style
+    did not redraw unless the JS was edited too. The page reads it from what the server sends
+    (ui/explore.py, from the records); the JS names no view's element."""
+    from ui import explore, explore_views
+
+    script = (REPO / "ui" / "page_maps.js").read_text()
+    ids = {more.elem_id for more in explore_views.MORE.values()}
+    assert not [i for i in ids if re.search(rf"#{re.escape(i)}\b", script)]
+    sent = re.search(r'const FOLLOW_STYLE = ("[^"]*");', explore.PAGE_MAPS_JS)
+    assert sent is not None  # the placeholder was replaced with the selector
+    expected = {f"#{more.elem_id} img" for more in explore_views.MORE.values() if more.style}
+    assert expected and expected <= set(json.loads(sent.group(1)).split(", "))
 
 
 TAB_MODULES = ("explore", "lessons", "train", "live")  # each tab's layout and wiring
@@ -331,3 +347,57 @@ def test_every_tabs_events_read_their_inputs_from_their_handlers():
         )
     }
     assert not hand_written
+
+
+# What the worked example's view must get from the registry alone, checked in the process that
+# registered it (argv: the model checkpoint, a runs folder, an image).
+WORKED_EXAMPLE_CHECK = """
+import sys
+from pathlib import Path
+
+import gradio as gr
+
+from explorer.canvas import MapStyle
+from explorer.catalog import BUNDLED, ModelCatalog
+from ui import common, explore, explore_handlers as h, explore_views as ev
+from ui.common import Server
+
+server = Server(ModelCatalog(Path(sys.argv[1]), Path(sys.argv[2])))
+with gr.Blocks() as demo:
+    view = explore.build_explore_tab(server)
+more = ev.MORE[VIEW.name]
+assert list(ev.MORE)[-1] == more.name and view.more_tabs[more.name].label == more.tab  # its tab, the last
+assert getattr(view, more.name).elem_id == more.elem_id and f" {more.listed}" in ev.MORE_LABEL
+endpoints = demo.get_api_info()["named_endpoints"]
+assert [p["parameter_name"] for p in endpoints[f"/{more.api_name}"]["parameters"]] == list(common.STYLE.names)
+assert (more.name in ev.STYLE_VIEWS) is more.style and (f"#{more.elem_id} img" in explore.PAGE_MAPS_JS) is more.style
+opened = [fn for fn in demo.fns.values() if fn.api_name == more.api_name]  # its tab's opening draws it
+assert len(opened) == 1 and opened[0].outputs[-1]._id == getattr(view, more.name)._id
+loaded = server.catalog.get(BUNDLED)
+key = h.full_analysis(loaded, sys.argv[3], "crop", 1, server.text_px, MapStyle(), server.store)["explanation_key"]
+shown = h.show_more(server, more.name, key, BUNDLED, MapStyle())[more.name]
+assert shown.alt_text.startswith("Attention of the CLS token averaged"), shown.alt_text
+print("the worked example's view is a tab, wired, with its endpoint")
+"""
+
+
+def worked_example() -> str:
+    """The Python block docs/architecture.md marks as its worked example of a new "More views" view."""
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    block = re.search(r"<!-- worked example: [^>]*-->\n```python\n(.*?)```", doc, re.S)
+    assert block is not None, "docs/architecture.md lost its worked example"
+    return block.group(1)
+
+
+def test_the_worked_example_of_a_new_view_is_one_module(tiny_checkpoint, tmp_path):
+    """Issue 57: adding a "More views" view is one module (and its test and API record). The docs'
+    example, run as a module registered before ui/ is imported, gets a tab, its endpoint with the
+    style's controls only, its picture when its tab opens, and a place among the pictures the page
+    redraws in a new style, with no other file changed."""
+    image = tmp_path / "photo.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 56, 3), np.uint8)).save(image)
+    code = worked_example() + WORKED_EXAMPLE_CHECK
+    args = [str(tiny_checkpoint), str(tmp_path / "runs"), str(image)]
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "is a tab, wired, with its endpoint" in done.stdout

@@ -8,9 +8,10 @@ import pytest
 from PIL import Image
 
 import vit
-from explorer import canvas, render, texts, views
+from explorer import canvas, render, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
+from explorer.more_views import similarity as similarity_view
 from vit.preprocessing import CIFAR10
 
 SIZES = [canvas.TEXT_PX, canvas.PRESENT_TEXT_PX]
@@ -54,9 +55,9 @@ def test_a_model_with_only_cls_keeps_its_layout():
 def test_the_position_similarity_fits_the_screen_one_tile_every_few_slots_where_all_would_not(side, text_px):
     """DINOv2's 37 x 37 slots drew 4,307 px, shown at 0.28 of that on a 1280-px screen."""
     similarity = np.random.default_rng(0).uniform(-1, 1, (side, side, side, side))
-    step = views.similarity_step((side, side), text_px)
+    step = similarity_view.similarity_step((side, side), text_px)
     tiles = render.position_similarity_tiles(similarity, text_px=text_px, step=step)
-    assert tiles.width <= views.DISPLAY_WIDTH["similarity"], (side, tiles.size)
+    assert tiles.width <= views.DISPLAY_WIDTH["more"], (side, tiles.size)
     assert step == (1 if side <= 16 else 3)
-    alt = texts.similarity_alt((side, side), "m", step=step)
+    alt = similarity_view.similarity_alt((side, side), "m", step=step)
     assert ("one every 3 slots" in alt) == (step == 3) and (f"{side} × {side}" in alt)

@@ -31,12 +31,15 @@ from explorer import (
     render,
     run_views,
     texts,
-    view_tasks,
     views,
 )
 from explorer.canvas import MapStyle
 from explorer.explain import Explanation, explain, model_input
 from explorer.loaded import LoadedModel
+from explorer.more_views import REGISTRY, logit_lens, pca
+from explorer.more_views import distance as distance_view
+from explorer.more_views import overview as overview_view
+from explorer.more_views import similarity as similarity_view
 from explorer.prompts import ZeroShot
 from vit.analysis import grid_border, patch_pca, position_embedding_similarity, top_mass_mask
 from vit.preprocessing import CIFAR10
@@ -67,7 +70,7 @@ def test_a_near_uniform_model_draws_flat_maps_in_heads_and_overview(uniform):
     top = tuple(colormaps["inferno"](1.0, bytes=True)[:3])
     for picture, tiles, side in (
         (views.heads(uniform, None, 2, MapStyle(raw=True)), uniform.heads, views.head_layout(uniform)[1]),
-        (views.overview(uniform, MapStyle(raw=True)), uniform.heads * uniform.depth, views.OVERVIEW_PX),
+        (overview_view.overview(uniform, MapStyle(raw=True)), uniform.heads * uniform.depth, overview_view.OVERVIEW_PX),
     ):
         flat = (np.asarray(picture) == top).all(-1).sum()
         # The tiles are one flat colour: the top of the map (the colour bar adds a few pixels).
@@ -188,8 +191,8 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
             drawn = drawn_peaks(picture, tile, "viridis", ex.grid)  # one tile per head
             assert drawn == [peaks[layer, 0], peaks[layer, 1]], (layer, query)
             assert any(d == "across" for d, *_ in gradient_runs(picture, "viridis"))  # its colour bar, 0 to top
-    overview = views.overview(ex, style)
-    tile = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0]
+    overview = overview_view.overview(ex, style)
+    tile = canvas.fit_to_grid(ex.input.pixels, ex.grid, overview_view.OVERVIEW_PX).shape[0]
     drawn = drawn_peaks(overview, tile, "viridis", ex.grid)
     assert drawn == [peaks[0, 0], peaks[0, 1], peaks[1, 0], peaks[1, 1]]  # layers down, heads across
     assert np.unravel_index(ex.rollout("mean", 0.0).argmax(), ex.grid) == (1, 2)  # the peak of both layers
@@ -197,14 +200,17 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
     for show, cmap in (("weights", "viridis"), ("relative", render.RELATIVE_CMAP), ("top mass", "viridis")):
         picture = views.rollout(ex, controls.Fusion("mean", 0.0), style, controls.Showing(show))
         assert drawn_peaks(picture, side, cmap, ex.grid) == [(1, 2)], show
-    chart = views.distance_chart(ex)
+    chart = distance_view.distance_chart(ex)
     axes = charts.distance_axes(ex.depth, ex.heads, tuple(ex.input.pixels.shape[:2]))
     diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72
     expected = expected_ring_heights(axes, ex.attention_distance(), chart.height)
     assert np.abs(ring_heights(chart, axes, ex.heads) - expected).max() < diameter / 4
-    compared = texts.position_words(model)
-    assert compared.startswith("rotary position angles") and texts.position_words(_tiny()) == "position embeddings"
-    assert compared in texts.similarity_alt(ex.grid, "toy DINOv3", compared)
+    compared = similarity_view.position_words(model)
+    assert (
+        compared.startswith("rotary position angles")
+        and similarity_view.position_words(_tiny()) == "position embeddings"
+    )
+    assert compared in similarity_view.similarity_alt(ex.grid, "toy DINOv3", compared)
     tiles = render.position_similarity_tiles(position_embedding_similarity(model).numpy(), compared=compared)
     side = 4 * render._similarity_scale(4, 1)  # a tile: the 4 x 4 slots, each enlarged alike
     corners = squares(tiles, side)
@@ -262,11 +268,11 @@ def test_every_picture_has_an_alt_text_naming_view_layer_query_and_model(uniform
     alts = {
         "input": texts.input_alt(uniform, (2, 4), model),
         "heads": texts.heads_alt(uniform, (2, 4), 3, model),
-        "overview": texts.overview_alt(uniform, model),
+        "overview": overview_view.overview_alt(uniform, model),
         "rollout": texts.rollout_alt(uniform, controls.Fusion("max", 0.25), controls.Showing("relative", 0.6), model),
         "relevance": texts.relevance_alt(uniform, "cat", controls.Showing("top mass", 0.4), model),
-        "distance": texts.distance_alt(uniform, model),
-        "similarity": texts.similarity_alt(uniform.grid, model),
+        "distance": distance_view.distance_alt(uniform, model),
+        "similarity": similarity_view.similarity_alt(uniform.grid, model),
     }
     assert all(f"model: {model}" in text and "8 × 8" in text for text in alts.values())
     assert "the query, patch (3, 5), is outlined" in alts["input"]
@@ -294,7 +300,7 @@ MIN_TEXT_PX = 12  # the smallest text a projector shows legibly at 1280×720
 def shown_px(drawn_px: float, picture: Image.Image, view: str) -> float:
     """Text `drawn_px` high in `picture`, as the app shows the picture on a 1280×720 screen:
     gr.Image shrinks a picture wider than its column to fit and never enlarges one."""
-    return drawn_px * min(1.0, views.DISPLAY_WIDTH[view] / picture.width)
+    return drawn_px * min(1.0, views.DISPLAY_WIDTH["more" if view in REGISTRY else view] / picture.width)
 
 
 def chart_text_px(fig) -> float:
@@ -323,7 +329,7 @@ def styled_pictures(
     return [
         ("heads", views.heads(ex, (1, 2), 1, style, text_px=text_px)),
         ("heads", views.heads(ex, None, 1, replace(style, scale="head"), text_px=text_px)),  # "max": a line of its own
-        ("overview", views.overview(ex, style, text_px)),
+        ("overview", overview_view.overview(ex, style, text_px)),
         *[
             ("rollout", views.rollout(ex, controls.Fusion(), style, controls.Showing(show), text_px))
             for show in controls.SHOWS
@@ -346,16 +352,16 @@ def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tupl
         *[(view, picture, text) for view, picture in styled_pictures(model, ex, MapStyle())],
         ("similarity", render.position_similarity_tiles(position_embedding_similarity(model).numpy()), text),
     ]
-    distance = views.distance_chart(ex)
+    distance = distance_view.distance_chart(ex)
     figure = charts.distance_axes(ex.depth, ex.heads, tuple(ex.input.pixels.shape[:2])).canvas.figure
     loaded = LoadedModel("m", "m", model, vit.ModelMeta([f"c{i}" for i in range(10)], vit.Preprocessing(224, 224)))
-    pca = view_tasks.patch_features(loaded, [ex.input.tensor] * 7, ex.depth - 1, True)  # the app's most: 7 images
-    lens = view_tasks.layer_predictions(loaded, ex.input.tensor).numpy()
+    features = pca.patch_features(loaded, [ex.input.tensor] * 7, ex.depth - 1, True)  # the app's most: 7 images
+    lens = logit_lens.layer_predictions(loaded, ex.input.tensor).numpy()
     return [
         *pictures,
         ("distance", distance, chart_text_px(figure)),
-        ("pca", views.pca_view([ex.input.pixels] * 7, ["this image"] * 7, pca, ex.depth, ex.depth, ("cls",)), text),
-        ("logit_lens", views.logit_lens_view(lens, loaded.meta.class_names), canvas.CHART_PT * 100 / 72),
+        ("pca", pca.pca_view([ex.input.pixels] * 7, ["this image"] * 7, features, ex.depth, ex.depth, ("cls",)), text),
+        ("logit_lens", logit_lens.logit_lens_view(lens, loaded.meta.class_names), canvas.CHART_PT * 100 / 72),
     ]
 
 
@@ -396,9 +402,9 @@ def test_in_the_presentation_mode_a_16_head_overview_is_drawn_within_its_width()
     ex = explain(vit.VisionTransformer(config).eval(), [f"c{i}" for i in range(10)], vit.Preprocessing(64, 64), image)
     style = MapStyle(cmap="viridis", raw=True)
     for text_px in (canvas.TEXT_PX, canvas.PRESENT_TEXT_PX):
-        overview = views.overview(ex, style, text_px)
-        assert overview.width <= views.DISPLAY_WIDTH["overview"], (text_px, overview.size)
-        tile = canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0]
+        overview = overview_view.overview(ex, style, text_px)
+        assert overview.width <= views.DISPLAY_WIDTH["more"], (text_px, overview.size)
+        tile = canvas.fit_to_grid(ex.input.pixels, ex.grid, overview_view.OVERVIEW_PX).shape[0]
         assert len(squares(overview, tile)) == ex.depth * ex.heads  # every head of every layer
 
 
@@ -407,11 +413,11 @@ def test_in_the_presentation_mode_the_charts_similarity_and_train_curves_are_at_
     similarity's or the Train tab's curves and probe strip (13 px on a projector; the probe strip's
     words stayed 13 px high after a test that computed them at 20 px had passed)."""
     present = canvas.PRESENT_TEXT_PX
-    chart = views.distance_chart(uniform, present)
+    chart = distance_view.distance_chart(uniform, present)
     layers, heads = uniform.attention_distance().shape
     drawn = chart_text_px(charts.distance_axes(layers, heads, uniform.input.pixels.shape[:2], present).canvas.figure)
     assert shown_px(drawn, chart, "distance") >= PRESENT_MIN_PX
-    assert chart.width > views.distance_chart(uniform).width  # larger words, not only a larger number
+    assert chart.width > distance_view.distance_chart(uniform).width  # larger words, not only a larger number
     for grid in ((8, 8), (14, 14)):
         similarity = np.random.default_rng(0).uniform(-1, 1, (*grid, *grid))
         tiles = render.position_similarity_tiles(similarity, text_px=present)
@@ -494,7 +500,7 @@ def nano_loaded(seed: int = 0) -> LoadedModel:
 def test_patch_features_fit_one_pca_on_all_images_and_the_picture_shows_each_images_rows():
     loaded, g = nano_loaded(), torch.Generator().manual_seed(4)
     one, other = torch.randn(1, 3, 32, 32, generator=g), torch.randn(1, 3, 32, 40, generator=g)
-    computed = view_tasks.patch_features(loaded, [one, other, one], 2, True)
+    computed = pca.patch_features(loaded, [one, other, one], 2, True)
     assert computed.grids == ((8, 8), (8, 10), (8, 8)) and computed.pca.rgb.shape == (64 + 80 + 64, 3)
     assert torch.equal(computed.pca.rgb[:64], computed.pca.rgb[144:])  # one PCA: the same patches, the same colours
     with torch.inference_mode():  # block 3's patch tokens through the final norm
@@ -506,43 +512,43 @@ def test_patch_features_fit_one_pca_on_all_images_and_the_picture_shows_each_ima
         np.full((32, 40, 3), 80, np.uint8),
         np.full((32, 32, 3), 80, np.uint8),
     ]
-    picture = views.pca_view(pixels, ["this image", "b", "c"], computed, 3, 6, ("cls",))
+    picture = pca.pca_view(pixels, ["this image", "b", "c"], computed, 3, 6, ("cls",))
     drawn = np.asarray(picture)
     for i, colour in enumerate(computed.pca.rgb[computed.pca.foreground][:5]):
         assert (drawn == (colour.numpy() * 255 + 0.5).astype(np.uint8)).all(-1).any(), i  # each patch colour drawn
-    note = texts.describe_pca(computed.pca, 3, ("cls",))
+    note = pca.describe_pca(computed.pca, 3, ("cls",))
     assert "per image, a first PCA" in note and "thresholded at 0" in note and "border patches" in note
     assert "One PCA for all 3 images" in note
     assert "(CLS) have no place on the grid" in note
-    alt = texts.pca_alt(["this image", "b", "c"], computed, 3, 6, "nano")
+    alt = pca.pca_alt(["this image", "b", "c"], computed, 3, 6, "nano")
     assert "layer 3 of 6" in alt and "red, green and blue" in alt
-    kept = view_tasks.patch_features(loaded, [one], 2, False)
-    assert not kept.pca.removed.any() and "No background removed" in texts.describe_pca(kept.pca, 1, ())
+    kept = pca.patch_features(loaded, [one], 2, False)
+    assert not kept.pca.removed.any() and "No background removed" in pca.describe_pca(kept.pca, 1, ())
 
 
 def test_the_logit_lens_view_shows_the_last_layers_top_classes_and_says_it_was_never_trained_so():
     loaded = nano_loaded(5)
     tensor = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(6))
-    lens = view_tasks.layer_predictions(loaded, tensor)
+    lens = logit_lens.layer_predictions(loaded, tensor)
     with torch.inference_mode():
         final = loaded.model(tensor).softmax(-1)[0]
     assert lens.shape == (6, 10)
     torch.testing.assert_close(lens[-1], final, atol=rounding_tolerance(torch.float32, 128, 1.0, 26), rtol=0)
-    alt = texts.logit_lens_alt(lens.numpy(), loaded.meta.class_names, "nano")
+    alt = logit_lens.logit_lens_alt(lens.numpy(), loaded.meta.class_names, "nano")
     assert f"layer 6: c{int(final.argmax())}" in alt and "never trained" in alt
-    picture = views.logit_lens_view(lens.numpy(), loaded.meta.class_names)
-    assert picture.width <= views.DISPLAY_WIDTH["logit_lens"] and picture.height > 200
-    assert "never trained" in texts.LENS_CAVEAT
+    picture = logit_lens.logit_lens_view(lens.numpy(), loaded.meta.class_names)
+    assert picture.width <= views.DISPLAY_WIDTH["more"] and picture.height > 200
+    assert "never trained" in logit_lens.LENS_CAVEAT
 
 
 def test_the_new_tasks_cost_more_for_more_images_and_deeper_layers():
     loaded, x = nano_loaded(), torch.zeros(1, 3, 32, 32)
     shallow, deep = (
-        view_tasks.patch_features_cost(loaded, [x], 0, True),
-        view_tasks.patch_features_cost(loaded, [x], 5, True),
+        pca.patch_features_cost(loaded, [x], 0, True),
+        pca.patch_features_cost(loaded, [x], 5, True),
     )
-    assert 0 < shallow < deep < view_tasks.patch_features_cost(loaded, [x, x], 5, True)
-    assert view_tasks.layer_predictions_cost(loaded, x) > compute.pass_seconds(loaded.model, (32, 32))
+    assert 0 < shallow < deep < pca.patch_features_cost(loaded, [x, x], 5, True)
+    assert logit_lens.layer_predictions_cost(loaded, x) > compute.pass_seconds(loaded.model, (32, 32))
 
 
 def test_one_query_parser_for_every_picker_of_a_query_token():

@@ -30,6 +30,8 @@ from explorer import canvas, charts, render, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from explorer.images import load_image
+from explorer.more_views import overview as overview_view
+from ui import explore_views as ev
 from ui.uploads import REFUSED
 from vit.preprocessing import CIFAR10
 
@@ -46,16 +48,8 @@ def test_every_view_has_an_api_name(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     expected = {"analyze", "heads", "restyle", "rollout", "query_patch", "reset_query", "export_png", "export_gif"}
     expected |= {"analyze_page"}  # the page's analysis: the first screen's numbers (explorer/page_maps.py)
-    expected |= {
-        "query_token",
-        "relevance",
-        "overview",
-        "distance",
-        "similarity",
-        "patch_pca",
-        "logit_lens",
-        "zero_shot",
-    }
+    expected |= {"query_token", "relevance", "zero_shot"}  # relevance: its button's (the "More views" record's is None)
+    expected |= {more.api_name for more in ev.MORE.values() if more.api_name}  # each "More views" view's own
     expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
     expected |= {"lesson_norms_models", "lesson_heads_model", "lesson_words"}  # lesson_words: CLIP
     train = {"train_start", "train_status", "train_stop", "train_continue", "train_open_in_explore"}
@@ -65,44 +59,27 @@ def test_every_view_has_an_api_name(client):
 
 
 def test_one_upload_drives_every_view(client, tiny_checkpoint):
-    outputs = analyze(client, CHEETAH)
-    (
-        input_view,
-        numbers,
-        label,
-        layer,
-        heads,
-        overview,
-        rollout,
-        distance,
-        pca,
-        lens,
-        token,
-        relevance,
-        caption,
-        export,
-    ) = outputs
+    input_view, numbers, label, layer, heads, token, caption, export = analyze(client, CHEETAH)  # the first screen
     assert "grid **8 rows × 8 columns**" in numbers and "**65 tokens**" in numbers and "256 × 256" in numbers
     assert len(label["confidences"]) == 3 and label["label"] == label["confidences"][0]["label"]
     assert layer["maximum"] == 6
     assert pixels(input_view).shape == (384, 384, 3)  # 32 px input x 12
     assert pixels(heads).shape[1] > 4 * 128  # four head tiles side by side (sized to fit the 546-px column)
-    assert overview is rollout is distance is pca is lens is None  # in the closed "More views": drawn when asked for
-    more = ("mean", 0.0, *STYLE)  # head fusion, discard ratio and the style controls
-    assert pixels(client.predict(*more, api_name="/overview")).shape[0] > 6 * 64  # six layer rows
-    rollout = client.predict(*more, api_name="/rollout")
+    # Each "More views" view is a call of its own, with its own controls only (docs/app.md, 2026-11-28).
+    assert pixels(client.predict(*STYLE, api_name="/overview")).shape[0] > 6 * 64  # six layer rows
+    rollout = client.predict("mean", 0.0, *STYLE, api_name="/rollout")
     assert pixels(rollout).shape[1] == 320 and pixels(rollout).shape[0] > 320  # the map, its colour bar, the rule
     # The distance chart: each head's ring at this image's distance for it, as this process computes it.
     model, meta = vit.load_checkpoint(tiny_checkpoint)
     ex = explain(model.eval(), meta.class_names, meta.preprocessing, load_image(CHEETAH))
     expected = ex.attention_distance()
-    chart = Image.fromarray(pixels(client.predict(*more, api_name="/distance")))
+    chart = Image.fromarray(pixels(client.predict(api_name="/distance")))
     axes = charts.distance_axes(*expected.shape, ex.input.pixels.shape[:2])  # the chart's layout, drawn here
     diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72
     drawn = ring_heights(chart, axes, expected.shape[1])
     assert np.abs(drawn - expected_ring_heights(axes, expected, chart.height)).max() < diameter / 4
     # Position similarity: a tile per slot of the 8 x 8 grid, each with its own slot outlined in black.
-    tiles = Image.fromarray(pixels(client.predict(*more, api_name="/similarity")))
+    tiles = Image.fromarray(pixels(client.predict(api_name="/similarity")))
     side = 8 * render._similarity_scale(8, 1)
     corners = squares(tiles, side)
     assert len(corners) == 64
@@ -112,21 +89,20 @@ def test_one_upload_drives_every_view(client, tiny_checkpoint):
         assert black.min(0).tolist() == [row * cell, col * cell], (row, col)
         assert black.max(0).tolist() == [(row + 1) * cell - 1, (col + 1) * cell - 1], (row, col)
     assert token["value"] == "cls" and [v for _, v in token["choices"]] == ["cls", "patch"]
-    assert relevance is None  # drawn on request only
     assert "CLS token" in caption  # a new image starts at the default query, and the caption says so
     assert export is None  # no export of an earlier image is offered
 
 
 def test_controls_change_only_what_they_should(client, tiny_checkpoint):
     _, _, _, _, heads_cls, *_ = analyze(client, CHEETAH)
-    overview = client.predict("mean", 0.0, *STYLE, api_name="/overview")
+    overview = client.predict(*STYLE, api_name="/overview")
     rollout_mean = client.predict("mean", 0.0, *STYLE, api_name="/rollout")
     layer1 = client.predict(1, *STYLE, api_name="/heads")
     assert not np.array_equal(pixels(layer1), pixels(heads_cls))
     assert "heads of layer 1 of 6" in layer1["alt_text"] and "heads of layer 6 of 6" in heads_cls["alt_text"]
     raw_style = ("viridis", 0.6, "smooth", "raw")
     heads_raw, *_ = client.predict(6, "mean", 0.0, *raw_style, api_name="/restyle")
-    overview_raw = client.predict("mean", 0.0, *raw_style, api_name="/overview")
+    overview_raw = client.predict(*raw_style, api_name="/overview")
     rollout_raw = client.predict("mean", 0.0, *raw_style, api_name="/rollout")
     # Each restyled picture: its map tiles (sides from the views' own layout) wholly in viridis, the map
     # alone; its colour bar viridis from end to end, where the picture before had inferno's.
@@ -135,7 +111,7 @@ def test_controls_change_only_what_they_should(client, tiny_checkpoint):
     raw = MapStyle(cmap="viridis", smooth=True, raw=True)
     sides = (
         views.head_layout(ex, None, raw)[1],
-        canvas.fit_to_grid(ex.input.pixels, ex.grid, views.OVERVIEW_PX).shape[0],
+        canvas.fit_to_grid(ex.input.pixels, ex.grid, overview_view.OVERVIEW_PX).shape[0],
         canvas.fit_to_grid(ex.input.pixels, ex.grid, views.ROLLOUT_PX).shape[0],
     )
     for restyled, before, side, tiles in zip(
@@ -187,7 +163,7 @@ def test_patch_features_in_colour_and_the_logit_lens_through_the_api(client):
     together = client.predict(3, True, True, api_name="/patch_pca")
     assert pixels(together).shape[1] > pixels(alone).shape[1]  # a column for each of the six animal examples
     assert "layer 3 of 6" in alone["alt_text"] and "bird, cat, deer, dog, frog, horse" in together["alt_text"]
-    lens = client.predict("mean", 0.0, *STYLE, api_name="/logit_lens")
+    lens = client.predict(api_name="/logit_lens")
     assert "never trained" in lens["alt_text"]
     assert f"layer 6: {label['label']} " in lens["alt_text"]  # the last layer reads what the model predicts
     assert has_rising_bar(pixels(lens), charts.LOGIT_LENS_CMAP)  # the probability's colour bar, 0 to 1
@@ -236,6 +212,8 @@ BAD_VALUES = [
     ("/restyle", (0, "mean", 0.0, *STYLE), "layer must be a whole number from 1 to 6"),
     ("/rollout", ("median", 0.0, *STYLE), "unknown head fusion 'median'; choose one of 'mean', 'max', 'min'"),
     ("/rollout", ("mean", 0.99, *STYLE), "discard ratio must be a number from 0.0 to 0.95, got 0.99"),
+    ("/rollout", ("mean", 0.0, *STYLE, "sideways", 60), "unknown show 'sideways'; choose one of 'weights', 'relative'"),
+    ("/rollout", ("mean", 0.0, *STYLE, "top mass", 0), "keep percent must be a number from 1.0 to 100.0, got 0"),
     ("/query_patch", (0, 1, 6, *STYLE), "row must be a whole number from 1 to 8, got 0"),
     ("/query_patch", (9, 1, 6, *STYLE), "row must be a whole number from 1 to 8, got 9"),
     ("/query_patch", (1, 9, 6, *STYLE), "column must be a whole number from 1 to 8, got 9"),
@@ -261,12 +239,8 @@ def test_out_of_range_and_malformed_values_get_a_message_naming_what_is_allowed(
         ({"mode": "stretch"}, "unknown resize mode 'stretch'; choose one of 'crop', 'whole'"),
         ({"layer": 0}, "layer must be a whole number from 1 to 6, got 0"),
         ({"layer": 12}, "layer must be a whole number from 1 to 6, got 12"),
-        ({"fusion": "sum"}, "unknown head fusion 'sum'"),
-        ({"discard": -0.5}, "discard ratio must be a number from 0.0 to 0.95, got -0.5"),
         ({"cmap": "hsv"}, "unknown colour map 'hsv'"),
         ({"opacity": "0.5"}, "opacity must be a number from 0.0 to 1.0, got '0.5'"),
-        ({"show": "sideways"}, "unknown show 'sideways'; choose one of 'weights', 'relative', 'top mass'"),
-        ({"keep_percent": 0}, "keep percent must be a number from 1.0 to 100.0, got 0"),
     ],
 )
 def test_analyze_checks_every_setting(client, change, message):
@@ -274,16 +248,19 @@ def test_analyze_checks_every_setting(client, change, message):
         analyze(client, CHEETAH, **change)
 
 
-@pytest.mark.parametrize(("position", "name"), [(5, "discard ratio"), (7, "opacity")])
-def test_nan_is_refused_with_the_allowed_range(server, position, name):
+@pytest.mark.parametrize(
+    ("endpoint", "position", "name"), [("analyze_page", 5, "discard ratio"), ("analyze", 5, "opacity")]
+)
+def test_nan_is_refused_with_the_allowed_range(server, endpoint, position, name):
     """gradio_client cannot send NaN (strict JSON), but a hand-written request can."""
     with open(CHEETAH, "rb") as f:
         uploaded = httpx.post(f"{server}gradio_api/upload", files={"files": f}, timeout=30).json()[0]
     image = {"path": uploaded, "orig_name": "cheetah1.jpg", "meta": {"_type": "gradio.FileData"}}
-    data = [image, "bundled", "crop", 6, "mean", 0.0, *STYLE, "weights", 60, 6, False, True]
+    views = ("mean", 0.0, *STYLE, "weights", 60, 6, False, True) if endpoint == "analyze_page" else STYLE
+    data = [image, "bundled", "crop", 6, *views]
     data[position] = float("nan")
     body = json.dumps({"data": data})  # Python writes NaN, as a careless client would
-    base = f"{server}gradio_api/call/analyze"
+    base = f"{server}gradio_api/call/{endpoint}"
     event = httpx.post(base, content=body, headers={"content-type": "application/json"}, timeout=30).json()
     reply = httpx.get(f"{base}/{event['event_id']}", timeout=60).text
     assert "event: error" in reply and f"{name} must be a number from 0.0 to" in reply and "got nan" in reply
@@ -386,7 +363,7 @@ def test_a_server_path_smuggled_into_the_image_payload_is_refused(server, client
     refused, replies = [], []
     for path in (secret, tmp_path / "missing.png", in_repo, in_repo.with_name("missing.png")):
         for payload in ({"path": str(path), "meta": {"_type": "gradio.FileData"}}, {"path": str(path)}):
-            data = [payload, "bundled", "crop", 6, "mean", 0.0, *STYLE, "weights", 60, 6, False, True]
+            data = [payload, "bundled", "crop", 6, *STYLE]
             reply = httpx.post(base, json={"data": data}, timeout=30)
             if "meta" in payload:
                 refused.append((reply.status_code, reply.text))

@@ -78,6 +78,30 @@ def test_controls_made_of_controls_are_expanded_all_the_way():
     assert f("n", 1, 2, 3) == {"extent": Span((1, 2, 3)), "name": "n"}
 
 
+def either(name: str, asked: object) -> dict:
+    """One handler for several records: what `asked` is comes from the binding (`retyped`)."""
+    return {"name": name, "asked": asked}
+
+
+def both(bounds: tuple, extent: Span) -> dict:
+    return {"bounds": bounds, "extent": extent}
+
+
+def test_a_parameter_may_be_read_as_another_record_in_each_binding():
+    as_pair = bound(either, controls=[PAIR, SPAN], retyped={"asked": tuple})
+    as_span = bound(either, controls=[PAIR, SPAN], retyped={"asked": Span})
+    assert list(inspect.signature(as_pair).parameters) == ["name", "low", "high"]
+    assert list(inspect.signature(as_span).parameters) == ["name", "low", "high", "step"]
+    assert as_pair("n", 1, 2)["asked"] == (1, 2) and as_span("n", 1, 2, 3)["asked"] == Span((1, 2, 3))
+    assert PAIR.leaves([PAIR, SPAN]) == ("low", "high") and SPAN.leaves([PAIR, SPAN]) == ("low", "high", "step")
+
+
+def test_two_values_made_of_one_control_share_it_once_on_the_api_page():
+    f = bound(both, controls=[PAIR, SPAN])
+    assert list(inspect.signature(f).parameters) == ["low", "high", "step"]  # where each first comes
+    assert f(1, 2, 3) == {"bounds": (1, 2), "extent": Span((1, 2, 3))}
+
+
 @dataclass(frozen=True)
 class TwoFields(ComponentView):
     extent: gr.Textbox

@@ -15,6 +15,7 @@ from training_helpers import write_image_folder
 
 from ui import train
 from ui.common import EXAMPLES_DIR as EXAMPLES
+from ui.explore_views import MORE, STYLE_VIEWS
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -269,13 +270,32 @@ def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_th
     expect(rollout).to_be_visible()
     assert canvas.TEXT_PX * min(1, rollout.evaluate(DRAWN_SCALE)) >= 12
     column = rollout.evaluate("i => i.closest('.block').clientWidth")
-    assert column >= views.DISPLAY_WIDTH["rollout"] - 1  # the width the text test assumes
+    assert column >= views.DISPLAY_WIDTH["more"] - 1  # the width the text test assumes
     for choice, cmap in (("relative to uniform (× 1/N)", render.RELATIVE_CMAP), ("only the top X %", "inferno")):
         before = rollout.get_attribute("src")
         page.get_by_label(choice).check()
         page.wait_for_function("([i, old]) => i.src !== old", arg=[rollout.element_handle(), before])
         picture = Image.open(io.BytesIO(page.request.get(rollout.get_attribute("src")).body())).convert("RGB")
         assert gradient_runs(picture, cmap)  # relative: the diverging colour bar; top mass: the weights' bar
+    page.close()
+
+
+@pytest.mark.parametrize("name", STYLE_VIEWS)
+def test_a_view_that_follows_the_style_is_redrawn_when_the_page_restyles(server, browser, name):
+    """The page asks the server to redraw the pictures that follow the style after it redraws its
+    own maps; which pictures those are it is sent (ui/explore_views.FOLLOW_STYLE), not written in
+    ui/page_maps.js, where a new view had been missed (issue 57)."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, server)
+    page.locator("#upload input[type=file]").set_input_files(gradio.media.get_image("cheetah1.jpg"))
+    expect(page.locator("#heads img")).to_be_visible()
+    more = MORE[name]
+    open_more_views(page, more.tab)
+    expect(page.locator(f"#{more.elem_id} img")).to_be_visible()
+    before = image_src(page, more.elem_id)
+    page.get_by_label("smooth").check()  # upsampling: a style control
+    wait_for_new_src(page, more.elem_id, before)
     page.close()
 
 

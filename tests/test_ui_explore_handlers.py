@@ -10,6 +10,7 @@ import gradio as gr
 import numpy as np
 import pytest
 import torch
+from app_helpers import asked
 from conftest import SHARED
 from PIL import Image
 
@@ -20,8 +21,11 @@ from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.controls import Drawing, Fusion, Showing
 from explorer.explain import ExplanationKey, explain
 from explorer.loaded import LoadedModel
+from explorer.more_views import NoControls, relevance
+from explorer.more_views.pca import PcaChoice
 from ui import common
 from ui import explore_handlers as h
+from ui import explore_views as ev
 from ui.common import EXAMPLES_DIR, Server
 from ui.explore import ExploreView, layout
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
@@ -48,10 +52,11 @@ def explanation_key(tab):
 
 def test_a_handler_returns_its_pictures_by_component(tab, explanation_key):
     server = tab
-    out = h.restyle(server, explanation_key, "rollout", None, 3, Drawing(Fusion("max", 0.5), STYLE))
+    most = asked(ev.StyleAsked, Drawing(Fusion("max", 0.5)))
+    out = h.restyle(server, explanation_key, "rollout", None, 3, most, STYLE)
     assert set(out) == {"heads", "overview", "rollout"}
     assert out["overview"] is None  # closed: drawn when opened (tests/test_ui_explore_lazy.py)
-    mean = h.restyle(server, explanation_key, "rollout", None, 3, Drawing(Fusion(), STYLE))
+    mean = h.restyle(server, explanation_key, "rollout", None, 3, asked(ev.StyleAsked, Drawing(Fusion())), STYLE)
     # the fusion changes the rollout and leaves the head maps as they were
     assert pixels(out["heads"]).shape == pixels(mean["heads"]).shape
     assert np.array_equal(pixels(out["heads"]), pixels(mean["heads"]))
@@ -77,7 +82,7 @@ def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explan
     )
     assert "the query, patch (3, 5), is outlined; model: the bundled model" in out["input_img"].alt_text
     drawing = Drawing(Fusion("max", 0.5), STYLE, Showing("top mass", 0.3))
-    rollout = h.show_rollout(server, explanation_key, drawing)["rollout"].alt_text
+    rollout = h.show_view(server, "rollout", explanation_key, BUNDLED, drawing)["rollout"].alt_text
     assert "rollout of the query CLS" in rollout and "max over heads, discard ratio 0.50" in rollout
     assert "top 30% of its mass" in rollout and "model: the bundled model" in rollout
 
@@ -196,8 +201,8 @@ def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(
     assert "makes no predictions" in h.classes_note(loaded)
     image = tmp_path / "green.png"
     Image.new("RGB", (32, 32), (10, 200, 30)).save(image)
-    pictures = h.full_analysis(loaded, str(image), "crop", 6, TEXT_PX, Drawing(), store=None)
-    classified = h.full_analysis(catalog.get(BUNDLED), str(image), "crop", 6, TEXT_PX, Drawing(), store=None)
+    pictures = h.full_analysis(loaded, str(image), "crop", 6, TEXT_PX, STYLE, store=None)
+    classified = h.full_analysis(catalog.get(BUNDLED), str(image), "crop", 6, TEXT_PX, STYLE, store=None)
     # only the model with a classifier predicts; the other's "Top predictions" box says why it is
     # empty, in words a class reads on a projector (an empty box looked broken)
     assert pictures["label"] == h.NO_CLASSES and isinstance(classified["label"], dict) and classified["label"]
@@ -294,7 +299,7 @@ def test_relevance_follows_the_style_and_show_without_another_pass(tab, explanat
     server = tab
     out = h.show_relevance(server, explanation_key, "cat-bundled", h.PREDICTED, STYLE, Showing("weights", 0.6))
     kept = out["relevance_map"]
-    monkeypatch.setattr(h.explore_views, "RELEVANCE", None)  # a redraw runs no model
+    monkeypatch.setitem(ev.GPU_TASKS, relevance.TASK, None)  # a redraw runs no model
     redrawn = h.restyle_relevance(server, explanation_key, kept, "cat-bundled", STYLE, Showing("relative", 0.6))
     picture = redrawn["relevance"]
     assert "drawn as multiples of uniform" in picture.alt_text and "weights from 0" in out["relevance"].alt_text
@@ -327,33 +332,26 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     path = tmp_path / "photo.png"
     Image.fromarray(np.random.default_rng(2).integers(0, 256, (32, 32, 3), np.uint8)).save(path)
     loaded = catalog.get(BUNDLED)
-    out = h.full_analysis(loaded, str(path), "crop", 6, TEXT_PX, Drawing(), store=None)
+    out = h.full_analysis(loaded, str(path), "crop", 6, TEXT_PX, STYLE, store=None)
     picker = out["token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
-    assert out["query"] is None and out["relevance"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(server, BUNDLED, None, None)["target"]  # closed; no request
+    assert out["query"] is None and out["relevance_map"] is None  # a new image: back to CLS, no stale relevance
+    classes = h.load_model(server, BUNDLED, None, asked(ev.ModelAsked), None)["target"]  # closed; no request
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
 
 
 def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_values(tab, explanation_key):
     server = tab
+    drawings = {show: Drawing(Fusion(), STYLE, common.map_showing(show, 60)) for show in controls.SHOWS}
     pictures = {
-        show: np.asarray(
-            Image.open(
-                opened(
-                    h.show_rollout(server, explanation_key, Drawing(Fusion(), STYLE, common.map_showing(show, 60)))[
-                        "rollout"
-                    ]
-                )
-            )
-        )
-        for show in controls.SHOWS
+        show: pixels(h.show_view(server, "rollout", explanation_key, BUNDLED, drawing)["rollout"])
+        for show, drawing in drawings.items()
     }
     assert len({p.tobytes() for p in pictures.values()}) == 3  # three different pictures
     with pytest.raises(gr.Error, match="unknown show 'sideways'; choose one of 'weights', 'relative', 'top mass'"):
-        h.show_rollout(server, explanation_key, Drawing(Fusion(), STYLE, common.map_showing("sideways", 60)))
+        common.map_showing("sideways", 60)
     with pytest.raises(gr.Error, match="keep percent must be a number from 1.0 to 100.0, got 0"):
-        h.show_rollout(server, explanation_key, Drawing(Fusion(), STYLE, common.map_showing("top mass", 0)))
+        common.map_showing("top mass", 0)
 
 
 def test_the_examples_survive_a_prune_of_the_upload_folder(monkeypatch, tmp_path, tiny_checkpoint):
@@ -387,10 +385,10 @@ def test_a_request_that_would_compute_past_the_budget_is_refused_before_its_forw
     Image.new("RGB", (128, 32), (10, 200, 10)).save(wide)
     budget = 8 * 2**20  # crop: 4 x 0.4 MiB of maps; whole (8 x 32 grid): 4 x 6.3 MiB
     store = ExplanationStore(max_request_bytes=budget)
-    assert h.full_analysis(loaded, str(wide), "crop", 6, TEXT_PX, Drawing(), store)["label"]
+    assert h.full_analysis(loaded, str(wide), "crop", 6, TEXT_PX, STYLE, store)["label"]
     monkeypatch.setattr(type(loaded.model), "forward", lambda *_: pytest.fail("the forward pass ran"))
     with pytest.raises(ExplanationTooLarge, match="attention maps would take 6 MiB, more than this server's 2 MiB"):
-        h.full_analysis(loaded, str(wide), "whole", 6, TEXT_PX, Drawing(), store)
+        h.full_analysis(loaded, str(wide), "whole", 6, TEXT_PX, STYLE, store)
 
 
 def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_checkpoint, tmp_path, monkeypatch):
@@ -434,10 +432,14 @@ def test_the_upload_placeholder_is_plain_text(prefixed):
 
 def test_removing_the_image_clears_everything_that_described_it(tab):
     """After the upload box's ×, the predictions, pictures, caption and export stayed."""
-    out = h.analyze(tab, "rollout", h.Upload(None, BUNDLED, "crop"), 6, Drawing(), h.PcaChoice())
-    gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance", "relevance_map")
-    gone += ("export_file",)
-    assert all(out[name] is None for name in (*gone, *h.IMAGE_VIEWS))
+    removed = h.Upload(None, BUNDLED, "crop")
+    out = h.analyze(tab, removed, 6, STYLE)
+    gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance_map", "export_file")
+    assert set(out) == {*h.ANALYSIS_OUTPUTS} - {"layer"}
+    assert all(out[name] is None for name in gone)
+    page = h.analyze_page(tab, "rollout", removed, 6, asked(ev.ImageAsked, Drawing(), PcaChoice()))
+    assert set(page) == {*h.PAGE_ANALYSIS_OUTPUTS} - {"layer"}
+    assert all(page[name] is None for name in (*ev.IMAGE_VIEWS, *ev.ON_REQUEST, "maps"))  # the "More views" too
     assert out["numbers"] == ""
     assert out["query_md"] == texts.describe_query(None, True)  # the start text: "Query: the CLS token"
     assert out["token"].value == "cls"
@@ -450,7 +452,7 @@ def test_a_new_image_clears_the_previous_images_export(tab, tmp_path):
     catalog = server.catalog
     path = tmp_path / "dog.png"
     Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(path)
-    out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, TEXT_PX, Drawing(), store=None)
+    out = h.full_analysis(catalog.get(BUNDLED), str(path), "crop", 6, TEXT_PX, STYLE, store=None)
     assert "export_file" in h.ANALYSIS_OUTPUTS and out["export_file"] is None
 
 
@@ -470,22 +472,22 @@ def test_an_upload_is_taken_up_once_per_session_and_the_memory_is_bounded():
 
 def test_the_pca_tab_draws_the_chosen_layer_alone_or_with_the_six_animal_examples(tab, explanation_key):
     server = tab
-    alone = h.show_more(server, "pca", explanation_key, BUNDLED, Drawing(), h.PcaChoice(2, False, True))["pca"]
+    alone = h.show_more(server, "pca", explanation_key, BUNDLED, PcaChoice(2, False, True))["pca"]
     assert "layer 2 of 6" in alone.alt_text and "1 image(s) (this image)" in alone.alt_text
-    together = h.show_pca(server, explanation_key, h.PcaChoice(6, True, True))["pca"]
+    together = h.show_view(server, "pca", explanation_key, BUNDLED, PcaChoice(6, True, True))["pca"]
     assert "7 image(s) (this image, bird, cat, deer, dog, frog, horse)" in together.alt_text
     assert Image.open(opened(together)).width > Image.open(opened(alone)).width  # a column per image
-    kept = h.show_pca(server, explanation_key, h.PcaChoice(6, False, False))["pca"]
+    kept = h.show_view(server, "pca", explanation_key, BUNDLED, PcaChoice(6, False, False))["pca"]
     assert "no background removed" in kept.alt_text
     with pytest.raises(gr.Error, match="layer must be a whole number from 1 to 6, got 7"):
-        h.show_pca(server, explanation_key, h.PcaChoice(7, False, True))
+        h.show_view(server, "pca", explanation_key, BUNDLED, PcaChoice(7, False, True))
     with pytest.raises(gr.Error, match="with the examples must be true or false, got 'yes'"):
-        h.show_pca(server, explanation_key, h.PcaChoice(6, "yes", True))
+        h.show_view(server, "pca", explanation_key, BUNDLED, PcaChoice(6, "yes", True))
 
 
 def test_the_logit_lens_tab_reads_every_layer_and_a_headless_model_gets_a_sentence(tab, explanation_key, tmp_path):
-    server, more = tab, (Drawing(), h.PcaChoice())
-    lens = h.show_more(server, "logit_lens", explanation_key, BUNDLED, *more)["logit_lens"]
+    server, none = tab, NoControls()
+    lens = h.show_more(server, "logit_lens", explanation_key, BUNDLED, none)["logit_lens"]
     predicted = next(iter(server.require(explanation_key).probabilities))
     assert f"layer 6: {predicted} " in lens.alt_text and "never trained" in lens.alt_text
     path = tmp_path / "headless.safetensors"
@@ -497,7 +499,7 @@ def test_the_logit_lens_tab_reads_every_layer_and_a_headless_model_gets_a_senten
         key, lambda: explain(loaded.model, [], loaded.preprocessing, Image.new("RGB", (32, 32), (90,) * 3))
     )
     with pytest.warns(UserWarning, match="no classifier head .* no classes to read after each layer"):
-        out = h.show_more(headless, "logit_lens", key, BUNDLED, *more)
+        out = h.show_more(headless, "logit_lens", key, BUNDLED, none)
     assert out["logit_lens"] is None
 
 
@@ -626,7 +628,7 @@ def test_a_photo_another_network_analysed_is_a_fresh_pass_and_an_example_is_shar
             {"type": "http", "client": ("10.16.3.80", 1), "headers": [(b"x-forwarded-for", forwarded.encode())]}
         )
         given = h.Upload({"path": str(path)}, BUNDLED, "crop")
-        h.analyze(server, None, given, 6, Drawing(), h.PcaChoice(), gr.Request(http, session_hash=session))
+        h.analyze(server, given, 6, STYLE, gr.Request(http, session_hash=session))
 
     analyse(photo, "198.51.100.2", "student-1")
     analyse(photo, "198.51.100.2", "student-2")

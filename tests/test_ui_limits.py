@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 import ui
-from bench.attacks import VIEWS
+from bench.attacks import PAGE_VIEWS, VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
 from ui.app import holdings, served_limits
@@ -78,13 +78,13 @@ def test_a_request_over_the_limit_is_refused_before_a_session_keeps_it(app):
     """60 /analyze requests from new sessions, each with a 1 MB resize mode, kept +82 MiB: the
     request is now refused before Gradio reads it, and no session is made for it."""
     url, demo = app
-    status, text = call(url, "analyze", [None, None, "bundled", "m" * 2**20, *VIEWS], "big-mode")
+    status, text = call(url, "analyze", [None, "bundled", "m" * 2**20, *VIEWS], "big-mode")
     assert status == 413 and f"larger than this server takes ({MAX_EVENT_BYTES:,} bytes)" in text
     assert "big-mode" not in demo.state_holder.session_data
-    status, text = call(url, "analyze", [None, None, "bundled", "m" * 1000, *VIEWS], "small-mode")
+    status, text = call(url, "analyze", [None, "bundled", "m" * 1000, *VIEWS], "small-mode")
     assert status == 200 and "event: complete" in text  # no image: the views are cleared...
     assert "m" * 1000 in kept(demo, "small-mode").values()  # ...and Gradio keeps what the session sent
-    join = {"data": [None, None, "bundled", "m" * 2**20, *VIEWS], "fn_index": 0, "session_hash": "joined"}
+    join = {"data": [None, "bundled", "m" * 2**20, *VIEWS], "fn_index": 0, "session_hash": "joined"}
     assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).status_code == 413
 
 
@@ -103,7 +103,7 @@ def test_the_operators_log_line_counts_what_the_server_holds(app, server):
     url, demo = app
     before = len(demo.state_holder.session_data)
     for n in range(3):
-        status, _ = call(url, "analyze", [None, None, "bundled", "crop", *VIEWS], f"counted-{n}")
+        status, _ = call(url, "analyze", [None, "bundled", "crop", *VIEWS], f"counted-{n}")
         assert status == 200
     line = holdings(demo, server)
     assert line.startswith(f"holding: {before + 3} sessions (at most {SESSIONS}), ")
@@ -118,7 +118,7 @@ def test_gradio_keeps_no_monitoring_records_and_serves_no_monitoring_page(app):
     QUIET_MONITORING): here three events leave one record, and /monitoring is not served."""
     url, demo = app
     for n in range(3):
-        assert call(url, "analyze", [None, None, "bundled", "crop", *VIEWS], f"recorded-{n}")[0] == 200
+        assert call(url, "analyze", [None, "bundled", "crop", *VIEWS], f"recorded-{n}")[0] == 200
     assert demo._queue.events_recorded >= 3 and len(demo._queue.event_analytics) <= 1
     assert demo._queue.cached_event_analytics_summary == {"functions": {}}  # never summarised
     for page in ("monitoring", "monitoring/summary"):
@@ -321,7 +321,7 @@ def test_a_file_named_by_a_web_address_is_refused_before_gradio_fetches_it(app):
     url, _ = app
     web = {"path": "https://example.com/cat.png", "meta": {"_type": "gradio.FileData"}}
     for api, data in (
-        ("analyze", [None, web, "bundled", "crop", *VIEWS]),
+        ("analyze", [web, "bundled", "crop", *VIEWS]),
         ("lesson_compare", [web, ["bundled"], "inferno"]),
     ):
         reply = httpx.post(f"{url}gradio_api/call/{api}", json={"data": data}, timeout=60)
@@ -342,12 +342,12 @@ def test_a_file_that_is_no_upload_is_refused_in_the_apps_words_with_one_log_line
     capsys.readouterr()
     paths = ["/etc/passwd", "../../../../etc/passwd", "file:///etc/passwd", "data:image/png;base64,iVBORw0KGgo="]
     for n in range(40):
-        data = [None, file_payload(paths[n % 4]), "bundled", "crop", *VIEWS]
+        data = [file_payload(paths[n % 4]), "bundled", "crop", *VIEWS]
         reply = httpx.post(f"{url}gradio_api/call/analyze", json={"data": data}, timeout=60)
         assert (reply.status_code, reply.text) == (400, REFUSED), paths[n % 4]
-    upper = httpx.post(f"{url}gradio_api/call/analyze", json={"data": [None, file_payload("HTTPS://x.org/a.png")]})
+    upper = httpx.post(f"{url}gradio_api/call/analyze", json={"data": [file_payload("HTTPS://x.org/a.png")]})
     assert (upper.status_code, upper.text) == (400, WEB_FILE)  # Gradio took it for a path: a traceback
-    join = {"data": [None, file_payload("/etc/passwd"), "bundled", "crop", *VIEWS], "fn_index": 0, "session_hash": "s"}
+    join = {"data": [file_payload("/etc/passwd"), "bundled", "crop", *VIEWS], "fn_index": 0, "session_hash": "s"}
     assert httpx.post(f"{url}gradio_api/queue/join", json=join, timeout=60).text == REFUSED  # the page's route
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
@@ -368,10 +368,10 @@ def test_uploads_examples_and_files_gone_from_the_upload_folder_still_reach_the_
     examples = {path.name for path in EXAMPLES_DIR.glob("*.jpg")}
     example = next(path for path in upload_folder().rglob("*.jpg") if path.name in examples)
     for path in (uploaded, str(example)):
-        status, text = call(url, "analyze", [None, file_payload(path), "bundled", "crop", *VIEWS], "uploader")
+        status, text = call(url, "analyze", [file_payload(path), "bundled", "crop", *VIEWS], "uploader")
         assert status == 200 and "event: complete" in text and "label" in text, path
     gone = str(upload_folder() / "deleted-an-hour-ago" / "cat.png")
-    status, text = call(url, "analyze", [None, file_payload(gone), "bundled", "crop", *VIEWS], "uploader")
+    status, text = call(url, "analyze", [file_payload(gone), "bundled", "crop", *VIEWS], "uploader")
     assert status == 200 and "upload the file again" in text
 
 
@@ -416,7 +416,7 @@ def test_the_log_writes_one_line_a_minute_per_network_and_counts_the_rest():
 def test_an_empty_session_hash_is_refused_in_one_line(app):
     """Gradio answered an empty session hash with HTTP 500 and a KeyError's traceback."""
     url, _ = app
-    data = [None, None, "bundled", "crop", *VIEWS]
+    data = [None, "bundled", "crop", *VIEWS]
     for route, body in (("call/analyze", {"data": data}), ("queue/join", {"data": data, "fn_index": 0})):
         reply = httpx.post(f"{url}gradio_api/{route}", json=body | {"session_hash": ""}, timeout=60)
         assert (reply.status_code, reply.text) == (400, "session_hash must not be empty")
@@ -437,7 +437,7 @@ def test_silent_webcam_joins_cannot_fill_the_queue_explore_needs(app):
     busy = [r for r in replies if r.status_code == 503]
     assert most <= LIVE_WAITING  # Live's share of the server's queue, whatever the joins
     assert len(busy) >= 40 and all(r.text == LIVE_BUSY for r in busy)  # told at once, not queued
-    status, text = call(url, "analyze", [None, None, "bundled", "crop", *VIEWS], "explore-visitor")
+    status, text = call(url, "analyze", [None, "bundled", "crop", *VIEWS], "explore-visitor")
     assert status == 200 and "event: complete" in text  # Explore's request was queued and answered
     deadline = time.monotonic() + 60
     while live_waiting(demo) and time.monotonic() < deadline:  # the silent streams end (STREAM_EVENT_S)
@@ -491,11 +491,11 @@ def test_a_file_input_that_is_no_file_payload_is_refused_in_a_sentence_with_one_
     capsys.readouterr()
     for shape in NOT_FILE_PAYLOADS:
         for route, body in (
-            ("call/analyze", {"data": [None, shape, "bundled", "crop", *VIEWS]}),
-            ("call/analyze", {"data": [shape, "bundled", "crop", *VIEWS]}),  # without the session's state
+            ("call/analyze_page", {"data": [None, shape, "bundled", "crop", *PAGE_VIEWS]}),  # the tab on screen first
+            ("call/analyze", {"data": [shape, "bundled", "crop", *VIEWS]}),  # an event without the session's state
             ("call/v2/analyze", {"image": shape, "model_key": "bundled"}),
-            ("run/analyze", {"data": [None, shape, "bundled", "crop", *VIEWS]}),
-            ("queue/join", {"data": [None, shape, "bundled", "crop", *VIEWS], "fn_index": index, "session_hash": "s"}),
+            ("run/analyze", {"data": [shape, "bundled", "crop", *VIEWS]}),
+            ("queue/join", {"data": [shape, "bundled", "crop", *VIEWS], "fn_index": index, "session_hash": "s"}),
             ("call/lesson_heads_off", {"data": [shape, "bundled", ""]}),
             ("call/upload_checkpoint", {"data": [shape]}),
         ):
@@ -509,7 +509,7 @@ def test_a_file_input_that_is_no_file_payload_is_refused_in_a_sentence_with_one_
     lines = [line for line in out.splitlines() if line.startswith("refused a request from")]
     assert lines == ["refused a request from 127.0.0.1: its image is no file payload: '/etc/passwd'"]
     for fine in ({"x": 1}, None):
-        status, text = call(url, "analyze", [None, fine, "bundled", "crop", *VIEWS], "fine")
+        status, text = call(url, "analyze", [fine, "bundled", "crop", *VIEWS], "fine")
         assert status == 200 and "Traceback" not in text, fine
 
 
@@ -528,9 +528,11 @@ def test_a_file_payloads_fields_of_the_wrong_type_are_refused_in_any_input(tmp_p
 def test_each_events_file_inputs_are_found_by_index_and_by_name(app):
     _, demo = app
     files = event_files(demo)
+    page = files["analyze_page"]
+    assert page.inputs == page.api_inputs + 1  # the "More views" tab on screen: the session's, not the API's
+    assert [(f.position, f.api_position, f.name) for f in page.files] == [(1, 0, "image")]
     analyze = files["analyze"]
-    assert analyze.inputs == analyze.api_inputs + 1  # the "More views" tab on screen: the session's, not the API's
-    assert [(f.position, f.api_position, f.name) for f in analyze.files] == [(1, 0, "image")]
+    assert analyze.inputs == analyze.api_inputs and [(f.position, f.name) for f in analyze.files] == [(0, "image")]
     assert files["upload_checkpoint"].files[0].name == "checkpoint" and files["attention_video"].files[0].name == "clip"
     assert files[next(fn._id for fn in demo.fns.values() if fn.api_name == "analyze")] is analyze
     assert not {"load_model", "heads", "train_start"} & set(files)  # no file input

@@ -108,7 +108,7 @@ def test_a_students_next_click_works_after_a_flood_of_new_sessions(tiny_checkpoi
         student = Client(url, verbose=False)
         analyze(student, CHEETAH)
         for n in range(30):
-            body = {"data": [None, None, "bundled", "crop", *VIEWS], "session_hash": f"flood-{n}"}
+            body = {"data": [None, "bundled", "crop", *VIEWS], "session_hash": f"flood-{n}"}
             event = httpx.post(f"{url}gradio_api/call/analyze", json=body, timeout=60).json()["event_id"]
             assert "event: complete" in httpx.get(f"{url}gradio_api/call/analyze/{event}", timeout=60).text
         assert len(demo.state_holder.session_data) <= 12

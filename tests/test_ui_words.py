@@ -8,15 +8,17 @@ from dataclasses import replace
 import gradio as gr
 import numpy as np
 import pytest
+from app_helpers import asked
 from clip_helpers import CLIP_KEY, clip_app, tiny_clip
 from PIL import Image
 
 import vit
 from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
-from explorer.controls import Drawing, Showing
+from explorer.controls import Showing
 from explorer.prompts import DEFAULT_PROMPTS, words_bytes
 from ui import explore_handlers as h
+from ui import explore_views as ev
 from ui.common import Server
 from ui.explore import ExploreView, layout
 
@@ -40,7 +42,7 @@ def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, Server]:
 def analysed(server: Server, key: str, tmp_path) -> tuple:
     path = tmp_path / "photo.png"
     Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 48, 3), np.uint8)).save(path)
-    out = h.full_analysis(server.catalog.get(key), str(path), "crop", 2, TEXT_PX, Drawing(), server.store)
+    out = h.full_analysis(server.catalog.get(key), str(path), "crop", 2, TEXT_PX, MapStyle(), server.store)
     return out["explanation_key"], out
 
 
@@ -129,7 +131,7 @@ def test_the_words_box_follows_the_model(tab, monkeypatch) -> None:
         session_hash = "s"
 
     for key, visible in ((BUNDLED, False), (CLIP_KEY, True)):
-        out = h.load_model(server, key, None, Request(), progress=lambda *a, **k: None)
+        out = h.load_model(server, key, None, asked(ev.ModelAsked), Request(), progress=lambda *a, **k: None)
         assert out["words"].visible is visible
 
 

@@ -12,6 +12,7 @@ import torch
 import vit
 from explorer import compute, explain
 from explorer.loaded import LoadedModel
+from explorer.more_views import relevance
 from training.chunks import ChunkRefused
 from ui import explore_views, zerogpu
 from vit.preprocessing import CIFAR10
@@ -202,4 +203,4 @@ def test_a_task_with_a_backward_pass_never_falls_back_to_the_apps_cpu(on_zerogpu
     task = zerogpu.GpuTask(lambda *_: pytest.fail("ran here"), lambda *_: 0.0, "The relevance map", backward=True)
     with pytest.raises(gr.Error, match="The relevance map needs about"):
         task(catalog.get("bundled"), torch.zeros(1, 3, 32, 32), None)
-    assert explore_views.RELEVANCE.backward and not zerogpu.FORWARD.backward
+    assert explore_views.GPU_TASKS[relevance.TASK].backward and not zerogpu.FORWARD.backward

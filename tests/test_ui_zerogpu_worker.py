@@ -17,9 +17,10 @@ import torch
 from PIL import Image
 from zerogpu_fake import FakeZeroGpu, install
 
-from explorer import controls, explain, lessons, view_tasks
-from explorer.canvas import TEXT_PX
+from explorer import explain, lessons, view_tasks
+from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.more_views import logit_lens, pca, relevance
 from ui import explore_handlers, explore_views, lessons_handlers, zerogpu
 from ui.common import Server
 from ui.outputs import cache_path
@@ -150,7 +151,7 @@ def test_the_forward_pass_crosses_the_fork_with_the_cpus_maps_and_little_else(fa
 
 def test_the_explore_analysis_on_zerogpu_is_the_cpus(fake, loaded, picture):
     store = explain.ExplanationStore()
-    out = explore_handlers.full_analysis(loaded, CAT, "crop", 6, TEXT_PX, controls.Drawing(), store=store)
+    out = explore_handlers.full_analysis(loaded, CAT, "crop", 6, TEXT_PX, MapStyle(), store=store)
     on_cpu = explain.explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, picture)
     ex = store.peek(out["explanation_key"])
     assert_same(ex.attention, on_cpu.attention)
@@ -161,7 +162,7 @@ def test_the_explore_analysis_on_zerogpu_is_the_cpus(fake, loaded, picture):
 
 def test_relevance_and_the_lessons_tasks_on_zerogpu_are_the_cpus(fake, loaded, picture):
     tensor = explain.model_input(picture, loaded.preprocessing, loaded.model.config.patch_size, "crop").tensor
-    assert_same(explore_views.RELEVANCE(loaded, tensor, 3), view_tasks.relevance_map(loaded, tensor, 3))
+    assert_same(explore_views.GPU_TASKS[relevance.TASK](loaded, tensor, 3), view_tasks.relevance_map(loaded, tensor, 3))
     assert_same(zerogpu.CLS_HEADS(loaded, picture), lessons.cls_heads(loaded, picture))
     assert_same(zerogpu.NORMS(loaded, picture, 2, "with"), lessons.norm_report(loaded, picture, 2, "with"))
     off = [(0, 1), (3, 2)]
@@ -175,13 +176,13 @@ def test_the_patch_pca_and_the_logit_lens_on_zerogpu_are_the_cpus(fake, loaded, 
     tensor = explain.model_input(picture, loaded.preprocessing, loaded.model.config.patch_size, "crop").tensor
     other = torch.flip(tensor, dims=[-1])
     assert_same(
-        explore_views.PATCH_PCA(loaded, [tensor, other], 3, True),
-        view_tasks.patch_features(loaded, [tensor, other], 3, True),
+        explore_views.GPU_TASKS[pca.TASK](loaded, [tensor, other], 3, True),
+        pca.patch_features(loaded, [tensor, other], 3, True),
     )
-    assert_same(explore_views.LOGIT_LENS(loaded, tensor), view_tasks.layer_predictions(loaded, tensor))
+    assert_same(explore_views.GPU_TASKS[logit_lens.TASK](loaded, tensor), logit_lens.layer_predictions(loaded, tensor))
     assert [c.name for c in fake.calls] == ["gpu_patch_features", "gpu_layer_predictions"]
     assert [c.outcome for c in fake.calls] == ["ok", "ok"]
-    assert fake.calls[0].requested == explore_views.PATCH_PCA.seconds(loaded, [tensor, other], 3, True)
+    assert fake.calls[0].requested == explore_views.GPU_TASKS[pca.TASK].seconds(loaded, [tensor, other], 3, True)
 
 
 @pytest.fixture

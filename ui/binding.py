@@ -36,6 +36,12 @@ class Controls:
         """The controls' names, in order: the components an event passes for this value."""
         return tuple(p.name for p in self.parameters)
 
+    def leaves(self, known: Sequence[Controls]) -> tuple[str, ...]:
+        """The names of the controls this value is made of, those of a value made of `known` ones
+        in turn theirs (a `Drawing`: its fusion's, its style's, its showing's), as the API page names them."""
+        by_kind = {c.kind: c for c in known}
+        return tuple(leaf.name for p in self.parameters for leaf in _controls_of(p, by_kind))
+
     @classmethod
     def of(cls, kind: type, parse: Callable[..., Any]) -> Controls:
         """The controls `parse` reads, as its signature names them (their hints and defaults)."""
@@ -51,9 +57,9 @@ class ComponentView:
 
     controls: ClassVar[tuple[Controls, ...]] = ()
 
-    def bind(self, fn: Callable, *context: Any) -> Callable:
-        """`fn` bound (`bound`) to this view and its tab's controls."""
-        return bound(fn, *context, view=self, controls=self.controls)
+    def bind(self, fn: Callable, *context: Any, retyped: dict[str, type] | None = None) -> Callable:
+        """`fn` bound (`bound`) to this view and its tab's controls (`retyped` as there)."""
+        return bound(fn, *context, view=self, controls=self.controls, retyped=retyped)
 
     def pick(self, *names: str) -> list[gr.components.Component]:
         """The components called `names`, in that order (an event's outputs)."""
@@ -77,10 +83,13 @@ class ComponentView:
             )
         return self.pick(*names)
 
-    def event(self, fn: Callable, *context: Any, **fields: str) -> dict[str, Any]:
-        """An event's function and inputs: `fn` bound to this view (`bind`) and the components its
-        parameters name (`inputs`, `fields` as there), for `trigger(**view.event(fn, server), outputs=...)`."""
-        handler = self.bind(fn, *context)
+    def event(
+        self, fn: Callable, *context: Any, retyped: dict[str, type] | None = None, **fields: str
+    ) -> dict[str, Any]:
+        """An event's function and inputs: `fn` bound to this view (`bind`, `retyped` as in `bound`) and
+        the components its parameters name (`inputs`, `fields` as there), for `trigger(**view.event(fn,
+        server), outputs=...)`."""
+        handler = self.bind(fn, *context, retyped=retyped)
         return {"fn": handler, "inputs": self.inputs(handler, **fields)}
 
     def update(self, **values: Any) -> dict[gr.components.Component, Any]:
@@ -90,23 +99,33 @@ class ComponentView:
 
 
 def bound(
-    fn: Callable, *context: Any, view: ComponentView | None = None, controls: Sequence[Controls] = ()
+    fn: Callable,
+    *context: Any,
+    view: ComponentView | None = None,
+    controls: Sequence[Controls] = (),
+    retyped: dict[str, type] | None = None,
 ) -> Callable:
     """`fn` with its leading arguments (the server's context, ...) fixed, each parameter whose
     annotation is the kind of one of `controls` taken from those controls' values, and (with
-    `view`) its `{field: value}` result applied to `view`.
+    `view`) its `{field: value}` result applied to `view`. `retyped`: the kind a parameter is read
+    as in this binding, by name, where one handler serves several records (ui/explore_views.py: each
+    "More views" view's own controls). Two controls of one name are one control: the API page
+    names it once, where it first comes (a view's `Drawing` and another's `MapStyle` share the style).
 
     Unlike `functools.partial`, the result is a function whose signature and annotations
     are those Gradio should see: it reads them to name the API parameters and to spot the
     parameters it fills in itself (e.g. `evt: gr.SelectData`), and `typing.get_type_hints`
     does not look inside a partial."""
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn) | (retyped or {})
     parameters = [
         p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(fn).parameters.values()
     ]
     parameters = parameters[len(context) :]
     by_kind = {c.kind: c for c in controls}
-    api_parameters = [leaf for p in parameters for leaf in _controls_of(p, by_kind)]  # as the API page names them
+    named: dict[str, inspect.Parameter] = {}  # as the API page names them
+    for leaf in (leaf for p in parameters for leaf in _controls_of(p, by_kind)):
+        named.setdefault(leaf.name, leaf)
+    api_parameters = list(named.values())
     signature = inspect.Signature(api_parameters)
 
     def call_args(args: tuple, kwargs: dict) -> dict[str, Any]:

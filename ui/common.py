@@ -31,7 +31,7 @@ from explorer.explain import (
     content_digest,
     explain_file,
 )
-from explorer.images import ImageError, check_image, first_frame_note
+from explorer.images import EXAMPLES_DIR, ImageError, check_image, first_frame_note
 from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
 from training.registry import JobRegistry, owner_id
@@ -46,7 +46,6 @@ from .outputs import UPLOADS, saved, upload_folder
 from .settings import ServerSettings
 from .uploads import UploadRefused, checked_upload
 
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "cifar10"  # see examples/cifar10/pick.py
 UPSAMPLING = ("nearest", "smooth")
 DISPLAYS = ("overlay", "raw")
 FUSIONS = ("mean", "max", "min")

@@ -32,12 +32,9 @@ from .settings import for_visitors
 
 EXAMPLES = tuple(EXAMPLES_DIR / f"{name}.jpg" for name in CIFAR10_CLASSES)
 SESSION_TTL_S = 3600  # forget an idle session's cached forward pass after an hour
-PCA_CONTROLS = Controls.of(ev.PcaChoice, ev.pca_choice)
 UPLOAD = Controls.of(h.Upload, h.upload)
+KEPT = Controls.of(h.Kept, h.kept)
 STYLE = common.STYLE.names  # the controls one MapStyle is built from
-SHOW = common.SHOWING.names  # how rollout and relevance are drawn (controls.Showing)
-FUSION = common.FUSION.names  # rollout's head fusion and discard ratio (controls.Fusion)
-PCA = PCA_CONTROLS.names  # the PCA tab's controls (explore_handlers.PcaChoice)
 GIF_SCALE_CHOICES = [  # the first is the screen's: each layer on its own scale
     ("each layer its own scale, as on screen", "each layer"),
     ("one scale for all layers (brightness compares)", "all layers"),
@@ -90,11 +87,13 @@ new MutationObserver(() => {
 # The first screen's pictures, drawn in the page from the numbers an analysis sends (issue 41;
 # explorer/page_maps.py says what is sent), coloured with matplotlib's own tables of each colour map.
 PLAY_STEP_S = 0.8  # seconds per layer of "Play through layers"
+WORD_MAPS_ID = "prompt-maps"  # a CLIP model's word maps, which follow the style as the style views do
 PAGE_MAPS_JS = (
     "<script>"
     + (Path(__file__).with_name("page_maps.js").read_text())
     .replace('"__COLOUR_TABLES__"', json.dumps(page_maps.colour_tables()))
     .replace('"__PLAY_STEP_MS__"', str(round(PLAY_STEP_S * 1000)))
+    .replace('"__FOLLOW_STYLE__"', json.dumps(", ".join(f"#{name} img" for name in (*ev.FOLLOW_STYLE, WORD_MAPS_ID))))
     .replace("</", "<\\/")
     + "</script>"
 )
@@ -121,7 +120,7 @@ look noisy; **rollout** combines all layers into one smoother map.
 class ExploreView(ComponentView):
     """Every component of the Explore tab, by name."""
 
-    controls: ClassVar = (common.STYLE, common.SHOWING, common.FUSION, common.DRAWING, PCA_CONTROLS, UPLOAD)
+    controls: ClassVar = (*ev.CONTROLS, UPLOAD, KEPT)
 
     # per-session state
     explanation_key: gr.State  # key of the forward pass every view reads (ui.common.ExplanationKey)
@@ -130,7 +129,6 @@ class ExploreView(ComponentView):
     current_model: gr.State
     on_screen: gr.State  # the "More views" tab on screen (explore_views.MORE_VIEWS), None while closed
     more_tab: gr.State  # the tab picked in "More views", shown when the accordion opens
-    relevance_map: gr.State  # the relevance on screen, redrawn in a new style (explore_handlers.RelevanceMap)
     words_result: gr.State  # a CLIP model's words on screen, redrawn in a new style (explore_handlers.WordsResult)
     # model and image
     model_key: gr.Dropdown
@@ -163,27 +161,16 @@ class ExploreView(ComponentView):
     # views and exports; "More views" (an accordion of tabs) is drawn only when opened
     more: gr.Accordion
     more_tabs: dict[str, gr.Tab]  # by ui.explore_views.MORE_VIEWS name
+    # Each "More views" view's picture, its own controls and what the session keeps of it (a state),
+    # by name, as its module and ui/explore_views.py lay them out: read as fields (`view.pca_layer`).
+    more_parts: dict[str, gr.components.Component]
     maps: gr.HTML  # the head maps, drawn in the page from the numbers its value holds (explorer/page_maps.py)
     heads: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
     export_png: gr.Button
     export_gif: gr.Button
     export_file: gr.File
-    overview: gr.Image
-    fusion: gr.Radio
-    discard: gr.Slider
     show: gr.Radio
     keep_percent: gr.Slider
-    rollout: gr.Image
-    distance: gr.Image
-    similarity: gr.Image
-    target: gr.Dropdown  # the class relevance explains
-    relevance_button: gr.Button
-    relevance: gr.Image
-    pca_layer: gr.Slider
-    pca_examples: gr.Checkbox
-    pca_background: gr.Checkbox
-    pca: gr.Image
-    logit_lens: gr.Image
     # a CLIP model's words (ui.explore_handlers.compare_words): shown for CLIP models only
     words: gr.Column
     prompts: gr.Textbox
@@ -197,6 +184,14 @@ class ExploreView(ComponentView):
     # the named endpoints whose pictures the page now draws itself: API clients only (_api_only_inputs)
     api_buttons: dict[str, gr.Button]
 
+    def __getattr__(self, name: str) -> gr.components.Component:
+        # Called only for a name that is no field: a "More views" part, so that a new view needs no
+        # field here (issue 57), and handlers and events name its parts as they name the others.
+        parts = self.__dict__.get("more_parts", {})
+        if name not in parts:
+            raise AttributeError(f"{type(self).__name__} has no component called {name!r}")
+        return parts[name]
+
 
 def _session_state(start: LoadedModel) -> dict[str, gr.State]:
     return {
@@ -206,7 +201,6 @@ def _session_state(start: LoadedModel) -> dict[str, gr.State]:
         "current_model": gr.State(start.key),
         "on_screen": gr.State(None),
         "more_tab": gr.State(ev.MORE_VIEWS[0]),
-        "relevance_map": gr.State(None),
         "words_result": gr.State(None),
     }
 
@@ -360,20 +354,23 @@ def _map_display() -> dict[str, Any]:
 
 
 def _more_views(start: LoadedModel) -> dict[str, Any]:
+    kept = {name: gr.State(None) for name in ev.KEPT}  # what the session keeps of a view, by name
     more = gr.Accordion(ev.MORE_LABEL, open=False, elem_id="more")
     with more:
         display = _map_display()
         with gr.Tabs(overflow_behavior="wrap"):
-            return {"more": more, **display, **_more_tabs(start)}
+            tabs, parts = _more_tabs(start)
+    return {"more": more, **display, "more_tabs": tabs, "more_parts": kept | parts}
 
 
-def _more_tabs(start: LoadedModel) -> dict[str, Any]:
-    """A tab for each of ui.explore_views.MORE, in order, holding what its record says."""
+def _more_tabs(start: LoadedModel) -> tuple[dict[str, gr.Tab], dict[str, Any]]:
+    """A tab for each of ui.explore_views.MORE, in order, holding what its record says: the tabs and
+    their parts, by name."""
     tabs, parts = {}, {}
-    for view in ev.MORE.values():
-        with gr.Tab(view.tab) as tabs[view.name]:
-            parts |= view.layout(start)
-    return parts | {"more_tabs": tabs}
+    for more in ev.MORE.values():
+        with gr.Tab(more.tab) as tabs[more.name]:
+            parts |= more.layout(start)
+    return tabs, parts
 
 
 def _words(start: LoadedModel) -> dict[str, Any]:
@@ -392,7 +389,7 @@ def _words(start: LoadedModel) -> dict[str, Any]:
             )
             prompts_button = gr.Button("Compare these words", size="sm", scale=1, elem_id="compare-words")
         prompt_note = gr.Markdown(label="The template and what the probabilities compare", elem_id="prompt-note")
-        prompt_maps = word_maps("**Relevance of each word** (Chefer et al. 2021)", elem_id="prompt-maps")
+        prompt_maps = word_maps("**Relevance of each word** (Chefer et al. 2021)", elem_id=WORD_MAPS_ID)
     return {
         "words": words,
         "prompts": prompts,
@@ -487,14 +484,6 @@ def _wire_views(view: ExploreView, server: Server) -> None:
     redrawn = {"api_visibility": "private", "trigger_mode": "always_last", **CHEAP}
     shown = view.pick(*ev.STYLE_VIEWS, "prompt_maps", "relevance")
     view.input_view.restyle(**view.event(h.restyle_shown, server), outputs=shown, **redrawn)
-    gr.on(
-        [view.fusion.input, view.discard.input, view.show.input, view.keep_percent.input],
-        **view.event(h.show_rollout, server),
-        outputs=view.rollout,
-        api_name="rollout",
-        trigger_mode="always_last",
-        **CHEAP,
-    )
     slider = view.event(h.keep_slider)
     view.show.change(**slider, outputs=view.keep_percent, api_visibility="private", queue=False, **RAW)
     showing = [view.show.input, view.keep_percent.input]
@@ -517,32 +506,40 @@ def _wire_play(view: ExploreView) -> None:
 
 def _wire_more(view: ExploreView, server: Server) -> None:
     """The "More views" tabs: a view is drawn when it comes on screen (its tab picked, or the
-    accordion opened on it). API clients ask for one by its record's name (ui/explore_views.py):
-    /overview, /distance, /similarity, /logit_lens (and /rollout, /relevance, /patch_pca with
-    their own controls)."""
+    accordion opened on it), and again when one of its own controls changes. API clients ask for one
+    by its record's `api_name` (ui/explore_views.py), which takes that view's own controls only."""
     for more in ev.MORE.values():
-        if more.api_name is not None:
-            api = {"api_name": more.api_name}
-        else:  # a heavy one gets a private name, which tests/test_ui_concurrency.py checks the pool of
-            api = {"api_visibility": "private", **({"api_name": f"{more.name}_tab"} if more.heavy else {})}
-        outputs = view.pick("on_screen", "more_tab", *([more.name] if more.draw is not None else []))
-        pool = HEAVY if more.heavy else CHEAP  # a forward pass, not a redraw of the cached one
-        view.more_tabs[more.name].select(**view.event(h.show_more, server, more.name), outputs=outputs, **api, **pool)
+        _wire_more_view(view, server, more)
     view.more.expand(  # the tab picked last (`more_tab`) comes on screen; relevance waits for its button
-        **view.event(h.show_more, server),
+        **view.event(h.open_more, server),
         outputs=view.pick("on_screen", "more_tab", *ev.DRAWN_VIEWS),
         api_visibility="private",
         **CHEAP,
     )
     view.more.collapse(**view.event(h.hide_more), outputs=view.on_screen, api_visibility="private", queue=False)
-    gr.on(
-        [view.pca_layer.input, view.pca_examples.input, view.pca_background.input],
-        **view.event(h.show_pca, server),
-        outputs=view.pca,
-        api_name="patch_pca",
-        trigger_mode="always_last",
-        **HEAVY,
-    )
+
+
+def _wire_more_view(view: ExploreView, server: Server, more: ev.MoreView) -> None:
+    """One view's events: its tab's opening and its own controls' change, each reading the record of
+    its controls (`more.asked`) and nothing else. Its named endpoint is the change of its own
+    controls where it has some (/rollout, /patch_pca), else its tab's opening (/overview, ...)."""
+    pool = HEAVY if more.heavy else CHEAP  # a forward pass, not a redraw of the cached one
+    named = {"api_name": more.api_name} if more.api_name is not None else {"api_visibility": "private"}
+    opened = named
+    if more.own_controls:
+        # a heavy one's opening gets a private name, which tests/test_ui_concurrency.py checks the pool of
+        opened = {"api_visibility": "private", **({"api_name": f"{more.name}_tab"} if more.heavy else {})}
+        gr.on(
+            [getattr(view, name).input for name in more.own_controls],
+            **view.event(h.show_view, server, more.name, retyped={"asked": more.asked.kind}),
+            outputs=getattr(view, more.name),
+            trigger_mode="always_last",
+            **named,
+            **pool,
+        )
+    outputs = view.pick("on_screen", "more_tab", *([more.name] if more.picture is not None else []))
+    select = view.event(h.show_more, server, more.name, retyped={"asked": more.asked.kind})
+    view.more_tabs[more.name].select(**select, outputs=outputs, **opened, **pool)
 
 
 def _wire_query(view: ExploreView, server: Server) -> None:

@@ -2,10 +2,11 @@
 
 ui/explore.py binds each to the tab's `ExploreView` and the server's context (`ui.common.Server`)
 with `ExploreView.bind`. A handler takes the style controls as one `MapStyle` (rollout's fusion
-and how a single map shows as one value each, or all three as one `controls.Drawing`: ui.common
-parses them at the binding), asks `explorer.views` for pictures (the "More views" through their
-records, ui/explore_views.py) and returns them by field name, which the binding applies to the
-view, so a new view is one more name, not one more tuple slot.
+and how a single map shows as one value each, or all three as one `controls.Drawing`; a "More
+views" view's own controls as its record's `asked`, several views' as one `ViewsAsked`: ui.common
+and ui/explore_views.py parse them at the binding), asks `explorer.views` for pictures (the "More
+views" through their records, ui/explore_views.py) and returns them by field name, which the
+binding applies to the ExploreView, so a new view is one more name, not one more tuple slot.
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ from explorer.explain import (
 )
 from explorer.images import ImageError
 from explorer.loaded import LoadedModel
+from explorer.more_views import relevance as relevance_view
 from explorer.prompts import PromptError, ZeroShot, affordable_words, parse_prompts, zero_shot
 from vit.analysis import Query
 from vit.messages import markdown_text, quoted
 
-from . import downloads, explore_views, zerogpu
+from . import downloads, zerogpu
 from .checks import one_of, visitor_error, whole_number
 from .common import (
     ExplanationKey,
-    PageHandles,
     Server,
     check_layer,
     check_query,
@@ -55,18 +56,21 @@ from .common import (
 )
 from .explore_views import (
     IMAGE_VIEWS,
+    KEPT,
     MODEL_ONLY_VIEWS,
     MORE,
     MORE_VIEWS,
     ON_REQUEST,
     PREDICTED,
     STYLE_VIEWS,
-    PcaChoice,
-    Scene,
+    DrawnAsked,
+    ImageAsked,
+    ModelAsked,
+    StyleAsked,
     draw_on_screen,
-    pca_picture,
     relevance_classes,
-    rollout_picture,
+    run_task,
+    view_scene,
 )
 from .outputs import UPLOADS, cache_path, saved, upload_folder
 from .pictures import with_alt
@@ -75,7 +79,9 @@ from .uploads import UploadRefused, checked_upload
 MODES = ("crop", "whole")
 GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or one scale for all layers
 
-# What /analyze redraws, by ExploreView field: the session's explanation key first.
+# What /analyze draws, by ExploreView field: the first screen (the session's explanation key
+# first), and no "More views" view: each is a call of its own (docs/app.md, 2026-11-28). What the
+# session keeps of a view drawn on request (relevance's map) is dropped with the last image.
 ANALYSIS_OUTPUTS = (
     "explanation_key",
     "export_name",
@@ -85,16 +91,29 @@ ANALYSIS_OUTPUTS = (
     "label",
     "layer",
     "heads",
-    *IMAGE_VIEWS,  # each drawn only while on screen (the accordion open on its tab): see `full_analysis`
     "token",
-    *ON_REQUEST,  # relevance and its kept map: drawn when its button is pressed, cleared here
     "query_md",
     "export_file",  # an export of the previous image is cleared
+    *KEPT,
 )
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "token")
 # What the page's own analysis returns: the model input and the head maps as the numbers the
-# page draws them from ("maps": explorer/page_maps.py, ui/page_maps.js), not as pictures.
-PAGE_ANALYSIS_OUTPUTS = (*(name for name in ANALYSIS_OUTPUTS if name not in ("input_img", "heads")), "maps")
+# page draws them from ("maps": explorer/page_maps.py, ui/page_maps.js), not as pictures, and the
+# "More views": the one on screen drawn, the others cleared (in the order /analyze_page had).
+PAGE_ANALYSIS_OUTPUTS = (
+    "explanation_key",
+    "export_name",
+    "query",
+    "numbers",
+    "label",
+    "layer",
+    *IMAGE_VIEWS,  # each drawn only while on screen (the accordion open on its tab): see `page_analysis`
+    "token",
+    *ON_REQUEST,  # relevance and its kept map: drawn when its button is pressed, cleared here
+    "query_md",
+    "export_file",
+    "maps",
+)
 
 
 class Upload(NamedTuple):
@@ -167,42 +186,61 @@ def full_analysis(
     mode: str,
     layer: int,
     text_px: int,
-    drawing: Drawing = Drawing(),  # noqa: B008 - frozen, never changed
+    style: MapStyle = MapStyle(),  # noqa: B008 - frozen, never changed
     store: ExplanationStore | None = None,
-    on_screen: str | None = None,
-    pca: PcaChoice = PcaChoice(),  # noqa: B008 - frozen, never changed
-    pages: PageHandles | None = None,
     network: str | None = None,
 ) -> dict[str, Any]:
     """Analyse an image file (`explorer.explain.explain_file`: within the store's budget, once
-    per file, model and mode) and draw the views a visitor sees: ANALYSIS_OUTPUTS by name (all
-    but export_name, which needs the upload's name); of IMAGE_VIEWS only the one `on_screen` (a
-    MORE_VIEWS name or None), the others None until opened (`show_more`), words `text_px` high
-    (the Server's). With `pages`, for the page (PAGE_ANALYSIS_OUTPUTS): the input and the head maps
-    as the numbers it draws them from, under a handle of `pages`. `network`: whose sessions share
-    the pass (`ExplanationStore.sharing`). Raises ImageError for unusable files,
-    ExplanationTooLarge past the store's budget."""
+    per file, model and mode) and draw the first screen: ANALYSIS_OUTPUTS by name (all but
+    export_name, which needs the upload's name), words `text_px` high (the Server's). `network`:
+    whose sessions share the pass (`ExplanationStore.sharing`). Raises ImageError for unusable
+    files, ExplanationTooLarge past the store's budget."""
     key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded), network=network)
-    if pages is None:
-        first = {
-            "input_img": input_picture(ex, key),
-            "heads": heads_picture(ex, key, None, layer, drawing.style, text_px),
-        }
-    else:
-        handle = pages.handle(key)
-        first = {"maps": page_maps.page_maps(ex, model_name(key.model_key), layer - 1, text_px, handle)}
-    return first | {
+    return described(loaded, ex, key, layer) | {
+        "input_img": input_picture(ex, key),
+        "heads": heads_picture(ex, key, None, layer, style, text_px),
+        **dict.fromkeys(KEPT),
+    }
+
+
+def page_analysis(
+    server: Server,
+    loaded: LoadedModel,
+    path: str,
+    mode: str,
+    layer: int,
+    on_screen: str | None,
+    asked: ImageAsked,
+    network: str | None = None,
+) -> dict[str, Any]:
+    """`full_analysis` for the page (PAGE_ANALYSIS_OUTPUTS): the input and the head maps as the
+    numbers it draws them from, under a handle of the server's `pages`; of IMAGE_VIEWS only the one
+    `on_screen` (a MORE_VIEWS name or None) drawn, from its record in `asked`, the others None until
+    opened (`show_more`)."""
+    forward = partial(zerogpu.FORWARD, loaded)
+    key, ex = explain_file(loaded, path, mode, server.store, forward=forward, network=network)
+    maps = page_maps.page_maps(ex, model_name(key.model_key), layer - 1, server.text_px, server.pages.handle(key))
+    scene = view_scene(loaded, server.text_px, ex, key)
+    return (
+        described(loaded, ex, key, layer)
+        | {"maps": maps}
+        | draw_on_screen(IMAGE_VIEWS, on_screen, scene, asked)
+        | dict.fromkeys(ON_REQUEST)  # drawn on request: relevance costs a forward and a backward pass
+    )
+
+
+def described(loaded: LoadedModel, ex: Explanation, key: ExplanationKey, layer: int) -> dict[str, Any]:
+    """What every analysis shows of the image in words and controls, by field."""
+    return {
         "explanation_key": key,
         "query": None,  # the query goes back to the CLS token, and the caption says so
         "query_md": texts.describe_query(None, ex.has_cls),
         "numbers": texts.describe_input(ex),
         "label": predictions(loaded, ex),
         "layer": layer_slider(ex.depth, layer),
-        **draw_on_screen(IMAGE_VIEWS, on_screen, Scene(loaded, text_px, ex, key, drawing, pca)),
         "token": gr.Dropdown(
             choices=controls.query_choices(ex.prefix_names), value=controls.query_token(None, ex.prefix_names)
         ),
-        **dict.fromkeys(ON_REQUEST),  # drawn on request: relevance costs a forward and a backward pass
         "export_file": None,
     }
 
@@ -213,9 +251,8 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
     caption is back at its start text."""
     return {
         **dict.fromkeys(("explanation_key", "export_name", "query", "label")),
-        **dict.fromkeys(("maps",) if page else ("input_img", "heads")),
-        **dict.fromkeys(ON_REQUEST),
-        **dict.fromkeys((*IMAGE_VIEWS, "export_file")),
+        **dict.fromkeys((*IMAGE_VIEWS, *ON_REQUEST, "maps") if page else ("input_img", "heads", *KEPT)),
+        "export_file": None,
         "numbers": "",
         "query_md": texts.describe_query(None, "cls" in prefix_names),
         "token": gr.Dropdown(
@@ -224,19 +261,11 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
     }
 
 
-def analyze(
-    server: Server,
-    on_screen: str | None,
-    given: Upload,
-    layer: float,
-    drawing: Drawing,
-    pca: PcaChoice,
-    request: gr.Request | None = None,
-) -> dict:
-    """Analyse an uploaded image with the chosen model and draw the views on screen; with no
-    image (removed with its ×), clear every output that described the last one. `pca_layer`
-    (1-based; None: the last), `pca_examples` and `pca_background` are the PCA tab's controls."""
-    return analysed(server, on_screen, given, layer, drawing, pca, request, page=False)
+def analyze(server: Server, given: Upload, layer: float, style: MapStyle, request: gr.Request | None = None) -> dict:
+    """Analyse an uploaded image with the chosen model and draw the first screen (the model input,
+    the head maps of `layer`, 1-based, in `style`); with no image (removed with its ×), clear every
+    output that described the last one. Each "More views" view is a call of its own."""
+    return analysed(server, given, layer, request, style=style)
 
 
 def analyze_page(
@@ -244,49 +273,38 @@ def analyze_page(
     on_screen: str | None,
     given: Upload,
     layer: float,
-    drawing: Drawing,
-    pca: PcaChoice,
+    asked: ImageAsked,
     request: gr.Request | None = None,
 ) -> dict:
     """The page's analysis: as /analyze, with the model input and the head maps sent as the
     numbers the page draws them from (PAGE_ANALYSIS_OUTPUTS; explorer/page_maps.py says what
-    they are): "Attention per head ..." is then a JSON value, not a picture."""
-    return analysed(server, on_screen, given, layer, drawing, pca, request, page=True)
+    they are): "Attention per head ..." is then a JSON value, not a picture. The "More views" view
+    on screen is drawn with its own controls (`asked`), the others cleared."""
+    return analysed(server, given, layer, request, page=(on_screen, asked))
 
 
 def analysed(
     server: Server,
-    on_screen: str | None,
     given: Upload,
     layer: float,
-    drawing: Drawing,
-    pca: PcaChoice,
     request: gr.Request | None,
-    page: bool,
+    style: MapStyle = MapStyle(),  # noqa: B008 - frozen, never changed
+    page: tuple[str | None, ImageAsked] | None = None,
 ) -> dict:
-    """`analyze` for API clients, or for the page (`page`: `full_analysis` with its handles)."""
+    """`analyze` for API clients, or for the page (`page`: the view on screen and the views'
+    records, for `page_analysis`)."""
     catalog, visitor = server.catalog, owner(request)
     if given.image is None:
-        return cleared(load_or_error(catalog, given.model_key, visitor).model.config.prefix_names, page)
+        return cleared(load_or_error(catalog, given.model_key, visitor).model.config.prefix_names, page is not None)
     mode = one_of("resize mode", given.mode, MODES)
     try:
         loaded = catalog.get(given.model_key, owner=visitor)
         layer = check_layer(layer, loaded.model.config.depth)
-        path = uploaded_path(given.image)
-        pages = server.pages if page else None
-        pictures = full_analysis(
-            loaded,
-            path,
-            mode,
-            layer,
-            server.text_px,
-            drawing,
-            server.store,
-            on_screen,
-            pca,
-            pages,
-            network(server, request),
-        )
+        path, shared = uploaded_path(given.image), network(server, request)
+        if page is None:
+            pictures = full_analysis(loaded, path, mode, layer, server.text_px, style, server.store, shared)
+        else:
+            pictures = page_analysis(server, loaded, path, mode, layer, *page, shared)
     except (ImageError, ModelUnavailable, ExplanationTooLarge) as e:
         raise visitor_error(str(e)) from e
     return pictures | {"export_name": export_stem(given.image, given.model_key, catalog)}
@@ -341,38 +359,53 @@ def restyle(
     on_screen: str | None,
     query: Query,
     layer: float,
-    drawing: Drawing,
+    asked: StyleAsked,
+    style: MapStyle,
 ) -> dict:
-    """Redraw the head maps in a new style, and the layers x heads overview or rollout if on
-    screen (the other None: drawn in the new style when opened)."""
+    """Redraw the head maps in a new style, and the style views (STYLE_VIEWS: the layers x heads
+    overview, rollout) if on screen, from their own controls' records in `asked` (the others None:
+    drawn in the new style when opened)."""
     ex = server.require(explanation_key)
     layer = check_layer(layer, ex.depth)
-    shown_views = draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, server.text_px, ex, explanation_key, drawing))
-    heads = heads_picture(ex, explanation_key, query, layer, drawing.style, server.text_px)
+    shown_views = draw_on_screen(STYLE_VIEWS, on_screen, view_scene(None, server.text_px, ex, explanation_key), asked)
+    heads = heads_picture(ex, explanation_key, query, layer, style, server.text_px)
     return {"heads": heads, **shown_views}
+
+
+class Kept(NamedTuple):
+    """What the session keeps of the pictures drawn on request, to redraw them in a new style:
+    a CLIP model's words and the relevance (None: none on screen)."""
+
+    words_result: WordsResult | None
+    relevance_map: RelevanceMap | None
+
+
+def kept(words_result: WordsResult | None, relevance_map: RelevanceMap | None) -> Kept:
+    """The session's two kept results as one value (for the binding: ui.binding.Controls)."""
+    return Kept(words_result, relevance_map)
 
 
 def restyle_shown(
     server: Server,
     explanation_key: ExplanationKey | None,
     on_screen: str | None,
-    words_result: WordsResult | None,
-    relevance_map: RelevanceMap | None,
+    shown: Kept,
     export_name: str | None,
+    asked: StyleAsked,
     drawing: Drawing,
 ) -> dict:
     """After a style change on the page, which redraws its own input and head maps, the pictures
-    the server draws that follow the style: the layers x heads overview or rollout if on screen
-    (the other None: drawn in the new style when opened), a CLIP model's word maps and the
-    relevance if shown (`restyle_words`, `restyle_relevance`), all in one request."""
+    the server draws that follow the style: the style view on screen (the others None: drawn in the
+    new style when opened), a CLIP model's word maps and the relevance if shown (`restyle_words`,
+    `restyle_relevance`, in `drawing`'s style and showing), all in one request."""
     if explanation_key is None:
         return {}
     ex = server.require(explanation_key)
     style, showing = drawing.style, drawing.showing
     return (
-        draw_on_screen(STYLE_VIEWS, on_screen, Scene(None, server.text_px, ex, explanation_key, drawing))
-        | restyle_words(server, explanation_key, words_result, style, showing)
-        | restyle_relevance(server, explanation_key, relevance_map, export_name, style, showing)
+        draw_on_screen(STYLE_VIEWS, on_screen, view_scene(None, server.text_px, ex, explanation_key), asked)
+        | restyle_words(server, explanation_key, shown.words_result, style, showing)
+        | restyle_relevance(server, explanation_key, shown.relevance_map, export_name, style, showing)
     )
 
 
@@ -381,49 +414,40 @@ def keep_slider(show: str) -> dict:
     return {"keep_percent": gr.Slider(visible=show == "top mass")}
 
 
-def show_rollout(server: Server, explanation_key: ExplanationKey | None, drawing: Drawing) -> dict:
-    """Attention rollout through all layers with a head fusion and discard ratio, drawn as
-    `show` says (controls.SHOWS; `keep_percent` of the mass for "top mass")."""
-    return {
-        "rollout": rollout_picture(
-            Scene(None, server.text_px, server.require(explanation_key), explanation_key, drawing)
-        )
-    }
+def show_view(
+    server: Server, more_tab: str, explanation_key: ExplanationKey | None, current_model: str, asked: Any
+) -> dict:
+    """The "More views" view `more_tab` drawn from its own controls' record `asked` (its record's
+    `asked`, parsed at the binding): a view of the model alone for the current model, an image's
+    view for the image analysed (refused before any upload)."""
+    more = MORE[one_of("view", more_tab, MORE_VIEWS)]
+    if not more.image:
+        return {more.name: more.draw(view_scene(load_or_error(server.catalog, current_model), server.text_px), asked)}
+    ex, loaded = server.require(explanation_key), load_or_error(server.catalog, explanation_key.model_key)
+    return {more.name: more.draw(view_scene(loaded, server.text_px, ex, explanation_key), asked)}
 
 
 def show_more(
-    server: Server,
-    more_tab: str,
-    explanation_key: ExplanationKey | None,
-    current_model: str,
-    drawing: Drawing,
-    pca: PcaChoice,
+    server: Server, more_tab: str, explanation_key: ExplanationKey | None, current_model: str, asked: Any
 ) -> dict:
     """The "More views" tab `more_tab` comes on screen (its tab picked, or the accordion opened on
-    it): remember it, and draw its view (a view of the model alone for the current model; an
-    image's view once there is one; relevance waits for its button, as it costs a backward pass)."""
-    view = MORE[one_of("view", more_tab, MORE_VIEWS)]
-    on_screen = {"on_screen": view.name, "more_tab": view.name}
-    if view.draw is None or (view.image and explanation_key is None):
+    it): remember it, and draw its view from its own controls' record `asked` (`show_view`) once it
+    can be (an image's view once there is one; relevance waits for its button, as it costs a
+    backward pass)."""
+    more = MORE[one_of("view", more_tab, MORE_VIEWS)]
+    on_screen = {"on_screen": more.name, "more_tab": more.name}
+    if more.picture is None or (more.image and explanation_key is None):
         return on_screen
-    if not view.image:
-        return on_screen | draw_on_screen(
-            (view.name,), view.name, Scene(load_or_error(server.catalog, current_model), server.text_px)
-        )
-    ex, loaded = server.require(explanation_key), load_or_error(server.catalog, explanation_key.model_key)
-    return on_screen | draw_on_screen(
-        (view.name,), view.name, Scene(loaded, server.text_px, ex, explanation_key, drawing, pca)
-    )
+    return on_screen | show_view(server, more.name, explanation_key, current_model, asked)
 
 
-def show_pca(server: Server, explanation_key: ExplanationKey | None, pca: PcaChoice) -> dict:
-    """Patch features in colour (DINOv2 Fig. 1): the patch tokens leaving `pca_layer` (1 =
-    first) on their first three principal components as R, G, B; one PCA fitted on this image
-    alone or, with `pca_examples`, on it and the six animal examples together; with
-    `pca_background`, the background removed by thresholding the first component at 0."""
-    ex = server.require(explanation_key)
-    loaded = load_or_error(server.catalog, explanation_key.model_key)
-    return {"pca": pca_picture(Scene(loaded, server.text_px, ex, explanation_key, pca=pca))}
+def open_more(
+    server: Server, more_tab: str, explanation_key: ExplanationKey | None, current_model: str, asked: DrawnAsked
+) -> dict:
+    """The "More views" accordion opened: the tab picked last comes on screen (`show_more`), drawn
+    from its record in `asked`."""
+    name = one_of("view", more_tab, MORE_VIEWS)
+    return show_more(server, name, explanation_key, current_model, asked.get(name))
 
 
 def hide_more() -> dict:
@@ -494,7 +518,7 @@ def show_relevance(
         )
     target = one_of("class", target, relevance_classes(loaded))
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
-    drawn: RelevanceMap = (explanation_key, target, explore_views.RELEVANCE(loaded, ex.input.tensor, index))
+    drawn: RelevanceMap = (explanation_key, target, run_task(relevance_view.TASK, loaded, ex.input.tensor, index))
     picture = relevance_picture(loaded, ex, export_name, drawn, style, showing, server.text_px)
     return {"relevance": picture, "relevance_map": drawn}
 
@@ -760,6 +784,7 @@ def load_model(
     server: Server,
     model_key: str,
     on_screen: str | None,
+    asked: ModelAsked,
     request: gr.Request,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's way to show a download's bytes
 ) -> dict:
@@ -775,7 +800,7 @@ def load_model(
         "layer": layer_slider(depth, depth),  # the analysis that follows starts at the last layer
         "pca_layer": layer_slider(depth, depth),
         # drawn now only if on screen; else None, drawn for this model when opened (show_more)
-        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, Scene(loaded, server.text_px)),
+        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, view_scene(loaded, server.text_px), asked),
         "target": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
         "words": gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     }

@@ -11,6 +11,7 @@
   "use strict";
   const COLOUR_TABLES = "__COLOUR_TABLES__";
   const PLAY_STEP_MS = "__PLAY_STEP_MS__"; // ui/explore.py's PLAY_STEP_S
+  const FOLLOW_STYLE = "__FOLLOW_STYLE__"; // ui/explore.py: the pictures the server draws that follow the style
   const GAP = 4, BAR_PX = 12, BAR_WIDTH = 320, LEVELS = 65536; // canvas.GAP, BAR_PX, BAR_WIDTH
   const SHRUNK_AT_MOST = 0.9; // the head maps' layout is kept while shown at 9/10 of its width or more (tests/test_ui_pictures_shown.py)
   const BACKGROUND = "#ffffff", TEXT = "rgb(30,30,30)", GRID = [255, 255, 255], MARK = [0, 200, 255];
@@ -409,7 +410,7 @@
       this.style = { cmap: TABLES[cmap] ? cmap : "inferno", opacity: Number(opacity), smooth: upsampling === "smooth", raw: display === "raw", scale };
       this.draw();
       // Pictures the server draws (More views, relevance, a CLIP model's words) follow the style too.
-      if (document.querySelector("#overview img, #rollout img, #relevance img, #prompt-maps img")) this.parts.input.events.restyle();
+      if (document.querySelector(FOLLOW_STYLE)) this.parts.input.events.restyle();
     }
     play() {
       if (!this.data) return;
