@@ -33,7 +33,6 @@ RUN_TOKEN_KEY = "vit-explorer-train-run"
 BUTTONS = ("start", "start_new", "continue_run")  # ui.train_handlers.run_buttons
 STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model", *BUTTONS)
 STARTED_OUTPUTS = ("status", "progress", "seen", "curves", "probe", "checkpoint", "note", *BUTTONS)
-STOPPED_OUTPUTS = ("status", "confirm", "progress", "checkpoint", "seen", *BUTTONS)
 # The countdown of a run backing off ("next try in 45 s"), counted on the page: its polls wait for
 # the try (ui.train_handlers.poll_after), so the server sends no number a second. Each new
 # countdown element starts from the seconds the server wrote into it.
@@ -250,9 +249,10 @@ def _wire(view: TrainView, server: Server, train_tab: gr.Tab) -> None:
     view.stop.click(**view.event(h.ask_to_stop, server), **asked)
     view.keep_training.click(**view.event(h.keep_training), outputs=view.pick("confirm"), api_visibility="private")
     stopped = view.confirm_stop.click(
-        **view.event(h.train_stop, server), outputs=view.pick(*STOPPED_OUTPUTS), api_name="train_stop"
+        **view.event(h.train_stop, server), outputs=view.pick("status", "confirm"), api_name="train_stop"
     )
-    stopped.then(**polling)
+    # At once, the run as it is now: a run that waited has ended, "stopped" with its checkpoint (issue 60).
+    stopped.then(**_watch(view, server), api_visibility="private").then(**polling)
     opened = view.open_in_explore.click(
         **view.event(h.train_open_in_explore, server),
         outputs=view.pick("explore_model"),

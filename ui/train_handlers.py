@@ -565,22 +565,15 @@ def keep_training() -> dict:
 
 def train_stop(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
     """Stop this visitor's run; it saves its current state as a checkpoint. A run no step was
-    training (waiting, queued, between chunks) has ended by the time this returns: the page shows
-    "stopped" and its checkpoint at once (it kept "stopping…" over "waiting", issue 60); a training
-    one ends at its next step, which the page's poll shows."""
+    training (waiting, queued, between chunks) has ended by the time this returns, and says so;
+    the page's poll that follows (ui/train.py) shows "stopped" and its checkpoint at once (it kept
+    "stopping…" over "waiting", issue 60); a training one ends at its next step."""
     runner = run_owner(run_token, request)
     if not server.runs.stop(runner):
         return {"status": "you have no run to stop", "confirm": gr.Row(visible=False)}
     snap = server.runs.snapshot(runner)
-    said = "stopping: the current state will be saved as a checkpoint" if snap.running else describe(snap)
-    return {
-        "status": said,
-        "confirm": gr.Row(visible=False),
-        "progress": progress_html(*progress_text(snap), run_state(snap), snap.next_try_s),
-        "checkpoint": None if snap.running else str(server.runs.checkpoint(runner) or "") or None,
-        "seen": (*NOTHING_SHOWN[:4], poll_after(snap)),
-        **run_buttons(snap),
-    }
+    said = "stopping: the current state will be saved as a checkpoint" if snap.running else "stopped"
+    return {"status": said, "confirm": gr.Row(visible=False)}
 
 
 def train_page_closed(server: Server, request: gr.Request) -> None:
