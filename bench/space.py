@@ -51,7 +51,8 @@ from explorer.catalog import pretrained_key
 from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS, WORDS
 from explorer.prompts import DEFAULT_PROMPTS
 from training.registry import OWNER_GONE_S
-from ui.settings import SPACE_MODEL, space_weights
+from ui import settings
+from ui.settings import SPACE_MODEL, preloaded_weights, space_weights
 from vit.clip import OPEN_CLIP_WEIGHTS
 from vit.pretrained import PRETRAINED
 
@@ -215,7 +216,7 @@ def space_env(endpoint: str, hf_home: Path, port: int) -> dict[str, str]:
 
 def preload(python: str, app: Path, env: dict[str, str]) -> str:
     """What `preload_from_hub:` does when the Space is built: the weights into the Hub cache."""
-    names = space_weights()
+    names = preloaded_weights()
     run([python, "-m", "vit.download", *names], cwd=app, env=env)
     return f"{len(names)} repos: {', '.join(names)}"
 
@@ -515,6 +516,15 @@ def weight_downloads(hub: Any) -> list[str]:
     return [path for path in hub.downloads() if "/resolve/" in path]
 
 
+def fetched_at_start(hub: Any, preloaded: int) -> str:
+    """The weights the build does not preload (`settings.NOT_PRELOADED`) came at the app's start."""
+    fetched = weight_downloads(hub)[preloaded:]
+    repos = {vit.pretrained_repo(name) for name in settings.NOT_PRELOADED}
+    if missing := [repo for repo in repos if not any(f"/{repo}/" in path for path in fetched)]:
+        raise StepFailed(f"not fetched at start: {missing}")
+    return f"{len(fetched)} files of {', '.join(sorted(repos))}"
+
+
 def no_downloads_after_the_build(hub: Any, before: int) -> str:
     """Visitors waited for no download: every model they used was preloaded."""
     extra = weight_downloads(hub)[before:]
@@ -645,9 +655,11 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
             env, started = env | zerogpu_env(gpu.url, work), f"{started}, SPACES_ZERO_GPU"
             env["VIT_EXPLORER_DATA_FOLDER"] = str(tiny_folder(work / "train-data"))  # the operator's
         steps.run("the Space's build: preload_from_hub (python -m vit.download)", preload, python, app, env)
-        built = len(weight_downloads(hub))
+        preloaded = len(weight_downloads(hub))
         proc = steps.run(f"python app.py as a Space starts it ({started})", start_app, python, app, env, log)
         stack.callback(stop, proc)
+        built = len(weight_downloads(hub))  # and what the app fetched at its start, before any visitor
+        steps.run("what the build did not preload, the app fetched at its start", fetched_at_start, hub, preloaded)
         if gpu is not None:
             steps.run("the app reported to ZeroGPU at start", reported_at_start, gpu)
         from gradio_client import Client, handle_file

@@ -27,7 +27,7 @@ from . import common
 from .checks import yes_no
 from .common import EXAMPLES_DIR, check_layer, model_name
 from .pictures import picture, with_alt
-from .zerogpu import GpuTask
+from .zerogpu import ON_ZEROGPU, GpuTask
 
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
 # The examples one PCA may be fitted on beside the image: the six animal classes of CIFAR-10, whose
@@ -45,6 +45,12 @@ PCA_HINT = (
     "Each patch token of the chosen layer as a colour: its first three principal components as red, green and "
     "blue (DINOv2, Oquab et al. 2023, Fig. 1). With the examples, one PCA is fitted on this image and the six "
     "animal examples together, so the same part gets the same colour in every image."
+)
+# The PCA is fitted again for each layer (a pass up to it and two SVDs), unlike the other sliders'
+# redraws: on ZeroGPU that is a GPU call, which the page says (issue 60; docs/space.md counts it).
+PCA_ON_GPU = (
+    " On this Space each change of the layer or of the examples is a GPU call of its own, charged to your "
+    "daily GPU time (about 8 s), not a redraw."
 )
 RELEVANCE_HINT = (
     "Press **Explain this class** to draw the map (one forward and one backward pass); "
@@ -286,7 +292,7 @@ MORE = {
             "The patch tokens of the chosen layer in colour",
             pca_picture,
             task=PATCH_PCA,
-            hint=PCA_HINT,
+            hint=PCA_HINT + (PCA_ON_GPU if ON_ZEROGPU else ""),
             controls=pca_controls,
         ),
         MoreView(
