@@ -357,14 +357,24 @@ def train_start(client: Any) -> str:
     return said.splitlines()[0]
 
 
-def train_poll(client: Any, *wanted: str) -> str:
-    """One poll of the visitor's run, which must say each of `wanted`."""
+def polled(client: Any, *wanted: str) -> str:
+    """One poll of the visitor's run, which must say each of `wanted`: its words as sent (HTML)."""
     said = train_said(client.predict(api_name="/train_status"))
     if missing := [w for w in wanted if w not in said]:
         raise StepFailed(f"{missing} not said: {said[:400]}")
     if re.search(r"\\?\(\\?\)", said):  # "cut short ()": an error with nothing to say (Markdown-escaped)
         raise StepFailed(f"empty words in brackets: {said[:400]}")
+    return said
+
+
+def shown(said: str) -> str:
+    """A reply's words as a person reads them (no tags), cut to fit a step's line."""
     return re.sub(r"<[^>]+>", "", said)[:200]
+
+
+def train_poll(client: Any, *wanted: str) -> str:
+    """One poll of the visitor's run, which must say each of `wanted`, as a person reads it."""
+    return shown(polled(client, *wanted))
 
 
 def next_try(said: str) -> int:
@@ -374,9 +384,10 @@ def next_try(said: str) -> int:
 
 
 def as_the_page(client: Any, said: str, *wanted: str) -> str:
-    """The page's next poll: at the reply's next try, as its timer does (ui.train_handlers.poll_after)."""
+    """The page's next poll after the reply `said` (as sent): at its next try, as the page's timer
+    does (ui.train_handlers.poll_after). Returns the poll's reply as sent."""
     time.sleep(next_try(said) + 1)
-    return train_poll(client, *wanted)
+    return polled(client, *wanted)
 
 
 def asked_for_a_chunk(gpu: Any, since: int) -> bool:
@@ -387,7 +398,7 @@ def train_quota_back(client: Any, gpu: Any) -> str:
     """Out of GPU time the run waits, saved, saying when it tries next; the quota back, the page's
     next poll (at that try) goes on by itself: a chunk is asked for (issue 60: the page sent no
     request and stayed "waiting")."""
-    said = train_poll(client)
+    said = polled(client)
     gpu.exceeded = True
     try:
         waiting = as_the_page(client, said, "waiting", "goes on by itself", "next try")
@@ -398,17 +409,17 @@ def train_quota_back(client: Any, gpu: Any) -> str:
     before = len(gpu.requests)
     back = as_the_page(client, waiting)
     if not asked_for_a_chunk(gpu, before) or "failed" in back:
-        raise StepFailed(f"the run did not go on by itself: {back}")
-    return f"{waiting[:120]} ... next try in {next_try(waiting)} s: a chunk asked"
+        raise StepFailed(f"the run did not go on by itself: {shown(back)}")
+    return f"{shown(waiting)[:150]} ... next try in {next_try(waiting)} s: a chunk asked"
 
 
 def train_waits_then_stops(client: Any, gpu: Any) -> str:
     """Out of GPU time the run waits, saved, in the quota's words; Stop then ends it at once,
     says "stopped" in its own reply, and asks the platform for nothing."""
-    said = train_poll(client)
+    said = polled(client)
     gpu.exceeded = True
     try:
-        waiting = as_the_page(client, said, "waiting")
+        waiting = shown(as_the_page(client, said, "waiting"))
         before = len(gpu.requests)
         reply = train_said(client.predict(api_name="/train_stop"))
         stopped = train_poll(client, "stopped")
@@ -426,20 +437,20 @@ def train_busy_platform(client: Any, gpu: Any, seconds: float = 120.0) -> str:
     try), never failing; then a GPU is free and it goes on (issue 60: three refusals in a minute
     failed a run for good)."""
     said, tries, started = train_start(client), 0, time.monotonic()
-    said = train_poll(client)  # its first chunk (its worker fails here: cut short)
+    said = polled(client)  # its first chunk (its worker fails here: cut short)
     gpu.busy = True
     try:
         while time.monotonic() - started < seconds:
             said = as_the_page(client, said, "waiting")
             if "failed" in said or "busy right now" not in said:
-                raise StepFailed(f"a busy platform did not make the run wait: {said}")
+                raise StepFailed(f"a busy platform did not make the run wait: {shown(said)}")
             tries += 1
     finally:
         gpu.busy = False
     before = len(gpu.requests)
     back = as_the_page(client, said)
     if not asked_for_a_chunk(gpu, before):
-        raise StepFailed(f"the run did not go on when a GPU was free: {back}")
+        raise StepFailed(f"the run did not go on when a GPU was free: {shown(back)}")
     client.predict(api_name="/train_stop")
     return f"{tries} polls in {seconds:.0f} s, each 'waiting' (every GPU busy), never failed; free again: goes on"
 

@@ -145,9 +145,9 @@ def run_state(snap: JobSnapshot) -> str:
         return "waiting"
     if snap.error:
         return "failed"
-    if snap.checkpoint:
-        return "stopped" if snap.message.startswith("stopped") else "finished"
-    return "idle"
+    if snap.message.startswith("stopped"):  # with its model, or stopped before a step had trained one
+        return "stopped"
+    return "finished" if snap.checkpoint else "idle"
 
 
 def progress_html(done: int, total: int, text: str, state: str = "idle", next_try_s: float = 0.0) -> str:
