@@ -461,6 +461,7 @@ def train_queue(url: str, gpu: Any) -> str:
     from gradio_client import Client
 
     holder, *visitors = (Client(url, verbose=False) for _ in range(4))
+    gpu.used.clear()  # a new day: the steps before spent the Space's GPU time, which a start needs not
     train_start(holder)
     places = []
     for place, visitor in enumerate(visitors, start=1):
@@ -474,12 +475,17 @@ def train_queue(url: str, gpu: Any) -> str:
     holder.predict(api_name="/train_stop")
     before = len(gpu.requests)
     train_poll(last, "place 2 in the queue")  # the slot is free, but the first is ahead
-    train_poll(first, "running")
+    if asked_for_a_chunk(gpu, before):
+        raise StepFailed("a chunk was asked for the third in the queue before the first")
+    train_poll(first)  # its turn: its run starts, asking for a chunk (which its worker fails here)
     if not asked_for_a_chunk(gpu, before):
         raise StepFailed("the first in the queue did not start at its poll")
     train_poll(last, "place 1 in the queue")
     first.predict(api_name="/train_stop")
-    train_poll(last, "running")
+    before = len(gpu.requests)
+    train_poll(last)
+    if not asked_for_a_chunk(gpu, before):
+        raise StepFailed("the third did not start at its poll once the first had stopped")
     last.predict(api_name="/train_stop")
     return f"places 1, 2, 3 ({'; '.join(places)}); the second left; the first, then the third started"
 
