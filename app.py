@@ -19,10 +19,17 @@ import spaces  # noqa: F401
 import torch
 
 import ui
-from explorer.catalog import BUNDLED_PATH, ModelCatalog
+from explorer.catalog import BUNDLED_PATH, ModelCatalog, ModelUnavailable, pretrained_key
 from ui import zerogpu
 from ui.heap import bound_the_heap
-from ui.settings import ServerSettings, add_server_options, default_model, model_problem, start_model
+from ui.settings import (
+    NOT_PRELOADED,
+    ServerSettings,
+    add_server_options,
+    default_model,
+    model_problem,
+    start_model,
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -58,6 +65,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def fetch_not_preloaded(catalog: ModelCatalog, names: tuple[str, ...] = NOT_PRELOADED) -> list[str]:
+    """On a Space, before the page is built: the weights it opens on that its build does not
+    preload (`ui.settings.NOT_PRELOADED`), downloaded now, so each lesson opens on the models it
+    is about. One that cannot be had is a log line, and the app starts without it: its lesson
+    opens on what it has and says which model is missing (issue 60: a missing preload failed the
+    Space's build for everyone). One line for the log per name."""
+    said = []
+    for name in names:
+        try:
+            catalog.get(pretrained_key(name))
+        except ModelUnavailable as e:
+            said.append(f"{name} (not preloaded) cannot be had, starting without it: {e}")
+        else:
+            said.append(f"{name} (not preloaded) downloaded at start")
+    return said
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     # Before the server starts its threads: few arenas, and large blocks mapped apiece, keep a
@@ -75,6 +99,9 @@ def main(argv: list[str] | None = None) -> None:
         checkpoint or BUNDLED_PATH, args.runs_dir, scan_runs=not args.public, default=start, **limits
     )
     catalog.check_downloads()  # offline, the pickers say so before anyone picks weights to download
+    if "SPACE_ID" in os.environ and catalog.online:
+        for line in fetch_not_preloaded(catalog):
+            print(line, flush=True)
     server = ui.server_for(catalog, settings)
     demo = ui.build_page(server)
     # ZeroGPU: the models the Space opens on go to the GPU here, in the main thread (docs/space.md).

@@ -32,6 +32,7 @@ import vit
 from explorer import compute, explain, prompts, view_tasks
 from explorer.loaded import LoadedModel
 from explorer.more_views import logit_lens, pca
+from vit.pretrained import PRETRAINED
 
 # The Space's models (docs/space.md, "What the Space preloads"): key -> preset of the same shapes.
 SPACE_MODELS = {
@@ -65,7 +66,10 @@ def space_models(small: bool = False) -> dict[str, LoadedModel]:
 
 
 def image(loaded: LoadedModel, images: int = 1) -> torch.Tensor:
-    size = loaded.model.config.image_size
+    """Random pixels at the side the app gives the model (DINOv2: 224 px, not its weights' 518:
+    issue 60 found the ViT-L/14 row measured at 518 px, a call the app never makes)."""
+    known = PRETRAINED.get(loaded.label)
+    size = (known.input_size if known else None) or loaded.model.config.image_size
     return torch.randn(images, 3, size, size, generator=torch.Generator().manual_seed(0))
 
 

@@ -50,9 +50,9 @@ from bench.serving import file_of, free_port, wait_until_served
 from explorer.catalog import pretrained_key
 from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS, WORDS
 from explorer.prompts import DEFAULT_PROMPTS
-from training.job import RETRY_AFTER_S
 from training.registry import OWNER_GONE_S
-from ui.settings import SPACE_MODEL, space_weights
+from ui import settings
+from ui.settings import SPACE_MODEL, preloaded_weights, space_weights
 from vit.clip import OPEN_CLIP_WEIGHTS
 from vit.pretrained import PRETRAINED
 
@@ -216,7 +216,7 @@ def space_env(endpoint: str, hf_home: Path, port: int) -> dict[str, str]:
 
 def preload(python: str, app: Path, env: dict[str, str]) -> str:
     """What `preload_from_hub:` does when the Space is built: the weights into the Hub cache."""
-    names = space_weights()
+    names = preloaded_weights()
     run([python, "-m", "vit.download", *names], cwd=app, env=env)
     return f"{len(names)} repos: {', '.join(names)}"
 
@@ -346,73 +346,200 @@ def train_said(outputs: Any) -> str:
     return " ".join(o for o in (outputs if isinstance(outputs, tuple | list) else [outputs]) if isinstance(o, str))
 
 
+RUN = {"model": "vit_cifar_nano", "source": "operator", "folder": "", "epochs": 1, "lr": 1e-3, "batch": 8}
+
+
 def train_start(client: Any) -> str:
     """A 1-epoch run of the bundled nano model on the operator's folder."""
-    said = train_said(
-        client.predict(
-            model="vit_cifar_nano", source="operator", folder="", epochs=1, lr=1e-3, batch=8, api_name="/train_start"
-        )
-    )
+    said = train_said(client.predict(**RUN, api_name="/train_start"))
     if "started" not in said:
         raise StepFailed(said[:300])
     return said.splitlines()[0]
 
 
-def train_poll(client: Any, *wanted: str) -> str:
-    """One poll of the visitor's run, which must say each of `wanted`."""
+def polled(client: Any, *wanted: str) -> str:
+    """One poll of the visitor's run, which must say each of `wanted`: its words as sent (HTML)."""
     said = train_said(client.predict(api_name="/train_status"))
     if missing := [w for w in wanted if w not in said]:
         raise StepFailed(f"{missing} not said: {said[:400]}")
     if re.search(r"\\?\(\\?\)", said):  # "cut short ()": an error with nothing to say (Markdown-escaped)
         raise StepFailed(f"empty words in brackets: {said[:400]}")
+    return said
+
+
+def shown(said: str) -> str:
+    """A reply's words as a person reads them (no tags), cut to fit a step's line."""
     return re.sub(r"<[^>]+>", "", said)[:200]
 
 
-def train_waits_then_stops(client: Any, gpu: Any) -> str:
-    """Out of GPU time the run waits, saved, in the quota's words; Stop then ends it at once
-    and asks the platform for nothing."""
-    time.sleep(RETRY_AFTER_S[0] + 1)  # past the back-off of the chunk cut short before
+def train_poll(client: Any, *wanted: str) -> str:
+    """One poll of the visitor's run, which must say each of `wanted`, as a person reads it."""
+    return shown(polled(client, *wanted))
+
+
+def next_try(said: str) -> int:
+    """The seconds of the countdown a reply shows ("next try in 45 s"): when the page polls next."""
+    found = re.search(r'data-countdown="(\d+)"', said)
+    return int(found[1]) if found else 0
+
+
+def as_the_page(client: Any, said: str, *wanted: str) -> str:
+    """The page's next poll after the reply `said` (as sent): at its next try, as the page's timer
+    does (ui.train_handlers.poll_after). Returns the poll's reply as sent."""
+    time.sleep(next_try(said) + 1)
+    return polled(client, *wanted)
+
+
+def asked_for_a_chunk(gpu: Any, since: int) -> bool:
+    return "/schedule" in [path for path, _ in gpu.requests[since:]]
+
+
+def train_quota_back(client: Any, gpu: Any) -> str:
+    """Out of GPU time the run waits, saved, saying when it tries next; the quota back, the page's
+    next poll (at that try) goes on by itself: a chunk is asked for (issue 60: the page sent no
+    request and stayed "waiting")."""
+    said = polled(client)
     gpu.exceeded = True
     try:
-        waiting = train_poll(client, "waiting")
+        waiting = as_the_page(client, said, "waiting", "goes on by itself", "next try")
+    finally:
+        gpu.exceeded = False
+    if not next_try(waiting):
+        raise StepFailed(f"no countdown to the next try: {waiting}")
+    before = len(gpu.requests)
+    back = as_the_page(client, waiting)
+    if not asked_for_a_chunk(gpu, before) or "failed" in back:
+        raise StepFailed(f"the run did not go on by itself: {shown(back)}")
+    return f"{shown(waiting)[:150]} ... next try in {next_try(waiting)} s: a chunk asked"
+
+
+def train_waits_then_stops(client: Any, gpu: Any) -> str:
+    """Out of GPU time the run waits, saved, in the quota's words; Stop then ends it at once,
+    says "stopped" in its own reply, and asks the platform for nothing."""
+    said = polled(client)
+    gpu.exceeded = True
+    try:
+        waiting = shown(as_the_page(client, said, "waiting"))
         before = len(gpu.requests)
-        client.predict(api_name="/train_stop")
+        reply = train_said(client.predict(api_name="/train_stop"))
         stopped = train_poll(client, "stopped")
     finally:
         gpu.exceeded = False
     if asked := [path for path, _ in gpu.requests[before:]]:
         raise StepFailed(f"Stop while waiting asked the platform for {asked}")
+    if reply != "stopped":
+        raise StepFailed(f"Stop's own reply said {reply!r}, not 'stopped'")
     return f"{waiting} ... then {stopped}"
 
 
-def train_owner_gone(url: str, gpu: Any) -> str:
-    """A run whose page stops polling holds the one run slot for OWNER_GONE_S, then another
-    visitor may train; back, its owner's run goes on from its save (a GPU call asked)."""
+def train_busy_platform(client: Any, gpu: Any, seconds: float = 120.0) -> str:
+    """ "No GPU was available" for `seconds`: the run waits, polled as the page polls (at each
+    try), never failing; then a GPU is free and it goes on (issue 60: three refusals in a minute
+    failed a run for good)."""
+    said, tries, started = train_start(client), 0, time.monotonic()
+    said = polled(client)  # its first chunk (its worker fails here: cut short)
+    gpu.busy = True
+    try:
+        while time.monotonic() - started < seconds:
+            said = as_the_page(client, said, "waiting")
+            if "failed" in said or "busy right now" not in said:
+                raise StepFailed(f"a busy platform did not make the run wait: {shown(said)}")
+            tries += 1
+    finally:
+        gpu.busy = False
+    before = len(gpu.requests)
+    back = as_the_page(client, said)
+    if not asked_for_a_chunk(gpu, before):
+        raise StepFailed(f"the run did not go on when a GPU was free: {shown(back)}")
+    client.predict(api_name="/train_stop")
+    return f"{tries} polls in {seconds:.0f} s, each 'waiting' (every GPU busy), never failed; free again: goes on"
+
+
+def train_queue(url: str, gpu: Any) -> str:
+    """Three visitors find the slot taken: each queues with its place and wait; one leaves; the
+    others start in order, each by its own poll (issue 60: "busy … try again", no place)."""
     from gradio_client import Client
-    from gradio_client.exceptions import AppError
+
+    holder, *visitors = (Client(url, verbose=False) for _ in range(4))
+    gpu.used.clear()  # a new day: the steps before spent the Space's GPU time, which a start needs not
+    train_start(holder)
+    places = []
+    for place, visitor in enumerate(visitors, start=1):
+        said = train_said(visitor.predict(**RUN, api_name="/train_start"))
+        if f"place {place} in the queue for a run slot, estimated wait about" not in said:
+            raise StepFailed(f"visitor {place} was not told its place and wait: {said[:300]}")
+        places.append(re.search(r"estimated wait about [^;]+", said)[0])
+    first, leaving, last = visitors
+    leaving.predict(api_name="/train_stop")  # it leaves the queue
+    train_poll(last, "place 2 in the queue")
+    holder.predict(api_name="/train_stop")
+    before = len(gpu.requests)
+    train_poll(last, "place 2 in the queue")  # the slot is free, but the first is ahead
+    if asked_for_a_chunk(gpu, before):
+        raise StepFailed("a chunk was asked for the third in the queue before the first")
+    train_poll(first)  # its turn: its run starts, asking for a chunk (which its worker fails here)
+    if not asked_for_a_chunk(gpu, before):
+        raise StepFailed("the first in the queue did not start at its poll")
+    train_poll(last, "place 1 in the queue")
+    first.predict(api_name="/train_stop")
+    before = len(gpu.requests)
+    train_poll(last)
+    if not asked_for_a_chunk(gpu, before):
+        raise StepFailed("the third did not start at its poll once the first had stopped")
+    last.predict(api_name="/train_stop")
+    return f"places 1, 2, 3 ({'; '.join(places)}); the second left; the first, then the third started"
+
+
+def train_too_long_for_the_account(client: Any, gpu: Any) -> str:
+    """A chunk longer than the account's longest call: the run waits in words that would work,
+    never the platform's text ("…maximum allowedSubscribe … https://…", issue 60)."""
+    gpu.max_duration_s = 20
+    try:
+        train_start(client)
+        said = train_poll(client, "waiting", "a longer GPU call than ZeroGPU allows your account", "PRO")
+    finally:
+        gpu.max_duration_s = None
+    if "allowed" in said.replace("allows", "") or "http" in said:
+        raise StepFailed(f"the platform's words reached the page: {said}")
+    client.predict(api_name="/train_stop")
+    return said[:160]
+
+
+def train_owner_gone(url: str, gpu: Any) -> str:
+    """A run whose page stops polling holds the one run slot for OWNER_GONE_S while another
+    visitor queues; then the other's run starts at its poll; back, the owner's run goes on from
+    its save when the slot is free again (a GPU call asked)."""
+    from gradio_client import Client
 
     owner, other = Client(url, verbose=False), Client(url, verbose=False)
     train_start(owner)
     train_poll(owner)  # its first chunk (its worker fails here: cut short, saved)
-    try:
-        train_start(other)
-    except AppError as e:
-        busy = str(e)
-    else:
-        raise StepFailed("a second run started while the first's page still polled")
+    queued = train_said(other.predict(**RUN, api_name="/train_start"))
+    if "place 1 in the queue" not in queued:
+        raise StepFailed(f"a second visitor was not queued while the first's page still polled: {queued[:200]}")
     time.sleep(OWNER_GONE_S + 2)
-    train_start(other)  # the slot is free
+    train_poll(other, "running")  # the slot is free: the queued run starts
     other.predict(api_name="/train_stop")
     before = len(gpu.requests)
     back = train_poll(owner)
-    if "/schedule" not in [path for path, _ in gpu.requests[before:]] or "set aside" in back:
+    if not asked_for_a_chunk(gpu, before) or "set aside" in back:
         raise StepFailed(f"the owner's run did not go on: {back}")
-    return f"while polled: {busy[:80]}; {OWNER_GONE_S:.0f} s unpolled: set aside, another ran; back: goes on"
+    gone = f"{OWNER_GONE_S:.0f} s unpolled: set aside, the other ran"
+    return f"while polled: the other queued (place 1); {gone}; back: goes on"
 
 
 def weight_downloads(hub: Any) -> list[str]:
     """The stand-in's GETs of repository files (the app also asks the Hub's API for other things)."""
     return [path for path in hub.downloads() if "/resolve/" in path]
+
+
+def fetched_at_start(hub: Any, preloaded: int) -> str:
+    """The weights the build does not preload (`settings.NOT_PRELOADED`) came at the app's start."""
+    fetched = weight_downloads(hub)[preloaded:]
+    repos = {vit.pretrained_repo(name) for name in settings.NOT_PRELOADED}
+    if missing := [repo for repo in repos if not any(f"/{repo}/" in path for path in fetched)]:
+        raise StepFailed(f"not fetched at start: {missing}")
+    return f"{len(fetched)} files of {', '.join(sorted(repos))}"
 
 
 def no_downloads_after_the_build(hub: Any, before: int) -> str:
@@ -545,9 +672,11 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
             env, started = env | zerogpu_env(gpu.url, work), f"{started}, SPACES_ZERO_GPU"
             env["VIT_EXPLORER_DATA_FOLDER"] = str(tiny_folder(work / "train-data"))  # the operator's
         steps.run("the Space's build: preload_from_hub (python -m vit.download)", preload, python, app, env)
-        built = len(weight_downloads(hub))
+        preloaded = len(weight_downloads(hub))
         proc = steps.run(f"python app.py as a Space starts it ({started})", start_app, python, app, env, log)
         stack.callback(stop, proc)
+        built = len(weight_downloads(hub))  # and what the app fetched at its start, before any visitor
+        steps.run("what the build did not preload, the app fetched at its start", fetched_at_start, hub, preloaded)
         if gpu is not None:
             steps.run("the app reported to ZeroGPU at start", reported_at_start, gpu)
         from gradio_client import Client, handle_file
@@ -591,7 +720,8 @@ def visit_every_tab(steps: Steps, client: Any, image: Any, values: dict[str, Any
 def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any], gpu: Any) -> int:
     """ZeroGPU's steps: the GPU calls so far (each worker failed here), then a visitor out of GPU
     time on a small model (the CPU) and on a ViT-L/14 (plain words), then the Train tab's runs
-    (start, a chunk cut short, out of GPU time, Stop while waiting, an owner who left). Returns
+    (start, a chunk cut short, out of GPU time and back, Stop while waiting, a busy platform, a
+    call too long, the queue, an owner who left). Returns
     the GPU workers started (each failed here)."""
     steps.run("every GPU call on this GPU-less machine", workers_failed_and_cpu_answered, gpu)
     small = partial(explore, client, pretrained_key(SPACE_MODEL), "whole")  # not cached: a new forward pass
@@ -600,7 +730,11 @@ def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any],
     steps.run("out of GPU time, lesson 2's ViT-L/14 gets plain words", out_of_gpu_time, gpu, large)
     steps.run("Train: a run starts on the operator's folder", train_start, client)
     steps.run("Train: its chunk's worker failed, the next waits", train_poll, client, "cut short", "in 15 s")
+    steps.run("Train: out of GPU time it waits; the quota back, it goes on by itself", train_quota_back, client, gpu)
     steps.run("Train: out of GPU time it waits; Stop ends it at once", train_waits_then_stops, client, gpu)
+    steps.run("Train: a busy platform for 2 minutes: the run waits, then goes on", train_busy_platform, client, gpu)
+    steps.run("Train: a call too long for the account, in words", train_too_long_for_the_account, client, gpu)
+    steps.run("Train: three visitors queue, one leaves, the others start in order", train_queue, client.src, gpu)
     steps.run("Train: a run whose page left frees the slot, then goes on", train_owner_gone, client.src, gpu)
     return gpu_calls(gpu)["/allow"]
 

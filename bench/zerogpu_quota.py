@@ -22,7 +22,7 @@ import vit
 from explorer import explain
 from explorer.explain import attention_bytes
 from explorer.loaded import LoadedModel
-from explorer.more_views import relevance
+from explorer.more_views import logit_lens, pca, relevance
 from explorer.video import BATCH_BYTES, MAX_BATCH
 from ui import explore_views, zerogpu
 from ui.live import STREAM_EVERY_S
@@ -44,13 +44,20 @@ def action_seconds() -> dict[str, int]:
     """Seconds one call of each action asks for, on the Space's opening models."""
     deit = model("vit_small_patch16_224", 1000)  # DeiT-S's architecture
     large = model("vit_large_patch14_reg4_dinov2", 0)
-    x = torch.zeros(1, 3, 224, 224)
+    dinov2 = model("vit_small_patch14_dinov2", 0)
+    x = torch.zeros(1, 3, 224, 224)  # the app's side for every one of them (DINOv2's too: vit.pretrained)
     photo = Image.new("RGB", (224, 224))
     frames = max(1, min(MAX_BATCH, BATCH_BYTES // attention_bytes(deit.model, (224, 224))))
     clip = torch.zeros(CLIP_FRAMES, 3, 224, 224)
     return {
         "Explore: an upload or a new model (DeiT-S)": zerogpu.FORWARD.seconds(deit, x),
         "Explore: a click, a slider, a style (drawn from the stored pass)": 0,
+        "Explore: the logit lens open, each upload or model (a second call)": explore_views.GPU_TASKS[
+            logit_lens.TASK
+        ].seconds(deit, x),
+        "Explore: the PCA's layer slider or its examples (DINOv2 S/14, a call each)": explore_views.GPU_TASKS[
+            pca.TASK
+        ].seconds(dinov2, [x], 11, False),
         "Explore: relevance": explore_views.GPU_TASKS[relevance.TASK].seconds(deit, x, None),
         "Lesson 1: three ViT-S side by side (3 calls)": 3 * zerogpu.CLS_HEADS.seconds(deit, photo),
         "Lesson 2: two ViT-L/14 (2 calls)": 2 * zerogpu.NORMS.seconds(large, photo, 23, ""),
@@ -68,6 +75,8 @@ def action_seconds() -> dict[str, int]:
 LESSON = {
     "Explore: an upload or a new model (DeiT-S)": 6,
     "Explore: a click, a slider, a style (drawn from the stored pass)": 40,
+    "Explore: the logit lens open, each upload or model (a second call)": 2,
+    "Explore: the PCA's layer slider or its examples (DINOv2 S/14, a call each)": 3,
     "Explore: relevance": 2,
     "Lesson 1: three ViT-S side by side (3 calls)": 1,
     "Lesson 2: two ViT-L/14 (2 calls)": 1,

@@ -84,9 +84,11 @@ def to_model(model: nn.Module, tensor: torch.Tensor) -> torch.Tensor:
 GPU_FLOPS = 1.7e12
 # Per call: a worker's first call spent 4.2-4.9 s before its task's own work on the H100 (CUDA's start
 # 0.3 s, every model the Space opens on copied to the GPU 3.1-4.0 s, the first task's cold start), a
-# later call 0.02-0.1 s; x1.5 for a host that is not the one measured. It also covers ViT-L/14's forward
-# pass with every map (2.2 s on the H100, not arithmetic: docs/space.md).
-FIXED_GPU_S = 7.5
+# later call 0.02-0.1 s; x1.5 for a host that is not the one measured, to the half second above. It
+# also covers ViT-L/14's forward pass with every map (2.2 s on the H100, not arithmetic: docs/space.md).
+FIRST_CALL_S = 4.9
+GPU_MARGIN = 1.5
+FIXED_GPU_S = math.ceil(2 * FIRST_CALL_S * GPU_MARGIN) / 2  # 7.5 s
 SOFTMAX_FLOPS = 5  # per attention weight: max, subtract, exp, sum, divide
 
 

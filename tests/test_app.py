@@ -1,6 +1,7 @@
 """app.py: the command line."""
 
 import pytest
+from hub_standin import hub  # noqa: F401 - the fixture
 
 import app
 from ui.settings import start_model
@@ -115,3 +116,23 @@ def test_the_readme_tells_a_teacher_how_to_reach_the_app_from_the_class_first():
         assert said in teaching, said
     picture = teaching.split("![", 1)[1].split("](", 1)[1].split(")", 1)[0]  # the screenshot
     assert picture == "docs/app-present.png" and (root / picture).is_file()
+
+
+def test_a_space_starts_without_weights_its_build_could_not_preload(hub, tmp_path, tiny_checkpoint):  # noqa: F811
+    """A preload that is missing failed the Space's build (issue 60): weights not preloaded are
+    downloaded at start, and when the Hub lacks them the app starts all the same, saying why."""
+    import timm
+    from conftest import randomise_
+
+    from explorer.catalog import ModelCatalog
+
+    name = "deit_tiny_patch16_224.fb_in1k"  # a small stand-in for CLIP B/16, which the Hub serves here
+    timm.models.save_for_hf(randomise_(timm.create_model(name)), str(tmp_path / "w"), safe_serialization=True)
+    hub.publish_folder(f"timm/{name}", tmp_path / "w")
+    catalog = ModelCatalog(tiny_checkpoint, tmp_path / "runs", scan_runs=False)
+    fetched = app.fetch_not_preloaded(catalog, (name, "vit_base_patch16_clip_224.openai"))
+    assert fetched[0] == f"{name} (not preloaded) downloaded at start" and catalog.available(f"pretrained:{name}")
+    assert fetched[1].startswith(
+        "vit_base_patch16_clip_224.openai (not preloaded) cannot be had, starting without it: "
+        "vit_base_patch16_clip_224.openai cannot be downloaded: the Hugging Face Hub does not have it"
+    )

@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 
 import vit
-from ui.settings import SPACE_MODEL, space_weights
+from ui.settings import NOT_PRELOADED, SPACE_MODEL, preloaded_weights, space_weights
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -26,9 +26,18 @@ def test_the_front_matter_preloads_every_file_those_weights_load_from():
     for entry in front_matter()["preload_from_hub"]:
         repo, files = entry.split()  # "repo file1,file2": no commit, the Hub's main as the app downloads it
         preloaded[repo] = sorted(files.split(","))
-    wanted = {vit.pretrained_repo(n): sorted(vit.pretrained_files(n)) for n in space_weights()}
+    wanted = {vit.pretrained_repo(n): sorted(vit.pretrained_files(n)) for n in preloaded_weights()}
     assert preloaded == wanted
     assert len(preloaded) <= 10  # the Hub refuses more: "preload models limited to 10"
+
+
+def test_the_build_preloads_only_safetensors_files_every_public_snapshot_has():
+    """A file the front matter names that a repo lacks fails the Space's build for everyone: CLIP
+    B/16's repo listed only a pickle in a public snapshot (issue 60), so the app downloads it itself."""
+    files = [f for entry in front_matter()["preload_from_hub"] for f in entry.split()[1].split(",")]
+    assert files and all(f.endswith((".safetensors", ".json")) for f in files)  # never a pickle
+    assert set(NOT_PRELOADED) <= set(space_weights())  # still opened on, downloaded by the app itself
+    assert not set(NOT_PRELOADED) & set(preloaded_weights())
 
 
 def test_a_space_opens_on_an_imagenet_model_the_lessons_use_too():

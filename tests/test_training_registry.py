@@ -61,15 +61,90 @@ def test_visitors_see_and_stop_only_their_own_run(data, tmp_path: Path) -> None:
     assert runs.checkpoint("alice").is_relative_to(folder_a) and runs.checkpoint("bob").is_relative_to(folder_b)
 
 
-def test_the_server_wide_limit_says_busy(data, tmp_path: Path) -> None:
+def test_a_visitor_finding_the_slot_taken_queues_and_starts_when_the_slot_is_free(data, tmp_path: Path) -> None:
+    """Bob was told "the server is busy … try again when one finishes" and pressed Start 11 times in
+    115 s (issue 60): he now waits in the queue, and his run starts at his page's next poll."""
     runs = JobRegistry(tmp_path / "runs")  # the default: one run at a time
     runs.start("alice", data=data, **{**TINY, "epochs": 200})
-    with pytest.raises(JobBusy, match="the server is busy: 1 training run"):
-        runs.start("bob", data=data, **TINY)
+    runs.start("bob", data=data, **TINY)
+    bob = runs.snapshot("bob")
+    assert bob.place == 1 and bob.paused and not bob.running and bob.wait_s == pytest.approx(1800, abs=5)
+    runs.advance("bob")  # alice still trains: bob keeps his place
+    assert runs.snapshot("bob").place == 1 and runs._jobs[owner_id("bob")]._thread is None
     runs.stop("alice")
     runs._jobs[owner_id("alice")].wait(60)
-    runs.start("bob", data=data, **TINY)  # free again
+    runs.advance("bob")  # the slot is free and bob is first: his run starts from its beginning
+    assert runs.snapshot("bob").place == 0 and runs.snapshot("bob").running
     runs._jobs[owner_id("bob")].wait(60)
+    assert runs.snapshot("bob").message.startswith("finished 1 epochs") and runs.snapshot("bob").error is None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def chunked(tmp_path: Path, limits: TrainLimits, clock: Clock) -> JobRegistry:
+    """A registry whose runs train 3-step chunks when polled, as on ZeroGPU."""
+    from training.chunks import train_chunk
+    from training.job import ChunkPlan
+
+    return JobRegistry(
+        tmp_path / "runs", limits, chunks=ChunkPlan(lambda out, s: train_chunk(out, max_steps=3), 45, clock)
+    )
+
+
+def test_the_queue_is_fair_bounded_says_each_place_and_wait_and_a_closed_page_gives_its_place_up(data, tmp_path):
+    clock = Clock()
+    runs = chunked(tmp_path, TrainLimits(max_queue=2, idle_s=3600), clock)  # every page polls, as open pages do
+    for who in ("alice", "bob", "carol"):
+        runs.start(who, data=data, **{**TINY, "epochs": 3})
+        runs.page_seen(f"{who}'s page", who)
+    with pytest.raises(JobBusy, match="the queue for training is full: 2 visitors are waiting"):
+        runs.check_room("dave")
+    clock.now = 600.0
+    assert [runs.snapshot(who).place for who in ("alice", "bob", "carol")] == [0, 1, 2]
+    # Nothing measured yet: each run ahead is counted for the time limit, less what alice has had of hers.
+    assert (runs.snapshot("bob").wait_s, runs.snapshot("carol").wait_s) == (1200, 1200 + 1800)
+    runs.page_closed("bob's page")  # bob gives his place up: carol is next, dave may queue
+    assert runs.snapshot("carol").place == 1 and runs.snapshot("bob").place == 0
+    runs.start("dave", data=data, **TINY)
+    assert runs.snapshot("dave").place == 2
+    runs.advance("dave")  # the slot is taken and carol is ahead: dave waits
+    assert runs.snapshot("dave").place == 2 and not runs.snapshot("dave").running
+    runs.stop("alice")  # a 600 s turn: now the measure of a turn here
+    runs.advance("dave")  # carol is ahead, though the slot is free: dave still waits
+    assert not runs.snapshot("dave").running and runs.snapshot("dave").wait_s == 600
+    runs.advance("carol")
+    assert runs.snapshot("carol").running and runs.snapshot("carol").step == 3
+    assert runs.snapshot("dave").place == 1
+    runs.advance("bob")  # bob is back: he queues at the end, his place given up
+    assert runs.snapshot("bob").place == 2
+
+
+def test_a_closed_page_frees_its_runs_slot_at_once_and_the_run_goes_on_when_its_owner_is_back(data, tmp_path):
+    """A closed page held the slot for 2 minutes of silence (issue 60): Gradio's unload says it at once."""
+    clock = Clock()
+    runs = chunked(tmp_path, TrainLimits(), clock)
+    runs.start("alice", data=data, **{**TINY, "epochs": 2})
+    runs.page_seen("tab 1", "alice")
+    runs.page_seen("tab 2", "alice")
+    runs.advance("alice")
+    runs.page_closed("tab 1")  # her other tab is still open: the run goes on
+    assert runs.snapshot("alice").running
+    runs.page_closed("tab 2")
+    alice = runs.snapshot("alice")
+    assert alice.paused and alice.message.startswith(
+        "set aside when your page closed: the run is saved at epoch 1 step 3"
+    )
+    runs.start("bob", data=data, **TINY)
+    assert runs.snapshot("bob").place == 0  # the slot is his at once
+    runs.stop("bob")
+    runs.advance("alice")  # her page is open again
+    assert runs.snapshot("alice").running and (runs.snapshot("alice").epoch, runs.snapshot("alice").step) == (1, 1)
 
 
 def test_shared_mode_shows_one_run_that_only_its_starter_stops(data, tmp_path: Path) -> None:

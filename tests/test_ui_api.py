@@ -52,7 +52,7 @@ def test_every_view_has_an_api_name(client):
     expected |= {more.api_name for more in ev.MORE.values() if more.api_name}  # each "More views" view's own
     expected |= {"lesson_compare", "lesson_token_norms", "lesson_heads_off", "lesson_head_ranking"}
     expected |= {"lesson_norms_models", "lesson_heads_model", "lesson_words"}  # lesson_words: CLIP
-    train = {"train_start", "train_status", "train_stop", "train_continue", "train_open_in_explore"}
+    train = {"train_start", "train_start_new", "train_status", "train_stop", "train_continue", "train_open_in_explore"}
     live = {"live_frame", "live_model", "attention_video"}
     # Exactly these: no internal helper (e.g. a per-session cache's initialiser) leaks into the API.
     assert names == {f"/{n}" for n in expected | train | live | {"load_model", "upload_checkpoint"}}

@@ -54,6 +54,7 @@ OWN_SLOTS = {
     "load_example",
     "keep_model",
     "train_start",
+    "train_start_new",  # Start's other wording, shown with a saved run (issue 60)
     "train_continue",  # starts a stopped run again from its save, as train_start starts one
     "train_status",
     "train_stop",
@@ -100,6 +101,7 @@ def test_every_heavy_event_shares_one_pool_and_every_other_event_is_placed(tmp_p
     page_only |= {"note_image", "keep_slider", "keep_image", "keep_analysis", "patch_sliders"}
     page_only |= {"model_choices"}  # Explore's picker after a model loads: the catalogue as it is now
     page_only |= {"train_models"}  # the Train tab's picker on opening it: the catalogue as it is now
+    page_only |= {"train_page_closed"}  # a closed page gives its queue place and run slot up (a registry's dict)
     assert other <= OWN_SLOTS | page_only, other - OWN_SLOTS
     assert {"heads", "query_patch", "query_token", "restyle_shown", "restyle_relevance"} <= views
     # "More views" draws from the cached forward pass when a tab opens: redraws, not analyses.

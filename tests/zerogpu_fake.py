@@ -60,6 +60,8 @@ class FakeZeroGpu:
     grace_s: float = 120.0  # how long after its duration a worker is killed
     account: str = "free"  # how the platform names the visitor's quota: "free", "Pro" or "" (not logged in)
     kill_after_s: float | None = None  # kill the next workers this soon, whatever they asked (a lost worker)
+    busy: bool = False  # every GPU taken: the platform's queue times out (spaces/zero/client.py's words)
+    longest_s: int | None = None  # the longest call the visitor's account may ask for ("illegal duration")
     # "fork" (the platform's: the worker holds the app's models), or "forkserver" for a worker that
     # trains: this process has run backward passes in other tests, and autograd may refuse to
     # run in a fork of such a process (the app's own process never runs one on ZeroGPU).
@@ -101,6 +103,14 @@ class FakeZeroGpu:
         visitor = _visitor()
         call = Call(name, visitor, requested)
         self.calls.append(call)
+        if self.busy:
+            raise gr.Error("No GPU was available after 60s. Retry later", title="ZeroGPU queue timeout")
+        if self.longest_s is not None and requested > self.longest_s:
+            raise gr.Error(  # as the package writes it for an API call: no space before "Subscribe"
+                f"The requested GPU duration ({requested}s) is larger than the maximum allowedSubscribe to Hugging "
+                "Face PRO to allow GPU tasks up to 25 min - https://huggingface.co/subscribe/pro",
+                title="ZeroGPU illegal duration",
+            )
         if self.exceeded or requested > self.left(visitor):
             left = 0 if self.exceeded else self.left(visitor)
             raise gr.Error(

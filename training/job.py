@@ -52,6 +52,15 @@ MAX_LOST_CHUNKS = 3  # chunks cut short in a row before a chunked run is said to
 # visitor. Long enough for a worker the platform restarts; growing, as a failure that repeats is
 # less likely to be a moment's.
 RETRY_AFTER_S = (15.0, 45.0)
+# Seconds to wait before asking again after the first, second, ... refusal in a row (no GPU time
+# left, every GPU busy, the platform's queue timed out): a refusal costs no GPU time, so the run
+# asks again by itself, less and less often, and never fails for it (issue 60). Five minutes at
+# most: a visitor whose quota came back waits at most that long for the run to go on.
+WAIT_RETRY_S = (15.0, 30.0, 60.0, 120.0, 300.0)
+
+
+# A queued run's words until its turn (the registry's queue: place and wait beside them).
+QUEUED = "it starts by itself when its turn comes, while this page is open"
 
 
 class JobBusy(RuntimeError):
@@ -90,8 +99,12 @@ class JobSnapshot:
     message: str = "no training job has run yet"
     error: str | None = None
     paused: bool = False  # a run waiting, saved: for GPU time (chunked), or set aside (`TurnOver`); `resume` goes on
-    # a run stopped (Stop, or its time limit) before its last epoch, saved where it stopped: `go_on` continues it
+    # a run stopped (Stop, or its time limit) or failed before its last epoch, saved where it stopped:
+    # `go_on` continues it
     resumable: bool = False
+    next_try_s: float = 0.0  # a chunked run backing off: seconds until it asks the platform again
+    place: int = 0  # waiting in the registry's queue for a run slot: its place, 1 first (0: not queued)
+    wait_s: float | None = None  # queued: the registry's estimate of the wait, in seconds
 
 
 @dataclass(frozen=True)
@@ -167,23 +180,43 @@ class TrainingJob:
         self._chunks = chunks
         self._in_chunk = False  # a chunk of this run is training
         self._lost = 0  # chunks cut short in a row
-        self._retry_at = 0.0  # after a chunk cut short, no chunk before this (ChunkPlan.clock)
+        self._refused = 0  # chunks refused in a row (the run waits, backing off: WAIT_RETRY_S)
+        self._fresh = False  # queued before its first step: a thread starts it from the beginning
+        self._retry_at = 0.0  # after a chunk cut short or refused, no chunk before this (ChunkPlan.clock)
         self._watch = watch
         self._turn: TurnOver | None = None  # the thread's: what the watch said before the current step
         self._reason = ""  # why a paused run waits (the first half of its message)
 
-    def start(self, *, model: str, data: str, epochs: int, lr: float, batch_size: int, out_dir: str, **options) -> None:
+    def start(
+        self,
+        *,
+        model: str,
+        data: str,
+        epochs: int,
+        lr: float,
+        batch_size: int,
+        out_dir: str,
+        queued: bool = False,
+        **options,
+    ) -> None:
         """Validate the arguments (ValueError), then train in the background, or, chunked,
-        prepare the run for its first chunk. JobBusy if a job runs."""
+        prepare the run for its first chunk. `queued`: prepared, the run waits for a run slot
+        (`resume` starts it). JobBusy if a job runs."""
         with self._lock:
             if self._snapshot.running or self._in_chunk:
                 s = self._snapshot
                 raise JobBusy(f"a training job is already running (epoch {s.epoch + 1}/{s.epochs}); stop it first")
             config = self._config = _job_config(model, data, epochs, lr, batch_size, out_dir, options)
             self._stop.clear()
-            self._turn = None
+            self._turn, self._fresh = None, queued
             if self._chunks is not None:
-                self._snapshot, self._lost, self._retry_at = _prepared(config), 0, 0.0
+                self._snapshot, self._lost, self._refused, self._retry_at = _prepared(config), 0, 0, 0.0
+            elif queued:
+                self._snapshot = JobSnapshot(epochs=config.epochs)
+            if queued and not self._snapshot.error:
+                s = self._snapshot
+                s.running, s.paused, s.message = False, True, QUEUED
+            if self._chunks is not None or queued:
                 return
             self._snapshot = JobSnapshot(
                 running=True,
@@ -249,10 +282,11 @@ class TrainingJob:
             if not s.paused or self._stop.is_set():
                 return
             s.running, s.paused, self._turn = True, False, None
+            fresh, self._fresh = self._fresh, False
             if self._chunks is not None:
                 return
-            s.message = f"going on from its save at {self._where()}"
-            self._start_thread(self._config, resume=True)
+            s.message = "loading data and model" if fresh else f"going on from its save at {self._where()}"
+            self._start_thread(self._config, resume=not fresh)
 
     def go_on(self) -> None:
         """Continue a stopped run (`JobSnapshot.resumable`) from its save, at the very step it stopped,
@@ -273,7 +307,7 @@ class TrainingJob:
             s.message = f"going on from its save at {self._where()}"
             if self._chunks is not None:
                 (Path(config.out) / STOP).unlink(missing_ok=True)  # the stopped chunk's request, read
-                self._lost, self._retry_at = 0, 0.0
+                self._lost, self._refused, self._retry_at = 0, 0, 0.0
                 return
             self._start_thread(config, resume=True)
 
@@ -293,7 +327,9 @@ class TrainingJob:
     def wait_for_slot(self, advice: str) -> None:
         """A waiting run's owner is back but the server's run slots are taken: say so."""
         with self._lock:
-            if self._snapshot.paused:
+            if self._snapshot.paused and self._fresh:  # queued before its first step: nothing saved yet
+                self._snapshot.message = advice
+            elif self._snapshot.paused:
                 self._say_waiting(self._reason, advice)
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -310,7 +346,13 @@ class TrainingJob:
         s.history = [dict(record) for record in s.history]  # the job only ever replaces these lists
         s.probe = list(s.probe)
         s.step_losses = list(s.step_losses)
+        if self._chunks is not None and (s.running or s.paused):
+            s.next_try_s = max(0.0, self._retry_at - self._chunks.clock())
         return s
+
+    def due(self) -> bool:
+        """Whether a chunked run may ask the platform for a chunk now (not backing off)."""
+        return self._chunks is None or self._chunks.clock() >= self._retry_at
 
     def _update(self, **changes) -> None:
         with self._lock:
@@ -346,7 +388,7 @@ class TrainingJob:
                 or self._in_chunk
                 or not (s.running or s.paused)
                 or self._stop.is_set()  # stopped between chunks: `stop` ends it
-                or self._chunks.clock() < self._retry_at  # backing off after a chunk cut short
+                or self._chunks.clock() < self._retry_at  # backing off after a chunk cut short or refused
             ):
                 return
             self._in_chunk, s.running, s.paused = True, True, False
@@ -376,10 +418,13 @@ class TrainingJob:
         self._snapshot.message = f"{reason}: the run is saved at {self._where()}; {advice}"
 
     def _waiting(self, refusal: ChunkRefused) -> None:
+        """Refused before it trained: the run waits, saved, and asks again after a back-off."""
         with self._lock:
             s = self._snapshot
             s.running, s.paused = False, True
-            self._say_waiting(refusal.reason, refusal.advice)
+            self._refused += 1
+            self._retry_at = self._chunks.clock() + WAIT_RETRY_S[min(self._refused, len(WAIT_RETRY_S)) - 1]
+            self._say_waiting(refusal.reason, f"it goes on by itself while this page is open; {refusal.advice}")
 
     def _cut_short(self, error: Exception) -> None:
         with self._lock:
@@ -388,14 +433,16 @@ class TrainingJob:
             if self._lost < MAX_LOST_CHUNKS:
                 wait = RETRY_AFTER_S[min(self._lost, len(RETRY_AFTER_S)) - 1]
                 self._retry_at = self._chunks.clock() + wait
-                s.message = (
-                    f"the last chunk was cut short ({in_words(error)}); nothing is lost, the next goes on from {where} "
-                    f"in {wait:.0f} s"
-                )
+                said = in_words(error)
+                s.message = f"the last chunk was cut short ({said}); nothing is lost, the next goes on from {where}"
                 return
             s.running, s.message = False, "training failed"
             last = in_words(error)
             s.error = f"{self._lost} chunks in a row were cut short (the last: {last}); the run is saved at {where}"
+            # A failed run with its save goes on from there when asked (`go_on`): nothing is lost (issue 60).
+            s.resumable = (Path(self._config.out) / LAST).is_file()
+            if s.resumable:
+                s.error += ": press Continue this run to go on from there"
 
     def _merge(self, report: ChunkReport) -> None:
         """Add a chunk's report to the snapshot; end the run when the chunk ended it."""
@@ -403,7 +450,7 @@ class TrainingJob:
             self._update(running=False, error=report.error, message="training failed")
             return
         with self._lock:
-            self._lost = 0
+            self._lost = self._refused = 0
             s = self._snapshot
             s.device, s.epoch, s.epochs, s.step = report.device, report.epoch, report.epochs, report.step
             s.steps_per_epoch, s.history, s.checkpoint = report.steps_per_epoch, report.history, report.checkpoint

@@ -3,8 +3,11 @@ and a disk budget (no UI code here; docs/security.md has the threat model).
 
 Each visitor (an `owner`: the app passes a digest of the browser session) sees, stops and
 downloads only their own run. At most `max_concurrent` runs train at once across the
-server; a visitor asking for one more is told the server is busy. A run holds its slot only
-while its owner's page polls and for at most `TrainLimits.time_limit_s` a turn (`_turn_over`).
+server; a visitor asking for one more waits in a fair queue (one place a visitor, at most
+`max_queue` places, first come first served) with its place and an estimated wait, and the run
+starts when its turn comes and its owner's page polls. A run holds its slot only while its
+owner's page polls (a closed page gives it up at once: `page_closed`) and for at most
+`TrainLimits.time_limit_s` a turn (`_turn_over`).
 In `shared` mode (a
 teacher's projector) everyone sees the one run, and only the visitor who started it may
 stop it. Run folders are unique, private (0700), marked as the app's (`APP_RUN_MARKER`) and
@@ -29,7 +32,7 @@ from pathlib import Path
 from vit.messages import quoted
 
 from .checks import check_lr
-from .job import ChunkPlan, JobBusy, JobSnapshot, TrainingJob, TurnOver
+from .job import QUEUED, ChunkPlan, JobBusy, JobSnapshot, TrainingJob, TurnOver
 
 SHARED_OWNER = "shared"
 # Written into every run folder the registry creates: only folders holding it may be pruned.
@@ -68,6 +71,7 @@ class TrainLimits:
     memory_bytes: int = 3 * 1024**3  # what one run may allocate (training.budget estimates it before it starts)
     idle_s: float = OWNER_GONE_S  # a run whose page has not polled for this long is set aside
     time_limit_s: float = RUN_LIMIT_S  # a run's longest turn at a run slot: then it stops, saved
+    max_queue: int = 30  # visitors waiting for a run slot at once: a class (issue 60)
 
     def check(self, *, epochs: object, batch_size: object, lr: object) -> tuple[int, int, float]:
         """(epochs, batch_size, lr) as numbers, or ValueError naming the field and its range."""
@@ -84,6 +88,17 @@ def _whole(value: object, name: str, low: int, high: int) -> int:
     if not (math.isfinite(number) and number == int(number) and low <= number <= high):
         raise ValueError(f"{name} must be a whole number from {low} to {high}, got {quoted(value)}")
     return int(number)
+
+
+# A turn at a run slot shorter than this was refused at once (no GPU time left, say), not a
+# run's use of the slot: the queue's estimate leaves it out.
+TURN_COUNTED_S = 10.0
+
+
+def minutes(seconds: float) -> str:
+    """A wait in a person's words, rounded up to whole minutes: "1 minute", "12 minutes"."""
+    whole = max(1, math.ceil(seconds / 60))
+    return f"{whole} minute{'' if whole == 1 else 's'}"
 
 
 def duration(seconds: float) -> str:
@@ -125,6 +140,10 @@ class JobRegistry:
         self._since: dict[str, float] = {}  # job owner -> when its run's turn at a slot began (`clock`)
         self._starters: dict[str, str] = {}  # job owner -> the session that started it (shared mode)
         self._folders: dict[str, Path] = {}  # job owner -> its current run folder
+        self._queue: list[str] = []  # job owners waiting for a run slot, first first
+        self._turns: list[float] = []  # how long the latest turns at a run slot lasted (the queue's estimate)
+        self._pages: dict[str, str] = {}  # an open page -> the session it polls for (`page_seen`)
+        self._closed: set[str] = set()  # job owners whose every page has closed (`page_closed`)
         self._lock = threading.Lock()
 
     def _key(self, session: str) -> str:
@@ -155,13 +174,20 @@ class JobRegistry:
         key = self._key(session)
         with self._lock:
             self._check_room(key)
+            self._replace_waiting(key)
+            queued = not self._slot_free(key)
             self._make_room(disk_bytes)
             out = self.runs_dir / f"{owner_id(session)}-{uuid.uuid4().hex[:12]}"
             out.mkdir(mode=0o700, parents=True)
             (out / APP_RUN_MARKER).write_text(MARKER_TEXT)
             job = self._jobs[key] = TrainingJob(self.chunks, watch=partial(self._turn_over, key))
-            self._polled[key] = self._since[key] = self.clock()
+            self._polled[key] = self.clock()
             self._starters[key], self._folders[key] = session, out
+            self._closed.discard(key)
+            if queued:
+                self._queue.append(key)
+            else:
+                self._since[key] = self.clock()  # its turn at a slot begins
             job.start(
                 model=model,
                 data=data,
@@ -170,9 +196,24 @@ class JobRegistry:
                 batch_size=batch_i,
                 out_dir=str(out),
                 warmup_epochs=warmup_epochs,
+                queued=queued,
                 **({} if eval_batch_size is None else {"eval_batch_size": eval_batch_size}),
             )
         return out
+
+    def _replace_waiting(self, key: str) -> None:
+        """A new run replaces the owner's run waiting with its save (the page asked first): that
+        run ends from its save, its model kept to download; a queued one gives its place up."""
+        job = self._jobs.get(key)
+        if job is not None and job.snapshot().paused:
+            job.stop()
+        if key in self._queue:
+            self._queue.remove(key)
+
+    def _slot_free(self, key: str) -> bool:
+        """Whether `key` may take a run slot now: one is free and nobody is ahead in the queue."""
+        ahead = self._queue[: self._queue.index(key)] if key in self._queue else self._queue
+        return self.running() < self.limits.max_concurrent and not ahead
 
     def check_room(self, session: str) -> None:
         """Raise JobBusy, as `start` would, when `session` may not start a run now (its own run
@@ -181,20 +222,60 @@ class JobRegistry:
             self._check_room(self._key(session))
 
     def _check_room(self, key: str) -> None:
+        """JobBusy when `key` may neither train now nor queue: its own run still going, or the
+        server's run slots taken and its queue full."""
         self._set_aside_the_left()
         job = self._jobs.get(key)
         if job is not None and job.snapshot().running:
             raise JobBusy("your training run is still going: stop it first")
-        if self.running() >= self.limits.max_concurrent:
+        if not self._slot_free(key) and key not in self._queue and len(self._queue) >= self.limits.max_queue:
             raise JobBusy(
-                f"the server is busy: {self.limits.max_concurrent} training run(s) at a time, "
-                f"all taken by other visitors; try again when one finishes (a run keeps its slot at most "
-                f"{duration(self.limits.time_limit_s)}, and {duration(self.limits.idle_s)} once its page is closed)"
+                f"the queue for training is full: {len(self._queue)} visitors are waiting for the server's "
+                f"{self.limits.max_concurrent} run slot(s); try again in about {minutes(self._wait(len(self._queue)))}"
             )
 
     def snapshot(self, session: str) -> JobSnapshot:
-        job = self._jobs.get(self._key(session))
-        return job.snapshot() if job else JobSnapshot()
+        """`session`'s run as its page shows it; queued, with its place and estimated wait."""
+        key = self._key(session)
+        job = self._jobs.get(key)
+        if job is None:
+            return JobSnapshot()
+        snap = job.snapshot()
+        if key in self._queue:
+            snap.place = self._queue.index(key) + 1
+            snap.wait_s = self._wait(snap.place)
+        return snap
+
+    def _typical_turn(self) -> float:
+        """How long a run keeps a slot here: the median of the latest turns, the time limit before any."""
+        latest = sorted(self._turns[-9:])
+        return latest[len(latest) // 2] if latest else self.limits.time_limit_s
+
+    def _wait(self, place: int) -> float:
+        """The estimated wait at `place` (1 first): what is left of the running turns, at most a
+        typical turn each, and a typical turn for each run ahead in the queue, over the slots."""
+        now, typical = self.clock(), self._typical_turn()
+        running = [k for k, job in self._jobs.items() if job.snapshot().running]
+        left = sum(max(0.0, min(typical, self.limits.time_limit_s) - (now - self._since.get(k, now))) for k in running)
+        return (left + (place - 1) * typical) / self.limits.max_concurrent
+
+    def page_seen(self, page: str, session: str) -> None:
+        """The open page `page` (Gradio's session) polls for `session`'s run (`page_closed`)."""
+        self._pages[page] = session
+
+    def page_closed(self, page: str) -> None:
+        """The page `page` closed (Gradio's unload): when no other page of its owner is open, the
+        owner's queue place is given up and its run's slot too, at once (set aside with its save,
+        to go on when the owner is back), not after `limits.idle_s` of silence."""
+        session = self._pages.pop(page, None)
+        if session is None or session in self._pages.values():
+            return
+        key = self._key(session)
+        with self._lock:
+            self._closed.add(key)
+            if key in self._queue:
+                self._queue.remove(key)
+        self._set_aside_the_left()
 
     def advance(self, session: str) -> None:
         """`session`'s page polls: a run waiting with its save goes on when the server's limit has
@@ -205,14 +286,19 @@ class JobRegistry:
         if job is None:
             return
         self._polled[key] = self.clock()
+        self._closed.discard(key)
         self._set_aside_the_left()
-        with self._lock:  # two owners back at once: one takes the free slot, the other is told
+        with self._lock:  # two owners back at once: one takes the free slot, the other queues
             if job.snapshot().paused:
-                if self.running() >= self.limits.max_concurrent:
-                    job.wait_for_slot(
-                        "another visitor's run has the server's run slot now: open the Train tab again later to go on"
-                    )
+                if not job.due():  # backing off after a refusal: no slot taken, no GPU asked
                     return
+                if not self._slot_free(key):
+                    if key not in self._queue:  # a waiting run back for a slot queues as a new one does
+                        self._queue.append(key)
+                    job.wait_for_slot(QUEUED)
+                    return
+                if key in self._queue:
+                    self._queue.remove(key)
                 self._since[key] = self.clock()  # a new turn
                 job.resume()
         job.advance()
@@ -223,10 +309,15 @@ class JobRegistry:
         `limits.time_limit_s`), or None. Asked by a thread before each step, between chunks
         by `_set_aside_the_left`."""
         now, idle, limit = self.clock(), self.limits.idle_s, self.limits.time_limit_s
+        if key in self._closed:
+            return TurnOver(
+                "set aside when your page closed",
+                "another visitor may train meanwhile; it goes on by itself when you open the page again",
+            )
         if now - self._polled.get(key, now) > idle:
             return TurnOver(
                 f"set aside after {duration(idle)} without your page",
-                "another visitor may train meanwhile; it goes on from there when you come back to the Train tab",
+                "another visitor may train meanwhile; it goes on by itself when you open the page again",
             )
         if now - self._since.get(key, now) >= limit:
             return TurnOver(
@@ -240,9 +331,16 @@ class JobRegistry:
     def _set_aside_the_left(self) -> None:
         """Give up the slots of the chunked runs whose turn is over (`_turn_over`): those of
         owners who left are set aside, those past the time limit end. A thread asks itself."""
-        for job in list(self._jobs.values()):
+        now = self.clock()
+        for key, job in list(self._jobs.items()):
             if (turn := job.check_turn()) is not None:
                 log.info("a chunked training run gave its slot up: %s", turn.reason)
+            if key in self._since and not job.snapshot().running:
+                turn_s = now - self._since.pop(key)
+                if turn_s >= TURN_COUNTED_S:
+                    self._turns = [*self._turns[-99:], turn_s]
+        # A queued owner whose page is silent gives its place up (a closed page's at once: `page_closed`)
+        self._queue = [k for k in self._queue if now - self._polled.get(k, now) <= self.limits.idle_s]
 
     def stop(self, session: str) -> bool:
         """Stop `session`'s run, training or waiting for GPU time; False if it has none going on
@@ -252,7 +350,19 @@ class JobRegistry:
         if job is None or not _live(job.snapshot()) or self._starters.get(key) != session:
             return False
         job.stop()
+        with self._lock:
+            if key in self._queue:
+                self._queue.remove(key)
         return True
+
+    def set_down(self, session: str) -> Path | None:
+        """Before `session` starts a new run: its run waiting with its save ends from it (a queued
+        one gives its place up); the model file of its run, if it has one, to keep."""
+        key = self._key(session)
+        if self._starters.get(key) == session:
+            with self._lock:
+                self._replace_waiting(key)
+        return self.checkpoint(session)
 
     def check_go_on(self, session: str) -> None:
         """Raise as `go_on` would when `session`'s stopped run may not go on now; nothing starts

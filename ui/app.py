@@ -24,7 +24,7 @@ from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
 from .sessions import SessionShares, keep_waiting_sessions
 from .settings import ServerSettings
-from .train import PageTabs, build_train_tab
+from .train import COUNTDOWN_JS, PageTabs, build_train_tab, wire_page
 from .train_handlers import EXPLORE_TAB
 
 MAX_UPLOAD = "20mb"
@@ -173,9 +173,10 @@ def build_page(server: Server) -> gr.Blocks:
             with gr.Tab("Live", id="live") as live:
                 build_live_tab(server, live, tabs, open_live, explore.model_key)
             with gr.Tab("Train") as train:
-                build_train_tab(server, explore.model_key, PageTabs(tabs, train))
+                train_view = build_train_tab(server, explore.model_key, PageTabs(tabs, train))
             with gr.Tab("Lessons") as lessons:
                 build_lessons_tab(server, lessons, explore.image)
+        wire_page(demo, train_view, server)
     for name, value in QUIET_MONITORING.items():  # read when the queue is made
         os.environ.setdefault(name, value)
     # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64
@@ -260,7 +261,7 @@ def launch(demo: gr.Blocks, server: Server, host: str, port: int, share: bool = 
         share=share,
         max_file_size=MAX_UPLOAD,
         theme=gr.themes.Soft(),
-        head=HEAD_JS + STOPPED_JS,
+        head=HEAD_JS + STOPPED_JS + COUNTDOWN_JS,
         css=CSS + (PRESENT_CSS if settings.present else ""),
         prevent_thread_lock=True,
     )

@@ -28,9 +28,15 @@ from .binding import Controls
 from .checks import yes_no
 from .common import check_layer, model_name
 from .pictures import picture, with_alt
-from .zerogpu import GpuTask
+from .zerogpu import ON_ZEROGPU, GpuTask
 
 PREDICTED = "predicted class"  # the relevance picker's first choice: explain whatever the model predicts
+# The PCA is fitted again for each layer (a pass up to it and two SVDs), unlike the other sliders'
+# redraws: on ZeroGPU that is a GPU call, which the page says (issue 60; docs/space.md counts it).
+ON_GPU_NOTES = {
+    "pca": " On this Space each change of the layer or of the examples is a GPU call of its own, charged to your "
+    "daily GPU time (about 8 s), not a redraw."
+}
 RELEVANCE_HINT = (
     "Press **Explain this class** to draw the map (one forward and one backward pass); "
     "a new image or model clears it until you press it again."
@@ -154,6 +160,7 @@ class MoreView(more_views.MoreView):
         asked = OWN.get(spec.record) or next(c for c in SHARED if c.kind is spec.record)
         gpu = GPU_TASKS.get(spec.task) if spec.task is not None else None
         own = {f.name: getattr(spec, f.name) for f in fields(more_views.MoreView)}
+        own["hint"] = spec.hint + (ON_GPU_NOTES.get(spec.name, "") if ON_ZEROGPU else "")
         return cls(**own, asked=asked, gpu=gpu, controls=LAYOUTS.get(spec.name), check=CHECKS.get(spec.name))
 
     @property

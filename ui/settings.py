@@ -119,6 +119,22 @@ def space_weights() -> list[str]:
     return list(dict.fromkeys([SPACE_MODEL, *lesson_weights()]))
 
 
+# Weights the Space opens on but does not preload. A file `preload_from_hub:` names must exist in
+# its repo, or the Space's build fails for everyone (issue 60). CLIP B/16's one safetensors file,
+# open_clip_model.safetensors, is not in every public snapshot of its repo: the Hub's listing of
+# timm/vit_base_patch16_clip_224.openai at da6e9e1 has only pytorch_model.bin (a pickle, which the
+# app never loads), while B/32's repo added open_clip_model.safetensors later (ab5b8ef). The app
+# downloads it itself when lesson 4 or a visitor first asks for it, saying so on the page; a repo
+# without it leaves lesson 4 saying in words that the model cannot be had.
+NOT_PRELOADED = ("vit_base_patch16_clip_224.openai",)
+
+
+def preloaded_weights() -> list[str]:
+    """The weights README's `preload_from_hub:` fetches when the Space is built: those the Space
+    opens on whose safetensors file every public snapshot of their repo lists."""
+    return [name for name in space_weights() if name not in NOT_PRELOADED]
+
+
 def default_model(environ: Mapping[str, str]) -> str | None:
     """`--model`'s default: $VIT_EXPLORER_MODEL, else SPACE_MODEL on a Hugging Face Space
     (which sets SPACE_ID), else None (the bundled model: works offline)."""

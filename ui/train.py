@@ -1,12 +1,15 @@
 """The Train tab: its components (`TrainView`), layout, and which event runs which handler of
 ui/train_handlers.py (each event's inputs read from its handler's parameters: `ComponentView.event`).
 
-A timer polls the visitor's run once a second while it runs; opening the tab reads the page's
-run token and shows the visitor's run (docs/security.md).
+A timer polls the visitor's run once a second while it runs, less often while it waits (at its
+next try, or every few seconds in the queue); opening the page, on any tab, and opening the tab
+read the page's run token and show the visitor's run, which goes on by itself (docs/security.md).
+Closing the page gives its queue place and its run slot up (`wire_page`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,14 +24,27 @@ from .common import Server
 from .pictures import picture
 from .settings import SPACE_MODEL, ServerSettings
 
-POLL_S = 1.0
+POLL_S = h.POLL_S
 # A run's owner is the run token the page keeps in the browser's local storage (gr.BrowserState,
 # encrypted with the server's secret), not the page's session: after a reload, or on a page
 # opened again later, the Train tab finds the visitor's run (issue 44). Another visitor's browser
 # holds another token; an API client without one is its session, as before.
 RUN_TOKEN_KEY = "vit-explorer-train-run"
-STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model", "start", "continue_run")
-STARTED_OUTPUTS = ("status", "progress", "seen", "curves", "probe", "checkpoint", "note", "start", "continue_run")
+BUTTONS = ("start", "start_new", "continue_run")  # ui.train_handlers.run_buttons
+STATUS_OUTPUTS = ("seen", "status", "progress", "curves", "probe", "checkpoint", "model", *BUTTONS)
+STARTED_OUTPUTS = ("status", "progress", "seen", "curves", "probe", "checkpoint", "note", *BUTTONS)
+# The countdown of a run backing off ("next try in 45 s"), counted on the page: its polls wait for
+# the try (ui.train_handlers.poll_after), so the server sends no number a second. Each new
+# countdown element starts from the seconds the server wrote into it.
+COUNTDOWN_JS = """<script>
+setInterval(() => {
+  for (const el of document.querySelectorAll("[data-countdown]")) {
+    el.dataset.shownAt ||= String(Date.now());
+    const left = Math.ceil(Number(el.dataset.countdown) - (Date.now() - Number(el.dataset.shownAt)) / 1000);
+    el.textContent = left > 0 ? `in ${left} s` : "now";
+  }
+}, 1000);
+</script>"""
 STATUS_SLOTS = 2  # polls at once on the whole server that only read a run (Gradio's default)
 
 RUN = Controls.of(h.RunOptions, h.run_options)
@@ -51,6 +67,7 @@ class TrainView(ComponentView):
     warmup: gr.Textbox  # a Number cannot be empty: Gradio draws None as 0, which means "no warm-up"
     start: gr.Button
     stop: gr.Button
+    start_new: gr.Button  # with a saved run, instead of Start: a new run, the saved one kept
     continue_run: gr.Button  # shown while the visitor's run is stopped with its save: it goes on from there
     confirm: gr.Row  # "really stop?", shown by Stop
     confirm_stop: gr.Button
@@ -116,13 +133,16 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="train-start")
         stop = gr.Button("Stop (saves a checkpoint)", variant="stop")
+        start_new = gr.Button(
+            "Start a new run (your saved run stays downloadable)", visible=False, elem_id="train-start-new"
+        )
         continue_run = gr.Button("Continue this run", visible=False, elem_id="train-continue")
     with gr.Row(visible=False) as confirm:
         confirm_stop = gr.Button("Yes, stop my run", variant="stop", size="sm")
         keep_training = gr.Button("No, keep training", size="sm")
     names = ("model", "source", "folder", "epochs", "lr", "batch", "warmup", "start", "stop", "continue_run")
     values = (model, source, folder, epochs, lr, batch, warmup, start, stop, continue_run)
-    names, values = (*names, "note", "gpu_time"), (*values, note, gpu_time)
+    names, values = (*names, "note", "gpu_time", "start_new"), (*values, note, gpu_time, start_new)
     names, values = (*names, "confirm_stop", "keep_training"), (*values, confirm_stop, keep_training)
     return dict(zip(names, values, strict=True)) | {"confirm": confirm}
 
@@ -153,43 +173,25 @@ def _monitor() -> dict[str, Any]:
         "probe": probe,
         "checkpoint": checkpoint,
         "open_in_explore": open_in_explore,
-        "timer": gr.Timer(POLL_S, active=False),
+        "timer": gr.Timer(h.POLL_S, active=False),
         "seen": gr.State(h.NOTHING_SHOWN),
         "stored_token": gr.BrowserState("", storage_key=RUN_TOKEN_KEY),
         "run_token": gr.State(None),  # the stored token, for the handlers (a State is not an API parameter)
     }
 
 
-def _wire(view: TrainView, server: Server, train_tab: gr.Tab) -> None:
-    # Every step of the poll hides Gradio's status tracker: its "processing 0.3/0.3s" and "queue: 1/1"
-    # would come and go over the progress bar once a second.
+def _polling(view: TrainView) -> dict[str, Any]:
+    """The event that sets the timer after a poll (`h.keep_polling`). Every step of the poll hides
+    Gradio's status tracker: its "processing 0.3/0.3s" and "queue: 1/1" would come and go over the
+    progress bar once a second."""
     polling = {**view.event(h.keep_polling), "outputs": view.pick("timer"), "api_visibility": "private"}
-    polling["show_progress"] = "hidden"
-    check = view.event(h.check_start, server)
-    # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
-    started = checked_first(
-        view.start.click,
-        check["fn"],
-        check["inputs"],
-        **view.event(h.train_start, server),
-        outputs=view.pick(*STARTED_OUTPUTS),
-        api_name="train_start",
-        preprocess=False,
-    )
-    started.success(**polling)
-    # A stopped run goes on from its save, the same run: its curves and probe go on.
-    go_on = view.event(h.check_continue, server)
-    continued = checked_first(
-        view.continue_run.click,
-        go_on["fn"],
-        go_on["inputs"],
-        **view.event(h.train_continue, server),
-        outputs=view.pick("status", "progress", "seen", "checkpoint", "start", "continue_run"),
-        api_name="train_continue",
-    )
-    continued.success(**polling)
-    # Its own queue slot: progress stays live while analyses fill the shared ones.
-    watch = {
+    return polling | {"show_progress": "hidden"}
+
+
+def _watch(view: TrainView, server: Server) -> dict[str, Any]:
+    """The status poll (`h.train_status`), in its own queue slots: progress stays live while
+    analyses fill the shared ones."""
+    return {
         **view.event(h.train_status, server),
         "outputs": view.pick(*STATUS_OUTPUTS),
         "show_progress": "hidden",
@@ -197,23 +199,60 @@ def _wire(view: TrainView, server: Server, train_tab: gr.Tab) -> None:
         # On ZeroGPU a poll may hold a slot for a whole chunk: one more slot per run allowed at once.
         "concurrency_limit": STATUS_SLOTS + (server.settings.train.max_concurrent if server.runs.chunks else 0),
     }
-    view.timer.tick(**watch, api_name="train_status").then(**polling)
-    redrawn = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
-    # The picker redrawn and the run token read first: the status then shows the visitor's run,
-    # after a reload too, and a run still going restarts the timer.
-    tokened = train_tab.select(
+
+
+def show_run(trigger: Callable[..., Any], view: TrainView, server: Server) -> None:
+    """On `trigger` (the page's load, the tab's select): the picker redrawn and the run token read
+    first, then the status shows the visitor's run, after a reload too, and a run still going, or
+    waiting to go on, restarts the timer."""
+    tokened = trigger(
         **view.event(h.train_models, server, run_token="stored_token"),
         outputs=view.pick("model", "stored_token", "run_token"),
-        **redrawn,
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
     )
-    tokened.then(**watch, api_visibility="private").then(**polling)
+    tokened.then(**_watch(view, server), api_visibility="private").then(**_polling(view))
+
+
+def _wire(view: TrainView, server: Server, train_tab: gr.Tab) -> None:
+    polling = _polling(view)
+    check = view.event(h.check_start, server)
+    # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
+    # "Start a new run" is Start's other wording, shown when the visitor has a saved run (h.run_buttons).
+    for button, api_name in ((view.start, "train_start"), (view.start_new, "train_start_new")):
+        started = checked_first(
+            button.click,
+            check["fn"],
+            check["inputs"],
+            **view.event(h.train_start, server),
+            outputs=view.pick(*STARTED_OUTPUTS),
+            api_name=api_name,
+            preprocess=False,
+        )
+        started.success(**polling)
+    # A stopped run goes on from its save, the same run: its curves and probe go on.
+    go_on = view.event(h.check_continue, server)
+    continued = checked_first(
+        view.continue_run.click,
+        go_on["fn"],
+        go_on["inputs"],
+        **view.event(h.train_continue, server),
+        outputs=view.pick("status", "progress", "seen", "checkpoint", *BUTTONS),
+        api_name="train_continue",
+    )
+    continued.success(**polling)
+    view.timer.tick(**_watch(view, server), api_name="train_status").then(**polling)
+    show_run(train_tab.select, view, server)
     view.folder.change(**view.event(h.first_step), outputs=view.pick("note"), api_visibility="private")
     asked = {"outputs": view.pick("status", "confirm"), "api_visibility": "private", "queue": False}
     view.stop.click(**view.event(h.ask_to_stop, server), **asked)
     view.keep_training.click(**view.event(h.keep_training), outputs=view.pick("confirm"), api_visibility="private")
-    view.confirm_stop.click(
+    stopped = view.confirm_stop.click(
         **view.event(h.train_stop, server), outputs=view.pick("status", "confirm"), api_name="train_stop"
     )
+    # At once, the run as it is now: a run that waited has ended, "stopped" with its checkpoint (issue 60).
+    stopped.then(**_watch(view, server), api_visibility="private").then(**polling)
     opened = view.open_in_explore.click(
         **view.event(h.train_open_in_explore, server),
         outputs=view.pick("explore_model"),
@@ -229,6 +268,14 @@ class PageTabs:
 
     all: gr.Tabs
     train: gr.Tab
+
+
+def wire_page(demo: gr.Blocks, view: TrainView, server: Server) -> None:
+    """The page's own events for the Train tab: on opening, on whichever tab, the visitor's run is
+    shown and polled, so a run saved while its owner was away goes on by itself (issue 60: only
+    selecting the Train tab again did it); on closing, its queue place and run slot are given up."""
+    show_run(demo.load, view, server)
+    demo.unload(view.bind(h.train_page_closed, server))
 
 
 def build_train_tab(server: Server, explore_picker: gr.Dropdown, tabs: PageTabs) -> TrainView:

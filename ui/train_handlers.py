@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import re
 import secrets
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from training.budget import (
 )
 from training.data import cifar10_downloaded
 from training.job import JobBusy, JobSnapshot, epoch_message
-from training.registry import JobRegistry, TrainLimits
+from training.registry import JobRegistry, TrainLimits, minutes
 from vit.messages import markdown_text, quoted
 from vit.model import CONFIGS
 from vit.pretrained import PRETRAINED
@@ -53,9 +54,13 @@ from .settings import SPACE_MODEL, ServerSettings, for_visitors, in_markdown
 
 LOG = logging.getLogger(__name__)
 
-# What this browser shows: (epochs, probes, loss readings, checkpoint listed, a running run). A
-# fresh page or a just-started run counts as running: a poll must follow and show its end.
-NOTHING_SHOWN = (-1, -1, -1, "", True)
+POLL_S = 1.0  # the page's poll while its run trains: the progress bar moves every second
+# A queued page's poll: its place and wait stay true, and its polls say the page is open (a
+# silent queued page gives its place up after `TrainLimits.idle_s`, a closed one at once).
+QUEUE_POLL_S = 5.0
+# What this browser shows: (epochs, probes, loss readings, checkpoint listed, seconds to the next
+# poll, 0 for none). A fresh page or a just-started run polls: a poll must follow and show its end.
+NOTHING_SHOWN = (-1, -1, -1, "", POLL_S)
 
 # The page's run token (ui.train.RUN_TOKEN_KEY), as `train_models` makes it and `run_owner` accepts it.
 RUN_TOKEN = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 random bits
@@ -64,6 +69,7 @@ EXPLORE_TAB = "explore"  # the Explore tab's id in ui/app.py
 STATE_COLOURS = {
     "running": "#2563eb",
     "waiting": "#7c3aed",
+    "queued": "#7c3aed",
     "stopped": "#d97706",
     "failed": "#dc2626",
     "finished": "#16a34a",
@@ -130,26 +136,32 @@ def run_options(
 
 
 def run_state(snap: JobSnapshot) -> str:
-    """One word for the run: idle, running, waiting (for GPU time), stopped, failed or finished."""
+    """One word for the run: idle, running, queued (for a run slot), waiting (for GPU time),
+    stopped, failed or finished."""
     if snap.running:
         return "running"
+    if snap.place:
+        return "queued"
     if snap.paused:
         return "waiting"
     if snap.error:
         return "failed"
-    if snap.checkpoint:
-        return "stopped" if snap.message.startswith("stopped") else "finished"
-    return "idle"
+    if snap.message.startswith("stopped"):  # with its model, or stopped before a step had trained one
+        return "stopped"
+    return "finished" if snap.checkpoint else "idle"
 
 
-def progress_html(done: int, total: int, text: str, state: str = "idle") -> str:
-    """A bar coloured by the run's state, with the state and `text` (escaped) under it."""
+def progress_html(done: int, total: int, text: str, state: str = "idle", next_try_s: float = 0.0) -> str:
+    """A bar coloured by the run's state, with the state and `text` (escaped) under it; a run
+    backing off says when it tries next, a countdown the page counts down itself (COUNTDOWN_JS)."""
     colour = STATE_COLOURS.get(state, "#9ca3af")
     width = 100 * min(done, total) / max(total, 1)
+    seconds = math.ceil(next_try_s)
+    countdown = f' · next try <span data-countdown="{seconds}">in {seconds} s</span>' if seconds > 0 else ""
     return (
         f'<div style="background:#e5e7eb;border-radius:4px"><div style="width:{width:.1f}%;height:12px;'
         f'background:{colour};border-radius:4px"></div></div>'
-        f'<div><b style="color:{colour}">{state}</b>{f" · {for_visitors(text)}" if text else ""}</div>'
+        f'<div><b style="color:{colour}">{state}</b>{f" · {for_visitors(text)}" if text else ""}{countdown}</div>'
     )
 
 
@@ -158,12 +170,20 @@ def progress_text(snap: JobSnapshot) -> tuple[int, int, str]:
     steps = max(snap.steps_per_epoch, 1)
     total = max(snap.epochs, 1) * steps
     done = min(snap.epoch * steps + snap.step, total)
+    if snap.place:
+        return done, total, queue_text(snap)
     if not snap.running:  # a stopped or failed run's bar stops where the run did
         return total if run_state(snap) == "finished" else done, total, "" if snap.error else snap.message
     epoch = f"epoch {min(snap.epoch + 1, snap.epochs)} of {snap.epochs}"
     if not snap.steps_per_epoch:  # data and model still loading: the number of steps is not known yet
         return done, total, f"{epoch}, preparing…"
     return done, total, f"{epoch}, step {snap.step} of {steps}"
+
+
+def queue_text(snap: JobSnapshot) -> str:
+    """A queued run's place and estimated wait, in a person's words (1 is next)."""
+    wait = f"about {minutes(snap.wait_s)}" if snap.wait_s else "any moment"
+    return f"place {snap.place} in the queue for a run slot, estimated wait {wait}; {snap.message}"
 
 
 def describe(snap: JobSnapshot) -> str:
@@ -351,6 +371,7 @@ def train_start(
             raise ValueError(CIFAR10_OFFLINE)
         plan, said = memory_plan(settings.train, spec, data, epochs, batch, lr)
         weights_here(catalog, spec)
+        keep_saved_run(server, runner, visitor)
         runs.start(
             runner,
             model=spec,
@@ -365,16 +386,43 @@ def train_start(
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
     snap = runs.snapshot(runner)
+    state = "queued" if snap.place else "started"
     return {
-        "status": f"started\n\n{said}{describe(snap)}",
-        "progress": progress_html(0, 1, "loading data and model", "running"),
-        "seen": NOTHING_SHOWN,
+        "status": f"{state}\n\n{said}{describe(snap)}",
+        "progress": progress_html(*progress_text(snap), run_state(snap), snap.next_try_s),
+        "seen": (*NOTHING_SHOWN[:4], poll_after(snap)),
         "curves": None,
         "probe": None,
         "checkpoint": None,
         "note": gr.Markdown(visible=False),
-        "start": gr.Button(interactive=False),  # one run at a time: pressed again it would only be refused
-        "continue_run": gr.Button(visible=False),  # the new run replaces a stopped one
+        **run_buttons(snap),
+    }
+
+
+def keep_saved_run(server: Server, runner: str, visitor: str) -> None:
+    """Before a new run replaces the visitor's saved one: a run waiting with its save ends from it,
+    and its model joins the visitor's models, so it stays to download and to explore (the page
+    asked "continue it or start a new one" first: `run_buttons`)."""
+    saved = server.runs.set_down(runner)
+    if saved is None:
+        return
+    try:
+        server.catalog.register(str(saved), visitor, label=run_label(server.runs.snapshot(runner)))
+    except ModelUnavailable as e:  # said by the poll that lists it, never hidden; the new run still starts
+        LOG.warning("a saved run's model was not listed: %s", e)
+
+
+def run_buttons(snap: JobSnapshot) -> dict:
+    """Start, or, with a saved run, the page's question: "Continue your run at epoch E" (a stopped
+    or failed run) beside "Start a new run (your saved run stays downloadable)" (issue 60: Start
+    began a new run and orphaned the saved one without a word). A run waiting with its save goes on
+    by itself, so it is offered no Continue."""
+    saved = snap.resumable or (snap.paused and not snap.place)
+    epoch = f"Continue your run at epoch {min(snap.epoch + 1, max(snap.epochs, 1))}"
+    return {
+        "start": gr.Button(interactive=not (snap.running or snap.place), visible=not saved),
+        "start_new": gr.Button(visible=saved),
+        "continue_run": gr.Button(epoch, visible=snap.resumable),
     }
 
 
@@ -392,6 +440,9 @@ class Rehearsal:
 
     def snapshot(self, session: str) -> JobSnapshot:
         return self.runs.snapshot(session)
+
+    def set_down(self, session: str) -> None:
+        """Nothing is set down by a rehearsal."""
 
 
 def check_start(
@@ -415,10 +466,12 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
     the run's next chunk, if one is due (it returns after the chunk, up to zerogpu.CHUNK_S + 3 s later)."""
     runs, catalog = server.runs, server.catalog
     visitor, runner = owner(request), run_owner(run_token, request)
+    if request is not None and getattr(request, "session_hash", None):
+        runs.page_seen(request.session_hash, runner)
     runs.advance(runner)
     snap = runs.snapshot(runner)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
-    now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], snap.running)
+    now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], poll_after(snap))
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
     listed, refused = gr.skip(), ""
     # A run stopped before its first checkpoint has no file: nothing to list. A file that fails
@@ -452,14 +505,24 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
     return {
         "seen": now,
         "status": describe(snap) + refused,
-        "progress": progress_html(*progress_text(snap), run_state(snap)),
+        "progress": progress_html(*progress_text(snap), run_state(snap), snap.next_try_s),
         "curves": curves,
         "probe": probe,
         "checkpoint": ended_model and SERVED.copy(ended_model),
         "model": listed,
-        "start": gr.Button(interactive=not snap.running),
-        "continue_run": gr.Button(visible=snap.resumable),
+        **run_buttons(snap),
     }
+
+
+def poll_after(snap: JobSnapshot) -> float:
+    """Seconds until the page's next poll, 0 for none: every second while the run trains; when
+    it backs off, at its next try (no request a second in between: the countdown counts on the
+    page); queued, every QUEUE_POLL_S; a run waiting for a slot, every second."""
+    if snap.next_try_s > 0 and (snap.running or snap.paused):
+        return max(POLL_S, math.ceil(snap.next_try_s))
+    if snap.place:
+        return QUEUE_POLL_S
+    return POLL_S if snap.running or snap.paused else 0.0
 
 
 def run_label(snap: JobSnapshot) -> str:
@@ -485,7 +548,8 @@ def keep_polling(seen: tuple) -> dict:
     the page). It reads what the last poll showed, never the job again: a run that ended
     between that poll and this call would stop the timer with "running" left on the page."""
     shown = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
-    return {"timer": gr.Timer(active=bool(shown[4]))}
+    every = float(shown[4] or 0)
+    return {"timer": gr.Timer(value=max(every, POLL_S), active=every > 0)}
 
 
 def ask_to_stop(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
@@ -502,10 +566,23 @@ def keep_training() -> dict:
 
 
 def train_stop(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
-    """Stop this visitor's run; it saves its current state as a checkpoint."""
-    stopped = server.runs.stop(run_owner(run_token, request))
-    text = "stopping: the current state will be saved as a checkpoint" if stopped else "you have no run to stop"
-    return {"status": text, "confirm": gr.Row(visible=False)}
+    """Stop this visitor's run; it saves its current state as a checkpoint. A run no step was
+    training (waiting, queued, between chunks) has ended by the time this returns, and says so;
+    the page's poll that follows (ui/train.py) shows "stopped" and its checkpoint at once (it kept
+    "stopping…" over "waiting", issue 60); a training one ends at its next step."""
+    runner = run_owner(run_token, request)
+    if not server.runs.stop(runner):
+        return {"status": "you have no run to stop", "confirm": gr.Row(visible=False)}
+    snap = server.runs.snapshot(runner)
+    said = "stopping: the current state will be saved as a checkpoint" if snap.running else "stopped"
+    return {"status": said, "confirm": gr.Row(visible=False)}
+
+
+def train_page_closed(server: Server, request: gr.Request) -> None:
+    """The page closed (Gradio's unload): its queue place and its run's slot are given up at once,
+    the run's save kept (`JobRegistry.page_closed`)."""
+    if getattr(request, "session_hash", None):
+        server.runs.page_closed(request.session_hash)
 
 
 def check_continue(server: Server, request: gr.Request | None = None, run_token: str | None = None) -> None:
@@ -529,11 +606,10 @@ def train_continue(server: Server, request: gr.Request | None = None, run_token:
     snap = server.runs.snapshot(runner)
     return {
         "status": describe(snap),
-        "progress": progress_html(*progress_text(snap), run_state(snap)),
-        "seen": (*NOTHING_SHOWN[:4], True),  # what is on the page stays; the poll follows the run
+        "progress": progress_html(*progress_text(snap), run_state(snap), snap.next_try_s),
+        "seen": (*NOTHING_SHOWN[:4], poll_after(snap)),  # what is on the page stays; the poll follows the run
         "checkpoint": None,
-        "start": gr.Button(interactive=False),
-        "continue_run": gr.Button(visible=False),
+        **run_buttons(snap),
     }
 
 
