@@ -169,11 +169,9 @@ def reply_bytes() -> list[str]:
         ex = explain(model, [str(i) for i in range(model.config.num_classes)], Preprocessing(side, side), image)
         payload = page_maps.page_maps(ex, name, ex.depth - 1, canvas.TEXT_PX, "h")
         first = page_maps.reply_bytes(payload)
-        if len(payload["patch_rows"]) == ex.depth:
-            later = "none: every layer is in the first"
-        else:
-            bands = page_maps.page_shape(ex).bands
-            later = f"{page_maps.reply_bytes(page_maps.layer_rows(ex, 0)) / 1e6:.2f} MB × {bands} band(s)"
+        bands = page_maps.page_shape(ex).bands
+        later = sum(page_maps.reply_bytes(page_maps.layer_rows(ex, 0, band)) for band in range(bands))
+        later = f"{later / 1e6:.2f} MB in {bands} band(s)"
         gh, gw = ex.grid
         rows.append(f"| {label} | {gh} x {gw} | {ex.depth} x {ex.heads} | {first / 1e6:.2f} MB | {later} |")
     return rows
