@@ -11,8 +11,9 @@ and B pixels of tiles' images (one a colour scale's layout), a query's row is
 and a reply's rows take at most sent(raw) = 4 · ceil(deflate_bound(raw) / 3) characters (zlib's
 bound, then base64), so that no weights can make a reply pass its budget:
 
-- REPLY_BYTES ≥ first screen = JSON_SLACK + b64(3 · h · w) + b64(3 · B) + tokens, the analysis's
-  reply (the model input, the tiles' image and the shown layer's token rows), with
+- REPLY_BYTES ≥ first screen = JSON_SLACK + sent(3 · h · w) + sent(3 · B) + tokens, the
+  analysis's reply (the model input and the tiles' image as deflated RGB, and the shown layer's
+  token rows), with
   tokens = JSON_SLACK + sent(Q · row), one layer's token queries' rows;
 - BAND_BYTES ≥ tokens, and ≥ JSON_SLACK + sent(band · row): one reply of rows the page asks for
   (`ui.explore_handlers.layer_rows`), a layer's token rows or a band of `band` consecutive patch
@@ -118,7 +119,7 @@ class PageShape:
         """JSON bytes of an analysis's reply, at most: the model input as raw RGB, the tiles'
         image (`base_pixels` pixels in all, RGB) and the shown layer's token query rows."""
         h, w = self.input_hw
-        return JSON_SLACK + base64_bytes(3 * h * w) + base64_bytes(3 * base_pixels) + self.token_bytes
+        return JSON_SLACK + sent_bytes(3 * h * w) + sent_bytes(3 * base_pixels) + self.token_bytes
 
     def refusal(self, base_pixels: int = 0) -> str | None:
         """Why the page cannot be sent this analysis within the budgets, in words, or None."""

@@ -161,8 +161,8 @@
     }
   }
 
-  function rgba({ rgb, width, height }) { // a picture sent as raw RGB (explorer/page_maps.py, rgb)
-    const from = bytesOf(rgb), pixels = new Uint8ClampedArray(width * height * 4);
+  function rgba(from, { width, height }) { // a picture's RGB bytes (explorer/page_maps.py, rgb and deflated_rgb)
+    const pixels = new Uint8ClampedArray(width * height * 4);
     for (let i = 0, o = 0; i < from.length; i += 3, o += 4) {
       pixels[o] = from[i]; pixels[o + 1] = from[i + 1]; pixels[o + 2] = from[i + 2]; pixels[o + 3] = 255;
     }
@@ -272,15 +272,16 @@
       if (name === "heads" && props.value && props.value.handle) this.load(props.value);
     }
 
-    async load(payload) { // the pictures come as raw RGB; the shown layer's rows deflated
+    async load(payload) { // the pictures (RGB) and the shown layer's rows come deflated
       this.stop();
       // a new Set: what the last image asked for is not waited on, and its late replies are dropped
       const asked = (this.asked = new Set()); this.ahead = 0;
       if (!payload || !payload.handle) { this.data = null; this.query = null; this.share(); this.clear(); return; }
-      const first = await inflated(payload.token_rows.deflated);
+      const scales = Object.entries(payload.layouts), pictures = [payload.input, ...scales.map(([, l]) => l.base)];
+      const [first, ...pixels] = await Promise.all([payload.token_rows, ...pictures].map((sent) => inflated(sent.deflated)));
       if (asked !== this.asked) return; // a later analysis came while this one was inflated
-      const input = onCanvas(rgba(payload.input));
-      const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: rgba(l.base) }]));
+      const input = onCanvas(rgba(pixels[0], payload.input));
+      const layouts = Object.fromEntries(scales.map(([k, l], i) => [k, { ...l, base: rgba(pixels[i + 1], l.base) }]));
       this.patchRows = new Map(); this.keptBytes = 0; this.tokenRows = new Map();
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts };
       this.tokenRows.set(payload.token_rows.layer, this.decoded(first));
@@ -677,7 +678,7 @@
     }
     frame(payload) {
       if (!payload || !payload.rows) return;
-      const [gh, gw] = payload.grid, input = onCanvas(rgba(payload.input));
+      const [gh, gw] = payload.grid, input = onCanvas(rgba(bytesOf(payload.input.rgb), payload.input));
       const resized = (side) => { // canvas.fit_to_grid: whole pixels a patch, nearest upwards, smoothed downwards
         const cell = Math.max(1, Math.ceil(side / Math.max(gh, gw))), width = gw * cell, height = gh * cell;
         const ctx = Object.assign(document.createElement("canvas"), { width, height }).getContext("2d");
