@@ -319,6 +319,39 @@ def slow_rows_server(tiny_checkpoint, tmp_path_factory):
         yield url
 
 
+@pytest.fixture(scope="module")
+def slow_prefetch_server(tiny_checkpoint, tmp_path_factory):
+    """The app taking 1.5 s to encode any rows, as on a slow link: the shown layer's patch rows,
+    which the page asks for right after the first map, come late."""
+    from conftest import app_server
+
+    code = (
+        "import sys, time, app, explorer.page_maps as p; real = p.layer_rows; "
+        "p.layer_rows = lambda *a: time.sleep(1.5) or real(*a); app.main(sys.argv[1:])"
+    )
+    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
+        yield url
+
+
+def test_a_click_before_the_rows_arrive_is_answered_when_they_do(slow_prefetch_server, browser):
+    """Issue 58: the first map comes before the shown layer's patch rows; a patch clicked
+    meanwhile says it is fetching, and is drawn the moment they come, with no second question."""
+    server = slow_prefetch_server
+    page = open_page(browser, server, SCREEN)
+    sent = server_requests(page, server)
+    pick_example(page, "bird")
+    wait_drawn(page, "query CLS")
+    assert not page.evaluate("() => window.attentionMaps.has(6, 0)")  # its patch rows are on their way
+    page.evaluate(RECORD)
+    click_patch(page, 3, 4)
+    wait_drawn(page, "layer 6 of 6, one tile each, for the query patch (3, 4)")  # no click after it
+    assert page.evaluate(FETCHED_AT) == [6]
+    wait_rows_arrived(page)
+    questions = [url for url in sent if url.endswith("/component_server/")]
+    assert len(questions) == 6  # the patch rows once, and the token rows of the 5 other layers
+    page.close()
+
+
 # What the maps said (their status line) and which layers they drew, from now on.
 RECORD = """() => { const m = window.attentionMaps, say = m.say.bind(m), drawHeads = m.drawHeads.bind(m);
   m.said = []; m.drawnLayers = [];
