@@ -17,8 +17,8 @@ bound, then base64), so that no weights can make a reply pass its budget:
   tokens = JSON_SLACK + sent(Q · row), one layer's token queries' rows;
 - BAND_BYTES ≥ tokens, and ≥ JSON_SLACK + sent(band · row): one reply of rows the page asks for
   (`ui.explore_handlers.layer_rows`), a layer's token rows or a band of `band` consecutive patch
-  queries' rows, as many as fit (ViT-B/16 at 224 px: a layer in one band; a 48 × 48 grid of 12
-  heads in 86);
+  queries' rows, as many as fit (ViT-B/16 at 224 px: a layer in two bands; a 48 × 48 grid of 12
+  heads in 178);
 - TOKENS_BYTES ≥ L · tokens: every layer's token rows, which the page asks for unasked after the
   first screen and keeps (Play and the slider never wait for the default query).
 
