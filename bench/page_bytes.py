@@ -5,7 +5,7 @@
 
 For each model (the bundled one; DeiT-S, ViT-B/16 and ViT-L/14 with 4 registers as checkpoints
 of their shapes with random weights, written once to `--folder`) and each input (the cat example
-centre-cropped, and a 4:1 panorama of it in whole-image mode, the widest the app admits), and
+centre-cropped, and a 4:1 panorama of it in whole-image mode, the widest explain admits), and
 each checkout (`--app-dir`; the same venv serves both), starts `python app.py --model ...` on a
 free loopback port and opens it in Debian's Chromium (Playwright). With Chromium's network
 emulation (Network.emulateNetworkConditions: 1.5 Mbit/s down and up, 150 ms latency, a
@@ -19,6 +19,9 @@ student's share of a school Wi-Fi) it uploads the input once and prints:
   what the wire costs;
 - the page's JS heap after `--uploads` analyses of different images of that input's kind,
   unthrottled (Chromium's performance.memory after a collection).
+
+A model whose memory budget refuses a 4:1 input (ViT-B/16's attention maps at 896 x 224 px: 339 MiB
+of 256) is measured again at the widest it admits with `--wide` (B/16: 768 / 224).
 
 Speed is compared side by side only (the same machine, the same run); nothing here is a test.
 """
@@ -69,12 +72,13 @@ class Wire:
         return not self.events or time.perf_counter() - self.events[-1][0] >= seconds
 
 
-def images(folder: Path, wide: bool, count: int) -> list[Path]:
-    """`count` different pictures: the cat example (shifted colours after the first), square or
-    WIDE:1 (the example repeated side by side)."""
+def images(folder: Path, wide: float, count: int) -> list[Path]:
+    """`count` different pictures: the cat example (shifted colours after the first), square, or
+    `wide` times as wide as high (the example repeated side by side) when `wide` is not 0."""
     pixels = np.asarray(Image.open(EXAMPLES / "cat.jpg").convert("RGB")).astype(int)
     if wide:
-        pixels = np.concatenate([pixels] * WIDE, axis=1)
+        side = pixels.shape[0]
+        pixels = np.concatenate([pixels] * int(np.ceil(wide)), axis=1)[:, : round(side * wide)]
     paths = []
     for n in range(count):
         path = folder / f"{'wide' if wide else 'square'}-{n}.png"
@@ -111,7 +115,7 @@ def upload(page, wire: Wire, image: Path, timeout_s: float = 300) -> dict:
     return {"first_s": shown - started, "first_bytes": wire.since(started, shown), "bytes": wire.since(started)}
 
 
-def one_server(app_dir: Path, model: str, folder: Path, browser, wide: bool, uploads: int) -> dict:
+def one_server(app_dir: Path, model: str, folder: Path, browser, wide: float, uploads: int) -> dict:
     """The measurements of one checkout, model and kind of input (the module's docstring)."""
     server = Server(folder, 2048, None if model == "bundled" else model, app_dir=app_dir)
     try:
@@ -141,9 +145,9 @@ def one_server(app_dir: Path, model: str, folder: Path, browser, wide: bool, upl
         server.stop()
 
 
-def row(app_dir: Path, label: str, wide: bool, result: dict, uploads: int) -> str:
+def row(app_dir: Path, label: str, wide: float, result: dict, uploads: int) -> str:
     fast, slow = result["fast"], result["slow"]
-    what = f"{label}, {'whole 4:1' if wide else 'centre crop'}"
+    what = f"{label}, {f'whole {wide:.2f}:1' if wide else 'centre crop'}"
     if "refused" in slow:
         return f"| {what} | {app_dir.name} | refused: {slow['refused']} | | | | |"
     return (
@@ -158,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--models", default=",".join(MODELS), help=f"some of {', '.join(MODELS)}")
     p.add_argument("--inputs", default="crop,whole", help="crop, whole or both")
     p.add_argument("--uploads", type=int, default=10, help="analyses before the page's heap is read")
+    p.add_argument("--wide", type=float, default=WIDE, help="the whole-image input's width : height")
     p.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "page-bytes", help="checkpoints")
     args = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
@@ -175,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
             if name != "bundled" and not path.exists():
                 random_checkpoint(name, path)
             model = "bundled" if name == "bundled" else str(path)
-            for wide in [kind == "whole" for kind in args.inputs.split(",")]:
+            for wide in [args.wide if kind == "whole" else 0.0 for kind in args.inputs.split(",")]:
                 for app_dir in dirs:
                     with tempfile.TemporaryDirectory() as tmp:
                         result = one_server(app_dir, model, Path(tmp), browser, wide, args.uploads)
