@@ -16,8 +16,9 @@ makes 12 patch clicks, 5 arrow keys and 3 slider steps, and prints:
 - the page's JavaScript heap after `--uploads` analyses of different images (Chromium's
   performance.memory, after a collection), and the bytes of each analysis's reply for the page.
 
-The bytes a page is sent per analysis for the pretrained families' shapes (random weights; the
-bytes depend on the shapes only) are printed by `--bytes`, computed by explorer.page_maps itself.
+The bytes a page is sent per analysis, for the bundled model and the pretrained families' shapes
+(random weights), are printed by `--bytes`, computed by explorer.page_maps itself;
+`bench.page_bytes` measures them on the wire, on a school's Wi-Fi share.
 """
 
 from __future__ import annotations
@@ -146,36 +147,41 @@ def one_checkout(args: argparse.Namespace, app_dir: Path, folder: Path, browser)
 
 
 def reply_bytes() -> list[str]:
-    """Markdown rows: the page's reply per analysis for each family's shapes (explorer.page_maps)."""
+    """Markdown rows: what the page is sent per analysis for each family's shapes
+    (explorer.page_maps): the bundled model itself on the cat example, the others with random
+    weights on a 224 px noise image (the bytes of their rows depend on little but the shapes)."""
     import torch
 
     import vit
-    from explorer import canvas, page_maps
+    from explorer import canvas, catalog, page_maps
     from explorer.explain import explain
     from vit.preprocessing import Preprocessing
 
-    rows = ["| model | grid | layers x heads | first screen's reply | a layer asked for later |"]
-    rows.append("|---|---|---|---|---|")
+    head = "| model | grid | layers x heads | the analysis's reply | every layer's token rows | a layer's patch rows |"
+    rows = [head, "|---|---|---|---|---|---|"]
     for label, name in (
-        ("nano (bundled)", "vit_cifar_nano"),
+        ("bundled (`vit_cifar_tiny`, trained)", "bundled"),
         ("ViT-S/16", "vit_small_patch16_224"),
         ("ViT-B/16", "vit_base_patch16_224"),
         ("ViT-L/14 + 4 registers (DINOv2)", "vit_large_patch14_reg4_dinov2"),
     ):
         torch.manual_seed(0)
-        model = vit.create_model(name).eval()
-        side = model.config.image_size if model.config.image_size <= 224 else 224
-        image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (side, side, 3), dtype=np.uint8))
-        ex = explain(model, [str(i) for i in range(model.config.num_classes)], Preprocessing(side, side), image)
-        payload = page_maps.page_maps(ex, name, ex.depth - 1, canvas.TEXT_PX, "h")
-        first = page_maps.reply_bytes(payload)
-        if len(payload["patch_rows"]) == ex.depth:
-            later = "none: every layer is in the first"
+        if name == "bundled":
+            model, side = vit.load_checkpoint(catalog.BUNDLED_PATH)[0].eval(), 32
+            image = Image.open(EXAMPLES / "cat.jpg").convert("RGB")
         else:
-            bands = page_maps.page_shape(ex).bands
-            later = f"{page_maps.reply_bytes(page_maps.layer_rows(ex, 0)) / 1e6:.2f} MB × {bands} band(s)"
+            model, side = vit.create_model(name).eval(), 224
+            image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (side, side, 3), dtype=np.uint8))
+        ex = explain(model, [str(i) for i in range(model.config.num_classes)], Preprocessing(side, side), image)
+        first = page_maps.reply_bytes(page_maps.page_maps(ex, name, ex.depth - 1, canvas.TEXT_PX, "h"))
+        tokens = sum(page_maps.reply_bytes(page_maps.layer_rows(ex, i, page_maps.TOKENS)) for i in range(ex.depth))
+        bands = page_maps.page_shape(ex).bands
+        later = sum(page_maps.reply_bytes(page_maps.layer_rows(ex, 0, band)) for band in range(bands))
         gh, gw = ex.grid
-        rows.append(f"| {label} | {gh} x {gw} | {ex.depth} x {ex.heads} | {first / 1e6:.2f} MB | {later} |")
+        rows.append(
+            f"| {label} | {gh} x {gw} | {ex.depth} x {ex.heads} | {first / 1e6:.3f} MB | {tokens / 1e6:.3f} MB "
+            f"| {later / 1e6:.2f} MB in {bands} band(s) |"
+        )
     return rows
 
 

@@ -264,9 +264,9 @@ def explore(client: Any, key: str, mode: str = "crop") -> str:
     heads, label = Path(file_of(outputs[4])), outputs[2]
     if not heads.is_file():
         raise StepFailed("/analyze drew no head maps")
-    # What the page sends instead (issue 41): the first screen's numbers, every layer's CLS rows.
+    # What the page sends instead (issue 41): the first screen's numbers, the shown layer's CLS rows (issue 58).
     maps = client.predict(image=handle_file(str(IMAGE)), model_key=key, mode=mode, api_name="/analyze_page")[-1]
-    if not isinstance(maps, dict) or len(maps.get("token_rows", ())) != maps.get("depth"):
+    if not isinstance(maps, dict) or not (maps.get("token_rows") or {}).get("deflated"):
         raise StepFailed("/analyze_page sent no numbers for the page's maps")
     said = f"top class {label['label']!r}" if label and label.get("label") else "no classifier: maps only"
     return f"{info.splitlines()[0]}; {said}; the page's numbers {len(json.dumps(maps)) / 1e6:.2f} MB"

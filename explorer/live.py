@@ -132,7 +132,8 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
         "query": page_query(ex, query),
         "layer": layer + 1,
         "style": asdict(style),
-        "rows": page_maps.encode_rows(row.astype(np.float32), ex.attention.prefix_tokens),
+        # not deflated: a frame is drawn as it comes, many a second, and inflating is asynchronous
+        "rows": {"bytes": base64.b64encode(page_maps.rows_bytes(row, ex.attention.prefix_tokens)).decode()},
         "rollout": {
             "values": page_maps.b64(rollout),
             "uniform": uniform,

@@ -1,17 +1,32 @@
 """What the page's numbers (explorer/page_maps.py) cost in bytes, known from a model's shape and
 its input's size before anything is built (issue 56; docs/security.md, "What a reply may send").
 
-Two budgets, whatever the checkpoint:
+The budget, whatever the checkpoint and the input (a whole-image panorama included), in one place
+(docs/security.md, "what an analysis sends the page", points here). With H heads, N patches, P
+prefix tokens, Q token queries (P, or 1 for a model without CLS), L layers, an input of h × w px
+and B pixels of tiles' images (one a colour scale's layout), a query's row is
 
-- REPLY_BYTES: an analysis's reply to the page (the first screen: the model input, the tiles'
-  image, the token queries' rows of every layer, and the patch rows that fit besides).
-- BAND_BYTES: one reply of patch rows (`ui.explore_handlers.layer_rows`). A layer's patch rows
-  are sent in bands of consecutive patch queries, as many a band as fit it: ViT-B/16 at 224 px
-  sends a layer in one band, a 48 × 48 grid of 12 heads in 43 (its layer whole was 170 MB).
+    row = H · (4 · N + 4 · (1 + P)) bytes    (`PageShape.row_bytes`; explorer.page_maps.rows_bytes)
 
-A patch query's row as sent: heads × patches 16-bit levels, the row's top (float32), each
-head's top and its shares of the prefix tokens (heads × (1 + prefix) float32). Base64 sends 4
-characters for every 3 bytes; JSON_SLACK covers a reply's keys and numbers.
+and a reply's rows take at most sent(raw) = 4 · ceil(deflate_bound(raw) / 3) characters (zlib's
+bound, then base64), so that no weights can make a reply pass its budget:
+
+- REPLY_BYTES ≥ first screen = JSON_SLACK + sent(3 · h · w) + sent(3 · B) + tokens, the
+  analysis's reply (the model input and the tiles' image as deflated RGB, and the shown layer's
+  token rows), with
+  tokens = JSON_SLACK + sent(Q · row), one layer's token queries' rows;
+- BAND_BYTES ≥ tokens, and ≥ JSON_SLACK + sent(band · row): one reply of rows the page asks for
+  (`ui.explore_handlers.layer_rows`), a layer's token rows or a band of `band` consecutive patch
+  queries' rows, as many as fit (ViT-B/16 at 224 px: a layer in two bands; a 48 × 48 grid of 12
+  heads in 178);
+- TOKENS_BYTES ≥ L · tokens: every layer's token rows, which the page asks for unasked after the
+  first screen and keeps (Play and the slider never wait for the default query).
+
+The shown layer's patch rows are asked for unasked too when they take at most PREFETCH_BYTES
+(`PageShape.prefetch_bands`). Other patch rows come only when shown, or the next layers' while
+Play or the slider moves (one band at a time), and the page
+keeps at most explorer.page_maps.PAGE_MEMORY_BYTES of them, so a wide input costs what a centre
+crop costs until a student looks at its patches, layer by layer.
 """
 
 from __future__ import annotations
@@ -20,13 +35,25 @@ import math
 from dataclasses import dataclass
 
 REPLY_BYTES = 8_000_000  # an analysis's reply to the page, as JSON (ViT-L/14 with registers at 224 px: 4.6 MB)
-BAND_BYTES = 2_000_000  # one reply of patch rows, as JSON (ViT-B/16 at 224 px: a layer is 1.25 MB)
+BAND_BYTES = 2_000_000  # one reply of rows, as JSON, at most (ViT-B/16 at 224 px: a layer's patch rows 2.5 MB)
+TOKENS_BYTES = 8_000_000  # every layer's token rows, as JSON, at most
+PREFETCH_BYTES = 4_000_000  # the shown layer's patch rows, asked for unasked up to this (ViT-B/16 at 224 px: 2.5 MB)
 JSON_SLACK = 4_096  # a reply's keys, brackets and numbers beside its base64 arrays
 
 
 def base64_bytes(raw: int) -> int:
     """Characters base64 writes for `raw` bytes."""
     return 4 * math.ceil(raw / 3)
+
+
+def deflate_bound(raw: int) -> int:
+    """Bytes zlib.compress may write for `raw` bytes at most (zlib's compressBound)."""
+    return raw + (raw >> 12) + (raw >> 14) + (raw >> 25) + 13
+
+
+def sent_bytes(raw: int) -> int:
+    """Characters a reply carries for `raw` bytes of rows at most: deflated, then base64."""
+    return base64_bytes(deflate_bound(raw))
 
 
 def token_queries(prefix_names: tuple[str, ...]) -> int:
@@ -54,13 +81,15 @@ class PageShape:
 
     @property
     def row_bytes(self) -> int:
-        """Raw bytes of one query's row: levels, the row's top, each head's top and shares."""
-        return self.heads * (2 * self.patches + 4 * (1 + self.prefix)) + 4
+        """Raw bytes of one query's row: 4 a patch and head, each head's top and shares."""
+        return self.heads * (4 * self.patches + 4 * (1 + self.prefix))
 
     @property
     def band(self) -> int:
         """Patch queries a reply of patch rows holds (the last band of a layer may hold fewer)."""
-        fit = (BAND_BYTES - JSON_SLACK) * 3 // 4 // self.row_bytes
+        fit = (BAND_BYTES - JSON_SLACK) * 3 // 4 // self.row_bytes  # without deflate_bound's slack
+        while fit > 1 and JSON_SLACK + sent_bytes(fit * self.row_bytes) > BAND_BYTES:
+            fit -= 1  # a few rows less for zlib's slack
         return max(1, min(self.patches, fit))
 
     @property
@@ -70,20 +99,38 @@ class PageShape:
 
     @property
     def layer_bytes(self) -> int:
-        """JSON bytes of one layer's patch rows, all its bands."""
-        return self.bands * JSON_SLACK + base64_bytes(self.patches * self.row_bytes)
+        """JSON bytes of one layer's patch rows, all its bands, at most."""
+        full, last = divmod(self.patches, self.band)
+        sizes = [self.band] * full + ([last] if last else [])
+        return sum(JSON_SLACK + sent_bytes(n * self.row_bytes) for n in sizes)
+
+    @property
+    def prefetch_bands(self) -> int:
+        """Bands of the shown layer's patch rows the page asks for unasked: all, or none when
+        they would pass PREFETCH_BYTES (a wide input's, which come when a patch query is shown)."""
+        return self.bands if self.layer_bytes <= PREFETCH_BYTES else 0
+
+    @property
+    def token_bytes(self) -> int:
+        """JSON bytes of one layer's token query rows, at most."""
+        return JSON_SLACK + sent_bytes(self.queries * self.row_bytes)
 
     def first_screen_bytes(self, base_pixels: int = 0) -> int:
-        """JSON bytes of an analysis's reply without patch rows: the model input as raw RGB, the
-        tiles' image (`base_pixels` pixels in all, RGB) and every layer's token query rows."""
+        """JSON bytes of an analysis's reply, at most: the model input as raw RGB, the tiles'
+        image (`base_pixels` pixels in all, RGB) and the shown layer's token query rows."""
         h, w = self.input_hw
-        token_rows = self.depth * (JSON_SLACK + base64_bytes(self.queries * self.row_bytes))
-        return JSON_SLACK + base64_bytes(3 * h * w) + base64_bytes(3 * base_pixels) + token_rows
+        return JSON_SLACK + sent_bytes(3 * h * w) + sent_bytes(3 * base_pixels) + self.token_bytes
 
     def refusal(self, base_pixels: int = 0) -> str | None:
         """Why the page cannot be sent this analysis within the budgets, in words, or None."""
-        if base64_bytes(self.row_bytes) + JSON_SLACK > BAND_BYTES:
-            return f"one patch's attention would take {self.row_bytes / 1e6:,.1f} MB, more than a reply may send"
+        if self.token_bytes > BAND_BYTES:
+            mb = self.token_bytes / 1e6
+            return f"a layer's token queries' attention would take {mb:,.1f} MB, more than a reply may send"
+        if (tokens := self.depth * self.token_bytes) > TOKENS_BYTES:
+            return (
+                f"its layers' token queries' attention would send {tokens / 1e6:,.1f} MB to the page, more than "
+                f"this server's {TOKENS_BYTES / 1e6:,.0f} MB"
+            )
         first = self.first_screen_bytes(base_pixels)
         if first > REPLY_BYTES:
             return (

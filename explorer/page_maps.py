@@ -3,22 +3,25 @@ the head maps of any layer for any query, redrawn in the browser on every click,
 step and style change without asking the server (ui/page_maps.js draws them; issue 41).
 
 What is sent. A query row of one layer is each head's attention from one query token to every
-patch. It is sent as 16-bit levels of the colour scale the screen starts on, one scale per
-layer and query (canvas.MapStyle's "layer"): level = floor(65536 · v / top), `top` the largest
-weight of that layer's heads for that query, sent as float32. The colour map has 256 levels,
-and floor(level / 256) = floor(256 · v / top) exactly: on that scale, with nearest upsampling,
-every tile is drawn in the very colours of the server's PNG (tests/test_ui_page_maps.py
-compares them in a browser). Each head's own maximum (the per-head scale) and the attention to
-the prefix tokens the maps leave out ("CLS 0.42" under a tile) are sent as float32.
+patch, sent as `rows_bytes` says: per head a 16-bit level of the head's own scale, whose high byte
+is that scale's colour index exactly, and per cell a correction that makes the layer and fixed
+scales' colour indices exact too; each head's maximum and its attention to the prefix tokens the
+maps leave out ("CLS 0.42" under a tile) as float32. On every scale, with nearest upsampling, every
+tile is drawn in the very colours of the server's PNG (tests/test_explorer_page_maps.py checks the
+indices against matplotlib, tests/test_ui_page_maps.py the page's pixels). Rows are deflated
+(zlib): the page inflates them with the browser's DecompressionStream.
 
-Which rows. The prefix tokens' rows (CLS, registers, the mean patch query of a model without
-CLS) of every layer, always: "Play through layers" and the layer slider never wait for the
-default query. The patch queries' rows of every layer when all of them fit UP_FRONT_BYTES (the
-bundled model's 9 layers take 0.94 MB), else of the layer on screen when they fit the reply's
-budget; otherwise the page asks for a band of them, as bytes, when it first shows a patch query
-there (`layer_rows`), and keeps them within its own memory budget (PAGE_MEMORY_BYTES). Every reply
-is sized from the model's shape before it is built (explorer/page_budget.py): an analysis whose
-first screen would not fit is refused in words (PageTooLarge), never built.
+Which rows, and when (issue 58: what is shown first is sent first). The analysis's reply holds
+what the first screen draws: the model input, the tiles' image and the shown layer's token
+queries' rows (CLS, registers, the mean patch query of a model without CLS). The page then asks
+(`layer_rows`), one question at a time, for what the next action is likely to need: the shown
+layer's patch rows (when they fit page_budget.PREFETCH_BYTES), every layer's token rows, and the
+next layers' rows of the query shown while Play or the slider moves; any other band when it is
+shown. It keeps
+patch rows within its own memory budget (PAGE_MEMORY_BYTES) and drops what an earlier image
+asked for. Every reply is sized from the model's shape before it is built
+(explorer/page_budget.py): an analysis whose replies would not fit is refused in words
+(PageTooLarge), never built.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,11 +38,12 @@ import numpy as np
 from . import canvas, controls, render, texts, views
 from .canvas import COLORMAPS, MapStyle
 from .explain import Explanation, ExplanationTooLarge
-from .page_budget import REPLY_BYTES, PageShape, token_queries
+from .page_budget import PageShape, token_queries
 
-LEVELS = 65536  # 16-bit levels per layer-and-query scale: floor(level / 256) is the colour index exactly
-UP_FRONT_BYTES = 1_900_000  # JSON bytes of every layer's patch rows, sent with an analysis when they fit
+LEVELS = 65536  # 16-bit levels of each head's scale: floor(level / 256) is its colour index exactly
+DEFLATE_LEVEL = 1  # zlib's fastest: levels 6 and 9 saved under 1 % of these rows (ViT-B/16's layer: 0.91 MB)
 PAGE_MEMORY_BYTES = 40 * 2**20  # the page keeps at most this much of layers' rows (the budget: 50 MB)
+TOKENS = "tokens"  # the band that names a layer's token queries' rows (`layer_rows`)
 SCALES = ("layer", "head")  # the head tiles' layouts: the per-head scale adds a caption line
 
 
@@ -61,6 +66,14 @@ def rgb(pixels: np.ndarray) -> dict[str, Any]:
     return {"rgb": b64(pixels), "width": pixels.shape[1], "height": pixels.shape[0]}
 
 
+def deflated_rgb(pixels: np.ndarray) -> dict[str, Any]:
+    """`rgb`, deflated (zlib, as the rows): the tiles' image is the input enlarged in whole blocks,
+    which zlib takes to a few kB (the bundled model's first reply 59 -> 18 kB); a photo's RGB a
+    little less than raw. The page inflates it with DecompressionStream, still no image codec."""
+    deflated = base64.b64encode(zlib.compress(np.ascontiguousarray(pixels, np.uint8).tobytes(), DEFLATE_LEVEL))
+    return {"deflated": deflated.decode(), "width": pixels.shape[1], "height": pixels.shape[0]}
+
+
 def query_tokens(ex: Explanation) -> list[str | None]:
     """The token queries, in the order their rows are sent: the prefix tokens (CLS as None, the
     default query, as the server names it), then for a model without CLS None, the mean patch
@@ -68,17 +81,62 @@ def query_tokens(ex: Explanation) -> list[str | None]:
     return [None if name == "cls" else name for name in ex.prefix_names] + ([] if ex.has_cls else [None])
 
 
-def encode_rows(rows: np.ndarray, prefix: int) -> dict[str, str]:
-    """Rows of one layer, (queries, heads, tokens) float32 with the prefix tokens first, as the
-    page reads them: `levels` (queries, heads, patches) uint16, `tops` (queries,) the layer
-    scale's top, `head_tops` (queries, heads), `shares` (queries, heads, prefix)."""
-    maps, shares = rows[..., prefix:], rows[..., :prefix]  # (Q, H, N), (Q, H, P)
-    head_tops = maps.max(axis=-1)  # (Q, H)
-    tops = head_tops.max(axis=-1)  # (Q,): canvas.scale_tops(..., "layer") of each query
+def colour_indices(maps: np.ndarray, tops: np.ndarray) -> np.ndarray:
+    """The colour-map entry (0 to 255) canvas.heatmap picks for each value of `maps` drawn from 0
+    to `tops` (broadcast; a top of 0 draws as 1), with nearest upsampling: the float32 position
+    v / top, clipped to [0, 1], times 256, the last entry for 1 itself (matplotlib's Colormap)."""
+    return np.minimum(scaled(maps, tops, 256), 255).astype(np.int16)
+
+
+def scaled(maps: np.ndarray, tops: np.ndarray, steps: int) -> np.ndarray:
+    """floor(steps · v / top) as canvas.heatmap computes the position (float32 v / top, clipped to
+    [0, 1]); `steps` a power of two, so the multiplication is exact and floor(scaled(.., 65536) /
+    256) = scaled(.., 256)."""
+    tops = np.asarray(tops, np.float32)
     safe = np.where(tops > 0, tops, np.float32(1.0)).astype(np.float32)
-    position = maps / safe[:, None, None]  # float32, as canvas.heatmap divides
-    levels = np.minimum(np.floor(position * np.float32(LEVELS)), LEVELS - 1).astype(np.uint16)
-    return {"levels": b64(levels), "tops": b64(tops), "head_tops": b64(head_tops), "shares": b64(shares)}
+    position = np.clip(np.asarray(maps, np.float32) / safe, np.float32(0), np.float32(1))
+    return np.floor(position * np.float32(steps)).astype(np.int64)
+
+
+def predicted(levels: np.ndarray, ratio: np.ndarray) -> np.ndarray:
+    """The colour index on a scale whose top is the head's top over `ratio` guessed from the
+    head-scale `levels`: floor(level · ratio / 256) in float64, which ui/page_maps.js computes
+    bit for bit (the page adds the sent correction, usually 0)."""
+    return np.floor(levels.astype(np.float64) * ratio.astype(np.float64)[..., None] / 256).astype(np.int64)
+
+
+def rows_bytes(rows: np.ndarray, prefix: int) -> bytes:
+    """Rows of one layer, (queries Q, heads H, tokens) float32 with the prefix tokens first (P of
+    them; N patches follow), as the page reads them, little-endian, in this order:
+
+    - `head_tops` (Q, H) float32: each head's largest weight, the per-head scale's top (printed
+      under its tile on that scale); the layer scale's top is their largest;
+    - `shares` (Q, H, P) float32: the attention to the prefix tokens, printed under each tile;
+    - `coarse`, `fine` (Q, H, N) uint8: the high and low bytes of level = floor(65536 · v /
+      head top). `coarse` is the per-head scale's colour index, exactly (canvas.heatmap's);
+      both together give the value smooth upsampling interpolates;
+    - `layer_fix`, `fixed_fix` (Q, H, N) int8: the layer and fixed scales' colour index less
+      `predicted` from the level, so that both are exact too (a level falls on one side of a
+      colour's edge on the other scales in about 1 cell of 256 / ratio).
+
+    Per head, not per layer: the layer's levels had given a head whose maximum is a small share of
+    the layer's few levels, and its tiles on the per-head scale up to 8/255 off (issue 58)."""
+    maps, shares = rows[..., prefix:].astype(np.float32), rows[..., :prefix].astype(np.float32)
+    head_tops = maps.max(axis=-1)  # (Q, H)
+    layer_tops = head_tops.max(axis=-1, keepdims=True)  # (Q, 1)
+    levels = np.minimum(scaled(maps, head_tops[..., None], LEVELS), LEVELS - 1)
+    ratio = np.where(layer_tops > 0, head_tops.astype(np.float64) / np.where(layer_tops > 0, layer_tops, 1), 0.0)
+    layer_fix = colour_indices(maps, layer_tops[..., None]) - predicted(levels, ratio)
+    fixed_fix = colour_indices(maps, np.float32(1)) - predicted(levels, head_tops)
+    planes = [head_tops, shares, levels >> 8, levels & 255, layer_fix, fixed_fix]
+    kinds = ["<f4", "<f4", "u1", "u1", "i1", "i1"]
+    return b"".join(np.ascontiguousarray(p).astype(kind).tobytes() for p, kind in zip(planes, kinds, strict=True))
+
+
+def encode_rows(rows: np.ndarray, prefix: int) -> dict[str, str]:
+    """`rows_bytes`, deflated (zlib; the page inflates them with DecompressionStream) and written
+    as base64, as a Gradio reply carries bytes in its JSON."""
+    return {"deflated": base64.b64encode(zlib.compress(rows_bytes(rows, prefix), DEFLATE_LEVEL)).decode()}
 
 
 def token_rows(ex: Explanation) -> np.ndarray:
@@ -98,9 +156,13 @@ def patch_rows(ex: Explanation, layer: int, first: int, count: int) -> np.ndarra
     return attention[:, start : start + count, :].permute(1, 0, 2).numpy().astype(np.float32)
 
 
-def layer_rows(ex: Explanation, layer: int, band: int = 0) -> dict[str, Any]:
-    """Band `band` of one layer's patch rows (0-based `layer`), as the page asks for them:
-    `page_shape(ex).band` patch queries from `first` on (the whole layer when one band holds it)."""
+def layer_rows(ex: Explanation, layer: int, band: int | str = 0) -> dict[str, Any]:
+    """What the page asks for of one layer (0-based `layer`): band `band` of its patch rows,
+    `page_shape(ex).band` patch queries from `first` on (the whole layer when one band holds it),
+    or with band TOKENS its token queries' rows (`query_tokens`)."""
+    if band == TOKENS:
+        return {"layer": layer, "band": band, **encode_rows(token_rows(ex)[layer], ex.attention.prefix_tokens)}
+    assert isinstance(band, int), band
     size = page_shape(ex).band
     first = band * size
     count = min(size, ex.grid[0] * ex.grid[1] - first)
@@ -137,13 +199,13 @@ def base_pixels(ex: Explanation, tiles: dict[str, dict[str, int]]) -> int:
 
 def layouts(ex: Explanation, tiles: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
     """`tile_layouts` with the image under the tiles (`canvas.fit_to_grid`, drawn once per tile
-    size) as raw RGB: the page needs no decoding, the server no encoding."""
+    size) as deflated RGB (`deflated_rgb`)."""
     result: dict[str, dict[str, Any]] = {}
     bases: dict[int, dict[str, Any]] = {}
     for scale, layout in tiles.items():
         tile = layout["tile"]
         if tile not in bases:
-            bases[tile] = rgb(canvas.fit_to_grid(ex.input.pixels, ex.grid, tile))  # (H, W, 3) uint8
+            bases[tile] = deflated_rgb(canvas.fit_to_grid(ex.input.pixels, ex.grid, tile))  # (H, W, 3) uint8
         result[scale] = {**layout, "base": bases[tile]}
     return result
 
@@ -168,15 +230,14 @@ def words(ex: Explanation, model: str) -> dict[str, Any]:
 
 
 def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str) -> dict[str, Any]:
-    """Everything the page draws the first screen from, for an analysis shown at `layer`
-    (0-based; the page's slider counts from 1); `handle` names it when the page asks for
-    another layer's patch rows. Raises PageTooLarge, before building anything, when the reply
-    would not fit REPLY_BYTES (explorer/page_budget.py)."""
+    """What the page draws the first screen from, for an analysis shown at `layer` (0-based; the
+    page's slider counts from 1): the model input, the tiles' image and that layer's token
+    queries' rows; `handle` names the analysis when the page asks for the rest (`layer_rows`).
+    Raises PageTooLarge, before building anything, when a reply would not fit its budget
+    (explorer/page_budget.py)."""
     shape, tiles = page_shape(ex), tile_layouts(ex, text_px)
-    pixels = base_pixels(ex, tiles)
-    if why := shape.refusal(pixels):
+    if why := shape.refusal(base_pixels(ex, tiles)):
         raise PageTooLarge(f"this image cannot be drawn in the page: {why}; use the centre-crop mode")
-    up_front = layers_up_front(shape, layer, shape.first_screen_bytes(pixels))
     gh, gw = ex.grid
     return {
         "handle": handle,
@@ -187,29 +248,15 @@ def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str
         "prefix": list(ex.prefix_names),
         "has_cls": ex.has_cls,
         "text_px": text_px,
-        "input": {**rgb(ex.input.pixels), "scale": views.input_scale(ex)},
+        "input": {**deflated_rgb(ex.input.pixels), "scale": views.input_scale(ex)},
         "layouts": layouts(ex, tiles),
         "words": words(ex, model),
-        "token_rows": [encode_rows(rows, ex.attention.prefix_tokens) for rows in token_rows(ex)],
+        "token_rows": layer_rows(ex, layer, TOKENS),
         "band": shape.band,
-        "patch_rows": [layer_rows(ex, i) for i in up_front],
+        "prefetch_bands": shape.prefetch_bands,
         "layer": layer + 1,
         "memory_bytes": PAGE_MEMORY_BYTES,
     }
-
-
-def layers_up_front(shape: PageShape, layer: int, first_screen: int) -> range:
-    """The layers whose patch rows come with the analysis: every layer's when they fit
-    UP_FRONT_BYTES, else the shown `layer`'s when they are one band and fit the reply's budget
-    beside the `first_screen`'s bytes, else none (the page asks for bands)."""
-    if (
-        shape.depth * shape.layer_bytes <= UP_FRONT_BYTES
-        and first_screen + shape.depth * shape.layer_bytes <= REPLY_BYTES
-    ):
-        return range(shape.depth)
-    if shape.bands == 1 and first_screen + shape.layer_bytes <= REPLY_BYTES:
-        return range(layer, layer + 1)
-    return range(0)
 
 
 def reply_bytes(payload: dict[str, Any] | Sequence[Any]) -> int:

@@ -42,3 +42,9 @@ def assert_same_at_every_cell(drawn: np.ndarray, png: np.ndarray, got: dict) -> 
                 x = int(cell["x"] + (c + 0.5) * cell["width"] / gw)
                 difference = np.abs(drawn[y, x].astype(int) - png[y, x].astype(int)).max()
                 assert difference <= 1, (cell["head"], r + 1, c + 1, drawn[y, x], png[y, x])
+
+
+def wait_rows_arrived(page) -> None:
+    """Until the rows the page asks for unasked after an analysis have come (ui/page_maps.js,
+    `settled`: every layer's token rows, the shown layer's patch rows where they are prefetched)."""
+    page.wait_for_function("() => window.attentionMaps.settled()")

@@ -184,7 +184,7 @@ def test_every_pretrained_model_of_the_picker_fits_the_default_limits():
 
 def test_a_model_whose_first_screen_would_not_fit_a_reply_is_refused_when_loaded():
     """Every field within its bound, the maps within the request's memory, but 64 layers x 64
-    heads x 17 token queries of rows: more than a reply to the page may send (page_budget)."""
+    heads x 17 token queries of rows: more than the page may be sent of them (page_budget)."""
     config = vit.ViTConfig(
         image_size=20, patch_size=4, num_classes=10, dim=512, depth=64, heads=64, mlp_dim=8,
         class_token=False, register_tokens=16, pool="gap",
@@ -192,7 +192,7 @@ def test_a_model_whose_first_screen_would_not_fit_a_reply_is_refused_when_loaded
     with torch.device("meta"):  # the weights are never allocated
         model = vit.VisionTransformer(config)
     loaded = LoadedModel("deep", "deep", model, vit.ModelMeta([], Preprocessing(20, 20)))
-    with pytest.raises(ModelUnavailable, match=r"its first screen would send 1\d\.\d MB to the page, more than"):
+    with pytest.raises(ModelUnavailable, match=r"token queries' attention would send 1\d\.\d MB to the"):
         ServingLimits().check(loaded)
 
 

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import vit
-from explorer import render, texts
+from explorer import page_maps, render, texts
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from explorer.live import MAX_FRAME_PIXELS, FrameError, data_url, decode_frame, frame_numbers, live_frame, page_query
@@ -77,7 +77,7 @@ def test_bad_frames_get_a_clear_error(url, message):
 
 def test_one_frame_gives_the_numbers_of_the_input_every_head_and_rollout(tiny):
     """A frame sends numbers the page draws (issue 41): the model input as a JPEG, the chosen
-    layer's row of the query in every head as 16-bit levels of the layer's scale, the rollout."""
+    layer's row of the query in every head (explorer.page_maps.rows_bytes, not deflated), the rollout."""
     frame = Image.open(EXAMPLES / "cat.jpg").convert("RGB").resize((64, 48))  # a webcam's 4:3
     shown = live_frame(tiny, frame, (2, 3), 3, MapStyle(), model="the tiny model")
     numbers, ex = shown.numbers, explain(tiny.model, tiny.meta.class_names, tiny.preprocessing, frame, top_k=3)
@@ -88,17 +88,20 @@ def test_one_frame_gives_the_numbers_of_the_input_every_head_and_rollout(tiny):
     assert numbers["layouts"]["layer"]["cols"] == ex.heads  # every head's tile in one row, as views.heads
     assert "the tiny model" in numbers["words"]["input_alt"]
     rows = numbers["rows"]
-    levels = np.frombuffer(base64.b64decode(rows["levels"]), "<u2").reshape(ex.heads, 8, 8)
+    raw = base64.b64decode(rows["bytes"])
     maps = ex.query_maps((2, 3))[3]  # (heads, 8, 8)
-    top = np.frombuffer(base64.b64decode(rows["tops"]), "<f4")[0]
-    assert top == maps.max() and np.array_equal(levels >> 8, np.minimum(np.floor(maps / top * 256), 255))
+    assert raw == page_maps.rows_bytes(ex.attention[3][0, :, 1 + 2 * 8 + 3].numpy()[None], 1)  # the patch's row
+    head_tops = np.frombuffer(raw, "<f4", ex.heads)
+    coarse = np.frombuffer(raw, np.uint8, ex.heads * 64, 8 * ex.heads).reshape(ex.heads, 8, 8)  # after tops, shares
+    assert np.array_equal(head_tops, maps.max(axis=(1, 2)))
+    assert np.array_equal(coarse, np.minimum(np.floor(maps / head_tops[:, None, None] * 256), 255))
     rollout = np.frombuffer(base64.b64decode(numbers["rollout"]["values"]), "<f4").reshape(8, 8)
     assert np.array_equal(rollout, ex.rollout()) and numbers["rollout"]["cmap"] == render.RELATIVE_CMAP
     assert numbers["rollout"]["uniform"] == pytest.approx(1 / 64, rel=0.2)  # CLS's own share is left out
     assert len(shown.predictions) == 3 and set(shown.predictions) <= set(CIFAR10_CLASSES)
     assert shown.model_ms > 0 and shown.numbers_ms > 0
     cls = live_frame(tiny, frame, None, 3, MapStyle()).numbers
-    assert cls["query"] is None and cls["rows"]["levels"] != rows["levels"]  # another query, other maps
+    assert cls["query"] is None and cls["rows"]["bytes"] != rows["bytes"]  # another query, other maps
     assert reply_bytes(cls) < 16_000  # a few kB a frame, where three JPEG pictures were sent
 
 
@@ -111,5 +114,6 @@ def test_a_frame_names_its_query_as_the_page_does():
     numbers = frame_numbers(ex, "reg2", 1, MapStyle(), 13, "nano")
     assert numbers["prefix"] == ["cls", "reg1", "reg2"]
     assert numbers["words"]["labels"][2] == texts.query_label(ex, "reg2")
-    shares = np.frombuffer(base64.b64decode(numbers["rows"]["shares"]), "<f4").reshape(ex.heads, 3)
+    raw = base64.b64decode(numbers["rows"]["bytes"])  # each head's top, then its shares (page_maps.rows_bytes)
+    shares = np.frombuffer(raw, "<f4", ex.heads * 3, 4 * ex.heads).reshape(ex.heads, 3)
     np.testing.assert_array_equal(shares, ex.prefix_attention("reg2")[1])  # what "CLS 0.42" under a tile says

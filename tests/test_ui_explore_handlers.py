@@ -509,7 +509,9 @@ def test_the_page_asks_for_a_layers_numbers_by_the_handle_it_was_sent(tab, expla
     server = tab
     handle = server.pages.handle(explanation_key)
     rows = h.layer_rows(server, {"handle": handle, "layer": 2})
-    assert rows["layer"] == 1 and {"levels", "tops", "head_tops", "shares"} <= set(rows)
+    assert rows["layer"] == 1 and rows["band"] == 0 and rows["deflated"]
+    tokens = h.layer_rows(server, {"handle": handle, "layer": 2, "band": "tokens"})  # the layer's CLS rows
+    assert tokens["layer"] == 1 and tokens["band"] == "tokens" and len(tokens["deflated"]) < len(rows["deflated"])
     dropped = "This analysis was dropped from the server's memory to make room: upload the image again."
     assert h.layer_rows(server, {"handle": "made-up", "layer": 2}) == {"error": dropped}
     assert h.layer_rows(server, "not a question") == {"error": dropped}

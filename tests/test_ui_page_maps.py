@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 import test_ui_browser
-from page_helpers import assert_same_at_every_cell, drawn_heads
+from page_helpers import assert_same_at_every_cell, drawn_heads, wait_rows_arrived
 from PIL import Image
 from test_ui_browser import CHROMIUM, DRAWN_SCALE, PHONE, SCREEN, click_patch, open_page, pick_example
 
@@ -47,11 +47,13 @@ def wait_drawn(page, alt_part: str) -> None:
 
 
 def test_clicks_keys_and_slider_steps_send_no_request(server, browser):
-    """12 patch clicks, 5 arrow keys and 3 slider steps after an analysis: 0 requests (101 before)."""
+    """12 patch clicks, 5 arrow keys and 3 slider steps after an analysis, once the rows the page
+    asks for after it have come: 0 requests (101 before issue 41)."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)
     pick_example(page, "cat")
+    wait_rows_arrived(page)
     sent = server_requests(page, server)
     rng = random.Random(0)
     for _ in range(12):
@@ -132,6 +134,7 @@ def test_play_steps_the_page_and_the_slider_through_the_layers_and_pause_stops_i
 
     page = open_page(browser, server)
     pick_example(page, "horse")
+    wait_rows_arrived(page)  # every layer's CLS rows, asked for after the analysis
     sent = server_requests(page, server)
     box = page.get_by_label("number input for Layer (1 = first)")
     page.locator("#play").click()  # from the last layer: from layer 1
@@ -197,6 +200,7 @@ def test_a_phone_taps_a_patch_and_the_maps_keep_their_drawn_size(server, browser
     sent = server_requests(page, server)
     page.get_by_role("button", name="example: deer").tap()
     wait_drawn(page, "query CLS")
+    wait_rows_arrived(page)  # and the rows the page asks for after the analysis
     analysis_requests = len(sent)
     box = page.locator("#input-view img").bounding_box()
     page.locator("#input-view img").scroll_into_view_if_needed()
@@ -225,36 +229,40 @@ def test_the_presentation_mode_draws_words_of_at_least_18_px(present_server, bro
 
 @pytest.fixture(scope="module")
 def layer_at_a_time_server(tiny_checkpoint, tmp_path_factory):
-    """The app sending no layer's patch rows up front (as for a ViT-B/16): the page asks for them."""
+    """The app prefetching no layer's patch rows (as for a wide input): the page asks when it shows one."""
     from conftest import app_server
 
-    code = "import sys, app, explorer.page_maps as p; p.UP_FRONT_BYTES = 0; app.main(sys.argv[1:])"
+    code = "import sys, app, explorer.page_budget as b; b.PREFETCH_BYTES = 0; app.main(sys.argv[1:])"
     with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
         yield url
 
 
 def test_a_layer_not_sent_is_asked_for_once_as_bytes(layer_at_a_time_server, browser):
-    """A patch query in a layer whose rows the page was not sent: one request for its numbers,
-    then that layer's clicks are the page's own; the default query's rows were all sent."""
+    """A patch query in a layer whose rows the page has not got: one request for its numbers,
+    then that layer's clicks are the page's own; the default query's rows of every layer came
+    unasked after the analysis."""
     server = layer_at_a_time_server
     page = open_page(browser, server, SCREEN)
     pick_example(page, "bird")
+    wait_rows_arrived(page)
     sent = server_requests(page, server)
-    click_patch(page, 4, 4)  # layer 6: its rows came with the analysis
+    click_patch(page, 4, 4)  # layer 6
     wait_drawn(page, "patch (4, 4)")
-    assert sent == []
+    click_patch(page, 5, 7)
+    wait_drawn(page, "patch (5, 7)")
+    assert [url.rsplit("/", 2)[-2] for url in sent] == ["component_server"]
     page.keyboard.press("Escape")
     box = page.get_by_label("number input for Layer (1 = first)")
     box.fill("3")
     box.press("Enter")
-    wait_drawn(page, "layer 3 of 6")  # the CLS rows of every layer came too
-    assert sent == []
+    wait_drawn(page, "layer 3 of 6")  # the CLS rows of every layer came after the analysis
+    assert len(sent) == 1
     click_patch(page, 2, 2)
     wait_drawn(page, "layer 3 of 6, one tile each, for the query patch (2, 2)")
-    assert [url.rsplit("/", 2)[-2] for url in sent] == ["component_server"]
+    assert len(sent) == 2
     click_patch(page, 5, 7)
     wait_drawn(page, "patch (5, 7)")
-    assert len(sent) == 1
+    assert len(sent) == 2
     drawn, png, got = drawn_and_exported(page)
     assert_same_at_every_cell(drawn, png, got)
     page.close()
@@ -266,8 +274,8 @@ def band_at_a_time_server(tiny_checkpoint, tmp_path_factory):
     from conftest import app_server
 
     code = (
-        "import sys, app, explorer.page_maps as p, explorer.page_budget as b; p.UP_FRONT_BYTES = 0; "
-        "b.BAND_BYTES = b.JSON_SLACK + 6_000; app.main(sys.argv[1:])"
+        "import sys, app, explorer.page_budget as b; b.PREFETCH_BYTES = 0; "
+        "b.BAND_BYTES = b.JSON_SLACK + 20_000; app.main(sys.argv[1:])"
     )
     with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
         yield url
@@ -279,6 +287,7 @@ def test_a_band_of_a_layer_is_asked_for_when_a_patch_in_it_is_shown(band_at_a_ti
     server = band_at_a_time_server
     page = open_page(browser, server, SCREEN)
     pick_example(page, "bird")
+    wait_rows_arrived(page)
     band, grid = page.evaluate("() => [window.attentionMaps.data.band, window.attentionMaps.data.grid]")
     assert 1 < band < grid[0] * grid[1] // 2  # several bands a layer
     sent = server_requests(page, server)
@@ -297,16 +306,50 @@ def test_a_band_of_a_layer_is_asked_for_when_a_patch_in_it_is_shown(band_at_a_ti
 
 @pytest.fixture(scope="module")
 def slow_rows_server(tiny_checkpoint, tmp_path_factory):
-    """The app sending no layer's patch rows up front (a model with registers: DINOv2-S/14's are not
-    all sent) and taking 0.3 s to encode a band, as a busy server takes longer."""
+    """The app prefetching no layer's patch rows (a wide input's are not) and taking 0.3 s to encode
+    a band, as a busy server takes longer."""
     from conftest import app_server
 
     code = (
-        "import sys, time, app, explorer.page_maps as p; p.UP_FRONT_BYTES = 0; real = p.layer_rows; "
+        "import sys, time, app, explorer.page_maps as p, explorer.page_budget as b; b.PREFETCH_BYTES = 0; "
+        "real = p.layer_rows; "
         "p.layer_rows = lambda *a: time.sleep(0.3) or real(*a); app.main(sys.argv[1:])"
     )
     with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def slow_prefetch_server(tiny_checkpoint, tmp_path_factory):
+    """The app taking 1.5 s to encode any rows, as on a slow link: the shown layer's patch rows,
+    which the page asks for right after the first map, come late."""
+    from conftest import app_server
+
+    code = (
+        "import sys, time, app, explorer.page_maps as p; real = p.layer_rows; "
+        "p.layer_rows = lambda *a: time.sleep(1.5) or real(*a); app.main(sys.argv[1:])"
+    )
+    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
+        yield url
+
+
+def test_a_click_before_the_rows_arrive_is_answered_when_they_do(slow_prefetch_server, browser):
+    """Issue 58: the first map comes before the shown layer's patch rows; a patch clicked
+    meanwhile says it is fetching, and is drawn the moment they come, with no second question."""
+    server = slow_prefetch_server
+    page = open_page(browser, server, SCREEN)
+    sent = server_requests(page, server)
+    pick_example(page, "bird")
+    wait_drawn(page, "query CLS")
+    assert not page.evaluate("() => window.attentionMaps.has(6, 0)")  # its patch rows are on their way
+    page.evaluate(RECORD)
+    click_patch(page, 3, 4)
+    wait_drawn(page, "layer 6 of 6, one tile each, for the query patch (3, 4)")  # no click after it
+    assert page.evaluate(FETCHED_AT) == [6]
+    wait_rows_arrived(page)
+    questions = [url for url in sent if url.endswith("/component_server/")]
+    assert len(questions) == 6  # the patch rows once, and the token rows of the 5 other layers
+    page.close()
 
 
 # What the maps said (their status line) and which layers they drew, from now on.
@@ -328,7 +371,8 @@ def test_play_with_a_patch_query_asks_for_the_next_layers_before_it_shows_them(s
     server = slow_rows_server
     page = open_page(browser, server, SCREEN)
     pick_example(page, "bird")
-    click_patch(page, 4, 4)  # layer 6: its rows came with the analysis
+    wait_rows_arrived(page)
+    click_patch(page, 4, 4)  # layer 6
     wait_drawn(page, "patch (4, 4)")
     page.evaluate(RECORD)
     page.locator("#play").click()  # layers 1, 2, ..., 6, 0.8 s each
@@ -338,7 +382,8 @@ def test_play_with_a_patch_query_asks_for_the_next_layers_before_it_shows_them(s
     drawn = page.evaluate("() => window.attentionMaps.drawnLayers")
     assert sorted(set(drawn)) == [1, 2, 3, 4, 5, 6] and drawn == sorted(drawn)  # every layer, in order
 
-    pick_example(page, "cat")  # a new image: no rows of any layer but the last, slider steps down
+    pick_example(page, "cat")  # a new image: no patch rows of any layer, slider steps down
+    wait_rows_arrived(page)
     click_patch(page, 2, 3)
     wait_drawn(page, "patch (2, 3)")
     page.evaluate(RECORD)

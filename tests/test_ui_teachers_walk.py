@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from hub_standin import serve
-from page_helpers import assert_same_at_every_cell, drawn_heads
+from page_helpers import assert_same_at_every_cell, drawn_heads, wait_rows_arrived
 from PIL import Image
 from test_ui_browser import LAYER, PHONE, SCREEN, click_patch, pick_example
 from test_ui_live import launch, needs_chromium, shown_frames
@@ -258,6 +258,7 @@ def patch_and_play(walk: Walk, page, server: str, model: str) -> None:
     from playwright.sync_api import expect
 
     heads, g = page.locator("#heads img"), GRID[model]
+    wait_rows_arrived(page)  # what the page asks for after an analysis (issue 58)
     sent: list[str] = []
     page.on("request", lambda r: sent.append(r.url) if r.url.startswith(server) else None)
     click_patch(page, 3, 5, grid=g)

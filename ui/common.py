@@ -149,7 +149,7 @@ class PageHandles:
     def __init__(self, size: int = 4096, kept_bytes: int = ROWS_KEPT_BYTES):
         self.keys: OrderedDict[str, ExplanationKey] = OrderedDict()
         self.size, self.lock = size, threading.Lock()
-        self.bands: OrderedDict[tuple[ExplanationKey, int, int], tuple[dict, int]] = OrderedDict()
+        self.bands: OrderedDict[tuple[ExplanationKey, int, int | str], tuple[dict, int]] = OrderedDict()
         self.kept, self.kept_bytes = 0, kept_bytes
         self.encoding = threading.BoundedSemaphore(ROWS_AT_ONCE)
 
@@ -167,8 +167,9 @@ class PageHandles:
         with self.lock:
             return self.keys.get(handle) if isinstance(handle, str) else None
 
-    def rows(self, key: ExplanationKey, layer: int, band: int, encode: Callable[[], dict]) -> dict:
-        """Band `band` of layer `layer`'s patch rows of the analysis `key`, `encode`d once."""
+    def rows(self, key: ExplanationKey, layer: int, band: int | str, encode: Callable[[], dict]) -> dict:
+        """Band `band` of layer `layer`'s patch rows of the analysis `key` (or its token rows,
+        explorer.page_maps.TOKENS), `encode`d once."""
         name = (key, layer, band)
         if (kept := self._kept(name)) is not None:
             return kept
@@ -185,7 +186,7 @@ class PageHandles:
                     self.kept -= self.bands.popitem(last=False)[1][1]
         return rows
 
-    def _kept(self, name: tuple[ExplanationKey, int, int]) -> dict | None:
+    def _kept(self, name: tuple[ExplanationKey, int, int | str]) -> dict | None:
         with self.lock:
             if name not in self.bands:
                 return None

@@ -311,9 +311,9 @@ def analysed(
 
 
 def layer_rows(server: Server, asked: object) -> dict:
-    """The page's question for a band of one layer's patch rows, {"handle": ..., "layer": 1-based,
-    "band": 0-based} (ui/page_maps.js, when it first shows a patch query in a band it was not
-    sent): the rows as bytes (explorer/page_maps.layer_rows), or {"error": a sentence} it shows
+    """The page's question for rows of one layer, {"handle": ..., "layer": 1-based, "band": 0-based
+    or "tokens"} (ui/page_maps.js, for a band of patch rows or the token queries' rows it has not
+    got): the rows as bytes (explorer/page_maps.layer_rows), or {"error": a sentence} it shows
     under the maps. Each band is encoded once (`PageHandles.rows`)."""
     asked = asked if isinstance(asked, dict) else {}
     key = server.pages.key(asked.get("handle"))
@@ -323,7 +323,7 @@ def layer_rows(server: Server, asked: object) -> dict:
     layer, band, bands = asked.get("layer"), asked.get("band", 0), page_maps.page_shape(ex).bands
     if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer <= ex.depth:
         return {"error": f"There is no layer {quoted(layer)}: this model has layers 1 to {ex.depth}."}
-    if not isinstance(band, int) or isinstance(band, bool) or not 0 <= band < bands:
+    if band != page_maps.TOKENS and (not isinstance(band, int) or isinstance(band, bool) or not 0 <= band < bands):
         return {"error": f"There is no band {quoted(band)}: this analysis sends a layer in bands 0 to {bands - 1}."}
     return server.pages.rows(key, layer, band, partial(page_maps.layer_rows, ex, layer - 1, band))
 

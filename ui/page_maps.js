@@ -22,6 +22,7 @@
   // up to this many layers ahead, one such request at a time: on a model with registers (its patch
   // rows not all sent) Play had stalled ~1 s a layer on "Fetching this layer's numbers…" (issue 61).
   const AHEAD = 2;
+  const TOKENS = "tokens"; // the band of a layer's token queries' rows (explorer/page_maps.py, TOKENS)
   const FETCHING = "Fetching this layer's numbers from the server…";
   const f32 = Math.fround;
 
@@ -31,8 +32,21 @@
     for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
     return out;
   }
-  const u16 = (b64) => { const b = bytesOf(b64); return new Uint16Array(b.buffer, 0, b.length / 2); };
   const floats = (b64) => { const b = bytesOf(b64); return new Float32Array(b.buffer, 0, b.length / 4); };
+  async function inflated(b64) { // zlib's deflate (explorer/page_maps.py, encode_rows), by the browser's own inflater
+    const stream = new Blob([bytesOf(b64)]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+  // A layer's rows as explorer/page_maps.rows_bytes lays them out, each a view of `bytes`: per query
+  // and head its top and prefix shares (float32), then per cell the level's high and low bytes and
+  // the layer and fixed scales' corrections.
+  function planes(bytes, heads, n, p) {
+    const queries = bytes.byteLength / (heads * (4 + 4 * p + 4 * n)), cells = queries * heads * n;
+    let at = bytes.byteOffset;
+    const take = (Kind, count) => { const view = new Kind(bytes.buffer, at, count); at += count * Kind.BYTES_PER_ELEMENT; return view; };
+    const headTops = take(Float32Array, queries * heads), shares = take(Float32Array, queries * heads * p);
+    return { headTops, shares, coarse: take(Uint8Array, cells), fine: take(Uint8Array, cells), layerFix: take(Int8Array, cells), fixedFix: take(Int8Array, cells), size: bytes.byteLength };
+  }
   const TABLES = Object.fromEntries(Object.entries(COLOUR_TABLES).map(([name, b64]) => [name, bytesOf(b64)]));
 
   function roundHalfEven(x) { // Python's round()
@@ -148,8 +162,8 @@
     }
   }
 
-  function rgba({ rgb, width, height }) { // a picture sent as raw RGB (explorer/page_maps.py, rgb)
-    const from = bytesOf(rgb), pixels = new Uint8ClampedArray(width * height * 4);
+  function rgba(from, { width, height }) { // a picture's RGB bytes (explorer/page_maps.py, rgb and deflated_rgb)
+    const pixels = new Uint8ClampedArray(width * height * 4);
     for (let i = 0, o = 0; i < from.length; i += 3, o += 4) {
       pixels[o] = from[i]; pixels[o + 1] = from[i + 1]; pixels[o + 2] = from[i + 2]; pixels[o + 3] = 255;
     }
@@ -239,7 +253,7 @@
     constructor() {
       this.data = null; this.query = null; this.layer = 1; this.timer = null; this.wrapped = null;
       this.style = { cmap: "inferno", opacity: 0.6, smooth: false, raw: false, scale: "layer" };
-      this.patchRows = new Map(); this.keptBytes = 0; this.asked = new Set(); this.ahead = 0;
+      this.patchRows = new Map(); this.tokenRows = new Map(); this.keptBytes = 0; this.asked = new Set(); this.ahead = 0;
       this.parts = {}; this.cells = []; this.echoes = [];
     }
 
@@ -259,20 +273,23 @@
       if (name === "heads" && props.value && props.value.handle) this.load(props.value);
     }
 
-    load(payload) { // nothing to decode: the pictures come as raw RGB, so the last analysis sent is drawn
+    async load(payload) { // the pictures (RGB) and the shown layer's rows come deflated
       this.stop();
       // a new Set: what the last image asked for is not waited on, and its late replies are dropped
-      this.asked = new Set(); this.ahead = 0;
+      const asked = (this.asked = new Set()); this.ahead = 0;
       if (!payload || !payload.handle) { this.data = null; this.query = null; this.share(); this.clear(); return; }
-      const input = onCanvas(rgba(payload.input));
-      const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: rgba(l.base) }]));
-      const decodeRows = (r) => ({ levels: u16(r.levels), tops: floats(r.tops), headTops: floats(r.head_tops), shares: floats(r.shares) });
-      this.patchRows = new Map(); this.keptBytes = 0;
-      this.data = { ...payload, input: { ...payload.input, image: input }, layouts, tokenRows: payload.token_rows.map(decodeRows) };
-      for (const rows of payload.patch_rows) this.keep(`${rows.layer}/${rows.band}`, decodeRows(rows));
+      const scales = Object.entries(payload.layouts), pictures = [payload.input, ...scales.map(([, l]) => l.base)];
+      const [first, ...pixels] = await Promise.all([payload.token_rows, ...pictures].map((sent) => inflated(sent.deflated)));
+      if (asked !== this.asked) return; // a later analysis came while this one was inflated
+      const input = onCanvas(rgba(pixels[0], payload.input));
+      const layouts = Object.fromEntries(scales.map(([k, l], i) => [k, { ...l, base: rgba(pixels[i + 1], l.base) }]));
+      this.patchRows = new Map(); this.keptBytes = 0; this.tokenRows = new Map();
+      this.data = { ...payload, input: { ...payload.input, image: input }, layouts };
+      this.tokenRows.set(payload.token_rows.layer, this.decoded(first));
       this.query = null; this.layer = payload.layer;
       this.say(""); this.share(); this.draw();
     }
+    decoded(bytes) { const d = this.data; return planes(bytes, d.heads, d.grid[0] * d.grid[1], d.prefix.length); }
     share() { // the query on screen, as the exports read it (the input view's value; ui/explore.py)
       const q = this.query, w = this.data && this.data.words;
       const query = q === null || !w ? "default" : q.token !== undefined ? w.picks[q.token] : [q.row + 1, q.col + 1];
@@ -284,7 +301,7 @@
 
     // A band of a layer's patch rows ("layer/band", 0-based), the least recently used dropped past the page's budget.
     keep(band, rows) {
-      const size = rows.levels.byteLength + rows.tops.byteLength + rows.headTops.byteLength + rows.shares.byteLength;
+      const size = rows.size;
       this.patchRows.delete(band); this.patchRows.set(band, { rows, size }); this.keptBytes += size;
       for (const [old, kept] of this.patchRows) {
         if (this.keptBytes <= this.data.memory_bytes || old === band) break;
@@ -295,31 +312,35 @@
     // The rows of the current query in layer `layer` (1-based): null while they are asked for.
     rowsOf(layer) {
       const d = this.data, heads = d.heads, [gh, gw] = d.grid, n = gh * gw, p = d.prefix.length;
-      let rows, q;
-      if (this.query === null || this.query.token !== undefined) {
-        rows = d.tokenRows[layer - 1]; q = this.query === null ? this.defaultToken() : this.query.token;
-      } else {
-        const { name, band, row } = this.patchBand(layer), kept = this.patchRows.get(name);
-        if (!kept) { this.ask(layer - 1, band); return null; }
-        this.patchRows.delete(name); this.patchRows.set(name, kept); // most recently used
-        rows = kept.rows; q = row;
+      const { name, band, row: q } = this.needed(layer);
+      let rows;
+      if (band === TOKENS) rows = this.tokenRows.get(layer - 1);
+      else {
+        const kept = this.patchRows.get(name);
+        if (kept) { this.patchRows.delete(name); this.patchRows.set(name, kept); } // most recently used
+        rows = kept && kept.rows;
       }
+      if (!rows) { this.ask(layer - 1, band); return null; }
+      const cells = (plane) => plane.subarray(q * heads * n, (q + 1) * heads * n), headTops = rows.headTops.subarray(q * heads, (q + 1) * heads);
       return {
-        levels: rows.levels.subarray(q * heads * n, (q + 1) * heads * n), top: rows.tops[q],
-        headTops: rows.headTops.subarray(q * heads, (q + 1) * heads), shares: rows.shares.subarray(q * heads * p, (q + 1) * heads * p),
+        coarse: cells(rows.coarse), fine: cells(rows.fine), layerFix: cells(rows.layerFix), fixedFix: cells(rows.fixedFix),
+        headTops, top: Math.max(...headTops), shares: rows.shares.subarray(q * heads * p, (q + 1) * heads * p),
       };
     }
 
-    // Where the current patch query's rows are in layer `layer` (1-based): patch queries come in bands
-    // of d.band (explorer/page_budget.py), row-major over the grid; "layer/band" 0-based, and its row.
-    patchBand(layer) {
-      const d = this.data, patch = this.query.row * d.grid[1] + this.query.col, band = Math.floor(patch / d.band);
+    // Where the current query's rows are in layer `layer` (1-based): a token query's in the layer's
+    // token rows; a patch query's in a band of d.band patch queries (explorer/page_budget.py),
+    // row-major over the grid. "layer/band" 0-based, and its row there.
+    needed(layer) {
+      const d = this.data, q = this.query;
+      if (q === null || q.token !== undefined) {
+        return { name: `${layer - 1}/${TOKENS}`, band: TOKENS, row: q === null ? this.defaultToken() : q.token };
+      }
+      const patch = q.row * d.grid[1] + q.col, band = Math.floor(patch / d.band);
       return { name: `${layer - 1}/${band}`, band, row: patch - band * d.band };
     }
-    waitsFor(name) { // the maps on screen wait for this band
-      const q = this.query;
-      return this.data !== null && q !== null && q.row !== undefined && this.patchBand(this.layer).name === name;
-    }
+    has(layer, band) { return band === TOKENS ? this.tokenRows.has(layer - 1) : this.patchRows.has(`${layer - 1}/${band}`); }
+    waitsFor(name) { return this.data !== null && this.needed(this.layer).name === name; } // the maps on screen wait for it
 
     // A band of a layer's patch rows as bytes (ui/explore_handlers.layer_rows). `ahead`: asked before
     // it is shown (prefetch), so nothing is said unless the maps come to wait for it.
@@ -332,10 +353,11 @@
       try {
         const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1, band });
         if (asked !== this.asked) return; // another image's analysis came meanwhile
-        const shown = !ahead || this.waitsFor(name);
-        if (rows.error) { if (shown) this.say(rows.error); return; }
-        this.keep(name, { levels: u16(rows.levels), tops: floats(rows.tops), headTops: floats(rows.head_tops), shares: floats(rows.shares) });
-        if (shown) { this.say(""); this.draw(); }
+        if (rows.error) { if (!ahead || this.waitsFor(name)) this.say(rows.error); return; }
+        const decoded = this.decoded(await inflated(rows.deflated));
+        if (asked !== this.asked) return;
+        if (band === TOKENS) this.tokenRows.set(layer, decoded); else this.keep(name, decoded);
+        if (!ahead || this.waitsFor(name)) { this.say(""); this.draw(); } // a click that came first is answered now
       } catch (error) {
         if (asked === this.asked && (!ahead || this.waitsFor(name))) {
           this.say("This layer's numbers could not be fetched from the server: try the layer again.");
@@ -345,18 +367,33 @@
         if (asked === this.asked) this.prefetch();
       }
     }
-    // The bands of the current patch query in the next AHEAD layers the way the layers are going
-    // (this.ahead: +1 for Play, else the slider's last step), the nearest missing one asked for.
+    // What the next action is likely to need, asked for before it is shown, the first missing one
+    // of: the current query's rows in the next AHEAD layers the way the layers are going (this.ahead:
+    // +1 for Play, else the slider's last step); the patch rows of the layer the analysis was shown
+    // at (the server says whether, prefetch_bands: a wide input's come when shown); every layer's
+    // token rows, nearest first.
     prefetch() {
-      const d = this.data, q = this.query;
-      if (!d || !this.ahead || q === null || q.row === undefined) return;
-      for (let k = 1; k <= AHEAD; k++) {
+      const d = this.data;
+      if (!d) return;
+      const wanted = [];
+      for (let k = 1; this.ahead && k <= AHEAD; k++) {
         const layer = this.layer + k * this.ahead;
-        if (layer < 1 || layer > d.depth) return;
-        const { name, band } = this.patchBand(layer);
-        if (this.asked.has(name)) return; // on its way: the next is asked for when it comes
-        if (!this.patchRows.has(name)) { this.ask(layer - 1, band, true); return; }
+        if (layer >= 1 && layer <= d.depth) wanted.push({ layer, band: this.needed(layer).band });
       }
+      for (let band = 0; band < d.prefetch_bands; band++) wanted.push({ layer: d.layer, band }); // the analysis's layer only: a slider step with CLS fetches nothing
+      const nearest = Array.from({ length: d.depth }, (_, i) => i + 1).sort((a, b) => Math.abs(a - this.layer) - Math.abs(b - this.layer));
+      for (const layer of nearest) wanted.push({ layer, band: TOKENS });
+      const next = wanted.find(({ layer, band }) => !this.has(layer, band));
+      if (!next || this.asked.has(`${next.layer - 1}/${next.band}`)) return; // on its way: the next is asked for when it comes
+      this.ask(next.layer - 1, next.band, true);
+    }
+
+    // Whether all the page asks for unasked after an analysis has come (the browser tests and
+    // bench.page_bytes wait for it): every layer's token rows and the shown layer's prefetched bands.
+    settled() {
+      const d = this.data;
+      if (!d || this.asked.size > 0 || this.tokenRows.size < d.depth) return false;
+      return Array.from({ length: d.prefetch_bands }, (_, band) => band).every((band) => this.has(d.layer, band));
     }
 
     defaultToken() { return this.data.words.picks.indexOf(this.data.has_cls ? "cls" : "mean"); }
@@ -517,12 +554,16 @@
       const tops = Array.from({ length: d.heads }, (_, h) => (style.scale === "head" ? rows.headTops[h] : style.scale === "fixed" ? 1 : rows.top));
       const q = this.query, mark = q && q.row !== undefined ? q : null;
       const tiles = tops.map((top, h) => {
-        const levels = rows.levels.subarray(h * n, (h + 1) * n);
-        const exact = style.scale === "layer" && !style.smooth;
+        const cells = (plane) => plane.subarray(h * n, (h + 1) * n), headTop = rows.headTops[h];
+        const coarse = cells(rows.coarse), fine = cells(rows.fine), level = (i) => coarse[i] * 256 + fine[i];
+        // each scale's colour index exactly (explorer/page_maps.rows_bytes): the head's own is the
+        // level's high byte; the others' are guessed from the level as the server guessed them, plus its correction
+        const fix = style.scale === "layer" ? cells(rows.layerFix) : cells(rows.fixedFix);
+        const ratio = style.scale === "layer" ? (rows.top > 0 ? headTop / rows.top : 0) : headTop;
         const map = {
           gh, gw, top,
-          indexAt: exact ? (r, c) => levels[r * gw + c] >> 8 : (r, c) => colourIndex(f32(f32(((levels[r * gw + c] + 0.5) / LEVELS) * rows.top) / f32(top > 0 ? top : 1))),
-          values: () => Float32Array.from(levels, (level) => ((level + 0.5) / LEVELS) * rows.top),
+          indexAt: style.scale === "head" ? (r, c) => coarse[r * gw + c] : (r, c) => { const i = r * gw + c; return Math.floor((level(i) * ratio) / 256) + fix[i]; },
+          values: () => Float32Array.from(coarse, (_, i) => ((level(i) + 0.5) / LEVELS) * headTop),
         };
         const pixels = new Uint8ClampedArray(base.width * base.height * 4);
         paintTile(pixels, base, map, style, mark);
@@ -638,7 +679,7 @@
     }
     frame(payload) {
       if (!payload || !payload.rows) return;
-      const [gh, gw] = payload.grid, input = onCanvas(rgba(payload.input));
+      const [gh, gw] = payload.grid, input = onCanvas(rgba(bytesOf(payload.input.rgb), payload.input));
       const resized = (side) => { // canvas.fit_to_grid: whole pixels a patch, nearest upwards, smoothed downwards
         const cell = Math.max(1, Math.ceil(side / Math.max(gh, gw))), width = gw * cell, height = gh * cell;
         const ctx = Object.assign(document.createElement("canvas"), { width, height }).getContext("2d");
@@ -648,7 +689,8 @@
       };
       const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: resized(l.tile) }]));
       const r = payload.rows;
-      this.rows = { levels: u16(r.levels), top: floats(r.tops)[0], headTops: floats(r.head_tops), shares: floats(r.shares) };
+      const rows = planes(bytesOf(r.bytes), payload.heads, gh * gw, payload.prefix.length); // one query's, not deflated
+      this.rows = { ...rows, top: Math.max(...rows.headTops) };
       this.rollout = { ...payload.rollout, values: floats(payload.rollout.values), base: resized(payload.rollout.side) };
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts };
       this.query = payload.query; this.layer = payload.layer; this.style = { ...payload.style };
