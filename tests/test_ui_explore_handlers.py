@@ -336,8 +336,11 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     picker = out["token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance_map"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(server, BUNDLED, None, asked(ev.ModelAsked), None)["target"]  # closed; no request
+    switched = h.load_model(server, BUNDLED, None, asked(ev.ModelAsked), None)  # closed; no request
+    classes, pca_layer = switched["target"], switched["pca_layer"]
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
+    depth = loaded.model.config.depth
+    assert (pca_layer.maximum, pca_layer.value) == (depth, depth)  # the new model's layers, its last picked
 
 
 def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_values(tab, explanation_key):

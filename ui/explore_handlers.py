@@ -57,7 +57,6 @@ from .common import (
 from .explore_views import (
     IMAGE_VIEWS,
     KEPT,
-    MODEL_ONLY_VIEWS,
     MORE,
     MORE_VIEWS,
     ON_REQUEST,
@@ -70,6 +69,7 @@ from .explore_views import (
     draw_on_screen,
     relevance_classes,
     run_task,
+    switched_model,
     view_scene,
 )
 from .outputs import UPLOADS, cache_path, saved, upload_folder
@@ -798,10 +798,8 @@ def load_model(
         "model_info": loaded.describe(),
         "classes": classes_note(loaded),
         "layer": layer_slider(depth, depth),  # the analysis that follows starts at the last layer
-        "pca_layer": layer_slider(depth, depth),
-        # drawn now only if on screen; else None, drawn for this model when opened (show_more)
-        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, view_scene(loaded, server.text_px), asked),
-        "target": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
+        # a view drawn now only if on screen; else None, drawn for this model when opened (show_more)
+        **switched_model(loaded, on_screen, view_scene(loaded, server.text_px), asked),
         "words": gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     }
 
