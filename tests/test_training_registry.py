@@ -61,6 +61,23 @@ def test_visitors_see_and_stop_only_their_own_run(data, tmp_path: Path) -> None:
     assert runs.checkpoint("alice").is_relative_to(folder_a) and runs.checkpoint("bob").is_relative_to(folder_b)
 
 
+def test_check_start_refuses_what_start_would_and_starts_nothing(data, tmp_path: Path) -> None:
+    """The Train tab's first step asks the registry itself (no stand-in mirroring its calls)."""
+    runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1, max_queue=0))
+    asked = {"epochs": 1, "batch_size": 8, "lr": 1e-3}
+    runs.check_start("alice", **asked)
+    assert not (tmp_path / "runs").exists() and not runs.snapshot("alice").running  # checked, nothing started
+    with pytest.raises(ValueError, match="epochs must be a whole number from 1 to 200, got 0"):
+        runs.check_start("alice", **{**asked, "epochs": 0})
+    runs.start("alice", data=data, **{**TINY, "epochs": 200})
+    with pytest.raises(JobBusy, match="your training run is still going"):
+        runs.check_start("alice", **asked)
+    with pytest.raises(JobBusy, match="the queue for training is full"):
+        runs.check_start("bob", **asked)
+    assert not runs.snapshot("bob").running and runs.stop("alice") is True
+    assert runs._jobs[owner_id("alice")].wait(300), "alice's run did not end in 300 s"
+
+
 def test_a_visitor_finding_the_slot_taken_queues_and_starts_when_the_slot_is_free(data, tmp_path: Path) -> None:
     """Bob was told "the server is busy … try again when one finishes" and pressed Start 11 times in
     115 s (issue 60): he now waits in the queue, and his run starts at his page's next poll."""
@@ -104,7 +121,7 @@ def test_the_queue_is_fair_bounded_says_each_place_and_wait_and_a_closed_page_gi
         runs.start(who, data=data, **{**TINY, "epochs": 3})
         runs.page_seen(f"{who}'s page", who)
     with pytest.raises(JobBusy, match="the queue for training is full: 2 visitors are waiting"):
-        runs.check_room("dave")
+        runs.check_start("dave", epochs=1, batch_size=8, lr=1e-3)
     clock.now = 600.0
     assert [runs.snapshot(who).place for who in ("alice", "bob", "carol")] == [0, 1, 2]
     # Nothing measured yet: each run ahead is counted for the time limit, less what alice has had of hers.

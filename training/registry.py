@@ -215,9 +215,11 @@ class JobRegistry:
         ahead = self._queue[: self._queue.index(key)] if key in self._queue else self._queue
         return self.running() < self.limits.max_concurrent and not ahead
 
-    def check_room(self, session: str) -> None:
-        """Raise JobBusy, as `start` would, when `session` may not start a run now (its own run
-        still going, or the server's limit reached); nothing starts (the Train tab's first step)."""
+    def check_start(self, session: str, *, epochs: object, batch_size: object, lr: object) -> None:
+        """Raise as `start` would before it starts anything, when `session` may not start such a
+        run now: ValueError for a number out of the limits, JobBusy for its own run still going or
+        the server's limit reached; nothing starts (the Train tab's first step)."""
+        self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
         with self._lock:
             self._check_room(self._key(session))
 

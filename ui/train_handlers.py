@@ -13,7 +13,6 @@ the platform's GPU worker, each started by a status poll of the visitor (docs/tr
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import re
@@ -40,7 +39,7 @@ from training.budget import (
 )
 from training.data import cifar10_downloaded
 from training.job import JobBusy, JobSnapshot, epoch_message
-from training.registry import JobRegistry, TrainLimits, minutes
+from training.registry import TrainLimits, minutes
 from vit.messages import markdown_text, quoted
 from vit.model import CONFIGS
 from vit.pretrained import PRETRAINED
@@ -352,12 +351,24 @@ def run_owner(run_token: str | None, request: gr.Request | None) -> str:
     return owner(request)
 
 
-def train_start(
+class PlannedRun(NamedTuple):
+    """A run `train_start` may start: whose it is (`runner`, the registry's key; `visitor`, whose
+    models it joins), what `JobRegistry.start` is asked (`asked`), and the memory note said above
+    its status (`said`)."""
+
+    visitor: str
+    runner: str
+    asked: dict[str, Any]
+    said: str
+
+
+def planned_run(
     server: Server, run: RunOptions, request: gr.Request | None = None, run_token: str | None = None
-) -> dict:
-    """Start this visitor's training run in the background (the old run's pictures are cleared).
-    `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run. The
-    run belongs to the page's `run_token` (`train_models` gives it one), or to the session."""
+) -> PlannedRun:
+    """Every check of a Train start, starting nothing: the numbers, the data, the model's weights,
+    the memory a batch needs, and the registry's room for this visitor's run (`JobRegistry.check_start`).
+    A visitor's error for the first that fails. Both Start's first step (`check_start`) and
+    `train_start` run it, so the toast and the start refuse the very same runs."""
     runs, catalog, settings = server.runs, server.catalog, server.settings
     visitor, runner = owner(request), run_owner(run_token, request)
     source = one_of("data source", run.source, [value for _, value in data_choices(settings)])
@@ -371,24 +382,38 @@ def train_start(
             raise ValueError(CIFAR10_OFFLINE)
         plan, said = memory_plan(settings.train, spec, data, epochs, batch, lr)
         weights_here(catalog, spec)
-        keep_saved_run(server, runner, visitor)
-        runs.start(
-            runner,
-            model=spec,
-            data=data,
-            epochs=epochs,
-            batch_size=plan.batch,
-            lr=lr,
-            warmup_epochs=warmup,
-            eval_batch_size=plan.eval_batch,
-            disk_bytes=plan.disk_bytes,
-        )
+        runs.check_start(runner, epochs=epochs, batch_size=plan.batch, lr=lr)
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
-    snap = runs.snapshot(runner)
+    asked = {
+        "model": spec,
+        "data": data,
+        "epochs": epochs,
+        "batch_size": plan.batch,
+        "lr": lr,
+        "warmup_epochs": warmup,
+        "eval_batch_size": plan.eval_batch,
+        "disk_bytes": plan.disk_bytes,
+    }
+    return PlannedRun(visitor, runner, asked, said)
+
+
+def train_start(
+    server: Server, run: RunOptions, request: gr.Request | None = None, run_token: str | None = None
+) -> dict:
+    """Start this visitor's training run in the background (the old run's pictures are cleared).
+    `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run. The
+    run belongs to the page's `run_token` (`train_models` gives it one), or to the session."""
+    planned = planned_run(server, run, request, run_token)
+    keep_saved_run(server, planned.runner, planned.visitor)
+    try:  # the registry checks again under its lock: another visitor may have taken the last slot since
+        server.runs.start(planned.runner, **planned.asked)
+    except (JobBusy, ValueError) as e:
+        raise visitor_error(str(e)) from e
+    snap = server.runs.snapshot(planned.runner)
     state = "queued" if snap.place else "started"
     return {
-        "status": f"{state}\n\n{said}{describe(snap)}",
+        "status": f"{state}\n\n{planned.said}{describe(snap)}",
         "progress": progress_html(*progress_text(snap), run_state(snap), snap.next_try_s),
         "seen": (*NOTHING_SHOWN[:4], poll_after(snap)),
         "curves": None,
@@ -426,33 +451,14 @@ def run_buttons(snap: JobSnapshot) -> dict:
     }
 
 
-class Rehearsal:
-    """The registry as `train_start` uses it, starting nothing: each check `train_start` makes
-    runs, and `start` only says whether the visitor may start a run now."""
-
-    def __init__(self, runs: JobRegistry) -> None:
-        self.runs = runs
-        self.limits = runs.limits
-
-    def start(self, session: str, *, epochs: object, batch_size: object, lr: object, **_asked: object) -> None:
-        self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
-        self.runs.check_room(session)
-
-    def snapshot(self, session: str) -> JobSnapshot:
-        return self.runs.snapshot(session)
-
-    def set_down(self, session: str) -> None:
-        """Nothing is set down by a rehearsal."""
-
-
 def check_start(
     server: Server, run: RunOptions, request: gr.Request | None = None, run_token: str | None = None
 ) -> None:
-    """Start's first step, with no outputs (ui.binding.checked_first): `train_start` rehearsed,
-    so a refused run (an empty folder box, a number out of range, a model that cannot be had)
-    is said in a toast, and the status, progress and pictures stay as they were."""
-    rehearsal = dataclasses.replace(server, runs=Rehearsal(server.runs))  # a stand-in for the registry
-    train_start(rehearsal, run, request, run_token)
+    """Start's first step, with no outputs (ui.binding.checked_first): `train_start`'s checks
+    (`planned_run`), so a refused run (an empty folder box, a number out of range, a model that
+    cannot be had, no room for it) is said in a toast, and the status, progress and pictures stay
+    as they were."""
+    planned_run(server, run, request, run_token)
 
 
 def first_step(folder: str) -> dict:
