@@ -101,9 +101,9 @@ def test_a_refused_upload_puts_back_the_image_the_views_belong_to(tab, explanati
     """After a refused file the upload box showed it (or a broken icon) beside the
     previous image's maps. It shows that image again, marked as seen so no analysis runs."""
     server, request = tab, gr.Request(session_hash="refused-upload")
-    server.seen_uploads.is_new(common.owner(request), "/uploads/strip.png")  # the refused file, taken up
+    server.seen_uploads.is_new(common.visitor_of(request), "/uploads/strip.png")  # the refused file, taken up
     assert h.keep_image(server, explanation_key, request) == explanation_key.path
-    assert not server.seen_uploads.is_new(common.owner(request), explanation_key.path)  # put back: not new
+    assert not server.seen_uploads.is_new(common.visitor_of(request), explanation_key.path)  # put back: not new
     assert h.keep_image(server, None, request) is None  # no image before: the box is emptied
     kept = h.keep_analysis(server, explanation_key, request)  # after an analysis that failed (a truncated file)
     assert kept.pop("image") == explanation_key.path
