@@ -48,6 +48,12 @@ for _name, _top in zip(CHANNELS.values(), ((1, 0, 0), (0, 1, 0), (0, 0, 1)), str
 CHART_PT = 9  # the smallest text on a matplotlib chart: 9 pt at 100 dpi is 12.5 px
 
 
+def chart_words_px(text_px: int = TEXT_PX) -> float:
+    """A matplotlib chart's smallest words in px where words are asked `text_px` high: CHART_PT at
+    100 dpi, grown by text_px / TEXT_PX as explorer/charts.py grows them (its points or its dpi)."""
+    return CHART_PT * 100 / 72 * text_px / TEXT_PX
+
+
 @functools.lru_cache(maxsize=8)
 def _font_of(px: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(os.path.join(get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"), px)

@@ -1,10 +1,13 @@
-"""What each view of the app shows for an `Explanation`: PIL images, no Gradio.
+"""The pictures several views share, for an `Explanation`: PIL images, no Gradio. The first
+screen's (the input, the head maps, the GIF's frames), rollout's and the single maps (relevance, a
+CLIP model's words); a "More views" view draws itself in its own module (explorer/more_views/),
+from these where it shares them.
 
 The app (`ui/`) wires these to components; the benchmark and the tests call them directly. Their
-words (titles, notes, alt texts) are in `explorer.texts`, the values of the controls that pick
-what they show in `explorer.controls`, the arithmetic a view runs beyond the analysis in
-`explorer.view_tasks`. A query is `vit.analysis.Query`: None (the CLS token) or a (row, col)
-patch position, 0-based as tensors are; people see 1-based numbers.
+shared words (titles, notes, alt texts) are in `explorer.texts`, the values of the controls that
+pick what they show in `explorer.controls`, the relevance map's arithmetic in `explorer.view_tasks`.
+A query is `vit.analysis.Query`: None (the CLS token) or a (row, col) patch position, 0-based as
+tensors are; people see 1-based numbers.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ INPUT_PX, HEAD_PX, ROLLOUT_PX = 384, 160, 320  # display size of each view's lon
 # The CSS width (px) the app's layout gives each picture on a 1280×720 screen, measured in
 # Chromium. gr.Image never enlarges a picture (object-fit: scale-down), so a picture at most
 # this wide is shown at its own size and its text at the size drawn (canvas.TEXT_PX, ≥ 12 px;
-# tests/test_explorer_views.py checks every view against this table).
+# tests/test_explorer_views.py checks every picture against this table, each "More views" view at "more").
 DISPLAY_WIDTH = {
     "heads": 546,
     # Every "More views" view: each fills the accordion's width, whose padding takes 24 px of the page's

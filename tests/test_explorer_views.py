@@ -1,7 +1,8 @@
 """The app's pictures as a class sees them: a near-uniform model draws a flat picture, every
 caption says what the maps leave out, grids read rows × columns and sizes width × height."""
 
-from dataclasses import replace
+from dataclasses import fields, replace
+from functools import partial
 
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ from explorer import (
 from explorer.canvas import MapStyle
 from explorer.explain import Explanation, explain, model_input
 from explorer.loaded import LoadedModel
-from explorer.more_views import REGISTRY, logit_lens, pca
+from explorer.more_views import REGISTRY, Scene, logit_lens, pca, run_here
 from explorer.more_views import distance as distance_view
 from explorer.more_views import overview as overview_view
 from explorer.more_views import similarity as similarity_view
@@ -320,20 +321,18 @@ def twelve_heads() -> tuple[vit.VisionTransformer, Explanation]:
     return model, explain(model, [f"c{i}" for i in range(10)], vit.Preprocessing(224, 224), image)
 
 
-def styled_pictures(
+def first_screen_pictures(
     model: vit.VisionTransformer, ex: Explanation, style: MapStyle, text_px: int = canvas.TEXT_PX
 ) -> list[tuple[str, Image.Image]]:
-    """(view, picture) for every Explore picture drawn in `style`, its words `text_px` high."""
+    """(view, picture) for every Explore picture drawn in `style` that no registry view draws when its
+    tab opens: the head maps, the maps a button draws (relevance, a CLIP model's prompts), words
+    `text_px` high."""
     names = [f"c{i}" for i in range(10)]
     top_mass = controls.Showing("top mass")
+    assert [v.name for v in REGISTRY.values() if v.picture is None] == ["relevance"]  # each drawn below
     return [
         ("heads", views.heads(ex, (1, 2), 1, style, text_px=text_px)),
         ("heads", views.heads(ex, None, 1, replace(style, scale="head"), text_px=text_px)),  # "max": a line of its own
-        ("overview", overview_view.overview(ex, style, text_px)),
-        *[
-            ("rollout", views.rollout(ex, controls.Fusion(), style, controls.Showing(show), text_px))
-            for show in controls.SHOWS
-        ],
         ("relevance", views.relevance(model, names, ex, None, style, top_mass, text_px=text_px)),
         ("prompts", views.prompt_relevance(ex.input.pixels, ex.grid, words(ex), 1, style, top_mass, text_px)),
     ]
@@ -345,24 +344,49 @@ def words(ex: Explanation) -> ZeroShot:
     return ZeroShot(("a cat", "a very long prompt about a teapot"), "a photo of {}.", np.array([1.0, 0.5]), maps)
 
 
+def records(kind: type) -> list:
+    """A view's record of its controls at their defaults, then with each yes/no flipped and each way
+    of showing a map (`controls.SHOWS`): the choices that change what a picture writes (the PCA's
+    examples: seven images in one row; top mass: a line of its own)."""
+    default = kind()
+    names = kind._fields if hasattr(kind, "_fields") else [f.name for f in fields(kind)]  # a NamedTuple or dataclass
+    values = {name: getattr(default, name) for name in names}
+    remade = default._replace if hasattr(default, "_replace") else partial(replace, default)
+    flipped = [remade(**{name: not value}) for name, value in values.items() if isinstance(value, bool)]
+    shown = [
+        remade(**{name: controls.Showing(show)})
+        for name, value in values.items()
+        if isinstance(value, controls.Showing)
+        for show in controls.SHOWS
+    ]
+    return [default, *flipped, *shown]
+
+
+def more_pictures(
+    loaded: LoadedModel, ex: Explanation, text_px: int = canvas.TEXT_PX, style: bool = False
+) -> list[tuple[str, Image.Image, float]]:
+    """(view, picture, its smallest words in px) for every registry view drawn when its tab opens
+    (with `style`, those that follow the style only), as its module draws it, for each of `records`."""
+    scene = Scene(loaded, "m", text_px, run_here, ex)
+    return [
+        (view.name, view.picture(scene, record).image, view.smallest_words_px(text_px))
+        for view in REGISTRY.values()
+        if view.picture is not None and (view.style or not style)
+        for record in records(view.record)
+    ]
+
+
+def loaded_model(model: vit.VisionTransformer, ex: Explanation) -> LoadedModel:
+    """`model` as the app holds it, its input as large as `ex`'s (the PCA's examples are made alike)."""
+    side = ex.input.pixels.shape[0]
+    return LoadedModel("m", "m", model, vit.ModelMeta([f"c{i}" for i in range(10)], vit.Preprocessing(side, side)))
+
+
 def explore_pictures(model: vit.VisionTransformer, ex: Explanation) -> list[tuple[str, Image.Image, float]]:
     """(view, picture, its smallest drawn text in px) for every picture of the Explore tab."""
     text = canvas.TEXT_PX
-    pictures = [
-        *[(view, picture, text) for view, picture in styled_pictures(model, ex, MapStyle())],
-        ("similarity", render.position_similarity_tiles(position_embedding_similarity(model).numpy()), text),
-    ]
-    distance = distance_view.distance_chart(ex)
-    figure = charts.distance_axes(ex.depth, ex.heads, tuple(ex.input.pixels.shape[:2])).canvas.figure
-    loaded = LoadedModel("m", "m", model, vit.ModelMeta([f"c{i}" for i in range(10)], vit.Preprocessing(224, 224)))
-    features = pca.patch_features(loaded, [ex.input.tensor] * 7, ex.depth - 1, True)  # the app's most: 7 images
-    lens = logit_lens.layer_predictions(loaded, ex.input.tensor).numpy()
-    return [
-        *pictures,
-        ("distance", distance, chart_text_px(figure)),
-        ("pca", pca.pca_view([ex.input.pixels] * 7, ["this image"] * 7, features, ex.depth, ex.depth, ("cls",)), text),
-        ("logit_lens", logit_lens.logit_lens_view(lens, loaded.meta.class_names), canvas.CHART_PT * 100 / 72),
-    ]
+    first = [(view, picture, text) for view, picture in first_screen_pictures(model, ex, MapStyle())]
+    return first + more_pictures(loaded_model(model, ex), ex)
 
 
 @pytest.mark.parametrize("layout", ["nano: 4 heads, 8 × 8 patches", "12 heads, 14 × 14 patches"])
@@ -383,8 +407,9 @@ def test_in_the_presentation_mode_the_text_of_every_styled_picture_is_at_least_1
     now draws every word larger, and the pictures still fit their columns."""
     model, ex = (near_uniform_model(), uniform) if layout.startswith("nano") else twelve_heads()
     present = canvas.PRESENT_TEXT_PX
-    for view, picture in styled_pictures(model, ex, MapStyle(), present):
-        assert shown_px(present, picture, view) >= PRESENT_MIN_PX, (view, picture.size)
+    styled = [(view, picture, present) for view, picture in first_screen_pictures(model, ex, MapStyle(), present)]
+    for view, picture, drawn in styled + more_pictures(loaded_model(model, ex), ex, present, style=True):
+        assert shown_px(drawn, picture, view) >= PRESENT_MIN_PX, (view, picture.size)
     loaded = LoadedModel("m", "a model with a long name", model, vit.ModelMeta([], vit.Preprocessing(224, 224)))
     heads = lessons.cls_heads(loaded, Image.new("RGB", (240, 240)))
     compare = lessons.compare_cls_heads([loaded, loaded], [heads, heads], MapStyle(), present)
@@ -417,6 +442,7 @@ def test_in_the_presentation_mode_the_charts_similarity_and_train_curves_are_at_
     layers, heads = uniform.attention_distance().shape
     drawn = chart_text_px(charts.distance_axes(layers, heads, uniform.input.pixels.shape[:2], present).canvas.figure)
     assert shown_px(drawn, chart, "distance") >= PRESENT_MIN_PX
+    assert drawn == pytest.approx(distance_view.VIEW.smallest_words_px(present))  # as its record says (more_pictures)
     assert chart.width > distance_view.distance_chart(uniform).width  # larger words, not only a larger number
     for grid in ((8, 8), (14, 14)):
         similarity = np.random.default_rng(0).uniform(-1, 1, (*grid, *grid))

@@ -348,10 +348,10 @@ def test_a_run_whose_owner_left_frees_its_slot_keeps_its_save_and_goes_on_when_t
     registry.start("alice", model="vit_cifar_nano", data=data, epochs=2, batch_size=8, lr=1e-3, warmup_epochs=0.0)
     registry.advance("alice")  # one chunk of 3 steps, then alice's page is gone
     now[0] += OWNER_GONE_S - 1
-    registry.check_room("bob")
+    registry.check_start("bob", epochs=1, batch_size=8, lr=1e-3)
     assert registry.snapshot("alice").running  # a minute and more: alice may be in a long chunk
     now[0] += 2
-    registry.check_room("bob")  # alice's run set aside: bob may start
+    registry.check_start("bob", epochs=1, batch_size=8, lr=1e-3)  # alice's run set aside: bob may start
     s = registry.snapshot("alice")
     assert not s.running and s.paused and (s.epoch, s.step) == (0, 3) and "set aside" in s.message
     registry.start("bob", model="vit_cifar_nano", data=data, epochs=1, batch_size=8, lr=1e-3, warmup_epochs=0.0)
@@ -462,7 +462,7 @@ def test_a_chunked_run_past_its_time_limit_ends_between_chunks_from_its_save(dat
     assert runner.calls == 1 and not s.running and not s.paused
     assert s.message.startswith("stopped at the time limit of 10 minutes a run has on this server: the run is saved")
     assert vit.load_checkpoint(s.checkpoint)[1].info["step"] == 3
-    registry.check_room("bob")  # the slot is free
+    registry.check_start("bob", epochs=1, batch_size=8, lr=1e-3)  # the slot is free
 
 
 def stop_at(call: int, job: list):

@@ -12,7 +12,7 @@ from training_helpers import write_image_folder
 import training.cli
 from training import registry
 from training.job import JobBusy
-from training.registry import APP_RUN_MARKER, MARKER_TEXT, JobRegistry, TrainLimits, owner_id
+from training.registry import APP_RUN_MARKER, MARKER_TEXT, JobRegistry, TrainLimits, visitor_id
 
 TINY = dict(model="vit_cifar_nano", epochs=1, batch_size=8, lr=1e-3)
 
@@ -45,7 +45,7 @@ def test_every_bound_is_checked_with_a_message(field, value, message) -> None:
 def test_visitors_see_and_stop_only_their_own_run(data, tmp_path: Path) -> None:
     runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=2))
     folder_a = runs.start("alice", data=data, **{**TINY, "epochs": 200})
-    assert folder_a.name.startswith(owner_id("alice")) and "alice" not in folder_a.name
+    assert folder_a.name.startswith(visitor_id("alice")) and "alice" not in folder_a.name
     assert (folder_a.stat().st_mode & 0o777) == 0o700
     assert runs.snapshot("alice").running and not runs.snapshot("bob").running
     assert runs.stop("bob") is False and runs.snapshot("alice").running  # bob cannot stop alice's run
@@ -56,9 +56,26 @@ def test_visitors_see_and_stop_only_their_own_run(data, tmp_path: Path) -> None:
     assert folder_b != folder_a
     assert runs.stop("alice") is True
     for who in ("alice", "bob"):  # a loaded machine may take a while; an error says what went wrong
-        assert runs._jobs[owner_id(who)].wait(300), f"{who}'s run did not end in 300 s"
+        assert runs._jobs[visitor_id(who)].wait(300), f"{who}'s run did not end in 300 s"
         assert runs.snapshot(who).error is None, runs.snapshot(who).error
     assert runs.checkpoint("alice").is_relative_to(folder_a) and runs.checkpoint("bob").is_relative_to(folder_b)
+
+
+def test_check_start_refuses_what_start_would_and_starts_nothing(data, tmp_path: Path) -> None:
+    """The Train tab's first step asks the registry itself (no stand-in mirroring its calls)."""
+    runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1, max_queue=0))
+    asked = {"epochs": 1, "batch_size": 8, "lr": 1e-3}
+    runs.check_start("alice", **asked)
+    assert not (tmp_path / "runs").exists() and not runs.snapshot("alice").running  # checked, nothing started
+    with pytest.raises(ValueError, match="epochs must be a whole number from 1 to 200, got 0"):
+        runs.check_start("alice", **{**asked, "epochs": 0})
+    runs.start("alice", data=data, **{**TINY, "epochs": 200})
+    with pytest.raises(JobBusy, match="your training run is still going"):
+        runs.check_start("alice", **asked)
+    with pytest.raises(JobBusy, match="the queue for training is full"):
+        runs.check_start("bob", **asked)
+    assert not runs.snapshot("bob").running and runs.stop("alice") is True
+    assert runs._jobs[visitor_id("alice")].wait(300), "alice's run did not end in 300 s"
 
 
 def test_a_visitor_finding_the_slot_taken_queues_and_starts_when_the_slot_is_free(data, tmp_path: Path) -> None:
@@ -70,12 +87,12 @@ def test_a_visitor_finding_the_slot_taken_queues_and_starts_when_the_slot_is_fre
     bob = runs.snapshot("bob")
     assert bob.place == 1 and bob.paused and not bob.running and bob.wait_s == pytest.approx(1800, abs=5)
     runs.advance("bob")  # alice still trains: bob keeps his place
-    assert runs.snapshot("bob").place == 1 and runs._jobs[owner_id("bob")]._thread is None
+    assert runs.snapshot("bob").place == 1 and runs._jobs[visitor_id("bob")]._thread is None
     runs.stop("alice")
-    runs._jobs[owner_id("alice")].wait(60)
+    runs._jobs[visitor_id("alice")].wait(60)
     runs.advance("bob")  # the slot is free and bob is first: his run starts from its beginning
     assert runs.snapshot("bob").place == 0 and runs.snapshot("bob").running
-    runs._jobs[owner_id("bob")].wait(60)
+    runs._jobs[visitor_id("bob")].wait(60)
     assert runs.snapshot("bob").message.startswith("finished 1 epochs") and runs.snapshot("bob").error is None
 
 
@@ -104,7 +121,7 @@ def test_the_queue_is_fair_bounded_says_each_place_and_wait_and_a_closed_page_gi
         runs.start(who, data=data, **{**TINY, "epochs": 3})
         runs.page_seen(f"{who}'s page", who)
     with pytest.raises(JobBusy, match="the queue for training is full: 2 visitors are waiting"):
-        runs.check_room("dave")
+        runs.check_start("dave", epochs=1, batch_size=8, lr=1e-3)
     clock.now = 600.0
     assert [runs.snapshot(who).place for who in ("alice", "bob", "carol")] == [0, 1, 2]
     # Nothing measured yet: each run ahead is counted for the time limit, less what alice has had of hers.
@@ -173,7 +190,7 @@ def test_oldest_finished_runs_are_pruned_to_fit_the_disk_budget(data, tmp_path: 
     runs = JobRegistry(root, TrainLimits(disk_budget_bytes=1500))
     runs.start("alice", data=data, **TINY)
     assert not (root / "old").exists() and (root / "newer").exists()
-    runs._jobs[owner_id("alice")].wait(60)
+    runs._jobs[visitor_id("alice")].wait(60)
 
 
 def test_room_is_made_for_the_new_runs_own_checkpoints(data, tmp_path: Path) -> None:
@@ -186,7 +203,7 @@ def test_room_is_made_for_the_new_runs_own_checkpoints(data, tmp_path: Path) -> 
     runs = JobRegistry(root, TrainLimits(disk_budget_bytes=1500))
     runs.start("alice", data=data, disk_bytes=900, **TINY)  # 1,000 kept + 900 would pass 1,500
     assert not (root / "old").exists() and (root / "newer").exists()
-    runs._jobs[owner_id("alice")].wait(60)
+    runs._jobs[visitor_id("alice")].wait(60)
 
 
 def test_a_cli_run_beside_the_app_runs_is_never_deleted(data, tmp_path: Path) -> None:
@@ -204,7 +221,7 @@ def test_a_cli_run_beside_the_app_runs_is_never_deleted(data, tmp_path: Path) ->
     assert (out / APP_RUN_MARKER).is_file()  # the app's new run is marked as the app's
     assert not (root / "old").exists() and (root / "newer").exists()
     assert sorted(p.relative_to(root) for p in (root / "cli").rglob("*")) == cli_files
-    runs._jobs[owner_id("alice")].wait(60)
+    runs._jobs[visitor_id("alice")].wait(60)
 
 
 def test_a_failed_delete_is_not_counted_as_freed(data, tmp_path: Path, monkeypatch) -> None:
@@ -231,12 +248,12 @@ def test_a_run_set_aside_is_deleted_last_when_the_runs_outgrow_their_budget(data
     while not runs.snapshot("alice").step_losses:
         time.sleep(0.01)
     now[0] += registry.OWNER_GONE_S + 1  # alice's page is gone
-    assert runs._jobs[owner_id("alice")].wait(60) and runs.snapshot("alice").paused
+    assert runs._jobs[visitor_id("alice")].wait(60) and runs.snapshot("alice").paused
     app_run(root, "old", 1000, 0)  # a finished run, older than alice's
     runs.limits = TrainLimits(disk_budget_bytes=registry.folder_bytes(alice) + 1)
     bob = runs.start("bob", data=data, **TINY)  # the finished run goes first
     assert not (root / "old").exists() and alice.exists() and runs.snapshot("alice").paused
-    assert runs._jobs[owner_id("bob")].wait(60)
+    assert runs._jobs[visitor_id("bob")].wait(60)
     runs.limits = TrainLimits(disk_budget_bytes=1)
     runs.start("carol", data=data, **TINY)  # then the runs set aside
     s = runs.snapshot("alice")
@@ -245,4 +262,4 @@ def test_a_run_set_aside_is_deleted_last_when_the_runs_outgrow_their_budget(data
         "your run waited with its save until the server needed its disk space for newer runs: it was deleted; "
         "start a new run"
     )
-    runs._jobs[owner_id("carol")].wait(60)
+    runs._jobs[visitor_id("carol")].wait(60)

@@ -101,9 +101,9 @@ def test_a_refused_upload_puts_back_the_image_the_views_belong_to(tab, explanati
     """After a refused file the upload box showed it (or a broken icon) beside the
     previous image's maps. It shows that image again, marked as seen so no analysis runs."""
     server, request = tab, gr.Request(session_hash="refused-upload")
-    server.seen_uploads.is_new(common.owner(request), "/uploads/strip.png")  # the refused file, taken up
+    server.seen_uploads.is_new(common.visitor_of(request), "/uploads/strip.png")  # the refused file, taken up
     assert h.keep_image(server, explanation_key, request) == explanation_key.path
-    assert not server.seen_uploads.is_new(common.owner(request), explanation_key.path)  # put back: not new
+    assert not server.seen_uploads.is_new(common.visitor_of(request), explanation_key.path)  # put back: not new
     assert h.keep_image(server, None, request) is None  # no image before: the box is emptied
     kept = h.keep_analysis(server, explanation_key, request)  # after an analysis that failed (a truncated file)
     assert kept.pop("image") == explanation_key.path
@@ -336,8 +336,11 @@ def test_a_new_analysis_offers_the_models_tokens_and_a_model_switch_its_classes(
     picker = out["token"]
     assert picker.value == "cls" and [v for _, v in picker.choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert out["query"] is None and out["relevance_map"] is None  # a new image: back to CLS, no stale relevance
-    classes = h.load_model(server, BUNDLED, None, asked(ev.ModelAsked), None)["target"]  # closed; no request
+    switched = h.load_model(server, BUNDLED, None, asked(ev.ModelAsked), None)  # closed; no request
+    classes, pca_layer = switched["target"], switched["pca_layer"]
     assert classes.value == h.PREDICTED and [c for c, _ in classes.choices] == [h.PREDICTED, *CIFAR10_CLASSES]
+    depth = loaded.model.config.depth
+    assert (pca_layer.maximum, pca_layer.value) == (depth, depth)  # the new model's layers, its last picked
 
 
 def test_rollout_shows_relative_to_uniform_or_the_top_mass_and_refuses_other_values(tab, explanation_key):

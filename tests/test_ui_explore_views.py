@@ -87,3 +87,20 @@ def test_a_record_lays_out_its_tab_hint_controls_then_picture(more, tiny_checkpo
         parts = more.layout(start)
     assert list(parts)[-1] == more.name and parts[more.name].elem_id == more.elem_id
     assert more.controls is not None or list(parts) == [more.name]
+
+
+@pytest.mark.parametrize("more", VIEWS, ids=lambda more: more.name)
+def test_a_new_model_sets_anew_each_control_a_view_renews_and_draws_a_view_of_the_model_alone(
+    more, tab, tiny_checkpoint, tmp_path
+):
+    """/load_model's outputs come from the registry: the PCA's layer and relevance's classes were
+    listed by hand beside it, so a new view's control of the model's layers kept the old model's."""
+    demo, view = tab
+    fn = next(fn for fn in demo.fns.values() if fn.api_name == "load_model")
+    switched = [o._id for o in fn.outputs]
+    for name in (*more.renewed, *((more.name,) if more.name in ev.MODEL_ONLY_VIEWS else ())):
+        assert getattr(view, name)._id in switched, name
+    loaded = ModelCatalog(tiny_checkpoint, tmp_path).get(BUNDLED)
+    for name, renew in more.renewed.items():
+        assert renew(loaded).__class__ is getattr(view, name).__class__, name  # an update of that very control
+    assert (more.name in ev.MODEL_SWITCHED) is (more.name in ev.MODEL_ONLY_VIEWS)

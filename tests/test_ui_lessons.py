@@ -15,7 +15,7 @@ import vit
 from explorer import lessons
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import lessons_handlers as h
-from ui.common import Server, owner
+from ui.common import Server, visitor_of
 from ui.lessons import LessonsView, layout
 from ui.outputs import cache_path
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
@@ -348,7 +348,7 @@ def test_opening_the_tab_takes_explores_new_image_once_and_lists_the_visitors_mo
     assert (first["image"], first["followed"]) == (example, "")
     assert isinstance(h.open_lessons(server, None, "", example, request=alice)["image"], type(gr.skip()))
     assert h.open_lessons(server, "/cache/photo.jpg", "", example, request=alice)["image"] == "/cache/photo.jpg"
-    key = catalog.register(tiny_checkpoint, owner(alice), label="my run, 3 epochs")
+    key = catalog.register(tiny_checkpoint, visitor_of(alice), label="my run, 3 epochs")
     for picker in ("models", "with_registers", "without_registers", "heads_model"):
         assert ("checkpoint: my run, 3 epochs", key) in h.open_lessons(server, None, "", example, request=alice)[
             picker

@@ -13,7 +13,7 @@ from PIL import Image
 
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import live_handlers as h
-from ui.common import Server, owner
+from ui.common import Server, visitor_of
 from ui.streams import StreamSlots
 
 CONTROLS = h.LiveControls(BUNDLED, 6, "cls", 1, 1, "inferno", "layer")  # model, layer, token, row, column, map, scale
@@ -57,7 +57,7 @@ def test_a_second_visitor_is_told_to_wait_and_a_frame_in_flight_is_skipped(tab, 
     server = tab
     monkeypatch.setattr(h, "WAIT_POLL_S", 0.0)
     slots = StreamSlots(limit=1, turn_s=100)
-    assert slots.begin(owner(visitor("a"))).admitted  # a's frame is being drawn
+    assert slots.begin(visitor_of(visitor("a"))).admitted  # a's frame is being drawn
     busy = h.live_frame(server, slots, CAMERA, webcam_frame(), CONTROLS, visitor("b"))
     assert set(busy) == {"status"}
     assert busy["status"].startswith("**Live view busy, try again in 100 s**")
@@ -80,7 +80,7 @@ def test_bad_controls_are_named_in_the_status_line_and_free_the_slot(tab, contro
     slots = StreamSlots()
     out = h.live_frame(server, slots, CAMERA, webcam_frame(), h.LiveControls(*controls), visitor("a"))
     assert set(out) == {"status"} and message in unescaped(out["status"])
-    assert slots.begin(owner(visitor("a"))).admitted  # the failed frame did not keep the slot busy
+    assert slots.begin(visitor_of(visitor("a"))).admitted  # the failed frame did not keep the slot busy
 
 
 def test_a_frame_that_is_not_an_image_is_named_in_the_status_line(tab):

@@ -323,6 +323,9 @@ class Recorded:
     def start(self, visitor: str, **asked) -> None:
         self.asked = asked
 
+    def check_start(self, _visitor: str, **_asked) -> None:
+        """Room for every run here."""
+
     def set_down(self, _visitor: str) -> None:
         """No saved run here."""
 
@@ -503,9 +506,9 @@ def test_the_tab_gives_the_page_a_run_token_that_a_reload_keeps_and_no_one_forge
     assert h.train_models(Server(catalog), SimpleNamespace(session_hash="c"), first)["run_token"] == first  # kept
     assert h.train_models(Server(catalog), SimpleNamespace(session_hash="c"), "../x")["run_token"] != "../x"
     reloaded, other = SimpleNamespace(session_hash="after a reload"), SimpleNamespace(session_hash="someone else")
-    assert h.run_owner(first, SimpleNamespace(session_hash="a")) == h.run_owner(first, reloaded)
-    assert h.run_owner(first, reloaded) != h.run_owner(None, reloaded) != h.run_owner(None, other)
-    assert h.run_owner("not a token", other) == h.run_owner(None, other) == h.owner(other)
+    assert h.run_visitor_of(first, SimpleNamespace(session_hash="a")) == h.run_visitor_of(first, reloaded)
+    assert h.run_visitor_of(first, reloaded) != h.run_visitor_of(None, reloaded) != h.run_visitor_of(None, other)
+    assert h.run_visitor_of("not a token", other) == h.run_visitor_of(None, other) == h.visitor_of(other)
 
 
 def until(check, timeout_s: float = 150):
@@ -535,7 +538,7 @@ def test_a_run_whose_page_stops_polling_frees_the_slot_and_goes_on_exactly_from_
     alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
     token = h.train_models(server, alice)["run_token"]
     h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice, token)
-    owner = h.run_owner(token, alice)
+    owner = h.run_visitor_of(token, alice)
     until(lambda: server.runs.snapshot(owner).step_losses)  # it trains; alice's page never polls
     short = h.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8)
     now[0] += OWNER_GONE_S + 1
@@ -548,7 +551,7 @@ def test_a_run_whose_page_stops_polling_frees_the_slot_and_goes_on_exactly_from_
     said = f"set aside after 2 minutes without your page: the run is saved at epoch {aside.epoch + 1} step {aside.step}"
     assert ">queued</b>" in shown["progress"] and said in shown_text(shown["progress"])
     assert "place 1 in the queue for a run slot" in shown["progress"] and shown["seen"][4] == h.QUEUE_POLL_S
-    until(lambda: not server.runs.snapshot(h.run_owner(None, bob)).running)
+    until(lambda: not server.runs.snapshot(h.run_visitor_of(None, bob)).running)
     shown = h.train_status(server, shown["seen"], alice, token)
     assert running(shown["progress"]) and h.keep_polling(shown["seen"])["timer"].active
     end = until(lambda: (s := server.runs.snapshot(owner)).checkpoint and not s.running and s)
@@ -565,7 +568,7 @@ def test_a_run_stops_at_the_time_limit_with_its_model_saved_and_says_how_to_go_o
     server, now, data = clocked_tab(tiny_checkpoint, tmp_path, time_limit_s=600, idle_s=3600)  # the page polls on
     alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
     h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice)
-    owner = h.run_owner(None, alice)
+    owner = h.run_visitor_of(None, alice)
     until(lambda: server.runs.snapshot(owner).step_losses)
     now[0] += 600
     ended = until(lambda: not (s := server.runs.snapshot(owner)).running and s)
@@ -596,7 +599,7 @@ def test_stop_then_continue_goes_on_from_the_saved_step_with_the_same_history(ti
     token = h.train_models(server, alice)["run_token"]
     started = h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice, token)
     assert started["continue_run"].visible is False
-    owner = h.run_owner(token, alice)
+    owner = h.run_visitor_of(token, alice)
     until(lambda: server.runs.snapshot(owner).history)  # an epoch done: its record must go on into the next
     assert h.train_status(server, h.NOTHING_SHOWN, alice, token)["continue_run"].visible is False  # running
     assert "stopping" in h.train_stop(server, alice, token)["status"]

@@ -66,7 +66,7 @@ def test_the_page_shows_its_place_in_the_queue_then_counts_down_to_its_next_try(
         progress = page.locator("#train-progress")
         expect(progress).to_contain_text("queued · place 1 in the queue for a run slot, estimated wait about")
         expect(progress).to_contain_text("it starts by itself when its turn comes, while this page is open")
-        server.runs.stop(h.run_owner(None, holder))  # the slot is free: the page's next poll starts its run
+        server.runs.stop(h.run_visitor_of(None, holder))  # the slot is free: the page's next poll starts its run
         expect(progress).to_contain_text("waiting · no GPU time left for you today")
         countdown = progress.locator("[data-countdown]")
         first = int(re.search(r"in (\d+) s", countdown.inner_text())[1])

@@ -90,7 +90,7 @@ def test_polls_train_the_run_chunk_by_chunk_in_forked_workers(tab, gpu, tmp_path
     assert progress[0] == "epoch 1 of 2, step 3 of 5" and progress[1] == "epoch 2 of 2, step 1 of 5"
     assert progress[-1].startswith("finished 2 epochs") and ">finished</b>" in shown["progress"]
     assert len(gpu.pids) == 4 and os.getpid() not in gpu.pids  # 10 steps, 3 a chunk
-    snap = runs.snapshot(h.owner(tab[2]))
+    snap = runs.snapshot(h.visitor_of(tab[2]))
     assert [e for e, _ in snap.probe] == [0, 1, 2] and snap.step_losses and len(snap.history) == 2
     assert vit.load_checkpoint(snap.checkpoint)[1].info["epoch"] == 2
     assert gpu.left() == 10_000 - 4 * compute.gpu_seconds(30)  # each chunk: its budget and the fixed cost
@@ -241,7 +241,7 @@ def test_a_run_whose_page_closed_frees_its_slot_and_its_owner_takes_it_back_afte
     h.check_start(Server(catalog, runs=runs), options, bob)  # bob may start: no "server is busy"
     shown = h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, bob)
     assert "no training job has run yet" in shown["progress"]  # bob sees none of alice's run
-    assert "set aside" in runs.snapshot(h.run_owner(token, alice)).message
+    assert "set aside" in runs.snapshot(h.run_visitor_of(token, alice)).message
     reloaded = SimpleNamespace(session_hash="alice, after a reload")
     shown = h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, reloaded, token)  # her page's token
     assert "epoch 2 of 2, step 1 of 5" in shown["progress"] and len(gpu.pids) == 2  # on from its save

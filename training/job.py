@@ -9,7 +9,7 @@ chunk of `training.chunks`, possibly in another process, and merges its report i
 snapshot. A chunk cut short loses nothing: the run's last saved state stays, the next continues.
 
 Either kind gives the server's run slot up when its registry's `watch` says its turn is over
-(`TurnOver`: its owner's page gone, or the run's time limit reached): a thread checks before every
+(`TurnOver`: its visitor's page gone, or the run's time limit reached): a thread checks before every
 step, a chunked job between chunks. Set aside, the run waits with its resumable save, and
 `resume()` takes the slot again from there (a thread starts again from `last.safetensors`); at the
 time limit it ends as a Stop would, its model saved.
@@ -71,10 +71,10 @@ class JobBusy(RuntimeError):
 class TurnOver:
     """Why a run gives up the server's run slot now, in a person's words (the registry's policy,
     `JobRegistry._turn_over`): `ends` at the time limit (the run stops, its model saved), else
-    it is set aside, saved, and goes on when its owner is back."""
+    it is set aside, saved, and goes on when its visitor is back."""
 
     reason: str  # "set aside after 2 minutes without your page", "stopped at the time limit of 30 minutes"
-    advice: str  # what happens next, what the owner may do
+    advice: str  # what happens next, what the visitor may do
     ends: bool = False
 
 
@@ -325,7 +325,7 @@ class TrainingJob:
                 s.error = f"{why}: it was deleted; start a new run"
 
     def wait_for_slot(self, advice: str) -> None:
-        """A waiting run's owner is back but the server's run slots are taken: say so."""
+        """A waiting run's visitor is back but the server's run slots are taken: say so."""
         with self._lock:
             if self._snapshot.paused and self._fresh:  # queued before its first step: nothing saved yet
                 self._snapshot.message = advice

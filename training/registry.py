@@ -1,12 +1,12 @@
 """Training runs on a shared server: one job per visitor, a server-wide limit, bounded inputs
 and a disk budget (no UI code here; docs/security.md has the threat model).
 
-Each visitor (an `owner`: the app passes a digest of the browser session) sees, stops and
+Each visitor (named by a digest of its browser session: ui.common.visitor_of) sees, stops and
 downloads only their own run. At most `max_concurrent` runs train at once across the
 server; a visitor asking for one more waits in a fair queue (one place a visitor, at most
 `max_queue` places, first come first served) with its place and an estimated wait, and the run
-starts when its turn comes and its owner's page polls. A run holds its slot only while its
-owner's page polls (a closed page gives it up at once: `page_closed`) and for at most
+starts when its turn comes and its visitor's page polls. A run holds its slot only while its
+visitor's page polls (a closed page gives it up at once: `page_closed`) and for at most
 `TrainLimits.time_limit_s` a turn (`_turn_over`).
 In `shared` mode (a
 teacher's projector) everyone sees the one run, and only the visitor who started it may
@@ -34,20 +34,20 @@ from vit.messages import quoted
 from .checks import check_lr
 from .job import QUEUED, ChunkPlan, JobBusy, JobSnapshot, TrainingJob, TurnOver
 
-SHARED_OWNER = "shared"
+SHARED_KEY = "shared"
 # Written into every run folder the registry creates: only folders holding it may be pruned.
 APP_RUN_MARKER = ".made-by-vit-explorer-app"
 MARKER_TEXT = "A Train-tab run of the app: it deletes this folder when its runs outgrow their disk budget.\n"
 log = logging.getLogger(__name__)
 
 
-# A run whose owner's page has not polled (`advance`) for this long has left (closed or reloaded the
+# A run whose visitor's page has not polled (`advance`) for this long has left (closed or reloaded the
 # page) and is set aside with its save, so that it no longer holds one of the server's run slots: on
 # ZeroGPU it held it for as long as the Space ran (issue 44); off ZeroGPU one API call that never
 # polled again held the only slot for hours (issue 56). Two minutes: a poll that trains a chunk
 # blocks for it, a 53 s GPU request at most (ui.zerogpu's CHUNK_S, 45 s, plus a worker's start), the
 # page polls again within a second after (ui.train.POLL_S), and a browser polls a hidden tab at
-# least once a minute, so a present owner is never taken for gone. `TrainLimits.idle_s` (the app's
+# least once a minute, so a present visitor is never taken for gone. `TrainLimits.idle_s` (the app's
 # --train-idle-s) changes it.
 OWNER_GONE_S = 120.0
 # A run's longest turn at a run slot, from its start or from going on after it waited: then it stops,
@@ -109,9 +109,9 @@ def duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def owner_id(session: str) -> str:
-    """A short digest of a session id: run folders never reveal the session itself."""
-    return hashlib.sha256(session.encode()).hexdigest()[:16]
+def visitor_id(visitor: str) -> str:
+    """A short digest of a visitor's name: run folders never reveal the name itself."""
+    return hashlib.sha256(visitor.encode()).hexdigest()[:16]
 
 
 def folder_bytes(path: Path) -> int:
@@ -136,25 +136,25 @@ class JobRegistry:
         # What the idle time and the time limit are measured with (a test's fake clock); chunked, the plan's
         self.clock = clock or (chunks.clock if chunks is not None else time.monotonic)
         self._jobs: dict[str, TrainingJob] = {}
-        self._polled: dict[str, float] = {}  # job owner -> when its page last asked (`clock`)
-        self._since: dict[str, float] = {}  # job owner -> when its run's turn at a slot began (`clock`)
-        self._starters: dict[str, str] = {}  # job owner -> the session that started it (shared mode)
-        self._folders: dict[str, Path] = {}  # job owner -> its current run folder
-        self._queue: list[str] = []  # job owners waiting for a run slot, first first
+        self._polled: dict[str, float] = {}  # run key -> when its page last asked (`clock`)
+        self._since: dict[str, float] = {}  # run key -> when its run's turn at a slot began (`clock`)
+        self._starters: dict[str, str] = {}  # run key -> the visitor that started it (shared mode)
+        self._folders: dict[str, Path] = {}  # run key -> its current run folder
+        self._queue: list[str] = []  # run keys waiting for a run slot, first first
         self._turns: list[float] = []  # how long the latest turns at a run slot lasted (the queue's estimate)
-        self._pages: dict[str, str] = {}  # an open page -> the session it polls for (`page_seen`)
-        self._closed: set[str] = set()  # job owners whose every page has closed (`page_closed`)
+        self._pages: dict[str, str] = {}  # an open page -> the visitor it polls for (`page_seen`)
+        self._closed: set[str] = set()  # run keys whose every page has closed (`page_closed`)
         self._lock = threading.Lock()
 
-    def _key(self, session: str) -> str:
-        return SHARED_OWNER if self.shared else owner_id(session)
+    def _key(self, visitor: str) -> str:
+        return SHARED_KEY if self.shared else visitor_id(visitor)
 
     def running(self) -> int:
         return sum(job.snapshot().running for job in self._jobs.values())
 
     def start(
         self,
-        session: str,
+        visitor: str,
         *,
         model: str,
         data: str,
@@ -165,24 +165,24 @@ class JobRegistry:
         eval_batch_size: int | None = None,
         disk_bytes: int = 0,
     ) -> Path:
-        """Start `session`'s run in a fresh private folder and return that folder. Raises
+        """Start `visitor`'s run in a fresh private folder and return that folder. Raises
         ValueError (bad arguments, e.g. a warm-up as long as the run), JobBusy (own run or the
         server's limit). `warmup_epochs` None: TrainConfig's default, 10% of the run;
         `eval_batch_size` None: TrainConfig's default; `disk_bytes`: what the run's checkpoints
         will write (training.budget), made room for before it starts."""
         epochs_i, batch_i, rate = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
-        key = self._key(session)
+        key = self._key(visitor)
         with self._lock:
             self._check_room(key)
             self._replace_waiting(key)
             queued = not self._slot_free(key)
             self._make_room(disk_bytes)
-            out = self.runs_dir / f"{owner_id(session)}-{uuid.uuid4().hex[:12]}"
+            out = self.runs_dir / f"{visitor_id(visitor)}-{uuid.uuid4().hex[:12]}"
             out.mkdir(mode=0o700, parents=True)
             (out / APP_RUN_MARKER).write_text(MARKER_TEXT)
             job = self._jobs[key] = TrainingJob(self.chunks, watch=partial(self._turn_over, key))
             self._polled[key] = self.clock()
-            self._starters[key], self._folders[key] = session, out
+            self._starters[key], self._folders[key] = visitor, out
             self._closed.discard(key)
             if queued:
                 self._queue.append(key)
@@ -202,7 +202,7 @@ class JobRegistry:
         return out
 
     def _replace_waiting(self, key: str) -> None:
-        """A new run replaces the owner's run waiting with its save (the page asked first): that
+        """A new run replaces the visitor's run waiting with its save (the page asked first): that
         run ends from its save, its model kept to download; a queued one gives its place up."""
         job = self._jobs.get(key)
         if job is not None and job.snapshot().paused:
@@ -215,11 +215,13 @@ class JobRegistry:
         ahead = self._queue[: self._queue.index(key)] if key in self._queue else self._queue
         return self.running() < self.limits.max_concurrent and not ahead
 
-    def check_room(self, session: str) -> None:
-        """Raise JobBusy, as `start` would, when `session` may not start a run now (its own run
-        still going, or the server's limit reached); nothing starts (the Train tab's first step)."""
+    def check_start(self, visitor: str, *, epochs: object, batch_size: object, lr: object) -> None:
+        """Raise as `start` would before it starts anything, when `visitor` may not start such a
+        run now: ValueError for a number out of the limits, JobBusy for its own run still going or
+        the server's limit reached; nothing starts (the Train tab's first step)."""
+        self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
         with self._lock:
-            self._check_room(self._key(session))
+            self._check_room(self._key(visitor))
 
     def _check_room(self, key: str) -> None:
         """JobBusy when `key` may neither train now nor queue: its own run still going, or the
@@ -234,9 +236,9 @@ class JobRegistry:
                 f"{self.limits.max_concurrent} run slot(s); try again in about {minutes(self._wait(len(self._queue)))}"
             )
 
-    def snapshot(self, session: str) -> JobSnapshot:
-        """`session`'s run as its page shows it; queued, with its place and estimated wait."""
-        key = self._key(session)
+    def snapshot(self, visitor: str) -> JobSnapshot:
+        """`visitor`'s run as its page shows it; queued, with its place and estimated wait."""
+        key = self._key(visitor)
         job = self._jobs.get(key)
         if job is None:
             return JobSnapshot()
@@ -259,36 +261,36 @@ class JobRegistry:
         left = sum(max(0.0, min(typical, self.limits.time_limit_s) - (now - self._since.get(k, now))) for k in running)
         return (left + (place - 1) * typical) / self.limits.max_concurrent
 
-    def page_seen(self, page: str, session: str) -> None:
-        """The open page `page` (Gradio's session) polls for `session`'s run (`page_closed`)."""
-        self._pages[page] = session
+    def page_seen(self, page: str, visitor: str) -> None:
+        """The open page `page` (Gradio's visitor) polls for `visitor`'s run (`page_closed`)."""
+        self._pages[page] = visitor
 
     def page_closed(self, page: str) -> None:
-        """The page `page` closed (Gradio's unload): when no other page of its owner is open, the
-        owner's queue place is given up and its run's slot too, at once (set aside with its save,
-        to go on when the owner is back), not after `limits.idle_s` of silence."""
-        session = self._pages.pop(page, None)
-        if session is None or session in self._pages.values():
+        """The page `page` closed (Gradio's unload): when no other page of its visitor is open, the
+        visitor's queue place is given up and its run's slot too, at once (set aside with its save,
+        to go on when the visitor is back), not after `limits.idle_s` of silence."""
+        visitor = self._pages.pop(page, None)
+        if visitor is None or visitor in self._pages.values():
             return
-        key = self._key(session)
+        key = self._key(visitor)
         with self._lock:
             self._closed.add(key)
             if key in self._queue:
                 self._queue.remove(key)
         self._set_aside_the_left()
 
-    def advance(self, session: str) -> None:
-        """`session`'s page polls: a run waiting with its save goes on when the server's limit has
+    def advance(self, visitor: str) -> None:
+        """`visitor`'s page polls: a run waiting with its save goes on when the server's limit has
         room (a thread at once; chunked, with this call); a chunked run then trains its next
         chunk if one is due (blocks for it)."""
-        key = self._key(session)
+        key = self._key(visitor)
         job = self._jobs.get(key)
         if job is None:
             return
         self._polled[key] = self.clock()
         self._closed.discard(key)
         self._set_aside_the_left()
-        with self._lock:  # two owners back at once: one takes the free slot, the other queues
+        with self._lock:  # two visitors back at once: one takes the free slot, the other queues
             if job.snapshot().paused:
                 if not job.due():  # backing off after a refusal: no slot taken, no GPU asked
                     return
@@ -305,7 +307,7 @@ class JobRegistry:
 
     def _turn_over(self, key: str) -> TurnOver | None:
         """The one policy for every run, threaded or chunked: why the run of `key` must give its
-        slot up now (its owner's page silent for `limits.idle_s`, its turn past
+        slot up now (its visitor's page silent for `limits.idle_s`, its turn past
         `limits.time_limit_s`), or None. Asked by a thread before each step, between chunks
         by `_set_aside_the_left`."""
         now, idle, limit = self.clock(), self.limits.idle_s, self.limits.time_limit_s
@@ -330,7 +332,7 @@ class JobRegistry:
 
     def _set_aside_the_left(self) -> None:
         """Give up the slots of the chunked runs whose turn is over (`_turn_over`): those of
-        owners who left are set aside, those past the time limit end. A thread asks itself."""
+        visitors who left are set aside, those past the time limit end. A thread asks itself."""
         now = self.clock()
         for key, job in list(self._jobs.items()):
             if (turn := job.check_turn()) is not None:
@@ -339,15 +341,15 @@ class JobRegistry:
                 turn_s = now - self._since.pop(key)
                 if turn_s >= TURN_COUNTED_S:
                     self._turns = [*self._turns[-99:], turn_s]
-        # A queued owner whose page is silent gives its place up (a closed page's at once: `page_closed`)
+        # A queued visitor whose page is silent gives its place up (a closed page's at once: `page_closed`)
         self._queue = [k for k in self._queue if now - self._polled.get(k, now) <= self.limits.idle_s]
 
-    def stop(self, session: str) -> bool:
-        """Stop `session`'s run, training or waiting for GPU time; False if it has none going on
+    def stop(self, visitor: str) -> bool:
+        """Stop `visitor`'s run, training or waiting for GPU time; False if it has none going on
         (or, shared, did not start it)."""
-        key = self._key(session)
+        key = self._key(visitor)
         job = self._jobs.get(key)
-        if job is None or not _live(job.snapshot()) or self._starters.get(key) != session:
+        if job is None or not _live(job.snapshot()) or self._starters.get(key) != visitor:
             return False
         job.stop()
         with self._lock:
@@ -355,37 +357,37 @@ class JobRegistry:
                 self._queue.remove(key)
         return True
 
-    def set_down(self, session: str) -> Path | None:
-        """Before `session` starts a new run: its run waiting with its save ends from it (a queued
+    def set_down(self, visitor: str) -> Path | None:
+        """Before `visitor` starts a new run: its run waiting with its save ends from it (a queued
         one gives its place up); the model file of its run, if it has one, to keep."""
-        key = self._key(session)
-        if self._starters.get(key) == session:
+        key = self._key(visitor)
+        if self._starters.get(key) == visitor:
             with self._lock:
                 self._replace_waiting(key)
-        return self.checkpoint(session)
+        return self.checkpoint(visitor)
 
-    def check_go_on(self, session: str) -> None:
-        """Raise as `go_on` would when `session`'s stopped run may not go on now; nothing starts
+    def check_go_on(self, visitor: str) -> None:
+        """Raise as `go_on` would when `visitor`'s stopped run may not go on now; nothing starts
         (the Train tab's first step)."""
         with self._lock:
-            self._resumable(session)
+            self._resumable(visitor)
 
-    def _resumable(self, session: str) -> JobSnapshot:
-        key = self._key(session)
+    def _resumable(self, visitor: str) -> JobSnapshot:
+        key = self._key(visitor)
         job = self._jobs.get(key)
         snap = job.snapshot() if job is not None else JobSnapshot()
-        if not snap.resumable or self._starters.get(key) != session:
+        if not snap.resumable or self._starters.get(key) != visitor:
             raise ValueError("you have no stopped run to continue")
         self._check_room(key)
         return snap
 
-    def go_on(self, session: str) -> None:
-        """Continue `session`'s stopped run from where it stopped, in its own folder (`TrainingJob.go_on`),
+    def go_on(self, visitor: str) -> None:
+        """Continue `visitor`'s stopped run from where it stopped, in its own folder (`TrainingJob.go_on`),
         as a new turn at a run slot. Raises ValueError (no stopped run of theirs, or its save is gone)
         or JobBusy (the server's limit, or its disk budget, as `start` would)."""
-        key = self._key(session)
+        key = self._key(visitor)
         with self._lock:
-            snap = self._resumable(session)
+            snap = self._resumable(visitor)
             # Room for what it writes next, its model once more (its training state is rewritten in
             # place), and never by deleting its own folder, which an ended run's is to the others.
             model = Path(snap.checkpoint) if snap.checkpoint else None
@@ -393,9 +395,9 @@ class JobRegistry:
             self._polled[key] = self._since[key] = self.clock()  # a new turn
             self._jobs[key].go_on()
 
-    def checkpoint(self, session: str) -> Path | None:
-        """The latest model file of `session`'s run, if it exists."""
-        path = self.snapshot(session).checkpoint
+    def checkpoint(self, visitor: str) -> Path | None:
+        """The latest model file of `visitor`'s run, if it exists."""
+        path = self.snapshot(visitor).checkpoint
         return Path(path) if path and Path(path).is_file() else None
 
     def _app_runs(self) -> list[Path]:

@@ -34,7 +34,7 @@ from explorer.explain import (
 from explorer.images import EXAMPLES_DIR, ImageError, check_image, first_frame_note
 from explorer.loaded import LoadedModel
 from explorer.prompts import ZeroShot
-from training.registry import JobRegistry, owner_id
+from training.registry import JobRegistry, visitor_id
 from vit.analysis import Query
 from vit.messages import quoted
 
@@ -295,9 +295,9 @@ def network(server: Server, request: gr.Request | None) -> str | None:
     return sender(scope, server.settings.trusted_hops) if isinstance(scope, dict) else None
 
 
-def owner(request: gr.Request | None) -> str:
+def visitor_of(request: gr.Request | None) -> str:
     """Who is asking: a digest of the browser (or gradio_client) session."""
-    return owner_id(request.session_hash if request is not None and request.session_hash else "anonymous")
+    return visitor_id(request.session_hash if request is not None and request.session_hash else "anonymous")
 
 
 def check_upload_header(image: dict) -> None:
@@ -389,10 +389,10 @@ def picked_model(catalog: ModelCatalog, model_key: object, request: gr.Request |
     pickers' events run with preprocess=False: Gradio's own choice check echoed a 10 MB key
     whole, and HTML in it unescaped."""
     try:
-        catalog.check_use(model_key, owner(request))  # the one rule for checkpoint keys, one sentence
+        catalog.check_use(model_key, visitor_of(request))  # the one rule for checkpoint keys, one sentence
     except ModelUnavailable as e:
         raise visitor_error(str(e), duration=None) from e
-    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(owner(request))}:
+    if not isinstance(model_key, str) or model_key not in {key for _, key in catalog.choices(visitor_of(request))}:
         raise visitor_error(f"unknown model {quoted(model_key)}: pick one from the list")
     return model_key
 

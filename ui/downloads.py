@@ -28,13 +28,13 @@ def download_progress(progress: gr.Progress, key: str) -> Progress:
 
 
 def load(
-    catalog: ModelCatalog, key: object, progress: gr.Progress | None = None, owner: str | None = None
+    catalog: ModelCatalog, key: object, progress: gr.Progress | None = None, visitor: str | None = None
 ) -> LoadedModel:
-    """The model behind `key` for the visitor `owner` (ModelCatalog.check_use), its download
+    """The model behind `key` for `visitor` (ModelCatalog.check_use), its download
     drawn on `progress`; gr.Error (one line) if it cannot be had. The full reason is in the
     server log (explorer.catalog logs it)."""
     try:
         on_bytes = download_progress(progress, str(key)) if progress is not None else None
-        return catalog.get(str(key), progress=on_bytes, owner=owner)
+        return catalog.get(str(key), progress=on_bytes, owner=visitor)
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e

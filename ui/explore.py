@@ -604,9 +604,7 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
     # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
     switched = view.model_key.change(
         **view.event(h.load_model, server),
-        outputs=view.pick(
-            "current_model", "model_info", "classes", "layer", "pca_layer", *ev.MODEL_ONLY_VIEWS, "target", "words"
-        ),
+        outputs=view.pick("current_model", "model_info", "classes", "layer", *ev.MODEL_SWITCHED, "words"),
         api_name="load_model",
         show_progress="full",
         **HEAVY,

@@ -47,17 +47,16 @@ from .common import (
     load_or_error,
     model_name,
     network,
-    owner,
     picked_model,
     query_name,
     slug,
     uploaded_path,
+    visitor_of,
     word_maps,
 )
 from .explore_views import (
     IMAGE_VIEWS,
     KEPT,
-    MODEL_ONLY_VIEWS,
     MORE,
     MORE_VIEWS,
     ON_REQUEST,
@@ -70,6 +69,7 @@ from .explore_views import (
     draw_on_screen,
     relevance_classes,
     run_task,
+    switched_model,
     view_scene,
 )
 from .outputs import UPLOADS, cache_path, saved, upload_folder
@@ -293,7 +293,7 @@ def analysed(
 ) -> dict:
     """`analyze` for API clients, or for the page (`page`: the view on screen and the views'
     records, for `page_analysis`)."""
-    catalog, visitor = server.catalog, owner(request)
+    catalog, visitor = server.catalog, visitor_of(request)
     if given.image is None:
         return cleared(load_or_error(catalog, given.model_key, visitor).model.config.prefix_names, page is not None)
     mode = one_of("resize mode", given.mode, MODES)
@@ -333,7 +333,7 @@ def note_image(server: Server, image: dict | None, request: gr.Request) -> None:
     session's last (Gradio's second .change for one upload) stops here silently, so an image
     is analysed, and a bad file's message shown, once."""
     path = image.get("path") if isinstance(image, dict) else None
-    if not server.seen_uploads.is_new(owner(request), path if isinstance(path, str) else None):
+    if not server.seen_uploads.is_new(visitor_of(request), path if isinstance(path, str) else None):
         raise visitor_error("this image is already shown", visible=False, print_exception=False)
 
 
@@ -671,7 +671,7 @@ def keep_image(server: Server, explanation_key: ExplanationKey | None, request: 
     """After a refused upload, the upload box shows again the image the views on the page
     belong to (empty if none): marked as seen, so putting it back starts no analysis."""
     path = explanation_key.path if explanation_key is not None else None
-    server.seen_uploads.is_new(owner(request), path)
+    server.seen_uploads.is_new(visitor_of(request), path)
     return path
 
 
@@ -798,10 +798,8 @@ def load_model(
         "model_info": loaded.describe(),
         "classes": classes_note(loaded),
         "layer": layer_slider(depth, depth),  # the analysis that follows starts at the last layer
-        "pca_layer": layer_slider(depth, depth),
-        # drawn now only if on screen; else None, drawn for this model when opened (show_more)
-        **draw_on_screen(MODEL_ONLY_VIEWS, on_screen, view_scene(loaded, server.text_px), asked),
-        "target": gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED),
+        # a view drawn now only if on screen; else None, drawn for this model when opened (show_more)
+        **switched_model(loaded, on_screen, view_scene(loaded, server.text_px), asked),
         "words": gr.Column(visible=loaded.text is not None),  # the words box, for CLIP models only
     }
 
@@ -809,14 +807,14 @@ def load_model(
 def model_choices(server: Server, request: gr.Request) -> dict:
     """After a model loads: the picker as the catalogue is now (weights just downloaded are no
     longer "downloads once"; a failed download offline marks what cannot be had)."""
-    return {"model_key": gr.Dropdown(choices=server.catalog.choices(owner(request)))}
+    return {"model_key": gr.Dropdown(choices=server.catalog.choices(visitor_of(request)))}
 
 
 def upload_checkpoint(server: Server, checkpoint: str | None, request: gr.Request) -> dict:
     """Validate an uploaded .safetensors checkpoint, add it to this visitor's picker and select it."""
     if checkpoint is None:
         return {}
-    visitor = owner(request)
+    visitor = visitor_of(request)
     try:
         path = checked_upload(checkpoint, upload_folder())
         UPLOADS.admit(path)

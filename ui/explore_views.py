@@ -10,8 +10,8 @@ ui/explore.py and ui/explore_handlers.py name no view of it by hand.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any
 
@@ -56,6 +56,8 @@ GPU_TASKS = {
     if spec.task is not None
 }
 LAYOUTS: dict[str, Callable[[LoadedModel], dict[str, Any]]] = {}  # a tab's controls, by view (`controls_for`)
+# What a new model sets anew in a tab's controls, by view, then by ExploreView field (`renewed_for`)
+RENEWALS: dict[str, dict[str, Callable[[LoadedModel], Any]]] = {}
 CHECKS: dict[str, Callable[[Scene, Any], Any]] = {}  # a record's check before it is drawn, by view (`checked_for`)
 
 
@@ -79,6 +81,18 @@ def controls_for(name: str) -> Callable:
     def register(layout: Callable[[LoadedModel], dict[str, Any]]) -> Callable[[LoadedModel], dict[str, Any]]:
         LAYOUTS[name] = layout
         return layout
+
+    return register
+
+
+def renewed_for(name: str, control: str) -> Callable:
+    """Register the decorated function as what a new model makes of view `name`'s control `control`
+    (its layers, its classes): the new model in, the control's update out (ui/explore_handlers.py,
+    load_model, sets it; its values were the old model's)."""
+
+    def register(renew: Callable[[LoadedModel], Any]) -> Callable[[LoadedModel], Any]:
+        RENEWALS.setdefault(name, {})[control] = renew
+        return renew
 
     return register
 
@@ -122,6 +136,12 @@ def relevance_controls(start: LoadedModel) -> dict[str, Any]:
     return {"target": target, "relevance_button": relevance_button}
 
 
+@renewed_for("relevance", "target")
+def relevance_target(loaded: LoadedModel) -> gr.Dropdown:
+    """The new model's classes to explain, its prediction picked."""
+    return gr.Dropdown(choices=relevance_classes(loaded), value=PREDICTED)
+
+
 @controls_for("pca")
 def pca_controls(start: LoadedModel) -> dict[str, Any]:
     depth = start.model.config.depth
@@ -133,6 +153,13 @@ def pca_controls(start: LoadedModel) -> dict[str, Any]:
             "pca_examples": gr.Checkbox(False, label="Fit one PCA on this image and the six animal examples"),
             "pca_background": gr.Checkbox(True, label="Remove the background (component 1 below 0, as DINOv2)"),
         }
+
+
+@renewed_for("pca", "pca_layer")
+def pca_layer(loaded: LoadedModel) -> gr.Slider:
+    """The new model's layers, its last picked."""
+    depth = loaded.model.config.depth
+    return common.layer_slider(depth, depth)
 
 
 @checked_for("pca")
@@ -148,12 +175,13 @@ class MoreView(more_views.MoreView):
     """A view of the registry (its fields) with what ui/ adds: `asked`, the record its own controls
     make as the binding parses it (what a call of its endpoint takes, and nothing else); `gpu`, its
     task as ZeroGPU runs it; `controls`, its tab's controls (`controls_for`); `check`, its record's
-    check (`checked_for`)."""
+    check (`checked_for`); `renewed`, what a new model sets anew in its controls (`renewed_for`)."""
 
     asked: Controls | None = None
     gpu: GpuTask | None = None
     controls: Callable[[LoadedModel], dict[str, Any]] | None = None
     check: Callable[[Scene, Any], Any] | None = None
+    renewed: Mapping[str, Callable[[LoadedModel], Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, spec: more_views.MoreView) -> MoreView:
@@ -161,7 +189,8 @@ class MoreView(more_views.MoreView):
         gpu = GPU_TASKS.get(spec.task) if spec.task is not None else None
         own = {f.name: getattr(spec, f.name) for f in fields(more_views.MoreView)}
         own["hint"] = spec.hint + (ON_GPU_NOTES.get(spec.name, "") if ON_ZEROGPU else "")
-        return cls(**own, asked=asked, gpu=gpu, controls=LAYOUTS.get(spec.name), check=CHECKS.get(spec.name))
+        layout, check, renewed = LAYOUTS.get(spec.name), CHECKS.get(spec.name), RENEWALS.get(spec.name, {})
+        return cls(**own, asked=asked, gpu=gpu, controls=layout, check=check, renewed=renewed)
 
     @property
     def heavy(self) -> bool:
@@ -201,6 +230,13 @@ MODEL_ONLY_VIEWS = tuple(name for name in DRAWN_VIEWS if not MORE[name].image)  
 STYLE_VIEWS = tuple(name for name in IMAGE_VIEWS if MORE[name].style)  # redrawn in a new style
 # Drawn by a button of their own (relevance), with what the session keeps of each: cleared with the image.
 ON_REQUEST = tuple(field for more in MORE.values() if more.picture is None for field in (more.name, more.kept) if field)
+# What a new model changes in the tabs (ExploreView fields, view by view in the order of their tabs): a
+# view of the model alone (drawn if on screen), then the controls it sets anew (`switched_model`).
+MODEL_SWITCHED = tuple(
+    name
+    for more in MORE.values()
+    for name in ((more.name,) if more.name in MODEL_ONLY_VIEWS else ()) + tuple(more.renewed)
+)
 KEPT = tuple(more.kept for more in MORE.values() if more.kept)  # of those, what the session keeps
 MORE_LABEL = "More views: " + ", ".join(more.listed for more in MORE.values())  # the accordion's label
 # The pictures on the page that follow the style controls, as the page finds them: the style views
@@ -259,3 +295,11 @@ def draw_on_screen(
     `asked`, the others None (so no picture of an earlier image, model or style is left in a closed
     tab; opening it draws it)."""
     return {name: MORE[name].draw(scene, asked[name]) if name == on_screen else None for name in names}
+
+
+def switched_model(loaded: LoadedModel, on_screen: str | None, scene: Scene, asked: ModelAsked) -> dict[str, Any]:
+    """MODEL_SWITCHED's values for `loaded`, a new model: each view of the model alone drawn from
+    `scene` if `on_screen` (`draw_on_screen`), each control a view sets anew as `loaded` has it."""
+    drawn = draw_on_screen(MODEL_ONLY_VIEWS, on_screen, scene, asked)
+    renewed = {name: renew(loaded) for more in MORE.values() for name, renew in more.renewed.items()}
+    return {name: (drawn | renewed)[name] for name in MODEL_SWITCHED}

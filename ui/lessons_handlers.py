@@ -34,8 +34,8 @@ from .common import (
     colour_map_style,
     layer_slider,
     model_name,
-    owner,
     uploaded_path,
+    visitor_of,
     word_maps,
 )
 from .settings import in_markdown
@@ -88,7 +88,7 @@ def check_heads_off(
     if model_key not in server.catalog.loaded_keys():
         return
     try:
-        c = server.catalog.get(model_key, owner=owner(request)).model.config
+        c = server.catalog.get(model_key, owner=visitor_of(request)).model.config
     except ModelUnavailable:
         return  # `switch_heads_off` says why, as it does for an API client
     try:
@@ -154,7 +154,7 @@ def lesson_models(server: Server, request: gr.Request | None = None) -> dict:
     page opened; weights downloaded since, no longer "downloads once"), and each lesson's line
     names only the weights still missing. On opening the tab and after each lesson (which may
     have downloaded a model); `follow_lessons` comes next."""
-    catalog, visitor = server.catalog, owner(request)
+    catalog, visitor = server.catalog, visitor_of(request)
     choices = catalog.choices(visitor)
     names = ("models", "with_registers", "without_registers", "heads_model")
     pickers = {name: gr.Dropdown(choices=choices) for name in names}
@@ -174,7 +174,7 @@ def follow_lessons(
     """After `lesson_models`: lessons 1 to 3's pickers that the visitor left on what the lesson
     opened on move to the models it opens on now (`follow`). `models` is lesson 1's picker as the
     page sent it (unchecked: it is only compared with what the lesson opened on)."""
-    visitor = owner(request)
+    visitor = visitor_of(request)
     opening = lessons.opening_models(server.catalog.available, server.catalog.here(visitor))
     return follow(server, opening, opened, models, norms_current, heads_current, request)
 
@@ -200,7 +200,7 @@ def follow(
     if not opened:
         return {}
     out: dict = {}
-    choices = server.catalog.choices(owner(request))
+    choices = server.catalog.choices(visitor_of(request))
     now = opened_models(opening.compare, [opening.with_registers, opening.without_registers], opening.heads)
     if models == opened["compare"] != now["compare"]:
         out["models"] = gr.Dropdown(choices=choices, value=now["compare"], multiselect=True)
@@ -272,7 +272,7 @@ def norms_models(
     note saying when the pair cannot differ. A model that cannot be had here is said in the
     note and both pickers return to `norms_current`, the pair the slider still describes."""
     try:
-        models = [fetched(server.catalog, key, progress, owner(request)) for key in pair]
+        models = [fetched(server.catalog, key, progress, visitor_of(request)) for key in pair]
     except ModelUnavailable as e:
         first, second = norms_current
         return {
@@ -318,7 +318,7 @@ def heads_model(
     model that cannot be had here is said in the note, and the picker returns to the model
     the box still describes (no Error badge hides the box or the top-5)."""
     try:
-        loaded = fetched(server.catalog, pick.model_key, progress, owner(request))
+        loaded = fetched(server.catalog, pick.model_key, progress, visitor_of(request))
     except ModelUnavailable as e:
         back = pick.current
         return {
@@ -355,7 +355,7 @@ def compare_models(
     loaded, missing = [], []  # each model that cannot be had here, as the catalogue says why (it names the model)
     for key in compared(models):
         try:
-            loaded.append(fetched(server.catalog, key, progress, owner(request)))
+            loaded.append(fetched(server.catalog, key, progress, visitor_of(request)))
         except ModelUnavailable as e:
             missing.append(str(e))
     if not loaded:
@@ -391,7 +391,7 @@ def compare_token_norms(
     model with registers and one without, on one colour scale; patches above 2 x the median
     norm outlined and listed with their norm and their share of the last layer's CLS attention."""
     picture = lesson_image(image)
-    models = [downloads.load(server.catalog, key, progress, owner(request)) for key in pair]
+    models = [downloads.load(server.catalog, key, progress, visitor_of(request)) for key in pair]
     depth = min(m.model.config.depth for m in models)
     index = whole_number("layer", layer, 1, depth) - 1
     try:
@@ -416,7 +416,7 @@ def switch_heads_off(
 ) -> dict:
     """Which heads matter: the top-5 predictions with the heads in `heads` switched off, as
     1-based "layer.head" items separated by commas ("3.2, 11.7"); empty: every head on."""
-    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress, owner(request))
+    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress, visitor_of(request))
     c = loaded.model.config
     try:
         off = lessons.parse_heads(str(heads or ""), c.depth, c.heads)
@@ -479,9 +479,9 @@ def rank_heads(
     a time: layers x heads forward passes, refused past explorer.lessons.MAX_RANKING_FLOPS and
     stopped after MAX_RANKING_S seconds. One ranking at a time per visitor; the ranking so far
     is shown after every layer, and *Stop* (or leaving the page) ends it there."""
-    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress, owner(request))
+    picture, loaded = lesson_image(image), downloads.load(server.catalog, model_key, progress, visitor_of(request))
     c = loaded.model.config
-    with server.rankings.claim(owner(request), lessons.MAX_RANKING_S):
+    with server.rankings.claim(visitor_of(request), lessons.MAX_RANKING_S):
         try:
             for ranking in zerogpu.RANKING(loaded, picture):
                 yield {"ranking": ranking.rows, "heads_note": ranking_note(ranking, c.depth, c.heads)}

@@ -32,10 +32,10 @@ from .common import (
     export_stem,
     layer_slider,
     model_name,
-    owner,
     picked_model,
     query_name,
     uploaded_path,
+    visitor_of,
 )
 from .limits import forget_frame
 from .outputs import UPLOADS, cache_path
@@ -122,7 +122,7 @@ def live_frame(
     forget_frame(request, camera)  # `frame` holds it for this call; the session keeps none
     if not frame:
         return {}
-    visitor = owner(request)
+    visitor = visitor_of(request)
     admission = slots.begin(visitor)
     if admission.skip:
         return {}
@@ -187,13 +187,13 @@ def open_live(server: Server, explore_model: str, request: gr.Request) -> dict:
     model_key = picked_model(catalog, explore_model, request)
     return {
         "tabs": gr.Tabs(selected="live"),
-        "model_key": gr.Dropdown(choices=catalog.choices(owner(request)), value=model_key),
+        "model_key": gr.Dropdown(choices=catalog.choices(visitor_of(request)), value=model_key),
     }
 
 
 def live_choices(server: Server, request: gr.Request) -> dict:
     """Opening the tab: the picker lists this visitor's own checkpoints too."""
-    return {"model_key": gr.Dropdown(choices=server.catalog.choices(owner(request)))}
+    return {"model_key": gr.Dropdown(choices=server.catalog.choices(visitor_of(request)))}
 
 
 def attention_video(
@@ -210,7 +210,7 @@ def attention_video(
         raise visitor_error("Upload a short video clip first (MP4, MOV or WebM).")
     path = uploaded_path(clip)
     try:
-        loaded, layer, query, style = live_request(server.catalog, controls, owner(request))
+        loaded, layer, query, style = live_request(server.catalog, controls, visitor_of(request))
         name = export_stem(clip, controls.model_key, server.catalog)
         out = cache_path(f"{name}-layer{layer}-{query_name(query)}.mp4")
 

@@ -3,8 +3,8 @@ at most one frame per visitor in flight: server policy of ui/ (its last floor, d
 with no Gradio, no model and no picture; ui/live.py holds them, ui/live_handlers.py asks before every frame.
 
 A free Space's two vCPUs serve one or two live streams; more would slow every one of them
-(and Explore's visitors). So at most `limit` visitors (an `owner`: the app passes a digest of
-the browser session) hold a slot at once. A slot lasts one turn (`turn_s` seconds of
+(and Explore's visitors). So at most `limit` visitors (each named by a digest of its
+browser session) hold a slot at once. A slot lasts one turn (`turn_s` seconds of
 streaming) and is given back when its turn is over or when no frame came for `idle_s`
 seconds (the visitor pressed Stop or left). Visitors whose frames arrive while every slot is
 held wait in the order they first asked, and are told how long in seconds; a free slot goes
@@ -55,37 +55,37 @@ class StreamSlots:
     idle_s: float = 3.0
     clock: Callable[[], float] = time.monotonic
     _slots: dict[str, _Slot] = field(default_factory=dict)
-    _waiting: dict[str, tuple[float, float]] = field(default_factory=dict)  # owner -> (first asked, last asked)
+    _waiting: dict[str, tuple[float, float]] = field(default_factory=dict)  # visitor -> (first asked, last asked)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         if self.limit < 1:
             raise ValueError(f"the live stream limit must be at least 1, got {self.limit}")
 
-    def begin(self, owner: str) -> Admission:
-        """Ask to draw one frame of `owner`'s stream. When admitted, call `end` after drawing
+    def begin(self, visitor: str) -> Admission:
+        """Ask to draw one frame of `visitor`'s stream. When admitted, call `end` after drawing
         it, also when drawing fails (try/finally): the slot stays busy until then."""
         with self._lock:
             now = self.clock()
             self._expire(now)
-            slot = self._slots.get(owner)
-            if slot is None and self._first_in_line(owner, now):
-                self._waiting.pop(owner, None)
-                slot = self._slots[owner] = _Slot(started=now, last_seen=now)
+            slot = self._slots.get(visitor)
+            if slot is None and self._first_in_line(visitor, now):
+                self._waiting.pop(visitor, None)
+                slot = self._slots[visitor] = _Slot(started=now, last_seen=now)
             if slot is None:
-                return self._wait(owner, now)
+                return self._wait(visitor, now)
             slot.last_seen = now
             if slot.busy:
                 return Admission(admitted=False, skip=True)
             slot.busy = True
             return Admission(admitted=True)
 
-    def end(self, owner: str) -> float | None:
-        """A frame of `owner` has been drawn; returns the frames per second shown (None until
+    def end(self, visitor: str) -> float | None:
+        """A frame of `visitor` has been drawn; returns the frames per second shown (None until
         two frames have been)."""
         with self._lock:
             now = self.clock()
-            slot = self._slots.get(owner)
+            slot = self._slots.get(visitor)
             if slot is None:
                 return None
             slot.busy, slot.last_seen, slot.frames = False, now, slot.frames + 1
@@ -95,10 +95,10 @@ class StreamSlots:
             slot.last_shown = now
             return 1.0 / slot.interval if slot.interval else None
 
-    def seconds_left(self, owner: str) -> int:
-        """Seconds left in `owner`'s turn (0 without a slot)."""
+    def seconds_left(self, visitor: str) -> int:
+        """Seconds left in `visitor`'s turn (0 without a slot)."""
         with self._lock:
-            slot = self._slots.get(owner)
+            slot = self._slots.get(visitor)
             return max(0, math.ceil(slot.started + self.turn_s - self.clock())) if slot else 0
 
     def active(self) -> int:
@@ -110,33 +110,33 @@ class StreamSlots:
     def _expire(self, now: float) -> None:
         """Give back the slots whose turn is over or whose visitor stopped sending frames, and
         forget waiters who stopped asking."""
-        for owner, slot in list(self._slots.items()):
+        for visitor, slot in list(self._slots.items()):
             if slot.busy:  # a frame is being drawn (a slow model may take longer than idle_s)
                 continue
             over = now - slot.started >= self.turn_s
             if over or now - slot.last_seen >= self.idle_s:
-                del self._slots[owner]
+                del self._slots[visitor]
                 if over:  # the turn is over: back of the line
-                    self._waiting[owner] = (now, now)
-        for owner, (_, last) in list(self._waiting.items()):
+                    self._waiting[visitor] = (now, now)
+        for visitor, (_, last) in list(self._waiting.items()):
             if now - last >= self.idle_s:
-                del self._waiting[owner]
+                del self._waiting[visitor]
 
-    def _first_in_line(self, owner: str, now: float) -> bool:
-        """Record that `owner` asks; True if no one else has been waiting longer for a slot."""
-        first = self._waiting.get(owner, (now, now))[0]
-        self._waiting[owner] = (first, now)
-        return self._rank(owner) < self.limit - len(self._slots)
+    def _first_in_line(self, visitor: str, now: float) -> bool:
+        """Record that `visitor` asks; True if no one else has been waiting longer for a slot."""
+        first = self._waiting.get(visitor, (now, now))[0]
+        self._waiting[visitor] = (first, now)
+        return self._rank(visitor) < self.limit - len(self._slots)
 
-    def _rank(self, owner: str) -> int:
-        """How many waiters asked before `owner` (0 = first in line; ties by name)."""
-        first = self._waiting[owner][0]
-        return sum(1 for other, (asked, _) in self._waiting.items() if (asked, other) < (first, owner))
+    def _rank(self, visitor: str) -> int:
+        """How many waiters asked before `visitor` (0 = first in line; ties by name)."""
+        first = self._waiting[visitor][0]
+        return sum(1 for other, (asked, _) in self._waiting.items() if (asked, other) < (first, visitor))
 
-    def _wait(self, owner: str, now: float) -> Admission:
-        """How long `owner` waits: the k-th in line gets the k-th slot to come free, a slot
+    def _wait(self, visitor: str, now: float) -> Admission:
+        """How long `visitor` waits: the k-th in line gets the k-th slot to come free, a slot
         freeing when its turn ends (one turn later for each round of `limit` waiters)."""
-        k = self._rank(owner)
+        k = self._rank(visitor)
         ends = sorted(s.started + self.turn_s for s in self._slots.values()) or [now]
         rounds, index = divmod(k, len(ends))
         wait = ends[index] + rounds * self.turn_s - now

@@ -25,7 +25,7 @@ from .pictures import picture
 from .settings import SPACE_MODEL, ServerSettings
 
 POLL_S = h.POLL_S
-# A run's owner is the run token the page keeps in the browser's local storage (gr.BrowserState,
+# A run's visitor is the run token the page keeps in the browser's local storage (gr.BrowserState,
 # encrypted with the server's secret), not the page's session: after a reload, or on a page
 # opened again later, the Train tab finds the visitor's run (issue 44). Another visitor's browser
 # holds another token; an API client without one is its session, as before.
@@ -272,7 +272,7 @@ class PageTabs:
 
 def wire_page(demo: gr.Blocks, view: TrainView, server: Server) -> None:
     """The page's own events for the Train tab: on opening, on whichever tab, the visitor's run is
-    shown and polled, so a run saved while its owner was away goes on by itself (issue 60: only
+    shown and polled, so a run saved while its visitor was away goes on by itself (issue 60: only
     selecting the Train tab again did it); on closing, its queue place and run slot are given up."""
     show_run(demo.load, view, server)
     demo.unload(view.bind(h.train_page_closed, server))

@@ -13,7 +13,6 @@ the platform's GPU worker, each started by a status poll of the visitor (docs/tr
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import re
@@ -40,14 +39,14 @@ from training.budget import (
 )
 from training.data import cifar10_downloaded
 from training.job import JobBusy, JobSnapshot, epoch_message
-from training.registry import JobRegistry, TrainLimits, minutes
+from training.registry import TrainLimits, minutes
 from vit.messages import markdown_text, quoted
 from vit.model import CONFIGS
 from vit.pretrained import PRETRAINED
 
 from . import zerogpu
 from .checks import number, one_of, visitor_error
-from .common import Server, owner
+from .common import Server, visitor_of
 from .outputs import SERVED
 from .pictures import with_alt
 from .settings import SPACE_MODEL, ServerSettings, for_visitors, in_markdown
@@ -62,7 +61,7 @@ QUEUE_POLL_S = 5.0
 # poll, 0 for none). A fresh page or a just-started run polls: a poll must follow and show its end.
 NOTHING_SHOWN = (-1, -1, -1, "", POLL_S)
 
-# The page's run token (ui.train.RUN_TOKEN_KEY), as `train_models` makes it and `run_owner` accepts it.
+# The page's run token (ui.train.RUN_TOKEN_KEY), as `train_models` makes it and `run_visitor_of` accepts it.
 RUN_TOKEN = re.compile(r"[0-9a-f]{32}")  # secrets.token_hex(16): 128 random bits
 PRESETS = ["vit_cifar_nano", "vit_cifar_tiny", "vit_cifar_small", "vit_cifar_showcase"]
 EXPLORE_TAB = "explore"  # the Explore tab's id in ui/app.py
@@ -345,21 +344,35 @@ def weights_here(catalog: ModelCatalog, spec: str) -> None:
         raise ValueError(no_internet(spec))
 
 
-def run_owner(run_token: str | None, request: gr.Request | None) -> str:
-    """Who owns a Train run, for the registry: the page's run token (RUN_TOKEN_KEY), else the session."""
+def run_visitor_of(run_token: str | None, request: gr.Request | None) -> str:
+    """The visitor as the Train runs know them (`run_visitor`, the registry's key): the page's run
+    token (RUN_TOKEN_KEY), which outlives a reload, else `visitor_of` the request (whose models
+    their runs join)."""
     if isinstance(run_token, str) and RUN_TOKEN.fullmatch(run_token):
         return f"run token {run_token}"
-    return owner(request)
+    return visitor_of(request)
 
 
-def train_start(
+class PlannedRun(NamedTuple):
+    """A run `train_start` may start: whose it is (`visitor`, whose models it joins; `run_visitor`,
+    the same visitor as the registry knows them: `run_visitor_of`), what `JobRegistry.start` is
+    asked (`asked`), and the memory note said above its status (`said`)."""
+
+    visitor: str
+    run_visitor: str
+    asked: dict[str, Any]
+    said: str
+
+
+def planned_run(
     server: Server, run: RunOptions, request: gr.Request | None = None, run_token: str | None = None
-) -> dict:
-    """Start this visitor's training run in the background (the old run's pictures are cleared).
-    `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run. The
-    run belongs to the page's `run_token` (`train_models` gives it one), or to the session."""
+) -> PlannedRun:
+    """Every check of a Train start, starting nothing: the numbers, the data, the model's weights,
+    the memory a batch needs, and the registry's room for this visitor's run (`JobRegistry.check_start`).
+    A visitor's error for the first that fails. Both Start's first step (`check_start`) and
+    `train_start` run it, so the toast and the start refuse the very same runs."""
     runs, catalog, settings = server.runs, server.catalog, server.settings
-    visitor, runner = owner(request), run_owner(run_token, request)
+    visitor, run_visitor = visitor_of(request), run_visitor_of(run_token, request)
     source = one_of("data source", run.source, [value for _, value in data_choices(settings)])
     warmup = warmup_epochs(run.warmup, settings.train.max_epochs)
     spec = training_source(catalog, settings, visitor, str(run.model))
@@ -371,24 +384,38 @@ def train_start(
             raise ValueError(CIFAR10_OFFLINE)
         plan, said = memory_plan(settings.train, spec, data, epochs, batch, lr)
         weights_here(catalog, spec)
-        keep_saved_run(server, runner, visitor)
-        runs.start(
-            runner,
-            model=spec,
-            data=data,
-            epochs=epochs,
-            batch_size=plan.batch,
-            lr=lr,
-            warmup_epochs=warmup,
-            eval_batch_size=plan.eval_batch,
-            disk_bytes=plan.disk_bytes,
-        )
+        runs.check_start(run_visitor, epochs=epochs, batch_size=plan.batch, lr=lr)
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
-    snap = runs.snapshot(runner)
+    asked = {
+        "model": spec,
+        "data": data,
+        "epochs": epochs,
+        "batch_size": plan.batch,
+        "lr": lr,
+        "warmup_epochs": warmup,
+        "eval_batch_size": plan.eval_batch,
+        "disk_bytes": plan.disk_bytes,
+    }
+    return PlannedRun(visitor, run_visitor, asked, said)
+
+
+def train_start(
+    server: Server, run: RunOptions, request: gr.Request | None = None, run_token: str | None = None
+) -> dict:
+    """Start this visitor's training run in the background (the old run's pictures are cleared).
+    `warmup`: epochs of warm-up, shorter than the run; empty (None) for 10% of the run. The
+    run belongs to the page's `run_token` (`train_models` gives it one), or to the session."""
+    planned = planned_run(server, run, request, run_token)
+    keep_saved_run(server, planned.run_visitor, planned.visitor)
+    try:  # the registry checks again under its lock: another visitor may have taken the last slot since
+        server.runs.start(planned.run_visitor, **planned.asked)
+    except (JobBusy, ValueError) as e:
+        raise visitor_error(str(e)) from e
+    snap = server.runs.snapshot(planned.run_visitor)
     state = "queued" if snap.place else "started"
     return {
-        "status": f"{state}\n\n{said}{describe(snap)}",
+        "status": f"{state}\n\n{planned.said}{describe(snap)}",
         "progress": progress_html(*progress_text(snap), run_state(snap), snap.next_try_s),
         "seen": (*NOTHING_SHOWN[:4], poll_after(snap)),
         "curves": None,
@@ -399,15 +426,15 @@ def train_start(
     }
 
 
-def keep_saved_run(server: Server, runner: str, visitor: str) -> None:
+def keep_saved_run(server: Server, run_visitor: str, visitor: str) -> None:
     """Before a new run replaces the visitor's saved one: a run waiting with its save ends from it,
     and its model joins the visitor's models, so it stays to download and to explore (the page
     asked "continue it or start a new one" first: `run_buttons`)."""
-    saved = server.runs.set_down(runner)
+    saved = server.runs.set_down(run_visitor)
     if saved is None:
         return
     try:
-        server.catalog.register(str(saved), visitor, label=run_label(server.runs.snapshot(runner)))
+        server.catalog.register(str(saved), visitor, label=run_label(server.runs.snapshot(run_visitor)))
     except ModelUnavailable as e:  # said by the poll that lists it, never hidden; the new run still starts
         LOG.warning("a saved run's model was not listed: %s", e)
 
@@ -426,33 +453,14 @@ def run_buttons(snap: JobSnapshot) -> dict:
     }
 
 
-class Rehearsal:
-    """The registry as `train_start` uses it, starting nothing: each check `train_start` makes
-    runs, and `start` only says whether the visitor may start a run now."""
-
-    def __init__(self, runs: JobRegistry) -> None:
-        self.runs = runs
-        self.limits = runs.limits
-
-    def start(self, session: str, *, epochs: object, batch_size: object, lr: object, **_asked: object) -> None:
-        self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
-        self.runs.check_room(session)
-
-    def snapshot(self, session: str) -> JobSnapshot:
-        return self.runs.snapshot(session)
-
-    def set_down(self, session: str) -> None:
-        """Nothing is set down by a rehearsal."""
-
-
 def check_start(
     server: Server, run: RunOptions, request: gr.Request | None = None, run_token: str | None = None
 ) -> None:
-    """Start's first step, with no outputs (ui.binding.checked_first): `train_start` rehearsed,
-    so a refused run (an empty folder box, a number out of range, a model that cannot be had)
-    is said in a toast, and the status, progress and pictures stay as they were."""
-    rehearsal = dataclasses.replace(server, runs=Rehearsal(server.runs))  # a stand-in for the registry
-    train_start(rehearsal, run, request, run_token)
+    """Start's first step, with no outputs (ui.binding.checked_first): `train_start`'s checks
+    (`planned_run`), so a refused run (an empty folder box, a number out of range, a model that
+    cannot be had, no room for it) is said in a toast, and the status, progress and pictures stay
+    as they were."""
+    planned_run(server, run, request, run_token)
 
 
 def first_step(folder: str) -> dict:
@@ -465,11 +473,11 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
     finished run's checkpoint joins the visitor's model list. On ZeroGPU the poll first trains
     the run's next chunk, if one is due (it returns after the chunk, up to zerogpu.CHUNK_S + 3 s later)."""
     runs, catalog = server.runs, server.catalog
-    visitor, runner = owner(request), run_owner(run_token, request)
+    visitor, run_visitor = visitor_of(request), run_visitor_of(run_token, request)
     if request is not None and getattr(request, "session_hash", None):
-        runs.page_seen(request.session_hash, runner)
-    runs.advance(runner)
-    snap = runs.snapshot(runner)
+        runs.page_seen(request.session_hash, run_visitor)
+    runs.advance(run_visitor)
+    snap = runs.snapshot(run_visitor)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
     now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], poll_after(snap))
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
@@ -501,7 +509,7 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
     # Offered once the run has ended: a running run's model.safetensors is renamed when it ends,
     # and a poll that handed Gradio the old name just then failed (the file gone before Gradio
     # read it, one full test run in six). An ended run's file keeps its name.
-    ended_model = None if snap.running else runs.checkpoint(runner)
+    ended_model = None if snap.running else runs.checkpoint(run_visitor)
     return {
         "seen": now,
         "status": describe(snap) + refused,
@@ -555,7 +563,7 @@ def keep_polling(seen: tuple) -> dict:
 def ask_to_stop(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
     """Stop asks first, a running epoch being lost work, when there is a run to stop: with none it
     had asked "Yes, stop my run / No, keep training" under an idle status (a teacher's walk)."""
-    snap = server.runs.snapshot(run_owner(run_token, request))
+    snap = server.runs.snapshot(run_visitor_of(run_token, request))
     if not (snap.running or snap.paused):
         return {"status": "you have no run to stop", "confirm": gr.Row(visible=False)}
     return {"confirm": gr.Row(visible=True)}
@@ -570,10 +578,10 @@ def train_stop(server: Server, request: gr.Request, run_token: str | None = None
     training (waiting, queued, between chunks) has ended by the time this returns, and says so;
     the page's poll that follows (ui/train.py) shows "stopped" and its checkpoint at once (it kept
     "stopping…" over "waiting", issue 60); a training one ends at its next step."""
-    runner = run_owner(run_token, request)
-    if not server.runs.stop(runner):
+    run_visitor = run_visitor_of(run_token, request)
+    if not server.runs.stop(run_visitor):
         return {"status": "you have no run to stop", "confirm": gr.Row(visible=False)}
-    snap = server.runs.snapshot(runner)
+    snap = server.runs.snapshot(run_visitor)
     said = "stopping: the current state will be saved as a checkpoint" if snap.running else "stopped"
     return {"status": said, "confirm": gr.Row(visible=False)}
 
@@ -589,7 +597,7 @@ def check_continue(server: Server, request: gr.Request | None = None, run_token:
     """Continue's first step, with no outputs (ui.binding.checked_first): a run that may not go on
     now (the server's run slots taken, no stopped run) is said in a toast, and the page stays."""
     try:
-        server.runs.check_go_on(run_owner(run_token, request))
+        server.runs.check_go_on(run_visitor_of(run_token, request))
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
 
@@ -598,12 +606,12 @@ def train_continue(server: Server, request: gr.Request | None = None, run_token:
     """Continue this visitor's stopped run from its save, at the very step it stopped: the same run,
     its curves and probe going on (a new run from its model, "my run, 0 epochs", would start its
     optimiser and learning-rate schedule afresh)."""
-    runner = run_owner(run_token, request)
+    run_visitor = run_visitor_of(run_token, request)
     try:
-        server.runs.go_on(runner)
+        server.runs.go_on(run_visitor)
     except (JobBusy, ValueError) as e:
         raise visitor_error(str(e)) from e
-    snap = server.runs.snapshot(runner)
+    snap = server.runs.snapshot(run_visitor)
     return {
         "status": describe(snap),
         "progress": progress_html(*progress_text(snap), run_state(snap), snap.next_try_s),
@@ -621,7 +629,7 @@ def train_models(server: Server, request: gr.Request, run_token: str | None = No
     fresh = isinstance(run_token, str) and RUN_TOKEN.fullmatch(run_token)
     token = run_token if fresh else secrets.token_hex(16)
     return {
-        "model": gr.Dropdown(choices=model_choices(server.catalog, owner(request))),
+        "model": gr.Dropdown(choices=model_choices(server.catalog, visitor_of(request))),
         "stored_token": token,
         "run_token": token,
     }
@@ -630,12 +638,12 @@ def train_models(server: Server, request: gr.Request, run_token: str | None = No
 def train_open_in_explore(server: Server, request: gr.Request, run_token: str | None = None) -> dict:
     """Point the Explore tab's model picker at this visitor's latest checkpoint."""
     runs, catalog = server.runs, server.catalog
-    visitor, runner = owner(request), run_owner(run_token, request)
-    path = runs.checkpoint(runner)
+    visitor, run_visitor = visitor_of(request), run_visitor_of(run_token, request)
+    path = runs.checkpoint(run_visitor)
     if path is None:
         raise visitor_error("No checkpoint yet: train (or stop a run) first.")
     try:
-        key = catalog.register(path, visitor, label=run_label(runs.snapshot(runner)))
+        key = catalog.register(path, visitor, label=run_label(runs.snapshot(run_visitor)))
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e
     return {"explore_model": gr.Dropdown(choices=catalog.choices(visitor), value=key)}

@@ -36,5 +36,6 @@ VIEW = register(
         "Mean attention distance per head, for this image",
         picture,
         api_name="distance",
+        chart=True,
     )
 )

@@ -105,6 +105,7 @@ VIEW = register(
         "The classifier's reading after every layer",
         picture,
         api_name="logit_lens",
+        chart=True,
         task=TASK,
         hint=HINT,
     )
