@@ -8,6 +8,9 @@ and B pixels of tiles' images (one a colour scale's layout), a query's row is
 
     row = H · (4 · N + 4 · (1 + P)) bytes    (`PageShape.row_bytes`; explorer.page_maps.rows_bytes)
 
+(every part a question may ask for at once, page_maps.PARTS' four bytes a cell; the page asks
+for one, or two for smooth upsampling, so what it is sent is a quarter to a half of this bound)
+
 and a reply's rows take at most sent(raw) = 4 · ceil(deflate_bound(raw) / 3) characters (zlib's
 bound, then base64), so that no weights can make a reply pass its budget:
 
