@@ -21,7 +21,7 @@ bound, then base64), so that no weights can make a reply pass its budget:
 - BAND_BYTES ≥ tokens, and ≥ JSON_SLACK + sent(band · row): one reply of rows the page asks for
   (`ui.explore_handlers.layer_rows`), a layer's token rows or a band of `band` consecutive patch
   queries' rows, as many as fit and at most BAND_CELLS cells, so that a clicked patch's band comes
-  quickly (ViT-B/16 at 224 px: a layer in 8 bands; a 48 × 48 grid of 12 heads in 1,152);
+  quickly (ViT-B/16 at 224 px: a layer in 12 bands; a 48 × 48 grid of 12 heads in 2,304);
 - TOKENS_BYTES ≥ L · tokens: every layer's token rows, which the page asks for unasked after the
   first screen and keeps (Play and the slider never wait for the default query).
 
@@ -43,10 +43,11 @@ TOKENS_BYTES = 8_000_000  # every layer's token rows, as JSON, at most
 PREFETCH_BYTES = 4_000_000  # the shown layer's patch rows, asked for unasked up to this (ViT-B/16 at 224 px: 2.5 MB)
 JSON_SLACK = 4_096  # a reply's keys, brackets and numbers beside its base64 arrays
 # A band's cells, one byte each (the page asks for the shown scale's byte), at most: a patch clicked
-# before its layer's rows came asks for its band, which comes in about half a second on a school
-# Wi-Fi share (1.5 Mbit/s, random weights' cells hardly deflate), one second beside a band asked
-# ahead. ViT-B/16 at 224 px: a layer in 8 bands; half a layer a band had taken 2.4 s (issue 58).
-BAND_CELLS = 64_000
+# before its layer's rows came asks for its band, which comes in about a third of a second on a
+# school Wi-Fi share (1.5 Mbit/s; random weights' cells hardly deflate), under a second beside a
+# band asked ahead (bench.page_bytes, B/16: 0.63 s; 1.04 s at 64,000). ViT-B/16 at 224 px: 12 bands a layer;
+# half a layer a band had taken 2.4 s (issue 58).
+BAND_CELLS = 40_000
 
 
 def base64_bytes(raw: int) -> int:
