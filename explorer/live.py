@@ -132,8 +132,12 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
         "query": page_query(ex, query),
         "layer": layer + 1,
         "style": asdict(style),
-        # not deflated: a frame is drawn as it comes, many a second, and inflating is asynchronous
-        "rows": {"bytes": base64.b64encode(page_maps.rows_bytes(row, ex.attention.prefix_tokens)).decode()},
+        # not deflated: a frame is drawn as it comes, many a second, and inflating is asynchronous;
+        # every part, as the page restyles the last frame without asking (ui/page_maps.js, LiveMaps)
+        "rows": {
+            "bytes": base64.b64encode(page_maps.rows_bytes(row, ex.attention.prefix_tokens)).decode(),
+            "parts": list(page_maps.PARTS),
+        },
         "rollout": {
             "values": page_maps.b64(rollout),
             "uniform": uniform,

@@ -8,6 +8,9 @@ and B pixels of tiles' images (one a colour scale's layout), a query's row is
 
     row = H · (4 · N + 4 · (1 + P)) bytes    (`PageShape.row_bytes`; explorer.page_maps.rows_bytes)
 
+(every part a question may ask for at once, page_maps.PARTS' four bytes a cell; the page asks
+for one, or two for smooth upsampling, so what it is sent is a quarter to a half of this bound)
+
 and a reply's rows take at most sent(raw) = 4 · ceil(deflate_bound(raw) / 3) characters (zlib's
 bound, then base64), so that no weights can make a reply pass its budget:
 
@@ -17,8 +20,8 @@ bound, then base64), so that no weights can make a reply pass its budget:
   tokens = JSON_SLACK + sent(Q · row), one layer's token queries' rows;
 - BAND_BYTES ≥ tokens, and ≥ JSON_SLACK + sent(band · row): one reply of rows the page asks for
   (`ui.explore_handlers.layer_rows`), a layer's token rows or a band of `band` consecutive patch
-  queries' rows, as many as fit (ViT-B/16 at 224 px: a layer in two bands; a 48 × 48 grid of 12
-  heads in 178);
+  queries' rows, as many as fit and at most BAND_CELLS cells, so that a clicked patch's band comes
+  quickly (ViT-B/16 at 224 px: a layer in 12 bands; a 48 × 48 grid of 12 heads in 2,304);
 - TOKENS_BYTES ≥ L · tokens: every layer's token rows, which the page asks for unasked after the
   first screen and keeps (Play and the slider never wait for the default query).
 
@@ -39,6 +42,12 @@ BAND_BYTES = 2_000_000  # one reply of rows, as JSON, at most (ViT-B/16 at 224 p
 TOKENS_BYTES = 8_000_000  # every layer's token rows, as JSON, at most
 PREFETCH_BYTES = 4_000_000  # the shown layer's patch rows, asked for unasked up to this (ViT-B/16 at 224 px: 2.5 MB)
 JSON_SLACK = 4_096  # a reply's keys, brackets and numbers beside its base64 arrays
+# A band's cells, one byte each (the page asks for the shown scale's byte), at most: a patch clicked
+# before its layer's rows came asks for its band, which comes in about a third of a second on a
+# school Wi-Fi share (1.5 Mbit/s; random weights' cells hardly deflate), under a second beside a
+# band asked ahead (bench.page_bytes, B/16: 0.63 s; 1.04 s at 64,000). ViT-B/16 at 224 px: 12 bands a layer;
+# half a layer a band had taken 2.4 s (issue 58).
+BAND_CELLS = 40_000
 
 
 def base64_bytes(raw: int) -> int:
@@ -86,8 +95,9 @@ class PageShape:
 
     @property
     def band(self) -> int:
-        """Patch queries a reply of patch rows holds (the last band of a layer may hold fewer)."""
-        fit = (BAND_BYTES - JSON_SLACK) * 3 // 4 // self.row_bytes  # without deflate_bound's slack
+        """Patch queries a reply of patch rows holds (the last band of a layer may hold fewer):
+        BAND_CELLS' worth, fewer where every part at once would pass BAND_BYTES."""
+        fit = min((BAND_BYTES - JSON_SLACK) * 3 // 4 // self.row_bytes, BAND_CELLS // (self.heads * self.patches))
         while fit > 1 and JSON_SLACK + sent_bytes(fit * self.row_bytes) > BAND_BYTES:
             fit -= 1  # a few rows less for zlib's slack
         return max(1, min(self.patches, fit))

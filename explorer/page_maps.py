@@ -3,13 +3,15 @@ the head maps of any layer for any query, redrawn in the browser on every click,
 step and style change without asking the server (ui/page_maps.js draws them; issue 41).
 
 What is sent. A query row of one layer is each head's attention from one query token to every
-patch, sent as `rows_bytes` says: per head a 16-bit level of the head's own scale, whose high byte
-is that scale's colour index exactly, and per cell a correction that makes the layer and fixed
-scales' colour indices exact too; each head's maximum and its attention to the prefix tokens the
-maps leave out ("CLS 0.42" under a tile) as float32. On every scale, with nearest upsampling, every
-tile is drawn in the very colours of the server's PNG (tests/test_explorer_page_maps.py checks the
-indices against matplotlib, tests/test_ui_page_maps.py the page's pixels). Rows are deflated
-(zlib): the page inflates them with the browser's DecompressionStream.
+patch, sent as `rows_bytes` says: one byte a cell of each part the page's style draws (PARTS: the
+shown scale's colour index exactly, canvas.heatmap's; with smooth upsampling the per-head index and
+the low byte of a 16-bit level of the head's own scale), and each head's maximum and its attention
+to the prefix tokens the maps leave out ("CLS 0.42" under a tile) as float32. The page asks for
+another part when the visitor picks another scale or upsampling, once per band. On every scale,
+with nearest upsampling, every tile is drawn in the very colours of the server's PNG
+(tests/test_explorer_page_maps.py checks the indices against matplotlib,
+tests/test_ui_page_maps.py the page's pixels). Rows are deflated (zlib): the page inflates them
+with the browser's DecompressionStream.
 
 Which rows, and when (issue 58: what is shown first is sent first). The analysis's reply holds
 what the first screen draws: the model input, the tiles' image and the shown layer's token
@@ -45,6 +47,11 @@ DEFLATE_LEVEL = 1  # zlib's fastest: levels 6 and 9 saved under 1 % of these row
 PAGE_MEMORY_BYTES = 40 * 2**20  # the page keeps at most this much of layers' rows (the budget: 50 MB)
 TOKENS = "tokens"  # the band that names a layer's token queries' rows (`layer_rows`)
 SCALES = ("layer", "head")  # the head tiles' layouts: the per-head scale adds a caption line
+# One byte a cell each (`part_plane`): the layer, per-head and fixed scales' colour indices, and the
+# level's low byte, which smooth upsampling needs beside the per-head index. The page asks for those
+# its style draws (ui/page_maps.js, `wanted`); an analysis's first reply holds the page's first style's.
+PARTS = ("layer", "head", "fixed", "fine")
+DEFAULT_PARTS = ("layer",)
 
 
 def colour_tables() -> dict[str, str]:
@@ -98,45 +105,53 @@ def scaled(maps: np.ndarray, tops: np.ndarray, steps: int) -> np.ndarray:
     return np.floor(position * np.float32(steps)).astype(np.int64)
 
 
-def predicted(levels: np.ndarray, ratio: np.ndarray) -> np.ndarray:
-    """The colour index on a scale whose top is the head's top over `ratio` guessed from the
-    head-scale `levels`: floor(level · ratio / 256) in float64, which ui/page_maps.js computes
-    bit for bit (the page adds the sent correction, usually 0)."""
-    return np.floor(levels.astype(np.float64) * ratio.astype(np.float64)[..., None] / 256).astype(np.int64)
+def part_plane(part: str, maps: np.ndarray, head_tops: np.ndarray) -> np.ndarray:
+    """One byte per cell of `maps` (Q, H, N) for `part` of PARTS: a scale's colour index, exactly
+    canvas.heatmap's, or the low byte of the level floor(65536 · v / head top), which with the
+    per-head colour index (its high byte) gives smooth upsampling the value it interpolates."""
+    if part == "layer":
+        return colour_indices(maps, head_tops.max(axis=-1, keepdims=True)[..., None])
+    if part == "fixed":
+        return colour_indices(maps, np.float32(1))
+    if part == "head":
+        return colour_indices(maps, head_tops[..., None])
+    return np.minimum(scaled(maps, head_tops[..., None], LEVELS), LEVELS - 1) & 255
 
 
-def rows_bytes(rows: np.ndarray, prefix: int) -> bytes:
+def rows_bytes(rows: np.ndarray, prefix: int, parts: Sequence[str] = PARTS) -> bytes:
     """Rows of one layer, (queries Q, heads H, tokens) float32 with the prefix tokens first (P of
     them; N patches follow), as the page reads them, little-endian, in this order:
 
     - `head_tops` (Q, H) float32: each head's largest weight, the per-head scale's top (printed
       under its tile on that scale); the layer scale's top is their largest;
     - `shares` (Q, H, P) float32: the attention to the prefix tokens, printed under each tile;
-    - `coarse`, `fine` (Q, H, N) uint8: the high and low bytes of level = floor(65536 · v /
-      head top). `coarse` is the per-head scale's colour index, exactly (canvas.heatmap's);
-      both together give the value smooth upsampling interpolates;
-    - `layer_fix`, `fixed_fix` (Q, H, N) int8: the layer and fixed scales' colour index less
-      `predicted` from the level, so that both are exact too (a level falls on one side of a
-      colour's edge on the other scales in about 1 cell of 256 / ratio).
+    - one (Q, H, N) uint8 plane per part of `parts`, in their order (`part_plane`).
 
-    Per head, not per layer: the layer's levels had given a head whose maximum is a small share of
-    the layer's few levels, and its tiles on the per-head scale up to 8/255 off (issue 58)."""
+    Each scale's colour index is sent as itself, not derived from another's: the page draws the
+    scale shown from one byte a cell, exactly, and asks for another scale's byte, or the low byte
+    smooth upsampling needs, only when the visitor picks it (issue 58: four bytes a cell had
+    made ViT-B/16's first reply 1.5 MB)."""
     maps, shares = rows[..., prefix:].astype(np.float32), rows[..., :prefix].astype(np.float32)
     head_tops = maps.max(axis=-1)  # (Q, H)
-    layer_tops = head_tops.max(axis=-1, keepdims=True)  # (Q, 1)
-    levels = np.minimum(scaled(maps, head_tops[..., None], LEVELS), LEVELS - 1)
-    ratio = np.where(layer_tops > 0, head_tops.astype(np.float64) / np.where(layer_tops > 0, layer_tops, 1), 0.0)
-    layer_fix = colour_indices(maps, layer_tops[..., None]) - predicted(levels, ratio)
-    fixed_fix = colour_indices(maps, np.float32(1)) - predicted(levels, head_tops)
-    planes = [head_tops, shares, levels >> 8, levels & 255, layer_fix, fixed_fix]
-    kinds = ["<f4", "<f4", "u1", "u1", "i1", "i1"]
-    return b"".join(np.ascontiguousarray(p).astype(kind).tobytes() for p, kind in zip(planes, kinds, strict=True))
+    header = [np.ascontiguousarray(p).astype("<f4").tobytes() for p in (head_tops, shares)]
+    return b"".join(header + [part_plane(part, maps, head_tops).astype(np.uint8).tobytes() for part in parts])
 
 
-def encode_rows(rows: np.ndarray, prefix: int) -> dict[str, str]:
+def known_parts(asked: object) -> tuple[str, ...] | None:
+    """The parts a question names (a list of PARTS' names, each once), in PARTS' order, or None
+    for anything else: the cache of encoded bands is keyed by it."""
+    if not isinstance(asked, list) or not asked or len(set(map(str, asked))) != len(asked):
+        return None
+    if not all(isinstance(part, str) and part in PARTS for part in asked):
+        return None
+    return tuple(part for part in PARTS if part in asked)
+
+
+def encode_rows(rows: np.ndarray, prefix: int, parts: Sequence[str] = DEFAULT_PARTS) -> dict[str, Any]:
     """`rows_bytes`, deflated (zlib; the page inflates them with DecompressionStream) and written
-    as base64, as a Gradio reply carries bytes in its JSON."""
-    return {"deflated": base64.b64encode(zlib.compress(rows_bytes(rows, prefix), DEFLATE_LEVEL)).decode()}
+    as base64, as a Gradio reply carries bytes in its JSON, with the parts they hold."""
+    deflated = zlib.compress(rows_bytes(rows, prefix, parts), DEFLATE_LEVEL)
+    return {"parts": list(parts), "deflated": base64.b64encode(deflated).decode()}
 
 
 def token_rows(ex: Explanation) -> np.ndarray:
@@ -156,18 +171,21 @@ def patch_rows(ex: Explanation, layer: int, first: int, count: int) -> np.ndarra
     return attention[:, start : start + count, :].permute(1, 0, 2).numpy().astype(np.float32)
 
 
-def layer_rows(ex: Explanation, layer: int, band: int | str = 0) -> dict[str, Any]:
+def layer_rows(
+    ex: Explanation, layer: int, band: int | str = 0, parts: Sequence[str] = DEFAULT_PARTS
+) -> dict[str, Any]:
     """What the page asks for of one layer (0-based `layer`): band `band` of its patch rows,
     `page_shape(ex).band` patch queries from `first` on (the whole layer when one band holds it),
-    or with band TOKENS its token queries' rows (`query_tokens`)."""
+    or with band TOKENS its token queries' rows (`query_tokens`), with the `parts` asked for."""
+    prefix = ex.attention.prefix_tokens
     if band == TOKENS:
-        return {"layer": layer, "band": band, **encode_rows(token_rows(ex)[layer], ex.attention.prefix_tokens)}
+        return {"layer": layer, "band": band, **encode_rows(token_rows(ex)[layer], prefix, parts)}
     assert isinstance(band, int), band
     size = page_shape(ex).band
     first = band * size
     count = min(size, ex.grid[0] * ex.grid[1] - first)
     rows = patch_rows(ex, layer, first, count)
-    return {"layer": layer, "band": band, "first": first, **encode_rows(rows, ex.attention.prefix_tokens)}
+    return {"layer": layer, "band": band, "first": first, **encode_rows(rows, prefix, parts)}
 
 
 class PageTooLarge(ExplanationTooLarge):

@@ -92,7 +92,9 @@ def test_one_frame_gives_the_numbers_of_the_input_every_head_and_rollout(tiny):
     maps = ex.query_maps((2, 3))[3]  # (heads, 8, 8)
     assert raw == page_maps.rows_bytes(ex.attention[3][0, :, 1 + 2 * 8 + 3].numpy()[None], 1)  # the patch's row
     head_tops = np.frombuffer(raw, "<f4", ex.heads)
-    coarse = np.frombuffer(raw, np.uint8, ex.heads * 64, 8 * ex.heads).reshape(ex.heads, 8, 8)  # after tops, shares
+    assert rows["parts"] == list(page_maps.PARTS)  # every part: the page restyles the last frame itself
+    head = page_maps.PARTS.index("head")  # after tops, shares and the parts before it
+    coarse = np.frombuffer(raw, np.uint8, ex.heads * 64, 8 * ex.heads + head * ex.heads * 64).reshape(ex.heads, 8, 8)
     assert np.array_equal(head_tops, maps.max(axis=(1, 2)))
     assert np.array_equal(coarse, np.minimum(np.floor(maps / head_tops[:, None, None] * 256), 255))
     rollout = np.frombuffer(base64.b64decode(numbers["rollout"]["values"]), "<f4").reshape(8, 8)

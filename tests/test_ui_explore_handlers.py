@@ -525,6 +525,12 @@ def test_the_page_asks_for_a_layers_numbers_by_the_handle_it_was_sent(tab, expla
     no_band = "There is no band 1: this analysis sends a layer in bands 0 to 0."
     assert h.layer_rows(server, {"handle": handle, "layer": 2, "band": 1}) == {"error": no_band}
     assert "There is no band '0'" in h.layer_rows(server, {"handle": handle, "layer": 2, "band": "0"})["error"]
+    assert rows["parts"] == ["layer"]  # the page's first style's byte only, unless it asks for others
+    both = h.layer_rows(server, {"handle": handle, "layer": 2, "parts": ["fine", "head"]})
+    assert both["parts"] == ["head", "fine"] and len(both["deflated"]) > len(rows["deflated"])
+    not_parts = "The parts asked for are not layer, head, fixed, fine, each at most once."
+    for junk in (["head", "head"], [], ["colour"], "head", [1]):
+        assert h.layer_rows(server, {"handle": handle, "layer": 2, "parts": junk}) == {"error": not_parts}
 
 
 def test_a_band_of_rows_is_encoded_once_however_many_ask(tab, explanation_key, monkeypatch):
@@ -541,6 +547,10 @@ def test_a_band_of_rows_is_encoded_once_however_many_ask(tab, explanation_key, m
     assert again is first and len(encoded) == 1
     h.layer_rows(server, {"handle": handle, "layer": 4, "band": 0})
     assert len(encoded) == 2
+    fixed_asked = {"handle": handle, "layer": 3, "band": 0, "parts": ["fixed"]}  # another scale's byte
+    fixed = h.layer_rows(server, fixed_asked)
+    assert fixed is not first and len(encoded) == 3
+    assert h.layer_rows(server, fixed_asked) is fixed and len(encoded) == 3
 
 
 def test_the_page_exports_the_query_it_shows(tab, explanation_key):

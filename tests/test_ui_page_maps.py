@@ -90,7 +90,7 @@ def drawn_and_exported(page) -> tuple[np.ndarray, np.ndarray, dict]:
 
 def test_the_page_draws_the_very_colours_of_the_exported_png(server, browser):
     """CLS and a patch query, at two layers, on the scale the page starts on; then the per-head
-    and fixed scales and smooth upsampling (the numbers are 16-bit levels of the layer scale)."""
+    and fixed scales and smooth upsampling, whose bytes the page asks for when they are picked."""
     page = open_page(browser, server)
     pick_example(page, "dog")
     assert_same_at_every_cell(*drawn_and_exported(page))  # CLS, layer 6
@@ -106,8 +106,37 @@ def test_the_page_draws_the_very_colours_of_the_exported_png(server, browser):
     assert_same_at_every_cell(*drawn_and_exported(page))
     for choice in ("each head stretched to its own max", "fixed 0 to 1", "smooth"):
         page.get_by_label(choice).check()
+        wait_rows_arrived(page)
         page.wait_for_timeout(300)
         assert_same_at_every_cell(*drawn_and_exported(page))
+    page.close()
+
+
+def test_another_scale_is_fetched_once_when_picked_and_drawn_exactly(server, browser):
+    """Issue 58: an analysis sends the layer scale's colour index only (one byte a cell); the
+    per-head scale picked after it is asked for then (the shown patch's band first), drawn in the
+    colours of the server's PNG, and kept: back and forth between the scales asks for nothing."""
+    page = open_page(browser, server)
+    pick_example(page, "cat")
+    click_patch(page, 2, 5)
+    wait_drawn(page, "patch (2, 5)")
+    wait_rows_arrived(page)
+    parts = "() => Object.keys(window.attentionMaps.stored(6, 0).parts)"
+    assert page.evaluate(parts) == ["layer"]
+    sent = server_requests(page, server)
+    page.get_by_label("each head stretched to its own max").check()
+    wait_rows_arrived(page)  # every layer's token rows and the shown layer's patch rows, with the new byte
+    assert page.evaluate(parts) == ["layer", "head"]
+    questions = [url for url in sent if url.endswith("/component_server/")]
+    assert len(questions) == 7  # the shown layer's patch rows, then the 6 layers' token rows
+    page.wait_for_timeout(300)
+    assert_same_at_every_cell(*drawn_and_exported(page))
+    asked = len([url for url in sent if url.endswith("/component_server/")])
+    for choice in ("one scale per layer (heads comparable)", "each head stretched to its own max"):
+        page.get_by_label(choice).check()
+        wait_rows_arrived(page)
+    page.wait_for_timeout(300)
+    assert len([url for url in sent if url.endswith("/component_server/")]) == asked
     page.close()
 
 

@@ -134,6 +134,7 @@ class OnePerVisitor:
                 self._until.pop(visitor, None)
 
 
+RowsAsked = tuple[int, int | str, tuple[str, ...]]  # a layer, a band of it and the parts (explorer/page_maps.py)
 ROWS_KEPT_BYTES = 32 * 2**20  # bands of patch rows kept encoded, for the pages asking again (16 of ViT-B/16's layers)
 ROWS_AT_ONCE = 2  # bands encoded at once: a band is a few milliseconds of one core (issue 56)
 
@@ -149,7 +150,7 @@ class PageHandles:
     def __init__(self, size: int = 4096, kept_bytes: int = ROWS_KEPT_BYTES):
         self.keys: OrderedDict[str, ExplanationKey] = OrderedDict()
         self.size, self.lock = size, threading.Lock()
-        self.bands: OrderedDict[tuple[ExplanationKey, int, int | str], tuple[dict, int]] = OrderedDict()
+        self.bands: OrderedDict[tuple[ExplanationKey, RowsAsked], tuple[dict, int]] = OrderedDict()
         self.kept, self.kept_bytes = 0, kept_bytes
         self.encoding = threading.BoundedSemaphore(ROWS_AT_ONCE)
 
@@ -167,10 +168,10 @@ class PageHandles:
         with self.lock:
             return self.keys.get(handle) if isinstance(handle, str) else None
 
-    def rows(self, key: ExplanationKey, layer: int, band: int | str, encode: Callable[[], dict]) -> dict:
-        """Band `band` of layer `layer`'s patch rows of the analysis `key` (or its token rows,
-        explorer.page_maps.TOKENS), `encode`d once."""
-        name = (key, layer, band)
+    def rows(self, key: ExplanationKey, asked: RowsAsked, encode: Callable[[], dict]) -> dict:
+        """The rows `asked` of the analysis `key`, (layer, band, parts): a band of a layer's patch
+        rows (or its token rows, explorer.page_maps.TOKENS) with those parts, `encode`d once."""
+        name = (key, asked)
         if (kept := self._kept(name)) is not None:
             return kept
         with self.encoding:
@@ -186,7 +187,7 @@ class PageHandles:
                     self.kept -= self.bands.popitem(last=False)[1][1]
         return rows
 
-    def _kept(self, name: tuple[ExplanationKey, int, int | str]) -> dict | None:
+    def _kept(self, name: tuple[ExplanationKey, RowsAsked]) -> dict | None:
         with self.lock:
             if name not in self.bands:
                 return None

@@ -312,9 +312,10 @@ def analysed(
 
 def layer_rows(server: Server, asked: object) -> dict:
     """The page's question for rows of one layer, {"handle": ..., "layer": 1-based, "band": 0-based
-    or "tokens"} (ui/page_maps.js, for a band of patch rows or the token queries' rows it has not
-    got): the rows as bytes (explorer/page_maps.layer_rows), or {"error": a sentence} it shows
-    under the maps. Each band is encoded once (`PageHandles.rows`)."""
+    or "tokens", "parts": [names of page_maps.PARTS], by default the layer scale's} (ui/page_maps.js,
+    for a band of patch rows or the token queries' rows, or parts of them, it has not got): the rows
+    as bytes (explorer/page_maps.layer_rows), or {"error": a sentence} it shows under the maps. Each
+    band's parts are encoded once (`PageHandles.rows`)."""
     asked = asked if isinstance(asked, dict) else {}
     key = server.pages.key(asked.get("handle"))
     ex = server.store.peek(key) if key is not None else None
@@ -325,7 +326,10 @@ def layer_rows(server: Server, asked: object) -> dict:
         return {"error": f"There is no layer {quoted(layer)}: this model has layers 1 to {ex.depth}."}
     if band != page_maps.TOKENS and (not isinstance(band, int) or isinstance(band, bool) or not 0 <= band < bands):
         return {"error": f"There is no band {quoted(band)}: this analysis sends a layer in bands 0 to {bands - 1}."}
-    return server.pages.rows(key, layer, band, partial(page_maps.layer_rows, ex, layer - 1, band))
+    if (parts := page_maps.known_parts(asked.get("parts", list(page_maps.DEFAULT_PARTS)))) is None:
+        return {"error": f"The parts asked for are not {', '.join(page_maps.PARTS)}, each at most once."}
+    encode = partial(page_maps.layer_rows, ex, layer - 1, band, parts)
+    return server.pages.rows(key, (layer, band, parts), encode)
 
 
 def note_image(server: Server, image: dict | None, request: gr.Request) -> None:

@@ -38,15 +38,16 @@
     return new Uint8Array(await new Response(stream).arrayBuffer());
   }
   // A layer's rows as explorer/page_maps.rows_bytes lays them out, each a view of `bytes`: per query
-  // and head its top and prefix shares (float32), then per cell the level's high and low bytes and
-  // the layer and fixed scales' corrections.
-  function planes(bytes, heads, n, p) {
-    const queries = bytes.byteLength / (heads * (4 + 4 * p + 4 * n)), cells = queries * heads * n;
+  // and head its top and prefix shares (float32), then one byte a cell of each of `parts` (page_maps.PARTS).
+  function planes(bytes, heads, n, p, parts) {
+    const queries = bytes.byteLength / (heads * (4 + 4 * p + parts.length * n)), cells = queries * heads * n;
     let at = bytes.byteOffset;
     const take = (Kind, count) => { const view = new Kind(bytes.buffer, at, count); at += count * Kind.BYTES_PER_ELEMENT; return view; };
     const headTops = take(Float32Array, queries * heads), shares = take(Float32Array, queries * heads * p);
-    return { headTops, shares, coarse: take(Uint8Array, cells), fine: take(Uint8Array, cells), layerFix: take(Int8Array, cells), fixedFix: take(Int8Array, cells), size: bytes.byteLength };
+    return { headTops, shares, parts: Object.fromEntries(parts.map((part) => [part, take(Uint8Array, cells)])), size: bytes.byteLength };
   }
+  // Rows of the same band with more parts: the parts of both (tops and shares are the same numbers).
+  const merged = (old, fresh) => (old ? { ...old, parts: { ...old.parts, ...fresh.parts }, size: old.size + fresh.size } : fresh);
   const TABLES = Object.fromEntries(Object.entries(COLOUR_TABLES).map(([name, b64]) => [name, bytesOf(b64)]));
 
   function roundHalfEven(x) { // Python's round()
@@ -285,11 +286,15 @@
       const layouts = Object.fromEntries(scales.map(([k, l], i) => [k, { ...l, base: rgba(pixels[i + 1], l.base) }]));
       this.patchRows = new Map(); this.keptBytes = 0; this.tokenRows = new Map();
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts };
-      this.tokenRows.set(payload.token_rows.layer, this.decoded(first));
+      this.tokenRows.set(payload.token_rows.layer, this.decoded(first, payload.token_rows.parts));
       this.query = null; this.layer = payload.layer;
       this.say(""); this.share(); this.draw();
     }
-    decoded(bytes) { const d = this.data; return planes(bytes, d.heads, d.grid[0] * d.grid[1], d.prefix.length); }
+    decoded(bytes, parts) { const d = this.data; return planes(bytes, d.heads, d.grid[0] * d.grid[1], d.prefix.length, parts); }
+    // The parts the style draws (explorer/page_maps.PARTS): the shown scale's colour index, or for smooth
+    // upsampling the per-head index and the level's low byte; those of them `rows` lacks.
+    wanted() { return this.style.smooth ? ["head", "fine"] : [this.style.scale]; }
+    missing(rows) { return this.wanted().filter((part) => !rows || !rows.parts[part]); }
     share() { // the query on screen, as the exports read it (the input view's value; ui/explore.py)
       const q = this.query, w = this.data && this.data.words;
       const query = q === null || !w ? "default" : q.token !== undefined ? w.picks[q.token] : [q.row + 1, q.col + 1];
@@ -301,7 +306,8 @@
 
     // A band of a layer's patch rows ("layer/band", 0-based), the least recently used dropped past the page's budget.
     keep(band, rows) {
-      const size = rows.size;
+      const size = rows.size, old = this.patchRows.get(band);
+      if (old) this.keptBytes -= old.size; // the same band with more parts
       this.patchRows.delete(band); this.patchRows.set(band, { rows, size }); this.keptBytes += size;
       for (const [old, kept] of this.patchRows) {
         if (this.keptBytes <= this.data.memory_bytes || old === band) break;
@@ -313,17 +319,13 @@
     rowsOf(layer) {
       const d = this.data, heads = d.heads, [gh, gw] = d.grid, n = gh * gw, p = d.prefix.length;
       const { name, band, row: q } = this.needed(layer);
-      let rows;
-      if (band === TOKENS) rows = this.tokenRows.get(layer - 1);
-      else {
-        const kept = this.patchRows.get(name);
-        if (kept) { this.patchRows.delete(name); this.patchRows.set(name, kept); } // most recently used
-        rows = kept && kept.rows;
-      }
-      if (!rows) { this.ask(layer - 1, band); return null; }
+      const kept = band === TOKENS ? null : this.patchRows.get(name);
+      if (kept) { this.patchRows.delete(name); this.patchRows.set(name, kept); } // most recently used
+      const rows = this.stored(layer, band);
+      if (this.missing(rows).length) { this.ask(layer - 1, band); return null; }
       const cells = (plane) => plane.subarray(q * heads * n, (q + 1) * heads * n), headTops = rows.headTops.subarray(q * heads, (q + 1) * heads);
       return {
-        coarse: cells(rows.coarse), fine: cells(rows.fine), layerFix: cells(rows.layerFix), fixedFix: cells(rows.fixedFix),
+        parts: Object.fromEntries(Object.entries(rows.parts).map(([part, plane]) => [part, cells(plane)])),
         headTops, top: Math.max(...headTops), shares: rows.shares.subarray(q * heads * p, (q + 1) * heads * p),
       };
     }
@@ -339,31 +341,40 @@
       const patch = q.row * d.grid[1] + q.col, band = Math.floor(patch / d.band);
       return { name: `${layer - 1}/${band}`, band, row: patch - band * d.band };
     }
-    has(layer, band) { return band === TOKENS ? this.tokenRows.has(layer - 1) : this.patchRows.has(`${layer - 1}/${band}`); }
+    stored(layer, band) { // what the page holds of a band (1-based layer), whatever its parts
+      if (band === TOKENS) return this.tokenRows.get(layer - 1);
+      const kept = this.patchRows.get(`${layer - 1}/${band}`);
+      return kept && kept.rows;
+    }
+    has(layer, band) { return this.missing(this.stored(layer, band)).length === 0; }
+    // A question for the parts the style draws that a band lacks (0-based layer): "layer/band:parts"
+    asking(layer, band) { return `${layer}/${band}:${this.missing(this.stored(layer + 1, band)).join("+")}`; }
     waitsFor(name) { return this.data !== null && this.needed(this.layer).name === name; } // the maps on screen wait for it
 
     // A band of a layer's patch rows as bytes (ui/explore_handlers.layer_rows). `ahead`: asked before
     // it is shown (prefetch), so nothing is said unless the maps come to wait for it.
     async ask(layer, band, ahead = false) {
-      const name = `${layer}/${band}`, asked = this.asked;
+      const name = `${layer}/${band}`, asked = this.asked, parts = this.missing(this.stored(layer + 1, band));
       if (!ahead) this.say(FETCHING); // also while it is on its way, asked ahead
-      if (asked.has(name)) return;
-      asked.add(name);
+      const question = this.asking(layer, band);
+      if (!parts.length || asked.has(question)) return;
+      asked.add(question);
       const handle = this.data.handle;
       try {
-        const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1, band });
+        const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1, band, parts });
         if (asked !== this.asked) return; // another image's analysis came meanwhile
         if (rows.error) { if (!ahead || this.waitsFor(name)) this.say(rows.error); return; }
-        const decoded = this.decoded(await inflated(rows.deflated));
+        const decoded = this.decoded(await inflated(rows.deflated), rows.parts);
         if (asked !== this.asked) return;
-        if (band === TOKENS) this.tokenRows.set(layer, decoded); else this.keep(name, decoded);
+        const all = merged(this.stored(layer + 1, band), decoded); // what came for an earlier style is kept
+        if (band === TOKENS) this.tokenRows.set(layer, all); else this.keep(name, all);
         if (!ahead || this.waitsFor(name)) { this.say(""); this.draw(); } // a click that came first is answered now
       } catch (error) {
         if (asked === this.asked && (!ahead || this.waitsFor(name))) {
           this.say("This layer's numbers could not be fetched from the server: try the layer again.");
         }
       } finally {
-        asked.delete(name);
+        asked.delete(question);
         if (asked === this.asked) this.prefetch();
       }
     }
@@ -384,7 +395,7 @@
       const nearest = Array.from({ length: d.depth }, (_, i) => i + 1).sort((a, b) => Math.abs(a - this.layer) - Math.abs(b - this.layer));
       for (const layer of nearest) wanted.push({ layer, band: TOKENS });
       const next = wanted.find(({ layer, band }) => !this.has(layer, band));
-      if (!next || this.asked.has(`${next.layer - 1}/${next.band}`)) return; // on its way: the next is asked for when it comes
+      if (!next || this.asked.has(this.asking(next.layer - 1, next.band))) return; // on its way: the next is asked for when it comes
       this.ask(next.layer - 1, next.band, true);
     }
 
@@ -392,8 +403,10 @@
     // bench.page_bytes wait for it): every layer's token rows and the shown layer's prefetched bands.
     settled() {
       const d = this.data;
-      if (!d || this.asked.size > 0 || this.tokenRows.size < d.depth) return false;
-      return Array.from({ length: d.prefetch_bands }, (_, band) => band).every((band) => this.has(d.layer, band));
+      if (!d || this.asked.size > 0) return false;
+      const layers = Array.from({ length: d.depth }, (_, i) => i + 1);
+      return layers.every((layer) => this.has(layer, TOKENS))
+        && Array.from({ length: d.prefetch_bands }, (_, band) => band).every((band) => this.has(d.layer, band));
     }
 
     defaultToken() { return this.data.words.picks.indexOf(this.data.has_cls ? "cls" : "mean"); }
@@ -555,15 +568,16 @@
       const q = this.query, mark = q && q.row !== undefined ? q : null;
       const tiles = tops.map((top, h) => {
         const cells = (plane) => plane.subarray(h * n, (h + 1) * n), headTop = rows.headTops[h];
-        const coarse = cells(rows.coarse), fine = cells(rows.fine), level = (i) => coarse[i] * 256 + fine[i];
-        // each scale's colour index exactly (explorer/page_maps.rows_bytes): the head's own is the
-        // level's high byte; the others' are guessed from the level as the server guessed them, plus its correction
-        const fix = style.scale === "layer" ? cells(rows.layerFix) : cells(rows.fixedFix);
-        const ratio = style.scale === "layer" ? (rows.top > 0 ? headTop / rows.top : 0) : headTop;
+        // the shown scale's colour index, sent exactly (explorer/page_maps.part_plane); smoothed, the
+        // value of the 16-bit level of the head's own scale, its high byte the per-head index
+        const shown = style.smooth ? null : cells(rows.parts[style.scale]);
         const map = {
           gh, gw, top,
-          indexAt: style.scale === "head" ? (r, c) => coarse[r * gw + c] : (r, c) => { const i = r * gw + c; return Math.floor((level(i) * ratio) / 256) + fix[i]; },
-          values: () => Float32Array.from(coarse, (_, i) => ((level(i) + 0.5) / LEVELS) * headTop),
+          indexAt: (r, c) => shown[r * gw + c],
+          values: () => {
+            const coarse = cells(rows.parts.head), fine = cells(rows.parts.fine);
+            return Float32Array.from(coarse, (c, i) => ((c * 256 + fine[i] + 0.5) / LEVELS) * headTop);
+          },
         };
         const pixels = new Uint8ClampedArray(base.width * base.height * 4);
         paintTile(pixels, base, map, style, mark);
@@ -689,7 +703,7 @@
       };
       const layouts = Object.fromEntries(Object.entries(payload.layouts).map(([k, l]) => [k, { ...l, base: resized(l.tile) }]));
       const r = payload.rows;
-      const rows = planes(bytesOf(r.bytes), payload.heads, gh * gw, payload.prefix.length); // one query's, not deflated
+      const rows = planes(bytesOf(r.bytes), payload.heads, gh * gw, payload.prefix.length, r.parts); // one query's, not deflated
       this.rows = { ...rows, top: Math.max(...rows.headTops) };
       this.rollout = { ...payload.rollout, values: floats(payload.rollout.values), base: resized(payload.rollout.side) };
       this.data = { ...payload, input: { ...payload.input, image: input }, layouts };
