@@ -521,19 +521,21 @@ def shown_state(progress: str) -> str:
 def slot_hold(url: str, idle_s: float, model: str = "vit_cifar_small", poll_s: float = 2.0) -> str:
     """Issue 56: one /train_start of a long run (200 epochs at batch 1 on the operator's folder)
     from a session that never polls again; a visitor from another network asks to start one (as
-    long: the slot stays taken while the long run's page is read) at once and every `poll_s`
-    after. Off ZeroGPU the run trained in a thread for hours and every other visitor was told
-    "the server is busy"; now it is set aside after `idle_s` without a poll. The reply: the
-    visitor's first answer, when it could start, what the long run's page then reads. The
-    visitor's run is stopped, and ended, before the next attack."""
+    long: the slot stays taken while the long run's page is read) at once, and is queued (issue
+    60), its page polling every `poll_s` as a page does. Off ZeroGPU the run trained in a thread
+    for hours and every other visitor was told "the server is busy"; now it is set aside after
+    `idle_s` without a poll and the queued run starts. The reply: the visitor's first answer, when
+    its run started, what the long run's page then reads. The visitor's run is stopped, and
+    ended, before the next attack."""
     attacker, visitor = gradio_client(url, headers=ATTACKER_NETWORK), gradio_client(url, headers=VISITOR_NETWORK)
     long = attempt(lambda: attacker.predict(model, "operator", "", 200, 1e-3, 1, api_name="/train_start")[0])
     began = time.monotonic()
     another = ("vit_cifar_nano", "operator", "", 200, 1e-3, 8)
-    first = reply = attempt(lambda: visitor.predict(*another, api_name="/train_start")[0])
-    while not reply.startswith("ok") and time.monotonic() - began < idle_s + 120:
+    first = attempt(lambda: visitor.predict(*another, api_name="/train_start")[0])
+    state = shown_state(visitor.predict(api_name="/train_status")[1])
+    while state.startswith("queued") and time.monotonic() - began < idle_s + 120:
         time.sleep(poll_s)
-        reply = attempt(lambda: visitor.predict(*another, api_name="/train_start")[0])
+        state = shown_state(visitor.predict(api_name="/train_status")[1])
     waited = time.monotonic() - began
     page = shown_state(attacker.predict(api_name="/train_status")[1])  # the attacker's page, back at last
     attempt(lambda: visitor.predict(api_name="/train_stop"))
@@ -541,7 +543,7 @@ def slot_hold(url: str, idle_s: float, model: str = "vit_cifar_small", poll_s: f
         time.sleep(poll_s)
     return (
         f"the long run: {long[:20]}; another network at once: {first[:40]}; after {waited:.0f} s "
-        f"(idle time {idle_s:g} s): {reply[:12]}; the long run's page then: {page[:130]}"
+        f"(idle time {idle_s:g} s): {state[:12]}; the long run's page then: {page[:200]}"
     )
 
 

@@ -175,7 +175,9 @@ def _monitor() -> dict[str, Any]:
         "open_in_explore": open_in_explore,
         "timer": gr.Timer(h.POLL_S, active=False),
         "seen": gr.State(h.NOTHING_SHOWN),
-        "stored_token": gr.BrowserState("", storage_key=RUN_TOKEN_KEY),
+        # Rendered on the page, not in this tab (`wire_page`): a tab's components mount when it is first
+        # opened, so at the page's load the token read "" and a new one replaced the stored one.
+        "stored_token": gr.BrowserState("", storage_key=RUN_TOKEN_KEY, render=False),
         "run_token": gr.State(None),  # the stored token, for the handlers (a State is not an API parameter)
     }
 
@@ -274,6 +276,7 @@ def wire_page(demo: gr.Blocks, view: TrainView, server: Server) -> None:
     """The page's own events for the Train tab: on opening, on whichever tab, the visitor's run is
     shown and polled, so a run saved while its visitor was away goes on by itself (issue 60: only
     selecting the Train tab again did it); on closing, its queue place and run slot are given up."""
+    view.stored_token.render()  # mounted with the page, so its load reads the stored token
     show_run(demo.load, view, server)
     demo.unload(view.bind(h.train_page_closed, server))
 

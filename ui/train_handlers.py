@@ -440,12 +440,12 @@ def keep_saved_run(server: Server, run_visitor: str, visitor: str) -> None:
 
 
 def run_buttons(snap: JobSnapshot) -> dict:
-    """Start, or, with a saved run, the page's question: "Continue your run at epoch E" (a stopped
+    """Start, or, with a saved run, the page's question: "Continue this run at epoch E" (a stopped
     or failed run) beside "Start a new run (your saved run stays downloadable)" (issue 60: Start
     began a new run and orphaned the saved one without a word). A run waiting with its save goes on
     by itself, so it is offered no Continue."""
     saved = snap.resumable or (snap.paused and not snap.place)
-    epoch = f"Continue your run at epoch {min(snap.epoch + 1, max(snap.epochs, 1))}"
+    epoch = f"Continue this run at epoch {min(snap.epoch + 1, max(snap.epochs, 1))}"
     return {
         "start": gr.Button(interactive=not (snap.running or snap.place), visible=not saved),
         "start_new": gr.Button(visible=saved),
