@@ -125,6 +125,9 @@ def test_another_scale_is_fetched_once_when_picked_and_drawn_exactly(server, bro
     assert page.evaluate(parts) == ["layer"]
     sent = server_requests(page, server)
     page.get_by_label("each head stretched to its own max").check()
+    # the page's style changes through Gradio's event, after the click: until then the rows it
+    # holds are all it wants, and `settled` is true at once
+    page.wait_for_function("() => window.attentionMaps.style.scale === 'head'")
     wait_rows_arrived(page)  # every layer's token rows and the shown layer's patch rows, with the new byte
     assert page.evaluate(parts) == ["layer", "head"]
     questions = [url for url in sent if url.endswith("/component_server/")]
