@@ -300,17 +300,21 @@ def test_a_layer_not_sent_is_asked_for_once_as_bytes(layer_at_a_time_server, bro
     page.close()
 
 
+def patched_app(tiny_checkpoint, tmp_path_factory, setup: str):
+    """The app served with `setup` (Python statements) run before it starts: a limit or a delay
+    changed in the server's own process."""
+    from conftest import app_server
+
+    code = f"import sys, app; {setup}; app.main(sys.argv[1:])"
+    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
+        yield url
+
+
 @pytest.fixture(scope="module")
 def band_at_a_time_server(tiny_checkpoint, tmp_path_factory):
     """The app sending a layer's patch rows in bands of a few patch queries (as for a 48 x 48 grid)."""
-    from conftest import app_server
-
-    code = (
-        "import sys, app, explorer.page_budget as b; b.PREFETCH_BYTES = 0; "
-        "b.BAND_BYTES = b.JSON_SLACK + 20_000; app.main(sys.argv[1:])"
-    )
-    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
-        yield url
+    setup = "import explorer.page_budget as b; b.PREFETCH_BYTES = 0; b.BAND_BYTES = b.JSON_SLACK + 20_000"
+    yield from patched_app(tiny_checkpoint, tmp_path_factory, setup)
 
 
 def test_a_band_of_a_layer_is_asked_for_when_a_patch_in_it_is_shown(band_at_a_time_server, browser):
@@ -340,29 +344,22 @@ def test_a_band_of_a_layer_is_asked_for_when_a_patch_in_it_is_shown(band_at_a_ti
 def slow_rows_server(tiny_checkpoint, tmp_path_factory):
     """The app prefetching no layer's patch rows (a wide input's are not) and taking 0.3 s to encode
     a band, as a busy server takes longer."""
-    from conftest import app_server
-
-    code = (
-        "import sys, time, app, explorer.page_maps as p, explorer.page_budget as b; b.PREFETCH_BYTES = 0; "
-        "real = p.layer_rows; "
-        "p.layer_rows = lambda *a: time.sleep(0.3) or real(*a); app.main(sys.argv[1:])"
+    setup = (
+        "import time, explorer.page_maps as p, explorer.page_budget as b; b.PREFETCH_BYTES = 0; "
+        "real = p.layer_rows; p.layer_rows = lambda *a: time.sleep(0.3) or real(*a)"
     )
-    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
-        yield url
+    yield from patched_app(tiny_checkpoint, tmp_path_factory, setup)
 
 
 @pytest.fixture(scope="module")
 def slow_prefetch_server(tiny_checkpoint, tmp_path_factory):
     """The app taking 1.5 s to encode any rows, as on a slow link: the shown layer's patch rows,
     which the page asks for right after the first map, come late."""
-    from conftest import app_server
-
-    code = (
-        "import sys, time, app, explorer.page_maps as p; real = p.layer_rows; "
-        "p.layer_rows = lambda *a: time.sleep(1.5) or real(*a); app.main(sys.argv[1:])"
+    setup = (
+        "import time, explorer.page_maps as p; real = p.layer_rows; "
+        "p.layer_rows = lambda *a: time.sleep(1.5) or real(*a)"
     )
-    with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
-        yield url
+    yield from patched_app(tiny_checkpoint, tmp_path_factory, setup)
 
 
 def test_a_click_before_the_rows_arrive_is_answered_when_they_do(slow_prefetch_server, browser):
