@@ -639,6 +639,14 @@ def run(args: argparse.Namespace, folder: Path, launch: Launcher) -> tuple[list[
         server.close()
 
 
+def running_at(log: Log, t: float) -> str:
+    """When an action ended and which attack was running then (each ran from the previous one's
+    end to its own): the soak's errors come a few in an hour, and this names what to replay."""
+    ended = sorted(log.attacks)
+    name = next((name for end, name, _ in ended if end >= t), None)
+    return f"at {t:.0f} s, during {name!r}" if name else f"at {t:.0f} s"
+
+
 def report(args: argparse.Namespace, samples: list[Sample], log: Log, rest: float) -> str:
     class_rows = [r for r in log.rows if r[0] < args.minutes * args.minute_s]
     errors = [r for r in class_rows if r[3] is not None]
@@ -659,7 +667,7 @@ def report(args: argparse.Namespace, samples: list[Sample], log: Log, rest: floa
     for t, action, _, error in errors:
         kinds.setdefault((action, error[:120]), []).append(t)
     lines += [
-        f"- class error: {action}, {len(times)} x (first at {min(times):.0f} s): {error}"
+        f"- class error: {action}, {len(times)} x ({'; '.join(running_at(log, t) for t in sorted(times))}): {error}"
         for (action, error), times in sorted(kinds.items(), key=lambda k: -len(k[1]))
     ]
     attacks: dict[str, list[str]] = {}

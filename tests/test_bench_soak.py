@@ -99,6 +99,16 @@ def test_each_attack_is_charged_with_the_class_actions_under_way_while_it_ran():
     assert attack_effects(log, Namespace(minutes=3, minute_s=60.0), shown=1)[2:] == lines[2:3]
 
 
+def test_a_class_error_names_the_attack_running_when_it_came():
+    from bench.soak import Log, running_at
+
+    log = Log()
+    log.attacks = [(120.0, "typo", "refused"), (60.0, "flood", "refused")]  # as they end, in any order
+    assert running_at(log, 30.0) == "at 30 s, during 'flood'"
+    assert running_at(log, 61.0) == "at 61 s, during 'typo'"
+    assert running_at(log, 150.0) == "at 150 s"  # after the last attack's end: not known yet
+
+
 def test_the_table_and_the_csv_show_the_same_columns_and_say_what_was_not_measured(tmp_path):
     quiet = sample(1, 1000)
     quiet.p95["train"] = float("nan")  # no Train run started that minute

@@ -16,6 +16,7 @@ import ui
 from bench.attacks import PAGE_VIEWS, VIEWS
 from bench.serving import free_port
 from explorer.catalog import ModelCatalog
+from ui import limits
 from ui.app import holdings, served_limits
 from ui.common import EXAMPLES_DIR, Server
 from ui.concurrency import LIVE_WAITING
@@ -231,6 +232,48 @@ def stored_upload():
         await send({"type": "http.response.body", "body": b"stored"})
 
     return stored
+
+
+def test_an_upload_its_client_left_is_one_line_and_frees_its_reservation(tmp_path, capsys, monkeypatch):
+    """The quiet soak on 26cc0c5: each class upload its client gave up on (gradio_client's 5 s)
+    left a 75-line ClientDisconnect traceback in the log. Now one line, counted past the
+    log's share, and the bytes reserved for it are given back."""
+    import asyncio
+
+    from starlette.requests import ClientDisconnect
+
+    async def gradio_upload(scope, receive, send):  # Gradio's route, reading a body that stops coming
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        raise ClientDisconnect()
+
+    budget = UploadBudget(lambda: tmp_path, 10**7)
+    lines = RefusalLog(says=limits.UPLOAD_LINES.says, counts=limits.UPLOAD_LINES.counts)
+    gate = RequestLimits(gradio_upload, uploads=budget, upload_lines=lines)
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/gradio_api/upload",
+        "headers": [(b"content-length", b"30000")],
+        "client": ("203.0.113.66", 5000),
+    }
+
+    async def left(*_):
+        return {"type": "http.disconnect"}
+
+    async def never(_):
+        raise AssertionError("nothing is sent to a client that left")
+
+    for _ in range(3):
+        asyncio.run(gate(scope, left, never))
+    out = capsys.readouterr().out
+    assert out.count("an upload from 203.0.113.66 of 30,000 bytes was left by its client") == 1, out
+    assert "Traceback" not in out
+    assert lines.said() == "not written: 2 more lines about uploads (one a minute per network)"
+    assert budget._arriving == 0  # each reservation given back: the next 30,000 bytes still fit
+    monkeypatch.setattr(limits, "SLOW_RESERVE_S", 0.0)  # every wait for room is now worth a line
+    asyncio.run(RequestLimits(gradio_upload, uploads=budget)(scope | {"client": ("198.51.100.2", 1)}, left, never))
+    assert "an upload from 198.51.100.2 of 30,000 bytes waited" in capsys.readouterr().out
 
 
 def test_one_network_is_refused_past_its_share_of_the_room_for_uploads(tmp_path):

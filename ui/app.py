@@ -19,7 +19,16 @@ from .common import Server, example_contents
 from .explore import HEAD_JS, build_explore_tab
 from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
-from .limits import REFUSALS, SESSIONS, SESSIONS_SPARE, RequestLimits, event_files, frame_fns, live_waiting
+from .limits import (
+    REFUSALS,
+    SESSIONS,
+    SESSIONS_SPARE,
+    UPLOAD_LINES,
+    RequestLimits,
+    event_files,
+    frame_fns,
+    live_waiting,
+)
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
 from .sessions import SessionShares, keep_waiting_sessions
@@ -206,8 +215,8 @@ def keep_within_budgets(demo: gr.Blocks, server: Server) -> threading.Thread:
     (Gradio's own clean-up only bounds their age; uploads are also checked when they reach a
     handler, `UPLOADS.admit`) and Gradio's list of
     the files it served to those still there (`forget_deleted_files`), gives freed memory back,
-    prints how many refusals the log left out (`ui.limits.REFUSALS`), and (a public server)
-    what it holds for the operator's log."""
+    prints how many refusals and upload lines the log left out (`ui.limits.REFUSALS`,
+    `UPLOAD_LINES`), and (a public server) what it holds for the operator's log."""
     report = server.settings.public
     pauses = CollectorPauses.watch() if report else None
 
@@ -216,8 +225,9 @@ def keep_within_budgets(demo: gr.Blocks, server: Server) -> threading.Thread:
             UPLOADS.prune()
             forget_deleted_files(demo)
             give_back_freed_memory()
-            if unwritten := REFUSALS.said():
-                print(unwritten, flush=True)
+            for unwritten in (REFUSALS.said(), UPLOAD_LINES.said()):
+                if unwritten:
+                    print(unwritten, flush=True)
             if report:
                 print(holdings(demo, server), flush=True)
                 print(heap_use() or "heap: not measured (no glibc)", flush=True)

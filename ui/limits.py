@@ -23,6 +23,7 @@ import gradio as gr
 from gradio.data_classes import FileData, ImageData, ListFiles
 from gradio.utils import get_upload_folder, is_in_or_equal
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from explorer.live import MAX_URL_CHARS
 from vit.messages import quoted
@@ -70,16 +71,22 @@ REFUSAL_LINES = 60
 
 
 class RefusalLog:
-    """The operator's log lines for the requests refused for a file they name. Gradio refused
-    them itself with a 1.7 KB traceback each: 1,000 requests in 32 s, 187 MB an hour from one
-    client. Here a network's refusal writes one line, then none for `every_s`, and all networks
-    together at most `most` lines in `every_s` (a network may have many addresses); the refusals
-    not written are counted, and the server's every-minute lines tell them (`said`)."""
+    """The operator's log lines about what a network's requests did, by default the requests
+    refused for a file they name. Gradio refused those itself with a 1.7 KB traceback each: 1,000
+    requests in 32 s, 187 MB an hour from one client. Here a network's line is written once, then
+    none for `every_s`, and all networks together at most `most` lines in `every_s` (a network may
+    have many addresses); the lines not written are counted, and the server's every-minute lines
+    tell them (`said`). `says` and `counts` are the two lines' words."""
 
     def __init__(
-        self, every_s: float = REFUSAL_LINE_S, most: int = REFUSAL_LINES, clock: Callable[[], float] = time.monotonic
+        self,
+        every_s: float = REFUSAL_LINE_S,
+        most: int = REFUSAL_LINES,
+        clock: Callable[[], float] = time.monotonic,
+        says: str = "refused a request from {network}: {what}",
+        counts: str = "refused and not written: {n:,} more requests naming a file (one line a minute per network)",
     ) -> None:
-        self.every_s, self.most, self.clock = every_s, most, clock
+        self.every_s, self.most, self.clock, self.says, self.counts = every_s, most, clock, says, counts
         self.written: OrderedDict[str | None, float] = OrderedDict()  # network: when its line was, oldest first
         self.unwritten = 0  # refusals counted and not written since the last `said`
         self.lock = threading.Lock()  # `said` runs in the budgets' thread, `line` on the event loop
@@ -96,7 +103,7 @@ class RefusalLog:
                 return None
             self.written[network] = now
         # cut: behind fewer proxies than `trusted_hops` says, the client writes the address (IPv6: 45 characters)
-        return f"refused a request from {(network or 'an unknown address')[:60]}: {what}"
+        return self.says.format(network=(network or "an unknown address")[:60], what=what)
 
     def said(self) -> str | None:
         """A line counting the refusals not written since the last call, or None if there were none."""
@@ -104,10 +111,16 @@ class RefusalLog:
             unwritten, self.unwritten = self.unwritten, 0
         if not unwritten:
             return None
-        return f"refused and not written: {unwritten:,} more requests naming a file (one line a minute per network)"
+        return self.counts.format(n=unwritten)
 
 
 REFUSALS = RefusalLog()  # the server's, told every minute by ui.app.keep_within_budgets
+# Uploads a client left before they were read, and uploads that waited for room (RequestLimits._upload).
+UPLOAD_LINES = RefusalLog(
+    says="an upload from {network} {what}",
+    counts="not written: {n:,} more lines about uploads (one a minute per network)",
+)
+SLOW_RESERVE_S = 2.0  # an upload held this long before Gradio reads it is worth the operator's line
 
 
 class FileInput(NamedTuple):
@@ -174,6 +187,7 @@ class RequestLimits:
         live_waiting: Callable[[], int] = lambda: 0,
         trusted_hops: int = 0,
         refusals: RefusalLog = REFUSALS,
+        upload_lines: RefusalLog = UPLOAD_LINES,
         sessions: SessionShares | None = None,
         files: Mapping[int | str, EventFiles] | None = None,
         functions: ServerFunctionGate | None = None,
@@ -182,7 +196,7 @@ class RequestLimits:
         self.files = files or {}
         self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
         self.trusted_hops = trusted_hops  # proxies in front of the server that name the visitor (`sender`)
-        self.refusals = refusals
+        self.refusals, self.upload_lines = refusals, upload_lines
         self.joining = 0  # webcam stream events let through and not yet in Gradio's queue
         self.sessions = sessions  # which session to drop when Gradio's are full
         self.functions = functions or ServerFunctionGate()  # the page's questions outside Gradio's queue
@@ -276,6 +290,10 @@ class RequestLimits:
             return event, lambda file: data[file.api_position] if file.api_position >= 0 else None
         return event, lambda file: data[file.position] if file.position < len(data) else None
 
+    def _log(self, network: str | None, what: str) -> None:
+        if line := self.upload_lines.line(network, what):
+            print(line, flush=True)
+
     def _admit(self, session: str, network: str | None) -> None:
         """`sessions.admit`, which only chooses what to drop: a fault of its own is one log line and
         the request goes on to Gradio, never an HTTP 500 (issue 43's soak had one on a class's click)."""
@@ -308,14 +326,21 @@ class RequestLimits:
         length = dict(scope["headers"]).get(b"content-length")
         if length is None or not length.isdigit():
             return await _refuse(send, 411, "an upload must say its length (Content-Length)")
-        size = int(length)
+        size, network, began = int(length), sender(scope, self.trusted_hops), time.monotonic()
         try:
             # it may walk the folder: not on the event loop
-            await run_in_threadpool(self.uploads.reserve, size, sender(scope, self.trusted_hops))
+            await run_in_threadpool(self.uploads.reserve, size, network)
         except UploadSpaceFull as e:
             return await _refuse(send, 507, str(e))
+        if (waited := time.monotonic() - began) >= SLOW_RESERVE_S:
+            self._log(network, f"of {size:,} bytes waited {waited:.1f} s for room in the upload folder")
         try:
             await self.app(scope, receive, send)
+        except ClientDisconnect:
+            # No one is left to answer. Gradio's route let it out as a 75-line traceback per upload
+            # a client gave up on (the soak's class clients give up after 5 s).
+            after = time.monotonic() - began
+            self._log(network, f"of {size:,} bytes was left by its client {after:.1f} s after it came")
         finally:
             self.uploads.arrived(size)
 
