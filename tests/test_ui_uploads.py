@@ -143,12 +143,28 @@ def test_with_the_folder_at_its_budget_a_view_drawn_does_not_walk_it_each_time(t
     budget = UploadBudget(lambda: tmp_path, 10_000)
     for i in range(100):
         arrive(tmp_path, f"old{i}/view.webp", 100)
-    budget.admit(arrive(tmp_path, "a/upload.png", 100))  # 10,100 bytes: the first arrival walks and prunes
-    for i in range(10):  # ten more views of the size of those before them
+    budget.admit(arrive(tmp_path, "a/upload.png", 100))  # 10,100 bytes: the first arrival walks, to LOW_WATER
+    for i in range(20):  # twenty more views of the size of those before them
         budget.added(arrive(tmp_path, f"new{i}/view.webp", 100).stat().st_size)
         budget.pruned()
     assert len(walks) == 2  # the first view past the budget walked; the nine after it found room
     assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= LOW_WATER * 10_000 + 900
+
+
+def test_with_the_folder_at_its_budget_an_upload_does_not_walk_it_each_time(tmp_path: Path, walks) -> None:
+    """The quiet soak on 26cc0c5: with the folder at its budget all period, six of the class's
+    uploads waited more than 5 s before Gradio read them. An upload's walk pruned to the brim, so
+    the next upload walked again, one walk at a time. It now leaves LOW_WATER, as a view's does."""
+    budget = UploadBudget(lambda: tmp_path, 10_000)
+    for i in range(100):
+        arrive(tmp_path, f"old{i}/view.webp", 100)
+    for i in range(5):  # uploads of the size of the files before them, as Gradio's route makes them
+        budget.reserve(100, "198.51.100.2")
+        upload = arrive(tmp_path, f"up{i}/photo.png", 100)
+        budget.arrived(100)  # counted when stored, and again when its handler admits it: 200 bytes each
+        budget.admit(upload)
+    assert len(walks) == 1  # the first upload walked; the four after it found room in the count (were 10 walks)
+    assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= LOW_WATER * 10_000 + 1000
 
 
 @pytest.fixture
@@ -303,7 +319,7 @@ def test_a_sender_past_its_share_is_refused_without_a_walk_or_a_file_deleted(tmp
     """The soak: each of the attacker's 177 refused uploads walked the folder (tens of thousands
     of views) under the budget's lock, and pruned it, before its share refused it."""
     budget = UploadBudget(lambda: tmp_path, 40_000)  # a sender's share: 7,500
-    old = arrive(tmp_path, "a/old.png", 30_000)  # older than FRESH_S: a walk would prune it
+    old = arrive(tmp_path, "a/old.png", 28_000)  # older than FRESH_S: a walk would prune it
     budget.reserve(7_000, "203.0.113.7")  # fits the count after one walk
     assert len(walks) == 1 and old.exists()
     for _ in range(3):

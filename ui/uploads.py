@@ -108,11 +108,12 @@ REFUSED_S = 1.0
 # uploads, and every visitor's upload was refused for two minutes. A quarter of the default 2 GiB
 # budget's room is 384 MiB: thirty phone photos of a class behind one router fit many times over.
 SENDER_SHARE = 0.25
-# A walk that the app's own writes start prunes the folder down to LOW_WATER of the budget, not to
-# the budget itself: pruned to the brim, the next view drawn passed it again, and with the folder at
-# its budget every click walked tens of thousands of files under the budget's lock (the 50-minute
-# soak: clicks waited 20 to 35 s from the minute the folder filled). A tenth of the budget is room
-# for thousands of views between walks.
+# A walk prunes the folder down to LOW_WATER of the budget, not to the budget itself: pruned to the
+# brim, the next view drawn passed it again, and with the folder at its budget every click walked
+# tens of thousands of files under the budget's lock (the 50-minute soak: clicks waited 20 to 35 s
+# from the minute the folder filled); uploads, which pruned to the brim until the quiet soak on
+# 26cc0c5, walked one after another, and six of the class's waited past 5 s. A tenth of the budget
+# is room for thousands of views and hundreds of photos between walks.
 LOW_WATER = 0.9
 
 
@@ -154,11 +155,13 @@ def _no_room_for(files: list[tuple[float, int, Path]]) -> float:
     return min(REFUSED_S, ages_out - now)
 
 
-def admit(path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = ()) -> int:
+def admit(
+    path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collection[Path] = (), prune_to: float = 1.0
+) -> int:
     """Make room for `path`, a file that just arrived under `root`: older files go first (never
-    `keep`, never one younger than FRESH_S). A file that would not fit even then (within
-    UPLOAD_SHARE of the budget beside those) is deleted and refused, and frees nothing.
-    Returns the bytes under `root` afterwards."""
+    `keep`, never one younger than FRESH_S), until the folder is within `prune_to` of the budget.
+    A file that would not fit even then (within UPLOAD_SHARE of the budget beside those) is
+    deleted and refused, and frees nothing. Returns the bytes under `root` afterwards."""
     files = _files(root)
     used = sum(size for _, size, _ in files)
     if path in keep:  # one of the app's own files (an example): already there, always allowed
@@ -169,7 +172,7 @@ def admit(path: Path, root: str | os.PathLike, budget_bytes: int, keep: Collecti
     except UploadSpaceFull:
         path.unlink(missing_ok=True)
         raise
-    return used - _prune(files, Path(root).resolve(), budget_bytes, held)
+    return used - _prune(files, Path(root).resolve(), int(prune_to * budget_bytes), held)
 
 
 class UploadBudget:
@@ -236,7 +239,7 @@ class UploadBudget:
             with self._lock:
                 mark = self._counted
             try:
-                used = admit(path, root, self.budget_bytes, self.keep)
+                used = admit(path, root, self.budget_bytes, self.keep, LOW_WATER)
             except UploadSpaceFull:
                 with self._lock:
                     self._used = None  # unknown: the next arrival walks
@@ -280,7 +283,7 @@ class UploadBudget:
                     self._short = root, time.monotonic() + _no_room_for(files), size
                     raise
                 self._check_sender(sender, size)  # an upload of the sender's may have been held meanwhile
-                room = self.budget_bytes - self._arriving - since - size
+                room = int(LOW_WATER * self.budget_bytes) - self._arriving - since - size
                 self._hold(size, sender)
             freed = _prune(files, root, room, held)
             with self._lock:
