@@ -43,6 +43,7 @@ import vit
 from bench.live import cpu_seconds
 from bench.serving import free_port, gradio_client, wait_until_served
 from training.registry import OWNER_GONE_S
+from ui.server_functions import ROUTE as ROWS_ROUTE
 from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 
@@ -717,7 +718,7 @@ def page_rows_flood(server: Server, client, folder: Path, questions: int = 8, un
     bands = -(-48 * 48 // page["band"])
     victim = victim_analysis(server, folder)
     alone = victim()
-    question = partial(layer_rows_question, client, page["handle"])
+    question = partial(layer_rows_question, page["handle"])
     server.reset_peak()  # the flood's own peak, past the photo's analysis and CLIP's load
     before = server.rss_mib()
     held = [unread_question(server.url, json.dumps(question(page["band"] % bands)).encode()) for _ in range(unread)]
@@ -754,18 +755,15 @@ def ask_bands(http, url: str, question: Callable[[int], dict], bands: int, pool,
         asked = []
         for _ in range(at_once):
             body = json.dumps(question(band % bands)).encode()
-            asked.append(pool.submit(http.post, f"{url}gradio_api/component_server", content=body, headers=headers))
+            asked.append(pool.submit(http.post, f"{url}{ROWS_ROUTE.lstrip('/')}", content=body, headers=headers))
             band += 1
         replies.extend(future.result() for future in asked)
 
 
-def layer_rows_question(client, handle: str, band: int) -> dict:
-    """The page's question for a band of layer 1's rows, as ui/page_maps.js asks Gradio's
-    component server: the `heads` picture's server function, by its component id."""
-    ids = [c["id"] for c in client.config["components"] if "layer_rows" in (c.get("props", {}).get("server_fns") or [])]
-    assert ids, "no component serves layer_rows"
-    data = {"handle": handle, "layer": 1, "band": band}
-    return {"data": data, "component_id": ids[0], "fn_name": "layer_rows", "session_hash": client.session_hash}
+def layer_rows_question(handle: str, band: int) -> dict:
+    """The page's question for a band of layer 1's rows, as ui/page_maps.js asks the rows route
+    (ui/rows_route.py), by the handle its analysis was sent with."""
+    return {"handle": handle, "layer": 1, "band": band}
 
 
 def unread_question(url: str, body: bytes) -> socket.socket:
@@ -774,7 +772,7 @@ def unread_question(url: str, body: bytes) -> socket.socket:
     sock = socket.create_connection((host, port))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     head = (
-        f"POST /gradio_api/component_server HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"POST {ROWS_ROUTE} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
         f"X-Forwarded-For: {ATTACKER_NETWORK['X-Forwarded-For']}\r\nContent-Length: {len(body)}\r\n\r\n"
     )
     sock.sendall(head.encode() + body)

@@ -19,6 +19,9 @@ student's share of a school Wi-Fi) it uploads the input once and prints:
   what the wire costs;
 - a patch clicked the moment the first map is shown (throttled): the middle patch, whose rows
   may not have come yet; seconds until the page shows its maps (issue 58's goal: 1 s at most);
+- another layer's patch rows, all of them, as the page asks for them when a patch query is shown
+  there (band after band; af847d7's page asked for a layer whole), unthrottled: bytes on the wire
+  (issue 58's goal for ViT-B/16: 0.3 MB);
 - the page's JS heap after `--uploads` analyses of different images of that input's kind,
   unthrottled (Chromium's performance.memory after a collection).
 
@@ -66,6 +69,13 @@ CLICKED = """async () => { const m = window.attentionMaps, [gh, gw] = m.data.gri
   while (!(img().alt.includes(want) && img().complete)) await new Promise((r) => setTimeout(r, 10));
   return performance.now() - t0; }"""
 REFUSED = "() => [...document.querySelectorAll('.toast-body, .error')].map((e) => e.textContent).join(' ')"
+# Another layer's patch rows (layer 1, or 2 where 1 is shown), every band asked for one after another
+# as the page asks them (`ask`); af847d7's page asked for a layer whole. The bands asked for.
+ANOTHER_LAYER = """async () => { const m = window.attentionMaps, d = m.data, layer = d.layer === 1 ? 2 : 1;
+  if (d.band === undefined) { await m.ask(layer - 1); return 1; }
+  const bands = Math.ceil(d.grid[0] * d.grid[1] / d.band);
+  for (let band = 0; band < bands; band++) await m.ask(layer - 1, band, true);
+  return bands; }"""
 
 
 @dataclass
@@ -127,6 +137,16 @@ def upload(page, wire: Wire, image: Path, timeout_s: float = 300, click: bool = 
     return sent | {"click_s": click_s}
 
 
+def another_layer(page, wire: Wire) -> dict:
+    """Bytes on the wire for another layer's patch rows, all its bands (ANOTHER_LAYER), until the
+    wire is quiet, and how many bands they came in."""
+    started = time.perf_counter()
+    bands = page.evaluate(ANOTHER_LAYER)
+    while not wire.quiet_for(QUIET_S):
+        page.wait_for_timeout(200)
+    return {"bytes": wire.since(started), "bands": bands}
+
+
 def one_server(app_dir: Path, model: str, folder: Path, browser, wide: float, uploads: int) -> dict:
     """The measurements of one checkout, model and kind of input (the module's docstring)."""
     server = Server(folder, 2048, None if model == "bundled" else model, app_dir=app_dir)
@@ -148,6 +168,7 @@ def one_server(app_dir: Path, model: str, folder: Path, browser, wide: float, up
         result["slow"] = upload(page, wire, pictures[0], click=True)
         throttle(cdp, False)
         if "refused" not in result["slow"]:
+            result["layer"] = another_layer(page, wire)
             for picture in pictures[1:uploads]:
                 upload(page, wire, picture)
             result["heap"] = int(page.evaluate(HEAP))
@@ -161,10 +182,12 @@ def row(app_dir: Path, label: str, wide: float, result: dict, uploads: int) -> s
     fast, slow = result["fast"], result["slow"]
     what = f"{label}, {f'whole {wide:.2f}:1' if wide else 'centre crop'}"
     if "refused" in slow:
-        return f"| {what} | {app_dir.name} | refused: {slow['refused']} | | | | | |"
+        return f"| {what} | {app_dir.name} | refused: {slow['refused']} | | | | | | |"
+    bands = result["layer"]["bands"]
     return (
         f"| {what} | {app_dir.name} | {slow['first_bytes'] / 1e6:.3f} MB | {slow['bytes'] / 1e6:.3f} MB "
         f"| {slow['first_s']:.1f} s | {fast['first_s']:.1f} s | {slow['click_s']:.2f} s "
+        f"| {result['layer']['bytes'] / 1e6:.3f} MB ({bands} band{'s' * (bands != 1)}) "
         f"| {result['heap'] / 2**20:.1f} MiB ({uploads}) |"
     )
 
@@ -203,8 +226,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"command: `{shlex.join([Path(sys.executable).name, '-m', 'bench.page_bytes', *sys.argv[1:]])}`")
     print(f"machine: {machine()}; {DOWN_BYTES_S * 8 / 1e6:.1f} Mbit/s, {LATENCY_MS} ms (Chromium's emulation)\n")
     print("| model, input | checkout | bytes before the first map | bytes in all | upload to first map "
-          "| the same unthrottled | patch click as it is shown | page's JS heap after uploads |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "| the same unthrottled | patch click as it is shown | another layer's patch rows "
+          "| page's JS heap after uploads |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

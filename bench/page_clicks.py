@@ -174,9 +174,9 @@ def reply_bytes() -> list[str]:
             image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (side, side, 3), dtype=np.uint8))
         ex = explain(model, [str(i) for i in range(model.config.num_classes)], Preprocessing(side, side), image)
         first = page_maps.reply_bytes(page_maps.page_maps(ex, name, ex.depth - 1, canvas.TEXT_PX, "h"))
-        tokens = sum(page_maps.reply_bytes(page_maps.layer_rows(ex, i, page_maps.TOKENS)) for i in range(ex.depth))
+        tokens = sum(page_maps.body_bytes(page_maps.layer_rows(ex, i, page_maps.TOKENS)) for i in range(ex.depth))
         bands = page_maps.page_shape(ex).bands
-        later = sum(page_maps.reply_bytes(page_maps.layer_rows(ex, 0, band)) for band in range(bands))
+        later = sum(page_maps.body_bytes(page_maps.layer_rows(ex, 0, band)) for band in range(bands))
         gh, gw = ex.grid
         rows.append(
             f"| {label} | {gh} x {gw} | {ex.depth} x {ex.heads} | {first / 1e6:.3f} MB | {tokens / 1e6:.3f} MB "

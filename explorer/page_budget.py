@@ -11,17 +11,20 @@ and B pixels of tiles' images (one a colour scale's layout), a query's row is
 (every part a question may ask for at once, page_maps.PARTS' four bytes a cell; the page asks
 for one, or two for smooth upsampling, so what it is sent is a quarter to a half of this bound)
 
-and a reply's rows take at most sent(raw) = 4 · ceil(deflate_bound(raw) / 3) characters (zlib's
-bound, then base64), so that no weights can make a reply pass its budget:
+and rows take at most deflate_bound(raw) bytes (zlib's bound), so that no weights can make a
+reply pass its budget; in the analysis's reply, Gradio's JSON, at most
+sent(raw) = 4 · ceil(deflate_bound(raw) / 3) characters (then base64):
 
 - REPLY_BYTES ≥ first screen = JSON_SLACK + sent(3 · h · w) + sent(3 · B) + tokens, the
   analysis's reply (the model input and the tiles' image as deflated RGB, and the shown layer's
   token rows), with
   tokens = JSON_SLACK + sent(Q · row), one layer's token queries' rows;
-- BAND_BYTES ≥ tokens, and ≥ JSON_SLACK + sent(band · row): one reply of rows the page asks for
-  (`ui.explore_handlers.layer_rows`), a layer's token rows or a band of `band` consecutive patch
-  queries' rows, as many as fit and at most BAND_CELLS cells, so that a clicked patch's band comes
-  quickly (ViT-B/16 at 224 px: a layer in 12 bands; a 48 × 48 grid of 12 heads in 2,304);
+- BAND_BYTES ≥ tokens, and ≥ deflate_bound(band · row): one reply of rows the page asks for
+  (`ui.explore_handlers.layer_rows`, on the rows route: the deflated bytes are its body), a layer's
+  token rows or a band of `band` consecutive patch queries' rows, as many as fit and at most
+  BAND_CELLS cells, so that a clicked patch's band comes quickly (ViT-B/16 at 224 px: a layer in 12
+  bands; a 48 × 48 grid of 12 heads in 2,304). A layer's token rows are bounded as JSON (`tokens`),
+  which bounds their route's reply too;
 - TOKENS_BYTES ≥ L · tokens: every layer's token rows, which the page asks for unasked after the
   first screen and keeps (Play and the slider never wait for the default query).
 
@@ -38,10 +41,10 @@ import math
 from dataclasses import dataclass
 
 REPLY_BYTES = 8_000_000  # an analysis's reply to the page, as JSON (ViT-L/14 with registers at 224 px: 4.6 MB)
-BAND_BYTES = 2_000_000  # one reply of rows, as JSON, at most (ViT-B/16 at 224 px: a layer's patch rows 2.5 MB)
+BAND_BYTES = 2_000_000  # one reply of rows at most (ViT-B/16 at 224 px: a layer's patch rows 1.9 MB raw)
 TOKENS_BYTES = 8_000_000  # every layer's token rows, as JSON, at most
-PREFETCH_BYTES = 4_000_000  # the shown layer's patch rows, asked for unasked up to this (ViT-B/16 at 224 px: 2.5 MB)
-JSON_SLACK = 4_096  # a reply's keys, brackets and numbers beside its base64 arrays
+PREFETCH_BYTES = 4_000_000  # the shown layer's patch rows, asked for unasked up to this (ViT-B/16 at 224 px: 1.9 MB)
+JSON_SLACK = 4_096  # a JSON reply's keys, brackets and numbers beside its base64 arrays
 # A band's cells, one byte each (the page asks for the shown scale's byte), at most: a patch clicked
 # before its layer's rows came asks for its band, which comes in about a third of a second on a
 # school Wi-Fi share (1.5 Mbit/s; random weights' cells hardly deflate), under a second beside a
@@ -97,8 +100,8 @@ class PageShape:
     def band(self) -> int:
         """Patch queries a reply of patch rows holds (the last band of a layer may hold fewer):
         BAND_CELLS' worth, fewer where every part at once would pass BAND_BYTES."""
-        fit = min((BAND_BYTES - JSON_SLACK) * 3 // 4 // self.row_bytes, BAND_CELLS // (self.heads * self.patches))
-        while fit > 1 and JSON_SLACK + sent_bytes(fit * self.row_bytes) > BAND_BYTES:
+        fit = min(BAND_BYTES // self.row_bytes, BAND_CELLS // (self.heads * self.patches))
+        while fit > 1 and deflate_bound(fit * self.row_bytes) > BAND_BYTES:
             fit -= 1  # a few rows less for zlib's slack
         return max(1, min(self.patches, fit))
 
@@ -109,10 +112,10 @@ class PageShape:
 
     @property
     def layer_bytes(self) -> int:
-        """JSON bytes of one layer's patch rows, all its bands, at most."""
+        """Bytes of one layer's patch rows, all its bands' bodies, at most."""
         full, last = divmod(self.patches, self.band)
         sizes = [self.band] * full + ([last] if last else [])
-        return sum(JSON_SLACK + sent_bytes(n * self.row_bytes) for n in sizes)
+        return sum(deflate_bound(n * self.row_bytes) for n in sizes)
 
     @property
     def prefetch_bands(self) -> int:
@@ -122,7 +125,8 @@ class PageShape:
 
     @property
     def token_bytes(self) -> int:
-        """JSON bytes of one layer's token query rows, at most."""
+        """JSON bytes of one layer's token query rows, at most (as the analysis's reply carries
+        them; the rows route sends them in fewer, `deflate_bound`)."""
         return JSON_SLACK + sent_bytes(self.queries * self.row_bytes)
 
     def first_screen_bytes(self, base_pixels: int = 0) -> int:

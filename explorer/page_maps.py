@@ -11,7 +11,9 @@ another part when the visitor picks another scale or upsampling, once per band. 
 with nearest upsampling, every tile is drawn in the very colours of the server's PNG
 (tests/test_explorer_page_maps.py checks the indices against matplotlib,
 tests/test_ui_page_maps.py the page's pixels). Rows are deflated (zlib): the page inflates them
-with the browser's DecompressionStream.
+with the browser's DecompressionStream. The analysis's reply, a Gradio event's JSON, carries its
+rows as base64 (`in_json`); every other reply of rows is the deflated bytes themselves, the body
+of the app's own route (ui/rows_route.py), as base64 had added a third to every band.
 
 Which rows, and when (issue 58: what is shown first is sent first). The analysis's reply holds
 what the first screen draws: the model input, the tiles' image and the shown layer's token
@@ -148,10 +150,19 @@ def known_parts(asked: object) -> tuple[str, ...] | None:
 
 
 def encode_rows(rows: np.ndarray, prefix: int, parts: Sequence[str] = DEFAULT_PARTS) -> dict[str, Any]:
-    """`rows_bytes`, deflated (zlib; the page inflates them with DecompressionStream) and written
-    as base64, as a Gradio reply carries bytes in its JSON, with the parts they hold."""
-    deflated = zlib.compress(rows_bytes(rows, prefix, parts), DEFLATE_LEVEL)
-    return {"parts": list(parts), "deflated": base64.b64encode(deflated).decode()}
+    """`rows_bytes`, deflated (zlib; the page inflates them with DecompressionStream), with the
+    parts they hold: {"parts": [...], "deflated": bytes}."""
+    return {"parts": list(parts), "deflated": zlib.compress(rows_bytes(rows, prefix, parts), DEFLATE_LEVEL)}
+
+
+def in_json(rows: dict[str, Any]) -> dict[str, Any]:
+    """`rows` (`layer_rows`) as a Gradio reply carries them in its JSON: the deflated bytes as base64."""
+    return {**rows, "deflated": base64.b64encode(rows["deflated"]).decode()}
+
+
+def body_bytes(rows: dict[str, Any]) -> int:
+    """Bytes of `rows` (`layer_rows`) as the rows route sends them: its reply's body."""
+    return len(rows["deflated"])
 
 
 def token_rows(ex: Explanation) -> np.ndarray:
@@ -176,7 +187,8 @@ def layer_rows(
 ) -> dict[str, Any]:
     """What the page asks for of one layer (0-based `layer`): band `band` of its patch rows,
     `page_shape(ex).band` patch queries from `first` on (the whole layer when one band holds it),
-    or with band TOKENS its token queries' rows (`query_tokens`), with the `parts` asked for."""
+    or with band TOKENS its token queries' rows (`query_tokens`), with the `parts` asked for:
+    {"layer", "band", "first" (patch rows only), "parts", "deflated": the bytes (`encode_rows`)}."""
     prefix = ex.attention.prefix_tokens
     if band == TOKENS:
         return {"layer": layer, "band": band, **encode_rows(token_rows(ex)[layer], prefix, parts)}
@@ -269,7 +281,7 @@ def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str
         "input": {**deflated_rgb(ex.input.pixels), "scale": views.input_scale(ex)},
         "layouts": layouts(ex, tiles),
         "words": words(ex, model),
-        "token_rows": layer_rows(ex, layer, TOKENS),
+        "token_rows": in_json(layer_rows(ex, layer, TOKENS)),
         "band": shape.band,
         "prefetch_bands": shape.prefetch_bands,
         "layer": layer + 1,

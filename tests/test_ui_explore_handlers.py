@@ -516,21 +516,22 @@ def test_the_page_asks_for_a_layers_numbers_by_the_handle_it_was_sent(tab, expla
     tokens = h.layer_rows(server, {"handle": handle, "layer": 2, "band": "tokens"})  # the layer's CLS rows
     assert tokens["layer"] == 1 and tokens["band"] == "tokens" and len(tokens["deflated"]) < len(rows["deflated"])
     dropped = "This analysis was dropped from the server's memory to make room: upload the image again."
-    assert h.layer_rows(server, {"handle": "made-up", "layer": 2}) == {"error": dropped}
-    assert h.layer_rows(server, "not a question") == {"error": dropped}
+    assert h.layer_rows(server, {"handle": "made-up", "layer": 2}) == {"error": dropped, "status": 404}
+    assert h.layer_rows(server, "not a question") == {"error": dropped, "status": 404}
     out_of_range = "There is no layer 7: this model has layers 1 to 6."
-    assert h.layer_rows(server, {"handle": handle, "layer": 7}) == {"error": out_of_range}
+    assert h.layer_rows(server, {"handle": handle, "layer": 7}) == {"error": out_of_range, "status": 400}
     assert "There is no layer True" in h.layer_rows(server, {"handle": handle, "layer": True})["error"]
     assert server.pages.handle(explanation_key) != handle  # a new handle for every analysis sent
     no_band = "There is no band 1: this analysis sends a layer in bands 0 to 0."
-    assert h.layer_rows(server, {"handle": handle, "layer": 2, "band": 1}) == {"error": no_band}
+    assert h.layer_rows(server, {"handle": handle, "layer": 2, "band": 1}) == {"error": no_band, "status": 400}
     assert "There is no band '0'" in h.layer_rows(server, {"handle": handle, "layer": 2, "band": "0"})["error"]
     assert rows["parts"] == ["layer"]  # the page's first style's byte only, unless it asks for others
     both = h.layer_rows(server, {"handle": handle, "layer": 2, "parts": ["fine", "head"]})
     assert both["parts"] == ["head", "fine"] and len(both["deflated"]) > len(rows["deflated"])
     not_parts = "The parts asked for are not layer, head, fixed, fine, each at most once."
+    refused = {"error": not_parts, "status": 400}
     for junk in (["head", "head"], [], ["colour"], "head", [1]):
-        assert h.layer_rows(server, {"handle": handle, "layer": 2, "parts": junk}) == {"error": not_parts}
+        assert h.layer_rows(server, {"handle": handle, "layer": 2, "parts": junk}) == refused
 
 
 def test_a_band_of_rows_is_encoded_once_however_many_ask(tab, explanation_key, monkeypatch):

@@ -17,6 +17,7 @@ import vit
 from explorer import canvas, live, views
 from explorer.controls import Fusion, Showing
 from explorer.explain import explain
+from ui.server_functions import ROUTE as ROWS_ROUTE
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 pytestmark = pytest.mark.skipif(
@@ -130,16 +131,16 @@ def test_another_scale_is_fetched_once_when_picked_and_drawn_exactly(server, bro
     page.wait_for_function("() => window.attentionMaps.style.scale === 'head'")
     wait_rows_arrived(page)  # every layer's token rows and the shown layer's patch rows, with the new byte
     assert page.evaluate(parts) == ["layer", "head"]
-    questions = [url for url in sent if url.endswith("/component_server/")]
+    questions = [url for url in sent if url.endswith(ROWS_ROUTE)]
     assert len(questions) == 7  # the shown layer's patch rows, then the 6 layers' token rows
     page.wait_for_timeout(300)
     assert_same_at_every_cell(*drawn_and_exported(page))
-    asked = len([url for url in sent if url.endswith("/component_server/")])
+    asked = len([url for url in sent if url.endswith(ROWS_ROUTE)])
     for choice in ("one scale per layer (heads comparable)", "each head stretched to its own max"):
         page.get_by_label(choice).check()
         wait_rows_arrived(page)
     page.wait_for_timeout(300)
-    assert len([url for url in sent if url.endswith("/component_server/")]) == asked
+    assert len([url for url in sent if url.endswith(ROWS_ROUTE)]) == asked
     page.close()
 
 
@@ -282,7 +283,7 @@ def test_a_layer_not_sent_is_asked_for_once_as_bytes(layer_at_a_time_server, bro
     wait_drawn(page, "patch (4, 4)")
     click_patch(page, 5, 7)
     wait_drawn(page, "patch (5, 7)")
-    assert [url.rsplit("/", 2)[-2] for url in sent] == ["component_server"]
+    assert [url.removeprefix(server.rstrip("/")) for url in sent] == [ROWS_ROUTE]
     page.keyboard.press("Escape")
     box = page.get_by_label("number input for Layer (1 = first)")
     box.fill("3")
@@ -313,7 +314,7 @@ def patched_app(tiny_checkpoint, tmp_path_factory, setup: str):
 @pytest.fixture(scope="module")
 def band_at_a_time_server(tiny_checkpoint, tmp_path_factory):
     """The app sending a layer's patch rows in bands of a few patch queries (as for a 48 x 48 grid)."""
-    setup = "import explorer.page_budget as b; b.PREFETCH_BYTES = 0; b.BAND_BYTES = b.JSON_SLACK + 20_000"
+    setup = "import explorer.page_budget as b; b.PREFETCH_BYTES = 0; b.BAND_BYTES = 20_000"
     yield from patched_app(tiny_checkpoint, tmp_path_factory, setup)
 
 
@@ -334,7 +335,7 @@ def test_a_band_of_a_layer_is_asked_for_when_a_patch_in_it_is_shown(band_at_a_ti
     assert len(sent) == 1
     click_patch(page, grid[0], grid[1])  # the last band
     wait_drawn(page, f"patch ({grid[0]}, {grid[1]})")
-    assert [url.rsplit("/", 2)[-2] for url in sent] == ["component_server"] * 2
+    assert [url.removeprefix(server.rstrip("/")) for url in sent] == [ROWS_ROUTE] * 2
     drawn, png, got = drawn_and_exported(page)
     assert_same_at_every_cell(drawn, png, got)
     page.close()
@@ -376,7 +377,7 @@ def test_a_click_before_the_rows_arrive_is_answered_when_they_do(slow_prefetch_s
     wait_drawn(page, "layer 6 of 6, one tile each, for the query patch (3, 4)")  # no click after it
     assert page.evaluate(FETCHED_AT) == [6]
     wait_rows_arrived(page)
-    questions = [url for url in sent if url.endswith("/component_server/")]
+    questions = [url for url in sent if url.endswith(ROWS_ROUTE)]
     assert len(questions) == 6  # the patch rows once, and the token rows of the 5 other layers
     page.close()
 

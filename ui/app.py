@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
 from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
 
 from explorer import canvas
 from explorer.catalog import ModelCatalog
@@ -31,6 +33,7 @@ from .limits import (
 )
 from .live import STOPPED_JS, build_live_tab
 from .outputs import UPLOADS, forget_deleted_files
+from .rows_route import rows_route
 from .sessions import SessionShares, keep_waiting_sessions
 from .settings import ServerSettings
 from .train import COUNTDOWN_JS, PageTabs, build_train_tab, wire_page
@@ -239,11 +242,13 @@ def keep_within_budgets(demo: gr.Blocks, server: Server) -> threading.Thread:
     return thread
 
 
-def served_limits(demo: gr.Blocks, trusted_hops: int = 0) -> dict[str, Any]:
+def served_limits(demo: gr.Blocks, trusted_hops: int = 0, routes: Sequence[BaseRoute] = ()) -> dict[str, Any]:
     """`demo.launch` arguments that bound what requests bring and sessions keep (ui/limits.py):
     the request limits as middleware, before Gradio reads a byte, the sessions Gradio keeps, and
     no monitoring page (whose records `QUIET_MONITORING` stops). `trusted_hops`: the proxies in
-    front of the server (`ServerSettings.trusted_hops`), which name a request's network."""
+    front of the server (`ServerSettings.trusted_hops`), which name a request's network. `routes`:
+    the app's own routes (the rows route, ui/rows_route.py), served on Gradio's app before its own
+    and behind the same middleware."""
     middleware = Middleware(
         RequestLimits,
         uploads=UPLOADS,
@@ -254,7 +259,7 @@ def served_limits(demo: gr.Blocks, trusted_hops: int = 0) -> dict[str, Any]:
         sessions=SessionShares(lambda: getattr(demo, "state_holder", None), SESSIONS),
     )
     return {
-        "app_kwargs": {"middleware": [middleware]},
+        "app_kwargs": {"middleware": [middleware], "routes": list(routes)},
         "state_session_capacity": SESSIONS + SESSIONS_SPARE,
         "enable_monitoring": False,  # no /monitoring page: a public server's timings are its own
     }
@@ -265,7 +270,7 @@ def launch(demo: gr.Blocks, server: Server, host: str, port: int, share: bool = 
     CSS), and block; torchvision's slow import is paid after the page is up."""
     settings = server.settings
     demo.launch(
-        **served_limits(demo, settings.trusted_hops),
+        **served_limits(demo, settings.trusted_hops, [rows_route(server)]),
         server_name=host,
         server_port=port,
         share=share,

@@ -178,7 +178,7 @@ class PageHandles:
             if (kept := self._kept(name)) is not None:  # encoded while this one waited
                 return kept
             rows = encode()
-        size = sum(len(v) for v in rows.values() if isinstance(v, str))
+        size = sum(len(v) for v in rows.values() if isinstance(v, bytes))
         with self.lock:
             if name not in self.bands and size <= self.kept_bytes:
                 self.bands[name] = rows, size

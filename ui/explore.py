@@ -22,7 +22,7 @@ from explorer.loaded import LoadedModel
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 from vit.preprocessing import CIFAR10_CLASSES
 
-from . import common, concurrency
+from . import common, concurrency, server_functions
 from . import explore_handlers as h
 from . import explore_views as ev
 from .binding import ComponentView, Controls, bound, checked_first
@@ -93,6 +93,7 @@ PAGE_MAPS_JS = (
     + (Path(__file__).with_name("page_maps.js").read_text())
     .replace('"__COLOUR_TABLES__"', json.dumps(page_maps.colour_tables()))
     .replace('"__PLAY_STEP_MS__"', str(round(PLAY_STEP_S * 1000)))
+    .replace('"__ROWS_ROUTE__"', json.dumps(server_functions.ROUTE))
     .replace('"__FOLLOW_STYLE__"', json.dumps(", ".join(f"#{name} img" for name in (*ev.FOLLOW_STYLE, WORD_MAPS_ID))))
     .replace("</", "<\\/")
     + "</script>"
@@ -278,10 +279,10 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
     }
 
 
-def _heads_column(depth: int, server_functions: Sequence[Callable]) -> dict[str, Any]:
+def _heads_column(depth: int) -> dict[str, Any]:
     caption = "**Attention per head** in the chosen layer, for the query"
     alt = "Attention of every head in the chosen layer, for the query"
-    maps = page_picture(caption, alt, MAPS_JS, elem_id="heads", server_functions=list(server_functions))
+    maps = page_picture(caption, alt, MAPS_JS, elem_id="heads")
     heads = gr.Image(label=caption.replace("*", ""), visible=False)
     with gr.Row():
         layer = common.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
@@ -414,10 +415,10 @@ def _api_only_inputs() -> dict[str, Any]:
     }
 
 
-def layout(catalog: ModelCatalog, server_functions: Sequence[Callable] = ()) -> ExploreView:
+def layout(catalog: ModelCatalog) -> ExploreView:
     """Place the tab's components inside the current Blocks and name them. The first row
-    (upload, predictions, patch grid, head maps) fits a 1280x720 screen. `server_functions`:
-    what the page may ask the server for while it draws the head maps (a layer's numbers)."""
+    (upload, predictions, patch grid, head maps) fits a 1280x720 screen. The head maps' page asks
+    for a layer's numbers on the rows route (ui/rows_route.py), which ui.app serves."""
     start = catalog.start()  # the operator's default model, or the bundled one if it cannot be had
     parts = _session_state(start)
     with gr.Row(equal_height=False):
@@ -426,7 +427,7 @@ def layout(catalog: ModelCatalog, server_functions: Sequence[Callable] = ()) -> 
         with gr.Column(scale=4, min_width=300):
             parts |= _query_column(start)
         with gr.Column(scale=6, min_width=400):
-            parts |= _heads_column(start.model.config.depth, server_functions)
+            parts |= _heads_column(start.model.config.depth)
     parts |= _words(start)
     parts |= _style_controls() | _model_about(catalog, start) | _more_views(start) | _api_only_inputs()
     return ExploreView(**parts)  # a TypeError names any field left out or misspelt
@@ -625,7 +626,7 @@ def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) ->
 
 def build_explore_tab(server: Server) -> ExploreView:
     """The Explore tab inside the current Blocks; the Train tab uses its model picker."""
-    view = layout(server.catalog, [bound(h.layer_rows, server)])
+    view = layout(server.catalog)
     analysis = _wire_analysis(view, server)
     _wire_views(view, server)
     _wire_play(view)

@@ -78,6 +78,9 @@ from .uploads import UploadRefused, checked_upload
 
 MODES = ("crop", "whole")
 GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or one scale for all layers
+# What a question for rows is told whose handle names no analysis kept: dropped, or never sent to
+# any page (a forged handle learns nothing from other words)
+ROWS_DROPPED = "This analysis was dropped from the server's memory to make room: upload the image again."
 
 # What /analyze draws, by ExploreView field: the first screen (the session's explanation key
 # first), and no "More views" view: each is a call of its own (docs/app.md, 2026-11-28). What the
@@ -313,21 +316,25 @@ def analysed(
 def layer_rows(server: Server, asked: object) -> dict:
     """The page's question for rows of one layer, {"handle": ..., "layer": 1-based, "band": 0-based
     or "tokens", "parts": [names of page_maps.PARTS], by default the layer scale's} (ui/page_maps.js,
-    for a band of patch rows or the token queries' rows, or parts of them, it has not got): the rows
-    as bytes (explorer/page_maps.layer_rows), or {"error": a sentence} it shows under the maps. Each
-    band's parts are encoded once (`PageHandles.rows`)."""
+    on the rows route, ui/rows_route.py, for a band of patch rows or the token queries' rows, or
+    parts of them, it has not got): the rows as bytes (explorer/page_maps.layer_rows), or
+    {"error": a sentence the page shows under the maps, "status": the HTTP status it comes with}:
+    404 for a handle that names no analysis kept (dropped, or never sent to any page: the same
+    words), 400 for a question of another shape. Each band's parts are encoded once
+    (`PageHandles.rows`)."""
     asked = asked if isinstance(asked, dict) else {}
     key = server.pages.key(asked.get("handle"))
     ex = server.store.peek(key) if key is not None else None
     if ex is None:
-        return {"error": "This analysis was dropped from the server's memory to make room: upload the image again."}
+        return {"error": ROWS_DROPPED, "status": 404}
     layer, band, bands = asked.get("layer"), asked.get("band", 0), page_maps.page_shape(ex).bands
     if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer <= ex.depth:
-        return {"error": f"There is no layer {quoted(layer)}: this model has layers 1 to {ex.depth}."}
+        return {"error": f"There is no layer {quoted(layer)}: this model has layers 1 to {ex.depth}.", "status": 400}
     if band != page_maps.TOKENS and (not isinstance(band, int) or isinstance(band, bool) or not 0 <= band < bands):
-        return {"error": f"There is no band {quoted(band)}: this analysis sends a layer in bands 0 to {bands - 1}."}
+        why = f"There is no band {quoted(band)}: this analysis sends a layer in bands 0 to {bands - 1}."
+        return {"error": why, "status": 400}
     if (parts := page_maps.known_parts(asked.get("parts", list(page_maps.DEFAULT_PARTS)))) is None:
-        return {"error": f"The parts asked for are not {', '.join(page_maps.PARTS)}, each at most once."}
+        return {"error": f"The parts asked for are not {', '.join(page_maps.PARTS)}, each at most once.", "status": 400}
     encode = partial(page_maps.layer_rows, ex, layer - 1, band, parts)
     return server.pages.rows(key, (layer, band, parts), encode)
 

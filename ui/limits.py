@@ -174,7 +174,7 @@ class RequestLimits:
     the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
     reads the body, an empty session hash, a file that is no upload or a file input that is no
     file payload 400 (with a line in `refusals`), a new webcam stream event while Live's queue is
-    full 503 with LIVE_BUSY, and a page's server function with no place in `functions` 429;
+    full 503 with LIVE_BUSY, and a page's question for rows (ui/rows_route.py) with no place in `functions` 429;
     anything else passes untouched. `frame_fns` are the fn indices of the webcam frame's event
     (ui.app finds them), whose requests may carry a frame; `files` each event's file inputs
     (`event_files`)."""
@@ -240,7 +240,7 @@ class RequestLimits:
         return await self.app(scope, _replay(body, receive), send)
 
     async def _server_function(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A page's server function (a band of a layer's rows): in one of its network's places,
+        """A page's question for rows (a band of a layer's rows, ui/rows_route.py): in one of its network's places,
         its reply read in chunks (ui/server_functions.py), or refused in words when none comes."""
         network = sender(scope, self.trusted_hops)
         if not await self.functions.run(network, lambda chunked: self.app(scope, receive, chunked), send):

@@ -23,6 +23,8 @@
   // rows not all sent) Play had stalled ~1 s a layer on "Fetching this layer's numbers…" (issue 61).
   const AHEAD = 2;
   const TOKENS = "tokens"; // the band of a layer's token queries' rows (explorer/page_maps.py, TOKENS)
+  const ROWS_ROUTE = "__ROWS_ROUTE__"; // ui/server_functions.ROUTE, where the page asks for rows (ui/rows_route.py)
+  const PARTS_HEADER = "X-Rows-Parts"; // ui/rows_route.PARTS_HEADER
   const FETCHING = "Fetching this layer's numbers from the server…";
   const f32 = Math.fround;
 
@@ -36,6 +38,22 @@
   async function inflated(b64) { // zlib's deflate (explorer/page_maps.py, encode_rows), by the browser's own inflater
     const stream = new Blob([bytesOf(b64)]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+  // A question for rows on the rows route (ui/rows_route.py): the reply's body is the rows deflated,
+  // inflated as it streams in, with the parts it holds in a header; a question the server refuses
+  // (a dropped analysis, no place for it now) comes back as its sentence, {error}.
+  async function fetchRows(question) {
+    const root = (window.gradio_config && window.gradio_config.root) || window.location.href; // as Gradio's own requests
+    const reply = await fetch(new URL(ROWS_ROUTE.slice(1), root.replace(/\/?$/, "/")), {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(question),
+    });
+    if (!reply.ok) {
+      const words = reply.status < 500 && (reply.headers.get("Content-Type") || "").startsWith("text/plain");
+      if (words) return { error: await reply.text() };
+      throw new Error(`HTTP ${reply.status}`);
+    }
+    const stream = reply.body.pipeThrough(new DecompressionStream("deflate"));
+    return { parts: reply.headers.get(PARTS_HEADER).split(","), bytes: new Uint8Array(await new Response(stream).arrayBuffer()) };
   }
   // A layer's rows as explorer/page_maps.rows_bytes lays them out, each a view of `bytes`: per query
   // and head its top and prefix shares (float32), then one byte a cell of each of `parts` (page_maps.PARTS).
@@ -351,7 +369,7 @@
     asking(layer, band) { return `${layer}/${band}:${this.missing(this.stored(layer + 1, band)).join("+")}`; }
     waitsFor(name) { return this.data !== null && this.needed(this.layer).name === name; } // the maps on screen wait for it
 
-    // A band of a layer's patch rows as bytes (ui/explore_handlers.layer_rows). `ahead`: asked before
+    // A band of a layer's rows as bytes (`fetchRows`: ui/explore_handlers.layer_rows). `ahead`: asked before
     // it is shown (prefetch), so nothing is said unless the maps come to wait for it.
     async ask(layer, band, ahead = false) {
       const name = `${layer}/${band}`, asked = this.asked, parts = this.missing(this.stored(layer + 1, band));
@@ -361,11 +379,10 @@
       asked.add(question);
       const handle = this.data.handle;
       try {
-        const rows = await this.parts.heads.server.layer_rows({ handle, layer: layer + 1, band, parts });
+        const rows = await fetchRows({ handle, layer: layer + 1, band, parts });
         if (asked !== this.asked) return; // another image's analysis came meanwhile
         if (rows.error) { if (!ahead || this.waitsFor(name)) this.say(rows.error); return; }
-        const decoded = this.decoded(await inflated(rows.deflated), rows.parts);
-        if (asked !== this.asked) return;
+        const decoded = this.decoded(rows.bytes, rows.parts);
         const all = merged(this.stored(layer + 1, band), decoded); // what came for an earlier style is kept
         if (band === TOKENS) this.tokenRows.set(layer, all); else this.keep(name, all);
         if (!ahead || this.waitsFor(name)) { this.say(""); this.draw(); } // a click that came first is answered now

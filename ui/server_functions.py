@@ -1,11 +1,12 @@
-"""Admission for the page's server functions: Gradio's /gradio_api/component_server, which the
-page calls for a band of a layer's patch rows (ui.explore_handlers.layer_rows; docs/security.md).
+"""Admission for the page's questions for numbers: the rows route (ROUTE, ui/rows_route.py), which
+the page asks for a band of a layer's patch rows or a layer's token rows (docs/security.md).
 
-Gradio runs these outside its queue, each as soon as it comes, in its thread pool (40 threads
-shared with every event), and sends each reply whole into the connection's buffer: a page's
+They run outside Gradio's queue, each as soon as it comes, in Gradio's thread pool (40 threads
+shared with every event), and a reply was sent whole into the connection's buffer: a page's
 eight questions at once for a 48 × 48 grid's layer took +7 GB, and four replies nobody read held
-+618 MiB for as long as their sockets stayed open (issue 56). Here (a part of
-`ui.limits.RequestLimits`, before Gradio reads the request):
++618 MiB for as long as their sockets stayed open (issue 56, then on Gradio's server function
+route, /gradio_api/component_server). Here (a part of `ui.limits.RequestLimits`, before the
+route reads the request):
 
 - at most IN_FLIGHT run or send at once, PER_NETWORK of them from one network (the trusted
   address, `ui.limits.sender`): a class behind one router shares it, and one network never takes
@@ -31,7 +32,7 @@ from typing import Any
 Message = MutableMapping[str, Any]
 Send = Callable[[Message], Awaitable[None]]
 
-ROUTE = "/gradio_api/component_server"
+ROUTE = "/page_maps/rows"  # ui/rows_route.py serves it; the page asks it (ui/page_maps.js, ROWS_ROUTE)
 IN_FLIGHT = 16  # every network's questions running or sending at once (Gradio's pool: 40 threads)
 PER_NETWORK = 8  # one network's (a class of 30 behind one router asks a few at a time)
 WAIT_S = 20.0
@@ -48,7 +49,7 @@ class StalledReader(Exception):
 
 
 class ServerFunctionGate:
-    """The places of the page's server functions (the module's docstring says why)."""
+    """The places of the page's questions for rows (the module's docstring says why)."""
 
     def __init__(
         self,
