@@ -538,6 +538,7 @@ def test_a_band_of_rows_is_encoded_once_however_many_ask(tab, explanation_key, m
     """Issue 56: each question for a layer's rows encoded the layer again (170 MB, 3.5 s apiece for
     a 48 x 48 grid, eight at once +7 GB); a band asked for again is the one encoded before."""
     from explorer import page_maps
+    from ui.common import ENCODED_S
 
     server, encoded = tab, []
     real = page_maps.layer_rows
@@ -545,13 +546,15 @@ def test_a_band_of_rows_is_encoded_once_however_many_ask(tab, explanation_key, m
     handle = server.pages.handle(explanation_key)
     first = h.layer_rows(server, {"handle": handle, "layer": 3, "band": 0})
     again = h.layer_rows(server, {"handle": server.pages.handle(explanation_key), "layer": 3, "band": 0})
-    assert again is first and len(encoded) == 1
+    assert len(encoded) == 1 and again["deflated"] is first["deflated"]
+    # the question that encoded it is told what that cost (ui.server_functions charges it to its network)
+    assert first[ENCODED_S] >= 0 and ENCODED_S not in again
     h.layer_rows(server, {"handle": handle, "layer": 4, "band": 0})
     assert len(encoded) == 2
     fixed_asked = {"handle": handle, "layer": 3, "band": 0, "parts": ["fixed"]}  # another scale's byte
     fixed = h.layer_rows(server, fixed_asked)
     assert fixed is not first and len(encoded) == 3
-    assert h.layer_rows(server, fixed_asked) is fixed and len(encoded) == 3
+    assert h.layer_rows(server, fixed_asked)["deflated"] is fixed["deflated"] and len(encoded) == 3
 
 
 def test_the_page_exports_the_query_it_shows(tab, explanation_key):

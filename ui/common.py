@@ -137,6 +137,7 @@ class OnePerVisitor:
 RowsAsked = tuple[int, int | str, tuple[str, ...]]  # a layer, a band of it and the parts (explorer/page_maps.py)
 ROWS_KEPT_BYTES = 32 * 2**20  # bands of patch rows kept encoded, for the pages asking again (16 of ViT-B/16's layers)
 ROWS_AT_ONCE = 2  # bands encoded at once: a band is a few milliseconds of one core (issue 56)
+ENCODED_S = "encoded_s"  # the seconds the question that encoded a band took (`PageHandles.rows`)
 
 
 class PageHandles:
@@ -170,14 +171,17 @@ class PageHandles:
 
     def rows(self, key: ExplanationKey, asked: RowsAsked, encode: Callable[[], dict]) -> dict:
         """The rows `asked` of the analysis `key`, (layer, band, parts): a band of a layer's patch
-        rows (or its token rows, explorer.page_maps.TOKENS) with those parts, `encode`d once."""
+        rows (or its token rows, explorer.page_maps.TOKENS) with those parts, `encode`d once; the
+        question that encoded them also gets the seconds it took (ENCODED_S)."""
         name = (key, asked)
         if (kept := self._kept(name)) is not None:
             return kept
         with self.encoding:
             if (kept := self._kept(name)) is not None:  # encoded while this one waited
                 return kept
+            began = time.perf_counter()
             rows = encode()
+            took = time.perf_counter() - began
         size = sum(len(v) for v in rows.values() if isinstance(v, bytes))
         with self.lock:
             if name not in self.bands and size <= self.kept_bytes:
@@ -185,7 +189,7 @@ class PageHandles:
                 self.kept += size
                 while self.kept > self.kept_bytes:
                     self.kept -= self.bands.popitem(last=False)[1][1]
-        return rows
+        return rows | {ENCODED_S: took}  # what this question cost (ui.server_functions charges it)
 
     def _kept(self, name: tuple[ExplanationKey, RowsAsked]) -> dict | None:
         with self.lock:

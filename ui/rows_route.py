@@ -16,7 +16,9 @@ Gradio's server function route they had taken a third more bytes, and a decoding
 
 Every request to ROUTE runs in one of the places of RequestLimits' ServerFunctionGate (places per
 network, the reply sent in chunks as it is read and paced, a stalled reader dropped), which knows
-it by its path; the bands are encoded once and kept (`ui.common.PageHandles.rows`). The question
+it by its path; the bands are encoded once and kept (`ui.common.PageHandles.rows`), and the
+seconds an encode took are charged to the network that asked (ENCODED_HEADER, which the gate takes
+off the reply: whether a band was encoded anew would tell a visitor whether another page asked it). The question
 runs in Gradio's thread pool (the Blocks' limiter), as Gradio ran its server functions.
 """
 
@@ -30,9 +32,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from .common import Server
+from .common import ENCODED_S, Server
 from .explore_handlers import layer_rows
-from .server_functions import ROUTE
+from .server_functions import ENCODED_HEADER, ROUTE
 
 PARTS_HEADER = "X-Rows-Parts"
 # A page's rows are its own (they are named by a handle only that page was sent): no cache keeps them.
@@ -59,6 +61,8 @@ def rows_route(server: Server) -> Route:
         if "error" in rows:
             return PlainTextResponse(rows["error"], status_code=rows["status"], headers=PRIVATE)
         headers = {PARTS_HEADER: ",".join(rows["parts"]), **PRIVATE}
+        if ENCODED_S in rows:  # for the gate, which charges it to the network and never sends it on
+            headers[ENCODED_HEADER] = f"{rows[ENCODED_S]:.6f}"
         return Response(rows["deflated"], media_type="application/octet-stream", headers=headers)
 
     return Route(ROUTE, answer, methods=["POST"])

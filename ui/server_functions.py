@@ -17,6 +17,11 @@ route reads the request):
 - one network's replies are paced to PACE_BYTES_S after a first BURST_BYTES: a page's band comes at
   once, but a network asking band after new band (an encode and 2 MB each) no longer keeps the
   event loop and a core sending (110 MB/s, another network's analysis 2.4 x slower, issue 56).
+- and each band the server encodes for a network is charged to that pace as the seconds of a core
+  it took over ENCODE_SHARE (a virtual clock in bytes, PACE_BYTES_S a second): issue 58's bands
+  are small (0.02 MB for a 48 x 48 grid), replies under a chunk were not paced, and a network asking
+  new band after new band kept a core encoding: another network's analysis 2.08 x slower. Bands
+  already encoded (a class asking one analysis's) cost no charge.
 
 So what replies hold is at most IN_FLIGHT × explorer.page_budget.BAND_BYTES, whoever asks. The
 event loop runs this code one coroutine at a time: the counts need no lock.
@@ -41,6 +46,10 @@ STALL_S = 30.0  # a school Wi-Fi share of 1.5 Mbit/s reads 64 KiB in 0.4 s
 # A school's whole Wi-Fi share is a few MB/s (issue 58: 1.5 Mbit/s a student), less than a network's pace.
 PACE_BYTES_S = 8 * 10**6
 BURST_BYTES = 4 * 10**6  # two bands at once, unpaced
+# A network's encodes may keep at most this share of one core busy (beyond its burst): a class
+# behind one router asking new bands shares it, as it shares the pace.
+ENCODE_SHARE = 0.25
+ENCODED_HEADER = "X-Encoded-Seconds"  # ui/rows_route.py's, for the gate only
 BUSY = "The server is answering many questions for numbers at once: try the layer again in a moment."
 
 
@@ -99,9 +108,13 @@ class ServerFunctionGate:
         return True
 
     async def _chunked(self, send: Send, network: str | None, message: Message) -> None:
-        """`message` sent on, a reply's body CHUNK_BYTES at a time, at `network`'s pace."""
+        """`message` sent on, a reply's body CHUNK_BYTES at a time, at `network`'s pace (an encode
+        the reply's start reports charged to it first)."""
+        if message["type"] == "http.response.start":
+            return await self._sent(send, self._charged(network, message))
         body = message.get("body", b"")
         if message["type"] != "http.response.body" or len(body) <= CHUNK_BYTES:
+            await self._pace(network, len(body))
             return await self._sent(send, message)
         more = message.get("more_body", False)
         for start in range(0, len(body), CHUNK_BYTES):
@@ -109,6 +122,17 @@ class ServerFunctionGate:
             chunk = body[start : start + CHUNK_BYTES]
             await self._pace(network, len(chunk))
             await self._sent(send, {"type": "http.response.body", "body": chunk, "more_body": more or not last})
+
+    def _charged(self, network: str | None, start: Message) -> Message:
+        """`start` without ENCODED_HEADER, whose seconds are added to `network`'s pace clock."""
+        name = ENCODED_HEADER.lower().encode()
+        seconds = [value for key, value in start.get("headers", []) if key.lower() == name]
+        if not seconds:
+            return start
+        now = asyncio.get_running_loop().time()
+        owed = float(seconds[0]) / ENCODE_SHARE  # seconds of the network's clock
+        self.paced[network] = max(now, self.paced.get(network, now)) + owed
+        return {**start, "headers": [(key, value) for key, value in start["headers"] if key.lower() != name]}
 
     async def _pace(self, network: str | None, size: int) -> None:
         """Wait until `size` more bytes are within `network`'s pace (a virtual clock: its replies'
