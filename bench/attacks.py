@@ -760,7 +760,7 @@ def ask_bands(http, url: str, question: Callable[[int], dict], bands: int, pool,
 
 
 def layer_rows_question(client, handle: str, band: int) -> dict:
-    """The page's question for a band of layer 1's rows, as ui/page_maps.js asks Gradio's
+    """The page's question for a band of layer 1's rows, as ui/js/rows.js asks Gradio's
     component server: the `heads` picture's server function, by its component id."""
     ids = [c["id"] for c in client.config["components"] if "layer_rows" in (c.get("props", {}).get("server_fns") or [])]
     assert ids, "no component serves layer_rows"

@@ -25,7 +25,7 @@ def decoded(b64: str, dtype) -> np.ndarray:
 
 
 def planes(sent: dict, heads: int, n: int, p: int) -> dict[str, np.ndarray]:
-    """A reply's rows read as ui/page_maps.js reads them (explorer/page_maps.rows_bytes' layout)."""
+    """A reply's rows read as ui/js/decode.js reads them (explorer/page_maps.rows_bytes' layout)."""
     raw = zlib.decompress(base64.b64decode(sent["deflated"]))
     queries = len(raw) // (heads * (4 + 4 * p + len(sent["parts"]) * n))
     at, out = 0, {}

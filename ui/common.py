@@ -61,7 +61,7 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: s
     """The one MapStyle the five style controls describe (gr.Error for values they cannot take).
     Two controls keep their API names and become yes-or-no in the drawing here: `upsampling`
     ("nearest" or "smooth") is `MapStyle.smooth`, `display` ("overlay" or "raw") is `MapStyle.raw`;
-    the page's own style object (ui/page_maps.js, `setStyle`) converts them the same way, to the
+    the page's own style object (ui/js/explore.js, `setStyle`) converts them the same way, to the
     same names."""
     return MapStyle(
         cmap=one_of("colour map", cmap, COLORMAPS),
