@@ -251,11 +251,12 @@ def test_the_page_is_sent_the_pictures_that_follow_the_style():
 
 def test_each_page_module_is_one_short_idea_in_lines_one_reads_whole():
     """Issue 57: the page's JS was one 758-line function. Each module of ui/js/ is at most 200
-    lines, and no line of it is over 120 characters."""
+    lines, and no line of it, or of its tests in tests/js/, is over 120 characters (the lint says
+    so too, eslint.config.js; this holds where Node is missing)."""
     too_long = [f"{p.name} ({n} lines)" for p in JS_MODULES if (n := len(p.read_text().splitlines())) > MAX_JS_LINES]
     wide = [
         f"{p.relative_to(REPO)}:{i}"
-        for p in JS_MODULES
+        for p in [*JS_MODULES, *sorted((REPO / "tests" / "js").glob("*.mjs"))]
         for i, line in enumerate(p.read_text().splitlines(), 1)
         if len(line) > MAX_LINE_CHARS
     ]
