@@ -761,7 +761,7 @@ def ask_bands(http, url: str, question: Callable[[int], dict], bands: int, pool,
 
 
 def layer_rows_question(handle: str, band: int) -> dict:
-    """The page's question for a band of layer 1's rows, as ui/page_maps.js asks the rows route
+    """The page's question for a band of layer 1's rows, as ui/js/rows.js asks the rows route
     (ui/rows_route.py), by the handle its analysis was sent with."""
     return {"handle": handle, "layer": 1, "band": band}
 

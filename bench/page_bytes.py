@@ -13,7 +13,7 @@ student's share of a school Wi-Fi) it uploads the input once and prints:
 
 - bytes before the first map: bytes on the wire (Network.dataReceived) from the upload to the head
   maps of the default query shown on the page;
-- bytes in all: until the page has what it asks for by itself (ui/page_maps.js `settled`, where it
+- bytes in all: until the page has what it asks for by itself (ui/js/rows.js `settled`, where it
   exists) and the network has been quiet for QUIET_S;
 - upload to first map, throttled and not: the forward pass is in both, so their difference is
   what the wire costs;

@@ -5,7 +5,7 @@ webcam stream), and is decoded here, in memory: frames are never written to disk
 checked from the image header before the pixels are decoded, as explorer/images.py does for
 uploads. What goes back is numbers, not pictures (issue 41): the model input, the chosen
 layer's row of the query in every head, and the rollout, which the page draws as the Explore
-tab's own views (ui/page_maps.js, LiveMaps, step for step as explorer/render.py), so a live frame
+tab's own views (ui/js/live.js, LiveMaps, step for step as explorer/render.py), so a live frame
 and an uploaded photo of the same scene look alike. Drawing them on the server took 16 to 25 ms
 of a ViT-S/16 frame's CPU; the numbers take 6.5, and the page draws more frames a second
 (docs/benchmarks-app.md, "Live view").
@@ -108,7 +108,7 @@ def live_frame(
 
 
 def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, text_px: int, model: str) -> dict:
-    """What the page draws one frame from (ui/page_maps.js, LiveMaps): the Explore tab's numbers
+    """What the page draws one frame from (ui/js/live.js, LiveMaps): the Explore tab's numbers
     (explorer/page_maps.py) cut to one layer (0-based) and one query, with the model input as raw
     RGB (the tiles' images are resized from it in the page: a frame is 9 kB for the bundled model,
     210 kB for ViT-S/16, where its three JPEG pictures took 190 kB) and the rollout's values, drawn
@@ -133,7 +133,7 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
         "layer": layer + 1,
         "style": asdict(style),
         # not deflated: a frame is drawn as it comes, many a second, and inflating is asynchronous;
-        # every part, as the page restyles the last frame without asking (ui/page_maps.js, LiveMaps)
+        # every part, as the page restyles the last frame without asking (ui/js/live.js, LiveMaps)
         "rows": {
             "bytes": base64.b64encode(page_maps.rows_bytes(row, ex.attention.prefix_tokens)).decode(),
             "parts": list(page_maps.PARTS),

@@ -1,6 +1,6 @@
 """The numbers the page draws the first screen from: the model input with its patch grid and
 the head maps of any layer for any query, redrawn in the browser on every click, key, slider
-step and style change without asking the server (ui/page_maps.js draws them; issue 41).
+step and style change without asking the server (ui/js/ draws them; issue 41).
 
 What is sent. A query row of one layer is each head's attention from one query token to every
 patch, sent as `rows_bytes` says: one byte a cell of each part the page's style draws (PARTS: the
@@ -51,7 +51,7 @@ TOKENS = "tokens"  # the band that names a layer's token queries' rows (`layer_r
 SCALES = ("layer", "head")  # the head tiles' layouts: the per-head scale adds a caption line
 # One byte a cell each (`part_plane`): the layer, per-head and fixed scales' colour indices, and the
 # level's low byte, which smooth upsampling needs beside the per-head index. The page asks for those
-# its style draws (ui/page_maps.js, `wanted`); an analysis's first reply holds the page's first style's.
+# its style draws (ui/js/rows.js, `wanted`); an analysis's first reply holds the page's first style's.
 PARTS = ("layer", "head", "fixed", "fine")
 DEFAULT_PARTS = ("layer",)
 

@@ -52,7 +52,7 @@ from .canvas import (
 
 # Prefix shares per caption line. Two a line ("CLS 0.00 · reg1 0.00", 138 px) were wider than a
 # register model's 80-px tiles, which they widened to an 858-px picture in a 546-px column; one a
-# line ("reg1 0.00", 62 px) fits under them (issue 42). ui/page_maps.js's PER_LINE is the same.
+# line ("reg1 0.00", 62 px) fits under them (issue 42). ui/js/layout.js's PER_LINE is the same.
 PREFIX_PER_LINE = 1
 
 

@@ -91,7 +91,7 @@ def head_layout(
     patch. With a `style`, fewer tiles a row where its captions (`caption_px`, `text_px` high)
     would widen the row past DISPLAY_WIDTH, which the page would then shrink, text and all (large
     text: the presentation mode). `columns`: at most that many tiles a row, each as large, as the
-    page wraps them in a narrower frame (ui/page_maps.js, fittingColumns: a phone)."""
+    page wraps them in a narrower frame (ui/js/layout.js, fittingColumns: a phone)."""
     cols = max(1, min(ex.heads, MAX_COLUMNS))
     side = max(ex.grid)
 

@@ -1,4 +1,4 @@
-"""Reading what the page drew itself (ui/page_maps.js) in the browser tests."""
+"""Reading what the page drew itself (ui/js/) in the browser tests."""
 
 from __future__ import annotations
 
@@ -45,6 +45,6 @@ def assert_same_at_every_cell(drawn: np.ndarray, png: np.ndarray, got: dict) -> 
 
 
 def wait_rows_arrived(page) -> None:
-    """Until the rows the page asks for unasked after an analysis have come (ui/page_maps.js,
+    """Until the rows the page asks for unasked after an analysis have come (ui/js/rows.js,
     `settled`: every layer's token rows, the shown layer's patch rows where they are prefetched)."""
     page.wait_for_function("() => window.attentionMaps.settled()")

@@ -228,20 +228,55 @@ def test_a_view_is_named_only_in_its_record():
     assert not listed
 
 
+JS_MODULES = sorted((REPO / "ui" / "js").glob("*.js"))
+MAX_JS_LINES, MAX_LINE_CHARS = 200, 120  # a module of one idea, read without scrolling sideways
+
+
 def test_the_page_is_sent_the_pictures_that_follow_the_style():
     """Issue 57: the page's selector of the pictures the server redraws in a new style was written
-    in ui/page_maps.js (`#overview img, #rollout img, ...`), so a new view that follows the style
-    did not redraw unless the JS was edited too. The page reads it from what the server sends
-    (ui/explore.py, from the records); the JS names no view's element."""
+    in the page's JS (`#overview img, #rollout img, ...`), so a new view that follows the style
+    did not redraw unless the JS was edited too. The page reads it from what the server sends in
+    its head (ui/explore.py's JSON, from the records); no module of ui/js/ names a view's element."""
     from ui import explore, explore_views
 
-    script = (REPO / "ui" / "page_maps.js").read_text()
     ids = {more.elem_id for more in explore_views.MORE.values()}
-    assert not [i for i in ids if re.search(rf"#{re.escape(i)}\b", script)]
-    sent = re.search(r'const FOLLOW_STYLE = ("[^"]*");', explore.PAGE_MAPS_JS)
-    assert sent is not None  # the placeholder was replaced with the selector
+    named = [(p.name, i) for p in JS_MODULES for i in ids if re.search(rf"#{re.escape(i)}\b", p.read_text())]
+    assert JS_MODULES and not named
+    config = rf'<script type="application/json" id="{explore.PAGE_CONFIG_ID}">(.*?)</script>'
+    sent = re.search(config, explore.HEAD_JS)
+    assert sent is not None  # the head holds what the server decided, as JSON
     expected = {f"#{more.elem_id} img" for more in explore_views.MORE.values() if more.style}
-    assert expected and expected <= set(json.loads(sent.group(1)).split(", "))
+    assert expected and expected <= set(json.loads(sent.group(1))["follow_style"].split(", "))
+
+
+def test_each_page_module_is_one_short_idea_in_lines_one_reads_whole():
+    """Issue 57: the page's JS was one 758-line function. Each module of ui/js/ is at most 200
+    lines, and no line of it, or of its tests in tests/js/, is over 120 characters (the lint says
+    so too, eslint.config.js; this holds where Node is missing)."""
+    too_long = [f"{p.name} ({n} lines)" for p in JS_MODULES if (n := len(p.read_text().splitlines())) > MAX_JS_LINES]
+    wide = [
+        f"{p.relative_to(REPO)}:{i}"
+        for p in [*JS_MODULES, *sorted((REPO / "tests" / "js").glob("*.mjs"))]
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if len(line) > MAX_LINE_CHARS
+    ]
+    assert len(JS_MODULES) >= 5 and not too_long and not wide
+
+
+def js_imports(path) -> set[str]:
+    """The modules of ui/js/ that the module `path` imports (`import ... from "./name.js"`), by name."""
+    return set(re.findall(r'^import [^;]*? from "\./([\w-]+)\.js";', path.read_text(), re.M | re.S))
+
+
+def test_the_page_modules_import_no_circle_and_only_each_other():
+    """The page's modules are layered as the Python is (docs/architecture.md): no circle of imports,
+    and nothing from outside ui/js/ (no CDN, no package: the browser loads them as they are)."""
+    graph = {p.stem: js_imports(p) for p in JS_MODULES}
+    assert graph["main"] >= {"explore", "live"} and "decode" in graph["rows"]  # the graph sees imports
+    assert all(found <= set(graph) for found in graph.values())
+    assert import_circles(graph) == []
+    outside = [p.name for p in JS_MODULES if re.search(r'from "(?!\./)|import\("(?!\./)', p.read_text())]
+    assert not outside
 
 
 TAB_MODULES = ("explore", "lessons", "train", "live")  # each tab's layout and wiring

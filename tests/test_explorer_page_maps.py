@@ -25,7 +25,7 @@ def decoded(b64: str, dtype) -> np.ndarray:
 
 
 def planes(sent: dict, heads: int, n: int, p: int) -> dict[str, np.ndarray]:
-    """A reply's rows read as ui/page_maps.js reads them (explorer/page_maps.rows_bytes' layout)."""
+    """A reply's rows read as ui/js/decode.js reads them (explorer/page_maps.rows_bytes' layout)."""
     deflated = sent["deflated"]  # bytes as the rows route sends them; base64 in the analysis's JSON
     raw = zlib.decompress(deflated if isinstance(deflated, bytes) else base64.b64decode(deflated))
     queries = len(raw) // (heads * (4 + 4 * p + len(sent["parts"]) * n))

@@ -487,7 +487,7 @@ def test_the_train_and_lessons_pictures_keep_their_text_at_least_12_px():
 
 
 def test_wrapped_into_fewer_columns_the_tiles_keep_their_size_and_the_colour_bar_spans_them(uniform):
-    """As the page wraps the head maps in a phone's column (ui/page_maps.js, fittingColumns), so
+    """As the page wraps the head maps in a phone's column (ui/js/layout.js, fittingColumns), so
     the PNG export of that screen: each tile as large as in the full layout, the bar no wider."""
     cols, tile = views.head_layout(uniform)
     assert cols > 2 and views.head_layout(uniform, columns=2) == (2, tile)

@@ -284,7 +284,7 @@ def test_pictures_fit_their_columns_and_rollout_shows_relative_to_uniform_and_th
 def test_a_view_that_follows_the_style_is_redrawn_when_the_page_restyles(server, browser, name):
     """The page asks the server to redraw the pictures that follow the style after it redraws its
     own maps; which pictures those are it is sent (ui/explore_views.FOLLOW_STYLE), not written in
-    ui/page_maps.js, where a new view had been missed (issue 57)."""
+    ui/js/, where a new view had been missed (issue 57)."""
     from playwright.sync_api import expect
 
     page = open_page(browser, server)

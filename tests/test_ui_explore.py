@@ -3,6 +3,8 @@
 Runs the app in-process (the only way to count the model's forward calls) on a free port.
 """
 
+import re
+
 import gradio
 import pytest
 from app_helpers import analyze, served
@@ -78,3 +80,31 @@ def test_clicks_and_slider_moves_share_one_pool_of_queue_slots_apart_from_the_an
     assert in_page and all(fn.fn is None and not fn.preprocess for fn in in_page)
     drawn = {fn.js.split("attentionMaps.")[1].split("(")[0] for fn in in_page}
     assert {"setLayer", "setStyle", "play", "stop", "queryOutputs", "reset", "pick", "move"} <= drawn
+
+
+def test_the_page_loads_its_modules_from_the_apps_own_route():
+    """Issue 57: the page's JavaScript is ES modules (ui/js/) that the app serves as they are on a
+    route of its own (ui.app.page_scripts): no build step, nothing from elsewhere. The page's head
+    imports main.js from it, and every module main.js reaches is served as JavaScript, asked for
+    again at each load (a server updated is never run with an old module from the browser's cache)."""
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from ui.app import page_scripts
+    from ui.explore import HEAD_JS, PAGE_CONFIG_ID, PAGE_JS_DIR, PAGE_JS_ROUTE
+
+    assert f'import(new URL("{PAGE_JS_ROUTE.removeprefix("/")}/main.js", document.baseURI).href)' in HEAD_JS
+    client = TestClient(Starlette(routes=[page_scripts()]))
+    reached, todo = set(), ["main.js"]
+    while todo:
+        name = todo.pop()
+        reached.add(name)
+        answer = client.get(f"{PAGE_JS_ROUTE}/{name}")
+        assert answer.status_code == 200 and "javascript" in answer.headers["content-type"], name
+        assert answer.headers["cache-control"] == "no-cache", name
+        todo += [found for found in re.findall(r'from "\./([\w-]+\.js)";', answer.text) if found not in reached]
+    assert reached == {path.name for path in PAGE_JS_DIR.glob("*.js")}  # every module is reached, none missing
+    # the JSON main.js reads is the one the head holds
+    assert f'CONFIG_ID = "{PAGE_CONFIG_ID}"' in (PAGE_JS_DIR / "main.js").read_text()
+    assert f'id="{PAGE_CONFIG_ID}"' in HEAD_JS
+    assert client.get(f"{PAGE_JS_ROUTE}/nothing.js").status_code == 404

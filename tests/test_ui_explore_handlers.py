@@ -507,7 +507,7 @@ def test_the_logit_lens_tab_reads_every_layer_and_a_headless_model_gets_a_senten
 
 
 def test_the_page_asks_for_a_layers_numbers_by_the_handle_it_was_sent(tab, explanation_key):
-    """The page's request for a layer it was not sent (ui/page_maps.js): a handle the server
+    """The page's request for a layer it was not sent (ui/js/rows.js): a handle the server
     gave out names the analysis; another handle, a layer out of range or junk get a sentence."""
     server = tab
     handle = server.pages.handle(explanation_key)
@@ -568,7 +568,7 @@ def test_the_page_exports_the_query_it_shows(tab, explanation_key):
         h.page_query(server, explanation_key, {"query": [9, 1]})
     with pytest.raises(gr.Error, match="unknown query token"):
         h.page_query(server, explanation_key, {"query": "reg7"})
-    # A phone's page wraps the head maps into fewer columns (ui/page_maps.js): the file is its picture.
+    # A phone's page wraps the head maps into fewer columns (ui/js/layout.js): the file is its picture.
     full = Image.open(exported["export_file"])
     wrapped = Image.open(
         h.export_page_png(server, explanation_key, "cat", {"query": [3, 5], "columns": 2}, 4, STYLE)["export_file"]

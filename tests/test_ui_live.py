@@ -65,7 +65,7 @@ def start_live(browser, server):
     return page
 
 
-# The page draws each frame's pictures on new canvases (ui/page_maps.js, LiveMaps), the same
+# The page draws each frame's pictures on new canvases (ui/js/live.js, LiveMaps), the same
 # camera frame sent twice as two: a model input not seen last time, with its head maps, read in
 # one go (read apart, the next frame could come between and be taken for this one twice).
 NEW_FRAME = """() => { const input = document.querySelector('#live-input'), url = input && input.toDataURL();

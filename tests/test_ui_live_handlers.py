@@ -44,7 +44,7 @@ def test_a_frame_gives_the_numbers_of_its_pictures_and_a_readout(tab):
     slots = StreamSlots()
     out = h.live_frame(server, slots, CAMERA, webcam_frame(), CONTROLS, visitor("a"))
     assert set(out) == {"pictures", "status"}
-    numbers = out["pictures"]  # drawn by the page (ui/page_maps.js, LiveMaps); the input inline, no file
+    numbers = out["pictures"]  # drawn by the page (ui/js/live.js, LiveMaps); the input inline, no file
     assert numbers["layer"] == 6 and numbers["query"] is None and numbers["style"]["cmap"] == "inferno"
     assert set(numbers["input"]) == {"rgb", "width", "height", "scale"} and "rollout" in numbers
     assert "first frame shown" in out["status"] and "Top classes:" in out["status"]

@@ -1,4 +1,4 @@
-"""The first screen drawn in the page (ui/page_maps.js) in a real browser: no request per click,
+"""The first screen drawn in the page (ui/js/) in a real browser: no request per click,
 key or slider step; the very colours of the server's PNG; every size; a layer asked for as bytes."""
 
 import io
@@ -445,7 +445,7 @@ def test_after_a_new_image_the_export_is_of_the_query_on_screen(server, browser)
     page.close()
 
 
-# A Live frame's pictures as the page drew them (ui/page_maps.js, LiveMaps): pixels, where the maps are, names.
+# A Live frame's pictures as the page drew them (ui/js/live.js, LiveMaps): pixels, where the maps are, names.
 LIVE_CANVASES = """() => { const m = window.liveMaps, pictures = {};
   for (const name of ["heads", "input", "rollout"]) {
     const c = document.getElementById(`live-${name}`);

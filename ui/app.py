@@ -11,14 +11,17 @@ from typing import Any
 
 import gradio as gr
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from explorer import canvas
 from explorer.catalog import ModelCatalog
 from explorer.explain import ExplanationStore
 
 from .common import Server, example_contents
-from .explore import HEAD_JS, build_explore_tab
+from .explore import HEAD_JS, PAGE_JS_DIR, PAGE_JS_ROUTE, build_explore_tab
 from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
 from .lessons import build_lessons_tab
 from .limits import (
@@ -63,7 +66,7 @@ CSS = """
 #model-picker [data-testid="block-info"] { margin-bottom: 4px; }
 #upload p, #lesson-image p { white-space: normal; overflow: visible; text-overflow: clip; text-align: center; }
 .swipe-cue { display: none; }
-/* The pictures the page draws (ui/page_maps.js): as gr.Image shows one, never enlarged, in a box
+/* The pictures the page draws (ui/js/): as gr.Image shows one, never enlarged, in a box
    330 px high that fits the input and the head maps on a 1280x720 screen with the upload. */
 .page-frame { display: flex; justify-content: center; align-items: center; height: 330px; }
 .page-frame img { max-width: 100%; max-height: 100%; object-fit: scale-down; cursor: crosshair; }
@@ -82,7 +85,7 @@ CSS = """
 .gradio-container .word-maps .thumbnail-item { flex: none; width: auto; height: auto; aspect-ratio: auto; }
 .gradio-container .word-maps .thumbnail-lg > img { width: auto; height: auto; max-width: none; object-fit: none; }
 .gradio-container .word-maps .caption-label { display: none; }
-/* Live's pictures (ui/live.py, drawn by ui/page_maps.js) at their drawn size, side by side where they fit;
+/* Live's pictures (ui/live.py, drawn by ui/js/live.js) at their drawn size, side by side where they fit;
    the head maps wrap their tiles to the frame's width, as Explore's do (on a phone, the input and rollout scroll). */
 .live-frame { display: flex; flex-wrap: wrap; gap: 8px; align-items: flex-start; }
 .live-frame > div { max-width: 100%; }
@@ -90,7 +93,7 @@ CSS = """
 .maps-status { margin: 4px 0 0 0; }
 .maps-status:empty { display: none; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  /* ui/page_maps.js plays */
+body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  /* ui/js/explore.js plays */
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {
@@ -107,7 +110,7 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
      selector of an @media block, which a .gradio-container inside .contain then never matched. */
   .word-maps .grid-wrap { overflow-x: auto; }
   /* each of Live's pictures scrolls on its own where wider than the screen (the rollout), never the
-     head maps, which wrap their tiles to it (ui/page_maps.js) */
+     head maps, which wrap their tiles to it (ui/js/layout.js) */
   .live-frame > div { overflow-x: auto; }
   .live-frame canvas { max-width: none; }
   .picker, .phone-lines > *, .phone-lines .form > * { flex: 1 1 100% !important; min-width: 100% !important; }
@@ -122,7 +125,7 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   #input-view .page-frame, #heads .page-frame { height: calc(100vh - 265px) !important; min-height: 0; }
   #input-view img, #heads img { width: auto !important; height: auto !important; max-width: 100%; max-height: 100%; }
   /* A box of fixed height: the head maps keep the server's tiles a row and are shrunk to fit, as
-     fewer a row would make them taller and shrink them more (ui/page_maps.js, headsRoom). */
+     fewer a row would make them taller and shrink them more (ui/js/explore.js, headsRoom). */
   #heads .page-frame { --maps-shrink: 1; }
 }
 """
@@ -265,12 +268,30 @@ def served_limits(demo: gr.Blocks, trusted_hops: int = 0, routes: Sequence[BaseR
     }
 
 
+class PageScripts(StaticFiles):
+    """The page's own modules (ui/js/), served as the files they are. Each answer tells the browser
+    to ask again next time (an unchanged file is then a 304 by its ETag), so a page never runs an
+    updated server's new modules beside an old one from its cache."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
+
+
+def page_scripts() -> Mount:
+    """The route of the page's modules (ui/js/ at PAGE_JS_ROUTE, which ui/explore.py's head imports),
+    beside Gradio's routes: ES modules the browser loads as they are, no build step."""
+    return Mount(PAGE_JS_ROUTE, app=PageScripts(directory=PAGE_JS_DIR), name="page-js")
+
+
 def launch(demo: gr.Blocks, server: Server, host: str, port: int, share: bool = False) -> None:
     """Serve `demo`, built over `server` (its settings: budgets, proxies, the presentation mode's
     CSS), and block; torchvision's slow import is paid after the page is up."""
     settings = server.settings
     demo.launch(
-        **served_limits(demo, settings.trusted_hops, [rows_route(server)]),
+        # the app's own routes: the rows the page asks for, and the page's own modules
+        **served_limits(demo, settings.trusted_hops, [rows_route(server), page_scripts()]),
         server_name=host,
         server_port=port,
         share=share,

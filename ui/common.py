@@ -61,7 +61,7 @@ def map_style(cmap: str, opacity: float, upsampling: str, display: str, scale: s
     """The one MapStyle the five style controls describe (gr.Error for values they cannot take).
     Two controls keep their API names and become yes-or-no in the drawing here: `upsampling`
     ("nearest" or "smooth") is `MapStyle.smooth`, `display` ("overlay" or "raw") is `MapStyle.raw`;
-    the page's own style object (ui/page_maps.js, `setStyle`) converts them the same way, to the
+    the page's own style object (ui/js/explore.js, `setStyle`) converts them the same way, to the
     same names."""
     return MapStyle(
         cmap=one_of("colour map", cmap, COLORMAPS),
@@ -137,7 +137,7 @@ class OnePerVisitor:
 RowsAsked = tuple[int, int | str, tuple[str, ...]]  # a layer, a band of it and the parts (explorer/page_maps.py)
 ROWS_KEPT_BYTES = 32 * 2**20  # bands of patch rows kept encoded, for the pages asking again (16 of ViT-B/16's layers)
 ROWS_AT_ONCE = 2  # bands encoded at once: a band is a few milliseconds of one core (issue 56)
-ENCODED_S = "encoded_s"  # the seconds the question that encoded a band took (`PageHandles.rows`)
+ENCODED_S = "encoded_s"  # the CPU seconds the question that encoded a band took (`PageHandles.rows`)
 
 
 class PageHandles:
@@ -179,9 +179,9 @@ class PageHandles:
         with self.encoding:
             if (kept := self._kept(name)) is not None:  # encoded while this one waited
                 return kept
-            began = time.perf_counter()
+            began = time.thread_time()  # CPU seconds: a wait for a busy core is not the question's cost
             rows = encode()
-            took = time.perf_counter() - began
+            took = time.thread_time() - began
         size = sum(len(v) for v in rows.values() if isinstance(v, bytes))
         with self.lock:
             if name not in self.bands and size <= self.kept_bytes:

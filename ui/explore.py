@@ -85,26 +85,45 @@ new MutationObserver(() => {
 }).observe(document.documentElement, {childList: true, subtree: true});
 </script>""".replace("BUTTON_NAMES_JSON", json.dumps({f"query-{name}": f"move the query {name}" for name in MOVES}))
 # The first screen's pictures, drawn in the page from the numbers an analysis sends (issue 41;
-# explorer/page_maps.py says what is sent), coloured with matplotlib's own tables of each colour map.
+# explorer/page_maps.py says what is sent), by the ES modules of ui/js/ (main.js starts them), which
+# ui/app.py serves as they are at PAGE_JS_ROUTE: no build step, nothing from elsewhere. What the
+# server decides for them comes in the page's head as one JSON script (`page_config`).
 PLAY_STEP_S = 0.8  # seconds per layer of "Play through layers"
 WORD_MAPS_ID = "prompt-maps"  # a CLIP model's word maps, which follow the style as the style views do
+PAGE_JS_DIR = Path(__file__).with_name("js")
+PAGE_JS_ROUTE = "/page-js"
+PAGE_CONFIG_ID = "page-maps-config"  # the JSON script's id, which ui/js/main.js reads
+
+
+def page_config() -> dict[str, Any]:
+    """What the server tells the page's modules: matplotlib's own table of each colour map, Play's
+    step, and the pictures the server draws that follow the style (a selector, from the records)."""
+    return {
+        "colour_tables": page_maps.colour_tables(),
+        "play_step_ms": round(PLAY_STEP_S * 1000),
+        "rows_route": server_functions.ROUTE,  # where the page asks for a layer's rows (ui/rows_route.py)
+        "follow_style": ", ".join(f"#{name} img" for name in (*ev.FOLLOW_STYLE, WORD_MAPS_ID)),
+    }
+
+
+# Gradio puts the head into the page once it has its config, and a module loads apart from it: the
+# components' js_on_load wait on `window.pageMaps`, main.js's import, for window.attentionMaps and
+# window.liveMaps. The address is made from the page's (js_on_load's code would resolve a relative
+# one from Gradio's own assets).
 PAGE_MAPS_JS = (
-    "<script>"
-    + (Path(__file__).with_name("page_maps.js").read_text())
-    .replace('"__COLOUR_TABLES__"', json.dumps(page_maps.colour_tables()))
-    .replace('"__PLAY_STEP_MS__"', str(round(PLAY_STEP_S * 1000)))
-    .replace('"__ROWS_ROUTE__"', json.dumps(server_functions.ROUTE))
-    .replace('"__FOLLOW_STYLE__"', json.dumps(", ".join(f"#{name} img" for name in (*ev.FOLLOW_STYLE, WORD_MAPS_ID))))
-    .replace("</", "<\\/")
+    f'<script type="application/json" id="{PAGE_CONFIG_ID}">'
+    + json.dumps(page_config()).replace("</", "<\\/")
+    + "</script>\n<script>"
+    + f'window.pageMaps = import(new URL("{PAGE_JS_ROUTE.removeprefix("/")}/main.js", document.baseURI).href);'
     + "</script>"
 )
 HEAD_JS = KEYBOARD_JS + ACCESSIBLE_NAMES_JS + PAGE_MAPS_JS
 # Each drawn picture hands itself to the page's maps (window.attentionMaps), with the events it
 # raises: a clicked patch ("query"), and a style change that pictures drawn by the server follow too.
-INPUT_VIEW_JS = """window.attentionMaps.attach("input", element, props, server,
-  {query: () => trigger('query'), restyle: () => trigger('restyle')});"""
-MAPS_JS = """window.attentionMaps.attach("heads", element, props, server, {});
-watch('value', () => window.attentionMaps.load(props.value));"""
+INPUT_VIEW_JS = """window.pageMaps.then(() => window.attentionMaps.attach("input", element, props, server,
+  {query: () => trigger('query'), restyle: () => trigger('restyle')}));"""
+MAPS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", element, props, server, {}));
+watch('value', () => window.pageMaps.then(() => window.attentionMaps.load(props.value)));"""
 MAPS = "window.attentionMaps"
 
 CLASSROOM = """A ViT cuts the image into square **patches** (the grid drawn over the
@@ -443,7 +462,7 @@ WORDS = {**RAW, **concurrency.WORDS}  # a CLIP model's word maps: one at a time,
 
 
 def _in_page(trigger: Callable, inputs: Any, outputs: Any, js: str) -> None:
-    """An event the page handles itself (ui/page_maps.js): no function on the server, no request.
+    """An event the page handles itself (ui/js/explore.js): no function on the server, no request.
     Its inputs reach the page's code as they are (Gradio checks a choice's value only on the server)."""
     trigger(None, inputs, outputs, js=js, preprocess=False, api_visibility="private")
 
@@ -500,7 +519,7 @@ def _style_inputs(view: ExploreView) -> list:
 
 def _wire_play(view: ExploreView) -> None:
     """Play steps the page's maps and the slider through the layers; Pause, or any change of
-    what the maps show (the layer, the query, the style, the image), stops it (ui/page_maps.js)."""
+    what the maps show (the layer, the query, the style, the image), stops it (ui/js/explore.js)."""
     _in_page(view.play.click, None, None, f"() => {MAPS}.play()")
     _in_page(view.pause.click, None, None, f"() => {MAPS}.stop()")
 

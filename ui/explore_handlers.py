@@ -101,7 +101,7 @@ ANALYSIS_OUTPUTS = (
 )
 QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "token")
 # What the page's own analysis returns: the model input and the head maps as the numbers the
-# page draws them from ("maps": explorer/page_maps.py, ui/page_maps.js), not as pictures, and the
+# page draws them from ("maps": explorer/page_maps.py, ui/js/), not as pictures, and the
 # "More views": the one on screen drawn, the others cleared (in the order /analyze_page had).
 PAGE_ANALYSIS_OUTPUTS = (
     "explanation_key",
@@ -315,7 +315,7 @@ def analysed(
 
 def layer_rows(server: Server, asked: object) -> dict:
     """The page's question for rows of one layer, {"handle": ..., "layer": 1-based, "band": 0-based
-    or "tokens", "parts": [names of page_maps.PARTS], by default the layer scale's} (ui/page_maps.js,
+    or "tokens", "parts": [names of page_maps.PARTS], by default the layer scale's} (ui/js/rows.js,
     on the rows route, ui/rows_route.py, for a band of patch rows or the token queries' rows, or
     parts of them, it has not got): the rows as bytes (explorer/page_maps.layer_rows), or
     {"error": a sentence the page shows under the maps, "status": the HTTP status it comes with}:
@@ -722,7 +722,7 @@ def png_file(
 
 
 def page_query(server: Server, explanation_key: ExplanationKey | None, input_view: object) -> Query:
-    """The query the page shows, from its state (ui/page_maps.js): {"query": "default", a token
+    """The query the page shows, from its state (ui/js/explore.js, `share`): {"query": "default", a token
     ('dist', 'reg1', ...) or [row, column] counting from 1}; anything else is refused."""
     ex = server.require(explanation_key)
     chosen = input_view.get("query", "default") if isinstance(input_view, dict) else "default"
@@ -751,7 +751,7 @@ def export_page_png(
 
 def page_columns(server: Server, explanation_key: ExplanationKey | None, input_view: object) -> int | None:
     """The head maps' tiles a row on the page, from its state: {"columns": n} where it wrapped
-    them into a narrow frame (a phone; ui/page_maps.js, fittingColumns), else None."""
+    them into a narrow frame (a phone; ui/js/layout.js, fittingColumns), else None."""
     columns = input_view.get("columns") if isinstance(input_view, dict) else None
     return None if columns is None else whole_number("columns", columns, 1, server.require(explanation_key).heads)
 

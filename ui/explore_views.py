@@ -241,7 +241,7 @@ KEPT = tuple(more.kept for more in MORE.values() if more.kept)  # of those, what
 MORE_LABEL = "More views: " + ", ".join(more.listed for more in MORE.values())  # the accordion's label
 # The pictures on the page that follow the style controls, as the page finds them: the style views
 # (relevance among them) and a CLIP model's word maps (ui/explore.py, `WORD_MAPS_ID`). The page asks
-# the server to redraw them after it redraws its own maps (ui/page_maps.js, setStyle).
+# the server to redraw them after it redraws its own maps (ui/js/explore.js, setStyle).
 FOLLOW_STYLE = tuple(more.elem_id for more in MORE.values() if more.style)
 
 

@@ -134,13 +134,14 @@ STOPPED_JS = """<script>
 })();
 </script>""".replace("RECORD_NAME", repr(RECORD_NAME)).replace("STOP_NAME", repr(STOP_NAME))
 # Each frame's pictures, drawn in the page from the numbers the server sends (explorer/live.py,
-# frame_numbers; ui/page_maps.js, LiveMaps): the head maps first (the first screen shows them), the
+# frame_numbers; ui/js/live.js, LiveMaps): the head maps first (the first screen shows them), the
 # model input and rollout beside each other under them where they fit, each at its drawn size.
 PICTURES_TEMPLATE = (
     '<div class="live-frame"><div data-part="heads"></div><div data-part="input"></div>'
     '<div data-part="rollout"></div></div>'
 )
-PICTURES_JS = "window.liveMaps.attach(element); watch('value', () => window.liveMaps.frame(props.value));"
+PICTURES_JS = """window.pageMaps.then(() => window.liveMaps.attach(element));
+watch('value', () => window.pageMaps.then(() => window.liveMaps.frame(props.value)));"""
 ABOUT = """**Live attention.** Hold an object up to the camera: each tile shows where the query looks in
 one head of the chosen layer, frame by frame, and rollout combines all layers. The model sees the centre
 square of the frame (its own preprocessing), shown with its patch grid. The readout says how many frames

@@ -54,7 +54,7 @@ def word_maps(caption: str, **kwargs: Any) -> gr.Gallery:
 
 
 def page_picture(caption: str, alt: str, js_on_load: str, **kwargs: Any) -> gr.HTML:
-    """A picture the page draws itself (ui/page_maps.js), with its caption above it: an image
+    """A picture the page draws itself (ui/js/), with its caption above it: an image
     the page fills in and names (`alt` until it does), a line for what it says about it, and a
     region that reads each new picture's description to a screen reader. The page draws it to fit
     its frame (the head maps wrap their tiles), so it needs no swipe cue on a phone."""

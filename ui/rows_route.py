@@ -1,4 +1,4 @@
-"""The rows route: the page's questions for a layer's numbers (ui/page_maps.js, `fetchRows`),
+"""The rows route: the page's questions for a layer's numbers (ui/js/rows.js, `fetchRows`),
 answered with the deflated rows themselves as the reply's body (issue 58: as base64 in the JSON of
 Gradio's server function route they had taken a third more bytes, and a decoding on each side).
 

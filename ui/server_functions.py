@@ -17,8 +17,8 @@ route reads the request):
 - one network's replies are paced to PACE_BYTES_S after a first BURST_BYTES: a page's band comes at
   once, but a network asking band after new band (an encode and 2 MB each) no longer keeps the
   event loop and a core sending (110 MB/s, another network's analysis 2.4 x slower, issue 56).
-- and each band the server encodes for a network is charged to that pace as the seconds of a core
-  it took over ENCODE_SHARE (a virtual clock in bytes, PACE_BYTES_S a second): issue 58's bands
+- and each band the server encodes for a network is charged to that pace as the CPU seconds it
+  took over ENCODE_SHARE (a virtual clock in bytes, PACE_BYTES_S a second): issue 58's bands
   are small (0.02 MB for a 48 x 48 grid), replies under a chunk were not paced, and a network asking
   new band after new band kept a core encoding: another network's analysis 2.08 x slower. Bands
   already encoded (a class asking one analysis's) cost no charge.
@@ -37,7 +37,7 @@ from typing import Any
 Message = MutableMapping[str, Any]
 Send = Callable[[Message], Awaitable[None]]
 
-ROUTE = "/page_maps/rows"  # ui/rows_route.py serves it; the page asks it (ui/page_maps.js, ROWS_ROUTE)
+ROUTE = "/page_maps/rows"  # ui/rows_route.py serves it; the page asks it (ui/js/rows.js, `fetchRows`)
 IN_FLIGHT = 16  # every network's questions running or sending at once (Gradio's pool: 40 threads)
 PER_NETWORK = 8  # one network's (a class of 30 behind one router asks a few at a time)
 WAIT_S = 20.0
@@ -48,7 +48,7 @@ PACE_BYTES_S = 8 * 10**6
 BURST_BYTES = 4 * 10**6  # two bands at once, unpaced
 # A network's encodes may keep at most this share of one core busy (beyond its burst): a class
 # behind one router asking new bands shares it, as it shares the pace.
-ENCODE_SHARE = 0.25
+ENCODE_SHARE = 0.125
 ENCODED_HEADER = "X-Encoded-Seconds"  # ui/rows_route.py's, for the gate only
 BUSY = "The server is answering many questions for numbers at once: try the layer again in a moment."
 
