@@ -622,3 +622,27 @@ def test_stop_then_continue_goes_on_from_the_saved_step_with_the_same_history(ti
     assert h.train_status(server, h.NOTHING_SHOWN, alice, token)["continue_run"].visible is False
     with pytest.raises(gr.Error, match="you have no stopped run to continue"):
         h.train_continue(server, alice, token)
+
+
+def test_with_a_saved_run_the_page_asks_continue_or_new_and_a_new_run_keeps_the_saved_one(tiny_checkpoint, tmp_path):
+    """Issue 60: Start began a new run and orphaned the saved one without a word. With a saved run
+    the page offers "Continue this run at epoch E" beside "Start a new run (your saved run stays
+    downloadable)", and the new run lists the saved run's model among the visitor's models."""
+    from ui.common import visitor_of
+
+    server, _, data = clocked_tab(tiny_checkpoint, tmp_path)
+    alice = SimpleNamespace(session_hash="alice")
+    token = h.train_models(server, alice)["run_token"]
+    fresh = h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice, token)
+    assert fresh["start"].visible is True and fresh["start_new"].visible is False  # nothing saved yet
+    owner = h.run_visitor_of(token, alice)
+    until(lambda: server.runs.snapshot(owner).history)
+    h.train_stop(server, alice, token)
+    stopped = until(lambda: not (s := server.runs.snapshot(owner)).running and s)
+    shown = h.train_status(server, h.NOTHING_SHOWN, alice, token)
+    assert shown["start"].visible is False and shown["start_new"].visible is True
+    assert shown["continue_run"].value == f"Continue this run at epoch {stopped.epoch + 1}"
+    saved = Path(stopped.checkpoint)
+    h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8), alice, token)
+    labels = [label for label, _ in server.catalog.choices(visitor_of(alice))]
+    assert saved.exists() and f"checkpoint: my run, {stopped.epoch} epoch" in " ".join(labels)  # kept, listed
