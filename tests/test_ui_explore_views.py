@@ -104,3 +104,17 @@ def test_a_new_model_sets_anew_each_control_a_view_renews_and_draws_a_view_of_th
     for name, renew in more.renewed.items():
         assert renew(loaded).__class__ is getattr(view, name).__class__, name  # an update of that very control
     assert (more.name in ev.MODEL_SWITCHED) is (more.name in ev.MODEL_ONLY_VIEWS)
+
+
+def test_on_zerogpu_the_pca_tab_says_each_change_is_a_gpu_call_of_its_own(monkeypatch):
+    """Issue 60: docs/space.md said sliders never ask the GPU, while the PCA's layer slider is an
+    8 s GPU call; on ZeroGPU its hint says so, and off ZeroGPU it says nothing of the kind."""
+    from explorer import more_views
+
+    pca = more_views.REGISTRY["pca"]
+    assert "GPU call" not in ev.MoreView.of(pca).hint
+    monkeypatch.setattr(ev, "ON_ZEROGPU", True)
+    assert (
+        ev.MoreView.of(pca).hint.endswith(ev.ON_GPU_NOTES["pca"])
+        and "charged to your daily GPU time" in ev.ON_GPU_NOTES["pca"]
+    )
