@@ -120,9 +120,9 @@ PAGE_MAPS_JS = (
 HEAD_JS = KEYBOARD_JS + ACCESSIBLE_NAMES_JS + PAGE_MAPS_JS
 # Each drawn picture hands itself to the page's maps (window.attentionMaps), with the events it
 # raises: a clicked patch ("query"), and a style change that pictures drawn by the server follow too.
-INPUT_VIEW_JS = """window.pageMaps.then(() => window.attentionMaps.attach("input", element, props, server,
+INPUT_VIEW_JS = """window.pageMaps.then(() => window.attentionMaps.attach("input", element, props,
   {query: () => trigger('query'), restyle: () => trigger('restyle')}));"""
-MAPS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", element, props, server, {}));
+MAPS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", element, props, {}));
 watch('value', () => window.pageMaps.then(() => window.attentionMaps.load(props.value)));"""
 MAPS = "window.attentionMaps"
 

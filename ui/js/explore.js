@@ -16,8 +16,8 @@ export class ExploreMaps extends AskingMaps {
   }
 
   // The two gr.HTML components register themselves (ui/explore.py's js_on_load).
-  attach(name, element, props, server, events) {
-    this.parts[name] = { element, props, server, events, url: null };
+  attach(name, element, props, events) {
+    this.parts[name] = { element, props, events, url: null };
     const frame = element.querySelector(".page-frame");
     if (name === "input") {
       element.addEventListener("click", (event) => this.clicked(event));
