@@ -41,6 +41,7 @@ from vit.messages import quoted
 from . import zerogpu
 from .binding import Controls
 from .checks import ERROR_TOAST_S, number, one_of, visitor_error, whole_number
+from .classroom import Classroom
 from .limits import sender
 from .outputs import UPLOADS, saved, upload_folder
 from .settings import ServerSettings
@@ -169,6 +170,17 @@ class PageHandles:
         with self.lock:
             return self.keys.get(handle) if isinstance(handle, str) else None
 
+    def alias(self, handle: str) -> str | None:
+        """A new handle for the analysis `handle` names (None if it names none): a class's followers
+        read the teacher's rows by it (ui.classroom.Classroom.grant), and lose them when it is `forget`-ed."""
+        key = self.key(handle)
+        return self.handle(key) if key is not None else None
+
+    def forget(self, handle: str) -> None:
+        """`handle` names nothing from now on (a class that moved to another image, or ended)."""
+        with self.lock:
+            self.keys.pop(handle, None)
+
     def rows(self, key: ExplanationKey, asked: RowsAsked, encode: Callable[[], dict]) -> dict:
         """The rows `asked` of the analysis `key`, (layer, band, parts): a band of a layer's patch
         rows (or its token rows, explorer.page_maps.TOKENS) with those parts, `encode`d once; the
@@ -206,7 +218,7 @@ class Server:
     (docs/security.md; a session's state holds only its key); the image each session last took
     up (Explore); the handles of the analyses pages draw (Explore); the head rankings running (Lessons);
     the operator's settings; the training runs (Train); the pictures' text size (larger in the
-    presentation mode)."""
+    presentation mode); the classes (ui/classroom.py)."""
 
     catalog: ModelCatalog
     store: ExplanationStore = field(default_factory=ExplanationStore)
@@ -216,10 +228,15 @@ class Server:
     settings: ServerSettings = field(default_factory=ServerSettings)
     runs: JobRegistry = None  # type: ignore[assignment]  # None: made by `__post_init__`
     text_px: int = TEXT_PX
+    classes: Classroom = None  # type: ignore[assignment]  # None: made by `__post_init__`
 
     def __post_init__(self) -> None:
         """The training runs, unless given (a test's stand-in): under the catalogue's runs folder,
-        within the settings' limits, in chunks on ZeroGPU (`ui.zerogpu.gpu_chunks`)."""
+        within the settings' limits, in chunks on ZeroGPU (`ui.zerogpu.gpu_chunks`); the classes,
+        whose followers read the teacher's analysis by a handle of `pages` of their own."""
+        if self.classes is None:
+            classes = Classroom(self.settings.classes, grant=self.pages.alias, revoke=self.pages.forget)
+            object.__setattr__(self, "classes", classes)  # frozen: set once, here
         if self.runs is None:
             settings = self.settings
             runs = JobRegistry(

@@ -18,6 +18,8 @@ from training.registry import OWNER_GONE_S, RUN_LIMIT_S, TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 from vit.messages import markdown_text
 
+from .classroom import ClassLimits
+
 MIB = 2**20
 MAX_MESSAGE_CHARS = 1000  # a message for a visitor is cut here (it may list a model's 1,000 classes)
 BUNDLED_NAME = "bundled"  # `--model bundled`: the CIFAR-10 model shipped in checkpoints/
@@ -47,6 +49,7 @@ class ServerSettings:
     live_turn_s: float = 180.0  # one visitor's turn at the webcam stream while others wait
     trusted_hops: int = 0  # proxies in front of the server, each appending to X-Forwarded-For (ui.limits.sender)
     present: bool = False  # the presentation mode (`--present`, docs/app.md): larger words on the page and pictures
+    classes: ClassLimits = field(default_factory=ClassLimits)  # class mode (ui/classroom.py)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServerSettings:
@@ -69,6 +72,7 @@ class ServerSettings:
             live_turn_s=args.live_seconds,
             trusted_hops=args.trusted_hops,
             present=args.present,
+            classes=ClassLimits(classes=args.max_classes),
         )
 
 
@@ -102,6 +106,12 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--request-mb", type=int, default=1024, help="memory one request may compute")
     p.add_argument("--live-streams", type=_at_least(int, 1), default=1, help="webcam streams drawn at once")
     p.add_argument("--live-seconds", type=_at_least(float, 1), default=180.0, help="one turn at the webcam, s")
+    p.add_argument(
+        "--max-classes",
+        type=_at_least(int, 0),
+        default=ClassLimits.classes,
+        help="classes at once (class mode: a teacher's page leads up to 60 students'); 0: no class mode",
+    )
     p.add_argument("--max-params", type=int, default=LoadLimits.max_parameters, help="largest model loaded")
     p.add_argument(
         "--trusted-hops",

@@ -1,0 +1,263 @@
+"""Class mode's registry (ui/classroom.py, issue 59): codes and keys no one guesses, its limits, a
+rate limit on wrong codes and keys per network, only the teacher leads or ends, one class sees
+nothing of another, names shown as text, the state gone at once when the class ends or its
+teacher has been away for two hours."""
+
+import base64
+
+import pytest
+
+from ui.classroom import (
+    ADJECTIVES,
+    ALPHABET,
+    ANIMALS,
+    CODE_CHARS,
+    NAME_CHARS,
+    ClassError,
+    ClassLimits,
+    Classroom,
+    checked_view,
+    clean_code,
+    clean_name,
+)
+
+TEACHER, SCHOOL, ATTACKER = "198.51.100.7", "198.51.100.9", "203.0.113.66"
+VIEW = {
+    "handle": "teacher-handle",
+    "model": "bundled",
+    "layer": 3,
+    "query": {"row": 1, "col": 2},
+    "style": {"cmap": "inferno", "opacity": 0.6, "upsampling": "nearest", "display": "overlay", "scale": "layer"},
+}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def classroom(**limits) -> tuple[Classroom, Clock, dict[str, list[str]]]:
+    """A registry on a clock the test moves, which records what it grants and revokes."""
+    clock, handed = Clock(), {"granted": [], "revoked": []}
+
+    def grant(handle: str) -> str | None:
+        if handle == "unknown":
+            return None
+        handed["granted"].append(f"followers-of-{handle}")
+        return handed["granted"][-1]
+
+    return Classroom(ClassLimits(**limits), clock, grant, handed["revoked"].append), clock, handed
+
+
+def test_a_code_is_six_characters_without_look_alikes_and_a_key_128_random_bits():
+    classes, _, _ = classroom(classes=300, per_network=300)
+    started = [classes.start(TEACHER) for _ in range(300)]
+    codes = {code for code, _ in started}
+    assert len(codes) == 300 and all(len(code) == CODE_CHARS and set(code) <= set(ALPHABET) for code in codes)
+    assert not set(ALPHABET) & set("0O1IL5S2Z8B")
+    keys = [key for _, key in started]
+    assert len(set(keys)) == 300 and all(len(base64.urlsafe_b64decode(key + "==")) == 16 for key in keys)
+    # the registry keeps no key, only its digest
+    assert all(key not in repr(vars(classes.classes[code])) for code, key in started)
+    # a code as a student types it
+    code = started[0][0]
+    assert clean_code(f" {code[:3].lower()}-{code[3:]} ") == code and clean_code("OOOOOO") is None
+
+
+def test_a_server_holds_a_few_classes_a_network_two_and_a_class_sixty_students():
+    classes, _, _ = classroom(classes=3, per_network=2, students=60)
+    code, _ = classes.start(TEACHER)
+    classes.start(TEACHER)
+    with pytest.raises(ClassError, match="already runs 2 classes") as refused:
+        classes.start(TEACHER)
+    assert refused.value.status == 429
+    classes.start(SCHOOL)
+    with pytest.raises(ClassError, match="as many classes as it can") as full:
+        classes.start("192.0.2.1")
+    assert full.value.status == 503
+    tokens = {classes.join(code, SCHOOL)[0] for _ in range(60)}
+    assert len(tokens) == 60
+    with pytest.raises(ClassError, match="full: it has 60 students") as crowded:
+        classes.join(code, SCHOOL)
+    assert crowded.value.status == 409
+    with pytest.raises(ClassError, match="--max-classes 0"):
+        classroom(classes=0)[0].start(TEACHER)
+
+
+def test_wrong_codes_and_keys_are_rate_limited_per_network():
+    classes, clock, _ = classroom(failures=20, window_s=600)
+    code, key = classes.start(TEACHER)
+    wrong = next(c for c in ("MMMMMM", "NNNNNN") if c != code)
+    for _ in range(19):
+        with pytest.raises(ClassError, match="no class with the code") as missing:
+            classes.join(wrong, ATTACKER)
+        assert missing.value.status == 404
+    with pytest.raises(ClassError, match="Only the class's teacher"):
+        classes.lead(code, "forged", VIEW, ATTACKER)  # the 20th refusal: a forged key counts too
+    with pytest.raises(ClassError, match="Too many wrong class codes") as limited:
+        classes.join(code, ATTACKER)  # even the right code, until the window passes
+    assert limited.value.status == 429
+    assert classes.join(code, SCHOOL)[1]  # another network is not held back
+    clock.now += 601
+    assert classes.join(code, ATTACKER)[1]
+
+
+def test_a_student_can_never_lead_freeze_or_end_and_a_forged_key_changes_nothing():
+    classes, _, _ = classroom()
+    code, key = classes.start(TEACHER)
+    token, _ = classes.join(code, SCHOOL)
+    version = classes.lead(code, key, VIEW, TEACHER)
+    for forged in (token, "", None, key[:-1] + ("A" if key[-1] != "A" else "B")):
+        with pytest.raises(ClassError, match="Only the class's teacher") as refused:
+            classes.lead(code, forged, {**VIEW, "layer": 9}, SCHOOL)
+        assert refused.value.status == 403
+        with pytest.raises(ClassError, match="Only the class's teacher"):
+            classes.command(code, forged, "freeze", SCHOOL)
+        with pytest.raises(ClassError, match="Only the class's teacher"):
+            classes.end(code, forged, SCHOOL)
+    state = classes.snapshot(code, token)
+    assert state["version"] == version and state["view"]["layer"] == 3 and not state["frozen"]
+    assert state["role"] == "student" and "names" not in state  # a student is not sent the others' names
+
+
+def test_a_second_class_sees_nothing_of_the_first():
+    classes, _, _ = classroom()
+    first, first_key = classes.start(TEACHER)
+    second, second_key = classes.start(SCHOOL)
+    mine, _ = classes.join(first, TEACHER, "Ada")
+    theirs, _ = classes.join(second, SCHOOL, "Grace")
+    classes.lead(first, first_key, VIEW, TEACHER)
+    for asks in (
+        lambda: classes.ticket(first, None, theirs, SCHOOL),
+        lambda: classes.followers_handle(first, None, theirs, SCHOOL),
+        lambda: classes.lead(first, second_key, VIEW, SCHOOL),
+        lambda: classes.end(first, second_key, SCHOOL),
+    ):
+        with pytest.raises(ClassError) as refused:
+            asks()
+        assert refused.value.status == 403
+    state = classes.snapshot(second, None)
+    assert state["view"] is None and state["names"] == ["Grace"] and state["students"] == 1
+    assert classes.followers_handle(first, None, mine, TEACHER) == "followers-of-teacher-handle"
+
+
+@pytest.mark.parametrize(
+    "typed, shown",
+    [
+        ("<img src=x onerror=alert(1)>", "img srcx onerroralert1"),
+        ("**Bold** [link](http://e.x) `code` _it_", "Bold linkhttpe.x code it"),
+        ("  Zoë   O'Neil-Smith  ", "Zoë O'Neil-Smith"),
+        ("a" * 200, "a" * NAME_CHARS),
+        ("<>*[]", None),
+    ],
+)
+def test_a_typed_name_keeps_letters_digits_and_a_few_marks_only(typed, shown):
+    assert clean_name(typed) == shown
+
+
+def test_students_get_pseudonyms_and_a_token_rejoins_as_the_same_student():
+    classes, _, _ = classroom()
+    code, _ = classes.start(TEACHER)
+    token, name = classes.join(code, SCHOOL, "<b>x</b>")
+    assert name == "bxb"
+    _, pseudonym = classes.join(code, SCHOOL)
+    adjective, animal = pseudonym.split(" ")
+    assert adjective in ADJECTIVES and animal in ANIMALS
+    assert classes.join(code, SCHOOL, "Someone else", token) == (token, "bxb")  # a reload: the same student
+    assert classes.join(code, SCHOOL, "bxb")[1] == "bxb 2"
+    assert classes.snapshot(code, None)["students"] == 3
+
+
+def test_the_teachers_view_grants_the_followers_one_handle_per_image_and_takes_it_back():
+    classes, _, handed = classroom()
+    code, key = classes.start(TEACHER)
+    token, _ = classes.join(code, SCHOOL)
+    classes.lead(code, key, VIEW, TEACHER)
+    classes.lead(code, key, {**VIEW, "layer": 4}, TEACHER)  # a click: the same image, no new handle
+    assert handed == {"granted": ["followers-of-teacher-handle"], "revoked": []}
+    assert classes.snapshot(code, token)["view"] == {**VIEW, "layer": 4, "handle": "followers-of-teacher-handle"}
+    # a reloaded teacher's page shows the class's analysis by the followers' handle: no new one
+    classes.lead(code, key, {**VIEW, "handle": "followers-of-teacher-handle"}, TEACHER)
+    assert len(handed["granted"]) == 1 and classes.snapshot(code, token)["view"]["handle"] == handed["granted"][0]
+    classes.lead(code, key, {**VIEW, "handle": "next-image"}, TEACHER)
+    assert handed == {"granted": ["followers-of-teacher-handle", "followers-of-next-image"],
+                      "revoked": ["followers-of-teacher-handle"]}  # fmt: skip
+    with pytest.raises(ClassError, match="no longer keeps") as dropped:
+        classes.lead(code, key, {**VIEW, "handle": "unknown"}, TEACHER)
+    assert dropped.value.status == 404
+    for bad in (
+        None,
+        {**VIEW, "layer": "3"},
+        {**VIEW, "query": {"row": 1}},
+        {**VIEW, "style": {}},
+        {**VIEW, "model": 1},
+    ):
+        with pytest.raises(ClassError, match="must say its handle"):
+            checked_view(bad)
+
+
+def test_freeze_and_eyes_on_me_are_pushed_as_new_versions():
+    classes, _, _ = classroom()
+    code, key = classes.start(TEACHER)
+    token, _ = classes.join(code, SCHOOL)
+    before = classes.snapshot(code, token)
+    classes.command(code, key, "freeze", TEACHER)
+    classes.command(code, key, "eyes", TEACHER)
+    after = classes.snapshot(code, token)
+    assert after["frozen"] and after["eyes"] == before["eyes"] + 1 and after["version"] == before["version"] + 2
+    classes.command(code, key, "release", TEACHER)
+    assert not classes.snapshot(code, token)["frozen"]
+    with pytest.raises(ClassError, match="freeze, release or eyes"):
+        classes.command(code, key, "reboot", TEACHER)
+
+
+def test_ending_deletes_the_class_at_once_and_revokes_the_followers_handle():
+    classes, _, handed = classroom()
+    code, key = classes.start(TEACHER)
+    token, _ = classes.join(code, SCHOOL)
+    classes.lead(code, key, VIEW, TEACHER)
+    classes.end(code, key, TEACHER)
+    assert code not in classes.classes and handed["revoked"] == ["followers-of-teacher-handle"]
+    with pytest.raises(ClassError, match="The teacher ended the class") as ended:
+        classes.snapshot(code, token)
+    assert ended.value.status == 410
+    with pytest.raises(ClassError, match="no class with the code"):
+        classes.join(code, SCHOOL, token=token)
+
+
+def test_a_class_ends_itself_two_hours_after_its_teacher_left():
+    classes, clock, _ = classroom()
+    kept, kept_key = classes.start(TEACHER)
+    left, _ = classes.start(TEACHER)
+    stream = classes.open_stream(classes.ticket(kept, kept_key, None, TEACHER))  # the teacher's page is open
+    clock.now += 2 * 3600 + 1
+    with pytest.raises(ClassError, match="its teacher was away for two hours"):
+        classes.snapshot(left, None)
+    assert classes.snapshot(kept, None)["code"] == kept
+    classes.close_stream(*stream)  # the teacher's page closes: two more hours
+    clock.now += 2 * 3600 - 1
+    assert classes.snapshot(kept, None)["code"] == kept
+    clock.now += 2
+    with pytest.raises(ClassError, match="away for two hours"):
+        classes.snapshot(kept, None)
+
+
+def test_a_ticket_opens_one_stream_once_and_a_member_holds_few_streams():
+    classes, clock, _ = classroom(streams=2, ticket_s=30)
+    code, _ = classes.start(TEACHER)
+    token, _ = classes.join(code, SCHOOL)
+    ticket = classes.ticket(code, None, token, SCHOOL)
+    assert classes.open_stream(ticket) == (code, token)
+    with pytest.raises(ClassError, match="ticket is not valid"):
+        classes.open_stream(ticket)  # once only
+    late = classes.ticket(code, None, token, SCHOOL)
+    clock.now += 31
+    with pytest.raises(ClassError, match="ticket is not valid"):
+        classes.open_stream(late)
+    classes.open_stream(classes.ticket(code, None, token, SCHOOL))
+    with pytest.raises(ClassError, match="too many tabs") as crowded:
+        classes.open_stream(classes.ticket(code, None, token, SCHOOL))
+    assert crowded.value.status == 429
