@@ -235,12 +235,13 @@ class RequestLimits:
             await run_in_threadpool(self._admit, session, sender(scope, self.trusted_hops))
         if frame and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
-        if path.rstrip("/") == server_functions.ROUTE:
+        if server_functions.gated(path.rstrip("/")):
             return await self._server_function(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
 
     async def _server_function(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A page's question for rows (a band of a layer's rows, ui/rows_route.py): in one of its network's places,
+        """A page's question for rows (a band of a layer's rows, ui/rows_route.py) or a class's action
+        (ui/class_route.py): in one of its network's places,
         its reply read in chunks (ui/server_functions.py), or refused in words when none comes."""
         network = sender(scope, self.trusted_hops)
         if not await self.functions.run(network, lambda chunked: self.app(scope, receive, chunked), send):

@@ -1,5 +1,6 @@
 """Admission for the page's questions for numbers: the rows route (ROUTE, ui/rows_route.py), which
-the page asks for a band of a layer's patch rows or a layer's token rows (docs/security.md).
+the page asks for a band of a layer's patch rows or a layer's token rows (docs/security.md), and
+class mode's actions (CLASS_ROUTE, ui/class_route.py), which are small but may read an analysis.
 
 They run outside Gradio's queue, each as soon as it comes, in Gradio's thread pool (40 threads
 shared with every event), and a reply was sent whole into the connection's buffer: a page's
@@ -38,6 +39,7 @@ Message = MutableMapping[str, Any]
 Send = Callable[[Message], Awaitable[None]]
 
 ROUTE = "/page_maps/rows"  # ui/rows_route.py serves it; the page asks it (ui/js/rows.js, `fetchRows`)
+CLASS_ROUTE = "/class"  # class mode's POSTs, CLASS_ROUTE/<action> (ui/class_route.py), take places here too
 IN_FLIGHT = 16  # every network's questions running or sending at once (Gradio's pool: 40 threads)
 PER_NETWORK = 8  # one network's (a class of 30 behind one router asks a few at a time)
 WAIT_S = 20.0
@@ -51,6 +53,12 @@ BURST_BYTES = 4 * 10**6  # two bands at once, unpaced
 ENCODE_SHARE = 0.125
 ENCODED_HEADER = "X-Encoded-Seconds"  # ui/rows_route.py's, for the gate only
 BUSY = "The server is answering many questions for numbers at once: try the layer again in a moment."
+
+
+def gated(path: str) -> bool:
+    """Whether a POST to `path` (its trailing slash cut) runs in a place of the gate: the rows
+    route's, and class mode's actions (its event stream is a GET, which holds no thread)."""
+    return path == ROUTE or path.startswith(CLASS_ROUTE + "/")
 
 
 class StalledReader(Exception):

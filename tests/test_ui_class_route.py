@@ -1,0 +1,159 @@
+"""Class mode's routes (ui/class_route.py, issue 59), behind the app's request limits as the rows
+route is: a teacher starts a class and leads, a student joins and reads the teacher's analysis
+and its rows by the followers' handle only, pushed on an event stream; a student's forged action
+is refused, and an ended class's handle names nothing."""
+
+import asyncio
+import json
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from explorer import page_maps
+from explorer.catalog import BUNDLED, ModelCatalog
+from explorer.explain import ExplanationKey, explain
+from ui.class_route import EVENTS_ROUTE, Bell, class_events, class_routes, join_address, qr_rows
+from ui.common import Server
+from ui.limits import RequestLimits
+from ui.rows_route import rows_route
+from ui.server_functions import CLASS_ROUTE, ROUTE, ServerFunctionGate, gated
+from ui.uploads import UploadBudget
+
+TEACHER, STUDENT = "198.51.100.7", "198.51.100.9"
+STYLE = {"cmap": "viridis", "opacity": 0.5, "upsampling": "nearest", "display": "overlay", "scale": "head"}
+
+
+@pytest.fixture(scope="module")
+def served(tiny_checkpoint, tmp_path_factory):
+    """(the server's context with one analysis in its store and the teacher's page's handle of it, a
+    client of the class and rows routes behind ui.limits.RequestLimits, one proxy in front)."""
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
+    loaded = server.catalog.get(BUNDLED)
+    image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), np.uint8))
+    key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop", "random")
+    server.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
+    routes = [rows_route(server), *class_routes(server, trusted_hops=1, heartbeat_s=0.05, lasting_s=0.3)]
+    uploads = UploadBudget(lambda: tmp_path_factory.mktemp("uploads"), 10**6)
+    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, functions=ServerFunctionGate())
+    with TestClient(app) as client:
+        yield server, server.pages.handle(key), client
+
+
+def post(client, action: str, body: object, network: str = TEACHER):
+    return client.post(f"{CLASS_ROUTE}/{action}", json=body, headers={"X-Forwarded-For": network})
+
+
+def view(handle: str, layer: int = 2) -> dict:
+    return {"handle": handle, "model": BUNDLED, "layer": layer, "query": None, "style": STYLE}
+
+
+def test_a_student_follows_the_teachers_image_by_a_handle_of_the_class_and_its_rows(served):
+    server, handle, client = served
+    started = post(client, "start", {"address": "http://192.168.1.20:7860/"}).json()
+    code, key = started["code"], started["key"]
+    assert started["join"] == f"http://192.168.1.20:7860/?class={code}"
+    joined = post(client, "join", {"code": code.lower(), "name": "Ada <b>"}, STUDENT).json()
+    assert joined["code"] == code and joined["name"] == "Ada b"
+    student = {"code": code, "token": joined["token"]}
+    waiting = post(client, "analysis", student, STUDENT)
+    assert waiting.status_code == 404 and "not here yet" in waiting.text  # the teacher has shown no image
+    assert post(client, "lead", {"code": code, "key": key, "view": view(handle)}).json()["version"] >= 1
+    analysis = post(client, "analysis", student, STUDENT)
+    assert analysis.status_code == 200 and analysis.headers["cache-control"] == "no-store"
+    sent = analysis.json()
+    followers = sent["handle"]
+    assert followers != handle and server.pages.key(followers) == server.pages.key(handle)
+    ex = server.store.peek(server.pages.key(handle))
+    assert sent["grid"] == list(ex.grid) and sent["depth"] == ex.depth  # the page's own analysis, as it draws it
+    rows = client.post(ROUTE, json={"handle": followers, "layer": 2, "band": 0}, headers={"X-Forwarded-For": STUDENT})
+    assert rows.status_code == 200
+    assert zlib.decompress(rows.content) == zlib.decompress(page_maps.layer_rows(ex, 1, 0)["deflated"])
+    # the class ends: its handle names nothing any more, and the teacher's own still does
+    assert post(client, "command", {"code": code, "key": key, "command": "end"}).json() == {"ended": True}
+    gone = client.post(ROUTE, json={"handle": followers, "layer": 2, "band": 0}, headers={"X-Forwarded-For": STUDENT})
+    assert gone.status_code == 404 and server.pages.key(handle) is not None
+    assert post(client, "analysis", student, STUDENT).status_code == 404
+
+
+def test_a_students_forged_teacher_action_is_refused_in_words(served):
+    _, handle, client = served
+    started = post(client, "start", {}).json()
+    code, key = started["code"], started["key"]
+    assert started["join"] == f"/?class={code}"  # no address of the page's: the join address is relative
+    token = post(client, "join", {"code": code}, STUDENT).json()["token"]
+    post(client, "lead", {"code": code, "key": key, "view": view(handle, 3)})
+    for action, body in (
+        ("lead", {"code": code, "key": token, "view": view(handle, 5)}),
+        ("command", {"code": code, "key": token, "command": "freeze"}),
+        ("command", {"code": code, "key": token, "command": "end"}),
+        ("lead", {"code": code, "token": token, "view": view(handle, 5)}),
+    ):
+        refused = post(client, action, body, STUDENT)
+        assert refused.status_code == 403 and refused.text == "Only the class's teacher can do this."
+        assert refused.headers["content-type"].startswith("text/plain")
+    ticket = post(client, "ticket", {"code": code, "token": token}, STUDENT).json()["ticket"]
+    state = first_state(client, ticket)
+    assert state["view"]["layer"] == 3 and not state["frozen"] and state["role"] == "student"
+    assert post(client, "nonsense", {}).status_code == 404
+    post(client, "command", {"code": code, "key": key, "command": "end"})
+
+
+def first_state(client, ticket: str) -> dict:
+    """The first "state" event of the stream a ticket opens (the stream ends after `lasting_s`)."""
+    reply = client.get(f"{EVENTS_ROUTE}?ticket={ticket}")
+    assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/event-stream")
+    event = reply.text.split("\n\n")[0].splitlines()
+    assert event[0] == "event: state"
+    return json.loads(event[1].removeprefix("data: "))
+
+
+def test_a_stream_opens_once_by_its_ticket(served):
+    _, _, client = served
+    started = post(client, "start", {}).json()
+    code, key = started["code"], started["key"]
+    ticket = post(client, "ticket", {"code": code, "key": key}).json()["ticket"]
+    assert first_state(client, ticket)["role"] == "teacher"
+    again = client.get(f"{EVENTS_ROUTE}?ticket={ticket}")
+    assert again.status_code == 403 and "ticket is not valid" in again.text
+    post(client, "command", {"code": code, "key": key, "command": "end"})
+
+
+def test_every_change_is_pushed_to_a_waiting_page_and_the_end_too(served):
+    server, handle, _ = served
+    classes, bell = server.classes, Bell()
+    code, key = classes.start("192.0.2.5")
+    token, _ = classes.join(code, "192.0.2.5")
+
+    async def follow() -> list[str]:
+        opened = classes.open_stream(classes.ticket(code, None, token, "192.0.2.5"))
+        stream = class_events(classes, bell, *opened, heartbeat_s=5.0, lasting_s=30.0)
+        events = [await anext(stream)]
+        classes.lead(code, key, view(handle, 4), "192.0.2.5")
+        bell.ring(code)
+        events.append(await asyncio.wait_for(anext(stream), 1.0))  # pushed at once, not at the heartbeat
+        classes.end(code, key, "192.0.2.5")
+        bell.ring(code)
+        events.append(await asyncio.wait_for(anext(stream), 1.0))
+        return events
+
+    first, changed, ended = asyncio.run(follow())
+    assert first.startswith("event: state") and json.loads(first.split("data: ")[1])["view"] is None
+    assert json.loads(changed.split("data: ")[1])["view"]["layer"] == 4
+    assert ended.startswith("event: end") and "The teacher ended the class." in ended
+
+
+def test_the_join_address_and_its_qr_code():
+    assert join_address("https://x.hf.space/?__theme=dark#top", "ABCDEF") == "https://x.hf.space/?class=ABCDEF"
+    assert join_address("javascript:alert(1)", "ABCDEF") == "/?class=ABCDEF"
+    rows = qr_rows("http://192.168.1.20:7860/?class=ABCDEF")
+    assert len(rows) == len(rows[0]) >= 21 and set("".join(rows)) == {"0", "1"}
+    assert rows[0][:7] == "1111111"  # a finder pattern in the corner: a QR code a phone reads
+
+
+def test_class_actions_take_places_of_the_gate_and_the_stream_none():
+    assert gated(ROUTE) and gated(f"{CLASS_ROUTE}/join") and gated(f"{CLASS_ROUTE}/analysis")
+    assert not gated("/gradio_api/queue/join") and not gated("/classes")
