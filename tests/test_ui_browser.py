@@ -1339,3 +1339,41 @@ def test_the_phone_gives_each_pca_control_a_line_with_its_words_whole(server, br
     )
     assert whole and all(whole), whole
     phone.close()
+
+
+def test_a_student_follows_the_teachers_layer_breaks_away_and_comes_back(server, browser):
+    """Issue 59's first slice: a teacher starts a class; a student's page opened at its join address
+    follows the teacher's image and layer, pushed as the teacher steps it, drawn from the teacher's one
+    analysis (equal at every cell); a click of the student's own breaks away, one click comes back, and
+    the end of the class reaches the student's page."""
+    from playwright.sync_api import expect
+
+    teacher = open_page(browser, server)  # each page its own context: its own storage, its own key
+    pick_example(teacher, "cat")
+    teacher.locator("#class-start").click()
+    code = teacher.locator("#class-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    expect(teacher.locator("#class-qr")).to_be_visible()
+    student = open_page(browser, f"{server}?class={code.text_content()}")
+    heads = student.locator("#heads img")
+    expect(heads).to_have_attribute("alt", re.compile("layer 6 of 6, .*for the query CLS"))  # the teacher's image
+    expect(teacher.locator(".class-panel")).to_contain_text("1 student in class")
+    expect(student.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
+    teacher.get_by_label(f"range slider for {LAYER}").press("ArrowLeft")
+    expect(heads).to_have_attribute("alt", re.compile("layer 5 of 6"))  # pushed: the student's page follows
+    expect(teacher.locator("#heads img")).to_have_attribute("alt", re.compile("layer 5 of 6"))
+    drawn, cells = drawn_heads(student)
+    assert_same_at_every_cell(drawn, drawn_heads(teacher)[0], cells)
+    click_patch(student, 2, 3)  # the student's own query: exploring on their own
+    expect(student.locator("#class-follow")).to_be_visible()
+    expect(student.locator(".class-banner")).to_contain_text("exploring on your own")
+    teacher.get_by_label(f"range slider for {LAYER}").press("ArrowLeft")
+    expect(teacher.locator("#heads img")).to_have_attribute("alt", re.compile("layer 4 of 6"))
+    expect(heads).to_have_attribute("alt", re.compile("layer 5 of 6, .*for the query patch"))  # not while away
+    student.locator("#class-follow").click()
+    expect(heads).to_have_attribute("alt", re.compile("layer 4 of 6, .*for the query CLS"))
+    expect(student.locator("#class-follow")).to_be_hidden()
+    teacher.locator("#class-end").click()
+    expect(student.locator(".class-notice")).to_have_text("The teacher ended the class.")
+    teacher.close()
+    student.close()

@@ -20,6 +20,7 @@ from explorer import canvas
 from explorer.catalog import ModelCatalog
 from explorer.explain import ExplanationStore
 
+from .class_route import class_routes
 from .common import Server, example_contents
 from .explore import HEAD_JS, PAGE_JS_DIR, PAGE_JS_ROUTE, build_explore_tab
 from .heap import CollectorPauses, give_back_freed_memory, heap_use, ready_the_collector
@@ -94,6 +95,19 @@ CSS = """
 .maps-status:empty { display: none; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  /* ui/js/explore.js plays */
+/* Class mode (ui/explore.py's CLASS_PANEL): the code read from the back of a room, the QR code beside it. */
+#class-row { align-items: center; }
+#class-start[hidden] { display: none; }
+.class-panel .class-code { font: 700 64px monospace; letter-spacing: 0.15em; margin: 0; }
+.class-panel canvas { display: block; width: 240px; height: 240px; image-rendering: pixelated; }
+.class-panel button { padding: 4px 12px; margin: 2px; border: 1px solid var(--border-color-primary); }
+.class-panel .class-notice:empty { display: none; }
+/* A student's banner, always in sight: at the top right, over the page, with its way back. */
+.class-panel .class-student, .class-panel .class-notice { position: fixed; top: 8px; right: 8px; z-index: 50;
+  max-width: 360px; padding: 8px 12px; background: var(--background-fill-primary);
+  border: 2px solid var(--color-accent); border-radius: 8px; }
+.class-panel .class-notice { top: auto; bottom: 64px; }
+.class-panel .class-student[hidden] { display: none; }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {
@@ -289,9 +303,10 @@ def launch(demo: gr.Blocks, server: Server, host: str, port: int, share: bool = 
     """Serve `demo`, built over `server` (its settings: budgets, proxies, the presentation mode's
     CSS), and block; torchvision's slow import is paid after the page is up."""
     settings = server.settings
+    hops = settings.trusted_hops
     demo.launch(
-        # the app's own routes: the rows the page asks for, and the page's own modules
-        **served_limits(demo, settings.trusted_hops, [rows_route(server), page_scripts()]),
+        # the app's own routes: the rows the page asks for, class mode's, and the page's own modules
+        **served_limits(demo, settings.trusted_hops, [rows_route(server), *class_routes(server, hops), page_scripts()]),
         server_name=host,
         server_port=port,
         share=share,

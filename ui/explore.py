@@ -102,6 +102,7 @@ def page_config() -> dict[str, Any]:
         "colour_tables": page_maps.colour_tables(),
         "play_step_ms": round(PLAY_STEP_S * 1000),
         "rows_route": server_functions.ROUTE,  # where the page asks for a layer's rows (ui/rows_route.py)
+        "class_route": server_functions.CLASS_ROUTE,  # class mode's actions and stream (ui/class_route.py)
         "follow_style": ", ".join(f"#{name} img" for name in (*ev.FOLLOW_STYLE, WORD_MAPS_ID)),
     }
 
@@ -125,6 +126,24 @@ INPUT_VIEW_JS = """window.pageMaps.then(() => window.attentionMaps.attach("input
 MAPS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", element, props, {}));
 watch('value', () => window.pageMaps.then(() => window.attentionMaps.load(props.value)));"""
 MAPS = "window.attentionMaps"
+
+# Class mode (issue 59; ui/js/classroom.js fills it in, as text only): a student's banner with the way back
+# to the teacher's view, the teacher's code, QR code and join address, the class's students, and the
+# teacher's Eyes on me, Freeze and End. Hidden until the page is in a class.
+CLASS_PANEL = """<div class="class-panel">
+<p class="class-notice" role="status"></p>
+<div class="class-student" hidden><span class="class-banner" role="status"></span>
+<button id="class-follow" type="button" hidden>Back to the teacher's view</button></div>
+<div class="class-teacher" hidden>
+<details open><summary>Join this class: its code and QR code</summary>
+<p id="class-code" class="class-code"></p>
+<canvas id="class-qr" role="img" aria-label="QR code of the address students join the class at"></canvas>
+<p>or open <a class="class-join"></a></p></details>
+<p class="class-count" role="status"></p>
+<button id="class-eyes" type="button">Eyes on me</button> <button id="class-freeze" type="button">Freeze</button>
+<button id="class-end" type="button">End the class</button>
+</div></div>"""
+CLASS_JS = "window.pageMaps.then(() => window.classroom.attach(element));"
 
 CLASSROOM = """A ViT cuts the image into square **patches** (the grid drawn over the
 model input) and turns each into a token. An extra **CLS token** has no pixels of its own: it gathers
@@ -201,6 +220,9 @@ class ExploreView(ComponentView):
     row: gr.Number
     column: gr.Number
     query_button: gr.Button
+    # class mode (ui/js/classroom.js): Start a class, and the class's panel
+    class_start: gr.Button
+    class_panel: gr.HTML
     # the named endpoints whose pictures the page now draws itself: API clients only (_api_only_inputs)
     api_buttons: dict[str, gr.Button]
 
@@ -314,7 +336,7 @@ def _heads_column(depth: int) -> dict[str, Any]:
         export_png = gr.Button("Export PNG", size="sm")
         export_gif = gr.Button("Export GIF through the layers", size="sm")
     export_file = gr.File(label="Export", interactive=False, height=60, elem_id="export")
-    return {
+    return _class_row() | {
         "maps": maps,
         "heads": heads,
         "layer": layer,
@@ -434,6 +456,15 @@ def _api_only_inputs() -> dict[str, Any]:
     }
 
 
+def _class_row() -> dict[str, Any]:
+    """Start a class, and the class's panel (CLASS_PANEL), under the exports, off the first screen
+    that 1280x720 fits; a student's banner floats in sight over the page (ui/app.py's CSS)."""
+    with gr.Row(equal_height=True, elem_id="class-row"):
+        start = gr.Button("Start a class", size="sm", scale=0, min_width=160, elem_id="class-start")
+        panel = gr.HTML(None, html_template=CLASS_PANEL, js_on_load=CLASS_JS, elem_id="class-panel", padding=False)
+    return {"class_start": start, "class_panel": panel}
+
+
 def layout(catalog: ModelCatalog) -> ExploreView:
     """Place the tab's components inside the current Blocks and name them. The first row
     (upload, predictions, patch grid, head maps) fits a 1280x720 screen. The head maps' page asks
@@ -515,6 +546,11 @@ def _wire_views(view: ExploreView, server: Server) -> None:
 def _style_inputs(view: ExploreView) -> list:
     """The .input events of the style controls (STYLE)."""
     return [getattr(view, name).input for name in STYLE]
+
+
+def _wire_class(view: ExploreView) -> None:
+    """Start a class: the page asks the class route (ui/class_route.py), no Gradio event on the server."""
+    _in_page(view.class_start.click, None, None, "() => window.classroom.start()")
 
 
 def _wire_play(view: ExploreView) -> None:
@@ -649,6 +685,7 @@ def build_explore_tab(server: Server) -> ExploreView:
     analysis = _wire_analysis(view, server)
     _wire_views(view, server)
     _wire_play(view)
+    _wire_class(view)
     _wire_query(view, server)
     _wire_exports(view, server)
     _wire_relevance(view, server)

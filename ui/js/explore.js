@@ -165,6 +165,7 @@ export class ExploreMaps extends AskingMaps {
     this.prefetch();
     const live = this.parts.heads && this.parts.heads.element.querySelector(".maps-live");
     if (live && rows) live.textContent = this.headsAlt();
+    if (this.onDrawn) this.onDrawn(); // class mode (classroom.js): the teacher's view is sent, a student's compared
   }
   show(name, canvas, alt) { // as an <img> (a PNG of the canvas), which Gradio's frame sizes as its pictures
     const part = this.parts[name];

@@ -1,0 +1,42 @@
+// ui/js/classview.js: the view a class shares (what the teacher's page sends, ui.classroom.checked_view,
+// and how a student's page tells that it broke away), and the QR code painted from the server's modules.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { paintQr, shows, viewOf } from "../../ui/js/classview.js";
+
+const maps = (over = {}) => ({
+  data: { handle: "h1" }, layer: 3, query: null,
+  style: { cmap: "inferno", opacity: 0.6, smooth: false, raw: false, scale: "layer" }, ...over,
+});
+
+test("the view is sent in the controls' own words, as ui.common.map_style reads them", () => {
+  const style = { cmap: "viridis", opacity: 0.4, smooth: true, raw: true, scale: "head" };
+  assert.deepEqual(viewOf(maps({ style, query: { row: 1, col: 2 } }), "bundled"), {
+    handle: "h1", model: "bundled", layer: 3, query: { row: 1, col: 2 },
+    style: { cmap: "viridis", opacity: 0.4, upsampling: "smooth", display: "raw", scale: "head" },
+  });
+  assert.equal(viewOf(maps({ data: null })).handle, null);
+});
+
+test("a page shows the teacher's view until its image, layer, query or style is its own", () => {
+  const teacher = viewOf(maps(), "a model the student's picker does not name");
+  assert.ok(shows(maps(), teacher));
+  for (const own of [{ layer: 4 }, { query: { row: 0, col: 0 } }, { data: { handle: "mine" } },
+    { style: { ...maps().style, cmap: "gray" } }]) {
+    assert.ok(!shows(maps(own), teacher), JSON.stringify(own));
+  }
+});
+
+test("the QR code is painted module by module inside a quiet zone of four", () => {
+  const squares = [], context = { fillRect: (x, y, w, h) => squares.push([x, y, w, h]), fillStyle: "" };
+  const canvas = { getContext: () => context, hidden: true };
+  paintQr(canvas, ["10", "01"]);
+  const cell = Math.floor(320 / 10);
+  assert.equal(canvas.width, 10 * cell);
+  assert.equal(canvas.hidden, false);
+  assert.deepEqual(squares, [[0, 0, 10 * cell, 10 * cell], [4 * cell, 4 * cell, cell, cell],
+    [5 * cell, 5 * cell, cell, cell]]);
+  paintQr(canvas, null);
+  assert.equal(canvas.hidden, true);
+});

@@ -1,0 +1,193 @@
+// Class mode (issue 59): the teacher's page sends what its maps show (the analysis's handle, the layer, the
+// query, the style) on each change, and every student's page follows it, pushed on an event stream of the
+// app's own (ui/class_route.py), reading the teacher's analysis once per image: no model runs for a follower.
+// A student's own click breaks away (a banner, and one click comes back); Freeze keeps them on the teacher's
+// view, Eyes on me brings every page back. Names are shown as text only, never as HTML.
+import { paintQr, shows, viewOf } from "./classview.js";
+
+// The browser's storage: {code, key, join, qr} for the teacher, {code, token, name} for a student.
+const KEPT = "vit-class";
+const SEND_MS = 100; // the teacher's view is sent at most this often, the last one always
+const RETRY_MS = 2000;
+const NOTICE_MS = 15000;
+
+export class Classroom {
+  constructor(config, maps) {
+    this.route = config.class_route; this.maps = maps; this.member = null; this.state = null;
+    this.away = false; this.applying = false; this.sent = ""; this.timer = null; this.panel = null;
+    maps.onDrawn = () => this.drawn();
+  }
+
+  attach(element) { // ui/explore.py's class panel; the page's address may name a class to join
+    this.panel = element;
+    const on = (id, run) => element.querySelector(`#${id}`).addEventListener("click", run);
+    on("class-follow", () => this.follow());
+    on("class-eyes", () => this.command("eyes"));
+    on("class-freeze", () => this.command(this.state && this.state.frozen ? "release" : "freeze"));
+    on("class-end", () => this.command("end"));
+    if (this.attached) return; // drawn again by Gradio: the page is in its class already
+    this.attached = true;
+    const asked = new URLSearchParams(window.location.search).get("class");
+    const kept = JSON.parse(window.localStorage.getItem(KEPT) || "null");
+    const same = kept && asked && kept.code === asked.toUpperCase().replace(/[\s-]/g, "");
+    if (kept && kept.key && (!asked || same)) { this.member = kept; this.listen(); } // a reload, or a second tab
+    else if (asked) this.join(asked, same ? kept.token : undefined);
+  }
+  address(path) { // as ui/js/rows.js asks the rows route: under Gradio's root
+    const root = (window.gradio_config && window.gradio_config.root) || window.location.href;
+    return new URL(path.slice(1), root.replace(/\/?$/, "/"));
+  }
+  async post(action, body) {
+    const reply = await fetch(this.address(`${this.route}/${action}`), {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+    if (!reply.ok) throw new Error(reply.status < 500 ? await reply.text() : `The server answered ${reply.status}.`);
+    return reply.json();
+  }
+  credentials() {
+    const m = this.member;
+    return m.key ? { code: m.code, key: m.key } : { code: m.code, token: m.token };
+  }
+  keep(member) { this.member = member; window.localStorage.setItem(KEPT, JSON.stringify(member)); this.starts(false); }
+  starts(shown) { // Start a class, only while the page is in none
+    const start = document.getElementById("class-start");
+    if (start) start.hidden = !shown;
+  }
+
+  // ---- the teacher ----
+  async start() {
+    const here = new URL(window.location.href); here.search = ""; here.hash = "";
+    try {
+      const started = await this.post("start", { address: here.href });
+      this.keep({ code: started.code, key: started.key, join: started.join, qr: started.qr });
+      this.showCode(); this.listen(); this.send();
+    } catch (error) { this.notice(error.message); }
+  }
+  send() { // the view now, unless it was sent already; at most every SEND_MS; none before an image
+    if (!this.member || !this.member.key || !this.maps.data || this.timer !== null) return;
+    this.timer = setTimeout(async () => {
+      this.timer = null;
+      const model = document.querySelector("#model-picker input");
+      const view = viewOf(this.maps, model ? model.value : ""), said = JSON.stringify(view);
+      if (said === this.sent) return;
+      this.sent = said;
+      try { await this.post("lead", { ...this.credentials(), view }); } catch (error) {
+        this.sent = ""; this.notice(error.message);
+      }
+    }, SEND_MS);
+  }
+  async command(command) {
+    try { await this.post("command", { ...this.credentials(), command }); } catch (error) {
+      this.notice(error.message);
+    }
+  }
+
+  // ---- every page: the class's stream ----
+  async join(code, token) {
+    try {
+      const joined = await this.post("join", { code, token });
+      this.keep({ code: joined.code, token: joined.token, name: joined.name }); this.listen();
+    } catch (error) { this.notice(error.message); }
+  }
+  async listen() {
+    let ticket;
+    try { ticket = (await this.post("ticket", this.credentials())).ticket; } catch (error) {
+      return this.ended(error.message);
+    }
+    const stream = new EventSource(this.address(`${this.route}/events?ticket=${encodeURIComponent(ticket)}`));
+    stream.addEventListener("state", (event) => this.pushed(JSON.parse(event.data)));
+    stream.addEventListener("end", (event) => { stream.close(); this.ended(JSON.parse(event.data).message); });
+    stream.onerror = () => { // a dropped connection, or the stream's time is up: another ticket, another stream
+      stream.close();
+      if (this.member) setTimeout(() => this.listen(), RETRY_MS);
+    };
+  }
+  pushed(state) {
+    const before = this.state; this.state = state;
+    if (state.role === "teacher") { // a reloaded teacher's page shows the class's image again
+      this.showTeacher(state);
+      if (!this.maps.data && state.view && state.view.handle) this.follow(); else this.send();
+      return;
+    }
+    const eyes = before !== null && state.eyes > before.eyes;
+    if (eyes) this.notice("Eyes on the teacher's screen: your page shows the teacher's view again.");
+    if (!this.away || eyes || state.frozen) this.follow(); else this.showStudent();
+  }
+  ended(message) {
+    this.member = null; this.state = null; window.localStorage.removeItem(KEPT); this.starts(true);
+    for (const part of this.panel.querySelectorAll(".class-teacher, .class-student")) part.hidden = true;
+    this.notice(message);
+  }
+
+  // ---- a student ----
+  async follow() { // the teacher's view, its analysis read once per image
+    this.away = false;
+    const view = this.state && this.state.view;
+    if (!view || !view.handle) { this.showStudent(); return; }
+    if (!this.maps.data || this.maps.data.handle !== view.handle) {
+      try {
+        const analysis = await this.post("analysis", this.credentials());
+        if ((this.state.view || {}).handle !== view.handle) return; // the teacher moved on meanwhile
+        this.applying = true;
+        await this.maps.load(analysis);
+      } catch (error) { this.notice(error.message); return; } finally { this.applying = false; }
+    }
+    this.apply(this.state.view);
+  }
+  apply(view) {
+    const maps = this.maps;
+    if (!maps.data || maps.data.handle !== view.handle) return;
+    this.applying = true;
+    try {
+      maps.stop();
+      maps.query = view.query; maps.layer = Math.min(Math.max(view.layer, 1), maps.data.depth); maps.share();
+      const s = view.style;
+      maps.setStyle(s.cmap, s.opacity, s.upsampling, s.display, s.scale); // draws
+      maps.showSlider(maps.layer);
+    } finally { this.applying = false; }
+    this.showStudent();
+  }
+  drawn() { // every drawing of the maps: the teacher's is sent; a student's own breaks away (or, frozen, snaps back)
+    if (this.applying || !this.member) return;
+    if (this.member.key) { this.send(); return; }
+    const view = this.state && this.state.view;
+    if (!view || !view.handle || this.away || shows(this.maps, view)) return;
+    if (this.state.frozen) {
+      this.notice("The teacher has frozen the class's screens: your page follows the teacher's view.");
+      setTimeout(() => this.follow(), 0);
+      return;
+    }
+    this.away = true; this.showStudent();
+  }
+
+  // ---- the panel (ui/explore.py, CLASS_PANEL): words as text, never HTML ----
+  notice(text) { // for NOTICE_MS, over the page
+    const notice = this.panel && this.panel.querySelector(".class-notice");
+    if (!notice) return;
+    notice.textContent = text; clearTimeout(this.noticeTimer);
+    this.noticeTimer = setTimeout(() => { notice.textContent = ""; }, NOTICE_MS);
+  }
+  showCode() {
+    const part = this.panel.querySelector(".class-teacher"), link = part.querySelector(".class-join"), m = this.member;
+    part.hidden = false; part.querySelector("#class-code").textContent = m.code;
+    link.textContent = m.join; link.href = m.join;
+    paintQr(part.querySelector("#class-qr"), m.qr);
+  }
+  showTeacher(state) {
+    if (!this.panel.querySelector("#class-code").textContent) this.showCode();
+    const names = state.names.join(", "), count = state.students === 1 ? "1 student" : `${state.students} students`;
+    const counted = `${count} in class ${state.code}${names ? `: ${names}` : ""}.`;
+    this.panel.querySelector(".class-count").textContent = counted;
+    this.panel.querySelector("#class-freeze").textContent = state.frozen ? "Release" : "Freeze";
+  }
+  showStudent() {
+    if (!this.member || this.member.key) return;
+    const part = this.panel.querySelector(".class-student"), s = this.state;
+    part.hidden = false;
+    const who = this.member ? ` as ${this.member.name}` : "";
+    part.querySelector(".class-banner").textContent = this.away
+      ? "You are exploring on your own: the teacher's screen has moved on without you."
+      : `You follow the teacher's screen in class ${s ? s.code : ""}${who}.`;
+    part.querySelector("#class-follow").hidden = !this.away;
+  }
+}
