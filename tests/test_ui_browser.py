@@ -1344,7 +1344,8 @@ def test_the_phone_gives_each_pca_control_a_line_with_its_words_whole(server, br
 def test_a_student_follows_the_teachers_layer_breaks_away_and_comes_back(server, browser):
     """Issue 59's first slice: a teacher starts a class; a student's page opened at its join address
     follows the teacher's image and layer, pushed as the teacher steps it, drawn from the teacher's one
-    analysis (equal at every cell); a click of the student's own breaks away, one click comes back, and
+    analysis (equal at every cell); a click of the student's own breaks away, one click comes back; a
+    reload is the same student; Freeze holds the page on the teacher's view, Eyes on me brings it back;
     the end of the class reaches the student's page."""
     from playwright.sync_api import expect
 
@@ -1371,6 +1372,23 @@ def test_a_student_follows_the_teachers_layer_breaks_away_and_comes_back(server,
     expect(teacher.locator("#heads img")).to_have_attribute("alt", re.compile("layer 4 of 6"))
     expect(heads).to_have_attribute("alt", re.compile("layer 5 of 6, .*for the query patch"))  # not while away
     student.locator("#class-follow").click()
+    expect(heads).to_have_attribute("alt", re.compile("layer 4 of 6, .*for the query CLS"))
+    expect(student.locator("#class-follow")).to_be_hidden()
+    banner = student.locator(".class-banner").text_content()
+    student.reload()  # the same student, by the token the page kept, back at the teacher's view
+    expect(student.locator(".class-banner")).to_have_text(banner)
+    expect(heads).to_have_attribute("alt", re.compile("layer 4 of 6, .*for the query CLS"))
+    teacher.locator("#class-freeze").click()
+    expect(student.locator(".class-banner")).to_contain_text("frozen the screens")
+    click_patch(student, 2, 3)  # frozen: the page snaps back to the teacher's view
+    expect(student.locator(".class-notice")).to_contain_text("frozen the class's screens")
+    expect(heads).to_have_attribute("alt", re.compile("layer 4 of 6, .*for the query CLS"))
+    teacher.locator("#class-freeze").click()  # released
+    expect(student.locator(".class-banner")).not_to_contain_text("frozen")
+    click_patch(student, 2, 3)
+    expect(student.locator("#class-follow")).to_be_visible()
+    teacher.locator("#class-eyes").click()  # Eyes on me: every page back to the teacher's view
+    expect(student.locator(".class-notice")).to_contain_text("Eyes on the teacher's screen")
     expect(heads).to_have_attribute("alt", re.compile("layer 4 of 6, .*for the query CLS"))
     expect(student.locator("#class-follow")).to_be_hidden()
     teacher.locator("#class-end").click()

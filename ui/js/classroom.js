@@ -182,12 +182,12 @@ export class Classroom {
   }
   showStudent() {
     if (!this.member || this.member.key) return;
-    const part = this.panel.querySelector(".class-student"), s = this.state;
+    const part = this.panel.querySelector(".class-student"), s = this.state || {};
     part.hidden = false;
-    const who = this.member ? ` as ${this.member.name}` : "";
+    const frozen = s.frozen ? " The teacher has frozen the screens for now." : "";
     part.querySelector(".class-banner").textContent = this.away
       ? "You are exploring on your own: the teacher's screen has moved on without you."
-      : `You follow the teacher's screen in class ${s ? s.code : ""}${who}.`;
+      : `You follow the teacher's screen in class ${s.code || ""} as ${this.member.name}.${frozen}`;
     part.querySelector("#class-follow").hidden = !this.away;
   }
 }
