@@ -136,3 +136,12 @@ def test_a_space_starts_without_weights_its_build_could_not_preload(hub, tmp_pat
         "vit_base_patch16_clip_224.openai (not preloaded) cannot be had, starting without it: "
         "vit_base_patch16_clip_224.openai cannot be downloaded: the Hugging Face Hub does not have it"
     )
+
+
+def test_the_classes_a_server_runs_come_from_the_command_line():
+    from ui.classroom import ClassLimits
+    from ui.settings import ServerSettings
+
+    assert ServerSettings.from_args(app.parse_args(["--max-classes", "3"])).classes.classes == 3
+    assert ServerSettings.from_args(app.parse_args([])).classes == ClassLimits()  # 8 classes of 60
+    assert ServerSettings.from_args(app.parse_args(["--max-classes", "0"])).classes.classes == 0  # none

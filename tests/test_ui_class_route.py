@@ -20,7 +20,7 @@ from ui.class_route import EVENTS_ROUTE, Bell, class_events, class_routes, join_
 from ui.common import Server
 from ui.limits import RequestLimits
 from ui.rows_route import rows_route
-from ui.server_functions import CLASS_ROUTE, ROUTE, ServerFunctionGate, gated
+from ui.server_functions import CLASS_BUSY, CLASS_ROUTE, ROUTE, ServerFunctionGate, gated
 from ui.uploads import UploadBudget
 
 TEACHER, STUDENT = "198.51.100.7", "198.51.100.9"
@@ -152,6 +152,16 @@ def test_the_join_address_and_its_qr_code():
     rows = qr_rows("http://192.168.1.20:7860/?class=ABCDEF")
     assert len(rows) == len(rows[0]) >= 21 and set("".join(rows)) == {"0", "1"}
     assert rows[0][:7] == "1111111"  # a finder pattern in the corner: a QR code a phone reads
+
+
+def test_a_class_action_with_no_place_is_told_to_try_again_in_its_own_words(served):
+    server, _, _ = served
+    uploads = UploadBudget(lambda: None, 10**6)
+    full = ServerFunctionGate(in_flight=0, wait_s=0.05)  # every place taken
+    app = RequestLimits(Starlette(routes=class_routes(server)), uploads=uploads, functions=full)
+    with TestClient(app) as client:
+        refused = post(client, "join", {"code": "AAAAAA"})
+    assert refused.status_code == 429 and refused.text == CLASS_BUSY
 
 
 def test_class_actions_take_places_of_the_gate_and_the_stream_none():

@@ -245,7 +245,8 @@ class RequestLimits:
         its reply read in chunks (ui/server_functions.py), or refused in words when none comes."""
         network = sender(scope, self.trusted_hops)
         if not await self.functions.run(network, lambda chunked: self.app(scope, receive, chunked), send):
-            await _refuse(send, 429, server_functions.BUSY)
+            rows = scope["path"].removeprefix(scope.get("root_path", "")).rstrip("/") == server_functions.ROUTE
+            await _refuse(send, 429, server_functions.BUSY if rows else server_functions.CLASS_BUSY)
 
     def _log_refusal(self, scope: Scope, what: str) -> None:
         """The operator's line for a refused request, unless its network had one this minute (`refusals`)."""

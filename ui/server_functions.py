@@ -53,6 +53,7 @@ BURST_BYTES = 4 * 10**6  # two bands at once, unpaced
 ENCODE_SHARE = 0.125
 ENCODED_HEADER = "X-Encoded-Seconds"  # ui/rows_route.py's, for the gate only
 BUSY = "The server is answering many questions for numbers at once: try the layer again in a moment."
+CLASS_BUSY = "The server is answering many questions at once: the class's page tries again in a moment."
 
 
 def gated(path: str) -> bool:
