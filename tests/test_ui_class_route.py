@@ -69,6 +69,7 @@ def test_a_student_follows_the_teachers_image_by_a_handle_of_the_class_and_its_r
     assert followers != handle and server.pages.key(followers) == server.pages.key(handle)
     ex = server.store.peek(server.pages.key(handle))
     assert sent["grid"] == list(ex.grid) and sent["depth"] == ex.depth  # the page's own analysis, as it draws it
+    assert sent["layer"] == 2 and sent["token_rows"]["layer"] == 1  # at the teacher's layer (0-based in the rows)
     rows = client.post(ROUTE, json={"handle": followers, "layer": 2, "band": 0}, headers={"X-Forwarded-For": STUDENT})
     assert rows.status_code == 200
     assert zlib.decompress(rows.content) == zlib.decompress(page_maps.layer_rows(ex, 1, 0)["deflated"])

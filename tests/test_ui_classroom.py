@@ -132,7 +132,7 @@ def test_a_second_class_sees_nothing_of_the_first():
     classes.lead(first, first_key, VIEW, TEACHER)
     for asks in (
         lambda: classes.ticket(first, None, theirs, SCHOOL),
-        lambda: classes.followers_handle(first, None, theirs, SCHOOL),
+        lambda: classes.followed(first, None, theirs, SCHOOL),
         lambda: classes.lead(first, second_key, VIEW, SCHOOL),
         lambda: classes.end(first, second_key, SCHOOL),
     ):
@@ -141,7 +141,7 @@ def test_a_second_class_sees_nothing_of_the_first():
         assert refused.value.status == 403
     state = classes.snapshot(second, None)
     assert state["view"] is None and state["names"] == ["Grace"] and state["students"] == 1
-    assert classes.followers_handle(first, None, mine, TEACHER) == "followers-of-teacher-handle"
+    assert classes.followed(first, None, mine, TEACHER)["handle"] == "followers-of-teacher-handle"
 
 
 @pytest.mark.parametrize(

@@ -168,8 +168,10 @@ class ClassAnswers:
         return code
 
     def analysis(self, asked: dict, network: str | None) -> bytes:
-        """The teacher's analysis as the page's own reply holds it, built once per image (in a thread)."""
-        handle = self.classes.followers_handle(asked.get("code"), asked.get("key"), asked.get("token"), network)
+        """The teacher's analysis as the page's own reply holds it, at the layer the teacher showed
+        when it was first asked for, built once per image (in a thread)."""
+        view = self.classes.followed(asked.get("code"), asked.get("key"), asked.get("token"), network) or {}
+        handle = view.get("handle")
         key = self.server.pages.key(handle) if handle is not None else None
         ex = self.server.store.peek(key) if key is not None else None
         if handle is None or key is None or ex is None:
@@ -177,7 +179,8 @@ class ClassAnswers:
         with self.lock:
             if (kept := self.analyses.get(handle)) is not None:
                 return kept
-        payload = page_maps.page_maps(ex, model_name(key.model_key), 0, self.server.text_px, handle)
+        layer = min(view["layer"], ex.depth) - 1  # the token rows a follower draws first come with it
+        payload = page_maps.page_maps(ex, model_name(key.model_key), layer, self.server.text_px, handle)
         built = json.dumps(payload, separators=(",", ":")).encode()
         with self.lock:
             self.analyses[handle] = built

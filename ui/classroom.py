@@ -305,10 +305,11 @@ class Classroom:
                 return state | {"role": "teacher", "names": sorted(m.name for m in klass.students.values())}
             return state | {"role": "student", "name": self._who(klass, token).name}
 
-    def followers_handle(self, code: object, key: object, token: object, network: str | None) -> str | None:
-        """The handle by which the class's pages read the teacher's analysis (None before one)."""
+    def followed(self, code: object, key: object, token: object, network: str | None) -> dict[str, Any] | None:
+        """The teacher's view as the class's pages read it: its handle the followers' (None before any)."""
         with self.lock:
-            return self._member(code, key, token, network).followers
+            view = self._member(code, key, token, network).view
+            return dict(view) if view is not None else None
 
     # ---- inside ----
     def _class(self, code: object, network: str | None) -> Class:
