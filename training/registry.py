@@ -170,10 +170,8 @@ class JobRegistry:
         server's limit). `warmup_epochs` None: TrainConfig's default, 10% of the run;
         `eval_batch_size` None: TrainConfig's default; `disk_bytes`: what the run's checkpoints
         will write (training.budget), made room for before it starts."""
-        epochs_i, batch_i, rate = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
-        key = self._key(visitor)
         with self._lock:
-            self._check_room(key)
+            key, (epochs_i, batch_i, rate) = self._admitted(visitor, epochs, batch_size, lr)
             self._replace_waiting(key)
             queued = not self._slot_free(key)
             self._make_room(disk_bytes)
@@ -218,10 +216,21 @@ class JobRegistry:
     def check_start(self, visitor: str, *, epochs: object, batch_size: object, lr: object) -> None:
         """Raise as `start` would before it starts anything, when `visitor` may not start such a
         run now: ValueError for a number out of the limits, JobBusy for its own run still going or
-        the server's limit reached; nothing starts (the Train tab's first step)."""
-        self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
+        the server's limit reached; nothing starts (the Train tab's first step). `start` makes the
+        very same checks (`_admitted`), so the two cannot drift apart."""
         with self._lock:
-            self._check_room(self._key(visitor))
+            self._admitted(visitor, epochs, batch_size, lr)
+
+    def _admitted(
+        self, visitor: str, epochs: object, batch_size: object, lr: object
+    ) -> tuple[str, tuple[int, int, float]]:
+        """`visitor`'s run key and the run's numbers (epochs, batch size, learning rate) checked
+        against the limits, when such a run may start now (with the lock held): every check of
+        `start` before it changes anything, and all of `check_start`'s."""
+        numbers = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
+        key = self._key(visitor)
+        self._check_room(key)
+        return key, numbers
 
     def _check_room(self, key: str) -> None:
         """JobBusy when `key` may neither train now nor queue: its own run still going, or the
