@@ -112,9 +112,9 @@ def test_on_zerogpu_the_pca_tab_says_each_change_is_a_gpu_call_of_its_own(monkey
     from explorer import more_views
 
     pca = more_views.REGISTRY["pca"]
-    assert "GPU call" not in ev.MoreView.of(pca).hint
+    assert "GPU call" not in ev.MoreTab.of(pca).hint
     monkeypatch.setattr(ev, "ON_ZEROGPU", True)
     assert (
-        ev.MoreView.of(pca).hint.endswith(ev.ON_GPU_NOTES["pca"])
+        ev.MoreTab.of(pca).hint.endswith(ev.ON_GPU_NOTES["pca"])
         and "charged to your daily GPU time" in ev.ON_GPU_NOTES["pca"]
     )

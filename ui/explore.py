@@ -539,7 +539,7 @@ def _wire_more(view: ExploreView, server: Server) -> None:
     view.more.collapse(**view.event(h.hide_more), outputs=view.on_screen, api_visibility="private", queue=False)
 
 
-def _wire_more_view(view: ExploreView, server: Server, more: ev.MoreView) -> None:
+def _wire_more_view(view: ExploreView, server: Server, more: ev.MoreTab) -> None:
     """One view's events: its tab's opening and its own controls' change, each reading the record of
     its controls (`more.asked`) and nothing else. Its named endpoint is the change of its own
     controls where it has some (/rollout, /patch_pca), else its tab's opening (/overview, ...)."""
