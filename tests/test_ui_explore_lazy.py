@@ -78,7 +78,7 @@ def test_an_analysis_draws_no_view_of_the_more_views(tab, image, drawn):
     catalog = tab[1].catalog
     out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, TEXT_PX, STYLE, store=None)
     assert drawn == Counter() and not set(out) & set(ev.MORE_VIEWS)  # each is a call of its own
-    assert pixels(out["heads"]).size and pixels(out["input_img"]).size  # what the first screen shows
+    assert pixels(out["heads_img"]).size and pixels(out["input_img"]).size  # what the first screen shows
     page = h.page_analysis(tab[1], catalog.get(BUNDLED), image, "crop", 6, None, asked(ev.ImageAsked, MAX))
     assert drawn == Counter() and all(page[name] is None for name in ev.IMAGE_VIEWS)  # the accordion closed
 
@@ -127,7 +127,7 @@ def test_a_restyle_redraws_the_open_view_and_clears_the_closed_one(tab, explanat
     view, server, _ = tab
     out = h.restyle(server, explanation, "overview", None, 3, asked(ev.StyleAsked, MAX, STYLE), STYLE)
     assert drawn == Counter(overview=1)
-    assert out["rollout"] is None and pixels(out["overview"]).size and pixels(out["heads"]).size
+    assert out["rollout"] is None and pixels(out["overview"]).size and pixels(out["heads_img"]).size
     closed = h.restyle(server, explanation, None, None, 3, asked(ev.StyleAsked, MAX, STYLE), STYLE)
     assert drawn == Counter(overview=1) and closed["overview"] is None
 

@@ -184,8 +184,8 @@ class ExploreView(ComponentView):
     # Each "More views" view's picture, its own controls and what the session keeps of it (a state),
     # by name, as its module and ui/explore_views.py lay them out: read as fields (`view.pca_layer`).
     more_parts: dict[str, gr.components.Component]
-    maps: gr.HTML  # the head maps, drawn in the page from the numbers its value holds (explorer/page_maps.py)
-    heads: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
+    heads: gr.HTML  # the head maps (#heads), drawn in the page from the numbers its value holds (explorer/page_maps.py)
+    heads_img: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
     export_png: gr.Button
     export_gif: gr.Button
     export_file: gr.File
@@ -301,8 +301,8 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
 def _heads_column(depth: int) -> dict[str, Any]:
     caption = "**Attention per head** in the chosen layer, for the query"
     alt = "Attention of every head in the chosen layer, for the query"
-    maps = page_picture(caption, alt, MAPS_JS, elem_id="heads")
-    heads = gr.Image(label=caption.replace("*", ""), visible=False)
+    heads = page_picture(caption, alt, MAPS_JS, elem_id="heads")
+    heads_img = gr.Image(label=caption.replace("*", ""), visible=False)
     with gr.Row():
         layer = common.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
@@ -315,8 +315,8 @@ def _heads_column(depth: int) -> dict[str, Any]:
         export_gif = gr.Button("Export GIF through the layers", size="sm")
     export_file = gr.File(label="Export", interactive=False, height=60, elem_id="export")
     return {
-        "maps": maps,
         "heads": heads,
+        "heads_img": heads_img,
         "layer": layer,
         "play": play,
         "pause": pause,
@@ -498,8 +498,9 @@ def _wire_views(view: ExploreView, server: Server) -> None:
     _in_page(view.layer.input, view.layer, view.layer, f"(layer) => {MAPS}.setLayer(layer)")
     style = f"(...style) => {{ {MAPS}.setStyle(...style); }}"
     _in_page(partial(gr.on, _style_inputs(view)), view.pick(*STYLE), None, style)
-    view.api_buttons["heads"].click(**view.event(h.show_heads, server), outputs=view.heads, api_name="heads", **CHEAP)
-    restyled = view.pick("heads", *ev.STYLE_VIEWS)
+    heads = {**view.event(h.show_heads, server), "outputs": view.heads_img}
+    view.api_buttons["heads"].click(**heads, api_name="heads", **CHEAP)
+    restyled = view.pick("heads_img", *ev.STYLE_VIEWS)
     view.api_buttons["restyle"].click(**view.event(h.restyle, server), outputs=restyled, api_name="restyle", **CHEAP)
     redrawn = {"api_visibility": "private", "trigger_mode": "always_last", **CHEAP}
     shown = view.pick(*ev.STYLE_VIEWS, "prompt_maps", "relevance")

@@ -93,15 +93,15 @@ ANALYSIS_OUTPUTS = (
     "numbers",
     "label",
     "layer",
-    "heads",
+    "heads_img",
     "token",
     "query_md",
     "export_file",  # an export of the previous image is cleared
     *KEPT,
 )
-QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "token")
+QUERY_OUTPUTS = ("query", "input_img", "heads_img", "query_md", "token")
 # What the page's own analysis returns: the model input and the head maps as the numbers the
-# page draws them from ("maps": explorer/page_maps.py, ui/js/), not as pictures, and the
+# page draws them from ("heads": explorer/page_maps.py, ui/js/), not as pictures, and the
 # "More views": the one on screen drawn, the others cleared (in the order /analyze_page had).
 PAGE_ANALYSIS_OUTPUTS = (
     "explanation_key",
@@ -115,7 +115,7 @@ PAGE_ANALYSIS_OUTPUTS = (
     *ON_REQUEST,  # relevance and its kept map: drawn when its button is pressed, cleared here
     "query_md",
     "export_file",
-    "maps",
+    "heads",
 )
 
 
@@ -201,7 +201,7 @@ def full_analysis(
     key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded), network=network)
     return described(loaded, ex, key, layer) | {
         "input_img": input_picture(ex, key),
-        "heads": heads_picture(ex, key, None, layer, style, text_px),
+        "heads_img": heads_picture(ex, key, None, layer, style, text_px),
         **dict.fromkeys(KEPT),
     }
 
@@ -222,11 +222,11 @@ def page_analysis(
     opened (`show_more`)."""
     forward = partial(zerogpu.FORWARD, loaded)
     key, ex = explain_file(loaded, path, mode, server.store, forward=forward, network=network)
-    maps = page_maps.page_maps(ex, model_name(key.model_key), layer - 1, server.text_px, server.pages.handle(key))
+    heads = page_maps.page_maps(ex, model_name(key.model_key), layer - 1, server.text_px, server.pages.handle(key))
     scene = view_scene(loaded, server.text_px, ex, key)
     return (
         described(loaded, ex, key, layer)
-        | {"maps": maps}
+        | {"heads": heads}
         | draw_on_screen(IMAGE_VIEWS, on_screen, scene, asked)
         | dict.fromkeys(ON_REQUEST)  # drawn on request: relevance costs a forward and a backward pass
     )
@@ -254,7 +254,7 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
     caption is back at its start text."""
     return {
         **dict.fromkeys(("explanation_key", "export_name", "query", "label")),
-        **dict.fromkeys((*IMAGE_VIEWS, *ON_REQUEST, "maps") if page else ("input_img", "heads", *KEPT)),
+        **dict.fromkeys((*IMAGE_VIEWS, *ON_REQUEST, "heads") if page else ("input_img", "heads_img", *KEPT)),
         "export_file": None,
         "numbers": "",
         "query_md": texts.describe_query(None, "cls" in prefix_names),
@@ -361,7 +361,7 @@ def show_heads(
 ) -> dict:
     """Every head's attention map for the current query in one layer (1-based)."""
     ex = server.require(explanation_key)
-    return {"heads": heads_picture(ex, explanation_key, query, check_layer(layer, ex.depth), style, server.text_px)}
+    return {"heads_img": heads_picture(ex, explanation_key, query, check_layer(layer, ex.depth), style, server.text_px)}
 
 
 def restyle(
@@ -380,7 +380,7 @@ def restyle(
     layer = check_layer(layer, ex.depth)
     shown_views = draw_on_screen(STYLE_VIEWS, on_screen, view_scene(None, server.text_px, ex, explanation_key), asked)
     heads = heads_picture(ex, explanation_key, query, layer, style, server.text_px)
-    return {"heads": heads, **shown_views}
+    return {"heads_img": heads, **shown_views}
 
 
 class Kept(NamedTuple):
@@ -472,7 +472,7 @@ def show_query(server: Server, key: ExplanationKey, query: Query, layer: object,
     return {
         "query": query,
         "input_img": input_picture(ex, key, query),
-        "heads": heads_picture(ex, key, query, check_layer(layer, ex.depth), style, server.text_px),
+        "heads_img": heads_picture(ex, key, query, check_layer(layer, ex.depth), style, server.text_px),
         "query_md": texts.describe_query(query, ex.has_cls),
         "token": controls.query_token(query, ex.prefix_names),
     }
