@@ -175,7 +175,7 @@ def test_the_queue_is_fair_bounded_says_each_place_and_wait_and_a_closed_page_gi
     assert runs.snapshot("bob").place == 2
 
 
-def test_a_closed_page_frees_its_runs_slot_at_once_and_the_run_goes_on_when_its_owner_is_back(data, tmp_path):
+def test_a_closed_page_frees_its_runs_slot_at_once_and_the_run_goes_on_when_its_visitor_is_back(data, tmp_path):
     """A closed page held the slot for 2 minutes of silence (issue 60): Gradio's unload says it at once."""
     clock = Clock()
     runs = chunked(tmp_path, TrainLimits(), clock)
@@ -273,14 +273,14 @@ def test_a_failed_delete_is_not_counted_as_freed(data, tmp_path: Path, monkeypat
 
 
 def test_a_run_set_aside_is_deleted_last_when_the_runs_outgrow_their_budget(data, tmp_path: Path) -> None:
-    """A run set aside keeps its folder for its owner, but not for ever: each visitor who leaves
+    """A run set aside keeps its folder for its visitor, but not for ever: each visitor who leaves
     sets one aside, and kept whatever the budget, a few of them would refuse every Start."""
     now, root = [0.0], tmp_path / "runs"
     runs = JobRegistry(root, clock=lambda: now[0])
     alice = runs.start("alice", data=data, **{**TINY, "epochs": 200})
     while not runs.snapshot("alice").step_losses:
         time.sleep(0.01)
-    now[0] += registry.OWNER_GONE_S + 1  # alice's page is gone
+    now[0] += registry.VISITOR_GONE_S + 1  # alice's page is gone
     assert runs._jobs[visitor_id("alice")].wait(60) and runs.snapshot("alice").paused
     app_run(root, "old", 1000, 0)  # a finished run, older than alice's
     runs.limits = TrainLimits(disk_budget_bytes=registry.folder_bytes(alice) + 1)

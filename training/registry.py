@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 # page polls again within a second after (ui.train.POLL_S), and a browser polls a hidden tab at
 # least once a minute, so a present visitor is never taken for gone. `TrainLimits.idle_s` (the app's
 # --train-idle-s) changes it.
-OWNER_GONE_S = 120.0
+VISITOR_GONE_S = 120.0
 # A run's longest turn at a run slot, from its start or from going on after it waited: then it stops,
 # its model saved, and the slot is free for another visitor. Half an hour: the Train tab's default
 # run (vit_cifar_nano, 5 epochs of CIFAR-10's 45,000 images) takes about 16 minutes on one core at
@@ -69,7 +69,7 @@ class TrainLimits:
     max_concurrent: int = 1  # runs training at once on the whole server
     disk_budget_bytes: int = 2 * 1024**3  # the whole runs folder
     memory_bytes: int = 3 * 1024**3  # what one run may allocate (training.budget estimates it before it starts)
-    idle_s: float = OWNER_GONE_S  # a run whose page has not polled for this long is set aside
+    idle_s: float = VISITOR_GONE_S  # a run whose page has not polled for this long is set aside
     time_limit_s: float = RUN_LIMIT_S  # a run's longest turn at a run slot: then it stops, saved
     max_queue: int = 30  # visitors waiting for a run slot at once: a class (issue 60)
 

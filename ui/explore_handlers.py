@@ -301,7 +301,7 @@ def analysed(
         return cleared(load_or_error(catalog, given.model_key, visitor).model.config.prefix_names, page is not None)
     mode = one_of("resize mode", given.mode, MODES)
     try:
-        loaded = catalog.get(given.model_key, owner=visitor)
+        loaded = catalog.get(given.model_key, visitor=visitor)
         layer = check_layer(layer, loaded.model.config.depth)
         path, shared = uploaded_path(given.image), network(server, request)
         if page is None:
