@@ -363,7 +363,7 @@ def word_maps(
     model: str,
     text_px: int,
 ) -> list[tuple[str, str]]:
-    """A gallery's value: each prompt's relevance map (a file, its words `text_px` high: the
+    """A gallery's value: each prompt's relevance map (a file, its text `text_px` high: the
     Server's) with its alt text as its caption."""
     return [
         (

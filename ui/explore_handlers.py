@@ -178,7 +178,7 @@ def heads_picture(
     ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle, text_px: int
 ) -> gr.Image:
     """The head maps of `layer`, counted from 1 as people do (explorer's views count from 0), their
-    words `text_px` high."""
+    text `text_px` high."""
     alt = texts.heads_alt(ex, query, layer, model_name(key.model_key))
     return with_alt(views.heads(ex, query, layer - 1, style, text_px=text_px), alt)
 
@@ -195,7 +195,7 @@ def full_analysis(
 ) -> dict[str, Any]:
     """Analyse an image file (`explorer.explain.explain_file`: within the store's budget, once
     per file, model and mode) and draw the first screen: ANALYSIS_OUTPUTS by name (all but
-    export_name, which needs the upload's name), words `text_px` high (the Server's). `network`:
+    export_name, which needs the upload's name), text `text_px` high (the Server's). `network`:
     whose sessions share the pass (`ExplanationStore.sharing`). Raises ImageError for unusable
     files, ExplanationTooLarge past the store's budget."""
     key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded), network=network)
@@ -618,7 +618,7 @@ def relevance_picture(
     showing: Showing,
     text_px: int,
 ) -> gr.Image:
-    """The relevance map `drawn` computed, as `showing` and `style` say (words `text_px` high), with its alt
+    """The relevance map `drawn` computed, as `showing` and `style` say (text `text_px` high), with its alt
     text and file name."""
     _, target, computed = drawn
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)
