@@ -27,7 +27,7 @@ from ui import common
 from ui import explore_handlers as h
 from ui import explore_views as ev
 from ui.common import EXAMPLES_DIR, Server
-from ui.explore import ExploreView, layout
+from ui.explore import ExploreTab, layout
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 STYLE = MapStyle()  # inferno at opacity 0.6, nearest upsampling, overlay, one scale per layer
@@ -213,7 +213,7 @@ def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(
 
 
 @pytest.fixture(scope="module")
-def prefixed(tmp_path_factory) -> tuple[ExploreView, Server, ExplanationKey]:
+def prefixed(tmp_path_factory) -> tuple[ExploreTab, Server, ExplanationKey]:
     """A tab (its page and its server's context) over a model with CLS, a distillation token and two
     registers, and the key of one analysis."""
     torch.manual_seed(0)
@@ -222,18 +222,18 @@ def prefixed(tmp_path_factory) -> tuple[ExploreView, Server, ExplanationKey]:
     vit.save_checkpoint(model, path, class_names=CIFAR10_CLASSES, preprocessing=CIFAR10)
     catalog = ModelCatalog(path, tmp_path_factory.mktemp("runs"))
     with gr.Blocks():
-        view = layout(catalog)
+        explore = layout(catalog)
     loaded = catalog.get(BUNDLED)
     image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), np.uint8))
     key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop", "random")
     server = Server(catalog)
     server.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
-    return view, server, key
+    return explore, server, key
 
 
 def test_the_query_token_picker_lists_every_prefix_token_of_the_model(prefixed):
-    view, _, key = prefixed
-    choices = view.token.choices
+    explore, _, key = prefixed
+    choices = explore.token.choices
     assert [value for _, value in choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert ("register 1", "reg1") in choices and ("distillation token", "dist") in choices  # 1-based for people
 
@@ -400,19 +400,19 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
     meta = vit.ModelMeta([f"class {i}" for i in range(1000)], CIFAR10)
     monkeypatch.setattr(vit, "load_pretrained", lambda n, progress=None: (imagenet, meta))
     with gr.Blocks():
-        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
-    assert view.model_key.value == view.current_model.value == f"pretrained:{name}"
-    assert "1000 classes" in view.model_info.value
+        explore = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert explore.model_key.value == explore.current_model.value == f"pretrained:{name}"
+    assert "1000 classes" in explore.model_info.value
 
     def offline(n, progress=None):
         raise vit.PretrainedUnavailable("the Hugging Face Hub (huggingface.co) cannot be reached from this machine")
 
     monkeypatch.setattr(vit, "load_pretrained", offline)
     with gr.Blocks():
-        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
-    assert view.model_key.value == view.current_model.value == BUNDLED
-    assert view.model_info.value.startswith(f"⚠️ The default model `pretrained:{name}` is not available here")
-    assert "10 classes" in view.model_info.value
+        explore = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert explore.model_key.value == explore.current_model.value == BUNDLED
+    assert explore.model_info.value.startswith(f"⚠️ The default model `pretrained:{name}` is not available here")
+    assert "10 classes" in explore.model_info.value
 
     cache = tmp_path / "hf-home" / "hub" / f"models--timm--{name}" / "snapshots" / "0123"
 
@@ -421,16 +421,16 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
 
     monkeypatch.setattr(vit, "load_pretrained", unreadable)
     with gr.Blocks():
-        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
-    assert "cannot read model.safetensors: the file is truncated" in view.model_info.value
-    assert str(tmp_path) not in view.model_info.value and "hf-home" not in view.model_info.value
+        explore = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert "cannot read model.safetensors: the file is truncated" in explore.model_info.value
+    assert str(tmp_path) not in explore.model_info.value and "hf-home" not in explore.model_info.value
 
 
 def test_the_upload_placeholder_is_plain_text(prefixed):
     """Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""
-    view, _, _ = prefixed
-    assert view.image.placeholder.startswith("Drop an image here or click to upload it")
-    assert not set("*_`#") & set(view.image.placeholder)  # no Markdown that would show as typed
+    explore, _, _ = prefixed
+    assert explore.image.placeholder.startswith("Drop an image here or click to upload it")
+    assert not set("*_`#") & set(explore.image.placeholder)  # no Markdown that would show as typed
 
 
 def test_removing_the_image_clears_everything_that_described_it(tab):

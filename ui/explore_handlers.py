@@ -1,12 +1,12 @@
 """Handlers of the Explore tab: module-level functions from named inputs to `{field: value}`.
 
-ui/explore.py binds each to the tab's `ExploreView` and the server's context (`ui.common.Server`)
-with `ExploreView.bind`. A handler takes the style controls as one `MapStyle` (rollout's fusion
+ui/explore.py binds each to the tab's `ExploreTab` and the server's context (`ui.common.Server`)
+with `ExploreTab.bind`. A handler takes the style controls as one `MapStyle` (rollout's fusion
 and how a single map shows as one value each, or all three as one `controls.Drawing`; a "More
 views" view's own controls as its record's `asked`, several views' as one `ViewsAsked`: ui.common
 and ui/explore_views.py parse them at the binding), asks `explorer.views` for pictures (the "More
 views" through their records, ui/explore_views.py) and returns them by field name, which the
-binding applies to the ExploreView, so a new view is one more name, not one more tuple slot.
+binding applies to the ExploreTab, so a new view is one more name, not one more tuple slot.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or 
 # any page (a forged handle learns nothing from other words)
 ROWS_DROPPED = "This analysis was dropped from the server's memory to make room: upload the image again."
 
-# What /analyze draws, by ExploreView field: the first screen (the session's explanation key
+# What /analyze draws, by ExploreTab field: the first screen (the session's explanation key
 # first), and no "More views" view: each is a call of its own (docs/app.md, 2026-11-28). What the
 # session keeps of a view drawn on request (relevance's map) is dropped with the last image.
 ANALYSIS_OUTPUTS = (

@@ -56,7 +56,7 @@ GPU_TASKS = {
     if spec.task is not None
 }
 LAYOUTS: dict[str, Callable[[LoadedModel], dict[str, Any]]] = {}  # a tab's controls, by view (`controls_for`)
-# What a new model sets anew in a tab's controls, by view, then by ExploreView field (`renewed_for`)
+# What a new model sets anew in a tab's controls, by view, then by ExploreTab field (`renewed_for`)
 RENEWALS: dict[str, dict[str, Callable[[LoadedModel], Any]]] = {}
 CHECKS: dict[str, Callable[[Scene, Any], Any]] = {}  # a record's check before it is drawn, by view (`checked_for`)
 
@@ -76,7 +76,7 @@ def view_scene(
 
 def controls_for(name: str) -> Callable:
     """Register the decorated function as view `name`'s tab's controls: the start model in, its
-    components by ExploreView field out (placed inside the tab, above the picture)."""
+    components by ExploreTab field out (placed inside the tab, above the picture)."""
 
     def register(layout: Callable[[LoadedModel], dict[str, Any]]) -> Callable[[LoadedModel], dict[str, Any]]:
         LAYOUTS[name] = layout
@@ -225,14 +225,14 @@ class MoreTab(more_views.MoreView):
 
 # The "More views", in the order of their tabs.
 MORE = {name: MoreTab.of(spec) for name, spec in more_views.REGISTRY.items()}
-MORE_VIEWS = tuple(MORE)  # by ExploreView field
+MORE_VIEWS = tuple(MORE)  # by ExploreTab field
 DRAWN_VIEWS = tuple(name for name, more in MORE.items() if more.picture is not None)  # drawn when opened
 IMAGE_VIEWS = tuple(name for name in DRAWN_VIEWS if MORE[name].image)  # of those, the ones of an image
 MODEL_ONLY_VIEWS = tuple(name for name in DRAWN_VIEWS if not MORE[name].image)  # of the model alone
 STYLE_VIEWS = tuple(name for name in IMAGE_VIEWS if MORE[name].style)  # redrawn in a new style
 # Drawn by a button of their own (relevance), with what the session keeps of each: cleared with the image.
 ON_REQUEST = tuple(field for more in MORE.values() if more.picture is None for field in (more.name, more.kept) if field)
-# What a new model changes in the tabs (ExploreView fields, view by view in the order of their tabs): a
+# What a new model changes in the tabs (ExploreTab fields, view by view in the order of their tabs): a
 # view of the model alone (drawn if on screen), then the controls it sets anew (`switched_model`).
 MODEL_SWITCHED = tuple(
     name
@@ -286,7 +286,7 @@ def views_controls(kind: type[ViewsAsked], names: Sequence[str]) -> Controls:
 
 
 VIEWS_OF = {DrawnAsked: DRAWN_VIEWS, ImageAsked: IMAGE_VIEWS, StyleAsked: STYLE_VIEWS, ModelAsked: MODEL_ONLY_VIEWS}
-# What the binding parses (ExploreView.controls): each view's record and several views' together.
+# What the binding parses (ExploreTab.controls): each view's record and several views' together.
 CONTROLS = (*KINDS, *(views_controls(kind, names) for kind, names in VIEWS_OF.items()))
 
 

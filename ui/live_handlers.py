@@ -1,6 +1,6 @@
 """Handlers of the Live tab: module-level functions from named inputs to `{field: value}`.
 
-ui/live.py binds each to the tab's `LiveView`, the server's context (`ui.common.Server`) and its
+ui/live.py binds each to the tab's `LiveTab`, the server's context (`ui.common.Server`) and its
 `ui.streams.StreamSlots`. A webcam frame's numbers come from explorer/live.py (the page draws
 its pictures: ui/js/live.js, LiveMaps), a clip's video from explorer/video.py; these handlers
 check the controls and write the readouts.
