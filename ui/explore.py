@@ -118,13 +118,14 @@ PAGE_MAPS_JS = (
     + "</script>"
 )
 HEAD_JS = KEYBOARD_JS + ACCESSIBLE_NAMES_JS + PAGE_MAPS_JS
-# Each drawn picture hands itself to the page's maps (window.attentionMaps), with the events it
-# raises: a clicked patch ("query"), and a style change that pictures drawn by the server follow too.
+# Each drawn picture hands itself to the page's Explore controller (ExploreMaps, ui/js/explore.js,
+# whose instance is window.attentionMaps), with the events it raises: a clicked patch ("query"), and
+# a style change that pictures drawn by the server follow too.
 INPUT_VIEW_JS = """window.pageMaps.then(() => window.attentionMaps.attach("input", element, props,
   {query: () => trigger('query'), restyle: () => trigger('restyle')}));"""
-MAPS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", element, props, {}));
+HEADS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", element, props, {}));
 watch('value', () => window.pageMaps.then(() => window.attentionMaps.load(props.value)));"""
-MAPS = "window.attentionMaps"
+CONTROLLER = "window.attentionMaps"  # what the page's own events call
 
 CLASSROOM = """A ViT cuts the image into square **patches** (the grid drawn over the
 model input) and turns each into a token. An extra **CLS token** has no pixels of its own: it gathers
@@ -301,7 +302,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
 def _heads_column(depth: int) -> dict[str, Any]:
     caption = "**Attention per head** in the chosen layer, for the query"
     alt = "Attention of every head in the chosen layer, for the query"
-    heads = page_picture(caption, alt, MAPS_JS, elem_id="heads")
+    heads = page_picture(caption, alt, HEADS_JS, elem_id="heads")
     heads_img = gr.Image(label=caption.replace("*", ""), visible=False)
     with gr.Row():
         layer = common.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
@@ -495,8 +496,8 @@ def _wire_views(tab: ExploreTab, server: Server) -> None:
     """The layer and the style: the page redraws its maps itself (a layer typed past the model's
     depth comes back to the nearest one, with a sentence); the pictures the server draws that
     follow the style are redrawn when the page says one is on screen ("restyle")."""
-    _in_page(tab.layer.input, tab.layer, tab.layer, f"(layer) => {MAPS}.setLayer(layer)")
-    style = f"(...style) => {{ {MAPS}.setStyle(...style); }}"
+    _in_page(tab.layer.input, tab.layer, tab.layer, f"(layer) => {CONTROLLER}.setLayer(layer)")
+    style = f"(...style) => {{ {CONTROLLER}.setStyle(...style); }}"
     _in_page(partial(gr.on, _style_inputs(tab)), tab.pick(*STYLE), None, style)
     heads = {**tab.event(h.show_heads, server), "outputs": tab.heads_img}
     tab.api_buttons["heads"].click(**heads, api_name="heads", **CHEAP)
@@ -521,8 +522,8 @@ def _style_inputs(tab: ExploreTab) -> list:
 def _wire_play(tab: ExploreTab) -> None:
     """Play steps the page's maps and the slider through the layers; Pause, or any change of
     what the maps show (the layer, the query, the style, the image), stops it (ui/js/explore.js)."""
-    _in_page(tab.play.click, None, None, f"() => {MAPS}.play()")
-    _in_page(tab.pause.click, None, None, f"() => {MAPS}.stop()")
+    _in_page(tab.play.click, None, None, f"() => {CONTROLLER}.play()")
+    _in_page(tab.pause.click, None, None, f"() => {CONTROLLER}.stop()")
 
 
 def _wire_more(tab: ExploreTab, server: Server) -> None:
@@ -568,11 +569,11 @@ def _wire_query(tab: ExploreTab, server: Server) -> None:
     change the query in the page, which redraws its maps and returns the caption, the picker's
     choice and its own state. /query_patch, /query_token and /reset_query do it on the server."""
     page = tab.pick("query_md", "token", "input_view")
-    _in_page(tab.input_view.query, None, page, f"() => {MAPS}.queryOutputs()")
-    _in_page(tab.reset.click, None, page, f"() => {MAPS}.reset()")
-    _in_page(tab.token.input, tab.token, page, f"(token) => {MAPS}.pick(token)")
+    _in_page(tab.input_view.query, None, page, f"() => {CONTROLLER}.queryOutputs()")
+    _in_page(tab.reset.click, None, page, f"() => {CONTROLLER}.reset()")
+    _in_page(tab.token.input, tab.token, page, f"(token) => {CONTROLLER}.pick(token)")
     for name, (rows, columns) in MOVES.items():
-        _in_page(getattr(tab, name).click, None, page, f"() => {MAPS}.move({rows}, {columns})")
+        _in_page(getattr(tab, name).click, None, page, f"() => {CONTROLLER}.move({rows}, {columns})")
     outputs = {"outputs": tab.pick(*h.QUERY_OUTPUTS), **CHEAP}
     tab.query_button.click(**tab.event(h.choose_patch, server), **outputs, api_name="query_patch")
     tab.api_buttons["query_token"].click(**tab.event(h.choose_token, server), **outputs, api_name="query_token")
