@@ -20,7 +20,7 @@ import vit
 from explorer.catalog import ModelCatalog
 from training.budget import gb, image_set_bytes, run_config, training_cost
 from training.job import JobSnapshot
-from training.registry import VISITOR_GONE_S, JobRegistry, TrainLimits
+from training.registry import VISITOR_GONE_S, JobRegistry, TrainLimits, visitor_id
 from ui import train_handlers as h
 from ui.common import Server
 from ui.outputs import upload_folder
@@ -450,6 +450,45 @@ def test_starts_first_step_refuses_as_the_start_would_and_starts_nothing(tiny_ch
         request,
     )
     assert not runs.snapshot("visitor").running and not (tmp_path / "runs").exists()  # checked, nothing started
+
+
+def _said(call) -> str:
+    """What a Train step said: "ok", or its refusal's words."""
+    try:
+        call()
+    except gr.Error as e:
+        return str(e)
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    ("who", "source", "epochs", "why"),
+    [
+        ("alice", "folder", 1, "no folder typed"),
+        ("alice", "cifar10", 0, "a number out of range"),
+        ("alice", "data", 1, "her own run still going"),
+        ("bob", "data", 1, "the run slot taken and no queue"),
+    ],
+)
+def test_starts_first_step_and_the_start_refuse_the_same_runs_in_the_same_words(
+    tiny_checkpoint, tmp_path, who, source, epochs, why
+):
+    """Start's toast (`check_start`) is `train_start`'s own checks, down to the registry's, not a
+    stand-in that had to mirror each of its calls: whatever the start refuses, the check refuses
+    in the same words."""
+    data = write_image_folder(tmp_path / "data", per_class=2)
+    runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1, max_queue=0))
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"), settings=ServerSettings(), runs=runs)
+    alice, asking = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash=who)
+    h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 200, 1e-3, 8), alice)
+    folder = {"folder": " ", "data": str(data), "cifar10": ""}[source]
+    run = h.run_options("vit_cifar_nano", "cifar10" if source == "cifar10" else "folder", folder, epochs, 1e-3, 8)
+    checked = _said(lambda: h.check_start(server, run, asking))
+    started = _said(lambda: h.train_start(server, run, asking))
+    assert checked == started != "ok", why
+    hers = h.run_visitor_of(None, alice)
+    runs.stop(hers)
+    assert runs._jobs[visitor_id(hers)].wait(300), "alice's run did not end in 300 s"
 
 
 def test_each_epoch_is_said_once_in_the_status():
