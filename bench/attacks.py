@@ -42,7 +42,7 @@ from PIL import Image
 import vit
 from bench.live import cpu_seconds
 from bench.serving import free_port, gradio_client, wait_until_served
-from training.registry import OWNER_GONE_S
+from training.registry import VISITOR_GONE_S
 from ui.server_functions import ROUTE as ROWS_ROUTE
 from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
@@ -155,7 +155,9 @@ class Server:
     def __init__(self, folder: Path, uploads_mb: int = 30, args: tuple[str, ...] = (), env: dict | None = None):
         self.gradio, self.runs = folder / "gradio", folder / "runs"
         # After this long without its page polling, a training run gives its slot up (the app's default, or as asked)
-        self.train_idle_s = float(args[args.index("--train-idle-s") + 1]) if "--train-idle-s" in args else OWNER_GONE_S
+        self.train_idle_s = (
+            float(args[args.index("--train-idle-s") + 1]) if "--train-idle-s" in args else VISITOR_GONE_S
+        )
         port = free_port()
         env = {**os.environ, **(env or {}), "GRADIO_TEMP_DIR": str(self.gradio), "PYTHONUNBUFFERED": "1"}
         cmd = [sys.executable, "-m", "bench.attacks", "--serve", "--public", "--port", str(port)]
@@ -481,9 +483,9 @@ def foreign_key(url: str, folder: Path, image: Path) -> str:
     """Another visitor's checkpoint key on /analyze (issue 28: taken, where /load_model refused it)."""
     from gradio_client import handle_file
 
-    owner, other = (gradio_client(url) for _ in range(2))
+    visitor, other = (gradio_client(url) for _ in range(2))
     path = checkpoint(folder / "theirs.safetensors", dim=16, heads=1)
-    key = owner.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
+    key = visitor.predict(handle_file(str(path)), api_name="/upload_checkpoint")["value"]
     return attempt(lambda: other.predict(handle_file(str(image)), key, "crop", 1, *VIEWS[1:], api_name="/analyze"))
 
 

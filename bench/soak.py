@@ -48,7 +48,7 @@ from bench.attacks import ATTACKER_NETWORK, Server, attack_list, stand_in_data, 
 from bench.serving import gradio_client
 from bench.visitors import CHEAP, Launcher, images_for, load_average, machine, percentile, warm_up
 from bench.visitors import Visitor as Clicker
-from training.registry import OWNER_GONE_S
+from training.registry import VISITOR_GONE_S
 from ui.limits import LIVE_BUSY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,11 +184,11 @@ def stream(url: str, image: Path, log: Log, stop: threading.Event) -> None:
 
 # The server trains one run at a time and tells whoever asks meanwhile that it is busy (the
 # attacker starts and stops runs of its own, and one it never polls, which holds the slot until
-# it is set aside, training.registry.OWNER_GONE_S): a student tries again, every BUSY_WAIT_S, for
+# it is set aside, training.registry.VISITOR_GONE_S): a student tries again, every BUSY_WAIT_S, for
 # as long as BUSY_TRIES allow, a minute past that idle time; only a start still refused then, or
 # refused otherwise, is an error.
 BUSY_WAIT_S = 10.0
-BUSY_TRIES = int((OWNER_GONE_S + 60) // BUSY_WAIT_S)
+BUSY_TRIES = int((VISITOR_GONE_S + 60) // BUSY_WAIT_S)
 TRAIN_PRESET = ("vit_cifar_nano", "operator", "", 2, 1e-3, 32)  # a preset on the operator's folder
 
 

@@ -50,7 +50,7 @@ from bench.serving import file_of, free_port, wait_until_served
 from explorer.catalog import pretrained_key
 from explorer.lessons import COMPARED, RANKED, WITH_REGISTERS, WITHOUT_REGISTERS, WORDS
 from explorer.prompts import DEFAULT_PROMPTS
-from training.registry import OWNER_GONE_S
+from training.registry import VISITOR_GONE_S
 from ui import settings
 from ui.settings import SPACE_MODEL, preloaded_weights, space_weights
 from vit.clip import OPEN_CLIP_WEIGHTS
@@ -505,26 +505,26 @@ def train_too_long_for_the_account(client: Any, gpu: Any) -> str:
     return said[:160]
 
 
-def train_owner_gone(url: str, gpu: Any) -> str:
-    """A run whose page stops polling holds the one run slot for OWNER_GONE_S while another
-    visitor queues; then the other's run starts at its poll; back, the owner's run goes on from
+def train_visitor_gone(url: str, gpu: Any) -> str:
+    """A run whose page stops polling holds the one run slot for VISITOR_GONE_S while another
+    visitor queues; then the other's run starts at its poll; back, the visitor's run goes on from
     its save when the slot is free again (a GPU call asked)."""
     from gradio_client import Client
 
-    owner, other = Client(url, verbose=False), Client(url, verbose=False)
-    train_start(owner)
-    train_poll(owner)  # its first chunk (its worker fails here: cut short, saved)
+    visitor, other = Client(url, verbose=False), Client(url, verbose=False)
+    train_start(visitor)
+    train_poll(visitor)  # its first chunk (its worker fails here: cut short, saved)
     queued = train_said(other.predict(**RUN, api_name="/train_start"))
     if "place 1 in the queue" not in queued:
         raise StepFailed(f"a second visitor was not queued while the first's page still polled: {queued[:200]}")
-    time.sleep(OWNER_GONE_S + 2)
+    time.sleep(VISITOR_GONE_S + 2)
     train_poll(other, "running")  # the slot is free: the queued run starts
     other.predict(api_name="/train_stop")
     before = len(gpu.requests)
-    back = train_poll(owner)
+    back = train_poll(visitor)
     if not asked_for_a_chunk(gpu, before) or "set aside" in back:
-        raise StepFailed(f"the owner's run did not go on: {back}")
-    gone = f"{OWNER_GONE_S:.0f} s unpolled: set aside, the other ran"
+        raise StepFailed(f"the visitor's run did not go on: {back}")
+    gone = f"{VISITOR_GONE_S:.0f} s unpolled: set aside, the other ran"
     return f"while polled: the other queued (place 1); {gone}; back: goes on"
 
 
@@ -721,7 +721,7 @@ def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any],
     """ZeroGPU's steps: the GPU calls so far (each worker failed here), then a visitor out of GPU
     time on a small model (the CPU) and on a ViT-L/14 (plain words), then the Train tab's runs
     (start, a chunk cut short, out of GPU time and back, Stop while waiting, a busy platform, a
-    call too long, the queue, an owner who left). Returns
+    call too long, the queue, a visitor who left). Returns
     the GPU workers started (each failed here)."""
     steps.run("every GPU call on this GPU-less machine", workers_failed_and_cpu_answered, gpu)
     small = partial(explore, client, pretrained_key(SPACE_MODEL), "whole")  # not cached: a new forward pass
@@ -735,7 +735,7 @@ def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any],
     steps.run("Train: a busy platform for 2 minutes: the run waits, then goes on", train_busy_platform, client, gpu)
     steps.run("Train: a call too long for the account, in words", train_too_long_for_the_account, client, gpu)
     steps.run("Train: three visitors queue, one leaves, the others start in order", train_queue, client.src, gpu)
-    steps.run("Train: a run whose page left frees the slot, then goes on", train_owner_gone, client.src, gpu)
+    steps.run("Train: a run whose page left frees the slot, then goes on", train_visitor_gone, client.src, gpu)
     return gpu_calls(gpu)["/allow"]
 
 

@@ -20,7 +20,7 @@ What each tab shows: the passes a view needs, and its pictures and text.
 - run_views: the Train tab's training curves and probe strip, with their alt text.
 
 Drawing: numpy arrays in, PIL images out (matplotlib's colours and charts).
-- canvas: words at the text size each helper is given, `MapStyle`, maps over images, colour bars, mosaics.
+- canvas: text at the size each helper is given, `MapStyle`, maps over images, colour bars, mosaics.
 - render: pictures of attention; charts: matplotlib charts; probe_strip: the Train tab's strip.
 
 The server's policies (which files a visitor may open, the live streams' slots) are ui/'s:

@@ -1,12 +1,12 @@
-"""The models the app can explain, by key, loaded on first use and shared by all sessions.
+"""The models the app can explain, by key, loaded on first use and shared by every visitor.
 
 Keys: "bundled" (the CIFAR-10 model shipped in checkpoints/, or fresh "untrained weights" while
 it is missing), "pretrained:<name>" (a name of `vit.list_pretrained()`, downloaded once from the
 Hugging Face Hub; nothing else, whoever asks), and
 "checkpoint:<token>" for a file the Train tab wrote or a visitor uploaded. A token is a
-random name the catalogue gave that file when it was registered for one visitor (an
-`owner`); each visitor's picker lists only their own, and a key never holds a path, so an
-API client cannot make the server open a file it was not given (docs/security.md).
+random name the catalogue gave that file when it was registered for one visitor;
+each visitor's picker lists only their own, and a key never holds a path, so an API client
+cannot make the server open a file it was not given (docs/security.md).
 
 A model many visitors ask for at once is loaded (downloaded) once: the first request loads it,
 the others wait on that same load, watch its progress and get its model or its error.
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 BUNDLED = "bundled"
 PRETRAINED_PREFIX = "pretrained:"
 UNKNOWN_CHECKPOINT = "unknown checkpoint: pick one from the list or upload it"
-EVERYONE = "*"  # owner of checkpoints every visitor may see (local mode: the runs folder)
+EVERYONE = "*"  # the `visitor` a checkpoint every visitor may see is registered for (local mode: the runs folder)
 BUNDLED_PATH = Path(__file__).resolve().parent.parent / "checkpoints" / "vit_cifar10_tiny.safetensors"
 MAX_KEY_CHARS = 200  # longer than any key the catalogue hands out ("checkpoint:" + 16 characters, pretrained names)
 
@@ -199,7 +199,7 @@ class ModelRef:
 
     catalog: int
     key: str
-    checkpoint: tuple[Path, str, str] | None = None  # (file, owner, label)
+    checkpoint: tuple[Path, str, str] | None = None  # (file, visitor, label)
 
 
 _CATALOGS: weakref.WeakValueDictionary[int, ModelCatalog] = weakref.WeakValueDictionary()
@@ -244,7 +244,7 @@ class ModelCatalog:
         self.scan_runs = scan_runs
         self.limits = limits
         self.serving = serving or ServingLimits()
-        self._checkpoints: dict[str, tuple[Path, str, str]] = {}  # token -> (file, owner, label)
+        self._checkpoints: dict[str, tuple[Path, str, str]] = {}  # token -> (file, visitor, label)
         self._loaded: OrderedDict[str, LoadedModel] = OrderedDict()
         self._lock = threading.Lock()
         self._pending: dict[str, _Load] = {}
@@ -256,20 +256,20 @@ class ModelCatalog:
         self.online: bool | None = False if vit.offline_by_setting() else None
         _CATALOGS[id(self)] = self
 
-    def choices(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
-        """(label, key) pairs for `owner`'s model picker: first what opens here and now (bundled,
+    def choices(self, visitor: str = EVERYONE) -> list[tuple[str, str]]:
+        """(label, key) pairs for `visitor`'s model picker: first what opens here and now (bundled,
         pretrained weights on this machine, their checkpoints), then the weights to download,
         marked as such (and as impossible to get while this machine is offline)."""
         here, away = self.pretrained_choices()
         out = [(self._bundled_label(), BUNDLED)] + [(label, pretrained_key(name)) for label, name in here]
-        out += [(f"checkpoint: {label}", key) for key, label in self.checkpoints(owner)]
+        out += [(f"checkpoint: {label}", key) for key, label in self.checkpoints(visitor)]
         return out + [(label, pretrained_key(name)) for label, name in away]
 
-    def here(self, owner: str = EVERYONE) -> list[str]:
-        """The keys of `owner`'s picker's models that open now, without a download (the bundled
+    def here(self, visitor: str = EVERYONE) -> list[str]:
+        """The keys of `visitor`'s picker's models that open now, without a download (the bundled
         model, pretrained weights on this machine, their checkpoints), in the picker's order: what
         the lessons call "on this machine"."""
-        return [key for _, key in self.choices(owner) if self.available(key)]
+        return [key for _, key in self.choices(visitor) if self.available(key)]
 
     def pretrained_choices(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """(label, name) of the listed pretrained weights: those on this machine, and those to
@@ -285,8 +285,8 @@ class ModelCatalog:
         self.online = vit.can_download()
         return self.online
 
-    def checkpoints(self, owner: str = EVERYONE) -> list[tuple[str, str]]:
-        """(key, label) of the checkpoints `owner` may open, oldest first."""
+    def checkpoints(self, visitor: str = EVERYONE) -> list[tuple[str, str]]:
+        """(key, label) of the checkpoints `visitor` may open, oldest first."""
         if self.scan_runs and self.runs_dir.is_dir():
             # a run's model files, not its training state (vit.checkpoint.TRAINING_STATE): one entry per run
             for path in sorted(self.runs_dir.rglob("*.safetensors")):
@@ -296,25 +296,25 @@ class ModelCatalog:
             if self.scan_runs:  # a scanned file renamed or deleted since (a run renames its model when it ends)
                 self._checkpoints = {t: entry for t, entry in self._checkpoints.items() if entry[0].is_file()}
             items = list(self._checkpoints.items())
-        return [(f"checkpoint:{t}", label) for t, (_, who, label) in items if who in (owner, EVERYONE)]
+        return [(f"checkpoint:{t}", label) for t, (_, who, label) in items if who in (visitor, EVERYONE)]
 
-    def _token_for(self, path: Path, owner: str, label: str, scanned: bool = False) -> str:
-        """The key of `path` for `owner`: one entry per file (a registration names a file already
+    def _token_for(self, path: Path, visitor: str, label: str, scanned: bool = False) -> str:
+        """The key of `path` for `visitor`: one entry per file (a registration names a file already
         listed, and a scan offers a registered file to everyone under the name it was given)."""
         with self._lock:
             for token, (known, who, old) in self._checkpoints.items():
-                if known == path and (scanned or who in (owner, EVERYONE)):
+                if known == path and (scanned or who in (visitor, EVERYONE)):
                     self._checkpoints[token] = (known, EVERYONE, old) if scanned else (known, who, label)
                     return token
             token = secrets.token_urlsafe(12)
-            self._checkpoints[token] = (path, owner, label)
+            self._checkpoints[token] = (path, visitor, label)
             return token
 
-    def register(self, path: str | os.PathLike, owner: str, label: str | None = None) -> str:
-        """Validate a checkpoint file (loading it) for `owner` and return its key. The caller
+    def register(self, path: str | os.PathLike, visitor: str, label: str | None = None) -> str:
+        """Validate a checkpoint file (loading it) for `visitor` and return its key. The caller
         has checked where the file is (an upload, or a run of this visitor)."""
         path = Path(path).resolve()
-        key = f"checkpoint:{self._token_for(path, owner, label or path.name)}"
+        key = f"checkpoint:{self._token_for(path, visitor, label or path.name)}"
         try:
             self.get(key)
         except ModelUnavailable:
@@ -335,7 +335,7 @@ class ModelCatalog:
             raise ModelUnavailable(UNKNOWN_CHECKPOINT)
         return entry[0]
 
-    def check_use(self, key: object, owner: str) -> None:
+    def check_use(self, key: object, visitor: str) -> None:
         """The one rule for checkpoint keys, which every endpoint applies (docs/security.md): a
         visitor may use a checkpoint key registered for them or for everyone; another visitor's
         key is refused with the very sentence an unknown key gets, so a leaked key tells nothing.
@@ -344,7 +344,7 @@ class ModelCatalog:
             return
         with self._lock:
             entry = self._checkpoints.get(key.partition(":")[2])
-        if entry is None or entry[1] not in (owner, EVERYONE):
+        if entry is None or entry[1] not in (visitor, EVERYONE):
             raise ModelUnavailable(UNKNOWN_CHECKPOINT)
 
     def known(self, key: object) -> bool:
@@ -359,14 +359,14 @@ class ModelCatalog:
                 or (kind == "checkpoint" and name in self._checkpoints)
             )
 
-    def get(self, key: str, progress: Progress | None = None, owner: str | None = None) -> LoadedModel:
+    def get(self, key: str, progress: Progress | None = None, visitor: str | None = None) -> LoadedModel:
         """The loaded model for `key`, loading it on first use; `progress(bytes, total)` while
         its weights download (also when another visitor's request started the download).
-        `owner`: the visitor asking, whose use of a checkpoint key `check_use` decides (None:
+        `visitor`: the visitor asking, whose use of a checkpoint key `check_use` decides (None:
         the server itself). Raises ModelUnavailable with one line; the full reason goes to the
         server log."""
-        if owner is not None:
-            self.check_use(key, owner)
+        if visitor is not None:
+            self.check_use(key, visitor)
         if not self.known(key):
             if isinstance(key, str) and key.startswith("checkpoint:"):
                 raise ModelUnavailable(UNKNOWN_CHECKPOINT)

@@ -171,7 +171,7 @@ def logit_lens_chart(
     """What each layer would answer: `probabilities` (K, L) of K classes (rows, `classes`)
     after each of L layers (columns 1..L) as a heat map from 0 to 1 with its colour bar
     ("probability, 0 to 1"), each cell's value printed where they fit, and above each column
-    the class that layer ranks first (`top1`, L labels). Its words grow with `text_px` (the
+    the class that layer ranks first (`top1`, L labels). Its text grows with `text_px` (the
     presentation mode) from CHART_PT at TEXT_PX."""
     k, layers = probabilities.shape
     pt, grow = CHART_PT * text_px / TEXT_PX, text_px / TEXT_PX

@@ -317,7 +317,7 @@ def compare_cls_heads(
     models: Sequence[LoadedModel], results: Sequence[ClsHeads], style: MapStyle, text_px: int = canvas.TEXT_PX
 ) -> Image.Image:
     """Lesson 1's picture: each model's `cls_heads`, one row of heads per model (rows of
-    ROW_TILES), all on one colour scale; its words `text_px` high."""
+    ROW_TILES), all on one colour scale; its text `text_px` high."""
     rows = []
     for loaded, r in zip(models, results, strict=True):
         captions = [
@@ -391,7 +391,7 @@ def norm_report(loaded: LoadedModel, image: Image.Image, layer: int, role: str =
 def token_norm_maps(
     reports: Sequence[NormReport], layer: int, style: MapStyle, text_px: int = canvas.TEXT_PX
 ) -> Image.Image:
-    """Every report's patch norms on one colour scale, high-norm patches outlined; words `text_px` high."""
+    """Every report's patch norms on one colour scale, high-norm patches outlined; text `text_px` high."""
     rows = []
     for r in reports:
         caption = [f"median {r.median:.3g}", f"{len(r.high)} patches > {HIGH_NORM_FACTOR:g}× median"]

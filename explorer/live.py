@@ -97,7 +97,7 @@ def live_frame(
     """The Live view of one frame: one forward pass, then the numbers of its pictures for
     `layer` (0-based) and `query`, both checked by the caller against the model. A model whose
     attention maps would take more than `max_bytes` is refused (ExplanationTooLarge). Their
-    words are `text_px` high; `model` names the model in their descriptions."""
+    text is `text_px` high; `model` names the model in their descriptions."""
     started = time.perf_counter()
     pre = loaded.preprocessing
     ex = explain(loaded.model, loaded.meta.class_names, pre, frame, "crop", top_k=3, max_bytes=max_bytes)
@@ -143,7 +143,7 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
             "uniform": uniform,
             "side": views.ROLLOUT_PX,
             "title": views.rollout_title(ex),
-            "note": f"{note} {views.uniform_words(uniform, rollout.size)}.",
+            "note": f"{note} {views.uniform_note(uniform, rollout.size)}.",
             "label": render.relative_label(uniform, rollout.size),
             "alt": f"Attention rollout through all layers, query: {texts.query_label(ex, None)}, each patch relative "
             "to uniform (red above an even share, blue below), with its colour bar",

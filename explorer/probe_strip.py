@@ -21,7 +21,7 @@ PROBE_ROWS = 24  # rows of the probe strip at most, so a long run stays far unde
 @functools.lru_cache(maxsize=8)
 def probe_columns(text_px: int, width: int) -> int:
     """Head tiles a row of the probe strip: up to PROBE_COLUMNS, as many as fit `width` (its
-    column) with words `text_px` high. The presentation mode's had been drawn at TEXT_PX, its
+    column) with text `text_px` high. The presentation mode's had been drawn at TEXT_PX, its
     words 13 px on a projector; at PRESENT_TEXT_PX six a row are 796 px wide, three 514."""
     reading = [(1, np.zeros((1, 2 * PROBE_COLUMNS, 8, 8)))]  # a wrapped one: its widest labels
     for columns in range(PROBE_COLUMNS, 1, -1):
@@ -62,7 +62,7 @@ def probe_strip(
     and says which. `probes` holds (epoch, (layers, heads, gh, gw))
     pairs of patch maps only; each map is the patch part of a softmax row, so 1 - its total
     is the attention to CLS, printed under each tile (models without a CLS token leave
-    nothing out and print nothing). Its words are `text_px` high."""
+    nothing out and print nothing). Its text is `text_px` high."""
     heads = probes[0][1].shape[1]
     chosen = [probes[i] for i in probe_shown(len(probes), heads, columns)]
     shown = f"Rows: {probe_epochs([e for e, _ in chosen])} ({len(chosen)} of {len(probes)} readings)."

@@ -130,7 +130,7 @@ def head_grid(
     leave out (printed under its tile, by name), `mark` the query patch, outlined
     in every tile. A colour bar (as wide as the tiles, and at least `bar_px`) and `note` go
     underneath. `top`: the colour scale's top, by default these maps' own (`ScaleTop.of`); a
-    video passes its whole clip's, a GIF on one scale its layers'. Its words are `text_px` high."""
+    video passes its whole clip's, a GIF on one scale its layers'. Its text is `text_px` high."""
     top = ScaleTop.of(maps, style) if top is None else top
     tops = top.tops
     grid = maps.shape[-2:]
@@ -160,7 +160,7 @@ def layers_by_heads(
 ) -> Image.Image:
     """Every head of every layer at a glance: `maps` is (layers, heads, gh, gw), `prefix`'s
     shares (layers, heads, prefix_tokens). Each row (a layer) ends with its own colour bar.
-    Its words are `text_px` high. With a `width` (the page's), the heads are split into as few
+    Its text is `text_px` high. With a `width` (the page's), the heads are split into as few
     blocks, one under another, as keep each block within it (heads 1 to 8 above heads 9 to 16),
     every block with its layers' names and colour bars: the page shrinks a wider picture, and a
     16-head model's 20-px words in `--present` had been shown at 14 px, captions touching."""
@@ -204,7 +204,7 @@ def scaled_row(
     named: bool = False,
 ) -> list[np.ndarray]:
     """One layer's (heads, gh, gw) maps as captioned tiles (each named "head j" if `named`,
-    else the columns are labelled) followed by the layer's colour bar, words `text_px` high."""
+    else the columns are labelled) followed by the layer's colour bar, text `text_px` high."""
     tops = scale_tops(maps, style.scale)
     tiles = [
         tile_caption(
@@ -242,7 +242,7 @@ def layer_frames(
     frame with the colour bar of its own scale. On the "layer" scale each frame is coloured up
     to its own layer's largest weight, as the screen shows it; with `one_scale`, every frame up
     to the largest weight of all layers, so brightness compares across frames (and the early,
-    spread-out layers come out dark). Their words are `text_px` high."""
+    spread-out layers come out dark). Their text is `text_px` high."""
     # one scale: on the "layer" scale, every frame up to the largest weight of all layers
     joint = one_scale and style.scale == "layer"
     top = ScaleTop(np.full(maps.shape[1], float(maps.max())), f"all {len(maps)} layers", "every frame")
@@ -277,7 +277,7 @@ def map_picture(
     """One (gh, gw) map over `image` with a title, a colour bar in `unit` and a note.
     `uniform` (the value of every patch were the map's total spread evenly) is marked on the
     colour bar; `keep`, a (gh, gw) bool mask, draws every patch outside it as the photo in a
-    light tint without the map (`dim_outside`). Its words are `text_px` high."""
+    light tint without the map (`dim_outside`). Its text is `text_px` high."""
     top = float(scale_tops(amap, style.scale))
     high, label = scale_legend(style, top, unit, "this map")
     drawn = overlay(image, amap, style, top)
@@ -306,7 +306,7 @@ def relative_picture(
     """One (gh, gw) map as multiples of `uniform` (its total spread evenly over its patches):
     a diverging colour map with uniform in its middle colour, 0 at the bottom and
     max(RELATIVE_TOP, the largest multiple) at the top, so patches above and below an even
-    share stand apart however flat the map is. Its words are `text_px` high."""
+    share stand apart however flat the map is. Its text is `text_px` high."""
     ratio = amap / uniform if uniform > 0 else np.zeros_like(amap)
     top = max(RELATIVE_TOP, float(ratio.max()))
     relative = replace(style, cmap=RELATIVE_CMAP)
@@ -389,7 +389,7 @@ def shared_scale_rows(
 ) -> Image.Image:
     """Rows of maps (e.g. several models, one image) on ONE colour scale from 0 to the largest
     value of all of them, whatever `style.scale` says, so every tile compares with every
-    other; one colour bar in `unit` underneath (docs/pictures.md). Its words are `text_px` high."""
+    other; one colour bar in `unit` underneath (docs/pictures.md). Its text is `text_px` high."""
     top = max(float(row.maps.max()) for row in rows)
     tiles = []
     for row in rows:
@@ -452,7 +452,7 @@ def position_similarity_tiles(
     tile (i, j) shows how similar slot (i, j)'s position embedding is to every slot's, with
     slot (i, j) itself outlined. Rows and columns are numbered from 1; colours run from -1
     to 1 (the colour bar underneath). `compared` names what is compared in the title (a rotary
-    model's angles: explorer/more_views/similarity.py, `position_words`). Its words are `text_px`
+    model's angles: explorer/more_views/similarity.py, `positions_compared`). Its text is `text_px`
     high. `step`: a tile for every `step`-th slot along each side only (`similarity_step`), the
     title says which."""
     return _similarity_tiles(similarity, cmap, tile_scale, compared, step, text_px)
@@ -533,7 +533,7 @@ def pca_picture(
     (R, G, B = components 1, 2, 3, upsampled as honest patch blocks), the patches outside its
     (gh, gw) `keep` mask drawn as the photo in a light tint (no colour value). Under the
     tiles, one colour bar per channel (black to its pure colour, 0 to 1) labelled `legend`. Its
-    words are `text_px` high."""
+    text is `text_px` high."""
     tiles = []
     for photo, colour, kept in zip(photos, colours, keep, strict=True):
         blocks = (np.clip(colour, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)  # (gh, gw, 3)

@@ -26,7 +26,7 @@ def curves_alt(history: Sequence[dict], step_losses: Sequence[tuple[float, float
 
 def probe(image: torch.Tensor, probes: Sequence[tuple[int, torch.Tensor]], text_px: int = TEXT_PX) -> Image.Image:
     """The probe image ((3, H, W) uint8) beside its per-head CLS attention of the last layer,
-    one row per (epoch, (layers, heads, gh, gw) maps) reading, words `text_px` high, as many
+    one row per (epoch, (layers, heads, gh, gw) maps) reading, text `text_px` high, as many
     tiles a row as fit the Train tab's column (probe_strip.probe_columns)."""
     pixels = image.permute(1, 2, 0).numpy()  # (3, H, W) -> (H, W, 3)
     grid = tuple(probes[0][1].shape[-2:])

@@ -362,7 +362,7 @@ def frame_picture(
     text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """Frame `i` (0-based) of the attention video: the model input beside the head maps of
-    `layer` (0-based; the title says both from 1), words `text_px` high."""
+    `layer` (0-based; the title says both from 1), text `text_px` high."""
     pixels = clip.pixels[i]
     base = canvas.fit_to_grid(pixels, first.grid, views.HEAD_PX)
     title = (

@@ -1,10 +1,12 @@
 """The pictures several views share, for an `Explanation`: PIL images, no Gradio. The first
-screen's (the input, the head maps, the GIF's frames), rollout's and the single maps (relevance, a
-CLIP model's words); a "More views" view draws itself in its own module (explorer/more_views/),
-from these where it shares them.
+screen's input and head maps as the server draws them, for API clients and the PNG and GIF exports
+(the page draws its own from explorer/page_maps.py's numbers, at the layout and input scale decided
+here, `head_layout` and `input_scale`, so both show one layout); rollout's; the single maps
+(relevance, a CLIP model's word maps). A "More views" view draws itself in its own module
+(explorer/more_views/), from these where it shares them.
 
 The app (`ui/`) wires these to components; the benchmark and the tests call them directly. Their
-shared words (titles, notes, alt texts) are in `explorer.texts`, the values of the controls that
+shared text (titles, notes, alt texts) is in `explorer.texts`, the values of the controls that
 pick what they show in `explorer.controls`, the relevance map's arithmetic in `explorer.view_tasks`.
 A query is `vit.analysis.Query`: None (the CLS token) or a (row, col) patch position, 0-based as
 tensors are; people see 1-based numbers.
@@ -109,7 +111,7 @@ def caption_px(ex: Explanation, style: MapStyle, text_px: int) -> float:
     """The widest line, `text_px` high, a head tile's caption may hold in `style`: its name, its own
     maximum on the per-head scale, and its shares of the prefix tokens (render._tile_lines). The shares had
     been left out: in `--present` a model with registers got six 80-px tiles a row under 95-px
-    lines ("reg1 0.00"), and the page shrank the picture, words and all."""
+    lines ("reg1 0.00"), and the page shrank the picture, text and all."""
     widest = render.Prefix(np.zeros(ex.attention.prefix_tokens), ex.prefix_names)  # "reg1 0.00"
     shares = render.prefix_lines(widest) if ex.has_prefix else []
     lines = [f"head {ex.heads}", *(["max 0.0000"] if style.scale == "head" else []), *shares]
@@ -126,7 +128,7 @@ def heads(
 ) -> Image.Image:
     """Where the query looks, one tile per head, in `layer` (0-based; the title says it from 1),
     at most `columns` tiles a row (see `head_layout`; wrapped, the colour bar is as wide as the
-    tiles, as the page draws it), words `text_px` high."""
+    tiles, as the page draws it), text `text_px` high."""
     cols, tile = head_layout(ex, columns, style, text_px)
     wrapped = cols < head_layout(ex, None, style, text_px)[0]
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
@@ -153,7 +155,7 @@ def layer_frames(
     text_px: int = canvas.TEXT_PX,
 ) -> list[Image.Image]:
     """The `heads` view of every layer, for the animated GIF: each frame as the screen draws
-    that layer, or with `one_scale` all on the scale of the largest weight of all layers; words
+    that layer, or with `one_scale` all on the scale of the largest weight of all layers; text
     `text_px` high, the tiles laid out as the screen lays them in that style and text size."""
     cols, tile = head_layout(ex, None, style, text_px)
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, tile)
@@ -179,7 +181,7 @@ def rollout(
     text_px: int = canvas.TEXT_PX,
 ) -> Image.Image:
     """Attention rollout of the CLS token (or the mean patch) through all layers, its heads fused
-    as `fusion` says, drawn as `showing` says (see `one_map`), words `text_px` high."""
+    as `fusion` says, drawn as `showing` says (see `one_map`), text `text_px` high."""
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, ROLLOUT_PX)
     amap = ex.rollout(*fusion)
     return one_map(
@@ -197,7 +199,7 @@ def uniform_value(amap: np.ndarray) -> float:
     return float(amap.sum()) / amap.size
 
 
-def uniform_words(uniform: float, patches: int) -> str:
+def uniform_note(uniform: float, patches: int) -> str:
     """What uniform is, in the note under a map over the whole grid (`one_map`)."""
     return f"Uniform = {canvas.number(uniform)}: the map's total spread evenly over its {patches} patches"
 
@@ -215,12 +217,12 @@ def one_map(
     """A map over the whole grid (rollout, relevance) as `showing.show` says: "weights" from 0
     with uniform marked, "relative" to uniform, or "top mass": only the patches holding the top
     `showing.keep` (0 to 1) of its mass, as DINO's visualize_attention does (Caron et al. 2021).
-    Its words are `text_px` high."""
+    Its text is `text_px` high."""
     show, keep = showing
     if show not in SHOWS:
         raise ValueError(f"show must be one of {', '.join(SHOWS)}; got {show!r}")
     uniform, n = uniform_value(amap), amap.size
-    even = uniform_words(uniform, n)
+    even = uniform_note(uniform, n)
     if show == "relative":
         return render.relative_picture(base, amap, uniform, style, title, f"{note} {even}.", text_px)
     even += " (▼ on the colour bar); a patch above it gets more than an even share, one below it less."
@@ -250,7 +252,7 @@ def relevance(
     patch for class `target` (0-based; None: the predicted class), for the CLS token, drawn as
     `showing` says (see `one_map`). One more forward and backward pass over the explanation's
     model input, unless `computed` brings `relevance_map`'s result (made on a GPU). Raises
-    ValueError for a model without a classifier head or a class out of range. Its words are
+    ValueError for a model without a classifier head or a class out of range. Its text is
     `text_px` high."""
     amap, chosen = computed if computed is not None else model_relevance(model, ex.input.tensor, target)
     name = class_names[chosen] if chosen < len(class_names) else f"class {chosen}"
@@ -276,7 +278,7 @@ def prompt_relevance(
 ) -> Image.Image:
     """The relevance map (on the (gh, gw) `grid` of the model input `pixels`) of prompt `index`
     (0-based) of a CLIP model's ZeroShot (Chefer et al. 2021, Eq. 5-6 with the image-text logit as
-    the score), drawn as `showing` says (see `one_map`), words `text_px` high."""
+    the score), drawn as `showing` says (see `one_map`), text `text_px` high."""
     prompt = zs.prompts[index]
     base = canvas.fit_to_grid(pixels, grid, ROLLOUT_PX)
     title = f"'{prompt}': {zs.probabilities[prompt]:.0%} (relevance, Chefer et al. 2021)"

@@ -298,8 +298,8 @@ def _project_function(node: ast.AST | None, module: types.ModuleType) -> bool:
 
 
 def _handler(node: ast.AST | None, module: types.ModuleType, made: set[str]) -> bool:
-    """An event's function: `view.bind(fn, ...)` or `bound(fn, ...)` (a handler whose inputs its
-    signature names), a name given one (`made`), a view.event's "fn", or a plain function."""
+    """An event's function: `tab.bind(fn, ...)` or `bound(fn, ...)` (a handler whose inputs its
+    signature names), a name given one (`made`), a tab.event's "fn", or a plain function."""
     if isinstance(node, ast.Call):
         return getattr(node.func, "attr", None) == "bind" or getattr(node.func, "id", None) == "bound"
     if isinstance(node, ast.Subscript):
@@ -308,8 +308,8 @@ def _handler(node: ast.AST | None, module: types.ModuleType, made: set[str]) -> 
 
 
 def _read_from_handler(node: ast.AST | None, read: set[str]) -> bool:
-    """Inputs read from the handler's signature: `view.inputs(...)`, a view.event's "inputs", a name
-    given one (`read`), or none at all. Anything else (`view.pick(...)`, a list, one component) is
+    """Inputs read from the handler's signature: `tab.inputs(...)`, a tab.event's "inputs", a name
+    given one (`read`), or none at all. Anything else (`tab.pick(...)`, a list, one component) is
     written by hand."""
     if node is None or (isinstance(node, ast.Constant) and node.value is None):
         return True
@@ -333,7 +333,7 @@ def _names_given(function: ast.FunctionDef, given: Callable[[ast.AST], bool]) ->
 
 def _events(node: ast.AST, is_handler: Callable[[ast.AST | None], bool]) -> list[ast.AST | None]:
     """The inputs of each event `node` wires to a function: positionally after it, as `inputs=`
-    beside `fn=`, or as a dict's "inputs" beside its "fn". The binding's own calls (`view.event(fn,
+    beside `fn=`, or as a dict's "inputs" beside its "fn". The binding's own calls (`tab.event(fn,
     server)`, `bound(fn, server)`) are no events: what follows their function is its context."""
     binding = {"event", "bind", "inputs", "bound"}
     if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) not in binding:
@@ -369,7 +369,7 @@ def hand_written_inputs(tree: ast.AST, module: types.ModuleType) -> list[int]:
 
 def test_every_tabs_events_read_their_inputs_from_their_handlers():
     """Issue 45: an event's inputs are the components its handler's parameters name
-    (`ComponentView.event`, `ComponentView.inputs`), never a list written again by hand beside it,
+    (`TabComponents.event`, `TabComponents.inputs`), never a list written again by hand beside it,
     which nothing checked against the handler (`col` in the list, `column` in the handler). So on
     every tab, for bound handlers and plain functions alike (a failed switch's `keep_model`)."""
     hand_written = {
@@ -399,15 +399,15 @@ from ui.common import Server
 
 server = Server(ModelCatalog(Path(sys.argv[1]), Path(sys.argv[2])))
 with gr.Blocks() as demo:
-    view = explore.build_explore_tab(server)
+    tab = explore.build_explore_tab(server)
 more = ev.MORE[VIEW.name]
-assert list(ev.MORE)[-1] == more.name and view.more_tabs[more.name].label == more.tab  # its tab, the last
-assert getattr(view, more.name).elem_id == more.elem_id and f" {more.listed}" in ev.MORE_LABEL
+assert list(ev.MORE)[-1] == more.name and tab.more_tabs[more.name].label == more.tab  # its tab, the last
+assert getattr(tab, more.name).elem_id == more.elem_id and f" {more.listed}" in ev.MORE_LABEL
 endpoints = demo.get_api_info()["named_endpoints"]
 assert [p["parameter_name"] for p in endpoints[f"/{more.api_name}"]["parameters"]] == list(common.STYLE.names)
 assert (more.name in ev.STYLE_VIEWS) is more.style and (f"#{more.elem_id} img" in explore.PAGE_MAPS_JS) is more.style
 opened = [fn for fn in demo.fns.values() if fn.api_name == more.api_name]  # its tab's opening draws it
-assert len(opened) == 1 and opened[0].outputs[-1]._id == getattr(view, more.name)._id
+assert len(opened) == 1 and opened[0].outputs[-1]._id == getattr(tab, more.name)._id
 loaded = server.catalog.get(BUNDLED)
 key = h.full_analysis(loaded, sys.argv[3], "crop", 1, server.text_px, MapStyle(), server.store)["explanation_key"]
 shown = h.show_more(server, more.name, key, BUNDLED, MapStyle())[more.name]

@@ -206,10 +206,10 @@ def test_every_view_of_a_dinov3_shaped_model_reads_its_registers_and_rotary_posi
     diameter = np.sqrt(axes.dots.get_sizes()[0]) * axes.canvas.figure.dpi / 72
     expected = expected_ring_heights(axes, ex.attention_distance(), chart.height)
     assert np.abs(ring_heights(chart, axes, ex.heads) - expected).max() < diameter / 4
-    compared = similarity_view.position_words(model)
+    compared = similarity_view.positions_compared(model)
     assert (
         compared.startswith("rotary position angles")
-        and similarity_view.position_words(_tiny()) == "position embeddings"
+        and similarity_view.positions_compared(_tiny()) == "position embeddings"
     )
     assert compared in similarity_view.similarity_alt(ex.grid, "toy DINOv3", compared)
     tiles = render.position_similarity_tiles(position_embedding_similarity(model).numpy(), compared=compared)
@@ -369,7 +369,7 @@ def more_pictures(
     (with `style`, those that follow the style only), as its module draws it, for each of `records`."""
     scene = Scene(loaded, "m", text_px, run_here, ex)
     return [
-        (view.name, view.picture(scene, record).image, view.smallest_words_px(text_px))
+        (view.name, view.picture(scene, record).image, view.smallest_text_px(text_px))
         for view in REGISTRY.values()
         if view.picture is not None and (view.style or not style)
         for record in records(view.record)
@@ -442,7 +442,7 @@ def test_in_the_presentation_mode_the_charts_similarity_and_train_curves_are_at_
     layers, heads = uniform.attention_distance().shape
     drawn = chart_text_px(charts.distance_axes(layers, heads, uniform.input.pixels.shape[:2], present).canvas.figure)
     assert shown_px(drawn, chart, "distance") >= PRESENT_MIN_PX
-    assert drawn == pytest.approx(distance_view.VIEW.smallest_words_px(present))  # as its record says (more_pictures)
+    assert drawn == pytest.approx(distance_view.VIEW.smallest_text_px(present))  # as its record says (more_pictures)
     assert chart.width > distance_view.distance_chart(uniform).width  # larger words, not only a larger number
     for grid in ((8, 8), (14, 14)):
         similarity = np.random.default_rng(0).uniform(-1, 1, (*grid, *grid))

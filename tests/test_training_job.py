@@ -337,17 +337,17 @@ def test_a_data_error_reaches_the_page_in_its_own_words():
     assert failure(KeyError("x")) == "the run stopped: 'x'"  # no type's name (issue 42): the log has it
 
 
-def test_a_run_whose_owner_left_frees_its_slot_keeps_its_save_and_goes_on_when_the_owner_is_back(data, tmp_path):
+def test_a_run_whose_visitor_left_frees_its_slot_keeps_its_save_and_goes_on_when_the_visitor_is_back(data, tmp_path):
     """Visitor A started a run on ZeroGPU and closed the page: every other visitor was told "the
     server is busy: 1 training run(s) at a time" for as long as the Space ran (issue 44, item 1)."""
-    from training.registry import OWNER_GONE_S
+    from training.registry import VISITOR_GONE_S
 
     now, runner = [0.0], Chunks()
     plan = ChunkPlan(runner, seconds=45, clock=lambda: now[0])
     registry = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1), chunks=plan)
     registry.start("alice", model="vit_cifar_nano", data=data, epochs=2, batch_size=8, lr=1e-3, warmup_epochs=0.0)
     registry.advance("alice")  # one chunk of 3 steps, then alice's page is gone
-    now[0] += OWNER_GONE_S - 1
+    now[0] += VISITOR_GONE_S - 1
     registry.check_start("bob", epochs=1, batch_size=8, lr=1e-3)
     assert registry.snapshot("alice").running  # a minute and more: alice may be in a long chunk
     now[0] += 2
@@ -457,7 +457,7 @@ def test_a_chunked_run_past_its_time_limit_ends_between_chunks_from_its_save(dat
     registry.start("alice", model="vit_cifar_nano", data=data, epochs=2, batch_size=8, lr=1e-3, warmup_epochs=0.0)
     registry.advance("alice")  # one chunk of 3 steps
     now[0] += 600
-    registry.advance("alice")  # the owner polls on, but the turn is over
+    registry.advance("alice")  # the visitor polls on, but the turn is over
     s = registry.snapshot("alice")
     assert runner.calls == 1 and not s.running and not s.paused
     assert s.message.startswith("stopped at the time limit of 10 minutes a run has on this server: the run is saved")

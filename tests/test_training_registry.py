@@ -78,6 +78,39 @@ def test_check_start_refuses_what_start_would_and_starts_nothing(data, tmp_path:
     assert runs._jobs[visitor_id("alice")].wait(300), "alice's run did not end in 300 s"
 
 
+def _outcome(call) -> str:
+    """What a call said: "ok", or its refusal's kind and words."""
+    try:
+        call()
+    except (JobBusy, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    ("visitor", "asked"),
+    [
+        ("alice", {}),  # her own run still going
+        ("carol", {}),  # the slot taken and the queue full
+        ("bob", {}),  # already in the queue: his new run takes his place
+        ("carol", {"epochs": 0}),  # a number out of the limits, said before the room
+        ("alice", {"lr": 5}),
+    ],
+)
+def test_check_start_and_start_say_the_same_of_every_run(data, tmp_path: Path, visitor, asked) -> None:
+    """The Train tab's toast (`check_start`) and its start (`start`) are one path: the check refuses
+    what the start refuses, in its words, and lets through what it starts (it was a stand-in that
+    mirrored the registry's calls, and had to be kept in step by hand)."""
+    runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1, max_queue=1))
+    runs.start("alice", data=data, **{**TINY, "epochs": 200})
+    runs.start("bob", data=data, **TINY)  # queued: the queue is now full
+    numbers = {"epochs": 1, "batch_size": 8, "lr": 1e-3, **asked}
+    checked = _outcome(lambda: runs.check_start(visitor, **numbers))
+    started = _outcome(lambda: runs.start(visitor, model=TINY["model"], data=data, **numbers))
+    assert checked == started
+    assert runs.stop("alice") is True and runs._jobs[visitor_id("alice")].wait(300), "alice's run did not end in 300 s"
+
+
 def test_a_visitor_finding_the_slot_taken_queues_and_starts_when_the_slot_is_free(data, tmp_path: Path) -> None:
     """Bob was told "the server is busy … try again when one finishes" and pressed Start 11 times in
     115 s (issue 60): he now waits in the queue, and his run starts at his page's next poll."""
@@ -142,7 +175,7 @@ def test_the_queue_is_fair_bounded_says_each_place_and_wait_and_a_closed_page_gi
     assert runs.snapshot("bob").place == 2
 
 
-def test_a_closed_page_frees_its_runs_slot_at_once_and_the_run_goes_on_when_its_owner_is_back(data, tmp_path):
+def test_a_closed_page_frees_its_runs_slot_at_once_and_the_run_goes_on_when_its_visitor_is_back(data, tmp_path):
     """A closed page held the slot for 2 minutes of silence (issue 60): Gradio's unload says it at once."""
     clock = Clock()
     runs = chunked(tmp_path, TrainLimits(), clock)
@@ -240,14 +273,14 @@ def test_a_failed_delete_is_not_counted_as_freed(data, tmp_path: Path, monkeypat
 
 
 def test_a_run_set_aside_is_deleted_last_when_the_runs_outgrow_their_budget(data, tmp_path: Path) -> None:
-    """A run set aside keeps its folder for its owner, but not for ever: each visitor who leaves
+    """A run set aside keeps its folder for its visitor, but not for ever: each visitor who leaves
     sets one aside, and kept whatever the budget, a few of them would refuse every Start."""
     now, root = [0.0], tmp_path / "runs"
     runs = JobRegistry(root, clock=lambda: now[0])
     alice = runs.start("alice", data=data, **{**TINY, "epochs": 200})
     while not runs.snapshot("alice").step_losses:
         time.sleep(0.01)
-    now[0] += registry.OWNER_GONE_S + 1  # alice's page is gone
+    now[0] += registry.VISITOR_GONE_S + 1  # alice's page is gone
     assert runs._jobs[visitor_id("alice")].wait(60) and runs.snapshot("alice").paused
     app_run(root, "old", 1000, 0)  # a finished run, older than alice's
     runs.limits = TrainLimits(disk_budget_bytes=registry.folder_bytes(alice) + 1)

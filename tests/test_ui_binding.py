@@ -1,5 +1,5 @@
 """bound(): a handler tied to its tab keeps the signature and hints Gradio reads, takes values
-made of several controls as one, and returns its result by field name to the tab's view."""
+made of several controls as one, and returns its result by field name to the tab's components."""
 
 import inspect
 from dataclasses import dataclass
@@ -8,12 +8,12 @@ import gradio as gr
 import pytest
 from gradio import utils
 
-from ui.binding import ComponentView, Controls, bound
+from ui.binding import Controls, TabComponents, bound
 
 
-def handler(view: object, catalog: object, layer: float, evt: gr.SelectData) -> dict:
+def handler(tab: object, catalog: object, layer: float, evt: gr.SelectData) -> dict:
     """Docstring for the API page."""
-    return {"view": view, "catalog": catalog, "layer": layer, "evt": evt}
+    return {"view": tab, "catalog": catalog, "layer": layer, "evt": evt}
 
 
 def test_bound_handler_hides_its_context_and_keeps_names_hints_and_docs():
@@ -24,8 +24,8 @@ def test_bound_handler_hides_its_context_and_keeps_names_hints_and_docs():
     assert f(3, evt="e") == {"view": "V", "catalog": "C", "layer": 3, "evt": "e"}
 
 
-def steps(view: object, n: int):
-    yield from ((view, i) for i in range(n))
+def steps(tab: object, n: int):
+    yield from ((tab, i) for i in range(n))
 
 
 def test_a_bound_generator_stays_a_generator_function():
@@ -103,17 +103,17 @@ def test_two_values_made_of_one_control_share_it_once_on_the_api_page():
 
 
 @dataclass(frozen=True)
-class TwoFields(ComponentView):
+class TwoFields(TabComponents):
     extent: gr.Textbox
     name: gr.Textbox
 
 
 def test_a_result_by_field_name_is_applied_to_the_view_and_nothing_is_a_skip():
     with gr.Blocks():
-        view = TwoFields(gr.Textbox(), gr.Textbox())
-    f = view.bind(stepped)
-    assert f("n", Span((1, 2, 3))) == {view.extent: Span((1, 2, 3)), view.name: "n"}
-    assert bound(lambda: {}, view=view)() == gr.skip()  # Gradio reads an empty dict as a value
+        tab = TwoFields(gr.Textbox(), gr.Textbox())
+    f = tab.bind(stepped)
+    assert f("n", Span((1, 2, 3))) == {tab.extent: Span((1, 2, 3)), tab.name: "n"}
+    assert bound(lambda: {}, tab=tab)() == gr.skip()  # Gradio reads an empty dict as a value
 
 
 def counting(n: int):
@@ -123,10 +123,10 @@ def counting(n: int):
 
 def test_each_update_of_a_bound_generator_is_applied_to_the_view():
     with gr.Blocks():
-        view = TwoFields(gr.Textbox(), gr.Textbox())
-    f = view.bind(counting)
+        tab = TwoFields(gr.Textbox(), gr.Textbox())
+    f = tab.bind(counting)
     assert inspect.isgeneratorfunction(f)
-    assert list(f(2)) == [{view.name: "0"}, {view.name: "1"}]
+    assert list(f(2)) == [{tab.name: "0"}, {tab.name: "1"}]
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +174,8 @@ def test_an_analysis_that_fails_after_its_check_writes_its_outputs_again(app_con
 def test_a_bound_check_with_no_outputs_returns_none():
     """A check step (ui.binding.checked_first) has no outputs: its None passes through the view."""
     with gr.Blocks():
-        view = TwoFields(gr.Textbox(), gr.Textbox())
-    assert view.bind(nothing)(3) is None
+        tab = TwoFields(gr.Textbox(), gr.Textbox())
+    assert tab.bind(nothing)(3) is None
 
 
 def nothing(layer: int) -> None:
@@ -183,7 +183,7 @@ def nothing(layer: int) -> None:
 
 
 @dataclass(frozen=True)
-class Tab(ComponentView):
+class Tab(TabComponents):
     name: gr.Textbox
     low: gr.Number
     high: gr.Number

@@ -203,7 +203,7 @@ def test_the_train_tab_shows_progress_until_the_run_ends(server, browser, tmp_pa
 
 
 def test_a_reloaded_page_finds_its_run_and_another_browser_does_not(server, browser, tmp_path):
-    """The run's owner was the page's session: after a reload the Train tab said "no training job
+    """The run's visitor was the page's session: after a reload the Train tab said "no training job
     has run yet", its run (and on ZeroGPU, its server slot) out of reach (issue 44). The page now
     keeps a run token in the browser's local storage."""
     from playwright.sync_api import expect

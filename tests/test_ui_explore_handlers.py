@@ -27,7 +27,7 @@ from ui import common
 from ui import explore_handlers as h
 from ui import explore_views as ev
 from ui.common import EXAMPLES_DIR, Server
-from ui.explore import ExploreView, layout
+from ui.explore import ExploreTab, layout
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 STYLE = MapStyle()  # inferno at opacity 0.6, nearest upsampling, overlay, one scale per layer
@@ -54,12 +54,12 @@ def test_a_handler_returns_its_pictures_by_component(tab, explanation_key):
     server = tab
     most = asked(ev.StyleAsked, Drawing(Fusion("max", 0.5)))
     out = h.restyle(server, explanation_key, "rollout", None, 3, most, STYLE)
-    assert set(out) == {"heads", "overview", "rollout"}
+    assert set(out) == {"heads_img", "overview", "rollout"}
     assert out["overview"] is None  # closed: drawn when opened (tests/test_ui_explore_lazy.py)
     mean = h.restyle(server, explanation_key, "rollout", None, 3, asked(ev.StyleAsked, Drawing(Fusion())), STYLE)
     # the fusion changes the rollout and leaves the head maps as they were
-    assert pixels(out["heads"]).shape == pixels(mean["heads"]).shape
-    assert np.array_equal(pixels(out["heads"]), pixels(mean["heads"]))
+    assert pixels(out["heads_img"]).shape == pixels(mean["heads_img"]).shape
+    assert np.array_equal(pixels(out["heads_img"]), pixels(mean["heads_img"]))
     assert not np.array_equal(pixels(out["rollout"]), pixels(mean["rollout"]))
 
 
@@ -76,7 +76,7 @@ def pixels(picture: gr.Image) -> np.ndarray:
 def test_every_picture_says_what_it_shows_view_layer_query_and_model(tab, explanation_key):
     server = tab
     out = h.choose_patch(server, explanation_key, 3, 5, 4, STYLE)
-    assert out["heads"].alt_text == (
+    assert out["heads_img"].alt_text == (
         "Attention maps of the 4 heads of layer 4 of 6, one tile each, for the query patch (3, 5): where it looks "
         "over the image, with a colour bar; model: the bundled model, on the 8 × 8 patch grid (rows × columns)."
     )
@@ -208,12 +208,12 @@ def test_a_model_without_a_classifier_is_explained_and_says_it_predicts_nothing(
     assert pictures["label"] == h.NO_CLASSES and isinstance(classified["label"], dict) and classified["label"]
     assert "no classes" in h.NO_CLASSES and "attention is still shown" in h.NO_CLASSES
     # the same architecture draws the same grid of head maps, its own weights' maps in it
-    assert pixels(pictures["heads"]).shape == pixels(classified["heads"]).shape
-    assert not np.array_equal(pixels(pictures["heads"]), pixels(classified["heads"]))
+    assert pixels(pictures["heads_img"]).shape == pixels(classified["heads_img"]).shape
+    assert not np.array_equal(pixels(pictures["heads_img"]), pixels(classified["heads_img"]))
 
 
 @pytest.fixture(scope="module")
-def prefixed(tmp_path_factory) -> tuple[ExploreView, Server, ExplanationKey]:
+def prefixed(tmp_path_factory) -> tuple[ExploreTab, Server, ExplanationKey]:
     """A tab (its page and its server's context) over a model with CLS, a distillation token and two
     registers, and the key of one analysis."""
     torch.manual_seed(0)
@@ -222,18 +222,18 @@ def prefixed(tmp_path_factory) -> tuple[ExploreView, Server, ExplanationKey]:
     vit.save_checkpoint(model, path, class_names=CIFAR10_CLASSES, preprocessing=CIFAR10)
     catalog = ModelCatalog(path, tmp_path_factory.mktemp("runs"))
     with gr.Blocks():
-        view = layout(catalog)
+        explore = layout(catalog)
     loaded = catalog.get(BUNDLED)
     image = Image.fromarray(np.random.default_rng(1).integers(0, 256, (32, 32, 3), np.uint8))
     key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop", "random")
     server = Server(catalog)
     server.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
-    return view, server, key
+    return explore, server, key
 
 
 def test_the_query_token_picker_lists_every_prefix_token_of_the_model(prefixed):
-    view, _, key = prefixed
-    choices = view.token.choices
+    explore, _, key = prefixed
+    choices = explore.token.choices
     assert [value for _, value in choices] == ["cls", "dist", "reg1", "reg2", "patch"]
     assert ("register 1", "reg1") in choices and ("distillation token", "dist") in choices  # 1-based for people
 
@@ -245,9 +245,9 @@ def test_each_prefix_token_can_be_the_query(prefixed):
     assert cls["query"] is None and reg2["query"] == "reg2" and reg2["token"] == "reg2"
     assert "register 2" in reg2["query_md"]
     assert not np.array_equal(
-        np.asarray(Image.open(opened(cls["heads"]))), np.asarray(Image.open(opened(reg2["heads"])))
+        np.asarray(Image.open(opened(cls["heads_img"]))), np.asarray(Image.open(opened(reg2["heads_img"])))
     )
-    assert "for the query reg2:" in reg2["heads"].alt_text and "for the query CLS:" in cls["heads"].alt_text
+    assert "for the query reg2:" in reg2["heads_img"].alt_text and "for the query CLS:" in cls["heads_img"].alt_text
     assert common.query_name("reg2") == "reg2"
 
 
@@ -400,19 +400,19 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
     meta = vit.ModelMeta([f"class {i}" for i in range(1000)], CIFAR10)
     monkeypatch.setattr(vit, "load_pretrained", lambda n, progress=None: (imagenet, meta))
     with gr.Blocks():
-        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
-    assert view.model_key.value == view.current_model.value == f"pretrained:{name}"
-    assert "1000 classes" in view.model_info.value
+        explore = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert explore.model_key.value == explore.current_model.value == f"pretrained:{name}"
+    assert "1000 classes" in explore.model_info.value
 
     def offline(n, progress=None):
         raise vit.PretrainedUnavailable("the Hugging Face Hub (huggingface.co) cannot be reached from this machine")
 
     monkeypatch.setattr(vit, "load_pretrained", offline)
     with gr.Blocks():
-        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
-    assert view.model_key.value == view.current_model.value == BUNDLED
-    assert view.model_info.value.startswith(f"⚠️ The default model `pretrained:{name}` is not available here")
-    assert "10 classes" in view.model_info.value
+        explore = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert explore.model_key.value == explore.current_model.value == BUNDLED
+    assert explore.model_info.value.startswith(f"⚠️ The default model `pretrained:{name}` is not available here")
+    assert "10 classes" in explore.model_info.value
 
     cache = tmp_path / "hf-home" / "hub" / f"models--timm--{name}" / "snapshots" / "0123"
 
@@ -421,28 +421,37 @@ def test_visitors_start_on_the_default_pretrained_model_or_see_why_not(tiny_chec
 
     monkeypatch.setattr(vit, "load_pretrained", unreadable)
     with gr.Blocks():
-        view = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
-    assert "cannot read model.safetensors: the file is truncated" in view.model_info.value
-    assert str(tmp_path) not in view.model_info.value and "hf-home" not in view.model_info.value
+        explore = layout(ModelCatalog(tiny_checkpoint, tmp_path, default=f"pretrained:{name}"))
+    assert "cannot read model.safetensors: the file is truncated" in explore.model_info.value
+    assert str(tmp_path) not in explore.model_info.value and "hf-home" not in explore.model_info.value
 
 
 def test_the_upload_placeholder_is_plain_text(prefixed):
     """Gradio shows an image's placeholder as plain text, so "**Your image**" showed its asterisks."""
-    view, _, _ = prefixed
-    assert view.image.placeholder.startswith("Drop an image here or click to upload it")
-    assert not set("*_`#") & set(view.image.placeholder)  # no Markdown that would show as typed
+    explore, _, _ = prefixed
+    assert explore.image.placeholder.startswith("Drop an image here or click to upload it")
+    assert not set("*_`#") & set(explore.image.placeholder)  # no Markdown that would show as typed
 
 
 def test_removing_the_image_clears_everything_that_described_it(tab):
     """After the upload box's ×, the predictions, pictures, caption and export stayed."""
     removed = h.Upload(None, BUNDLED, "crop")
     out = h.analyze(tab, removed, 6, STYLE)
-    gone = ("explanation_key", "export_name", "query", "input_img", "label", "heads", "relevance_map", "export_file")
+    gone = (
+        "explanation_key",
+        "export_name",
+        "query",
+        "input_img",
+        "label",
+        "heads_img",
+        "relevance_map",
+        "export_file",
+    )
     assert set(out) == {*h.ANALYSIS_OUTPUTS} - {"layer"}
     assert all(out[name] is None for name in gone)
     page = h.analyze_page(tab, "rollout", removed, 6, asked(ev.ImageAsked, Drawing(), PcaChoice()))
     assert set(page) == {*h.PAGE_ANALYSIS_OUTPUTS} - {"layer"}
-    assert all(page[name] is None for name in (*ev.IMAGE_VIEWS, *ev.ON_REQUEST, "maps"))  # the "More views" too
+    assert all(page[name] is None for name in (*ev.IMAGE_VIEWS, *ev.ON_REQUEST, "heads"))  # the "More views" too
     assert out["numbers"] == ""
     assert out["query_md"] == texts.describe_query(None, True)  # the start text: "Query: the CLS token"
     assert out["token"].value == "cls"

@@ -30,8 +30,8 @@ def tab(tiny_checkpoint, tmp_path_factory):
     """(view, server, demo): the Explore tab alone in a Blocks, and the server's context it is bound to."""
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
     with gr.Blocks() as demo:
-        view = build_explore_tab(server)
-    return view, server, demo
+        explore = build_explore_tab(server)
+    return explore, server, demo
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_an_analysis_draws_no_view_of_the_more_views(tab, image, drawn):
     catalog = tab[1].catalog
     out = h.full_analysis(catalog.get(BUNDLED), image, "crop", 6, TEXT_PX, STYLE, store=None)
     assert drawn == Counter() and not set(out) & set(ev.MORE_VIEWS)  # each is a call of its own
-    assert pixels(out["heads"]).size and pixels(out["input_img"]).size  # what the first screen shows
+    assert pixels(out["heads_img"]).size and pixels(out["input_img"]).size  # what the first screen shows
     page = h.page_analysis(tab[1], catalog.get(BUNDLED), image, "crop", 6, None, asked(ev.ImageAsked, MAX))
     assert drawn == Counter() and all(page[name] is None for name in ev.IMAGE_VIEWS)  # the accordion closed
 
@@ -96,7 +96,7 @@ def test_opening_a_view_draws_its_picture_of_this_image_and_its_controls(tab, ex
     """Opening a tab draws the view's own picture (its module's) of the session's image, from the
     record of its controls (MAX: max fusion, half the weights discarded), as the analysis drew it
     for every upload before the views waited to be opened."""
-    view, server, _ = tab
+    explore, server, _ = tab
     ex, loaded, record = server.store.peek(explanation), server.catalog.get(BUNDLED), asked(ev.DrawnAsked, MAX)[name]
     scene = Scene(loaded, "the bundled model", server.text_px, more_views.run_here, ex)
     expected = more_views.REGISTRY[name].picture(scene, record)
@@ -108,14 +108,14 @@ def test_opening_a_view_draws_its_picture_of_this_image_and_its_controls(tab, ex
 
 @pytest.mark.parametrize("name", ev.DRAWN_VIEWS)
 def test_before_any_upload_opening_draws_only_the_models_own_view(tab, drawn, name):
-    view, server, _ = tab
+    explore, server, _ = tab
     out = h.show_more(server, name, None, BUNDLED, asked(ev.DrawnAsked, MAX)[name])
     assert (name in out) is (name in ev.MODEL_ONLY_VIEWS)
     assert drawn == Counter({name: 1} if name in ev.MODEL_ONLY_VIEWS else {})
 
 
 def test_relevance_waits_for_its_button_and_closing_puts_nothing_on_screen(tab, explanation, drawn):
-    view, server, _ = tab
+    explore, server, _ = tab
     out = h.show_more(server, "relevance", explanation, BUNDLED, NoControls())
     assert out == {"on_screen": "relevance", "more_tab": "relevance"} and drawn == Counter()
     assert h.hide_more() == {"on_screen": None}
@@ -124,16 +124,16 @@ def test_relevance_waits_for_its_button_and_closing_puts_nothing_on_screen(tab, 
 
 
 def test_a_restyle_redraws_the_open_view_and_clears_the_closed_one(tab, explanation, drawn):
-    view, server, _ = tab
+    explore, server, _ = tab
     out = h.restyle(server, explanation, "overview", None, 3, asked(ev.StyleAsked, MAX, STYLE), STYLE)
     assert drawn == Counter(overview=1)
-    assert out["rollout"] is None and pixels(out["overview"]).size and pixels(out["heads"]).size
+    assert out["rollout"] is None and pixels(out["overview"]).size and pixels(out["heads_img"]).size
     closed = h.restyle(server, explanation, None, None, 3, asked(ev.StyleAsked, MAX, STYLE), STYLE)
     assert drawn == Counter(overview=1) and closed["overview"] is None
 
 
 def test_a_model_switch_draws_position_similarity_only_on_screen(tab, drawn):
-    view, server, _ = tab
+    explore, server, _ = tab
     assert h.load_model(server, BUNDLED, None, asked(ev.ModelAsked), None)["similarity"] is None
     assert drawn == Counter()
     assert pixels(h.load_model(server, BUNDLED, "similarity", asked(ev.ModelAsked), None)["similarity"]).size
@@ -141,11 +141,11 @@ def test_a_model_switch_draws_position_similarity_only_on_screen(tab, drawn):
 
 
 def test_every_tab_and_the_accordion_draw_when_opened(tab):
-    view, _, demo = tab
+    explore, _, demo = tab
     triggers = {(target[0], target[1]) for fn in demo.fns.values() for target in fn.targets}
-    assert all((t._id, "select") in triggers for t in view.more_tabs.values())
-    assert set(view.more_tabs) == set(h.MORE_VIEWS)
-    assert {(view.more._id, "expand"), (view.more._id, "collapse")} <= triggers
-    assert view.more.open is False  # closed at first: an analysis draws none of it
+    assert all((t._id, "select") in triggers for t in explore.more_tabs.values())
+    assert set(explore.more_tabs) == set(h.MORE_VIEWS)
+    assert {(explore.more._id, "expand"), (explore.more._id, "collapse")} <= triggers
+    assert explore.more.open is False  # closed at first: an analysis draws none of it
     named = {fn.api_name for fn in demo.fns.values()}
     assert {more.api_name for more in ev.MORE.values() if more.api_name} <= named

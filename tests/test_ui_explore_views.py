@@ -10,18 +10,18 @@ from explorer.more_views import relevance
 from ui import explore_views as ev
 from ui import zerogpu
 from ui.common import Server
-from ui.explore import ExploreView, build_explore_tab
+from ui.explore import ExploreTab, build_explore_tab
 
 VIEWS = list(ev.MORE.values())
 
 
 @pytest.fixture(scope="module")
-def tab(tiny_checkpoint, tmp_path_factory) -> tuple[gr.Blocks, ExploreView]:
+def tab(tiny_checkpoint, tmp_path_factory) -> tuple[gr.Blocks, ExploreTab]:
     """The Explore tab alone in a Blocks, and its view."""
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
     with gr.Blocks() as demo:
-        view = build_explore_tab(server)
-    return demo, view
+        explore = build_explore_tab(server)
+    return demo, explore
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +67,11 @@ def test_several_views_controls_lead_with_the_widest_record(kind, names):
 def test_a_change_of_a_views_own_controls_redraws_it(more, tab):
     """Rollout's fusion, the PCA's layer: each .input of the view's own controls (its `asked` but
     the style's) redraws that view under its named endpoint."""
-    demo, view = tab
+    demo, explore = tab
     fn = next(fn for fn in demo.fns.values() if fn.api_name == more.api_name)
     assert {target[1] for target in fn.targets} == {"input"}
-    assert {target[0] for target in fn.targets} == {getattr(view, name)._id for name in more.own_controls}
-    assert [o._id for o in fn.outputs] == [getattr(view, more.name)._id]
+    assert {target[0] for target in fn.targets} == {getattr(explore, name)._id for name in more.own_controls}
+    assert [o._id for o in fn.outputs] == [getattr(explore, more.name)._id]
 
 
 @pytest.mark.parametrize("more", [more for more in VIEWS if more.task], ids=lambda more: more.name)
@@ -95,14 +95,14 @@ def test_a_new_model_sets_anew_each_control_a_view_renews_and_draws_a_view_of_th
 ):
     """/load_model's outputs come from the registry: the PCA's layer and relevance's classes were
     listed by hand beside it, so a new view's control of the model's layers kept the old model's."""
-    demo, view = tab
+    demo, explore = tab
     fn = next(fn for fn in demo.fns.values() if fn.api_name == "load_model")
     switched = [o._id for o in fn.outputs]
     for name in (*more.renewed, *((more.name,) if more.name in ev.MODEL_ONLY_VIEWS else ())):
-        assert getattr(view, name)._id in switched, name
+        assert getattr(explore, name)._id in switched, name
     loaded = ModelCatalog(tiny_checkpoint, tmp_path).get(BUNDLED)
     for name, renew in more.renewed.items():
-        assert renew(loaded).__class__ is getattr(view, name).__class__, name  # an update of that very control
+        assert renew(loaded).__class__ is getattr(explore, name).__class__, name  # an update of that very control
     assert (more.name in ev.MODEL_SWITCHED) is (more.name in ev.MODEL_ONLY_VIEWS)
 
 
@@ -112,9 +112,9 @@ def test_on_zerogpu_the_pca_tab_says_each_change_is_a_gpu_call_of_its_own(monkey
     from explorer import more_views
 
     pca = more_views.REGISTRY["pca"]
-    assert "GPU call" not in ev.MoreView.of(pca).hint
+    assert "GPU call" not in ev.MoreTab.of(pca).hint
     monkeypatch.setattr(ev, "ON_ZEROGPU", True)
     assert (
-        ev.MoreView.of(pca).hint.endswith(ev.ON_GPU_NOTES["pca"])
+        ev.MoreTab.of(pca).hint.endswith(ev.ON_GPU_NOTES["pca"])
         and "charged to your daily GPU time" in ev.ON_GPU_NOTES["pca"]
     )

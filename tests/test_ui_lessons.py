@@ -16,18 +16,18 @@ from explorer import lessons
 from explorer.catalog import BUNDLED, ModelCatalog
 from ui import lessons_handlers as h
 from ui.common import Server, visitor_of
-from ui.lessons import LessonsView, layout
+from ui.lessons import LessonsTab, layout
 from ui.outputs import cache_path
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 
 @pytest.fixture(scope="module")
-def tab(tiny_checkpoint, tmp_path_factory) -> tuple[LessonsView, Server]:
+def tab(tiny_checkpoint, tmp_path_factory) -> tuple[LessonsTab, Server]:
     """The tab's page (what its controls start with) and the server's context its handlers are bound to."""
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
     with gr.Blocks():
-        view = layout(server.catalog, gr.Image())
-    return view, server
+        lessons_tab = layout(server.catalog, gr.Image())
+    return lessons_tab, server
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_token_norms_of_a_model_with_and_without_registers(tab, registers, image
 
 
 def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(tab, registers, image):
-    view, server = tab
+    lessons_tab, server = tab
     catalog = server.catalog
     out = h.compare_token_norms(server, image, h.RegisterPair(BUNDLED, BUNDLED), 6, h.colour_map("inferno"))
     label = catalog.get(BUNDLED).label
@@ -110,7 +110,7 @@ def test_lesson_2_names_each_row_by_role_and_says_when_the_rows_cannot_differ(ta
         "norms_table"
     ]
     assert "**with 4 registers: checkpoint" in unescaped(named)
-    assert view.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
+    assert lessons_tab.norms_note.value.startswith("**Both rows show the same model**")  # offline, as the tab opens
     assert (
         "**Neither row has registers**"
         in h.norms_models(server, h.RegisterPair(BUNDLED, registers), [BUNDLED, BUNDLED])["norms_note"]
@@ -224,25 +224,26 @@ def test_a_fresh_offline_app_opens_every_lesson_on_models_it_has_and_runs_each_w
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path))
     with gr.Blocks():
-        view = layout(server.catalog, gr.Image())
-    assert view.models.value == [BUNDLED] and view.heads_model.value == BUNDLED
-    assert view.layer.maximum == view.layer.value == 6  # the bundled model's depth
+        lessons_tab = layout(server.catalog, gr.Image())
+    assert lessons_tab.models.value == [BUNDLED] and lessons_tab.heads_model.value == BUNDLED
+    assert lessons_tab.layer.maximum == lessons_tab.layer.value == 6  # the bundled model's depth
     assert (
-        "python -m vit.download deit_small_patch16_224.fb_in1k vit_small_patch16_224.dino" in view.compare_better.value
+        "python -m vit.download deit_small_patch16_224.fb_in1k vit_small_patch16_224.dino"
+        in lessons_tab.compare_better.value
     )
-    assert view.compare_better.value.startswith("**Only one model is on this machine**, so this lesson shows it")
-    assert "vit_large_patch14_reg4_dinov2.lvd142m vit_large_patch14_dinov2.lvd142m" in view.norms_better.value
-    assert "layers 1 to 6, heads 1 to 4" in view.heads.label
-    h.compare_models(server, image, view.models.value, h.colour_map(view.cmap.value))
+    assert lessons_tab.compare_better.value.startswith("**Only one model is on this machine**, so this lesson shows it")
+    assert "vit_large_patch14_reg4_dinov2.lvd142m vit_large_patch14_dinov2.lvd142m" in lessons_tab.norms_better.value
+    assert "layers 1 to 6, heads 1 to 4" in lessons_tab.heads.label
+    h.compare_models(server, image, lessons_tab.models.value, h.colour_map(lessons_tab.cmap.value))
     h.compare_token_norms(
         server,
         image,
-        h.RegisterPair(view.with_registers.value, view.without_registers.value),
-        view.layer.value,
+        h.RegisterPair(lessons_tab.with_registers.value, lessons_tab.without_registers.value),
+        lessons_tab.layer.value,
         h.colour_map("inferno"),
     )
-    h.switch_heads_off(server, image, view.heads_model.value, view.heads.value)
-    list(h.rank_heads(server, image, view.heads_model.value, None))
+    h.switch_heads_off(server, image, lessons_tab.heads_model.value, lessons_tab.heads.value)
+    list(h.rank_heads(server, image, lessons_tab.heads_model.value, None))
 
 
 def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoint, tmp_path, monkeypatch):
@@ -257,15 +258,15 @@ def test_lessons_open_on_the_models_they_are_about_once_downloaded(tiny_checkpoi
     )
     catalog = ModelCatalog(tiny_checkpoint, tmp_path)
     with gr.Blocks():
-        view = layout(catalog, gr.Image())
-    assert view.models.value == [
+        lessons_tab = layout(catalog, gr.Image())
+    assert lessons_tab.models.value == [
         "pretrained:deit_small_patch16_224.fb_in1k",
         "pretrained:vit_small_patch14_dinov2.lvd142m",
     ]
-    assert "vit_small_patch16_224.dino" in view.compare_better.value and view.norms_better.value == ""
-    assert view.with_registers.value == "pretrained:vit_large_patch14_reg4_dinov2.lvd142m"
-    assert view.layer.maximum == view.layer.value == 5  # the shallower of 5 and 7 layers
-    assert "layers 1 to 3, heads 1 to 2" in view.heads.label and view.heads_better.value == ""
+    assert "vit_small_patch16_224.dino" in lessons_tab.compare_better.value and lessons_tab.norms_better.value == ""
+    assert lessons_tab.with_registers.value == "pretrained:vit_large_patch14_reg4_dinov2.lvd142m"
+    assert lessons_tab.layer.maximum == lessons_tab.layer.value == 5  # the shallower of 5 and 7 layers
+    assert "layers 1 to 3, heads 1 to 2" in lessons_tab.heads.label and lessons_tab.heads_better.value == ""
     assert {
         "pretrained:vit_large_patch14_dinov2.lvd142m",
         "pretrained:deit_small_patch16_224.fb_in1k",
@@ -495,11 +496,16 @@ def test_lesson_2_opens_on_a_model_with_registers_once_one_is_on_this_machine(ti
     monkeypatch.setattr(vit, "load_pretrained", lambda name, progress=None: (fake, vit.ModelMeta([], CIFAR10)))
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"))
     with gr.Blocks():
-        view = layout(server.catalog, gr.Image())
-    assert (view.with_registers.value, view.without_registers.value) == (BUNDLED, BUNDLED)
-    assert "No model with registers is on this machine yet" in view.norms_note.value
+        lessons_tab = layout(server.catalog, gr.Image())
+    assert (lessons_tab.with_registers.value, lessons_tab.without_registers.value) == (BUNDLED, BUNDLED)
+    assert "No model with registers is on this machine yet" in lessons_tab.norms_note.value
     alice = SimpleNamespace(session_hash="alice")
-    left = (view.opened.value, view.models.value, view.norms_current.value, view.heads_current.value)
+    left = (
+        lessons_tab.opened.value,
+        lessons_tab.models.value,
+        lessons_tab.norms_current.value,
+        lessons_tab.heads_current.value,
+    )
     downloaded.add(reg)  # what Explore's picker downloaded
     opened = h.lesson_models(server, request=alice) | h.follow_lessons(server, *left, request=alice)
     assert opened["with_registers"].value == f"pretrained:{reg}" and opened["without_registers"].value == BUNDLED

@@ -125,8 +125,8 @@ def test_another_visitors_checkpoint_key_is_refused_by_every_endpoint_in_one_sen
     from bench.attacks import VIEWS, checkpoint
     from explorer.catalog import UNKNOWN_CHECKPOINT
 
-    owner, other = Client(public, verbose=False), Client(public, verbose=False)
-    key = owner.predict(
+    visitor, other = Client(public, verbose=False), Client(public, verbose=False)
+    key = visitor.predict(
         handle_file(str(checkpoint(tmp_path / "mine.safetensors", dim=16))), api_name="/upload_checkpoint"
     )["value"]
     image = tmp_path / "cat.png"
@@ -134,7 +134,7 @@ def test_another_visitors_checkpoint_key_is_refused_by_every_endpoint_in_one_sen
     clip = tmp_path / "clip.mp4"
     clip.write_bytes(b"\0" * 100)  # refused for its key before it is opened
     picture = handle_file(str(image))
-    assert owner.predict(picture, key, "crop", 1, *VIEWS[1:], api_name="/analyze")[2]["label"]  # the owner's key works
+    assert visitor.predict(picture, key, "crop", 1, *VIEWS[1:], api_name="/analyze")[2]["label"]  # their own key works
     calls = {
         "/analyze": (picture, key, "crop", 1, *VIEWS[1:]),
         "/lesson_compare": (picture, [key], "inferno"),

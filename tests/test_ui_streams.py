@@ -19,18 +19,18 @@ def slots(limit: int = 1, turn_s: float = 60.0, idle_s: float = 3.0) -> tuple[St
     return StreamSlots(limit=limit, turn_s=turn_s, idle_s=idle_s, clock=clock), clock
 
 
-def stream(s: StreamSlots, clock: Clock, owner: str, seconds: int) -> None:
-    """`owner` streams for `seconds`, a frame a second."""
+def stream(s: StreamSlots, clock: Clock, visitor: str, seconds: int) -> None:
+    """`visitor` streams for `seconds`, a frame a second."""
     for _ in range(seconds):
         clock.now += 1
-        frame(s, owner)
+        frame(s, visitor)
 
 
-def frame(s: StreamSlots, owner: str) -> bool:
+def frame(s: StreamSlots, visitor: str) -> bool:
     """One frame drawn start to end; True if it was admitted."""
-    admitted = s.begin(owner).admitted
+    admitted = s.begin(visitor).admitted
     if admitted:
-        s.end(owner)
+        s.end(visitor)
     return admitted
 
 

@@ -20,7 +20,7 @@ import vit
 from explorer.catalog import ModelCatalog
 from training.budget import gb, image_set_bytes, run_config, training_cost
 from training.job import JobSnapshot
-from training.registry import OWNER_GONE_S, JobRegistry, TrainLimits
+from training.registry import VISITOR_GONE_S, JobRegistry, TrainLimits, visitor_id
 from ui import train_handlers as h
 from ui.common import Server
 from ui.outputs import upload_folder
@@ -452,6 +452,45 @@ def test_starts_first_step_refuses_as_the_start_would_and_starts_nothing(tiny_ch
     assert not runs.snapshot("visitor").running and not (tmp_path / "runs").exists()  # checked, nothing started
 
 
+def _said(call) -> str:
+    """What a Train step said: "ok", or its refusal's words."""
+    try:
+        call()
+    except gr.Error as e:
+        return str(e)
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    ("who", "source", "epochs", "why"),
+    [
+        ("alice", "folder", 1, "no folder typed"),
+        ("alice", "cifar10", 0, "a number out of range"),
+        ("alice", "data", 1, "her own run still going"),
+        ("bob", "data", 1, "the run slot taken and no queue"),
+    ],
+)
+def test_starts_first_step_and_the_start_refuse_the_same_runs_in_the_same_words(
+    tiny_checkpoint, tmp_path, who, source, epochs, why
+):
+    """Start's toast (`check_start`) is `train_start`'s own checks, down to the registry's, not a
+    stand-in that had to mirror each of its calls: whatever the start refuses, the check refuses
+    in the same words."""
+    data = write_image_folder(tmp_path / "data", per_class=2)
+    runs = JobRegistry(tmp_path / "runs", TrainLimits(max_concurrent=1, max_queue=0))
+    server = Server(ModelCatalog(tiny_checkpoint, tmp_path / "runs"), settings=ServerSettings(), runs=runs)
+    alice, asking = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash=who)
+    h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 200, 1e-3, 8), alice)
+    folder = {"folder": " ", "data": str(data), "cifar10": ""}[source]
+    run = h.run_options("vit_cifar_nano", "cifar10" if source == "cifar10" else "folder", folder, epochs, 1e-3, 8)
+    checked = _said(lambda: h.check_start(server, run, asking))
+    started = _said(lambda: h.train_start(server, run, asking))
+    assert checked == started != "ok", why
+    hers = h.run_visitor_of(None, alice)
+    runs.stop(hers)
+    assert runs._jobs[visitor_id(hers)].wait(300), "alice's run did not end in 300 s"
+
+
 def test_each_epoch_is_said_once_in_the_status():
     """Each epoch was said twice, in two formats: the job's "epoch 2/5: validation accuracy
     75.00%" and the tab's "epoch 2: train loss 0.500, validation accuracy 75.0%"."""
@@ -532,17 +571,17 @@ def clocked_tab(tiny_checkpoint, tmp_path, **limits) -> tuple[Server, list[float
 def test_a_run_whose_page_stops_polling_frees_the_slot_and_goes_on_exactly_from_its_save(tiny_checkpoint, tmp_path):
     """Issue 56: off ZeroGPU one /train_start that never polled again held the server's only run
     slot for hours ("the server is busy" for everyone else) while its thread trained on. Now its
-    page's silence sets it aside with its save; its owner's page, back, reads why and goes on
+    page's silence sets it aside with its save; its visitor's page, back, reads why and goes on
     from the very step it was saved at, its history kept."""
     server, now, data = clocked_tab(tiny_checkpoint, tmp_path)
     alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
     token = h.train_models(server, alice)["run_token"]
     h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice, token)
-    owner = h.run_visitor_of(token, alice)
-    until(lambda: server.runs.snapshot(owner).step_losses)  # it trains; alice's page never polls
+    run_visitor = h.run_visitor_of(token, alice)
+    until(lambda: server.runs.snapshot(run_visitor).step_losses)  # it trains; alice's page never polls
     short = h.run_options("vit_cifar_nano", "folder", str(data), 1, 1e-3, 8)
-    now[0] += OWNER_GONE_S + 1
-    aside = until(lambda: (s := server.runs.snapshot(owner)).paused and s)
+    now[0] += VISITOR_GONE_S + 1
+    aside = until(lambda: (s := server.runs.snapshot(run_visitor)).paused and s)
     saved = vit.load_checkpoint(next((tmp_path / "runs").glob("*/last.safetensors")))[1].info
     assert saved["step"] == aside.epoch * 5 + aside.step and len(saved["history"]) == aside.epoch
     h.check_start(server, short, bob)  # the slot is free: bob may start
@@ -554,7 +593,7 @@ def test_a_run_whose_page_stops_polling_frees_the_slot_and_goes_on_exactly_from_
     until(lambda: not server.runs.snapshot(h.run_visitor_of(None, bob)).running)
     shown = h.train_status(server, shown["seen"], alice, token)
     assert running(shown["progress"]) and h.keep_polling(shown["seen"])["timer"].active
-    end = until(lambda: (s := server.runs.snapshot(owner)).checkpoint and not s.running and s)
+    end = until(lambda: (s := server.runs.snapshot(run_visitor)).checkpoint and not s.running and s)
     assert end.message.startswith("finished 20 epochs") and [r["epoch"] for r in end.history] == list(range(1, 21))
     assert (
         end.history[: aside.epoch] == aside.history and end.step_losses[: len(aside.step_losses)] == aside.step_losses
@@ -568,10 +607,10 @@ def test_a_run_stops_at_the_time_limit_with_its_model_saved_and_says_how_to_go_o
     server, now, data = clocked_tab(tiny_checkpoint, tmp_path, time_limit_s=600, idle_s=3600)  # the page polls on
     alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
     h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice)
-    owner = h.run_visitor_of(None, alice)
-    until(lambda: server.runs.snapshot(owner).step_losses)
+    run_visitor = h.run_visitor_of(None, alice)
+    until(lambda: server.runs.snapshot(run_visitor).step_losses)
     now[0] += 600
-    ended = until(lambda: not (s := server.runs.snapshot(owner)).running and s)
+    ended = until(lambda: not (s := server.runs.snapshot(run_visitor)).running and s)
     shown = h.train_status(server, h.NOTHING_SHOWN, alice)
     where = f"epoch {ended.epoch + 1} step {ended.step}"
     said = (
@@ -593,17 +632,17 @@ def test_stop_then_continue_goes_on_from_the_saved_step_with_the_same_history(ti
     """Issue 61: after Stop the tab offered only a new run from "my run, 0 epochs", its optimiser
     and learning-rate schedule started afresh. A stopped run now shows Continue this run, which
     goes on from the very step it stopped at: the same run, its history and loss readings going on,
-    not one step lost or done twice; it is offered to its owner only, and not once the run is over."""
+    not one step lost or done twice; it is offered to its run_visitor only, and not once the run is over."""
     server, _, data = clocked_tab(tiny_checkpoint, tmp_path)
     alice, bob = SimpleNamespace(session_hash="alice"), SimpleNamespace(session_hash="bob")
     token = h.train_models(server, alice)["run_token"]
     started = h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice, token)
     assert started["continue_run"].visible is False
-    owner = h.run_visitor_of(token, alice)
-    until(lambda: server.runs.snapshot(owner).history)  # an epoch done: its record must go on into the next
+    run_visitor = h.run_visitor_of(token, alice)
+    until(lambda: server.runs.snapshot(run_visitor).history)  # an epoch done: its record must go on into the next
     assert h.train_status(server, h.NOTHING_SHOWN, alice, token)["continue_run"].visible is False  # running
     assert "stopping" in h.train_stop(server, alice, token)["status"]
-    stopped = until(lambda: not (s := server.runs.snapshot(owner)).running and s)
+    stopped = until(lambda: not (s := server.runs.snapshot(run_visitor)).running and s)
     shown = h.train_status(server, h.NOTHING_SHOWN, alice, token)
     assert ">stopped</b>" in shown["progress"] and shown["continue_run"].visible is True
     saved = vit.load_checkpoint(next((tmp_path / "runs").glob("*/last.safetensors")))[1].info
@@ -614,7 +653,7 @@ def test_stop_then_continue_goes_on_from_the_saved_step_with_the_same_history(ti
     going = h.train_continue(server, alice, token)
     assert running(going["progress"]) and going["continue_run"].visible is False and going["seen"][4] == h.POLL_S
     assert f"going on from its save at epoch {stopped.epoch + 1} step {stopped.step}" in shown_text(going["status"])
-    end = until(lambda: (s := server.runs.snapshot(owner)).checkpoint and not s.running and s)
+    end = until(lambda: (s := server.runs.snapshot(run_visitor)).checkpoint and not s.running and s)
     assert end.message.startswith("finished 20 epochs") and [r["epoch"] for r in end.history] == list(range(1, 21))
     assert end.history[: stopped.epoch] == stopped.history
     assert end.step_losses[: len(stopped.step_losses)] == stopped.step_losses
@@ -635,10 +674,10 @@ def test_with_a_saved_run_the_page_asks_continue_or_new_and_a_new_run_keeps_the_
     token = h.train_models(server, alice)["run_token"]
     fresh = h.train_start(server, h.run_options("vit_cifar_nano", "folder", str(data), 20, 1e-3, 8), alice, token)
     assert fresh["start"].visible is True and fresh["start_new"].visible is False  # nothing saved yet
-    owner = h.run_visitor_of(token, alice)
-    until(lambda: server.runs.snapshot(owner).history)
+    run_visitor = h.run_visitor_of(token, alice)
+    until(lambda: server.runs.snapshot(run_visitor).history)
     h.train_stop(server, alice, token)
-    stopped = until(lambda: not (s := server.runs.snapshot(owner)).running and s)
+    stopped = until(lambda: not (s := server.runs.snapshot(run_visitor)).running and s)
     shown = h.train_status(server, h.NOTHING_SHOWN, alice, token)
     assert shown["start"].visible is False and shown["start_new"].visible is True
     assert shown["continue_run"].value == f"Continue this run at epoch {stopped.epoch + 1}"

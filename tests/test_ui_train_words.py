@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import vit
-from training.chunks import ChunkRefused, failure, in_words
+from training.chunks import ChunkRefused, failure, plain_message
 from training.data import DataError
 from training.job import JobSnapshot
 from ui import train_handlers as h
@@ -92,7 +92,10 @@ def test_a_failed_run_says_why_in_words_on_the_status_and_the_bar(error):
 
 def test_a_data_error_and_a_cut_chunk_say_their_own_words():
     assert failure(DataError("CIFAR-10 cannot be downloaded here")) == "CIFAR-10 cannot be downloaded here"
-    assert in_words(ChunkRefused("the GPU quota is used up", "try again tomorrow")) == (
+    assert plain_message(ChunkRefused("the GPU quota is used up", "try again tomorrow")) == (
         "the GPU quota is used up; try again tomorrow"
     )
-    assert in_words(RuntimeError("ZeroGPU worker error: GPU task aborted")) == "ZeroGPU worker error: GPU task aborted"
+    assert (
+        plain_message(RuntimeError("ZeroGPU worker error: GPU task aborted"))
+        == "ZeroGPU worker error: GPU task aborted"
+    )

@@ -25,7 +25,7 @@ from explorer import compute
 from explorer.catalog import ModelCatalog
 from training import job as job_module
 from training.chunks import train_chunk
-from training.registry import OWNER_GONE_S, JobRegistry, TrainLimits
+from training.registry import VISITOR_GONE_S, JobRegistry, TrainLimits
 from ui import train, zerogpu
 from ui import train_handlers as h
 from ui.common import Server
@@ -222,7 +222,7 @@ def test_the_gpu_time_estimate_follows_from_its_stated_assumptions():
     assert "5 minutes a day are 5 chunks of 53 s" in text
 
 
-def test_a_run_whose_page_closed_frees_its_slot_and_its_owner_takes_it_back_after_a_reload(
+def test_a_run_whose_page_closed_frees_its_slot_and_its_visitor_takes_it_back_after_a_reload(
     gpu, tiny_checkpoint, tmp_path
 ):
     """A visitor who started a run and closed the page held the one run slot for as long as the
@@ -237,7 +237,7 @@ def test_a_run_whose_page_closed_frees_its_slot_and_its_owner_takes_it_back_afte
     options = h.run_options("vit_cifar_nano", "folder", str(data), 2, 1e-3, 8)
     h.train_start(Server(catalog, runs=runs), options, alice, token)
     h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, alice, token)  # one chunk, then the page closes
-    now[0] += OWNER_GONE_S + 1
+    now[0] += VISITOR_GONE_S + 1
     h.check_start(Server(catalog, runs=runs), options, bob)  # bob may start: no "server is busy"
     shown = h.train_status(Server(catalog, runs=runs), h.NOTHING_SHOWN, bob)
     assert "no training job has run yet" in shown["progress"]  # bob sees none of alice's run

@@ -13,6 +13,7 @@ import ui.uploads
 from ui.uploads import (
     LOW_WATER,
     REFUSED,
+    WALK_OVERDRAFT,
     UploadBudget,
     UploadRefused,
     UploadSpaceFull,
@@ -373,3 +374,32 @@ def test_the_views_the_app_draws_keep_the_whole_budget_oldest_first(tmp_path: Pa
     budget.added(2000)  # 4500: over, so the oldest goes even though young
     budget.pruned()
     assert sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file()) <= 4000 and view.exists()
+
+
+def test_while_a_prune_walks_the_folder_a_small_upload_past_the_count_is_held_at_once(
+    tmp_path: Path, held_walk
+) -> None:
+    """The quiet soak on 1088e46: with the folder at its budget, class uploads of 1 to 3 kB waited
+    3.2 to 4.5 s for the prune a view had started (their client gives up at 5 s). The prune ends
+    below the budget, so an upload within WALK_OVERDRAFT of it is held meanwhile; a larger one waits."""
+    started, go = held_walk
+    budget = UploadBudget(lambda: tmp_path, 10_000)
+    arrive(tmp_path, "a/old.png", 8_000)
+    go.set()
+    budget.reserve(1000)  # the first walk: 8,000 there and 1,000 arriving, within LOW_WATER
+    budget.added(arrive(tmp_path, "v/view.webp", 1000).stat().st_size)  # 10,000 of 10,000: no room
+    go.clear()
+    started.clear()
+    walk = threading.Thread(target=budget.prune, args=(LOW_WATER,), daemon=True)
+    walk.start()
+    assert started.wait(10)
+    overdraft = int(WALK_OVERDRAFT * 10_000)  # 200 bytes
+    assert finishes(lambda: budget.reserve(overdraft))  # held at once, past the budget by the overdraft
+    large = threading.Thread(target=budget.reserve, args=(1,), daemon=True)
+    large.start()
+    large.join(0.5)
+    assert large.is_alive()  # one byte more waits for the walk
+    go.set()
+    walk.join(10)
+    large.join(10)
+    assert not large.is_alive()

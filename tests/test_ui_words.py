@@ -20,22 +20,22 @@ from explorer.prompts import DEFAULT_PROMPTS, words_bytes
 from ui import explore_handlers as h
 from ui import explore_views as ev
 from ui.common import Server
-from ui.explore import ExploreView, layout
+from ui.explore import ExploreTab, layout
 
 STYLE = ("inferno", 0.6, "nearest", "overlay", "layer")  # colour map, opacity, upsampling, display, scale
 SHOWN = (MapStyle(), Showing())  # the handlers' style and showing, as the binding parses STYLE and the defaults
 
 
 @pytest.fixture(scope="module")
-def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreView, Server]:
+def tab(tiny_checkpoint, tmp_path_factory) -> tuple[ExploreTab, Server]:
     """The tab on a catalogue whose CLIP B/16 is a tiny random CLIP (no download: the loader is
     replaced, as the Hub stand-in test of tests/test_clip.py covers the real one)."""
     patch = pytest.MonkeyPatch()
     patch.setattr(vit.pretrained, "load_pretrained_clip", lambda name, progress=None: tiny_clip())
     catalog = ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs"), default=CLIP_KEY)
     with gr.Blocks():
-        view = layout(catalog)
-    yield view, Server(catalog)
+        explore = layout(catalog)
+    yield explore, Server(catalog)
     patch.undo()
 
 
@@ -47,15 +47,15 @@ def analysed(server: Server, key: str, tmp_path) -> tuple:
 
 
 def test_a_clip_model_opens_with_the_words_box_and_no_classes(tab, tmp_path) -> None:
-    view, server = tab
-    assert view.words.visible and view.prompts.value == DEFAULT_PROMPTS
-    assert "it answers your words ('a photo of {}.')" in view.model_info.value
+    explore, server = tab
+    assert explore.words.visible and explore.prompts.value == DEFAULT_PROMPTS
+    assert "it answers your words ('a photo of {}.')" in explore.model_info.value
     key, out = analysed(server, CLIP_KEY, tmp_path)
     assert out["label"] == {}  # no classes: the words' probabilities take their place
 
 
 def test_three_words_give_three_probabilities_and_three_maps(tab, tmp_path) -> None:
-    view, server = tab
+    explore, server = tab
     key, _ = analysed(server, CLIP_KEY, tmp_path)
     out = h.compare_words(server, key, "a cat, a teapot, a rainbow", *SHOWN)
     probabilities, maps = out["label"], out["prompt_maps"]
@@ -79,7 +79,7 @@ def test_three_words_give_three_probabilities_and_three_maps(tab, tmp_path) -> N
 
 
 def test_words_for_a_model_without_text_or_unusable_words_are_one_sentence(tab, tmp_path) -> None:
-    view, server = tab
+    explore, server = tab
     key, _ = analysed(server, CLIP_KEY, tmp_path)
     with pytest.raises(gr.Error, match="type at least two words"):
         h.compare_words(server, key, "a cat", *SHOWN)
@@ -93,7 +93,7 @@ def test_one_word_after_a_new_example_is_a_sentence_in_the_note_not_an_error(tab
     """Issue 61: with one word in the box, every new example ran the words again into an error, whose
     red "Error" badges covered the note, the maps and Top predictions ("Error (2)"). Now the note says
     what to type, the last maps go, and the button's first step refuses with a toast alone."""
-    view, server = tab
+    explore, server = tab
     key, _ = analysed(server, CLIP_KEY, tmp_path)
     after = h.words_after(server, key, "a cat", *SHOWN)
     note = after.pop("prompt_note")  # Markdown, its words escaped (a word a visitor typed may be quoted)
@@ -110,7 +110,7 @@ def test_words_over_the_request_budget_are_cut_or_refused_before_any_pass(tab, t
     """Issue 43: the words' backward passes are held to what one request may use (--request-mb):
     the first words that fit are explained and the note says so first; when two do not fit, one
     sentence says what to do, and no pass runs."""
-    view, server = tab
+    explore, server = tab
     key, _ = analysed(server, CLIP_KEY, tmp_path)
     ex, model = server.store.peek(key), server.catalog.get(CLIP_KEY).model
     size = ex.input.tensor.shape[-2:]
@@ -125,7 +125,7 @@ def test_words_over_the_request_budget_are_cut_or_refused_before_any_pass(tab, t
 
 
 def test_the_words_box_follows_the_model(tab, monkeypatch) -> None:
-    view, server = tab
+    explore, server = tab
 
     class Request:
         session_hash = "s"

@@ -245,20 +245,20 @@ def test_a_train_run_out_of_gpu_time_waits_and_stops_without_asking_the_platform
     client.predict(api_name="/train_stop")
 
 
-def test_a_train_run_whose_page_left_frees_the_slot_and_goes_on_when_its_owner_is_back(space):
+def test_a_train_run_whose_page_left_frees_the_slot_and_goes_on_when_its_visitor_is_back(space):
     """A visitor who started a run and left held the one run slot for as long as the Space ran
     (issue 44, item 1): against the real package, with the server's idle limit at IDLE_S."""
     from gradio_client import Client
 
     url, gpu, _, _ = space
-    owner, other = Client(url, verbose=False), Client(url, verbose=False)
-    assert "started" in said(owner.predict(**RUN, api_name="/train_start"))  # then its page is gone
+    visitor, other = Client(url, verbose=False), Client(url, verbose=False)
+    assert "started" in said(visitor.predict(**RUN, api_name="/train_start"))  # then its page is gone
     queued = said(other.predict(**RUN, api_name="/train_start"))  # the slot is taken: the other queues
     assert queued.startswith("queued") and "place 1 in the queue for a run slot" in queued
     time.sleep(IDLE_S + 1)
     assert ">running</b>" in said(other.predict(api_name="/train_status"))  # the slot was freed: its turn
     other.predict(api_name="/train_stop")
     before = len(gpu.requests)
-    back = said(owner.predict(api_name="/train_status"))  # the owner's page again: its run goes on
+    back = said(visitor.predict(api_name="/train_status"))  # the visitor's page again: its run goes on
     assert "/schedule" in [path for path, _ in gpu.requests[before:]] and "set aside" not in back, back
-    owner.predict(api_name="/train_stop")
+    visitor.predict(api_name="/train_stop")

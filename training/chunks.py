@@ -47,7 +47,7 @@ LOG = logging.getLogger(__name__)
 _TYPE_NAME = re.compile(r"^[A-Z]\w*: |\b[A-Z]\w*(?:Error|Exception|Warning)\b:? ?")
 
 
-def in_words(error: Exception) -> str:
+def plain_message(error: Exception) -> str:
     """What `error`'s message says, without a type's name in it."""
     return _TYPE_NAME.sub("", str(error)).strip()
 
@@ -60,7 +60,7 @@ def failure(error: Exception) -> str:
     if isinstance(error, DataError):
         return str(error)
     LOG.error("a training run failed", exc_info=error)
-    said = in_words(error)
+    said = plain_message(error)
     return f"the run stopped: {said}" if said else "the run stopped for a reason the server's log gives"
 
 

@@ -32,8 +32,8 @@ from .chunks import (
     ChunkRefused,
     ChunkReport,
     failure,
-    in_words,
     new_reading,
+    plain_message,
     probe_attention,
     request_stop,
     start_run,
@@ -433,11 +433,11 @@ class TrainingJob:
             if self._lost < MAX_LOST_CHUNKS:
                 wait = RETRY_AFTER_S[min(self._lost, len(RETRY_AFTER_S)) - 1]
                 self._retry_at = self._chunks.clock() + wait
-                said = in_words(error)
+                said = plain_message(error)
                 s.message = f"the last chunk was cut short ({said}); nothing is lost, the next goes on from {where}"
                 return
             s.running, s.message = False, "training failed"
-            last = in_words(error)
+            last = plain_message(error)
             s.error = f"{self._lost} chunks in a row were cut short (the last: {last}); the run is saved at {where}"
             # A failed run with its save goes on from there when asked (`go_on`): nothing is lost (issue 60).
             s.resumable = (Path(self._config.out) / LAST).is_file()

@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 # page polls again within a second after (ui.train.POLL_S), and a browser polls a hidden tab at
 # least once a minute, so a present visitor is never taken for gone. `TrainLimits.idle_s` (the app's
 # --train-idle-s) changes it.
-OWNER_GONE_S = 120.0
+VISITOR_GONE_S = 120.0
 # A run's longest turn at a run slot, from its start or from going on after it waited: then it stops,
 # its model saved, and the slot is free for another visitor. Half an hour: the Train tab's default
 # run (vit_cifar_nano, 5 epochs of CIFAR-10's 45,000 images) takes about 16 minutes on one core at
@@ -69,7 +69,7 @@ class TrainLimits:
     max_concurrent: int = 1  # runs training at once on the whole server
     disk_budget_bytes: int = 2 * 1024**3  # the whole runs folder
     memory_bytes: int = 3 * 1024**3  # what one run may allocate (training.budget estimates it before it starts)
-    idle_s: float = OWNER_GONE_S  # a run whose page has not polled for this long is set aside
+    idle_s: float = VISITOR_GONE_S  # a run whose page has not polled for this long is set aside
     time_limit_s: float = RUN_LIMIT_S  # a run's longest turn at a run slot: then it stops, saved
     max_queue: int = 30  # visitors waiting for a run slot at once: a class (issue 60)
 
@@ -170,10 +170,8 @@ class JobRegistry:
         server's limit). `warmup_epochs` None: TrainConfig's default, 10% of the run;
         `eval_batch_size` None: TrainConfig's default; `disk_bytes`: what the run's checkpoints
         will write (training.budget), made room for before it starts."""
-        epochs_i, batch_i, rate = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
-        key = self._key(visitor)
         with self._lock:
-            self._check_room(key)
+            key, (epochs_i, batch_i, rate) = self._admitted(visitor, epochs, batch_size, lr)
             self._replace_waiting(key)
             queued = not self._slot_free(key)
             self._make_room(disk_bytes)
@@ -218,10 +216,21 @@ class JobRegistry:
     def check_start(self, visitor: str, *, epochs: object, batch_size: object, lr: object) -> None:
         """Raise as `start` would before it starts anything, when `visitor` may not start such a
         run now: ValueError for a number out of the limits, JobBusy for its own run still going or
-        the server's limit reached; nothing starts (the Train tab's first step)."""
-        self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
+        the server's limit reached; nothing starts (the Train tab's first step). `start` makes the
+        very same checks (`_admitted`), so the two cannot drift apart."""
         with self._lock:
-            self._check_room(self._key(visitor))
+            self._admitted(visitor, epochs, batch_size, lr)
+
+    def _admitted(
+        self, visitor: str, epochs: object, batch_size: object, lr: object
+    ) -> tuple[str, tuple[int, int, float]]:
+        """`visitor`'s run key and the run's numbers (epochs, batch size, learning rate) checked
+        against the limits, when such a run may start now (with the lock held): every check of
+        `start` before it changes anything, and all of `check_start`'s."""
+        numbers = self.limits.check(epochs=epochs, batch_size=batch_size, lr=lr)
+        key = self._key(visitor)
+        self._check_room(key)
+        return key, numbers
 
     def _check_room(self, key: str) -> None:
         """JobBusy when `key` may neither train now nor queue: its own run still going, or the

@@ -202,10 +202,10 @@ def build_page(server: Server) -> gr.Blocks:
             with gr.Tab("Live", id="live") as live:
                 build_live_tab(server, live, tabs, open_live, explore.model_key)
             with gr.Tab("Train") as train:
-                train_view = build_train_tab(server, explore.model_key, PageTabs(tabs, train))
+                train_tab = build_train_tab(server, explore.model_key, PageTabs(tabs, train))
             with gr.Tab("Lessons") as lessons:
                 build_lessons_tab(server, lessons, explore.image)
-        wire_page(demo, train_view, server)
+        wire_page(demo, train_tab, server)
     for name, value in QUIET_MONITORING.items():  # read when the queue is made
         os.environ.setdefault(name, value)
     # Heavy events share one pool (ui/concurrency.py); the rest keep 2 slots each. Up to 64

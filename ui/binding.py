@@ -3,7 +3,9 @@
 A handler takes plain values and returns what changes by field name, `{field: value}`; `bound`
 turns it into the function Gradio calls: its context (the server's, `ui.common.Server`; a training job)
 fixed, values made of several controls (a `MapStyle`) parsed from those controls, and its
-result applied to the tab's view, `{component: value}`.
+result applied to the tab's components, `{component: value}`. A tab's components are a
+`TabComponents` (`ExploreTab`, ...), called `tab` where they are wired; a "view" is a picture
+the Explore tab shows (docs/architecture.md, "Names").
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class Controls:
         return cls(kind, parameters, parse)
 
 
-class ComponentView:
+class TabComponents:
     """Base of a tab's frozen dataclass of components: read them by name for an event's
     inputs and outputs, and turn a handler's result by field name into Gradio's. `controls`:
     the values made of several of the tab's controls that its handlers take."""
@@ -58,8 +60,8 @@ class ComponentView:
     controls: ClassVar[tuple[Controls, ...]] = ()
 
     def bind(self, fn: Callable, *context: Any, retyped: dict[str, type] | None = None) -> Callable:
-        """`fn` bound (`bound`) to this view and its tab's controls (`retyped` as there)."""
-        return bound(fn, *context, view=self, controls=self.controls, retyped=retyped)
+        """`fn` bound (`bound`) to this tab and its controls (`retyped` as there)."""
+        return bound(fn, *context, tab=self, controls=self.controls, retyped=retyped)
 
     def pick(self, *names: str) -> list[gr.components.Component]:
         """The components called `names`, in that order (an event's outputs)."""
@@ -86,8 +88,8 @@ class ComponentView:
     def event(
         self, fn: Callable, *context: Any, retyped: dict[str, type] | None = None, **fields: str
     ) -> dict[str, Any]:
-        """An event's function and inputs: `fn` bound to this view (`bind`, `retyped` as in `bound`) and
-        the components its parameters name (`inputs`, `fields` as there), for `trigger(**view.event(fn,
+        """An event's function and inputs: `fn` bound to this tab (`bind`, `retyped` as in `bound`) and
+        the components its parameters name (`inputs`, `fields` as there), for `trigger(**tab.event(fn,
         server), outputs=...)`."""
         handler = self.bind(fn, *context, retyped=retyped)
         return {"fn": handler, "inputs": self.inputs(handler, **fields)}
@@ -101,13 +103,13 @@ class ComponentView:
 def bound(
     fn: Callable,
     *context: Any,
-    view: ComponentView | None = None,
+    tab: TabComponents | None = None,
     controls: Sequence[Controls] = (),
     retyped: dict[str, type] | None = None,
 ) -> Callable:
     """`fn` with its leading arguments (the server's context, ...) fixed, each parameter whose
     annotation is the kind of one of `controls` taken from those controls' values, and (with
-    `view`) its `{field: value}` result applied to `view`. `retyped`: the kind a parameter is read
+    `tab`) its `{field: value}` result applied to `tab`. `retyped`: the kind a parameter is read
     as in this binding, by name, where one handler serves several records (ui/explore_views.py: each
     "More views" view's own controls). Two controls of one name are one control: the API page
     names it once, where it first comes (a view's `Drawing` and another's `MapStyle` share the style).
@@ -135,7 +137,7 @@ def bound(
 
     def applied(result: Any) -> Any:
         # None: a step with no outputs (a check, ui.binding.checked_first)
-        return view.update(**result) if view is not None and result is not None else result
+        return tab.update(**result) if tab is not None and result is not None else result
 
     if inspect.isgeneratorfunction(fn):  # Gradio streams a handler's updates only if it is one
 

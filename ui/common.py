@@ -380,7 +380,7 @@ def word_maps(
     model: str,
     text_px: int,
 ) -> list[tuple[str, str]]:
-    """A gallery's value: each prompt's relevance map (a file, its words `text_px` high: the
+    """A gallery's value: each prompt's relevance map (a file, its text `text_px` high: the
     Server's) with its alt text as its caption."""
     return [
         (
@@ -401,7 +401,7 @@ def load_or_error(catalog: ModelCatalog, key: str, visitor: str | None = None) -
     """The catalogue's model for `key` (for `visitor`: ModelCatalog.check_use), or a visitor's
     error with its message."""
     try:
-        return catalog.get(key, owner=visitor)
+        return catalog.get(key, visitor=visitor)
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e
 

@@ -35,6 +35,6 @@ def load(
     server log (explorer.catalog logs it)."""
     try:
         on_bytes = download_progress(progress, str(key)) if progress is not None else None
-        return catalog.get(str(key), progress=on_bytes, owner=visitor)
+        return catalog.get(str(key), progress=on_bytes, visitor=visitor)
     except ModelUnavailable as e:
         raise visitor_error(str(e)) from e

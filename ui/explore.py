@@ -1,6 +1,6 @@
-"""The Explore tab: its components (`ExploreView`), their layout, and which event runs which
+"""The Explore tab: its components (`ExploreTab`), their layout, and which event runs which
 handler of ui/explore_handlers.py under which API name. An event's inputs are the components
-its handler's parameters name (`view.event`); the "More views" tabs are laid out and wired from
+its handler's parameters name (`tab.event`); the "More views" tabs are laid out and wired from
 their records (ui/explore_views.py)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from vit.preprocessing import CIFAR10_CLASSES
 from . import common, concurrency, server_functions
 from . import explore_handlers as h
 from . import explore_views as ev
-from .binding import ComponentView, Controls, bound, checked_first
+from .binding import Controls, TabComponents, bound, checked_first
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
 from .pictures import page_picture, word_maps
 from .settings import for_visitors
@@ -119,13 +119,14 @@ PAGE_MAPS_JS = (
     + "</script>"
 )
 HEAD_JS = KEYBOARD_JS + ACCESSIBLE_NAMES_JS + PAGE_MAPS_JS
-# Each drawn picture hands itself to the page's maps (window.attentionMaps), with the events it
-# raises: a clicked patch ("query"), and a style change that pictures drawn by the server follow too.
+# Each drawn picture hands itself to the page's Explore controller (ExploreMaps, ui/js/explore.js,
+# whose instance is window.attentionMaps), with the events it raises: a clicked patch ("query"), and
+# a style change that pictures drawn by the server follow too.
 INPUT_VIEW_JS = """window.pageMaps.then(() => window.attentionMaps.attach("input", element, props,
   {query: () => trigger('query'), restyle: () => trigger('restyle')}));"""
-MAPS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", element, props, {}));
+HEADS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", element, props, {}));
 watch('value', () => window.pageMaps.then(() => window.attentionMaps.load(props.value)));"""
-MAPS = "window.attentionMaps"
+CONTROLLER = "window.attentionMaps"  # what the page's own events call
 
 # Class mode (issue 59; ui/js/classroom.js fills it in, as text only): a student's banner with the way back
 # to the teacher's view, the teacher's code, QR code and join address, the class's students, and the
@@ -156,7 +157,7 @@ look noisy; **rollout** combines all layers into one smoother map.
 
 
 @dataclass(frozen=True)
-class ExploreView(ComponentView):
+class ExploreTab(TabComponents):
     """Every component of the Explore tab, by name."""
 
     controls: ClassVar = (*ev.CONTROLS, UPLOAD, KEPT)
@@ -201,10 +202,10 @@ class ExploreView(ComponentView):
     more: gr.Accordion
     more_tabs: dict[str, gr.Tab]  # by ui.explore_views.MORE_VIEWS name
     # Each "More views" view's picture, its own controls and what the session keeps of it (a state),
-    # by name, as its module and ui/explore_views.py lay them out: read as fields (`view.pca_layer`).
+    # by name, as its module and ui/explore_views.py lay them out: read as fields (`tab.pca_layer`).
     more_parts: dict[str, gr.components.Component]
-    maps: gr.HTML  # the head maps, drawn in the page from the numbers its value holds (explorer/page_maps.py)
-    heads: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
+    heads: gr.HTML  # the head maps (#heads), drawn in the page from the numbers its value holds (explorer/page_maps.py)
+    heads_img: gr.Image  # the same drawn by the server, for API clients (/heads, /restyle, /analyze)
     export_png: gr.Button
     export_gif: gr.Button
     export_file: gr.File
@@ -323,8 +324,8 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
 def _heads_column(depth: int) -> dict[str, Any]:
     caption = "**Attention per head** in the chosen layer, for the query"
     alt = "Attention of every head in the chosen layer, for the query"
-    maps = page_picture(caption, alt, MAPS_JS, elem_id="heads")
-    heads = gr.Image(label=caption.replace("*", ""), visible=False)
+    heads = page_picture(caption, alt, HEADS_JS, elem_id="heads")
+    heads_img = gr.Image(label=caption.replace("*", ""), visible=False)
     with gr.Row():
         layer = common.layer_slider(depth, depth, step=1, label="Layer (1 = first)", scale=4, elem_id="layer")
         play = gr.Button("▶ Play through layers", size="sm", scale=1, elem_id="play")
@@ -337,8 +338,8 @@ def _heads_column(depth: int) -> dict[str, Any]:
         export_gif = gr.Button("Export GIF through the layers", size="sm")
     export_file = gr.File(label="Export", interactive=False, height=60, elem_id="export")
     return _class_row() | {
-        "maps": maps,
         "heads": heads,
+        "heads_img": heads_img,
         "layer": layer,
         "play": play,
         "pause": pause,
@@ -465,7 +466,7 @@ def _class_row() -> dict[str, Any]:
     return {"class_start": start, "class_panel": panel}
 
 
-def layout(catalog: ModelCatalog) -> ExploreView:
+def layout(catalog: ModelCatalog) -> ExploreTab:
     """Place the tab's components inside the current Blocks and name them. The first row
     (upload, predictions, patch grid, head maps) fits a 1280x720 screen. The head maps' page asks
     for a layer's numbers on the rows route (ui/rows_route.py), which ui.app serves."""
@@ -480,7 +481,7 @@ def layout(catalog: ModelCatalog) -> ExploreView:
             parts |= _heads_column(start.model.config.depth)
     parts |= _words(start)
     parts |= _style_controls() | _model_about(catalog, start) | _more_views(start) | _api_only_inputs()
-    return ExploreView(**parts)  # a TypeError names any field left out or misspelt
+    return ExploreTab(**parts)  # a TypeError names any field left out or misspelt
 
 
 # Every Explore event but the model picker's and the checkpoint upload's: the inputs arrive as
@@ -498,84 +499,85 @@ def _in_page(trigger: Callable, inputs: Any, outputs: Any, js: str) -> None:
     trigger(None, inputs, outputs, js=js, preprocess=False, api_visibility="private")
 
 
-def _wire_analysis(view: ExploreView, server: Server) -> dict[str, Any]:
+def _wire_analysis(tab: ExploreTab, server: Server) -> dict[str, Any]:
     """The page's analysis on a new image or resize policy, and /analyze for API clients; returns
     the page's event arguments for reuse."""
-    api = {**view.event(h.analyze, server), "outputs": view.pick(*h.ANALYSIS_OUTPUTS), **HEAVY}
-    view.api_buttons["analyze"].click(**api, api_name="analyze").success(**_words_after(view, server))
-    analysis = {**view.event(h.analyze_page, server), "outputs": view.pick(*h.PAGE_ANALYSIS_OUTPUTS), **HEAVY}
+    api = {**tab.event(h.analyze, server), "outputs": tab.pick(*h.ANALYSIS_OUTPUTS), **HEAVY}
+    tab.api_buttons["analyze"].click(**api, api_name="analyze").success(**_words_after(tab, server))
+    analysis = {**tab.event(h.analyze_page, server), "outputs": tab.pick(*h.PAGE_ANALYSIS_OUTPUTS), **HEAVY}
     # Named: a script may ask for the numbers too (bench.visitors --page sends what the page sends).
-    view.mode.input(**analysis, api_name="analyze_page").success(**_words_after(view, server))
+    tab.mode.input(**analysis, api_name="analyze_page").success(**_words_after(tab, server))
     analysis["api_visibility"] = "private"
     # A new image: once per image (Gradio fires .change twice per upload), and a file that is no
     # image refused before the analysis, whose error would mark every output (explore_handlers).
-    noted = view.image.change(**view.event(h.note_image, server), api_visibility="private", queue=False, **RAW)
-    checked = noted.success(**view.event(h.check_new_image), outputs=None, api_visibility="private", **CHEAP)
+    noted = tab.image.change(**tab.event(h.note_image, server), api_visibility="private", queue=False, **RAW)
+    checked = noted.success(**tab.event(h.check_new_image), outputs=None, api_visibility="private", **CHEAP)
     analysed = checked.success(**analysis)
-    analysed.success(**_words_after(view, server))
+    analysed.success(**_words_after(tab, server))
     # A refused file leaves the views of the last image: the upload box shows that image again
-    # (a path, not {field: value}: bound without the view).
+    # (a path, not {field: value}: bound without the tab).
     keep_image = bound(h.keep_image, server)
-    checked.failure(keep_image, view.inputs(keep_image), view.image, api_visibility="private", queue=False, **RAW)
-    kept = [view.image, *view.pick(*h.PAGE_ANALYSIS_OUTPUTS)]
-    analysed.failure(**view.event(h.keep_analysis, server), outputs=kept, api_visibility="private", queue=False, **RAW)
+    checked.failure(keep_image, tab.inputs(keep_image), tab.image, api_visibility="private", queue=False, **RAW)
+    kept = [tab.image, *tab.pick(*h.PAGE_ANALYSIS_OUTPUTS)]
+    analysed.failure(**tab.event(h.keep_analysis, server), outputs=kept, api_visibility="private", queue=False, **RAW)
     return analysis
 
 
-def _wire_views(view: ExploreView, server: Server) -> None:
+def _wire_views(tab: ExploreTab, server: Server) -> None:
     """The layer and the style: the page redraws its maps itself (a layer typed past the model's
     depth comes back to the nearest one, with a sentence); the pictures the server draws that
     follow the style are redrawn when the page says one is on screen ("restyle")."""
-    _in_page(view.layer.input, view.layer, view.layer, f"(layer) => {MAPS}.setLayer(layer)")
-    style = f"(...style) => {{ {MAPS}.setStyle(...style); }}"
-    _in_page(partial(gr.on, _style_inputs(view)), view.pick(*STYLE), None, style)
-    view.api_buttons["heads"].click(**view.event(h.show_heads, server), outputs=view.heads, api_name="heads", **CHEAP)
-    restyled = view.pick("heads", *ev.STYLE_VIEWS)
-    view.api_buttons["restyle"].click(**view.event(h.restyle, server), outputs=restyled, api_name="restyle", **CHEAP)
+    _in_page(tab.layer.input, tab.layer, tab.layer, f"(layer) => {CONTROLLER}.setLayer(layer)")
+    style = f"(...style) => {{ {CONTROLLER}.setStyle(...style); }}"
+    _in_page(partial(gr.on, _style_inputs(tab)), tab.pick(*STYLE), None, style)
+    heads = {**tab.event(h.show_heads, server), "outputs": tab.heads_img}
+    tab.api_buttons["heads"].click(**heads, api_name="heads", **CHEAP)
+    restyled = tab.pick("heads_img", *ev.STYLE_VIEWS)
+    tab.api_buttons["restyle"].click(**tab.event(h.restyle, server), outputs=restyled, api_name="restyle", **CHEAP)
     redrawn = {"api_visibility": "private", "trigger_mode": "always_last", **CHEAP}
-    shown = view.pick(*ev.STYLE_VIEWS, "prompt_maps", "relevance")
-    view.input_view.restyle(**view.event(h.restyle_shown, server), outputs=shown, **redrawn)
-    slider = view.event(h.keep_slider)
-    view.show.change(**slider, outputs=view.keep_percent, api_visibility="private", queue=False, **RAW)
-    showing = [view.show.input, view.keep_percent.input]
+    shown = tab.pick(*ev.STYLE_VIEWS, "prompt_maps", "relevance")
+    tab.input_view.restyle(**tab.event(h.restyle_shown, server), outputs=shown, **redrawn)
+    slider = tab.event(h.keep_slider)
+    tab.show.change(**slider, outputs=tab.keep_percent, api_visibility="private", queue=False, **RAW)
+    showing = [tab.show.input, tab.keep_percent.input]
     # so do a CLIP model's word maps, from their kept result, and relevance, from its kept map
-    gr.on(showing, **view.event(h.restyle_words, server), outputs=view.prompt_maps, **redrawn)
-    gr.on(showing, **view.event(h.restyle_relevance, server), outputs=view.relevance, **redrawn)
+    gr.on(showing, **tab.event(h.restyle_words, server), outputs=tab.prompt_maps, **redrawn)
+    gr.on(showing, **tab.event(h.restyle_relevance, server), outputs=tab.relevance, **redrawn)
 
 
-def _style_inputs(view: ExploreView) -> list:
+def _style_inputs(tab: ExploreTab) -> list:
     """The .input events of the style controls (STYLE)."""
-    return [getattr(view, name).input for name in STYLE]
+    return [getattr(tab, name).input for name in STYLE]
 
 
-def _wire_class(view: ExploreView) -> None:
+def _wire_class(tab: ExploreTab) -> None:
     """Start a class: the page asks the class route (ui/class_route.py), no Gradio event on the server."""
-    _in_page(view.class_start.click, None, None, "() => window.classroom.start()")
+    _in_page(tab.class_start.click, None, None, "() => window.classroom.start()")
 
 
-def _wire_play(view: ExploreView) -> None:
+def _wire_play(tab: ExploreTab) -> None:
     """Play steps the page's maps and the slider through the layers; Pause, or any change of
     what the maps show (the layer, the query, the style, the image), stops it (ui/js/explore.js)."""
-    _in_page(view.play.click, None, None, f"() => {MAPS}.play()")
-    _in_page(view.pause.click, None, None, f"() => {MAPS}.stop()")
+    _in_page(tab.play.click, None, None, f"() => {CONTROLLER}.play()")
+    _in_page(tab.pause.click, None, None, f"() => {CONTROLLER}.stop()")
 
 
-def _wire_more(view: ExploreView, server: Server) -> None:
+def _wire_more(tab: ExploreTab, server: Server) -> None:
     """The "More views" tabs: a view is drawn when it comes on screen (its tab picked, or the
     accordion opened on it), and again when one of its own controls changes. API clients ask for one
     by its record's `api_name` (ui/explore_views.py), which takes that view's own controls only."""
     for more in ev.MORE.values():
-        _wire_more_view(view, server, more)
-    view.more.expand(  # the tab picked last (`more_tab`) comes on screen; relevance waits for its button
-        **view.event(h.open_more, server),
-        outputs=view.pick("on_screen", "more_tab", *ev.DRAWN_VIEWS),
+        _wire_more_view(tab, server, more)
+    tab.more.expand(  # the tab picked last (`more_tab`) comes on screen; relevance waits for its button
+        **tab.event(h.open_more, server),
+        outputs=tab.pick("on_screen", "more_tab", *ev.DRAWN_VIEWS),
         api_visibility="private",
         **CHEAP,
     )
-    view.more.collapse(**view.event(h.hide_more), outputs=view.on_screen, api_visibility="private", queue=False)
+    tab.more.collapse(**tab.event(h.hide_more), outputs=tab.on_screen, api_visibility="private", queue=False)
 
 
-def _wire_more_view(view: ExploreView, server: Server, more: ev.MoreView) -> None:
+def _wire_more_view(tab: ExploreTab, server: Server, more: ev.MoreTab) -> None:
     """One view's events: its tab's opening and its own controls' change, each reading the record of
     its controls (`more.asked`) and nothing else. Its named endpoint is the change of its own
     controls where it has some (/rollout, /patch_pca), else its tab's opening (/overview, ...)."""
@@ -586,110 +588,110 @@ def _wire_more_view(view: ExploreView, server: Server, more: ev.MoreView) -> Non
         # a heavy one's opening gets a private name, which tests/test_ui_concurrency.py checks the pool of
         opened = {"api_visibility": "private", **({"api_name": f"{more.name}_tab"} if more.heavy else {})}
         gr.on(
-            [getattr(view, name).input for name in more.own_controls],
-            **view.event(h.show_view, server, more.name, retyped={"asked": more.asked.kind}),
-            outputs=getattr(view, more.name),
+            [getattr(tab, name).input for name in more.own_controls],
+            **tab.event(h.show_view, server, more.name, retyped={"asked": more.asked.kind}),
+            outputs=getattr(tab, more.name),
             trigger_mode="always_last",
             **named,
             **pool,
         )
-    outputs = view.pick("on_screen", "more_tab", *([more.name] if more.picture is not None else []))
-    select = view.event(h.show_more, server, more.name, retyped={"asked": more.asked.kind})
-    view.more_tabs[more.name].select(**select, outputs=outputs, **opened, **pool)
+    outputs = tab.pick("on_screen", "more_tab", *([more.name] if more.picture is not None else []))
+    select = tab.event(h.show_more, server, more.name, retyped={"asked": more.asked.kind})
+    tab.more_tabs[more.name].select(**select, outputs=outputs, **opened, **pool)
 
 
-def _wire_query(view: ExploreView, server: Server) -> None:
+def _wire_query(tab: ExploreTab, server: Server) -> None:
     """A click on a patch, the arrows (and their keys), Reset (and Escape) and the query picker
     change the query in the page, which redraws its maps and returns the caption, the picker's
     choice and its own state. /query_patch, /query_token and /reset_query do it on the server."""
-    page = view.pick("query_md", "token", "input_view")
-    _in_page(view.input_view.query, None, page, f"() => {MAPS}.queryOutputs()")
-    _in_page(view.reset.click, None, page, f"() => {MAPS}.reset()")
-    _in_page(view.token.input, view.token, page, f"(token) => {MAPS}.pick(token)")
+    page = tab.pick("query_md", "token", "input_view")
+    _in_page(tab.input_view.query, None, page, f"() => {CONTROLLER}.queryOutputs()")
+    _in_page(tab.reset.click, None, page, f"() => {CONTROLLER}.reset()")
+    _in_page(tab.token.input, tab.token, page, f"(token) => {CONTROLLER}.pick(token)")
     for name, (rows, columns) in MOVES.items():
-        _in_page(getattr(view, name).click, None, page, f"() => {MAPS}.move({rows}, {columns})")
-    outputs = {"outputs": view.pick(*h.QUERY_OUTPUTS), **CHEAP}
-    view.query_button.click(**view.event(h.choose_patch, server), **outputs, api_name="query_patch")
-    view.api_buttons["query_token"].click(**view.event(h.choose_token, server), **outputs, api_name="query_token")
-    view.api_buttons["reset_query"].click(**view.event(h.reset_query, server), **outputs, api_name="reset_query")
+        _in_page(getattr(tab, name).click, None, page, f"() => {CONTROLLER}.move({rows}, {columns})")
+    outputs = {"outputs": tab.pick(*h.QUERY_OUTPUTS), **CHEAP}
+    tab.query_button.click(**tab.event(h.choose_patch, server), **outputs, api_name="query_patch")
+    tab.api_buttons["query_token"].click(**tab.event(h.choose_token, server), **outputs, api_name="query_token")
+    tab.api_buttons["reset_query"].click(**tab.event(h.reset_query, server), **outputs, api_name="reset_query")
 
 
-def _wire_relevance(view: ExploreView, server: Server) -> None:
-    view.relevance_button.click(
-        **view.event(h.show_relevance, server),
-        outputs=view.pick("relevance", "relevance_map"),
+def _wire_relevance(tab: ExploreTab, server: Server) -> None:
+    tab.relevance_button.click(
+        **tab.event(h.show_relevance, server),
+        outputs=tab.pick("relevance", "relevance_map"),
         api_name="relevance",
         **HEAVY,
     )
 
 
-def _wire_words(view: ExploreView, server: Server) -> None:
+def _wire_words(tab: ExploreTab, server: Server) -> None:
     """/zero_shot: the words typed, scored by a CLIP model, with a map per word."""
     words = {
-        **view.event(h.compare_words, server),
-        "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
+        **tab.event(h.compare_words, server),
+        "outputs": tab.pick("label", "prompt_maps", "prompt_note", "words_result"),
         **WORDS,
     }
     # Checked first, as the lessons' buttons: a refusal (one word) is its toast, and the last
     # words' probabilities, note and maps stay, with no "Error" badge over them.
-    check = view.event(h.check_words, server)
-    checked_first(view.prompts_button.click, check["fn"], check["inputs"], **words, api_name="zero_shot")
-    checked_first(view.prompts.submit, check["fn"], check["inputs"], **words, api_visibility="private")
+    check = tab.event(h.check_words, server)
+    checked_first(tab.prompts_button.click, check["fn"], check["inputs"], **words, api_name="zero_shot")
+    checked_first(tab.prompts.submit, check["fn"], check["inputs"], **words, api_visibility="private")
 
 
-def _words_after(view: ExploreView, server: Server) -> dict[str, Any]:
+def _words_after(tab: ExploreTab, server: Server) -> dict[str, Any]:
     """The event arguments that draw a CLIP model's words after an analysis (nothing for other models)."""
     return {
-        **view.event(h.words_after, server),
-        "outputs": view.pick("label", "prompt_maps", "prompt_note", "words_result"),
+        **tab.event(h.words_after, server),
+        "outputs": tab.pick("label", "prompt_maps", "prompt_note", "words_result"),
         "api_visibility": "private",
         **WORDS,
     }
 
 
-def _wire_exports(view: ExploreView, server: Server) -> None:
+def _wire_exports(tab: ExploreTab, server: Server) -> None:
     """The page exports the query it shows (its `input_view` value); API clients, the session's."""
-    export = {"outputs": view.export_file, **HEAVY}
+    export = {"outputs": tab.export_file, **HEAVY}
     for name, handler in (("png", h.make_png), ("gif", h.make_gif)):
-        view.api_buttons[f"export_{name}"].click(**view.event(handler, server), **export, api_name=f"export_{name}")
-    view.export_png.click(**view.event(h.export_page_png, server), **export, api_visibility="private")
-    view.export_gif.click(**view.event(h.export_page_gif, server), **export, api_visibility="private")
+        tab.api_buttons[f"export_{name}"].click(**tab.event(handler, server), **export, api_name=f"export_{name}")
+    tab.export_png.click(**tab.event(h.export_page_png, server), **export, api_visibility="private")
+    tab.export_gif.click(**tab.event(h.export_page_gif, server), **export, api_visibility="private")
 
 
-def _wire_models(view: ExploreView, server: Server, analysis: dict[str, Any]) -> None:
+def _wire_models(tab: ExploreTab, server: Server, analysis: dict[str, Any]) -> None:
     # .change, not .input: the checkpoint upload and the Train tab switch models by setting the picker.
-    switched = view.model_key.change(
-        **view.event(h.load_model, server),
-        outputs=view.pick("current_model", "model_info", "classes", "layer", *ev.MODEL_SWITCHED, "words"),
+    switched = tab.model_key.change(
+        **tab.event(h.load_model, server),
+        outputs=tab.pick("current_model", "model_info", "classes", "layer", *ev.MODEL_SWITCHED, "words"),
         api_name="load_model",
         show_progress="full",
         **HEAVY,
     )
-    switched.success(**analysis).success(**_words_after(view, server))
+    switched.success(**analysis).success(**_words_after(tab, server))
     # The picker's value, not {field: value}: a plain function, its inputs read from its signature.
-    switched.failure(common.keep_model, view.inputs(common.keep_model), view.model_key, api_visibility="private")
+    switched.failure(common.keep_model, tab.inputs(common.keep_model), tab.model_key, api_visibility="private")
     # Choices only, never the value: the picker says what is on this machine now, and loads nothing.
     picker = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
-    switched.then(**view.event(h.model_choices, server), outputs=view.model_key, **picker)
-    view.checkpoint.upload(
-        **view.event(h.upload_checkpoint, server),
-        outputs=view.model_key,
+    switched.then(**tab.event(h.model_choices, server), outputs=tab.model_key, **picker)
+    tab.checkpoint.upload(
+        **tab.event(h.upload_checkpoint, server),
+        outputs=tab.model_key,
         api_name="upload_checkpoint",
         **concurrency.HEAVY,
     )
 
 
-def build_explore_tab(server: Server) -> ExploreView:
+def build_explore_tab(server: Server) -> ExploreTab:
     """The Explore tab inside the current Blocks; the Train tab uses its model picker."""
-    view = layout(server.catalog)
-    analysis = _wire_analysis(view, server)
-    _wire_views(view, server)
-    _wire_play(view)
-    _wire_class(view)
-    _wire_query(view, server)
-    _wire_exports(view, server)
-    _wire_relevance(view, server)
-    _wire_words(view, server)
-    _wire_more(view, server)
-    _wire_models(view, server, analysis)
-    return view
+    tab = layout(server.catalog)
+    analysis = _wire_analysis(tab, server)
+    _wire_views(tab, server)
+    _wire_play(tab)
+    _wire_class(tab)
+    _wire_query(tab, server)
+    _wire_exports(tab, server)
+    _wire_relevance(tab, server)
+    _wire_words(tab, server)
+    _wire_more(tab, server)
+    _wire_models(tab, server, analysis)
+    return tab

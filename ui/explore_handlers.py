@@ -1,12 +1,12 @@
 """Handlers of the Explore tab: module-level functions from named inputs to `{field: value}`.
 
-ui/explore.py binds each to the tab's `ExploreView` and the server's context (`ui.common.Server`)
-with `ExploreView.bind`. A handler takes the style controls as one `MapStyle` (rollout's fusion
+ui/explore.py binds each to the tab's `ExploreTab` and the server's context (`ui.common.Server`)
+with `ExploreTab.bind`. A handler takes the style controls as one `MapStyle` (rollout's fusion
 and how a single map shows as one value each, or all three as one `controls.Drawing`; a "More
 views" view's own controls as its record's `asked`, several views' as one `ViewsAsked`: ui.common
 and ui/explore_views.py parse them at the binding), asks `explorer.views` for pictures (the "More
 views" through their records, ui/explore_views.py) and returns them by field name, which the
-binding applies to the ExploreView, so a new view is one more name, not one more tuple slot.
+binding applies to the ExploreTab, so a new view is one more name, not one more tuple slot.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ GIF_SCALES = ("each layer", "all layers")  # the GIF's frames: as on screen, or 
 # any page (a forged handle learns nothing from other words)
 ROWS_DROPPED = "This analysis was dropped from the server's memory to make room: upload the image again."
 
-# What /analyze draws, by ExploreView field: the first screen (the session's explanation key
+# What /analyze draws, by ExploreTab field: the first screen (the session's explanation key
 # first), and no "More views" view: each is a call of its own (docs/app.md, 2026-11-28). What the
 # session keeps of a view drawn on request (relevance's map) is dropped with the last image.
 ANALYSIS_OUTPUTS = (
@@ -93,15 +93,15 @@ ANALYSIS_OUTPUTS = (
     "numbers",
     "label",
     "layer",
-    "heads",
+    "heads_img",
     "token",
     "query_md",
     "export_file",  # an export of the previous image is cleared
     *KEPT,
 )
-QUERY_OUTPUTS = ("query", "input_img", "heads", "query_md", "token")
+QUERY_OUTPUTS = ("query", "input_img", "heads_img", "query_md", "token")
 # What the page's own analysis returns: the model input and the head maps as the numbers the
-# page draws them from ("maps": explorer/page_maps.py, ui/js/), not as pictures, and the
+# page draws them from ("heads": explorer/page_maps.py, ui/js/), not as pictures, and the
 # "More views": the one on screen drawn, the others cleared (in the order /analyze_page had).
 PAGE_ANALYSIS_OUTPUTS = (
     "explanation_key",
@@ -115,7 +115,7 @@ PAGE_ANALYSIS_OUTPUTS = (
     *ON_REQUEST,  # relevance and its kept map: drawn when its button is pressed, cleared here
     "query_md",
     "export_file",
-    "maps",
+    "heads",
 )
 
 
@@ -178,7 +178,7 @@ def heads_picture(
     ex: Explanation, key: ExplanationKey, query: Query, layer: int, style: MapStyle, text_px: int
 ) -> gr.Image:
     """The head maps of `layer`, counted from 1 as people do (explorer's views count from 0), their
-    words `text_px` high."""
+    text `text_px` high."""
     alt = texts.heads_alt(ex, query, layer, model_name(key.model_key))
     return with_alt(views.heads(ex, query, layer - 1, style, text_px=text_px), alt)
 
@@ -195,13 +195,13 @@ def full_analysis(
 ) -> dict[str, Any]:
     """Analyse an image file (`explorer.explain.explain_file`: within the store's budget, once
     per file, model and mode) and draw the first screen: ANALYSIS_OUTPUTS by name (all but
-    export_name, which needs the upload's name), words `text_px` high (the Server's). `network`:
+    export_name, which needs the upload's name), text `text_px` high (the Server's). `network`:
     whose sessions share the pass (`ExplanationStore.sharing`). Raises ImageError for unusable
     files, ExplanationTooLarge past the store's budget."""
     key, ex = explain_file(loaded, path, mode, store, forward=partial(zerogpu.FORWARD, loaded), network=network)
     return described(loaded, ex, key, layer) | {
         "input_img": input_picture(ex, key),
-        "heads": heads_picture(ex, key, None, layer, style, text_px),
+        "heads_img": heads_picture(ex, key, None, layer, style, text_px),
         **dict.fromkeys(KEPT),
     }
 
@@ -222,11 +222,11 @@ def page_analysis(
     opened (`show_more`)."""
     forward = partial(zerogpu.FORWARD, loaded)
     key, ex = explain_file(loaded, path, mode, server.store, forward=forward, network=network)
-    maps = page_maps.page_maps(ex, model_name(key.model_key), layer - 1, server.text_px, server.pages.handle(key))
+    heads = page_maps.page_maps(ex, model_name(key.model_key), layer - 1, server.text_px, server.pages.handle(key))
     scene = view_scene(loaded, server.text_px, ex, key)
     return (
         described(loaded, ex, key, layer)
-        | {"maps": maps}
+        | {"heads": heads}
         | draw_on_screen(IMAGE_VIEWS, on_screen, scene, asked)
         | dict.fromkeys(ON_REQUEST)  # drawn on request: relevance costs a forward and a backward pass
     )
@@ -254,7 +254,7 @@ def cleared(prefix_names: tuple[str, ...], page: bool = False) -> dict[str, Any]
     caption is back at its start text."""
     return {
         **dict.fromkeys(("explanation_key", "export_name", "query", "label")),
-        **dict.fromkeys((*IMAGE_VIEWS, *ON_REQUEST, "maps") if page else ("input_img", "heads", *KEPT)),
+        **dict.fromkeys((*IMAGE_VIEWS, *ON_REQUEST, "heads") if page else ("input_img", "heads_img", *KEPT)),
         "export_file": None,
         "numbers": "",
         "query_md": texts.describe_query(None, "cls" in prefix_names),
@@ -301,7 +301,7 @@ def analysed(
         return cleared(load_or_error(catalog, given.model_key, visitor).model.config.prefix_names, page is not None)
     mode = one_of("resize mode", given.mode, MODES)
     try:
-        loaded = catalog.get(given.model_key, owner=visitor)
+        loaded = catalog.get(given.model_key, visitor=visitor)
         layer = check_layer(layer, loaded.model.config.depth)
         path, shared = uploaded_path(given.image), network(server, request)
         if page is None:
@@ -361,7 +361,7 @@ def show_heads(
 ) -> dict:
     """Every head's attention map for the current query in one layer (1-based)."""
     ex = server.require(explanation_key)
-    return {"heads": heads_picture(ex, explanation_key, query, check_layer(layer, ex.depth), style, server.text_px)}
+    return {"heads_img": heads_picture(ex, explanation_key, query, check_layer(layer, ex.depth), style, server.text_px)}
 
 
 def restyle(
@@ -380,7 +380,7 @@ def restyle(
     layer = check_layer(layer, ex.depth)
     shown_views = draw_on_screen(STYLE_VIEWS, on_screen, view_scene(None, server.text_px, ex, explanation_key), asked)
     heads = heads_picture(ex, explanation_key, query, layer, style, server.text_px)
-    return {"heads": heads, **shown_views}
+    return {"heads_img": heads, **shown_views}
 
 
 class Kept(NamedTuple):
@@ -472,7 +472,7 @@ def show_query(server: Server, key: ExplanationKey, query: Query, layer: object,
     return {
         "query": query,
         "input_img": input_picture(ex, key, query),
-        "heads": heads_picture(ex, key, query, check_layer(layer, ex.depth), style, server.text_px),
+        "heads_img": heads_picture(ex, key, query, check_layer(layer, ex.depth), style, server.text_px),
         "query_md": texts.describe_query(query, ex.has_cls),
         "token": controls.query_token(query, ex.prefix_names),
     }
@@ -618,7 +618,7 @@ def relevance_picture(
     showing: Showing,
     text_px: int,
 ) -> gr.Image:
-    """The relevance map `drawn` computed, as `showing` and `style` say (words `text_px` high), with its alt
+    """The relevance map `drawn` computed, as `showing` and `style` say (text `text_px` high), with its alt
     text and file name."""
     _, target, computed = drawn
     index = None if target == PREDICTED else loaded.meta.class_names.index(target)

@@ -1,5 +1,5 @@
 """The Explore tab's "More views", as ui/ needs them: each view of the registry
-(explorer.more_views, one module a view) with what Gradio adds to it (`MoreView`): the record of its
+(explorer.more_views, one module a view) with what Gradio adds to it (`MoreTab`): the record of its
 controls as the binding parses them, its GPU task as ui.zerogpu runs it, its tab's controls (a view
 with controls of its own registers their layout with `controls_for`), and its picture as a component's
 value. The lists the rest of the tab reads (`MORE_VIEWS`, `IMAGE_VIEWS`, ...) and the records of
@@ -56,7 +56,7 @@ GPU_TASKS = {
     if spec.task is not None
 }
 LAYOUTS: dict[str, Callable[[LoadedModel], dict[str, Any]]] = {}  # a tab's controls, by view (`controls_for`)
-# What a new model sets anew in a tab's controls, by view, then by ExploreView field (`renewed_for`)
+# What a new model sets anew in a tab's controls, by view, then by ExploreTab field (`renewed_for`)
 RENEWALS: dict[str, dict[str, Callable[[LoadedModel], Any]]] = {}
 CHECKS: dict[str, Callable[[Scene, Any], Any]] = {}  # a record's check before it is drawn, by view (`checked_for`)
 
@@ -76,7 +76,7 @@ def view_scene(
 
 def controls_for(name: str) -> Callable:
     """Register the decorated function as view `name`'s tab's controls: the start model in, its
-    components by ExploreView field out (placed inside the tab, above the picture)."""
+    components by ExploreTab field out (placed inside the tab, above the picture)."""
 
     def register(layout: Callable[[LoadedModel], dict[str, Any]]) -> Callable[[LoadedModel], dict[str, Any]]:
         LAYOUTS[name] = layout
@@ -171,11 +171,13 @@ def checked_pca(scene: Scene, choice: PcaChoice) -> PcaChoice:
 
 
 @dataclass(frozen=True)
-class MoreView(more_views.MoreView):
-    """A view of the registry (its fields) with what ui/ adds: `asked`, the record its own controls
-    make as the binding parses it (what a call of its endpoint takes, and nothing else); `gpu`, its
-    task as ZeroGPU runs it; `controls`, its tab's controls (`controls_for`); `check`, its record's
-    check (`checked_for`); `renewed`, what a new model sets anew in its controls (`renewed_for`)."""
+class MoreTab(more_views.MoreView):
+    """A view of the registry (its fields) as the Explore tab lays out its tab and wires it, named
+    apart from the registry's `MoreView` so that one name is one class. What ui/ adds: `asked`, the
+    record its own controls make as the binding parses it (what a call of its endpoint takes, and
+    nothing else); `gpu`, its task as ZeroGPU runs it; `controls`, its tab's controls
+    (`controls_for`); `check`, its record's check (`checked_for`); `renewed`, what a new model sets
+    anew in its controls (`renewed_for`)."""
 
     asked: Controls | None = None
     gpu: GpuTask | None = None
@@ -184,7 +186,7 @@ class MoreView(more_views.MoreView):
     renewed: Mapping[str, Callable[[LoadedModel], Any]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, spec: more_views.MoreView) -> MoreView:
+    def of(cls, spec: more_views.MoreView) -> MoreTab:
         asked = OWN.get(spec.record) or next(c for c in SHARED if c.kind is spec.record)
         gpu = GPU_TASKS.get(spec.task) if spec.task is not None else None
         own = {f.name: getattr(spec, f.name) for f in fields(more_views.MoreView)}
@@ -222,15 +224,15 @@ class MoreView(more_views.MoreView):
 
 
 # The "More views", in the order of their tabs.
-MORE = {name: MoreView.of(spec) for name, spec in more_views.REGISTRY.items()}
-MORE_VIEWS = tuple(MORE)  # by ExploreView field
+MORE = {name: MoreTab.of(spec) for name, spec in more_views.REGISTRY.items()}
+MORE_VIEWS = tuple(MORE)  # by ExploreTab field
 DRAWN_VIEWS = tuple(name for name, more in MORE.items() if more.picture is not None)  # drawn when opened
 IMAGE_VIEWS = tuple(name for name in DRAWN_VIEWS if MORE[name].image)  # of those, the ones of an image
 MODEL_ONLY_VIEWS = tuple(name for name in DRAWN_VIEWS if not MORE[name].image)  # of the model alone
 STYLE_VIEWS = tuple(name for name in IMAGE_VIEWS if MORE[name].style)  # redrawn in a new style
 # Drawn by a button of their own (relevance), with what the session keeps of each: cleared with the image.
 ON_REQUEST = tuple(field for more in MORE.values() if more.picture is None for field in (more.name, more.kept) if field)
-# What a new model changes in the tabs (ExploreView fields, view by view in the order of their tabs): a
+# What a new model changes in the tabs (ExploreTab fields, view by view in the order of their tabs): a
 # view of the model alone (drawn if on screen), then the controls it sets anew (`switched_model`).
 MODEL_SWITCHED = tuple(
     name
@@ -284,7 +286,7 @@ def views_controls(kind: type[ViewsAsked], names: Sequence[str]) -> Controls:
 
 
 VIEWS_OF = {DrawnAsked: DRAWN_VIEWS, ImageAsked: IMAGE_VIEWS, StyleAsked: STYLE_VIEWS, ModelAsked: MODEL_ONLY_VIEWS}
-# What the binding parses (ExploreView.controls): each view's record and several views' together.
+# What the binding parses (ExploreTab.controls): each view's record and several views' together.
 CONTROLS = (*KINDS, *(views_controls(kind, names) for kind, names in VIEWS_OF.items()))
 
 

@@ -1,6 +1,6 @@
 """The Lessons tab: four views a teacher can show and read aloud (docs/lessons.md), their
-components (`LessonsView`), layout and wiring to ui/lessons_handlers.py under API names: each
-event's inputs are the fields its handler's parameters name (`ComponentView.event`)."""
+components (`LessonsTab`), layout and wiring to ui/lessons_handlers.py under API names: each
+event's inputs are the fields its handler's parameters name (`TabComponents.event`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 
 from . import concurrency, pictures
 from . import lessons_handlers as h
-from .binding import ComponentView, Controls, checked_first
+from .binding import Controls, TabComponents, checked_first
 from .common import EXAMPLES_DIR, Server, layer_slider
 
 # inputs checked by the handlers (ui/checks.py), as in the Explore tab; every lesson runs models,
@@ -40,7 +40,7 @@ FOLLOWED += ("heads_model", "heads_current", "heads", "heads_note")
 
 
 @dataclass(frozen=True)
-class LessonsView(ComponentView):
+class LessonsTab(TabComponents):
     """Every component of the Lessons tab, by name."""
 
     controls: ClassVar = (
@@ -242,9 +242,9 @@ def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, A
     }
 
 
-def layout(catalog: ModelCatalog, explore_image: gr.Image) -> LessonsView:
+def layout(catalog: ModelCatalog, explore_image: gr.Image) -> LessonsTab:
     """Place the tab's components inside the current Blocks, one sub-tab per lesson, each
-    opening on models that load now (explorer.lessons.opening_models), kept loaded; the view
+    opening on models that load now (explorer.lessons.opening_models), kept loaded; the tab
     also names the Explore tab's image (`explore_image`), which opening the tab brings."""
     choices = catalog.choices()
     opening = lessons.opening_models(catalog.available, catalog.here())
@@ -264,7 +264,7 @@ def layout(catalog: ModelCatalog, explore_image: gr.Image) -> LessonsView:
             parts |= _heads(choices, heads, better["heads"])
         with gr.Tab("One picture, many words"):
             parts |= _words(catalog, opening)
-    return LessonsView(**parts)
+    return LessonsTab(**parts)
 
 
 # A new image makes every lesson's result (or error) stale: cleared, so no old Error badge stays.
@@ -272,124 +272,126 @@ RESULTS = ("compare_picture", "compare_note", "norms_picture", "norms_table", "t
 RESULTS += ("words_label", "words_note", "words_maps")
 
 
-def build_lessons_tab(server: Server, tab: gr.Tab, explore_image: gr.Image) -> LessonsView:
-    """The Lessons tab inside `tab`, the current Blocks' context, wired to its API endpoints;
+def build_lessons_tab(server: Server, page_tab: gr.Tab, explore_image: gr.Image) -> LessonsTab:
+    """The Lessons tab inside `page_tab` (its gr.Tab), the current Blocks' context, wired to its API endpoints;
     opening it brings the Explore tab's image (`explore_image`) and the visitor's models."""
-    v = layout(server.catalog, explore_image)
-    tab.select(
-        **v.event(h.open_lessons, server),
-        outputs=v.pick("image", "followed", *MODEL_WORDS),
+    tab = layout(server.catalog, explore_image)
+    page_tab.select(
+        **tab.event(h.open_lessons, server),
+        outputs=tab.pick("image", "followed", *MODEL_WORDS),
         api_visibility="private",
         show_progress="hidden",  # a quick update: no spinner over the pickers a teacher is about to open
-    ).then(**_follow(v, server))
-    v.image.change(**v.event(h.new_image), outputs=v.pick(*RESULTS), api_visibility="private")
-    ranking = _wire_buttons(v, server)
+    ).then(**_follow(tab, server))
+    tab.image.change(**tab.event(h.new_image), outputs=tab.pick(*RESULTS), api_visibility="private")
+    ranking = _wire_buttons(tab, server)
     # Stop ends the ranking at its next step (it is a generator); so does leaving the page.
-    v.rank_stop.click(None, cancels=[ranking], api_visibility="private")
-    return v
+    tab.rank_stop.click(None, cancels=[ranking], api_visibility="private")
+    return tab
 
 
 def _checked(trigger: Any, check: dict[str, Any], run: dict[str, Any], **event: Any) -> Any:
-    """`run` (a `v.event`) on `trigger` after `check` (another) in a first step with no outputs:
+    """`run` (a `tab.event`) on `trigger` after `check` (another) in a first step with no outputs:
     a refusal is a toast, and the lesson's results stay as they were (ui.binding.checked_first)."""
     return checked_first(trigger, check["fn"], check["inputs"], **run, **event)
 
 
-def _wire_buttons(v: LessonsView, server: Server) -> Any:
+def _wire_buttons(tab: LessonsTab, server: Server) -> Any:
     """Each lesson's buttons under their API names (and `_wire_pickers`). A button checks its inputs
     first (`_checked`). Returns the ranking's event, which Stop cancels."""
-    image_first = v.event(h.check_lesson_image)
+    image_first = tab.event(h.check_lesson_image)
     heads_model = {"model_key": "heads_model"}  # lessons 3 and 4 each send their picker as `model_key`
-    events = _wire_pickers(v, server)
+    events = _wire_pickers(tab, server)
     events.append(
         _checked(
-            v.compare_button.click,
-            v.event(h.check_compared),
-            v.event(h.compare_models, server),
-            outputs=v.pick("compare_picture", "compare_note"),
+            tab.compare_button.click,
+            tab.event(h.check_compared),
+            tab.event(h.compare_models, server),
+            outputs=tab.pick("compare_picture", "compare_note"),
             api_name="lesson_compare",
             **RAW,
         )
     )
     events.append(
         _checked(
-            v.norms_button.click,
+            tab.norms_button.click,
             image_first,
-            v.event(h.compare_token_norms, server),
-            outputs=v.pick("norms_picture", "norms_table"),
+            tab.event(h.compare_token_norms, server),
+            outputs=tab.pick("norms_picture", "norms_table"),
             api_name="lesson_token_norms",
             **RAW,
         )
     )
     events.append(
         _checked(
-            v.heads_button.click,
-            v.event(h.check_heads_off, server, **heads_model),
-            v.event(h.switch_heads_off, server, **heads_model),
-            outputs=v.pick("top5", "heads_note"),
+            tab.heads_button.click,
+            tab.event(h.check_heads_off, server, **heads_model),
+            tab.event(h.switch_heads_off, server, **heads_model),
+            outputs=tab.pick("top5", "heads_note"),
             api_name="lesson_heads_off",
             **RAW,
         )
     )
     events.append(
         ranking := _checked(
-            v.rank_button.click,
+            tab.rank_button.click,
             image_first,
-            v.event(h.rank_heads, server, **heads_model),
-            outputs=v.pick("ranking", "heads_note"),
+            tab.event(h.rank_heads, server, **heads_model),
+            outputs=tab.pick("ranking", "heads_note"),
             api_name="lesson_head_ranking",
             **(RAW | concurrency.RANKING),
         )
     )
     events.append(
         _checked(
-            v.words_button.click,
-            v.event(h.check_words, server, model_key="words_model"),
-            v.event(h.compare_words, server, model_key="words_model"),
-            outputs=v.pick("words_label", "words_note", "words_maps"),
+            tab.words_button.click,
+            tab.event(h.check_words, server, model_key="words_model"),
+            tab.event(h.compare_words, server, model_key="words_model"),
+            outputs=tab.pick("words_label", "words_note", "words_maps"),
             api_name="lesson_words",
             **(RAW | concurrency.WORDS),
         )
     )
     # After each (which may have downloaded a model), what the lessons say about models follows.
-    refresh = {**v.event(h.lesson_models, server), "outputs": v.pick(*MODEL_WORDS)}
+    refresh = {**tab.event(h.lesson_models, server), "outputs": tab.pick(*MODEL_WORDS)}
     for event in events:
-        event.then(**refresh, api_visibility="private", show_progress="hidden", queue=False).then(**_follow(v, server))
+        event.then(**refresh, api_visibility="private", show_progress="hidden", queue=False).then(
+            **_follow(tab, server)
+        )
     return ranking
 
 
-def _follow(v: LessonsView, server: Server) -> dict[str, Any]:
+def _follow(tab: LessonsTab, server: Server) -> dict[str, Any]:
     """The event that moves pickers left where their lesson opened to the models it opens on now
     (`lessons_handlers.follow_lessons`): it may load a model from the cache, so in the heavy slots
     and, as lesson 1's picker is among its inputs, unchecked by Gradio (RAW: the handler only
     compares it)."""
     return {
-        **v.event(h.follow_lessons, server),
-        "outputs": v.pick(*FOLLOWED),
+        **tab.event(h.follow_lessons, server),
+        "outputs": tab.pick(*FOLLOWED),
         "api_visibility": "private",
         "show_progress": "hidden",
         **RAW,
     }
 
 
-def _wire_pickers(v: LessonsView, server: Server) -> list[Any]:
+def _wire_pickers(tab: LessonsTab, server: Server) -> list[Any]:
     """Lessons 2 and 3's pickers under their API names (each loads the model picked); their events."""
     events: list[Any] = []
     # .input, as lesson 3's picker: a failed pick sets the pickers back, which must not count as a pick
     events.append(
         gr.on(
-            [v.with_registers.input, v.without_registers.input],
-            **v.event(h.norms_models, server),
-            outputs=v.pick("with_registers", "without_registers", "norms_current", "layer", "norms_note"),
+            [tab.with_registers.input, tab.without_registers.input],
+            **tab.event(h.norms_models, server),
+            outputs=tab.pick("with_registers", "without_registers", "norms_current", "layer", "norms_note"),
             api_name="lesson_norms_models",
             **RAW,
         )
     )
     # .input: a failed pick sets the picker back, which must not count as another pick
     events.append(
-        v.heads_model.input(
-            **v.event(h.heads_model, server, model_key="heads_model"),
-            outputs=v.pick("heads_model", "heads_current", "heads", "heads_note"),
+        tab.heads_model.input(
+            **tab.event(h.heads_model, server, model_key="heads_model"),
+            outputs=tab.pick("heads_model", "heads_current", "heads", "heads_note"),
             api_name="lesson_heads_model",
             **RAW,
         )

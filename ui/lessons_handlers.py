@@ -88,7 +88,7 @@ def check_heads_off(
     if model_key not in server.catalog.loaded_keys():
         return
     try:
-        c = server.catalog.get(model_key, owner=visitor_of(request)).model.config
+        c = server.catalog.get(model_key, visitor=visitor_of(request)).model.config
     except ModelUnavailable:
         return  # `switch_heads_off` says why, as it does for an API client
     try:
@@ -245,7 +245,7 @@ def fetched(catalog: ModelCatalog, key: object, progress: gr.Progress | None, vi
     download drawn on `progress`; raises ModelUnavailable (one line, for the note beside the
     picker) if it cannot be had here."""
     on_bytes = downloads.download_progress(progress, str(key)) if progress is not None else None
-    return catalog.get(str(key), progress=on_bytes, owner=visitor)
+    return catalog.get(str(key), progress=on_bytes, visitor=visitor)
 
 
 class RegisterPair(NamedTuple):

@@ -1,5 +1,5 @@
 """The Live tab: a webcam stream or an uploaded clip, with every head's map moving. Its
-components (`LiveView`), layout, and which event runs which handler of ui/live_handlers.py.
+components (`LiveTab`), layout, and which event runs which handler of ui/live_handlers.py.
 
 The webcam stream is Gradio's (`gr.Image(streaming=True)` with `.stream`): the browser sends a
 JPEG frame every STREAM_EVERY_S seconds and Gradio keeps only the newest one while the
@@ -23,7 +23,7 @@ from explorer.video import VideoLimits
 
 from . import concurrency, zerogpu
 from . import live_handlers as h
-from .binding import ComponentView, Controls
+from .binding import Controls, TabComponents
 from .common import SCALE_CHOICES, Server, keep_model, layer_slider
 from .pictures import SWIPE_CUE
 from .streams import StreamSlots
@@ -152,7 +152,7 @@ colour scale (the bar under the maps).
 
 
 @dataclass(frozen=True)
-class LiveView(ComponentView):
+class LiveTab(TabComponents):
     """Every component of the Live tab, by name."""
 
     controls: ClassVar = (CONTROLS,)
@@ -257,7 +257,7 @@ def _video(limits: VideoLimits) -> dict[str, Any]:
     return {"clip": clip, "make_video": make_video, "video_out": video_out, "video_note": video_note}
 
 
-def layout(catalog: ModelCatalog, limits: VideoLimits, tabs: gr.Tabs, explore_model: gr.Dropdown) -> LiveView:
+def layout(catalog: ModelCatalog, limits: VideoLimits, tabs: gr.Tabs, explore_model: gr.Dropdown) -> LiveTab:
     """Place the tab's components inside the current Blocks and name them, with the page's
     `tabs` and the Explore tab's picker, which the header's Live button reads and moves."""
     start = catalog.get(BUNDLED)
@@ -265,13 +265,13 @@ def layout(catalog: ModelCatalog, limits: VideoLimits, tabs: gr.Tabs, explore_mo
     gr.Markdown(ABOUT)
     if zerogpu.ON_ZEROGPU:
         gr.Markdown(zerogpu.LIVE_NOTE, elem_id="live-zerogpu")
-    return LiveView(**parts, **_video(limits), explore_model=explore_model, tabs=tabs)
+    return LiveTab(**parts, **_video(limits), explore_model=explore_model, tabs=tabs)
 
 
-def _wire_stream(view: LiveView, server: Server, slots: StreamSlots) -> None:
-    view.frame.stream(
-        **view.event(h.live_frame, server, slots, view.frame),
-        outputs=view.pick("pictures", "status"),
+def _wire_stream(tab: LiveTab, server: Server, slots: StreamSlots) -> None:
+    tab.frame.stream(
+        **tab.event(h.live_frame, server, slots, tab.frame),
+        outputs=tab.pick("pictures", "status"),
         api_name="live_frame",
         stream_every=STREAM_EVERY_S,
         time_limit=STREAM_EVENT_S,  # a silent stream's worker is free within this (StreamSlots: its slot in idle_s)
@@ -282,28 +282,28 @@ def _wire_stream(view: LiveView, server: Server, slots: StreamSlots) -> None:
     )
 
 
-def _wire_models(view: LiveView, server: Server, tab: gr.Tab) -> None:
-    switched = view.model_key.change(
-        **view.event(h.live_model, server),
-        outputs=view.pick("current_model", "model_info", "layer", "query_token", "row", "column"),
+def _wire_models(tab: LiveTab, server: Server, page_tab: gr.Tab) -> None:
+    switched = tab.model_key.change(
+        **tab.event(h.live_model, server),
+        outputs=tab.pick("current_model", "model_info", "layer", "query_token", "row", "column"),
         api_name="live_model",
         show_progress="full",
         preprocess=False,  # the key is checked by the handler (Gradio's check echoed it whole)
         **concurrency.HEAVY,  # loads a model, maybe downloading it
     )
-    switched.failure(keep_model, view.inputs(keep_model), view.model_key, api_visibility="private")
+    switched.failure(keep_model, tab.inputs(keep_model), tab.model_key, api_visibility="private")
     # preprocess=False on every event with a picker among its inputs: Gradio's own check of a
     # choice echoes the value whole and unescaped; the handlers check what they use.
-    view.query_token.change(
-        **view.event(h.patch_sliders), outputs=view.pick("row", "column"), api_visibility="private", preprocess=False
+    tab.query_token.change(
+        **tab.event(h.patch_sliders), outputs=tab.pick("row", "column"), api_visibility="private", preprocess=False
     )
-    tab.select(**view.event(h.live_choices, server), outputs=view.pick("model_key"), api_visibility="private")
+    page_tab.select(**tab.event(h.live_choices, server), outputs=tab.pick("model_key"), api_visibility="private")
 
 
-def _wire_video(view: LiveView, server: Server, limits: VideoLimits) -> None:
-    view.make_video.click(
-        **view.event(h.attention_video, server, limits),
-        outputs=view.pick("video_out", "video_note"),
+def _wire_video(tab: LiveTab, server: Server, limits: VideoLimits) -> None:
+    tab.make_video.click(
+        **tab.event(h.attention_video, server, limits),
+        outputs=tab.pick("video_out", "video_note"),
         api_name="attention_video",
         preprocess=False,  # the clip's upload payload, checked by ui.common.uploaded_path
         **concurrency.VIDEO,  # a clip keeps a core busy for up to a minute: never one of Explore's heavy slots
@@ -312,25 +312,25 @@ def _wire_video(view: LiveView, server: Server, limits: VideoLimits) -> None:
 
 def build_live_tab(
     server: Server,
-    tab: gr.Tab,
+    page_tab: gr.Tab,
     tabs: gr.Tabs,
     open_button: gr.Button,
     explore_model: gr.Dropdown,
-) -> LiveView:
-    """The Live tab inside `tab`, the current Blocks' context. `open_button` (on the first
+) -> LiveTab:
+    """The Live tab inside `page_tab` (its gr.Tab), the current Blocks' context. `open_button` (on the first
     screen) opens it on `explore_model`'s model and starts the webcam."""
     limits = VideoLimits()
-    view = layout(server.catalog, limits, tabs, explore_model)
+    tab = layout(server.catalog, limits, tabs, explore_model)
     settings = server.settings
     slots = StreamSlots(limit=settings.live_streams, turn_s=settings.live_turn_s)
-    _wire_stream(view, server, slots)
-    _wire_models(view, server, tab)
-    _wire_video(view, server, limits)
+    _wire_stream(tab, server, slots)
+    _wire_models(tab, server, page_tab)
+    _wire_video(tab, server, limits)
     opened = open_button.click(
-        **view.event(h.open_live, server),
-        outputs=view.pick("tabs", "model_key"),
+        **tab.event(h.open_live, server),
+        outputs=tab.pick("tabs", "model_key"),
         api_visibility="private",
         preprocess=False,
     )
     opened.then(None, js=START_CAMERA_JS, api_visibility="private")
-    return view
+    return tab

@@ -1,6 +1,6 @@
 """Handlers of the Live tab: module-level functions from named inputs to `{field: value}`.
 
-ui/live.py binds each to the tab's `LiveView`, the server's context (`ui.common.Server`) and its
+ui/live.py binds each to the tab's `LiveTab`, the server's context (`ui.common.Server`) and its
 `ui.streams.StreamSlots`. A webcam frame's numbers come from explorer/live.py (the page draws
 its pictures: ui/js/live.js, LiveMaps), a clip's video from explorer/video.py; these handlers
 check the controls and write the readouts.
@@ -83,7 +83,7 @@ def live_request(
     """What the Live controls ask for, checked: the model (for `visitor`: ModelCatalog.check_use),
     its layer (1-based), the query and the style; gr.Error (or ModelUnavailable) naming the first
     value out of range."""
-    loaded = catalog.get(controls.model_key, owner=visitor)
+    loaded = catalog.get(controls.model_key, visitor=visitor)
     layer = check_layer(controls.layer, loaded.model.config.depth)
     query = live_query(loaded, controls.query_token, controls.row, controls.column)
     return loaded, layer, query, colour_map_style(controls.cmap, controls.scale)

@@ -18,7 +18,7 @@ SWIPE_CUE = "← Swipe the picture sideways to see all of it →"
 def picture(caption: str, alt: str, **kwargs: Any) -> gr.Image:
     """A read-only picture with its caption (Markdown) above it and `alt` saying what it shows.
     The label (the caption in plain text) still names it in the API. Every picture keeps its
-    drawn size on a phone, where its words would shrink to a few pixels (the logit lens's 590 px
+    drawn size on a phone, where its text would shrink to a few pixels (the logit lens's 590 px
     to 302, the PCA of 7 images' 1200 px to 302), and scrolls sideways under a cue saying so
     (ui/app.py's CSS shows the cue, and lets the picture scroll, only on a narrow screen)."""
     gr.Markdown(caption)
@@ -39,7 +39,7 @@ def word_maps(caption: str, **kwargs: Any) -> gr.Gallery:
     than the column scrolls sideways under the cue): Gradio's gallery fitted each into a square box
     (x 0.42 in `--present`), its label over the first map's title and each map's alt text, as a
     caption, over its bottom. The caption is above the maps; the alt texts stay the pictures' (a
-    screen reader's) words."""
+    screen reader's) text."""
     gr.Markdown(caption)
     gr.Markdown(SWIPE_CUE, elem_classes="swipe-cue")
     return gr.Gallery(

@@ -14,7 +14,7 @@ from pathlib import Path
 import vit
 from explorer.catalog import ServingLimits
 from explorer.lessons import lesson_weights
-from training.registry import OWNER_GONE_S, RUN_LIMIT_S, TrainLimits
+from training.registry import RUN_LIMIT_S, VISITOR_GONE_S, TrainLimits
 from vit.checkpoint import CheckpointError, LoadLimits, load_checkpoint
 from vit.messages import markdown_text
 
@@ -92,7 +92,7 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--train-idle-s",
         type=_at_least(float, 1),
-        default=OWNER_GONE_S,
+        default=VISITOR_GONE_S,
         help="seconds: a training run whose page has not polled for this long is set aside, saved, and frees its slot",
     )
     p.add_argument(

@@ -1,5 +1,5 @@
-"""The Train tab: its components (`TrainView`), layout, and which event runs which handler of
-ui/train_handlers.py (each event's inputs read from its handler's parameters: `ComponentView.event`).
+"""The Train tab: its components (`TrainTab`), layout, and which event runs which handler of
+ui/train_handlers.py (each event's inputs read from its handler's parameters: `TabComponents.event`).
 
 A timer polls the visitor's run once a second while it runs, less often while it waits (at its
 next try, or every few seconds in the queue); opening the page, on any tab, and opening the tab
@@ -19,7 +19,7 @@ from explorer.catalog import ModelCatalog
 
 from . import concurrency, zerogpu
 from . import train_handlers as h
-from .binding import ComponentView, Controls, checked_first
+from .binding import Controls, TabComponents, checked_first
 from .common import Server
 from .pictures import picture
 from .settings import SPACE_MODEL, ServerSettings
@@ -51,7 +51,7 @@ RUN = Controls.of(h.RunOptions, h.run_options)
 
 
 @dataclass(frozen=True)
-class TrainView(ComponentView):
+class TrainTab(TabComponents):
     """Every component of the Train tab, by name."""
 
     controls: ClassVar = (RUN,)
@@ -182,20 +182,20 @@ def _monitor() -> dict[str, Any]:
     }
 
 
-def _polling(view: TrainView) -> dict[str, Any]:
+def _polling(tab: TrainTab) -> dict[str, Any]:
     """The event that sets the timer after a poll (`h.keep_polling`). Every step of the poll hides
     Gradio's status tracker: its "processing 0.3/0.3s" and "queue: 1/1" would come and go over the
     progress bar once a second."""
-    polling = {**view.event(h.keep_polling), "outputs": view.pick("timer"), "api_visibility": "private"}
+    polling = {**tab.event(h.keep_polling), "outputs": tab.pick("timer"), "api_visibility": "private"}
     return polling | {"show_progress": "hidden"}
 
 
-def _watch(view: TrainView, server: Server) -> dict[str, Any]:
+def _watch(tab: TrainTab, server: Server) -> dict[str, Any]:
     """The status poll (`h.train_status`), in its own queue slots: progress stays live while
     analyses fill the shared ones."""
     return {
-        **view.event(h.train_status, server),
-        "outputs": view.pick(*STATUS_OUTPUTS),
+        **tab.event(h.train_status, server),
+        "outputs": tab.pick(*STATUS_OUTPUTS),
         "show_progress": "hidden",
         "concurrency_id": "train_status",
         # On ZeroGPU a poll may hold a slot for a whole chunk: one more slot per run allowed at once.
@@ -203,65 +203,65 @@ def _watch(view: TrainView, server: Server) -> dict[str, Any]:
     }
 
 
-def show_run(trigger: Callable[..., Any], view: TrainView, server: Server) -> None:
+def show_run(trigger: Callable[..., Any], tab: TrainTab, server: Server) -> None:
     """On `trigger` (the page's load, the tab's select): the picker redrawn and the run token read
     first, then the status shows the visitor's run, after a reload too, and a run still going, or
     waiting to go on, restarts the timer."""
     tokened = trigger(
-        **view.event(h.train_models, server, run_token="stored_token"),
-        outputs=view.pick("model", "stored_token", "run_token"),
+        **tab.event(h.train_models, server, run_token="stored_token"),
+        outputs=tab.pick("model", "stored_token", "run_token"),
         api_visibility="private",
         queue=False,
         show_progress="hidden",
     )
-    tokened.then(**_watch(view, server), api_visibility="private").then(**_polling(view))
+    tokened.then(**_watch(tab, server), api_visibility="private").then(**_polling(tab))
 
 
-def _wire(view: TrainView, server: Server, train_tab: gr.Tab) -> None:
-    polling = _polling(view)
-    check = view.event(h.check_start, server)
+def _wire(tab: TrainTab, server: Server, page_tab: gr.Tab) -> None:
+    polling = _polling(tab)
+    check = tab.event(h.check_start, server)
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
     # "Start a new run" is Start's other wording, shown when the visitor has a saved run (h.run_buttons).
-    for button, api_name in ((view.start, "train_start"), (view.start_new, "train_start_new")):
+    for button, api_name in ((tab.start, "train_start"), (tab.start_new, "train_start_new")):
         started = checked_first(
             button.click,
             check["fn"],
             check["inputs"],
-            **view.event(h.train_start, server),
-            outputs=view.pick(*STARTED_OUTPUTS),
+            **tab.event(h.train_start, server),
+            outputs=tab.pick(*STARTED_OUTPUTS),
             api_name=api_name,
             preprocess=False,
         )
         started.success(**polling)
     # A stopped run goes on from its save, the same run: its curves and probe go on.
-    go_on = view.event(h.check_continue, server)
+    go_on = tab.event(h.check_continue, server)
     continued = checked_first(
-        view.continue_run.click,
+        tab.continue_run.click,
         go_on["fn"],
         go_on["inputs"],
-        **view.event(h.train_continue, server),
-        outputs=view.pick("status", "progress", "seen", "checkpoint", *BUTTONS),
+        **tab.event(h.train_continue, server),
+        outputs=tab.pick("status", "progress", "seen", "checkpoint", *BUTTONS),
         api_name="train_continue",
     )
     continued.success(**polling)
-    view.timer.tick(**_watch(view, server), api_name="train_status").then(**polling)
-    show_run(train_tab.select, view, server)
-    view.folder.change(**view.event(h.first_step), outputs=view.pick("note"), api_visibility="private")
-    asked = {"outputs": view.pick("status", "confirm"), "api_visibility": "private", "queue": False}
-    view.stop.click(**view.event(h.ask_to_stop, server), **asked)
-    view.keep_training.click(**view.event(h.keep_training), outputs=view.pick("confirm"), api_visibility="private")
-    stopped = view.confirm_stop.click(
-        **view.event(h.train_stop, server), outputs=view.pick("status", "confirm"), api_name="train_stop"
+    tab.timer.tick(**_watch(tab, server), api_name="train_status").then(**polling)
+    show_run(page_tab.select, tab, server)
+    tab.folder.change(**tab.event(h.first_step), outputs=tab.pick("note"), api_visibility="private")
+    asked = {"outputs": tab.pick("status", "confirm"), "api_visibility": "private", "queue": False}
+    tab.stop.click(**tab.event(h.ask_to_stop, server), **asked)
+    tab.keep_training.click(**tab.event(h.keep_training), outputs=tab.pick("confirm"), api_visibility="private")
+    stopped = tab.confirm_stop.click(
+        **tab.event(h.train_stop, server), outputs=tab.pick("status", "confirm"), api_name="train_stop"
     )
     # At once, the run as it is now: a run that waited has ended, "stopped" with its checkpoint (issue 60).
-    stopped.then(**_watch(view, server), api_visibility="private").then(**polling)
-    opened = view.open_in_explore.click(
-        **view.event(h.train_open_in_explore, server),
-        outputs=view.pick("explore_model"),
+    stopped.then(**_watch(tab, server), api_visibility="private").then(**polling)
+    opened = tab.open_in_explore.click(
+        **tab.event(h.train_open_in_explore, server),
+        outputs=tab.pick("explore_model"),
         api_name="train_open_in_explore",
         **concurrency.HEAVY,
     )
-    opened.success(**view.event(h.show_explore), outputs=view.pick("tabs"), api_visibility="private")
+    opened.success(**tab.event(h.show_explore), outputs=tab.pick("tabs"), api_visibility="private")
 
 
 @dataclass(frozen=True)
@@ -272,20 +272,20 @@ class PageTabs:
     train: gr.Tab
 
 
-def wire_page(demo: gr.Blocks, view: TrainView, server: Server) -> None:
+def wire_page(demo: gr.Blocks, tab: TrainTab, server: Server) -> None:
     """The page's own events for the Train tab: on opening, on whichever tab, the visitor's run is
     shown and polled, so a run saved while its visitor was away goes on by itself (issue 60: only
     selecting the Train tab again did it); on closing, its queue place and run slot are given up."""
-    view.stored_token.render()  # mounted with the page, so its load reads the stored token
-    show_run(demo.load, view, server)
-    demo.unload(view.bind(h.train_page_closed, server))
+    tab.stored_token.render()  # mounted with the page, so its load reads the stored token
+    show_run(demo.load, tab, server)
+    demo.unload(tab.bind(h.train_page_closed, server))
 
 
-def build_train_tab(server: Server, explore_picker: gr.Dropdown, tabs: PageTabs) -> TrainView:
+def build_train_tab(server: Server, explore_picker: gr.Dropdown, tabs: PageTabs) -> TrainTab:
     """Build the tab inside the current Blocks. `explore_picker` is the Explore tab's model
     dropdown: "Open in Explore" points it at the visitor's checkpoint and shows that tab.
     Opening the Train tab shows the visitor's run (in shared mode, the one run)."""
     pointed = {"explore_model": explore_picker, "tabs": tabs.all}
-    view = TrainView(**_options(server.catalog, server.settings), **_monitor(), **pointed)
-    _wire(view, server, tabs.train)
-    return view
+    tab = TrainTab(**_options(server.catalog, server.settings), **_monitor(), **pointed)
+    _wire(tab, server, tabs.train)
+    return tab

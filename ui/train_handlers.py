@@ -3,7 +3,7 @@
 
 Each visitor (browser session or gradio_client) sees, stops and downloads only their own
 run; a server-wide limit says "busy" when it is reached (docs/security.md). ui/train.py binds
-each handler to the tab's `TrainView` and the server's context (`ui.common.Server`: the runs,
+each handler to the tab's `TrainTab` and the server's context (`ui.common.Server`: the runs,
 the catalogue, the settings, the pictures' text size).
 
 On a ZeroGPU Space no thread trains: runs go chunk by chunk (`ui.zerogpu.gpu_chunks`), each in

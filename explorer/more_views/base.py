@@ -91,12 +91,12 @@ class MoreView:
     task: Task | None = None  # the model's arithmetic it runs again beyond the analysis's pass
     hint: str = ""  # Markdown at the top of its tab
     kept: str | None = None  # the session state keeping what it drew, to redraw it in a new style
-    # Drawn by matplotlib (explorer/charts.py), whose smallest words are CHART_PT points, not text_px:
-    # the 12-px floor on screen is checked at `smallest_words_px` (tests/test_explorer_views.py).
+    # Drawn by matplotlib (explorer/charts.py), whose smallest text is CHART_PT points, not text_px:
+    # the 12-px floor on screen is checked at `smallest_text_px` (tests/test_explorer_views.py).
     chart: bool = False
 
-    def smallest_words_px(self, text_px: int) -> float:
-        """The height in px of its picture's smallest words where words are asked `text_px` high."""
+    def smallest_text_px(self, text_px: int) -> float:
+        """The height in px of its picture's smallest text where text is asked `text_px` high."""
         return canvas.chart_words_px(text_px) if self.chart else text_px
 
     @property

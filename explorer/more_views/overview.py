@@ -15,7 +15,7 @@ OVERVIEW_PX = 64  # a tile's longer side
 
 
 def overview(ex: Explanation, style: MapStyle, text_px: int = canvas.TEXT_PX) -> Image.Image:
-    """The default query's attention (CLS) in every head of every layer, words `text_px` high, its
+    """The default query's attention (CLS) in every head of every layer, text `text_px` high, its
     heads in blocks that fit the page's width (`render.layers_by_heads`): shown as drawn, never shrunk."""
     base = canvas.fit_to_grid(ex.input.pixels, ex.grid, OVERVIEW_PX)
     title = f"query: {query_label(ex, None)}, every layer and head"

@@ -15,7 +15,7 @@ def similarity_step(grid: tuple[int, int], text_px: int) -> int:
     return render.similarity_step(grid, text_px, DISPLAY_WIDTH["more"])
 
 
-def position_words(model: VisionTransformer) -> str:
+def positions_compared(model: VisionTransformer) -> str:
     """What the position-similarity picture compares for `model`: its learned position
     embeddings, or, for a rotary model (DINOv3), the rotation angles of each slot, which are
     computed, not learned (docs/analysis.md)."""
@@ -40,7 +40,7 @@ def similarity_alt(grid: tuple[int, int], model: str, compared: str = "position 
 
 def picture(scene: Scene, _: NoControls) -> Drawn:
     loaded = scene.loaded
-    compared, grid = position_words(loaded.model), loaded.model.config.grid
+    compared, grid = positions_compared(loaded.model), loaded.model.config.grid
     step = similarity_step(grid, scene.text_px)  # DINOv2's 37 x 37 slots: a tile every 3 slots
     alt = similarity_alt(grid, scene.model, compared, step)
     similarity = loaded.position_similarity()
