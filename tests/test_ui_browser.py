@@ -1395,3 +1395,48 @@ def test_a_student_follows_the_teachers_layer_breaks_away_and_comes_back(server,
     expect(student.locator(".class-notice")).to_have_text("The teacher ended the class.")
     teacher.close()
     student.close()
+
+
+def test_a_following_student_sees_the_teachers_predictions_and_caption_never_their_own(server, browser):
+    """Issue 59: a student who analysed a dog of their own before the teacher showed an image, then
+    follows the teacher's cat, sees the teacher's model, predictions (the server's sentences) and query
+    caption, not their own: their own upload, model picker, predictions, query picker and style are
+    hidden while the page shows the teacher's image, even while they explore it on their own; when the
+    class ends, their own dog comes back with its own caption and predictions."""
+    from playwright.sync_api import expect
+
+    teacher = open_page(browser, server)
+    teacher.locator("#class-start").click()
+    code = teacher.locator("#class-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    student = open_page(browser, f"{server}?class={code.text_content()}")
+    expect(student.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
+    pick_example(student, "dog")  # the teacher has shown no image yet: the student's own
+    own = student.evaluate("() => window.attentionMaps.data.handle")
+    own_caption = student.locator("#query").inner_text()
+    lent = student.locator(".class-lent")
+    expect(lent).to_be_hidden()
+    pick_example(teacher, "cat")
+    expect(lent).to_be_visible()
+    for own_part in ("#upload", "#model-picker", "#predictions", "#query-token", "#style"):
+        expect(student.locator(own_part)).to_be_hidden()
+    expect(lent.locator(".class-model")).to_have_text("The teacher's image is analysed by the bundled model.")
+    expect(lent.locator(".class-predictions")).to_contain_text("Its top predictions: ")
+    names = re.findall(r"([^:,(]+?) \(\d+ %\)", lent.locator(".class-predictions").text_content())
+    shown = teacher.locator("#predictions").inner_text()
+    assert len(names) == 3 and all(name.strip() in shown for name in names), (names, shown)
+    expect(student.locator("#query")).to_have_text(teacher.locator("#query").inner_text())
+    click_patch(student, 2, 3)  # on their own, still on the teacher's image: the teacher's texts stay
+    expect(student.locator("#class-follow")).to_be_visible()
+    click_patch(teacher, 2, 3)
+    expect(student.locator("#query")).to_have_text(teacher.locator("#query").inner_text())
+    expect(lent).to_be_visible()
+    expect(student.locator("#predictions")).to_be_hidden()
+    teacher.locator("#class-end").click()  # the class ends: the student's own dog, whole
+    expect(student.locator(".class-notice")).to_have_text("The teacher ended the class.")
+    expect(lent).to_be_hidden()
+    expect(student.locator("#predictions")).to_be_visible()
+    student.wait_for_function(f"() => window.attentionMaps.data && window.attentionMaps.data.handle === {own!r}")
+    expect(student.locator("#query")).to_have_text(own_caption)
+    teacher.close()
+    student.close()

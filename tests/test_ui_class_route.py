@@ -70,6 +70,11 @@ def test_a_student_follows_the_teachers_image_by_a_handle_of_the_class_and_its_r
     ex = server.store.peek(server.pages.key(handle))
     assert sent["grid"] == list(ex.grid) and sent["depth"] == ex.depth  # the page's own analysis, as it draws it
     assert sent["layer"] == 2 and sent["token_rows"]["layer"] == 1  # at the teacher's layer (0-based in the rows)
+    top = list(ex.probabilities.items())[:3]  # the teacher's "Top predictions", as the analysis computed them
+    assert top and sent["teacher"] == {
+        "model": "The teacher's image is analysed by the bundled model.",
+        "predictions": "Its top predictions: " + ", ".join(f"{n} ({100 * p:.0f} %)" for n, p in top) + ".",
+    }
     rows = client.post(ROUTE, json={"handle": followers, "layer": 2, "band": 0}, headers={"X-Forwarded-For": STUDENT})
     assert rows.status_code == 200
     assert zlib.decompress(rows.content) == zlib.decompress(page_maps.layer_rows(ex, 1, 0)["deflated"])
@@ -168,3 +173,18 @@ def test_a_class_action_with_no_place_is_told_to_try_again_in_its_own_words(serv
 def test_class_actions_take_places_of_the_gate_and_the_stream_none():
     assert gated(ROUTE) and gated(f"{CLASS_ROUTE}/join") and gated(f"{CLASS_ROUTE}/analysis")
     assert not gated("/gradio_api/queue/join") and not gated("/classes")
+
+
+def test_a_server_with_no_class_shows_no_start_a_class(tiny_checkpoint, tmp_path):
+    """`--max-classes 0`: the page has no Start a class to click (every start would be refused)."""
+    from ui.app import build_demo
+    from ui.classroom import ClassLimits
+    from ui.settings import ServerSettings
+
+    def start_shown(settings: ServerSettings) -> bool:
+        demo = build_demo(ModelCatalog(tiny_checkpoint, tmp_path / "runs"), settings)
+        (start,) = [block for block in demo.blocks.values() if getattr(block, "elem_id", None) == "class-start"]
+        return start.visible
+
+    assert start_shown(ServerSettings()) is True
+    assert start_shown(ServerSettings(classes=ClassLimits(classes=0))) is False

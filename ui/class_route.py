@@ -47,6 +47,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from explorer import page_maps
+from explorer.explain import Explanation
 
 from .classroom import ClassError, Classroom, clean_code
 from .common import Server, model_name
@@ -181,12 +182,26 @@ class ClassAnswers:
                 return kept
         layer = min(view["layer"], ex.depth) - 1  # the token rows a follower draws first come with it
         payload = page_maps.page_maps(ex, model_name(key.model_key), layer, self.server.text_px, handle)
+        payload["teacher"] = teacher_texts(ex, model_name(key.model_key))
         built = json.dumps(payload, separators=(",", ":")).encode()
         with self.lock:
             self.analyses[handle] = built
             while len(self.analyses) > KEPT_ANALYSES:
                 self.analyses.popitem(last=False)
         return built
+
+
+TOP_CLASSES = 3  # as Explore's "Top predictions" box shows them (ui/explore.py)
+
+
+def teacher_texts(ex: Explanation, model: str) -> dict[str, str]:
+    """What a following page says of the teacher's image in place of its own model picker and "Top
+    predictions" (ui/js/classroom.js paints them as text): the model, and its top classes as the
+    teacher's analysis computed them, so a student's own earlier image is never named beside the maps."""
+    top = list(ex.probabilities.items())[:TOP_CLASSES]  # top classes first
+    said = ", ".join(f"{name} ({100 * p:.0f} %)" for name, p in top)
+    predicted = f"Its top predictions: {said}." if top else "It predicts no classes: its attention is still shown."
+    return {"model": f"The teacher's image is analysed by {model}.", "predictions": predicted}
 
 
 def asked_of(body: bytes) -> dict:

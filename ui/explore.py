@@ -134,7 +134,10 @@ CONTROLLER = "window.attentionMaps"  # what the page's own events call
 CLASS_PANEL = """<div class="class-panel">
 <p class="class-notice" role="status"></p>
 <div class="class-student" hidden><span class="class-banner" role="status"></span>
-<button id="class-follow" type="button" hidden>Back to the teacher's view</button></div>
+<button id="class-follow" type="button" hidden>Back to the teacher's view</button>
+<div class="class-lent" hidden><p>This page shows the teacher's image: the model, the predictions and the query are the
+teacher's; your own image and controls come back when the class ends.</p>
+<p class="class-model"></p><p class="class-predictions"></p></div></div>
 <div class="class-teacher" hidden>
 <details open><summary>Join this class: its code and QR code</summary>
 <p id="class-code" class="class-code"></p>
@@ -321,7 +324,7 @@ def _query_column(start: LoadedModel) -> dict[str, Any]:
     }
 
 
-def _heads_column(depth: int) -> dict[str, Any]:
+def _heads_column(depth: int, classes: bool) -> dict[str, Any]:
     caption = "**Attention per head** in the chosen layer, for the query"
     alt = "Attention of every head in the chosen layer, for the query"
     heads = page_picture(caption, alt, HEADS_JS, elem_id="heads")
@@ -334,10 +337,10 @@ def _heads_column(depth: int) -> dict[str, Any]:
     with gr.Accordion("How to read this", open=False, elem_id="how-to-read"):
         gr.Markdown(CLASSROOM)
     with gr.Row():
-        export_png = gr.Button("Export PNG", size="sm")
-        export_gif = gr.Button("Export GIF through the layers", size="sm")
+        export_png = gr.Button("Export PNG", size="sm", elem_id="export-png")
+        export_gif = gr.Button("Export GIF through the layers", size="sm", elem_id="export-gif")
     export_file = gr.File(label="Export", interactive=False, height=60, elem_id="export")
-    return _class_row() | {
+    return _class_row(classes) | {
         "heads": heads,
         "heads_img": heads_img,
         "layer": layer,
@@ -350,7 +353,7 @@ def _heads_column(depth: int) -> dict[str, Any]:
 
 
 def _style_controls() -> dict[str, Any]:
-    with gr.Row():
+    with gr.Row(elem_id="style"):  # hidden on a student's page while it shows the teacher's image
         return {
             "cmap": gr.Dropdown(list(COLORMAPS), value="inferno", label="Colour map"),
             "opacity": gr.Slider(0.0, 1.0, value=0.6, step=0.05, label="Map opacity (0 to 1)"),
@@ -379,7 +382,7 @@ def _model_about(catalog: ModelCatalog, start: LoadedModel) -> dict[str, Any]:
         with gr.Column(scale=3):
             # The default model could not be had: the reason may name the Hub's cache folder.
             note = f"{for_visitors(catalog.note)}\n\n" if catalog.note else ""
-            model_info = gr.Markdown(note + start.describe(), label="Model description")
+            model_info = gr.Markdown(note + start.describe(), label="Model description", elem_id="model-info")
             numbers = gr.Markdown(label="Image and grid sizes", elem_id="numbers")
     return {"checkpoint": checkpoint, "model_info": model_info, "numbers": numbers}
 
@@ -457,19 +460,21 @@ def _api_only_inputs() -> dict[str, Any]:
     }
 
 
-def _class_row() -> dict[str, Any]:
-    """Start a class, and the class's panel (CLASS_PANEL), under the exports, off the first screen
-    that 1280x720 fits; a student's banner floats in sight over the page (ui/app.py's CSS)."""
+def _class_row(classes: bool) -> dict[str, Any]:
+    """Start a class (not shown where the server allows no class: `--max-classes 0`), and the class's
+    panel (CLASS_PANEL), under the exports, off the first screen that 1280x720 fits; a student's banner
+    floats in sight over the page (ui/app.py's CSS)."""
     with gr.Row(equal_height=True, elem_id="class-row"):
-        start = gr.Button("Start a class", size="sm", scale=0, min_width=160, elem_id="class-start")
+        start = gr.Button("Start a class", size="sm", scale=0, min_width=160, elem_id="class-start", visible=classes)
         panel = gr.HTML(None, html_template=CLASS_PANEL, js_on_load=CLASS_JS, elem_id="class-panel", padding=False)
     return {"class_start": start, "class_panel": panel}
 
 
-def layout(catalog: ModelCatalog) -> ExploreTab:
+def layout(catalog: ModelCatalog, classes: bool = True) -> ExploreTab:
     """Place the tab's components inside the current Blocks and name them. The first row
     (upload, predictions, patch grid, head maps) fits a 1280x720 screen. The head maps' page asks
-    for a layer's numbers on the rows route (ui/rows_route.py), which ui.app serves."""
+    for a layer's numbers on the rows route (ui/rows_route.py), which ui.app serves; `classes`: whether
+    the server allows a class (Start a class)."""
     start = catalog.start()  # the operator's default model, or the bundled one if it cannot be had
     parts = _session_state(start)
     with gr.Row(equal_height=False):
@@ -478,7 +483,7 @@ def layout(catalog: ModelCatalog) -> ExploreTab:
         with gr.Column(scale=4, min_width=300):
             parts |= _query_column(start)
         with gr.Column(scale=6, min_width=400):
-            parts |= _heads_column(start.model.config.depth)
+            parts |= _heads_column(start.model.config.depth, classes)
     parts |= _words(start)
     parts |= _style_controls() | _model_about(catalog, start) | _more_views(start) | _api_only_inputs()
     return ExploreTab(**parts)  # a TypeError names any field left out or misspelt
@@ -683,7 +688,7 @@ def _wire_models(tab: ExploreTab, server: Server, analysis: dict[str, Any]) -> N
 
 def build_explore_tab(server: Server) -> ExploreTab:
     """The Explore tab inside the current Blocks; the Train tab uses its model picker."""
-    tab = layout(server.catalog)
+    tab = layout(server.catalog, classes=server.settings.classes.classes > 0)
     analysis = _wire_analysis(tab, server)
     _wire_views(tab, server)
     _wire_play(tab)

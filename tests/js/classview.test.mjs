@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { paintQr, shows, viewOf } from "../../ui/js/classview.js";
+import { counted, paintQr, shows, styleArgs, viewOf } from "../../ui/js/classview.js";
 
 const maps = (over = {}) => ({
   data: { handle: "h1" }, layer: 3, query: null,
@@ -39,4 +39,13 @@ test("the QR code is painted module by module inside a quiet zone of four", () =
     [5 * cell, 5 * cell, cell, cell]]);
   paintQr(canvas, null);
   assert.equal(canvas.hidden, true);
+});
+
+test("a view's style goes back to ExploreMaps.setStyle in its own order", () => {
+  assert.deepEqual(styleArgs(viewOf(maps()).style), ["inferno", 0.6, "nearest", "overlay", "layer"]);
+});
+
+test("the teacher's count says one student, several, and their names as the server kept them", () => {
+  assert.equal(counted({ students: 1, code: "ABC123", names: ["Ada b"] }), "1 student in class ABC123: Ada b.");
+  assert.equal(counted({ students: 0, code: "ABC123", names: [] }), "0 students in class ABC123.");
 });

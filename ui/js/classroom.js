@@ -3,18 +3,18 @@
 // app's own (ui/class_route.py), reading the teacher's analysis once per image: no model runs for a follower.
 // A student's own click breaks away (a banner, and one click comes back); Freeze keeps them on the teacher's
 // view, Eyes on me brings every page back. Names are shown as text only, never as HTML.
-import { paintQr, shows, viewOf } from "./classview.js";
+import { counted, paintLent, paintQr, shows, styleArgs, viewOf } from "./classview.js";
 
 // The browser's storage: {code, key, join, qr} for the teacher, {code, token, name} for a student.
 const KEPT = "vit-class";
 const SEND_MS = 100; // the teacher's view is sent at most this often, the last one always
-const RETRY_MS = 2000;
-const NOTICE_MS = 15000;
+const RETRY_MS = 2000, NOTICE_MS = 15000;
 
 export class Classroom {
   constructor(config, maps) {
     this.route = config.class_route; this.maps = maps; this.member = null; this.state = null;
     this.away = false; this.applying = false; this.sent = ""; this.timer = null; this.panel = null;
+    this.lent = null; this.ownStyle = null; this.captioned = ""; // the teacher's analysis a student's page shows
     maps.onDrawn = () => this.drawn();
   }
 
@@ -25,8 +25,7 @@ export class Classroom {
     on("class-eyes", () => this.command("eyes"));
     on("class-freeze", () => this.command(this.state && this.state.frozen ? "release" : "freeze"));
     on("class-end", () => this.command("end"));
-    if (this.attached) return; // drawn again by Gradio: the page is in its class already
-    this.attached = true;
+    if (this.attached) return; this.attached = true; // drawn again by Gradio: the page is in its class already
     const asked = new URLSearchParams(window.location.search).get("class");
     const kept = JSON.parse(window.localStorage.getItem(KEPT) || "null");
     const same = kept && asked && kept.code === asked.toUpperCase().replace(/[\s-]/g, "");
@@ -44,15 +43,11 @@ export class Classroom {
     if (!reply.ok) throw new Error(reply.status < 500 ? await reply.text() : `The server answered ${reply.status}.`);
     return reply.json();
   }
-  credentials() {
-    const m = this.member;
+  credentials() { const m = this.member;
     return m.key ? { code: m.code, key: m.key } : { code: m.code, token: m.token };
   }
   keep(member) { this.member = member; window.localStorage.setItem(KEPT, JSON.stringify(member)); this.starts(false); }
-  starts(shown) { // Start a class, only while the page is in none
-    const start = document.getElementById("class-start");
-    if (start) start.hidden = !shown;
-  }
+  starts(shown) { const start = document.getElementById("class-start"); if (start) start.hidden = !shown; }
 
   // ---- the teacher ----
   async start() {
@@ -77,9 +72,7 @@ export class Classroom {
     }, SEND_MS);
   }
   async command(command) {
-    try { await this.post("command", { ...this.credentials(), command }); } catch (error) {
-      this.notice(error.message);
-    }
+    try { await this.post("command", { ...this.credentials(), command }); } catch (e) { this.notice(e.message); }
   }
 
   // ---- every page: the class's stream ----
@@ -114,9 +107,17 @@ export class Classroom {
     if (!this.away || eyes || state.frozen) this.follow(); else this.showStudent();
   }
   ended(message) {
+    const lent = this.lent !== null;
     this.member = null; this.state = null; window.localStorage.removeItem(KEPT); this.starts(true);
     for (const part of this.panel.querySelectorAll(".class-teacher, .class-student")) part.hidden = true;
     this.notice(message);
+    if (lent) this.leave();
+  }
+  async leave() { // the class is over: the student's own analysis (the heads' own value, or none) and style
+    const own = this.maps.parts.heads && this.maps.parts.heads.props.value;
+    this.applying = true;
+    try { await this.maps.load(own && own.handle ? own : null); } finally { this.applying = false; }
+    this.lent = null; this.mark(); this.maps.showSlider(this.maps.layer); this.caption();
   }
 
   // ---- a student ----
@@ -129,27 +130,38 @@ export class Classroom {
         const analysis = await this.post("analysis", this.credentials());
         if ((this.state.view || {}).handle !== view.handle) return; // the teacher moved on meanwhile
         this.applying = true;
-        await this.maps.load(analysis);
+        if (this.ownStyle === null) this.ownStyle = viewOf(this.maps).style; // given back with the page
+        await this.maps.load(analysis); this.lent = view.handle;
       } catch (error) { this.notice(error.message); return; } finally { this.applying = false; }
     }
     this.apply(this.state.view);
   }
   apply(view) {
     const maps = this.maps;
-    if (!maps.data || maps.data.handle !== view.handle) return;
-    this.applying = true;
+    if (!maps.data || maps.data.handle !== view.handle) return; this.applying = true;
     try {
       maps.stop();
       maps.query = view.query; maps.layer = Math.min(Math.max(view.layer, 1), maps.data.depth); maps.share();
-      const s = view.style;
-      maps.setStyle(s.cmap, s.opacity, s.upsampling, s.display, s.scale); // draws
+      maps.setStyle(...styleArgs(view.style)); // draws
       maps.showSlider(maps.layer);
     } finally { this.applying = false; }
-    this.showStudent();
+    this.showStudent(); this.mark(); this.caption();
+  }
+  caption() { // the query's caption and picker (Gradio's) as the page's maps show it, once a change
+    const input = this.maps.parts.input, d = this.maps.data, said = JSON.stringify([d && d.handle, this.maps.query]);
+    if (input && said !== this.captioned) { this.captioned = said; input.events.query(); }
+  }
+  mark() { // a student's page on the teacher's image says the teacher's model and predictions, not its own
+    const d = this.maps.data, lent = Boolean(this.member && !this.member.key && d && d.handle === this.lent);
+    paintLent(this.panel, lent && d.teacher);
+    if (lent || this.ownStyle === null) return;
+    const own = this.ownStyle; this.ownStyle = null; this.applying = true;
+    try { this.maps.setStyle(...styleArgs(own)); } finally { this.applying = false; }
   }
   drawn() { // every drawing of the maps: the teacher's is sent; a student's own breaks away (or, frozen, snaps back)
     if (this.applying || !this.member) return;
     if (this.member.key) { this.send(); return; }
+    this.mark();
     const view = this.state && this.state.view;
     if (!view || !view.handle || this.away || shows(this.maps, view)) return;
     if (this.state.frozen) {
@@ -157,33 +169,28 @@ export class Classroom {
       setTimeout(() => this.follow(), 0);
       return;
     }
-    this.away = true; this.showStudent();
+    this.away = true; this.captioned = ""; this.showStudent(); // Gradio's caption is the student's click's
   }
 
   // ---- the panel (ui/explore.py, CLASS_PANEL): words as text, never HTML ----
   notice(text) { // for NOTICE_MS, over the page
     const notice = this.panel && this.panel.querySelector(".class-notice");
-    if (!notice) return;
-    notice.textContent = text; clearTimeout(this.noticeTimer);
+    if (!notice) return; notice.textContent = text; clearTimeout(this.noticeTimer);
     this.noticeTimer = setTimeout(() => { notice.textContent = ""; }, NOTICE_MS);
   }
   showCode() {
     const part = this.panel.querySelector(".class-teacher"), link = part.querySelector(".class-join"), m = this.member;
-    part.hidden = false; part.querySelector("#class-code").textContent = m.code;
-    link.textContent = m.join; link.href = m.join;
+    part.hidden = false; part.querySelector("#class-code").textContent = m.code; link.textContent = link.href = m.join;
     paintQr(part.querySelector("#class-qr"), m.qr);
   }
   showTeacher(state) {
     if (!this.panel.querySelector("#class-code").textContent) this.showCode();
-    const names = state.names.join(", "), count = state.students === 1 ? "1 student" : `${state.students} students`;
-    const counted = `${count} in class ${state.code}${names ? `: ${names}` : ""}.`;
-    this.panel.querySelector(".class-count").textContent = counted;
+    this.panel.querySelector(".class-count").textContent = counted(state);
     this.panel.querySelector("#class-freeze").textContent = state.frozen ? "Release" : "Freeze";
   }
   showStudent() {
     if (!this.member || this.member.key) return;
-    const part = this.panel.querySelector(".class-student"), s = this.state || {};
-    part.hidden = false;
+    const part = this.panel.querySelector(".class-student"), s = this.state || {}; part.hidden = false;
     const frozen = s.frozen ? " The teacher has frozen the screens for now." : "";
     part.querySelector(".class-banner").textContent = this.away
       ? "You are exploring on your own: the teacher's screen has moved on without you."
