@@ -1341,7 +1341,7 @@ def test_the_phone_gives_each_pca_control_a_line_with_its_words_whole(server, br
     phone.close()
 
 
-def test_a_student_follows_the_teachers_layer_breaks_away_and_comes_back(server, browser):
+def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(server, browser):
     """Issue 59's first slice: a teacher starts a class; a student's page opened at its join address
     follows the teacher's image and layer, pushed as the teacher steps it, drawn from the teacher's one
     analysis (equal at every cell); a click of the student's own breaks away, one click comes back; a
@@ -1397,7 +1397,7 @@ def test_a_student_follows_the_teachers_layer_breaks_away_and_comes_back(server,
     student.close()
 
 
-def test_a_following_student_sees_the_teachers_predictions_and_caption_never_their_own(server, browser):
+def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_own(server, browser):
     """Issue 59: a student who analysed a dog of their own before the teacher showed an image, then
     follows the teacher's cat, sees the teacher's model, predictions (the server's sentences) and query
     caption, not their own: their own upload, model picker, predictions, query picker and style are

@@ -129,9 +129,9 @@ export class Classroom {
       try {
         const analysis = await this.post("analysis", this.credentials());
         if ((this.state.view || {}).handle !== view.handle) return; // the teacher moved on meanwhile
-        this.applying = true;
-        if (this.ownStyle === null) this.ownStyle = viewOf(this.maps).style; // given back with the page
-        await this.maps.load(analysis); this.lent = view.handle;
+        this.applying = true; const student = !this.member.key; // a reloaded teacher's page is the class's own
+        if (student && this.ownStyle === null) this.ownStyle = viewOf(this.maps).style; // given back at the end
+        await this.maps.load(analysis); if (student) this.lent = view.handle;
       } catch (error) { this.notice(error.message); return; } finally { this.applying = false; }
     }
     this.apply(this.state.view);
