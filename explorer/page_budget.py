@@ -6,10 +6,13 @@ The budget, whatever the checkpoint and the input (a whole-image panorama includ
 prefix tokens, Q token queries (P, or 1 for a model without CLS), L layers, an input of h × w px
 and B pixels of tiles' images (one a colour scale's layout), a query's row is
 
-    row = H · (4 · N + 4 · (1 + P)) bytes    (`PageShape.row_bytes`; explorer.page_maps.rows_bytes)
+    row = H · (4 · N + 4) + H · (1 + P) · (INDEX_BYTES + WORD_BYTES) + INDEX_BYTES + BAR_BYTES bytes
 
-(every part a question may ask for at once, page_maps.PARTS' four bytes a cell; the page asks
-for one, or two for smooth upsampling, so what it is sent is a quarter to a half of this bound)
+(`PageShape.row_bytes`; explorer.page_maps.rows_bytes: every part a question may ask for at once,
+page_maps.PARTS' four bytes a cell, of which the page asks for one, or two for smooth upsampling;
+each head's top; and the words the row writes, explorer/page_words.py, as if none were shared with
+another row: each head's "max" line and prefix lines, and the query's colour bar, each with its
+index. The bar's allowance also covers the reply's own words: its table's keys and length)
 
 and rows take at most deflate_bound(raw) bytes (zlib's bound), so that no weights can make a
 reply pass its budget; in the analysis's reply, Gradio's JSON, at most
@@ -45,6 +48,12 @@ BAND_BYTES = 2_000_000  # one reply of rows at most (ViT-B/16 at 224 px: a layer
 TOKENS_BYTES = 8_000_000  # every layer's token rows, as JSON, at most
 PREFETCH_BYTES = 4_000_000  # the shown layer's patch rows, asked for unasked up to this (ViT-B/16 at 224 px: 1.9 MB)
 JSON_SLACK = 4_096  # a JSON reply's keys, brackets and numbers beside its base64 arrays
+# A row's words (explorer/page_words.py), at most: an index into its reply's table (one byte, two past
+# 256 words), a caption line in the table ("reg12 0.42", "max 1.2e-05", quoted, in JSON), a colour bar's
+# numbers and ticks (canvas.bar_words: at most 6 ticks on a bar from 0, about 100 bytes).
+INDEX_BYTES = 2
+WORD_BYTES = 32
+BAR_BYTES = 512
 # A band's cells, one byte each (the page asks for the shown scale's byte), at most: a patch clicked
 # before its layer's rows came asks for its band, which comes in about a third of a second on a
 # school Wi-Fi share (1.5 Mbit/s; random weights' cells hardly deflate), under a second beside a
@@ -93,8 +102,9 @@ class PageShape:
 
     @property
     def row_bytes(self) -> int:
-        """Raw bytes of one query's row: 4 a patch and head, each head's top and shares."""
-        return self.heads * (4 * self.patches + 4 * (1 + self.prefix))
+        """Raw bytes of one query's row: 4 a patch and head, each head's top, the row's words."""
+        words = self.heads * (1 + self.prefix) * (INDEX_BYTES + WORD_BYTES) + INDEX_BYTES + BAR_BYTES
+        return self.heads * (4 * self.patches + 4) + words
 
     @property
     def band(self) -> int:
