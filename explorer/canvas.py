@@ -265,9 +265,16 @@ def number(value: float) -> str:
     return f"{value:.3g}".replace("-", "−")
 
 
-def _ticks(low: float, high: float, nbins: int = 4, steps: Sequence[float] | None = None) -> list[float]:
+@functools.lru_cache(maxsize=8)
+def _locator(nbins: int, steps: tuple[float, ...] | None) -> MaxNLocator:
+    """One MaxNLocator a setting: making one took a third of a tick's time, and the page's rows
+    pick a colour bar's ticks for every query they send (explorer/page_words.py)."""
+    return MaxNLocator(nbins=nbins, steps=steps)
+
+
+def _ticks(low: float, high: float, nbins: int = 4, steps: tuple[float, ...] | None = None) -> list[float]:
     """Round values from `low` to `high` (both ends within rounding), `steps` as MaxNLocator's."""
-    values = MaxNLocator(nbins=nbins, steps=steps).tick_values(low, high)
+    values = _locator(nbins, steps).tick_values(low, high)
     return [float(t) for t in values if low - 1e-9 * abs(low) <= t <= high + 1e-9 * abs(high)]
 
 

@@ -72,6 +72,7 @@ def row_words(
     (false, one byte) are left out: a layer's token rows are a few hundred bytes."""
     texts, bars = _Table(), _Table(json.dumps)
     queries, heads = head_tops.shape
+    shares = shares.astype(np.float64)  # the float32 values exactly, written as Python floats: a third of the time
     prefix = [
         [texts.place(line) for line in render.prefix_lines(render.Prefix(shares[q, h], names))]
         for q in range(queries)
