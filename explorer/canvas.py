@@ -268,7 +268,7 @@ def number(value: float) -> str:
 @functools.lru_cache(maxsize=8)
 def _locator(nbins: int, steps: tuple[float, ...] | None) -> MaxNLocator:
     """One MaxNLocator a setting: making one took a third of a tick's time, and the page's rows
-    pick a colour bar's ticks for every query they send (explorer/page_words.py)."""
+    pick a colour bar's ticks for every query they send (explorer/page_text.py)."""
     return MaxNLocator(nbins=nbins, steps=steps)
 
 
@@ -292,9 +292,9 @@ def bar_ticks(low: float, high: float, centre: float | None = None) -> list[floa
     return sorted({round(t, 12) for t in below + above})
 
 
-def bar_words(low: float, high: float, centre: float | None = None) -> dict[str, list]:
+def bar_text(low: float, high: float, centre: float | None = None) -> dict[str, list]:
     """What a colour bar from `low` to `high` writes, decided once for the server's PNG
-    (`colour_bar`) and the page (explorer/page_words.py sends it; ui/js/canvas.js paints it):
+    (`colour_bar`) and the page (explorer/page_text.py sends it; ui/js/canvas.js paints it):
     {"ends": [its ends' numbers, which set its margins], "ticks": [[value, its number], ...]}
     (`bar_ticks`). Where each tick goes along the bar is the painter's: the value's place in the
     bar's colours, at its length in pixels."""
@@ -319,7 +319,7 @@ def colour_bar(
     with units) wrapped under it, its words `px` high. With a `centre` (see `heatmap`), the middle of the bar is
     `centre` and each half is linear. `mark` = (value, text) points at a value from above
     the bar ("▼ uniform 0.0156")."""
-    words = bar_words(low, high, centre)
+    words = bar_text(low, high, centre)
     (low_text, high_text), ticks = words["ends"], words["ticks"]
     pad = GAP + int(_width_of(low_text, px)) // 2
     length = max(width - pad - int(_width_of(high_text, px)) // 2 - GAP, 2)
@@ -362,10 +362,10 @@ def row_bar(cmap: str, top_text: str, height: int, px: int) -> np.ndarray:
     return np.asarray(bar)
 
 
-TOP = "{top}"  # where `scale_words` leaves the layer scale's top, written by `number`
+TOP = "{top}"  # where `scale_text` leaves the layer scale's top, written by `number`
 
 
-def scale_words(scale: str, unit: str, scope: str, shared: str = "all its maps") -> str:
+def scale_text(scale: str, unit: str, scope: str, shared: str = "all its maps") -> str:
     """The label of a colour bar on `scale` (SCALES), with TOP where the shared top's number goes
     (`scale_legend` writes it in; the page writes its bar's top there, ui/js/drawn.js). `scope`
     names what one shared top covers ("this layer", "this map"), `shared` what shares it ("every frame")."""
@@ -378,9 +378,9 @@ def scale_words(scale: str, unit: str, scope: str, shared: str = "all its maps")
 
 def scale_legend(style: MapStyle, top: float, unit: str, scope: str, shared: str = "all its maps") -> tuple[float, str]:
     """The top of a colour bar for `style.scale` (`top` on the layer scale, else 1) and its label
-    (`scale_words`)."""
+    (`scale_text`)."""
     high = top if style.scale == "layer" else 1.0
-    return high, scale_words(style.scale, unit, scope, shared).replace(TOP, number(high))
+    return high, scale_text(style.scale, unit, scope, shared).replace(TOP, number(high))
 
 
 def _label_width(labels: Sequence[str], px: int) -> int:

@@ -28,7 +28,7 @@ from PIL import Image, UnidentifiedImageError
 from vit.analysis import Query
 
 from . import page_maps, render, texts, views
-from .canvas import TEXT_PX, MapStyle, bar_words
+from .canvas import TEXT_PX, MapStyle, bar_text
 from .explain import Explanation, explain
 from .images import to_rgb
 from .loaded import LoadedModel
@@ -142,7 +142,7 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
         "rollout": {
             "values": page_maps.b64(ratio.astype(np.float32)),  # multiples of uniform, as render.relative_picture
             "top": top,
-            "bar": bar_words(0.0, top, render.RELATIVE_CENTRE),
+            "bar": bar_text(0.0, top, render.RELATIVE_CENTRE),
             "centre": render.RELATIVE_CENTRE,
             "side": views.ROLLOUT_PX,
             "title": views.rollout_title(ex),

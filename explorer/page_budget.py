@@ -10,7 +10,7 @@ and B pixels of tiles' images (one a colour scale's layout), a query's row is
 
 (`PageShape.row_bytes`; explorer.page_maps.rows_bytes: every part a question may ask for at once,
 page_maps.PARTS' four bytes a cell, of which the page asks for one, or two for smooth upsampling;
-each head's top; the indices of the words the row writes, explorer/page_words.py; each head's
+each head's top; the indices of the words the row writes, explorer/page_text.py; each head's
 "max" line and the query's colour bar as if no other row shared them; the bar's allowance also
 covers the reply's table's keys and length), and a reply of R rows adds its prefix lines, each
 written once, so that it takes at most
@@ -51,9 +51,9 @@ BAND_BYTES = 2_000_000  # one reply of rows at most (ViT-B/16 at 224 px: a layer
 TOKENS_BYTES = 8_000_000  # every layer's token rows, as JSON, at most
 PREFETCH_BYTES = 4_000_000  # the shown layer's patch rows, asked for unasked up to this (ViT-B/16 at 224 px: 1.9 MB)
 JSON_SLACK = 4_096  # a JSON reply's keys, brackets and numbers beside its base64 arrays
-# A row's words (explorer/page_words.py), at most: an index into its reply's table (one byte, two past
+# A row's words (explorer/page_text.py), at most: an index into its reply's table (one byte, two past
 # 256 words), a caption line in the table ("reg16 0.42", "max 1.2e-05": ASCII, quoted, in JSON; at most
-# 16 prefix tokens, explorer.catalog), a colour bar's numbers and ticks (canvas.bar_words: at most 6
+# 16 prefix tokens, explorer.catalog), a colour bar's numbers and ticks (canvas.bar_text: at most 6
 # ticks on a bar from 0, about 100 bytes). A prefix token's share is written with 2 decimals on a line
 # of its own (render.PREFIX_PER_LINE), one of SHARES lines ("CLS 0.00" to "CLS 1.00").
 INDEX_BYTES = 2

@@ -6,7 +6,7 @@ What is sent. A query row of one layer is each head's attention from one query t
 patch, sent as `rows_bytes` says: one byte a cell of each part the page's style draws (PARTS: the
 shown scale's colour index exactly, canvas.heatmap's; with smooth upsampling the per-head index and
 the low byte of a 16-bit level of the head's own scale), each head's maximum as float32 (to paint
-with), and the words the rows write, decided here (explorer/page_words.py: "CLS 0.42" and
+with), and the words the rows write, decided here (explorer/page_text.py: "CLS 0.42" and
 "max 0.42" under a tile, the colour bar's numbers and ticks), which the page looks up and never
 formats. The page asks for
 another part when the visitor picks another scale or upsampling, once per band. On every scale,
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from . import canvas, controls, page_words, render, texts, views
+from . import canvas, controls, page_text, render, texts, views
 from .canvas import COLORMAPS, MapStyle
 from .explain import Explanation, ExplanationTooLarge
 from .page_budget import PageShape, token_queries
@@ -126,14 +126,14 @@ def rows_bytes(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = PA
     """Rows of one layer, (queries Q, heads H, tokens) float32 with the prefix tokens first (P of
     them, named `names`; N patches follow), as the page reads them, little-endian, in this order:
 
-    - the rows' words (explorer/page_words.py, `words_block`): a table of the distinct caption
+    - the rows' words (explorer/page_text.py, `text_block`): a table of the distinct caption
       lines and colour bars these rows write, decided here, with its shape (lines a caption, the
       index's bytes; Q follows from the bytes that come after it);
     - `head_tops` (Q, H) float32: each head's largest weight, the per-head scale's top; the layer
       scale's top is their largest. The page needs the floats to paint, not to write: smooth
       upsampling turns a head's 16-bit levels back into values, and a tick's place along the bar
       is its value over the top;
-    - the words' indices (`page_words.row_words`): each head's prefix lines, each query's colour
+    - the words' indices (`page_text.row_text`): each head's prefix lines, each query's colour
       bar on the layer scale, and with the part "head" each head's "max" line;
     - one (Q, H, N) uint8 plane per part of `parts`, in their order (`part_plane`).
 
@@ -144,10 +144,10 @@ def rows_bytes(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = PA
     prefix = len(names)
     maps, shares = rows[..., prefix:].astype(np.float32), rows[..., :prefix].astype(np.float32)
     head_tops = maps.max(axis=-1)  # (Q, H)
-    table, indices = page_words.row_words(head_tops, shares, names, "head" in parts)
+    table, indices = page_text.row_text(head_tops, shares, names, "head" in parts)
     planes = [part_plane(part, maps, head_tops).astype(np.uint8) for part in parts]
     arrays = [head_tops.astype("<f4"), *indices, *planes]
-    return page_words.words_block(table) + b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
+    return page_text.text_block(table) + b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
 
 
 def known_parts(asked: object) -> tuple[str, ...] | None:
@@ -254,7 +254,7 @@ def layouts(ex: Explanation, tiles: dict[str, dict[str, int]]) -> dict[str, dict
 def words(ex: Explanation, model: str) -> dict[str, Any]:
     """The words the pictures and captions need, written by explorer.texts with placeholders
     the page fills in ("{layer}", "{query}", "{row}", "{column}"), and those of the head maps that
-    no row's numbers change (page_words.fixed_words)."""
+    no row's numbers change (page_text.fixed_text)."""
     patch = texts.describe_query((0, 0), ex.has_cls)
     return {
         "title": texts.heads_title(ex, "{query}", "{layer}"),
@@ -267,7 +267,7 @@ def words(ex: Explanation, model: str) -> dict[str, Any]:
         "labels": [texts.query_label(ex, query) for query in query_tokens(ex)],
         "captions": [texts.describe_query(query, ex.has_cls) for query in query_tokens(ex)],
         "picks": [controls.query_token(query, ex.prefix_names) for query in query_tokens(ex)],
-        **page_words.fixed_words(),
+        **page_text.fixed_text(),
     }
 
 

@@ -52,7 +52,7 @@ from .canvas import (
 
 # Prefix shares per caption line. Two a line ("CLS 0.00 · reg1 0.00", 138 px) were wider than a
 # register model's 80-px tiles, which they widened to an 858-px picture in a 546-px column; one a
-# line ("reg1 0.00", 62 px) fits under them (issue 42). The page is sent the lines (explorer/page_words.py).
+# line ("reg1 0.00", 62 px) fits under them (issue 42). The page is sent the lines (explorer/page_text.py).
 PREFIX_PER_LINE = 1
 
 

@@ -103,7 +103,7 @@ def test_one_frame_gives_the_numbers_of_the_input_every_head_and_rollout(tiny):
     np.testing.assert_allclose(ratio, ex.rollout() / uniform, rtol=1e-6)  # multiples of uniform, as drawn
     rollout = numbers["rollout"]
     assert rollout["cmap"] == render.RELATIVE_CMAP and rollout["top"] == max(render.RELATIVE_TOP, float(ratio.max()))
-    assert rollout["bar"] == canvas.bar_words(0.0, rollout["top"], 1.0) and rollout["centre"] == 1.0
+    assert rollout["bar"] == canvas.bar_text(0.0, rollout["top"], 1.0) and rollout["centre"] == 1.0
     assert len(shown.predictions) == 3 and set(shown.predictions) <= set(CIFAR10_CLASSES)
     assert shown.model_ms > 0 and shown.numbers_ms > 0
     cls = live_frame(tiny, frame, None, 3, MapStyle()).numbers

@@ -14,7 +14,7 @@ from page_helpers import read_rows
 from PIL import Image
 
 import vit
-from explorer import canvas, catalog, page_budget, page_maps, page_words, render, texts, views
+from explorer import canvas, catalog, page_budget, page_maps, page_text, render, texts, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from vit.preprocessing import Preprocessing
@@ -152,16 +152,16 @@ def test_each_querys_colour_bar_is_matplotlibs_ticks_and_pythons_numbers(nano_ex
         rows = planes(page_maps.layer_rows(ex, layer, 0), ex.heads, n)
         for q, bar in enumerate(rows["bars"]):
             high = float(ex.query_maps(divmod(q, gw))[layer].max())
-            assert bar == matplotlib_bar(high) == canvas.bar_words(0.0, high), (layer, q)
+            assert bar == matplotlib_bar(high) == canvas.bar_text(0.0, high), (layer, q)
     rng = np.random.default_rng(0)  # and tops of every size, to a hundred-thousandth
     for high in [*rng.uniform(1e-4, 1, 200), *10 ** rng.uniform(-5, 0, 100), 1.0]:
-        assert canvas.bar_words(0.0, float(high)) == matplotlib_bar(float(high)), high
+        assert canvas.bar_text(0.0, float(high)) == matplotlib_bar(float(high)), high
 
 
 def test_the_words_no_row_changes_are_the_pngs():
     """Sent once with the analysis: a head's name, a caption's lines on each scale, each scale's
     label (the layer's top written in), the bar from 0 to 1: what render.head_grid writes."""
-    words = page_words.fixed_words()
+    words = page_text.fixed_text()
     assert words["head_name"].replace("{head}", "3") == render.head_name(2) == "head 3"
     assert words["caption_parts"] == {"layer": ["name", "prefix"], "head": ["name", "top", "prefix"],
                                       "fixed": ["name", "prefix"]}  # fmt: skip

@@ -183,7 +183,7 @@ def test_the_page_writes_the_servers_words_and_paints_its_colour_index_at_every_
             page.evaluate(RESTYLE, [cmap, 0.6, "nearest", display, scale])
             page.wait_for_function(SETTLED_IN, arg=scale)
             painted = page.evaluate("() => window.attentionMaps.painted")
-            bar = sent["bars"][q] if scale == "layer" else canvas.bar_words(0.0, 1.0)
+            bar = sent["bars"][q] if scale == "layer" else canvas.bar_text(0.0, 1.0)
             assert painted["bar"] == bar  # its numbers and ticks, as the server decided them
             _, label = canvas.scale_legend(MapStyle(scale=scale), float(tops.max()), "attention weight", "this layer")
             assert painted["label"] == label

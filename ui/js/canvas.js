@@ -68,7 +68,7 @@ export function titled(writer, width, body, words, paint) {
 }
 
 // canvas.colour_bar in `table`'s colours at height y0, `width` wide: the server's words for it (`bar`,
-// canvas.bar_words: its ends' numbers, which set its margins, and its ticks), each tick at `position`
+// canvas.bar_text: its ends' numbers, which set its margins, and its ticks), each tick at `position`
 // (its value's place in the colours, 0 to 1: the colour map's norm the pixels are coloured by).
 export function colourBar(ctx, writer, y0, { width, bar, position, table }) {
   const [low, high] = bar.ends;

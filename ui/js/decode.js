@@ -29,7 +29,7 @@ export function rowShape(data) {
   return { heads: data.heads, cells: data.grid[0] * data.grid[1] };
 }
 
-// The words a reply's rows write (explorer/page_words.py): its table, JSON after its length (4 bytes),
+// The words a reply's rows write (explorer/page_text.py): its table, JSON after its length (4 bytes),
 // with the reply's shape: prefix lines a caption, whether "max" lines came, whether an index takes 2 bytes.
 export function wordsTable(bytes) {
   const length = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);

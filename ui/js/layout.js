@@ -1,6 +1,6 @@
 // Where the head maps' parts go, as explorer/canvas.py and explorer/render.py place them: the tiles a
 // row, the mosaic, a tile's caption lines in the server's order, a colour bar's ticks along it. What
-// they say (captions, numbers, ticks, labels) is the server's (explorer/page_words.py): nothing here
+// they say (captions, numbers, ticks, labels) is the server's (explorer/page_text.py): nothing here
 // formats a number or picks a tick.
 
 export const GAP = 4, BAR_PX = 12, BAR_WIDTH = 320; // canvas.GAP, BAR_PX, BAR_WIDTH
@@ -55,7 +55,7 @@ export function captionLines(order, lines) {
 }
 
 // A colour bar's ticks, `length` pixels long: each of the server's ticks ([value, its words],
-// canvas.bar_words) at its value's place in the bar's colours (`position`: 0 to 1), on a whole pixel.
+// canvas.bar_text) at its value's place in the bar's colours (`position`: 0 to 1), on a whole pixel.
 export function barMarks(ticks, position, length) {
   return ticks.map(([value, text]) => ({
     at: roundHalfEven(Math.min(Math.max(position(value), 0), 1) * (length - 1)), text,
