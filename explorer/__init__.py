@@ -13,8 +13,9 @@ Computing: models and their arithmetic, no pictures.
 
 What each tab shows: the passes a view needs, and its pictures and text.
 - views: the Explore tab's views of an `Explanation`.
-- page_maps: the numbers the page draws its first screen from itself (ui/js/);
-  page_budget: their bytes, from a model's shape, before any is built (the catalogue checks them too).
+- page_maps: the numbers the page draws its first screen from itself (ui/js/); page_text: the words
+  it writes, decided by the functions that write the PNG's; page_budget: their bytes, from a model's
+  shape, before any is built (the catalogue checks them too).
 - lessons: the Lessons tab's four lessons.
 - live: one webcam frame in, the Live tab's views out; video: a clip in, an attention video out.
 - run_views: the Train tab's training curves and probe strip, with their alt text.

@@ -265,9 +265,16 @@ def number(value: float) -> str:
     return f"{value:.3g}".replace("-", "−")
 
 
-def _ticks(low: float, high: float, nbins: int = 4, steps: Sequence[float] | None = None) -> list[float]:
+@functools.lru_cache(maxsize=8)
+def _locator(nbins: int, steps: tuple[float, ...] | None) -> MaxNLocator:
+    """One MaxNLocator a setting: making one took a third of a tick's time, and the page's rows
+    pick a colour bar's ticks for every query they send (explorer/page_text.py)."""
+    return MaxNLocator(nbins=nbins, steps=steps)
+
+
+def _ticks(low: float, high: float, nbins: int = 4, steps: tuple[float, ...] | None = None) -> list[float]:
     """Round values from `low` to `high` (both ends within rounding), `steps` as MaxNLocator's."""
-    values = MaxNLocator(nbins=nbins, steps=steps).tick_values(low, high)
+    values = _locator(nbins, steps).tick_values(low, high)
     return [float(t) for t in values if low - 1e-9 * abs(low) <= t <= high + 1e-9 * abs(high)]
 
 
@@ -283,6 +290,15 @@ def bar_ticks(low: float, high: float, centre: float | None = None) -> list[floa
     below = [centre - t for t in _ticks(0.0, centre - low, 2, HALF_STEPS)]
     above = [centre + t for t in _ticks(0.0, high - centre, 3, HALF_STEPS)]
     return sorted({round(t, 12) for t in below + above})
+
+
+def bar_text(low: float, high: float, centre: float | None = None) -> dict[str, list]:
+    """What a colour bar from `low` to `high` writes, decided once for the server's PNG
+    (`colour_bar`) and the page (explorer/page_text.py sends it; ui/js/canvas.js paints it):
+    {"ends": [its ends' numbers, which set its margins], "ticks": [[value, its number], ...]}
+    (`bar_ticks`). Where each tick goes along the bar is the painter's: the value's place in the
+    bar's colours, at its length in pixels."""
+    return {"ends": [number(low), number(high)], "ticks": [[t, number(t)] for t in bar_ticks(low, high, centre)]}
 
 
 BAR_WIDTH = 320  # a colour bar's width under a narrower picture: room for its ticks and its label
@@ -303,9 +319,10 @@ def colour_bar(
     with units) wrapped under it, its words `px` high. With a `centre` (see `heatmap`), the middle of the bar is
     `centre` and each half is linear. `mark` = (value, text) points at a value from above
     the bar ("▼ uniform 0.0156")."""
-    pad = GAP + int(_width_of(number(low), px)) // 2
-    length = max(width - pad - int(_width_of(number(high), px)) // 2 - GAP, 2)
-    ticks = bar_ticks(low, high, centre)
+    words = bar_text(low, high, centre)
+    (low_text, high_text), ticks = words["ends"], words["ticks"]
+    pad = GAP + int(_width_of(low_text, px)) // 2
+    length = max(width - pad - int(_width_of(high_text, px)) // 2 - GAP, 2)
     position = Normalize(low, high) if centre is None else TwoSlopeNorm(centre, low, high)
     top = _line(px) if mark else 0
     bar = Image.new("RGB", (width, top + BAR_PX + 4 + _line(px)), BACKGROUND)
@@ -315,10 +332,9 @@ def colour_bar(
     def x_of(value: float) -> int:
         return pad + round(float(np.clip(position(value), 0.0, 1.0)) * (length - 1))
 
-    for t in ticks:
+    for t, text in ticks:
         x = x_of(t)
         draw.line([(x, top + BAR_PX), (x, top + BAR_PX + 3)], fill=TEXT)
-        text = number(t)
         _put_text(bar, (x - _width_of(text, px) / 2, top + BAR_PX + 4), text, px)
     if mark:
         _put_mark(bar, x_of(mark[0]), mark[1], px)
@@ -346,14 +362,25 @@ def row_bar(cmap: str, top_text: str, height: int, px: int) -> np.ndarray:
     return np.asarray(bar)
 
 
+TOP = "{top}"  # where `scale_text` leaves the layer scale's top, written by `number`
+
+
+def scale_text(scale: str, unit: str, scope: str, shared: str = "all its maps") -> str:
+    """The label of a colour bar on `scale` (SCALES), with TOP where the shared top's number goes
+    (`scale_legend` writes it in; the page writes its bar's top there, ui/js/drawn.js). `scope`
+    names what one shared top covers ("this layer", "this map"), `shared` what shares it ("every frame")."""
+    if scale == "head":
+        return f"colour: {unit} as a share of each head's own maximum (per-head stretch, printed under each tile)"
+    if scale == "fixed":
+        return f"colour: {unit}, fixed scale from 0 to 1"
+    return f"colour: {unit} from 0 to {TOP}, the largest in {scope} (one scale for {shared})"
+
+
 def scale_legend(style: MapStyle, top: float, unit: str, scope: str, shared: str = "all its maps") -> tuple[float, str]:
-    """The top of a colour bar for `style.scale` and its label. `scope` names what one
-    shared top covers ("this layer", "this map"), `shared` what shares it ("every frame")."""
-    if style.scale == "head":
-        return 1.0, f"colour: {unit} as a share of each head's own maximum (per-head stretch, printed under each tile)"
-    if style.scale == "fixed":
-        return 1.0, f"colour: {unit}, fixed scale from 0 to 1"
-    return top, f"colour: {unit} from 0 to {number(top)}, the largest in {scope} (one scale for {shared})"
+    """The top of a colour bar for `style.scale` (`top` on the layer scale, else 1) and its label
+    (`scale_text`)."""
+    high = top if style.scale == "layer" else 1.0
+    return high, scale_text(style.scale, unit, scope, shared).replace(TOP, number(high))
 
 
 def _label_width(labels: Sequence[str], px: int) -> int:

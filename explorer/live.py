@@ -28,7 +28,7 @@ from PIL import Image, UnidentifiedImageError
 from vit.analysis import Query
 
 from . import page_maps, render, texts, views
-from .canvas import TEXT_PX, MapStyle
+from .canvas import TEXT_PX, MapStyle, bar_text
 from .explain import Explanation, explain
 from .images import to_rgb
 from .loaded import LoadedModel
@@ -112,12 +112,13 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
     (explorer/page_maps.py) cut to one layer (0-based) and one query, with the model input as raw
     RGB (the tiles' images are resized from it in the page: a frame is 9 kB for the bundled model,
     210 kB for ViT-S/16, where its three JPEG pictures took 190 kB) and the rollout's values, drawn
-    relative to uniform."""
+    relative to uniform (its colour bar's words decided here, as the Explore tab's are)."""
     gh, gw = ex.grid
     maps, shares = ex.query_maps(query)[layer], ex.prefix_attention(query)[layer]  # (H, gh, gw), (H, P)
     row = np.concatenate([shares, maps.reshape(ex.heads, gh * gw)], axis=-1)[None]  # (1, H, T)
     rollout = ex.rollout(ROLLOUT_FUSION, ROLLOUT_DISCARD).astype(np.float32)  # (gh, gw)
     uniform = views.uniform_value(rollout)
+    ratio, top = render.relative_values(rollout, uniform)  # what the page colours, and the scale's top
     note = texts.describe_rollout(ex, ROLLOUT_FUSION, ROLLOUT_DISCARD)
     return {
         "grid": [gh, gw],
@@ -135,19 +136,20 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
         # not deflated: a frame is drawn as it comes, many a second, and inflating is asynchronous;
         # every part, as the page restyles the last frame without asking (ui/js/live.js, LiveMaps)
         "rows": {
-            "bytes": base64.b64encode(page_maps.rows_bytes(row, ex.attention.prefix_tokens)).decode(),
+            "bytes": base64.b64encode(page_maps.rows_bytes(row, ex.prefix_names)).decode(),
             "parts": list(page_maps.PARTS),
         },
         "rollout": {
-            "values": page_maps.b64(rollout),
-            "uniform": uniform,
+            "values": page_maps.b64(ratio.astype(np.float32)),  # multiples of uniform, as render.relative_picture
+            "top": top,
+            "bar": bar_text(0.0, top, render.RELATIVE_CENTRE),
+            "centre": render.RELATIVE_CENTRE,
             "side": views.ROLLOUT_PX,
             "title": views.rollout_title(ex),
             "note": f"{note} {views.uniform_note(uniform, rollout.size)}.",
             "label": render.relative_label(uniform, rollout.size),
             "alt": f"Attention rollout through all layers, query: {texts.query_label(ex, None)}, each patch relative "
             "to uniform (red above an even share, blue below), with its colour bar",
-            "top": render.RELATIVE_TOP,
             "cmap": render.RELATIVE_CMAP,
         },
     }

@@ -5,8 +5,10 @@ step and style change without asking the server (ui/js/ draws them; issue 41).
 What is sent. A query row of one layer is each head's attention from one query token to every
 patch, sent as `rows_bytes` says: one byte a cell of each part the page's style draws (PARTS: the
 shown scale's colour index exactly, canvas.heatmap's; with smooth upsampling the per-head index and
-the low byte of a 16-bit level of the head's own scale), and each head's maximum and its attention
-to the prefix tokens the maps leave out ("CLS 0.42" under a tile) as float32. The page asks for
+the low byte of a 16-bit level of the head's own scale), each head's maximum as float32 (to paint
+with), and the words the rows write, decided here (explorer/page_text.py: "CLS 0.42" and
+"max 0.42" under a tile, the colour bar's numbers and ticks), which the page looks up and never
+formats. The page asks for
 another part when the visitor picks another scale or upsampling, once per band. On every scale,
 with nearest upsampling, every tile is drawn in the very colours of the server's PNG
 (tests/test_explorer_page_maps.py checks the indices against matplotlib,
@@ -39,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from . import canvas, controls, render, texts, views
+from . import canvas, controls, page_text, render, texts, views
 from .canvas import COLORMAPS, MapStyle
 from .explain import Explanation, ExplanationTooLarge
 from .page_budget import PageShape, token_queries
@@ -120,23 +122,32 @@ def part_plane(part: str, maps: np.ndarray, head_tops: np.ndarray) -> np.ndarray
     return np.minimum(scaled(maps, head_tops[..., None], LEVELS), LEVELS - 1) & 255
 
 
-def rows_bytes(rows: np.ndarray, prefix: int, parts: Sequence[str] = PARTS) -> bytes:
+def rows_bytes(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = PARTS) -> bytes:
     """Rows of one layer, (queries Q, heads H, tokens) float32 with the prefix tokens first (P of
-    them; N patches follow), as the page reads them, little-endian, in this order:
+    them, named `names`; N patches follow), as the page reads them, little-endian, in this order:
 
-    - `head_tops` (Q, H) float32: each head's largest weight, the per-head scale's top (printed
-      under its tile on that scale); the layer scale's top is their largest;
-    - `shares` (Q, H, P) float32: the attention to the prefix tokens, printed under each tile;
+    - the rows' words (explorer/page_text.py, `text_block`): a table of the distinct caption
+      lines and colour bars these rows write, decided here, with its shape (lines a caption, the
+      index's bytes; Q follows from the bytes that come after it);
+    - `head_tops` (Q, H) float32: each head's largest weight, the per-head scale's top; the layer
+      scale's top is their largest. The page needs the floats to paint, not to write: smooth
+      upsampling turns a head's 16-bit levels back into values, and a tick's place along the bar
+      is its value over the top;
+    - the words' indices (`page_text.row_text`): each head's prefix lines, each query's colour
+      bar on the layer scale, and with the part "head" each head's "max" line;
     - one (Q, H, N) uint8 plane per part of `parts`, in their order (`part_plane`).
 
     Each scale's colour index is sent as itself, not derived from another's: the page draws the
     scale shown from one byte a cell, exactly, and asks for another scale's byte, or the low byte
     smooth upsampling needs, only when the visitor picks it (issue 58: four bytes a cell had
     made ViT-B/16's first reply 1.5 MB)."""
+    prefix = len(names)
     maps, shares = rows[..., prefix:].astype(np.float32), rows[..., :prefix].astype(np.float32)
     head_tops = maps.max(axis=-1)  # (Q, H)
-    header = [np.ascontiguousarray(p).astype("<f4").tobytes() for p in (head_tops, shares)]
-    return b"".join(header + [part_plane(part, maps, head_tops).astype(np.uint8).tobytes() for part in parts])
+    table, indices = page_text.row_text(head_tops, shares, names, "head" in parts)
+    planes = [part_plane(part, maps, head_tops).astype(np.uint8) for part in parts]
+    arrays = [head_tops.astype("<f4"), *indices, *planes]
+    return page_text.text_block(table) + b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
 
 
 def known_parts(asked: object) -> tuple[str, ...] | None:
@@ -149,10 +160,10 @@ def known_parts(asked: object) -> tuple[str, ...] | None:
     return tuple(part for part in PARTS if part in asked)
 
 
-def encode_rows(rows: np.ndarray, prefix: int, parts: Sequence[str] = DEFAULT_PARTS) -> dict[str, Any]:
+def encode_rows(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = DEFAULT_PARTS) -> dict[str, Any]:
     """`rows_bytes`, deflated (zlib; the page inflates them with DecompressionStream), with the
     parts they hold: {"parts": [...], "deflated": bytes}."""
-    return {"parts": list(parts), "deflated": zlib.compress(rows_bytes(rows, prefix, parts), DEFLATE_LEVEL)}
+    return {"parts": list(parts), "deflated": zlib.compress(rows_bytes(rows, names, parts), DEFLATE_LEVEL)}
 
 
 def in_json(rows: dict[str, Any]) -> dict[str, Any]:
@@ -189,15 +200,15 @@ def layer_rows(
     `page_shape(ex).band` patch queries from `first` on (the whole layer when one band holds it),
     or with band TOKENS its token queries' rows (`query_tokens`), with the `parts` asked for:
     {"layer", "band", "first" (patch rows only), "parts", "deflated": the bytes (`encode_rows`)}."""
-    prefix = ex.attention.prefix_tokens
+    names = ex.prefix_names
     if band == TOKENS:
-        return {"layer": layer, "band": band, **encode_rows(token_rows(ex)[layer], prefix, parts)}
+        return {"layer": layer, "band": band, **encode_rows(token_rows(ex)[layer], names, parts)}
     assert isinstance(band, int), band
     size = page_shape(ex).band
     first = band * size
     count = min(size, ex.grid[0] * ex.grid[1] - first)
     rows = patch_rows(ex, layer, first, count)
-    return {"layer": layer, "band": band, "first": first, **encode_rows(rows, prefix, parts)}
+    return {"layer": layer, "band": band, "first": first, **encode_rows(rows, names, parts)}
 
 
 class PageTooLarge(ExplanationTooLarge):
@@ -242,7 +253,8 @@ def layouts(ex: Explanation, tiles: dict[str, dict[str, int]]) -> dict[str, dict
 
 def words(ex: Explanation, model: str) -> dict[str, Any]:
     """The words the pictures and captions need, written by explorer.texts with placeholders
-    the page fills in ("{layer}", "{query}", "{row}", "{column}")."""
+    the page fills in ("{layer}", "{query}", "{row}", "{column}"), and those of the head maps that
+    no row's numbers change (page_text.fixed_text)."""
     patch = texts.describe_query((0, 0), ex.has_cls)
     return {
         "title": texts.heads_title(ex, "{query}", "{layer}"),
@@ -255,7 +267,7 @@ def words(ex: Explanation, model: str) -> dict[str, Any]:
         "labels": [texts.query_label(ex, query) for query in query_tokens(ex)],
         "captions": [texts.describe_query(query, ex.has_cls) for query in query_tokens(ex)],
         "picks": [controls.query_token(query, ex.prefix_names) for query in query_tokens(ex)],
-        "short_names": [render.short_token_name(name) for name in ex.prefix_names],
+        **page_text.fixed_text(),
     }
 
 

@@ -52,7 +52,7 @@ from .canvas import (
 
 # Prefix shares per caption line. Two a line ("CLS 0.00 · reg1 0.00", 138 px) were wider than a
 # register model's 80-px tiles, which they widened to an 858-px picture in a 546-px column; one a
-# line ("reg1 0.00", 62 px) fits under them (issue 42). ui/js/layout.js's PER_LINE is the same.
+# line ("reg1 0.00", 62 px) fits under them (issue 42). The page is sent the lines (explorer/page_text.py).
 PREFIX_PER_LINE = 1
 
 
@@ -87,13 +87,35 @@ def prefix_lines(prefix: Prefix) -> list[str]:
     return [" · ".join(parts[i : i + PREFIX_PER_LINE]) for i in range(0, len(parts), PREFIX_PER_LINE)]
 
 
+HEAD_NAME = "head {head}"  # a head's tile's name, its number 1-based in the place of "{head}"
+
+
+def head_name(head: int) -> str:
+    """How a head's tile names it (`head` 0-based): HEAD_NAME."""
+    return HEAD_NAME.replace("{head}", str(head + 1))
+
+
+def top_line(top: float) -> str:
+    """A head's own maximum, as its tile's caption writes it on the per-head scale."""
+    return f"max {top:.2g}"
+
+
+def caption_parts(scale: str) -> tuple[str, ...]:
+    """The lines of a head tile's caption on `scale`, in order: its name, its own maximum when each
+    head is stretched alone (a line of its own: beside the name it widened a small tile, and with it
+    the picture, which the page then shrank), and its attention to the prefix tokens. The page is
+    sent them (explorer/page_maps.words) and writes the lines the server decided in this order."""
+    return ("name", "top", "prefix") if scale == "head" else ("name", "prefix")
+
+
 def _tile_lines(name: str, top: float, style: MapStyle, prefix: Prefix | None) -> list[str]:
-    """Caption lines of one tile: its name, its own maximum when each head is stretched
-    alone (a line of its own: beside the name it widened a small tile, and with it the
-    picture, which the page then shrank), and its attention to each prefix token."""
-    first = [part for part in (name, f"max {top:.2g}" if style.scale == "head" else "") if part]
-    shares = prefix_lines(prefix) if prefix is not None and len(prefix.shares) else []
-    return first + shares
+    """Caption lines of one tile (`caption_parts`); a tile without a `name` has no name line."""
+    lines = {
+        "name": [name] if name else [],
+        "top": [top_line(top)],
+        "prefix": prefix_lines(prefix) if prefix is not None and len(prefix.shares) else [],
+    }
+    return [line for part in caption_parts(style.scale) for line in lines[part]]
 
 
 @dataclass(frozen=True)
@@ -137,7 +159,7 @@ def head_grid(
     tiles = [
         tile_caption(
             outline_patches(overlay(image, m, style, t), grid, [mark] if mark else []),
-            _tile_lines(f"head {i + 1}", t, style, None if prefix is None else prefix.at(i)),
+            _tile_lines(head_name(i), t, style, None if prefix is None else prefix.at(i)),
             text_px,
         )
         for i, (m, t) in enumerate(zip(maps, tops, strict=True))
@@ -291,6 +313,7 @@ def map_picture(
 
 
 RELATIVE_CMAP = "RdBu_r"  # diverging: blue below uniform, white at uniform, red above
+RELATIVE_CENTRE = 1.0  # uniform itself, in the diverging map's middle colour
 RELATIVE_TOP = 2.0  # the relative scale reaches at least 2× uniform, so a near-uniform map stays white
 
 
@@ -307,13 +330,19 @@ def relative_picture(
     a diverging colour map with uniform in its middle colour, 0 at the bottom and
     max(RELATIVE_TOP, the largest multiple) at the top, so patches above and below an even
     share stand apart however flat the map is. Its text is `text_px` high."""
-    ratio = amap / uniform if uniform > 0 else np.zeros_like(amap)
-    top = max(RELATIVE_TOP, float(ratio.max()))
+    ratio, top = relative_values(amap, uniform)
     relative = replace(style, cmap=RELATIVE_CMAP)
-    drawn = overlay(image, ratio, relative, top, centre=1.0)
+    drawn = overlay(image, ratio, relative, top, centre=RELATIVE_CENTRE)
     label = relative_label(uniform, amap.size)
-    bar = colour_bar(RELATIVE_CMAP, 0.0, top, label, text_px, max(drawn.shape[1], BAR_WIDTH), centre=1.0)
+    bar = colour_bar(RELATIVE_CMAP, 0.0, top, label, text_px, max(drawn.shape[1], BAR_WIDTH), centre=RELATIVE_CENTRE)
     return titled(title, Image.fromarray(drawn), text_px, [bar], note)
+
+
+def relative_values(amap: np.ndarray, uniform: float) -> tuple[np.ndarray, float]:
+    """`amap` as multiples of `uniform` (0 where uniform is 0), and the relative scale's top:
+    max(RELATIVE_TOP, the largest multiple). Live's page is sent both (explorer/live.py)."""
+    ratio = amap / uniform if uniform > 0 else np.zeros_like(amap)
+    return ratio, max(RELATIVE_TOP, float(ratio.max()))
 
 
 def relative_label(uniform: float, patches: int) -> str:

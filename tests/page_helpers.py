@@ -1,9 +1,13 @@
-"""Reading what the page drew itself (ui/js/) in the browser tests."""
+"""Reading what the page drew itself (ui/js/) in the browser tests, and the rows the server sends it."""
 
 from __future__ import annotations
 
 import base64
 import io
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -48,3 +52,37 @@ def wait_rows_arrived(page) -> None:
     """Until the rows the page asks for unasked after an analysis have come (ui/js/rows.js,
     `settled`: every layer's token rows, the shown layer's patch rows where they are prefetched)."""
     page.wait_for_function("() => window.attentionMaps.settled()")
+
+
+def read_rows(raw: bytes, heads: int, cells: int, parts: Sequence[str]) -> dict[str, Any]:
+    """Rows as ui/js/decode.js reads them (explorer/page_maps.rows_bytes' layout): the table of the
+    words they write, each head's top, each part's plane, and the words looked up: "prefix_lines"
+    [query][head] (lines), "bars" [query], "top_lines" [query][head] (None where they did not come)."""
+    length = int.from_bytes(raw[:4], "little")
+    table = json.loads(raw[4 : 4 + length].decode())
+    lines, index, tops = table["lines"], "<u2" if table.get("wide") else "u1", table.get("top_lines", False)
+    at = 4 + length
+    per_query = 4 * heads + np.dtype(index).itemsize * (heads * lines + 1 + tops * heads) + len(parts) * heads * cells
+    queries = (len(raw) - at) // per_query
+
+    def take(kind: str, shape: tuple[int, ...]) -> np.ndarray:
+        nonlocal at
+        count = math.prod(shape)
+        array = np.frombuffer(raw, kind, count, at).reshape(shape)
+        at += count * np.dtype(kind).itemsize
+        return array
+
+    head_tops = take("<f4", (queries, heads))
+    prefix, bars = take(index, (queries, heads, lines)), take(index, (queries,))
+    top = take(index, (queries, heads)) if tops else None
+    planes = {part: take("u1", (queries, heads, cells)) for part in parts}
+    assert at == len(raw) and length % 4 == 0  # every byte read; the float32 tops aligned
+    texts = table["texts"]
+    return {
+        "table": table,
+        "head_tops": head_tops,
+        **planes,
+        "prefix_lines": [[[texts[i] for i in head] for head in query] for query in prefix],
+        "bars": [table["bars"][i] for i in bars],
+        "top_lines": None if top is None else [[texts[i] for i in query] for query in top],
+    }

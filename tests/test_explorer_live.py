@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from page_helpers import read_rows
 from PIL import Image
 
 import vit
-from explorer import page_maps, render, texts
+from explorer import canvas, page_maps, render, texts
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from explorer.live import MAX_FRAME_PIXELS, FrameError, data_url, decode_frame, frame_numbers, live_frame, page_query
@@ -90,16 +91,19 @@ def test_one_frame_gives_the_numbers_of_the_input_every_head_and_rollout(tiny):
     rows = numbers["rows"]
     raw = base64.b64decode(rows["bytes"])
     maps = ex.query_maps((2, 3))[3]  # (heads, 8, 8)
-    assert raw == page_maps.rows_bytes(ex.attention[3][0, :, 1 + 2 * 8 + 3].numpy()[None], 1)  # the patch's row
-    head_tops = np.frombuffer(raw, "<f4", ex.heads)
+    assert raw == page_maps.rows_bytes(ex.attention[3][0, :, 1 + 2 * 8 + 3].numpy()[None], ["cls"])  # the patch's row
     assert rows["parts"] == list(page_maps.PARTS)  # every part: the page restyles the last frame itself
-    head = page_maps.PARTS.index("head")  # after tops, shares and the parts before it
-    coarse = np.frombuffer(raw, np.uint8, ex.heads * 64, 8 * ex.heads + head * ex.heads * 64).reshape(ex.heads, 8, 8)
+    sent = read_rows(raw, ex.heads, 64, rows["parts"])
+    head_tops, coarse = sent["head_tops"][0], sent["head"][0].reshape(ex.heads, 8, 8)
     assert np.array_equal(head_tops, maps.max(axis=(1, 2)))
     assert np.array_equal(coarse, np.minimum(np.floor(maps / head_tops[:, None, None] * 256), 255))
-    rollout = np.frombuffer(base64.b64decode(numbers["rollout"]["values"]), "<f4").reshape(8, 8)
-    assert np.array_equal(rollout, ex.rollout()) and numbers["rollout"]["cmap"] == render.RELATIVE_CMAP
-    assert numbers["rollout"]["uniform"] == pytest.approx(1 / 64, rel=0.2)  # CLS's own share is left out
+    assert sent["top_lines"][0] == [f"max {t:.2g}" for t in head_tops]  # every part's words: any scale is drawn
+    ratio = np.frombuffer(base64.b64decode(numbers["rollout"]["values"]), "<f4").reshape(8, 8)
+    uniform = ex.rollout().sum() / 64  # CLS's own share is left out
+    np.testing.assert_allclose(ratio, ex.rollout() / uniform, rtol=1e-6)  # multiples of uniform, as drawn
+    rollout = numbers["rollout"]
+    assert rollout["cmap"] == render.RELATIVE_CMAP and rollout["top"] == max(render.RELATIVE_TOP, float(ratio.max()))
+    assert rollout["bar"] == canvas.bar_text(0.0, rollout["top"], 1.0) and rollout["centre"] == 1.0
     assert len(shown.predictions) == 3 and set(shown.predictions) <= set(CIFAR10_CLASSES)
     assert shown.model_ms > 0 and shown.numbers_ms > 0
     cls = live_frame(tiny, frame, None, 3, MapStyle()).numbers
@@ -116,6 +120,6 @@ def test_a_frame_names_its_query_as_the_page_does():
     numbers = frame_numbers(ex, "reg2", 1, MapStyle(), 13, "nano")
     assert numbers["prefix"] == ["cls", "reg1", "reg2"]
     assert numbers["words"]["labels"][2] == texts.query_label(ex, "reg2")
-    raw = base64.b64decode(numbers["rows"]["bytes"])  # each head's top, then its shares (page_maps.rows_bytes)
-    shares = np.frombuffer(raw, "<f4", ex.heads * 3, 4 * ex.heads).reshape(ex.heads, 3)
-    np.testing.assert_array_equal(shares, ex.prefix_attention("reg2")[1])  # what "CLS 0.42" under a tile says
+    sent = read_rows(base64.b64decode(numbers["rows"]["bytes"]), ex.heads, 64, numbers["rows"]["parts"])
+    shares = ex.prefix_attention("reg2")[1]  # what "CLS 0.42" under a tile says, each prefix token a line
+    assert sent["prefix_lines"][0] == [[f"CLS {c:.2f}", f"reg1 {r1:.2f}", f"reg2 {r2:.2f}"] for c, r1, r2 in shares]

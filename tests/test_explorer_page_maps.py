@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 from matplotlib import colormaps
+from matplotlib.ticker import MaxNLocator
+from page_helpers import read_rows
 from PIL import Image
 
 import vit
-from explorer import canvas, catalog, page_budget, page_maps, render, texts, views
+from explorer import canvas, catalog, page_budget, page_maps, page_text, render, texts, views
 from explorer.canvas import MapStyle
 from explorer.explain import explain
 from vit.preprocessing import Preprocessing
@@ -24,19 +26,11 @@ def decoded(b64: str, dtype) -> np.ndarray:
     return np.frombuffer(base64.b64decode(b64), dtype=np.dtype(dtype).newbyteorder("<"))
 
 
-def planes(sent: dict, heads: int, n: int, p: int) -> dict[str, np.ndarray]:
-    """A reply's rows read as ui/js/decode.js reads them (explorer/page_maps.rows_bytes' layout)."""
+def planes(sent: dict, heads: int, n: int) -> dict:
+    """A reply's rows read as ui/js/decode.js reads them (page_helpers.read_rows)."""
     deflated = sent["deflated"]  # bytes as the rows route sends them; base64 in the analysis's JSON
     raw = zlib.decompress(deflated if isinstance(deflated, bytes) else base64.b64decode(deflated))
-    queries = len(raw) // (heads * (4 + 4 * p + len(sent["parts"]) * n))
-    at, out = 0, {}
-    cells = [(part, "u1", (queries, heads, n)) for part in sent["parts"]]
-    for name, kind, shape in [("head_tops", "<f4", (queries, heads)), ("shares", "<f4", (queries, heads, p)), *cells]:
-        count = int(np.prod(shape))
-        out[name] = np.frombuffer(raw, kind, count, at).reshape(shape)
-        at += count * np.dtype(kind).itemsize
-    assert at == len(raw)
-    return out
+    return read_rows(raw, heads, n, sent["parts"])
 
 
 def reference_colours(maps: np.ndarray, scale: str, cmap: str) -> np.ndarray:
@@ -58,8 +52,8 @@ def assert_exact_everywhere(sent: dict, ex, maps_of) -> None:
     """For each query q of a reply (`maps_of(q)`: its (heads, gh, gw) float maps), on every
     scale and every colour map, the page's colour of every cell is the reference's within 1/255
     per channel, and each head's top (printed on the per-head scale) is the float32 one exactly."""
-    n, p = ex.grid[0] * ex.grid[1], ex.attention.prefix_tokens
-    rows = planes(sent, ex.heads, n, p)
+    n = ex.grid[0] * ex.grid[1]
+    rows = planes(sent, ex.heads, n)
     for q in range(len(rows["head_tops"])):
         maps = maps_of(q)
         np.testing.assert_array_equal(rows["head_tops"][q], maps.reshape(ex.heads, -1).max(axis=1))
@@ -121,14 +115,76 @@ def test_every_cell_is_exact_on_every_scale_and_colour_map(which, side, mode):
         assert_exact_everywhere(sent, ex, lambda q, layer=layer: ex.query_maps(divmod(q, gw))[layer])
 
 
-def test_the_shares_under_the_tiles_are_the_float32_numbers(nano_explanation):
+def test_the_captions_under_the_tiles_are_pythons_formats_of_the_float32_numbers(nano_explanation):
+    """Issue 57: the page writes the server's words ("CLS 0.42", "max 0.42") and formats nothing; they
+    are Python's own formats of the float32 numbers the server's PNG writes them from."""
     ex = nano_explanation
     n, gw = ex.grid[0] * ex.grid[1], ex.grid[1]
     for layer in (0, ex.depth - 1):
-        rows = planes(page_maps.layer_rows(ex, layer, page_maps.TOKENS), ex.heads, n, 1)
-        np.testing.assert_array_equal(rows["shares"][0], ex.prefix_attention(None)[layer])
-        rows = planes(page_maps.layer_rows(ex, layer, 0), ex.heads, n, 1)
-        np.testing.assert_array_equal(rows["shares"][gw + 3], ex.prefix_attention((1, 3))[layer])
+        tokens = planes(page_maps.layer_rows(ex, layer, page_maps.TOKENS, ("head",)), ex.heads, n)
+        patches = planes(page_maps.layer_rows(ex, layer, 0, ("head",)), ex.heads, n)
+        for rows, q, query in ((tokens, 0, None), (patches, gw + 3, (1, 3))):
+            shares, maps = ex.prefix_attention(query)[layer], ex.query_maps(query)[layer]
+            assert rows["prefix_lines"][q] == [[f"CLS {s:.2f}"] for s in shares[:, 0]]  # one prefix token, CLS
+            assert rows["top_lines"][q] == [f"max {t:.2g}" for t in maps.max(axis=(1, 2))]
+            style = MapStyle(scale="head")  # what the PNG's head_grid writes under each tile, the same lines
+            for h in range(ex.heads):
+                png = render._tile_lines(render.head_name(h), maps[h].max(), style, render.Prefix(shares[h], ["cls"]))
+                assert png == [f"head {h + 1}", *rows["top_lines"][q][h : h + 1], *rows["prefix_lines"][q][h]]
+    layer_only = planes(page_maps.layer_rows(ex, 0, 0), ex.heads, n)
+    assert layer_only["top_lines"] is None  # the per-head scale's words come with its colour index
+
+
+def matplotlib_bar(high: float) -> dict:
+    """A colour bar from 0 to `high` as matplotlib and Python would write it: MaxNLocator's default
+    ticks within the bar, each written f"{t:.3g}" with a true minus sign ("2.5e−05")."""
+    ticks = [float(t) for t in MaxNLocator(nbins=4).tick_values(0.0, high) if 0 <= t <= high * (1 + 1e-9)]
+    written = {t: f"{t:.3g}".replace("-", "\u2212") for t in [high, *ticks]}
+    return {"ends": ["0", written[high]], "ticks": [[t, written[t]] for t in ticks]}
+
+
+def test_each_querys_colour_bar_is_matplotlibs_ticks_and_pythons_numbers(nano_explanation):
+    """The layer scale's colour bar of every query the page is sent: its top's number and ticks,
+    which the page had computed again with MaxNLocator and Python's :.3g re-implemented in JS."""
+    ex = nano_explanation
+    n, gw = ex.grid[0] * ex.grid[1], ex.grid[1]
+    for layer in range(ex.depth):
+        rows = planes(page_maps.layer_rows(ex, layer, 0), ex.heads, n)
+        for q, bar in enumerate(rows["bars"]):
+            high = float(ex.query_maps(divmod(q, gw))[layer].max())
+            assert bar == matplotlib_bar(high) == canvas.bar_text(0.0, high), (layer, q)
+    rng = np.random.default_rng(0)  # and tops of every size, to a hundred-thousandth
+    for high in [*rng.uniform(1e-4, 1, 200), *10 ** rng.uniform(-5, 0, 100), 1.0]:
+        assert canvas.bar_text(0.0, float(high)) == matplotlib_bar(float(high)), high
+
+
+def test_the_words_no_row_changes_are_the_pngs():
+    """Sent once with the analysis: a head's name, a caption's lines on each scale, each scale's
+    label (the layer's top written in), the bar from 0 to 1: what render.head_grid writes."""
+    words = page_text.fixed_text()
+    assert words["head_name"].replace("{head}", "3") == render.head_name(2) == "head 3"
+    assert words["caption_parts"] == {"layer": ["name", "prefix"], "head": ["name", "top", "prefix"],
+                                      "fixed": ["name", "prefix"]}  # fmt: skip
+    for scale in canvas.SCALES:
+        high, label = canvas.scale_legend(MapStyle(scale=scale), 0.5734, "attention weight", "this layer")
+        assert words["scale_labels"][scale].replace("{top}", canvas.number(high)) == label
+    assert "from 0 to {top}, the largest in this layer" in words["scale_labels"]["layer"]
+    assert words["unit_bar"] == matplotlib_bar(1.0)
+    assert [t for t, _ in words["unit_bar"]["ticks"]] == [0, 0.25, 0.5, 0.75, 1]
+
+
+def test_a_reply_of_more_than_256_words_takes_two_bytes_an_index():
+    """Five prefix tokens' shares in a band of queries write up to 505 lines: two bytes an index."""
+    rng = np.random.default_rng(1)
+    names = ["cls", "reg1", "reg2", "reg3", "reg4"]
+    rows = rng.uniform(0, 1, (30, 4, 5 + 16)).astype(np.float32)  # 30 queries, 4 heads, 16 patches
+    raw = page_maps.rows_bytes(rows, names, ("layer",))
+    sent = read_rows(raw, 4, 16, ["layer"])
+    assert sent["table"]["wide"] and len(sent["table"]["texts"]) > 256
+    written = [f"{render.short_token_name(n)} {s:.2f}" for n, s in zip(names, rows[7, 2, :5], strict=True)]
+    assert sent["prefix_lines"][7][2] == written
+    small = read_rows(page_maps.rows_bytes(rows[:1], names, ("layer",)), 4, 16, ["layer"])
+    assert "wide" not in small["table"] and small["prefix_lines"][0] == sent["prefix_lines"][0]
 
 
 def test_the_page_gets_the_colour_maps_own_256_entries():
@@ -238,7 +294,7 @@ def assert_bands_are_the_layer(ex, layer: int) -> None:
         sent = page_maps.layer_rows(ex, layer, band, ("head", "fine"))  # what smooth upsampling asks for
         assert page_maps.body_bytes(sent) <= page_budget.BAND_BYTES
         assert sent["first"] == band * shape.band
-        rows = planes(sent, ex.heads, n, p)
+        rows = planes(sent, ex.heads, n)
         levels.append(rows["head"].astype(np.int64) * 256 + rows["fine"])
         tops.append(rows["head_tops"])
     levels, tops = np.concatenate(levels), np.concatenate(tops)
@@ -262,7 +318,7 @@ def test_a_48_by_48_grid_is_sent_within_the_budgets():
     assert payload["prefetch_bands"] == 0 and payload["band"] < 48 * 48 and shape.bands > 1
     rows = page_maps.layer_rows(ex, 0, shape.bands - 1)
     assert page_maps.body_bytes(rows) <= page_budget.BAND_BYTES
-    count = len(planes(rows, ex.heads, 48 * 48, 1)["head_tops"])
+    count = len(planes(rows, ex.heads, 48 * 48)["head_tops"])
     assert rows["first"] + count == 48 * 48  # the last band ends at the last patch
 
 
@@ -316,7 +372,7 @@ def test_the_whole_image_mode_keeps_rows_and_columns(nano_explanation):
     assert gh != gw
     payload = page_maps.page_maps(ex, "nano", 0, canvas.TEXT_PX, "h")
     assert payload["grid"] == [gh, gw]
-    rows = planes(page_maps.layer_rows(ex, 0, 0, ("head",)), ex.heads, gh * gw, 1)
+    rows = planes(page_maps.layer_rows(ex, 0, 0, ("head",)), ex.heads, gh * gw)
     query = (1, gw - 2)
     maps = ex.query_maps(query)[0]
     np.testing.assert_array_equal(rows["head_tops"][query[0] * gw + query[1]], maps.max(axis=(-2, -1)))
@@ -330,6 +386,6 @@ def test_a_model_without_cls_sends_the_mean_patch_query_first():
     payload = page_maps.page_maps(ex, "showcase", 0, canvas.TEXT_PX, "h")
     assert payload["words"]["picks"] == ["mean"] and payload["words"]["labels"] == ["mean of patches"]
     gh, gw = ex.grid
-    rows = planes(payload["token_rows"], ex.heads, gh * gw, 0)
+    rows = planes(payload["token_rows"], ex.heads, gh * gw)
     maps = ex.query_maps(None)[0]  # the mean patch query
     np.testing.assert_array_equal(rows["head_tops"][0], maps.max(axis=(-2, -1)))

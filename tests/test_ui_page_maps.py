@@ -5,18 +5,22 @@ import io
 import random
 import re
 import shutil
+import zlib
 
 import numpy as np
 import pytest
 import test_ui_browser
-from page_helpers import assert_same_at_every_cell, drawn_heads, wait_rows_arrived
+from matplotlib import colormaps
+from page_helpers import assert_same_at_every_cell, drawn_heads, read_rows, wait_rows_arrived
 from PIL import Image
 from test_ui_browser import CHROMIUM, DRAWN_SCALE, PHONE, SCREEN, click_patch, open_page, pick_example
 
 import vit
 from explorer import canvas, live, views
+from explorer.canvas import MapStyle
 from explorer.controls import Fusion, Showing
 from explorer.explain import explain
+from ui.rows_route import PARTS_HEADER
 from ui.server_functions import ROUTE as ROWS_ROUTE
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
@@ -144,22 +148,75 @@ def test_another_scale_is_fetched_once_when_picked_and_drawn_exactly(server, bro
     page.close()
 
 
-def test_the_colour_bars_ticks_and_numbers_are_matplotlibs_and_pythons(server, browser):
-    page = open_page(browser, server)
-    page.wait_for_function("() => window.attentionMaps")  # Gradio puts the page's head in once it has its config
-    rng = np.random.default_rng(0)
-    tops = [float(t) for t in np.concatenate([rng.uniform(1e-4, 1, 300), 10 ** rng.uniform(-5, 0, 200), [1.0]])]
-    ticks = page.evaluate("(tops) => tops.map((t) => window.attentionMaps.ticks(0, t))", tops)
-    for top, got in zip(tops, ticks, strict=True):
-        assert got == pytest.approx(canvas.bar_ticks(0.0, top), abs=1e-15), top
-    written = page.evaluate(
-        """(xs) => xs.map((x) => [window.attentionMaps.formats.number(x), window.attentionMaps.formats.pyG(x, 2),
-                               window.attentionMaps.formats.fixed2(x)])""",
-        [*tops, 0.125, 0.375, 0.005, 0.0],
+def server_rows(page, server: str, layer: int, band: int, parts: list[str]) -> dict:
+    """The rows the server sends this page's analysis (its rows route, by the handle the page was
+    sent), read in Python (page_helpers.read_rows): its numbers and the words it decided."""
+    handle, heads, (gh, gw) = page.evaluate(
+        "() => { const d = window.attentionMaps.data; return [d.handle, d.heads, d.grid]; }"
     )
-    for x, (three, two, fixed) in zip([*tops, 0.125, 0.375, 0.005, 0.0], written, strict=True):
-        assert (three, two, fixed) == (canvas.number(x), f"{x:.2g}", f"{x:.2f}"), x
+    question = {"handle": handle, "layer": layer, "band": band, "parts": parts}
+    reply = page.request.post(server.rstrip("/") + ROWS_ROUTE, data=question)
+    assert reply.ok, reply.text()
+    return read_rows(zlib.decompress(reply.body()), heads, gh * gw, reply.headers[PARTS_HEADER.lower()].split(","))
+
+
+# The page's style event (ui/explore.py's: colour map, opacity, upsampling, display, scale); until it is drawn.
+RESTYLE = "(style) => window.attentionMaps.setStyle(...style)"
+SETTLED_IN = """(scale) => { const m = window.attentionMaps; return m.style.scale === scale && m.settled(); }"""
+
+
+def test_the_page_writes_the_servers_words_and_paints_its_colour_index_at_every_cell(server, browser):
+    """Issue 57: every word under the tiles and on the colour bar is the server's decision, looked up
+    (the page formats no number and picks no tick), and every cell of every head is, on every scale
+    and colour map, the colour table's entry of the colour index the server sent for it: exactly, the
+    map alone; that colour blended over the photo the server sent, as canvas.overlay blends it."""
+    page = open_page(browser, server)
+    pick_example(page, "dog")
+    click_patch(page, 3, 6)
+    wait_drawn(page, "patch (3, 6)")
+    gw = page.evaluate("() => window.attentionMaps.data.grid[1]")
+    q = 2 * gw + 5  # the patch's row in the layer's one band
+    for scale in canvas.SCALES:
+        sent = server_rows(page, server, 6, 0, [scale])
+        tops = sent["head_tops"][q]
+        for cmap, display in (("inferno", "raw"), ("viridis", "raw"), ("gray", "overlay")):
+            page.evaluate(RESTYLE, [cmap, 0.6, "nearest", display, scale])
+            page.wait_for_function(SETTLED_IN, arg=scale)
+            painted = page.evaluate("() => window.attentionMaps.painted")
+            bar = sent["bars"][q] if scale == "layer" else canvas.bar_text(0.0, 1.0)
+            assert painted["bar"] == bar  # its numbers and ticks, as the server decided them
+            _, label = canvas.scale_legend(MapStyle(scale=scale), float(tops.max()), "attention weight", "this layer")
+            assert painted["label"] == label
+            top = [sent["top_lines"][q][h] for h in range(len(tops))] if scale == "head" else [None] * len(tops)
+            assert painted["lines"] == [
+                [f"head {h + 1}", *([top[h]] if top[h] else []), *sent["prefix_lines"][q][h]] for h in range(len(tops))
+            ]
+            assert_cells_are_the_colour_table_entries(page, sent[scale][q], cmap, display == "raw")
     page.close()
+
+
+# The photo under the tiles as the server sent it (explorer/page_maps.layouts), where each cell's centre is.
+BASE = """(scale) => { const m = window.attentionMaps, l = m.data.layouts[scale === "head" ? "head" : "layer"];
+  return {width: l.base.width, pixels: Array.from(l.base.pixels)}; }"""
+
+
+def assert_cells_are_the_colour_table_entries(page, index: np.ndarray, cmap: str, raw: bool) -> None:
+    """At the centre of every cell of every head, the page's pixel is matplotlib's colour `index`
+    (heads, cells) names, or on the overlay that colour over the photo at opacity 0.6, in float32."""
+    drawn, got = drawn_heads(page)
+    table = colormaps[cmap](np.arange(256), bytes=True)[:, :3].astype(np.float32)
+    gh, gw = got["grid"]
+    base = page.evaluate(BASE, page.evaluate("() => window.attentionMaps.style.scale"))
+    photo = np.array(base["pixels"], np.uint8).reshape(-1, base["width"], 4)[..., :3].astype(np.float32)
+    a = np.float32(0.6)
+    for cell in got["cells"]:
+        for r in range(gh):
+            for c in range(gw):
+                y, x = int((r + 0.5) * cell["height"] / gh), int((c + 0.5) * cell["width"] / gw)
+                heat = table[index[cell["head"] - 1, r * gw + c]]
+                expected = heat if raw else (photo[y, x] * (np.float32(1) - a) + heat * a + np.float32(0.5))
+                where = (cell["head"], r + 1, c + 1)
+                assert np.array_equal(drawn[cell["y"] + y, cell["x"] + x], expected.astype(np.uint8)), where
 
 
 def test_play_steps_the_page_and_the_slider_through_the_layers_and_pause_stops_it(server, browser):

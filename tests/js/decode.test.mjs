@@ -9,20 +9,30 @@ import {
 
 const b64 = (bytes) => Buffer.from(bytes).toString("base64");
 
-// Rows as explorer/page_maps.rows_bytes writes them: per query and head its top and prefix shares
-// (float32), then one byte a cell of each part in turn.
-function rowsBytes(queries, heads, cells, prefix, parts) {
+// Rows as explorer/page_maps.rows_bytes writes them: the words' table (its length, then JSON padded to
+// 4 bytes), per query and head its top (float32), the words' indices (each head's prefix lines, each
+// query's bar, each head's "max" line where `table.top_lines`), then one byte a cell of each part in turn.
+function rowsBytes(table, heads, cells, parts, { prefix, bars, top = [] }) {
+  const queries = bars.length, Index = table.wide ? Uint16Array : Uint8Array;
+  let json = new TextEncoder().encode(JSON.stringify(table));
+  json = Uint8Array.from([...json, ...new Array((4 - (json.length % 4)) % 4).fill(32)]);
   const tops = Float32Array.from({ length: queries * heads }, (_, i) => i + 1);
-  const shares = Float32Array.from({ length: queries * heads * prefix }, (_, i) => (i + 1) / 100);
   const plane = (k) => Uint8Array.from({ length: queries * heads * cells }, (_, i) => (10 * k + i) % 256);
   const planes = parts.map((_, k) => plane(k));
-  const bytes = new Uint8Array(tops.byteLength + shares.byteLength + planes.reduce((a, p) => a + p.length, 0));
-  bytes.set(new Uint8Array(tops.buffer), 0);
-  bytes.set(new Uint8Array(shares.buffer), tops.byteLength);
-  let at = tops.byteLength + shares.byteLength;
-  for (const plane of planes) { bytes.set(plane, at); at += plane.length; }
-  return { bytes, tops, shares, planes };
+  const arrays = [tops, Index.from(prefix), Index.from(bars), ...(table.top_lines ? [Index.from(top)] : []), ...planes];
+  const size = 4 + json.length + arrays.reduce((a, p) => a + p.byteLength, 0), bytes = new Uint8Array(size);
+  new DataView(bytes.buffer).setUint32(0, json.length, true);
+  bytes.set(json, 4);
+  let at = 4 + json.length;
+  for (const array of arrays) { bytes.set(new Uint8Array(array.buffer), at); at += array.byteLength; }
+  return { bytes, tops, planes };
 }
+
+const BAR = { ends: ["0", "0.57"], ticks: [[0, "0"], [0.15000000000000002, "0.15"]] };
+const OTHER = { ends: ["0", "0.3"], ticks: [[0, "0"], [0.1, "0.1"]] };
+// Two queries of two heads, one prefix line each, and each head's "max" line: what the server decided.
+const TABLE = { lines: 1, top_lines: true, texts: ["CLS 0.12", "CLS 0.50", "max 0.2", "max 0.57"], bars: [BAR, OTHER] };
+const INDICES = { prefix: [0, 1, 1, 0], bars: [1, 0], top: [2, 2, 3, 2] };
 
 test("base64 text reads back as its bytes and as little-endian float32", () => {
   assert.deepEqual(bytesOf(b64([0, 1, 254, 255])), Uint8Array.from([0, 1, 254, 255]));
@@ -35,36 +45,52 @@ test("deflated bytes inflate to what zlib compressed", async () => {
   assert.deepEqual(await inflated(b64(deflateSync(original))), original);
 });
 
-test("a layer's rows are read in the server's layout: tops, shares, then each part's plane", () => {
-  const shape = { heads: 2, cells: 3, prefix: 1 };
-  const sent = rowsBytes(2, 2, 3, 1, ["layer", "fine"]);
+test("a layer's rows are read in the server's layout: its words looked up, tops, then each part's plane", () => {
+  const shape = { heads: 2, cells: 3 };
+  const sent = rowsBytes(TABLE, 2, 3, ["layer", "fine"], INDICES);
   const rows = decodeRows(sent.bytes, shape, ["layer", "fine"]);
   assert.deepEqual(rows.headTops, sent.tops);
-  assert.deepEqual(rows.shares, sent.shares);
+  assert.deepEqual(rows.words.prefix, ["CLS 0.12", "CLS 0.50", "CLS 0.50", "CLS 0.12"]);
+  assert.deepEqual(rows.words.bars, [OTHER, BAR]);
+  assert.deepEqual(rows.words.top, ["max 0.2", "max 0.2", "max 0.57", "max 0.2"]);
   assert.deepEqual(rows.parts.layer, sent.planes[0]);
   assert.deepEqual(rows.parts.fine, sent.planes[1]);
   assert.equal(rows.size, sent.bytes.byteLength);
 });
 
-test("a query's rows are its own slice of every array, and the layer's top its largest head's", () => {
-  const shape = { heads: 2, cells: 3, prefix: 1 };
-  const sent = rowsBytes(2, 2, 3, 1, ["layer"]);
+test("rows without the per-head scale's words, and a table past 256 words (two bytes an index)", () => {
+  const table = { lines: 1, wide: true, texts: Array.from({ length: 300 }, (_, i) => `CLS ${i}`), bars: [BAR, OTHER] };
+  const sent = rowsBytes(table, 2, 3, ["layer"], { prefix: [299, 0, 256, 1], bars: [0, 1] });
+  const rows = decodeRows(sent.bytes, { heads: 2, cells: 3 }, ["layer"]);
+  assert.deepEqual(rows.words.prefix, ["CLS 299", "CLS 0", "CLS 256", "CLS 1"]);
+  assert.equal(rows.words.top, undefined);
+  assert.deepEqual(rows.parts.layer, sent.planes[0]);
+});
+
+test("a query's rows are its own slice of every array and its words, the layer's top its largest head's", () => {
+  const shape = { heads: 2, cells: 3 };
+  const sent = rowsBytes(TABLE, 2, 3, ["layer"], INDICES);
   const second = queryRows(decodeRows(sent.bytes, shape, ["layer"]), 1, shape);
   assert.deepEqual([...second.headTops], [3, 4]);
   assert.equal(second.top, 4);
-  assert.deepEqual(second.shares, sent.shares.subarray(2, 4));
   assert.deepEqual(second.parts.layer, sent.planes[0].subarray(6, 12));
+  assert.deepEqual(second.prefixLines, [["CLS 0.50"], ["CLS 0.12"]]);
+  assert.deepEqual(second.topLines, ["max 0.57", "max 0.2"]);
+  assert.deepEqual(second.bar, BAR);
 });
 
 test("the shape of the rows is read from an analysis's numbers", () => {
   const analysis = { heads: 12, grid: [14, 16], prefix: ["cls", "reg1"] };
-  assert.deepEqual(rowShape(analysis), { heads: 12, cells: 224, prefix: 2 });
+  assert.deepEqual(rowShape(analysis), { heads: 12, cells: 224 });
 });
 
-test("rows of a band that came with more parts keep the parts of both", () => {
-  const old = { headTops: [1], shares: [], parts: { layer: "L" }, size: 10 };
-  const fresh = { headTops: [1], shares: [], parts: { head: "H", fine: "F" }, size: 5 };
+test("rows of a band that came with more parts keep the parts and words of both", () => {
+  const words = { lines: 1, prefix: ["CLS 0.12"], bars: [BAR] };
+  const old = { headTops: [1], words, parts: { layer: "L" }, size: 10 };
+  const fresh = { headTops: [1], words: { ...words, top: ["max 0.2"] }, parts: { head: "H", fine: "F" }, size: 5 };
   assert.deepEqual(merged(old, fresh).parts, { layer: "L", head: "H", fine: "F" });
+  assert.deepEqual(merged(old, fresh).words.top, ["max 0.2"]);
+  assert.deepEqual(merged(fresh, old).words.top, ["max 0.2"]); // a later reply without them keeps them
   assert.equal(merged(old, fresh).size, 15);
   assert.equal(merged(undefined, fresh), fresh);
 });

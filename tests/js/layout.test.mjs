@@ -1,10 +1,10 @@
-// ui/js/layout.js: where the head maps' parts go and what their words say (explorer/canvas.py's mosaic,
-// render.head_grid's captions and labels).
+// ui/js/layout.js: where the head maps' parts go (explorer/canvas.py's mosaic, render.head_grid's
+// captions in the server's order, a colour bar's ticks at their places).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  GAP, SHRUNK_AT_MOST, barMarks, columnWidths, fittingColumns, mosaic, scaleLabel, tileLines,
+  GAP, SHRUNK_AT_MOST, barMarks, captionLines, columnWidths, fittingColumns, mosaic, roundHalfEven,
 } from "../../ui/js/layout.js";
 
 const tiles = (...widths) => widths.map((width) => ({ width, height: 50 }));
@@ -34,20 +34,21 @@ test("a mosaic places its tiles column by column, row by row, a GAP after each",
   assert.equal(made.height, 8 + GAP + 6 + GAP);
 });
 
-test("a tile's caption names its head, its top on the per-head scale, and each prefix token's share", () => {
-  assert.deepEqual(tileLines(0, 0.5, [0.125, 0.5], ["CLS", "reg1"], "layer"), ["head 1", "CLS 0.12", "reg1 0.50"]);
-  assert.deepEqual(tileLines(2, 0.0123, [], [], "head"), ["head 3", "max 0.012"]);
+test("a tile's caption is the server's lines in the order it decided for the scale shown", () => {
+  const lines = { name: ["head 3"], top: ["max 0.012"], prefix: ["CLS 0.12", "reg1 0.50"] };
+  assert.deepEqual(captionLines(["name", "prefix"], lines), ["head 3", "CLS 0.12", "reg1 0.50"]);
+  assert.deepEqual(captionLines(["name", "top", "prefix"], lines), ["head 3", "max 0.012", "CLS 0.12", "reg1 0.50"]);
+  assert.deepEqual(captionLines(["name", "top"], { name: ["head 1"], prefix: [] }), ["head 1"]); // none came
 });
 
-test("the colour bar's label says which scale colours the maps", () => {
-  assert.match(scaleLabel("layer", 0.57), /from 0 to 0\.57, the largest in this layer/);
-  assert.match(scaleLabel("head", 1), /each head's own maximum/);
-  assert.match(scaleLabel("fixed", 1), /fixed scale from 0 to 1/);
+test("a place half a pixel between two is rounded to the even one, as Python's round() puts it", () => {
+  assert.deepEqual([0.5, 1.5, 2.5, -2.5, 2.4, 2.6].map(roundHalfEven), [0, 2, 2, -2, 2, 3]);
 });
 
-test("each tick sits at its value's place along the bar, with its number", () => {
-  assert.deepEqual(barMarks(1, null, 101), [0, 0.25, 0.5, 0.75, 1].map((t) => ({ at: 100 * t, text: String(t) })));
-  const diverging = barMarks(3, 1, 101); // the centre, 1, in the middle
-  assert.deepEqual(diverging.find((m) => m.text === "1"), { at: 50, text: "1" });
-  assert.deepEqual(diverging.at(-1), { at: 100, text: "3" });
+test("each of the server's ticks sits at its value's place along the bar, with the server's words", () => {
+  const ticks = [[0, "0"], [0.25, "0.25"], [0.5, "0.5"], [0.75, "0.75"], [1, "1"]];
+  assert.deepEqual(barMarks(ticks, (t) => t, 101), ticks.map(([t, text]) => ({ at: 100 * t, text })));
+  assert.deepEqual(barMarks([[0.5, "a half"]], (t) => t, 4), [{ at: 2, text: "a half" }]); // 1.5: to even
+  const clipped = barMarks([[-1, "below"], [3, "past"]], (t) => t / 2, 11);
+  assert.deepEqual(clipped.map((m) => m.at), [0, 10]); // a place outside the bar is kept at its ends
 });

@@ -1,8 +1,7 @@
 // Drawing on a canvas as explorer/canvas.py draws with PIL: words (measured, wrapped, written from
 // their top as PIL writes a line), a picture made of its parts (canvas.titled) and colour bars.
-import { BAR_PX, GAP, barMarks } from "./layout.js";
+import { BAR_PX, GAP, barMarks, roundHalfEven } from "./layout.js";
 import { barIndex } from "./colour.js";
-import { number, roundHalfEven } from "./numbers.js";
 
 const BACKGROUND = "#ffffff", TEXT = "rgb(30,30,30)";
 const ASCENT = 0.928; // DejaVu Sans's ascender in em: PIL writes a line from its top
@@ -68,22 +67,24 @@ export function titled(writer, width, body, words, paint) {
   return canvas;
 }
 
-// canvas.colour_bar from 0 to `high` in `table`'s colours at height y0, `width` wide with its end ticks'
-// words; diverging about `centre` where one is given.
-export function colourBar(ctx, writer, y0, { width, high, table, centre = null }) {
-  const pad = GAP + Math.trunc(Math.trunc(writer.width(number(0))) / 2);
-  const length = Math.max(width - pad - Math.trunc(Math.trunc(writer.width(number(high))) / 2) - GAP, 2);
-  const bar = ctx.createImageData(length, BAR_PX);
+// canvas.colour_bar in `table`'s colours at height y0, `width` wide: the server's words for it (`bar`,
+// canvas.bar_text: its ends' numbers, which set its margins, and its ticks), each tick at `position`
+// (its value's place in the colours, 0 to 1: the colour map's norm the pixels are coloured by).
+export function colourBar(ctx, writer, y0, { width, bar, position, table }) {
+  const [low, high] = bar.ends;
+  const pad = GAP + Math.trunc(Math.trunc(writer.width(low)) / 2);
+  const length = Math.max(width - pad - Math.trunc(Math.trunc(writer.width(high)) / 2) - GAP, 2);
+  const strip = ctx.createImageData(length, BAR_PX);
   for (let x = 0; x < length; x++) {
     const index = barIndex(x, length);
     for (let y = 0; y < BAR_PX; y++) {
       const o = (y * length + x) * 4;
-      bar.data.set([table[index * 3], table[index * 3 + 1], table[index * 3 + 2], 255], o);
+      strip.data.set([table[index * 3], table[index * 3 + 1], table[index * 3 + 2], 255], o);
     }
   }
-  ctx.putImageData(bar, pad, y0);
+  ctx.putImageData(strip, pad, y0);
   ctx.fillStyle = TEXT;
-  for (const { at, text } of barMarks(high, centre, length)) {
+  for (const { at, text } of barMarks(bar.ticks, position, length)) {
     ctx.fillRect(pad + at, y0 + BAR_PX, 1, 4);
     writer.put(ctx, pad + at - writer.width(text) / 2, y0 + BAR_PX + 4, text);
   }

@@ -1,6 +1,7 @@
 // The bytes the server sends the page, read in one place (explorer/page_maps.py writes them): base64
-// text, zlib's deflate, a picture's raw RGB, and a layer's rows, which Explore's first reply, Explore's
-// questions for a band (`layer_rows`) and each Live frame all send in the one layout read here.
+// text, zlib's deflate, a picture's raw RGB, and a layer's rows with the words they write, which
+// Explore's first reply, Explore's questions for a band (`layer_rows`) and each Live frame all send in
+// the one layout read here.
 
 // A smoothed value's 16-bit level of its head's own scale (explorer/page_maps.LEVELS): the high byte
 // is the per-head colour index ("head"), the low byte is sent apart ("fine").
@@ -23,39 +24,63 @@ export async function inflated(b64) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-// What the row layout depends on: heads, patches (cells) and prefix tokens of the model's analysis.
+// What the row layout depends on: heads and patches (cells) of the model's analysis.
 export function rowShape(data) {
-  return { heads: data.heads, cells: data.grid[0] * data.grid[1], prefix: data.prefix.length };
+  return { heads: data.heads, cells: data.grid[0] * data.grid[1] };
 }
 
-// A layer's rows as explorer/page_maps.rows_bytes lays them out, each a view of `bytes` (no copy): per
-// query and head its top and prefix shares (float32), then one byte a cell of each of `parts` in turn.
-export function decodeRows(bytes, { heads, cells, prefix }, parts) {
-  const queries = bytes.byteLength / (heads * (4 + 4 * prefix + parts.length * cells));
-  let at = bytes.byteOffset;
+// The words a reply's rows write (explorer/page_text.py): its table, JSON after its length (4 bytes),
+// with the reply's shape: prefix lines a caption, whether "max" lines came, whether an index takes 2 bytes.
+export function wordsTable(bytes) {
+  const length = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
+  return { table: JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length))), end: 4 + length };
+}
+
+// A layer's rows as explorer/page_maps.rows_bytes lays them out, the numbers as views of `bytes` (no
+// copy): the words' table; per query and head its top (float32); the indices of the words, looked up
+// here (each head's prefix lines, each query's colour bar, each head's "max" line where they came);
+// then one byte a cell of each of `parts` in turn.
+export function decodeRows(bytes, { heads, cells }, parts) {
+  const { table, end } = wordsTable(bytes), { lines, texts, bars } = table;
+  const Index = table.wide ? Uint16Array : Uint8Array, indices = heads * lines + 1 + (table.top_lines ? heads : 0);
+  const perQuery = 4 * heads + Index.BYTES_PER_ELEMENT * indices + parts.length * heads * cells; // tops, words, cells
+  const queries = (bytes.byteLength - end) / perQuery;
+  let at = bytes.byteOffset + end;
   const take = (Kind, count) => {
     const view = new Kind(bytes.buffer, at, count);
     at += count * Kind.BYTES_PER_ELEMENT;
     return view;
   };
-  const headTops = take(Float32Array, queries * heads), shares = take(Float32Array, queries * heads * prefix);
+  const look = (from) => (i) => from[i];
+  const headTops = take(Float32Array, queries * heads);
+  const words = {
+    lines, prefix: Array.from(take(Index, queries * heads * lines), look(texts)),
+    bars: Array.from(take(Index, queries), look(bars)),
+  };
+  if (table.top_lines) words.top = Array.from(take(Index, queries * heads), look(texts));
   const planes = Object.fromEntries(parts.map((part) => [part, take(Uint8Array, queries * heads * cells)]));
-  return { headTops, shares, parts: planes, size: bytes.byteLength };
+  return { headTops, words, parts: planes, size: bytes.byteLength };
 }
 
-// Rows of the same band with more parts: the parts of both (the tops and shares are the same numbers).
+// Rows of the same band with more parts: the parts and words of both (the tops are the same numbers).
 export function merged(old, fresh) {
-  return old ? { ...old, parts: { ...old.parts, ...fresh.parts }, size: old.size + fresh.size } : fresh;
+  if (!old) return fresh;
+  return { ...old, parts: { ...old.parts, ...fresh.parts }, words: { ...old.words, ...fresh.words },
+    size: old.size + fresh.size };
 }
 
 // Query `q`'s rows of a band (its row in the band): each part's cells, each head's top, the layer's top
-// (the largest head's), the prefix shares; views of the band's arrays.
-export function queryRows(rows, q, { heads, cells, prefix }) {
+// (the largest head's: the layer scale's, to paint with), and the words the server decided for it: each
+// head's prefix lines and "max" line (where they came), its colour bar on the layer scale.
+export function queryRows(rows, q, { heads, cells }) {
   const span = (plane, width) => plane.subarray(q * heads * width, (q + 1) * heads * width);
-  const headTops = span(rows.headTops, 1);
+  const headTops = span(rows.headTops, 1), w = rows.words, first = q * heads * w.lines;
+  const lines = (h) => w.prefix.slice(first + h * w.lines, first + (h + 1) * w.lines);
   return {
     parts: Object.fromEntries(Object.entries(rows.parts).map(([part, plane]) => [part, span(plane, cells)])),
-    headTops, top: Math.max(...headTops), shares: span(rows.shares, prefix),
+    headTops, top: Math.max(...headTops), bar: w.bars[q],
+    prefixLines: Array.from({ length: heads }, (_, h) => lines(h)),
+    topLines: w.top ? w.top.slice(q * heads, (q + 1) * heads) : null,
   };
 }
 

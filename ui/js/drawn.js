@@ -2,7 +2,7 @@
 // its PNGs step for step: the model input with its patch grid (canvas.patch_grid_image) and the head
 // maps of a layer (render.head_grid). Explore's controller (explore.js) and Live's (live.js) extend it
 // with where their numbers come from and where a picture is shown (`show`, `inputFactor`, `headsRoom`).
-import { BAR_WIDTH, GAP, fittingColumns, mosaic, scaleLabel, tileLines } from "./layout.js";
+import { BAR_WIDTH, GAP, captionLines, fittingColumns, mosaic } from "./layout.js";
 import { Writer, colourBar, newCanvas, titled } from "./canvas.js";
 import { gridLines, outline, paintTile } from "./pixels.js";
 import { colourTables } from "./colour.js";
@@ -55,11 +55,13 @@ export class DrawnMaps {
     const topOf = (h) => (scale === "head" ? rows.headTops[h] : scale === "fixed" ? 1 : rows.top);
     const tops = Array.from({ length: d.heads }, (_, h) => topOf(h));
     const tiles = tops.map((top, h) => this.headTile(rows, h, top, layout.base, writer));
-    this.compose(tiles, tops, writer, layout);
+    // the colour bar: the layer's own on the layer scale, 0 to 1 on the others (words and ticks the server's)
+    const bar = scale === "layer" ? { words: rows.bar, high: rows.top } : { words: d.words.unit_bar, high: 1 };
+    this.compose(tiles, bar, writer, layout);
   }
 
   headTile(rows, h, top, base, writer) { // one head's map and its caption
-    const d = this.data, style = this.style, [gh, gw] = d.grid, n = gh * gw, p = d.prefix.length;
+    const d = this.data, style = this.style, [gh, gw] = d.grid, n = gh * gw;
     const cells = (plane) => plane.subarray(h * n, (h + 1) * n);
     // nearest: the shown scale's colour index, sent exactly (explorer/page_maps.part_plane); smooth:
     // the values of the 16-bit levels of the head's own scale, resampled and coloured here
@@ -72,12 +74,15 @@ export class DrawnMaps {
     const q = this.query, mark = q && q.row !== undefined ? q : null;
     const pixels = new Uint8ClampedArray(base.width * base.height * 4);
     paintTile(pixels, base, map, style, this.tables[style.cmap], mark);
-    const lines = tileLines(h, top, rows.shares.subarray(h * p, (h + 1) * p), d.words.short_names, style.scale);
+    const lines = captionLines(d.words.caption_parts[style.scale], {
+      name: [d.words.head_name.replace("{head}", h + 1)], // 1-based, as the server names it (render.HEAD_NAME)
+      top: rows.topLines ? [rows.topLines[h]] : [], prefix: rows.prefixLines[h],
+    });
     const width = Math.max(base.width, Math.ceil(Math.max(...lines.map((l) => writer.width(l)))) + 1);
     return { pixels, lines, width, height: base.height + lines.length * writer.line };
   }
 
-  compose(tiles, tops, writer, layout) { // canvas.mosaic, canvas.colour_bar, canvas.titled
+  compose(tiles, bar, writer, layout) { // canvas.mosaic, canvas.colour_bar, canvas.titled
     const d = this.data, style = this.style, base = layout.base, room = (this.drawnRoom = this.headsRoom());
     const cols = fittingColumns(tiles, layout.cols, room);
     this.wrapped = cols < layout.cols ? cols : null;
@@ -85,19 +90,23 @@ export class DrawnMaps {
     const grid = mosaic(tiles, cols);
     // canvas.BAR_WIDTH at least, as render.head_grid draws it; as wide as the tiles where they were wrapped
     const barWidth = Math.max(grid.width, this.wrapped ? 0 : BAR_WIDTH), width = Math.max(grid.width, barWidth);
-    const high = style.scale === "layer" ? Math.max(...tops) : 1;
+    // the scale's label, the layer's top written where the server left its place (canvas.TOP)
+    const label = d.words.scale_labels[style.scale].replace("{top}", bar.words.ends[1]);
     const words = {
       title: writer.wrap(d.words.title.replace("{layer}", this.layer).replace("{query}", this.label()), width - GAP),
-      label: writer.wrap(scaleLabel(style.scale, high), barWidth - GAP),
+      label: writer.wrap(label, barWidth - GAP),
       note: writer.wrap(d.words.note, width - GAP),
     };
-    this.cells = []; // where each head's map is, for the browser tests
+    // for the browser tests: the words written, and where each head's map is
+    this.painted = { lines: tiles.map((t) => t.lines), label, bar: bar.words };
+    this.cells = [];
     const picture = (ctx, y) => grid.places.forEach(({ tile, head, x, y: down }) => {
       ctx.putImageData(new ImageData(tile.pixels, base.width, base.height), x, y + down);
       tile.lines.forEach((line, i) => writer.put(ctx, x, y + down + base.height + i * writer.line + 1, line));
       this.cells.push({ head, x, y: y + down, width: base.width, height: base.height });
     });
-    const bar = (ctx, y) => colourBar(ctx, writer, y, { width: barWidth, high, table: this.tables[style.cmap] });
-    this.show("heads", titled(writer, width, grid.height, words, { picture, bar }), this.headsAlt());
+    const colours = { width: barWidth, bar: bar.words, position: (t) => t / bar.high, table: this.tables[style.cmap] };
+    const paintBar = (ctx, y) => colourBar(ctx, writer, y, colours); // ticks placed as Normalize(0, high) places them
+    this.show("heads", titled(writer, width, grid.height, words, { picture, bar: paintBar }), this.headsAlt());
   }
 }

@@ -1,12 +1,18 @@
-// Where the head maps' parts go and what their words say, as explorer/canvas.py and explorer/render.py
-// place them: the tiles a row, the mosaic, a tile's caption, the colour bar's label and ticks.
-import { barTicks, fixed2, number, pyG, roundHalfEven } from "./numbers.js";
-import { twoSlope } from "./colour.js";
+// Where the head maps' parts go, as explorer/canvas.py and explorer/render.py place them: the tiles a
+// row, the mosaic, a tile's caption lines in the server's order, a colour bar's ticks along it. What
+// they say (captions, numbers, ticks, labels) is the server's (explorer/page_text.py): nothing here
+// formats a number or picks a tick.
 
 export const GAP = 4, BAR_PX = 12, BAR_WIDTH = 320; // canvas.GAP, BAR_PX, BAR_WIDTH
 // The head maps' layout is kept while shown at 9/10 of its width or more (tests/test_ui_pictures_shown.py).
 export const SHRUNK_AT_MOST = 0.9;
-const PER_LINE = 1; // prefix shares per caption line (render.PREFIX_PER_LINE, which says why)
+
+// Where PIL puts a thing placed at a fractional pixel: Python's round(), half to even. The one
+// rounding the page keeps, a painter's: a word or a tick lands on the pixel the server's PNG puts it.
+export function roundHalfEven(x) {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
 
 // The widest tile of each column, `n` tiles a row (canvas.mosaic).
 export function columnWidths(tiles, n) {
@@ -42,29 +48,16 @@ export function mosaic(tiles, cols) {
   return { width: xs[xs.length - 1] + widths[widths.length - 1] + GAP, height: y, places };
 }
 
-// A head tile's caption (render.head_grid): its number, its own top on the per-head scale, and its
-// attention to each prefix token the maps leave out (`shares`, named by `names`).
-export function tileLines(head, top, shares, names, scale) {
-  const lines = [`head ${head + 1}`, ...(scale === "head" ? [`max ${pyG(top, 2)}`] : [])];
-  const parts = names.map((name, j) => `${name} ${fixed2(shares[j])}`);
-  for (let i = 0; i < parts.length; i += PER_LINE) lines.push(parts.slice(i, i + PER_LINE).join(" \u00b7 "));
-  return lines;
+// A head tile's caption: the server's lines (`lines`: {name: [...], top: [...], prefix: [...]}) in the
+// order it decided for the scale shown (`order`, render.caption_parts).
+export function captionLines(order, lines) {
+  return order.flatMap((part) => lines[part] || []);
 }
 
-// The words under the head maps' colour bar, for each scale (render.head_grid's).
-export function scaleLabel(scale, high) {
-  if (scale === "head") {
-    return "colour: attention weight as a share of each head's own maximum (per-head stretch, printed under each tile)";
-  }
-  if (scale === "fixed") return "colour: attention weight, fixed scale from 0 to 1";
-  return `colour: attention weight from 0 to ${number(high)}, the largest in this layer (one scale for all its maps)`;
-}
-
-// A colour bar's ticks from 0 to `high`, `length` pixels long (a diverging one about `centre`): each
-// tick's pixel along the bar and its words (canvas.colour_bar).
-export function barMarks(high, centre, length) {
-  const position = centre === null ? (t) => t / high : (t) => twoSlope(t, centre, high);
-  return barTicks(0, high, centre).map((t) => ({
-    at: roundHalfEven(Math.min(Math.max(position(t), 0), 1) * (length - 1)), text: number(t),
+// A colour bar's ticks, `length` pixels long: each of the server's ticks ([value, its words],
+// canvas.bar_text) at its value's place in the bar's colours (`position`: 0 to 1), on a whole pixel.
+export function barMarks(ticks, position, length) {
+  return ticks.map(([value, text]) => ({
+    at: roundHalfEven(Math.min(Math.max(position(value), 0), 1) * (length - 1)), text,
   }));
 }

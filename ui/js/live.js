@@ -6,7 +6,7 @@
 // Explore's does: a JPEG's decoding, which the browser does apart, put 100 ms between a frame's
 // arrival and its pictures (bench.live: camera to picture 200 ms, against 100 ms when the server drew them).
 import { bytesOf, decodeRows, floats, queryRows, rgba, rowShape } from "./decode.js";
-import { colourIndex64, f32, twoSlope } from "./colour.js";
+import { colourIndex64, twoSlope } from "./colour.js";
 import { BAR_WIDTH, GAP } from "./layout.js";
 import { Writer, colourBar, newCanvas, onCanvas, titled } from "./canvas.js";
 import { DrawnMaps } from "./drawn.js";
@@ -58,12 +58,12 @@ export class LiveMaps extends DrawnMaps {
     this.parts[name].element.replaceChildren(canvas);
   }
 
-  drawRollout() { // render.relative_picture: multiples of uniform, a diverging map whose middle colour is 1
+  // render.relative_picture: multiples of uniform (the server's values, its top and bar), in a diverging
+  // map whose middle colour is uniform (`centre`), coloured and its ticks placed as TwoSlopeNorm does
+  drawRollout() {
     const d = this.data, ro = this.rollout, [gh, gw] = d.grid, base = ro.base, writer = new Writer(d.text_px);
-    const uniform = f32(ro.uniform); // numpy divides the float32 map by uniform as a float32
-    const ratio = ro.values.map((v) => (ro.uniform > 0 ? f32(v / uniform) : 0));
-    const top = ratio.reduce((a, b) => Math.max(a, b), ro.top), table = this.tables[ro.cmap];
-    const index = (x) => colourIndex64(twoSlope(x, 1, top));
+    const ratio = ro.values, top = ro.top, table = this.tables[ro.cmap];
+    const position = (x) => twoSlope(x, ro.centre, top), index = (x) => colourIndex64(position(x));
     const indexAt = (row, col) => index(ratio[row * gw + col]);
     const map = { gh, gw, top, indexAt, values: () => ratio, valueIndex: index };
     const pixels = new Uint8ClampedArray(base.width * base.height * 4);
@@ -75,7 +75,7 @@ export class LiveMaps extends DrawnMaps {
       this.rolloutCell = { x: 0, y, width: base.width, height: base.height }; // where the map is, for the browser test
       ctx.putImageData(new ImageData(pixels, base.width, base.height), 0, y);
     };
-    const bar = (ctx, y) => colourBar(ctx, writer, y, { width, high: top, table, centre: 1 });
+    const bar = (ctx, y) => colourBar(ctx, writer, y, { width, bar: ro.bar, position, table });
     this.show("rollout", titled(writer, width, base.height, words, { picture, bar }), ro.alt);
   }
 }

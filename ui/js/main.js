@@ -2,7 +2,6 @@
 // mode (window.classroom), which ui/explore.py's and ui/live.py's components and events call once
 // `window.pageMaps`, this module's import (ui/explore.py, PAGE_MAPS_JS), has resolved. What the server decides
 // for them (the colour tables, Play's step, the pictures that follow the style) comes in the page's head as JSON.
-import { fixed2, number, pyG, ticks } from "./numbers.js";
 import { ExploreMaps } from "./explore.js";
 import { LiveMaps } from "./live.js";
 import { Classroom } from "./classroom.js";
@@ -13,5 +12,3 @@ const config = JSON.parse(document.getElementById(CONFIG_ID).textContent);
 window.attentionMaps = new ExploreMaps(config);
 window.liveMaps = new LiveMaps(config);
 window.classroom = new Classroom(config, window.attentionMaps); // class mode, on Explore's maps
-window.attentionMaps.ticks = ticks; // for the browser test's comparison with matplotlib
-window.attentionMaps.formats = { fixed2, pyG, number };
