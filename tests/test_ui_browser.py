@@ -1402,7 +1402,8 @@ def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_o
     follows the teacher's cat, sees the teacher's model, predictions (the server's sentences) and query
     caption, not their own: their own upload, model picker, predictions, query picker and style are
     hidden while the page shows the teacher's image, even while they explore it on their own; when the
-    class ends, their own dog comes back with its own caption and predictions."""
+    class ends, their own image comes back with its own caption and predictions. An example picked
+    while following is a page of their own, whole, until they come back."""
     from playwright.sync_api import expect
 
     teacher = open_page(browser, server)
@@ -1412,8 +1413,6 @@ def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_o
     student = open_page(browser, f"{server}?class={code.text_content()}")
     expect(student.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
     pick_example(student, "dog")  # the teacher has shown no image yet: the student's own
-    own = student.evaluate("() => window.attentionMaps.data.handle")
-    own_caption = student.locator("#query").inner_text()
     lent = student.locator(".class-lent")
     expect(lent).to_be_hidden()
     pick_example(teacher, "cat")
@@ -1426,13 +1425,23 @@ def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_o
     shown = teacher.locator("#predictions").inner_text()
     assert len(names) == 3 and all(name.strip() in shown for name in names), (names, shown)
     expect(student.locator("#query")).to_have_text(teacher.locator("#query").inner_text())
+    pick_example(student, "ship")  # an image of their own: their own page, whole, until they come back
+    expect(lent).to_be_hidden()
+    expect(student.locator(".class-banner")).to_contain_text("exploring on your own")
+    own = student.evaluate("() => window.attentionMaps.data.handle")
+    own_caption = student.locator("#query").inner_text()
+    for own_part in ("#upload", "#model-picker", "#predictions", "#style"):
+        expect(student.locator(own_part)).to_be_visible()
+    student.locator("#class-follow").click()
+    expect(lent).to_be_visible()
+    expect(student.locator("#predictions")).to_be_hidden()
     click_patch(student, 2, 3)  # on their own, still on the teacher's image: the teacher's texts stay
     expect(student.locator("#class-follow")).to_be_visible()
     click_patch(teacher, 2, 3)
     expect(student.locator("#query")).to_have_text(teacher.locator("#query").inner_text())
     expect(lent).to_be_visible()
     expect(student.locator("#predictions")).to_be_hidden()
-    teacher.locator("#class-end").click()  # the class ends: the student's own dog, whole
+    teacher.locator("#class-end").click()  # the class ends: the student's own image (the ship), whole
     expect(student.locator(".class-notice")).to_have_text("The teacher ended the class.")
     expect(lent).to_be_hidden()
     expect(student.locator("#predictions")).to_be_visible()

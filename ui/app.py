@@ -109,8 +109,9 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
 .class-panel .class-notice { top: auto; bottom: 64px; }
 .class-panel .class-student[hidden] { display: none; }
 /* A student's page while it shows the teacher's image (ui/js/classroom.js): what would speak of the
-   student's own image or run on it is hidden, and the panel says the teacher's model and predictions. */
-body.on-teachers-image :is(#upload, #examples, #model-picker, #predictions, #classes, #query-token, #style, #model-info,
+   student's own image or run on it is hidden, and the panel says the teacher's model and predictions. The
+   examples, and the upload while it holds no picture of the student's, stay: one is a way to explore on one's own. */
+body.on-teachers-image :is(#upload:has(img), #model-picker, #predictions, #classes, #query-token, #style, #model-info,
   #numbers, #words, #more, #export-png, #export-gif, #export) { display: none !important; }
 .class-panel .class-lent[hidden] { display: none; }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
