@@ -536,7 +536,7 @@ def test_live_frames_are_drawn_in_the_page_in_the_colours_of_the_servers_picture
     ex = explain(model, list(CIFAR10_CLASSES), CIFAR10, photo)
     page = open_page(browser, server)
     page.get_by_role("tab", name="Live").click()
-    page.wait_for_function("() => window.liveMaps.parts.heads && window.liveMaps.parts.heads.element")
+    page.wait_for_function("() => window.liveMaps?.parts.heads?.element")  # the module may still be loading
     for style in (canvas.MapStyle(raw=True), canvas.MapStyle()):
         drawn, got = live_frame_drawn(page, live.frame_numbers(ex, query, 2, style, canvas.TEXT_PX, "a nano"))
         heads = np.asarray(views.heads(ex, query, 2, style, text_px=canvas.TEXT_PX))
