@@ -206,9 +206,13 @@ def web(timeout: float = 120) -> httpx.Client:
 def attempt(call: Callable[[], object]) -> str:
     """The reply of one request, or its error, on one line of at most 110 characters."""
     try:
-        text = f"ok: {str(call())[:60]}"
+        return one_line(f"ok: {str(call())[:60]}")
     except Exception as e:  # noqa: BLE001 - every refusal is a result here
-        text = f"refused: {e}"
+        return one_line(f"refused: {e}")
+
+
+def one_line(text: str) -> str:
+    """`text` on one line of at most 110 characters."""
     text = " ".join(text.split())
     return text if len(text) <= 110 else text[:109] + "…"
 
@@ -227,7 +231,10 @@ class Cost(NamedTuple):
 def measured(server: Server, call: Callable[[], str]) -> Cost:
     before, cpu, own = server.rss_mib(), cpu_seconds([server.proc.pid]), time.process_time()
     server.reset_peak()
-    reply = call()
+    try:
+        reply = call()
+    except Exception as e:  # noqa: BLE001 - a step of the attack refused (its checkpoint's upload past the disk budget)
+        reply = one_line(f"refused: {e}")
     return Cost(
         reply,
         server.rss_mib("VmHWM") - before,
