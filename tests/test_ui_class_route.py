@@ -16,7 +16,18 @@ from starlette.testclient import TestClient
 from explorer import page_maps
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.explain import ExplanationKey, explain
-from ui.class_route import EVENTS_ROUTE, Bell, class_events, class_routes, join_address, qr_rows
+from ui.class_route import (
+    EVENTS_ROUTE,
+    NO_NETWORK,
+    ONLY_THIS_COMPUTER,
+    Bell,
+    class_events,
+    class_routes,
+    join_address,
+    lan_address,
+    qr_rows,
+    room_address,
+)
 from ui.common import Server
 from ui.limits import RequestLimits
 from ui.rows_route import rows_route
@@ -158,6 +169,22 @@ def test_the_join_address_and_its_qr_code():
     rows = qr_rows("http://192.168.1.20:7860/?class=ABCDEF")
     assert len(rows) == len(rows[0]) >= 21 and set("".join(rows)) == {"0", "1"}
     assert rows[0][:7] == "1111111"  # a finder pattern in the corner: a QR code a phone reads
+
+
+def test_a_teachers_page_on_127_0_0_1_gives_the_class_an_address_their_devices_can_open():
+    """A teacher opens the app on their laptop at 127.0.0.1, which on a student's phone is the phone:
+    served on every interface, the join address names the laptop's address on the network; served on
+    this computer only (app.py's default), the page is told so in words, with the command that fixes it."""
+    lan = lambda: "192.168.1.20"  # noqa: E731
+    assert room_address("http://127.0.0.1:7860/", "0.0.0.0", lan) == ("http://192.168.1.20:7860/", "")
+    assert room_address("http://localhost/?x=1", "::", lan) == ("http://192.168.1.20/?x=1", "")
+    assert room_address("http://127.0.0.1:7860/", "127.0.0.1", lan) == ("http://127.0.0.1:7860/", ONLY_THIS_COMPUTER)
+    assert "--host 0.0.0.0" in ONLY_THIS_COMPUTER
+    assert room_address("http://127.0.0.1:7860/", "0.0.0.0", lambda: None) == ("http://127.0.0.1:7860/", NO_NETWORK)
+    assert room_address("https://x.hf.space/", "0.0.0.0", lan) == ("https://x.hf.space/", "")  # reachable already
+    assert room_address(None, "0.0.0.0", lan) == ("", "")
+    found = lan_address()  # this machine's, whatever its network: never a loopback one
+    assert found is None or not found.startswith("127.")
 
 
 def test_a_class_action_with_no_place_is_told_to_try_again_in_its_own_words(served):

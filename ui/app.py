@@ -310,9 +310,10 @@ def launch(demo: gr.Blocks, server: Server, host: str, port: int, share: bool = 
     CSS), and block; torchvision's slow import is paid after the page is up."""
     settings = server.settings
     hops = settings.trusted_hops
+    # the app's own routes: the rows the page asks for, class mode's, and the page's own modules
+    routes = [rows_route(server), *class_routes(server, hops, listening=host), page_scripts()]
     demo.launch(
-        # the app's own routes: the rows the page asks for, class mode's, and the page's own modules
-        **served_limits(demo, settings.trusted_hops, [rows_route(server), *class_routes(server, hops), page_scripts()]),
+        **served_limits(demo, hops, routes),
         server_name=host,
         server_port=port,
         share=share,

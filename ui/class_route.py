@@ -4,7 +4,8 @@ page of the class is pushed each change on an event stream (Server-Sent Events) 
 teacher's analysis once per image, then its rows on the rows route by the followers' handle.
 
     POST CLASS_ROUTE/<action>, Content-Type: application/json, each answered with JSON:
-    start     {"address": the page's address}        -> {"code", "key", "join", "qr": rows of "0"/"1"}
+    start     {"address": the page's address}        -> {"code", "key", "join", "qr": rows of "0"/"1",
+                                                         "reach": "" or why the class's devices cannot open it}
     join      {"code", "name"?, "token"?}             -> {"code", "token", "name"}
     ticket    {"code", "key" | "token"}               -> {"ticket"}: opens one event stream
     lead      {"code", "key", "view"}                 -> {"version"}  (ui.classroom.checked_view)
@@ -35,10 +36,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import segno
@@ -126,18 +129,59 @@ def join_address(address: object, code: str) -> str:
     return f"{base if base.endswith('/') else base + '/'}?class={code}"
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+EVERY_INTERFACE = ("0.0.0.0", "::")
+ONLY_THIS_COMPUTER = (
+    "Only this computer can open this address. To let the class's devices join, start the app "
+    "with python app.py --host 0.0.0.0 and open it again (docs/teaching.md)."
+)
+NO_NETWORK = "This computer is on no network that the class's devices could reach it by."
+
+
+def lan_address() -> str | None:
+    """This machine's IPv4 address on its network: the one a packet out would leave from (a UDP
+    socket's connect sends nothing), or None on a machine with no network."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            found = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if found.startswith("127.") else found
+
+
+def room_address(
+    address: object, listening: str | None, lan: Callable[[], str | None] = lan_address
+) -> tuple[str, str]:
+    """The teacher's page's address as the class's devices can open it, and a sentence when they
+    cannot. A teacher on a laptop opens the app at 127.0.0.1, which on a student's phone is the
+    phone: where the server listens on every interface (`--host 0.0.0.0`) the address names this
+    machine's own on the network; where it listens on this computer only, the page says so."""
+    if not isinstance(address, str) or listening is None:
+        return address if isinstance(address, str) else "", ""
+    parts = urlsplit(address)
+    if parts.hostname not in LOOPBACK:
+        return address, ""
+    if listening not in EVERY_INTERFACE:
+        return address, ONLY_THIS_COMPUTER
+    if (found := lan()) is None:
+        return address, NO_NETWORK
+    return parts._replace(netloc=found if parts.port is None else f"{found}:{parts.port}").geturl(), ""
+
+
 class ClassAnswers:
     """Each action's answer from the request's JSON, the class's `Bell` rung for each change."""
 
-    def __init__(self, server: Server, bell: Bell) -> None:
-        self.server, self.classes, self.bell = server, server.classes, bell
+    def __init__(self, server: Server, bell: Bell, listening: str | None = None) -> None:
+        self.server, self.classes, self.bell, self.listening = server, server.classes, bell, listening
         self.analyses: OrderedDict[str, bytes] = OrderedDict()  # followers' handle: the analysis as JSON
         self.lock = threading.Lock()  # `analysis` runs in Gradio's threads
 
     def start(self, asked: dict, network: str | None) -> dict:
         code, key = self.classes.start(network)
-        join = join_address(asked.get("address"), code)
-        return {"code": code, "key": key, "join": join, "qr": qr_rows(join)}
+        address, reach = room_address(asked.get("address"), self.listening)
+        join = join_address(address, code)
+        return {"code": code, "key": key, "join": join, "qr": qr_rows(join), "reach": reach}
 
     def join(self, asked: dict, network: str | None) -> dict:
         token, name = self.classes.join(asked.get("code"), network, asked.get("name"), asked.get("token"))
@@ -213,11 +257,17 @@ def asked_of(body: bytes) -> dict:
 
 
 def class_routes(
-    server: Server, trusted_hops: int = 0, heartbeat_s: float = HEARTBEAT_S, lasting_s: float = LASTING_S
+    server: Server,
+    trusted_hops: int = 0,
+    heartbeat_s: float = HEARTBEAT_S,
+    lasting_s: float = LASTING_S,
+    listening: str | None = None,
 ) -> list[Route]:
-    """The class's routes over `server` (ui.app serves them on Gradio's app, `served_limits`)."""
+    """The class's routes over `server` (ui.app serves them on Gradio's app, `served_limits`);
+    `listening`: the address the server is bound to (app.py's --host), which says whether the
+    class's devices can reach a teacher's page opened at 127.0.0.1."""
     bell = Bell()
-    answers = ClassAnswers(server, bell)
+    answers = ClassAnswers(server, bell, listening)
 
     async def action(request: Request) -> Response:
         name, network = request.path_params["action"], sender(request.scope, trusted_hops)
