@@ -321,10 +321,10 @@ class GalleryAnswers:
             if not g.open:
                 raise ClassError("The teacher has closed the gallery: no more pictures for this question.", 409)
             self._check_room(g, token, len(data))
-            old = g.pictures.get(token)
+            if (old := g.pictures.pop(token, None)) is not None:
+                g.tiles.pop(old.id, None)  # a new picture, under a new id, waits for the teacher again
             g.sends[token] = g.sends.get(token, 0) + 1
-            g.pictures[token] = Picture(old.id if old else secrets.token_urlsafe(6), klass.students[token].name, data)
-            g.tiles.pop(g.pictures[token].id, None)  # a new picture waits for the teacher again
+            g.pictures[token] = Picture(secrets.token_urlsafe(6), klass.students[token].name, data)
             return {"sent": True}
 
         return self._on(asked, network, send)
