@@ -1455,7 +1455,7 @@ def test_a_class_gallery_a_student_sends_the_teacher_approves_shows_spotlights_a
     """Issue 59's gallery ("Show me yours"): the teacher asks a question (shown as text: its markup is
     words), a student sends a picture through the upload route, the teacher's counter says so, the teacher
     approves it, shows the gallery (the server's tile and colour bar on both pages), spotlights it (both
-    pages move to that picture's analysis) and exports the handout as a PNG download."""
+    pages move to that picture's analysis), exports the handout as a PNG download and hides the tile."""
     from playwright.sync_api import expect
 
     teacher = open_page(browser, server)
@@ -1493,6 +1493,8 @@ def test_a_class_gallery_a_student_sends_the_teacher_approves_shows_spotlights_a
         gallery.locator(".cg-export").click()
     handout = Image.open(download.value.path())
     assert download.value.suggested_filename == "class-gallery.png" and handout.width > 192
+    gallery.locator(".cg-tiles button", has_text="Hide").click()
+    expect(mine.locator(".cg-tiles figure")).to_have_count(0)  # hidden on every page
     teacher.locator("#class-end").click()
     expect(mine).to_be_hidden()
     teacher.close()

@@ -68,7 +68,8 @@ def test_a_whole_gallery_ask_send_approve_show_hide_spotlight_export_end(served)
     code = teacher["code"]
     asked = post(client, teacher | {"do": "ask", "question": "Find <b>the</b> background"}, net)
     assert asked.json() == {"question": "Find <b>the</b> background"}  # text, kept as typed: pages show it as text
-    assert state(server, code, ada["token"])["gallery"] == {
+    pushed = state(server, code, ada["token"])["gallery"]
+    assert pushed.pop("serial") and pushed == {
         "question": "Find <b>the</b> background", "open": True, "drawn": 0, "answered": 0, "sent": False,
     }  # fmt: skip
     assert post(client, ada | {"do": "send", "path": upload(1)}, net).json() == {"sent": True}
@@ -89,6 +90,7 @@ def test_a_whole_gallery_ask_send_approve_show_hide_spotlight_export_end(served)
     depth = server.catalog.get(BUNDLED).model.config.depth  # no image led yet: the last layer
     assert tiles["title"] == f"Where the CLS token looks in layer {depth}, head 1"
     assert post(client, teacher | {"do": "hide", "id": second}, net).status_code == 200
+    assert state(server, code, bob["token"])["gallery"]["drawn"] == 2  # every page asks for its tiles again
     assert [t["id"] for t in post(client, bob | {"do": "tiles"}, net).json()["tiles"]] == [first]
     exported = post(client, teacher | {"do": "export"}, net)
     assert exported.headers["content-type"] == "image/png"

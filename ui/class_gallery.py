@@ -76,7 +76,8 @@ class Gallery:
     open: bool = True
     pictures: dict[str, Picture] = field(default_factory=dict)
     sends: dict[str, int] = field(default_factory=dict)
-    drawn: int = 0  # shows so far: a page asks for the tiles again when it grows
+    drawn: int = 0  # the tiles' version, bumped by each show and each hide of a shown tile: pages ask again
+    serial: str = field(default_factory=lambda: secrets.token_urlsafe(6))  # this question's, so a page tells them apart
     tiles: dict[str, bytes] = field(default_factory=dict)  # id: PNG, of the last show
     bar: bytes = b""
     title: str = ""
@@ -98,7 +99,8 @@ class Gallery:
 
     def state(self, token: str | None) -> dict[str, Any]:
         """What a page is pushed of the gallery: the teacher's the pictures (ids, approval, names if chosen)."""
-        shown = {"question": self.question, "open": self.open, "drawn": self.drawn, "answered": len(self.pictures)}
+        shown = {"question": self.question, "open": self.open, "drawn": self.drawn, "serial": self.serial}
+        shown["answered"] = len(self.pictures)
         if token is not None:
             return shown | {"sent": token in self.pictures}
         pictures = [
@@ -180,8 +182,12 @@ class GalleryAnswers:
     def do_hide(self, asked: dict, network: str | None) -> dict:
         def hide(klass: Class, token: str | None) -> dict:
             _teacher(token)
-            _asked(klass).by_id(asked.get("id")).hidden = asked.get("hidden") is not False
-            return {"hidden": asked.get("id")}
+            g = _asked(klass)
+            picture = g.by_id(asked.get("id"))
+            picture.hidden = asked.get("hidden") is not False
+            if picture.id in g.tiles:  # every page's gallery changes
+                g.drawn += 1
+            return {"hidden": picture.id}
 
         return self._on(asked, network, hide)
 

@@ -23,7 +23,7 @@ export function sentText(gallery) {
 
 export class Gallery {
   constructor(classroom) {
-    this.classroom = classroom; this.part = null; this.drawn = -1; this.shown = "";
+    this.classroom = classroom; this.part = null; this.drawn = ""; // the tiles shown: the gallery's serial, version
     this.urls = new Map(); // a waiting picture's id: its object URL, fetched once (a new picture has a new id)
     classroom.onPushed = (state) => this.pushed(state);
   }
@@ -58,11 +58,10 @@ export class Gallery {
     this.field("teacher").hidden = !teacher;
     this.field("student").hidden = teacher || !g;
     this.field("asked").textContent = g ? `The teacher asks: ${g.question}` : "";
-    if (!g) { this.field("tiles").replaceChildren(); return; }
+    if (!g) { this.clear(); return; }
     if (teacher) this.showTeacher(g, state.students); else this.field("sent").textContent = sentText(g);
-    if (g.drawn !== this.drawn || (teacher && this.hiddenIds(g) !== this.shown)) this.tiles(g, teacher);
+    if (`${g.serial}:${g.drawn}` !== this.drawn) this.tiles(g, teacher);
   }
-  hiddenIds(g) { return (g.pictures || []).filter((p) => p.hidden).map((p) => p.id).join(","); }
   showTeacher(g, students) {
     this.field("count").textContent = answered(g, students);
     const list = this.field("waiting"), items = [];
@@ -88,14 +87,17 @@ export class Gallery {
     b.addEventListener("click", run); return b;
   }
   async tiles(g, teacher) { // the tiles the server drew for the last show, as every page sees them
-    this.drawn = g.drawn; this.shown = teacher ? this.hiddenIds(g) : "";
-    if (g.drawn === 0) { this.field("tiles").replaceChildren(); this.field("bar").hidden = true; return; }
+    this.drawn = `${g.serial}:${g.drawn}`;
+    if (g.drawn === 0) { this.clear(); return; }
     const drawn = await this.act("tiles");
     if (!drawn) return;
     this.field("title").textContent = `${drawn.question} — ${drawn.title}`;
     const bar = this.field("bar");
     bar.src = `data:image/png;base64,${drawn.bar}`; bar.hidden = false;
     this.field("tiles").replaceChildren(...drawn.tiles.map((tile) => this.tile(tile, teacher)));
+  }
+  clear() {
+    this.field("tiles").replaceChildren(); this.field("title").textContent = ""; this.field("bar").hidden = true;
   }
   tile(tile, teacher) {
     const figure = document.createElement("figure"), img = document.createElement("img");
