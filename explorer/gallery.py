@@ -82,6 +82,7 @@ class GalleryView:
     tiles: list[Image.Image]
     bar: Image.Image
     title: str  # what the maps are: layer and head, 1-based
+    captions: tuple[str, ...] = ()  # each tile's top prediction, as its picture writes it (the page's alt text)
 
 
 def what_is_shown(layer: int, head: int | None) -> str:
@@ -106,13 +107,12 @@ def gallery_view(
     from 0 to the gallery's largest weight, each captioned with its top prediction."""
     top = float(maps.max()) if maps.size else 1.0
     high, label = canvas.scale_legend(STYLE, top, "attention weight", "this gallery", "every picture")
-    tiles = []
-    for image, amap, row in zip(pixels, maps, logits, strict=True):
-        fitted = canvas.fit_to_grid(image, amap.shape, TILE_PX)
-        tile = canvas.overlay(fitted, amap, STYLE, top=high)
-        tiles.append(Image.fromarray(canvas.tile_caption(tile, [predicted(row, loaded.meta.class_names)], px)))
+    tiles, captions = [], tuple(predicted(row, loaded.meta.class_names) for row in logits)
+    for image, amap, caption in zip(pixels, maps, captions, strict=True):
+        tile = canvas.overlay(canvas.fit_to_grid(image, amap.shape, TILE_PX), amap, STYLE, top=high)
+        tiles.append(Image.fromarray(canvas.tile_caption(tile, [caption], px)))
     bar = canvas.colour_bar(STYLE.cmap, 0.0, high, label, px)
-    return GalleryView(tiles, bar, what_is_shown(layer, head))
+    return GalleryView(tiles, bar, what_is_shown(layer, head), captions)
 
 
 def handout(question: str, view: GalleryView, px: int = canvas.TEXT_PX) -> Image.Image:

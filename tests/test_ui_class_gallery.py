@@ -4,6 +4,7 @@ exports; a student never moderates nor sees an unapproved picture, a flood is re
 budget, a second class sees nothing of the first, and the pictures go when the class ends."""
 
 import io
+import re
 import uuid
 
 import numpy as np
@@ -87,6 +88,7 @@ def test_a_whole_gallery_ask_send_approve_show_hide_spotlight_export_end(served)
     assert post(client, teacher | {"do": "show", "head": 1}, net).json() == {"drawn": 1}
     tiles = post(client, ada | {"do": "tiles"}, net).json()
     assert [t["id"] for t in tiles["tiles"]] == [first, second] and "name" not in tiles["tiles"][0]
+    assert all(re.fullmatch(r".+ \(\d+ %\)", t["caption"]) for t in tiles["tiles"])  # its top prediction
     depth = server.catalog.get(BUNDLED).model.config.depth  # no image led yet: the last layer
     assert tiles["title"] == f"Where the CLS token looks in layer {depth}, head 1"
     assert post(client, teacher | {"do": "hide", "id": second}, net).status_code == 200

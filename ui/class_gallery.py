@@ -78,7 +78,7 @@ class Gallery:
     sends: dict[str, int] = field(default_factory=dict)
     drawn: int = 0  # the tiles' version, bumped by each show and each hide of a shown tile: pages ask again
     serial: str = field(default_factory=lambda: secrets.token_urlsafe(6))  # this question's, so a page tells them apart
-    tiles: dict[str, bytes] = field(default_factory=dict)  # id: PNG, of the last show
+    tiles: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # id: (PNG, its caption), of the last show
     bar: bytes = b""
     title: str = ""
     files: list[Path] = field(default_factory=list)  # spotlit pictures written for their analysis
@@ -203,7 +203,11 @@ class GalleryAnswers:
             g = _asked(klass)
             shown = [p for p in g.pictures.values() if p.id in g.tiles and p.approved and not p.hidden]
             named = g.names and token is None
-            said = [{"id": p.id, "png": _b64(g.tiles[p.id])} | ({"name": p.name} if named else {}) for p in shown]
+            said = [
+                {"id": p.id, "png": _b64(g.tiles[p.id][0]), "caption": g.tiles[p.id][1]}
+                | ({"name": p.name} if named else {})
+                for p in shown
+            ]
             return {"drawn": g.drawn, "title": g.title, "question": g.question, "tiles": said, "bar": _b64(g.bar)}
 
         return self._on(asked, network, tiles, False)
@@ -229,11 +233,14 @@ class GalleryAnswers:
             raise ClassError(f"This model's layers have {loaded.model.config.heads} heads.", 400)
         view = FORWARD_PASSES.run(self._draw, loaded, [data for _, data in pictures], layer, head)
 
+        made = zip(pictures, view.tiles, view.captions, strict=True)
+        tiles = {pid: (gallery.png(tile), caption) for (pid, _), tile, caption in made}  # encoded outside the lock
+        bar = gallery.png(view.bar)
+
         def drawn(klass: Class, token: str | None) -> dict:
             if klass.gallery is not g:
                 raise ClassError("The teacher asked another question meanwhile.", 409)
-            g.tiles = {pid: gallery.png(tile) for (pid, _), tile in zip(pictures, view.tiles, strict=True)}
-            g.bar, g.title, g.drawn = gallery.png(view.bar), view.title, g.drawn + 1
+            g.tiles, g.bar, g.title, g.drawn = tiles, bar, view.title, g.drawn + 1
             return {"drawn": g.drawn}
 
         return self._on(asked, network, drawn)
@@ -298,7 +305,7 @@ class GalleryAnswers:
         def shown(klass: Class, token: str | None) -> tuple:
             _teacher(token)
             g = _asked(klass)
-            tiles = [g.tiles[p.id] for p in g.pictures.values() if p.id in g.tiles and p.approved and not p.hidden]
+            tiles = [g.tiles[p.id][0] for p in g.pictures.values() if p.id in g.tiles and p.approved and not p.hidden]
             return g.question, tiles, g.bar, g.title
 
         question, tiles, bar, title = self._on(asked, network, shown, False)

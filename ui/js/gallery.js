@@ -24,6 +24,7 @@ export function sentText(gallery) {
 export class Gallery {
   constructor(classroom) {
     this.classroom = classroom; this.part = null; this.drawn = ""; // the tiles shown: the gallery's serial, version
+    this.spotlit = null; // the class's version once a spotlight is led: the teacher's page follows it when pushed
     this.urls = new Map(); // a waiting picture's id: its object URL, fetched once (a new picture has a new id)
     classroom.onPushed = (state) => this.pushed(state);
   }
@@ -53,6 +54,7 @@ export class Gallery {
 
   pushed(state) { // every state of the class: the gallery's part as the teacher's or a student's
     if (!this.part) return;
+    this.followSpotlit(state);
     const g = state.gallery, teacher = state.role === "teacher";
     this.part.hidden = !teacher && !g; // a student's page shows it once the teacher asks
     this.field("teacher").hidden = !teacher;
@@ -102,7 +104,7 @@ export class Gallery {
   tile(tile, teacher) {
     const figure = document.createElement("figure"), img = document.createElement("img");
     img.src = `data:image/png;base64,${tile.png}`;
-    img.alt = "A student's picture with where the model looks over it, and its top prediction";
+    img.alt = `A student's picture with where the model looks over it; the model's top prediction: ${tile.caption}`;
     figure.append(img);
     if (tile.name) {
       const name = document.createElement("figcaption"); name.textContent = tile.name; figure.append(name);
@@ -114,7 +116,12 @@ export class Gallery {
     return figure;
   }
   async spotlight(id) { // the class's view moves to this picture's analysis; the teacher's page shows it too
-    if (await this.act("spotlight", { id })) this.classroom.follow();
+    const led = await this.act("spotlight", { id });
+    if (led) { this.spotlit = led.version; this.followSpotlit(this.classroom.state); }
+  }
+  followSpotlit(state) { // once the state that holds the spotlight is pushed (before or after the reply came)
+    if (this.spotlit === null || !state || state.version < this.spotlit) return;
+    this.spotlit = null; this.classroom.follow();
   }
   async exported() { // the handout, a PNG the server drew, as a download
     try {
