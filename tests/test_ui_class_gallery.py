@@ -101,6 +101,8 @@ def test_a_whole_gallery_ask_send_approve_show_hide_spotlight_export_end(served)
     version = post(client, teacher | {"do": "spotlight", "id": first}, net).json()["version"]
     view = state(server, code, ada["token"])["view"]
     assert version >= 1 and view["query"] is None and server.pages.key(view["handle"]) is not None
+    explore = {"cmap": "inferno", "opacity": 0.6, "upsampling": "nearest", "display": "overlay", "scale": "layer"}
+    assert view["style"] == explore  # the teacher had led no image: Explore's defaults
     followed = post(client, ada, net, "analysis").json()
     assert followed["handle"] == view["handle"]  # the class's view moved to that picture's analysis
     files = list(server.classes.classes[code].gallery.files)

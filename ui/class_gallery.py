@@ -4,10 +4,10 @@ picture their page shows), the teacher approves, hides and spotlights, and "Show
 every approved picture's view in one batched forward pass (explorer/gallery.py, one GPU call).
 
     POST CLASS_ROUTE/gallery {"code", "key" | "token", "do", ...}, `do` one of
-    teacher: ask {"question", "names"?}, close, approve {"id"}, hide {"id", "hidden"}, picture {"id"} -> JPEG,
+    teacher: ask {"question", "names"?}, close, approve {"id"}, hide {"id"}, picture {"id"} -> JPEG,
              show {"head"?: 1-based or null}, spotlight {"id"}, export -> PNG (a download)
     student: send {"path": Gradio's upload} or {"handle": the analysis the page shows}
-    both:    tiles -> {"drawn", "title", "question", "tiles": [{"id", "png" (base64), "name"?}], "bar"}
+    both:    tiles -> {"drawn", "title", "question", "tiles": [{"id", "png" (base64), "caption", "name"?}], "bar"}
 
 The gallery lives on its class (`ui.classroom.Class.gallery`), so it goes when the class goes: at its
 end, or by the 2-hour expiry. Bounds (GalleryLimits): one picture a student, at most `pictures`, each
@@ -32,6 +32,7 @@ from PIL import Image
 from starlette.responses import Response
 
 from explorer import gallery
+from explorer.canvas import MapStyle
 from explorer.catalog import ModelUnavailable
 from explorer.explain import ExplanationTooLarge, explain_file
 from explorer.images import ImageError, check_image, load_image
@@ -39,12 +40,11 @@ from explorer.priority import FORWARD_PASSES
 
 from . import zerogpu
 from .classroom import Class, ClassError
-from .common import Server
+from .common import DISPLAYS, UPSAMPLING, Server
 from .outputs import UPLOADS, cache_path, upload_folder
 from .uploads import UploadRefused, checked_upload
 
 QUESTION_CHARS = 200
-DEFAULT_STYLE = {"cmap": "inferno", "opacity": 0.6, "upsampling": "nearest", "display": "overlay", "scale": "layer"}
 PRIVATE = {"Cache-Control": "no-store"}
 
 
@@ -54,7 +54,7 @@ class GalleryLimits:
 
     pictures: int = 60  # one a student: a class's students
     picture_bytes: int = 512 * 2**10  # one kept picture (a 448 px JPEG is 30 to 120 KB)
-    bytes: int = 8 * 2**20  # a gallery's pictures together; its tiles add about as much
+    bytes: int = 8 * 2**20  # a gallery's pictures together; its tiles add less (docs/security.md)
     sends: int = 5  # pictures one student may send to one question (each replaces the last)
 
 
@@ -184,7 +184,7 @@ class GalleryAnswers:
             _teacher(token)
             g = _asked(klass)
             picture = g.by_id(asked.get("id"))
-            picture.hidden = asked.get("hidden") is not False
+            picture.hidden = True  # off the gallery and the teacher's list for this question
             if picture.id in g.tiles:  # every page's gallery changes
                 g.drawn += 1
             return {"hidden": picture.id}
@@ -286,7 +286,12 @@ class GalleryAnswers:
             path.unlink(missing_ok=True)
             raise
         layer = min((view or {}).get("layer", ex.depth), ex.depth)
-        led = {"model": loaded.key, "layer": layer, "query": None, "style": (view or {}).get("style", DEFAULT_STYLE)}
+        led = {
+            "model": loaded.key,
+            "layer": layer,
+            "query": None,
+            "style": (view or {}).get("style", style_words(MapStyle())),
+        }
         version = self.classes.lead(
             asked.get("code"), asked.get("key"), led | {"handle": self.server.pages.handle(key)}, network
         )
@@ -368,6 +373,19 @@ class GalleryAnswers:
         except (UploadRefused, ImageError) as e:
             raise ClassError(_said(e), 400) from e
         return str(path)
+
+
+def style_words(style: MapStyle) -> dict[str, Any]:
+    """`style` in the style controls' words, as a class's view holds it (`ui.common.map_style` read back):
+    a spotlight before the teacher showed any image leads with Explore's defaults."""
+    upsampling, display = UPSAMPLING[style.smooth], DISPLAYS[style.raw]
+    return {
+        "cmap": style.cmap,
+        "opacity": style.opacity,
+        "upsampling": upsampling,
+        "display": display,
+        "scale": style.scale,
+    }
 
 
 def _said(error: Exception) -> str:

@@ -73,7 +73,7 @@ export class Gallery {
       item.append(img);
       if (picture.name) item.append(` ${picture.name} `); // text, never HTML
       item.append(this.button("Approve", () => this.act("approve", { id: picture.id })));
-      item.append(this.button("Hide", () => this.act("hide", { id: picture.id, hidden: true })));
+      item.append(this.button("Hide", () => this.act("hide", { id: picture.id })));
       items.push(item);
     }
     list.replaceChildren(...items);
@@ -110,7 +110,7 @@ export class Gallery {
       const name = document.createElement("figcaption"); name.textContent = tile.name; figure.append(name);
     }
     if (teacher) {
-      figure.append(this.button("Hide", () => this.act("hide", { id: tile.id, hidden: true })));
+      figure.append(this.button("Hide", () => this.act("hide", { id: tile.id })));
       figure.append(this.button("Spotlight", () => this.spotlight(tile.id)));
     }
     return figure;
