@@ -182,6 +182,20 @@ def test_the_registry_pushes_the_count_and_deletes_the_pictures_when_the_class_e
     assert g.pictures == {} and code not in classes.classes
 
 
+def test_a_class_left_two_hours_takes_its_pictures_with_it():
+    now = [0.0]
+    classes = Classroom(clock=lambda: now[0])
+    code, key = classes.start("192.0.2.2")
+    token, _ = classes.join(code, "192.0.2.2")
+    g = Gallery("Where is the dog?")
+    classes.on_class(code, key, None, "192.0.2.2", lambda klass, who: setattr(klass, "gallery", g))
+    g.pictures[token] = Picture("p1", "Ada", b"jpeg")
+    now[0] += classes.limits.idle_s + 1  # no teacher's page, no teacher's action
+    with pytest.raises(ClassError):
+        classes.snapshot(code, token)
+    assert g.pictures == {}
+
+
 def test_a_question_is_printable_text_bounded_and_never_empty():
     assert clean_question("  Find\u200b a\n\tpicture <i>here</i> ") == "Find a picture <i>here</i>"
     assert len(clean_question("x" * 1000)) == 200
