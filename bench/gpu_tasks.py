@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 import vit
-from explorer import compute, explain, prompts, view_tasks
+from explorer import compute, explain, gallery, prompts, view_tasks
 from explorer.loaded import LoadedModel
 from explorer.more_views import logit_lens, pca
 from vit.pretrained import PRETRAINED
@@ -103,6 +103,8 @@ def tasks(
             pca.patch_features_cost,
         ),
         "logit lens, DeiT-S": (logit_lens.layer_predictions, deit, (image(deit),), logit_lens.layer_predictions_cost),
+        # class mode's gallery (issue 59): a class's 30 pictures in one call, layer 12, the mean of the heads
+        "gallery, 30 images, DeiT-S": (gallery.gallery_maps, deit, (image(deit, 30), 11, None), gallery.gallery_cost),
     }
 
 

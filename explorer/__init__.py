@@ -19,6 +19,7 @@ What each tab shows: the passes a view needs, and its pictures and text.
 - lessons: the Lessons tab's four lessons.
 - live: one webcam frame in, the Live tab's views out; video: a clip in, an attention video out.
 - run_views: the Train tab's training curves and probe strip, with their alt text.
+- gallery: class mode's gallery: the class's pictures in one batched pass, its tiles and handout.
 
 Drawing: numpy arrays in, PIL images out (matplotlib's colours and charts).
 - canvas: text at the size each helper is given, `MapStyle`, maps over images, colour bars, mosaics.

@@ -1449,3 +1449,53 @@ def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_o
     expect(student.locator("#query")).to_have_text(own_caption)
     teacher.close()
     student.close()
+
+
+def test_a_class_gallery_a_student_sends_the_teacher_approves_shows_spotlights_and_exports(server, browser, tmp_path):
+    """Issue 59's gallery ("Show me yours"): the teacher asks a question (shown as text: its markup is
+    words), a student sends a picture through the upload route, the teacher's counter says so, the teacher
+    approves it, shows the gallery (the server's tile and colour bar on both pages), spotlights it (both
+    pages move to that picture's analysis), exports the handout as a PNG download and hides the tile."""
+    from playwright.sync_api import expect
+
+    teacher = open_page(browser, server)
+    pick_example(teacher, "cat")
+    teacher.locator("#class-start").click()
+    code = teacher.locator("#class-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    student = open_page(browser, f"{server}?class={code.text_content()}")
+    expect(teacher.locator(".class-panel")).to_contain_text("1 student in class")
+    gallery = teacher.locator("#class-gallery")
+    gallery.locator(".cg-question").fill("Find <b>the</b> background")
+    gallery.locator(".cg-ask").click()
+    mine = student.locator("#class-gallery")
+    expect(mine.locator(".cg-asked")).to_have_text("The teacher asks: Find <b>the</b> background")
+    picture = tmp_path / "mine.png"
+    Image.fromarray(np.random.default_rng(3).integers(0, 256, (48, 64, 3), np.uint8)).save(picture)
+    mine.locator(".cg-file").set_input_files(str(picture))
+    mine.locator(".cg-send-file").click()
+    expect(mine.locator(".cg-sent")).to_contain_text("Your picture is sent")
+    expect(gallery.locator(".cg-count")).to_have_text("1 of 1 student answered: 1 waiting for your approval.")
+    expect(mine.locator(".cg-tiles figure")).to_have_count(0)  # nothing before the teacher approves and shows
+    gallery.locator(".cg-waiting button", has_text="Approve").click()
+    expect(gallery.locator(".cg-count")).to_contain_text("0 waiting")
+    gallery.locator(".cg-show").click()
+    for page in (teacher, student):
+        expect(page.locator("#class-gallery .cg-tiles figure img")).to_have_count(1)
+        expect(page.locator("#class-gallery .cg-bar")).to_be_visible()
+        expect(page.locator("#class-gallery .cg-title")).to_contain_text("Where the CLS token looks in layer 6")
+    before = student.evaluate("() => window.attentionMaps.data.handle")
+    gallery.locator(".cg-tiles button", has_text="Spotlight").click()
+    student.wait_for_function(f"() => window.attentionMaps.data && window.attentionMaps.data.handle !== {before!r}")
+    spotlit = student.evaluate("() => window.attentionMaps.data.handle")
+    teacher.wait_for_function(f"() => window.attentionMaps.data && window.attentionMaps.data.handle === {spotlit!r}")
+    with teacher.expect_download() as download:
+        gallery.locator(".cg-export").click()
+    handout = Image.open(download.value.path())
+    assert download.value.suggested_filename == "class-gallery.png" and handout.width > 192
+    gallery.locator(".cg-tiles button", has_text="Hide").click()
+    expect(mine.locator(".cg-tiles figure")).to_have_count(0)  # hidden on every page
+    teacher.locator("#class-end").click()
+    expect(mine).to_be_hidden()
+    teacher.close()
+    student.close()

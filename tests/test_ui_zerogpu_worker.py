@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 from zerogpu_fake import FakeZeroGpu, install
 
-from explorer import explain, lessons, view_tasks
+from explorer import explain, gallery, lessons, view_tasks
 from explorer.canvas import TEXT_PX, MapStyle
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.more_views import logit_lens, pca, relevance
@@ -183,6 +183,16 @@ def test_the_patch_pca_and_the_logit_lens_on_zerogpu_are_the_cpus(fake, loaded, 
     assert [c.name for c in fake.calls] == ["gpu_patch_features", "gpu_layer_predictions"]
     assert [c.outcome for c in fake.calls] == ["ok", "ok"]
     assert fake.calls[0].requested == explore_views.GPU_TASKS[pca.TASK].seconds(loaded, [tensor, other], 3, True)
+
+
+def test_the_class_gallery_is_one_gpu_call_for_all_its_pictures_and_the_cpus(fake, loaded, picture):
+    """Class mode's "Show the gallery" (ui/class_gallery.py): every approved picture in one batched
+    call, asking for the batch's seconds, with the CPU's maps and logits."""
+    flipped = picture.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    tensor, _ = gallery.batch(loaded, [gallery.kept_picture(p) for p in (picture, flipped, picture)])
+    assert_same(zerogpu.GALLERY(loaded, tensor, 2, 1), gallery.gallery_maps(loaded, tensor, 2, 1))
+    assert [(c.name, c.outcome) for c in fake.calls] == [("gpu_gallery_maps", "ok")]
+    assert fake.calls[0].requested == zerogpu.GALLERY.seconds(loaded, tensor, 2, 1)
 
 
 @pytest.fixture

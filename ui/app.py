@@ -114,6 +114,11 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
 body.on-teachers-image :is(#upload:has(img), #model-picker, #predictions, #classes, #query-token, #style, #model-info,
   #numbers, #words, #more, #export-png, #export-gif, #export) { display: none !important; }
 .class-panel .class-lent[hidden] { display: none; }
+/* The class's gallery (ui/js/gallery.js): the server's tiles side by side, small, wrapping. */
+#class-gallery[hidden], #class-gallery [hidden] { display: none; }
+#class-gallery .cg-tiles { display: flex; flex-wrap: wrap; gap: 8px; }
+#class-gallery figure { margin: 0; }
+#class-gallery .cg-waiting img { height: 64px; vertical-align: middle; }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {

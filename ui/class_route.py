@@ -12,6 +12,7 @@ teacher's analysis once per image, then its rows on the rows route by the follow
     command   {"code", "key", "command"}              -> {"version"}  (freeze, release, eyes, end)
     analysis  {"code", "key" | "token"}               -> the teacher's analysis, as the page's own
                                                          (explorer.page_maps.page_maps), under the followers' handle
+    gallery   {"code", "key" | "token", "do", ...}    -> ui/class_gallery.py ("Show me yours")
     GET EVENTS_ROUTE?ticket=...  -> text/event-stream: "state" events (ui.classroom.Classroom.snapshot),
                                     a comment every HEARTBEAT_S, an "end" event when the class ends
 
@@ -52,6 +53,7 @@ from starlette.routing import Route
 from explorer import page_maps
 from explorer.explain import Explanation
 
+from .class_gallery import GalleryAnswers
 from .classroom import ClassError, Classroom, clean_code
 from .common import Server, model_name
 from .limits import sender
@@ -176,6 +178,7 @@ class ClassAnswers:
         self.server, self.classes, self.bell, self.listening = server, server.classes, bell, listening
         self.analyses: OrderedDict[str, bytes] = OrderedDict()  # followers' handle: the analysis as JSON
         self.lock = threading.Lock()  # `analysis` runs in Gradio's threads
+        self.gallery = GalleryAnswers(server).answer  # in a thread too: it decodes pictures and runs the model
 
     def start(self, asked: dict, network: str | None) -> dict:
         code, key = self.classes.start(network)
@@ -272,15 +275,21 @@ def class_routes(
     async def action(request: Request) -> Response:
         name, network = request.path_params["action"], sender(request.scope, trusted_hops)
         answer: Callable[[dict, str | None], Any] | None = getattr(answers, name, None)
-        if name not in ("start", "join", "ticket", "lead", "command", "analysis") or answer is None:
+        if name not in ("start", "join", "ticket", "lead", "command", "analysis", "gallery") or answer is None:
             return PlainTextResponse("There is no such class action.", status_code=404, headers=PRIVATE)
         asked = asked_of(await request.body())
         try:
-            if name == "analysis":  # page_maps encodes: not on the event loop
-                limiter = getattr(getattr(request.app, "blocks", None), "limiter", None)
-                built = await anyio.to_thread.run_sync(answer, asked, network, limiter=limiter)
-                return Response(built, media_type="application/json", headers=PRIVATE)
-            return Response(json.dumps(answer(asked, network)), media_type="application/json", headers=PRIVATE)
+            if name not in ("analysis", "gallery"):
+                return Response(json.dumps(answer(asked, network)), media_type="application/json", headers=PRIVATE)
+            # page_maps encodes, the gallery decodes pictures and runs the model: not on the event loop
+            limiter = getattr(getattr(request.app, "blocks", None), "limiter", None)
+            built = await anyio.to_thread.run_sync(answer, asked, network, limiter=limiter)
+            if name == "gallery":
+                answers._rang(asked)  # here, on the event loop, where the bell rings
+            if isinstance(built, Response):  # a picture, or the handout
+                return built
+            body = built if isinstance(built, bytes) else json.dumps(built)
+            return Response(body, media_type="application/json", headers=PRIVATE)
         except ClassError as e:
             return PlainTextResponse(str(e), status_code=e.status, headers=PRIVATE)
 

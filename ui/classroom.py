@@ -100,6 +100,7 @@ class Class:
     version: int = 0  # bumped on every change a page is pushed
     frozen: bool = False
     eyes: int = 0  # Eyes on me, counted: a page that sees it grow comes back to the teacher's view
+    gallery: Any = None  # ui.class_gallery.Gallery once the teacher asks a question: it goes with the class
 
 
 def digest(key: str) -> bytes:
@@ -301,9 +302,23 @@ class Classroom:
                 klass.seen = self.clock()  # a teacher's page is connected: the class is not left
             state = {"code": code, "version": klass.version, "view": klass.view, "frozen": klass.frozen}
             state |= {"eyes": klass.eyes, "students": len(klass.students)}
+            if klass.gallery is not None:
+                state["gallery"] = klass.gallery.state(token)
             if token is None:
                 return state | {"role": "teacher", "names": sorted(m.name for m in klass.students.values())}
             return state | {"role": "student", "name": self._who(klass, token).name}
+
+    def on_class(
+        self, code: object, key: object, token: object, network: str | None, change: Callable, changes: bool = True
+    ) -> Any:
+        """`change(klass, token)` run on the class under the lock for its teacher (`key`; token None) or
+        a student (`token`), its pages pushed the change unless `changes` is False (ui/class_gallery.py)."""
+        with self.lock:
+            klass = self._member(code, key, token, network)
+            done = change(klass, None if key is not None else token)
+            if changes:
+                self._changed(klass)
+            return done
 
     def followed(self, code: object, key: object, token: object, network: str | None) -> dict[str, Any] | None:
         """The teacher's view as the class's pages read it: its handle the followers' (None before any)."""
@@ -354,6 +369,8 @@ class Classroom:
             self.ended.popitem(last=False)
         if klass.followers is not None:
             self.revoke(klass.followers)
+        if klass.gallery is not None:  # the class's pictures go now, not with the object
+            klass.gallery.clear()
 
     def _expire(self) -> None:
         now = self.clock()

@@ -147,8 +147,23 @@ ends.</p>
 <p class="class-count" role="status"></p>
 <button id="class-eyes" type="button">Eyes on me</button> <button id="class-freeze" type="button">Freeze</button>
 <button id="class-end" type="button">End the class</button>
+</div>
+<div id="class-gallery" hidden><h3>Show me yours: the class's gallery</h3>
+<div class="cg-teacher" hidden><label>Question <input class="cg-question" maxlength="200" size="48"></label>
+<label><input type="checkbox" class="cg-names"> show names</label>
+<button class="cg-ask" type="button">Open the gallery</button> <button class="cg-close" type="button">Close it</button>
+<p class="cg-count" role="status"></p><ul class="cg-waiting"></ul>
+<label>Head <input class="cg-head" type="number" min="1" placeholder="mean" size="4"></label>
+<button class="cg-show" type="button">Show the gallery</button>
+<button class="cg-export" type="button">Export the gallery (PNG)</button></div>
+<p class="cg-asked"></p>
+<div class="cg-student" hidden><input type="file" accept="image/*" class="cg-file">
+<button class="cg-send-file" type="button">Send this picture</button>
+<button class="cg-send-view" type="button">Send the picture my page shows</button>
+<p class="cg-sent" role="status"></p></div>
+<p class="cg-title"></p><div class="cg-tiles"></div><img class="cg-bar" alt="The gallery's colour bar" hidden>
 </div></div>"""
-CLASS_JS = "window.pageMaps.then(() => window.classroom.attach(element));"
+CLASS_JS = "window.pageMaps.then(() => { window.classroom.attach(element); window.classGallery.attach(element); });"
 
 CLASSROOM = """A ViT cuts the image into square **patches** (the grid drawn over the
 model input) and turns each into a token. An extra **CLS token** has no pixels of its own: it gathers

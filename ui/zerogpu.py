@@ -32,7 +32,7 @@ import gradio as gr
 import spaces  # before torch touches CUDA (app.py imports this module first)
 from spaces.config import Config as SpacesConfig
 
-from explorer import compute, explain, lessons, prompts, video
+from explorer import compute, explain, gallery, lessons, prompts, video
 from explorer.catalog import ModelCatalog, ModelUnavailable, from_ref, ref_of
 from explorer.loaded import LoadedModel
 from training.chunks import ChunkRefused, ChunkReport, train_chunk
@@ -333,6 +333,7 @@ HEADS_OFF = GpuTask(lessons.predictions_with_heads_off, lessons.two_pass_cost, "
 RANKING = GpuTask(lessons.head_ranking_steps, lessons.ranking_cost, "The head ranking", iterate=True)
 CLIP = GpuTask(video.layer_maps, video.layer_maps_cost, "The attention video")
 PROMPTS = GpuTask(prompts.prompt_relevance, prompts.prompt_cost, "Drawing a map per word", backward=True)
+GALLERY = GpuTask(gallery.gallery_maps, gallery.gallery_cost, "Showing the class's gallery")
 
 
 # -- ZeroGPU: training in chunks, each one GPU call charged to the visitor's daily quota -------

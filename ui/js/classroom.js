@@ -96,7 +96,7 @@ export class Classroom {
     };
   }
   pushed(state) {
-    const before = this.state; this.state = state;
+    const before = this.state; this.state = state; if (this.onPushed) this.onPushed(state); // ./gallery.js
     if (state.role === "teacher") { // a reloaded teacher's page shows the class's image again
       this.showTeacher(state);
       if (!this.maps.data && state.view && state.view.handle) this.follow(); else this.send();
@@ -109,7 +109,7 @@ export class Classroom {
   ended(message) {
     const lent = this.lent !== null;
     this.member = null; this.state = null; window.localStorage.removeItem(KEPT); this.starts(true);
-    for (const part of this.panel.querySelectorAll(".class-teacher, .class-student")) part.hidden = true;
+    for (const p of this.panel.querySelectorAll(".class-teacher, .class-student, #class-gallery")) p.hidden = true;
     this.notice(message);
     if (lent) this.leave();
   }
