@@ -13,6 +13,7 @@ the platform's GPU worker, each started by a status poll of the visitor (docs/tr
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -38,7 +39,7 @@ from training.budget import (
     training_cost,
 )
 from training.data import cifar10_downloaded
-from training.job import JobBusy, JobSnapshot, epoch_message
+from training.job import JobBusy, JobSnapshot, epoch_message, run_state
 from training.registry import TrainLimits, minutes
 from vit.messages import markdown_text, quoted
 from vit.model import CONFIGS
@@ -46,7 +47,8 @@ from vit.pretrained import PRETRAINED
 
 from . import zerogpu
 from .checks import number, one_of, visitor_error
-from .common import Server, visitor_of
+from .classroom import ClassError
+from .common import Server, network, visitor_of
 from .outputs import SERVED
 from .pictures import with_alt
 from .settings import SPACE_MODEL, ServerSettings, for_visitors, in_markdown
@@ -132,22 +134,6 @@ def run_options(
 ) -> RunOptions:
     """The form's controls as one value (for the binding: ui.binding.Controls)."""
     return RunOptions(model, source, folder, epochs, lr, batch, warmup)
-
-
-def run_state(snap: JobSnapshot) -> str:
-    """One word for the run: idle, running, queued (for a run slot), waiting (for GPU time),
-    stopped, failed or finished."""
-    if snap.running:
-        return "running"
-    if snap.place:
-        return "queued"
-    if snap.paused:
-        return "waiting"
-    if snap.error:
-        return "failed"
-    if snap.message.startswith("stopped"):  # with its model, or stopped before a step had trained one
-        return "stopped"
-    return "finished" if snap.checkpoint else "idle"
 
 
 def progress_html(done: int, total: int, text: str, state: str = "idle", next_try_s: float = 0.0) -> str:
@@ -478,6 +464,7 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
         runs.page_seen(request.session_hash, run_visitor)
     runs.advance(run_visitor)
     snap = runs.snapshot(run_visitor)
+    server.class_runs.polled(run_visitor)  # a class watching this run is pushed its change (ui/class_run.py)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
     now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], poll_after(snap))
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
@@ -584,6 +571,30 @@ def train_stop(server: Server, request: gr.Request, run_token: str | None = None
     snap = server.runs.snapshot(run_visitor)
     said = "stopping: the current state will be saved as a checkpoint" if snap.running else "stopped"
     return {"status": said, "confirm": gr.Row(visible=False)}
+
+
+def train_share(
+    server: Server, quiet: bool, class_member: str, request: gr.Request | None = None, run_token: str | None = None
+) -> None:
+    """Share this page's run with the class it leads ("Share this run with the class", or, `quiet`, after
+    each Start and Continue): its students watch it (ui/class_run.py). `class_member`: what the page keeps
+    of its class (ui/js/classroom.js: code and teacher's key), read from the browser's storage by the event's JS.
+    A page that leads no class shares nothing (`quiet`) or is told how to."""
+    try:
+        member = json.loads(class_member or "null")
+    except ValueError:
+        member = None
+    if not (isinstance(member, dict) and member.get("key")):
+        if quiet:
+            return
+        raise visitor_error("This page leads no class: start a class on the Explore tab first, then share the run.")
+    try:
+        said = server.class_runs.share(
+            member.get("code"), member["key"], run_visitor_of(run_token, request), network(server, request)
+        )
+    except ClassError as e:
+        raise visitor_error(str(e)) from e
+    gr.Info(said)
 
 
 def train_page_closed(server: Server, request: gr.Request) -> None:
