@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from training_helpers import write_image_folder
 
 import ui.class_run
+from explorer import run_views
 from explorer.catalog import ModelCatalog
 from training.job import JobSnapshot
 from ui import train_handlers as h
@@ -84,16 +85,14 @@ def test_the_teachers_run_is_pushed_to_the_class_as_it_moves_on_and_only_then(sh
     assert run["said"] == "The teacher's run is training: epoch 1 of 3, step 2 of 10."
     assert (run["done"], run["total"]) == (2, 30) and run["pictures"] == {"curves": 3, "probe": 1}
     assert TEACHERS_RUN not in json.dumps(state)  # which run it is stays on the server
-    class_runs.polled(TEACHERS_RUN)  # polled again, unchanged: nothing pushed
+    class_runs.polled(TEACHERS_RUN, training(2), {})  # polled again, unchanged: nothing pushed
     assert classes.snapshot(code, token)["run"]["version"] == 1 and rung == [code]
-    class_runs.polled("run token of someone else")
+    class_runs.polled("run token of someone else", training(3, losses=4), {})
     assert rung == [code]
-    runs.snaps[TEACHERS_RUN] = training(3, losses=4)
-    class_runs.polled(TEACHERS_RUN)
+    class_runs.polled(TEACHERS_RUN, training(3, losses=4), {})
     assert classes.snapshot(code, token)["run"]["version"] == 2 and rung == [code, code]
     classes.end(code, key, NET)  # the class ends: what it kept of the run goes with it
-    runs.snaps[TEACHERS_RUN] = training(4, losses=5)
-    class_runs.polled(TEACHERS_RUN)
+    class_runs.polled(TEACHERS_RUN, training(4, losses=5), {})
     assert class_runs.watched == {} and class_runs.shown == {} and rung == [code, code]
 
 
@@ -106,7 +105,7 @@ def test_a_student_cannot_share_a_run_with_the_class(shared):
     assert class_runs.watched == {} and rung == []
 
 
-def test_thirty_students_cost_one_drawing_an_update(shared, monkeypatch):
+def test_thirty_students_cost_no_drawing_of_their_own(shared, monkeypatch):
     class_runs, runs, _, code, key, token = shared
     drawings = []
 
@@ -123,10 +122,25 @@ def test_thirty_students_cost_one_drawing_an_update(shared, monkeypatch):
     assert pictures.pop().startswith(b"\x89PNG\r\n\x1a\n")
     probe = class_runs.picture({"code": code, "key": key, "picture": "probe"}, NET)  # the teacher's page may ask too
     assert probe.startswith(b"\x89PNG") and drawings == ["curves", "probe"]
-    runs.snaps[TEACHERS_RUN] = training(5, losses=6)  # the run moved on: drawn again, once
-    for t in students[:3]:
+    runs.snaps[TEACHERS_RUN] = moved = training(5, losses=6)
+    class_runs.picture({"code": code, "token": token, "picture": "curves"}, NET)
+    assert drawings == ["curves", "probe"]  # the page was told of no change: it is sent the picture it was told of
+    class_runs.polled(TEACHERS_RUN, moved, {})  # pushed, the teacher's page drew nothing: drawn for the class, once
+    for t in students:
         class_runs.picture({"code": code, "token": t, "picture": "curves"}, NET)
     assert drawings == ["curves", "probe", "curves"]
+    # the teacher's poll drew the run's next curves for the teacher's page: the class is sent that very drawing
+    runs.snaps[TEACHERS_RUN] = moved = training(6, losses=7)
+    teachers = run_views.curves(moved.history, moved.step_losses, 12)
+    class_runs.polled(TEACHERS_RUN, moved, {"curves": teachers})
+    assert class_runs.classes.snapshot(code, token)["run"]["pictures"]["curves"] == 7
+    sent = {class_runs.picture({"code": code, "token": t, "picture": "curves"}, NET) for t in students}
+    assert sent == {ui.class_run.png(teachers)} and drawings == ["curves", "probe", "curves"]
+    # a new run of the teacher's, with fewer numbers: the last run's pictures are never sent for it
+    runs.snaps[TEACHERS_RUN] = training(1, losses=2)
+    class_runs.polled(TEACHERS_RUN, runs.snaps[TEACHERS_RUN], {})
+    class_runs.picture({"code": code, "token": token, "picture": "curves"}, NET)
+    assert drawings == ["curves", "probe", "curves", "curves"]
 
 
 def test_a_picture_is_refused_in_words_to_a_stranger_and_before_there_is_one(shared):

@@ -176,7 +176,7 @@ class ClassAnswers:
         return {"version": version}
 
     def run(self, asked: dict, network: str | None) -> bytes:
-        """A picture of the teacher's run (ui.class_run), drawn once for the class (in a thread)."""
+        """A picture of the teacher's run (ui.class_run), kept once for the class (in a thread)."""
         return self.server.class_runs.picture(asked, network)
 
     def _rang(self, asked: dict) -> str:

@@ -8,16 +8,19 @@ and pushes each change on the class's event stream.
   page's run token) stays here: a page of the class is told only its progress and reads its pictures by
   the class's code, so a student can neither name nor stop, change or continue it (the Train tab's Stop
   and Continue act only on the run of the page that asks, training.registry).
-- The teacher's page polls its run every second while it trains (ui/train.py): each poll tells `polled`,
-  which reads the run's snapshot once for the class and, when what a page shows of it changed (the state,
-  the epoch and step, the numbers the pictures draw), puts it in the class's state (`Classroom.show_run`,
-  with a version of its own) and rings the class's bell (`ring`: its streams wake and send it).
-- A page asks for a picture (`picture`) when the count of its numbers changed. It is drawn once for the
-  class by the Train tab's own drawings (explorer.run_views, at the server's text size) and kept until
-  its numbers change: 30 students cost one drawing an update, not 30.
+- The teacher's page polls its run every second while it trains (ui/train.py): each poll hands `polled`
+  its snapshot and the pictures it drew for the teacher's page (explorer.run_views: the Train tab draws
+  a picture when its numbers changed). When what a page shows of the run changed (the state, the epoch
+  and step, how many numbers each picture draws), the summary goes into the class's state
+  (`Classroom.show_run`, with a version of its own) and the class's bell rings (`ring`: its streams wake
+  and send it); the teacher's pictures are kept for the class, encoded once (PNG).
+- A page asks for a picture (`picture`) when the count of its numbers changed, and is sent the one kept
+  for that count: the teacher's page's drawing, or (a page that asks before the teacher's poll drew it,
+  or after a restart of the teacher's page) one drawn once for the class by the same functions. 30
+  students cost no drawing of their own, and one encoding an update.
 
-Memory: a class keeps its run's two latest pictures (a PNG each, tens of KiB) and its last summary
-(under 1 KiB); both go when the class ends.
+Memory: a class keeps its run's two latest pictures (PNG: about 20 KB each at the default text size,
+a 5-epoch run; measured 2026-11-29) and its last summary (about 0.4 KB); both go when the class ends.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import io
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from PIL import Image
 
 from explorer import run_views
 from training.job import JobSnapshot, run_state
@@ -72,34 +77,31 @@ def run_summary(snap: JobSnapshot, text_px: int) -> dict[str, Any]:
     total = max(snap.epochs, 1) * steps
     state = run_state(snap)
     done = total if state == "finished" else min(snap.epoch * steps + snap.step, total)
-    counts = {"curves": len(snap.history) + len(snap.step_losses), "probe": len(snap.probe)}
     alt = {
         "curves": run_views.curves_alt(snap.history, snap.step_losses),
         "probe": run_views.probe_alt(snap.probe, text_px) if snap.probe else "",
     }
-    return {"state": state, "said": run_said(snap), "done": done, "total": total, "pictures": counts, "alt": alt}
+    return {"state": state, "said": run_said(snap), "done": done, "total": total, "pictures": counts(snap), "alt": alt}
 
 
 def drawn_png(snap: JobSnapshot, which: str, text_px: int) -> bytes:
     """The Train tab's picture `which` of the run (explorer.run_views), as PNG."""
     if which == "curves" and (snap.history or snap.step_losses):
-        image = run_views.curves(snap.history, snap.step_losses, text_px)
-    elif which == "probe" and snap.probe and snap.probe_image is not None:
-        image = run_views.probe(snap.probe_image, snap.probe, text_px)
-    else:
-        raise ClassError(NOTHING_YET, 404)
+        return png(run_views.curves(snap.history, snap.step_losses, text_px))
+    if which == "probe" and snap.probe and snap.probe_image is not None:
+        return png(run_views.probe(snap.probe_image, snap.probe, text_px))
+    raise ClassError(NOTHING_YET, 404)
+
+
+def png(image: Image.Image) -> bytes:
     out = io.BytesIO()
-    image.save(out, format="PNG")
+    image.save(out, format="PNG", compress_level=1)  # fast: sent to a class on its LAN, not stored
     return out.getvalue()
 
 
-def stamp(snap: JobSnapshot, which: str) -> tuple:
-    """The numbers picture `which` draws, in short: the same stamp, the same picture (a new run of the
-    teacher's with as many numbers has other values)."""
-    if which == "curves":
-        return len(snap.history), len(snap.step_losses), snap.step_losses[-1] if snap.step_losses else None
-    last = snap.probe[-1] if snap.probe else None
-    return len(snap.probe), None if last is None else (last[0], float(last[1].sum()))
+def counts(snap: JobSnapshot) -> dict[str, int]:
+    """How many numbers each picture of the run draws: a picture changes when its count does."""
+    return {"curves": len(snap.history) + len(snap.step_losses), "probe": len(snap.probe)}
 
 
 class ClassRuns:
@@ -110,7 +112,7 @@ class ClassRuns:
         self.classes, self.runs, self.text_px = classes, runs, text_px
         self.watched: dict[str, str] = {}  # class code: the run's visitor in the registry (never sent to a page)
         self.shown: dict[str, dict[str, Any]] = {}  # class code: the run's summary last pushed, with its version
-        self.drawn: dict[tuple[str, str], tuple[tuple, bytes]] = {}  # (code, picture): (its stamp, its PNG)
+        self.drawn: dict[tuple[str, str], tuple[int, bytes]] = {}  # (code, picture): (its count, its PNG)
         self.ring: Callable[[str], None] = lambda code: None
         self.lock = threading.Lock()
         self.drawing = threading.Lock()  # one drawing at a time: the class's other pages wait for it, then read it
@@ -123,22 +125,32 @@ class ClassRuns:
         self.update(shared)
         return f"Class {shared} watches this run: its students see its curves and probe on their Train tab."
 
-    def polled(self, run_visitor: str) -> None:
-        """The run of `run_visitor` was polled: each class watching it is pushed what changed."""
+    def polled(self, run_visitor: str, snap: JobSnapshot, drawn: dict[str, Image.Image]) -> None:
+        """The teacher's page polled the run of `run_visitor` (`snap`) and drew `drawn` (picture: image):
+        each class watching it is pushed what changed, and keeps those pictures, encoded once."""
         with self.lock:
             codes = [code for code, visitor in self.watched.items() if visitor == run_visitor]
+        if not codes:
+            return
+        pictures = {which: png(image) for which, image in drawn.items()}
         for code in codes:
-            self.update(code)
+            self.update(code, snap, pictures)
 
-    def update(self, code: str) -> None:
-        """The class's run summary read again; pushed (a new version, the bell rung) if it changed."""
+    def update(self, code: str, snap: JobSnapshot | None = None, pictures: dict[str, bytes] | None = None) -> None:
+        """The class's run summary (of `snap`, else read now) pushed (a new version, the bell rung) if it
+        changed; `pictures` (PNG) drawn of `snap` kept for the class."""
         with self.lock:
             visitor = self.watched.get(code)
         if visitor is None:
             return
-        summary = run_summary(self.runs.snapshot(visitor), self.text_px)
+        summary = run_summary(snap or self.runs.snapshot(visitor), self.text_px)
+        count = summary["pictures"]
         with self.lock:
             last = self.shown.get(code)
+            if last is not None and any(count[which] < last["pictures"][which] for which in PICTURES):
+                for which in PICTURES:  # a new run of the teacher's: the last one's pictures are not its own
+                    self.drawn.pop((code, which), None)
+            self.drawn |= {(code, which): (count[which], data) for which, data in (pictures or {}).items()}
             if last is not None and {**last, "version": 0} == {**summary, "version": 0}:
                 return
             summary["version"] = (last or {}).get("version", 0) + 1
@@ -157,24 +169,24 @@ class ClassRuns:
 
     def picture(self, asked: dict, network: str | None) -> bytes:
         """Picture `asked["picture"]` (curves or probe) of the run the class of `asked["code"]` watches,
-        for its teacher (`key`) or a student (`token`), drawn once for the class per change of its numbers."""
+        for its teacher (`key`) or a student (`token`): the teacher's page's drawing kept for the class, or
+        one drawn here once (a page that asks before the teacher's poll drew it)."""
         which = asked.get("picture")
         if which not in PICTURES:
             raise ClassError("A class run's picture is curves or probe.", 400)
         self.classes.followed(asked.get("code"), asked.get("key"), asked.get("token"), network)  # a member's
         code = clean_code(asked.get("code")) or ""
-        with self.lock:
-            visitor = self.watched.get(code)
-        if visitor is None:
-            raise ClassError("The teacher shares no training run with the class.", 404)
         with self.drawing:
-            snap = self.runs.snapshot(visitor)
-            now = stamp(snap, which)
-            kept = self.drawn.get((code, which))
-            if kept is not None and kept[0] == now:
+            with self.lock:
+                visitor, shown = self.watched.get(code), self.shown.get(code)
+                kept = self.drawn.get((code, which))
+            if visitor is None or shown is None:
+                raise ClassError("The teacher shares no training run with the class.", 404)
+            if kept is not None and kept[0] >= shown["pictures"][which]:  # the one the page was told of, or newer
                 return kept[1]
-            png = drawn_png(snap, which, self.text_px)
+            snap = self.runs.snapshot(visitor)  # not drawn by the teacher's page (yet): drawn here, once
+            data = drawn_png(snap, which, self.text_px)
             with self.lock:
                 if code in self.watched:  # not kept for a class that ended meanwhile
-                    self.drawn[(code, which)] = now, png
-            return png
+                    self.drawn[(code, which)] = counts(snap)[which], data
+            return data

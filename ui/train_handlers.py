@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import gradio as gr
+from PIL import Image
 
 import vit
 from explorer import compute, run_views
@@ -464,7 +465,6 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
         runs.page_seen(request.session_hash, run_visitor)
     runs.advance(run_visitor)
     snap = runs.snapshot(run_visitor)
-    server.class_runs.polled(run_visitor)  # a class watching this run is pushed its change (ui/class_run.py)
     seen = tuple(seen) if seen and len(seen) == len(NOTHING_SHOWN) else NOTHING_SHOWN
     now = (len(snap.history), len(snap.probe), len(snap.step_losses), seen[3], poll_after(snap))
     curves_fresh, probe_fresh = (now[0], now[2]) != (seen[0], seen[2]), now[1] != seen[1]
@@ -478,21 +478,22 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
         except ModelUnavailable as e:
             refused = f"\n\n**The run's checkpoint was not added to your models:** {in_markdown(str(e))}"
         now = (*now[:3], snap.checkpoint, now[4])
-    drawable = snap.history or snap.step_losses
+    drawable, drawings = snap.history or snap.step_losses, {}
     curves = drawn(
         lambda: with_alt(
-            run_views.curves(snap.history, snap.step_losses, server.text_px),
+            kept(drawings, "curves", run_views.curves(snap.history, snap.step_losses, server.text_px)),
             run_views.curves_alt(snap.history, snap.step_losses),
         ),
         curves_fresh and bool(drawable),
     )
     probe = drawn(
         lambda: with_alt(
-            run_views.probe(snap.probe_image, snap.probe, server.text_px),
+            kept(drawings, "probe", run_views.probe(snap.probe_image, snap.probe, server.text_px)),
             run_views.probe_alt(snap.probe, server.text_px),
         ),
         probe_fresh and bool(snap.probe) and snap.probe_image is not None,
     )
+    server.class_runs.polled(run_visitor, snap, drawings)  # a class watching the run: pushed, these pictures too
     # Offered once the run has ended: a running run's model.safetensors is renamed when it ends,
     # and a poll that handed Gradio the old name just then failed (the file gone before Gradio
     # read it, one full test run in six). An ended run's file keeps its name.
@@ -518,6 +519,12 @@ def poll_after(snap: JobSnapshot) -> float:
     if snap.place:
         return QUEUE_POLL_S
     return POLL_S if snap.running or snap.paused else 0.0
+
+
+def kept(drawings: dict[str, Image.Image], which: str, image: Image.Image) -> Image.Image:
+    """`image`, kept in `drawings` as `which`: a class watching the run is sent the very drawing (ui/class_run.py)."""
+    drawings[which] = image
+    return image
 
 
 def run_label(snap: JobSnapshot) -> str:
