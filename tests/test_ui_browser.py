@@ -1397,6 +1397,45 @@ def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(s
     student.close()
 
 
+def test_a_class_watches_the_teachers_training_run_on_its_train_tab(server, browser, tmp_path):
+    """Train together (issue 59): the run the teacher starts on the Train tab while leading a class is
+    shown on a student's Train tab, its state in a sentence and the teacher's tab's pictures, pushed as it
+    moves on; only the teacher's page offers to share it, and the student's Stop stops nothing of it."""
+    from playwright.sync_api import expect
+
+    teacher = open_page(browser, server)
+    pick_example(teacher, "cat")  # the page's modules loaded, and the class's followers have an image
+    teacher.locator("#class-start").click()
+    code = teacher.locator("#class-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    student = open_page(browser, f"{server}?class={code.text_content()}")
+    expect(teacher.locator(".class-panel")).to_contain_text("1 student in class")
+    student.get_by_role("tab", name="Train").click()
+    expect(student.locator("#train-share")).to_be_hidden()  # a student leads no class
+    panel = student.locator("#class-run .class-run")
+    expect(panel).to_be_hidden()  # no run shared yet
+    train_in_the_page(teacher, tmp_path, epochs=2)  # started while leading: the class watches it
+    expect(teacher.locator("#train-share")).to_be_visible()
+    expect(panel).to_be_visible()
+    expect(panel).to_contain_text("The teacher's training run")
+    expect(panel.locator(".class-run-said")).to_have_text(
+        re.compile(r"^The teacher's run has finished: 2 of 2 epochs trained\. After epoch 2: training loss \d")
+    )
+    for which in ("curves", "probe"):  # the teacher's tab's pictures, read from the class's route
+        picture = panel.locator(f".class-run-{which}")
+        expect(picture).to_be_visible()
+        expect(picture).to_have_attribute("src", re.compile("^blob:"))
+    expect(panel.locator(".class-run-probe")).to_have_attribute("alt", re.compile("after each of 2 epochs"))
+    assert student.locator(".class-run-curves").evaluate("img => img.naturalWidth") > 100
+    student.get_by_role("button", name="Stop (saves a checkpoint)").click()
+    expect(student.locator("#train-status")).to_contain_text("you have no run to stop")
+    teacher.get_by_role("tab", name="Explore").click()
+    teacher.locator("#class-end").click()
+    expect(panel).to_be_hidden()
+    teacher.close()
+    student.close()
+
+
 def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_own(server, browser):
     """Issue 59: a student who analysed a dog of their own before the teacher showed an image, then
     follows the teacher's cat, sees the teacher's model, predictions (the server's sentences) and query

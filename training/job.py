@@ -107,6 +107,22 @@ class JobSnapshot:
     wait_s: float | None = None  # queued: the registry's estimate of the wait, in seconds
 
 
+def run_state(snap: JobSnapshot) -> str:
+    """One word for the run: idle, running, queued (for a run slot), waiting (for GPU time),
+    stopped, failed or finished."""
+    if snap.running:
+        return "running"
+    if snap.place:
+        return "queued"
+    if snap.paused:
+        return "waiting"
+    if snap.error:
+        return "failed"
+    if snap.message.startswith("stopped"):  # with its model, or stopped before a step had trained one
+        return "stopped"
+    return "finished" if snap.checkpoint else "idle"
+
+
 @dataclass(frozen=True)
 class ChunkPlan:
     """How a chunked job trains: `run(run folder, seconds)` trains one chunk of at most

@@ -119,6 +119,15 @@ body.on-teachers-image :is(#upload:has(img), #model-picker, #predictions, #class
 #class-gallery .cg-tiles { display: flex; flex-wrap: wrap; gap: 8px; }
 #class-gallery figure { margin: 0; }
 #class-gallery .cg-waiting img { height: 64px; vertical-align: middle; }
+/* Train together (ui/train.py's CLASS_RUN_PANEL, ui/js/classrun.js): the teacher's run on a student's Train tab,
+   and "Share this run with the class" only on a page that leads a class. */
+body:not(.class-lead) #train-share { display: none; }
+.class-run[hidden], .class-run img[hidden] { display: none; }
+.class-run { border: 2px solid var(--color-accent); border-radius: 8px; padding: 8px 12px; }
+.class-run-bar { background: #e5e7eb; border-radius: 4px; }
+.class-run-bar > div { height: 12px; background: #2563eb; border-radius: 4px; }
+.class-run-pictures { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+.class-run-pictures img { max-width: 100%; height: auto; }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {

@@ -13,7 +13,10 @@ teacher's analysis once per image, then its rows on the rows route by the follow
     analysis  {"code", "key" | "token"}               -> the teacher's analysis, as the page's own
                                                          (explorer.page_maps.page_maps), under the followers' handle
     gallery   {"code", "key" | "token", "do", ...}    -> ui/class_gallery.py ("Show me yours")
+    run       {"code", "key" | "token", "picture"}    -> image/png: the curves or the probe of the run the
+                                                         teacher shares (ui.class_run.ClassRuns.picture)
     GET EVENTS_ROUTE?ticket=...  -> text/event-stream: "state" events (ui.classroom.Classroom.snapshot),
+                                    "run" events (its "run" alone, when only the teacher's run moved on),
                                     a comment every HEARTBEAT_S, an "end" event when the class ends
 
 A refusal is a sentence (text/plain) with its status (ui.classroom.ClassError). The POSTs pass
@@ -35,6 +38,7 @@ pass, the teacher's, whatever the class's size.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -69,10 +73,16 @@ _ADDRESS = re.compile(r"https?://[\x21-\x7e]{1,300}")
 
 class Bell:
     """Wakes every stream of a class when it changes: each waits on its class's asyncio.Event,
-    which `ring` sets and replaces. Run on the event loop only (the routes' coroutines)."""
+    which `ring` sets and replaces. Run on the event loop (the routes' coroutines), but `ring_soon`."""
 
     def __init__(self) -> None:
         self.events: dict[str, asyncio.Event] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None  # the streams' loop, once one has waited
+
+    def ring_soon(self, code: str) -> None:
+        """`ring` from any thread (a Train poll, in Gradio's): on the streams' loop; none waited yet, none to wake."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.ring, code)
 
     def ring(self, code: str) -> None:
         if (event := self.events.pop(code, None)) is not None:
@@ -80,6 +90,7 @@ class Bell:
 
     async def wait(self, code: str, timeout: float) -> bool:
         """True when the class changed within `timeout` seconds."""
+        self.loop = asyncio.get_running_loop()
         event = self.events.setdefault(code, asyncio.Event())
         try:
             await asyncio.wait_for(event.wait(), timeout)
@@ -96,8 +107,9 @@ async def class_events(
     classes: Classroom, bell: Bell, code: str, token: str | None, heartbeat_s: float, lasting_s: float
 ) -> AsyncIterator[str]:
     """A page's stream: the class's state now, then each change, a comment every `heartbeat_s`,
-    for at most `lasting_s`; an "end" event when the class has ended."""
-    seen, left = -1, lasting_s
+    for at most `lasting_s`; an "end" event when the class has ended. A change of the teacher's run
+    alone is a "run" event: the page does not draw the teacher's view again for a step of the run."""
+    seen, run_seen, left = -1, None, lasting_s
     try:
         while left > 0:
             try:
@@ -106,9 +118,10 @@ async def class_events(
                 bell.ring(code)  # the class's other streams wake and end too
                 yield sse("end", {"message": str(e)})
                 return
-            if state["version"] != seen:
-                seen = state["version"]
-                yield sse("state", state)
+            run = state["run"] and state["run"]["version"]
+            if state["version"] != seen or run != run_seen:
+                fresh, seen, run_seen = state["version"] != seen, state["version"], run
+                yield sse("state", state) if fresh else sse("run", state["run"])
                 continue  # a change while the page was written to is looked for before the wait
             # no await between the look and the wait: a change rings the bell after it, never between
             began = asyncio.get_running_loop().time()
@@ -209,6 +222,10 @@ class ClassAnswers:
         self._rang(asked)
         return {"version": version}
 
+    def run(self, asked: dict, network: str | None) -> bytes:
+        """A picture of the teacher's run (ui.class_run), kept once for the class (in a thread)."""
+        return self.server.class_runs.picture(asked, network)
+
     def _rang(self, asked: dict) -> str:
         """The class the request named (it changed): its pages' streams are woken."""
         code = clean_code(asked.get("code")) or ""
@@ -271,23 +288,30 @@ def class_routes(
     class's devices can reach a teacher's page opened at 127.0.0.1."""
     bell = Bell()
     answers = ClassAnswers(server, bell, listening)
+    server.class_runs.ring = bell.ring_soon
+    # The pages of a class ask for a run's new picture at once, when pushed: they wait here as coroutines,
+    # not each in a thread of Gradio's pool, while one draws it; then each reads it, drawn, in a moment.
+    drawing = asyncio.Lock()
 
     async def action(request: Request) -> Response:
         name, network = request.path_params["action"], sender(request.scope, trusted_hops)
         answer: Callable[[dict, str | None], Any] | None = getattr(answers, name, None)
-        if name not in ("start", "join", "ticket", "lead", "command", "analysis", "gallery") or answer is None:
+        if name not in ("start", "join", "ticket", "lead", "command", "analysis", "gallery", "run") or answer is None:
             return PlainTextResponse("There is no such class action.", status_code=404, headers=PRIVATE)
         asked = asked_of(await request.body())
         try:
-            if name not in ("analysis", "gallery"):
+            if name not in ("analysis", "gallery", "run"):
                 return Response(json.dumps(answer(asked, network)), media_type="application/json", headers=PRIVATE)
-            # page_maps encodes, the gallery decodes pictures and runs the model: not on the event loop
+            # page_maps encodes, the gallery decodes pictures and runs the model, run_views draws: not on the loop
             limiter = getattr(getattr(request.app, "blocks", None), "limiter", None)
-            built = await anyio.to_thread.run_sync(answer, asked, network, limiter=limiter)
+            async with drawing if name == "run" else contextlib.nullcontext():
+                built = await anyio.to_thread.run_sync(answer, asked, network, limiter=limiter)
             if name == "gallery":
                 answers._rang(asked)  # here, on the event loop, where the bell rings
             if isinstance(built, Response):  # a picture, or the handout
                 return built
+            if name == "run":
+                return Response(built, media_type="image/png", headers=PRIVATE)
             body = built if isinstance(built, bytes) else json.dumps(built)
             return Response(body, media_type="application/json", headers=PRIVATE)
         except ClassError as e:

@@ -101,6 +101,7 @@ class Class:
     frozen: bool = False
     eyes: int = 0  # Eyes on me, counted: a page that sees it grow comes back to the teacher's view
     gallery: Any = None  # ui.class_gallery.Gallery once the teacher asks a question: it goes with the class
+    run: dict[str, Any] | None = None  # the teacher's Train run its pages watch (ui/class_run.py), its own version
 
 
 def digest(key: str) -> bytes:
@@ -227,6 +228,20 @@ class Classroom:
         with self.lock:
             self._gone(self._teacher(code, key, network), "The teacher ended the class.")
 
+    def teacher_code(self, code: object, key: object, network: str | None) -> str:
+        """The class's code when `key` is its teacher's (ClassError otherwise, counted as `lead`'s)."""
+        with self.lock:
+            return self._teacher(code, key, network).code
+
+    def show_run(self, code: str, run: dict[str, Any] | None) -> bool:
+        """The teacher's run as the class's pages are pushed it (ui/class_run.py); False once the class has ended.
+        The class's own version stays: a page is not to draw the teacher's view again for a run's step."""
+        with self.lock:
+            if (klass := self.classes.get(code)) is None:
+                return False
+            klass.run = run
+            return True
+
     # ---- the students ----
     def join(self, code: object, network: str | None, name: object = None, token: object = None) -> tuple[str, str]:
         """A student in class `code`: (their token, their name). A token the class gave before
@@ -291,7 +306,7 @@ class Classroom:
                     klass.seen = self.clock()
 
     def snapshot(self, code: str, token: str | None) -> dict[str, Any]:
-        """What a page of the class is pushed: the teacher's view, Freeze, Eyes on me, the version;
+        """What a page of the class is pushed: the teacher's view, Freeze, Eyes on me, the version, the run;
         the teacher's also the students' names. Raises ClassError(410) once the class has ended."""
         with self.lock:
             self._expire()
@@ -301,7 +316,7 @@ class Classroom:
             if token is None and klass.teacher.streams:
                 klass.seen = self.clock()  # a teacher's page is connected: the class is not left
             state = {"code": code, "version": klass.version, "view": klass.view, "frozen": klass.frozen}
-            state |= {"eyes": klass.eyes, "students": len(klass.students)}
+            state |= {"eyes": klass.eyes, "students": len(klass.students), "run": klass.run}
             if klass.gallery is not None:
                 state["gallery"] = klass.gallery.state(token)
             if token is None:

@@ -41,6 +41,7 @@ from vit.messages import quoted
 from . import zerogpu
 from .binding import Controls
 from .checks import ERROR_TOAST_S, number, one_of, visitor_error, whole_number
+from .class_run import ClassRuns
 from .classroom import Classroom
 from .limits import sender
 from .outputs import UPLOADS, saved, upload_folder
@@ -218,7 +219,7 @@ class Server:
     (docs/security.md; a session's state holds only its key); the image each session last took
     up (Explore); the handles of the analyses pages draw (Explore); the head rankings running (Lessons);
     the operator's settings; the training runs (Train); the pictures' text size (larger in the
-    presentation mode); the classes (ui/classroom.py)."""
+    presentation mode); the classes (ui/classroom.py) and the Train runs they watch (ui/class_run.py)."""
 
     catalog: ModelCatalog
     store: ExplanationStore = field(default_factory=ExplanationStore)
@@ -229,6 +230,7 @@ class Server:
     runs: JobRegistry = None  # type: ignore[assignment]  # None: made by `__post_init__`
     text_px: int = TEXT_PX
     classes: Classroom = None  # type: ignore[assignment]  # None: made by `__post_init__`
+    class_runs: ClassRuns = None  # type: ignore[assignment]  # the runs classes watch: made by `__post_init__`
 
     def __post_init__(self) -> None:
         """The training runs, unless given (a test's stand-in): under the catalogue's runs folder,
@@ -243,6 +245,8 @@ class Server:
                 self.catalog.runs_dir, settings.train, shared=settings.shared_runs, chunks=zerogpu.gpu_chunks()
             )
             object.__setattr__(self, "runs", runs)  # frozen: set once, here
+        if self.class_runs is None:
+            object.__setattr__(self, "class_runs", ClassRuns(self.classes, self.runs, self.text_px))
 
     def require(self, key: ExplanationKey | None) -> Explanation:
         """The session's current explanation, or a visitor's error saying why there is none."""

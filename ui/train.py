@@ -46,8 +46,22 @@ setInterval(() => {
 }, 1000);
 </script>"""
 STATUS_SLOTS = 2  # polls at once on the whole server that only read a run (Gradio's default)
+# What the page keeps of its class (ui/js/classroom.js's KEPT: a teacher's code and key), read in the
+# browser for `h.train_share`: the key never leaves the teacher's page but to the server, as the class's own
+# requests send it; the run token (a gr.State) is filled in by the server.
+SHARE_JS = "(member, token) => [window.localStorage.getItem('vit-class') || '', token]"
 
 RUN = Controls.of(h.RunOptions, h.run_options)
+# Train together (issue 59; ui/js/classrun.js fills it in, as text only): on a student's page, the run the
+# teacher shares with the class, its state in a sentence, its progress and the pictures the teacher's tab shows.
+CLASS_RUN_PANEL = """<div class="class-run" hidden role="region" aria-label="The teacher's training run">
+<h3>The teacher's training run</h3>
+<p>Your class watches the run your teacher trains: you cannot stop or change it. Your own runs are below.</p>
+<p class="class-run-said" role="status"></p>
+<div class="class-run-bar"><div></div></div>
+<div class="class-run-pictures"><img class="class-run-curves" hidden alt=""><img class="class-run-probe" hidden alt="">
+</div></div>"""
+CLASS_RUN_JS = "window.pageMaps.then(() => window.classRun.attach(element));"
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,8 @@ class TrainTab(TabComponents):
     stop: gr.Button
     start_new: gr.Button  # with a saved run, instead of Start: a new run, the saved one kept
     continue_run: gr.Button  # shown while the visitor's run is stopped with its save: it goes on from there
+    share: gr.Button  # "Share this run with the class": shown on a page leading a class (ui/js/classrun.js)
+    class_member: gr.Textbox  # hidden: the page's class as SHARE_JS reads it
     confirm: gr.Row  # "really stop?", shown by Stop
     confirm_stop: gr.Button
     keep_training: gr.Button
@@ -137,6 +153,8 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
             "Start a new run (your saved run stays downloadable)", visible=False, elem_id="train-start-new"
         )
         continue_run = gr.Button("Continue this run", visible=False, elem_id="train-continue")
+        share = gr.Button("Share this run with the class", elem_id="train-share")
+    class_member = gr.Textbox(visible=False)
     with gr.Row(visible=False) as confirm:
         confirm_stop = gr.Button("Yes, stop my run", variant="stop", size="sm")
         keep_training = gr.Button("No, keep training", size="sm")
@@ -144,6 +162,7 @@ def _options(catalog: ModelCatalog, settings: ServerSettings) -> dict[str, Any]:
     values = (model, source, folder, epochs, lr, batch, warmup, start, stop, continue_run)
     names, values = (*names, "note", "gpu_time", "start_new"), (*values, note, gpu_time, start_new)
     names, values = (*names, "confirm_stop", "keep_training"), (*values, confirm_stop, keep_training)
+    names, values = (*names, "share", "class_member"), (*values, share, class_member)
     return dict(zip(names, values, strict=True)) | {"confirm": confirm}
 
 
@@ -217,8 +236,16 @@ def show_run(trigger: Callable[..., Any], tab: TrainTab, server: Server) -> None
     tokened.then(**_watch(tab, server), api_visibility="private").then(**_polling(tab))
 
 
+def _shared(tab: TrainTab, server: Server, quiet: bool) -> dict[str, Any]:
+    """The event that shares the page's run with the class it leads (`h.train_share`): on its button, and
+    `quiet` after each Start and Continue, so a teacher leading a class has nothing more to press."""
+    shared = {**tab.event(h.train_share, server, quiet), "js": SHARE_JS, "api_visibility": "private"}
+    return shared | {"show_progress": "hidden", **concurrency.CHEAP}
+
+
 def _wire(tab: TrainTab, server: Server, page_tab: gr.Tab) -> None:
     polling = _polling(tab)
+    tab.share.click(**_shared(tab, server, quiet=False))
     check = tab.event(h.check_start, server)
     # preprocess=False: the numbers are checked once, by the registry (TrainLimits.check), naming the field.
     # "Start a new run" is Start's other wording, shown when the visitor has a saved run (h.run_buttons).
@@ -233,6 +260,7 @@ def _wire(tab: TrainTab, server: Server, page_tab: gr.Tab) -> None:
             preprocess=False,
         )
         started.success(**polling)
+        started.success(**_shared(tab, server, quiet=True))
     # A stopped run goes on from its save, the same run: its curves and probe go on.
     go_on = tab.event(h.check_continue, server)
     continued = checked_first(
@@ -244,6 +272,7 @@ def _wire(tab: TrainTab, server: Server, page_tab: gr.Tab) -> None:
         api_name="train_continue",
     )
     continued.success(**polling)
+    continued.success(**_shared(tab, server, quiet=True))
     tab.timer.tick(**_watch(tab, server), api_name="train_status").then(**polling)
     show_run(page_tab.select, tab, server)
     tab.folder.change(**tab.event(h.first_step), outputs=tab.pick("note"), api_visibility="private")
@@ -286,6 +315,7 @@ def build_train_tab(server: Server, explore_picker: gr.Dropdown, tabs: PageTabs)
     dropdown: "Open in Explore" points it at the visitor's checkpoint and shows that tab.
     Opening the Train tab shows the visitor's run (in shared mode, the one run)."""
     pointed = {"explore_model": explore_picker, "tabs": tabs.all}
+    gr.HTML(None, html_template=CLASS_RUN_PANEL, js_on_load=CLASS_RUN_JS, elem_id="class-run", padding=False)
     tab = TrainTab(**_options(server.catalog, server.settings), **_monitor(), **pointed)
     _wire(tab, server, tabs.train)
     return tab

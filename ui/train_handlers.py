@@ -13,6 +13,7 @@ the platform's GPU worker, each started by a status poll of the visitor (docs/tr
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import gradio as gr
+from PIL import Image
 
 import vit
 from explorer import compute, run_views
@@ -38,7 +40,7 @@ from training.budget import (
     training_cost,
 )
 from training.data import cifar10_downloaded
-from training.job import JobBusy, JobSnapshot, epoch_message
+from training.job import JobBusy, JobSnapshot, epoch_message, run_state
 from training.registry import TrainLimits, minutes
 from vit.messages import markdown_text, quoted
 from vit.model import CONFIGS
@@ -46,7 +48,8 @@ from vit.pretrained import PRETRAINED
 
 from . import zerogpu
 from .checks import number, one_of, visitor_error
-from .common import Server, visitor_of
+from .classroom import ClassError
+from .common import Server, network, visitor_of
 from .outputs import SERVED
 from .pictures import with_alt
 from .settings import SPACE_MODEL, ServerSettings, for_visitors, in_markdown
@@ -132,22 +135,6 @@ def run_options(
 ) -> RunOptions:
     """The form's controls as one value (for the binding: ui.binding.Controls)."""
     return RunOptions(model, source, folder, epochs, lr, batch, warmup)
-
-
-def run_state(snap: JobSnapshot) -> str:
-    """One word for the run: idle, running, queued (for a run slot), waiting (for GPU time),
-    stopped, failed or finished."""
-    if snap.running:
-        return "running"
-    if snap.place:
-        return "queued"
-    if snap.paused:
-        return "waiting"
-    if snap.error:
-        return "failed"
-    if snap.message.startswith("stopped"):  # with its model, or stopped before a step had trained one
-        return "stopped"
-    return "finished" if snap.checkpoint else "idle"
 
 
 def progress_html(done: int, total: int, text: str, state: str = "idle", next_try_s: float = 0.0) -> str:
@@ -491,21 +478,22 @@ def train_status(server: Server, seen: tuple, request: gr.Request, run_token: st
         except ModelUnavailable as e:
             refused = f"\n\n**The run's checkpoint was not added to your models:** {in_markdown(str(e))}"
         now = (*now[:3], snap.checkpoint, now[4])
-    drawable = snap.history or snap.step_losses
+    drawable, drawings = snap.history or snap.step_losses, {}
     curves = drawn(
         lambda: with_alt(
-            run_views.curves(snap.history, snap.step_losses, server.text_px),
+            kept(drawings, "curves", run_views.curves(snap.history, snap.step_losses, server.text_px)),
             run_views.curves_alt(snap.history, snap.step_losses),
         ),
         curves_fresh and bool(drawable),
     )
     probe = drawn(
         lambda: with_alt(
-            run_views.probe(snap.probe_image, snap.probe, server.text_px),
+            kept(drawings, "probe", run_views.probe(snap.probe_image, snap.probe, server.text_px)),
             run_views.probe_alt(snap.probe, server.text_px),
         ),
         probe_fresh and bool(snap.probe) and snap.probe_image is not None,
     )
+    server.class_runs.polled(run_visitor, snap, drawings)  # a class watching the run: pushed, these pictures too
     # Offered once the run has ended: a running run's model.safetensors is renamed when it ends,
     # and a poll that handed Gradio the old name just then failed (the file gone before Gradio
     # read it, one full test run in six). An ended run's file keeps its name.
@@ -531,6 +519,12 @@ def poll_after(snap: JobSnapshot) -> float:
     if snap.place:
         return QUEUE_POLL_S
     return POLL_S if snap.running or snap.paused else 0.0
+
+
+def kept(drawings: dict[str, Image.Image], which: str, image: Image.Image) -> Image.Image:
+    """`image`, kept in `drawings` as `which`: a class watching the run is sent the very drawing (ui/class_run.py)."""
+    drawings[which] = image
+    return image
 
 
 def run_label(snap: JobSnapshot) -> str:
@@ -584,6 +578,30 @@ def train_stop(server: Server, request: gr.Request, run_token: str | None = None
     snap = server.runs.snapshot(run_visitor)
     said = "stopping: the current state will be saved as a checkpoint" if snap.running else "stopped"
     return {"status": said, "confirm": gr.Row(visible=False)}
+
+
+def train_share(
+    server: Server, quiet: bool, class_member: str, request: gr.Request | None = None, run_token: str | None = None
+) -> None:
+    """Share this page's run with the class it leads ("Share this run with the class", or, `quiet`, after
+    each Start and Continue): its students watch it (ui/class_run.py). `class_member`: what the page keeps
+    of its class (ui/js/classroom.js: code and teacher's key), read from the browser's storage by the event's JS.
+    A page that leads no class shares nothing (`quiet`) or is told how to."""
+    try:
+        member = json.loads(class_member or "null")
+    except ValueError:
+        member = None
+    if not (isinstance(member, dict) and member.get("key")):
+        if quiet:
+            return
+        raise visitor_error("This page leads no class: start a class on the Explore tab first, then share the run.")
+    try:
+        said = server.class_runs.share(
+            member.get("code"), member["key"], run_visitor_of(run_token, request), network(server, request)
+        )
+    except ClassError as e:
+        raise visitor_error(str(e)) from e
+    gr.Info(said)
 
 
 def train_page_closed(server: Server, request: gr.Request) -> None:

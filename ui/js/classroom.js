@@ -7,8 +7,7 @@ import { counted, paintLent, paintQr, shows, styleArgs, viewOf } from "./classvi
 
 // The browser's storage: {code, key, join, qr} for the teacher, {code, token, name} for a student.
 const KEPT = "vit-class";
-const SEND_MS = 100; // the teacher's view is sent at most this often, the last one always
-const RETRY_MS = 2000, NOTICE_MS = 15000;
+const SEND_MS = 100, RETRY_MS = 2000, NOTICE_MS = 15000; // the teacher's view: at most every SEND_MS, the last always
 
 export class Classroom {
   constructor(config, maps) {
@@ -90,6 +89,7 @@ export class Classroom {
     const stream = new EventSource(this.address(`${this.route}/events?ticket=${encodeURIComponent(ticket)}`));
     stream.addEventListener("state", (event) => this.pushed(JSON.parse(event.data)));
     stream.addEventListener("end", (event) => { stream.close(); this.ended(JSON.parse(event.data).message); });
+    if (this.onStream) this.onStream(stream); // the teacher's Train run (ui/js/classrun.js) hears it too
     stream.onerror = () => { // a dropped connection, or the stream's time is up: another ticket, another stream
       stream.close();
       if (this.member) setTimeout(() => this.listen(), RETRY_MS);
