@@ -54,6 +54,7 @@ ANIMALS = (
 _NOT_IN_NAMES = re.compile(r"[^\w \-'.]|_")
 STYLE_FIELDS = ("cmap", "opacity", "upsampling", "display", "scale")
 TEXT_CHARS = 200  # a model key or a style's value, as the teacher's page sends it
+ALT_CHARS = 600  # a More view's alt text, as the teacher's page sends it (cut there)
 
 
 @dataclass(frozen=True)
@@ -365,11 +366,14 @@ class Classroom:
 def checked_view(view: object) -> dict[str, Any]:
     """The teacher's view as the registry keeps it, or ClassError(400): {"handle": str or None,
     "model": str, "layer": 1-based, "query": None, {"row", "col"} 0-based or {"token"}, "style":
-    {STYLE_FIELDS}}, as ui/js/classroom.js sends it. The followers' pages check ranges as they draw."""
+    {STYLE_FIELDS}, "head": the head pointed at, 1-based, or None, "more": the "More views" view open,
+    {"view", "alt", "picture"} (`checked_more`), or None}, as ui/js/classroom.js sends it. The
+    followers' pages check ranges as they draw (a head past the model's points at none)."""
     bad = ClassError("The teacher's view must say its handle, model, layer, query and style.", 400)
     if not isinstance(view, dict):
         raise bad
     handle, model, layer, query, style = (view.get(k) for k in ("handle", "model", "layer", "query", "style"))
+    head, more = view.get("head"), view.get("more")
     if not (handle is None or (isinstance(handle, str) and len(handle) <= 64)):
         raise bad
     if not (_text(model) and _count(layer) and layer >= 1 and isinstance(style, dict)):
@@ -378,7 +382,22 @@ def checked_view(view: object) -> dict[str, Any]:
         raise bad
     if set(style) != set(STYLE_FIELDS) or not all(_text(v) or _number(v) for v in style.values()):
         raise bad
-    return {"handle": handle, "model": model, "layer": layer, "query": query, "style": dict(style)}
+    if not (head is None or (_count(head) and head >= 1)):
+        raise ClassError("The head a teacher points at is a number from 1, or none.", 400)
+    kept = {"handle": handle, "model": model, "layer": layer, "query": query, "style": dict(style)}
+    return kept | {"head": head, "more": checked_more(more)}
+
+
+def checked_more(more: object) -> dict[str, str] | None:
+    """The "More views" view a teacher's page shows: {"view": its name, "alt": its picture's alt text,
+    "picture": where the teacher's page got it (ui/class_route.py reads it once for the class)}, or None."""
+    if more is None:
+        return None
+    if not (isinstance(more, dict) and set(more) == {"view", "alt", "picture"}):
+        raise ClassError("The teacher's More view must say its view, its picture and the picture's words.", 400)
+    if not (_text(more["view"]) and _text(more["picture"]) and isinstance(more["alt"], str)):
+        raise ClassError("The teacher's More view must say its view, its picture and the picture's words.", 400)
+    return {"view": more["view"], "alt": more["alt"][:ALT_CHARS], "picture": more["picture"]}
 
 
 def _text(value: object) -> bool:
