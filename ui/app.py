@@ -114,6 +114,11 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
 body.on-teachers-image :is(#upload:has(img), #model-picker, #predictions, #classes, #query-token, #style, #model-info,
   #numbers, #words, #more, #export-png, #export-gif, #export) { display: none !important; }
 .class-panel .class-lent[hidden] { display: none; }
+/* The field a code is typed in, beside Start a class; the teacher's More view on a student's page, whole. */
+.class-panel .class-typed[hidden], .class-panel .class-more[hidden] { display: none; }
+.class-panel .class-typed input { font: 700 18px monospace; text-transform: uppercase; padding: 2px 6px;
+  border: 1px solid var(--border-color-primary); }
+.class-panel .class-more { margin: 8px 0; } .class-panel .class-more img { max-width: 100%; }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {
