@@ -119,6 +119,9 @@ body.on-teachers-image :is(#upload:has(img), #model-picker, #predictions, #class
 .class-panel .class-typed input { font: 700 18px monospace; text-transform: uppercase; padding: 2px 6px;
   border: 1px solid var(--border-color-primary); }
 .class-panel .class-more { margin: 8px 0; } .class-panel .class-more img { max-width: 100%; }
+.lesson-class .class-lesson[hidden], #lesson-class-start[hidden] { display: none; }
+.lesson-class .class-lesson img { max-width: 100%; } .lesson-class-code:empty { display: none; }
+#lesson-class-start { padding: 4px 12px; border: 1px solid var(--border-color-primary); }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {
@@ -214,7 +217,7 @@ def build_page(server: Server) -> gr.Blocks:
                 build_live_tab(server, live, tabs, open_live, explore.model_key)
             with gr.Tab("Train") as train:
                 train_tab = build_train_tab(server, explore.model_key, PageTabs(tabs, train))
-            with gr.Tab("Lessons") as lessons:
+            with gr.Tab("Lessons", elem_id="lessons") as lessons:  # found by class mode (ui/js/classlessons.js)
                 build_lessons_tab(server, lessons, explore.image)
         wire_page(demo, train_tab, server)
     for name, value in QUIET_MONITORING.items():  # read when the queue is made

@@ -7,13 +7,14 @@ teacher's analysis once per image, then its rows on the rows route by the follow
     start     {"address": the page's address}        -> {"code", "key", "join", "qr": rows of "0"/"1"}
     join      {"code", "name"?, "token"?}             -> {"code", "token", "name"}
     ticket    {"code", "key" | "token"}               -> {"ticket"}: opens one event stream
-    lead      {"code", "key", "view"}                 -> {"version"}  (ui.classroom.checked_view; its More
-                                                         view's picture read once for the class, `MorePictures`)
+    lead      {"code", "key", "view"}                 -> {"version"}  (ui.classroom.checked_view; the pictures
+                                                         of its More view and lesson read once, `ClassPictures`)
     command   {"code", "key", "command"}              -> {"version"}  (freeze, release, eyes, end)
     analysis  {"code", "key" | "token"}               -> the teacher's analysis, as the page's own
                                                          (explorer.page_maps.page_maps), under the followers' handle
     more      {"code", "key" | "token"}               -> the teacher's More view's picture (its bytes, as
                                                          the teacher's page was sent them)
+    lesson    {"code", "key" | "token"}               -> the teacher's lesson's picture, the same way
     GET EVENTS_ROUTE?ticket=...  -> text/event-stream: "state" events (ui.classroom.Classroom.snapshot),
                                     a comment every HEARTBEAT_S, an "end" event when the class ends
 
@@ -64,13 +65,14 @@ HEARTBEAT_S = 15.0
 LASTING_S = 600.0  # a stream's longest life: the page opens another (a stale connection never outlives it)
 KEPT_ANALYSES = 16  # the teachers' analyses as the followers read them, most recent (2 a class at most)
 PRIVATE = {"Cache-Control": "no-store"}
-# The pictures the app writes (ui.outputs.cache_path), as a teacher's page names its More view's: the
-# only files a class reads, found by these parts alone (no path a page sends is opened as it is sent).
+# The pictures the app writes (ui.outputs.cache_path), as a teacher's page names its More view's or its
+# lesson's: the only files a class reads, found by these parts alone (no path a page sends is opened as sent).
 _PICTURE = re.compile(r"/vit-explorer/([0-9a-f]{32})/([\w-]{1,80}\.(webp|png))$")
-MORE_BYTES = 8 * 2**20  # a More view's picture a class keeps (the PCA of 7 images: ~1 MB)
+MORE_BYTES = 8 * 2**20  # a More view's or lesson's picture a class keeps (the PCA of 7 images: ~1 MB)
+SHOWN = ("more", "lesson")  # what of the teacher's view has a picture of its own (ui.classroom.checked_shown)
 MEDIA = {"webp": "image/webp", "png": "image/png"}
 # The action that reads files or encodes runs in a thread, not on the event loop.
-IN_THREAD = ("lead", "analysis", "more")
+IN_THREAD = ("lead", "analysis", *SHOWN)
 _ADDRESS = re.compile(r"https?://[\x21-\x7e]{1,300}")
 
 
@@ -144,7 +146,7 @@ class ClassAnswers:
     def __init__(self, server: Server, bell: Bell) -> None:
         self.server, self.classes, self.bell = server, server.classes, bell
         self.analyses: OrderedDict[str, bytes] = OrderedDict()  # followers' handle: the analysis as JSON
-        self.pictures = MorePictures()
+        self.pictures = ClassPictures()
         self.lock = threading.Lock()  # `analysis` runs in Gradio's threads
 
     def start(self, asked: dict, network: str | None) -> dict:
@@ -162,9 +164,11 @@ class ClassAnswers:
 
     def lead(self, asked: dict, network: str | None) -> dict:
         code, key, view = asked.get("code"), asked.get("key"), checked_view(asked.get("view"))
-        if view["more"] is not None:  # the teacher's alone (their key checked first) may name a file to read
-            self.classes.followed(code, key, None, network)
-            view["more"] = {**view["more"], "picture": self.pictures.kept(clean_code(code) or "", view["more"])}
+        for kind in SHOWN:  # the teacher's alone (their key checked first) may name a file to read
+            if view[kind] is not None and view[kind]["picture"]:
+                self.classes.followed(code, key, None, network)
+                kept = self.pictures.kept(f"{clean_code(code)}/{kind}", view[kind]["picture"])
+                view[kind] = {**view[kind], "picture": kept}
         version = self.classes.lead(code, key, view, network)
         self._rang(asked)
         return {"version": version}
@@ -172,9 +176,15 @@ class ClassAnswers:
     def more(self, asked: dict, network: str | None) -> tuple[bytes, str]:
         """The picture of the teacher's More view, as the teacher's page was sent it: read once for the
         class, the same bytes for every page (no follower runs the model for it)."""
+        return self._shown("more", asked, network)
+
+    def lesson(self, asked: dict, network: str | None) -> tuple[bytes, str]:
+        """The picture of the teacher's lesson (its result: the lesson's button pressed), as `more`."""
+        return self._shown("lesson", asked, network)
+
+    def _shown(self, kind: str, asked: dict, network: str | None) -> tuple[bytes, str]:
         view = self.classes.followed(asked.get("code"), asked.get("key"), asked.get("token"), network) or {}
-        more = view.get("more") or {}
-        return self.pictures.read(clean_code(asked.get("code")) or "", more.get("picture"))
+        return self.pictures.read(f"{clean_code(asked.get('code'))}/{kind}", (view.get(kind) or {}).get("picture"))
 
     def command(self, asked: dict, network: str | None) -> dict:
         code, key, command = asked.get("code"), asked.get("key"), asked.get("command")
@@ -216,43 +226,45 @@ class ClassAnswers:
         return built
 
 
-class MorePictures:
-    """Each class's More view picture, as its teacher's page shows it (the file the server wrote for
-    that page, ui.outputs.saved): read once when the teacher's view names it, then the same bytes for
-    every follower. A picture a class: at most `classes` × MORE_BYTES, most recent kept."""
+class ClassPictures:
+    """Each class's More view and lesson pictures ("CODE/more", "CODE/lesson"), as its teacher's page
+    shows them (the files the server wrote for that page, ui.outputs.saved): read once when the
+    teacher's view names one, then the same bytes for every follower. At most `kept` pictures (two a
+    class), each at most MORE_BYTES, the most recent kept."""
 
-    def __init__(self, classes: int = KEPT_ANALYSES) -> None:
-        self.classes = classes
+    def __init__(self, kept: int = 2 * KEPT_ANALYSES) -> None:
+        self.most = kept
         self.held: OrderedDict[str, tuple[str, str, bytes, str]] = OrderedDict()  # code: (path, id, bytes, media)
         self.lock = threading.Lock()
 
-    def kept(self, code: str, more: dict[str, str]) -> str:
-        """The id (the digest of its bytes) of the picture `more` names, read now unless kept already."""
+    def kept(self, name: str, picture: str) -> str:
+        """The id (the digest of its bytes) of the file `picture` names, read now unless kept already."""
         with self.lock:
-            if (kept := self.held.get(code)) is not None and kept[0] == more["picture"]:
+            if (kept := self.held.get(name)) is not None and kept[0] == picture:
                 return kept[1]
-        found = _PICTURE.search(more["picture"])
+        found = _PICTURE.search(picture)
         path = upload_folder() / "vit-explorer" / found[1] / found[2] if found else None
         if path is None or not path.is_file() or path.stat().st_size > MORE_BYTES:
-            raise ClassError("The teacher's More view is not a picture this server drew: open the view again.", 400)
+            raise ClassError("The teacher's picture is not one this server drew: show it again.", 400)
         data = path.read_bytes()
         ident = hashlib.sha256(data).hexdigest()[:32]
         with self.lock:
-            self.held[code] = more["picture"], ident, data, MEDIA[found[3]]
-            while len(self.held) > self.classes:
+            self.held[name] = picture, ident, data, MEDIA[found[3]]
+            while len(self.held) > self.most:
                 self.held.popitem(last=False)
         return ident
 
-    def read(self, code: str, ident: object) -> tuple[bytes, str]:
+    def read(self, name: str, ident: object) -> tuple[bytes, str]:
         with self.lock:
-            kept = self.held.get(code)
+            kept = self.held.get(name)
         if kept is None or kept[1] != ident:
-            raise ClassError("The teacher's page shows no More view now.", 404)
+            raise ClassError("The teacher's page shows no such picture now.", 404)
         return kept[2], kept[3]
 
     def forget(self, code: str) -> None:
         with self.lock:
-            self.held.pop(code, None)
+            for kind in SHOWN:
+                self.held.pop(f"{code}/{kind}", None)
 
 
 TOP_CLASSES = 3  # as Explore's "Top predictions" box shows them (ui/explore.py)
@@ -286,16 +298,16 @@ def class_routes(
     async def action(request: Request) -> Response:
         name, network = request.path_params["action"], sender(request.scope, trusted_hops)
         answer: Callable[[dict, str | None], Any] | None = getattr(answers, name, None)
-        if name not in ("start", "join", "ticket", "lead", "command", "analysis", "more") or answer is None:
+        if name not in ("start", "join", "ticket", "lead", "command", "analysis", *SHOWN) or answer is None:
             return PlainTextResponse("There is no such class action.", status_code=404, headers=PRIVATE)
         asked = asked_of(await request.body())
         try:
-            if name in IN_THREAD:  # page_maps encodes, a More view's picture is read: not on the event loop
+            if name in IN_THREAD:  # page_maps encodes, a picture is read: not on the event loop
                 limiter = getattr(getattr(request.app, "blocks", None), "limiter", None)
                 built = await anyio.to_thread.run_sync(answer, asked, network, limiter=limiter)
             else:
                 built = answer(asked, network)
-            if name == "more":
+            if name in SHOWN:
                 return Response(built[0], media_type=built[1], headers=PRIVATE)
             if name == "analysis":
                 return Response(built, media_type="application/json", headers=PRIVATE)

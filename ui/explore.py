@@ -27,6 +27,7 @@ from . import explore_handlers as h
 from . import explore_views as ev
 from .binding import Controls, TabComponents, bound, checked_first
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
+from .lessons import PICTURES as LESSON_PICTURES
 from .pictures import page_picture, word_maps
 from .settings import for_visitors
 
@@ -106,6 +107,7 @@ def page_config() -> dict[str, Any]:
         "follow_style": ", ".join(f"#{name} img" for name in (*ev.FOLLOW_STYLE, WORD_MAPS_ID)),
         # each "More views" tab's words and its picture's id: the view a teacher's page shows (ui/js/classmore.js)
         "more_views": [{"tab": more.tab, "id": more.elem_id} for more in ev.MORE.values()],
+        "lesson_pictures": list(LESSON_PICTURES),  # the lessons' pictures' ids (ui/js/classlessons.js)
     }
 
 
@@ -134,9 +136,10 @@ CONTROLLER = "window.attentionMaps"  # what the page's own events call
 # (shown while the page is in no class), a student's banner with the way back to the teacher's view and the
 # teacher's More view, the teacher's code, QR code and join address, the class's students, and the
 # teacher's Eyes on me, Freeze and End. Hidden until the page is in a class.
-CLASS_TYPED = """<form class="class-typed"><label>or join a class by its code <input id="class-typed-code"
+# not a <form>: a press before the page's modules are loaded must not send the page away
+CLASS_TYPED = """<div class="class-typed"><label>or join a class by its code <input id="class-typed-code"
 maxlength="12" autocomplete="off" autocapitalize="characters" spellcheck="false" size="8"></label>
-<button id="class-join-code" type="submit">Join</button></form>"""
+<button id="class-join-code" type="button">Join</button></div>"""
 CLASS_PANEL = """<div class="class-panel">
 <p class="class-notice" role="status"></p>
 <div class="class-student" hidden><span class="class-banner" role="status"></span>

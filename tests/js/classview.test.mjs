@@ -13,9 +13,11 @@ const maps = (over = {}) => ({
 test("the view is sent in the controls' own words, as ui.common.map_style reads them", () => {
   const style = { cmap: "viridis", opacity: 0.4, smooth: true, raw: true, scale: "head" };
   const more = { view: "Attention rollout", alt: "Rollout", picture: "/gradio_api/file=/tmp/vit-explorer/a/view.webp" };
-  assert.deepEqual(viewOf(maps({ style, query: { row: 1, col: 2 }, pointed: 5 }), "bundled", more), {
+  const lesson = { view: "Which heads matter", alt: "", picture: "" };
+  assert.deepEqual(viewOf(maps({ style, query: { row: 1, col: 2 }, pointed: 5 }), "bundled", more, lesson), {
     handle: "h1", model: "bundled", layer: 3, query: { row: 1, col: 2 },
-    style: { cmap: "viridis", opacity: 0.4, upsampling: "smooth", display: "raw", scale: "head" }, head: 5, more,
+    style: { cmap: "viridis", opacity: 0.4, upsampling: "smooth", display: "raw", scale: "head" },
+    head: 5, more, lesson,
   });
   assert.equal(viewOf(maps({ data: null })).handle, null);
 });

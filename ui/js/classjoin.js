@@ -3,14 +3,12 @@
 // sentence (the join's rate limit per network stands); a joined page's address names its class, so that a reload
 // rejoins as the same student.
 export function joinByCode(panel, join) {
-  const form = panel.querySelector(".class-typed");
-  if (!form || form.dataset.wired) return; // drawn again by Gradio: listened to once
-  form.dataset.wired = "1";
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const code = form.querySelector("#class-typed-code").value.trim();
-    if (code) join(code);
-  });
+  const part = panel.querySelector(".class-typed");
+  if (!part || part.dataset.wired) return; // drawn again by Gradio: listened to once
+  part.dataset.wired = "1";
+  const field = part.querySelector("#class-typed-code"), typed = () => field.value.trim() && join(field.value.trim());
+  part.querySelector("#class-join-code").addEventListener("click", typed);
+  field.addEventListener("keydown", (event) => { if (event.key === "Enter") typed(); });
 }
 
 // The page's address once it joined `code`: ?class=CODE, so that a reload rejoins (classroom.attach).

@@ -1,45 +1,58 @@
-// A teacher's "More views" view on every following page (issue 59). The teacher's page names the view open and
-// where its picture came from (the file the server drew for the teacher, ui.outputs.saved); the class route reads
-// that file once and every follower gets the same bytes (POST /class/more, ui/class_route.py), shown in the class
-// panel: a follower's own More views tab would run the model again (the issue's rule: one pass a teacher action).
+// A teacher's "More views" view, and the picture of a teacher's lesson, on every following page (issue 59). The
+// teacher's page names the view open and where its picture came from (the file the server drew for the teacher,
+// ui.outputs.saved); the class route reads that file once and every follower gets the same bytes (POST /class/more
+// or /class/lesson, ui/class_route.py), shown in the class's panel: a follower's own More views tab, or lesson
+// button, would run the model again (the issue's rule: one pass a teacher action, whatever the class's size).
+
+// Where a picture came from, as the teacher's page sends it (the server finds its file by its name's parts).
+export const pictureAddress = (img) => decodeURIComponent(new URL(img.src).pathname);
+
+// The first of the pictures by element id `ids` that a page shows (its <img> drawn and in sight), or null.
+export function shownPicture(ids) {
+  return ids.map((id) => document.querySelector(`#${id} img`))
+    .find((img) => img && img.getAttribute("src") && img.offsetParent !== null) || null;
+}
 
 // The More view a page shows, {view: its tab's words, alt, picture: its address}, or null (the accordion closed):
 // `views` are ui/explore.py's config `more_views`, each view's tab and its picture's element id, in the tabs' order.
 export function moreShown(views) {
   for (const { tab, id } of views || []) {
-    const img = document.querySelector(`#${id} img`);
-    if (img && img.getAttribute("src") && img.offsetParent !== null) {
-      return { view: tab, alt: img.alt || "", picture: decodeURIComponent(new URL(img.src).pathname) };
-    }
+    const img = shownPicture([id]);
+    if (img) return { view: tab, alt: img.alt || "", picture: pictureAddress(img) };
   }
   return null;
 }
 
-// Calls `changed` whenever something in the More views accordion changes (a tab picked, a picture drawn, closed).
-export function watchMore(changed) {
-  const more = document.getElementById("more");
-  if (more) new MutationObserver(changed).observe(more, { subtree: true, childList: true, attributes: true });
+// Calls `changed` whenever the page changes (a tab picked, a picture drawn, the accordion closed): the teacher's
+// page sends its view again if it changed (classroom.js, `send`, at most every 100 ms).
+export function watchPage(changed) {
+  const page = document.querySelector(".gradio-container") || document.body;
+  new MutationObserver(changed).observe(page, { subtree: true, childList: true, attributes: true,
+    attributeFilter: ["src", "aria-selected", "class", "style", "hidden"] });
 }
 
-// A student's page: the teacher's More view in the class panel (CLASS_PANEL's .class-more), its words as text.
-export class LentMore {
-  constructor(classroom) { this.classroom = classroom; this.shown = null; this.url = null; }
+// A student's page: a picture of the teacher's (its words as text) in the part `find()` gives, read by `action`.
+export class LentPicture {
+  constructor(classroom, action, find, said) {
+    this.classroom = classroom; this.action = action; this.find = find; this.said = said;
+    this.shown = null; this.url = null;
+  }
 
-  async show(more) { // the teacher's view's More view, or null: none
-    const room = this.classroom, part = room.panel && room.panel.querySelector(".class-more");
-    if (!part || (more ? more.picture : null) === this.shown) return;
-    this.shown = more ? more.picture : null;
-    if (!more || !room.member || room.member.key) { part.hidden = true; this.free(); return; }
+  async show(shown) { // {view, alt, picture: its id, or "" for none} of the teacher's view, or null: none
+    const room = this.classroom, part = this.find(), key = shown ? JSON.stringify(shown) : null;
+    if (!part || key === this.shown) return;
+    this.shown = key;
+    if (!shown || !room.member || room.member.key) { part.hidden = true; this.free(); return; }
+    part.querySelector("figcaption").textContent = this.said.replace("{view}", shown.view);
+    const img = part.querySelector("img");
+    if (!shown.picture) { img.hidden = true; part.hidden = false; return; }
     let blob;
-    try { blob = await room.post("more", room.credentials(), (reply) => reply.blob()); } catch (error) {
+    try { blob = await room.post(this.action, room.credentials(), (reply) => reply.blob()); } catch (error) {
       this.shown = null; room.notice(error.message); return;
     }
-    if (this.shown !== more.picture) return; // the teacher opened another meanwhile
+    if (this.shown !== key) return; // the teacher showed another meanwhile
     this.free(); this.url = URL.createObjectURL(blob);
-    const img = part.querySelector("img");
-    img.src = this.url; img.alt = more.alt;
-    part.querySelector(".class-more-view").textContent = `The teacher's More view: ${more.view}.`;
-    part.hidden = false;
+    img.src = this.url; img.alt = shown.alt; img.hidden = false; part.hidden = false;
   }
   free() { if (this.url) URL.revokeObjectURL(this.url); this.url = null; }
 }

@@ -4,7 +4,8 @@
 // A student's own click breaks away (a banner, and one click comes back); Freeze keeps them on the teacher's
 // view, Eyes on me brings every page back. Names are shown as text only, never as HTML.
 import { paintCode, paintLent, paintStudent, paintTeacher, shows, styleArgs, viewOf } from "./classview.js";
-import { LentMore, moreShown, watchMore } from "./classmore.js";
+import { LentPicture, moreShown, watchPage } from "./classmore.js";
+import { ClassLessons, lessonShown } from "./classlessons.js";
 import { joinByCode, joinedAddress } from "./classjoin.js";
 
 // The browser's storage: {code, key, join, qr} for the teacher, {code, token, name} for a student.
@@ -14,10 +15,12 @@ const RETRY_MS = 2000, NOTICE_MS = 15000;
 
 export class Classroom {
   constructor(config, maps) {
-    this.route = config.class_route; this.maps = maps; this.member = null; this.state = null;
+    this.route = config.class_route; this.config = config; this.maps = maps; this.member = null; this.state = null;
     this.away = false; this.applying = false; this.sent = ""; this.timer = null; this.panel = null;
     this.lent = null; this.ownStyle = null; this.captioned = ""; // the teacher's analysis a student's page shows
-    this.moreViews = config.more_views; this.more = new LentMore(this); // the teacher's More view (classmore.js)
+    this.lessons = new ClassLessons(this); // the teacher's lesson (classlessons.js) and More view (classmore.js)
+    const more = () => this.panel.querySelector(".class-more");
+    this.more = new LentPicture(this, "more", more, "The teacher's More view: {view}.");
     maps.onDrawn = () => this.drawn();
   }
 
@@ -25,11 +28,11 @@ export class Classroom {
     this.panel = element;
     const on = (id, run) => element.querySelector(`#${id}`).addEventListener("click", run);
     on("class-follow", () => this.follow());
-    on("class-eyes", () => this.command("eyes"));
+    on("class-eyes", () => this.command("eyes")); on("class-end", () => this.command("end"));
     on("class-freeze", () => this.command(this.state && this.state.frozen ? "release" : "freeze"));
-    on("class-end", () => this.command("end"));
-    joinByCode(element, (code) => this.join(code)); watchMore(() => this.send()); // a typed code; More views
+    joinByCode(element, (code) => this.join(code)); // a typed code
     if (this.attached) return; this.attached = true; // drawn again by Gradio: the page is in its class already
+    watchPage(() => this.send()); // the teacher's More view and lesson, as the page changes
     const asked = new URLSearchParams(window.location.search).get("class");
     const kept = JSON.parse(window.localStorage.getItem(KEPT) || "null");
     const same = kept && asked && kept.code === asked.toUpperCase().replace(/[\s-]/g, "");
@@ -47,13 +50,11 @@ export class Classroom {
     if (!reply.ok) throw new Error(reply.status < 500 ? await reply.text() : `The server answered ${reply.status}.`);
     return read(reply);
   }
-  credentials() { const m = this.member;
-    return m.key ? { code: m.code, key: m.key } : { code: m.code, token: m.token };
-  }
+  credentials() { const { code, key, token } = this.member; return key ? { code, key } : { code, token }; }
   keep(member) { this.member = member; window.localStorage.setItem(KEPT, JSON.stringify(member)); this.starts(false); }
-  starts(shown) { // Start a class and the field a code is typed in: while the page is in no class
-    const typed = this.panel && this.panel.querySelector(".class-typed");
-    for (const part of [document.getElementById("class-start"), typed]) if (part) part.hidden = !shown;
+  starts(shown) { // Start a class (Explore's, the Lessons tab's) and the code typed: while the page is in no class
+    const parts = document.querySelectorAll("#class-start, #lesson-class-start, .class-typed");
+    for (const part of parts) part.hidden = !shown;
   }
 
   // ---- the teacher ----
@@ -65,13 +66,14 @@ export class Classroom {
       this.showCode(); this.listen(); this.send();
     } catch (error) { this.notice(error.message); }
   }
-  send() { // the view now, unless it was sent already; at most every SEND_MS; none before an image
-    if (!this.member || !this.member.key || !this.maps.data || this.timer !== null) return;
+  send() { // the view now, unless it was sent already; at most every SEND_MS; none before an image or a lesson
+    if (!this.member || !this.member.key || this.timer !== null) return;
     this.timer = setTimeout(async () => {
       this.timer = null;
-      const model = document.querySelector("#model-picker input");
-      const view = viewOf(this.maps, model ? model.value : "", moreShown(this.moreViews)), said = JSON.stringify(view);
-      if (said === this.sent) return;
+      const model = document.querySelector("#model-picker input"), c = this.config;
+      const view = viewOf(this.maps, model ? model.value : "", moreShown(c.more_views), lessonShown(c.lesson_pictures));
+      const said = JSON.stringify(view);
+      if (said === this.sent || (!view.handle && !view.lesson && !this.sent)) return; // a lesson left: sent
       this.sent = said;
       try { await this.post("lead", { ...this.credentials(), view }); } catch (error) {
         this.sent = ""; this.notice(error.message);
@@ -118,7 +120,7 @@ export class Classroom {
     const lent = this.lent !== null;
     this.member = null; this.state = null; window.localStorage.removeItem(KEPT); this.starts(true);
     for (const part of this.panel.querySelectorAll(".class-teacher, .class-student")) part.hidden = true;
-    this.more.show(null);
+    this.more.show(null); this.lessons.show(null); this.lessons.code(null);
     this.notice(message);
     if (lent) this.leave();
   }
@@ -133,6 +135,7 @@ export class Classroom {
   async follow() { // the teacher's view, its analysis read once per image
     this.away = false;
     const view = this.state && this.state.view;
+    if (view) this.lessons.show(view.lesson); // the teacher's lesson, on the Lessons tab
     if (!view || !view.handle) { this.showStudent(); return; }
     if (!this.maps.data || this.maps.data.handle !== view.handle) {
       try {
@@ -188,7 +191,7 @@ export class Classroom {
     if (!notice) return; notice.textContent = text; clearTimeout(this.noticeTimer);
     this.noticeTimer = setTimeout(() => { notice.textContent = ""; }, NOTICE_MS);
   }
-  showCode() { paintCode(this.panel, this.member); }
+  showCode() { paintCode(this.panel, this.member); this.lessons.code(this.member); }
   showTeacher(state) { // a reloaded teacher's page paints the code again
     if (!this.panel.querySelector("#class-code").textContent) this.showCode();
     paintTeacher(this.panel, state);

@@ -3,13 +3,13 @@
 // count, and what a student's page says while it shows the teacher's image (the server's texts).
 
 // What a page's maps show, as the teacher sends it (ui.classroom.checked_view; the layer and head 1-based), with the
-// "More views" view open (`more`, classmore.moreShown).
-export function viewOf(maps, model = "", more = null) {
+// "More views" view open (`more`, classmore.moreShown) and the lesson (`lesson`, classlessons.lessonShown).
+export function viewOf(maps, model = "", more = null, lesson = null) {
   const s = maps.style, head = maps.pointed === undefined ? null : maps.pointed;
   const style = { cmap: s.cmap, opacity: s.opacity, upsampling: s.smooth ? "smooth" : "nearest",
     display: s.raw ? "raw" : "overlay", scale: s.scale };
   const handle = maps.data ? maps.data.handle : null;
-  return { handle, model, layer: maps.layer, query: maps.query, style, head, more };
+  return { handle, model, layer: maps.layer, query: maps.query, style, head, more, lesson };
 }
 // Whether a page's maps show `view` (the model aside: the handle names it; the More view is the class panel's).
 export function shows(maps, view) {
