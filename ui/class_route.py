@@ -71,8 +71,8 @@ _PICTURE = re.compile(r"/vit-explorer/([0-9a-f]{32})/([\w-]{1,80}\.(webp|png))$"
 MORE_BYTES = 8 * 2**20  # a More view's or lesson's picture a class keeps (the PCA of 7 images: ~1 MB)
 SHOWN = ("more", "lesson")  # what of the teacher's view has a picture of its own (ui.classroom.checked_shown)
 MEDIA = {"webp": "image/webp", "png": "image/png"}
-# The action that reads files or encodes runs in a thread, not on the event loop.
-IN_THREAD = ("lead", "analysis", *SHOWN)
+# The actions that read files or encode run in a thread, not on the event loop.
+IN_THREAD = ("analysis", *SHOWN)
 _ADDRESS = re.compile(r"https?://[\x21-\x7e]{1,300}")
 
 
@@ -162,14 +162,22 @@ class ClassAnswers:
     def ticket(self, asked: dict, network: str | None) -> dict:
         return {"ticket": self.classes.ticket(asked.get("code"), asked.get("key"), asked.get("token"), network)}
 
-    def lead(self, asked: dict, network: str | None) -> dict:
+    def pictured(self, asked: dict, network: str | None) -> dict:
+        """The teacher's view with its More view's and lesson's pictures read for the class (in a
+        thread: a file is read), each named by its id from then on; the teacher's alone (their key
+        checked first) may name a file to read."""
         code, key, view = asked.get("code"), asked.get("key"), checked_view(asked.get("view"))
-        for kind in SHOWN:  # the teacher's alone (their key checked first) may name a file to read
+        for kind in SHOWN:
             if view[kind] is not None and view[kind]["picture"]:
                 self.classes.followed(code, key, None, network)
                 kept = self.pictures.kept(f"{clean_code(code)}/{kind}", view[kind]["picture"])
                 view[kind] = {**view[kind], "picture": kept}
-        version = self.classes.lead(code, key, view, network)
+        return view
+
+    def lead(self, asked: dict, network: str | None) -> dict:
+        """The teacher's view (its pictures read already, `pictured`), its pages' streams woken (on the
+        event loop: the bell is the loop's)."""
+        version = self.classes.lead(asked.get("code"), asked.get("key"), asked.get("view"), network)
         self._rang(asked)
         return {"version": version}
 
@@ -301,9 +309,11 @@ def class_routes(
         if name not in ("start", "join", "ticket", "lead", "command", "analysis", *SHOWN) or answer is None:
             return PlainTextResponse("There is no such class action.", status_code=404, headers=PRIVATE)
         asked = asked_of(await request.body())
+        limiter = getattr(getattr(request.app, "blocks", None), "limiter", None)
         try:
+            if name == "lead":  # its pictures read in a thread, then led on the loop, whose bell it rings
+                asked["view"] = await anyio.to_thread.run_sync(answers.pictured, asked, network, limiter=limiter)
             if name in IN_THREAD:  # page_maps encodes, a picture is read: not on the event loop
-                limiter = getattr(getattr(request.app, "blocks", None), "limiter", None)
                 built = await anyio.to_thread.run_sync(answer, asked, network, limiter=limiter)
             else:
                 built = answer(asked, network)
