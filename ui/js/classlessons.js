@@ -2,7 +2,7 @@
 // the teacher's page names the lesson it shows (the Lessons tab open, its lesson's tab, the lesson's picture once
 // its button was pressed), and a student's page opens the same lesson and shows the teacher's picture of it, read
 // once for the class (classmore.js): a student's page runs no lesson.
-import { LentPicture, pictureAddress, shownPicture } from "./classmore.js";
+import { LentPicture, altOf, pictureAddress, shownPicture } from "./classmore.js";
 
 const LESSONS = "lessons", OPEN_TRIES = 20, OPEN_MS = 100; // ui/app.py's Lessons tab; a tab drawn after a click
 
@@ -13,7 +13,7 @@ export function lessonShown(pictures) {
   const tab = lessons && lessons.offsetParent !== null && lessons.querySelector('[role="tab"][aria-selected="true"]');
   if (!tab) return null;
   const img = shownPicture(pictures || []);
-  return { view: tab.textContent.trim(), alt: img ? img.alt || "" : "", picture: img ? pictureAddress(img) : "" };
+  return { view: tab.textContent.trim(), alt: altOf(img), picture: img ? pictureAddress(img) : "" };
 }
 
 // The page's tab named `words` among the tabs in `within`, picked unless it is already, tried again while Gradio

@@ -6,6 +6,8 @@
 
 // Where a picture came from, as the teacher's page sends it (the server finds its file by its name's parts).
 export const pictureAddress = (img) => decodeURIComponent(new URL(img.src).pathname);
+// A picture's alt text as the view carries it: ui.classroom.ALT_CHARS at most (a class's request is 8 KiB at most).
+export const altOf = (img) => (img ? img.alt || "" : "").slice(0, 600);
 
 // The first of the pictures by element id `ids` that a page shows (its <img> drawn and in sight), or null.
 export function shownPicture(ids) {
@@ -18,7 +20,7 @@ export function shownPicture(ids) {
 export function moreShown(views) {
   for (const { tab, id } of views || []) {
     const img = shownPicture([id]);
-    if (img) return { view: tab, alt: img.alt || "", picture: pictureAddress(img) };
+    if (img) return { view: tab, alt: altOf(img), picture: pictureAddress(img) };
   }
   return null;
 }
