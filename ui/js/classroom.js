@@ -1,6 +1,6 @@
-// Class mode (issue 59): the teacher's page sends what its maps show (the analysis's handle, the layer, the
-// query, the style) on each change, and every student's page follows it, pushed on an event stream of the
-// app's own (ui/class_route.py), reading the teacher's analysis once per image: no model runs for a follower.
+// Class mode (issue 59): the teacher's page sends what it shows (the analysis's handle, the layer, the query, the
+// style, the head pointed at, the More view, the lesson) on each change; every student's page follows it, pushed
+// on an event stream (ui/class_route.py), reading the teacher's analysis once per image: no model runs for it.
 // A student's own click breaks away (a banner, and one click comes back); Freeze keeps them on the teacher's
 // view, Eyes on me brings every page back. Names are shown as text only, never as HTML.
 import { paintCode, paintLent, paintStudent, paintTeacher, shows, styleArgs, viewOf } from "./classview.js";
