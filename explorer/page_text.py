@@ -22,6 +22,8 @@ import numpy as np
 from . import canvas, render
 
 UNIT = "attention weight"  # what the head maps' colours are (render.head_grid's colour bar)
+POINTED_NAME = render.HEAD_NAME + ", pointed at"  # the caption's name line of the head pointed at (ui/js/pointing.js)
+POINTED_ALT = " The page points at head {head}, outlined."  # added to the maps' description
 
 
 def fixed_text() -> dict[str, Any]:
@@ -31,6 +33,9 @@ def fixed_text() -> dict[str, Any]:
     scope, shared = render.ScaleTop.scope, render.ScaleTop.shared  # render.head_grid's, for one layer
     return {
         "head_name": render.HEAD_NAME,  # "{head}": the head's number, 1-based, as the page writes a layer's
+        # the head a teacher points at (the page's alone: the server's PNG points at none), its tile and the maps'
+        "pointed_name": POINTED_NAME,
+        "pointed_alt": POINTED_ALT,
         "caption_parts": {scale: list(render.caption_parts(scale)) for scale in canvas.SCALES},
         "scale_labels": {scale: canvas.scale_text(scale, UNIT, scope, shared) for scale in canvas.SCALES},
         "unit_bar": canvas.bar_text(0.0, 1.0),

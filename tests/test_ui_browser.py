@@ -1341,6 +1341,57 @@ def test_the_phone_gives_each_pca_control_a_line_with_its_words_whole(server, br
     phone.close()
 
 
+def click_caption(page, head: int) -> None:
+    """Click the caption under head `head`'s (1-based) tile of the head maps: points at that head."""
+    page.locator("#heads img").scroll_into_view_if_needed()
+    at = page.evaluate(
+        """(head) => { const m = window.attentionMaps, c = m.cells.find((cell) => cell.head === head);
+          const img = document.querySelector('#heads img'), r = img.getBoundingClientRect();
+          const f = r.width / img.naturalWidth;
+          return [r.left + (c.x + c.width / 2) * f, r.top + (c.y + (c.height + c.tall) / 2) * f]; }""",
+        head,
+    )
+    page.mouse.click(*at)
+
+
+def follow_the_head_more_view_and_lesson(teacher, student, code: str) -> None:
+    """Issue 59's Follow, at layer 5 of the cat: the head the teacher points at (outlined, said, pixel for
+    pixel), the teacher's More view (the same picture's bytes) and a lesson at its step (the same lesson
+    opened, the teacher's picture of it), then back on Explore with the teacher."""
+    from playwright.sync_api import expect
+
+    heads = student.locator("#heads img")
+    click_caption(teacher, 2)  # the teacher points at head 2: outlined, its caption says so, on every page
+    expect(heads).to_have_attribute("alt", re.compile("layer 5 of 6, .*points at head 2, outlined"))
+    for page in (teacher, student):
+        lines = page.evaluate("() => window.attentionMaps.painted.lines")
+        assert "head 2, pointed at" in lines[1] and "head 1" in lines[0], lines
+    drawn, cells = drawn_heads(student)
+    assert_same_at_every_cell(drawn, drawn_heads(teacher)[0], cells)
+    assert (drawn == drawn_heads(teacher)[0]).all()  # the outline too, pixel for pixel
+    open_more_views(teacher, "Rollout")  # the teacher's More view: on the student's page, the same bytes
+    expect(student.locator(".class-more-view")).to_have_text("The teacher's More view: Rollout.")
+    expect(student.locator(".class-more img")).to_have_attribute(
+        "alt", teacher.locator("#rollout img").get_attribute("alt")
+    )
+    more = np.asarray(shown_picture(student.locator(".class-more img")).convert("RGB"))
+    assert (more == np.asarray(shown_picture(teacher.locator("#rollout img")).convert("RGB"))).all()
+    teacher.get_by_role("tab", name="Lessons").click()  # a lesson: every following page opens it
+    expect(teacher.locator("#lesson-class-start")).to_be_hidden()  # one class a teacher, whichever tab
+    expect(teacher.locator(".lesson-class-code")).to_contain_text(f"You lead class {code}")
+    lesson = student.get_by_role("tab", name="Supervised vs self-supervised")
+    expect(lesson).to_have_attribute("aria-selected", "true")
+    said = "The teacher's lesson: Supervised vs self-supervised."
+    expect(student.locator(".class-lesson-view")).to_have_text(said)
+    compare_with_the_bundled_model(teacher)  # its step: the teacher's button, the class's one computation
+    expect(student.locator(".class-lesson img")).to_be_visible()
+    shown = np.asarray(shown_picture(student.locator(".class-lesson img")).convert("RGB"))
+    assert (shown == np.asarray(shown_picture(teacher.locator("#lesson-compare img")).convert("RGB"))).all()
+    assert student.locator("#lesson-compare img").count() == 0  # the student's page ran no lesson
+    teacher.get_by_role("tab", name="Explore").click()  # back on Explore: so is every following page
+    expect(student.get_by_role("tab", name="Explore")).to_have_attribute("aria-selected", "true")
+
+
 def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(server, browser):
     """Issue 59's first slice: a teacher starts a class; a student's page opened at its join address
     follows the teacher's image and layer, pushed as the teacher steps it, drawn from the teacher's one
@@ -1365,6 +1416,7 @@ def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(s
     expect(teacher.locator("#heads img")).to_have_attribute("alt", re.compile("layer 5 of 6"))
     drawn, cells = drawn_heads(student)
     assert_same_at_every_cell(drawn, drawn_heads(teacher)[0], cells)
+    follow_the_head_more_view_and_lesson(teacher, student, code.text_content())
     click_patch(student, 2, 3)  # the student's own query: exploring on their own
     expect(student.locator("#class-follow")).to_be_visible()
     expect(student.locator(".class-banner")).to_contain_text("exploring on your own")
@@ -1446,11 +1498,26 @@ def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_o
     from playwright.sync_api import expect
 
     teacher = open_page(browser, server)
-    teacher.locator("#class-start").click()
+    teacher.get_by_role("tab", name="Lessons").click()
+    teacher.wait_for_function("() => window.classroom && window.classroom.lessons.panel")  # its module attached
+    teacher.locator("#lesson-class-start").click()  # started on a lesson: the same class as Explore's
     code = teacher.locator("#class-code")
     expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
-    student = open_page(browser, f"{server}?class={code.text_content()}")
+    expect(teacher.locator(".lesson-class-code")).to_contain_text(f"You lead class {code.text_content()}")
+    teacher.get_by_role("tab", name="Explore").click()
+    expect(teacher.locator("#class-start")).to_be_hidden()
+    student = open_page(browser, server)  # no ?class=: the student types the code
+    student.wait_for_function("() => window.classroom && window.classroom.panel")  # its module attached
+    typed = student.locator("#class-typed-code")
+    typed.fill("KKKKKK")  # a wrong code: the server's sentence (a refusal counted against the network)
+    student.locator("#class-join-code").click()
+    expect(student.locator(".class-notice")).to_have_text("There is no class with the code 'KKKKKK': check the code.")
+    typed.fill(code.text_content().lower())
+    student.locator("#class-join-code").click()
     expect(student.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
+    expect(student.locator(".class-typed")).to_be_hidden()
+    expect(student.locator("#class-start")).to_be_hidden()
+    assert student.url.endswith(f"?class={code.text_content()}")  # a reload rejoins
     pick_example(student, "dog")  # the teacher has shown no image yet: the student's own
     lent = student.locator(".class-lent")
     expect(lent).to_be_hidden()

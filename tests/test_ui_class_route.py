@@ -119,6 +119,50 @@ def test_a_students_forged_teacher_action_is_refused_in_words(served):
     post(client, "command", {"code": code, "key": key, "command": "end"})
 
 
+def test_the_teachers_more_view_and_lesson_are_read_once_and_every_follower_gets_their_bytes(served):
+    """The teacher's "More views" picture and lesson picture (the files the server wrote for the
+    teacher's page) are read once when the teacher's view names them; a follower gets the same bytes
+    from the class, and runs nothing. A path that is no picture the server drew is refused, and the
+    class's end forgets it."""
+    from ui.outputs import saved
+
+    _, handle, client = served
+    started = post(client, "start", {}).json()
+    code, key = started["code"], started["key"]
+    token = post(client, "join", {"code": code}, STUDENT).json()["token"]
+    student = {"code": code, "token": token}
+    assert post(client, "more", student, STUDENT).status_code == 404  # no More view open
+    path = saved(Image.new("RGB", (40, 30), (10, 200, 30)), "view.webp")
+    more = {"view": "rollout", "alt": "Attention rollout", "picture": f"/gradio_api/file={path}"}
+    assert post(client, "lead", {"code": code, "key": key, "view": {**view(handle), "more": more}}).status_code == 200
+    ticket = post(client, "ticket", student, STUDENT).json()["ticket"]
+    pushed = first_state(client, ticket)["view"]["more"]
+    assert pushed["view"] == "rollout" and pushed["alt"] == "Attention rollout" and str(path) not in pushed["picture"]
+    sent = post(client, "more", student, STUDENT)
+    assert sent.status_code == 200 and sent.headers["content-type"] == "image/webp"
+    assert sent.content == open(path, "rb").read()
+    assert post(client, "lesson", student, STUDENT).status_code == 404  # no lesson open
+    drawn = saved(Image.new("RGB", (20, 20), (200, 0, 0)), "lesson-token-norms-layer2.png")
+    lesson = {"view": "Artefacts and registers", "alt": "Token norms", "picture": f"/gradio_api/file={drawn}"}
+    led = {**view(handle), "more": more, "lesson": lesson}
+    assert post(client, "lead", {"code": code, "key": key, "view": led}).status_code == 200
+    shown = post(client, "lesson", student, STUDENT)
+    assert shown.headers["content-type"] == "image/png" and shown.content == open(drawn, "rb").read()
+    assert post(client, "more", student, STUDENT).content == sent.content  # kept: not read again
+    no_picture = {**led, "lesson": {**lesson, "picture": ""}}  # a lesson whose button was not pressed yet
+    assert post(client, "lead", {"code": code, "key": key, "view": no_picture}).status_code == 200
+    assert post(client, "lesson", student, STUDENT).status_code == 404
+    for bad in ("/etc/passwd", f"{path}/../../../../etc/passwd", "/tmp/vit-explorer/" + "0" * 32 + "/view.webp"):
+        refused = post(
+            client, "lead", {"code": code, "key": key, "view": {**view(handle), "more": {**more, "picture": bad}}}
+        )
+        assert refused.status_code == 400 and "not one this server drew" in refused.text
+    forged = post(client, "lead", {"code": code, "token": token, "view": {**view(handle), "more": more}}, STUDENT)
+    assert forged.status_code == 403
+    post(client, "command", {"code": code, "key": key, "command": "end"})
+    assert post(client, "more", student, STUDENT).status_code == 404
+
+
 def first_state(client, ticket: str) -> dict:
     """The first "state" event of the stream a ticket opens (the stream ends after `lasting_s`)."""
     reply = client.get(f"{EVENTS_ROUTE}?ticket={ticket}")

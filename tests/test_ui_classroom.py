@@ -28,6 +28,9 @@ VIEW = {
     "layer": 3,
     "query": {"row": 1, "col": 2},
     "style": {"cmap": "inferno", "opacity": 0.6, "upsampling": "nearest", "display": "overlay", "scale": "layer"},
+    "head": None,
+    "more": None,
+    "lesson": None,
 }
 
 
@@ -197,6 +200,26 @@ def test_the_teachers_view_grants_the_followers_one_handle_per_image_and_takes_i
     ):
         with pytest.raises(ClassError, match="must say its handle"):
             checked_view(bad)
+
+
+def test_the_teachers_view_names_the_head_pointed_at_the_more_view_and_the_lesson_open():
+    """Issue 59's Follow: the head the teacher points at (1-based, or none), the "More views" view and
+    the lesson open (each its name, its picture's words, where the teacher's page got it) are the view's;
+    anything else is refused in a sentence. A page of before (no head, no More view, no lesson) points
+    at none and opens none."""
+    more = {"view": "rollout", "alt": "Attention rollout of the image", "picture": "vit-explorer/ab/view.webp"}
+    lesson = {"view": "Which heads matter", "alt": "", "picture": ""}  # a lesson with no picture (yet)
+    shown = {**VIEW, "head": 5, "more": more, "lesson": lesson}
+    assert checked_view(shown) == shown
+    assert checked_view({k: v for k, v in VIEW.items() if k not in ("head", "more", "lesson")}) == VIEW
+    assert checked_view({**VIEW, "more": {**more, "alt": "x" * 5000}})["more"]["alt"] == "x" * 600
+    for head in (0, -1, "5", True, 5.0):
+        with pytest.raises(ClassError, match="head a teacher points at"):
+            checked_view({**VIEW, "head": head})
+    for bad in ("rollout", {**more, "view": None}, {**more, "extra": 1}, {"view": "pca"}):
+        for kind in ("more", "lesson"):
+            with pytest.raises(ClassError, match="More view or lesson must say"):
+                checked_view({**VIEW, kind: bad})
 
 
 def test_freeze_and_eyes_on_me_are_pushed_as_new_versions():

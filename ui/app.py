@@ -128,6 +128,14 @@ body:not(.class-lead) #train-share { display: none; }
 .class-run-bar > div { height: 12px; background: #2563eb; border-radius: 4px; }
 .class-run-pictures { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
 .class-run-pictures img { max-width: 100%; height: auto; }
+/* The field a code is typed in, beside Start a class; the teacher's More view on a student's page, whole. */
+.class-panel .class-typed[hidden], .class-panel .class-more[hidden] { display: none; }
+.class-panel .class-typed input { font: 700 18px monospace; text-transform: uppercase; padding: 2px 6px;
+  border: 1px solid var(--border-color-primary); }
+.class-panel .class-more { margin: 8px 0; } .class-panel .class-more img { max-width: 100%; }
+.lesson-class .class-lesson[hidden], #lesson-class-start[hidden] { display: none; }
+.lesson-class .class-lesson img { max-width: 100%; } .lesson-class-code:empty { display: none; }
+#lesson-class-start { padding: 4px 12px; border: 1px solid var(--border-color-primary); }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
 .toast-wrap { top: auto !important; bottom: var(--size-3); }
 @media (max-width: 640px) {
@@ -223,7 +231,7 @@ def build_page(server: Server) -> gr.Blocks:
                 build_live_tab(server, live, tabs, open_live, explore.model_key)
             with gr.Tab("Train") as train:
                 train_tab = build_train_tab(server, explore.model_key, PageTabs(tabs, train))
-            with gr.Tab("Lessons") as lessons:
+            with gr.Tab("Lessons", elem_id="lessons") as lessons:  # found by class mode (ui/js/classlessons.js)
                 build_lessons_tab(server, lessons, explore.image)
         wire_page(demo, train_tab, server)
     for name, value in QUIET_MONITORING.items():  # read when the queue is made

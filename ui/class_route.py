@@ -8,13 +8,17 @@ teacher's analysis once per image, then its rows on the rows route by the follow
                                                          "reach": "" or why the class's devices cannot open it}
     join      {"code", "name"?, "token"?}             -> {"code", "token", "name"}
     ticket    {"code", "key" | "token"}               -> {"ticket"}: opens one event stream
-    lead      {"code", "key", "view"}                 -> {"version"}  (ui.classroom.checked_view)
+    lead      {"code", "key", "view"}                 -> {"version"}  (ui.classroom.checked_view; the pictures
+                                                         of its More view and lesson read once, `ClassPictures`)
     command   {"code", "key", "command"}              -> {"version"}  (freeze, release, eyes, end)
     analysis  {"code", "key" | "token"}               -> the teacher's analysis, as the page's own
                                                          (explorer.page_maps.page_maps), under the followers' handle
     gallery   {"code", "key" | "token", "do", ...}    -> ui/class_gallery.py ("Show me yours")
     run       {"code", "key" | "token", "picture"}    -> image/png: the curves or the probe of the run the
                                                          teacher shares (ui.class_run.ClassRuns.picture)
+    more      {"code", "key" | "token"}               -> the teacher's More view's picture (its bytes, as
+                                                         the teacher's page was sent them)
+    lesson    {"code", "key" | "token"}               -> the teacher's lesson's picture, the same way
     GET EVENTS_ROUTE?ticket=...  -> text/event-stream: "state" events (ui.classroom.Classroom.snapshot),
                                     "run" events (its "run" alone, when only the teacher's run moved on),
                                     a comment every HEARTBEAT_S, an "end" event when the class ends
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import re
 import socket
@@ -58,9 +63,10 @@ from explorer import page_maps
 from explorer.explain import Explanation
 
 from .class_gallery import GalleryAnswers
-from .classroom import ClassError, Classroom, clean_code
+from .classroom import ClassError, Classroom, checked_view, clean_code
 from .common import Server, model_name
 from .limits import sender
+from .outputs import upload_folder
 from .server_functions import CLASS_ROUTE
 
 EVENTS_ROUTE = f"{CLASS_ROUTE}/events"
@@ -68,6 +74,15 @@ HEARTBEAT_S = 15.0
 LASTING_S = 600.0  # a stream's longest life: the page opens another (a stale connection never outlives it)
 KEPT_ANALYSES = 16  # the teachers' analyses as the followers read them, most recent (2 a class at most)
 PRIVATE = {"Cache-Control": "no-store"}
+# The pictures the app writes (ui.outputs.cache_path), as a teacher's page names its More view's or its
+# lesson's: the only files a class reads, found by these parts alone (no path a page sends is opened as sent).
+_PICTURE = re.compile(r"/vit-explorer/([0-9a-f]{32})/([\w-]{1,80}\.(webp|png))$")
+MORE_BYTES = 8 * 2**20  # a More view's or lesson's picture a class keeps (the PCA of 7 images: ~1 MB)
+SHOWN = ("more", "lesson")  # what of the teacher's view has a picture of its own (ui.classroom.checked_shown)
+MEDIA = {"webp": "image/webp", "png": "image/png"}
+ACTIONS = ("start", "join", "ticket", "lead", "command", "analysis", "gallery", "run", *SHOWN)
+# The actions that read files, encode, draw or run the model (the gallery) run in a thread, not on the event loop.
+IN_THREAD = ("analysis", "gallery", "run", *SHOWN)
 _ADDRESS = re.compile(r"https?://[\x21-\x7e]{1,300}")
 
 
@@ -190,6 +205,7 @@ class ClassAnswers:
     def __init__(self, server: Server, bell: Bell, listening: str | None = None) -> None:
         self.server, self.classes, self.bell, self.listening = server, server.classes, bell, listening
         self.analyses: OrderedDict[str, bytes] = OrderedDict()  # followers' handle: the analysis as JSON
+        self.pictures = ClassPictures()
         self.lock = threading.Lock()  # `analysis` runs in Gradio's threads
         self.gallery = GalleryAnswers(server).answer  # in a thread too: it decodes pictures and runs the model
 
@@ -207,24 +223,52 @@ class ClassAnswers:
     def ticket(self, asked: dict, network: str | None) -> dict:
         return {"ticket": self.classes.ticket(asked.get("code"), asked.get("key"), asked.get("token"), network)}
 
+    def pictured(self, asked: dict, network: str | None) -> dict:
+        """The teacher's view with its More view's and lesson's pictures read for the class (in a
+        thread: a file is read), each named by its id from then on; the teacher's alone (their key
+        checked first) may name a file to read."""
+        code, key, view = asked.get("code"), asked.get("key"), checked_view(asked.get("view"))
+        for kind in SHOWN:
+            if view[kind] is not None and view[kind]["picture"]:
+                self.classes.followed(code, key, None, network)
+                kept = self.pictures.kept(f"{clean_code(code)}/{kind}", view[kind]["picture"])
+                view[kind] = {**view[kind], "picture": kept}
+        return view
+
     def lead(self, asked: dict, network: str | None) -> dict:
+        """The teacher's view (its pictures read already, `pictured`), its pages' streams woken (on the
+        event loop: the bell is the loop's)."""
         version = self.classes.lead(asked.get("code"), asked.get("key"), asked.get("view"), network)
         self._rang(asked)
         return {"version": version}
+
+    def more(self, asked: dict, network: str | None) -> tuple[bytes, str]:
+        """The picture of the teacher's More view, as the teacher's page was sent it: read once for the
+        class, the same bytes for every page (no follower runs the model for it)."""
+        return self._shown("more", asked, network)
+
+    def lesson(self, asked: dict, network: str | None) -> tuple[bytes, str]:
+        """The picture of the teacher's lesson (its result: the lesson's button pressed), as `more`."""
+        return self._shown("lesson", asked, network)
+
+    def _shown(self, kind: str, asked: dict, network: str | None) -> tuple[bytes, str]:
+        view = self.classes.followed(asked.get("code"), asked.get("key"), asked.get("token"), network) or {}
+        return self.pictures.read(f"{clean_code(asked.get('code'))}/{kind}", (view.get(kind) or {}).get("picture"))
 
     def command(self, asked: dict, network: str | None) -> dict:
         code, key, command = asked.get("code"), asked.get("key"), asked.get("command")
         if command == "end":
             self.classes.end(code, key, network)
+            self.pictures.forget(clean_code(code) or "")
             self._rang(asked)
             return {"ended": True}
         version = self.classes.command(code, key, command, network)
         self._rang(asked)
         return {"version": version}
 
-    def run(self, asked: dict, network: str | None) -> bytes:
+    def run(self, asked: dict, network: str | None) -> tuple[bytes, str]:
         """A picture of the teacher's run (ui.class_run), kept once for the class (in a thread)."""
-        return self.server.class_runs.picture(asked, network)
+        return self.server.class_runs.picture(asked, network), "image/png"
 
     def _rang(self, asked: dict) -> str:
         """The class the request named (it changed): its pages' streams are woken."""
@@ -255,6 +299,47 @@ class ClassAnswers:
         return built
 
 
+class ClassPictures:
+    """Each class's More view and lesson pictures ("CODE/more", "CODE/lesson"), as its teacher's page
+    shows them (the files the server wrote for that page, ui.outputs.saved): read once when the
+    teacher's view names one, then the same bytes for every follower. At most `kept` pictures (two a
+    class), each at most MORE_BYTES, the most recent kept."""
+
+    def __init__(self, kept: int = 2 * KEPT_ANALYSES) -> None:
+        self.most = kept
+        self.held: OrderedDict[str, tuple[str, str, bytes, str]] = OrderedDict()  # code: (path, id, bytes, media)
+        self.lock = threading.Lock()
+
+    def kept(self, name: str, picture: str) -> str:
+        """The id (the digest of its bytes) of the file `picture` names, read now unless kept already."""
+        with self.lock:
+            if (kept := self.held.get(name)) is not None and kept[0] == picture:
+                return kept[1]
+        found = _PICTURE.search(picture)
+        path = upload_folder() / "vit-explorer" / found[1] / found[2] if found else None
+        if path is None or not path.is_file() or path.stat().st_size > MORE_BYTES:
+            raise ClassError("The teacher's picture is not one this server drew: show it again.", 400)
+        data = path.read_bytes()
+        ident = hashlib.sha256(data).hexdigest()[:32]
+        with self.lock:
+            self.held[name] = picture, ident, data, MEDIA[found[3]]
+            while len(self.held) > self.most:
+                self.held.popitem(last=False)
+        return ident
+
+    def read(self, name: str, ident: object) -> tuple[bytes, str]:
+        with self.lock:
+            kept = self.held.get(name)
+        if kept is None or kept[1] != ident:
+            raise ClassError("The teacher's page shows no such picture now.", 404)
+        return kept[2], kept[3]
+
+    def forget(self, code: str) -> None:
+        with self.lock:
+            for kind in SHOWN:
+                self.held.pop(f"{code}/{kind}", None)
+
+
 TOP_CLASSES = 3  # as Explore's "Top predictions" box shows them (ui/explore.py)
 
 
@@ -266,6 +351,17 @@ def teacher_texts(ex: Explanation, model: str) -> dict[str, str]:
     said = ", ".join(f"{name} ({100 * p:.0f} %)" for name, p in top)
     predicted = f"Its top predictions: {said}." if top else "It predicts no classes: its attention is still shown."
     return {"model": f"The teacher's image is analysed by {model}.", "predictions": predicted}
+
+
+def replied(built: Any) -> Response:
+    """An action's answer as its page reads it: a Response as it is (a gallery's picture, its handout),
+    a picture as (bytes, media type), an analysis as the JSON bytes it was kept as, anything else as JSON."""
+    if isinstance(built, Response):
+        return built
+    if isinstance(built, tuple):
+        return Response(built[0], media_type=built[1], headers=PRIVATE)
+    body = built if isinstance(built, bytes) else json.dumps(built)
+    return Response(body, media_type="application/json", headers=PRIVATE)
 
 
 def asked_of(body: bytes) -> dict:
@@ -296,24 +392,20 @@ def class_routes(
     async def action(request: Request) -> Response:
         name, network = request.path_params["action"], sender(request.scope, trusted_hops)
         answer: Callable[[dict, str | None], Any] | None = getattr(answers, name, None)
-        if name not in ("start", "join", "ticket", "lead", "command", "analysis", "gallery", "run") or answer is None:
+        if name not in ACTIONS or answer is None:
             return PlainTextResponse("There is no such class action.", status_code=404, headers=PRIVATE)
         asked = asked_of(await request.body())
+        limiter = getattr(getattr(request.app, "blocks", None), "limiter", None)
         try:
-            if name not in ("analysis", "gallery", "run"):
-                return Response(json.dumps(answer(asked, network)), media_type="application/json", headers=PRIVATE)
-            # page_maps encodes, the gallery decodes pictures and runs the model, run_views draws: not on the loop
-            limiter = getattr(getattr(request.app, "blocks", None), "limiter", None)
+            if name == "lead":  # its pictures read in a thread, then led on the loop, whose bell it rings
+                asked["view"] = await anyio.to_thread.run_sync(answers.pictured, asked, network, limiter=limiter)
+            if name not in IN_THREAD:
+                return replied(answer(asked, network))
             async with drawing if name == "run" else contextlib.nullcontext():
                 built = await anyio.to_thread.run_sync(answer, asked, network, limiter=limiter)
             if name == "gallery":
                 answers._rang(asked)  # here, on the event loop, where the bell rings
-            if isinstance(built, Response):  # a picture, or the handout
-                return built
-            if name == "run":
-                return Response(built, media_type="image/png", headers=PRIVATE)
-            body = built if isinstance(built, bytes) else json.dumps(built)
-            return Response(body, media_type="application/json", headers=PRIVATE)
+            return replied(built)
         except ClassError as e:
             return PlainTextResponse(str(e), status_code=e.status, headers=PRIVATE)
 

@@ -54,6 +54,7 @@ ANIMALS = (
 _NOT_IN_NAMES = re.compile(r"[^\w \-'.]|_")
 STYLE_FIELDS = ("cmap", "opacity", "upsampling", "display", "scale")
 TEXT_CHARS = 200  # a model key or a style's value, as the teacher's page sends it
+ALT_CHARS = 600  # a More view's alt text, as the teacher's page sends it (cut there)
 
 
 @dataclass(frozen=True)
@@ -397,11 +398,15 @@ class Classroom:
 def checked_view(view: object) -> dict[str, Any]:
     """The teacher's view as the registry keeps it, or ClassError(400): {"handle": str or None,
     "model": str, "layer": 1-based, "query": None, {"row", "col"} 0-based or {"token"}, "style":
-    {STYLE_FIELDS}}, as ui/js/classroom.js sends it. The followers' pages check ranges as they draw."""
+    {STYLE_FIELDS}, "head": the head pointed at, 1-based, or None, "more": the "More views" view open,
+    "lesson": the lesson open (each {"view", "alt", "picture"}, `checked_shown`, or None)}, as
+    ui/js/classroom.js sends it. The followers' pages check ranges as they draw (a head past the
+    model's points at none)."""
     bad = ClassError("The teacher's view must say its handle, model, layer, query and style.", 400)
     if not isinstance(view, dict):
         raise bad
     handle, model, layer, query, style = (view.get(k) for k in ("handle", "model", "layer", "query", "style"))
+    head = view.get("head")
     if not (handle is None or (isinstance(handle, str) and len(handle) <= 64)):
         raise bad
     if not (_text(model) and _count(layer) and layer >= 1 and isinstance(style, dict)):
@@ -410,7 +415,24 @@ def checked_view(view: object) -> dict[str, Any]:
         raise bad
     if set(style) != set(STYLE_FIELDS) or not all(_text(v) or _number(v) for v in style.values()):
         raise bad
-    return {"handle": handle, "model": model, "layer": layer, "query": query, "style": dict(style)}
+    if not (head is None or (_count(head) and head >= 1)):
+        raise ClassError("The head a teacher points at is a number from 1, or none.", 400)
+    kept = {"handle": handle, "model": model, "layer": layer, "query": query, "style": dict(style)}
+    return kept | {"head": head, "more": checked_shown(view.get("more")), "lesson": checked_shown(view.get("lesson"))}
+
+
+def checked_shown(shown: object) -> dict[str, str] | None:
+    """The "More views" view or the lesson a teacher's page shows: {"view": its tab's words, "alt": its
+    picture's alt text, "picture": where the teacher's page got it, "" for none (ui/class_route.py
+    reads it once for the class)}, or None."""
+    if shown is None:
+        return None
+    bad = ClassError("The teacher's More view or lesson must say its name, its picture and the picture's words.", 400)
+    if not (isinstance(shown, dict) and set(shown) == {"view", "alt", "picture"}):
+        raise bad
+    if not (_text(shown["view"]) and _text(shown["picture"]) and isinstance(shown["alt"], str)):
+        raise bad
+    return {"view": shown["view"], "alt": shown["alt"][:ALT_CHARS], "picture": shown["picture"]}
 
 
 def _text(value: object) -> bool:

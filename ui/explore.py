@@ -27,6 +27,7 @@ from . import explore_handlers as h
 from . import explore_views as ev
 from .binding import Controls, TabComponents, bound, checked_first
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
+from .lessons import PICTURES as LESSON_PICTURES
 from .pictures import page_picture, word_maps
 from .settings import for_visitors
 
@@ -104,6 +105,9 @@ def page_config() -> dict[str, Any]:
         "rows_route": server_functions.ROUTE,  # where the page asks for a layer's rows (ui/rows_route.py)
         "class_route": server_functions.CLASS_ROUTE,  # class mode's actions and stream (ui/class_route.py)
         "follow_style": ", ".join(f"#{name} img" for name in (*ev.FOLLOW_STYLE, WORD_MAPS_ID)),
+        # each "More views" tab's words and its picture's id: the view a teacher's page shows (ui/js/classmore.js)
+        "more_views": [{"tab": more.tab, "id": more.elem_id} for more in ev.MORE.values()],
+        "lesson_pictures": list(LESSON_PICTURES),  # the lessons' pictures' ids (ui/js/classlessons.js)
     }
 
 
@@ -128,9 +132,14 @@ HEADS_JS = """window.pageMaps.then(() => window.attentionMaps.attach("heads", el
 watch('value', () => window.pageMaps.then(() => window.attentionMaps.load(props.value)));"""
 CONTROLLER = "window.attentionMaps"  # what the page's own events call
 
-# Class mode (issue 59; ui/js/classroom.js fills it in, as text only): a student's banner with the way back
-# to the teacher's view, the teacher's code, QR code and join address, the class's students, and the
+# Class mode (issue 59; ui/js/classroom.js fills it in, as text only): the field a student types a code in
+# (shown while the page is in no class), a student's banner with the way back to the teacher's view and the
+# teacher's More view, the teacher's code, QR code and join address, the class's students, and the
 # teacher's Eyes on me, Freeze and End. Hidden until the page is in a class.
+# not a <form>: a press before the page's modules are loaded must not send the page away
+CLASS_TYPED = """<div class="class-typed"><label>or join a class by its code <input id="class-typed-code"
+maxlength="12" autocomplete="off" autocapitalize="characters" spellcheck="false" size="8"></label>
+<button id="class-join-code" type="button">Join</button></div>"""
 CLASS_PANEL = """<div class="class-panel">
 <p class="class-notice" role="status"></p>
 <div class="class-student" hidden><span class="class-banner" role="status"></span>
@@ -139,6 +148,7 @@ CLASS_PANEL = """<div class="class-panel">
 teacher's; your own controls come back with an image of your own (an example or an upload) or when the class
 ends.</p>
 <p class="class-model"></p><p class="class-predictions"></p></div></div>
+<figure class="class-more" hidden><figcaption class="class-more-view"></figcaption><img alt=""></figure>
 <div class="class-teacher" hidden>
 <details open><summary>Join this class: its code and QR code</summary>
 <p id="class-code" class="class-code"></p>
@@ -482,7 +492,9 @@ def _class_row(classes: bool) -> dict[str, Any]:
     floats in sight over the page (ui/app.py's CSS)."""
     with gr.Row(equal_height=True, elem_id="class-row"):
         start = gr.Button("Start a class", size="sm", scale=0, min_width=160, elem_id="class-start", visible=classes)
-        panel = gr.HTML(None, html_template=CLASS_PANEL, js_on_load=CLASS_JS, elem_id="class-panel", padding=False)
+        # the code typed where the server runs classes: with --max-classes 0, no class is ever found
+        template = CLASS_PANEL.replace('<div class="class-panel">', '<div class="class-panel">' + CLASS_TYPED * classes)
+        panel = gr.HTML(None, html_template=template, js_on_load=CLASS_JS, elem_id="class-panel", padding=False)
     return {"class_start": start, "class_panel": panel}
 
 

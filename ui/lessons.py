@@ -27,6 +27,16 @@ RAW = {"preprocess": False, **concurrency.HEAVY}
 # (shown when the tab is first opened: `lessons_handlers.open_lessons`).
 OPENING_IMAGE = EXAMPLES_DIR / "cat.jpg"
 FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a model without"
+# The lessons' pictures, by element id: the result a teacher's page shows, which a class's pages are shown
+# too (ui/js/classlessons.js; ui/class_route.py reads the teacher's once for the class).
+COMPARE_ID, NORMS_ID = "lesson-compare", "lesson-norms"
+PICTURES = (COMPARE_ID, NORMS_ID)
+# Class mode (issue 59) on the Lessons tab: Start a class (the Explore tab's class, one a teacher), the
+# class's code as text, and on a student's page the teacher's lesson and its picture (ui/js/classlessons.js).
+CLASS_START = '<button id="lesson-class-start" type="button">Start a class</button>'
+CLASS_PANEL = """<div class="lesson-class">{start}<p class="lesson-class-code" role="status"></p>
+<figure class="class-lesson" hidden><figcaption class="class-lesson-view"></figcaption><img alt=""></figure></div>"""
+CLASS_JS = "window.pageMaps.then(() => window.classroom.lessons.attach(element));"
 
 
 # What the lessons say about models (ui.lessons_handlers.lesson_models): the pickers and each
@@ -50,6 +60,7 @@ class LessonsTab(TabComponents):
     )
 
     explore_image: gr.Image  # the Explore tab's, which opening the tab brings here
+    class_panel: gr.HTML  # Start a class, and a student's page's copy of the teacher's lesson (CLASS_PANEL)
     image: gr.Image
     followed: gr.State  # the Explore tab's image the lesson image last took (lessons_handlers.open_lessons)
     opening: gr.State  # Gradio's cached copy of OPENING_IMAGE, which opening the tab first shows
@@ -142,7 +153,7 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
     picture = pictures.picture(
         "**Last-layer CLS heads**, one row per model, one colour scale",
         "Last-layer CLS attention of every head, one row per compared model",
-        elem_id="lesson-compare",
+        elem_id=COMPARE_ID,
     )
     return {
         "models": models,
@@ -168,7 +179,7 @@ def _norms(
     picture = pictures.picture(
         "**Token norms** after the chosen layer, high-norm patches outlined",
         "Token norms of every patch after the chosen layer, with and without registers",
-        elem_id="lesson-norms",
+        elem_id=NORMS_ID,
     )
     table = gr.Markdown(label="High-norm patches: norm and share of CLS attention")
     return {
@@ -242,10 +253,11 @@ def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, A
     }
 
 
-def layout(catalog: ModelCatalog, explore_image: gr.Image) -> LessonsTab:
+def layout(catalog: ModelCatalog, explore_image: gr.Image, classes: bool = True) -> LessonsTab:
     """Place the tab's components inside the current Blocks, one sub-tab per lesson, each
     opening on models that load now (explorer.lessons.opening_models), kept loaded; the tab
-    also names the Explore tab's image (`explore_image`), which opening the tab brings."""
+    also names the Explore tab's image (`explore_image`), which opening the tab brings; `classes`:
+    whether the server allows a class (Start a class)."""
     choices = catalog.choices()
     opening = lessons.opening_models(catalog.available, catalog.here())
     catalog.pinned |= {*opening.compare, opening.with_registers, opening.without_registers, opening.heads}
@@ -253,7 +265,9 @@ def layout(catalog: ModelCatalog, explore_image: gr.Image) -> LessonsTab:
     heads = _opening(catalog, opening.heads)
     better = lessons.model_notes(opening)
     opened = h.opened_models(opening.compare, [pair[0].key, pair[1].key], heads.key)
-    parts = _common() | {"explore_image": explore_image, "opened": gr.State(opened)}
+    panel = CLASS_PANEL.replace("{start}", CLASS_START * classes)
+    parts = {"class_panel": gr.HTML(None, html_template=panel, js_on_load=CLASS_JS, padding=False)}
+    parts |= _common() | {"explore_image": explore_image, "opened": gr.State(opened)}
     with gr.Tabs(overflow_behavior="wrap"):  # on a phone all four stay in view (no "…" menu)
         with gr.Tab("Supervised vs self-supervised"):
             parts |= _compare(choices, opening.compare, better["compare"])
@@ -275,7 +289,7 @@ RESULTS += ("words_label", "words_note", "words_maps")
 def build_lessons_tab(server: Server, page_tab: gr.Tab, explore_image: gr.Image) -> LessonsTab:
     """The Lessons tab inside `page_tab` (its gr.Tab), the current Blocks' context, wired to its API endpoints;
     opening it brings the Explore tab's image (`explore_image`) and the visitor's models."""
-    tab = layout(server.catalog, explore_image)
+    tab = layout(server.catalog, explore_image, classes=server.settings.classes.classes > 0)
     page_tab.select(
         **tab.event(h.open_lessons, server),
         outputs=tab.pick("image", "followed", *MODEL_WORDS),

@@ -1,9 +1,12 @@
-// Class mode (issue 59): the teacher's page sends what its maps show (the analysis's handle, the layer, the
-// query, the style) on each change, and every student's page follows it, pushed on an event stream of the
-// app's own (ui/class_route.py), reading the teacher's analysis once per image: no model runs for a follower.
+// Class mode (issue 59): the teacher's page sends what it shows (the analysis's handle, the layer, the query, the
+// style, the head pointed at, the More view, the lesson) on each change; every student's page follows it, pushed
+// on an event stream (ui/class_route.py), reading the teacher's analysis once per image: no model runs for it.
 // A student's own click breaks away (a banner, and one click comes back); Freeze keeps them on the teacher's
 // view, Eyes on me brings every page back. Names are shown as text only, never as HTML.
-import { counted, paintLent, paintQr, shows, styleArgs, viewOf } from "./classview.js";
+import { paintCode, paintLent, paintStudent, paintTeacher, shows, styleArgs, viewOf } from "./classview.js";
+import { LentPicture, moreShown, watchPage } from "./classmore.js";
+import { ClassLessons, lessonShown } from "./classlessons.js";
+import { joinByCode, joinedAddress } from "./classjoin.js";
 
 // The browser's storage: {code, key, join, qr} for the teacher, {code, token, name} for a student.
 const KEPT = "vit-class";
@@ -11,9 +14,12 @@ const SEND_MS = 100, RETRY_MS = 2000, NOTICE_MS = 15000; // the teacher's view: 
 
 export class Classroom {
   constructor(config, maps) {
-    this.route = config.class_route; this.maps = maps; this.member = null; this.state = null;
+    this.route = config.class_route; this.config = config; this.maps = maps; this.member = null; this.state = null;
     this.away = false; this.applying = false; this.sent = ""; this.timer = null; this.panel = null;
     this.lent = null; this.ownStyle = null; this.captioned = ""; // the teacher's analysis a student's page shows
+    this.lessons = new ClassLessons(this); // the teacher's lesson (classlessons.js) and More view (classmore.js)
+    const more = () => this.panel.querySelector(".class-more");
+    this.more = new LentPicture(this, "more", more, "The teacher's More view: {view}.");
     maps.onDrawn = () => this.drawn();
   }
 
@@ -21,32 +27,34 @@ export class Classroom {
     this.panel = element;
     const on = (id, run) => element.querySelector(`#${id}`).addEventListener("click", run);
     on("class-follow", () => this.follow());
-    on("class-eyes", () => this.command("eyes"));
+    on("class-eyes", () => this.command("eyes")); on("class-end", () => this.command("end"));
     on("class-freeze", () => this.command(this.state && this.state.frozen ? "release" : "freeze"));
-    on("class-end", () => this.command("end"));
+    joinByCode(element, (code) => this.join(code)); // a typed code
     if (this.attached) return; this.attached = true; // drawn again by Gradio: the page is in its class already
+    watchPage(() => this.send()); // the teacher's More view and lesson, as the page changes
     const asked = new URLSearchParams(window.location.search).get("class");
     const kept = JSON.parse(window.localStorage.getItem(KEPT) || "null");
     const same = kept && asked && kept.code === asked.toUpperCase().replace(/[\s-]/g, "");
-    if (kept && kept.key && (!asked || same)) { this.member = kept; this.listen(); } // a reload, or a second tab
+    if (kept && kept.key && (!asked || same)) { this.member = kept; this.starts(false); this.listen(); } // a reload
     else if (asked) this.join(asked, same ? kept.token : undefined);
   }
   address(path) { // as ui/js/rows.js asks the rows route: under Gradio's root
     const root = (window.gradio_config && window.gradio_config.root) || window.location.href;
     return new URL(path.slice(1), root.replace(/\/?$/, "/"));
   }
-  async post(action, body) {
+  async post(action, body, read = (reply) => reply.json()) {
     const reply = await fetch(this.address(`${this.route}/${action}`), {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
     });
     if (!reply.ok) throw new Error(reply.status < 500 ? await reply.text() : `The server answered ${reply.status}.`);
-    return reply.json();
+    return read(reply);
   }
-  credentials() { const m = this.member;
-    return m.key ? { code: m.code, key: m.key } : { code: m.code, token: m.token };
-  }
+  credentials() { const { code, key, token } = this.member; return key ? { code, key } : { code, token }; }
   keep(member) { this.member = member; window.localStorage.setItem(KEPT, JSON.stringify(member)); this.starts(false); }
-  starts(shown) { const start = document.getElementById("class-start"); if (start) start.hidden = !shown; }
+  starts(shown) { // Start a class (Explore's, the Lessons tab's) and the code typed: while the page is in no class
+    const parts = document.querySelectorAll("#class-start, #lesson-class-start, .class-typed");
+    for (const part of parts) part.hidden = !shown;
+  }
 
   // ---- the teacher ----
   async start() {
@@ -57,13 +65,14 @@ export class Classroom {
       this.showCode(); this.listen(); this.send();
     } catch (error) { this.notice(error.message); }
   }
-  send() { // the view now, unless it was sent already; at most every SEND_MS; none before an image
-    if (!this.member || !this.member.key || !this.maps.data || this.timer !== null) return;
+  send() { // the view now, unless it was sent already; at most every SEND_MS; none before an image or a lesson
+    if (!this.member || !this.member.key || this.timer !== null) return;
     this.timer = setTimeout(async () => {
       this.timer = null;
-      const model = document.querySelector("#model-picker input");
-      const view = viewOf(this.maps, model ? model.value : ""), said = JSON.stringify(view);
-      if (said === this.sent) return;
+      const model = document.querySelector("#model-picker input"), c = this.config;
+      const view = viewOf(this.maps, model ? model.value : "", moreShown(c.more_views), lessonShown(c.lesson_pictures));
+      const said = JSON.stringify(view);
+      if (said === this.sent || (!view.handle && !view.lesson && !this.sent)) return; // a lesson left: sent
       this.sent = said;
       try { await this.post("lead", { ...this.credentials(), view }); } catch (error) {
         this.sent = ""; this.notice(error.message);
@@ -79,6 +88,7 @@ export class Classroom {
     try {
       const joined = await this.post("join", { code, token });
       this.keep({ code: joined.code, token: joined.token, name: joined.name }); this.listen();
+      window.history.replaceState(null, "", joinedAddress(window.location.href, joined.code)); // a reload rejoins
     } catch (error) { this.notice(error.message); }
   }
   async listen() {
@@ -110,6 +120,7 @@ export class Classroom {
     const lent = this.lent !== null;
     this.member = null; this.state = null; window.localStorage.removeItem(KEPT); this.starts(true);
     for (const p of this.panel.querySelectorAll(".class-teacher, .class-student, #class-gallery")) p.hidden = true;
+    this.more.show(null); this.lessons.show(null); this.lessons.code(null);
     this.notice(message);
     if (lent) this.leave();
   }
@@ -124,6 +135,7 @@ export class Classroom {
   async follow() { // the teacher's view, its analysis read once per image
     this.away = false;
     const view = this.state && this.state.view;
+    if (view) this.lessons.show(view.lesson); // the teacher's lesson, on the Lessons tab
     if (!view || !view.handle) { this.showStudent(); return; }
     if (!this.maps.data || this.maps.data.handle !== view.handle) {
       try {
@@ -142,10 +154,11 @@ export class Classroom {
     try {
       maps.stop();
       maps.query = view.query; maps.layer = Math.min(Math.max(view.layer, 1), maps.data.depth); maps.share();
+      maps.pointed = view.head === undefined ? null : view.head; // a head past this model's points at none
       maps.setStyle(...styleArgs(view.style)); // draws
       maps.showSlider(maps.layer);
     } finally { this.applying = false; }
-    this.showStudent(); this.mark(); this.caption();
+    this.showStudent(); this.mark(); this.caption(); this.more.show(view.more);
   }
   caption() { // the query's caption and picker (Gradio's) as the page's maps show it, once a change
     const input = this.maps.parts.input, d = this.maps.data, said = JSON.stringify([d && d.handle, this.maps.query]);
@@ -178,23 +191,10 @@ export class Classroom {
     if (!notice) return; notice.textContent = text; clearTimeout(this.noticeTimer);
     this.noticeTimer = setTimeout(() => { notice.textContent = ""; }, NOTICE_MS);
   }
-  showCode() {
-    const part = this.panel.querySelector(".class-teacher"), link = part.querySelector(".class-join"), m = this.member;
-    part.hidden = false; part.querySelector("#class-code").textContent = m.code; link.textContent = link.href = m.join;
-    paintQr(part.querySelector("#class-qr"), m.qr);
-  }
-  showTeacher(state) {
+  showCode() { paintCode(this.panel, this.member); this.lessons.code(this.member); }
+  showTeacher(state) { // a reloaded teacher's page paints the code again
     if (!this.panel.querySelector("#class-code").textContent) this.showCode();
-    this.panel.querySelector(".class-count").textContent = counted(state);
-    this.panel.querySelector("#class-freeze").textContent = state.frozen ? "Release" : "Freeze";
+    paintTeacher(this.panel, state);
   }
-  showStudent() {
-    if (!this.member || this.member.key) return;
-    const part = this.panel.querySelector(".class-student"), s = this.state || {}; part.hidden = false;
-    const frozen = s.frozen ? " The teacher has frozen the screens for now." : "";
-    part.querySelector(".class-banner").textContent = this.away
-      ? "You are exploring on your own: the teacher's screen has moved on without you."
-      : `You follow the teacher's screen in class ${s.code || ""} as ${this.member.name}.${frozen}`;
-    part.querySelector("#class-follow").hidden = !this.away;
-  }
+  showStudent() { if (this.member && !this.member.key) paintStudent(this.panel, this.member, this.state, this.away); }
 }

@@ -2,17 +2,19 @@
 // it and a student's compares it, the class's QR code painted from the modules the server computed, the teacher's
 // count, and what a student's page says while it shows the teacher's image (the server's texts).
 
-// What a page's maps show, as the teacher sends it (ui.classroom.checked_view; the layer 1-based).
-export function viewOf(maps, model = "") {
-  const s = maps.style;
+// What a page's maps show, as the teacher sends it (ui.classroom.checked_view; the layer and head 1-based), with the
+// "More views" view open (`more`, classmore.moreShown) and the lesson (`lesson`, classlessons.lessonShown).
+export function viewOf(maps, model = "", more = null, lesson = null) {
+  const s = maps.style, head = maps.pointed === undefined ? null : maps.pointed;
   const style = { cmap: s.cmap, opacity: s.opacity, upsampling: s.smooth ? "smooth" : "nearest",
     display: s.raw ? "raw" : "overlay", scale: s.scale };
-  return { handle: maps.data ? maps.data.handle : null, model, layer: maps.layer, query: maps.query, style };
+  const handle = maps.data ? maps.data.handle : null;
+  return { handle, model, layer: maps.layer, query: maps.query, style, head, more, lesson };
 }
-// Whether a page shows `view` (the model aside: the handle names it).
+// Whether a page's maps show `view` (the model aside: the handle names it; the More view is the class panel's).
 export function shows(maps, view) {
-  const mine = viewOf(maps);
-  return ["handle", "layer", "query", "style"].every((k) => JSON.stringify(mine[k]) === JSON.stringify(view[k]));
+  const mine = viewOf(maps), keys = ["handle", "layer", "query", "style", "head"];
+  return keys.every((k) => JSON.stringify(mine[k]) === JSON.stringify(view[k] === undefined ? null : view[k]));
 }
 
 // The controls' words of a view's style, in ExploreMaps.setStyle's order.
@@ -44,4 +46,25 @@ export function paintQr(canvas, rows) {
   rows.forEach((row, y) => [...row].forEach((dark, x) => {
     if (dark === "1") g.fillRect((x + 4) * cell, (y + 4) * cell, cell, cell);
   }));
+}
+
+// The class's panel (ui/explore.py, CLASS_PANEL), its words as text, never HTML: the teacher's code, QR code and join
+// address; the teacher's count and Freeze; a student's banner and the way back to the teacher's view.
+export function paintCode(panel, member) {
+  const part = panel.querySelector(".class-teacher"), link = part.querySelector(".class-join");
+  part.hidden = false; part.querySelector("#class-code").textContent = member.code;
+  link.textContent = link.href = member.join;
+  paintQr(part.querySelector("#class-qr"), member.qr);
+}
+export function paintTeacher(panel, state) {
+  panel.querySelector(".class-count").textContent = counted(state);
+  panel.querySelector("#class-freeze").textContent = state.frozen ? "Release" : "Freeze";
+}
+export function paintStudent(panel, member, state, away) {
+  const part = panel.querySelector(".class-student"), s = state || {}; part.hidden = false;
+  const frozen = s.frozen ? " The teacher has frozen the screens for now." : "";
+  part.querySelector(".class-banner").textContent = away
+    ? "You are exploring on your own: the teacher's screen has moved on without you."
+    : `You follow the teacher's screen in class ${s.code || ""} as ${member.name}.${frozen}`;
+  part.querySelector("#class-follow").hidden = !away;
 }

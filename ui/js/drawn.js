@@ -8,10 +8,13 @@ import { gridLines, outline, paintTile } from "./pixels.js";
 import { colourTables } from "./colour.js";
 import { levelValues } from "./decode.js";
 
+const POINTED_PX = 4; // the outline of the head pointed at: wider than the query patch's (3)
+
 export class DrawnMaps {
   constructor(config) {
     this.tables = colourTables(config.colour_tables);
     this.data = null; this.query = null; this.layer = 1; this.wrapped = null;
+    this.pointed = null; // the head pointed at, 1-based (pointing.js: a tile's caption clicked), or none
     this.style = { cmap: "inferno", opacity: 0.6, smooth: false, raw: false, scale: "layer" };
     this.parts = {}; this.cells = [];
   }
@@ -28,7 +31,11 @@ export class DrawnMaps {
     return w.patch_label.replace("{row}", q.row + 1).replace("{column}", q.col + 1);
   }
 
-  headsAlt() { return this.data.words.heads_alt.replace("{layer}", this.layer).replace("{query}", this.label()); }
+  headsAlt() {
+    const w = this.data.words, said = w.heads_alt.replace("{layer}", this.layer).replace("{query}", this.label());
+    return said + (this.pointing() ? w.pointed_alt.replace("{head}", this.pointed) : "");
+  }
+  pointing() { return this.pointed !== null && this.pointed <= this.data.heads; } // a head of this model
 
   drawInput() { // canvas.patch_grid_image, at this.inputFactor()
     const d = this.data, { image } = d.input, [gh, gw] = d.grid, f = (this.inputScale = this.inputFactor());
@@ -74,8 +81,10 @@ export class DrawnMaps {
     const q = this.query, mark = q && q.row !== undefined ? q : null;
     const pixels = new Uint8ClampedArray(base.width * base.height * 4);
     paintTile(pixels, base, map, style, this.tables[style.cmap], mark);
-    const lines = captionLines(d.words.caption_parts[style.scale], {
-      name: [d.words.head_name.replace("{head}", h + 1)], // 1-based, as the server names it (render.HEAD_NAME)
+    const pointed = this.pointing() && this.pointed === h + 1; // outlined, and its caption says so
+    if (pointed) outline(pixels, base.width, 0, 0, base.width, base.height, POINTED_PX);
+    const lines = captionLines(d.words.caption_parts[style.scale], { // 1-based, as the server names it
+      name: [d.words[pointed ? "pointed_name" : "head_name"].replace("{head}", h + 1)],
       top: rows.topLines ? [rows.topLines[h]] : [], prefix: rows.prefixLines[h],
     });
     const width = Math.max(base.width, Math.ceil(Math.max(...lines.map((l) => writer.width(l)))) + 1);
@@ -103,7 +112,7 @@ export class DrawnMaps {
     const picture = (ctx, y) => grid.places.forEach(({ tile, head, x, y: down }) => {
       ctx.putImageData(new ImageData(tile.pixels, base.width, base.height), x, y + down);
       tile.lines.forEach((line, i) => writer.put(ctx, x, y + down + base.height + i * writer.line + 1, line));
-      this.cells.push({ head, x, y: y + down, width: base.width, height: base.height });
+      this.cells.push({ head, x, y: y + down, width: base.width, height: base.height, tall: tile.height });
     });
     const colours = { width: barWidth, bar: bar.words, position: (t) => t / bar.high, table: this.tables[style.cmap] };
     const paintBar = (ctx, y) => colourBar(ctx, writer, y, colours); // ticks placed as Normalize(0, high) places them

@@ -1,18 +1,17 @@
-// The Explore tab's first screen, drawn in the page (issue 41): the model input with its patch grid
-// and the head maps of any layer for any query, redrawn on every click, key, slider step, Play step
-// and style change from the rows the page holds (rows.js), with no request to the server except for
-// rows it lacks. ui/explore.py's two gr.HTML components attach themselves (`attach`), and its events
-// with no function call the methods below and return what they give to Gradio.
+// The Explore tab's first screen, drawn in the page (issue 41): the model input with its patch grid and the head
+// maps of any layer for any query, redrawn on every click, key, slider step, Play step and style change from the
+// rows the page holds (rows.js), with no request to the server except for rows it lacks. ui/explore.py's two
+// gr.HTML components attach themselves (`attach`); its events with no function call the methods below.
 import { inflated, rgba } from "./decode.js";
 import { onCanvas } from "./canvas.js";
 import { AskingMaps } from "./rows.js";
+import { pointable } from "./pointing.js";
 
 export class ExploreMaps extends AskingMaps {
   constructor(config) {
-    super(config);
+    super(config); this.timer = null; this.echoes = [];
     this.playStepMs = config.play_step_ms; // ui/explore.py's PLAY_STEP_S
     this.followStyle = config.follow_style; // the pictures the server draws that follow the style
-    this.timer = null; this.echoes = [];
   }
 
   // The two gr.HTML components register themselves (ui/explore.py's js_on_load).
@@ -25,7 +24,8 @@ export class ExploreMaps extends AskingMaps {
       new ResizeObserver(() => { if (this.data && this.inputFactor() !== this.inputScale) this.drawInput(); })
         .observe(frame);
     }
-    if (name === "heads") { // the maps' tiles a row follow the frame's width (layout.fittingColumns)
+    if (name === "heads") { // a caption clicked points at its head; tiles a row follow the width (fittingColumns)
+      pointable(this, element);
       new ResizeObserver(() => { if (this.data && this.headsRoom() !== this.drawnRoom) this.draw(); }).observe(frame);
       if (props.value && props.value.handle) this.load(props.value);
     }
