@@ -1406,6 +1406,8 @@ def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(s
     code = teacher.locator("#class-code")
     expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
     expect(teacher.locator("#class-qr")).to_be_visible()
+    # the app listens on 127.0.0.1 only (app.py's default): the teacher is told the room cannot reach it, and how
+    expect(teacher.locator(".class-reach")).to_contain_text("start the app with python app.py --host 0.0.0.0")
     student = open_page(browser, f"{server}?class={code.text_content()}")
     heads = student.locator("#heads img")
     expect(heads).to_have_attribute("alt", re.compile("layer 6 of 6, .*for the query CLS"))  # the teacher's image

@@ -99,6 +99,8 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
 #class-row { align-items: center; }
 #class-start[hidden] { display: none; }
 .class-panel .class-code { font: 700 64px monospace; letter-spacing: 0.15em; margin: 0; }
+.class-panel .class-reach { font-weight: 700; color: var(--error-text-color); }
+.class-panel .class-reach:empty { display: none; }
 .class-panel canvas { display: block; width: 240px; height: 240px; image-rendering: pixelated; }
 .class-panel button { padding: 4px 12px; margin: 2px; border: 1px solid var(--border-color-primary); }
 .class-panel .class-notice:empty { display: none; }

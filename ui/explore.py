@@ -153,7 +153,7 @@ ends.</p>
 <details open><summary>Join this class: its code and QR code</summary>
 <p id="class-code" class="class-code"></p>
 <canvas id="class-qr" role="img" aria-label="QR code of the address students join the class at"></canvas>
-<p>or open <a class="class-join"></a></p></details>
+<p>or open <a class="class-join"></a></p><p class="class-reach" role="alert"></p></details>
 <p class="class-count" role="status"></p>
 <button id="class-eyes" type="button">Eyes on me</button> <button id="class-freeze" type="button">Freeze</button>
 <button id="class-end" type="button">End the class</button>

@@ -61,7 +61,7 @@ export class Classroom {
     const here = new URL(window.location.href); here.search = ""; here.hash = "";
     try {
       const started = await this.post("start", { address: here.href });
-      this.keep({ code: started.code, key: started.key, join: started.join, qr: started.qr });
+      this.keep({ code: started.code, key: started.key, join: started.join, qr: started.qr, reach: started.reach });
       this.showCode(); this.listen(); this.send();
     } catch (error) { this.notice(error.message); }
   }

@@ -54,6 +54,7 @@ export function paintCode(panel, member) {
   const part = panel.querySelector(".class-teacher"), link = part.querySelector(".class-join");
   part.hidden = false; part.querySelector("#class-code").textContent = member.code;
   link.textContent = link.href = member.join;
+  part.querySelector(".class-reach").textContent = member.reach || ""; // why the room's devices cannot open it
   paintQr(part.querySelector("#class-qr"), member.qr);
 }
 export function paintTeacher(panel, state) {
