@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -304,6 +304,19 @@ def bar_text(low: float, high: float, centre: float | None = None) -> dict[str, 
 BAR_WIDTH = 320  # a colour bar's width under a narrower picture: room for its ticks and its label
 
 
+def kept_ticks(marks: list[tuple[int, str]], width_of: Callable[[str], float]) -> list[tuple[int, str]]:
+    """The ticks ([(x, words)], left to right) whose words a bar has room for: one whose words would
+    come within GAP of the last kept one's is left out (a narrow bar never prints "0.080.16"); the
+    page's painter does the same (ui/js/layout.js, barMarks)."""
+    kept, right = [], -math.inf
+    for x, text in marks:
+        half = width_of(text) / 2
+        if x - half >= right + GAP:
+            kept.append((x, text))
+            right = x + half
+    return kept
+
+
 def colour_bar(
     cmap: str,
     low: float,
@@ -332,8 +345,7 @@ def colour_bar(
     def x_of(value: float) -> int:
         return pad + round(float(np.clip(position(value), 0.0, 1.0)) * (length - 1))
 
-    for t, text in ticks:
-        x = x_of(t)
+    for x, text in kept_ticks([(x_of(t), text) for t, text in ticks], lambda text: _width_of(text, px)):
         draw.line([(x, top + BAR_PX), (x, top + BAR_PX + 3)], fill=TEXT)
         _put_text(bar, (x - _width_of(text, px) / 2, top + BAR_PX + 4), text, px)
     if mark:

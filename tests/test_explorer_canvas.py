@@ -108,3 +108,17 @@ def test_relative_colour_bar_ticks_step_evenly_on_each_side_of_uniform():
             steps = np.diff(side)
             np.testing.assert_allclose(steps, steps[0], rtol=1e-9)
         assert len(above) >= 2
+
+
+def test_a_narrow_colour_bar_leaves_out_the_ticks_whose_words_would_touch_the_last_kept():
+    """On a bar narrowed to its tiles (a phone's, in --present) "0 0.08 0.16 0.24" printed as "0 0.080.160.24"."""
+    marks = [(0, "0"), (40, "0.08"), (80, "0.16"), (120, "0.24")]
+    assert canvas.kept_ticks(marks, lambda text: 10 * len(text)) == [(0, "0"), (40, "0.08"), (120, "0.24")]
+    assert canvas.kept_ticks(marks, lambda text: 5 * len(text)) == marks  # room for every one
+    ticks = len(canvas.bar_text(0.0, 0.24)["ticks"])
+
+    def drawn_ticks(width: int) -> int:  # the tick marks under the bar, in the words' colour
+        row = np.asarray(canvas.colour_bar("inferno", 0.0, 0.24, "attention weight", 18, width))[canvas.BAR_PX + 1]
+        return int(np.all(row == canvas.TEXT, axis=1).sum())
+
+    assert drawn_ticks(320) == ticks and 1 <= drawn_ticks(120) < ticks

@@ -109,6 +109,13 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   max-width: 360px; padding: 8px 12px; background: var(--background-fill-primary);
   border: 2px solid var(--color-accent); border-radius: 8px; }
 .class-panel .class-notice { top: auto; bottom: 64px; }
+/* On a phone the banner spans the foot of the screen, at most a third of it, and leaves the maps in sight
+   (at the top right it covered the head maps of a 390 x 844 phone); its notices come at the top. */
+@media (max-width: 600px) {
+  .class-panel .class-student { top: auto; bottom: 8px; left: 8px; max-width: none; max-height: 33vh;
+    overflow-y: auto; }
+  .class-panel .class-notice { top: 8px; bottom: auto; left: 8px; max-width: none; }
+}
 .class-panel .class-student[hidden] { display: none; }
 /* A student's page while it shows the teacher's image (ui/js/classroom.js): what would speak of the
    student's own image or run on it is hidden, and the panel says the teacher's model and predictions. The

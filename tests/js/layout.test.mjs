@@ -52,3 +52,11 @@ test("each of the server's ticks sits at its value's place along the bar, with t
   const clipped = barMarks([[-1, "below"], [3, "past"]], (t) => t / 2, 11);
   assert.deepEqual(clipped.map((m) => m.at), [0, 10]); // a place outside the bar is kept at its ends
 });
+
+test("on a bar too narrow for every tick's words, those that would touch the last kept one are left out", () => {
+  const ticks = [[0, "0"], [0.08, "0.08"], [0.16, "0.16"], [0.24, "0.24"]], widthOf = (text) => 10 * text.length;
+  const narrow = barMarks(ticks, (t) => t / 0.24, 121, widthOf); // 40 px apart, words 40 px wide: 0.16 touches
+  assert.deepEqual(narrow.map((m) => m.text), ["0", "0.08", "0.24"]);
+  const wide = barMarks(ticks, (t) => t / 0.24, 301, widthOf); // 100 px apart: every tick
+  assert.deepEqual(wide, barMarks(ticks, (t) => t / 0.24, 301));
+});

@@ -84,7 +84,7 @@ export function colourBar(ctx, writer, y0, { width, bar, position, table }) {
   }
   ctx.putImageData(strip, pad, y0);
   ctx.fillStyle = TEXT;
-  for (const { at, text } of barMarks(bar.ticks, position, length)) {
+  for (const { at, text } of barMarks(bar.ticks, position, length, (text) => writer.width(text))) {
     ctx.fillRect(pad + at, y0 + BAR_PX, 1, 4);
     writer.put(ctx, pad + at - writer.width(text) / 2, y0 + BAR_PX + 4, text);
   }

@@ -55,9 +55,18 @@ export function captionLines(order, lines) {
 }
 
 // A colour bar's ticks, `length` pixels long: each of the server's ticks ([value, its words],
-// canvas.bar_text) at its value's place in the bar's colours (`position`: 0 to 1), on a whole pixel.
-export function barMarks(ticks, position, length) {
-  return ticks.map(([value, text]) => ({
+// canvas.bar_text) at its value's place in the bar's colours (`position`: 0 to 1), on a whole pixel. With
+// `widthOf` (a text's width), a tick whose words would come within GAP of the last kept one's is left out, as
+// canvas.colour_bar does: a bar narrowed to its tiles (a phone, in --present) never prints "0.080.16".
+export function barMarks(ticks, position, length, widthOf = null) {
+  const marks = ticks.map(([value, text]) => ({
     at: roundHalfEven(Math.min(Math.max(position(value), 0), 1) * (length - 1)), text,
   }));
+  if (!widthOf) return marks;
+  let right = -Infinity;
+  return marks.filter(({ at, text }) => {
+    const half = widthOf(text) / 2;
+    if (at - half < right + GAP) return false;
+    right = at + half; return true;
+  });
 }
