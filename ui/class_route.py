@@ -132,6 +132,7 @@ class ClassAnswers:
     def __init__(self, server: Server, bell: Bell) -> None:
         self.server, self.classes, self.bell = server, server.classes, bell
         self.analyses: OrderedDict[str, bytes] = OrderedDict()  # followers' handle: the analysis as JSON
+        self.building: dict[str, threading.Lock] = {}  # followers' handle: held while its analysis is built
         self.lock = threading.Lock()  # `analysis` runs in Gradio's threads
 
     def start(self, asked: dict, network: str | None) -> dict:
@@ -180,9 +181,24 @@ class ClassAnswers:
         with self.lock:
             if (kept := self.analyses.get(handle)) is not None:
                 return kept
-        layer = min(view["layer"], ex.depth) - 1  # the token rows a follower draws first come with it
-        payload = page_maps.page_maps(ex, model_name(key.model_key), layer, self.server.text_px, handle)
-        payload["teacher"] = teacher_texts(ex, model_name(key.model_key))
+            building = self.building.setdefault(handle, threading.Lock())
+        # One page builds it while the class's others wait for it: thirty pages asking at once had each built
+        # it, eight at a time (their network's places), 10 to 20 ms of a core each for ViT-S/16 (bench.class_mode).
+        with building:
+            with self.lock:
+                if (kept := self.analyses.get(handle)) is not None:
+                    return kept
+            try:
+                built = self._built(ex, key.model_key, min(view["layer"], ex.depth) - 1, handle)
+            finally:
+                with self.lock:
+                    self.building.pop(handle, None)
+        return built
+
+    def _built(self, ex: Explanation, model_key: str, layer: int, handle: str) -> bytes:
+        """The analysis as a following page reads it, with the token rows of `layer` (0-based), kept."""
+        payload = page_maps.page_maps(ex, model_name(model_key), layer, self.server.text_px, handle)
+        payload["teacher"] = teacher_texts(ex, model_name(model_key))
         built = json.dumps(payload, separators=(",", ":")).encode()
         with self.lock:
             self.analyses[handle] = built
