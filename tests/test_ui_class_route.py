@@ -88,7 +88,7 @@ def test_a_student_follows_the_teachers_image_by_a_handle_of_the_class_and_its_r
     assert post(client, "analysis", student, STUDENT).status_code == 404
 
 
-def test_a_class_asking_the_teachers_analysis_at_once_has_it_built_once(served, monkeypatch):
+def test_a_class_asking_the_teachers_analysis_at_once_has_it_built_once_and_dropped_at_the_end(served, monkeypatch):
     """Thirty pages ask when the teacher's image changes: each had built it (bench/class_mode.py)."""
     server, handle, _ = served
     answers, built, build = ClassAnswers(server, Bell()), [], page_maps.page_maps
@@ -106,7 +106,8 @@ def test_a_class_asking_the_teachers_analysis_at_once_has_it_built_once(served, 
         replies = list(pool.map(lambda _: answers.analysis(asked, "192.0.2.1"), range(8)))
     assert len(built) == 1 and len(set(replies)) == 1 and json.loads(replies[0])["handle"] != handle
     assert not answers.building  # nothing held once built
-    server.classes.end(code, key, "192.0.2.1")
+    answers.command({**asked, "command": "end"}, "192.0.2.1")
+    assert not answers.analyses  # the ended class's copy is dropped, not kept until 16 newer ones come
 
 
 def test_a_students_forged_teacher_action_is_refused_in_words(served):

@@ -57,7 +57,7 @@ from .server_functions import CLASS_ROUTE
 EVENTS_ROUTE = f"{CLASS_ROUTE}/events"
 HEARTBEAT_S = 15.0
 LASTING_S = 600.0  # a stream's longest life: the page opens another (a stale connection never outlives it)
-KEPT_ANALYSES = 16  # the teachers' analyses as the followers read them, most recent (2 a class at most)
+KEPT_ANALYSES = 16  # the teachers' analyses as the followers read them, most recent (those no class follows: dropped)
 PRIVATE = {"Cache-Control": "no-store"}
 _ADDRESS = re.compile(r"https?://[\x21-\x7e]{1,300}")
 
@@ -164,9 +164,15 @@ class ClassAnswers:
         return {"version": version}
 
     def _rang(self, asked: dict) -> str:
-        """The class the request named (it changed): its pages' streams are woken."""
+        """The class the request named (it changed): its pages' streams are woken, and the copies of
+        analyses no class follows any more are dropped (a class that moved to another image, or ended:
+        its handle was forgotten, `Classroom.revoke`). They had stayed until 16 newer ones came, up to
+        explorer.page_budget.REPLY_BYTES each (bench.class_mode)."""
         code = clean_code(asked.get("code")) or ""
         self.bell.ring(code)
+        with self.lock:
+            for handle in [h for h in self.analyses if self.server.pages.key(h) is None]:
+                del self.analyses[handle]
         return code
 
     def analysis(self, asked: dict, network: str | None) -> bytes:
