@@ -70,15 +70,16 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def vm_hwm_bytes(status: str) -> int:
-    """Peak resident memory from the text of /proc/<pid>/status (its `VmHWM:  1234 kB` line)."""
+def vm_hwm_bytes(status: str, field: str = "VmHWM") -> int:
+    """Peak resident memory from the text of /proc/<pid>/status (its `VmHWM:  1234 kB` line), or
+    another of its memory lines (`field`: "VmRSS", resident now)."""
     for line in status.splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             value, unit = line.split()[1:3]
             if unit != "kB":
                 raise ValueError(f"unexpected unit in {line!r}")
             return int(value) * 1024
-    raise ValueError("no VmHWM line: not a /proc/<pid>/status of a live process")
+    raise ValueError(f"no {field} line: not a /proc/<pid>/status of a live process")
 
 
 def plan(visitor: int, actions: int, seed: int = 0) -> list[str]:
@@ -258,19 +259,26 @@ class Server:
     `module`: a module whose `--serve` runs app.py's main in-process (e.g. with a stand-in
     for downloads) instead of app.py itself. Its Gradio folder (uploads, drawn views) starts
     empty in `folder`, as on a fresh Space: not the machine's shared one, which earlier servers
-    may have left full of files."""
+    may have left full of files. `more`: further app.py arguments; `env`: further environment variables."""
 
     def __init__(
-        self, folder: Path, cache_mb: int, model: str | None = None, module: str | None = None, app_dir: Path = ROOT
+        self,
+        folder: Path,
+        cache_mb: int,
+        model: str | None = None,
+        module: str | None = None,
+        app_dir: Path = ROOT,
+        more: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         start = ["-m", module, "--serve"] if module else ["app.py"]
         self.command = [sys.executable, *start, "--port", str(self.port), "--runs-dir", str(folder / "runs")]
-        self.command += ["--cache-mb", str(cache_mb), *(["--model", model] if model else [])]
+        self.command += ["--cache-mb", str(cache_mb), *(["--model", model] if model else []), *more]
         self.log_path = folder / "app.log"
         self.log = self.log_path.open("w")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False", **(env or {})}
         env["GRADIO_TEMP_DIR"] = str(folder / "gradio")
         self.proc = subprocess.Popen(self.command, cwd=app_dir, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
@@ -282,8 +290,9 @@ class Server:
             sys.stderr.write(self.log_path.read_text()[-3000:])
             raise
 
-    def peak_bytes(self) -> int:
-        return vm_hwm_bytes(Path(f"/proc/{self.proc.pid}/status").read_text())
+    def peak_bytes(self, field: str = "VmHWM") -> int:
+        """The server's peak resident memory, or another line of its /proc status (`vm_hwm_bytes`)."""
+        return vm_hwm_bytes(Path(f"/proc/{self.proc.pid}/status").read_text(), field)
 
     def cpu_seconds(self, system_only: bool = False) -> float:
         """User + system CPU of the server so far (/proc/<pid>/stat fields 14 and 15), or system alone."""

@@ -5,7 +5,9 @@ is refused, and an ended class's handle names nothing."""
 
 import asyncio
 import json
+import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -16,11 +18,13 @@ from starlette.testclient import TestClient
 from explorer import page_maps
 from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.explain import ExplanationKey, explain
+from ui import class_route
 from ui.class_route import (
     EVENTS_ROUTE,
     NO_NETWORK,
     ONLY_THIS_COMPUTER,
     Bell,
+    ClassAnswers,
     class_events,
     class_routes,
     join_address,
@@ -94,6 +98,28 @@ def test_a_student_follows_the_teachers_image_by_a_handle_of_the_class_and_its_r
     gone = client.post(ROUTE, json={"handle": followers, "layer": 2, "band": 0}, headers={"X-Forwarded-For": STUDENT})
     assert gone.status_code == 404 and server.pages.key(handle) is not None
     assert post(client, "analysis", student, STUDENT).status_code == 404
+
+
+def test_a_class_asking_the_teachers_analysis_at_once_has_it_built_once_and_dropped_at_the_end(served, monkeypatch):
+    """Thirty pages ask when the teacher's image changes: each had built it (bench/class_mode.py)."""
+    server, handle, _ = served
+    answers, built, build = ClassAnswers(server, Bell()), [], page_maps.page_maps
+
+    def slow_page_maps(*args, **kwargs):
+        built.append(args)
+        time.sleep(0.05)  # long enough for every other page to ask meanwhile
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(class_route.page_maps, "page_maps", slow_page_maps)
+    code, key = server.classes.start("192.0.2.1")
+    server.classes.lead(code, key, view(handle), "192.0.2.1")
+    asked = {"code": code, "key": key}
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(lambda _: answers.analysis(asked, "192.0.2.1"), range(8)))
+    assert len(built) == 1 and len(set(replies)) == 1 and json.loads(replies[0])["handle"] != handle
+    assert not answers.building  # nothing held once built
+    answers.command({**asked, "command": "end"}, "192.0.2.1")
+    assert not answers.analyses  # the ended class's copy is dropped, not kept until 16 newer ones come
 
 
 def test_a_students_forged_teacher_action_is_refused_in_words(served):

@@ -108,6 +108,18 @@ def test_off_zerogpu_a_task_runs_here_exactly_as_the_model_does():
     assert torch.equal(logits, want_logits) and all(torch.equal(a, b) for a, b in zip(maps, want_maps, strict=True))
 
 
+def test_each_model_call_writes_a_line_for_the_benches_only_when_asked(monkeypatch, capsys):
+    """bench/class_mode.py counts these lines: one forward pass per teacher's image, none per student."""
+    x = torch.randn(1, 3, 32, 32)
+    monkeypatch.delenv(zerogpu.COUNT_CALLS, raising=False)
+    zerogpu.FORWARD(loaded(), x)
+    assert zerogpu.CALL_LINE not in capsys.readouterr().out
+    monkeypatch.setenv(zerogpu.COUNT_CALLS, "1")
+    zerogpu.FORWARD(loaded(), x)
+    zerogpu.FORWARD(loaded(), x)
+    assert capsys.readouterr().out.splitlines() == [zerogpu.CALL_LINE + "forward_maps"] * 2
+
+
 def test_a_gpu_call_asks_for_its_work_plus_the_fixed_cost_and_grows_with_the_model():
     x = torch.zeros(1, 3, 224, 224)
     small = zerogpu.FORWARD.seconds(loaded("vit_small_patch16_224", num_classes=10), x)

@@ -72,7 +72,7 @@ from .server_functions import CLASS_ROUTE
 EVENTS_ROUTE = f"{CLASS_ROUTE}/events"
 HEARTBEAT_S = 15.0
 LASTING_S = 600.0  # a stream's longest life: the page opens another (a stale connection never outlives it)
-KEPT_ANALYSES = 16  # the teachers' analyses as the followers read them, most recent (2 a class at most)
+KEPT_ANALYSES = 16  # the teachers' analyses as the followers read them, most recent (those no class follows: dropped)
 PRIVATE = {"Cache-Control": "no-store"}
 # The pictures the app writes (ui.outputs.cache_path), as a teacher's page names its More view's or its
 # lesson's: the only files a class reads, found by these parts alone (no path a page sends is opened as sent).
@@ -206,6 +206,7 @@ class ClassAnswers:
         self.server, self.classes, self.bell, self.listening = server, server.classes, bell, listening
         self.analyses: OrderedDict[str, bytes] = OrderedDict()  # followers' handle: the analysis as JSON
         self.pictures = ClassPictures()
+        self.building: dict[str, threading.Lock] = {}  # followers' handle: held while its analysis is built
         self.lock = threading.Lock()  # `analysis` runs in Gradio's threads
         self.gallery = GalleryAnswers(server).answer  # in a thread too: it decodes pictures and runs the model
 
@@ -271,9 +272,15 @@ class ClassAnswers:
         return self.server.class_runs.picture(asked, network), "image/png"
 
     def _rang(self, asked: dict) -> str:
-        """The class the request named (it changed): its pages' streams are woken."""
+        """The class the request named (it changed): its pages' streams are woken, and the copies of
+        analyses no class follows any more are dropped (a class that moved to another image, or ended:
+        its handle was forgotten, `Classroom.revoke`). They had stayed until 16 newer ones came, up to
+        explorer.page_budget.REPLY_BYTES each (bench.class_mode)."""
         code = clean_code(asked.get("code")) or ""
         self.bell.ring(code)
+        with self.lock:
+            for handle in [h for h in self.analyses if self.server.pages.key(h) is None]:
+                del self.analyses[handle]
         return code
 
     def analysis(self, asked: dict, network: str | None) -> bytes:
@@ -288,9 +295,24 @@ class ClassAnswers:
         with self.lock:
             if (kept := self.analyses.get(handle)) is not None:
                 return kept
-        layer = min(view["layer"], ex.depth) - 1  # the token rows a follower draws first come with it
-        payload = page_maps.page_maps(ex, model_name(key.model_key), layer, self.server.text_px, handle)
-        payload["teacher"] = teacher_texts(ex, model_name(key.model_key))
+            building = self.building.setdefault(handle, threading.Lock())
+        # One page builds it while the class's others wait for it: thirty pages asking at once had each built
+        # it, eight at a time (their network's places), 10 to 20 ms of a core each for ViT-S/16 (bench.class_mode).
+        with building:
+            with self.lock:
+                if (kept := self.analyses.get(handle)) is not None:
+                    return kept
+            try:
+                built = self._built(ex, key.model_key, min(view["layer"], ex.depth) - 1, handle)
+            finally:
+                with self.lock:
+                    self.building.pop(handle, None)
+        return built
+
+    def _built(self, ex: Explanation, model_key: str, layer: int, handle: str) -> bytes:
+        """The analysis as a following page reads it, with the token rows of `layer` (0-based), kept."""
+        payload = page_maps.page_maps(ex, model_name(model_key), layer, self.server.text_px, handle)
+        payload["teacher"] = teacher_texts(ex, model_name(model_key))
         built = json.dumps(payload, separators=(",", ":")).encode()
         with self.lock:
             self.analyses[handle] = built

@@ -21,6 +21,7 @@ A Train run on ZeroGPU goes in chunks (`gpu_chunks`), each one such call (docs/t
 from __future__ import annotations
 
 import logging
+import os
 import re
 import weakref
 from collections.abc import Callable, Iterator
@@ -45,6 +46,11 @@ T = TypeVar("T")
 LOG = logging.getLogger(__name__)
 
 ON_ZEROGPU = SpacesConfig.zero_gpu
+# For benches (bench/class_mode.py: a teacher's new image is one model call, a following page's none):
+# with this variable set, every call of a GpuTask (a GPU call on ZeroGPU, a pass here) writes a line
+# to the log, CALL_LINE, which the bench counts. Off by default: a line per analysis is noise.
+COUNT_CALLS = "VIT_EXPLORER_COUNT_CALLS"
+CALL_LINE = "model call: "
 # Models up to this many parameters run on the CPU when no GPU time is left (ViT-S/16: 22 M,
 # ~0.1 s a forward pass on a CPU); larger ones would keep a shared CPU busy for seconds.
 CPU_FALLBACK_PARAMS = 30_000_000
@@ -226,6 +232,8 @@ class GpuTask(Generic[T]):
 
     def __call__(self, loaded: LoadedModel, *args: Any) -> T:
         """Run the task on `loaded` with `args`: in the GPU worker on ZeroGPU, else here."""
+        if os.environ.get(COUNT_CALLS):
+            print(f"{CALL_LINE}{self.task.__name__}", flush=True)
         if not ON_ZEROGPU:
             return compute.run_here(self.task, loaded, *args)
         seconds = self.seconds(loaded, *args)
