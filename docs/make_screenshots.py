@@ -10,7 +10,8 @@ the head maps docs/app-phone.png. Then "More views": the patch features in colou
 (docs/app-pca.png) and the logit lens (docs/app-logit-lens.png). Then a new visitor whose (fake)
 webcam films a cheetah photo sliding by presses the Live button: docs/app-live.png. Last, the app
 in its presentation mode (`python app.py --present`) with the cat example at 1280x720:
-docs/app-present.png. And OpenAI's
+docs/app-present.png; a class started there (docs/teaching-projector.png) and a phone following it
+(docs/teaching-phone.png). And OpenAI's
 CLIP ViT-B/16 (`--model vit_base_patch16_clip_224.openai`, downloaded once: it needs the network)
 with the cat example and three words typed, scrolled to their maps: docs/app-words.png (skipped,
 with a line saying so, where the weights cannot be had). Run it after any change to the page.
@@ -119,12 +120,31 @@ def shoot_live(url: str, clip: Path) -> None:
 
 
 def shoot_present(url: str) -> None:
-    from playwright.sync_api import sync_playwright
+    """docs/app-present.png, then class mode as a teacher's projector and a student's phone see it
+    (docs/teaching.md): the class's code and QR code, docs/teaching-projector.png; a phone that
+    joined at the QR code's address following the teacher's layer, docs/teaching-phone.png."""
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = open_cat(browser, url, {"width": 1280, "height": 720})
         page.screenshot(path=str(ROOT / "docs" / "app-present.png"))
+        page.locator("#class-start").click()
+        expect(page.locator("#class-qr")).to_be_visible()
+        page.locator(".class-teacher").scroll_into_view_if_needed()
+        page.screenshot(path=str(ROOT / "docs" / "teaching-projector.png"))
+        code = page.locator("#class-code").text_content()
+        phone = browser.new_page(viewport={"width": 390, "height": 844})  # its own storage: a student
+        phone.set_default_timeout(60_000)
+        phone.goto(f"{url}?class={code}")
+        expect(phone.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
+        shown = page.locator("#heads img").get_attribute("alt")
+        page.get_by_label("range slider for Layer (1 = first)").press("ArrowLeft")  # pushed to the phone
+        expect(page.locator("#heads img")).not_to_have_attribute("alt", shown)
+        expect(phone.locator("#heads img")).to_have_attribute("alt", page.locator("#heads img").get_attribute("alt"))
+        phone.wait_for_timeout(1000)
+        phone.locator("#heads img").scroll_into_view_if_needed()
+        phone.screenshot(path=str(ROOT / "docs" / "teaching-phone.png"))
         browser.close()
 
 
@@ -176,11 +196,12 @@ def main() -> None:
         shoot(url)
         with tempfile.TemporaryDirectory() as folder:
             shoot_live(url, camera_clip(Path(folder) / "camera.y4m"))
-    with serving("--present") as url:
+    with serving("--present", "--host", "0.0.0.0") as url:  # the room's devices may join its class
         shoot_present(url)
     print(
         "wrote docs/app-first-screen.png, docs/app-patch-query.png, docs/app-pca.png, docs/app-logit-lens.png, "
-        "docs/app-phone-first-screen.png, docs/app-phone.png, docs/app-live.png and docs/app-present.png"
+        "docs/app-phone-first-screen.png, docs/app-phone.png, docs/app-live.png, docs/app-present.png, "
+        "docs/teaching-projector.png and docs/teaching-phone.png"
     )
     with serving("--model", CLIP) as url:
         words = shoot_words(url)

@@ -194,6 +194,7 @@ PRESENT_CSS = """
 }
 .gradio-container * { font-size: max(18px, 1em); }
 #heads .page-frame { height: auto !important; --maps-shrink: 0; }
+.class-panel canvas { width: 360px; height: 360px; } /* the class's QR code, read from the back of the room */
 """
 PRUNE_EVERY_S = 60
 # Gradio records up to 10,000 events for its /monitoring page and, after every event, summarises
