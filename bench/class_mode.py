@@ -203,13 +203,14 @@ async def plain_post(url: str, path: str, body: dict, headers: dict[str, str]) -
 
 class Room:
     """A class on `server`: the teacher's credentials and page (a gradio_client session for its
-    analyses, its view as it sends it), the students' pages, read concurrently on this event loop."""
+    analyses on `model_key`, its view as it sends it), the students' pages, read concurrently on
+    this event loop."""
 
-    def __init__(self, server: Server, http: httpx.AsyncClient, folder: Path) -> None:
+    def __init__(self, server: Server, http: httpx.AsyncClient, folder: Path, model_key: str = "bundled") -> None:
         self.server, self.http, self.folder = server, http, folder
         self.code, self.key = "", ""
         self.teacher = gradio_client(server.url, headers=SCHOOL)
-        self.view: dict[str, Any] = {"handle": None, "model": "bundled", "layer": 1, "query": None, "style": STYLE}
+        self.view: dict[str, Any] = {"handle": None, "model": model_key, "layer": 1, "query": None, "style": STYLE}
         self.shape: dict[str, Any] = {}  # the teacher's analysis's grid, depth, band (explorer.page_maps)
         self.followers: list[Follower] = []
         self.readers: list[asyncio.Task] = []  # kept: the loop holds its tasks weakly, and may collect one waiting
@@ -234,7 +235,7 @@ class Room:
         """The teacher's page analyses an image it has not shown before; the analysis's handle."""
         self.pictures += 1
         image = picture(self.folder, self.pictures)
-        payload = await asyncio.to_thread(analyse_page, self.teacher, image)
+        payload = await asyncio.to_thread(analyse_page, self.teacher, image, self.view["model"])
         self.shape = {k: payload[k] for k in ("grid", "depth", "band")}
         return payload["handle"]
 
@@ -292,12 +293,12 @@ class Room:
         return calls_in(self.server.log_path.read_text(errors="replace"))
 
 
-def analyse_page(client, image: Path) -> dict:
-    """The page's analysis of `image` (Gradio's /analyze_page, the bundled model's key, the
-    defaults for the rest), as the page gets it: its last output, the numbers the page draws."""
+def analyse_page(client, image: Path, model_key: str = "bundled") -> dict:
+    """The page's analysis of `image` (Gradio's /analyze_page with `model_key`, the defaults for
+    the rest), as the page gets it: its last output, the numbers the page draws."""
     from gradio_client import handle_file
 
-    outputs = client.predict(image=handle_file(str(image)), model_key="bundled", mode="crop", api_name="/analyze_page")
+    outputs = client.predict(image=handle_file(str(image)), model_key=model_key, mode="crop", api_name="/analyze_page")
     payload = outputs[-1]
     return json.loads(payload) if isinstance(payload, str) else payload
 

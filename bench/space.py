@@ -17,7 +17,8 @@ With `--zerogpu` the Space is a ZeroGPU one: the app also gets the platform's en
 (SPACES_ZERO_GPU, the device API: the stand-in of tests/zerogpu_standin.py), so the real
 `spaces` package patches torch, reports at start and asks for a GPU per call. This machine has
 no GPU: every GPU worker fails (no CUDA driver) and the visitor must get the CPU's answer; then
-a visitor out of GPU time gets the CPU for a small model and plain words for a ViT-L/14.
+a class costs one GPU call per teacher's new image and per gallery shown, none for its students'
+pages, and a visitor out of GPU time gets the CPU for a small model and plain words for a ViT-L/14.
 
 One line per step, then a verdict; the exit code is 1 if any step failed. It takes minutes
 (the venv, two ViT-L/14 of 1.2 GB): not part of the test suite.
@@ -26,6 +27,7 @@ One line per step, then a verdict; the exit code is 1 if any step failed. It tak
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import re
@@ -36,10 +38,11 @@ import tempfile
 import time
 import urllib.request
 import venv
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -689,7 +692,7 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
         steps.run(
             f"a model not preloaded ({NOT_PRELOADED})", downloads_once, client, hub, pretrained_key(NOT_PRELOADED)
         )
-        workers_failed = 0 if gpu is None else without_a_gpu(steps, client, image, values, gpu)
+        workers_failed = 0 if gpu is None else without_a_gpu(steps, client, image, values, gpu, work)
         steps.run("the app's log", no_traceback, log, workers_failed)
 
 
@@ -717,12 +720,147 @@ def visit_every_tab(steps: Steps, client: Any, image: Any, values: dict[str, Any
         steps.run("Lesson 4, one picture, many words", lesson_words, client, image, words)
 
 
-def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any], gpu: Any) -> int:
-    """ZeroGPU's steps: the GPU calls so far (each worker failed here), then a visitor out of GPU
-    time on a small model (the CPU) and on a ViT-L/14 (plain words), then the Train tab's runs
-    (start, a chunk cut short, out of GPU time and back, Stop while waiting, a busy platform, a
-    call too long, the queue, a visitor who left). Returns
-    the GPU workers started (each failed here)."""
+STUDENTS = 3  # a class's pages on the Space: enough to tell "once for the class" from "once a page"
+
+
+def gpu_calls_since(gpu: Any, before: int, wanted: int, what: str) -> int:
+    """The GPU calls (/schedule) the platform was asked for since its `before`-th request, which
+    must be `wanted` for `what`."""
+    asked = sum(path == "/schedule" for path, _ in gpu.requests[before:])
+    if asked != wanted:
+        raise StepFailed(f"{what} made {asked} GPU calls, not {wanted}")
+    return asked
+
+
+class Lesson:
+    """A class on the Space, led over HTTP as the pages lead one (bench.class_mode's Room, the
+    teacher's page on `model_key`, the Space's model); one event loop run for each step, so that
+    the students' event streams stay open from one step to the next."""
+
+    def __init__(self, url: str, folder: Path, model_key: str = pretrained_key(SPACE_MODEL)) -> None:
+        import httpx
+
+        from bench.class_mode import WAIT_S, Room
+
+        self.loop = asyncio.new_event_loop()
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(WAIT_S, read=None))
+        # Room reads only its server's address here (its model calls are counted at the platform's stand-in)
+        self.room = Room(SimpleNamespace(url=url), self.http, folder, model_key)
+
+    def run(self, step: Awaitable[Any]) -> Any:
+        return self.loop.run_until_complete(step)
+
+    def close(self) -> None:
+        self.room.teacher.close()
+        self.run(self.http.aclose())
+        self.run(self.loop.shutdown_asyncgens())  # the teacher's stream, left at its first state
+        self.loop.close()
+
+
+def class_teacher_leads(lesson: Lesson, gpu: Any) -> str:
+    """The teacher starts a class and shows an image the Space has not analysed: one GPU call."""
+    room, before = lesson.room, len(gpu.requests)
+    lesson.run(room.start())
+    lesson.run(room.lead(handle=lesson.run(room.analyse()), query=None))
+    gpu_calls_since(gpu, before, 1, "the teacher's new image")
+    return f"class {room.code}; the teacher's new image: 1 GPU call"
+
+
+def class_students_follow(lesson: Lesson, gpu: Any) -> str:
+    """STUDENTS join and read the teacher's analysis; the teacher clicks a layer (each student then
+    asks its rows) and a query patch: no GPU call, whatever the class's size."""
+    from bench.class_mode import click, rows_at_once
+
+    room, before = lesson.room, len(gpu.requests)
+    lesson.run(room.join(STUDENTS))
+    seconds, read = lesson.run(rows_at_once(room, room.shape["depth"] - 1))
+    push = lesson.run(click(room, 1))
+    lesson.run(room.until(lambda: push.last(room.followers) is not None, "the query's push"))
+    if missing := [i for i, f in enumerate(room.followers, 1) if not f.fetched or push.reached(f) is None]:
+        raise StepFailed(f"students {missing} did not have the teacher's analysis and click")
+    gpu_calls_since(gpu, before, 0, f"{STUDENTS} students following")
+    rows = f"{read / 1e3:.0f} kB of rows each in {seconds:.2f} s"
+    return f"{STUDENTS} students read the teacher's analysis, a layer ({rows}) and a query pushed: 0 GPU calls"
+
+
+async def gallery_sent(lesson: Lesson, senders: int) -> list[str]:
+    """The teacher asks; `senders` students each upload a picture (Gradio's upload route, as the
+    page does) and send it; the pictures' ids, as the teacher's page is pushed them."""
+    from bench.class_mode import SCHOOL, picture, sse_events
+    from ui.server_functions import CLASS_ROUTE
+
+    room = lesson.room
+    await room.post("gallery", {"code": room.code, "key": room.key, "do": "ask", "question": "Where does it look?"})
+    for i, follower in enumerate(room.followers[:senders]):
+        sent = picture(room.folder, 100 + i).read_bytes()
+        files = {"files": ("mine.png", sent, "image/png")}
+        uploaded = await lesson.http.post(f"{room.server.url}gradio_api/upload", files=files, headers=SCHOOL)
+        path = uploaded.raise_for_status().json()[0]
+        await room.post("gallery", {"code": room.code, "token": follower.token, "do": "send", "path": path})
+    ticket = (await room.post("ticket", {"code": room.code, "key": room.key})).json()["ticket"]
+    url = f"{room.server.url}{CLASS_ROUTE.lstrip('/')}/events?ticket={ticket}"
+    async with lesson.http.stream("GET", url, headers=SCHOOL) as stream:  # the teacher's page's stream
+        buffer = b""
+        async for chunk in stream.aiter_raw():
+            events, buffer = sse_events(buffer + chunk)
+            if state := next((e.data for e in events if e.name == "state"), None):
+                return [p["id"] for p in state["gallery"]["pictures"]]
+    raise StepFailed("the teacher's stream ended before its first state")
+
+
+def class_gallery(lesson: Lesson, gpu: Any, senders: int = 2) -> str:
+    """Two students send a picture; the teacher approves each and shows the gallery: one GPU call,
+    the pictures batched (ui.zerogpu.GALLERY)."""
+    room = lesson.room
+    ids = lesson.run(gallery_sent(lesson, senders))
+    if len(ids) != senders:
+        raise StepFailed(f"the teacher's page lists {len(ids)} pictures, {senders} sent")
+    teacher = {"code": room.code, "key": room.key}
+    for picture_id in ids:
+        lesson.run(room.post("gallery", teacher | {"do": "approve", "id": picture_id}))
+    before = len(gpu.requests)
+    lesson.run(room.post("gallery", teacher | {"do": "show", "head": None}))
+    gpu_calls_since(gpu, before, 1, f"showing {senders} students' pictures")
+    tiles = lesson.run(room.post("gallery", {"code": room.code, "token": room.followers[-1].token, "do": "tiles"}))
+    if len(tiles.json()["tiles"]) != senders:
+        raise StepFailed(f"a student sees {len(tiles.json()['tiles'])} tiles, not {senders}")
+    return f"{senders} pictures sent and approved, shown to every page: 1 GPU call for the batch"
+
+
+def class_ends(lesson: Lesson, gpu: Any) -> str:
+    """The teacher ends the class: every student's stream is told, no GPU call."""
+    before = len(gpu.requests)
+    lesson.run(lesson.room.end())
+    if (ended := sum(f.ended is not None for f in lesson.room.followers)) != STUDENTS:
+        raise StepFailed(f"{ended} of {STUDENTS} students' streams were told the class ended")
+    gpu_calls_since(gpu, before, 0, "the class's end")
+    return f"{STUDENTS} students' streams told; 0 GPU calls"
+
+
+def class_on_zerogpu(steps: Steps, url: str, work: Path, gpu: Any) -> None:
+    """Class mode on ZeroGPU (issue 59): each teacher's action one GPU call, the students' pages
+    none, the students' gallery pictures one batched call."""
+    folder = work / "class-pictures"
+    folder.mkdir(exist_ok=True)
+    lesson = Lesson(url, folder)
+    try:
+        steps.run("Class: the teacher starts one and shows a new image: 1 GPU call", class_teacher_leads, lesson, gpu)
+        steps.run(
+            f"Class: {STUDENTS} students follow, a layer and a query: 0 GPU calls", class_students_follow, lesson, gpu
+        )
+        steps.run("Class: two students' pictures shown: 1 GPU call for the batch", class_gallery, lesson, gpu)
+        steps.run("Class: the teacher ends it", class_ends, lesson, gpu)
+    finally:
+        lesson.close()
+
+
+def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any], gpu: Any, work: Path) -> int:
+    """ZeroGPU's steps: a class (`class_on_zerogpu`), the GPU calls so far (each worker failed
+    here), then a visitor out of GPU time on a small model (the CPU) and on a ViT-L/14 (plain
+    words), then the Train tab's runs (start, a chunk cut short, out of GPU time and back, Stop
+    while waiting, a busy platform, a call too long, the queue, a visitor who left). Returns the
+    GPU workers started (each failed here)."""
+    class_on_zerogpu(steps, client.src, work, gpu)
     steps.run("every GPU call on this GPU-less machine", workers_failed_and_cpu_answered, gpu)
     small = partial(explore, client, pretrained_key(SPACE_MODEL), "whole")  # not cached: a new forward pass
     steps.run(f"out of GPU time, {SPACE_MODEL} runs on the CPU", out_of_gpu_time, gpu, small)

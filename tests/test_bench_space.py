@@ -13,10 +13,17 @@ from bench.space import (
     LESSON_1,
     NO_DRIVER,
     OPENING,
+    STUDENTS,
+    Lesson,
     StepFailed,
     Steps,
+    class_ends,
+    class_gallery,
+    class_students_follow,
+    class_teacher_leads,
     component_values,
     explore,
+    gpu_calls_since,
     lesson_compare,
     lesson_norms,
     no_traceback,
@@ -151,3 +158,26 @@ def test_a_temporary_work_folder_is_emptied_but_for_the_apps_log(given, tmp_path
     assert left == (["app.log", "app.log.old", "hf-home", "venv"] if given else ["app.log"])
     assert (work / "app.log").read_text() == "the app's log"
     assert ("emptied but for the app's log" in capsys.readouterr().out) is not given
+
+
+def test_the_class_steps_lead_a_class_on_the_served_app_and_count_its_gpu_calls(server, tmp_path):
+    """bench.space --zerogpu's class (issue 59) against the real routes, the app serving the tiny
+    model off ZeroGPU: the class is led to its end, and the two steps that must each cost one GPU
+    call say that none was asked for."""
+    with serve() as gpu:
+        gpu.requests += [("/schedule", {}), ("/allow", {})]
+        assert gpu_calls_since(gpu, 1, 0, "nothing") == 0  # only what came after `before` counts
+        with pytest.raises(StepFailed, match="the teacher's new image made 1 GPU calls, not 0"):
+            gpu_calls_since(gpu, 0, 0, "the teacher's new image")
+        gpu.requests.clear()
+        lesson = Lesson(server, tmp_path, "bundled")
+        try:
+            with pytest.raises(StepFailed, match="the teacher's new image made 0 GPU calls, not 1"):
+                class_teacher_leads(lesson, gpu)
+            assert class_students_follow(lesson, gpu).endswith("0 GPU calls")
+            assert all(f.fetched for f in lesson.room.followers) and len(lesson.room.followers) == STUDENTS
+            with pytest.raises(StepFailed, match="showing 2 students' pictures made 0 GPU calls, not 1"):
+                class_gallery(lesson, gpu)
+            assert class_ends(lesson, gpu) == f"{STUDENTS} students' streams told; 0 GPU calls"
+        finally:
+            lesson.close()
