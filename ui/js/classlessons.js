@@ -16,7 +16,7 @@ export function lessonShown(config) {
   if (!tab) return null;
   const img = shownPicture(config.lesson_pictures || []);
   const shown = { view: tab.textContent.trim(), alt: altOf(img), picture: img ? pictureAddress(img) : "" };
-  return config.lesson_words ? { ...shown, ...lessonWords(lessons, config.lesson_words) } : shown;
+  return { ...shown, ...lessonWords(lessons, config.lesson_words) };
 }
 
 // The page's tab named `words` among the tabs in `within`, picked unless it is already, tried again while Gradio
