@@ -1388,8 +1388,47 @@ def follow_the_head_more_view_and_lesson(teacher, student, code: str) -> None:
     shown = np.asarray(shown_picture(student.locator(".class-lesson img")).convert("RGB"))
     assert (shown == np.asarray(shown_picture(teacher.locator("#lesson-compare img")).convert("RGB"))).all()
     assert student.locator("#lesson-compare img").count() == 0  # the student's page ran no lesson
+    follow_lesson_3(teacher, student)
     teacher.get_by_role("tab", name="Explore").click()  # back on Explore: so is every following page
     expect(student.get_by_role("tab", name="Explore")).to_have_attribute("aria-selected", "true")
+
+
+TABLE_ROWS = "t => [...t.rows].map((r) => [...r.cells].map((c) => c.textContent))"
+LABEL_ROWS = "e => [...e.querySelectorAll('dl')].map((d) => [d.querySelector('dt'), d.querySelector('dd')]"
+LABEL_ROWS += ".map((c) => c.textContent.replace(/\\s+/g, ' ').trim()))"
+
+
+def follow_lesson_3(teacher, student) -> None:
+    """Lesson 3 ("Which heads matter", no one picture) followed: the teacher's choices said as words on the
+    student's page, the teacher's top-5 and head ranking written there row for row, and the student's page
+    running neither (its own result components stay empty)."""
+    from playwright.sync_api import expect
+
+    teacher.get_by_role("tab", name="Which heads matter").click()
+    expect(student.get_by_role("tab", name="Which heads matter")).to_have_attribute("aria-selected", "true")
+    expect(student.locator(".class-lesson-view")).to_have_text("The teacher's lesson: Which heads matter.")
+    said = student.locator(".class-lesson-said")
+    expect(said).to_contain_text("Model (with classes)")
+    teacher.get_by_label("Heads off", exact=False).fill("1.1, 2.2")  # typed: said, nothing run yet
+    expect(said).to_contain_text("1.1, 2.2")
+    teacher.get_by_role("button", name="Switch these heads off").click()
+    expect(teacher.locator("#lesson-top5 dl").first).to_be_visible()
+    top5 = teacher.locator("#lesson-top5").evaluate(LABEL_ROWS)
+    tables = student.locator(".class-lesson-tables table")
+    expect(tables.first.locator("caption")).to_have_text("Top-5 with these heads off")
+    expect(tables.first.locator("tr")).to_have_count(len(top5))
+    assert tables.first.evaluate(TABLE_ROWS) == top5 and len(top5) == 5, top5
+    expect(said).to_contain_text("Heads off: 1.1, 2.2")  # the teacher's note, as words
+    teacher.get_by_role("button", name="Rank every head (one forward pass per head)").click()
+    expect(teacher.locator(".lesson-said").filter(has_text="heads ranked").first).not_to_contain_text("so far")
+    ranking = teacher.locator(".lesson-table [role=row]")
+    expect(ranking).to_have_count(11)  # its header and the top 10 (24 heads ranked)
+    expect(tables).to_have_count(2)
+    expect(tables.nth(1).locator("caption")).to_have_text("Most important heads (the top 10)")
+    expect(tables.nth(1).locator("tr")).to_have_count(11)
+    rows = tables.nth(1).evaluate(TABLE_ROWS)  # the same words, row for row (the header without its menus, ⋮)
+    assert [" ".join(row).split() for row in rows] == [r.replace("⋮", "").split() for r in ranking.all_inner_texts()]
+    assert student.locator("#lesson-top5 dl").count() == 0  # the student's page ran no lesson
 
 
 def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(server, browser):

@@ -189,6 +189,30 @@ def test_the_teachers_more_view_and_lesson_are_read_once_and_every_follower_gets
     assert post(client, "more", student, STUDENT).status_code == 404
 
 
+def test_a_lessons_words_reach_every_follower_as_sent_and_a_view_too_large_is_refused(served):
+    """Lesson 3's result (no one picture): the teacher's choices, notes and top-5 as words are pushed to a
+    follower as the teacher's page sent them (a follower presses nothing: no pass of its own); the view
+    that carries them stays within a request's bytes (ui.limits.MAX_EVENT_BYTES), a larger one refused."""
+    _, handle, client = served
+    started = post(client, "start", {}).json()
+    code, key = started["code"], started["key"]
+    token = post(client, "join", {"code": code}, STUDENT).json()["token"]
+    said = [["Model (with classes)", "CIFAR-10 nano (bundled)"], ["Heads off", "1.1, 2.2"]]
+    top5 = {"caption": "Top-5 with these heads off", "rows": [["cat", "91%"], ["<b>dog</b>", "4%"]]}
+    lesson = {"view": "Which heads matter", "alt": "", "picture": "", "said": said, "tables": [top5]}
+    assert (
+        post(client, "lead", {"code": code, "key": key, "view": {**view(handle), "lesson": lesson}}).status_code == 200
+    )
+    ticket = post(client, "ticket", {"code": code, "token": token}, STUDENT).json()["ticket"]
+    assert first_state(client, ticket)["view"]["lesson"] == lesson
+    assert post(client, "lesson", {"code": code, "token": token}, STUDENT).status_code == 404  # words, no picture
+    ranking = {"caption": "Ranking", "rows": [["z" * 200] * 4] * 12}  # within the view's bounds, but not 8 KiB
+    too_large = {**view(handle), "lesson": {**lesson, "said": [["Note", "x" * 600]] * 8, "tables": [top5, ranking]}}
+    refused = post(client, "lead", {"code": code, "key": key, "view": too_large})
+    assert refused.status_code == 413
+    post(client, "command", {"code": code, "key": key, "command": "end"})
+
+
 def first_state(client, ticket: str) -> dict:
     """The first "state" event of the stream a ticket opens (the stream ends after `lasting_s`)."""
     reply = client.get(f"{EVENTS_ROUTE}?ticket={ticket}")

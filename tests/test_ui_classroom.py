@@ -4,15 +4,23 @@ nothing of another, names shown as text, the state gone at once when the class e
 teacher has been away for two hours."""
 
 import base64
+import re
+from pathlib import Path
 
 import pytest
 
 from ui.classroom import (
     ADJECTIVES,
     ALPHABET,
+    ALT_CHARS,
     ANIMALS,
     CODE_CHARS,
     NAME_CHARS,
+    SAID_ITEMS,
+    TABLE_CELLS,
+    TABLE_ROWS,
+    TABLES,
+    TEXT_CHARS,
     ClassError,
     ClassLimits,
     Classroom,
@@ -20,7 +28,9 @@ from ui.classroom import (
     clean_code,
     clean_name,
 )
+from ui.limits import MAX_EVENT_BYTES
 
+ROOT = Path(__file__).resolve().parents[1]
 TEACHER, SCHOOL, ATTACKER = "198.51.100.7", "198.51.100.9", "203.0.113.66"
 VIEW = {
     "handle": "teacher-handle",
@@ -222,6 +232,42 @@ def test_the_teachers_view_names_the_head_pointed_at_the_more_view_and_the_lesso
                 checked_view({**VIEW, kind: bad})
 
 
+def test_a_lessons_words_its_choices_and_results_as_text_are_the_views_and_bounded():
+    """Lessons 3 and 4 have no one picture: the teacher's page sends its choices and notes as [name, words]
+    and its results as tables of text, which the view keeps as sent; more of them than a view holds, a cell
+    that is no short text, or a shape of anything else is refused in a sentence (a view stays small)."""
+    said = [["Model (with classes)", "CIFAR-10 nano (bundled)"], ["", "Heads off: 1.1. The model says cat."]]
+    top5 = {"caption": "Top-5 with these heads off", "rows": [["cat", "91%"], ["dog", "4%"]]}
+    lesson = {"view": "Which heads matter", "alt": "", "picture": "", "said": said, "tables": [top5]}
+    assert checked_view({**VIEW, "lesson": lesson})["lesson"] == lesson
+    assert checked_view({**VIEW, "lesson": {**lesson, "tables": []}})["lesson"]["tables"] == []
+    row, text = ["1", "3.2", "0.41"], "x" * (TEXT_CHARS + 1)
+    for bad in (
+        [["a", "b"]] * (SAID_ITEMS + 1),
+        [["a"]],
+        [["a", 1]],
+        [["a", "x" * (ALT_CHARS + 1)]],
+        [[text, "b"]],
+        "Model: CIFAR",
+    ):
+        with pytest.raises(ClassError, match="names and their words"):
+            checked_view({**VIEW, "lesson": {**lesson, "said": bad}})
+    for bad in (
+        [top5] * (TABLES + 1),
+        [{"caption": "Ranking", "rows": [row] * (TABLE_ROWS + 1)}],
+        [{"caption": "Ranking", "rows": [row + ["x"] * TABLE_CELLS]}],
+        [{"caption": "Ranking", "rows": [[text]]}],
+        [{"caption": "Ranking", "rows": [[1]]}],
+        [{"caption": "Ranking", "rows": row, "html": "<b>"}],
+    ):
+        with pytest.raises(ClassError, match="few short tables of words"):
+            checked_view({**VIEW, "lesson": {**lesson, "tables": bad}})
+    with pytest.raises(ClassError, match="More view or lesson must say"):
+        checked_view({**VIEW, "lesson": {"said": said}})  # words, but no lesson named
+    with pytest.raises(ClassError, match="More view or lesson must say"):
+        checked_view({**VIEW, "more": lesson})  # a More view says no words of its own
+
+
 def test_freeze_and_eyes_on_me_are_pushed_as_new_versions():
     classes, _, _ = classroom()
     code, key = classes.start(TEACHER)
@@ -284,3 +330,12 @@ def test_a_ticket_opens_one_stream_once_and_a_member_holds_few_streams():
     with pytest.raises(ClassError, match="too many tabs") as crowded:
         classes.open_stream(classes.ticket(code, None, token, SCHOOL))
     assert crowded.value.status == 429
+
+
+def test_the_pages_bounds_of_a_lessons_words_are_the_registrys():
+    """ui/js/classresult.js cuts a lesson's words to the bounds `checked_lesson` keeps: the same numbers, so a
+    teacher's page never sends a view the registry refuses for a long note or table."""
+    bounds = re.search(r"export const BOUNDS = \{([^}]*)\}", (ROOT / "ui/js/classresult.js").read_text())
+    page = {name: int(value) for name, value in re.findall(r"(\w+): (\d+)", bounds[1])}
+    kept = {"said": SAID_ITEMS, "tables": TABLES, "rows": TABLE_ROWS, "cells": TABLE_CELLS}
+    assert page | kept | {"text": TEXT_CHARS, "words": ALT_CHARS} == page and page["bytes"] < MAX_EVENT_BYTES - 2000

@@ -55,6 +55,9 @@ _NOT_IN_NAMES = re.compile(r"[^\w \-'.]|_")
 STYLE_FIELDS = ("cmap", "opacity", "upsampling", "display", "scale")
 TEXT_CHARS = 200  # a model key or a style's value, as the teacher's page sends it
 ALT_CHARS = 600  # a More view's alt text, as the teacher's page sends it (cut there)
+# What a lesson's page says in words (lessons 3 and 4 have no one picture: ui/js/classresult.js): its choices and
+# notes as [name, words], its results as tables of text. Bounded so a view stays within a request (8 KiB).
+SAID_ITEMS, TABLES, TABLE_ROWS, TABLE_CELLS = 8, 2, 12, 4
 
 
 @dataclass(frozen=True)
@@ -399,7 +402,8 @@ def checked_view(view: object) -> dict[str, Any]:
     """The teacher's view as the registry keeps it, or ClassError(400): {"handle": str or None,
     "model": str, "layer": 1-based, "query": None, {"row", "col"} 0-based or {"token"}, "style":
     {STYLE_FIELDS}, "head": the head pointed at, 1-based, or None, "more": the "More views" view open,
-    "lesson": the lesson open (each {"view", "alt", "picture"}, `checked_shown`, or None)}, as
+    "lesson": the lesson open (each {"view", "alt", "picture"}, `checked_shown`, the lesson's with its
+    words, `checked_lesson`, or None)}, as
     ui/js/classroom.js sends it. The followers' pages check ranges as they draw (a head past the
     model's points at none)."""
     bad = ClassError("The teacher's view must say its handle, model, layer, query and style.", 400)
@@ -418,7 +422,7 @@ def checked_view(view: object) -> dict[str, Any]:
     if not (head is None or (_count(head) and head >= 1)):
         raise ClassError("The head a teacher points at is a number from 1, or none.", 400)
     kept = {"handle": handle, "model": model, "layer": layer, "query": query, "style": dict(style)}
-    return kept | {"head": head, "more": checked_shown(view.get("more")), "lesson": checked_shown(view.get("lesson"))}
+    return kept | {"head": head, "more": checked_shown(view.get("more")), "lesson": checked_lesson(view.get("lesson"))}
 
 
 def checked_shown(shown: object) -> dict[str, str] | None:
@@ -433,6 +437,36 @@ def checked_shown(shown: object) -> dict[str, str] | None:
     if not (_text(shown["view"]) and _text(shown["picture"]) and isinstance(shown["alt"], str)):
         raise bad
     return {"view": shown["view"], "alt": shown["alt"][:ALT_CHARS], "picture": shown["picture"]}
+
+
+def checked_lesson(lesson: object) -> dict[str, Any] | None:
+    """The lesson a teacher's page shows: `checked_shown`'s, with (where sent) "said", its pickers and notes as
+    [name, words] (at most SAID_ITEMS, words at most ALT_CHARS), and "tables", its results as text
+    ({"caption", "rows": rows of cells}, at most TABLES of TABLE_ROWS rows of TABLE_CELLS cells), or None."""
+    if not isinstance(lesson, dict) or not set(lesson) - {"said", "tables"} <= {"view", "alt", "picture"}:
+        return checked_shown(lesson)  # None, or its refusal
+    said, tables = lesson.get("said", []), lesson.get("tables", [])
+    pairs = _listed(said, SAID_ITEMS) and all(_listed(p, 2) and len(p) == 2 and _text(p[0]) for p in said)
+    if not (pairs and all(isinstance(p[1], str) and len(p[1]) <= ALT_CHARS for p in said)):
+        raise ClassError("What a teacher's lesson says must be a few names and their words.", 400)
+    if not (_listed(tables, TABLES) and all(_table(t) for t in tables)):
+        raise ClassError("A teacher's lesson's results must be a few short tables of words.", 400)
+    shown = checked_shown({k: v for k, v in lesson.items() if k not in ("said", "tables")}) or {}
+    words = {"said": [list(p) for p in said]} if "said" in lesson else {}
+    if "tables" in lesson:
+        words["tables"] = [{"caption": t["caption"], "rows": [list(row) for row in t["rows"]]} for t in tables]
+    return shown | words
+
+
+def _listed(value: object, most: int) -> bool:
+    return isinstance(value, list) and len(value) <= most
+
+
+def _table(table: object) -> bool:
+    if not (isinstance(table, dict) and set(table) == {"caption", "rows"} and _text(table["caption"])):
+        return False
+    rows = table["rows"]
+    return _listed(rows, TABLE_ROWS) and all(_listed(r, TABLE_CELLS) and all(map(_text, r)) for r in rows)
 
 
 def _text(value: object) -> bool:

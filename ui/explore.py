@@ -28,6 +28,8 @@ from . import explore_views as ev
 from .binding import Controls, TabComponents, bound, checked_first
 from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
 from .lessons import PICTURES as LESSON_PICTURES
+from .lessons import SAID as LESSON_SAID
+from .lessons import TABLE as LESSON_TABLE
 from .pictures import page_picture, word_maps
 from .settings import for_visitors
 
@@ -108,6 +110,7 @@ def page_config() -> dict[str, Any]:
         # each "More views" tab's words and its picture's id: the view a teacher's page shows (ui/js/classmore.js)
         "more_views": [{"tab": more.tab, "id": more.elem_id} for more in ev.MORE.values()],
         "lesson_pictures": list(LESSON_PICTURES),  # the lessons' pictures' ids (ui/js/classlessons.js)
+        "lesson_words": {"said": LESSON_SAID, "table": LESSON_TABLE},  # their words' classes (ui/js/classresult.js)
     }
 
 

@@ -31,11 +31,17 @@ FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a mode
 # too (ui/js/classlessons.js; ui/class_route.py reads the teacher's once for the class).
 COMPARE_ID, NORMS_ID = "lesson-compare", "lesson-norms"
 PICTURES = (COMPARE_ID, NORMS_ID)
+# What a class's pages are told of a lesson in words (ui/js/classresult.js), by class: its pickers and notes
+# (name and words: every lesson's choices, the teacher's, never set on a student's components, whose change would
+# run the lesson there), and its results that are no picture, as tables of text (lesson 3's top-5 and ranking,
+# lesson 4's words' fit).
+SAID, TABLE = "lesson-said", "lesson-table"
 # Class mode (issue 59) on the Lessons tab: Start a class (the Explore tab's class, one a teacher), the
 # class's code as text, and on a student's page the teacher's lesson and its picture (ui/js/classlessons.js).
 CLASS_START = '<button id="lesson-class-start" type="button">Start a class</button>'
 CLASS_PANEL = """<div class="lesson-class">{start}<p class="lesson-class-code" role="status"></p>
-<figure class="class-lesson" hidden><figcaption class="class-lesson-view"></figcaption><img alt=""></figure></div>"""
+<figure class="class-lesson" hidden><figcaption class="class-lesson-view"></figcaption><img alt="">
+<dl class="class-lesson-said"></dl><div class="class-lesson-tables"></div></figure></div>"""
 CLASS_JS = "window.pageMaps.then(() => window.classroom.lessons.attach(element));"
 
 
@@ -146,7 +152,7 @@ def _compare(choices: list[tuple[str, str]], opening: list[str], better: str) ->
             max_choices=h.MAX_COMPARED,
             label="Models to compare (up to 3)",
             scale=4,
-            elem_classes="picker",
+            elem_classes=["picker", SAID],
         )
         button = gr.Button("Compare", scale=1)
     note = gr.Markdown(label="Models not available here")
@@ -171,9 +177,9 @@ def _norms(
     depth = min(m.model.config.depth for m in pair)
     with gr.Row():
         # named by what each row is for: the model chosen may have no registers (the note then says so)
-        with_reg = gr.Dropdown(choices, value=pair[0].key, label=FIRST_ROW, elem_classes="picker")
-        without = gr.Dropdown(choices, value=pair[1].key, label=SECOND_ROW, elem_classes="picker")
-        layer = layer_slider(depth, depth, step=1, label=h.NORMS_LAYER_LABEL)
+        with_reg = gr.Dropdown(choices, value=pair[0].key, label=FIRST_ROW, elem_classes=["picker", SAID])
+        without = gr.Dropdown(choices, value=pair[1].key, label=SECOND_ROW, elem_classes=["picker", SAID])
+        layer = layer_slider(depth, depth, step=1, label=h.NORMS_LAYER_LABEL, elem_classes=SAID)
         button = gr.Button("Show token norms")
     warning = gr.Markdown(note, label="Why the rows look the same")
     picture = pictures.picture(
@@ -200,20 +206,28 @@ def _heads(choices: list[tuple[str, str]], start: LoadedModel, better: str) -> d
     with gr.Row():
         # room for a model's whole name (the bundled model's, "CIFAR-10 nano (bundled)", was cut at 1280 px)
         model = gr.Dropdown(
-            choices, value=start.key, label="Model (with classes)", scale=2, min_width=300, elem_classes="picker"
+            choices,
+            value=start.key,
+            label="Model (with classes)",
+            scale=2,
+            min_width=300,
+            elem_classes=["picker", SAID],
         )
-        off = gr.Textbox(**h.heads_box(start))
+        off = gr.Textbox(**h.heads_box(start), elem_classes=SAID)
         button = gr.Button("Switch these heads off")
         rank = gr.Button("Rank every head (one forward pass per head)")
         stop = gr.Button("Stop the ranking", variant="stop")
     with gr.Row():
-        top5 = gr.Label(num_top_classes=5, label="Top-5 with these heads off", elem_id="lesson-top5")
+        top5 = gr.Label(
+            num_top_classes=5, label="Top-5 with these heads off", elem_id="lesson-top5", elem_classes=TABLE
+        )
         with gr.Column():
-            note = gr.Markdown(label="What changed")
+            note = gr.Markdown(label="What changed", elem_classes=SAID)
             ranking = gr.Dataframe(
                 headers=["rank", "layer.head", "drop in probability"],
                 label=f"Most important heads (the top {lessons.RANKING_ROWS})",
                 interactive=False,
+                elem_classes=TABLE,
             )
     return {
         "heads_model": model,
@@ -233,14 +247,22 @@ def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, A
     gr.Markdown(lessons.MANY_WORDS)
     clip = h.clip_choices(catalog)
     with gr.Row():
-        model = gr.Dropdown(clip, value=opening.words or clip[0][1], label="Model (CLIP)", scale=2, min_width=300)
+        model = gr.Dropdown(
+            clip, value=opening.words or clip[0][1], label="Model (CLIP)", scale=2, min_width=300, elem_classes=SAID
+        )
         prompts = gr.Textbox(
-            DEFAULT_PROMPTS, label=f"Words, separated by commas (2 to {MAX_PROMPTS})", scale=3, elem_id="lesson-words"
+            DEFAULT_PROMPTS,
+            label=f"Words, separated by commas (2 to {MAX_PROMPTS})",
+            scale=3,
+            elem_id="lesson-words",
+            elem_classes=SAID,
         )
         button = gr.Button("Compare these words", elem_id="lesson-words-button")
     with gr.Row():
-        label = gr.Label(num_top_classes=MAX_PROMPTS, label="How well each word fits (softmax over these words)")
-        note = gr.Markdown(label="The template")
+        label = gr.Label(
+            num_top_classes=MAX_PROMPTS, label="How well each word fits (softmax over these words)", elem_classes=TABLE
+        )
+        note = gr.Markdown(label="The template", elem_classes=SAID)
     maps = pictures.word_maps("**Relevance of each word** (Chefer et al. 2021)", elem_id="lesson-word-maps")
     return {
         "words_model": model,

@@ -3,17 +3,20 @@
 // its button was pressed), and a student's page opens the same lesson and shows the teacher's picture of it, read
 // once for the class (classmore.js): a student's page runs no lesson.
 import { LentPicture, altOf, pictureAddress, shownPicture } from "./classmore.js";
+import { lessonWords, paintWords } from "./classresult.js";
 
 const LESSONS = "lessons", OPEN_TRIES = 20, OPEN_MS = 100; // ui/app.py's Lessons tab; a tab drawn after a click
 
-// The lesson a page shows, {view: its tab's words, alt, picture: its address or ""}, or null (not on the Lessons
-// tab): `pictures` are the lessons' pictures' element ids (ui/lessons.py, PICTURES).
-export function lessonShown(pictures) {
+// The lesson a page shows, {view: its tab's words, alt, picture: its address or "", said, tables: its words,
+// classresult.js}, or null (not on the Lessons tab): from the page's config, the lessons' pictures' element ids
+// (`lesson_pictures`, ui/lessons.py's PICTURES) and their words' classes (`lesson_words`).
+export function lessonShown(config) {
   const lessons = document.getElementById(LESSONS);
   const tab = lessons && lessons.offsetParent !== null && lessons.querySelector('[role="tab"][aria-selected="true"]');
   if (!tab) return null;
-  const img = shownPicture(pictures || []);
-  return { view: tab.textContent.trim(), alt: altOf(img), picture: img ? pictureAddress(img) : "" };
+  const img = shownPicture(config.lesson_pictures || []);
+  const shown = { view: tab.textContent.trim(), alt: altOf(img), picture: img ? pictureAddress(img) : "" };
+  return { ...shown, ...lessonWords(lessons, config.lesson_words) };
 }
 
 // The page's tab named `words` among the tabs in `within`, picked unless it is already, tried again while Gradio
@@ -36,7 +39,10 @@ export class ClassLessons {
     const start = element.querySelector("#lesson-class-start");
     if (start) start.addEventListener("click", () => this.classroom.start());
     this.classroom.starts(!this.classroom.member); this.code(this.classroom.member);
-    this.picture.show(this.lesson); // Gradio draws the tab's panel when it first opens: after the lesson came
+    this.paint(); // Gradio draws the tab's panel when it first opens: after the lesson came
+    // A teacher's typing changes no element (a box's value): each keystroke is a change of the view to send.
+    const lessons = document.getElementById(LESSONS);
+    for (const kind of ["input", "change"]) lessons.addEventListener(kind, () => this.classroom.send());
   }
   code(member) { // the teacher's class, said on the Lessons tab too (its QR code is the Explore tab's)
     const words = this.panel && this.panel.querySelector(".lesson-class-code");
@@ -48,6 +54,11 @@ export class ClassLessons {
     const lessons = () => document.getElementById(LESSONS), page = () => null;
     if (lesson && lesson.view !== was) pick("Lessons", page, () => pick(lesson.view, lessons));
     else if (!lesson && was) pick("Explore", page);
-    this.picture.show(lesson);
+    this.paint();
+  }
+  paint() { // the teacher's picture of the lesson, and its words (classresult.js), on a student's page
+    const figure = this.panel && this.panel.querySelector(".class-lesson");
+    if (figure) paintWords(figure, this.lesson);
+    this.picture.show(this.lesson);
   }
 }

@@ -70,7 +70,7 @@ export class Classroom {
     this.timer = setTimeout(async () => {
       this.timer = null;
       const model = document.querySelector("#model-picker input"), c = this.config;
-      const view = viewOf(this.maps, model ? model.value : "", moreShown(c.more_views), lessonShown(c.lesson_pictures));
+      const view = viewOf(this.maps, model ? model.value : "", moreShown(c.more_views), lessonShown(c));
       const said = JSON.stringify(view);
       if (said === this.sent || (!view.handle && !view.lesson && !this.sent)) return; // a lesson left: sent
       this.sent = said;
