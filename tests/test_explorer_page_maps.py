@@ -220,9 +220,50 @@ def test_the_tiles_are_laid_out_as_the_servers_heads_view(nano_explanation):
 
 
 def inflated_rgb(sent: dict) -> np.ndarray:
-    return np.frombuffer(zlib.decompress(base64.b64decode(sent["deflated"])), np.uint8).reshape(
-        sent["height"], sent["width"], 3
-    )
+    """A picture as the page reads it: inflated, then the filter named undone by running sums down
+    the columns and along the rows (mod 256), apart from ui/js/decode.js's loops."""
+    raw = np.frombuffer(zlib.decompress(base64.b64decode(sent["deflated"])), np.uint8)
+    filtered = raw.reshape(sent["height"], sent["width"], 3).astype(np.int64)
+    assert sent["filter"] in ("none", "sub-up")
+    if sent["filter"] == "none":
+        return filtered.astype(np.uint8)
+    return (filtered.cumsum(axis=0).cumsum(axis=1) % 256).astype(np.uint8)
+
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples" / "cifar10").glob("*.jpg"))
+
+
+def test_a_picture_is_filtered_with_sub_then_up_as_the_page_undoes_it():
+    # the 2x2 picture tests/js/decode.test.mjs filters by hand: 244 - 5 = 239, (-27) mod 256 = 229
+    picture = np.array([[[10, 20, 30], [15, 20, 25]], [[12, 22, 32], [0, 0, 0]]], np.uint8)
+    expected = [10, 20, 30, 5, 0, 251, 2, 2, 2, 239, 234, 229]
+    assert page_maps.sub_up(picture).ravel().tolist() == expected
+    rng = np.random.default_rng(3)
+    for h, w in [(1, 1), (1, 9), (9, 1), (7, 5), (200, 130), (1, 20000)]:  # the last two past SMALL_PICTURE_PIXELS
+        pixels = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        sent = page_maps.deflated_rgb(pixels)
+        np.testing.assert_array_equal(inflated_rgb(sent), pixels)
+        assert (sent["width"], sent["height"]) == (w, h)
+
+
+def test_a_photo_is_sent_filtered_and_no_picture_deflates_larger_than_its_raw_bytes():
+    """Sub then Up is what makes a photo smaller (issue 58: a 224 photo 120,570 -> 92,632 bytes);
+    a small picture enlarged in whole blocks, the tiles' image of the bundled model, can deflate
+    smaller raw, and is then sent raw: no picture grows."""
+    for path in EXAMPLES:
+        small = np.asarray(Image.open(path).convert("RGB"))
+        photo = np.asarray(Image.fromarray(small).resize((224, 224), Image.Resampling.BICUBIC))
+        pictures = [small, photo, *(canvas.fit_to_grid(small, (8, 8), tile) for tile in (64, 96, 128))]
+        for pixels in pictures:
+            sent = page_maps.deflated_rgb(pixels)
+            deflated = len(base64.b64decode(sent["deflated"]))
+            assert deflated <= len(zlib.compress(pixels.tobytes(), page_maps.DEFLATE_LEVEL)), (path, pixels.shape)
+            np.testing.assert_array_equal(inflated_rgb(sent), pixels)
+        sent = page_maps.deflated_rgb(photo)
+        assert sent["filter"] == "sub-up"
+        assert len(base64.b64decode(sent["deflated"])) < 0.85 * len(zlib.compress(photo.tobytes(), 1)), path
+    noise = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    assert page_maps.deflated_rgb(canvas.fit_to_grid(noise, (8, 8), 64))["filter"] == "none"  # 4,126 B filtered
 
 
 def test_the_model_input_is_sent_as_its_own_pixels_with_no_image_codec(nano_explanation):

@@ -16,7 +16,7 @@ from PIL import Image
 from test_ui_browser import CHROMIUM, DRAWN_SCALE, PHONE, SCREEN, click_patch, open_page, pick_example
 
 import vit
-from explorer import canvas, live, views
+from explorer import canvas, live, page_maps, views
 from explorer.canvas import MapStyle
 from explorer.controls import Fusion, Showing
 from explorer.explain import explain
@@ -114,6 +114,37 @@ def test_the_page_draws_the_very_colours_of_the_exported_png(server, browser):
         wait_rows_arrived(page)
         page.wait_for_timeout(300)
         assert_same_at_every_cell(*drawn_and_exported(page))
+    page.close()
+
+
+# The pictures the page read from an analysis's reply: the model input, each scale's photo under the tiles.
+PICTURES = """() => { const d = window.attentionMaps.data, c = d.input.image.canvas;
+  const input = {width: c.width, height: c.height, filter: d.input.filter,
+                 pixels: Array.from(c.getContext("2d").getImageData(0, 0, c.width, c.height).data)};
+  const bases = Object.fromEntries(Object.entries(d.layouts).map(([scale, l]) => [scale,
+    {width: l.base.width, height: l.base.height, tile: l.tile, pixels: Array.from(l.base.pixels)}]));
+  return {input, bases}; }"""
+
+
+def rgba(picture: dict) -> np.ndarray:
+    return np.array(picture["pixels"], np.uint8).reshape(picture["height"], picture["width"], 4)
+
+
+def test_the_page_reads_the_servers_very_pixels_of_the_model_input_and_the_tiles_photo(server, browser):
+    """Issue 58: the pictures come filtered as PNG filters (Sub then Up) and deflated; the page
+    inflates them and undoes the filter, and holds the server's pixels exactly, each one."""
+    photo = Image.open(test_ui_browser.EXAMPLES / "dog.jpg").convert("RGB")
+    ex = explain(vit.create_model("vit_cifar_nano").eval(), list(CIFAR10_CLASSES), CIFAR10, photo)
+    page = open_page(browser, server)
+    pick_example(page, "dog")
+    got = page.evaluate(PICTURES)
+    assert got["input"]["filter"] == "sub-up"
+    np.testing.assert_array_equal(rgba(got["input"])[..., :3], ex.input.pixels)
+    assert (rgba(got["input"])[..., 3] == 255).all()
+    assert set(got["bases"]) == set(page_maps.SCALES)
+    for scale, base in got["bases"].items():
+        expected = canvas.fit_to_grid(ex.input.pixels, ex.grid, base["tile"])  # what the server's PNG lays maps over
+        np.testing.assert_array_equal(rgba(base)[..., :3], expected, err_msg=scale)
     page.close()
 
 

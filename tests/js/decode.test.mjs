@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { deflateSync } from "node:zlib";
 
 import {
-  LEVELS, bytesOf, decodeRows, floats, inflated, levelValues, merged, queryRows, rgba, rowShape,
+  LEVELS, bytesOf, decodeRows, floats, inflated, levelValues, merged, queryRows, rgba, rowShape, unfiltered,
 } from "../../ui/js/decode.js";
 
 const b64 = (bytes) => Buffer.from(bytes).toString("base64");
@@ -105,4 +105,40 @@ test("RGB bytes become opaque RGBA pixels", () => {
   const picture = rgba(Uint8Array.from([1, 2, 3, 4, 5, 6]), { width: 2, height: 1 });
   assert.deepEqual([...picture.pixels], [1, 2, 3, 255, 4, 5, 6, 255]);
   assert.equal(picture.width, 2);
+});
+
+// PNG's Sub then Up as explorer/page_maps.sub_up computes it, written apart from the page's undoing of it.
+function subUp(rgb, width) {
+  const row = 3 * width, at = (i, dy, dx) => {
+    const y = Math.floor(i / row) - dy, x = (i % row) - 3 * dx;
+    return y < 0 || x < 0 ? 0 : rgb[y * row + x];
+  };
+  return Uint8Array.from(rgb, (v, i) => v - at(i, 0, 1) - at(i, 1, 0) + at(i, 1, 1)); // wraps mod 256
+}
+
+// A 2x2 picture filtered by hand, the very bytes tests/test_explorer_page_maps.py checks the server writes.
+const PICTURE = [10, 20, 30, 15, 20, 25, 12, 22, 32, 0, 0, 0];
+const SUB_UP = [10, 20, 30, 5, 0, 251, 2, 2, 2, 239, 234, 229];
+
+test("a picture filtered with Sub then Up reads back as the server's bytes", () => {
+  assert.deepEqual([...subUp(PICTURE, 2)], SUB_UP);
+  assert.deepEqual([...unfiltered(Uint8Array.from(SUB_UP), { width: 2, filter: "sub-up" })], PICTURE);
+  const picture = rgba(Uint8Array.from(SUB_UP), { width: 2, height: 2, filter: "sub-up" });
+  assert.deepEqual([...picture.pixels.subarray(0, 8)], [10, 20, 30, 255, 15, 20, 25, 255]);
+});
+
+test("random pictures of every narrow shape survive Sub then Up and its undoing, the sent bytes untouched", () => {
+  for (const [width, height] of [[1, 1], [1, 9], [9, 1], [2, 2], [7, 5], [64, 3]]) {
+    const rgb = Uint8Array.from({ length: 3 * width * height }, () => Math.floor(Math.random() * 256));
+    const sent = subUp(rgb, width), copy = Uint8Array.from(sent);
+    assert.deepEqual(unfiltered(sent, { width, filter: "sub-up" }), rgb, `${width}x${height}`);
+    assert.deepEqual(sent, copy);
+  }
+});
+
+test("raw RGB is read as it came, and a filter the page does not know is refused, never misread", () => {
+  const raw = Uint8Array.from(PICTURE);
+  assert.equal(unfiltered(raw, { width: 2, filter: "none" }), raw);
+  assert.equal(unfiltered(raw, { width: 2 }), raw); // Live's frames: raw RGB, no filter named
+  assert.throws(() => unfiltered(raw, { width: 2, filter: "paeth" }), /filter "paeth"/);
 });

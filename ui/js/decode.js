@@ -90,11 +90,28 @@ export function levelValues(coarse, fine, top) {
   return Float32Array.from(coarse, (c, i) => ((c * 256 + fine[i] + 0.5) / LEVELS) * top);
 }
 
-// A picture's RGB bytes (explorer/page_maps.py, rgb and deflated_rgb) as RGBA pixels, opaque.
-export function rgba(from, { width, height }) {
+// A picture's RGB bytes as the server sent them (explorer/page_maps.py, rgb and deflated_rgb) as RGBA
+// pixels, opaque; `picture` names their size and the filter they were sent with (`unfiltered`).
+export function rgba(from, picture) {
+  const { width, height } = picture, rgb = unfiltered(from, picture);
   const pixels = new Uint8ClampedArray(width * height * 4);
-  for (let i = 0, o = 0; i < from.length; i += 3, o += 4) {
-    pixels[o] = from[i]; pixels[o + 1] = from[i + 1]; pixels[o + 2] = from[i + 2]; pixels[o + 3] = 255;
+  for (let i = 0, o = 0; i < rgb.length; i += 3, o += 4) {
+    pixels[o] = rgb[i]; pixels[o + 1] = rgb[i + 1]; pixels[o + 2] = rgb[i + 2]; pixels[o + 3] = 255;
   }
   return { width, height, pixels };
+}
+
+// A picture's RGB bytes with the server's filter undone (explorer/page_maps.sub_up): "sub-up" is PNG's Sub
+// then Up, each byte less the same channel's byte to its left, then less the result above it, mod 256. Both
+// are differences, along the rows and down the columns, so running sums undo them in either order; a
+// Uint8Array's sums wrap mod 256 as the server's did. "none" (or no filter: Live's raw RGB) is the bytes.
+export function unfiltered(bytes, { width, filter = "none" }) {
+  if (filter === "none") return bytes;
+  if (filter !== "sub-up") throw new Error(`A picture came with the filter "${filter}", which this page cannot undo.`);
+  const out = Uint8Array.from(bytes), row = 3 * width;
+  for (let i = row; i < out.length; i++) out[i] += out[i - row]; // Up undone: down each column
+  for (let start = 0; start < out.length; start += row) { // Sub undone: along each row, channel by channel
+    for (let i = start + 3; i < start + row; i++) out[i] += out[i - 3];
+  }
+  return out;
 }
