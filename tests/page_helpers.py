@@ -6,7 +6,7 @@ import base64
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,19 +33,36 @@ def drawn_heads(page) -> tuple[np.ndarray, dict]:
     return np.array(got["pixels"], np.uint8).reshape(got["height"], got["width"], 4)[..., :3], got
 
 
-def assert_same_at_every_cell(drawn: np.ndarray, png: np.ndarray, got: dict) -> None:
-    """The page's head maps = the server's PNG at the centre of every cell of every head, each
-    channel within 1/255 (issue 41), in the same layout."""
-    assert drawn.shape == png.shape
+def cell_centres(got: dict) -> Iterator[tuple[int, int, int, int, int]]:
+    """(head, row, column, y, x) of the centre of every cell of every head's tile, as the page laid them out
+    (heads in order; head, row and column 1-based)."""
     gh, gw = got["grid"]
     assert len(got["cells"]) == got["heads"]
-    for cell in got["cells"]:
+    for cell in sorted(got["cells"], key=lambda cell: cell["head"]):
         for r in range(gh):
             for c in range(gw):
                 y = int(cell["y"] + (r + 0.5) * cell["height"] / gh)
                 x = int(cell["x"] + (c + 0.5) * cell["width"] / gw)
-                difference = np.abs(drawn[y, x].astype(int) - png[y, x].astype(int)).max()
-                assert difference <= 1, (cell["head"], r + 1, c + 1, drawn[y, x], png[y, x])
+                yield cell["head"], r + 1, c + 1, y, x
+
+
+def assert_same_at_every_cell(drawn: np.ndarray, png: np.ndarray, got: dict) -> None:
+    """The page's head maps = the server's PNG at the centre of every cell of every head, each
+    channel within 1/255 (issue 41), in the same layout."""
+    assert drawn.shape == png.shape
+    for head, row, col, y, x in cell_centres(got):
+        difference = np.abs(drawn[y, x].astype(int) - png[y, x].astype(int)).max()
+        assert difference <= 1, (head, row, col, drawn[y, x], png[y, x])
+
+
+def assert_pages_same_at_every_cell(page, leader) -> None:
+    """`page`'s head maps show `leader`'s at every cell of every head, each channel within 1/255, whatever
+    each page's layout (a phone wraps the tiles the projector draws in one row): the same grid, heads and colours."""
+    (drawn, got), (theirs, their) = drawn_heads(page), drawn_heads(leader)
+    assert (got["grid"], got["heads"]) == (their["grid"], their["heads"])
+    for mine, led in zip(cell_centres(got), cell_centres(their), strict=True):
+        difference = np.abs(drawn[mine[3], mine[4]].astype(int) - theirs[led[3], led[4]].astype(int)).max()
+        assert difference <= 1, (mine[:3], drawn[mine[3], mine[4]], theirs[led[3], led[4]])
 
 
 def wait_rows_arrived(page) -> None:

@@ -8,7 +8,7 @@ import shutil
 import gradio
 import numpy as np
 import pytest
-from page_helpers import assert_same_at_every_cell, drawn_heads, shown_picture
+from page_helpers import assert_pages_same_at_every_cell, assert_same_at_every_cell, drawn_heads, shown_picture
 from picture_helpers import first_line_px, gradient_runs
 from PIL import Image
 from training_helpers import write_image_folder
@@ -1354,43 +1354,52 @@ def click_caption(page, head: int) -> None:
     page.mouse.click(*at)
 
 
-def follow_the_head_more_view_and_lesson(teacher, student, code: str) -> None:
-    """Issue 59's Follow, at layer 5 of the cat: the head the teacher points at (outlined, said, pixel for
-    pixel), the teacher's More view (the same picture's bytes) and a lesson at its step (the same lesson
-    opened, the teacher's picture of it), then back on Explore with the teacher."""
+def follow_the_head_more_view_and_lesson(teacher, students, code: str, and_lesson_3: bool = False) -> None:
+    """Issue 59's Follow, at layer 5 of the cat: the head the teacher points at (outlined, said, at every cell
+    on every student's page, pixel for pixel on a page laid out as the teacher's), the teacher's More view (the
+    same picture's bytes) and a lesson at its step (the same lesson opened, the teacher's picture of it; with
+    `and_lesson_3`, lesson 3's words and tables too), then back on Explore with the teacher."""
     from playwright.sync_api import expect
 
-    heads = student.locator("#heads img")
     click_caption(teacher, 2)  # the teacher points at head 2: outlined, its caption says so, on every page
-    expect(heads).to_have_attribute("alt", re.compile("layer 5 of 6, .*points at head 2, outlined"))
-    for page in (teacher, student):
-        lines = page.evaluate("() => window.attentionMaps.painted.lines")
+    led, _ = drawn_heads(teacher)
+    for student in students:
+        expect(student.locator("#heads img")).to_have_attribute(
+            "alt", re.compile("layer 5 of 6, .*points at head 2, outlined")
+        )
+        lines = student.evaluate("() => window.attentionMaps.painted.lines")
         assert "head 2, pointed at" in lines[1] and "head 1" in lines[0], lines
-    drawn, cells = drawn_heads(student)
-    assert_same_at_every_cell(drawn, drawn_heads(teacher)[0], cells)
-    assert (drawn == drawn_heads(teacher)[0]).all()  # the outline too, pixel for pixel
-    open_more_views(teacher, "Rollout")  # the teacher's More view: on the student's page, the same bytes
-    expect(student.locator(".class-more-view")).to_have_text("The teacher's More view: Rollout.")
-    expect(student.locator(".class-more img")).to_have_attribute(
-        "alt", teacher.locator("#rollout img").get_attribute("alt")
-    )
-    more = np.asarray(shown_picture(student.locator(".class-more img")).convert("RGB"))
-    assert (more == np.asarray(shown_picture(teacher.locator("#rollout img")).convert("RGB"))).all()
+        assert_pages_same_at_every_cell(student, teacher)
+        drawn, _ = drawn_heads(student)
+        assert drawn.shape != led.shape or (drawn == led).all()  # the outline too, pixel for pixel
+    assert "head 2, pointed at" in teacher.evaluate("() => window.attentionMaps.painted.lines")[1]
+    open_more_views(teacher, "Rollout")  # the teacher's More view: on the students' pages, the same bytes
+    rollout = np.asarray(shown_picture(teacher.locator("#rollout img")).convert("RGB"))
+    for student in students:
+        expect(student.locator(".class-more-view")).to_have_text("The teacher's More view: Rollout.")
+        expect(student.locator(".class-more img")).to_have_attribute(
+            "alt", teacher.locator("#rollout img").get_attribute("alt")
+        )
+        assert (np.asarray(shown_picture(student.locator(".class-more img")).convert("RGB")) == rollout).all()
     teacher.get_by_role("tab", name="Lessons").click()  # a lesson: every following page opens it
     expect(teacher.locator("#lesson-class-start")).to_be_hidden()  # one class a teacher, whichever tab
     expect(teacher.locator(".lesson-class-code")).to_contain_text(f"You lead class {code}")
-    lesson = student.get_by_role("tab", name="Supervised vs self-supervised")
-    expect(lesson).to_have_attribute("aria-selected", "true")
-    said = "The teacher's lesson: Supervised vs self-supervised."
-    expect(student.locator(".class-lesson-view")).to_have_text(said)
+    for student in students:
+        lesson = student.get_by_role("tab", name="Supervised vs self-supervised")
+        expect(lesson).to_have_attribute("aria-selected", "true")
+        said = "The teacher's lesson: Supervised vs self-supervised."
+        expect(student.locator(".class-lesson-view")).to_have_text(said)
     compare_with_the_bundled_model(teacher)  # its step: the teacher's button, the class's one computation
-    expect(student.locator(".class-lesson img")).to_be_visible()
-    shown = np.asarray(shown_picture(student.locator(".class-lesson img")).convert("RGB"))
-    assert (shown == np.asarray(shown_picture(teacher.locator("#lesson-compare img")).convert("RGB"))).all()
-    assert student.locator("#lesson-compare img").count() == 0  # the student's page ran no lesson
-    follow_lesson_3(teacher, student)
+    compared = np.asarray(shown_picture(teacher.locator("#lesson-compare img")).convert("RGB"))
+    for student in students:
+        expect(student.locator(".class-lesson img")).to_be_visible()
+        assert (np.asarray(shown_picture(student.locator(".class-lesson img")).convert("RGB")) == compared).all()
+        assert student.locator("#lesson-compare img").count() == 0  # the student's page ran no lesson
+    if and_lesson_3:  # one student is enough: its tables are the teacher's, row for row
+        follow_lesson_3(teacher, students[0])
     teacher.get_by_role("tab", name="Explore").click()  # back on Explore: so is every following page
-    expect(student.get_by_role("tab", name="Explore")).to_have_attribute("aria-selected", "true")
+    for student in students:
+        expect(student.get_by_role("tab", name="Explore")).to_have_attribute("aria-selected", "true")
 
 
 TABLE_ROWS = "t => [...t.rows].map((r) => [...r.cells].map((c) => c.textContent))"
@@ -1455,9 +1464,8 @@ def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(s
     teacher.get_by_label(f"range slider for {LAYER}").press("ArrowLeft")
     expect(heads).to_have_attribute("alt", re.compile("layer 5 of 6"))  # pushed: the student's page follows
     expect(teacher.locator("#heads img")).to_have_attribute("alt", re.compile("layer 5 of 6"))
-    drawn, cells = drawn_heads(student)
-    assert_same_at_every_cell(drawn, drawn_heads(teacher)[0], cells)
-    follow_the_head_more_view_and_lesson(teacher, student, code.text_content())
+    assert_pages_same_at_every_cell(student, teacher)
+    follow_the_head_more_view_and_lesson(teacher, [student], code.text_content(), and_lesson_3=True)
     click_patch(student, 2, 3)  # the student's own query: exploring on their own
     expect(student.locator("#class-follow")).to_be_visible()
     expect(student.locator(".class-banner")).to_contain_text("exploring on your own")
