@@ -1537,6 +1537,33 @@ def test_a_class_watches_the_teachers_training_run_on_its_train_tab(server, brow
     student.close()
 
 
+def test_a_phones_class_banner_never_takes_a_tap_meant_for_the_map_under_it(server, browser):
+    """Issue 59: on a 390 x 844 phone the student's banner, fixed over the page, covered the model input's
+    lower patches, and a tap there went to the banner (the whole-class test's phone never broke away). The
+    banner lets taps through to the page; its own button still takes them."""
+    from playwright.sync_api import expect
+
+    teacher = open_page(browser, server)
+    pick_example(teacher, "cat")
+    teacher.locator("#class-start").click()
+    code = teacher.locator("#class-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    phone = open_page(browser, f"{server}?class={code.text_content()}", PHONE)
+    expect(phone.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
+    expect(phone.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
+    phone.locator("#input-view img").evaluate("img => img.scrollIntoView({ block: 'end' })")  # its last row low
+    banner, picture = phone.locator(".class-student").bounding_box(), phone.locator("#input-view img").bounding_box()
+    y = picture["y"] + picture["height"] * 15 / 16  # the middle of row 8
+    assert banner["y"] < y < banner["y"] + banner["height"], (banner, picture)  # under the banner
+    phone.mouse.click(picture["x"] + picture["width"] * 7 / 16, y)  # row 8, column 4
+    expect(phone.locator("#class-follow")).to_be_visible()  # the tap reached the map: exploring on their own
+    expect(phone.locator("#heads img")).to_have_attribute("alt", re.compile(r"for the query patch \(8, 4\)"))
+    phone.locator("#class-follow").click()  # the banner's own button
+    expect(phone.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
+    teacher.close()
+    phone.close()
+
+
 def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_own(server, browser):
     """Issue 59: a student who analysed a dog of their own before the teacher showed an image, then
     follows the teacher's cat, sees the teacher's model, predictions (the server's sentences) and query

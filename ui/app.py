@@ -109,6 +109,10 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
   max-width: 360px; padding: 8px 12px; background: var(--background-fill-primary);
   border: 2px solid var(--color-accent); border-radius: 8px; }
 .class-panel .class-notice { top: auto; bottom: 64px; }
+/* Over the page, they never take its taps: a tap on a patch under the banner still picks that patch (on a phone it
+   covered the map, and the tap went to the banner); only the way back, shown while exploring alone, takes one. */
+.class-panel .class-student, .class-panel .class-notice { pointer-events: none; }
+.class-panel .class-student button { pointer-events: auto; }
 /* On a phone the banner spans the foot of the screen, at most a third of it, and leaves the maps in sight
    (at the top right it covered the head maps of a 390 x 844 phone); its notices come at the top. */
 @media (max-width: 600px) {

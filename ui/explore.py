@@ -148,9 +148,8 @@ CLASS_PANEL = """<div class="class-panel">
 <div class="class-student" hidden><span class="class-banner" role="status"></span>
 <button id="class-follow" type="button" hidden>Back to the teacher's view</button>
 <div class="class-lent" hidden><p class="class-model"></p><p class="class-predictions"></p>
-<details><summary>Where are my own controls?</summary><p>This page shows the teacher's image: the model, the
-predictions and the query are the teacher's; your own controls come back with an image of your own (an example or
-an upload) or when the class ends.</p></details></div></div>
+<p>Your own controls come back with an image of your own (an example or an upload) or when the class ends.</p>
+</div></div>
 <figure class="class-more" hidden><figcaption class="class-more-view"></figcaption><img alt=""></figure>
 <div class="class-teacher" hidden>
 <details open><summary>Join this class: its code and QR code</summary>
