@@ -20,7 +20,7 @@ from PIL import Image
 
 from vit.analysis import query_attention
 
-from . import canvas
+from . import canvas, render
 from .canvas import MapStyle
 from .compute import pass_seconds, to_model
 from .explain import model_input, top_classes
@@ -85,10 +85,15 @@ class GalleryView:
     captions: tuple[str, ...] = ()  # each tile's top prediction, as its picture writes it (the page's alt text)
 
 
-def what_is_shown(layer: int, head: int | None) -> str:
-    """The maps' title, layer and head counted from 1 (`layer`, `head` 0-based)."""
+def what_is_shown(layer: int, head: int | None, prefix: Sequence[str] = ("cls",)) -> str:
+    """The maps' title, layer and head counted from 1 (`layer`, `head` 0-based), with what the maps
+    leave out: the query's attention to the prefix tokens (`prefix`, the model's `prefix_names`)."""
     heads = "the mean of its heads" if head is None else f"head {head + 1}"
-    return f"Where the CLS token looks in layer {layer + 1}, {heads}"
+    who = "the CLS token" if "cls" in prefix else "the mean patch query"  # vit.analysis.query_attention's query
+    if not prefix:
+        return f"Where {who} looks in layer {layer + 1}, {heads}, over all the patches (no prefix token is left out)"
+    names = ", ".join(render.short_token_name(name) for name in prefix)
+    return f"Where {who} looks in layer {layer + 1}, {heads}, over the patches (its attention to {names} is left out)"
 
 
 def predicted(logits: np.ndarray, class_names: list[str]) -> str:
@@ -112,7 +117,7 @@ def gallery_view(
         tile = canvas.overlay(canvas.fit_to_grid(image, amap.shape, TILE_PX), amap, STYLE, top=high)
         tiles.append(Image.fromarray(canvas.tile_caption(tile, [caption], px)))
     bar = canvas.colour_bar(STYLE.cmap, 0.0, high, label, px)
-    return GalleryView(tiles, bar, what_is_shown(layer, head), captions)
+    return GalleryView(tiles, bar, what_is_shown(layer, head, loaded.model.config.prefix_names), captions)
 
 
 def handout(question: str, view: GalleryView, px: int = canvas.TEXT_PX) -> Image.Image:

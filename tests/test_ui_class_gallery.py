@@ -90,7 +90,10 @@ def test_a_whole_gallery_ask_send_approve_show_hide_spotlight_export_end(served)
     assert [t["id"] for t in tiles["tiles"]] == [first, second] and "name" not in tiles["tiles"][0]
     assert all(re.fullmatch(r".+ \(\d+ %\)", t["caption"]) for t in tiles["tiles"])  # its top prediction
     depth = server.catalog.get(BUNDLED).model.config.depth  # no image led yet: the last layer
-    assert tiles["title"] == f"Where the CLS token looks in layer {depth}, head 1"
+    assert (
+        tiles["title"]
+        == f"Where the CLS token looks in layer {depth}, head 1, over the patches (its attention to CLS is left out)"
+    )
     assert post(client, teacher | {"do": "hide", "id": second}, net).status_code == 200
     assert state(server, code, bob["token"])["gallery"]["drawn"] == 2  # every page asks for its tiles again
     assert [t["id"] for t in post(client, bob | {"do": "tiles"}, net).json()["tiles"]] == [first]
@@ -215,6 +218,16 @@ def test_one_batched_pass_gives_every_pictures_view_as_one_by_one(tiny_checkpoin
         ex = explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, kept)
         np.testing.assert_allclose(amap, ex.query_maps()[1].mean(axis=0), atol=1e-5)
     view = gallery.gallery_view(loaded, pixels, maps, logits, 1, None)
-    assert len(view.tiles) == 2 and view.title == "Where the CLS token looks in layer 2, the mean of its heads"
+    assert len(view.tiles) == 2 and view.title.startswith(
+        "Where the CLS token looks in layer 2, the mean of its heads, over the patches"
+    )
     picture = gallery.handout("Find the cat", view)
     assert picture.width >= 2 * gallery.TILE_PX
+
+
+def test_the_gallerys_title_says_which_query_it_shows_and_what_its_maps_leave_out():
+    """Every picture of values says what it leaves out: the query's attention to the prefix tokens."""
+    assert gallery.what_is_shown(0, None, ("cls", "reg1")).endswith("(its attention to CLS, reg1 is left out)")
+    no_cls = gallery.what_is_shown(2, 4, ("reg1",))
+    assert no_cls.startswith("Where the mean patch query looks in layer 3, head 5") and "reg1 is left out" in no_cls
+    assert gallery.what_is_shown(0, 0, ()).endswith("over all the patches (no prefix token is left out)")
