@@ -1440,6 +1440,19 @@ def follow_lesson_3(teacher, student) -> None:
     assert student.locator("#lesson-top5 dl").count() == 0  # the student's page ran no lesson
 
 
+def class_started(browser, server: str):
+    """A teacher's page (its own context: its own storage, its own key) on the cat that started a class: the
+    page, and its code's element once it shows the code (the page's modules loaded, the followers an image)."""
+    from playwright.sync_api import expect
+
+    teacher = open_page(browser, server)
+    pick_example(teacher, "cat")
+    teacher.locator("#class-start").click()
+    code = teacher.locator("#class-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    return teacher, code
+
+
 def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(server, browser):
     """Issue 59's first slice: a teacher starts a class; a student's page opened at its join address
     follows the teacher's image and layer, pushed as the teacher steps it, drawn from the teacher's one
@@ -1448,11 +1461,7 @@ def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(s
     the end of the class reaches the student's page."""
     from playwright.sync_api import expect
 
-    teacher = open_page(browser, server)  # each page its own context: its own storage, its own key
-    pick_example(teacher, "cat")
-    teacher.locator("#class-start").click()
-    code = teacher.locator("#class-code")
-    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    teacher, code = class_started(browser, server)
     expect(teacher.locator("#class-qr")).to_be_visible()
     # the app listens on 127.0.0.1 only (app.py's default): the teacher is told the room cannot reach it, and how
     expect(teacher.locator(".class-reach")).to_contain_text("start the app with python app.py --host 0.0.0.0")
@@ -1504,11 +1513,7 @@ def test_a_class_watches_the_teachers_training_run_on_its_train_tab(server, brow
     moves on; only the teacher's page offers to share it, and the student's Stop stops nothing of it."""
     from playwright.sync_api import expect
 
-    teacher = open_page(browser, server)
-    pick_example(teacher, "cat")  # the page's modules loaded, and the class's followers have an image
-    teacher.locator("#class-start").click()
-    code = teacher.locator("#class-code")
-    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    teacher, code = class_started(browser, server)
     student = open_page(browser, f"{server}?class={code.text_content()}")
     expect(teacher.locator(".class-panel")).to_contain_text("1 student in class")
     student.get_by_role("tab", name="Train").click()
@@ -1543,11 +1548,7 @@ def test_a_phones_class_banner_never_takes_a_tap_meant_for_the_map_under_it(serv
     banner lets taps through to the page; its own button still takes them."""
     from playwright.sync_api import expect
 
-    teacher = open_page(browser, server)
-    pick_example(teacher, "cat")
-    teacher.locator("#class-start").click()
-    code = teacher.locator("#class-code")
-    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    teacher, code = class_started(browser, server)
     phone = open_page(browser, f"{server}?class={code.text_content()}", PHONE)
     expect(phone.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
     expect(phone.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
@@ -1640,11 +1641,7 @@ def test_a_class_gallery_a_student_sends_the_teacher_approves_shows_spotlights_a
     pages move to that picture's analysis), exports the handout as a PNG download and hides the tile."""
     from playwright.sync_api import expect
 
-    teacher = open_page(browser, server)
-    pick_example(teacher, "cat")
-    teacher.locator("#class-start").click()
-    code = teacher.locator("#class-code")
-    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    teacher, code = class_started(browser, server)
     student = open_page(browser, f"{server}?class={code.text_content()}")
     expect(teacher.locator(".class-panel")).to_contain_text("1 student in class")
     gallery = teacher.locator("#class-gallery")

@@ -18,11 +18,11 @@ from test_ui_browser import (
     LAYER,
     PHONE,
     browser,
+    class_started,
     click_patch,
     follow_the_head_more_view_and_lesson,
     open_page,
     patient_expect,
-    pick_example,
 )
 
 from ui.class_route import qr_rows
@@ -122,11 +122,7 @@ def gallery(teacher, students, tmp_path) -> None:
 def test_a_whole_class_follows_the_teacher_from_start_to_end(present_server, browser, tmp_path):
     from playwright.sync_api import expect
 
-    teacher = open_page(browser, present_server)
-    pick_example(teacher, "cat")
-    teacher.locator("#class-start").click()
-    code = teacher.locator("#class-code")
-    expect(code).to_have_text(re.compile(r"^[A-Z0-9]{6}$"))
+    teacher, code = class_started(browser, present_server)
     by_link = open_page(browser, f"{present_server}?class={code.text_content()}")
     by_code = join_by_typing(browser, present_server, code.text_content())
     phone = open_page(browser, qr_address(teacher), PHONE)
