@@ -178,6 +178,12 @@ def train_in_the_page(page, tmp_path, epochs: int) -> None:
     """Start a tiny run (2 classes of 8 images, 16 px) from the Train tab; wait for its end."""
     from playwright.sync_api import expect
 
+    start_in_the_page(page, tmp_path, epochs)
+    expect(page.locator("#train-progress")).to_contain_text(f"finished {epochs} epoch", timeout=150_000)
+
+
+def start_in_the_page(page, tmp_path, epochs: int) -> None:
+    """Start a tiny run (2 classes of 8 images, 16 px) from the Train tab."""
     data = write_image_folder(tmp_path / "data", per_class=8, size=16, classes=("cat", "dog"), test_per_class=2)
     page.get_by_role("tab", name="Train").click()
     page.get_by_label("Local folder").check()
@@ -185,7 +191,6 @@ def train_in_the_page(page, tmp_path, epochs: int) -> None:
     page.get_by_label("Epochs", exact=True).fill(str(epochs))
     page.get_by_label("Batch size").fill("8")
     page.get_by_role("button", name="Start").click()
-    expect(page.locator("#train-progress")).to_contain_text(f"finished {epochs} epoch", timeout=150_000)
 
 
 def test_the_train_tab_shows_progress_until_the_run_ends(server, browser, tmp_path):
@@ -1440,12 +1445,13 @@ def follow_lesson_3(teacher, student) -> None:
     assert student.locator("#lesson-top5 dl").count() == 0  # the student's page ran no lesson
 
 
-def class_started(browser, server: str):
-    """A teacher's page (its own context: its own storage, its own key) on the cat that started a class: the
-    page, and its code's element once it shows the code (the page's modules loaded, the followers an image)."""
+def class_started(browser, server: str, teacher=None):
+    """A teacher's page (its own context: its own storage, its own key; `teacher`, one opened on the server
+    in a context the test keeps) on the cat that started a class: the page, and its code's element once it
+    shows the code (the page's modules loaded, the followers an image)."""
     from playwright.sync_api import expect
 
-    teacher = open_page(browser, server)
+    teacher = teacher or open_page(browser, server)
     pick_example(teacher, "cat")
     teacher.locator("#class-start").click()
     code = teacher.locator("#class-code")
@@ -1539,6 +1545,45 @@ def test_a_class_watches_the_teachers_training_run_on_its_train_tab(server, brow
     teacher.locator("#class-end").click()
     expect(panel).to_be_hidden()
     teacher.close()
+    student.close()
+
+
+def test_a_class_sees_the_teachers_run_go_on_without_the_teachers_page(server, browser, tmp_path):
+    """Train together without the teacher's page: its polls cut (a tab asleep, a projector's browser on
+    another tab), the student's Train tab still sees the run move on, pushed by the server's watcher of the
+    class's run; the page closed, the run is set aside (issue 60) and the student's tab says so; the teacher
+    back, the run goes on and the class sees it again."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport=SCREEN)  # the teacher's storage (key, run token) outlives the page
+    opened = context.new_page()
+    opened.set_default_timeout(60_000)
+    opened.goto(server)
+    teacher, code = class_started(browser, server, opened)
+    student = open_page(browser, f"{server}?class={code.text_content()}")
+    expect(teacher.locator(".class-panel")).to_contain_text("1 student in class")
+    student.get_by_role("tab", name="Train").click()
+    said = student.locator("#class-run .class-run-said")
+    start_in_the_page(teacher, tmp_path, epochs=200)
+    expect(said).to_contain_text("The teacher's run is training: epoch")
+    teacher.route("**/queue/join**", lambda route: route.abort())  # the teacher's page polls no more
+    teacher.wait_for_timeout(2000)  # a poll already sent has answered
+    expect(said).not_to_have_text(said.text_content())  # moved on, pushed by the server alone
+    expect(said).to_contain_text("The teacher's run is training: epoch")
+    teacher.close()  # the registry sets the run aside (its slot free), and the class is told
+    expect(said).to_contain_text("The teacher's run is waiting to go on: it goes on by itself.")
+    teacher = context.new_page()  # the teacher is back: the run goes on, and the class sees it
+    teacher.set_default_timeout(60_000)
+    teacher.goto(server)
+    expect(said).to_contain_text("The teacher's run is training: epoch")
+    teacher.get_by_role("tab", name="Train").click()
+    teacher.get_by_role("button", name="Stop (saves a checkpoint)").click()
+    teacher.get_by_role("button", name="Yes, stop my run").click()
+    expect(said).to_contain_text("The teacher stopped the run after")
+    teacher.get_by_role("tab", name="Explore").click()
+    teacher.locator("#class-end").click()
+    expect(said).to_be_hidden()
+    context.close()
     student.close()
 
 

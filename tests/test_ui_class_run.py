@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 
 import gradio as gr
 import pytest
@@ -61,14 +63,109 @@ def training(step: int, epoch: int = 0, losses: int = 3, probes: int = 1) -> Job
 
 @pytest.fixture
 def shared():
-    """(a class with a teacher and a student, its runs, the fake registry, the codes rung, key, token)."""
+    """(a class with a teacher and a student, its runs, the fake registry, the codes rung, key, token). Its
+    clock stands still: the teacher's page is never away, so the class's watcher never pushes in its place."""
     classes, runs = Classroom(), FakeRuns()
-    class_runs, rung = ClassRuns(classes, runs, 12), []
+    class_runs, rung = ClassRuns(classes, runs, 12, clock=lambda: 0.0), []
     class_runs.ring = rung.append
     code, key = classes.start(NET)
     token, _ = classes.join(code, NET)
     runs.snaps[TEACHERS_RUN] = training(2)
-    return class_runs, runs, rung, code, key, token
+    yield class_runs, runs, rung, code, key, token
+    class_runs.forget(code)  # its watcher stops
+
+
+def watchers() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "class run watcher"}
+
+
+def until(done, timeout: float = 5.0) -> bool:
+    """Whether `done()` came true within `timeout` seconds (the watcher's thread works meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+@pytest.fixture
+def away():
+    """A class whose run's watcher looks every 10 ms, on a clock the test moves: ahead of the teacher's
+    last poll by more than ui.class_run.AWAY_S, the teacher's page is away (closed, asleep, throttled)."""
+    classes, runs, now = Classroom(), FakeRuns(), [0.0]
+    class_runs, rung = ClassRuns(classes, runs, 12, every_s=0.01, clock=lambda: now[0]), []
+    class_runs.ring = rung.append
+    code, key = classes.start(NET)
+    token, _ = classes.join(code, NET)
+    runs.snaps[TEACHERS_RUN] = training(2)
+    yield class_runs, runs, rung, now, code, key, token
+    class_runs.forget(code)
+
+
+def test_the_class_sees_the_run_move_on_while_the_teachers_page_is_away(away, monkeypatch):
+    class_runs, runs, rung, now, code, key, token = away
+    classes, drawings, before = class_runs.classes, [], watchers()
+
+    def counted(snap, which, text_px):
+        drawings.append(which)
+        return drawn_png(snap, which, text_px)
+
+    drawn_png = ui.class_run.drawn_png
+    monkeypatch.setattr(ui.class_run, "drawn_png", counted)
+    class_runs.share(code, key, TEACHERS_RUN, NET)
+    assert len(watchers() - before) == 1 and rung == [code]  # one thread for the class whose run trains
+    runs.snaps[TEACHERS_RUN] = training(5, losses=6)  # the run moves on; the teacher's page polls it...
+    time.sleep(0.1)
+    assert classes.snapshot(code, token)["run"]["version"] == 1 and rung == [code]  # ...so the watcher stands aside
+    now[0] = 10.0  # the teacher's page has not polled for 10 s: the watcher pushes in its place
+    assert until(lambda: classes.snapshot(code, token)["run"]["version"] == 2)
+    run = classes.snapshot(code, token)["run"]
+    assert run["said"] == "The teacher's run is training: epoch 1 of 3, step 5 of 10." and rung == [code, code]
+    assert sorted(drawings) == ["curves", "probe"]  # drawn once for the class, before its pages ask
+    students = [classes.join(code, NET)[0] for _ in range(29)] + [token]
+    sent = {class_runs.picture({"code": code, "token": t, "picture": "curves"}, NET) for t in students}
+    assert len(sent) == 1 and sorted(drawings) == ["curves", "probe"]
+    time.sleep(0.1)  # the run unchanged: looked at ten times, pushed none
+    assert rung == [code, code] and classes.snapshot(code, token)["run"]["version"] == 2
+    # the teacher's page closes: the registry sets the run aside, and the class is told so
+    runs.snaps[TEACHERS_RUN] = JobSnapshot(paused=True, epochs=3, step=5, steps_per_epoch=10, message="set aside")
+    assert until(lambda: not (watchers() - before))  # the run no longer trains: its watcher ends
+    assert classes.snapshot(code, token)["run"]["state"] == "waiting" and rung == [code, code, code]
+    # the teacher is back: the page's poll sets the run going again, and a watcher watches it again
+    runs.snaps[TEACHERS_RUN] = training(6, losses=7)
+    class_runs.polled(TEACHERS_RUN, runs.snaps[TEACHERS_RUN], {})
+    assert len(watchers() - before) == 1 and classes.snapshot(code, token)["run"]["version"] == 4
+    now[0] = 20.0  # away again, and the run finishes meanwhile: pushed once, and its watcher ends
+    runs.snaps[TEACHERS_RUN] = JobSnapshot(epoch=3, epochs=3, checkpoint="m", message="done")
+    assert until(lambda: not (watchers() - before))
+    assert classes.snapshot(code, token)["run"]["state"] == "finished" and len(rung) == 5
+
+
+def test_the_watcher_stops_when_the_class_ends_or_watches_a_run_that_does_not_train(away):
+    class_runs, runs, rung, now, code, key, _ = away
+    before = watchers()
+    class_runs.share(code, key, TEACHERS_RUN, NET)
+    (watcher,) = watchers() - before
+    now[0] = 10.0
+    class_runs.classes.end(code, key, NET)
+    watcher.join(5.0)
+    assert not watcher.is_alive() and class_runs.watched == {} and class_runs.shown == {}
+    assert class_runs.watchers == {} and rung == [code]  # nothing pushed to a class that has ended
+    code, key = class_runs.classes.start(NET)  # a run that has finished: no watcher at all
+    runs.snaps["another run"] = JobSnapshot(epoch=3, epochs=3, checkpoint="m", message="done")
+    class_runs.share(code, key, "another run", NET)
+    assert watchers() == before and class_runs.watchers == {}
+
+
+def test_a_watchers_look_older_than_the_teachers_poll_is_not_pushed(away):
+    class_runs, runs, rung, now, code, key, token = away
+    class_runs.share(code, key, TEACHERS_RUN, NET)
+    now[0] = 5.0
+    class_runs.polled(TEACHERS_RUN, training(4, losses=5), {})
+    class_runs.update(code, training(3, losses=4), {}, read=4.0)  # read before that poll: older
+    run = class_runs.classes.snapshot(code, token)["run"]
+    assert run["version"] == 2 and run["done"] == 4 and rung == [code, code]
 
 
 def test_the_teachers_run_is_pushed_to_the_class_as_it_moves_on_and_only_then(shared):

@@ -246,6 +246,12 @@ class Classroom:
             klass.run = run
             return True
 
+    def is_open(self, code: str) -> bool:
+        """Whether class `code` is still on (not ended, nor expired): its run's watcher (ui/class_run.py) asks."""
+        with self.lock:
+            self._expire()
+            return code in self.classes
+
     # ---- the students ----
     def join(self, code: object, network: str | None, name: object = None, token: object = None) -> tuple[str, str]:
         """A student in class `code`: (their token, their name). A token the class gave before
