@@ -1459,6 +1459,18 @@ def class_started(browser, server: str, teacher=None):
     return teacher, code
 
 
+def send_a_picture(gallery, tmp_path) -> None:
+    """A student's gallery (`gallery`, its element) sends a picture file of the student's own (random pixels,
+    48 x 64), and the page says it is sent."""
+    from playwright.sync_api import expect
+
+    picture = tmp_path / "mine.png"
+    Image.fromarray(np.random.default_rng(3).integers(0, 256, (48, 64, 3), np.uint8)).save(picture)
+    gallery.locator(".cg-file").set_input_files(str(picture))
+    gallery.locator(".cg-send-file").click()
+    expect(gallery.locator(".cg-sent")).to_contain_text("Your picture is sent")
+
+
 def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(server, browser):
     """Issue 59's first slice: a teacher starts a class; a student's page opened at its join address
     follows the teacher's image and layer, pushed as the teacher steps it, drawn from the teacher's one
@@ -1694,11 +1706,7 @@ def test_a_class_gallery_a_student_sends_the_teacher_approves_shows_spotlights_a
     gallery.locator(".cg-ask").click()
     mine = student.locator("#class-gallery")
     expect(mine.locator(".cg-asked")).to_have_text("The teacher asks: Find <b>the</b> background")
-    picture = tmp_path / "mine.png"
-    Image.fromarray(np.random.default_rng(3).integers(0, 256, (48, 64, 3), np.uint8)).save(picture)
-    mine.locator(".cg-file").set_input_files(str(picture))
-    mine.locator(".cg-send-file").click()
-    expect(mine.locator(".cg-sent")).to_contain_text("Your picture is sent")
+    send_a_picture(mine, tmp_path)
     expect(gallery.locator(".cg-count")).to_have_text("1 of 1 student answered: 1 waiting for your approval.")
     expect(mine.locator(".cg-tiles figure")).to_have_count(0)  # nothing before the teacher approves and shows
     gallery.locator(".cg-waiting button", has_text="Approve").click()

@@ -11,7 +11,6 @@ picture) and exports the handout as a PNG; the end of the class reaches all thre
 import io
 import re
 
-import numpy as np
 from page_helpers import assert_pages_same_at_every_cell
 from PIL import Image
 from test_ui_browser import (
@@ -23,6 +22,7 @@ from test_ui_browser import (
     follow_the_head_more_view_and_lesson,
     open_page,
     patient_expect,
+    send_a_picture,
 )
 
 from ui.class_route import qr_rows
@@ -92,11 +92,7 @@ def gallery(teacher, students, tmp_path) -> None:
             "The teacher asks: Find a picture where the model looks at the background"
         )
     own, phone = students[0].locator("#class-gallery"), students[2].locator("#class-gallery")
-    picture = tmp_path / "mine.png"
-    Image.fromarray(np.random.default_rng(3).integers(0, 256, (48, 64, 3), np.uint8)).save(picture)
-    own.locator(".cg-file").set_input_files(str(picture))
-    own.locator(".cg-send-file").click()
-    expect(own.locator(".cg-sent")).to_contain_text("Your picture is sent")
+    send_a_picture(own, tmp_path)
     expect(asks.locator(".cg-count")).to_have_text("1 of 3 students answered: 1 waiting for your approval.")
     asks.locator(".cg-waiting button", has_text="Approve").click()  # the first student's
     expect(asks.locator(".cg-count")).to_have_text("1 of 3 students answered: 0 waiting for your approval.")
