@@ -1341,17 +1341,15 @@ def test_the_phone_gives_each_pca_control_a_line_with_its_words_whole(server, br
     phone.close()
 
 
+CAPTION_CENTRE = """(head) => { const m = window.attentionMaps, c = m.cells.find((cell) => cell.head === head);
+  const img = document.querySelector('#heads img'), r = img.getBoundingClientRect(), f = r.width / img.naturalWidth;
+  return [r.left + (c.x + c.width / 2) * f, r.top + (c.y + (c.height + c.tall) / 2) * f]; }"""
+
+
 def click_caption(page, head: int) -> None:
     """Click the caption under head `head`'s (1-based) tile of the head maps: points at that head."""
     page.locator("#heads img").scroll_into_view_if_needed()
-    at = page.evaluate(
-        """(head) => { const m = window.attentionMaps, c = m.cells.find((cell) => cell.head === head);
-          const img = document.querySelector('#heads img'), r = img.getBoundingClientRect();
-          const f = r.width / img.naturalWidth;
-          return [r.left + (c.x + c.width / 2) * f, r.top + (c.y + (c.height + c.tall) / 2) * f]; }""",
-        head,
-    )
-    page.mouse.click(*at)
+    page.mouse.click(*page.evaluate(CAPTION_CENTRE, head))
 
 
 def follow_the_head_more_view_and_lesson(teacher, students, code: str, and_lesson_3: bool = False) -> None:
@@ -1563,6 +1561,37 @@ def test_a_phones_class_banner_never_takes_a_tap_meant_for_the_map_under_it(serv
     expect(phone.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
     teacher.close()
     phone.close()
+
+
+def test_a_class_teacher_points_at_a_head_from_the_keyboard_and_the_student_sees_it(server, browser):
+    """Issue 59: a head is pointed at from the keyboard too. Each caption under a head's map has a button over
+    it ("Point at head 3", pressed or not): Tab goes from one to the next, Enter or Space presses it, the
+    focus stays on it as the maps are drawn again, and a following page outlines the same head; the buttons
+    sit on their captions, and a mouse click still reaches the picture under them."""
+    from playwright.sync_api import expect
+
+    teacher, code = class_started(browser, server)
+    student = open_page(browser, f"{server}?class={code.text_content()}")
+    expect(student.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
+    second = teacher.get_by_role("button", name="Point at head 2", exact=True)
+    second.focus()
+    teacher.keyboard.press("Tab")  # the next caption's button
+    third = teacher.get_by_role("button", name="Point at head 3", exact=True)
+    expect(third).to_be_focused()
+    box, (x, y) = third.bounding_box(), teacher.evaluate(CAPTION_CENTRE, 3)  # on head 3's caption
+    assert abs(box["x"] + box["width"] / 2 - x) < 2 and abs(box["y"] + box["height"] / 2 - y) < 2, (box, x, y)
+    assert teacher.evaluate("([x, y]) => document.elementFromPoint(x, y).tagName", [x, y]) == "IMG"
+    teacher.keyboard.press("Enter")
+    expect(third).to_have_attribute("aria-pressed", "true")
+    expect(third).to_be_focused()
+    expect(student.locator("#heads img")).to_have_attribute("alt", re.compile("points at head 3, outlined"))
+    expect(student.get_by_role("button", name="Point at head 3", exact=True)).to_have_attribute("aria-pressed", "true")
+    assert "head 3, pointed at" in teacher.evaluate("() => window.attentionMaps.painted.lines")[2]
+    teacher.keyboard.press("Space")  # pressed again: points at none
+    expect(third).to_have_attribute("aria-pressed", "false")
+    expect(student.locator("#heads img")).not_to_have_attribute("alt", re.compile("points at head"))
+    teacher.close()
+    student.close()
 
 
 def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_own(server, browser):

@@ -74,7 +74,12 @@ CSS = """
 #heads .page-frame img { cursor: default; }
 /* The head maps' box grows to a picture taller than 330 px (a model with registers, whose tiles
    have a caption line per prefix token), which it would otherwise shrink, words and all. */
-#heads .page-frame { height: auto; min-height: 330px; }
+#heads .page-frame { height: auto; min-height: 330px; position: relative; }
+/* The captions' buttons, for the keyboard (ui/js/pointing.js): seen only when one has the focus, and the mouse
+   passes through them to the picture, where a click on a caption points at its head the same way. */
+.head-points, .head-points button { position: absolute; pointer-events: none; }
+.head-points button { background: none; border: 0; padding: 0; margin: 0; min-width: 0; }
+.head-points button:focus-visible { outline: 3px solid var(--color-accent); outline-offset: 1px; }
 /* CLIP's maps (ui/pictures.word_maps) at their drawn size, as many a line as fit (on a phone, one
    a line): Gradio's gallery fits each into a square box with its alt text as a caption over the
    map's bottom, and Gradio 6 wraps each in a .gallery-item the row's whole width, in a box 450 px
