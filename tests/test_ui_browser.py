@@ -1390,8 +1390,8 @@ def follow_the_head_more_view_and_lesson(teacher, students, code: str, and_lesso
     compare_with_the_bundled_model(teacher)  # its step: the teacher's button, the class's one computation
     compared = np.asarray(shown_picture(teacher.locator("#lesson-compare img")).convert("RGB"))
     for student in students:
-        expect(student.locator(".class-lesson img")).to_be_visible()
-        assert (np.asarray(shown_picture(student.locator(".class-lesson img")).convert("RGB")) == compared).all()
+        expect(student.locator(".class-lesson > img")).to_be_visible()
+        assert (np.asarray(shown_picture(student.locator(".class-lesson > img")).convert("RGB")) == compared).all()
         assert student.locator("#lesson-compare img").count() == 0  # the student's page ran no lesson
     if and_lesson_3:  # one student is enough: its tables are the teacher's, row for row
         follow_lesson_3(teacher, students[0])
@@ -1590,6 +1590,44 @@ def test_a_class_teacher_points_at_a_head_from_the_keyboard_and_the_student_sees
     teacher.keyboard.press("Space")  # pressed again: points at none
     expect(third).to_have_attribute("aria-pressed", "false")
     expect(student.locator("#heads img")).not_to_have_attribute("alt", re.compile("points at head"))
+    teacher.close()
+    student.close()
+
+
+def test_a_class_follows_lesson_4_with_the_teachers_word_maps_read_once_and_runs_no_clip(clip_server, browser):
+    """Issue 59: lesson 4 ("One picture, many words", CLIP) on a following page: once the teacher presses its
+    button, the teacher's word maps, one picture a word, in the lesson's panel (each the very bytes of the
+    teacher's, with its alt text) and the words' fit as a table; the student's page runs no CLIP (its own
+    gallery stays empty). Fewer words: fewer maps, the others gone from the student's page."""
+    from playwright.sync_api import expect
+
+    teacher, code = class_started(browser, clip_server)
+    student = open_page(browser, f"{clip_server}?class={code.text_content()}")
+    expect(student.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
+    teacher.get_by_role("tab", name="Lessons").click()
+    teacher.get_by_role("tab", name=re.compile("many words")).click()
+    expect(student.get_by_role("tab", name=re.compile("many words"))).to_have_attribute("aria-selected", "true")
+    teacher.locator("#lesson-words-button").click()
+    maps, lent = (
+        teacher.locator("#lesson-word-maps img"),
+        student.locator(".class-lesson-maps figure:not([hidden]) img"),
+    )
+    expect(maps).to_have_count(5)
+    expect(lent).to_have_count(5)
+    for index in range(5):
+        expect(lent.nth(index)).to_have_attribute("alt", maps.nth(index).get_attribute("alt"))
+        theirs = np.asarray(shown_picture(maps.nth(index)).convert("RGB"))
+        assert (np.asarray(shown_picture(lent.nth(index)).convert("RGB")) == theirs).all(), index
+    assert "'a cat'" in lent.first.get_attribute("alt")
+    table = student.locator(".class-lesson-tables table")
+    expect(table.locator("caption")).to_have_text("How well each word fits (softmax over these words)")
+    expect(table.locator("tr")).to_have_count(5)
+    assert student.locator("#lesson-word-maps img").count() == 0  # the student's page ran no CLIP
+    teacher.locator("#lesson-words textarea").fill("a teapot, a rainbow")
+    teacher.locator("#lesson-words-button").click()
+    expect(maps).to_have_count(2)
+    expect(lent).to_have_count(2)
+    expect(lent.first).to_have_attribute("alt", re.compile("'a teapot'"))
     teacher.close()
     student.close()
 

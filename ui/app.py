@@ -153,6 +153,7 @@ body:not(.class-lead) #train-share { display: none; }
 .class-panel .class-more { margin: 8px 0; } .class-panel .class-more img { max-width: 100%; }
 .lesson-class .class-lesson[hidden], #lesson-class-start[hidden] { display: none; }
 .lesson-class .class-lesson img { max-width: 100%; } .lesson-class-code:empty { display: none; }
+.class-lesson-maps { display: flex; flex-wrap: wrap; gap: 8px; } .class-lesson-maps figure { margin: 0; }
 .class-lesson-said dt { font-weight: bold; } .class-lesson-tables td { padding: 2px 8px; }
 #lesson-class-start { padding: 4px 12px; border: 1px solid var(--border-color-primary); }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */
