@@ -1346,17 +1346,15 @@ def test_the_phone_gives_each_pca_control_a_line_with_its_words_whole(server, br
     phone.close()
 
 
+CAPTION_CENTRE = """(head) => { const m = window.attentionMaps, c = m.cells.find((cell) => cell.head === head);
+  const img = document.querySelector('#heads img'), r = img.getBoundingClientRect(), f = r.width / img.naturalWidth;
+  return [r.left + (c.x + c.width / 2) * f, r.top + (c.y + (c.height + c.tall) / 2) * f]; }"""
+
+
 def click_caption(page, head: int) -> None:
     """Click the caption under head `head`'s (1-based) tile of the head maps: points at that head."""
     page.locator("#heads img").scroll_into_view_if_needed()
-    at = page.evaluate(
-        """(head) => { const m = window.attentionMaps, c = m.cells.find((cell) => cell.head === head);
-          const img = document.querySelector('#heads img'), r = img.getBoundingClientRect();
-          const f = r.width / img.naturalWidth;
-          return [r.left + (c.x + c.width / 2) * f, r.top + (c.y + (c.height + c.tall) / 2) * f]; }""",
-        head,
-    )
-    page.mouse.click(*at)
+    page.mouse.click(*page.evaluate(CAPTION_CENTRE, head))
 
 
 def follow_the_head_more_view_and_lesson(teacher, students, code: str, and_lesson_3: bool = False) -> None:
@@ -1397,8 +1395,8 @@ def follow_the_head_more_view_and_lesson(teacher, students, code: str, and_lesso
     compare_with_the_bundled_model(teacher)  # its step: the teacher's button, the class's one computation
     compared = np.asarray(shown_picture(teacher.locator("#lesson-compare img")).convert("RGB"))
     for student in students:
-        expect(student.locator(".class-lesson img")).to_be_visible()
-        assert (np.asarray(shown_picture(student.locator(".class-lesson img")).convert("RGB")) == compared).all()
+        expect(student.locator(".class-lesson > img")).to_be_visible()
+        assert (np.asarray(shown_picture(student.locator(".class-lesson > img")).convert("RGB")) == compared).all()
         assert student.locator("#lesson-compare img").count() == 0  # the student's page ran no lesson
     if and_lesson_3:  # one student is enough: its tables are the teacher's, row for row
         follow_lesson_3(teacher, students[0])
@@ -1620,6 +1618,75 @@ def test_a_phones_class_banner_never_takes_a_tap_meant_for_the_map_under_it(serv
     expect(phone.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
     teacher.close()
     phone.close()
+
+
+def test_a_class_teacher_points_at_a_head_from_the_keyboard_and_the_student_sees_it(server, browser):
+    """Issue 59: a head is pointed at from the keyboard too. Each caption under a head's map has a button over
+    it ("Point at head 3", pressed or not): Tab goes from one to the next, Enter or Space presses it, the
+    focus stays on it as the maps are drawn again, and a following page outlines the same head; the buttons
+    sit on their captions, and a mouse click still reaches the picture under them."""
+    from playwright.sync_api import expect
+
+    teacher, code = class_started(browser, server)
+    student = open_page(browser, f"{server}?class={code.text_content()}")
+    expect(student.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
+    second = teacher.get_by_role("button", name="Point at head 2", exact=True)
+    second.focus()
+    teacher.keyboard.press("Tab")  # the next caption's button
+    third = teacher.get_by_role("button", name="Point at head 3", exact=True)
+    expect(third).to_be_focused()
+    box, (x, y) = third.bounding_box(), teacher.evaluate(CAPTION_CENTRE, 3)  # on head 3's caption
+    assert abs(box["x"] + box["width"] / 2 - x) < 2 and abs(box["y"] + box["height"] / 2 - y) < 2, (box, x, y)
+    assert teacher.evaluate("([x, y]) => document.elementFromPoint(x, y).tagName", [x, y]) == "IMG"
+    teacher.keyboard.press("Enter")
+    expect(third).to_have_attribute("aria-pressed", "true")
+    expect(third).to_be_focused()
+    expect(student.locator("#heads img")).to_have_attribute("alt", re.compile("points at head 3, outlined"))
+    expect(student.get_by_role("button", name="Point at head 3", exact=True)).to_have_attribute("aria-pressed", "true")
+    assert "head 3, pointed at" in teacher.evaluate("() => window.attentionMaps.painted.lines")[2]
+    teacher.keyboard.press("Space")  # pressed again: points at none
+    expect(third).to_have_attribute("aria-pressed", "false")
+    expect(student.locator("#heads img")).not_to_have_attribute("alt", re.compile("points at head"))
+    teacher.close()
+    student.close()
+
+
+def test_a_class_follows_lesson_4_with_the_teachers_word_maps_read_once_and_runs_no_clip(clip_server, browser):
+    """Issue 59: lesson 4 ("One picture, many words", CLIP) on a following page: once the teacher presses its
+    button, the teacher's word maps, one picture a word, in the lesson's panel (each the very bytes of the
+    teacher's, with its alt text) and the words' fit as a table; the student's page runs no CLIP (its own
+    gallery stays empty). Fewer words: fewer maps, the others gone from the student's page."""
+    from playwright.sync_api import expect
+
+    teacher, code = class_started(browser, clip_server)
+    student = open_page(browser, f"{clip_server}?class={code.text_content()}")
+    expect(student.locator(".class-banner")).to_contain_text("You follow the teacher's screen")
+    teacher.get_by_role("tab", name="Lessons").click()
+    teacher.get_by_role("tab", name=re.compile("many words")).click()
+    expect(student.get_by_role("tab", name=re.compile("many words"))).to_have_attribute("aria-selected", "true")
+    teacher.locator("#lesson-words-button").click()
+    maps, lent = (
+        teacher.locator("#lesson-word-maps img"),
+        student.locator(".class-lesson-maps figure:not([hidden]) img"),
+    )
+    expect(maps).to_have_count(5)
+    expect(lent).to_have_count(5)
+    for index in range(5):
+        expect(lent.nth(index)).to_have_attribute("alt", maps.nth(index).get_attribute("alt"))
+        theirs = np.asarray(shown_picture(maps.nth(index)).convert("RGB"))
+        assert (np.asarray(shown_picture(lent.nth(index)).convert("RGB")) == theirs).all(), index
+    assert "'a cat'" in lent.first.get_attribute("alt")
+    table = student.locator(".class-lesson-tables table")
+    expect(table.locator("caption")).to_have_text("How well each word fits (softmax over these words)")
+    expect(table.locator("tr")).to_have_count(5)
+    assert student.locator("#lesson-word-maps img").count() == 0  # the student's page ran no CLIP
+    teacher.locator("#lesson-words textarea").fill("a teapot, a rainbow")
+    teacher.locator("#lesson-words-button").click()
+    expect(maps).to_have_count(2)
+    expect(lent).to_have_count(2)
+    expect(lent.first).to_have_attribute("alt", re.compile("'a teapot'"))
+    teacher.close()
+    student.close()
 
 
 def test_a_class_student_sees_the_teachers_predictions_and_caption_never_their_own(server, browser):

@@ -213,6 +213,79 @@ def test_a_lessons_words_reach_every_follower_as_sent_and_a_view_too_large_is_re
     post(client, "command", {"code": code, "key": key, "command": "end"})
 
 
+def test_lesson_4s_word_maps_are_read_once_and_every_follower_gets_each_maps_bytes(served):
+    """Lesson 4's word maps (a gallery, one picture a word): each map the teacher's page names is read once
+    when the view names it, pushed as an id with the teacher's alt text, and a follower reads its bytes by
+    its index (`"map"`); a map the teacher no longer shows, an index of another kind, a file the server did
+    not draw or a student's lead are refused, and the class's end forgets them."""
+    import os
+
+    from ui.outputs import saved
+
+    _, handle, client = served
+    started = post(client, "start", {}).json()
+    code, key = started["code"], started["key"]
+    student = {"code": code, "token": post(client, "join", {"code": code}, STUDENT).json()["token"]}
+    paths = [saved(Image.new("RGB", (24, 30), (40 * i, 200, 30)), "view.webp") for i in range(3)]
+    maps = [{"alt": f"Relevance of each patch for the words 'a cat {i}'", "picture": f"/gradio_api/file={p}"}
+            for i, p in enumerate(paths)]  # fmt: skip
+    lesson = {"view": "One picture, many words", "alt": "", "picture": "", "said": [], "tables": [], "maps": maps}
+    led = {"code": code, "key": key, "view": {**view(handle), "lesson": lesson}}
+    assert post(client, "lead", led).status_code == 200
+    pushed = first_state(client, post(client, "ticket", student, STUDENT).json()["ticket"])["view"]["lesson"]["maps"]
+    assert [m["alt"] for m in pushed] == [m["alt"] for m in maps]
+    assert len({m["picture"] for m in pushed}) == 3 and not any("vit-explorer" in m["picture"] for m in pushed)
+    drawn = [open(path, "rb").read() for path in paths]
+    for path in paths:
+        os.remove(path)  # read once: the class has the bytes, and the same view leads again without a read
+    assert post(client, "lead", led).status_code == 200
+    for index, data in enumerate(drawn):
+        sent = post(client, "lesson", {**student, "map": index}, STUDENT)
+        assert sent.status_code == 200 and sent.headers["content-type"] == "image/webp" and sent.content == data
+    assert post(client, "lesson", {**student, "map": 3}, STUDENT).status_code == 404  # three maps shown
+    assert post(client, "lesson", student, STUDENT).status_code == 404  # the lesson's own picture: none
+    for index in (-1, 8, "1", True, None, 1.0):
+        refused = post(client, "lesson", {**student, "map": index}, STUDENT)
+        assert refused.status_code == 400 and refused.text == "The teacher's lesson has no such word map.", index
+    elsewhere = {**lesson, "maps": [{**maps[0], "picture": "/etc/passwd"}]}
+    refused = post(client, "lead", {**led, "view": {**view(handle), "lesson": elsewhere}})
+    assert refused.status_code == 400 and "not one this server drew" in refused.text
+    fewer = saved(Image.new("RGB", (24, 30), (0, 0, 250)), "view.webp")
+    one = {**lesson, "maps": [{**maps[0], "picture": f"/gradio_api/file={fewer}"}]}
+    forged = post(client, "lead", {**student, "view": {**view(handle), "lesson": one}}, STUDENT)
+    assert forged.status_code == 403
+    assert post(client, "lead", {**led, "view": {**view(handle), "lesson": one}}).status_code == 200
+    assert post(client, "lesson", {**student, "map": 0}, STUDENT).content == open(fewer, "rb").read()
+    assert post(client, "lesson", {**student, "map": 1}, STUDENT).status_code == 404  # no longer shown
+    post(client, "command", {"code": code, "key": key, "command": "end"})
+    assert post(client, "lesson", {**student, "map": 0}, STUDENT).status_code == 404
+
+
+def test_the_class_pictures_held_are_bounded_in_count_and_bytes_and_a_class_that_ends_frees_its_own(tmp_path):
+    """ClassPictures keeps at most its count and its bytes of pictures in all, the oldest dropped first, and
+    forgets a class's every picture (its More view, lesson and word maps) when it ends, no other class's."""
+    from ui.outputs import saved
+
+    pictures = class_route.ClassPictures(kept=4, most_bytes=3 * 1000)
+    noise = np.random.default_rng(0).integers(0, 256, (20, 20, 3), np.uint8)
+    path = f"/gradio_api/file={saved(Image.fromarray(noise), 'view.png')}"
+    size = len(open(path.removeprefix("/gradio_api/file="), "rb").read())
+    assert 1000 < size < 1500  # two fit the bytes, three do not
+    ids = {name: pictures.kept(name, path) for name in ("AAAAAA/more", "AAAAAA/map/0", "BBBBBB/map/0")}
+    with pytest.raises(class_route.ClassError):
+        pictures.read("AAAAAA/more", ids["AAAAAA/more"])  # the oldest, dropped for the bytes
+    assert (
+        pictures.read("AAAAAA/map/0", ids["AAAAAA/map/0"])[0] == pictures.read("BBBBBB/map/0", ids["BBBBBB/map/0"])[0]
+    )
+    assert pictures.bytes == 2 * size
+    pictures.forget("AAAAAA")
+    assert list(pictures.held) == ["BBBBBB/map/0"] and pictures.bytes == size
+    small = class_route.ClassPictures(kept=2)
+    for name in ("A/map/0", "A/map/1", "A/map/2"):
+        small.kept(name, path)
+    assert list(small.held) == ["A/map/1", "A/map/2"]  # the count, the oldest dropped
+
+
 def first_state(client, ticket: str) -> dict:
     """The first "state" event of the stream a ticket opens (the stream ends after `lasting_s`)."""
     reply = client.get(f"{EVENTS_ROUTE}?ticket={ticket}")

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from explorer.prompts import MAX_PROMPTS
 from ui.classroom import (
     ADJECTIVES,
     ALPHABET,
     ALT_CHARS,
     ANIMALS,
     CODE_CHARS,
+    LESSON_MAPS,
     NAME_CHARS,
     SAID_ITEMS,
     TABLE_CELLS,
@@ -268,6 +270,34 @@ def test_a_lessons_words_its_choices_and_results_as_text_are_the_views_and_bound
         checked_view({**VIEW, "more": lesson})  # a More view says no words of its own
 
 
+def test_lesson_4s_word_maps_are_the_views_each_a_picture_with_its_words_and_bounded():
+    """Lesson 4's word maps (a gallery, one picture a word): the teacher's page sends each map's alt text and
+    where it got it, which the view keeps as sent, as many as the lesson draws words (explorer.prompts.MAX_PROMPTS);
+    more, a map without its picture or with words too long, or of another shape, is refused in a sentence."""
+    assert LESSON_MAPS == MAX_PROMPTS
+    maps = [
+        {"alt": f"Relevance of each patch for the words 'a cat {i}'", "picture": f"/vit-explorer/{i}.webp"}
+        for i in range(3)
+    ]
+    said = [["Model (CLIP)", "ViT-B/16 CLIP"]]
+    lesson = {"view": "One picture, many words", "alt": "", "picture": "", "said": said, "tables": [], "maps": maps}
+    assert checked_view({**VIEW, "lesson": lesson})["lesson"] == lesson
+    assert checked_view({**VIEW, "lesson": {**lesson, "maps": maps * 2 + maps[:2]}})["lesson"]["maps"][7] == maps[1]
+    one = maps[0]
+    for bad in (
+        maps * 3,  # 9 maps
+        [{**one, "picture": ""}],
+        [{**one, "alt": "x" * (ALT_CHARS + 1)}],
+        [{**one, "picture": "p" * (TEXT_CHARS + 1)}],
+        [{**one, "caption": "<b>"}],
+        [{"picture": one["picture"]}],
+        [one["picture"]],
+        one,
+    ):
+        with pytest.raises(ClassError, match="word maps must be a few pictures"):
+            checked_view({**VIEW, "lesson": {**lesson, "maps": bad}})
+
+
 def test_freeze_and_eyes_on_me_are_pushed_as_new_versions():
     classes, _, _ = classroom()
     code, key = classes.start(TEACHER)
@@ -337,5 +367,5 @@ def test_the_pages_bounds_of_a_lessons_words_are_the_registrys():
     teacher's page never sends a view the registry refuses for a long note or table."""
     bounds = re.search(r"export const BOUNDS = \{([^}]*)\}", (ROOT / "ui/js/classresult.js").read_text())
     page = {name: int(value) for name, value in re.findall(r"(\w+): (\d+)", bounds[1])}
-    kept = {"said": SAID_ITEMS, "tables": TABLES, "rows": TABLE_ROWS, "cells": TABLE_CELLS}
+    kept = {"said": SAID_ITEMS, "tables": TABLES, "rows": TABLE_ROWS, "cells": TABLE_CELLS, "maps": LESSON_MAPS}
     assert page | kept | {"text": TEXT_CHARS, "words": ALT_CHARS} == page and page["bytes"] < MAX_EVENT_BYTES - 2000

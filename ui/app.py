@@ -74,7 +74,12 @@ CSS = """
 #heads .page-frame img { cursor: default; }
 /* The head maps' box grows to a picture taller than 330 px (a model with registers, whose tiles
    have a caption line per prefix token), which it would otherwise shrink, words and all. */
-#heads .page-frame { height: auto; min-height: 330px; }
+#heads .page-frame { height: auto; min-height: 330px; position: relative; }
+/* The captions' buttons, for the keyboard (ui/js/pointing.js): seen only when one has the focus, and the mouse
+   passes through them to the picture, where a click on a caption points at its head the same way. */
+.head-points, .head-points button { position: absolute; pointer-events: none; }
+.head-points button { background: none; border: 0; padding: 0; margin: 0; min-width: 0; }
+.head-points button:focus-visible { outline: 3px solid var(--color-accent); outline-offset: 1px; }
 /* CLIP's maps (ui/pictures.word_maps) at their drawn size, as many a line as fit (on a phone, one
    a line): Gradio's gallery fits each into a square box with its alt text as a caption over the
    map's bottom, and Gradio 6 wraps each in a .gallery-item the row's whole width, in a box 450 px
@@ -148,6 +153,7 @@ body:not(.class-lead) #train-share { display: none; }
 .class-panel .class-more { margin: 8px 0; } .class-panel .class-more img { max-width: 100%; }
 .lesson-class .class-lesson[hidden], #lesson-class-start[hidden] { display: none; }
 .lesson-class .class-lesson img { max-width: 100%; } .lesson-class-code:empty { display: none; }
+.class-lesson-maps { display: flex; flex-wrap: wrap; gap: 8px; } .class-lesson-maps figure { margin: 0; }
 .class-lesson-said dt { font-weight: bold; } .class-lesson-tables td { padding: 2px 8px; }
 #lesson-class-start { padding: 4px 12px; border: 1px solid var(--border-color-primary); }
 /* Toasts at the bottom of the screen, not over the forms at the top (the Train tab's folder field). */

@@ -18,7 +18,8 @@ teacher's analysis once per image, then its rows on the rows route by the follow
                                                          teacher shares (ui.class_run.ClassRuns.picture)
     more      {"code", "key" | "token"}               -> the teacher's More view's picture (its bytes, as
                                                          the teacher's page was sent them)
-    lesson    {"code", "key" | "token"}               -> the teacher's lesson's picture, the same way
+    lesson    {"code", "key" | "token", "map"?}       -> the teacher's lesson's picture, the same way; with "map": i,
+                                                         its i-th word map (lesson 4's, 0-based)
     GET EVENTS_ROUTE?ticket=...  -> text/event-stream: "state" events (ui.classroom.Classroom.snapshot),
                                     "run" events (its "run" alone, when only the teacher's run moved on),
                                     a comment every HEARTBEAT_S, an "end" event when the class ends
@@ -63,7 +64,7 @@ from explorer import page_maps
 from explorer.explain import Explanation
 
 from .class_gallery import GalleryAnswers
-from .classroom import ClassError, Classroom, checked_view, clean_code
+from .classroom import LESSON_MAPS, ClassError, Classroom, checked_view, clean_code
 from .common import Server, model_name
 from .limits import sender
 from .outputs import upload_folder
@@ -78,6 +79,9 @@ PRIVATE = {"Cache-Control": "no-store"}
 # lesson's: the only files a class reads, found by these parts alone (no path a page sends is opened as sent).
 _PICTURE = re.compile(r"/vit-explorer/([0-9a-f]{32})/([\w-]{1,80}\.(webp|png))$")
 MORE_BYTES = 8 * 2**20  # a More view's or lesson's picture a class keeps (the PCA of 7 images: ~1 MB)
+# The pictures of every class held at once: their count, and their bytes (the bound before lesson 4's word maps
+# came: 32 pictures of MORE_BYTES; a word map is ~0.1 MB).
+HELD_PICTURES, HELD_BYTES = 16 * (2 + LESSON_MAPS), 32 * MORE_BYTES
 SHOWN = ("more", "lesson")  # what of the teacher's view has a picture of its own (ui.classroom.checked_shown)
 MEDIA = {"webp": "image/webp", "png": "image/png"}
 ACTIONS = ("start", "join", "ticket", "lead", "command", "analysis", "gallery", "run", *SHOWN)
@@ -225,15 +229,16 @@ class ClassAnswers:
         return {"ticket": self.classes.ticket(asked.get("code"), asked.get("key"), asked.get("token"), network)}
 
     def pictured(self, asked: dict, network: str | None) -> dict:
-        """The teacher's view with its More view's and lesson's pictures read for the class (in a
-        thread: a file is read), each named by its id from then on; the teacher's alone (their key
-        checked first) may name a file to read."""
+        """The teacher's view with its More view's and lesson's pictures (and lesson 4's word maps) read for
+        the class (in a thread: a file is read), each named by its id from then on; the teacher's alone
+        (their key checked first) may name a file to read."""
         code, key, view = asked.get("code"), asked.get("key"), checked_view(asked.get("view"))
-        for kind in SHOWN:
-            if view[kind] is not None and view[kind]["picture"]:
-                self.classes.followed(code, key, None, network)
-                kept = self.pictures.kept(f"{clean_code(code)}/{kind}", view[kind]["picture"])
-                view[kind] = {**view[kind], "picture": kept}
+        named = [(kind, view[kind]) for kind in SHOWN if view[kind] is not None and view[kind]["picture"]]
+        named += [(f"map/{i}", shown) for i, shown in enumerate((view["lesson"] or {}).get("maps", []))]
+        if named:
+            self.classes.followed(code, key, None, network)
+        for name, shown in named:  # checked_view's dicts: the view's own, changed in place
+            shown["picture"] = self.pictures.kept(f"{clean_code(code)}/{name}", shown["picture"])
         return view
 
     def lead(self, asked: dict, network: str | None) -> dict:
@@ -246,15 +251,29 @@ class ClassAnswers:
     def more(self, asked: dict, network: str | None) -> tuple[bytes, str]:
         """The picture of the teacher's More view, as the teacher's page was sent it: read once for the
         class, the same bytes for every page (no follower runs the model for it)."""
-        return self._shown("more", asked, network)
+        return self._shown("more", asked, network, lambda view: view.get("more"))
 
     def lesson(self, asked: dict, network: str | None) -> tuple[bytes, str]:
-        """The picture of the teacher's lesson (its result: the lesson's button pressed), as `more`."""
-        return self._shown("lesson", asked, network)
+        """The picture of the teacher's lesson (its result: the lesson's button pressed), as `more`; with
+        "map": i, the lesson's i-th word map (lesson 4's gallery, one picture a word), the same way."""
+        if "map" not in asked:
+            return self._shown("lesson", asked, network, lambda view: view.get("lesson"))
+        index = asked["map"]
+        if not (isinstance(index, int) and not isinstance(index, bool) and 0 <= index < LESSON_MAPS):
+            raise ClassError("The teacher's lesson has no such word map.", 400)
 
-    def _shown(self, kind: str, asked: dict, network: str | None) -> tuple[bytes, str]:
+        def word_map(view: dict) -> dict | None:
+            maps = (view.get("lesson") or {}).get("maps") or []
+            return maps[index] if index < len(maps) else None
+
+        return self._shown(f"map/{index}", asked, network, word_map)
+
+    def _shown(
+        self, name: str, asked: dict, network: str | None, shown: Callable[[dict], dict | None]
+    ) -> tuple[bytes, str]:
+        """The bytes of the picture `shown` finds in the teacher's view, kept for the class as `name`."""
         view = self.classes.followed(asked.get("code"), asked.get("key"), asked.get("token"), network) or {}
-        return self.pictures.read(f"{clean_code(asked.get('code'))}/{kind}", (view.get(kind) or {}).get("picture"))
+        return self.pictures.read(f"{clean_code(asked.get('code'))}/{name}", (shown(view) or {}).get("picture"))
 
     def command(self, asked: dict, network: str | None) -> dict:
         code, key, command = asked.get("code"), asked.get("key"), asked.get("command")
@@ -322,14 +341,14 @@ class ClassAnswers:
 
 
 class ClassPictures:
-    """Each class's More view and lesson pictures ("CODE/more", "CODE/lesson"), as its teacher's page
-    shows them (the files the server wrote for that page, ui.outputs.saved): read once when the
-    teacher's view names one, then the same bytes for every follower. At most `kept` pictures (two a
-    class), each at most MORE_BYTES, the most recent kept."""
+    """Each class's More view and lesson pictures ("CODE/more", "CODE/lesson", and lesson 4's word maps,
+    "CODE/map/0"...), as its teacher's page shows them (the files the server wrote for that page,
+    ui.outputs.saved): read once when the teacher's view names one, then the same bytes for every
+    follower. Each at most MORE_BYTES; at most `kept` pictures and `most_bytes` in all, the most recent kept."""
 
-    def __init__(self, kept: int = 2 * KEPT_ANALYSES) -> None:
-        self.most = kept
-        self.held: OrderedDict[str, tuple[str, str, bytes, str]] = OrderedDict()  # code: (path, id, bytes, media)
+    def __init__(self, kept: int = HELD_PICTURES, most_bytes: int = HELD_BYTES) -> None:
+        self.most, self.most_bytes, self.bytes = kept, most_bytes, 0
+        self.held: OrderedDict[str, tuple[str, str, bytes, str]] = OrderedDict()  # name: (path, id, bytes, media)
         self.lock = threading.Lock()
 
     def kept(self, name: str, picture: str) -> str:
@@ -344,9 +363,11 @@ class ClassPictures:
         data = path.read_bytes()
         ident = hashlib.sha256(data).hexdigest()[:32]
         with self.lock:
+            self._drop(name)
             self.held[name] = picture, ident, data, MEDIA[found[3]]
-            while len(self.held) > self.most:
-                self.held.popitem(last=False)
+            self.bytes += len(data)
+            while len(self.held) > self.most or self.bytes > self.most_bytes:
+                self._drop(next(iter(self.held)))
         return ident
 
     def read(self, name: str, ident: object) -> tuple[bytes, str]:
@@ -358,8 +379,13 @@ class ClassPictures:
 
     def forget(self, code: str) -> None:
         with self.lock:
-            for kind in SHOWN:
-                self.held.pop(f"{code}/{kind}", None)
+            for name in [name for name in self.held if name.startswith(f"{code}/")]:
+                self._drop(name)
+
+    def _drop(self, name: str) -> None:
+        """Under the lock: `name`'s picture (if held) gone, and its bytes."""
+        if (kept := self.held.pop(name, None)) is not None:
+            self.bytes -= len(kept[2])
 
 
 TOP_CLASSES = 3  # as Explore's "Top predictions" box shows them (ui/explore.py)

@@ -58,6 +58,8 @@ ALT_CHARS = 600  # a More view's alt text, as the teacher's page sends it (cut t
 # What a lesson's page says in words (lessons 3 and 4 have no one picture: ui/js/classresult.js): its choices and
 # notes as [name, words], its results as tables of text. Bounded so a view stays within a request (8 KiB).
 SAID_ITEMS, TABLES, TABLE_ROWS, TABLE_CELLS = 8, 2, 12, 4
+# Lesson 4's word maps, one a word (explorer.prompts.MAX_PROMPTS at most): each {"alt", "picture"} as a More view's.
+LESSON_MAPS = 8
 
 
 @dataclass(frozen=True)
@@ -447,9 +449,10 @@ def checked_shown(shown: object) -> dict[str, str] | None:
 
 def checked_lesson(lesson: object) -> dict[str, Any] | None:
     """The lesson a teacher's page shows: `checked_shown`'s, with (where sent) "said", its pickers and notes as
-    [name, words] (at most SAID_ITEMS, words at most ALT_CHARS), and "tables", its results as text
-    ({"caption", "rows": rows of cells}, at most TABLES of TABLE_ROWS rows of TABLE_CELLS cells), or None."""
-    if not isinstance(lesson, dict) or not set(lesson) - {"said", "tables"} <= {"view", "alt", "picture"}:
+    [name, words] (at most SAID_ITEMS, words at most ALT_CHARS), "tables", its results as text
+    ({"caption", "rows": rows of cells}, at most TABLES of TABLE_ROWS rows of TABLE_CELLS cells), and "maps",
+    lesson 4's word maps ({"alt", "picture"} each, at most LESSON_MAPS), or None."""
+    if not isinstance(lesson, dict) or not set(lesson) - {"said", "tables", "maps"} <= {"view", "alt", "picture"}:
         return checked_shown(lesson)  # None, or its refusal
     said, tables = lesson.get("said", []), lesson.get("tables", [])
     pairs = _listed(said, SAID_ITEMS) and all(_listed(p, 2) and len(p) == 2 and _text(p[0]) for p in said)
@@ -457,11 +460,28 @@ def checked_lesson(lesson: object) -> dict[str, Any] | None:
         raise ClassError("What a teacher's lesson says must be a few names and their words.", 400)
     if not (_listed(tables, TABLES) and all(_table(t) for t in tables)):
         raise ClassError("A teacher's lesson's results must be a few short tables of words.", 400)
-    shown = checked_shown({k: v for k, v in lesson.items() if k not in ("said", "tables")}) or {}
+    maps = lesson.get("maps", [])
+    if not (_listed(maps, LESSON_MAPS) and all(_map(m) for m in maps)):
+        raise ClassError("A teacher's lesson's word maps must be a few pictures, each with its words.", 400)
+    shown = checked_shown({k: v for k, v in lesson.items() if k not in ("said", "tables", "maps")}) or {}
     words = {"said": [list(p) for p in said]} if "said" in lesson else {}
     if "tables" in lesson:
         words["tables"] = [{"caption": t["caption"], "rows": [list(row) for row in t["rows"]]} for t in tables]
+    if "maps" in lesson:
+        words["maps"] = [{"alt": m["alt"], "picture": m["picture"]} for m in maps]
     return shown | words
+
+
+def _map(shown: object) -> bool:
+    """A word map as the teacher's page names it: its alt text and where the page got it (never "")."""
+    if not (isinstance(shown, dict) and set(shown) == {"alt", "picture"}):
+        return False
+    return (
+        isinstance(shown["alt"], str)
+        and len(shown["alt"]) <= ALT_CHARS
+        and _text(shown["picture"])
+        and shown["picture"] != ""
+    )
 
 
 def _listed(value: object, most: int) -> bool:

@@ -30,6 +30,7 @@ from .common import EXAMPLES_DIR, SCALE_CHOICES, Server
 from .lessons import PICTURES as LESSON_PICTURES
 from .lessons import SAID as LESSON_SAID
 from .lessons import TABLE as LESSON_TABLE
+from .lessons import WORD_MAPS_ID as LESSON_MAPS
 from .pictures import page_picture, word_maps
 from .settings import for_visitors
 
@@ -111,6 +112,7 @@ def page_config() -> dict[str, Any]:
         "more_views": [{"tab": more.tab, "id": more.elem_id} for more in ev.MORE.values()],
         "lesson_pictures": list(LESSON_PICTURES),  # the lessons' pictures' ids (ui/js/classlessons.js)
         "lesson_words": {"said": LESSON_SAID, "table": LESSON_TABLE},  # their words' classes (ui/js/classresult.js)
+        "lesson_maps": LESSON_MAPS,  # lesson 4's word maps' gallery (ui/js/classmaps.js)
     }
 
 

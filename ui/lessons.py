@@ -31,6 +31,8 @@ FIRST_ROW, SECOND_ROW = "First row: a model with registers", "Second row: a mode
 # too (ui/js/classlessons.js; ui/class_route.py reads the teacher's once for the class).
 COMPARE_ID, NORMS_ID = "lesson-compare", "lesson-norms"
 PICTURES = (COMPARE_ID, NORMS_ID)
+# Lesson 4's word maps (a gallery, one picture a word), which a class's pages are shown each (ui/js/classmaps.js).
+WORD_MAPS_ID = "lesson-word-maps"
 # What a class's pages are told of a lesson in words (ui/js/classresult.js), by class: its pickers and notes
 # (name and words: every lesson's choices, the teacher's, never set on a student's components, whose change would
 # run the lesson there), and its results that are no picture, as tables of text (lesson 3's top-5 and ranking,
@@ -41,7 +43,8 @@ SAID, TABLE = "lesson-said", "lesson-table"
 CLASS_START = '<button id="lesson-class-start" type="button">Start a class</button>'
 CLASS_PANEL = """<div class="lesson-class">{start}<p class="lesson-class-code" role="status"></p>
 <figure class="class-lesson" hidden><figcaption class="class-lesson-view"></figcaption><img alt="">
-<dl class="class-lesson-said"></dl><div class="class-lesson-tables"></div></figure></div>"""
+<div class="class-lesson-maps"></div><dl class="class-lesson-said"></dl><div class="class-lesson-tables"></div>
+</figure></div>"""
 CLASS_JS = "window.pageMaps.then(() => window.classroom.lessons.attach(element));"
 
 
@@ -263,7 +266,7 @@ def _words(catalog: ModelCatalog, opening: lessons.OpeningModels) -> dict[str, A
             num_top_classes=MAX_PROMPTS, label="How well each word fits (softmax over these words)", elem_classes=TABLE
         )
         note = gr.Markdown(label="The template", elem_classes=SAID)
-    maps = pictures.word_maps("**Relevance of each word** (Chefer et al. 2021)", elem_id="lesson-word-maps")
+    maps = pictures.word_maps("**Relevance of each word** (Chefer et al. 2021)", elem_id=WORD_MAPS_ID)
     return {
         "words_model": model,
         "words_better": gr.Markdown(lessons.words_missing(opening), label="CLIP on this machine"),

@@ -42,3 +42,23 @@ test("a whole too long for a view loses its last rows first, then its last words
   assert.deepEqual(shown.tables[0].rows, rows.slice(0, kept));
   assert.deepEqual(shown.said, [["Model", "nano"]]);
 });
+
+test("lesson 4's word maps come with its words, at most 8, each alt text cut to the server's bound", () => {
+  const map = (i) => ({ alt: `Relevance of each patch for the words 'cat ${i}'`, picture: `/vit-explorer/${i}.webp` });
+  const maps = Array.from({ length: 10 }, (_, i) => map(i));
+  const shown = bounded([["Model (CLIP)", "ViT-B/16"]], [], maps);
+  assert.deepEqual(shown.maps, maps.slice(0, BOUNDS.maps));
+  const long = bounded([], [], [{ alt: "a".repeat(5000), picture: "/vit-explorer/0.webp" }]);
+  assert.equal(long.maps[0].alt.length, BOUNDS.words);
+  assert.equal("maps" in bounded([], []), false); // a lesson without maps sends none
+});
+
+test("a whole too long keeps the word maps longest: the fit's rows go, then the words, then the last maps", () => {
+  const maps = Array.from({ length: 8 }, (_, i) => ({ alt: "m".repeat(600), picture: `/vit-explorer/${i}.webp` }));
+  const rows = Array.from({ length: 8 }, () => ["a cat", "40%"]);
+  const shown = bounded([["Words", "w".repeat(600)]], [{ caption: "How well each word fits", rows }], maps);
+  assert.ok(JSON.stringify(shown).length <= BOUNDS.bytes);
+  assert.deepEqual([shown.tables, shown.said], [[], []]);
+  assert.ok(shown.maps.length >= 7 && shown.maps.length < 8, shown.maps.length);
+  assert.deepEqual(shown.maps, maps.slice(0, shown.maps.length));
+});

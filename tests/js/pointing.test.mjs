@@ -1,8 +1,9 @@
-// ui/js/pointing.js: which head's caption a click on the head maps' picture is on.
+// ui/js/pointing.js: which head's caption a click on the head maps' picture is on, where each caption's button
+// goes for the keyboard, and what a press does.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { captionAt } from "../../ui/js/pointing.js";
+import { captionAt, captionPlaces, point } from "../../ui/js/pointing.js";
 
 // two heads side by side: maps 40 px square at y 10, captions 16 px under them
 const cells = [
@@ -20,4 +21,24 @@ test("a click on a map, between tiles or past the captions names none", () => {
   assert.equal(captionAt(cells, 42, 55), null); // the gap between the tiles
   assert.equal(captionAt(cells, 5, 66), null); // under the caption
   assert.equal(captionAt([], 5, 50), null);
+});
+
+test("each caption's button covers its caption, in percent of the drawing", () => {
+  assert.deepEqual(captionPlaces(cells, 100, 80), [
+    { head: 1, left: "0%", top: "62.5%", width: "40%", height: "20%" },
+    { head: 2, left: "44%", top: "62.5%", width: "40%", height: "20%" },
+  ]);
+  assert.deepEqual(captionPlaces([], 100, 80), []);
+});
+
+test("a press points at its head, a second press at none, and the maps are drawn each time", () => {
+  let drawn = 0;
+  const maps = { pointed: null, draw: () => { drawn += 1; } };
+  point(maps, 2);
+  assert.equal(maps.pointed, 2);
+  point(maps, 1); // another head: pointed at in its place
+  assert.equal(maps.pointed, 1);
+  point(maps, 1);
+  assert.equal(maps.pointed, null);
+  assert.equal(drawn, 3);
 });

@@ -33,10 +33,11 @@ export function watchPage(changed) {
     attributeFilter: ["src", "aria-selected", "class", "style", "hidden"] });
 }
 
-// A student's page: a picture of the teacher's (its words as text) in the part `find()` gives, read by `action`.
+// A student's page: a picture of the teacher's (its words as text, in the part's figcaption where it has one) in the
+// part `find()` gives, read by `action` (its request's credentials and `asked`: which of the lesson's word maps).
 export class LentPicture {
-  constructor(classroom, action, find, said) {
-    this.classroom = classroom; this.action = action; this.find = find; this.said = said;
+  constructor(classroom, action, find, said, asked = {}) {
+    this.classroom = classroom; this.action = action; this.find = find; this.said = said; this.asked = asked;
     this.shown = null; this.url = null;
   }
 
@@ -45,11 +46,12 @@ export class LentPicture {
     if (!part || key === this.shown) return;
     this.shown = key;
     if (!shown || !room.member || room.member.key) { part.hidden = true; this.free(); return; }
-    part.querySelector("figcaption").textContent = this.said.replace("{view}", shown.view);
-    const img = part.querySelector("img");
+    const caption = part.querySelector("figcaption"), img = part.querySelector("img");
+    if (caption) caption.textContent = this.said.replace("{view}", shown.view);
     if (!shown.picture) { img.hidden = true; part.hidden = false; return; }
     let blob;
-    try { blob = await room.post(this.action, room.credentials(), (reply) => reply.blob()); } catch (error) {
+    const asked = { ...room.credentials(), ...this.asked };
+    try { blob = await room.post(this.action, asked, (reply) => reply.blob()); } catch (error) {
       this.shown = null; room.notice(error.message); return;
     }
     if (this.shown !== key) return; // the teacher showed another meanwhile

@@ -5,15 +5,17 @@
 // student's own components set: a lesson's picker or box changed on a student's page would run its lesson there (a
 // model loaded, a pass), and the words say plainly whose choices they are.
 
-// ui.classroom's bounds: SAID_ITEMS, TABLES, TABLE_ROWS, TABLE_CELLS, TEXT_CHARS, ALT_CHARS; and the words' JSON
-// at most `bytes` (UTF-16 units: a view is a request of at most 8 KiB, ui.limits.MAX_EVENT_BYTES, with its style).
-export const BOUNDS = { said: 8, tables: 2, rows: 12, cells: 4, text: 200, words: 600, bytes: 5000 };
+// ui.classroom's bounds: SAID_ITEMS, TABLES, TABLE_ROWS, TABLE_CELLS, TEXT_CHARS, ALT_CHARS, LESSON_MAPS; and the
+// words' JSON, with lesson 4's maps' (their alt texts and addresses), at most `bytes` (UTF-16 units: a view is a
+// request of at most 8 KiB, ui.limits.MAX_EVENT_BYTES, with its style).
+export const BOUNDS = { said: 8, tables: 2, rows: 12, cells: 4, text: 200, words: 600, maps: 8, bytes: 5000 };
 
 const cut = (text, most) => String(text).replace(/\s+/g, " ").trim().slice(0, most);
 
-// `said` ([name, words] pairs) and `tables` ({caption, rows}) cut to the bounds the server keeps; a pair without
-// words and a table without rows left out (a lesson whose button was not pressed yet says its choices alone).
-export function bounded(said, tables) {
+// `said` ([name, words] pairs), `tables` ({caption, rows}) and `maps` ({alt, picture}: lesson 4's word maps,
+// classlessons.js) cut to the bounds the server keeps; a pair without words and a table without rows left out (a
+// lesson whose button was not pressed yet says its choices alone).
+export function bounded(said, tables, maps = []) {
   const b = BOUNDS, shown = {
     said: said.filter(([, words]) => cut(words, b.words)).slice(0, b.said)
       .map(([name, words]) => [cut(name, b.text), cut(words, b.words)]),
@@ -21,12 +23,17 @@ export function bounded(said, tables) {
       caption: cut(t.caption, b.text),
       rows: t.rows.slice(0, b.rows).map((row) => row.slice(0, b.cells).map((cell) => cut(cell, b.text))),
     })),
+    maps: maps.slice(0, b.maps).map(({ alt, picture }) => ({ alt: alt.slice(0, b.words), picture })),
   };
-  // Too long a whole (the rare lesson of long words): the last rows, then the last words, are the ones left out.
+  // Too long a whole (the rare lesson of long words): the last rows (lesson 4's fit is in its maps' alt texts
+  // too), then the last words, then the last maps are the ones left out.
   while (JSON.stringify(shown).length > b.bytes) {
     const table = shown.tables.at(-1);
-    if (table) { table.rows.pop(); if (!table.rows.length) shown.tables.pop(); } else shown.said.pop();
+    if (table) { table.rows.pop(); if (!table.rows.length) shown.tables.pop(); } else if (shown.said.length) {
+      shown.said.pop();
+    } else shown.maps.pop();
   }
+  if (!shown.maps.length) delete shown.maps; // a lesson without word maps sends none
   return shown;
 }
 
@@ -66,15 +73,15 @@ function rowsOf(element) {
   return rows.length > 1 ? rows : []; // its header alone: no result yet
 }
 
-// What the lesson open in `within` says in words, {said, tables}: the components of classes `words.said` and
-// `words.table` (ui/explore.py's config `lesson_words`) shown there.
-export function lessonWords(within, words) {
+// What the lesson open in `within` says in words, {said, tables, maps}: the components of classes `words.said` and
+// `words.table` (ui/explore.py's config `lesson_words`) shown there, and its word `maps` (classlessons.js).
+export function lessonWords(within, words, maps) {
   // Gradio names a component's block and, for some, its inner part by its classes: the outer one counts.
   const shown = (name) => [...within.querySelectorAll(`.${name}`)]
     .filter((element) => element.offsetParent !== null && !element.parentElement.closest(`.${name}`));
   const said = shown(words.said).map((element) => [nameOf(element), wordsOf(element)]);
   const tables = shown(words.table).map((element) => ({ caption: nameOf(element), rows: rowsOf(element) }));
-  return bounded(said, tables);
+  return bounded(said, tables, maps);
 }
 
 // A student's page: the teacher's lesson's words in `figure` (ui/lessons.py's CLASS_PANEL), written as text.
