@@ -206,10 +206,18 @@ class Room:
     analyses on `model_key`, its view as it sends it), the students' pages, read concurrently on
     this event loop."""
 
-    def __init__(self, server: Server, http: httpx.AsyncClient, folder: Path, model_key: str = "bundled") -> None:
+    def __init__(
+        self,
+        server: Server,
+        http: httpx.AsyncClient,
+        folder: Path,
+        model_key: str = "bundled",
+        teacher_headers: dict[str, str] | None = None,
+    ) -> None:
         self.server, self.http, self.folder = server, http, folder
         self.code, self.key = "", ""
-        self.teacher = gradio_client(server.url, headers=SCHOOL)
+        # `teacher_headers`: what else the teacher's browser sends (bench.space: a logged-in teacher's X-IP-Token)
+        self.teacher = gradio_client(server.url, headers=SCHOOL | (teacher_headers or {}))
         self.view: dict[str, Any] = {"handle": None, "model": model_key, "layer": 1, "query": None, "style": STYLE}
         self.shape: dict[str, Any] = {}  # the teacher's analysis's grid, depth, band (explorer.page_maps)
         self.followers: list[Follower] = []

@@ -11,14 +11,20 @@
 4. `python app.py` started as a Space starts it: SPACE_ID set, HF_ENDPOINT at the stand-in, no
    HF_HUB_OFFLINE;
 5. through gradio_client: the models every tab opens on, Explore on its default model and on
-   DINO ViT-S/16, and every lesson with the models it opens on.
+   DINO ViT-S/16, and every lesson with the models it opens on;
+6. a class (issue 59, `class_steps`), led over HTTP as the pages lead one: the teacher's new
+   image one model call (on a CPU Space the app's log says each: COUNT_CALLS), the students'
+   pages none, the gallery's pictures one batched call, a spotlight the picture's one, and
+   Train together (a tiny run on the operator's folder, VIT_EXPLORER_DATA_FOLDER) none for
+   the students who read its state and pictures.
 
 With `--zerogpu` the Space is a ZeroGPU one: the app also gets the platform's environment
 (SPACES_ZERO_GPU, the device API: the stand-in of tests/zerogpu_standin.py), so the real
 `spaces` package patches torch, reports at start and asks for a GPU per call. This machine has
-no GPU: every GPU worker fails (no CUDA driver) and the visitor must get the CPU's answer; then
-a class costs one GPU call per teacher's new image and per gallery shown, none for its students'
-pages, and a visitor out of GPU time gets the CPU for a small model and plain words for a ViT-L/14.
+no GPU: every GPU worker fails (no CUDA driver) and the visitor must get the CPU's answer; the
+class's calls are the GPU calls the platform is asked for, each named by whose quota pays it
+(the teacher is logged in: an X-IP-Token); a visitor out of GPU time gets the CPU for a small
+model and plain words for a ViT-L/14.
 
 One line per step, then a verdict; the exit code is 1 if any step failed. It takes minutes
 (the venv, two ViT-L/14 of 1.2 GB): not part of the test suite.
@@ -56,6 +62,7 @@ from explorer.prompts import DEFAULT_PROMPTS
 from training.registry import VISITOR_GONE_S
 from ui import settings
 from ui.settings import SPACE_MODEL, preloaded_weights, space_weights
+from ui.zerogpu import CALL_LINE, COUNT_CALLS
 from vit.clip import OPEN_CLIP_WEIGHTS
 from vit.pretrained import PRETRAINED
 
@@ -319,15 +326,17 @@ def more_views(client: Any, zerogpu: bool) -> str:
 
 
 def explore_words(client: Any, key: str, zerogpu: bool) -> str:
-    """Explore with CLIP B/16 and the teacher's words: a probability and a map per word (on
-    ZeroGPU here CLIP's worker fails and CLIP, 86 M parameters, is too large for the CPU)."""
+    """Explore with CLIP B/16 and the teacher's words: a map per word, the top three's probabilities
+    (Explore's label shows three) (on ZeroGPU here CLIP's worker fails and CLIP, 86 M parameters,
+    is too large for the CPU)."""
     if zerogpu:
         return refused_in_plain_words(partial(explore, client, key), GPU_FAILED)
     said = explore(client, key)
-    label, _, maps = client.predict(DEFAULT_PROMPTS, api_name="/zero_shot")
-    if len(maps) != len(label.get("confidences", [])):
-        raise StepFailed(f"{len(maps)} maps for {len(label.get('confidences', []))} words")
-    return f"{said}; {len(maps)} words, a map each"
+    label, maps, _ = client.predict(DEFAULT_PROMPTS, api_name="/zero_shot")  # (probabilities, maps, note)
+    words, scored = len(DEFAULT_PROMPTS.split(",")), len(label.get("confidences", []))
+    if len(maps) != words or scored != min(words, 3):
+        raise StepFailed(f"{len(maps)} maps and {scored} probabilities for {words} words")
+    return f"{said}; {words} words, a map each"
 
 
 def tiny_folder(folder: Path) -> Path:
@@ -673,7 +682,8 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
         if zerogpu:
             gpu = steps.run("ZeroGPU device API stand-in on 127.0.0.1", stack.enter_context, zerogpu_serving())
             env, started = env | zerogpu_env(gpu.url, work), f"{started}, SPACES_ZERO_GPU"
-            env["VIT_EXPLORER_DATA_FOLDER"] = str(tiny_folder(work / "train-data"))  # the operator's
+        env["VIT_EXPLORER_DATA_FOLDER"] = str(tiny_folder(work / "train-data"))  # the operator's
+        env[COUNT_CALLS] = "1"  # the log says each model call: a CPU Space's class steps count them
         steps.run("the Space's build: preload_from_hub (python -m vit.download)", preload, python, app, env)
         preloaded = len(weight_downloads(hub))
         proc = steps.run(f"python app.py as a Space starts it ({started})", start_app, python, app, env, log)
@@ -692,6 +702,8 @@ def rehearse(steps: Steps, work: Path, weights: Path, reuse_venv: str | None, ze
         steps.run(
             f"a model not preloaded ({NOT_PRELOADED})", downloads_once, client, hub, pretrained_key(NOT_PRELOADED)
         )
+        calls = ForwardPasses(log) if gpu is None else GpuCalls(gpu)
+        class_steps(steps, url, work, calls, gpu is not None)
         workers_failed = 0 if gpu is None else without_a_gpu(steps, client, image, values, gpu, work)
         steps.run("the app's log", no_traceback, log, workers_failed)
 
@@ -723,29 +735,94 @@ def visit_every_tab(steps: Steps, client: Any, image: Any, values: dict[str, Any
 STUDENTS = 3  # a class's pages on the Space: enough to tell "once for the class" from "once a page"
 
 
-def gpu_calls_since(gpu: Any, before: int, wanted: int, what: str) -> int:
-    """The GPU calls (/schedule) the platform was asked for since its `before`-th request, which
-    must be `wanted` for `what`."""
-    asked = sum(path == "/schedule" for path, _ in gpu.requests[before:])
-    if asked != wanted:
-        raise StepFailed(f"{what} made {asked} GPU calls, not {wanted}")
-    return asked
+class ModelCalls:
+    """What the class steps count, from a mark on: `since(mark)` names each call (whose quota it is
+    charged to, or its task). `unit`: what one is called, and its plural."""
+
+    unit: tuple[str, str]
+
+    def mark(self) -> int:
+        raise NotImplementedError
+
+    def since(self, mark: int) -> list[str]:
+        raise NotImplementedError
+
+
+class GpuCalls(ModelCalls):
+    """On ZeroGPU: the GPU calls (/schedule) the platform's stand-in was asked for, each named by
+    whose quota it is charged to (its X-IP-Token's user, or the Space's own IP-based quota)."""
+
+    unit = ("GPU call", "GPU calls")
+
+    def __init__(self, gpu: Any) -> None:
+        self.gpu = gpu
+
+    def mark(self) -> int:
+        return len(self.gpu.requests)
+
+    def since(self, mark: int) -> list[str]:
+        from zerogpu_standin import charged_visitor  # on sys.path with the stand-in (zerogpu_serving)
+
+        charged = [charged_visitor(p.get("token")) for path, p in self.gpu.requests[mark:] if path == "/schedule"]
+        return [f"{who}'s quota" if who else "the Space's quota" for who in charged]
+
+
+class ForwardPasses(ModelCalls):
+    """On a CPU Space: the model calls the app's log says (`ui.zerogpu.CALL_LINE`, with COUNT_CALLS
+    set), each a task of one forward pass (a batched one for the gallery), named by its task."""
+
+    unit = ("forward pass", "forward passes")
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+
+    def _tasks(self) -> list[str]:
+        lines = self.log.read_text(errors="replace").splitlines()
+        return [line.removeprefix(CALL_LINE) for line in lines if line.startswith(CALL_LINE)]
+
+    def mark(self) -> int:
+        return len(self._tasks())
+
+    def since(self, mark: int) -> list[str]:
+        return self._tasks()[mark:]
+
+
+def times(calls: ModelCalls, n: int) -> str:
+    """`n` calls in words: "1 GPU call", "0 forward passes"."""
+    return f"{n} {calls.unit[n != 1]}"
+
+
+def counted(calls: ModelCalls, before: int, wanted: int | None, what: str) -> str:
+    """The calls since `before`, which must be `wanted` (any, for None) for `what`: how many, and whose or which."""
+    named = calls.since(before)
+    if wanted is not None and len(named) != wanted:
+        raise StepFailed(f"{what} made {times(calls, len(named))}, not {wanted}")
+    kinds = ", ".join(sorted(set(named)))
+    return times(calls, len(named)) + (f" ({kinds})" if kinds else "")
 
 
 class Lesson:
     """A class on the Space, led over HTTP as the pages lead one (bench.class_mode's Room, the
-    teacher's page on `model_key`, the Space's model); one event loop run for each step, so that
-    the students' event streams stay open from one step to the next."""
+    teacher's page on `model_key`, the Space's model; `teacher_headers` what else the teacher's
+    browser sends); one event loop run for each step, so that the students' event streams stay
+    open from one step to the next. `pictures`: the ids of the gallery's pictures once sent."""
 
-    def __init__(self, url: str, folder: Path, model_key: str = pretrained_key(SPACE_MODEL)) -> None:
+    def __init__(
+        self,
+        url: str,
+        folder: Path,
+        model_key: str = pretrained_key(SPACE_MODEL),
+        teacher_headers: dict[str, str] | None = None,
+    ) -> None:
         import httpx
 
         from bench.class_mode import WAIT_S, Room
 
         self.loop = asyncio.new_event_loop()
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(WAIT_S, read=None))
-        # Room reads only its server's address here (its model calls are counted at the platform's stand-in)
-        self.room = Room(SimpleNamespace(url=url), self.http, folder, model_key)
+        # Room reads only its server's address here (its model calls are counted by a ModelCalls)
+        self.room = Room(SimpleNamespace(url=url), self.http, folder, model_key, teacher_headers)
+        self.pictures: list[str] = []
 
     def run(self, step: Awaitable[Any]) -> Any:
         return self.loop.run_until_complete(step)
@@ -757,37 +834,54 @@ class Lesson:
         self.loop.close()
 
 
-def class_teacher_leads(lesson: Lesson, gpu: Any) -> str:
-    """The teacher starts a class and shows an image the Space has not analysed: one GPU call."""
-    room, before = lesson.room, len(gpu.requests)
+def class_teacher_leads(lesson: Lesson, calls: ModelCalls) -> str:
+    """The teacher starts a class and shows an image the Space has not analysed: one call."""
+    room, before = lesson.room, calls.mark()
     lesson.run(room.start())
     lesson.run(room.lead(handle=lesson.run(room.analyse()), query=None))
-    gpu_calls_since(gpu, before, 1, "the teacher's new image")
-    return f"class {room.code}; the teacher's new image: 1 GPU call"
+    cost = counted(calls, before, 1, "the teacher's new image")
+    return f"class {room.code}; the teacher's new image: {cost}"
 
 
-def class_students_follow(lesson: Lesson, gpu: Any) -> str:
+def class_students_follow(lesson: Lesson, calls: ModelCalls) -> str:
     """STUDENTS join and read the teacher's analysis; the teacher clicks a layer (each student then
-    asks its rows) and a query patch: no GPU call, whatever the class's size."""
+    asks its rows) and a query patch: no call, whatever the class's size."""
     from bench.class_mode import click, rows_at_once
 
-    room, before = lesson.room, len(gpu.requests)
+    room, before = lesson.room, calls.mark()
     lesson.run(room.join(STUDENTS))
     seconds, read = lesson.run(rows_at_once(room, room.shape["depth"] - 1))
     push = lesson.run(click(room, 1))
     lesson.run(room.until(lambda: push.last(room.followers) is not None, "the query's push"))
     if missing := [i for i, f in enumerate(room.followers, 1) if not f.fetched or push.reached(f) is None]:
         raise StepFailed(f"students {missing} did not have the teacher's analysis and click")
-    gpu_calls_since(gpu, before, 0, f"{STUDENTS} students following")
+    cost = counted(calls, before, 0, f"{STUDENTS} students following")
     rows = f"{read / 1e3:.0f} kB of rows each in {seconds:.2f} s"
-    return f"{STUDENTS} students read the teacher's analysis, a layer ({rows}) and a query pushed: 0 GPU calls"
+    return f"{STUDENTS} students read the teacher's analysis, a layer ({rows}) and a query pushed: {cost}"
+
+
+async def first_state(lesson: Lesson, member: dict[str, str]) -> dict:
+    """The class's state as a page of `member` ({"key": the teacher's} or {"token": a student's})
+    opens its event stream: the first state it is sent."""
+    from bench.class_mode import SCHOOL, sse_events
+    from ui.server_functions import CLASS_ROUTE
+
+    room = lesson.room
+    ticket = (await room.post("ticket", {"code": room.code, **member})).json()["ticket"]
+    url = f"{room.server.url}{CLASS_ROUTE.lstrip('/')}/events?ticket={ticket}"
+    async with lesson.http.stream("GET", url, headers=SCHOOL) as stream:
+        buffer = b""
+        async for chunk in stream.aiter_raw():
+            events, buffer = sse_events(buffer + chunk)
+            if state := next((e.data for e in events if e.name == "state"), None):
+                return state
+    raise StepFailed("a page's stream ended before its first state")
 
 
 async def gallery_sent(lesson: Lesson, senders: int) -> list[str]:
     """The teacher asks; `senders` students each upload a picture (Gradio's upload route, as the
     page does) and send it; the pictures' ids, as the teacher's page is pushed them."""
-    from bench.class_mode import SCHOOL, picture, sse_events
-    from ui.server_functions import CLASS_ROUTE
+    from bench.class_mode import SCHOOL, picture
 
     room = lesson.room
     await room.post("gallery", {"code": room.code, "key": room.key, "do": "ask", "question": "Where does it look?"})
@@ -797,70 +891,188 @@ async def gallery_sent(lesson: Lesson, senders: int) -> list[str]:
         uploaded = await lesson.http.post(f"{room.server.url}gradio_api/upload", files=files, headers=SCHOOL)
         path = uploaded.raise_for_status().json()[0]
         await room.post("gallery", {"code": room.code, "token": follower.token, "do": "send", "path": path})
-    ticket = (await room.post("ticket", {"code": room.code, "key": room.key})).json()["ticket"]
-    url = f"{room.server.url}{CLASS_ROUTE.lstrip('/')}/events?ticket={ticket}"
-    async with lesson.http.stream("GET", url, headers=SCHOOL) as stream:  # the teacher's page's stream
-        buffer = b""
-        async for chunk in stream.aiter_raw():
-            events, buffer = sse_events(buffer + chunk)
-            if state := next((e.data for e in events if e.name == "state"), None):
-                return [p["id"] for p in state["gallery"]["pictures"]]
-    raise StepFailed("the teacher's stream ended before its first state")
+    return [p["id"] for p in (await first_state(lesson, {"key": room.key}))["gallery"]["pictures"]]
 
 
-def class_gallery(lesson: Lesson, gpu: Any, senders: int = 2) -> str:
-    """Two students send a picture; the teacher approves each and shows the gallery: one GPU call,
+def class_gallery(lesson: Lesson, calls: ModelCalls, senders: int = 2) -> str:
+    """Two students send a picture; the teacher approves each and shows the gallery: one call,
     the pictures batched (ui.zerogpu.GALLERY)."""
     room = lesson.room
-    ids = lesson.run(gallery_sent(lesson, senders))
+    lesson.pictures = ids = lesson.run(gallery_sent(lesson, senders))
     if len(ids) != senders:
         raise StepFailed(f"the teacher's page lists {len(ids)} pictures, {senders} sent")
     teacher = {"code": room.code, "key": room.key}
     for picture_id in ids:
         lesson.run(room.post("gallery", teacher | {"do": "approve", "id": picture_id}))
-    before = len(gpu.requests)
+    before = calls.mark()
     lesson.run(room.post("gallery", teacher | {"do": "show", "head": None}))
-    gpu_calls_since(gpu, before, 1, f"showing {senders} students' pictures")
+    cost = counted(calls, before, 1, f"showing {senders} students' pictures")
     tiles = lesson.run(room.post("gallery", {"code": room.code, "token": room.followers[-1].token, "do": "tiles"}))
     if len(tiles.json()["tiles"]) != senders:
         raise StepFailed(f"a student sees {len(tiles.json()['tiles'])} tiles, not {senders}")
-    return f"{senders} pictures sent and approved, shown to every page: 1 GPU call for the batch"
+    return f"{senders} pictures sent and approved, shown to every page: {cost} for the batch"
 
 
-def class_ends(lesson: Lesson, gpu: Any) -> str:
-    """The teacher ends the class: every student's stream is told, no GPU call."""
-    before = len(gpu.requests)
+def class_spotlight(lesson: Lesson, calls: ModelCalls) -> str:
+    """The teacher spotlights a gallery picture: it becomes the class's view. Its analysis is one
+    call (a picture the Space has not analysed, ui.class_gallery); the students' pages, which read
+    that analysis as they read the teacher's, none."""
+    from bench.class_mode import WAIT_S, Push
+
+    room = lesson.room
+    if not lesson.pictures:
+        raise StepFailed("no gallery picture to spotlight (the gallery's step did not run)")
+    before, began = calls.mark(), time.perf_counter()
+    asked = {"code": room.code, "key": room.key, "do": "spotlight", "id": lesson.pictures[0]}
+    version = lesson.run(room.post("gallery", asked)).json()["version"]
+    teacher, after = counted(calls, before, 1, "the spotlit picture's analysis"), calls.mark()
+    push = Push(began, time.perf_counter(), version, image=True)
+    if not lesson.run(room.until(lambda: push.last(room.followers) is not None, "the spotlight's push")):
+        raise StepFailed(f"not every student read the spotlit picture's analysis within {WAIT_S:.0f} s")
+    students = counted(calls, after, 0, f"{STUDENTS} students reading the spotlit picture")
+    took = push.last(room.followers) - began
+    return f"the teacher's spotlight: {teacher}; {STUDENTS} students had it as their view in {took:.1f} s: {students}"
+
+
+SHARE_BUTTON = "train-share"  # ui/train.py's "Share this run with the class"
+
+
+def clicked_event(url: str, elem_id: str) -> int:
+    """The fn_index of a click on the page's button `elem_id`, from /config (a private event: no
+    gradio_client endpoint, the page's own)."""
+    with urllib.request.urlopen(f"{url}config", timeout=30) as r:
+        config = json.load(r)
+    button = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == elem_id)
+    return next(d["id"] for d in config["dependencies"] if [button, "click"] in [list(t) for t in d["targets"]])
+
+
+async def teacher_shares(lesson: Lesson) -> str:
+    """The teacher's page presses "Share this run with the class" as the page does: Gradio's queue
+    (join, then the session's stream to the event's end), the teacher's session (whose run it is),
+    with the class as the page's JS reads it from its storage. The toast's words."""
+    from bench.class_mode import SCHOOL
+
+    room, url = lesson.room, lesson.room.server.url
+    session, member = room.teacher.session_hash, json.dumps({"code": room.code, "key": room.key})
+    body = {"data": [member, None], "fn_index": clicked_event(url, SHARE_BUTTON), "session_hash": session}
+    (await lesson.http.post(f"{url}gradio_api/queue/join", json=body, headers=SCHOOL)).raise_for_status()
+    said, data = [], {"session_hash": session}
+    async with lesson.http.stream("GET", f"{url}gradio_api/queue/data", params=data, headers=SCHOOL) as stream:
+        async for line in stream.aiter_lines():
+            message = json.loads(line.removeprefix("data: ")) if line.startswith("data: ") else {}
+            said += [message["log"]] if message.get("msg") == "log" else []
+            if message.get("msg") == "process_completed":
+                if not message.get("success"):
+                    raise StepFailed(f"sharing the run failed: {message.get('output')}")
+                return " ".join(said)
+    raise StepFailed("the share's event stream ended before the event did")
+
+
+def teacher_polls(client: Any, seconds: float = 180.0) -> str:
+    """The teacher's Train tab polls its run each second, as the page does, until it has finished,
+    failed, or its chunk was cut short (ZeroGPU here: its worker finds no GPU): its last words."""
+    deadline = time.monotonic() + seconds
+    while True:
+        said = train_said(client.predict(api_name="/train_status"))
+        if any(word in said for word in ("finished", "failed", "cut short")) or time.monotonic() > deadline:
+            return said
+        time.sleep(1)
+
+
+async def student_reads_run(lesson: Lesson, token: str) -> tuple[dict, int]:
+    """A student's page opens the class's stream and reads the teacher's run from it, then asks
+    for each picture it says is drawn: (the run as pushed, the PNGs read). A picture not drawn yet
+    must be refused in ui.class_run's words."""
+    from ui.class_run import NOTHING_YET
+
+    room = lesson.room
+    run = (await first_state(lesson, {"token": token})).get("run")
+    if not run:
+        raise StepFailed("a student's page was pushed no run of the teacher's")
+    read = 0
+    for which, count in run["pictures"].items():
+        try:
+            reply = await room.post("run", {"code": room.code, "token": token, "picture": which})
+        except RuntimeError as e:  # plain_post: any answer but 200
+            if count or NOTHING_YET not in str(e):
+                raise StepFailed(f"a student's page asked the run's {which}: {e}") from e
+            continue
+        if not reply.body.startswith(b"\x89PNG"):
+            raise StepFailed(f"the run's {which} is not a PNG")
+        read += 1
+    return run, read
+
+
+def class_trains_together(lesson: Lesson, calls: ModelCalls, trains_here: bool) -> str:
+    """Train together: the teacher starts a tiny run on the Train tab (the operator's folder) and
+    shares it with the class; the teacher's page polls it (its calls said, not checked: on ZeroGPU
+    its chunks'); each student's page reads its state and pictures, which must cost no call.
+    `trains_here`: the run trains on this machine (a CPU Space), so the students must get both
+    pictures; on ZeroGPU here each chunk's worker fails (no GPU), so the run has drawn nothing
+    yet, and a student's ask is told so."""
+    room, before = lesson.room, calls.mark()
+    train_start(room.teacher)
+    shared = lesson.run(teacher_shares(lesson))
+    said = teacher_polls(room.teacher)
+    teacher, after = counted(calls, before, None, "the teacher's run"), calls.mark()
+    read = [lesson.run(student_reads_run(lesson, f.token)) for f in room.followers]
+    students = counted(calls, after, 0, f"{STUDENTS} students reading the teacher's run")
+    room.teacher.predict(api_name="/train_stop")  # its run slot free for the Train steps that follow
+    run, pictures = read[-1]
+    if trains_here and any(n != len(r["pictures"]) for r, n in read):
+        raise StepFailed(f"the students read {[n for _, n in read]} of the run's pictures: {shown(said)}")
+    words = f"{pictures} of its {len(run['pictures'])} pictures each" if pictures else "no picture yet, in words"
+    read_it = f"{STUDENTS} students read its state, {words}: {students}"
+    return f"{shared} The teacher's run ({teacher}) {run['state']}; {read_it}"
+
+
+def class_ends(lesson: Lesson, calls: ModelCalls) -> str:
+    """The teacher ends the class: every student's stream is told, no call."""
+    before = calls.mark()
     lesson.run(lesson.room.end())
     if (ended := sum(f.ended is not None for f in lesson.room.followers)) != STUDENTS:
         raise StepFailed(f"{ended} of {STUDENTS} students' streams were told the class ended")
-    gpu_calls_since(gpu, before, 0, "the class's end")
-    return f"{STUDENTS} students' streams told; 0 GPU calls"
+    cost = counted(calls, before, 0, "the class's end")
+    return f"{STUDENTS} students' streams told; {cost}"
 
 
-def class_on_zerogpu(steps: Steps, url: str, work: Path, gpu: Any) -> None:
-    """Class mode on ZeroGPU (issue 59): each teacher's action one GPU call, the students' pages
-    none, the students' gallery pictures one batched call."""
+def class_steps(
+    steps: Steps, url: str, work: Path, calls: ModelCalls, zerogpu: bool, model_key: str = pretrained_key(SPACE_MODEL)
+) -> None:
+    """Class mode on the Space (issue 59): the teacher's new image one call, the students' pages
+    none, the students' gallery pictures one batched call, a spotlight the picture's one, Train
+    together none for the students. On ZeroGPU the teacher is logged in (an X-IP-Token): the calls
+    made in the teacher's Gradio events are charged to the teacher's quota, the rest named. The
+    teacher's page is on `model_key` (the Space's model)."""
     folder = work / "class-pictures"
     folder.mkdir(exist_ok=True)
-    lesson = Lesson(url, folder)
+    headers = None
+    if zerogpu:
+        from zerogpu_standin import visitor_token  # on sys.path with the stand-in (zerogpu_serving)
+
+        headers = {"X-IP-Token": visitor_token("teacher")}
+    lesson = Lesson(url, folder, model_key, headers)
+    one, none = times(calls, 1), times(calls, 0)
     try:
-        steps.run("Class: the teacher starts one and shows a new image: 1 GPU call", class_teacher_leads, lesson, gpu)
+        steps.run(f"Class: the teacher starts one and shows a new image: {one}", class_teacher_leads, lesson, calls)
         steps.run(
-            f"Class: {STUDENTS} students follow, a layer and a query: 0 GPU calls", class_students_follow, lesson, gpu
+            f"Class: {STUDENTS} students follow, a layer and a query: {none}", class_students_follow, lesson, calls
         )
-        steps.run("Class: two students' pictures shown: 1 GPU call for the batch", class_gallery, lesson, gpu)
-        steps.run("Class: the teacher ends it", class_ends, lesson, gpu)
+        steps.run(f"Class: two students' pictures shown: {one} for the batch", class_gallery, lesson, calls)
+        steps.run(f"Class: the teacher spotlights one: {one}, the students {none}", class_spotlight, lesson, calls)
+        together = partial(class_trains_together, lesson, calls, not zerogpu)
+        steps.run(f"Class: Train together, the students reading the run: {none}", together)
+        steps.run("Class: the teacher ends it", class_ends, lesson, calls)
     finally:
         lesson.close()
 
 
 def without_a_gpu(steps: Steps, client: Any, image: Any, values: dict[str, Any], gpu: Any, work: Path) -> int:
-    """ZeroGPU's steps: a class (`class_on_zerogpu`), the GPU calls so far (each worker failed
+    """ZeroGPU's steps after the class's (`class_steps`): the GPU calls so far (each worker failed
     here), then a visitor out of GPU time on a small model (the CPU) and on a ViT-L/14 (plain
     words), then the Train tab's runs (start, a chunk cut short, out of GPU time and back, Stop
     while waiting, a busy platform, a call too long, the queue, a visitor who left). Returns the
     GPU workers started (each failed here)."""
-    class_on_zerogpu(steps, client.src, work, gpu)
     steps.run("every GPU call on this GPU-less machine", workers_failed_and_cpu_answered, gpu)
     small = partial(explore, client, pretrained_key(SPACE_MODEL), "whole")  # not cached: a new forward pass
     steps.run(f"out of GPU time, {SPACE_MODEL} runs on the CPU", out_of_gpu_time, gpu, small)

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from zerogpu_standin import serve
+from zerogpu_standin import serve, visitor_token
 
 import ui
 import vit
@@ -14,26 +14,32 @@ from bench.space import (
     NO_DRIVER,
     OPENING,
     STUDENTS,
+    ForwardPasses,
+    GpuCalls,
     Lesson,
     StepFailed,
     Steps,
     class_ends,
     class_gallery,
+    class_spotlight,
+    class_steps,
     class_students_follow,
     class_teacher_leads,
     component_values,
+    counted,
     explore,
-    gpu_calls_since,
     lesson_compare,
     lesson_norms,
     no_traceback,
     opening_models,
     out_of_gpu_time,
     refused_in_plain_words,
+    tiny_folder,
     torch_pair,
     workers_failed_and_cpu_answered,
 )
 from explorer.catalog import ModelCatalog
+from ui.zerogpu import CALL_LINE, COUNT_CALLS
 
 
 def test_the_rehearsal_reads_what_every_tab_opens_on_from_the_page(tiny_checkpoint, tmp_path, monkeypatch):
@@ -162,22 +168,54 @@ def test_a_temporary_work_folder_is_emptied_but_for_the_apps_log(given, tmp_path
 
 def test_the_class_steps_lead_a_class_on_the_served_app_and_count_its_gpu_calls(server, tmp_path):
     """bench.space --zerogpu's class (issue 59) against the real routes, the app serving the tiny
-    model off ZeroGPU: the class is led to its end, and the two steps that must each cost one GPU
+    model off ZeroGPU: the class is led to its end, and the steps that must each cost one GPU
     call say that none was asked for."""
     with serve() as gpu:
-        gpu.requests += [("/schedule", {}), ("/allow", {})]
-        assert gpu_calls_since(gpu, 1, 0, "nothing") == 0  # only what came after `before` counts
-        with pytest.raises(StepFailed, match="the teacher's new image made 1 GPU calls, not 0"):
-            gpu_calls_since(gpu, 0, 0, "the teacher's new image")
+        calls = GpuCalls(gpu)
+        gpu.requests += [("/schedule", {}), ("/allow", {}), ("/schedule", {"token": visitor_token("teacher")})]
+        assert counted(calls, 1, None, "anything") == "1 GPU call (teacher's quota)"  # only what came after `before`
+        with pytest.raises(StepFailed, match="the teacher's new image made 2 GPU calls, not 0"):
+            counted(calls, 0, 0, "the teacher's new image")
+        assert counted(calls, 0, 2, "both") == "2 GPU calls (teacher's quota, the Space's quota)"
         gpu.requests.clear()
         lesson = Lesson(server, tmp_path, "bundled")
         try:
             with pytest.raises(StepFailed, match="the teacher's new image made 0 GPU calls, not 1"):
-                class_teacher_leads(lesson, gpu)
-            assert class_students_follow(lesson, gpu).endswith("0 GPU calls")
+                class_teacher_leads(lesson, calls)
+            assert class_students_follow(lesson, calls).endswith("0 GPU calls")
             assert all(f.fetched for f in lesson.room.followers) and len(lesson.room.followers) == STUDENTS
             with pytest.raises(StepFailed, match="showing 2 students' pictures made 0 GPU calls, not 1"):
-                class_gallery(lesson, gpu)
-            assert class_ends(lesson, gpu) == f"{STUDENTS} students' streams told; 0 GPU calls"
+                class_gallery(lesson, calls)
+            with pytest.raises(StepFailed, match="the spotlit picture's analysis made 0 GPU calls, not 1"):
+                class_spotlight(lesson, calls)
+            assert class_ends(lesson, calls) == f"{STUDENTS} students' streams told; 0 GPU calls"
         finally:
             lesson.close()
+
+
+def test_a_cpu_space_class_counts_the_forward_passes_its_log_says(tiny_checkpoint, tmp_path_factory, tmp_path):
+    """bench.space's class steps as a CPU Space runs them: the app's log counts each model call
+    (COUNT_CALLS): one for the teacher's new image, the gallery's batch and a spotlight, none for
+    the students' pages, and Train together trains here, its students reading both pictures."""
+    from conftest import app_server
+
+    folder = tiny_folder(tmp_path / "data")
+    with app_server(tiny_checkpoint, tmp_path_factory, "--data-folder", str(folder), env={COUNT_CALLS: "1"}) as url:
+        # app_server's log, the newest: what ForwardPasses reads as bench.space reads the Space's
+        log = max(tmp_path_factory.getbasetemp().glob("log*/app.log"), key=lambda p: p.stat().st_mtime)
+        steps = Steps()
+        class_steps(steps, url, tmp_path, ForwardPasses(log), zerogpu=False, model_key="bundled")
+    assert [ok for _, ok in steps.done] == [True] * 6
+    out = [line for line in log.read_text().splitlines() if line.startswith(CALL_LINE)]
+    assert out == [f"{CALL_LINE}forward_maps", f"{CALL_LINE}gallery_maps", f"{CALL_LINE}forward_maps"]
+
+
+def test_forward_passes_are_the_model_calls_the_log_says(tmp_path):
+    log = tmp_path / "app.log"
+    log.write_text(f"started\n{CALL_LINE}forward_maps\nsomething else\n")
+    calls = ForwardPasses(log)
+    before = calls.mark()
+    log.write_text(log.read_text() + f"{CALL_LINE}gallery_maps\n")
+    assert before == 1 and counted(calls, before, 1, "the gallery") == "1 forward pass (gallery_maps)"
+    with pytest.raises(StepFailed, match="the students made 1 forward pass, not 0"):
+        counted(calls, before, 0, "the students")

@@ -70,7 +70,7 @@ class ZeroGpuStandIn:
         """The answer to one /schedule: (status, JSON body)."""
         if self.busy:
             return 503, {"detail": "No GPU available"}
-        visitor = _visitor(params.get("token"))
+        visitor = charged_visitor(params.get("token"))
         requested = int(params.get("durationSeconds", 60))
         if self.max_duration_s is not None and requested > self.max_duration_s:
             return 429, {"left": self.left(visitor), "wait": -1}  # the package: "illegal duration"
@@ -81,7 +81,8 @@ class ZeroGpuStandIn:
         return 200, {"idle": True, "nvidiaIndex": 0, "nvidiaUUID": "GPU-standin", "allowToken": f"allow-{self._tokens}"}
 
 
-def _visitor(token: str | None) -> str:
+def charged_visitor(token: str | None) -> str:
+    """Whose quota a call with `token` (its X-IP-Token) is charged to: the token's user, else ANONYMOUS."""
     if not token:
         return ANONYMOUS
     payload = token.split(".")[1]
