@@ -29,14 +29,14 @@ from bench.forward import peaked
 from bench.visitors import EXAMPLES
 from explorer.catalog import BUNDLED_PATH
 from explorer.explain import model_maps
-from explorer.page_maps import DEFLATE_LEVEL, part_plane
+from explorer.page_maps import ROWS_DEFLATE_LEVEL, part_plane
 
 B16_CELLS = 196 * 196 * 12  # one ViT-B/16 layer's patch rows: queries x patches x heads
 
 
 def bits_per_cell(model: vit.VisionTransformer, images: list[str]) -> np.ndarray:
-    """(layers,) bits a cell of each layer's patch rows, layer-scale colour indices deflated as
-    the page is sent them, averaged over `images` (example names)."""
+    """(layers,) bits a cell of each layer's patch rows, layer-scale colour indices deflated at the
+    rows' level, unfiltered (bench.row_codes compares the filters), averaged over `images` (example names)."""
     side = model.config.image_size
     per_image = []
     for name in images:
@@ -48,7 +48,7 @@ def bits_per_cell(model: vit.VisionTransformer, images: list[str]) -> np.ndarray
         for attention in maps:
             rows = attention[0][:, prefix:, prefix:].permute(1, 0, 2).numpy()  # (patches Q, heads H, patches N)
             plane = part_plane("layer", rows, rows.max(axis=-1)).astype(np.uint8)
-            layers.append(8 * len(zlib.compress(plane.tobytes(), DEFLATE_LEVEL)) / plane.size)
+            layers.append(8 * len(zlib.compress(plane.tobytes(), ROWS_DEFLATE_LEVEL)) / plane.size)
         per_image.append(layers)
     return np.mean(per_image, axis=0)
 

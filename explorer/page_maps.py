@@ -12,8 +12,9 @@ formats. The page asks for
 another part when the visitor picks another scale or upsampling, once per band. On every scale,
 with nearest upsampling, every tile is drawn in the very colours of the server's PNG
 (tests/test_explorer_page_maps.py checks the indices against matplotlib,
-tests/test_ui_page_maps.py the page's pixels). Rows are deflated (zlib): the page inflates them
-with the browser's DecompressionStream. The analysis's reply, a Gradio event's JSON, carries its
+tests/test_ui_page_maps.py the page's pixels). Rows are deflated (zlib), their planes filtered
+first where that deflates them smaller (`encode_rows`): the page inflates them with the browser's
+DecompressionStream and undoes the filter. The analysis's reply, a Gradio event's JSON, carries its
 rows as base64 (`in_json`); every other reply of rows is the deflated bytes themselves, the body
 of the app's own route (ui/rows_route.py), as base64 had added a third to every band.
 
@@ -47,7 +48,17 @@ from .explain import Explanation, ExplanationTooLarge
 from .page_budget import PageShape, token_queries
 
 LEVELS = 65536  # 16-bit levels of each head's scale: floor(level / 256) is its colour index exactly
-DEFLATE_LEVEL = 1  # zlib's fastest: levels 6 and 9 saved under 1 % of these rows (ViT-B/16's layer: 0.91 MB)
+DEFLATE_LEVEL = 1  # the pictures': zlib's fastest (their bytes and times in docs/benchmarks-app.md are level 1's)
+# The rows': level 4 was never more than 0.4 % larger than level 1 and takes ~0.2 ms more a band, and it
+# deflates peaked attention smaller: a trained model's layer scale by 2-4 % (the bundled model at 32 and
+# 56 px), peaked random weights' by up to 9 %, the fixed scale by 5-20 %; random weights' near-uniform
+# rows hardly shrink at any level (docs/benchmarks-app.md, "Other codes for the rows"; bench.row_codes).
+ROWS_DEFLATE_LEVEL = 4
+# The filters a reply of rows is laid out with (`filtered_planes`), the smallest deflated sent: so chosen,
+# Up across queries after Sub along keys took near-uniform attention's layers (random weights) 15 %
+# smaller, a trained model's at 196 patches 8 %, and no reply grows; always applied, it had made peaked
+# attention's up to 20 % larger (docs/benchmarks-app.md, "Other codes for the rows").
+ROWS_FILTERS = ("none", "up-sub")
 PAGE_MEMORY_BYTES = 40 * 2**20  # the page keeps at most this much of layers' rows (the budget: 50 MB)
 SMALL_PICTURE_PIXELS = 128 * 128  # pictures also deflated unfiltered (`deflated_rgb`): up to ~1 ms more
 TOKENS = "tokens"  # the band that names a layer's token queries' rows (`layer_rows`)
@@ -98,10 +109,10 @@ def deflated_rgb(pixels: np.ndarray) -> dict[str, Any]:
 
 
 def sub_up(pixels: np.ndarray) -> np.ndarray:
-    """(H, W, 3) uint8 filtered with PNG's Sub then Up, mod 256: each byte less the same channel's
-    byte to its left (Sub), then each result less the one above it (Up), 0 beyond the edges. A
-    photo's neighbours are alike, so most results are near 0 and deflate well; a numpy difference
-    here, a running sum in the page (ui/js/decode.js, unfiltered)."""
+    """(H, W, C) uint8 (a picture's RGB: C = 3) filtered with PNG's Sub then Up, mod 256: each byte
+    less the same channel's byte to its left (Sub), then each result less the one above it (Up), 0
+    beyond the edges. A photo's neighbours are alike, so most results are near 0 and deflate well;
+    a numpy difference here, a running sum in the page (ui/js/decode.js, unfiltered)."""
     sub = pixels.copy()
     sub[:, 1:] -= pixels[:, :-1]  # uint8 wraps: mod 256
     filtered = sub.copy()
@@ -152,7 +163,8 @@ def rows_bytes(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = PA
 
     - the rows' words (explorer/page_text.py, `text_block`): a table of the distinct caption
       lines and colour bars these rows write, decided here, with its shape (lines a caption, the
-      index's bytes; Q follows from the bytes that come after it);
+      index's bytes; Q follows from the bytes that come after it) and the planes' filter
+      ("filter": "none" here; `encode_rows` may send them "up-sub", `filtered_planes`);
     - `head_tops` (Q, H) float32: each head's largest weight, the per-head scale's top; the layer
       scale's top is their largest. The page needs the floats to paint, not to write: smooth
       upsampling turns a head's 16-bit levels back into values, and a tick's place along the bar
@@ -165,13 +177,40 @@ def rows_bytes(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = PA
     scale shown from one byte a cell, exactly, and asks for another scale's byte, or the low byte
     smooth upsampling needs, only when the visitor picks it (issue 58: four bytes a cell had
     made ViT-B/16's first reply 1.5 MB)."""
+    return laid_out(rows_numbers(rows, names, parts), (0, 0), "none")
+
+
+def rows_numbers(rows: np.ndarray, names: Sequence[str], parts: Sequence[str]) -> tuple[dict, list, list]:
+    """What `rows_bytes` lays out: the words' table, the tops and words' indices, and the planes."""
     prefix = len(names)
     maps, shares = rows[..., prefix:].astype(np.float32), rows[..., :prefix].astype(np.float32)
     head_tops = maps.max(axis=-1)  # (Q, H)
     table, indices = page_text.row_text(head_tops, shares, names, "head" in parts)
     planes = [part_plane(part, maps, head_tops).astype(np.uint8) for part in parts]
-    arrays = [head_tops.astype("<f4"), *indices, *planes]
-    return page_text.text_block(table) + b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
+    return table, [head_tops.astype("<f4"), *indices], planes
+
+
+def laid_out(numbers: tuple[dict, list, list], grid: tuple[int, int], how: str) -> bytes:
+    """`rows_numbers` as `rows_bytes` lays them out, the planes filtered `how` (ROWS_FILTERS)."""
+    table, arrays, planes = numbers
+    planes = filtered_planes(planes, grid) if how == "up-sub" else planes
+    return page_text.text_block({**table, "filter": how}) + b"".join(
+        np.ascontiguousarray(a).tobytes() for a in (*arrays, *planes)
+    )
+
+
+def filtered_planes(planes: list[np.ndarray], grid: tuple[int, int]) -> list[np.ndarray]:
+    """Each (Q, H, N) plane filtered as a picture is (`sub_up`), its keys' grid rows as the picture's
+    rows' pixels and its queries as the picture's rows: each cell less its left neighbour in the
+    keys' grid (Sub), then less the result of the query before it (Up), mod 256. A query's map is
+    much like the one before it in the band (neighbouring patches), and a cell like its left
+    neighbour; the page undoes it with running sums (ui/js/decode.js, `unfilteredPlane`)."""
+    filtered = []
+    for plane in planes:
+        queries, heads, cells = plane.shape
+        columns = plane.reshape(queries, heads * grid[0], grid[1]).transpose(0, 2, 1)  # (Q, gw, H·gh)
+        filtered.append(sub_up(columns).transpose(0, 2, 1).reshape(queries, heads, cells))
+    return filtered
 
 
 def known_parts(asked: object) -> tuple[str, ...] | None:
@@ -184,10 +223,13 @@ def known_parts(asked: object) -> tuple[str, ...] | None:
     return tuple(part for part in PARTS if part in asked)
 
 
-def encode_rows(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = DEFAULT_PARTS) -> dict[str, Any]:
+def encode_rows(rows: np.ndarray, names: Sequence[str], parts: Sequence[str], grid: tuple[int, int]) -> dict[str, Any]:
     """`rows_bytes`, deflated (zlib; the page inflates them with DecompressionStream), with the
-    parts they hold: {"parts": [...], "deflated": bytes}."""
-    return {"parts": list(parts), "deflated": zlib.compress(rows_bytes(rows, names, parts), DEFLATE_LEVEL)}
+    parts they hold: {"parts": [...], "deflated": bytes}. Laid out with each filter of
+    ROWS_FILTERS, the one that deflates smallest is sent (its bytes name it)."""
+    numbers = rows_numbers(rows, names, parts)
+    sent = [zlib.compress(laid_out(numbers, grid, how), ROWS_DEFLATE_LEVEL) for how in ROWS_FILTERS]
+    return {"parts": list(parts), "deflated": min(sent, key=len)}
 
 
 def in_json(rows: dict[str, Any]) -> dict[str, Any]:
@@ -226,13 +268,13 @@ def layer_rows(
     {"layer", "band", "first" (patch rows only), "parts", "deflated": the bytes (`encode_rows`)}."""
     names = ex.prefix_names
     if band == TOKENS:
-        return {"layer": layer, "band": band, **encode_rows(token_rows(ex)[layer], names, parts)}
+        return {"layer": layer, "band": band, **encode_rows(token_rows(ex)[layer], names, parts, ex.grid)}
     assert isinstance(band, int), band
     size = page_shape(ex).band
     first = band * size
     count = min(size, ex.grid[0] * ex.grid[1] - first)
     rows = patch_rows(ex, layer, first, count)
-    return {"layer": layer, "band": band, "first": first, **encode_rows(rows, names, parts)}
+    return {"layer": layer, "band": band, "first": first, **encode_rows(rows, names, parts, ex.grid)}
 
 
 class PageTooLarge(ExplanationTooLarge):

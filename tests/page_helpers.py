@@ -71,10 +71,21 @@ def wait_rows_arrived(page) -> None:
     page.wait_for_function("() => window.attentionMaps.settled()")
 
 
-def read_rows(raw: bytes, heads: int, cells: int, parts: Sequence[str]) -> dict[str, Any]:
+def unfiltered_plane(plane: np.ndarray, how: str, width: int) -> np.ndarray:
+    """A (Q, H, N) plane as sent, filtered `how` (explorer/page_maps.filtered_planes), undone: running
+    sums across the queries, then along each row of `width` keys, mod 256."""
+    if how == "none":
+        return plane
+    assert how == "up-sub" and width, (how, width)
+    sums = np.cumsum(plane.astype(np.int64), axis=0).reshape(len(plane), -1, width).cumsum(axis=2)
+    return (sums.reshape(plane.shape) & 255).astype(np.uint8)
+
+
+def read_rows(raw: bytes, heads: int, cells: int, parts: Sequence[str], width: int = 0) -> dict[str, Any]:
     """Rows as ui/js/decode.js reads them (explorer/page_maps.rows_bytes' layout): the table of the
-    words they write, each head's top, each part's plane, and the words looked up: "prefix_lines"
-    [query][head] (lines), "bars" [query], "top_lines" [query][head] (None where they did not come)."""
+    words they write, each head's top, each part's plane (the filter the table names undone: rows of
+    keys `width` patches wide), and the words looked up: "prefix_lines" [query][head] (lines), "bars"
+    [query], "top_lines" [query][head] (None where they did not come)."""
     length = int.from_bytes(raw[:4], "little")
     table = json.loads(raw[4 : 4 + length].decode())
     lines, index, tops = table["lines"], "<u2" if table.get("wide") else "u1", table.get("top_lines", False)
@@ -92,7 +103,7 @@ def read_rows(raw: bytes, heads: int, cells: int, parts: Sequence[str]) -> dict[
     head_tops = take("<f4", (queries, heads))
     prefix, bars = take(index, (queries, heads, lines)), take(index, (queries,))
     top = take(index, (queries, heads)) if tops else None
-    planes = {part: take("u1", (queries, heads, cells)) for part in parts}
+    planes = {part: unfiltered_plane(take("u1", (queries, heads, cells)), table["filter"], width) for part in parts}
     assert at == len(raw) and length % 4 == 0  # every byte read; the float32 tops aligned
     texts = table["texts"]
     return {

@@ -188,7 +188,8 @@ def server_rows(page, server: str, layer: int, band: int, parts: list[str]) -> d
     question = {"handle": handle, "layer": layer, "band": band, "parts": parts}
     reply = page.request.post(server.rstrip("/") + ROWS_ROUTE, data=question)
     assert reply.ok, reply.text()
-    return read_rows(zlib.decompress(reply.body()), heads, gh * gw, reply.headers[PARTS_HEADER.lower()].split(","))
+    parts = reply.headers[PARTS_HEADER.lower()].split(",")
+    return read_rows(zlib.decompress(reply.body()), heads, gh * gw, parts, gw)
 
 
 # The page's style event (ui/explore.py's: colour map, opacity, upsampling, display, scale); until it is drawn.
@@ -397,6 +398,35 @@ def patched_app(tiny_checkpoint, tmp_path_factory, setup: str):
     code = f"import sys, app; {setup}; app.main(sys.argv[1:])"
     with app_server(tiny_checkpoint, tmp_path_factory, program=("-c", code)) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def filtered_rows_server(tiny_checkpoint, tmp_path_factory):
+    """The app sending every reply of rows filtered (explorer/page_maps.filtered_planes), as it does
+    where that deflates them smaller."""
+    yield from patched_app(
+        tiny_checkpoint, tmp_path_factory, "import explorer.page_maps as p; p.ROWS_FILTERS = ('up-sub',)"
+    )
+
+
+def test_rows_sent_filtered_are_drawn_in_the_very_colours_of_the_exported_png(filtered_rows_server, browser):
+    """Rows whose planes came filtered (Up across queries after Sub along keys: ui/js/decode.js undoes
+    it) are drawn as the server exports them at every cell: the analysis's token rows, a patch's
+    band, and the per-head scale's byte asked for later."""
+    server = filtered_rows_server
+    page = open_page(browser, server, SCREEN)
+    pick_example(page, "bird")
+    wait_rows_arrived(page)
+    assert_same_at_every_cell(*drawn_and_exported(page))  # CLS, from the analysis's reply
+    click_patch(page, 3, 6)
+    wait_drawn(page, "patch (3, 6)")
+    assert server_rows(page, server, 6, 0, ["layer"])["table"]["filter"] == "up-sub"
+    assert_same_at_every_cell(*drawn_and_exported(page))
+    page.get_by_label("each head stretched to its own max").check()
+    page.wait_for_function(SETTLED_IN, arg="head")
+    page.wait_for_timeout(300)
+    assert_same_at_every_cell(*drawn_and_exported(page))
+    page.close()
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ import { deflateSync } from "node:zlib";
 
 import {
   LEVELS, bytesOf, decodeRows, floats, inflated, levelValues, merged, queryRows, rgba, rowShape, unfiltered,
+  unfilteredPlane,
 } from "../../ui/js/decode.js";
 
 const b64 = (bytes) => Buffer.from(bytes).toString("base64");
@@ -12,14 +13,16 @@ const b64 = (bytes) => Buffer.from(bytes).toString("base64");
 // Rows as explorer/page_maps.rows_bytes writes them: the words' table (its length, then JSON padded to
 // 4 bytes), per query and head its top (float32), the words' indices (each head's prefix lines, each
 // query's bar, each head's "max" line where `table.top_lines`), then one byte a cell of each part in turn.
-function rowsBytes(table, heads, cells, parts, { prefix, bars, top = [] }) {
+// With `table.filter` "up-sub" the planes are sent filtered (`upSub`, keys' grid rows of `width` cells).
+function rowsBytes(table, heads, cells, parts, { prefix, bars, top = [], width = cells }) {
   const queries = bars.length, Index = table.wide ? Uint16Array : Uint8Array;
   let json = new TextEncoder().encode(JSON.stringify(table));
   json = Uint8Array.from([...json, ...new Array((4 - (json.length % 4)) % 4).fill(32)]);
   const tops = Float32Array.from({ length: queries * heads }, (_, i) => i + 1);
-  const plane = (k) => Uint8Array.from({ length: queries * heads * cells }, (_, i) => (10 * k + i) % 256);
+  const plane = (k) => Uint8Array.from({ length: queries * heads * cells }, (_, i) => (10 * k + i * i) % 256);
   const planes = parts.map((_, k) => plane(k));
-  const arrays = [tops, Index.from(prefix), Index.from(bars), ...(table.top_lines ? [Index.from(top)] : []), ...planes];
+  const sent = table.filter === "up-sub" ? planes.map((p) => upSub(p, heads * cells, width)) : planes;
+  const arrays = [tops, Index.from(prefix), Index.from(bars), ...(table.top_lines ? [Index.from(top)] : []), ...sent];
   const size = 4 + json.length + arrays.reduce((a, p) => a + p.byteLength, 0), bytes = new Uint8Array(size);
   new DataView(bytes.buffer).setUint32(0, json.length, true);
   bytes.set(json, 4);
@@ -81,7 +84,7 @@ test("a query's rows are its own slice of every array and its words, the layer's
 
 test("the shape of the rows is read from an analysis's numbers", () => {
   const analysis = { heads: 12, grid: [14, 16], prefix: ["cls", "reg1"] };
-  assert.deepEqual(rowShape(analysis), { heads: 12, cells: 224 });
+  assert.deepEqual(rowShape(analysis), { heads: 12, cells: 224, width: 16 });
 });
 
 test("rows of a band that came with more parts keep the parts and words of both", () => {
@@ -141,4 +144,45 @@ test("raw RGB is read as it came, and a filter the page does not know is refused
   assert.equal(unfiltered(raw, { width: 2, filter: "none" }), raw);
   assert.equal(unfiltered(raw, { width: 2 }), raw); // Live's frames: raw RGB, no filter named
   assert.throws(() => unfiltered(raw, { width: 2, filter: "paeth" }), /filter "paeth"/);
+});
+
+// Rows' planes filtered as explorer/page_maps.filtered_planes filters them, written apart from the page's undoing:
+// each cell less its left neighbour in its keys' grid row (`width` cells), less the same two cells of the query
+// before it (a query's `row` bytes), mod 256.
+function upSub(plane, row, width) {
+  const at = (i, dq, dx) => (i - dq * row < 0 || (i % width) - dx < 0 ? 0 : plane[i - dq * row - dx]);
+  return Uint8Array.from(plane, (v, i) => v - at(i, 0, 1) - at(i, 1, 0) + at(i, 1, 1)); // wraps mod 256
+}
+
+// Two queries of one head on a 1x3 grid, filtered by hand: the very bytes tests/test_explorer_page_maps.py
+// checks the server writes.
+const PLANE = [10, 20, 15, 12, 25, 5];
+const UP_SUB = [10, 10, 251, 2, 3, 241];
+
+test("a plane of rows filtered with Up across queries and Sub along keys reads back as the server's cells", () => {
+  assert.deepEqual([...upSub(PLANE, 3, 3)], UP_SUB);
+  assert.deepEqual([...unfilteredPlane(Uint8Array.from(UP_SUB), "up-sub", 3, 3)], PLANE);
+  for (const [queries, heads, gh, gw] of [[1, 1, 1, 1], [3, 2, 2, 3], [17, 3, 4, 5], [2, 1, 7, 1]]) {
+    const row = heads * gh * gw, plane = Uint8Array.from({ length: queries * row }, () => Math.random() * 256);
+    const sent = upSub(plane, row, gw), copy = Uint8Array.from(sent);
+    assert.deepEqual(unfilteredPlane(sent, "up-sub", row, gw), plane, `${queries}x${heads}x${gh}x${gw}`);
+    assert.deepEqual(sent, copy);
+  }
+});
+
+test("a layer's rows sent filtered are read as the cells themselves, every part of them", () => {
+  const shape = { heads: 2, cells: 6, width: 3 }; // a 2x3 grid
+  const sent = rowsBytes({ ...TABLE, filter: "up-sub" }, 2, 6, ["layer", "head"], { ...INDICES, width: 3 });
+  const rows = decodeRows(sent.bytes, shape, ["layer", "head"]);
+  assert.deepEqual(rows.parts.layer, sent.planes[0]);
+  assert.deepEqual(rows.parts.head, sent.planes[1]);
+  assert.notDeepEqual(rows.parts.layer, upSub(sent.planes[0], 12, 3)); // what came was not the cells
+  assert.deepEqual(queryRows(rows, 1, shape).parts.layer, sent.planes[0].subarray(12, 24));
+});
+
+test("rows with no filter named are read as they came, and a filter the page does not know is refused", () => {
+  const plane = Uint8Array.from(PLANE);
+  assert.equal(unfilteredPlane(plane, "none", 3, 3), plane);
+  assert.equal(unfilteredPlane(plane, undefined, 3, 3), plane); // Live's rows: no filter named
+  assert.throws(() => unfilteredPlane(plane, "paeth", 3, 3), /filter "paeth"/);
 });

@@ -24,9 +24,10 @@ export async function inflated(b64) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-// What the row layout depends on: heads and patches (cells) of the model's analysis.
+// What the row layout depends on: heads and patches (cells) of the model's analysis, and the patches' grid
+// width (a filtered plane's rows of keys).
 export function rowShape(data) {
-  return { heads: data.heads, cells: data.grid[0] * data.grid[1] };
+  return { heads: data.heads, cells: data.grid[0] * data.grid[1], width: data.grid[1] };
 }
 
 // The words a reply's rows write (explorer/page_text.py): its table, JSON after its length (4 bytes),
@@ -37,10 +38,11 @@ export function wordsTable(bytes) {
 }
 
 // A layer's rows as explorer/page_maps.rows_bytes lays them out, the numbers as views of `bytes` (no
-// copy): the words' table; per query and head its top (float32); the indices of the words, looked up
-// here (each head's prefix lines, each query's colour bar, each head's "max" line where they came);
-// then one byte a cell of each of `parts` in turn.
-export function decodeRows(bytes, { heads, cells }, parts) {
+// copy, but for a filtered plane): the words' table; per query and head its top (float32); the indices of
+// the words, looked up here (each head's prefix lines, each query's colour bar, each head's "max" line where
+// they came);
+// then one byte a cell of each of `parts` in turn, filtered as the table names (`unfilteredPlane`).
+export function decodeRows(bytes, { heads, cells, width }, parts) {
   const { table, end } = wordsTable(bytes), { lines, texts, bars } = table;
   const Index = table.wide ? Uint16Array : Uint8Array, indices = heads * lines + 1 + (table.top_lines ? heads : 0);
   const perQuery = 4 * heads + Index.BYTES_PER_ELEMENT * indices + parts.length * heads * cells; // tops, words, cells
@@ -58,7 +60,8 @@ export function decodeRows(bytes, { heads, cells }, parts) {
     bars: Array.from(take(Index, queries), look(bars)),
   };
   if (table.top_lines) words.top = Array.from(take(Index, queries * heads), look(texts));
-  const planes = Object.fromEntries(parts.map((part) => [part, take(Uint8Array, queries * heads * cells)]));
+  const plane = () => unfilteredPlane(take(Uint8Array, queries * heads * cells), table.filter, heads * cells, width);
+  const planes = Object.fromEntries(parts.map((part) => [part, plane()]));
   return { headTops, words, parts: planes, size: bytes.byteLength };
 }
 
@@ -102,16 +105,31 @@ export function rgba(from, picture) {
 }
 
 // A picture's RGB bytes with the server's filter undone (explorer/page_maps.sub_up): "sub-up" is PNG's Sub
-// then Up, each byte less the same channel's byte to its left, then less the result above it, mod 256. Both
-// are differences, along the rows and down the columns, so running sums undo them in either order; a
-// Uint8Array's sums wrap mod 256 as the server's did. "none" (or no filter: Live's raw RGB) is the bytes.
+// then Up, each byte less the same channel's byte to its left, then less the result above it, mod 256. "none"
+// (or no filter: Live's raw RGB) is the bytes.
 export function unfiltered(bytes, { width, filter = "none" }) {
   if (filter === "none") return bytes;
   if (filter !== "sub-up") throw new Error(`A picture came with the filter "${filter}", which this page cannot undo.`);
-  const out = Uint8Array.from(bytes), row = 3 * width;
-  for (let i = row; i < out.length; i++) out[i] += out[i - row]; // Up undone: down each column
-  for (let start = 0; start < out.length; start += row) { // Sub undone: along each row, channel by channel
-    for (let i = start + 3; i < start + row; i++) out[i] += out[i - 3];
+  return summed(bytes, 3 * width, 3 * width, 3);
+}
+
+// A plane of rows (queries x heads x cells, a query's `row` bytes) with the server's filter undone
+// (explorer/page_maps.filtered_planes): "up-sub" is Sub along each row of the keys' grid (`width` cells),
+// then Up from each query to the next; "none" (or none named: Live's rows) is the bytes.
+export function unfilteredPlane(bytes, filter, row, width) {
+  if (!filter || filter === "none") return bytes;
+  if (filter !== "up-sub") throw new Error(`Rows came with the filter "${filter}", which this page cannot undo.`);
+  return summed(bytes, row, width, 1);
+}
+
+// Both filters are differences, one across `up` bytes (a picture's rows, a plane's queries), one along each
+// run of `run` bytes `stride` apart (a row's pixels, a channel each; a grid row's cells), so running sums
+// undo them in either order; a Uint8Array's sums wrap mod 256 as the server's differences did.
+function summed(bytes, up, run, stride) {
+  const out = Uint8Array.from(bytes);
+  for (let i = up; i < out.length; i++) out[i] += out[i - up];
+  for (let start = 0; start < out.length; start += run) {
+    for (let i = start + stride; i < start + run; i++) out[i] += out[i - stride];
   }
   return out;
 }
