@@ -362,9 +362,9 @@ def spread_model(name: str) -> vit.VisionTransformer:
 
 def test_vit_b16s_first_screen_is_the_input_and_one_layers_token_rows():
     """ViT-B/16 at 224 px, random weights: the reply before the first map 0.3 MB (1.59 MB before);
-    with what the page asks for unasked 0.66 MB in Chromium, the rows as bytes (0.85 MB as base64,
-    1.51 MB at four bytes a cell; issue 58's goal, 0.5 MB, is missed: near-uniform random
-    attention's colour indices hardly deflate)."""
+    with what the page asks for unasked 0.50 MB in Chromium on the cat example (docs/benchmarks-app.md,
+    "Other codes for the rows"; 1.51 MB at four bytes a cell): near-uniform random attention's colour
+    indices hardly deflate, so this bounds the worst case loosely."""
     model = spread_model("vit_base_patch16_224")
     ex = explained(model, (224, 224), seed=1)
     first, unasked = unasked_bytes(ex, ex.depth - 1)
