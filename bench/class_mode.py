@@ -216,8 +216,10 @@ class Room:
     ) -> None:
         self.server, self.http, self.folder = server, http, folder
         self.code, self.key = "", ""
-        # `teacher_headers`: what else the teacher's browser sends (bench.space: a logged-in teacher's X-IP-Token)
-        self.teacher = gradio_client(server.url, headers=SCHOOL | (teacher_headers or {}))
+        # `teacher_headers`: what else the teacher's browser sends (bench.space: a logged-in teacher's X-IP-Token,
+        # with its Gradio events and the class's actions that run the model, as ui/js/zeroheaders.js adds it)
+        self.teacher_headers = teacher_headers or {}
+        self.teacher = gradio_client(server.url, headers=SCHOOL | self.teacher_headers)
         self.view: dict[str, Any] = {"handle": None, "model": model_key, "layer": 1, "query": None, "style": STYLE}
         self.shape: dict[str, Any] = {}  # the teacher's analysis's grid, depth, band (explorer.page_maps)
         self.followers: list[Follower] = []
@@ -225,8 +227,8 @@ class Room:
         self.changed = asyncio.Event()  # set by a reader at each thing it records
         self.pictures = 0  # the teacher's images so far
 
-    async def post(self, action: str, body: dict) -> Reply:
-        return await plain_post(self.server.url, f"{CLASS_ROUTE}/{action}", body, SCHOOL)
+    async def post(self, action: str, body: dict, headers: dict[str, str] | None = None) -> Reply:
+        return await plain_post(self.server.url, f"{CLASS_ROUTE}/{action}", body, SCHOOL | (headers or {}))
 
     async def start(self) -> None:
         started = (await self.post("start", {"address": self.server.url})).json()

@@ -733,6 +733,8 @@ def visit_every_tab(steps: Steps, client: Any, image: Any, values: dict[str, Any
 
 
 STUDENTS = 3  # a class's pages on the Space: enough to tell "once for the class" from "once a page"
+TEACHER = "teacher"  # on ZeroGPU the teacher is logged in: the user of the X-IP-Token the teacher's page sends
+TEACHERS_QUOTA = f"{TEACHER}'s quota"  # how GpuCalls names a call charged to the teacher
 
 
 class ModelCalls:
@@ -792,12 +794,15 @@ def times(calls: ModelCalls, n: int) -> str:
     return f"{n} {calls.unit[n != 1]}"
 
 
-def counted(calls: ModelCalls, before: int, wanted: int | None, what: str) -> str:
-    """The calls since `before`, which must be `wanted` (any, for None) for `what`: how many, and whose or which."""
+def counted(calls: ModelCalls, before: int, wanted: int | None, what: str, whose: str | None = None) -> str:
+    """The calls since `before`, which must be `wanted` (any, for None) for `what`, each charged to `whose` (any, for
+    None: GpuCalls names each call by whose quota pays it): how many, and whose or which."""
     named = calls.since(before)
     if wanted is not None and len(named) != wanted:
         raise StepFailed(f"{what} made {times(calls, len(named))}, not {wanted}")
     kinds = ", ".join(sorted(set(named)))
+    if whose is not None and set(named) - {whose}:
+        raise StepFailed(f"{what} was charged to {kinds}, not only to {whose}")
     return times(calls, len(named)) + (f" ({kinds})" if kinds else "")
 
 
@@ -823,6 +828,8 @@ class Lesson:
         # Room reads only its server's address here (its model calls are counted by a ModelCalls)
         self.room = Room(SimpleNamespace(url=url), self.http, folder, model_key, teacher_headers)
         self.pictures: list[str] = []
+        # whose quota each of the teacher's calls must be charged to: on ZeroGPU (the teacher logged in), the teacher's
+        self.teachers = TEACHERS_QUOTA if teacher_headers else None
 
     def run(self, step: Awaitable[Any]) -> Any:
         return self.loop.run_until_complete(step)
@@ -839,7 +846,7 @@ def class_teacher_leads(lesson: Lesson, calls: ModelCalls) -> str:
     room, before = lesson.room, calls.mark()
     lesson.run(room.start())
     lesson.run(room.lead(handle=lesson.run(room.analyse()), query=None))
-    cost = counted(calls, before, 1, "the teacher's new image")
+    cost = counted(calls, before, 1, "the teacher's new image", lesson.teachers)
     return f"class {room.code}; the teacher's new image: {cost}"
 
 
@@ -896,7 +903,8 @@ async def gallery_sent(lesson: Lesson, senders: int) -> list[str]:
 
 def class_gallery(lesson: Lesson, calls: ModelCalls, senders: int = 2) -> str:
     """Two students send a picture; the teacher approves each and shows the gallery: one call,
-    the pictures batched (ui.zerogpu.GALLERY)."""
+    the pictures batched (ui.zerogpu.GALLERY); on ZeroGPU the teacher's, whose page sends its
+    X-IP-Token with it (ui/js/zeroheaders.js)."""
     room = lesson.room
     lesson.pictures = ids = lesson.run(gallery_sent(lesson, senders))
     if len(ids) != senders:
@@ -905,8 +913,8 @@ def class_gallery(lesson: Lesson, calls: ModelCalls, senders: int = 2) -> str:
     for picture_id in ids:
         lesson.run(room.post("gallery", teacher | {"do": "approve", "id": picture_id}))
     before = calls.mark()
-    lesson.run(room.post("gallery", teacher | {"do": "show", "head": None}))
-    cost = counted(calls, before, 1, f"showing {senders} students' pictures")
+    lesson.run(room.post("gallery", teacher | {"do": "show", "head": None}, room.teacher_headers))
+    cost = counted(calls, before, 1, f"showing {senders} students' pictures", lesson.teachers)
     tiles = lesson.run(room.post("gallery", {"code": room.code, "token": room.followers[-1].token, "do": "tiles"}))
     if len(tiles.json()["tiles"]) != senders:
         raise StepFailed(f"a student sees {len(tiles.json()['tiles'])} tiles, not {senders}")
@@ -915,8 +923,8 @@ def class_gallery(lesson: Lesson, calls: ModelCalls, senders: int = 2) -> str:
 
 def class_spotlight(lesson: Lesson, calls: ModelCalls) -> str:
     """The teacher spotlights a gallery picture: it becomes the class's view. Its analysis is one
-    call (a picture the Space has not analysed, ui.class_gallery); the students' pages, which read
-    that analysis as they read the teacher's, none."""
+    call (a picture the Space has not analysed, ui.class_gallery), the teacher's as the gallery's
+    is; the students' pages, which read that analysis as they read the teacher's, none."""
     from bench.class_mode import WAIT_S, Push
 
     room = lesson.room
@@ -924,8 +932,8 @@ def class_spotlight(lesson: Lesson, calls: ModelCalls) -> str:
         raise StepFailed("no gallery picture to spotlight (the gallery's step did not run)")
     before, began = calls.mark(), time.perf_counter()
     asked = {"code": room.code, "key": room.key, "do": "spotlight", "id": lesson.pictures[0]}
-    version = lesson.run(room.post("gallery", asked)).json()["version"]
-    teacher, after = counted(calls, before, 1, "the spotlit picture's analysis"), calls.mark()
+    version = lesson.run(room.post("gallery", asked, room.teacher_headers)).json()["version"]
+    teacher, after = counted(calls, before, 1, "the spotlit picture's analysis", lesson.teachers), calls.mark()
     push = Push(began, time.perf_counter(), version, image=True)
     if not lesson.run(room.until(lambda: push.last(room.followers) is not None, "the spotlight's push")):
         raise StepFailed(f"not every student read the spotlit picture's analysis within {WAIT_S:.0f} s")
@@ -1014,7 +1022,7 @@ def class_trains_together(lesson: Lesson, calls: ModelCalls, trains_here: bool) 
     train_start(room.teacher)
     shared = lesson.run(teacher_shares(lesson))
     said = teacher_polls(room.teacher)
-    teacher, after = counted(calls, before, None, "the teacher's run"), calls.mark()
+    teacher, after = counted(calls, before, None, "the teacher's run", lesson.teachers), calls.mark()
     read = [lesson.run(student_reads_run(lesson, f.token)) for f in room.followers]
     students = counted(calls, after, 0, f"{STUDENTS} students reading the teacher's run")
     room.teacher.predict(api_name="/train_stop")  # its run slot free for the Train steps that follow
@@ -1041,16 +1049,17 @@ def class_steps(
 ) -> None:
     """Class mode on the Space (issue 59): the teacher's new image one call, the students' pages
     none, the students' gallery pictures one batched call, a spotlight the picture's one, Train
-    together none for the students. On ZeroGPU the teacher is logged in (an X-IP-Token): the calls
-    made in the teacher's Gradio events are charged to the teacher's quota, the rest named. The
-    teacher's page is on `model_key` (the Space's model)."""
+    together none for the students. On ZeroGPU the teacher is logged in (an X-IP-Token, sent with
+    the teacher's Gradio events and with Show the gallery and Spotlight, as the page sends it:
+    ui/js/zeroheaders.js): each call the teacher starts must be charged to the teacher's quota.
+    The teacher's page is on `model_key` (the Space's model)."""
     folder = work / "class-pictures"
     folder.mkdir(exist_ok=True)
     headers = None
     if zerogpu:
         from zerogpu_standin import visitor_token  # on sys.path with the stand-in (zerogpu_serving)
 
-        headers = {"X-IP-Token": visitor_token("teacher")}
+        headers = {"X-IP-Token": visitor_token(TEACHER)}
     lesson = Lesson(url, folder, model_key, headers)
     one, none = times(calls, 1), times(calls, 0)
     try:

@@ -14,6 +14,7 @@ from bench.space import (
     NO_DRIVER,
     OPENING,
     STUDENTS,
+    TEACHERS_QUOTA,
     ForwardPasses,
     GpuCalls,
     Lesson,
@@ -177,6 +178,9 @@ def test_the_class_steps_lead_a_class_on_the_served_app_and_count_its_gpu_calls(
         with pytest.raises(StepFailed, match="the teacher's new image made 2 GPU calls, not 0"):
             counted(calls, 0, 0, "the teacher's new image")
         assert counted(calls, 0, 2, "both") == "2 GPU calls (teacher's quota, the Space's quota)"
+        with pytest.raises(StepFailed, match="the gallery was charged to teacher's quota, the Space's quota, not only"):
+            counted(calls, 0, 2, "the gallery", TEACHERS_QUOTA)  # issue 59: a gallery's call went out anonymous
+        assert counted(calls, 1, 1, "the gallery", TEACHERS_QUOTA) == "1 GPU call (teacher's quota)"
         gpu.requests.clear()
         lesson = Lesson(server, tmp_path, "bundled")
         try:

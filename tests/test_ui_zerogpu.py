@@ -8,6 +8,7 @@ import math
 import gradio as gr
 import pytest
 import torch
+from zerogpu_standin import visitor_token
 
 import vit
 from explorer import compute, explain
@@ -97,6 +98,22 @@ def test_only_small_models_fall_back_to_the_cpu_and_stream_live(monkeypatch):
     assert zerogpu.live_refusal(nano) is None
     refusal = zerogpu.live_refusal(base)
     assert "86 M parameters" in refusal and "runs on the CPU" in refusal
+
+
+def test_a_routes_request_is_the_spaces_packages_visitor_within_charged_to_and_never_after():
+    """Class mode's routes run outside Gradio's events (ui/class_route.py): within `charged_to` the
+    package reads the route's request's X-IP-Token, as it reads an event's; after it, no request."""
+    from gradio.context import LocalContext
+    from spaces.zero.client import _get_headers, _get_token_and_payload  # what schedule() reads
+    from starlette.requests import Request
+
+    token = visitor_token("teacher")
+    request = Request({"type": "http", "method": "POST", "headers": [(b"x-ip-token", token.encode())]})
+    assert LocalContext.request.get(None) is None
+    with pytest.raises(RuntimeError), zerogpu.charged_to(request):
+        assert _get_token_and_payload(_get_headers(LocalContext.request.get())) == (token, {"user": "teacher"})
+        raise RuntimeError("the task failed")  # the request is taken back all the same
+    assert LocalContext.request.get(None) is None
 
 
 def test_off_zerogpu_a_task_runs_here_exactly_as_the_model_does():

@@ -6,6 +6,7 @@ when the quota is used up, is what these tests check. docs/space.md."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,18 +15,21 @@ from functools import partial
 from pathlib import Path
 
 import gradio as gr
+import httpx
 import pytest
 import torch
 from app_helpers import analyze
 from PIL import Image
 from starlette.datastructures import Headers
 from training_helpers import write_image_folder
-from zerogpu_standin import ZeroGpuStandIn, serve, visitor_token
+from zerogpu_standin import ANONYMOUS, ZeroGpuStandIn, charged_visitor, serve, visitor_token
 
 from bench.serving import free_port, wait_until_served
 from explorer import explain
 from explorer.catalog import BUNDLED, BUNDLED_PATH, ModelCatalog
 from ui import zerogpu
+from ui.class_route import EVENTS_ROUTE
+from ui.server_functions import CLASS_ROUTE
 
 REPO = Path(__file__).resolve().parents[1]
 IDLE_S = 5  # --train-idle-s: a run whose page stops polling is set aside after 5 s here, not 2 minutes
@@ -262,3 +266,54 @@ def test_a_train_run_whose_page_left_frees_the_slot_and_goes_on_when_its_visitor
     back = said(visitor.predict(api_name="/train_status"))  # the visitor's page again: its run goes on
     assert "/schedule" in [path for path, _ in gpu.requests[before:]] and "set aside" not in back, back
     visitor.predict(api_name="/train_stop")
+
+
+# -- class mode: the gallery's GPU calls, made in the app's own route, charged to the teacher --
+
+
+def _class_state(http: httpx.Client, member: dict) -> dict:
+    """The class's state as a page of `member` is first pushed it on its event stream."""
+    ticket = http.post(f"{CLASS_ROUTE}/ticket", json=member).raise_for_status().json()["ticket"]
+    with http.stream("GET", EVENTS_ROUTE, params={"ticket": ticket}) as events:
+        return json.loads(next(line for line in events.iter_lines() if line.startswith("data: "))[len("data: ") :])
+
+
+def test_the_class_gallerys_gpu_calls_are_charged_to_the_teacher_who_sent_the_token(space):
+    """Issue 59: Show the gallery and Spotlight run in the class's route, outside any Gradio event, and
+    went out with no visitor's token (the Space's quota). The teacher's page now sends the X-IP-Token
+    huggingface.co lends it (ui/js/zeroheaders.js): each such call is charged to the teacher; without the
+    header it goes out as before; a student's request, header or not, starts none."""
+    url, gpu, _, _ = space
+    lent, students = {"X-IP-Token": visitor_token("teacher")}, {"X-IP-Token": visitor_token("student")}
+    with httpx.Client(base_url=url, timeout=120) as http:
+
+        def gallery(member: dict, headers: dict | None = None, **asked) -> httpx.Response:
+            return http.post(f"{CLASS_ROUTE}/gallery", json=member | asked, headers=headers)
+
+        def charged(reply: httpx.Response, mark: int) -> list[str]:
+            assert reply.status_code == 200, reply.text
+            return [charged_visitor(p.get("token")) for path, p in gpu.requests[mark:] if path == "/schedule"]
+
+        started = http.post(f"{CLASS_ROUTE}/start", json={"address": url}).raise_for_status().json()
+        teacher = {"code": started["code"], "key": started["key"]}
+        token = http.post(f"{CLASS_ROUTE}/join", json={"code": started["code"]}).raise_for_status().json()["token"]
+        student = {"code": started["code"], "token": token}
+        gallery(teacher, do="ask", question="Where does the model look?").raise_for_status()
+        with (EXAMPLES / "cat.jpg").open("rb") as f:
+            path = http.post("gradio_api/upload", files={"files": ("cat.jpg", f, "image/jpeg")}).json()[0]
+        mark = len(gpu.requests)
+        gallery(student, students, do="send", path=path).raise_for_status()
+        (picture,) = _class_state(http, teacher)["gallery"]["pictures"]
+        gallery(teacher, do="approve", id=picture["id"]).raise_for_status()
+        forged = gallery(student, students, do="show", head=None)  # a student cannot show, nor be charged
+        assert forged.status_code == 403 and gpu.requests[mark:] == []
+        used = gpu.used.get("teacher", 0)
+
+        mark = len(gpu.requests)
+        assert charged(gallery(teacher, lent, do="show", head=None), mark) == ["teacher"]
+        assert gpu.used["teacher"] > used  # the teacher's quota paid it
+        mark = len(gpu.requests)
+        assert charged(gallery(teacher, do="show", head=None), mark) == [ANONYMOUS]  # no header: as before
+        mark = len(gpu.requests)
+        assert charged(gallery(teacher, lent, do="spotlight", id=picture["id"]), mark) == ["teacher"]
+        http.post(f"{CLASS_ROUTE}/command", json=teacher | {"command": "end"}).raise_for_status()

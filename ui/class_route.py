@@ -63,6 +63,7 @@ from starlette.routing import Route
 from explorer import page_maps
 from explorer.explain import Explanation
 
+from . import zerogpu
 from .class_gallery import GalleryAnswers
 from .classroom import LESSON_MAPS, ClassError, Classroom, checked_view, clean_code
 from .common import Server, model_name
@@ -88,6 +89,10 @@ ACTIONS = ("start", "join", "ticket", "lead", "command", "analysis", "gallery", 
 # The actions that read files, encode, draw or run the model (the gallery) run in a thread, not on the event loop.
 IN_THREAD = ("analysis", "gallery", "run", *SHOWN)
 _ADDRESS = re.compile(r"https?://[\x21-\x7e]{1,300}")
+# The actions that may run the model on the teacher's behalf: the gallery's Show and Spotlight (the others read
+# what was computed: the teacher's analysis, pictures, a run's drawing). On ZeroGPU their GPU call is charged to the
+# teacher (`charged`), so a request with a key only: the gallery checks it before any call, and refuses a student.
+ON_TEACHERS_QUOTA = ("gallery",)
 
 
 class Bell:
@@ -412,6 +417,17 @@ def replied(built: Any) -> Response:
     return Response(body, media_type="application/json", headers=PRIVATE)
 
 
+def charged(request: Request, answer: Callable[[dict, str | None], Any]) -> Callable[[dict, str | None], Any]:
+    """`answer`, its GPU calls charged to the sender of `request` (ui.zerogpu.charged_to), in the thread it runs in:
+    the X-IP-Token the teacher's page adds on a ZeroGPU Space (ui/js/zeroheaders.js), read then, never kept."""
+
+    def run(asked: dict, network: str | None) -> Any:
+        with zerogpu.charged_to(request):
+            return answer(asked, network)
+
+    return run
+
+
 def asked_of(body: bytes) -> dict:
     try:
         asked = json.loads(body)
@@ -449,6 +465,8 @@ def class_routes(
                 asked["view"] = await anyio.to_thread.run_sync(answers.pictured, asked, network, limiter=limiter)
             if name not in IN_THREAD:
                 return replied(answer(asked, network))
+            if name in ON_TEACHERS_QUOTA and asked.get("key") is not None:  # never a student's request
+                answer = charged(request, answer)
             async with drawing if name == "run" else contextlib.nullcontext():
                 built = await anyio.to_thread.run_sync(answer, asked, network, limiter=limiter)
             if name == "gallery":

@@ -25,13 +25,16 @@ import os
 import re
 import weakref
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
 
 import gradio as gr
 import spaces  # before torch touches CUDA (app.py imports this module first)
+from gradio.context import LocalContext
 from spaces.config import Config as SpacesConfig
+from starlette.requests import Request
 
 from explorer import compute, explain, gallery, lessons, prompts, video
 from explorer.catalog import ModelCatalog, ModelUnavailable, from_ref, ref_of
@@ -185,6 +188,23 @@ class GpuShortage:
                 "log in to Hugging Face to use your own daily GPU time, or try again later."
             )
         return f"{what} needs a GPU and the GPU could not run it this time: try again in a minute."
+
+
+@contextmanager
+def charged_to(request: Request) -> Iterator[None]:
+    """The GPU calls made in this block, in this thread, charged to the visitor who sent `request`.
+
+    The `spaces` package reads the visitor from the Gradio request of the event it runs in
+    (`gradio.context.LocalContext.request`; spaces/zero/client.py sends its X-IP-Token header to the
+    platform, which charges that visitor's quota, or the Space's without one). Class mode's routes
+    are the app's own, outside any Gradio event (ui/class_route.py), so there is none: this sets one
+    around the request of the app's route, whose headers are all the package reads, and resets it
+    after. The caller passes only a request whose sender may be charged (the class's teacher)."""
+    was = LocalContext.request.set(gr.Request(request=request))
+    try:
+        yield
+    finally:
+        LocalContext.request.reset(was)
 
 
 def is_platform_error(error: BaseException) -> bool:

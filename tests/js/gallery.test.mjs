@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { answered, headAsked, sentText, waiting } from "../../ui/js/gallery.js";
+import { Gallery, answered, headAsked, sentText, waiting } from "../../ui/js/gallery.js";
 
 const gallery = (over = {}) => ({
   question: "Find the background", open: true, drawn: 0, answered: 3,
@@ -30,4 +30,22 @@ test("a student's page says whether its picture is sent and whether the gallery 
   assert.match(sentText({ sent: true, open: true }), /^Your picture is sent/);
   assert.equal(sentText({ sent: false, open: true }), "Send a picture that answers the teacher's question.");
   assert.equal(sentText({ sent: false, open: false }), "The teacher has closed the gallery.");
+});
+
+test("Show and Spotlight carry the headers a Space's frame lends (the teacher's quota), others none", async () => {
+  const posted = [], lent = { "x-ip-token": "the-teachers" };
+  const classroom = {
+    credentials: () => ({ code: "ABCDEF", key: "k" }), state: null, notice: (said) => assert.fail(said),
+    post: async (action, body, read, headers) => { posted.push([body.do, headers]); return { version: 1 }; },
+  };
+  const gallery = new Gallery(classroom);
+  const parent = { postMessage: (message, origin, [port]) => port.postMessage(lent) }; // Gradio shook hands
+  const hostname = "teacher.hf.space";
+  globalThis.window = { location: { hostname }, parent, MessageChannel, supports_zerogpu_headers: true };
+  try {
+    await gallery.charged("show", { head: null });
+    await gallery.spotlight("p1");
+    await gallery.act("approve", { id: "p1" });
+  } finally { delete globalThis.window; }
+  assert.deepEqual(posted, [["show", lent], ["spotlight", lent], ["approve", {}]]);
 });

@@ -42,9 +42,9 @@ export class Classroom {
     const root = (window.gradio_config && window.gradio_config.root) || window.location.href;
     return new URL(path.slice(1), root.replace(/\/?$/, "/"));
   }
-  async post(action, body, read = (reply) => reply.json()) {
+  async post(action, body, read = (reply) => reply.json(), headers = {}) { // headers: ZeroGPU's (zeroheaders.js)
     const reply = await fetch(this.address(`${this.route}/${action}`), {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      method: "POST", headers: { ...headers, "Content-Type": "application/json" }, body: JSON.stringify(body),
     });
     if (!reply.ok) throw new Error(reply.status < 500 ? await reply.text() : `The server answered ${reply.status}.`);
     return read(reply);

@@ -3,6 +3,8 @@
 // their page shows), the teacher approves each, shows them all (one batched pass on the server, which draws the
 // tiles), hides one, spotlights one (the class's view moves to it) and exports the handout. Every word is text.
 
+import { zeroHeaders } from "./zeroheaders.js";
+
 // The counter the teacher sees (pushed on the class's stream): how many answered of how many students.
 export function answered(gallery, students) {
   const of = students === 1 ? "1 student" : `${students} students`;
@@ -33,16 +35,20 @@ export class Gallery {
     const on = (name, run) => this.part.querySelector(`.cg-${name}`).addEventListener("click", run);
     on("ask", () => this.act("ask", { question: this.field("question").value, names: this.field("names").checked }));
     on("close", () => this.act("close"));
-    on("show", () => this.act("show", { head: headAsked(this.field("head").value) }));
+    on("show", () => this.charged("show", { head: headAsked(this.field("head").value) }));
     on("export", () => this.exported());
     on("send-file", () => this.sendFile());
     on("send-view", () => this.sendView());
   }
   field(name) { return this.part.querySelector(`.cg-${name}`); }
-  async act(action, body = {}) { // a gallery action; a refusal is the server's sentence
-    try { return await this.classroom.post("gallery", { ...this.classroom.credentials(), do: action, ...body }); }
+  async act(action, body = {}, headers = {}) { // a gallery action; a refusal is the server's sentence
+    const asked = { ...this.classroom.credentials(), do: action, ...body };
+    try { return await this.classroom.post("gallery", asked, undefined, headers); }
     catch (error) { this.classroom.notice(error.message); return null; }
   }
+  // An action that runs the model on the teacher's behalf: on ZeroGPU its GPU call is charged to the teacher's quota
+  // by the headers huggingface.co lends the Space's page (zeroheaders.js), as Gradio's own events are.
+  async charged(action, body) { return this.act(action, body, await zeroHeaders()); }
   async fetched(action, body) { // a picture or the handout: bytes, not JSON
     const c = this.classroom, reply = await fetch(c.address(`${c.route}/gallery`), {
       method: "POST", headers: { "Content-Type": "application/json" },
@@ -116,7 +122,7 @@ export class Gallery {
     return figure;
   }
   async spotlight(id) { // the class's view moves to this picture's analysis; the teacher's page shows it too
-    const led = await this.act("spotlight", { id });
+    const led = await this.charged("spotlight", { id });
     if (led) { this.spotlit = led.version; this.followSpotlit(this.classroom.state); }
   }
   followSpotlit(state) { // once the state that holds the spotlight is pushed (before or after the reply came)
