@@ -112,9 +112,9 @@ def class_round(
             tokens = joined(http, url, lead.code, network, students)
             pupils = [Page(http, url, lead.code, network, token=token) for token in tokens]
             readers = [page.open() for page in [lead, *pupils]]
-            timed("class_image", lambda: shown(lead, pupils, teacher, image))
+            handle = timed("class_image", lambda: shown(lead, pupils, teacher, image))
             for layer in (2, 3, 1, 2):
-                timed("class_push", lambda n=layer: led(lead, pupils, {**lead.states[-1]["view"], "layer": n}))
+                timed("class_push", lambda n=layer: led(lead, pupils, {**VIEW, "handle": handle, "layer": n}))
             timed("class_gallery", lambda: gallery(lead, pupils, url, http))
             lead.ask("command", command="end")
             everyone([lead, *pupils], lambda p: p.ended, "every page told the class ended")
@@ -128,15 +128,17 @@ def class_round(
 
 def led(lead: Page, pupils: list[Page], view: dict[str, Any]) -> None:
     """The teacher's view sent; returns once every student's page has it."""
-    version = lead.ask("lead", view={k: view.get(k) for k in VIEW}).json()["version"]
+    version = lead.ask("lead", view=view).json()["version"]
     everyone(pupils, lambda p: p.version() >= version, f"every page at the class's version {version}")
 
 
-def shown(lead: Page, pupils: list[Page], teacher: Any, image: Path) -> None:
-    """The teacher's image analysed (one forward pass) and shown; returns once every student's page read it."""
+def shown(lead: Page, pupils: list[Page], teacher: Any, image: Path) -> str:
+    """The teacher's image analysed (one forward pass) and shown; returns its handle once every student's
+    page has read it."""
     handle = analyse_page(teacher, image)["handle"]
     led(lead, pupils, {**VIEW, "handle": handle})
     everyone(pupils, lambda p: len(p.analyses) >= 1, "every page read the teacher's analysis")
+    return handle
 
 
 def gallery(lead: Page, pupils: list[Page], url: str, http: httpx.Client) -> None:

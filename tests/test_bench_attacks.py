@@ -215,12 +215,14 @@ def test_class_modes_attacks_are_refused_within_their_bounds_and_a_lesson_runs_w
     server = Server(tmp_path, args=("--trusted-hops", "1"))
     steps = []
 
-    def timed(name: str, call) -> None:
+    def timed(name: str, call) -> object:  # as bench.soak's Log.timed: the result, or None for an error
         try:
-            call()
-            steps.append((name, None))
+            result = call()
         except Exception as e:  # noqa: BLE001 - the soak counts it as the class's error
             steps.append((name, repr(e)))
+            return None
+        steps.append((name, None))
+        return result
 
     try:
         guessed = code_guessing(server.url, guesses=24)
