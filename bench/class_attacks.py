@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import count
 from pathlib import Path
 
@@ -274,7 +275,8 @@ def nested_lists(size: int) -> bytes:
 
 def oversized_bodies(url: str, rounds: int = 8) -> str:
     """Bodies past the 8 KiB a class request may be, on /class/join: 8 KiB + 1 of JSON, 1 MiB, and
-    16 MiB of nested lists eight at a time, `rounds` times; one sent in chunks (no Content-Length)."""
+    16 MiB of nested lists eight at a time, `rounds` times; one sent in chunks (no Content-Length);
+    and the 16 MiB as often on Gradio's /queue/join, where a webcam frame's request may be that large."""
     network = fresh_network()
     bodies = {
         "8 KiB + 1": json.dumps({"code": "x" * (8 * 2**10 - 11)}).encode(),
@@ -285,19 +287,21 @@ def oversized_bodies(url: str, rounds: int = 8) -> str:
     said = []
     with httpx.Client(timeout=120) as http, ThreadPoolExecutor(8) as pool:
 
-        def send(body: bytes) -> int | str:
+        def send(body: bytes, _: int, route: str = f"{CLASS_ROUTE.lstrip('/')}/join") -> int | str:
             try:
-                return http.post(f"{url}{CLASS_ROUTE.lstrip('/')}/join", content=body, headers=headers).status_code
+                return http.post(f"{url}{route}", content=body, headers=headers).status_code
             except httpx.HTTPError as e:  # the server may close the connection before the body is sent
                 return type(e).__name__
 
         for name, body in bodies.items():
             times = 8 * rounds if name.endswith("at a time") else 1
-            said.append(f"{name}: {statuses(list(pool.map(send, [body] * times)))}")
+            said.append(f"{name}: {statuses(list(pool.map(partial(send, body), range(times))))}")
         chunked = http.post(
             f"{url}{CLASS_ROUTE.lstrip('/')}/join", content=iter([nested_lists(2**20)]), headers=headers
         )
         said.append(f"1 MiB in chunks: {chunked.status_code}")
+        queued = partial(send, bodies["16 MiB of nested lists, 8 at a time"], route="gradio_api/queue/join")
+        said.append(f"the 16 MiB on Gradio's /queue/join: {statuses(list(pool.map(queued, range(8 * rounds))))}")
     return "; ".join(said)
 
 
@@ -362,7 +366,7 @@ def class_attacks(
         "class mode: a gallery flood (60 students' 448 px noise pictures, then 6 more sends)": lambda: gallery_flood(
             url
         ),
-        "class mode: oversized bodies on /class/join": lambda: oversized_bodies(url),
+        "class mode: oversized bodies on /class/join and Gradio's /queue/join": lambda: oversized_bodies(url),
         "class mode: 6 classes of 60 students with streams and galleries, held, then ended": lambda: class_memory(
             url, log
         ),

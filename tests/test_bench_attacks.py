@@ -241,6 +241,7 @@ def test_class_modes_attacks_are_refused_within_their_bounds_and_a_lesson_runs_w
     assert hoarded == "10 × 200; another class's student then: 200; its first ticket opens: 403", hoarded
     assert flood == "6 students' sends: 6 × 200; one student 6 more: 4 × 200, 2 × 429", flood
     assert oversized == (
-        "8 KiB + 1: 1 × 413; 1 MiB: 1 × 413; 16 MiB of nested lists, 8 at a time: 8 × 413; 1 MiB in chunks: 413"
+        "8 KiB + 1: 1 × 413; 1 MiB: 1 × 413; 16 MiB of nested lists, 8 at a time: 8 × 413; 1 MiB in chunks: 413; "
+        "the 16 MiB on Gradio's /queue/join: 8 × 413"
     ), oversized
     assert steps == [("class_image", None), *[("class_push", None)] * 4, ("class_gallery", None)], steps
