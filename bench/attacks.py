@@ -2,6 +2,7 @@
 
     python -m bench.attacks            # starts `app.py --public` on a free port, prints a table
     python -m bench.attacks --only "X-Forwarded-For"   # only the attacks whose name says so
+    python -m bench.attacks --only "class mode:"       # class mode's cases (bench/class_attacks.py)
 
 The server runs in its own process with its own Gradio folder (GRADIO_TEMP_DIR in a temporary
 folder, so the disk budget of 30 MB prunes nothing else). For each attack the table gives the
@@ -40,6 +41,7 @@ import numpy as np
 from PIL import Image
 
 import vit
+from bench.class_attacks import class_attacks
 from bench.live import cpu_seconds
 from bench.serving import free_port, gradio_client, wait_until_served
 from training.registry import VISITOR_GONE_S
@@ -1021,7 +1023,8 @@ def attack_list(server: Server, client, folder: Path) -> dict[str, Callable[[], 
         attacks[f"a crop-1,024 checkpoint, {frames} frames of 1080p on /attention_video"] = lambda n=frames: big_video(
             client, folder, n
         )
-    return attacks
+    visitor = partial(victim_analysis, server, folder)
+    return attacks | class_attacks(server.url, server.proc.pid, server.rss_mib, Path(server.log.name), visitor)
 
 
 def main(argv: list[str] | None = None) -> None:

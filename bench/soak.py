@@ -10,7 +10,10 @@ Each visitor (its own `gradio_client` session, `bench.visitors.Visitor`'s action
 image (/analyze) and then clicks patches, moves the layer slider, restyles, exports a PNG or a
 GIF and opens two lessons, with a human's pause between actions, and uploads again now and then;
 visitor 0 streams its webcam to Live (/live_frame) throughout; visitors 1 and 2 each run one
-Train-tab run (a preset on the stand-in folder, polled until it ends), at the start and half-way.
+Train-tab run (a preset on the stand-in folder, polled until it ends), at the start and half-way;
+and a class-mode lesson comes round and round (`bench.class_round`: a teacher starts a class, three
+students join on their event streams and follow the teacher's image and four clicks, a gallery
+round, the class ends and is checked gone), CLASS_PAUSE_S apart.
 The attacker runs `bench.attacks.attack_list` in a loop, in a process of its own (`Attacker`).
 The class's and the attacker's threads run at nice +10 (`--client-nice`, as in `bench.visitors`:
 their thirty clients took more than one of the two cores the server is measured on, CPU that
@@ -45,6 +48,7 @@ import numpy as np
 from PIL import Image
 
 from bench.attacks import ATTACKER_NETWORK, Server, attack_list, stand_in_data, web
+from bench.class_round import class_round
 from bench.serving import gradio_client
 from bench.visitors import CHEAP, Launcher, images_for, load_average, machine, percentile, warm_up
 from bench.visitors import Visitor as Clicker
@@ -73,6 +77,7 @@ GROUPS = {  # the table's columns: p95 of these actions together
     "lesson": ("lesson_compare", "lesson_token_norms"),
     "live": ("live_frame",),
     "train": ("train_start",),
+    "class": ("class_push",),  # a teacher's click, until every following page has it
 }
 JUDGED = ("analyze", "click")  # groups with enough samples each minute for a p95 to mean something
 P95_RATIO = 1.2
@@ -86,6 +91,7 @@ ONE_FILE_MB = 20
 # fills it in the first minutes, so memory that grows after them is not a budget still filling.
 CACHE_MB = 256
 LIVE_CONTROLS = ["bundled", 6, "cls", 4, 4, "inferno", "layer"]
+CLASS_PAUSE_S = 20.0  # between one class-mode lesson's end and the next one's start
 
 
 @dataclass
@@ -220,6 +226,17 @@ def train(client, log: Log, stop: threading.Event, delay_s: float) -> None:
     log.timed("train_run", until_ended)
 
 
+def lessons(url: str, images: list[Path], log: Log, stop: threading.Event) -> None:
+    """Class-mode lessons one after another (`bench.class_round`), each on the next of `images`, until
+    `stop`: each lesson's steps timed, the whole a "class" action (its error the class's)."""
+    teacher = gradio_client(url)
+    for n in range(10**6):
+        image = images[n % len(images)]
+        log.timed("class", lambda i=image: class_round(url, teacher, i, log.timed))
+        if stop.wait(CLASS_PAUSE_S):
+            return
+
+
 class Attacker:
     """Every attack of bench.attacks, in turn, until the period ends, in a process of its own:
     building its requests (megabyte strings, 177 uploads of 19 MB) is another machine's work, and
@@ -290,6 +307,16 @@ HOLDING = re.compile(
 HEAP = re.compile(r"heap: (\d+) MiB in use, (\d+) MiB free in the allocator \((\d+) arenas?\), (\d+) Python blocks")
 
 
+# ... and what its classes hold (ui.classroom.Classroom.held): an ended class holds none of it.
+CLASSES = re.compile(r"holding: .*, (\d+) classes \((\d+) students, (\d+) streams open, (\d+) gallery pictures\)")
+
+
+def classes_held(server: Server) -> tuple[int, int]:
+    """(classes, their event streams open) as the server last said, or (-1, -1) before it has."""
+    held = last_said(server, CLASSES)
+    return (int(held[0]), int(held[2])) if held else (-1, -1)
+
+
 def heap(server: Server) -> tuple[float, float, int, int]:
     """(MiB in use, MiB free in the allocator, arenas, Python blocks) as the server last said
     (nan, nan, -1, -1 before)."""
@@ -332,6 +359,8 @@ class Sample:
     models_mib: float  # the weights of the models loaded (the catalogue's)
     models: int  # how many (the pinned ones and at most the catalogue's capacity of others)
     training_runs: int  # running, each holding its model, optimiser and batches
+    classes: int  # class mode's classes held (the soak's lesson's and the attacker's)
+    class_streams: int  # their event streams open
     heap_mib: float  # glibc's heap in use (ui.heap.heap_use)
     free_mib: float  # freed bytes glibc keeps in its arenas
     arenas: int  # glibc's arenas (ui.heap.bound_the_heap limits them)
@@ -388,6 +417,7 @@ def sample(server: Server, log: Log, m: int, minute_s: float, resident: tuple[fl
     )
     sessions, analyses_mib, models_mib, models, training_runs = holding(server)
     heap_mib, free_mib, arenas, python_blocks = heap(server)
+    classes, class_streams = classes_held(server)
     full_collections, longest_collection_ms = collector(server)
     return Sample(
         minute=m + 1,
@@ -398,6 +428,8 @@ def sample(server: Server, log: Log, m: int, minute_s: float, resident: tuple[fl
         models_mib=models_mib,
         models=models,
         training_runs=training_runs,
+        classes=classes,
+        class_streams=class_streams,
         heap_mib=heap_mib,
         free_mib=free_mib,
         arenas=arenas,
@@ -431,6 +463,8 @@ COLUMNS = [
     ("models MiB", "models_mib", ".0f"),
     ("models", "models", "d"),
     ("training runs", "training_runs", "d"),
+    ("classes", "classes", "d"),
+    ("class streams", "class_streams", "d"),
     ("open files", "open_files", "d"),
     ("threads", "threads", "d"),
     ("uploads MB", "uploads_mb", ".1f"),
@@ -594,6 +628,7 @@ def class_threads(
     for delay in (args.minute_s / 4, args.minutes * args.minute_s / 2):
         client = gradio_client(server.url)
         threads.append(threading.Thread(target=train, args=(client, log, stop, delay), daemon=True))
+    threads.append(threading.Thread(target=lessons, args=(server.url, images, log, stop), daemon=True))
     return threads
 
 
@@ -653,8 +688,8 @@ def report(args: argparse.Namespace, samples: list[Sample], log: Log, rest: floa
     lines = [
         f"machine: {machine()}; {load_average()} at the end",
         f"{args.visitors} visitors (pause {args.think:.1f} s x0.5..1.5 between actions), one Live stream, two Train "
-        f"runs, one attacker, their threads at nice +{args.client_nice}; {args.minutes} minutes of "
-        f"{args.minute_s:.0f} s; "
+        f"runs, a class-mode lesson every {CLASS_PAUSE_S:.0f} s, one attacker, their threads at nice "
+        f"+{args.client_nice}; {args.minutes} minutes of {args.minute_s:.0f} s; "
         f"the server at rest {rest:.0f} MiB; {len(class_rows)} class actions; {len(log.attacks)} attacks replayed",
         "",
         *table(samples),

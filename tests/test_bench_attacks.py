@@ -199,3 +199,49 @@ def test_a_checkpoints_markdown_class_names_reach_every_text_escaped(server, tmp
     Image.new("RGB", (32, 32), (200, 120, 40)).save(image)
     reply = markdown_classes(Client(server, verbose=False), server, tmp_path, image)
     assert reply == "raw in: none; escaped in: heads off, ranking, Live", reply
+
+
+def test_class_modes_attacks_are_refused_within_their_bounds_and_a_lesson_runs_whole(tmp_path):
+    """`bench.attacks`' class-mode cases (bench/class_attacks.py) and the soak's lesson
+    (bench/class_round.py) against `app.py --public --trusted-hops 1`, smaller: guessed codes are
+    locked out per network whatever the first X-Forwarded-For entry, a student's forged teacher
+    actions change nothing and never lock the class out, a hoard of tickets leaves another class its
+    stream, the gallery's sends a student are bounded, oversized bodies are 413; and a lesson's every
+    step reaches every page, the class gone once ended."""
+    from bench.class_attacks import code_guessing, forged_teacher, gallery_flood, oversized_bodies, ticket_hoard
+    from bench.class_round import PICTURE, class_round
+    from bench.serving import gradio_client
+
+    server = Server(tmp_path, args=("--trusted-hops", "1"))
+    steps = []
+
+    def timed(name: str, call) -> object:  # as bench.soak's Log.timed: the result, or None for an error
+        try:
+            result = call()
+        except Exception as e:  # noqa: BLE001 - the soak counts it as the class's error
+            steps.append((name, repr(e)))
+            return None
+        steps.append((name, None))
+        return result
+
+    try:
+        guessed = code_guessing(server.url, guesses=24)
+        forged = forged_teacher(server.url)
+        hoarded = ticket_hoard(server.url, tickets=10)
+        flood = gallery_flood(server.url, students=6, more=6)
+        oversized = oversized_bodies(server.url, rounds=1)
+        class_round(server.url, gradio_client(server.url), PICTURE, timed)
+    finally:
+        server.close()
+    assert guessed == "20 × 404, 4 × 429; then the right code from that network: 429; a student of another network: 200"
+    assert forged == (
+        "28 forged: 23 × 403, 5 × 429, nothing changed; then from the class's network the teacher's lead 200, "
+        "a joined student's stream ticket 200, a new student's join 429"
+    ), forged
+    assert hoarded == "10 × 200; another class's student then: 200; its first ticket opens: 403", hoarded
+    assert flood == "6 students' sends: 6 × 200; one student 6 more: 4 × 200, 2 × 429", flood
+    assert oversized == (
+        "8 KiB + 1: 1 × 413; 1 MiB: 1 × 413; 16 MiB of nested lists, 8 at a time: 8 × 413; 1 MiB in chunks: 413; "
+        "the 16 MiB on Gradio's /queue/join: 8 × 413"
+    ), oversized
+    assert steps == [("class_image", None), *[("class_push", None)] * 4, ("class_gallery", None)], steps

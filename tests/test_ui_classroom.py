@@ -120,6 +120,62 @@ def test_wrong_codes_and_keys_are_rate_limited_per_network():
     assert classes.join(code, ATTACKER)[1]
 
 
+def test_wrong_codes_from_the_classs_own_network_never_lock_its_teacher_or_students_out():
+    """`bench.attacks` ("a student's forged teacher actions"): a student sent 20 forged keys from the
+    class's own network (a school behind one router) and every request of that network was refused for
+    10 minutes: the teacher could not lead, no page could reopen its stream. Credentials a guess never
+    finds (the key, a student's token: 128 random bits each) still pass; a code alone (a new student's
+    join) and every wrong credential get the same refusal, so the lock tells a guesser nothing."""
+    classes, _, _ = classroom(failures=20, window_s=600)
+    code, key = classes.start(SCHOOL)
+    token, name = classes.join(code, SCHOOL)
+    for _ in range(20):
+        with pytest.raises(ClassError, match="Only the class's teacher"):
+            classes.lead(code, token, VIEW, SCHOOL)
+    assert classes.lead(code, key, VIEW, SCHOOL) == 2  # the teacher leads, Freezes and ends as before
+    assert classes.command(code, key, "freeze", SCHOOL) == 3
+    assert classes.open_stream(classes.ticket(code, None, token, SCHOOL)) == (code, token)
+    assert classes.join(code, SCHOOL, token=token) == (token, name)  # a reload rejoins
+    assert classes.open_stream(classes.ticket(code, key, None, SCHOOL)) == (code, None)
+    refusals = [
+        lambda: classes.join(code, SCHOOL),  # a new student: a code alone proves nothing
+        lambda: classes.lead(code, token, VIEW, SCHOOL),
+        lambda: classes.ticket(code, None, "made-up", SCHOOL),
+        lambda: classes.join("MMMMMM" if code != "MMMMMM" else "NNNNNN", SCHOOL, token=token),
+    ]
+    for refused in refusals:
+        with pytest.raises(ClassError, match="Too many wrong class codes") as limited:
+            refused()
+        assert limited.value.status == 429
+
+
+def test_a_member_holds_a_few_unopened_tickets_and_another_class_always_gets_one():
+    """`bench.attacks` ("600 stream tickets"): one teacher's page asked 488 tickets and opened none,
+    and every page of every other class was refused its stream for 30 s ("Too many pages are opening
+    the class's stream"). A member's tickets beyond its streams' number replace its oldest."""
+    classes, _, _ = classroom(streams=3)
+    code, key = classes.start(ATTACKER)
+    hoarded = [classes.ticket(code, key, None, ATTACKER) for _ in range(600)]
+    other, _ = classes.start(SCHOOL)
+    token, _ = classes.join(other, SCHOOL)
+    assert classes.open_stream(classes.ticket(other, None, token, SCHOOL)) == (other, token)
+    assert len(classes.tickets) <= 4
+    with pytest.raises(ClassError, match="ticket is not valid"):
+        classes.open_stream(hoarded[0])
+    assert [classes.open_stream(t) for t in hoarded[-3:]] == [(code, None)] * 3
+
+
+def test_the_operators_line_counts_what_the_classes_hold_and_an_ended_class_holds_nothing():
+    classes, _, _ = classroom()
+    code, key = classes.start(TEACHER)
+    tokens = [classes.join(code, SCHOOL)[0] for _ in range(3)]
+    classes.open_stream(classes.ticket(code, None, tokens[0], SCHOOL))
+    classes.open_stream(classes.ticket(code, key, None, TEACHER))
+    assert classes.held() == "1 classes (3 students, 2 streams open, 0 gallery pictures)"
+    classes.end(code, key, TEACHER)
+    assert classes.held() == "0 classes (0 students, 0 streams open, 0 gallery pictures)"
+
+
 def test_a_student_can_never_lead_freeze_or_end_and_a_forged_key_changes_nothing():
     classes, _, _ = classroom()
     code, key = classes.start(TEACHER)

@@ -3,6 +3,7 @@ launched with the app's own limits (ui.app.served_limits), in-process so its ses
 
 import base64
 import io
+import json
 import re
 import time
 from collections import OrderedDict
@@ -109,7 +110,8 @@ def test_the_operators_log_line_counts_what_the_server_holds(app, server):
     line = holdings(demo, server)
     assert line.startswith(f"holding: {before + 3} sessions (at most {SESSIONS}), ")
     assert f"MiB of analyses (at most {server.store.max_bytes // 2**20} MiB), " in line
-    models = re.search(r", (\d+) MiB of models \((\d+) loaded\), 0 training runs running$", line)
+    models = re.search(r", (\d+) MiB of models \((\d+) loaded\), 0 training runs running, ", line)
+    assert line.endswith(", 0 classes (0 students, 0 streams open, 0 gallery pictures)"), line
     assert models and int(models[2]) == len(server.catalog.loaded_keys()) >= 1, line
     assert int(models[1]) == round(server.catalog.loaded_bytes() / 2**20) > 0, line
 
@@ -441,6 +443,47 @@ def test_a_file_payload_gradio_would_fail_on_is_refused_before_it(tmp_path):
         assert (reply.status_code, reply.text) == (400, REFUSED), payload
     for payload in ({"url": jpeg_data_url(8)}, {"path": "/etc/passwd"}, file_payload(str(folder / "a" / "b.png"))):
         assert client.post("/gradio_api/queue/join", json={"data": [payload], "fn_index": 0}).status_code == 200
+
+
+def test_a_class_action_or_a_rows_question_is_read_no_further_than_an_event_may_be(tmp_path, monkeypatch):
+    """`bench.attacks` ("oversized bodies on /class/join"): a class's action was read up to a webcam
+    frame's 16 MiB and parsed before its 413, +1,063 MiB and 46 s of CPU for 64 bodies of nested
+    lists (on Gradio's /queue/join, +1,920 MiB and 47 s). Now a class's action or a rows question is
+    read to MAX_EVENT_BYTES and no further, and no request larger than that is parsed unless what is
+    not a frame's data: URL in it fits MAX_EVENT_BYTES; a frame still may be large."""
+    import asyncio
+
+    from ui.server_functions import CLASS_ROUTE, ROUTE
+
+    parsed = []
+    monkeypatch.setattr(limits, "_fields", lambda body: parsed.append(len(body)) or {})
+    guarded = RequestLimits(stored_upload(), uploads=UploadBudget(lambda: tmp_path, 40_000))
+
+    def posted(path: str, body: bytes) -> tuple[int, int]:
+        """(the reply's status, the bytes the server read) of a POST of `body` in 64 KiB chunks."""
+        read, replies = [0], []
+
+        async def receive() -> dict:
+            chunk = body[read[0] : read[0] + 2**16]
+            read[0] += len(chunk)
+            return {"type": "http.request", "body": chunk, "more_body": read[0] < len(body)}
+
+        async def send(message: dict) -> None:
+            replies.append(message.get("status"))
+
+        scope = {"type": "http", "method": "POST", "path": path, "headers": [], "client": ("198.51.100.2", 1)}
+        asyncio.run(guarded(scope, receive, send))
+        return replies[0], read[0]
+
+    nested = b'{"data":[' + b"[]," * (16 * 2**20 // 3 - 10) + b"[]]}"  # bench.class_attacks.nested_lists
+    for path in (f"{CLASS_ROUTE}/join", ROUTE):
+        status, read = posted(path, nested)
+        assert status == 413 and read <= MAX_EVENT_BYTES + 2**16, (path, status, read)  # the rest never read
+    status, read = posted("/gradio_api/queue/join", nested)
+    assert status == 413 and read == len(nested) and not parsed  # read (it might be a frame's), never parsed
+    frame = json.dumps({"data": [{"url": jpeg_data_url(8) + "A" * 2**20}], "fn_index": 0}).encode()
+    status, read = posted("/gradio_api/call/live_frame", frame)  # a frame's request is read whole and parsed
+    assert status == 200 and read == len(frame) and parsed
 
 
 def test_the_log_writes_one_line_a_minute_per_network_and_counts_the_rest():

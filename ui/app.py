@@ -274,7 +274,7 @@ def holdings(demo: gr.Blocks, server: Server) -> str:
         f"holding: {len(demo.state_holder.session_data)} sessions (at most {SESSIONS}), "
         f"{store.nbytes / mib:.0f} MiB of analyses (at most {store.max_bytes / mib:.0f} MiB), "
         f"{catalog.loaded_bytes() / mib:.0f} MiB of models ({len(catalog.loaded_keys())} loaded), "
-        f"{runs} training run{'s' * (runs != 1)} running"
+        f"{runs} training run{'s' * (runs != 1)} running, {server.classes.held()}"
     )
 
 

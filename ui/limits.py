@@ -207,9 +207,15 @@ class RequestLimits:
         path = scope["path"].removeprefix(scope.get("root_path", ""))
         if path.rstrip("/") in UPLOAD_ROUTES:
             return await self._upload(scope, receive, send)
-        body = await _body(receive, MAX_FRAME_BYTES)
+        gated = server_functions.gated(path.rstrip("/"))
+        # A page's question for rows or a class's action is never a frame: read no further than an event may
+        # be. Read to MAX_FRAME_BYTES and parsed, 64 bodies of 16 MiB of nested lists sent to /class/join eight
+        # at a time were refused only after +1,063 MiB and 46 s of the server's CPU (bench.attacks).
+        body = await _body(receive, MAX_EVENT_BYTES if gated else MAX_FRAME_BYTES)
         too_large = 413, f"this request is larger than this server takes ({MAX_EVENT_BYTES:,} bytes)"
-        if body is None:
+        if body is None or (
+            len(body) > MAX_EVENT_BYTES and await run_in_threadpool(_beside_frames, body) > MAX_EVENT_BYTES
+        ):
             return await _refuse(send, *too_large)
         # a frame's JSON takes tens of milliseconds to parse: not on the event loop
         fields = _fields(body) if len(body) <= MAX_EVENT_BYTES else await run_in_threadpool(_fields, body)
@@ -235,7 +241,7 @@ class RequestLimits:
             await run_in_threadpool(self._admit, session, sender(scope, self.trusted_hops))
         if frame and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
-        if server_functions.gated(path.rstrip("/")):
+        if gated:
             return await self._server_function(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
 
@@ -381,6 +387,17 @@ async def _body(receive: Receive, limit: int) -> bytes | None:
         chunks.append(chunk)
         more = message.get("more_body", False)
     return b"".join(chunks)
+
+
+# A webcam frame as a request's JSON holds it: the one large part a request may have (`_outside_the_frame`).
+_DATA_URL = re.compile(rb'"data:image/[\w.+-]{1,20};base64,[A-Za-z0-9+/=]*"')
+
+
+def _beside_frames(body: bytes) -> int:
+    """A request's bytes besides its webcam frames' data: URLs. Past MAX_EVENT_BYTES it is no frame's
+    request, and is refused before it is parsed: 16 MiB of nested lists, parsed to find out, took eight
+    at a time on Gradio's /queue/join +1,920 MiB and 47 s of the server's CPU (bench.class_attacks' body)."""
+    return len(_DATA_URL.sub(b'""', body))
 
 
 def _fields(body: bytes) -> dict[str, Any]:
