@@ -1457,6 +1457,15 @@ def class_started(browser, server: str, teacher=None):
     return teacher, code
 
 
+def class_ended(teacher, student) -> None:
+    """The teacher ends the class (one network runs 2 classes at once: the tests after start theirs), and a
+    student's page says so."""
+    from playwright.sync_api import expect
+
+    teacher.locator("#class-end").click()
+    expect(student.locator(".class-notice")).to_have_text("The teacher ended the class.")
+
+
 def send_a_picture(gallery, tmp_path) -> None:
     """A student's gallery (`gallery`, its element) sends a picture file of the student's own (random pixels,
     48 x 64), and the page says it is sent."""
@@ -1517,8 +1526,7 @@ def test_a_class_student_follows_the_teachers_layer_breaks_away_and_comes_back(s
     expect(student.locator(".class-notice")).to_contain_text("Eyes on the teacher's screen")
     expect(heads).to_have_attribute("alt", re.compile("layer 4 of 6, .*for the query CLS"))
     expect(student.locator("#class-follow")).to_be_hidden()
-    teacher.locator("#class-end").click()
-    expect(student.locator(".class-notice")).to_have_text("The teacher ended the class.")
+    class_ended(teacher, student)
     teacher.close()
     student.close()
 
@@ -1616,8 +1624,7 @@ def test_a_phones_class_banner_never_takes_a_tap_meant_for_the_map_under_it(serv
     expect(phone.locator("#heads img")).to_have_attribute("alt", re.compile(r"for the query patch \(8, 4\)"))
     phone.locator("#class-follow").click()  # the banner's own button
     expect(phone.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
-    teacher.locator("#class-end").click()  # one network runs 2 classes at once: the next tests start theirs
-    expect(phone.locator(".class-notice")).to_have_text("The teacher ended the class.")
+    class_ended(teacher, phone)
     teacher.close()
     phone.close()
 
@@ -1649,8 +1656,7 @@ def test_a_class_teacher_points_at_a_head_from_the_keyboard_and_the_student_sees
     teacher.keyboard.press("Space")  # pressed again: points at none
     expect(third).to_have_attribute("aria-pressed", "false")
     expect(student.locator("#heads img")).not_to_have_attribute("alt", re.compile("points at head"))
-    teacher.locator("#class-end").click()  # one network runs 2 classes at once: the next tests start theirs
-    expect(student.locator(".class-notice")).to_have_text("The teacher ended the class.")
+    class_ended(teacher, student)
     teacher.close()
     student.close()
 

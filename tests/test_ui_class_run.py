@@ -103,16 +103,22 @@ def away():
     class_runs.forget(code)
 
 
-def test_the_class_sees_the_run_move_on_while_the_teachers_page_is_away(away, monkeypatch):
-    class_runs, runs, rung, now, code, key, token = away
-    classes, drawings, before = class_runs.classes, [], watchers()
+@pytest.fixture
+def drawings(monkeypatch) -> list[str]:
+    """The pictures the class's runs draw (ui.class_run.drawn_png's calls, by name), in order."""
+    drawn, drawn_png = [], ui.class_run.drawn_png
 
     def counted(snap, which, text_px):
-        drawings.append(which)
+        drawn.append(which)
         return drawn_png(snap, which, text_px)
 
-    drawn_png = ui.class_run.drawn_png
     monkeypatch.setattr(ui.class_run, "drawn_png", counted)
+    return drawn
+
+
+def test_the_class_sees_the_run_move_on_while_the_teachers_page_is_away(away, drawings):
+    class_runs, runs, rung, now, code, key, token = away
+    classes, before = class_runs.classes, watchers()
     class_runs.share(code, key, TEACHERS_RUN, NET)
     assert len(watchers() - before) == 1 and rung == [code]  # one thread for the class whose run trains
     runs.snaps[TEACHERS_RUN] = training(5, losses=6)  # the run moves on; the teacher's page polls it...
@@ -202,16 +208,8 @@ def test_a_student_cannot_share_a_run_with_the_class(shared):
     assert class_runs.watched == {} and rung == []
 
 
-def test_thirty_students_cost_no_drawing_of_their_own(shared, monkeypatch):
+def test_thirty_students_cost_no_drawing_of_their_own(shared, drawings):
     class_runs, runs, _, code, key, token = shared
-    drawings = []
-
-    def counted(snap, which, text_px):
-        drawings.append(which)
-        return drawn_png(snap, which, text_px)
-
-    drawn_png = ui.class_run.drawn_png
-    monkeypatch.setattr(ui.class_run, "drawn_png", counted)
     class_runs.share(code, key, TEACHERS_RUN, NET)
     students = [class_runs.classes.join(code, NET)[0] for _ in range(29)] + [token]
     pictures = {class_runs.picture({"code": code, "token": t, "picture": "curves"}, NET) for t in students}
