@@ -1639,6 +1639,9 @@ def test_a_class_teacher_points_at_a_head_from_the_keyboard_and_the_student_sees
     teacher, code = class_started(browser, server)
     student = open_page(browser, f"{server}?class={code.text_content()}")
     expect(student.locator("#heads img")).to_have_attribute("alt", re.compile("for the query CLS"))
+    banner, maps = student.locator(".class-student").bounding_box(), student.locator("#heads img").bounding_box()
+    apart = banner["x"] + banner["width"] <= maps["x"] or banner["y"] >= maps["y"] + maps["height"]
+    assert apart, (banner, maps)  # a 1280 x 720 laptop's banner covers no head map (it covered the top row)
     second = teacher.get_by_role("button", name="Point at head 2", exact=True)
     second.focus()
     teacher.keyboard.press("Tab")  # the next caption's button

@@ -109,11 +109,14 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
 .class-panel canvas { display: block; width: 240px; height: 240px; image-rendering: pixelated; }
 .class-panel button { padding: 4px 12px; margin: 2px; border: 1px solid var(--border-color-primary); }
 .class-panel .class-notice:empty { display: none; }
-/* A student's banner, always in sight: at the top right, over the page, with its way back. */
-.class-panel .class-student, .class-panel .class-notice { position: fixed; top: 8px; right: 8px; z-index: 50;
+/* A student's banner, always in sight, over the page, with its way back: at the foot of the left column, under the
+   examples, where a student's page on the teacher's image shows nothing (at the top right it covered the head maps'
+   top row on a 1280 x 720 laptop); its notices at the bottom right. */
+.class-panel .class-student, .class-panel .class-notice { position: fixed; bottom: 8px; right: 8px; z-index: 50;
   max-width: 360px; padding: 8px 12px; background: var(--background-fill-primary);
   border: 2px solid var(--color-accent); border-radius: 8px; }
-.class-panel .class-notice { top: auto; bottom: 64px; }
+.class-panel .class-student { right: auto; left: 8px; max-width: 300px; max-height: 45vh; overflow-y: auto; }
+.class-panel .class-notice { bottom: 64px; }
 /* Over the page, they never take its taps: a tap on a patch under the banner still picks that patch (on a phone it
    covered the map, and the tap went to the banner); only the way back, shown while exploring alone, takes one. */
 .class-panel .class-student, .class-panel .class-notice { pointer-events: none; }
@@ -121,7 +124,7 @@ body:not(.playing-layers) #pause, body.playing-layers #play { display: none; }  
 /* On a phone the banner spans the foot of the screen, at most a third of it, and leaves the maps in sight
    (at the top right it covered the head maps of a 390 x 844 phone); its notices come at the top. */
 @media (max-width: 600px) {
-  .class-panel .class-student { top: auto; bottom: 8px; left: 8px; max-width: none; max-height: 33vh;
+  .class-panel .class-student { top: auto; bottom: 8px; left: 8px; right: 8px; max-width: none; max-height: 33vh;
     overflow-y: auto; }
   .class-panel .class-notice { top: 8px; bottom: auto; left: 8px; max-width: none; }
 }
