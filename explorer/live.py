@@ -129,7 +129,7 @@ def frame_numbers(ex: Explanation, query: Query, layer: int, style: MapStyle, te
         "text_px": text_px,
         "input": {**page_maps.rgb(ex.input.pixels), "scale": views.input_scale(ex)},
         "layouts": page_maps.tile_layouts(ex, text_px),
-        "words": page_maps.words(ex, model),
+        "text": page_maps.text(ex, model),
         "query": page_query(ex, query),
         "layer": layer + 1,
         "style": asdict(style),

@@ -6,7 +6,7 @@ What is sent. A query row of one layer is each head's attention from one query t
 patch, sent as `rows_bytes` says: one byte a cell of each part the page's style draws (PARTS: the
 shown scale's colour index exactly, canvas.heatmap's; with smooth upsampling the per-head index and
 the low byte of a 16-bit level of the head's own scale), each head's maximum as float32 (to paint
-with), and the words the rows write, decided here (explorer/page_text.py: "CLS 0.42" and
+with), and the text the rows write, decided here (explorer/page_text.py: "CLS 0.42" and
 "max 0.42" under a tile, the colour bar's numbers and ticks), which the page looks up and never
 formats. The page asks for
 another part when the visitor picks another scale or upsampling, once per band. On every scale,
@@ -161,7 +161,7 @@ def rows_bytes(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = PA
     """Rows of one layer, (queries Q, heads H, tokens) float32 with the prefix tokens first (P of
     them, named `names`; N patches follow), as the page reads them, little-endian, in this order:
 
-    - the rows' words (explorer/page_text.py, `text_block`): a table of the distinct caption
+    - the rows' text (explorer/page_text.py, `text_block`): a table of the distinct caption
       lines and colour bars these rows write, decided here, with its shape (lines a caption, the
       index's bytes; Q follows from the bytes that come after it) and the planes' filter
       ("filter": "none" here; `encode_rows` may send them "up-sub", `filtered_planes`);
@@ -169,7 +169,7 @@ def rows_bytes(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = PA
       scale's top is their largest. The page needs the floats to paint, not to write: smooth
       upsampling turns a head's 16-bit levels back into values, and a tick's place along the bar
       is its value over the top;
-    - the words' indices (`page_text.row_text`): each head's prefix lines, each query's colour
+    - the indices into that table (`page_text.row_text`): each head's prefix lines, each query's colour
       bar on the layer scale, and with the part "head" each head's "max" line;
     - one (Q, H, N) uint8 plane per part of `parts`, in their order (`part_plane`).
 
@@ -181,7 +181,7 @@ def rows_bytes(rows: np.ndarray, names: Sequence[str], parts: Sequence[str] = PA
 
 
 def rows_numbers(rows: np.ndarray, names: Sequence[str], parts: Sequence[str]) -> tuple[dict, list, list]:
-    """What `rows_bytes` lays out: the words' table, the tops and words' indices, and the planes."""
+    """What `rows_bytes` lays out: the text's table, the tops and the indices into it, and the planes."""
     prefix = len(names)
     maps, shares = rows[..., prefix:].astype(np.float32), rows[..., :prefix].astype(np.float32)
     head_tops = maps.max(axis=-1)  # (Q, H)
@@ -317,8 +317,8 @@ def layouts(ex: Explanation, tiles: dict[str, dict[str, int]]) -> dict[str, dict
     return result
 
 
-def words(ex: Explanation, model: str) -> dict[str, Any]:
-    """The words the pictures and captions need, written by explorer.texts with placeholders
+def text(ex: Explanation, model: str) -> dict[str, Any]:
+    """The text the pictures and captions need, written by explorer.texts with placeholders
     the page fills in ("{layer}", "{query}", "{row}", "{column}"), and those of the head maps that
     no row's numbers change (page_text.fixed_text)."""
     patch = texts.describe_query((0, 0), ex.has_cls)
@@ -358,7 +358,7 @@ def page_maps(ex: Explanation, model: str, layer: int, text_px: int, handle: str
         "text_px": text_px,
         "input": {**deflated_rgb(ex.input.pixels), "scale": views.input_scale(ex)},
         "layouts": layouts(ex, tiles),
-        "words": words(ex, model),
+        "text": text(ex, model),
         "token_rows": in_json(layer_rows(ex, layer, TOKENS)),
         "band": shape.band,
         "prefetch_bands": shape.prefetch_bands,

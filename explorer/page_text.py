@@ -5,7 +5,7 @@ top_line, prefix_lines, caption_parts; canvas.bar_text, scale_text), so that the
 export say the same. The page formats no number and picks no tick: it looks the text up.
 
 What depends on a query row's numbers (each head's maximum, its prefix shares, the layer's top)
-travels with the rows (explorer/page_maps.rows_bytes): a reply's distinct words once each, and per
+travels with the rows (explorer/page_maps.rows_bytes): a reply's distinct lines once each, and per
 row indices into them (`row_text`); ViT-B/16's shares as float32 had taken four bytes each where
 an index takes one. What does not (the heads' names, the captions' order, each scale's label, the
 bar of the per-head and fixed scales) comes once with the analysis (`fixed_text`).
@@ -64,7 +64,7 @@ def row_text(
 ) -> tuple[dict[str, Any], list[np.ndarray]]:
     """The text of Q query rows of H heads, from each head's maximum `head_tops` (Q, H) and its
     attention `shares` (Q, H, P) to the prefix tokens `names`: the reply's table {"lines": prefix
-    lines a caption, "texts": the distinct words, "bars": the distinct colour bars (canvas.bar_text),
+    lines a caption, "texts": the distinct lines, "bars": the distinct colour bars (canvas.bar_text),
     "top_lines": true where `tops`, "wide": true where an index takes two bytes} and, in the order
     page_maps.rows_bytes sends them, the indices:
 

@@ -104,7 +104,7 @@ def caption_parts(scale: str) -> tuple[str, ...]:
     """The lines of a head tile's caption on `scale`, in order: its name, its own maximum when each
     head is stretched alone (a line of its own: beside the name it widened a small tile, and with it
     the picture, which the page then shrank), and its attention to the prefix tokens. The page is
-    sent them (explorer/page_maps.words) and writes the lines the server decided in this order."""
+    sent them (explorer/page_maps.text) and writes the lines the server decided in this order."""
     return ("name", "top", "prefix") if scale == "head" else ("name", "prefix")
 
 

@@ -87,7 +87,7 @@ def test_one_frame_gives_the_numbers_of_the_input_every_head_and_rollout(tiny):
     np.testing.assert_array_equal(sent, ex.input.pixels)  # the centre crop, every pixel as the model saw it
     assert numbers["input"]["scale"] == 12 and numbers["query"] == {"row": 2, "col": 3} and numbers["layer"] == 4
     assert numbers["layouts"]["layer"]["cols"] == ex.heads  # every head's tile in one row, as views.heads
-    assert "the tiny model" in numbers["words"]["input_alt"]
+    assert "the tiny model" in numbers["text"]["input_alt"]
     rows = numbers["rows"]
     raw = base64.b64decode(rows["bytes"])
     maps = ex.query_maps((2, 3))[3]  # (heads, 8, 8)
@@ -119,7 +119,7 @@ def test_a_frame_names_its_query_as_the_page_does():
     assert [page_query(ex, q) for q in (None, "reg2", (0, 7))] == [None, {"token": 2}, {"row": 0, "col": 7}]
     numbers = frame_numbers(ex, "reg2", 1, MapStyle(), 13, "nano")
     assert numbers["prefix"] == ["cls", "reg1", "reg2"]
-    assert numbers["words"]["labels"][2] == texts.query_label(ex, "reg2")
+    assert numbers["text"]["labels"][2] == texts.query_label(ex, "reg2")
     sent = read_rows(base64.b64decode(numbers["rows"]["bytes"]), ex.heads, 64, numbers["rows"]["parts"])
     shares = ex.prefix_attention("reg2")[1]  # what "CLS 0.42" under a tile says, each prefix token a line
     assert sent["prefix_lines"][0] == [[f"CLS {c:.2f}", f"reg1 {r1:.2f}", f"reg2 {r2:.2f}"] for c, r1, r2 in shares]

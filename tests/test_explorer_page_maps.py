@@ -156,7 +156,7 @@ def test_rows_are_sent_filtered_where_that_deflates_them_smaller_as_the_very_ind
 
 
 def test_the_captions_under_the_tiles_are_pythons_formats_of_the_float32_numbers(nano_explanation):
-    """Issue 57: the page writes the server's words ("CLS 0.42", "max 0.42") and formats nothing; they
+    """Issue 57: the page writes the server's text ("CLS 0.42", "max 0.42") and formats nothing; they
     are Python's own formats of the float32 numbers the server's PNG writes them from."""
     ex = nano_explanation
     gw = ex.grid[1]
@@ -172,7 +172,7 @@ def test_the_captions_under_the_tiles_are_pythons_formats_of_the_float32_numbers
                 png = render._tile_lines(render.head_name(h), maps[h].max(), style, render.Prefix(shares[h], ["cls"]))
                 assert png == [f"head {h + 1}", *rows["top_lines"][q][h : h + 1], *rows["prefix_lines"][q][h]]
     layer_only = planes(page_maps.layer_rows(ex, 0, 0), ex)
-    assert layer_only["top_lines"] is None  # the per-head scale's words come with its colour index
+    assert layer_only["top_lines"] is None  # the per-head scale's lines come with its colour index
 
 
 def matplotlib_bar(high: float) -> dict:
@@ -198,22 +198,22 @@ def test_each_querys_colour_bar_is_matplotlibs_ticks_and_pythons_numbers(nano_ex
         assert canvas.bar_text(0.0, float(high)) == matplotlib_bar(float(high)), high
 
 
-def test_the_words_no_row_changes_are_the_pngs():
+def test_the_text_no_row_changes_is_the_pngs():
     """Sent once with the analysis: a head's name, a caption's lines on each scale, each scale's
     label (the layer's top written in), the bar from 0 to 1: what render.head_grid writes."""
-    words = page_text.fixed_text()
-    assert words["head_name"].replace("{head}", "3") == render.head_name(2) == "head 3"
-    assert words["caption_parts"] == {"layer": ["name", "prefix"], "head": ["name", "top", "prefix"],
+    text = page_text.fixed_text()
+    assert text["head_name"].replace("{head}", "3") == render.head_name(2) == "head 3"
+    assert text["caption_parts"] == {"layer": ["name", "prefix"], "head": ["name", "top", "prefix"],
                                       "fixed": ["name", "prefix"]}  # fmt: skip
     for scale in canvas.SCALES:
         high, label = canvas.scale_legend(MapStyle(scale=scale), 0.5734, "attention weight", "this layer")
-        assert words["scale_labels"][scale].replace("{top}", canvas.number(high)) == label
-    assert "from 0 to {top}, the largest in this layer" in words["scale_labels"]["layer"]
-    assert words["unit_bar"] == matplotlib_bar(1.0)
-    assert [t for t, _ in words["unit_bar"]["ticks"]] == [0, 0.25, 0.5, 0.75, 1]
+        assert text["scale_labels"][scale].replace("{top}", canvas.number(high)) == label
+    assert "from 0 to {top}, the largest in this layer" in text["scale_labels"]["layer"]
+    assert text["unit_bar"] == matplotlib_bar(1.0)
+    assert [t for t, _ in text["unit_bar"]["ticks"]] == [0, 0.25, 0.5, 0.75, 1]
 
 
-def test_a_reply_of_more_than_256_words_takes_two_bytes_an_index():
+def test_a_reply_of_more_than_256_lines_takes_two_bytes_an_index():
     """Five prefix tokens' shares in a band of queries write up to 505 lines: two bytes an index."""
     rng = np.random.default_rng(1)
     names = ["cls", "reg1", "reg2", "reg3", "reg4"]
@@ -235,18 +235,18 @@ def test_the_page_gets_the_colour_maps_own_256_entries():
         np.testing.assert_array_equal(table, colormaps[name](np.arange(256), bytes=True)[:, :3])  # the LUT itself
 
 
-def test_the_words_are_the_servers_with_places_for_the_query_and_layer(nano_explanation):
+def test_the_text_is_the_servers_with_places_for_the_query_and_layer(nano_explanation):
     ex = nano_explanation
-    words = page_maps.words(ex, "nano")
-    heads = words["heads_alt"].replace("{layer}", "3").replace("{query}", "patch (2, 5)")
+    text = page_maps.text(ex, "nano")
+    heads = text["heads_alt"].replace("{layer}", "3").replace("{query}", "patch (2, 5)")
     assert heads == texts.heads_alt(ex, (1, 4), 3, "nano")
-    patch = words["input_alt_patch"].replace("{query}", "patch (2, 5)")
+    patch = text["input_alt_patch"].replace("{query}", "patch (2, 5)")
     assert patch == texts.input_alt(ex, (1, 4), "nano")
-    assert words["input_alt"].replace("{query}", "CLS") == texts.input_alt(ex, None, "nano")
-    caption = words["patch_caption"].replace("{row}", "2").replace("{column}", "5")
+    assert text["input_alt"].replace("{query}", "CLS") == texts.input_alt(ex, None, "nano")
+    caption = text["patch_caption"].replace("{row}", "2").replace("{column}", "5")
     assert caption == texts.describe_query((1, 4), ex.has_cls)
-    assert words["title"].replace("{layer}", "3").replace("{query}", "CLS") == texts.heads_title(ex, "CLS", 3)
-    assert words["picks"] == ["cls"] and words["labels"] == ["CLS"] and words["note"] == texts.left_out(ex)
+    assert text["title"].replace("{layer}", "3").replace("{query}", "CLS") == texts.heads_title(ex, "CLS", 3)
+    assert text["picks"] == ["cls"] and text["labels"] == ["CLS"] and text["note"] == texts.left_out(ex)
 
 
 def test_the_tiles_are_laid_out_as_the_servers_heads_view(nano_explanation):
@@ -379,7 +379,7 @@ def test_vit_large_with_registers_fits_six_megabytes():
     model = spread_model("vit_large_patch14_reg4_dinov2")
     ex = explained(model, (224, 224), seed=1, crop=224)
     payload = page_maps.page_maps(ex, "L/14", ex.depth - 1, canvas.TEXT_PX, "handle")
-    assert page_maps.reply_bytes(payload) <= 6 * MB and len(payload["words"]["picks"]) == 5  # CLS, reg1 ... reg4
+    assert page_maps.reply_bytes(payload) <= 6 * MB and len(payload["text"]["picks"]) == 5  # CLS, reg1 ... reg4
     assert page_maps.page_shape(ex).prefetch_bands == 0  # 29 bands: the page asks for the one it shows
     assert_bands_are_the_layer(ex, 3)
 
@@ -483,7 +483,7 @@ def test_a_model_without_cls_sends_the_mean_patch_query_first():
     model = vit.create_model("vit_cifar_showcase").eval()  # mean pooling, no CLS token, no prefix
     ex = explained(model, (32, 32), seed=3)
     payload = page_maps.page_maps(ex, "showcase", 0, canvas.TEXT_PX, "h")
-    assert payload["words"]["picks"] == ["mean"] and payload["words"]["labels"] == ["mean of patches"]
+    assert payload["text"]["picks"] == ["mean"] and payload["text"]["labels"] == ["mean of patches"]
     gh, gw = ex.grid
     rows = planes(payload["token_rows"], ex)
     maps = ex.query_maps(None)[0]  # the mean patch query

@@ -10,8 +10,8 @@ import {
 
 const b64 = (bytes) => Buffer.from(bytes).toString("base64");
 
-// Rows as explorer/page_maps.rows_bytes writes them: the words' table (its length, then JSON padded to
-// 4 bytes), per query and head its top (float32), the words' indices (each head's prefix lines, each
+// Rows as explorer/page_maps.rows_bytes writes them: the text's table (its length, then JSON padded to
+// 4 bytes), per query and head its top (float32), the indices of its lines (each head's prefix lines, each
 // query's bar, each head's "max" line where `table.top_lines`), then one byte a cell of each part in turn.
 // With `table.filter` "up-sub" the planes are sent filtered (`upSub`, keys' grid rows of `width` cells).
 function rowsBytes(table, heads, cells, parts, { prefix, bars, top = [], width = cells }) {
@@ -48,29 +48,29 @@ test("deflated bytes inflate to what zlib compressed", async () => {
   assert.deepEqual(await inflated(b64(deflateSync(original))), original);
 });
 
-test("a layer's rows are read in the server's layout: its words looked up, tops, then each part's plane", () => {
+test("a layer's rows are read in the server's layout: its text looked up, tops, then each part's plane", () => {
   const shape = { heads: 2, cells: 3 };
   const sent = rowsBytes(TABLE, 2, 3, ["layer", "fine"], INDICES);
   const rows = decodeRows(sent.bytes, shape, ["layer", "fine"]);
   assert.deepEqual(rows.headTops, sent.tops);
-  assert.deepEqual(rows.words.prefix, ["CLS 0.12", "CLS 0.50", "CLS 0.50", "CLS 0.12"]);
-  assert.deepEqual(rows.words.bars, [OTHER, BAR]);
-  assert.deepEqual(rows.words.top, ["max 0.2", "max 0.2", "max 0.57", "max 0.2"]);
+  assert.deepEqual(rows.text.prefix, ["CLS 0.12", "CLS 0.50", "CLS 0.50", "CLS 0.12"]);
+  assert.deepEqual(rows.text.bars, [OTHER, BAR]);
+  assert.deepEqual(rows.text.top, ["max 0.2", "max 0.2", "max 0.57", "max 0.2"]);
   assert.deepEqual(rows.parts.layer, sent.planes[0]);
   assert.deepEqual(rows.parts.fine, sent.planes[1]);
   assert.equal(rows.size, sent.bytes.byteLength);
 });
 
-test("rows without the per-head scale's words, and a table past 256 words (two bytes an index)", () => {
+test("rows without the per-head scale's lines, and a table past 256 lines (two bytes an index)", () => {
   const table = { lines: 1, wide: true, texts: Array.from({ length: 300 }, (_, i) => `CLS ${i}`), bars: [BAR, OTHER] };
   const sent = rowsBytes(table, 2, 3, ["layer"], { prefix: [299, 0, 256, 1], bars: [0, 1] });
   const rows = decodeRows(sent.bytes, { heads: 2, cells: 3 }, ["layer"]);
-  assert.deepEqual(rows.words.prefix, ["CLS 299", "CLS 0", "CLS 256", "CLS 1"]);
-  assert.equal(rows.words.top, undefined);
+  assert.deepEqual(rows.text.prefix, ["CLS 299", "CLS 0", "CLS 256", "CLS 1"]);
+  assert.equal(rows.text.top, undefined);
   assert.deepEqual(rows.parts.layer, sent.planes[0]);
 });
 
-test("a query's rows are its own slice of every array and its words, the layer's top its largest head's", () => {
+test("a query's rows are its own slice of every array and its text, the layer's top its largest head's", () => {
   const shape = { heads: 2, cells: 3 };
   const sent = rowsBytes(TABLE, 2, 3, ["layer"], INDICES);
   const second = queryRows(decodeRows(sent.bytes, shape, ["layer"]), 1, shape);
@@ -87,13 +87,13 @@ test("the shape of the rows is read from an analysis's numbers", () => {
   assert.deepEqual(rowShape(analysis), { heads: 12, cells: 224, width: 16 });
 });
 
-test("rows of a band that came with more parts keep the parts and words of both", () => {
-  const words = { lines: 1, prefix: ["CLS 0.12"], bars: [BAR] };
-  const old = { headTops: [1], words, parts: { layer: "L" }, size: 10 };
-  const fresh = { headTops: [1], words: { ...words, top: ["max 0.2"] }, parts: { head: "H", fine: "F" }, size: 5 };
+test("rows of a band that came with more parts keep the parts and text of both", () => {
+  const text = { lines: 1, prefix: ["CLS 0.12"], bars: [BAR] };
+  const old = { headTops: [1], text, parts: { layer: "L" }, size: 10 };
+  const fresh = { headTops: [1], text: { ...text, top: ["max 0.2"] }, parts: { head: "H", fine: "F" }, size: 5 };
   assert.deepEqual(merged(old, fresh).parts, { layer: "L", head: "H", fine: "F" });
-  assert.deepEqual(merged(old, fresh).words.top, ["max 0.2"]);
-  assert.deepEqual(merged(fresh, old).words.top, ["max 0.2"]); // a later reply without them keeps them
+  assert.deepEqual(merged(old, fresh).text.top, ["max 0.2"]);
+  assert.deepEqual(merged(fresh, old).text.top, ["max 0.2"]); // a later reply without them keeps them
   assert.equal(merged(old, fresh).size, 15);
   assert.equal(merged(undefined, fresh), fresh);
 });

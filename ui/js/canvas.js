@@ -1,4 +1,4 @@
-// Drawing on a canvas as explorer/canvas.py draws with PIL: words (measured, wrapped, written from
+// Drawing on a canvas as explorer/canvas.py draws with PIL: text (measured, wrapped, written from
 // their top as PIL writes a line), a picture made of its parts (canvas.titled) and colour bars.
 import { BAR_PX, GAP, barMarks, roundHalfEven } from "./layout.js";
 import { barIndex } from "./colour.js";
@@ -51,10 +51,10 @@ export class Writer {
 }
 
 // canvas.titled: a picture `body` px high (`paint.picture(ctx, y)` draws it) under its title, over its
-// colour bar (`paint.bar(ctx, y)`), the bar's label and a note (`words`, wrapped lines), GAP apart.
-export function titled(writer, width, body, words, paint) {
+// colour bar (`paint.bar(ctx, y)`), the bar's label and a note (`text`, wrapped lines), GAP apart.
+export function titled(writer, width, body, text, paint) {
   const block = (lines) => lines.length * writer.line + GAP / 2, barHeight = BAR_PX + 4 + writer.line;
-  const { title, label, note } = words;
+  const { title, label, note } = text;
   const height = block(title) + GAP + body + GAP + barHeight + GAP + block(label) + GAP + block(note);
   const canvas = newCanvas(width, height), ctx = canvas.getContext("2d");
   ctx.fillStyle = BACKGROUND; ctx.fillRect(0, 0, width, height);
@@ -67,7 +67,7 @@ export function titled(writer, width, body, words, paint) {
   return canvas;
 }
 
-// canvas.colour_bar in `table`'s colours at height y0, `width` wide: the server's words for it (`bar`,
+// canvas.colour_bar in `table`'s colours at height y0, `width` wide: the server's text for it (`bar`,
 // canvas.bar_text: its ends' numbers, which set its margins, and its ticks), each tick at `position`
 // (its value's place in the colours, 0 to 1: the colour map's norm the pixels are coloured by).
 export function colourBar(ctx, writer, y0, { width, bar, position, table }) {

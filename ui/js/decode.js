@@ -1,5 +1,5 @@
 // The bytes the server sends the page, read in one place (explorer/page_maps.py writes them): base64
-// text, zlib's deflate, a picture's raw RGB, and a layer's rows with the words they write, which
+// text, zlib's deflate, a picture's raw RGB, and a layer's rows with the text they write, which
 // Explore's first reply, Explore's questions for a band (`layer_rows`) and each Live frame all send in
 // the one layout read here.
 
@@ -30,22 +30,22 @@ export function rowShape(data) {
   return { heads: data.heads, cells: data.grid[0] * data.grid[1], width: data.grid[1] };
 }
 
-// The words a reply's rows write (explorer/page_text.py): its table, JSON after its length (4 bytes),
+// The text a reply's rows write (explorer/page_text.py): its table, JSON after its length (4 bytes),
 // with the reply's shape: prefix lines a caption, whether "max" lines came, whether an index takes 2 bytes.
-export function wordsTable(bytes) {
+export function textTable(bytes) {
   const length = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
   return { table: JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length))), end: 4 + length };
 }
 
 // A layer's rows as explorer/page_maps.rows_bytes lays them out, the numbers as views of `bytes` (no
-// copy, but for a filtered plane): the words' table; per query and head its top (float32); the indices of
-// the words, looked up here (each head's prefix lines, each query's colour bar, each head's "max" line where
+// copy, but for a filtered plane): the text's table; per query and head its top (float32); the indices of
+// its lines, looked up here (each head's prefix lines, each query's colour bar, each head's "max" line where
 // they came);
 // then one byte a cell of each of `parts` in turn, filtered as the table names (`unfilteredPlane`).
 export function decodeRows(bytes, { heads, cells, width }, parts) {
-  const { table, end } = wordsTable(bytes), { lines, texts, bars } = table;
+  const { table, end } = textTable(bytes), { lines, texts, bars } = table;
   const Index = table.wide ? Uint16Array : Uint8Array, indices = heads * lines + 1 + (table.top_lines ? heads : 0);
-  const perQuery = 4 * heads + Index.BYTES_PER_ELEMENT * indices + parts.length * heads * cells; // tops, words, cells
+  const perQuery = 4 * heads + Index.BYTES_PER_ELEMENT * indices + parts.length * heads * cells; // tops, text, cells
   const queries = (bytes.byteLength - end) / perQuery;
   let at = bytes.byteOffset + end;
   const take = (Kind, count) => {
@@ -55,29 +55,29 @@ export function decodeRows(bytes, { heads, cells, width }, parts) {
   };
   const look = (from) => (i) => from[i];
   const headTops = take(Float32Array, queries * heads);
-  const words = {
+  const text = {
     lines, prefix: Array.from(take(Index, queries * heads * lines), look(texts)),
     bars: Array.from(take(Index, queries), look(bars)),
   };
-  if (table.top_lines) words.top = Array.from(take(Index, queries * heads), look(texts));
+  if (table.top_lines) text.top = Array.from(take(Index, queries * heads), look(texts));
   const plane = () => unfilteredPlane(take(Uint8Array, queries * heads * cells), table.filter, heads * cells, width);
   const planes = Object.fromEntries(parts.map((part) => [part, plane()]));
-  return { headTops, words, parts: planes, size: bytes.byteLength };
+  return { headTops, text, parts: planes, size: bytes.byteLength };
 }
 
-// Rows of the same band with more parts: the parts and words of both (the tops are the same numbers).
+// Rows of the same band with more parts: the parts and text of both (the tops are the same numbers).
 export function merged(old, fresh) {
   if (!old) return fresh;
-  return { ...old, parts: { ...old.parts, ...fresh.parts }, words: { ...old.words, ...fresh.words },
+  return { ...old, parts: { ...old.parts, ...fresh.parts }, text: { ...old.text, ...fresh.text },
     size: old.size + fresh.size };
 }
 
 // Query `q`'s rows of a band (its row in the band): each part's cells, each head's top, the layer's top
-// (the largest head's: the layer scale's, to paint with), and the words the server decided for it: each
+// (the largest head's: the layer scale's, to paint with), and the text the server decided for it: each
 // head's prefix lines and "max" line (where they came), its colour bar on the layer scale.
 export function queryRows(rows, q, { heads, cells }) {
   const span = (plane, width) => plane.subarray(q * heads * width, (q + 1) * heads * width);
-  const headTops = span(rows.headTops, 1), w = rows.words, first = q * heads * w.lines;
+  const headTops = span(rows.headTops, 1), w = rows.text, first = q * heads * w.lines;
   const lines = (h) => w.prefix.slice(first + h * w.lines, first + (h + 1) * w.lines);
   return {
     parts: Object.fromEntries(Object.entries(rows.parts).map(([part, plane]) => [part, span(plane, cells)])),

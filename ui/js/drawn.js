@@ -22,17 +22,17 @@ export class DrawnMaps {
   share() { return null; } // the query as the exports read it: Explore's alone
   headsRoom() { return Infinity; } // the width the head maps must not pass, in CSS px
 
-  defaultToken() { return this.data.words.picks.indexOf(this.data.has_cls ? "cls" : "mean"); }
+  defaultToken() { return this.data.text.picks.indexOf(this.data.has_cls ? "cls" : "mean"); }
 
-  label() { // how the words name the query
-    const q = this.query, w = this.data.words;
+  label() { // how the text names the query
+    const q = this.query, w = this.data.text;
     if (q === null) return w.labels[this.defaultToken()];
     if (q.token !== undefined) return w.labels[q.token];
     return w.patch_label.replace("{row}", q.row + 1).replace("{column}", q.col + 1);
   }
 
   headsAlt() {
-    const w = this.data.words, said = w.heads_alt.replace("{layer}", this.layer).replace("{query}", this.label());
+    const w = this.data.text, said = w.heads_alt.replace("{layer}", this.layer).replace("{query}", this.label());
     return said + (this.pointing() ? w.pointed_alt.replace("{head}", this.pointed) : "");
   }
   pointing() { return this.pointed !== null && this.pointed <= this.data.heads; } // a head of this model
@@ -52,7 +52,7 @@ export class DrawnMaps {
       outline(out.data, width, x, y, edge(q.col + 1) - x, edge(q.row + 1) - y, 3);
     }
     ctx.putImageData(out, 0, 0);
-    const alt = patch ? d.words.input_alt_patch : d.words.input_alt;
+    const alt = patch ? d.text.input_alt_patch : d.text.input_alt;
     this.show("input", canvas, alt.replace("{query}", this.label()));
   }
 
@@ -62,8 +62,8 @@ export class DrawnMaps {
     const topOf = (h) => (scale === "head" ? rows.headTops[h] : scale === "fixed" ? 1 : rows.top);
     const tops = Array.from({ length: d.heads }, (_, h) => topOf(h));
     const tiles = tops.map((top, h) => this.headTile(rows, h, top, layout.base, writer));
-    // the colour bar: the layer's own on the layer scale, 0 to 1 on the others (words and ticks the server's)
-    const bar = scale === "layer" ? { words: rows.bar, high: rows.top } : { words: d.words.unit_bar, high: 1 };
+    // the colour bar: the layer's own on the layer scale, 0 to 1 on the others (text and ticks the server's)
+    const bar = scale === "layer" ? { text: rows.bar, high: rows.top } : { text: d.text.unit_bar, high: 1 };
     this.compose(tiles, bar, writer, layout);
   }
 
@@ -83,8 +83,8 @@ export class DrawnMaps {
     paintTile(pixels, base, map, style, this.tables[style.cmap], mark);
     const pointed = this.pointing() && this.pointed === h + 1; // outlined, and its caption says so
     if (pointed) outline(pixels, base.width, 0, 0, base.width, base.height, POINTED_PX);
-    const lines = captionLines(d.words.caption_parts[style.scale], { // 1-based, as the server names it
-      name: [d.words[pointed ? "pointed_name" : "head_name"].replace("{head}", h + 1)],
+    const lines = captionLines(d.text.caption_parts[style.scale], { // 1-based, as the server names it
+      name: [d.text[pointed ? "pointed_name" : "head_name"].replace("{head}", h + 1)],
       top: rows.topLines ? [rows.topLines[h]] : [], prefix: rows.prefixLines[h],
     });
     const width = Math.max(base.width, Math.ceil(Math.max(...lines.map((l) => writer.width(l)))) + 1);
@@ -100,22 +100,22 @@ export class DrawnMaps {
     // canvas.BAR_WIDTH at least, as render.head_grid draws it; as wide as the tiles where they were wrapped
     const barWidth = Math.max(grid.width, this.wrapped ? 0 : BAR_WIDTH), width = Math.max(grid.width, barWidth);
     // the scale's label, the layer's top written where the server left its place (canvas.TOP)
-    const label = d.words.scale_labels[style.scale].replace("{top}", bar.words.ends[1]);
-    const words = {
-      title: writer.wrap(d.words.title.replace("{layer}", this.layer).replace("{query}", this.label()), width - GAP),
+    const label = d.text.scale_labels[style.scale].replace("{top}", bar.text.ends[1]);
+    const text = {
+      title: writer.wrap(d.text.title.replace("{layer}", this.layer).replace("{query}", this.label()), width - GAP),
       label: writer.wrap(label, barWidth - GAP),
-      note: writer.wrap(d.words.note, width - GAP),
+      note: writer.wrap(d.text.note, width - GAP),
     };
-    // for the browser tests: the words written, and where each head's map is
-    this.painted = { lines: tiles.map((t) => t.lines), label, bar: bar.words };
+    // for the browser tests: the text written, and where each head's map is
+    this.painted = { lines: tiles.map((t) => t.lines), label, bar: bar.text };
     this.cells = [];
     const picture = (ctx, y) => grid.places.forEach(({ tile, head, x, y: down }) => {
       ctx.putImageData(new ImageData(tile.pixels, base.width, base.height), x, y + down);
       tile.lines.forEach((line, i) => writer.put(ctx, x, y + down + base.height + i * writer.line + 1, line));
       this.cells.push({ head, x, y: y + down, width: base.width, height: base.height, tall: tile.height });
     });
-    const colours = { width: barWidth, bar: bar.words, position: (t) => t / bar.high, table: this.tables[style.cmap] };
+    const colours = { width: barWidth, bar: bar.text, position: (t) => t / bar.high, table: this.tables[style.cmap] };
     const paintBar = (ctx, y) => colourBar(ctx, writer, y, colours); // ticks placed as Normalize(0, high) places them
-    this.show("heads", titled(writer, width, grid.height, words, { picture, bar: paintBar }), this.headsAlt());
+    this.show("heads", titled(writer, width, grid.height, text, { picture, bar: paintBar }), this.headsAlt());
   }
 }

@@ -50,7 +50,7 @@ export class ExploreMaps extends AskingMaps {
   }
 
   share() { // the query on screen, as the exports read it (the input view's value; ui/explore.py)
-    const q = this.query, w = this.data && this.data.words;
+    const q = this.query, w = this.data && this.data.text;
     const query = q === null || !w ? "default" : q.token !== undefined ? w.picks[q.token] : [q.row + 1, q.col + 1];
     // and the head maps' tiles a row where a narrow frame wrapped them, which the PNG export follows
     const state = this.wrapped ? { query, columns: this.wrapped } : { query };
@@ -83,7 +83,7 @@ export class ExploreMaps extends AskingMaps {
   reset() { return this.setQuery(null); }
   pick(token) { // the query picker: a token, or "patch" (the patch shown, else the centre one)
     if (!this.data) return this.queryOutputs();
-    const index = this.data.words.picks.indexOf(token);
+    const index = this.data.text.picks.indexOf(token);
     if (index >= 0) return this.setQuery(index === this.defaultToken() ? null : { token: index });
     if (this.query && this.query.row !== undefined) return this.queryOutputs();
     const [gh, gw] = this.data.grid;
@@ -139,7 +139,7 @@ export class ExploreMaps extends AskingMaps {
   queryOutputs() {
     const d = this.data;
     if (!d) return [null, null, null];
-    const q = this.query, w = d.words, state = this.share();
+    const q = this.query, w = d.text, state = this.share();
     if (q === null) return [w.captions[this.defaultToken()], w.picks[this.defaultToken()], state];
     if (q.token !== undefined) return [w.captions[q.token], w.picks[q.token], state];
     return [w.patch_caption.replace("{row}", q.row + 1).replace("{column}", q.col + 1), "patch", state];
@@ -154,7 +154,7 @@ export class ExploreMaps extends AskingMaps {
     for (const part of Object.values(this.parts)) {
       const img = part.element.querySelector("img");
       if (img) { img.removeAttribute("src"); img.alt = ""; img.hidden = true; }
-      for (const words of part.element.querySelectorAll(".maps-status, .maps-live")) words.textContent = "";
+      for (const line of part.element.querySelectorAll(".maps-status, .maps-live")) line.textContent = "";
     }
   }
   draw() {

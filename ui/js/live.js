@@ -69,13 +69,13 @@ export class LiveMaps extends DrawnMaps {
     const pixels = new Uint8ClampedArray(base.width * base.height * 4);
     paintTile(pixels, base, map, this.style, table, null);
     const width = Math.max(base.width, BAR_WIDTH); // canvas.titled over the map and its colour bar
-    const words = { title: ro.title, label: ro.label, note: ro.note };
-    for (const key of Object.keys(words)) words[key] = writer.wrap(words[key], width - GAP);
+    const text = { title: ro.title, label: ro.label, note: ro.note };
+    for (const key of Object.keys(text)) text[key] = writer.wrap(text[key], width - GAP);
     const picture = (ctx, y) => {
       this.rolloutCell = { x: 0, y, width: base.width, height: base.height }; // where the map is, for the browser test
       ctx.putImageData(new ImageData(pixels, base.width, base.height), 0, y);
     };
     const bar = (ctx, y) => colourBar(ctx, writer, y, { width, bar: ro.bar, position, table });
-    this.show("rollout", titled(writer, width, base.height, words, { picture, bar }), ro.alt);
+    this.show("rollout", titled(writer, width, base.height, text, { picture, bar }), ro.alt);
   }
 }
