@@ -45,7 +45,7 @@ from bench.class_attacks import class_attacks
 from bench.live import cpu_seconds
 from bench.serving import free_port, gradio_client, wait_until_served
 from training.registry import VISITOR_GONE_S
-from ui.server_functions import ROUTE as ROWS_ROUTE
+from ui.gate import ROUTE as ROWS_ROUTE
 from ui.settings import SPACE_MODEL
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES, Preprocessing
 

@@ -31,7 +31,7 @@ import numpy as np
 from PIL import Image
 
 from ui.classroom import ALPHABET, CODE_CHARS
-from ui.server_functions import CLASS_ROUTE
+from ui.gate import CLASS_ROUTE
 
 EVENTS = f"{CLASS_ROUTE}/events"
 STYLE = {"cmap": "inferno", "opacity": 0.6, "upsampling": "nearest", "display": "overlay", "scale": "layer"}

@@ -18,7 +18,7 @@ teacher's analysis and its view), from the teacher's action to the last follower
 the server's CPU, the bytes a student is sent and the model calls each action made; an unrelated
 visitor's analyses without the class (before it and after it ended) and with the class following
 while the teacher clicks; the shown layer's rows asked by every student at once through the one
-network's places and pace (ui/server_functions.py); and the server's resident memory before and
+network's places and pace (ui/gate.py); and the server's resident memory before and
 after a class of `--memory-students` joins with open streams, and after it ends.
 
 A new kind of teacher's action is one more `Action` in ACTIONS: what it changes in the view and
@@ -50,8 +50,8 @@ from PIL import Image
 from bench.attacks import VISITOR_NETWORK
 from bench.serving import gradio_client
 from bench.visitors import EXAMPLES, Launcher, Server, load_average, machine, percentile, warm_up
-from ui.server_functions import CLASS_ROUTE
-from ui.server_functions import ROUTE as ROWS_ROUTE
+from ui.gate import CLASS_ROUTE
+from ui.gate import ROUTE as ROWS_ROUTE
 from ui.zerogpu import CALL_LINE, COUNT_CALLS
 
 SCHOOL = {"X-Forwarded-For": "192.0.2.10"}  # the class's router (RFC 5737's documentation range)

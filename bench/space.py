@@ -871,7 +871,7 @@ async def first_state(lesson: Lesson, member: dict[str, str]) -> dict:
     """The class's state as a page of `member` ({"key": the teacher's} or {"token": a student's})
     opens its event stream: the first state it is sent."""
     from bench.class_mode import SCHOOL, sse_events
-    from ui.server_functions import CLASS_ROUTE
+    from ui.gate import CLASS_ROUTE
 
     room = lesson.room
     ticket = (await room.post("ticket", {"code": room.code, **member})).json()["ticket"]

@@ -69,12 +69,12 @@ def top_level_imports(path) -> set[str]:
     return found
 
 
-def test_uis_server_policies_of_uploads_streams_and_server_functions_are_gradio_free():
-    """ui/uploads.py, ui/streams.py, ui/server_functions.py and ui/classroom.py sit on ui/'s last floor
+def test_uis_server_policies_of_uploads_streams_and_the_gate_are_gradio_free():
+    """ui/uploads.py, ui/streams.py, ui/gate.py and ui/classroom.py sit on ui/'s last floor
     (docs/architecture.md) but hold no Gradio, no model and no picture: the standard library only.
     (Importing them loads ui/__init__.py, and with it Gradio, so this reads their imports rather
     than importing them.)"""
-    for name in ("uploads", "streams", "server_functions", "classroom"):
+    for name in ("uploads", "streams", "gate", "classroom"):
         imports = top_level_imports(REPO / "ui" / f"{name}.py")
         assert imports <= set(sys.stdlib_module_names) | {"__future__"}, (name, imports)
 

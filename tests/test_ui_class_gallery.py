@@ -21,10 +21,10 @@ from ui.class_gallery import Gallery, GalleryLimits, Picture, clean_question
 from ui.class_route import class_routes
 from ui.classroom import ClassError, Classroom
 from ui.common import Server
+from ui.gate import CLASS_ROUTE, RouteGate
 from ui.limits import RequestLimits
 from ui.outputs import upload_folder
 from ui.rows_route import rows_route
-from ui.server_functions import CLASS_ROUTE, ServerFunctionGate
 from ui.uploads import UploadBudget
 
 
@@ -33,7 +33,7 @@ def served(tiny_checkpoint, tmp_path_factory):
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
     routes = [rows_route(server), *class_routes(server, trusted_hops=1, heartbeat_s=0.05, lasting_s=0.3)]
     uploads = UploadBudget(lambda: tmp_path_factory.mktemp("uploads"), 10**6)
-    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, functions=ServerFunctionGate())
+    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, functions=RouteGate())
     with TestClient(app) as client:
         yield server, client
 

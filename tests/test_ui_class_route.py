@@ -33,9 +33,9 @@ from ui.class_route import (
     room_address,
 )
 from ui.common import Server
+from ui.gate import CLASS_BUSY, CLASS_ROUTE, ROUTE, RouteGate, gated
 from ui.limits import RequestLimits
 from ui.rows_route import rows_route
-from ui.server_functions import CLASS_BUSY, CLASS_ROUTE, ROUTE, ServerFunctionGate, gated
 from ui.uploads import UploadBudget
 
 TEACHER, STUDENT = "198.51.100.7", "198.51.100.9"
@@ -53,7 +53,7 @@ def served(tiny_checkpoint, tmp_path_factory):
     server.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
     routes = [rows_route(server), *class_routes(server, trusted_hops=1, heartbeat_s=0.05, lasting_s=0.3)]
     uploads = UploadBudget(lambda: tmp_path_factory.mktemp("uploads"), 10**6)
-    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, functions=ServerFunctionGate())
+    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, functions=RouteGate())
     with TestClient(app) as client:
         yield server, server.pages.handle(key), client
 
@@ -357,7 +357,7 @@ def test_a_teachers_page_on_127_0_0_1_gives_the_class_an_address_their_devices_c
 def test_a_class_action_with_no_place_is_told_to_try_again_in_its_own_words(served):
     server, _, _ = served
     uploads = UploadBudget(lambda: None, 10**6)
-    full = ServerFunctionGate(in_flight=0, wait_s=0.05)  # every place taken
+    full = RouteGate(in_flight=0, wait_s=0.05)  # every place taken
     app = RequestLimits(Starlette(routes=class_routes(server)), uploads=uploads, functions=full)
     with TestClient(app) as client:
         refused = post(client, "join", {"code": "AAAAAA"})

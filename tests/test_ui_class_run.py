@@ -25,7 +25,7 @@ from ui.class_route import Bell, class_events, class_routes
 from ui.class_run import ClassRuns, run_said, run_summary
 from ui.classroom import ClassError, Classroom
 from ui.common import Server
-from ui.server_functions import CLASS_ROUTE
+from ui.gate import CLASS_ROUTE
 
 NET = "192.0.2.5"
 TEACHERS_RUN = "run token " + "a" * 32

@@ -556,7 +556,7 @@ def test_a_band_of_rows_is_encoded_once_however_many_ask(tab, explanation_key, m
     first = h.layer_rows(server, {"handle": handle, "layer": 3, "band": 0})
     again = h.layer_rows(server, {"handle": server.pages.handle(explanation_key), "layer": 3, "band": 0})
     assert len(encoded) == 1 and again["deflated"] is first["deflated"]
-    # the question that encoded it is told what that cost (ui.server_functions charges it to its network)
+    # the question that encoded it is told what that cost (ui.gate charges it to its network)
     assert first[ENCODED_S] >= 0 and ENCODED_S not in again
     h.layer_rows(server, {"handle": handle, "layer": 4, "band": 0})
     assert len(encoded) == 2

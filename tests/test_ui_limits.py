@@ -453,7 +453,7 @@ def test_a_class_action_or_a_rows_question_is_read_no_further_than_an_event_may_
     not a frame's data: URL in it fits MAX_EVENT_BYTES; a frame still may be large."""
     import asyncio
 
-    from ui.server_functions import CLASS_ROUTE, ROUTE
+    from ui.gate import CLASS_ROUTE, ROUTE
 
     parsed = []
     monkeypatch.setattr(limits, "_fields", lambda body: parsed.append(len(body)) or {})

@@ -20,8 +20,8 @@ from explorer import canvas, live, page_maps, views
 from explorer.canvas import MapStyle
 from explorer.controls import Fusion, Showing
 from explorer.explain import explain
+from ui.gate import ROUTE as ROWS_ROUTE
 from ui.rows_route import PARTS_HEADER
-from ui.server_functions import ROUTE as ROWS_ROUTE
 from vit.preprocessing import CIFAR10, CIFAR10_CLASSES
 
 pytestmark = pytest.mark.skipif(

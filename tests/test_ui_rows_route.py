@@ -16,9 +16,9 @@ from explorer.catalog import BUNDLED, ModelCatalog
 from explorer.explain import ExplanationKey, explain
 from ui import explore_handlers as h
 from ui.common import Server
+from ui.gate import BUSY, ROUTE, RouteGate
 from ui.limits import MAX_EVENT_BYTES, RequestLimits
 from ui.rows_route import PARTS_HEADER, rows_route
-from ui.server_functions import BUSY, ROUTE, ServerFunctionGate
 from ui.uploads import UploadBudget
 
 ATTACKER, VISITOR = "203.0.113.66", "198.51.100.2"
@@ -33,7 +33,7 @@ def served(tiny_checkpoint, tmp_path_factory):
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 32, 3), np.uint8))
     key = ExplanationKey("random.png", BUNDLED, id(loaded.model), "crop", "random")
     server.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
-    gate = ServerFunctionGate(per_network=1, wait_s=0.1)
+    gate = RouteGate(per_network=1, wait_s=0.1)
     folder = tmp_path_factory.mktemp("uploads")
     uploads = UploadBudget(lambda: folder, 10**6)
     app = RequestLimits(Starlette(routes=[rows_route(server)]), uploads=uploads, trusted_hops=1, functions=gate)

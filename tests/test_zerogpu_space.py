@@ -29,7 +29,7 @@ from explorer import explain
 from explorer.catalog import BUNDLED, BUNDLED_PATH, ModelCatalog
 from ui import zerogpu
 from ui.class_route import EVENTS_ROUTE
-from ui.server_functions import CLASS_ROUTE
+from ui.gate import CLASS_ROUTE
 
 REPO = Path(__file__).resolve().parents[1]
 IDLE_S = 5  # --train-idle-s: a run whose page stops polling is set aside after 5 s here, not 2 minutes

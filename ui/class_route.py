@@ -26,7 +26,7 @@ teacher's analysis once per image, then its rows on the rows route by the follow
 
 A refusal is a sentence (text/plain) with its status (ui.classroom.ClassError). The POSTs pass
 ui.limits.RequestLimits like the rows route's: at most MAX_EVENT_BYTES a body, and a place of the
-gate's for their network (ui/server_functions.py), which `gated` names them for.
+gate's for their network (ui/gate.py), which `gated` names them for.
 
 **Why an event stream of the app's own, not Gradio.** Gradio has no broadcast: a page hears of a
 change only by an event of its own, and every event waiting in Gradio's queue, or a generator
@@ -67,9 +67,9 @@ from . import zerogpu
 from .class_gallery import GalleryAnswers
 from .classroom import LESSON_MAPS, ClassError, Classroom, checked_view, clean_code
 from .common import Server, model_name
+from .gate import CLASS_ROUTE
 from .limits import sender
 from .outputs import upload_folder
-from .server_functions import CLASS_ROUTE
 
 EVENTS_ROUTE = f"{CLASS_ROUTE}/events"
 HEARTBEAT_S = 15.0

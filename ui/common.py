@@ -202,7 +202,7 @@ class PageHandles:
                 self.kept += size
                 while self.kept > self.kept_bytes:
                     self.kept -= self.bands.popitem(last=False)[1][1]
-        return rows | {ENCODED_S: took}  # what this question cost (ui.server_functions charges it)
+        return rows | {ENCODED_S: took}  # what this question cost (ui.gate charges it)
 
     def _kept(self, name: tuple[ExplanationKey, RowsAsked]) -> dict | None:
         with self.lock:

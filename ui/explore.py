@@ -22,7 +22,7 @@ from explorer.loaded import LoadedModel
 from explorer.prompts import DEFAULT_PROMPTS, MAX_PROMPTS
 from vit.preprocessing import CIFAR10_CLASSES
 
-from . import common, concurrency, server_functions
+from . import common, concurrency, gate
 from . import explore_handlers as h
 from . import explore_views as ev
 from .binding import Controls, TabComponents, bound, checked_first
@@ -105,8 +105,8 @@ def page_config() -> dict[str, Any]:
     return {
         "colour_tables": page_maps.colour_tables(),
         "play_step_ms": round(PLAY_STEP_S * 1000),
-        "rows_route": server_functions.ROUTE,  # where the page asks for a layer's rows (ui/rows_route.py)
-        "class_route": server_functions.CLASS_ROUTE,  # class mode's actions and stream (ui/class_route.py)
+        "rows_route": gate.ROUTE,  # where the page asks for a layer's rows (ui/rows_route.py)
+        "class_route": gate.CLASS_ROUTE,  # class mode's actions and stream (ui/class_route.py)
         "follow_style": ", ".join(f"#{name} img" for name in (*ev.FOLLOW_STYLE, WORD_MAPS_ID)),
         # each "More views" tab's words and its picture's id: the view a teacher's page shows (ui/js/classmore.js)
         "more_views": [{"tab": more.tab, "id": more.elem_id} for more in ev.MORE.values()],

@@ -28,9 +28,9 @@ from starlette.requests import ClientDisconnect
 from explorer.live import MAX_URL_CHARS
 from vit.messages import quoted
 
-from . import server_functions
+from . import gate
 from .concurrency import LIVE_ID, LIVE_WAITING
-from .server_functions import ServerFunctionGate
+from .gate import RouteGate
 from .sessions import SessionShares
 from .uploads import REFUSED, UploadBudget, UploadSpaceFull
 
@@ -190,7 +190,7 @@ class RequestLimits:
         upload_lines: RefusalLog = UPLOAD_LINES,
         sessions: SessionShares | None = None,
         files: Mapping[int | str, EventFiles] | None = None,
-        functions: ServerFunctionGate | None = None,
+        functions: RouteGate | None = None,
     ) -> None:
         self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
         self.files = files or {}
@@ -199,7 +199,7 @@ class RequestLimits:
         self.refusals, self.upload_lines = refusals, upload_lines
         self.joining = 0  # webcam stream events let through and not yet in Gradio's queue
         self.sessions = sessions  # which session to drop when Gradio's are full
-        self.functions = functions or ServerFunctionGate()  # the page's questions outside Gradio's queue
+        self.functions = functions or RouteGate()  # the page's questions outside Gradio's queue
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -207,7 +207,7 @@ class RequestLimits:
         path = scope["path"].removeprefix(scope.get("root_path", ""))
         if path.rstrip("/") in UPLOAD_ROUTES:
             return await self._upload(scope, receive, send)
-        gated = server_functions.gated(path.rstrip("/"))
+        gated = gate.gated(path.rstrip("/"))
         # A page's question for rows or a class's action is never a frame: read no further than an event may
         # be. Read to MAX_FRAME_BYTES and parsed, 64 bodies of 16 MiB of nested lists sent to /class/join eight
         # at a time were refused only after +1,063 MiB and 46 s of the server's CPU (bench.attacks).
@@ -242,17 +242,17 @@ class RequestLimits:
         if frame and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
         if gated:
-            return await self._server_function(scope, _replay(body, receive), send)
+            return await self._through_gate(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
 
-    async def _server_function(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _through_gate(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A page's question for rows (a band of a layer's rows, ui/rows_route.py) or a class's action
         (ui/class_route.py): in one of its network's places,
-        its reply read in chunks (ui/server_functions.py), or refused in words when none comes."""
+        its reply read in chunks (ui/gate.py), or refused in words when none comes."""
         network = sender(scope, self.trusted_hops)
         if not await self.functions.run(network, lambda chunked: self.app(scope, receive, chunked), send):
-            rows = scope["path"].removeprefix(scope.get("root_path", "")).rstrip("/") == server_functions.ROUTE
-            await _refuse(send, 429, server_functions.BUSY if rows else server_functions.CLASS_BUSY)
+            rows = scope["path"].removeprefix(scope.get("root_path", "")).rstrip("/") == gate.ROUTE
+            await _refuse(send, 429, gate.BUSY if rows else gate.CLASS_BUSY)
 
     def _log_refusal(self, scope: Scope, what: str) -> None:
         """The operator's line for a refused request, unless its network had one this minute (`refusals`)."""

@@ -2,7 +2,7 @@
 answered with the deflated rows themselves as the reply's body (issue 58: as base64 in the JSON of
 Gradio's server function route they had taken a third more bytes, and a decoding on each side).
 
-    POST ui.server_functions.ROUTE, Content-Type: application/json
+    POST ui.gate.ROUTE, Content-Type: application/json
     {"handle": ..., "layer": 1-based, "band": 0-based or "tokens", "parts": ["layer", ...]}
 
 (`ui.explore_handlers.layer_rows` reads the question.) The answer:
@@ -12,9 +12,9 @@ Gradio's server function route they had taken a third more bytes, and a decoding
 - 404, text/plain: a sentence, for a handle that names no analysis kept, forged or dropped alike;
 - 400, text/plain: a sentence, for a layer, band or parts the analysis has not;
 - and from ui.limits.RequestLimits, before this runs: 413 for a body over its limit, 429 when no
-  place comes (ui.server_functions.BUSY), each a sentence.
+  place comes (ui.gate.BUSY), each a sentence.
 
-Every request to ROUTE runs in one of the places of RequestLimits' ServerFunctionGate (places per
+Every request to ROUTE runs in one of the places of RequestLimits' RouteGate (places per
 network, the reply sent in chunks as it is read and paced, a stalled reader dropped), which knows
 it by its path; the bands are encoded once and kept (`ui.common.PageHandles.rows`), and the
 seconds an encode took are charged to the network that asked (ENCODED_HEADER, which the gate takes
@@ -34,7 +34,7 @@ from starlette.routing import Route
 
 from .common import ENCODED_S, Server
 from .explore_handlers import layer_rows
-from .server_functions import ENCODED_HEADER, ROUTE
+from .gate import ENCODED_HEADER, ROUTE
 
 PARTS_HEADER = "X-Rows-Parts"
 # A page's rows are its own (they are named by a handle only that page was sent): no cache keeps them.

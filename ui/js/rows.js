@@ -35,7 +35,7 @@ export class AskingMaps extends DrawnMaps {
   constructor(config) {
     super(config);
     this.patchRows = new Map(); this.tokenRows = new Map(); this.keptBytes = 0; this.asked = new Set(); this.ahead = 0;
-    this.rowsRoute = config.rows_route; // ui/server_functions.ROUTE
+    this.rowsRoute = config.rows_route; // ui/gate.ROUTE
   }
 
   decoded(bytes, parts) { return decodeRows(bytes, rowShape(this.data), parts); }

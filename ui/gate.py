@@ -1,4 +1,4 @@
-"""Admission for the page's questions for numbers: the rows route (ROUTE, ui/rows_route.py), which
+"""The gate: admission for the page's questions for numbers: the rows route (ROUTE, ui/rows_route.py), which
 the page asks for a band of a layer's patch rows or a layer's token rows (docs/security.md), and
 class mode's actions (CLASS_ROUTE, ui/class_route.py), which are small but may read an analysis.
 
@@ -66,7 +66,7 @@ class StalledReader(Exception):
     """The client took no chunk of its reply for STALL_S."""
 
 
-class ServerFunctionGate:
+class RouteGate:
     """The places of the page's questions for rows (the module's docstring says why)."""
 
     def __init__(

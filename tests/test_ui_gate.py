@@ -1,16 +1,16 @@
-"""The page's server functions' places (ui/server_functions.py): a network never takes every
+"""The gate's places for the rows route and class actions (ui/gate.py): a network never takes every
 place, a reply goes out in chunks as its reader takes them, a reader who stops is dropped, and a
 network's replies are paced past a first burst."""
 
 import asyncio
 
-from ui.server_functions import (
+from ui.gate import (
     BURST_BYTES,
     CHUNK_BYTES,
     ENCODE_SHARE,
     ENCODED_HEADER,
     PACE_BYTES_S,
-    ServerFunctionGate,
+    RouteGate,
 )
 
 
@@ -26,7 +26,7 @@ def reply(body: bytes, headers: tuple = ()):
 
 def test_one_network_never_takes_every_place():
     async def scenario():
-        gate, release = ServerFunctionGate(in_flight=3, per_network=2, wait_s=0.2), asyncio.Event()
+        gate, release = RouteGate(in_flight=3, per_network=2, wait_s=0.2), asyncio.Event()
 
         async def held(send) -> None:
             await release.wait()
@@ -54,7 +54,7 @@ def test_a_reply_is_sent_in_chunks_that_make_the_whole():
         sent.append(message)
 
     body = bytes(range(256)) * (CHUNK_BYTES // 64)  # 4 chunks
-    assert asyncio.run(ServerFunctionGate().run(None, reply(body), send))
+    assert asyncio.run(RouteGate().run(None, reply(body), send))
     chunks = [m for m in sent if m["type"] == "http.response.body"]
     assert len(chunks) == 4 and all(len(c["body"]) <= CHUNK_BYTES for c in chunks)
     assert b"".join(c["body"] for c in chunks) == body
@@ -72,7 +72,7 @@ def test_a_reader_who_stops_reading_is_dropped_and_frees_its_place():
         chunks.append(message)
 
     async def scenario():
-        gate = ServerFunctionGate(stall_s=0.1)
+        gate = RouteGate(stall_s=0.1)
         done = await asyncio.wait_for(gate.run(None, reply(b"x" * (5 * CHUNK_BYTES)), stuck), 5)
         return done, gate.running
 
@@ -91,7 +91,7 @@ def test_a_networks_replies_come_at_once_to_a_burst_then_at_its_pace():
         pass
 
     async def scenario():
-        gate, loop = ServerFunctionGate(), asyncio.get_running_loop()
+        gate, loop = RouteGate(), asyncio.get_running_loop()
         start = loop.time()
         await gate.run("203.0.113.66", reply(band), nothing)
         first = loop.time() - start
@@ -121,7 +121,7 @@ def test_a_network_asking_new_band_after_new_band_is_held_to_its_share_of_a_core
         seen.append(message)
 
     async def scenario():
-        gate, loop = ServerFunctionGate(), asyncio.get_running_loop()
+        gate, loop = RouteGate(), asyncio.get_running_loop()
         start = loop.time()
         for _ in range(100):
             await gate.run("203.0.113.66", reply(small), kept)  # cached bands: only their bytes count
