@@ -18,6 +18,7 @@ from conftest import REPO
 from PIL import Image
 
 MAX_FUNCTION_LINES = 80
+MAX_PARAMETERS = 8
 
 
 def loaded_by(*modules: str) -> set[str]:
@@ -94,6 +95,21 @@ def test_no_function_is_longer_than_80_lines():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and lines > MAX_FUNCTION_LINES:
                 too_long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines} lines)")
     assert not too_long
+
+
+def test_no_function_of_ui_takes_more_than_8_parameters():
+    """Issue 57: a handler or helper of ui/ with more parameters than a reader holds at once takes a
+    record of them instead (`self` and `cls` not counted)."""
+    too_many = []
+    for path in sorted((REPO / "ui").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = node.args
+                named = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+                count = sum(a is not None and a.arg not in ("self", "cls") for a in named)
+                if count > MAX_PARAMETERS:
+                    too_many.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({count})")
+    assert not too_many
 
 
 LAYERS = ("vit", "explorer", "training", "ui", "bench")

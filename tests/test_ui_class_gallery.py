@@ -33,7 +33,7 @@ def served(tiny_checkpoint, tmp_path_factory):
     server = Server(ModelCatalog(tiny_checkpoint, tmp_path_factory.mktemp("runs")))
     routes = [rows_route(server), *class_routes(server, trusted_hops=1, heartbeat_s=0.05, lasting_s=0.3)]
     uploads = UploadBudget(lambda: tmp_path_factory.mktemp("uploads"), 10**6)
-    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, functions=RouteGate())
+    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, gate=RouteGate())
     with TestClient(app) as client:
         yield server, client
 

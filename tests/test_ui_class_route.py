@@ -53,7 +53,7 @@ def served(tiny_checkpoint, tmp_path_factory):
     server.store.get(key, lambda: explain(loaded.model, loaded.meta.class_names, loaded.preprocessing, image))
     routes = [rows_route(server), *class_routes(server, trusted_hops=1, heartbeat_s=0.05, lasting_s=0.3)]
     uploads = UploadBudget(lambda: tmp_path_factory.mktemp("uploads"), 10**6)
-    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, functions=RouteGate())
+    app = RequestLimits(Starlette(routes=routes), uploads=uploads, trusted_hops=1, gate=RouteGate())
     with TestClient(app) as client:
         yield server, server.pages.handle(key), client
 
@@ -358,7 +358,7 @@ def test_a_class_action_with_no_place_is_told_to_try_again_in_its_own_words(serv
     server, _, _ = served
     uploads = UploadBudget(lambda: None, 10**6)
     full = RouteGate(in_flight=0, wait_s=0.05)  # every place taken
-    app = RequestLimits(Starlette(routes=class_routes(server)), uploads=uploads, functions=full)
+    app = RequestLimits(Starlette(routes=class_routes(server)), uploads=uploads, gate=full)
     with TestClient(app) as client:
         refused = post(client, "join", {"code": "AAAAAA"})
     assert refused.status_code == 429 and refused.text == CLASS_BUSY

@@ -36,7 +36,7 @@ def served(tiny_checkpoint, tmp_path_factory):
     gate = RouteGate(per_network=1, wait_s=0.1)
     folder = tmp_path_factory.mktemp("uploads")
     uploads = UploadBudget(lambda: folder, 10**6)
-    app = RequestLimits(Starlette(routes=[rows_route(server)]), uploads=uploads, trusted_hops=1, functions=gate)
+    app = RequestLimits(Starlette(routes=[rows_route(server)]), uploads=uploads, trusted_hops=1, gate=gate)
     with TestClient(app) as client:  # one event loop for every request: the gate's condition lives on it
         yield server, key, gate, client
 

@@ -30,6 +30,7 @@ from .limits import (
     SESSIONS,
     SESSIONS_SPARE,
     UPLOAD_LINES,
+    AppEvents,
     RequestLimits,
     event_files,
     frame_fns,
@@ -321,9 +322,7 @@ def served_limits(demo: gr.Blocks, trusted_hops: int = 0, routes: Sequence[BaseR
     middleware = Middleware(
         RequestLimits,
         uploads=UPLOADS,
-        frame_fns=frame_fns(demo),
-        files=event_files(demo),
-        live_waiting=lambda: live_waiting(demo),
+        events=AppEvents(frozenset(frame_fns(demo)), event_files(demo), lambda: live_waiting(demo)),
         trusted_hops=trusted_hops,
         sessions=SessionShares(lambda: getattr(demo, "state_holder", None), SESSIONS),
     )

@@ -16,7 +16,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import gradio as gr
@@ -28,9 +29,8 @@ from starlette.requests import ClientDisconnect
 from explorer.live import MAX_URL_CHARS
 from vit.messages import quoted
 
-from . import gate
 from .concurrency import LIVE_ID, LIVE_WAITING
-from .gate import RouteGate
+from .gate import BUSY, CLASS_BUSY, ROUTE, RouteGate, gated
 from .sessions import SessionShares
 from .uploads import REFUSED, UploadBudget, UploadSpaceFull
 
@@ -169,37 +169,44 @@ def malformed_file(name: str) -> str:
     return f"{name} {NOT_A_FILE}"
 
 
+@dataclass(frozen=True)
+class AppEvents:
+    """What the request limits know of Gradio's app (ui.app reads it off the Blocks): `frame_fns`,
+    the fn indices of the webcam frame's event, whose requests may carry a frame; `files`, each
+    event's file inputs (`event_files`); `live_waiting`, the webcam stream events waiting for a
+    Live worker now."""
+
+    frame_fns: frozenset[int] = frozenset()
+    files: Mapping[int | str, EventFiles] = field(default_factory=dict)
+    live_waiting: Callable[[], int] = lambda: 0
+
+
 class RequestLimits:
     """ASGI middleware: an event's request over its limit gets 413, an upload that does not fit
     the upload folder's budget 507, an upload without a Content-Length 411, each before Gradio
     reads the body, an empty session hash, a file that is no upload or a file input that is no
     file payload 400 (with a line in `refusals`), a new webcam stream event while Live's queue is
-    full 503 with LIVE_BUSY, and a page's question for rows (ui/rows_route.py) with no place in `functions` 429;
-    anything else passes untouched. `frame_fns` are the fn indices of the webcam frame's event
-    (ui.app finds them), whose requests may carry a frame; `files` each event's file inputs
-    (`event_files`)."""
+    full 503 with LIVE_BUSY, and a page's question for rows (ui/rows_route.py) with no place in `gate` 429;
+    anything else passes untouched. `events`: what it knows of Gradio's app's events (`AppEvents`)."""
 
     def __init__(
         self,
         app: ASGIApp,
         uploads: UploadBudget,
-        frame_fns: Collection[int] = (),
-        live_waiting: Callable[[], int] = lambda: 0,
+        events: AppEvents = AppEvents(),
         trusted_hops: int = 0,
         refusals: RefusalLog = REFUSALS,
         upload_lines: RefusalLog = UPLOAD_LINES,
         sessions: SessionShares | None = None,
-        files: Mapping[int | str, EventFiles] | None = None,
-        functions: RouteGate | None = None,
+        gate: RouteGate | None = None,
     ) -> None:
-        self.app, self.uploads, self.frame_fns = app, uploads, frozenset(frame_fns)
-        self.files = files or {}
-        self.live_waiting = live_waiting  # webcam stream events waiting for a Live worker now
+        self.app, self.uploads = app, uploads
+        self.frame_fns, self.files, self.live_waiting = events.frame_fns, events.files, events.live_waiting
         self.trusted_hops = trusted_hops  # proxies in front of the server that name the visitor (`sender`)
         self.refusals, self.upload_lines = refusals, upload_lines
         self.joining = 0  # webcam stream events let through and not yet in Gradio's queue
         self.sessions = sessions  # which session to drop when Gradio's are full
-        self.functions = functions or RouteGate()  # the page's questions outside Gradio's queue
+        self.gate = gate or RouteGate()  # the page's questions outside Gradio's queue
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -207,11 +214,11 @@ class RequestLimits:
         path = scope["path"].removeprefix(scope.get("root_path", ""))
         if path.rstrip("/") in UPLOAD_ROUTES:
             return await self._upload(scope, receive, send)
-        gated = gate.gated(path.rstrip("/"))
+        through_gate = gated(path.rstrip("/"))
         # A page's question for rows or a class's action is never a frame: read no further than an event may
         # be. Read to MAX_FRAME_BYTES and parsed, 64 bodies of 16 MiB of nested lists sent to /class/join eight
         # at a time were refused only after +1,063 MiB and 46 s of the server's CPU (bench.attacks).
-        body = await _body(receive, MAX_EVENT_BYTES if gated else MAX_FRAME_BYTES)
+        body = await _body(receive, MAX_EVENT_BYTES if through_gate else MAX_FRAME_BYTES)
         too_large = 413, f"this request is larger than this server takes ({MAX_EVENT_BYTES:,} bytes)"
         if body is None or (
             len(body) > MAX_EVENT_BYTES and await run_in_threadpool(_beside_frames, body) > MAX_EVENT_BYTES
@@ -241,7 +248,7 @@ class RequestLimits:
             await run_in_threadpool(self._admit, session, sender(scope, self.trusted_hops))
         if frame and not path.startswith(STREAM_ROUTE):
             return await self._join(scope, _replay(body, receive), send)
-        if gated:
+        if through_gate:
             return await self._through_gate(scope, _replay(body, receive), send)
         return await self.app(scope, _replay(body, receive), send)
 
@@ -250,9 +257,9 @@ class RequestLimits:
         (ui/class_route.py): in one of its network's places,
         its reply read in chunks (ui/gate.py), or refused in words when none comes."""
         network = sender(scope, self.trusted_hops)
-        if not await self.functions.run(network, lambda chunked: self.app(scope, receive, chunked), send):
-            rows = scope["path"].removeprefix(scope.get("root_path", "")).rstrip("/") == gate.ROUTE
-            await _refuse(send, 429, gate.BUSY if rows else gate.CLASS_BUSY)
+        if not await self.gate.run(network, lambda chunked: self.app(scope, receive, chunked), send):
+            rows = scope["path"].removeprefix(scope.get("root_path", "")).rstrip("/") == ROUTE
+            await _refuse(send, 429, BUSY if rows else CLASS_BUSY)
 
     def _log_refusal(self, scope: Scope, what: str) -> None:
         """The operator's line for a refused request, unless its network had one this minute (`refusals`)."""
