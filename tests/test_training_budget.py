@@ -1,10 +1,15 @@
 """training/budget.py: what a run will allocate and write, from the config alone, and the batch
 that fits a budget (numbers derived by hand from the module docstring's terms)."""
 
+import os
+from dataclasses import replace
+
 import pytest
+from training_helpers import tiny_config, write_image_folder
 
 import vit
 from training.budget import (
+    FILES_BYTES,
     MAX_EVAL_BATCH,
     TrainingTooBig,
     fit,
@@ -13,6 +18,8 @@ from training.budget import (
     run_config,
     training_cost,
 )
+from training.engine import Trainer
+from training.registry import folder_bytes
 from vit.model import CONFIGS, ViTConfig
 
 # 8 px images in 4 px patches: a 2 x 2 grid and CLS, T = 5 tokens; D = 8, M = 16, H = 2, depth 2.
@@ -32,7 +39,27 @@ def test_the_cost_of_a_small_model_is_what_its_terms_add_up_to():
     assert cost.parameters == TINY_PARAMETERS == sum(p.numel() for p in vit.VisionTransformer(TINY).parameters())
     assert cost.state_bytes == 6 * 4 * TINY_PARAMETERS  # weights, grads, 2 moments, the source, temporaries
     assert (cost.train_bytes_per_image, cost.eval_bytes_per_image) == (TRAIN_PER_IMAGE, EVAL_PER_IMAGE)
-    assert cost.written_bytes == 4 * 4 * TINY_PARAMETERS  # model.safetensors and last.safetensors
+    # model.safetensors and last.safetensors, and a new last.safetensors written beside the old one
+    assert cost.written_bytes == (1 + 3 + 3) * 4 * TINY_PARAMETERS + FILES_BYTES  # and its headers, metrics
+
+
+def test_the_most_a_run_holds_on_disk_at_once_is_what_it_is_costed(tmp_path, monkeypatch):
+    """Each save writes its file anew and then replaces the old one, so the folder is at its fullest
+    just before a replace: there a run must hold no more than its written bytes (the room the runs
+    folder makes for it; issue 56's soak found the folder 36 MB over its budget during a save), and
+    more than the files it keeps (what the room counted before)."""
+    data, out, fullest = write_image_folder(tmp_path / "data", size=16), tmp_path / "run", []
+    real = os.replace
+
+    def replace_after_measuring(src, dst):
+        fullest.append(folder_bytes(out))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_after_measuring)
+    Trainer(tiny_config(str(data), out, epochs=1, warmup_epochs=0.5), progress=False).run()
+    cost = training_cost(replace(CONFIGS["vit_cifar_nano"], image_size=16, num_classes=3))
+    kept = (1 + 3) * 4 * cost.parameters
+    assert kept < max(fullest) <= cost.written_bytes
 
 
 def test_the_batch_is_scaled_down_to_what_the_budget_holds():

@@ -13,6 +13,7 @@ import training.cli
 from training import registry
 from training.job import JobBusy
 from training.registry import APP_RUN_MARKER, MARKER_TEXT, JobRegistry, TrainLimits, visitor_id
+from training.run_files import LAST
 
 TINY = dict(model="vit_cifar_nano", epochs=1, batch_size=8, lr=1e-3)
 
@@ -270,6 +271,27 @@ def test_a_failed_delete_is_not_counted_as_freed(data, tmp_path: Path, monkeypat
     with pytest.raises(JobBusy, match="disk budget for training runs is full"):
         runs.start("alice", data=data, **TINY)
     assert (root / "stuck" / "model.safetensors").is_file() and len(list(root.iterdir())) == 1
+
+
+def test_a_stopped_run_goes_on_with_room_for_its_training_state_written_anew(data, tmp_path: Path) -> None:
+    """Going on, a run's next save writes last.safetensors (its weights and AdamW's two moments)
+    beside the old one before replacing it: the room made is that file's size, not its model's
+    (a third of it), so an older finished run goes first rather than the folder passing its budget."""
+    root = tmp_path / "runs"
+    runs = JobRegistry(root)
+    alice = runs.start("alice", data=data, **{**TINY, "epochs": 200})
+    while not (alice / LAST).is_file():
+        time.sleep(0.01)
+    assert runs.stop("alice") and runs._jobs[visitor_id("alice")].wait(60) and runs.snapshot("alice").resumable
+    last, model = (alice / LAST).stat().st_size, runs.checkpoint("alice").stat().st_size
+    assert last > 2 * model
+    old = app_run(root, "old", 1000, 0)
+    # the two folders and the model once more fit; the training state once more does not
+    runs.limits = TrainLimits(disk_budget_bytes=registry.folder_bytes(alice) + 1000 + last - 1)
+    runs.go_on("alice")
+    assert not old.exists() and alice.exists()
+    runs.stop("alice")
+    runs._jobs[visitor_id("alice")].wait(60)
 
 
 def test_a_run_set_aside_is_deleted_last_when_the_runs_outgrow_their_budget(data, tmp_path: Path) -> None:

@@ -19,7 +19,10 @@ Memory, in float32 (4 bytes a number; CPU training never autocasts, CUDA's bf16 
 - **data**: the training images the run holds (uint8, the split and its held-out part).
 
 On disk a run keeps `model.safetensors` (the weights) and `last.safetensors` (weights and AdamW's
-two moments, to resume): `WRITTEN_COPIES` × 4 bytes per parameter.
+two moments, to resume), and each save writes its file anew beside the old one before it replaces
+it (vit/checkpoint.py: atomic), so at the save of `last.safetensors` the folder holds both of its
+copies: at most `WRITTEN_COPIES` × 4 bytes per parameter at once, and `FILES_BYTES` for the
+files' headers (a name and shape a tensor, the run's history), its metrics and its config.
 """
 
 from __future__ import annotations
@@ -42,7 +45,11 @@ STATE_COPIES = 6  # weights, gradients, AdamW's 2 moments, the source model whil
 BLOCK_TOKEN_WIDTHS = 10  # T × D tensors autograd keeps per block (see the module docstring)
 EVAL_TOKEN_WIDTHS = 6  # T × D tensors alive at once in one block without autograd
 INPUT_COPIES = 4  # 3 × S² float copies of each image on its way in (float, normalised, resized, mixed)
-WRITTEN_COPIES = 4  # model.safetensors (1) + last.safetensors (weights and 2 moments: 3)
+KEPT_COPIES = 4  # model.safetensors (1) + last.safetensors (weights and 2 moments: 3)
+# + the new last.safetensors being written beside the old (3): issue 56's soak found the runs folder
+# at 304 MB of its 268 during a save, when the room a run was given counted only what it keeps
+WRITTEN_COPIES = KEPT_COPIES + 3
+FILES_BYTES = 1024**2  # vit_cifar_nano's three headers, metrics and config at a save: 77 kB
 TRANSFORMERS_BOUND = "vit_b_16"
 CIFAR10_TRAIN_IMAGES, CIFAR10_SIDE = 50_000, 32
 MAX_EVAL_BATCH = 500  # TrainConfig's default: never more at once, whatever the budget allows
@@ -93,7 +100,7 @@ def training_cost(config: ViTConfig) -> TrainingCost:
         state_bytes=STATE_COPIES * FLOAT_BYTES * parameters,
         train_bytes_per_image=FLOAT_BYTES * (c.depth * block + inputs),
         eval_bytes_per_image=FLOAT_BYTES * (single + inputs),
-        written_bytes=WRITTEN_COPIES * FLOAT_BYTES * parameters,
+        written_bytes=WRITTEN_COPIES * FLOAT_BYTES * parameters + FILES_BYTES,
     )
 
 

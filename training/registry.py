@@ -33,6 +33,7 @@ from vit.messages import quoted
 
 from .checks import check_lr
 from .job import QUEUED, ChunkPlan, JobBusy, JobSnapshot, TrainingJob, TurnOver
+from .run_files import LAST
 
 SHARED_KEY = "shared"
 # Written into every run folder the registry creates: only folders holding it may be pruned.
@@ -67,7 +68,7 @@ class TrainLimits:
     max_batch_size: int = 1024
     max_lr: float = 1.0
     max_concurrent: int = 1  # runs training at once on the whole server
-    disk_budget_bytes: int = 2 * 1024**3  # the whole runs folder
+    disk_budget_bytes: int = 3 * 1024**3  # the whole runs folder: one ViT-B/16 run at its fullest, 2.4 GB
     memory_bytes: int = 3 * 1024**3  # what one run may allocate (training.budget estimates it before it starts)
     idle_s: float = VISITOR_GONE_S  # a run whose page has not polled for this long is set aside
     time_limit_s: float = RUN_LIMIT_S  # a run's longest turn at a run slot: then it stops, saved
@@ -397,10 +398,12 @@ class JobRegistry:
         key = self._key(visitor)
         with self._lock:
             snap = self._resumable(visitor)
-            # Room for what it writes next, its model once more (its training state is rewritten in
-            # place), and never by deleting its own folder, which an ended run's is to the others.
-            model = Path(snap.checkpoint) if snap.checkpoint else None
-            self._make_room(model.stat().st_size if model and model.is_file() else 0, keep=self._folders[key])
+            # Room for its largest file once more: a save writes each file anew beside the old one
+            # before it replaces it (vit/checkpoint.py), and its training state is three times its
+            # model; never by deleting its own folder, which an ended run's is to the others.
+            folder = self._folders[key]
+            files = [folder / LAST, *([Path(snap.checkpoint)] if snap.checkpoint else [])]
+            self._make_room(max((f.stat().st_size for f in files if f.is_file()), default=0), keep=folder)
             self._polled[key] = self._since[key] = self.clock()  # a new turn
             self._jobs[key].go_on()
 

@@ -87,7 +87,7 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
         help="a train/ + test/ image folder visitors may train on (or VIT_EXPLORER_DATA_FOLDER)",
     )
     p.add_argument("--max-runs", type=int, default=1, help="training runs at once, whole server")
-    p.add_argument("--runs-budget-mb", type=int, default=2048, help="disk budget of the runs folder")
+    p.add_argument("--runs-budget-mb", type=int, default=3072, help="disk budget of the runs folder")
     p.add_argument("--train-mb", type=int, default=3072, help="memory one training run may allocate")
     p.add_argument(
         "--train-idle-s",
