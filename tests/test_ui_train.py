@@ -416,7 +416,7 @@ def test_a_run_that_cannot_fit_is_refused_in_a_sentence():
         r"about \d+\.\d GB of memory even one image at a time .* Pick a smaller model",
     ):
         h.memory_plan(small, SPACE_MODEL, "cifar10", 1, 8, 1e-3)
-    with pytest.raises(ValueError, match="checkpoints would take about 4.9 GB on disk"):
+    with pytest.raises(ValueError, match="checkpoints would take about 8.5 GB on disk"):
         h.memory_plan(TrainLimits(memory_bytes=2**40), "vit_l_16.tv_in1k", "cifar10", 1, 8, 1e-3)
     with pytest.raises(ValueError, match="epochs must be a whole number from 1 to 200, got True"):
         h.memory_plan(TrainLimits(), "vit_cifar_nano", "cifar10", True, 8, 1e-3)  # a bool is not 1 epoch
