@@ -22,7 +22,8 @@ minute: the server's resident memory, open files, threads, the upload and runs f
 what it says it holds (sessions, cached analyses, its heaps and its collector's pauses), and the
 p95 of each action done that minute. Prints a Markdown table, writes it as CSV and plots memory and p95 over time; then
 judges the goals of issue 28: memory and folders flat after the settling minutes, within their
-budgets; the last minute's p95 at most 1.2 x the first's; no error for the class.
+budgets; the class's p95 over the attacker's last rotation at most 1.2 x its p95 over the first
+rotation after the settling minutes (each holds every attack once); no error for the class.
 """
 
 from __future__ import annotations
@@ -495,6 +496,15 @@ def write_csv(samples: list[Sample], path: Path) -> None:
         out.writerows(cells(s) for s in samples)
 
 
+def write_actions(log: Log, path: Path) -> None:
+    """Every class action and every attack as CSV, for judging a period again without running it."""
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["ended_s", "kind", "name", "took_s", "error_or_reply"])
+        w.writerows((f"{t:.3f}", "class", a, f"{s:.4f}", e or "") for t, a, s, e in log.rows)
+        w.writerows((f"{t:.3f}", "attack", name, "", reply) for t, name, reply in log.attacks)
+
+
 def plot(samples: list[Sample], path: Path, title: str) -> None:
     """Resident memory (MiB, from 0) and each group's p95 (s, from 0) against the minute."""
     import matplotlib
@@ -528,7 +538,8 @@ def mb(mib: int) -> float:
 
 
 def judge(samples: list[Sample], class_errors: int, settle: int) -> list[str]:
-    """The goals, each 'met' or 'missed' with its numbers."""
+    """The goals on memory, folders and errors, each 'met' or 'MISSED' with its numbers (the p95s:
+    `by_rotation`)."""
     settled = [s for s in samples if s.minute >= settle] or samples[-1:]
     base = settled[0].rss_mib
     slope = np.polyfit([s.minute for s in settled], [s.rss_mib for s in settled], 1)[0] if len(settled) > 1 else 0.0
@@ -550,23 +561,64 @@ def judge(samples: list[Sample], class_errors: int, settle: int) -> list[str]:
             f"of {mb(RUNS_MB):.1f} MB",
         ),
     ]
-    for group in JUDGED:
-        first, last = samples[0].p95[group], samples[-1].p95[group]
-        verdicts.append(
-            (
-                f"{group} p95, last minute against the first",
-                last <= P95_RATIO * first,
-                f"{last:.2f} s against {first:.2f} s (allowed x{P95_RATIO})",
-            )
-        )
     verdicts.append(("no error for the class", class_errors == 0, f"{class_errors} errors"))
     return [f"- {name}: {'met' if ok else 'MISSED'} ({why})" for name, ok, why in verdicts]
 
 
+def rotations(log: Log, end: float) -> list[tuple[float, float]]:
+    """The attacker's rotations (every attack of its list once, in order) that ended by `end`:
+    (from the previous rotation's end, or 0, to its last attack's end) in seconds since the start.
+    The list's length is where its first attack comes round again: None came round, none ended."""
+    ended = sorted(log.attacks)
+    again = [i for i, (_, name, _) in enumerate(ended) if i > 0 and name == ended[0][1]]
+    if not again:
+        return []
+    n = again[0]
+    spans, began = [], 0.0
+    for k in range(len(ended) // n):
+        done = ended[(k + 1) * n - 1][0]
+        if done > end:
+            break
+        spans.append((began, done))
+        began = done
+    return spans
+
+
+def by_rotation(log: Log, args: argparse.Namespace) -> list[str]:
+    """Issue 28's goal, the class's p95 at the end at most P95_RATIO x its p95 at the start, judged
+    over the attacker's first rotation after the settling minutes and its last: both windows hold
+    every attack once. One minute holds a few of its attacks, and a heavy one moved a minute's click
+    p95 from 0.12 to 0.79 s (the soaks on ea54eaf and 020f505, docs/security.md): one minute
+    against another judged where the rotation stood in each."""
+    spans = rotations(log, args.minutes * args.minute_s)
+    settled = [s for s in spans if s[0] >= args.settle * args.minute_s]
+    if len(settled) < 2:
+        return [
+            f"- p95 over the attacker's first rotation after minute {args.settle} against its last: not judged "
+            f"({len(spans)} rotations ended in the period, {len(settled)} after minute {args.settle})"
+        ]
+    (a0, a1), (b0, b1) = settled[0], settled[-1]
+    verdicts = []
+    for group in JUDGED:
+        first = [s for t, a, s, e in log.rows if a in GROUPS[group] and e is None and a0 <= t < a1]
+        last = [s for t, a, s, e in log.rows if a in GROUPS[group] and e is None and b0 <= t < b1]
+        if not first or not last:
+            verdicts.append(f"- {group} p95 over the attacker's rotations: not judged (no {group} action in one)")
+            continue
+        a, b = percentile(first, 95), percentile(last, 95)
+        verdicts.append(
+            f"- {group} p95, the attacker's last rotation against its first after minute {args.settle}: "
+            f"{'met' if b <= P95_RATIO * a else 'MISSED'} ({b:.2f} s against {a:.2f} s, allowed x{P95_RATIO}; "
+            f"minutes {b0 / args.minute_s:.1f}-{b1 / args.minute_s:.1f} and {a0 / args.minute_s:.1f}-"
+            f"{a1 / args.minute_s:.1f} of {len(spans)} rotations; {len(last)} and {len(first)} actions)"
+        )
+    return verdicts
+
+
 def pooled(log: Log, args: argparse.Namespace, minutes: int = 5) -> list[str]:
-    """Beside judge's one minute against one: each judged group's p95 over the first `minutes`
-    minutes' actions against the last's. One minute's p95 of a few hundred actions moves by more
-    than 1.2x from one minute to the next on a steady server (docs/security.md); five are steadier."""
+    """Beside `by_rotation`: each judged group's p95 over the first `minutes` minutes' actions
+    against the last's, whatever the attacker ran in them (the first minutes hold the server's
+    first passes; `by_rotation` leaves out the settling minutes)."""
     span = minutes * args.minute_s
     end = args.minutes * args.minute_s
     verdicts = []
@@ -695,6 +747,7 @@ def report(args: argparse.Namespace, samples: list[Sample], log: Log, rest: floa
         *table(samples),
         "",
         *judge(samples, len(errors), args.settle),
+        *by_rotation(log, args),
         *pooled(log, args),
         *attack_effects(log, args),
     ]
@@ -730,6 +783,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--minute-s", type=float, default=60.0, help=argparse.SUPPRESS)  # shorter minutes: tests only
     p.add_argument("--csv", type=Path, default=PLOT.with_suffix(".csv"), help="the table as CSV")
     p.add_argument("--plot", type=Path, default=PLOT, help="memory and p95 over time (PNG)")
+    p.add_argument("--actions", type=Path, help="every class action and attack as CSV (seconds since the start)")
     p.add_argument("--server-log", type=Path, help="keep the server's log here (it goes with the temporary folder)")
     args = p.parse_args(argv)
     args.settle = args.settle or min(5, max(1, args.minutes // 3))
@@ -749,6 +803,8 @@ def main(argv: list[str] | None = None) -> str:
                     shutil.copyfile(found, args.server_log)
     text = report(args, samples, log, rest)
     write_csv(samples, args.csv)
+    if args.actions:
+        write_actions(log, args.actions)
     plot(samples, args.plot, f"{args.visitors} visitors, one attacker, {args.minutes} min ({machine()})")
     print(text)
     return text

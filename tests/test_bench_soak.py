@@ -42,14 +42,60 @@ def sample(minute: int, rss: float, p95: float = 1.0, uploads_mb: float = 10.0, 
     )
 
 
-def test_the_judge_finds_growing_memory_and_slower_actions():
+def test_the_judge_finds_growing_memory_and_class_errors():
     flat = [sample(m, 1000 + (m % 2) * 5) for m in range(1, 11)]
     assert all(" met " in line for line in judge(flat, 0, 5))
     growing = [sample(m, 1000 + 30 * m) for m in range(1, 11)]  # +150 MiB over minutes 5..10: more than 10%
     assert "memory flat after minute 5 (each minute's lowest reading): MISSED" in "\n".join(judge(growing, 0, 5))
-    slower = [sample(1, 1000, 1.0), sample(2, 1000, 1.3)]
-    assert "analyze p95, last minute against the first: MISSED" in "\n".join(judge(slower, 0, 1))
     assert "no error for the class: MISSED (2 errors)" in "\n".join(judge(flat, 2, 5))
+
+
+def rotation_period(rotations: int, heavy_click_s: float, last_rotation_click_s: float | None = None):
+    """A period of 4-minute attacker rotations ("flood" then "typo", 2 minutes each) and a click
+    every 2 s: 0.2 s while the typo runs, `heavy_click_s` while the flood does, and in the last
+    rotation's flood `last_rotation_click_s`."""
+    from argparse import Namespace
+
+    from bench.soak import Log
+
+    log = Log()
+    for r in range(rotations):
+        log.attacks += [(240.0 * r + 120, "flood", "refused"), (240.0 * r + 240, "typo", "refused")]
+    for t in range(1, rotations * 240, 2):
+        flood = t % 240 < 120
+        last = t >= (rotations - 1) * 240 and last_rotation_click_s is not None
+        log.rows.append(
+            (float(t), "query_patch", (last_rotation_click_s if last else heavy_click_s) if flood else 0.2, None)
+        )
+        log.rows.append((t + 0.5, "analyze", 1.0, None))
+    return log, Namespace(minutes=rotations * 4 + 1, minute_s=60.0, settle=5)
+
+
+def test_the_class_p95_is_judged_over_the_attackers_rotations_not_single_minutes():
+    """The soaks on ea54eaf and 020f505 compared their 50th minute, in the heavy part of the
+    attacker's rotation, with their first, before its heavy cases: a steady server missed."""
+    from bench.soak import by_rotation, rotations
+
+    log, args = rotation_period(5, heavy_click_s=1.0)
+    assert rotations(log, 21 * 60.0) == [(0.0, 240.0), (240.0, 480.0), (480.0, 720.0), (720.0, 960.0), (960.0, 1200.0)]
+    assert rotations(log, 1100.0)[-1] == (720.0, 960.0)  # the last one had not ended by then
+    steady = "\n".join(by_rotation(log, args))
+    # minutes 8 to 12, not 4 to 8: the first rotation after the 5 settling minutes
+    assert (
+        "click p95, the attacker's last rotation against its first after minute 5: met (1.00 s against 1.00 s" in steady
+    )
+    assert "minutes 16.0-20.0 and 8.0-12.0 of 5 rotations" in steady
+    assert "analyze p95, the attacker's last rotation against its first after minute 5: met" in steady
+    slower = "\n".join(by_rotation(*rotation_period(5, heavy_click_s=1.0, last_rotation_click_s=1.3)))
+    assert (
+        "click p95, the attacker's last rotation against its first after minute 5: MISSED (1.30 s against 1.00 s"
+        in slower
+    )
+    short = "\n".join(by_rotation(*rotation_period(2, heavy_click_s=1.0)))
+    assert "not judged (2 rotations ended in the period, 0 after minute 5)" in short
+    from bench.soak import Log
+
+    assert rotations(Log(), 100.0) == []  # no attack came round: no rotation known
 
 
 def test_memory_is_judged_on_each_minutes_lowest_reading_and_its_highest_is_reported():
@@ -137,6 +183,7 @@ def test_a_short_class_period_has_no_error_and_stays_within_its_budgets(tmp_path
     out = soak.main(  # --client-nice 0: lowering this thread would slow every test after this one
         ["--minutes", "2", "--visitors", "4", "--client-nice", "0"]
         + ["--csv", str(tmp_path / "s.csv"), "--plot", str(tmp_path / "s.png"), "--server-log", str(tmp_path / "log")]
+        + ["--actions", str(tmp_path / "actions.csv")]
     )
     assert "no error for the class: met" in out, out
     # The attacker replayed attacks: its forked process had died building its first checkpoint
@@ -161,6 +208,10 @@ def test_a_short_class_period_has_no_error_and_stays_within_its_budgets(tmp_path
     assert all(int(r["full_collections"]) >= 0 for r in rows)  # and said its collector's pauses
     assert float(rows[-1]["runs_mb"]) > 0  # the first Train run wrote its checkpoint
     assert "attacks replayed" in out and (tmp_path / "s.png").stat().st_size > 10_000
+    with (tmp_path / "actions.csv").open() as f:  # every action, kept to judge the period again
+        kept = list(csv.DictReader(f))
+    assert sum(r["kind"] == "class" for r in kept) >= sum(int(r["actions"]) for r in rows)  # and those after
+    assert int(replayed.group(1)) == sum(r["kind"] == "attack" for r in kept)
 
 
 def test_the_soaks_webcam_keeps_answering_after_the_attackers_silent_streams(tmp_path):
