@@ -584,6 +584,25 @@ def rotations(log: Log, end: float) -> list[tuple[float, float]]:
     return spans
 
 
+def p95_within(log: Log, group: str, since: float, until: float) -> tuple[float, int]:
+    """(p95 in s, count) of the group's actions that ended without error from `since` to `until` s."""
+    times = [s for t, a, s, e in log.rows if a in GROUPS[group] and e is None and since <= t < until]
+    return (percentile(times, 95) if times else float("nan")), len(times)
+
+
+def compared(log: Log, what: str, first: tuple[float, float], last: tuple[float, float]) -> list[str]:
+    """Each judged group's p95 over the `last` span against over the `first`: 'met' within P95_RATIO x."""
+    verdicts = []
+    for group in JUDGED:
+        (a, count_a), (b, count_b) = p95_within(log, group, *first), p95_within(log, group, *last)
+        if count_a and count_b:
+            verdicts.append(
+                f"- {group} p95, {what}: {'met' if b <= P95_RATIO * a else 'MISSED'} ({b:.2f} s against {a:.2f} s, "
+                f"allowed x{P95_RATIO}; {count_b} and {count_a} actions)"
+            )
+    return verdicts
+
+
 def by_rotation(log: Log, args: argparse.Namespace) -> list[str]:
     """Issue 28's goal, the class's p95 at the end at most P95_RATIO x its p95 at the start, judged
     over the attacker's first rotation after the settling minutes and its last: both windows hold
@@ -597,43 +616,25 @@ def by_rotation(log: Log, args: argparse.Namespace) -> list[str]:
             f"- p95 over the attacker's first rotation after minute {args.settle} against its last: not judged "
             f"({len(spans)} rotations ended in the period, {len(settled)} after minute {args.settle})"
         ]
-    (a0, a1), (b0, b1) = settled[0], settled[-1]
-    verdicts = []
-    for group in JUDGED:
-        first = [s for t, a, s, e in log.rows if a in GROUPS[group] and e is None and a0 <= t < a1]
-        last = [s for t, a, s, e in log.rows if a in GROUPS[group] and e is None and b0 <= t < b1]
-        if not first or not last:
-            verdicts.append(f"- {group} p95 over the attacker's rotations: not judged (no {group} action in one)")
-            continue
-        a, b = percentile(first, 95), percentile(last, 95)
-        verdicts.append(
-            f"- {group} p95, the attacker's last rotation against its first after minute {args.settle}: "
-            f"{'met' if b <= P95_RATIO * a else 'MISSED'} ({b:.2f} s against {a:.2f} s, allowed x{P95_RATIO}; "
-            f"minutes {b0 / args.minute_s:.1f}-{b1 / args.minute_s:.1f} and {a0 / args.minute_s:.1f}-"
-            f"{a1 / args.minute_s:.1f} of {len(spans)} rotations; {len(last)} and {len(first)} actions)"
-        )
-    return verdicts
+
+    def minutes(span: tuple[float, float]) -> str:
+        return f"minutes {span[0] / args.minute_s:.1f}-{span[1] / args.minute_s:.1f}"
+
+    what = (
+        f"the attacker's last rotation ({minutes(settled[-1])}) against its first after minute {args.settle} "
+        f"({minutes(settled[0])}; {len(spans)} rotations)"
+    )
+    return compared(log, what, settled[0], settled[-1])
 
 
 def pooled(log: Log, args: argparse.Namespace, minutes: int = 5) -> list[str]:
     """Beside `by_rotation`: each judged group's p95 over the first `minutes` minutes' actions
     against the last's, whatever the attacker ran in them (the first minutes hold the server's
     first passes; `by_rotation` leaves out the settling minutes)."""
-    span = minutes * args.minute_s
-    end = args.minutes * args.minute_s
-    verdicts = []
-    for group in JUDGED:
-        done = [(t, s) for t, a, s, e in log.rows if a in GROUPS[group] and e is None and t < end]
-        first = [s for t, s in done if t < span]
-        last = [s for t, s in done if t >= end - span]
-        if first and last and args.minutes >= 2 * minutes:
-            a, b = percentile(first, 95), percentile(last, 95)
-            ok = "met" if b <= P95_RATIO * a else "MISSED"
-            verdicts.append(
-                f"- {group} p95, the last {minutes} minutes against the first {minutes}: {ok} ({b:.2f} s against "
-                f"{a:.2f} s, allowed x{P95_RATIO}; {len(last)} and {len(first)} actions)"
-            )
-    return verdicts
+    if args.minutes < 2 * minutes:  # the two spans would overlap
+        return []
+    span, end = minutes * args.minute_s, args.minutes * args.minute_s
+    return compared(log, f"the last {minutes} minutes against the first {minutes}", (0.0, span), (end - span, end))
 
 
 def attack_effects(log: Log, args: argparse.Namespace, shown: int = 8) -> list[str]:

@@ -81,21 +81,17 @@ def test_the_class_p95_is_judged_over_the_attackers_rotations_not_single_minutes
     assert rotations(log, 1100.0)[-1] == (720.0, 960.0)  # the last one had not ended by then
     steady = "\n".join(by_rotation(log, args))
     # minutes 8 to 12, not 4 to 8: the first rotation after the 5 settling minutes
-    assert (
-        "click p95, the attacker's last rotation against its first after minute 5: met (1.00 s against 1.00 s" in steady
+    last_against_first = (
+        "p95, the attacker's last rotation (minutes 16.0-20.0) against its first after minute 5 (minutes 8.0-12.0; "
+        "5 rotations): "
     )
-    assert "minutes 16.0-20.0 and 8.0-12.0 of 5 rotations" in steady
-    assert "analyze p95, the attacker's last rotation against its first after minute 5: met" in steady
+    assert "click " + last_against_first + "met (1.00 s against 1.00 s, allowed x1.2; 120 and 120 actions)" in steady
+    assert "analyze " + last_against_first + "met" in steady
     slower = "\n".join(by_rotation(*rotation_period(5, heavy_click_s=1.0, last_rotation_click_s=1.3)))
-    assert (
-        "click p95, the attacker's last rotation against its first after minute 5: MISSED (1.30 s against 1.00 s"
-        in slower
-    )
+    assert "click " + last_against_first + "MISSED (1.30 s against 1.00 s" in slower
     short = "\n".join(by_rotation(*rotation_period(2, heavy_click_s=1.0)))
     assert "not judged (2 rotations ended in the period, 0 after minute 5)" in short
-    from bench.soak import Log
-
-    assert rotations(Log(), 100.0) == []  # no attack came round: no rotation known
+    assert rotations(soak.Log(), 100.0) == []  # no attack came round: no rotation known
 
 
 def test_memory_is_judged_on_each_minutes_lowest_reading_and_its_highest_is_reported():
