@@ -568,7 +568,7 @@ def judge(samples: list[Sample], class_errors: int, settle: int) -> list[str]:
 def rotations(log: Log, end: float) -> list[tuple[float, float]]:
     """The attacker's rotations (every attack of its list once, in order) that ended by `end`:
     (from the previous rotation's end, or 0, to its last attack's end) in seconds since the start.
-    The list's length is where its first attack comes round again: None came round, none ended."""
+    The list's length is where its first attack comes round again; until it does, none is known."""
     ended = sorted(log.attacks)
     again = [i for i, (_, name, _) in enumerate(ended) if i > 0 and name == ended[0][1]]
     if not again:
