@@ -595,11 +595,13 @@ def compared(log: Log, what: str, first: tuple[float, float], last: tuple[float,
     verdicts = []
     for group in JUDGED:
         (a, count_a), (b, count_b) = p95_within(log, group, *first), p95_within(log, group, *last)
-        if count_a and count_b:
-            verdicts.append(
-                f"- {group} p95, {what}: {'met' if b <= P95_RATIO * a else 'MISSED'} ({b:.2f} s against {a:.2f} s, "
-                f"allowed x{P95_RATIO}; {count_b} and {count_a} actions)"
-            )
+        if not count_a or not count_b:  # said, not left out: a goal that vanished would read as met
+            verdicts.append(f"- {group} p95, {what}: not judged ({count_b} and {count_a} actions)")
+            continue
+        verdicts.append(
+            f"- {group} p95, {what}: {'met' if b <= P95_RATIO * a else 'MISSED'} ({b:.2f} s against {a:.2f} s, "
+            f"allowed x{P95_RATIO}; {count_b} and {count_a} actions)"
+        )
     return verdicts
 
 
