@@ -2,7 +2,8 @@
 run in dozens of pool threads, cannot spread freed memory over 16 arenas that stay resident (the
 soak in docs/security.md): those cases run in a fresh interpreter that imports the app as `python
 app.py` does, since an arena limit only acts on arenas not yet made. Python's collector is made
-ready for serving and its full collections timed."""
+ready for serving and its full collections timed, and Gradio's components are described without
+leaving cycles for it (ui.app.describe_components_once)."""
 
 import json
 import os
@@ -177,3 +178,45 @@ def test_the_start_is_frozen_after_its_garbage_is_collected_and_later_garbage_st
     assert said["frozen"] > 10_000 and said["seen"] < said["frozen"] / 10, said  # the collector walks few
     assert said["young"] and said["said"].startswith(f"collector: {said['frozen']} objects of the start frozen")
     assert not said["start_garbage_kept"] and not said["later_garbage_kept"] and not said["kept_seen"], said
+
+
+def test_each_data_models_api_description_is_made_once_and_leaves_no_cycle():
+    """Gradio builds a component per session for every property update (a picture's alt text,
+    a gr.skip()) and described each anew, leaving a cycle of pydantic's schema generator for the
+    full collection. Described once, each rebuilt component gets the same description, a copy."""
+    import gc
+
+    import gradio as gr
+    from gradio.components.base import Component
+    from gradio.state_holder import SessionState
+    from pydantic.json_schema import GenerateJsonSchema
+
+    from ui.app import describe_components_once
+
+    describe_components_once()
+    describe = getattr(Component.api_info, "__wrapped__", Component.api_info)  # Gradio's own
+    with gr.Blocks() as demo:
+        outputs = [gr.Image(label="heads", alt_text="maps"), gr.File(label="export"), gr.Label(label="top")]
+        gr.Button("go").click(lambda: None, None, outputs)
+    state = SessionState(demo)
+
+    def rebuilt(component: Component) -> Component:
+        return component.__class__(**(component.constructor_args | {"render": False}))
+
+    for component in outputs:
+        expected = describe(rebuilt(component))
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)  # keep what a collection finds, to see what it is
+        try:
+            for _ in range(20):  # what Gradio does for an update of the component (Blocks.postprocess_data)
+                state[component._id] = rebuilt(component)
+                state._update_config(component._id)
+            without = [describe(rebuilt(component)) for _ in range(3)]  # Gradio's way, for comparison
+            gc.collect()
+            left = sum(isinstance(o, GenerateJsonSchema) for o in gc.garbage)
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+        assert left == 3, (component, left)  # the 3 described Gradio's way only, not the 20 updates
+        assert state.config_values[component._id]["api_info"] == expected == without[0]
+        assert state[component._id].api_info() is not rebuilt(component).api_info()  # copies, none shared

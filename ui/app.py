@@ -3,6 +3,8 @@ the limits on requests, sessions and the cache; launch serves it."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import threading
 import time
@@ -10,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
+from gradio.components.base import Component
 from starlette.middleware import Middleware
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount
@@ -219,6 +222,34 @@ PRUNE_EVERY_S = 60
 QUIET_MONITORING = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(2**62)}
 
 
+@functools.cache  # once per process: a second call would wrap the wrapper
+def describe_components_once() -> str:
+    """Describe each of Gradio's data models once, not once per component built. Gradio builds a
+    new component for the session whenever an event updates one's properties (every picture an
+    API call returns carries its alt text; an output a handler leaves as it is gets `gr.skip()`,
+    an update too) and describes it anew (`Component.api_info`: pydantic's JSON schema of its
+    data model, cached only per instance, gradio-app/gradio#11975). Each description cost 1.5 to
+    4 ms, and its schema generator left a reference cycle of 82 objects (the generator and 64
+    bound methods) that only a full collection frees: 900 a minute in a class period, Python's
+    blocks growing between full collections (docs/security.md, issue 56). The description
+    depends on the data model alone; each new component gets a copy of the first, so none is
+    shared. Returns what was done, for the log."""
+    describe = Component.api_info
+    described: dict[type, dict[str, Any]] = {}
+
+    @functools.wraps(describe)
+    def api_info(self: Component) -> dict[str, Any]:
+        model = self.data_model
+        if model is not None and getattr(self, "_api_info_cache", None) is None:
+            if model not in described:
+                described[model] = copy.deepcopy(describe(self))
+            self._api_info_cache = copy.deepcopy(described[model])
+        return describe(self)  # the copy, from Gradio's per-instance cache
+
+    Component.api_info = api_info
+    return "components: each data model's API description made once, copied to each component Gradio builds"
+
+
 def server_for(catalog: ModelCatalog, settings: ServerSettings | None = None) -> Server:
     """What the server holds for all its visitors over one model catalogue, within `settings`: the
     store of analyses in its budget, the training runs, the pictures' text size (`settings.present`:
@@ -239,6 +270,7 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
 def build_page(server: Server) -> gr.Blocks:
     """The app's Blocks (not launched): the Explore, Live, Train and Lessons tabs over `server`."""
     settings = server.settings
+    describe_components_once()  # before the page's components are described (ui/heap.py)
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
@@ -376,5 +408,6 @@ def launch(demo: gr.Blocks, server: Server, host: str, port: int, share: bool = 
     import torch._dynamo  # noqa: F401
     import torchvision  # noqa: F401
 
+    print(describe_components_once(), flush=True)  # installed by build_page; said once
     print(ready_the_collector(), flush=True)
     demo.block_thread()
