@@ -241,10 +241,11 @@ def describe_components_once() -> str:
     def api_info(self: Component) -> dict[str, Any]:
         model = self.data_model
         if model is not None and getattr(self, "_api_info_cache", None) is None:
-            if model not in described:
+            if model in described:
+                self._api_info_cache = copy.deepcopy(described[model])
+            else:  # the first of its model: described by Gradio, a copy kept for the next
                 described[model] = copy.deepcopy(describe(self))
-            self._api_info_cache = copy.deepcopy(described[model])
-        return describe(self)  # the copy, from Gradio's per-instance cache
+        return describe(self)  # from Gradio's per-instance cache
 
     Component.api_info = api_info
     return "components: each data model's API description made once, copied to each component Gradio builds"
@@ -270,7 +271,7 @@ def build_demo(catalog: ModelCatalog, settings: ServerSettings | None = None) ->
 def build_page(server: Server) -> gr.Blocks:
     """The app's Blocks (not launched): the Explore, Live, Train and Lessons tabs over `server`."""
     settings = server.settings
-    describe_components_once()  # before the page's components are described (ui/heap.py)
+    describe_components_once()  # before the page's components are described
     # analytics off: the app must start and run with no network at all
     # delete_cache: every 10 minutes, drop rendered views and uploads older than an hour
     with gr.Blocks(title="ViT attention explorer", analytics_enabled=False, delete_cache=(600, 3600)) as demo:
